@@ -1,0 +1,16 @@
+//! The vocabulary every other floe crate shares: SQL types, relation
+//! descriptions, object ids, timestamps and the table of SQLSTATE codes.
+//!
+//! Nothing here does I/O; it is the bottom of the dependency graph.
+
+pub mod id;
+pub mod relation;
+pub mod sqlstate;
+pub mod timestamp;
+pub mod types;
+
+pub use id::{ClusterId, GlobalId, ReplicaId};
+pub use relation::{ColumnType, RelationDesc};
+pub use sqlstate::SqlState;
+pub use timestamp::Timestamp;
+pub use types::SqlScalarType;

@@ -1,0 +1,62 @@
+//! The one table of SQLSTATE codes floe sends. Every client-facing error maps
+//! to one of these; the codes are the ones Postgres (and Materialize) use for
+//! the same condition.
+
+use std::fmt;
+
+/// A five-character SQLSTATE code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SqlState(&'static str);
+
+impl SqlState {
+    pub const SUCCESSFUL_COMPLETION: SqlState = SqlState("00000");
+    pub const WARNING: SqlState = SqlState("01000");
+    pub const CONNECTION_EXCEPTION: SqlState = SqlState("08000");
+    pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
+    pub const DATA_EXCEPTION: SqlState = SqlState("22000");
+    pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
+    pub const INVALID_DATETIME_FORMAT: SqlState = SqlState("22007");
+    pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
+    pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
+    pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
+    pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const INVALID_TRANSACTION_STATE: SqlState = SqlState("25000");
+    pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
+    pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const INVALID_AUTHORIZATION_SPECIFICATION: SqlState = SqlState("28000");
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
+    pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
+    pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
+    pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
+    pub const SYNTAX_ERROR: SqlState = SqlState("42601");
+    pub const INVALID_NAME: SqlState = SqlState("42602");
+    pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
+    pub const AMBIGUOUS_COLUMN: SqlState = SqlState("42702");
+    pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
+    pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
+    pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
+    pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");
+    pub const WRONG_OBJECT_TYPE: SqlState = SqlState("42809");
+    pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
+    pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
+    pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
+    pub const INVALID_OBJECT_DEFINITION: SqlState = SqlState("42P17");
+    pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
+    pub const OBJECT_IN_USE: SqlState = SqlState("55006");
+    pub const QUERY_CANCELED: SqlState = SqlState("57014");
+    pub const SYSTEM_ERROR: SqlState = SqlState("58000");
+    pub const IO_ERROR: SqlState = SqlState("58030");
+    pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
+
+    /// The five characters of the code.
+    pub fn code(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for SqlState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}

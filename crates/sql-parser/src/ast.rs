@@ -1,0 +1,734 @@
+//! floe's statement AST: sqlparser's statements plus floe's own.
+//!
+//! Every statement's `Display` prints SQL that parses back to the same AST;
+//! `create_sql` in the catalog is that text (with secret values redacted).
+
+use std::fmt;
+
+use sqlparser::ast::{Expr, Ident, ObjectName};
+
+/// One parsed statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// Anything sqlparser's Postgres dialect parses: queries, DML,
+    /// `CREATE TABLE`, transaction control, ...
+    Standard(Box<sqlparser::ast::Statement>),
+    CreateSecret(CreateSecretStatement),
+    AlterSecret(AlterSecretStatement),
+    CreateConnection(CreateConnectionStatement),
+    AlterConnection(AlterConnectionStatement),
+    ValidateConnection(ValidateConnectionStatement),
+    CreateSink(CreateSinkStatement),
+    AlterSink(AlterSinkStatement),
+    CreateSource(CreateSourceStatement),
+    CreateCluster(CreateClusterStatement),
+    AlterCluster(AlterClusterStatement),
+    CreateClusterReplica(CreateClusterReplicaStatement),
+    DropObjects(DropObjectsStatement),
+    Show(ShowStatement),
+    SetVariable(SetVariableStatement),
+    ResetVariable(ResetVariableStatement),
+    /// A statement floe recognises but does not support; the text names it.
+    Unsupported(String),
+}
+
+/// The name of an option: one or more upper-cased words, like `ASSUME ROLE ARN`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OptionName(pub String);
+
+impl fmt::Display for OptionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The value of an option.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    String(String),
+    Number(String),
+    Bool(bool),
+    /// `SECRET name`: a reference to a secret object.
+    Secret(ObjectName),
+    /// A bare object name, like the `aws_conn` of `AWS CONNECTION = aws_conn`.
+    Object(ObjectName),
+    /// A value that must never be printed, shown as `'********'`.
+    Redacted,
+}
+
+impl fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionValue::String(s) => write_string_literal(f, s),
+            OptionValue::Number(n) => f.write_str(n),
+            OptionValue::Bool(b) => f.write_str(if *b { "true" } else { "false" }),
+            OptionValue::Secret(name) => write!(f, "SECRET {name}"),
+            OptionValue::Object(name) => write!(f, "{name}"),
+            OptionValue::Redacted => f.write_str("'********'"),
+        }
+    }
+}
+
+/// `NAME [= value]` inside an option list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlOption {
+    pub name: OptionName,
+    pub value: Option<OptionValue>,
+}
+
+impl fmt::Display for SqlOption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(value) => write!(f, "{} = {}", self.name, value),
+            None => write!(f, "{}", self.name),
+        }
+    }
+}
+
+/// Writes a SQL string literal, doubling embedded quotes.
+pub fn write_string_literal(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
+    f.write_char('\'')?;
+    for c in s.chars() {
+        if c == '\'' {
+            f.write_str("''")?;
+        } else {
+            f.write_char(c)?;
+        }
+    }
+    f.write_char('\'')
+}
+
+/// Quotes a string as a SQL literal.
+pub fn quote_string(s: &str) -> String {
+    let mut out = String::new();
+    let _ = write_string_literal(&mut out, s);
+    out
+}
+
+struct Options<'a>(&'a [SqlOption]);
+
+impl fmt::Display for Options<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, option) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{option}")?;
+        }
+        Ok(())
+    }
+}
+
+fn if_not_exists(flag: bool) -> &'static str {
+    if flag { "IF NOT EXISTS " } else { "" }
+}
+
+fn if_exists(flag: bool) -> &'static str {
+    if flag { "IF EXISTS " } else { "" }
+}
+
+/// `CREATE SECRET [IF NOT EXISTS] name AS 'value'`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSecretStatement {
+    pub name: ObjectName,
+    pub if_not_exists: bool,
+    /// The secret's value, or `Redacted` once it has been stored.
+    pub value: OptionValue,
+}
+
+impl fmt::Display for CreateSecretStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE SECRET {}{} AS {}",
+            if_not_exists(self.if_not_exists),
+            self.name,
+            self.value
+        )
+    }
+}
+
+/// `ALTER SECRET [IF EXISTS] name AS 'value'`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSecretStatement {
+    pub name: ObjectName,
+    pub if_exists: bool,
+    pub value: OptionValue,
+}
+
+impl fmt::Display for AlterSecretStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER SECRET {}{} AS {}",
+            if_exists(self.if_exists),
+            self.name,
+            self.value
+        )
+    }
+}
+
+/// The kind of connection after `TO`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectionType {
+    Aws,
+    IcebergCatalog,
+    /// Any other kind (KAFKA, POSTGRES, ...): parsed so that it can be refused
+    /// with a clear message.
+    Other(String),
+}
+
+impl fmt::Display for ConnectionType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectionType::Aws => f.write_str("AWS"),
+            ConnectionType::IcebergCatalog => f.write_str("ICEBERG CATALOG"),
+            ConnectionType::Other(name) => f.write_str(name),
+        }
+    }
+}
+
+/// `CREATE CONNECTION [IF NOT EXISTS] name TO kind (options) [WITH (options)]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateConnectionStatement {
+    pub name: ObjectName,
+    pub if_not_exists: bool,
+    pub connection_type: ConnectionType,
+    pub options: Vec<SqlOption>,
+    /// `WITH (VALIDATE [= bool])`.
+    pub with_options: Vec<SqlOption>,
+}
+
+impl fmt::Display for CreateConnectionStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE CONNECTION {}{} TO {} ({})",
+            if_not_exists(self.if_not_exists),
+            self.name,
+            self.connection_type,
+            Options(&self.options)
+        )?;
+        if !self.with_options.is_empty() {
+            write!(f, " WITH ({})", Options(&self.with_options))?;
+        }
+        Ok(())
+    }
+}
+
+/// `ALTER CONNECTION [IF EXISTS] name ...`: recognised so it can be refused
+/// for the connection kinds that do not support it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterConnectionStatement {
+    pub name: ObjectName,
+    pub if_exists: bool,
+    /// The rest of the statement, as written.
+    pub action: String,
+}
+
+impl fmt::Display for AlterConnectionStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER CONNECTION {}{} {}",
+            if_exists(self.if_exists),
+            self.name,
+            self.action
+        )
+    }
+}
+
+/// `VALIDATE CONNECTION name`
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidateConnectionStatement {
+    pub name: ObjectName,
+}
+
+impl fmt::Display for ValidateConnectionStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VALIDATE CONNECTION {}", self.name)
+    }
+}
+
+/// `MODE UPSERT | APPEND`
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkMode {
+    Upsert,
+    Append,
+}
+
+impl fmt::Display for SinkMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SinkMode::Upsert => "UPSERT",
+            SinkMode::Append => "APPEND",
+        })
+    }
+}
+
+/// `KEY (col, ...) [NOT ENFORCED]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkKey {
+    pub columns: Vec<Ident>,
+    pub not_enforced: bool,
+}
+
+/// ```text
+/// CREATE SINK [IF NOT EXISTS] name [IN CLUSTER c] FROM relation
+///   INTO ICEBERG CATALOG CONNECTION conn (NAMESPACE [=] 'ns', TABLE [=] 't')
+///   [KEY (col, ...) [NOT ENFORCED]] MODE { UPSERT | APPEND }
+///   WITH (COMMIT INTERVAL [=] '1m')
+/// ```
+/// `MODE` and `WITH` are optional in the grammar so that planning can report
+/// their absence with the spec's messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSinkStatement {
+    pub name: ObjectName,
+    pub if_not_exists: bool,
+    pub in_cluster: Option<Ident>,
+    pub from: ObjectName,
+    pub connection: ObjectName,
+    pub connection_options: Vec<SqlOption>,
+    pub key: Option<SinkKey>,
+    pub mode: Option<SinkMode>,
+    pub with_options: Vec<SqlOption>,
+}
+
+impl fmt::Display for CreateSinkStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE SINK {}{}",
+            if_not_exists(self.if_not_exists),
+            self.name
+        )?;
+        if let Some(cluster) = &self.in_cluster {
+            write!(f, " IN CLUSTER {cluster}")?;
+        }
+        write!(
+            f,
+            " FROM {} INTO ICEBERG CATALOG CONNECTION {} ({})",
+            self.from,
+            self.connection,
+            Options(&self.connection_options)
+        )?;
+        if let Some(key) = &self.key {
+            f.write_str(" KEY (")?;
+            for (i, column) in key.columns.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{column}")?;
+            }
+            f.write_str(")")?;
+            if key.not_enforced {
+                f.write_str(" NOT ENFORCED")?;
+            }
+        }
+        if let Some(mode) = self.mode {
+            write!(f, " MODE {mode}")?;
+        }
+        if !self.with_options.is_empty() {
+            write!(f, " WITH ({})", Options(&self.with_options))?;
+        }
+        Ok(())
+    }
+}
+
+/// `ALTER SINK [IF EXISTS] s SET (options)` / `RESET (names)`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSinkStatement {
+    pub name: ObjectName,
+    pub if_exists: bool,
+    pub action: AlterOptionsAction,
+}
+
+/// `SET (options)` or `RESET (option names)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterOptionsAction {
+    Set(Vec<SqlOption>),
+    Reset(Vec<OptionName>),
+}
+
+impl fmt::Display for AlterOptionsAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlterOptionsAction::Set(options) => write!(f, "SET ({})", Options(options)),
+            AlterOptionsAction::Reset(names) => {
+                f.write_str("RESET (")?;
+                for (i, name) in names.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{name}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+impl fmt::Display for AlterSinkStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER SINK {}{} {}",
+            if_exists(self.if_exists),
+            self.name,
+            self.action
+        )
+    }
+}
+
+/// `CREATE SOURCE [IF NOT EXISTS] name [IN CLUSTER c] FROM LOAD GENERATOR
+/// kind [(options)] [FOR ALL TABLES]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSourceStatement {
+    pub name: ObjectName,
+    pub if_not_exists: bool,
+    pub in_cluster: Option<Ident>,
+    /// `COUNTER`, `AUCTION`, ... upper-cased.
+    pub generator: String,
+    pub options: Vec<SqlOption>,
+    pub for_all_tables: bool,
+}
+
+impl fmt::Display for CreateSourceStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE SOURCE {}{}",
+            if_not_exists(self.if_not_exists),
+            self.name
+        )?;
+        if let Some(cluster) = &self.in_cluster {
+            write!(f, " IN CLUSTER {cluster}")?;
+        }
+        write!(f, " FROM LOAD GENERATOR {}", self.generator)?;
+        if !self.options.is_empty() {
+            write!(f, " ({})", Options(&self.options))?;
+        }
+        if self.for_all_tables {
+            f.write_str(" FOR ALL TABLES")?;
+        }
+        Ok(())
+    }
+}
+
+/// A replica in `CREATE CLUSTER c REPLICAS (r1 (SIZE = '...'), ...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaDefinition {
+    pub name: Ident,
+    pub options: Vec<SqlOption>,
+}
+
+/// `CREATE CLUSTER name (options)` (managed) or
+/// `CREATE CLUSTER name REPLICAS (r (options), ...)` (unmanaged).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateClusterStatement {
+    pub name: Ident,
+    pub options: Vec<SqlOption>,
+    /// `Some` for an unmanaged cluster.
+    pub replicas: Option<Vec<ReplicaDefinition>>,
+}
+
+impl fmt::Display for CreateClusterStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CREATE CLUSTER {}", self.name)?;
+        if let Some(replicas) = &self.replicas {
+            f.write_str(" REPLICAS (")?;
+            for (i, replica) in replicas.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{} ({})", replica.name, Options(&replica.options))?;
+            }
+            f.write_str(")")?;
+        }
+        if !self.options.is_empty() {
+            write!(f, " ({})", Options(&self.options))?;
+        }
+        Ok(())
+    }
+}
+
+/// `ALTER CLUSTER [IF EXISTS] name SET (options) | RESET (names)`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterClusterStatement {
+    pub name: Ident,
+    pub if_exists: bool,
+    pub action: AlterOptionsAction,
+}
+
+impl fmt::Display for AlterClusterStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER CLUSTER {}{} {}",
+            if_exists(self.if_exists),
+            self.name,
+            self.action
+        )
+    }
+}
+
+/// `CREATE CLUSTER REPLICA cluster.replica (options)`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateClusterReplicaStatement {
+    pub cluster: Ident,
+    pub replica: Ident,
+    pub options: Vec<SqlOption>,
+}
+
+impl fmt::Display for CreateClusterReplicaStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE CLUSTER REPLICA {}.{} ({})",
+            self.cluster,
+            self.replica,
+            Options(&self.options)
+        )
+    }
+}
+
+/// The kinds of objects `DROP` and `SHOW CREATE` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObjectType {
+    Table,
+    View,
+    MaterializedView,
+    Source,
+    Sink,
+    Index,
+    Type,
+    Secret,
+    Connection,
+    Cluster,
+    ClusterReplica,
+    Schema,
+    Database,
+    Role,
+}
+
+impl ObjectType {
+    /// The lower-case name used in messages: `cannot drop secret "s"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectType::Table => "table",
+            ObjectType::View => "view",
+            ObjectType::MaterializedView => "materialized view",
+            ObjectType::Source => "source",
+            ObjectType::Sink => "sink",
+            ObjectType::Index => "index",
+            ObjectType::Type => "type",
+            ObjectType::Secret => "secret",
+            ObjectType::Connection => "connection",
+            ObjectType::Cluster => "cluster",
+            ObjectType::ClusterReplica => "cluster replica",
+            ObjectType::Schema => "schema",
+            ObjectType::Database => "database",
+            ObjectType::Role => "role",
+        }
+    }
+}
+
+impl fmt::Display for ObjectType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name().to_uppercase())
+    }
+}
+
+/// `DROP kind [IF EXISTS] name, ... [CASCADE | RESTRICT]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct DropObjectsStatement {
+    pub object_type: ObjectType,
+    pub if_exists: bool,
+    pub names: Vec<ObjectName>,
+    pub cascade: bool,
+}
+
+impl fmt::Display for DropObjectsStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DROP {} {}",
+            self.object_type,
+            if_exists(self.if_exists).trim_end()
+        )?;
+        if self.if_exists {
+            f.write_str(" ")?;
+        }
+        for (i, name) in self.names.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{name}")?;
+        }
+        if self.cascade {
+            f.write_str(" CASCADE")?;
+        }
+        Ok(())
+    }
+}
+
+/// The `SHOW` statements.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShowStatement {
+    /// `SHOW SECRETS | CONNECTIONS | SINKS | ... [FROM schema] [LIKE 'p' | WHERE e]`
+    Objects {
+        object_type: ShowObjectType,
+        from: Option<ObjectName>,
+        filter: Option<ShowFilter>,
+    },
+    /// `SHOW CREATE kind name`
+    Create {
+        object_type: ObjectType,
+        name: ObjectName,
+    },
+    /// `SHOW COLUMNS FROM relation`
+    Columns { table: ObjectName },
+    /// `SHOW name` / `SHOW ALL`
+    Variable { name: String },
+}
+
+/// What `SHOW <plural>` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShowObjectType {
+    Secrets,
+    Connections,
+    Sinks,
+    Sources,
+    Tables,
+    Views,
+    MaterializedViews,
+    Objects,
+    Clusters,
+    ClusterReplicas,
+    Schemas,
+    Databases,
+}
+
+impl fmt::Display for ShowObjectType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ShowObjectType::Secrets => "SECRETS",
+            ShowObjectType::Connections => "CONNECTIONS",
+            ShowObjectType::Sinks => "SINKS",
+            ShowObjectType::Sources => "SOURCES",
+            ShowObjectType::Tables => "TABLES",
+            ShowObjectType::Views => "VIEWS",
+            ShowObjectType::MaterializedViews => "MATERIALIZED VIEWS",
+            ShowObjectType::Objects => "OBJECTS",
+            ShowObjectType::Clusters => "CLUSTERS",
+            ShowObjectType::ClusterReplicas => "CLUSTER REPLICAS",
+            ShowObjectType::Schemas => "SCHEMAS",
+            ShowObjectType::Databases => "DATABASES",
+        })
+    }
+}
+
+/// `LIKE 'pattern'` or `WHERE expr` after a `SHOW`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShowFilter {
+    Like(String),
+    Where(Expr),
+}
+
+impl fmt::Display for ShowStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShowStatement::Objects {
+                object_type,
+                from,
+                filter,
+            } => {
+                write!(f, "SHOW {object_type}")?;
+                if let Some(from) = from {
+                    write!(f, " FROM {from}")?;
+                }
+                match filter {
+                    Some(ShowFilter::Like(pattern)) => {
+                        f.write_str(" LIKE ")?;
+                        write_string_literal(f, pattern)
+                    }
+                    Some(ShowFilter::Where(expr)) => write!(f, " WHERE {expr}"),
+                    None => Ok(()),
+                }
+            }
+            ShowStatement::Create { object_type, name } => {
+                write!(f, "SHOW CREATE {object_type} {name}")
+            }
+            ShowStatement::Columns { table } => write!(f, "SHOW COLUMNS FROM {table}"),
+            ShowStatement::Variable { name } => write!(f, "SHOW {name}"),
+        }
+    }
+}
+
+/// `SET [SESSION | LOCAL] name { = | TO } value [, ...] | DEFAULT`
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetVariableStatement {
+    pub local: bool,
+    pub name: String,
+    /// `None` for `DEFAULT`; otherwise the values as text.
+    pub value: Option<Vec<String>>,
+}
+
+impl fmt::Display for SetVariableStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SET {}{} = ",
+            if self.local { "LOCAL " } else { "" },
+            self.name
+        )?;
+        match &self.value {
+            None => f.write_str("DEFAULT"),
+            Some(values) => {
+                for (i, value) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write_string_literal(f, value)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `RESET name | ALL`
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResetVariableStatement {
+    pub name: String,
+}
+
+impl fmt::Display for ResetVariableStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RESET {}", self.name)
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statement::Standard(s) => write!(f, "{s}"),
+            Statement::CreateSecret(s) => write!(f, "{s}"),
+            Statement::AlterSecret(s) => write!(f, "{s}"),
+            Statement::CreateConnection(s) => write!(f, "{s}"),
+            Statement::AlterConnection(s) => write!(f, "{s}"),
+            Statement::ValidateConnection(s) => write!(f, "{s}"),
+            Statement::CreateSink(s) => write!(f, "{s}"),
+            Statement::AlterSink(s) => write!(f, "{s}"),
+            Statement::CreateSource(s) => write!(f, "{s}"),
+            Statement::CreateCluster(s) => write!(f, "{s}"),
+            Statement::AlterCluster(s) => write!(f, "{s}"),
+            Statement::CreateClusterReplica(s) => write!(f, "{s}"),
+            Statement::DropObjects(s) => write!(f, "{s}"),
+            Statement::Show(s) => write!(f, "{s}"),
+            Statement::SetVariable(s) => write!(f, "{s}"),
+            Statement::ResetVariable(s) => write!(f, "{s}"),
+            Statement::Unsupported(s) => f.write_str(s),
+        }
+    }
+}

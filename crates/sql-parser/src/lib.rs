@@ -1,0 +1,13 @@
+//! floe's SQL parser: sqlparser's Postgres dialect for standard SQL, plus
+//! floe's own statements (SECRET, CONNECTION, SINK, CLUSTER, SOURCE, ...).
+//!
+//! The grammar of each statement is documented on its AST type in [`ast`].
+
+pub mod ast;
+pub mod parser;
+
+pub use parser::{ParserError, ParserErrorKind, parse_statement, parse_statements};
+pub use sqlparser;
+
+#[cfg(test)]
+mod tests;

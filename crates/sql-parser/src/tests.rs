@@ -1,0 +1,115 @@
+use crate::ast::*;
+use crate::parser::{ParserErrorKind, parse_statement, parse_statements};
+
+/// Every statement prints as SQL that parses back to the same AST.
+fn assert_round_trip(sql: &str) -> Statement {
+    let parsed = parse_statement(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let printed = parsed.to_string();
+    let reparsed = parse_statement(&printed).unwrap_or_else(|e| panic!("{printed}: {e}"));
+    assert_eq!(parsed, reparsed, "{sql} printed as {printed}");
+    parsed
+}
+
+#[test]
+fn floe_statements_round_trip() {
+    for sql in [
+        "CREATE SECRET s AS 'x''y'",
+        "CREATE SECRET IF NOT EXISTS db.sch.s AS 'v'",
+        "ALTER SECRET IF EXISTS s AS 'w'",
+        "CREATE CONNECTION aws TO AWS (ASSUME ROLE ARN = 'arn:aws:iam::1:role/r', REGION 'us-east-1')",
+        "create connection c to aws (access key id = secret k, secret access key = secret s, session token 'tok') with (validate = false)",
+        "CREATE CONNECTION ic TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', URL = 'http://x/iceberg', WAREHOUSE = 'arn', AWS CONNECTION = aws)",
+        "CREATE CONNECTION ic TO ICEBERG CATALOG (CATALOG TYPE 'rest', CREDENTIAL = SECRET o, OAUTH2 SERVER URL = 'http://t', SCOPE = 'all-apis', ACCESS DELEGATION = 'vended-credentials') WITH (VALIDATE)",
+        "VALIDATE CONNECTION ic",
+        "ALTER CONNECTION ic SET (URL = 'x')",
+        "CREATE SINK s IN CLUSTER c FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE = 'ns', TABLE = 't') KEY (a, b) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL = '1m')",
+        "CREATE SINK IF NOT EXISTS s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE 'ns', TABLE 't') MODE APPEND WITH (COMMIT INTERVAL '10s')",
+        "CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE 'ns', TABLE 't')",
+        "ALTER SINK s SET (COMMIT INTERVAL = '5m')",
+        "ALTER SINK IF EXISTS s RESET (COMMIT INTERVAL)",
+        "CREATE SOURCE c FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1s')",
+        "CREATE SOURCE a IN CLUSTER q FROM LOAD GENERATOR AUCTION FOR ALL TABLES",
+        "CREATE CLUSTER c (SIZE = '25cc', REPLICATION FACTOR = 1)",
+        "CREATE CLUSTER c REPLICAS (r1 (SIZE = '25cc'), r2 (SIZE '50cc'))",
+        "ALTER CLUSTER c SET (REPLICATION FACTOR = 0)",
+        "CREATE CLUSTER REPLICA c.r1 (SIZE = '25cc')",
+        "DROP CLUSTER REPLICA c.r1",
+        "DROP SECRET IF EXISTS a, b CASCADE",
+        "DROP MATERIALIZED VIEW v",
+        "SHOW SECRETS",
+        "SHOW SINKS FROM public LIKE 's%'",
+        "SHOW CONNECTIONS WHERE name = 'x'",
+        "SHOW CREATE SINK s",
+        "SHOW CREATE CONNECTION db.sch.c",
+        "SHOW COLUMNS FROM t",
+        "SHOW search_path",
+        "SHOW TIME ZONE",
+        "SET search_path TO public, mz_catalog",
+        "SET SESSION application_name = 'psql'",
+        "SET TIME ZONE 'UTC'",
+        "SET extra_float_digits = 3",
+        "RESET ALL",
+        "SELECT 1",
+        "BEGIN",
+        "CREATE TABLE t (a int PRIMARY KEY, b text NOT NULL)",
+    ] {
+        assert_round_trip(sql);
+    }
+}
+
+#[test]
+fn options_take_an_optional_equals_sign_and_any_case() {
+    let with_equals = assert_round_trip("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE = 'x', TABLE = 't') MODE APPEND");
+    let without = assert_round_trip("create sink s from t into iceberg catalog connection ic (namespace 'x', table 't') mode append");
+    assert_eq!(with_equals, without);
+}
+
+#[test]
+fn known_multi_word_option_names_are_matched_longest_first() {
+    let Statement::CreateConnection(c) = assert_round_trip(
+        "CREATE CONNECTION c TO AWS (SECRET ACCESS KEY = SECRET s, ASSUME ROLE SESSION NAME 'n', FOO BAR = 'x')",
+    ) else {
+        panic!("not a connection");
+    };
+    let names: Vec<_> = c.options.iter().map(|o| o.name.0.as_str()).collect();
+    assert_eq!(names, ["SECRET ACCESS KEY", "ASSUME ROLE SESSION NAME", "FOO BAR"]);
+    assert!(matches!(c.options[0].value, Some(OptionValue::Secret(_))));
+}
+
+#[test]
+fn several_statements_split_on_semicolons() {
+    let statements = parse_statements(";; SELECT 1; CREATE SECRET s AS 'x';").unwrap();
+    assert_eq!(statements.len(), 2);
+    assert!(parse_statements("   ").unwrap().is_empty());
+}
+
+#[test]
+fn unsupported_statements_are_named_not_syntax_errors() {
+    for (sql, name) in [
+        ("CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE MATERIALIZED VIEW"),
+        ("SUBSCRIBE TO t", "SUBSCRIBE"),
+        ("CREATE INDEX i ON t (a)", "CREATE INDEX"),
+        ("CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')", "KAFKA sinks"),
+        ("CREATE SOURCE s FROM POSTGRES CONNECTION p", "POSTGRES sources"),
+    ] {
+        let error = parse_statement(sql).unwrap_err();
+        assert_eq!(error.kind, ParserErrorKind::Unsupported, "{sql}");
+        assert!(error.message.contains(name), "{sql}: {}", error.message);
+    }
+}
+
+#[test]
+fn syntax_errors_say_where() {
+    let error = parse_statement("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE 'x') MODE SIDEWAYS").unwrap_err();
+    assert_eq!(error.kind, ParserErrorKind::Syntax);
+    assert!(error.message.contains("UPSERT or APPEND"), "{}", error.message);
+    assert!(error.message.contains("line 1"), "{}", error.message);
+    let error = parse_statement("SELEC 1").unwrap_err();
+    assert_eq!(error.kind, ParserErrorKind::Syntax);
+}
+
+#[test]
+fn deeply_nested_input_is_an_error_not_a_crash() {
+    let sql = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+    assert!(parse_statement(&sql).is_err());
+}
