@@ -438,7 +438,7 @@ fn parse_option_value(parser: &mut Parser) -> Result<Option<OptionValue>, Parser
 
 fn parse_option(parser: &mut Parser, known: &[&str]) -> Result<SqlOption, ParserError> {
     let name = parse_option_name(parser, known)?;
-    parser.consume_token(&Token::Eq);
+    let _equals_sign_is_optional = parser.consume_token(&Token::Eq);
     let value = parse_option_value(parser)?;
     Ok(SqlOption { name, value })
 }

@@ -1,1 +1,18 @@
-//! placeholder
+//! Name resolution and pure planning of SQL statements.
+//!
+//! `plan(catalog, session, statement)` turns a parsed statement into a
+//! [`Plan`] or a [`PlanError`] carrying the spec's exact message. Nothing here
+//! does I/O: checks that need the network (connection validation, whether an
+//! Iceberg table exists) are purification, in the adapter.
+
+pub mod catalog;
+pub mod error;
+pub mod interval;
+pub mod plan;
+pub mod planner;
+mod show;
+pub mod table;
+
+pub use error::PlanError;
+pub use plan::Plan;
+pub use planner::{PlanNotice, SessionContext, plan};

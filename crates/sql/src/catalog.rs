@@ -1,0 +1,368 @@
+//! What the planner knows about the catalog: the objects it resolves names
+//! against and the definitions it produces. The durable catalog (crate
+//! `floe-catalog`) stores these and implements [`PlanCatalog`].
+
+use std::fmt;
+
+use floe_repr::{ClusterId, GlobalId, RelationDesc, ReplicaId};
+use serde::{Deserialize, Serialize};
+
+/// The one database floe has.
+pub const DATABASE: &str = "materialize";
+/// The schema user objects live in.
+pub const PUBLIC_SCHEMA: &str = "public";
+/// Schemas of builtin relations, in search-path order after `public`.
+pub const SYSTEM_SCHEMAS: &[&str] = &["mz_catalog", "pg_catalog", "mz_internal", "information_schema"];
+/// The cluster every session starts in.
+pub const DEFAULT_CLUSTER: &str = "quickstart";
+
+/// A fully qualified item name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct QualifiedName {
+    pub database: String,
+    pub schema: String,
+    pub item: String,
+}
+
+impl QualifiedName {
+    pub fn public(item: impl Into<String>) -> QualifiedName {
+        QualifiedName {
+            database: DATABASE.into(),
+            schema: PUBLIC_SCHEMA.into(),
+            item: item.into(),
+        }
+    }
+}
+
+impl fmt::Display for QualifiedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.database, self.schema, self.item)
+    }
+}
+
+/// The kinds of catalog items, with the names `mz_objects.type` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ItemKind {
+    Table,
+    Source,
+    View,
+    MaterializedView,
+    Sink,
+    Connection,
+    Secret,
+}
+
+impl ItemKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemKind::Table => "table",
+            ItemKind::Source => "source",
+            ItemKind::View => "view",
+            ItemKind::MaterializedView => "materialized-view",
+            ItemKind::Sink => "sink",
+            ItemKind::Connection => "connection",
+            ItemKind::Secret => "secret",
+        }
+    }
+
+    /// The name in messages such as `cannot drop secret "s"`.
+    pub fn human_name(self) -> &'static str {
+        match self {
+            ItemKind::MaterializedView => "materialized view",
+            other => other.name(),
+        }
+    }
+}
+
+/// A string option value, or a reference to a secret that holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StringOrSecret {
+    /// A value that is not sensitive (an access key id), stored as is.
+    String(String),
+    /// A `SECRET name` reference.
+    Secret(GlobalId),
+    /// A sensitive value written inline (`CREDENTIAL 'id:secret'`): stored
+    /// encrypted in the secrets store under the owning object's id and this
+    /// slot name, never in the definition.
+    Inline { slot: String },
+}
+
+/// `CREATE CONNECTION ... TO AWS`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AwsConnection {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub auth: AwsAuth,
+}
+
+/// How an AWS connection authenticates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AwsAuth {
+    Credentials {
+        access_key_id: StringOrSecret,
+        secret_access_key: GlobalId,
+        session_token: Option<StringOrSecret>,
+    },
+    AssumeRole {
+        arn: String,
+        session_name: Option<String>,
+    },
+}
+
+/// `CATALOG TYPE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IcebergCatalogType {
+    Rest,
+    S3TablesRest,
+    Local,
+}
+
+impl IcebergCatalogType {
+    /// The lower-case name stored and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            IcebergCatalogType::Rest => "rest",
+            IcebergCatalogType::S3TablesRest => "s3tablesrest",
+            IcebergCatalogType::Local => "local",
+        }
+    }
+}
+
+/// The path of Unity Catalog's Iceberg REST endpoint; a REST URL with this
+/// path marks a Unity connection.
+pub const UNITY_CATALOG_PATH: &str = "/api/2.1/unity-catalog/iceberg-rest";
+
+/// `CREATE CONNECTION ... TO ICEBERG CATALOG`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcebergCatalogConnection {
+    pub catalog_type: IcebergCatalogType,
+    pub url: Option<String>,
+    pub warehouse: Option<String>,
+    pub credential: Option<StringOrSecret>,
+    /// `SCOPE`; `None` means the default `catalog`.
+    pub scope: Option<String>,
+    /// `OAUTH2 SERVER URL`; `None` means `<URL>/v1/oauth/tokens`.
+    pub oauth2_server_url: Option<String>,
+    /// `ACCESS DELEGATION = 'vended-credentials'`.
+    pub vended_credentials: bool,
+    pub aws_connection: Option<GlobalId>,
+}
+
+impl IcebergCatalogConnection {
+    /// Whether the URL is Databricks Unity Catalog's Iceberg REST endpoint.
+    pub fn is_unity(&self) -> bool {
+        self.catalog_type == IcebergCatalogType::Rest
+            && self.url.as_deref().is_some_and(|url| {
+                url.trim_end_matches('/')
+                    .split(['?', '#'])
+                    .next()
+                    .is_some_and(|u| u.trim_end_matches('/').ends_with(UNITY_CATALOG_PATH))
+            })
+    }
+
+    /// The scope requested at the token endpoint.
+    pub fn effective_scope(&self) -> &str {
+        self.scope.as_deref().unwrap_or("catalog")
+    }
+
+    /// The token endpoint.
+    pub fn effective_oauth2_server_url(&self) -> Option<String> {
+        self.oauth2_server_url.clone().or_else(|| {
+            self.url
+                .as_ref()
+                .map(|url| format!("{}/v1/oauth/tokens", url.trim_end_matches('/')))
+        })
+    }
+}
+
+/// A connection's details.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConnectionDefinition {
+    Aws(AwsConnection),
+    IcebergCatalog(IcebergCatalogConnection),
+}
+
+impl ConnectionDefinition {
+    /// `mz_connections.type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ConnectionDefinition::Aws(_) => "aws",
+            ConnectionDefinition::IcebergCatalog(_) => "iceberg-catalog",
+        }
+    }
+}
+
+/// `MODE UPSERT | APPEND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SinkEnvelope {
+    Upsert,
+    Append,
+}
+
+impl SinkEnvelope {
+    /// `mz_sinks.envelope_type`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SinkEnvelope::Upsert => "upsert",
+            SinkEnvelope::Append => "append",
+        }
+    }
+}
+
+/// An Iceberg sink.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkDefinition {
+    pub from: GlobalId,
+    pub connection: GlobalId,
+    pub cluster: ClusterId,
+    pub namespace: String,
+    pub table: String,
+    pub envelope: SinkEnvelope,
+    /// Key column names (upsert only), in the order given.
+    pub key: Option<Vec<String>>,
+    pub key_not_enforced: bool,
+    pub commit_interval_ms: u64,
+    /// Bumped by every real `ALTER SINK`; written to each snapshot as
+    /// `mz-sink-version` so an older writer is fenced off.
+    pub version: u64,
+}
+
+/// A table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDefinition {
+    pub desc: RelationDesc,
+    /// Default expressions, as SQL text, per column.
+    pub defaults: Vec<Option<String>>,
+}
+
+/// A load generator source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceDefinition {
+    pub generator: String,
+    pub tick_interval_ms: u64,
+    pub cluster: ClusterId,
+    pub desc: RelationDesc,
+}
+
+/// What an item is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ItemDefinition {
+    Secret,
+    Connection(ConnectionDefinition),
+    Table(TableDefinition),
+    Source(SourceDefinition),
+    Sink(SinkDefinition),
+}
+
+impl ItemDefinition {
+    pub fn kind(&self) -> ItemKind {
+        match self {
+            ItemDefinition::Secret => ItemKind::Secret,
+            ItemDefinition::Connection(_) => ItemKind::Connection,
+            ItemDefinition::Table(_) => ItemKind::Table,
+            ItemDefinition::Source(_) => ItemKind::Source,
+            ItemDefinition::Sink(_) => ItemKind::Sink,
+        }
+    }
+
+    /// The relation's shape, for items that are relations.
+    pub fn desc(&self) -> Option<&RelationDesc> {
+        match self {
+            ItemDefinition::Table(t) => Some(&t.desc),
+            ItemDefinition::Source(s) => Some(&s.desc),
+            _ => None,
+        }
+    }
+
+    /// The items this one depends on (and that therefore cannot be dropped
+    /// without dropping this one).
+    pub fn uses(&self) -> Vec<GlobalId> {
+        fn secret_of(value: &StringOrSecret) -> Option<GlobalId> {
+            match value {
+                StringOrSecret::Secret(id) => Some(*id),
+                _ => None,
+            }
+        }
+        match self {
+            ItemDefinition::Secret | ItemDefinition::Table(_) | ItemDefinition::Source(_) => {
+                vec![]
+            }
+            ItemDefinition::Connection(ConnectionDefinition::Aws(aws)) => match &aws.auth {
+                AwsAuth::Credentials {
+                    access_key_id,
+                    secret_access_key,
+                    session_token,
+                } => {
+                    let mut uses = vec![*secret_access_key];
+                    uses.extend(secret_of(access_key_id));
+                    uses.extend(session_token.as_ref().and_then(secret_of));
+                    uses.sort();
+                    uses.dedup();
+                    uses
+                }
+                AwsAuth::AssumeRole { .. } => vec![],
+            },
+            ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg)) => {
+                let mut uses = Vec::new();
+                uses.extend(iceberg.credential.as_ref().and_then(secret_of));
+                uses.extend(iceberg.aws_connection);
+                uses
+            }
+            ItemDefinition::Sink(sink) => vec![sink.from, sink.connection],
+        }
+    }
+}
+
+/// An item as the catalog holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogItem {
+    pub id: GlobalId,
+    pub oid: u32,
+    pub name: QualifiedName,
+    pub definition: ItemDefinition,
+    /// The statement that creates the item, names fully qualified, secret
+    /// values shown as `'********'`.
+    pub create_sql: String,
+}
+
+/// A cluster replica.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replica {
+    pub id: ReplicaId,
+    pub name: String,
+    pub size: String,
+}
+
+/// A cluster: managed (size and replication factor) or unmanaged (replicas
+/// listed one by one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cluster {
+    pub id: ClusterId,
+    pub name: String,
+    pub managed: bool,
+    pub size: Option<String>,
+    pub replication_factor: Option<u32>,
+    pub replicas: Vec<Replica>,
+}
+
+/// Read access to the catalog, for planning.
+pub trait PlanCatalog {
+    /// The user item with this name (system relations are not items).
+    fn item_by_name(&self, name: &QualifiedName) -> Option<&CatalogItem>;
+    fn item(&self, id: GlobalId) -> Option<&CatalogItem>;
+    /// The items that use `id` directly.
+    fn dependents(&self, id: GlobalId) -> Vec<GlobalId>;
+    fn cluster_by_name(&self, name: &str) -> Option<&Cluster>;
+    fn cluster(&self, id: ClusterId) -> Option<&Cluster>;
+    /// The items (sinks, sources) that run on a cluster.
+    fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId>;
+    /// Whether `schema.name` is a builtin relation.
+    fn is_system_relation(&self, schema: &str, name: &str) -> bool;
+}
+
+/// Materialize's cluster replica sizes. An unknown size is an error.
+pub const CLUSTER_SIZES: &[&str] = &[
+    "25cc", "50cc", "100cc", "200cc", "300cc", "400cc", "600cc", "800cc", "1200cc", "1600cc",
+    "3200cc", "6400cc", "128C", "256C", "512C", "3xsmall", "2xsmall", "xsmall", "small", "medium",
+    "large", "xlarge", "2xlarge", "3xlarge", "4xlarge", "5xlarge", "6xlarge",
+];

@@ -1,0 +1,149 @@
+//! Plans: what a statement asks the coordinator to do, fully resolved and
+//! validated. Producing a plan never does I/O.
+
+use floe_repr::{ClusterId, GlobalId, RelationDesc, ReplicaId};
+
+use crate::catalog::{ConnectionDefinition, QualifiedName, SinkDefinition, TableDefinition};
+
+/// A planned statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    CreateSecret(CreateSecretPlan),
+    AlterSecret(AlterSecretPlan),
+    CreateConnection(CreateConnectionPlan),
+    ValidateConnection(ValidateConnectionPlan),
+    CreateSink(CreateSinkPlan),
+    AlterSink(AlterSinkPlan),
+    CreateTable(CreateTablePlan),
+    CreateCluster(CreateClusterPlan),
+    AlterCluster(AlterClusterPlan),
+    CreateClusterReplica(CreateClusterReplicaPlan),
+    DropObjects(DropObjectsPlan),
+    /// A `SELECT` (or a `SHOW` rewritten as one), run by the query engine.
+    Select(SelectPlan),
+    ShowVariable(ShowVariablePlan),
+    SetVariable(SetVariablePlan),
+    Transaction(TransactionPlan),
+    /// Nothing to do; answer with this command tag (`IF EXISTS` on a missing
+    /// object, `ALTER` to the current value).
+    NoOp { tag: &'static str },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSecretPlan {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub value: String,
+    pub create_sql: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSecretPlan {
+    pub id: GlobalId,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateConnectionPlan {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub definition: ConnectionDefinition,
+    /// Sensitive values written inline, by slot name; stored encrypted.
+    pub inline_secrets: Vec<(String, String)>,
+    /// Whether to connect to the remote system before creating.
+    pub validate: bool,
+    pub create_sql: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidateConnectionPlan {
+    pub id: GlobalId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSinkPlan {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub definition: SinkDefinition,
+    pub create_sql: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSinkPlan {
+    pub id: GlobalId,
+    pub commit_interval_ms: u64,
+    /// The sink's statement with the new interval.
+    pub create_sql: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTablePlan {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub definition: TableDefinition,
+    pub create_sql: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateClusterPlan {
+    pub name: String,
+    /// `Some((size, replication factor))` for a managed cluster.
+    pub managed: Option<(String, u32)>,
+    /// Replicas of an unmanaged cluster: name and size.
+    pub replicas: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterClusterPlan {
+    pub id: ClusterId,
+    pub size: String,
+    pub replication_factor: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateClusterReplicaPlan {
+    pub cluster: ClusterId,
+    pub name: String,
+    pub size: String,
+}
+
+/// Everything a `DROP` removes, dependents first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DropObjectsPlan {
+    pub items: Vec<GlobalId>,
+    pub clusters: Vec<ClusterId>,
+    pub replicas: Vec<(ClusterId, ReplicaId)>,
+    /// The command tag: `DROP SINK`, ...
+    pub tag: &'static str,
+}
+
+/// A query for the engine. `query` is the statement after name resolution
+/// (system relations qualified with their schema).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectPlan {
+    pub query: Box<sqlparser::ast::Statement>,
+    /// The expected shape, when the planner knows it (SHOW statements);
+    /// otherwise the engine derives it.
+    pub desc: Option<RelationDesc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShowVariablePlan {
+    /// Lower-case name, or `all`.
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetVariablePlan {
+    pub name: String,
+    /// `None` resets to the default.
+    pub value: Option<String>,
+    pub local: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionPlan {
+    Begin,
+    Commit,
+    Rollback,
+}

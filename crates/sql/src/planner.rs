@@ -1,0 +1,1653 @@
+//! Pure planning: statement + catalog -> [`Plan`]. Every option rule and error
+//! text of the spec lives here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use floe_repr::{GlobalId, SqlState};
+use floe_sql_parser::ast::{
+    self, AlterOptionsAction, ConnectionType, CreateConnectionStatement, CreateSinkStatement,
+    ObjectType, OptionValue, SinkMode, SqlOption, Statement,
+};
+use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, Visit, VisitMut, Visitor, VisitorMut};
+
+use crate::catalog::*;
+use crate::error::PlanError;
+use crate::interval::{format_duration, parse_duration};
+use crate::plan::*;
+use crate::show;
+
+/// The session state planning depends on.
+#[derive(Debug, Clone)]
+pub struct SessionContext {
+    /// The session's `cluster` variable: where sinks go without `IN CLUSTER`.
+    pub cluster: String,
+}
+
+/// Something to tell the client without failing the statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanNotice {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Plans one statement.
+pub fn plan(
+    catalog: &dyn PlanCatalog,
+    session: &SessionContext,
+    statement: Statement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    match statement {
+        Statement::CreateSecret(s) => plan_create_secret(catalog, s),
+        Statement::AlterSecret(s) => plan_alter_secret(catalog, s, notices),
+        Statement::CreateConnection(s) => plan_create_connection(catalog, s),
+        Statement::AlterConnection(s) => plan_alter_connection(catalog, s, notices),
+        Statement::ValidateConnection(s) => {
+            let item = resolve_item(catalog, &s.name)?;
+            expect_kind(item, ItemKind::Connection)?;
+            Ok(Plan::ValidateConnection(ValidateConnectionPlan { id: item.id }))
+        }
+        Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
+        Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
+        Statement::CreateSource(_) => Err(PlanError::unsupported(
+            "CREATE SOURCE is not supported yet",
+        )),
+        Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
+        Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
+        Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
+        Statement::DropObjects(s) => plan_drop(catalog, s, notices),
+        Statement::Show(s) => show::plan_show(catalog, s),
+        Statement::SetVariable(s) => Ok(Plan::SetVariable(SetVariablePlan {
+            name: s.name,
+            value: s.value.map(|values| values.join(", ")),
+            local: s.local,
+        })),
+        Statement::ResetVariable(s) => Ok(Plan::SetVariable(SetVariablePlan {
+            name: s.name.to_lowercase(),
+            value: None,
+            local: false,
+        })),
+        Statement::Unsupported(what) => Err(PlanError::unsupported(format!("{what} is not supported"))),
+        Statement::Standard(s) => plan_standard(catalog, *s),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Names
+
+/// An identifier as Postgres folds it: unquoted names are lower-cased.
+pub fn normalize_ident(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+fn name_parts(name: &ObjectName) -> Result<Vec<String>, PlanError> {
+    name.0
+        .iter()
+        .map(|part| match part {
+            ObjectNamePart::Identifier(ident) => Ok(normalize_ident(ident)),
+            other => Err(PlanError::syntax(format!("invalid name part {other}"))),
+        })
+        .collect()
+}
+
+/// Quotes an identifier when Postgres would need it to read it back as is.
+pub fn quote_ident(name: &str) -> String {
+    let simple = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
+    if simple {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// A qualified name as an AST name, quoted as in Materialize's `create_sql`.
+fn qualified_object_name(name: &QualifiedName) -> ObjectName {
+    ObjectName::from(vec![
+        Ident::with_quote('"', name.database.clone()),
+        Ident::with_quote('"', name.schema.clone()),
+        Ident::with_quote('"', name.item.clone()),
+    ])
+}
+
+/// The name a new item gets: `[materialize.][public.]name`.
+fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
+    let parts = name_parts(name)?;
+    let (database, schema, item) = match parts.as_slice() {
+        [item] => (DATABASE.to_string(), PUBLIC_SCHEMA.to_string(), item.clone()),
+        [schema, item] => (DATABASE.to_string(), schema.clone(), item.clone()),
+        [database, schema, item] => (database.clone(), schema.clone(), item.clone()),
+        _ => return Err(PlanError::syntax(format!("improper qualified name (too many dotted names): {name}"))),
+    };
+    if database != DATABASE {
+        return Err(PlanError::new(
+            SqlState::INVALID_CATALOG_NAME,
+            format!("unknown database '{database}'"),
+        ));
+    }
+    if SYSTEM_SCHEMAS.contains(&schema.as_str()) {
+        return Err(PlanError::new(
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            format!("system schema '{schema}' cannot be modified"),
+        ));
+    }
+    if schema != PUBLIC_SCHEMA {
+        return Err(PlanError::new(
+            SqlState::INVALID_SCHEMA_NAME,
+            format!("unknown schema '{schema}'"),
+        ));
+    }
+    Ok(QualifiedName {
+        database,
+        schema,
+        item,
+    })
+}
+
+fn unknown_item(name: &ObjectName) -> PlanError {
+    PlanError::new(
+        SqlState::UNDEFINED_OBJECT,
+        format!("unknown catalog item '{}'", display_name(name)),
+    )
+}
+
+fn display_name(name: &ObjectName) -> String {
+    name_parts(name)
+        .map(|parts| parts.join("."))
+        .unwrap_or_else(|_| name.to_string())
+}
+
+/// Looks a user item up by name; system relations are not items.
+fn find_item<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<Option<&'a CatalogItem>, PlanError> {
+    let parts = name_parts(name)?;
+    let qualified = match parts.as_slice() {
+        [item] => QualifiedName::public(item.clone()),
+        [schema, item] => QualifiedName {
+            database: DATABASE.into(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        [database, schema, item] => QualifiedName {
+            database: database.clone(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        _ => return Ok(None),
+    };
+    Ok(catalog.item_by_name(&qualified))
+}
+
+fn resolve_item<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<&'a CatalogItem, PlanError> {
+    find_item(catalog, name)?.ok_or_else(|| unknown_item(name))
+}
+
+fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), PlanError> {
+    if item.definition.kind() == kind {
+        Ok(())
+    } else {
+        Err(PlanError::new(
+            SqlState::WRONG_OBJECT_TYPE,
+            format!("\"{}\" is not a {}", item.name, kind.human_name()),
+        ))
+    }
+}
+
+fn check_not_exists(
+    catalog: &dyn PlanCatalog,
+    name: &QualifiedName,
+    if_not_exists: bool,
+) -> Result<bool, PlanError> {
+    match catalog.item_by_name(name) {
+        Some(_) if if_not_exists => Ok(true),
+        Some(existing) => Err(PlanError::new(
+            SqlState::DUPLICATE_OBJECT,
+            format!(
+                "{} \"{}\" already exists",
+                existing.definition.kind().human_name(),
+                name
+            ),
+        )),
+        None => Ok(false),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Options
+
+/// Options by name, each given at most once.
+struct OptionMap {
+    values: BTreeMap<String, Option<OptionValue>>,
+    /// Names in the order written, for messages.
+    order: Vec<String>,
+}
+
+impl OptionMap {
+    fn new(options: &[SqlOption]) -> Result<OptionMap, PlanError> {
+        let mut values = BTreeMap::new();
+        let mut order = Vec::new();
+        for option in options {
+            let name = option.name.0.clone();
+            if values.insert(name.clone(), option.value.clone()).is_some() {
+                return Err(PlanError::invalid(format!("{name} specified more than once")));
+            }
+            order.push(name);
+        }
+        Ok(OptionMap { values, order })
+    }
+
+    /// The names not in `allowed`, in the order written.
+    fn unknown(&self, allowed: &[&str]) -> Vec<String> {
+        self.order
+            .iter()
+            .filter(|name| !allowed.contains(&name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    fn take(&mut self, name: &str) -> Option<Option<OptionValue>> {
+        self.values.remove(name)
+    }
+
+    /// A string option; `Object` names are accepted as strings too.
+    fn string(&mut self, name: &str) -> Result<Option<String>, PlanError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Some(OptionValue::String(s))) => Ok(Some(s)),
+            Some(Some(OptionValue::Number(n))) => Ok(Some(n)),
+            Some(Some(OptionValue::Object(o))) => Ok(Some(display_name(&o))),
+            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected a string"))),
+        }
+    }
+
+    fn bool(&mut self, name: &str) -> Result<Option<bool>, PlanError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(None) => Ok(Some(true)),
+            Some(Some(OptionValue::Bool(b))) => Ok(Some(b)),
+            Some(Some(OptionValue::String(s))) => match s.to_lowercase().as_str() {
+                "true" | "on" | "yes" | "1" => Ok(Some(true)),
+                "false" | "off" | "no" | "0" => Ok(Some(false)),
+                _ => Err(PlanError::invalid(format!("invalid {name}: expected a boolean"))),
+            },
+            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected a boolean"))),
+        }
+    }
+
+    fn object(&mut self, name: &str) -> Result<Option<ObjectName>, PlanError> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Some(OptionValue::Object(o))) => Ok(Some(o)),
+            Some(Some(OptionValue::String(s))) => Ok(Some(ObjectName::from(vec![Ident::new(s)]))),
+            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected an object name"))),
+        }
+    }
+}
+
+/// A `SECRET s` or string option, resolved.
+enum ResolvedStringOrSecret {
+    String(String),
+    Secret(GlobalId),
+}
+
+fn resolve_secret_ref(
+    catalog: &dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<GlobalId, PlanError> {
+    let item = resolve_item(catalog, name)?;
+    expect_kind(item, ItemKind::Secret)?;
+    Ok(item.id)
+}
+
+fn string_or_secret(
+    catalog: &dyn PlanCatalog,
+    options: &mut OptionMap,
+    name: &str,
+) -> Result<Option<ResolvedStringOrSecret>, PlanError> {
+    match options.take(name) {
+        None => Ok(None),
+        Some(Some(OptionValue::String(s))) => Ok(Some(ResolvedStringOrSecret::String(s))),
+        Some(Some(OptionValue::Secret(secret))) => Ok(Some(ResolvedStringOrSecret::Secret(
+            resolve_secret_ref(catalog, &secret)?,
+        ))),
+        Some(_) => Err(PlanError::invalid(format!(
+            "invalid {name}: expected a string or SECRET"
+        ))),
+    }
+}
+
+/// Options whose string values are credentials: stored encrypted, shown as
+/// `'********'`.
+const SENSITIVE_OPTIONS: &[&str] = &["CREDENTIAL", "SESSION TOKEN"];
+
+/// The statement with every sensitive string value redacted.
+fn redact_options(options: &[SqlOption]) -> Vec<SqlOption> {
+    options
+        .iter()
+        .map(|option| match &option.value {
+            Some(OptionValue::String(_)) if SENSITIVE_OPTIONS.contains(&option.name.0.as_str()) => {
+                SqlOption {
+                    name: option.name.clone(),
+                    value: Some(OptionValue::Redacted),
+                }
+            }
+            _ => option.clone(),
+        })
+        .collect()
+}
+
+/// Rewrites `SECRET x` and object references to their qualified names.
+fn qualify_option_references(
+    catalog: &dyn PlanCatalog,
+    options: &[SqlOption],
+) -> Result<Vec<SqlOption>, PlanError> {
+    options
+        .iter()
+        .map(|option| {
+            let value = match &option.value {
+                Some(OptionValue::Secret(name)) => Some(OptionValue::Secret(qualified_object_name(
+                    &resolve_item(catalog, name)?.name,
+                ))),
+                Some(OptionValue::Object(name)) if option.name.0 == "AWS CONNECTION" => {
+                    Some(OptionValue::Object(qualified_object_name(
+                        &resolve_item(catalog, name)?.name,
+                    )))
+                }
+                other => other.clone(),
+            };
+            Ok(SqlOption {
+                name: option.name.clone(),
+                value,
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Secrets
+
+fn plan_create_secret(
+    catalog: &dyn PlanCatalog,
+    statement: ast::CreateSecretStatement,
+) -> Result<Plan, PlanError> {
+    let name = name_for_create(&statement.name)?;
+    if check_not_exists(catalog, &name, statement.if_not_exists)? {
+        return Ok(Plan::NoOp {
+            tag: "CREATE SECRET",
+        });
+    }
+    let OptionValue::String(value) = statement.value else {
+        return Err(PlanError::invalid("secret value must be a string"));
+    };
+    let create_sql = ast::CreateSecretStatement {
+        name: qualified_object_name(&name),
+        if_not_exists: false,
+        value: OptionValue::Redacted,
+    }
+    .to_string();
+    Ok(Plan::CreateSecret(CreateSecretPlan {
+        name,
+        if_not_exists: statement.if_not_exists,
+        value,
+        create_sql,
+    }))
+}
+
+fn plan_alter_secret(
+    catalog: &dyn PlanCatalog,
+    statement: ast::AlterSecretStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let Some(item) = find_item(catalog, &statement.name)? else {
+        if statement.if_exists {
+            notices.push(PlanNotice {
+                message: format!(
+                    "secret \"{}\" does not exist, skipping",
+                    display_name(&statement.name)
+                ),
+                hint: None,
+            });
+            return Ok(Plan::NoOp {
+                tag: "ALTER SECRET",
+            });
+        }
+        return Err(unknown_item(&statement.name));
+    };
+    expect_kind(item, ItemKind::Secret)?;
+    let OptionValue::String(value) = statement.value else {
+        return Err(PlanError::invalid("secret value must be a string"));
+    };
+    Ok(Plan::AlterSecret(AlterSecretPlan { id: item.id, value }))
+}
+
+// ---------------------------------------------------------------------------
+// Connections
+
+const AWS_OPTIONS: &[&str] = &[
+    "ACCESS KEY ID",
+    "SECRET ACCESS KEY",
+    "SESSION TOKEN",
+    "ENDPOINT",
+    "REGION",
+    "ASSUME ROLE ARN",
+    "ASSUME ROLE SESSION NAME",
+];
+
+const ICEBERG_OPTIONS: &[&str] = &[
+    "AWS CONNECTION",
+    "CATALOG TYPE",
+    "CREDENTIAL",
+    "SCOPE",
+    "URL",
+    "WAREHOUSE",
+    "OAUTH2 SERVER URL",
+    "ACCESS DELEGATION",
+];
+
+/// Options a `local` catalog takes: no URL, no credentials.
+const LOCAL_ICEBERG_OPTIONS: &[&str] = &["CATALOG TYPE", "WAREHOUSE"];
+
+fn plan_create_connection(
+    catalog: &dyn PlanCatalog,
+    statement: CreateConnectionStatement,
+) -> Result<Plan, PlanError> {
+    let name = name_for_create(&statement.name)?;
+    if check_not_exists(catalog, &name, statement.if_not_exists)? {
+        return Ok(Plan::NoOp {
+            tag: "CREATE CONNECTION",
+        });
+    }
+    let mut with_options = OptionMap::new(&statement.with_options)?;
+    if let Some(unknown) = with_options.unknown(&["VALIDATE"]).first() {
+        return Err(PlanError::invalid(format!(
+            "CONNECTION does not support WITH option {unknown}"
+        )));
+    }
+    let validate = with_options.bool("VALIDATE")?;
+    let mut options = OptionMap::new(&statement.options)?;
+    let mut inline_secrets = Vec::new();
+    let (definition, validate_default) = match &statement.connection_type {
+        ConnectionType::Aws => (
+            ConnectionDefinition::Aws(plan_aws_connection(
+                catalog,
+                &mut options,
+                &mut inline_secrets,
+            )?),
+            // Off by default: the reference creates the connection before the
+            // role's trust policy names the external id.
+            false,
+        ),
+        ConnectionType::IcebergCatalog => (
+            ConnectionDefinition::IcebergCatalog(plan_iceberg_connection(
+                catalog,
+                &mut options,
+                &mut inline_secrets,
+            )?),
+            true,
+        ),
+        ConnectionType::Other(kind) => {
+            return Err(PlanError::unsupported(format!(
+                "{kind} connections are not supported: floe supports AWS and ICEBERG CATALOG connections"
+            )));
+        }
+    };
+    let create_sql = CreateConnectionStatement {
+        name: qualified_object_name(&name),
+        if_not_exists: false,
+        connection_type: statement.connection_type.clone(),
+        options: redact_options(&qualify_option_references(catalog, &statement.options)?),
+        with_options: Vec::new(),
+    }
+    .to_string();
+    Ok(Plan::CreateConnection(CreateConnectionPlan {
+        name,
+        if_not_exists: statement.if_not_exists,
+        definition,
+        inline_secrets,
+        validate: validate.unwrap_or(validate_default),
+        create_sql,
+    }))
+}
+
+fn plan_aws_connection(
+    catalog: &dyn PlanCatalog,
+    options: &mut OptionMap,
+    inline_secrets: &mut Vec<(String, String)>,
+) -> Result<AwsConnection, PlanError> {
+    let unknown = options.unknown(AWS_OPTIONS);
+    if !unknown.is_empty() {
+        return Err(PlanError::invalid(format!(
+            "AWS connections do not support {} values",
+            unknown.join(", ")
+        )));
+    }
+    let access_key_id = string_or_secret(catalog, options, "ACCESS KEY ID")?;
+    let secret_access_key = match options.take("SECRET ACCESS KEY") {
+        None => None,
+        Some(Some(OptionValue::Secret(name))) => Some(resolve_secret_ref(catalog, &name)?),
+        Some(_) => {
+            return Err(PlanError::invalid(
+                "SECRET ACCESS KEY must be a secret: use SECRET ACCESS KEY = SECRET name",
+            ));
+        }
+    };
+    let session_token = string_or_secret(catalog, options, "SESSION TOKEN")?;
+    let assume_role_arn = options.string("ASSUME ROLE ARN")?;
+    let assume_role_session_name = options.string("ASSUME ROLE SESSION NAME")?;
+    let endpoint = options.string("ENDPOINT")?.filter(|e| !e.is_empty());
+    let region = options.string("REGION")?;
+
+    let credentials = match (access_key_id, secret_access_key, session_token) {
+        (Some(access_key_id), Some(secret_access_key), session_token) => Some((
+            access_key_id,
+            secret_access_key,
+            session_token,
+        )),
+        (None, None, None) => None,
+        _ => {
+            return Err(PlanError::invalid(
+                "must specify both ACCESS KEY ID and SECRET ACCESS KEY with optional SESSION TOKEN",
+            ));
+        }
+    };
+    let assume_role = match (assume_role_arn, assume_role_session_name) {
+        (Some(arn), session_name) => Some((arn, session_name)),
+        (None, Some(_)) => {
+            return Err(PlanError::invalid(
+                "must specify ASSUME ROLE ARN with optional ASSUME ROLE SESSION NAME",
+            ));
+        }
+        (None, None) => None,
+    };
+    let auth = match (credentials, assume_role) {
+        (None, None) => {
+            return Err(PlanError::invalid(
+                "must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS KEY",
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(PlanError::invalid(
+                "cannot specify both ACCESS KEY ID and ASSUME ROLE ARN",
+            ));
+        }
+        (Some((access_key_id, secret_access_key, session_token)), None) => AwsAuth::Credentials {
+            access_key_id: match access_key_id {
+                ResolvedStringOrSecret::String(s) => StringOrSecret::String(s),
+                ResolvedStringOrSecret::Secret(id) => StringOrSecret::Secret(id),
+            },
+            secret_access_key,
+            session_token: session_token.map(|token| match token {
+                ResolvedStringOrSecret::String(value) => {
+                    inline_secrets.push(("session_token".into(), value));
+                    StringOrSecret::Inline {
+                        slot: "session_token".into(),
+                    }
+                }
+                ResolvedStringOrSecret::Secret(id) => StringOrSecret::Secret(id),
+            }),
+        },
+        (None, Some((arn, session_name))) => AwsAuth::AssumeRole { arn, session_name },
+    };
+    Ok(AwsConnection {
+        endpoint,
+        region,
+        auth,
+    })
+}
+
+fn plan_iceberg_connection(
+    catalog: &dyn PlanCatalog,
+    options: &mut OptionMap,
+    inline_secrets: &mut Vec<(String, String)>,
+) -> Result<IcebergCatalogConnection, PlanError> {
+    let unknown = options.unknown(ICEBERG_OPTIONS);
+    if !unknown.is_empty() {
+        return Err(PlanError::invalid(format!(
+            "ICEBERG CATALOG connections do not support {} values",
+            unknown.join(", ")
+        )));
+    }
+    let catalog_type = match options.string("CATALOG TYPE")? {
+        None => {
+            return Err(PlanError::invalid(
+                "invalid CONNECTION: ICEBERG connections must specify CATALOG TYPE",
+            ));
+        }
+        Some(t) => match t.to_lowercase().as_str() {
+            "rest" => IcebergCatalogType::Rest,
+            "s3tablesrest" => IcebergCatalogType::S3TablesRest,
+            "local" => IcebergCatalogType::Local,
+            _ => {
+                return Err(PlanError::invalid(format!(
+                    "invalid CONNECTION: unknown CATALOG TYPE '{t}'"
+                ))
+                .with_hint("CATALOG TYPE is one of 'rest', 's3tablesrest' or 'local'."));
+            }
+        },
+    };
+    if catalog_type == IcebergCatalogType::Local {
+        let unknown = options
+            .order
+            .iter()
+            .filter(|name| !LOCAL_ICEBERG_OPTIONS.contains(&name.as_str()))
+            .cloned()
+            .collect::<Vec<_>>();
+        if !unknown.is_empty() {
+            return Err(PlanError::invalid(format!(
+                "ICEBERG local connections do not support {} values",
+                unknown.join(", ")
+            )));
+        }
+        let warehouse = options.string("WAREHOUSE")?;
+        if let Some(warehouse) = &warehouse {
+            if !warehouse.starts_with("file://") {
+                return Err(PlanError::invalid(format!(
+                    "invalid CONNECTION: WAREHOUSE of a local catalog must be a file:// URL, not '{warehouse}'"
+                )));
+            }
+        }
+        return Ok(IcebergCatalogConnection {
+            catalog_type,
+            url: None,
+            warehouse,
+            credential: None,
+            scope: None,
+            oauth2_server_url: None,
+            vended_credentials: false,
+            aws_connection: None,
+        });
+    }
+    let url = match options.string("URL")? {
+        None => return Err(PlanError::invalid("invalid CONNECTION: must specify URL")),
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(PlanError::invalid(format!(
+                    "parsing Iceberg catalog url: '{url}' is not an http:// or https:// URL"
+                )));
+            }
+            url
+        }
+    };
+    let warehouse = options.string("WAREHOUSE")?;
+    let credential = match string_or_secret(catalog, options, "CREDENTIAL")? {
+        None => None,
+        Some(ResolvedStringOrSecret::Secret(id)) => Some(StringOrSecret::Secret(id)),
+        Some(ResolvedStringOrSecret::String(value)) => {
+            inline_secrets.push(("credential".into(), value));
+            Some(StringOrSecret::Inline {
+                slot: "credential".into(),
+            })
+        }
+    };
+    let scope = options.string("SCOPE")?;
+    let oauth2_server_url = options.string("OAUTH2 SERVER URL")?;
+    let vended_credentials = match options.string("ACCESS DELEGATION")? {
+        None => false,
+        Some(value) if value.eq_ignore_ascii_case("vended-credentials") => true,
+        Some(value) => {
+            return Err(PlanError::invalid(format!(
+                "invalid CONNECTION: unknown ACCESS DELEGATION '{value}'"
+            ))
+            .with_hint("The only supported value is 'vended-credentials'."));
+        }
+    };
+    let aws_connection = match options.object("AWS CONNECTION")? {
+        None => None,
+        Some(name) => {
+            let item = resolve_item(catalog, &name)?;
+            match &item.definition {
+                ItemDefinition::Connection(ConnectionDefinition::Aws(_)) => Some(item.id),
+                _ => {
+                    return Err(PlanError::invalid(format!(
+                        "\"{}\" is not an AWS connection",
+                        item.name.item
+                    )));
+                }
+            }
+        }
+    };
+    if catalog_type == IcebergCatalogType::S3TablesRest {
+        if warehouse.is_none() {
+            return Err(PlanError::invalid(
+                "invalid CONNECTION: ICEBERG s3tablesrest connections must specify WAREHOUSE",
+            ));
+        }
+        if aws_connection.is_none() {
+            return Err(PlanError::invalid(
+                "invalid CONNECTION: ICEBERG s3tablesrest connections require an AWS connection",
+            ));
+        }
+        if oauth2_server_url.is_some() {
+            return Err(PlanError::invalid(
+                "invalid CONNECTION: s3tablesrest connections do not support OAUTH2 SERVER URL",
+            ));
+        }
+    }
+    Ok(IcebergCatalogConnection {
+        catalog_type,
+        url: Some(url),
+        warehouse,
+        credential,
+        scope,
+        oauth2_server_url,
+        vended_credentials,
+        aws_connection,
+    })
+}
+
+fn plan_alter_connection(
+    catalog: &dyn PlanCatalog,
+    statement: ast::AlterConnectionStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let Some(item) = find_item(catalog, &statement.name)? else {
+        if statement.if_exists {
+            notices.push(PlanNotice {
+                message: format!(
+                    "connection \"{}\" does not exist, skipping",
+                    display_name(&statement.name)
+                ),
+                hint: None,
+            });
+            return Ok(Plan::NoOp {
+                tag: "ALTER CONNECTION",
+            });
+        }
+        return Err(unknown_item(&statement.name));
+    };
+    expect_kind(item, ItemKind::Connection)?;
+    let kind = match &item.definition {
+        ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
+        _ => "AWS",
+    };
+    Err(PlanError::unsupported(format!(
+        "ALTER CONNECTION is not supported for {kind} connections"
+    ))
+    .with_hint("Drop the connection and create it again."))
+}
+
+// ---------------------------------------------------------------------------
+// Sinks
+
+/// Columns MODE APPEND adds to the Iceberg table.
+pub const APPEND_COLUMNS: &[&str] = &["_mz_diff", "_mz_timestamp"];
+
+fn commit_interval(options: &mut OptionMap) -> Result<u64, PlanError> {
+    let Some(text) = options.string("COMMIT INTERVAL")? else {
+        return Err(PlanError::invalid("Iceberg sink must specify COMMIT INTERVAL"));
+    };
+    let Some(duration) = parse_duration(&text) else {
+        return Err(PlanError::new(
+            SqlState::INVALID_DATETIME_FORMAT,
+            format!("invalid input syntax for type interval: \"{text}\""),
+        ));
+    };
+    if duration.as_millis() < 1_000 {
+        return Err(PlanError::invalid("COMMIT INTERVAL must be at least 1 second"));
+    }
+    u64::try_from(duration.as_millis())
+        .map_err(|_| PlanError::invalid("COMMIT INTERVAL is too large"))
+}
+
+fn plan_create_sink(
+    catalog: &dyn PlanCatalog,
+    session: &SessionContext,
+    statement: CreateSinkStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let name = name_for_create(&statement.name)?;
+    if check_not_exists(catalog, &name, statement.if_not_exists)? {
+        return Ok(Plan::NoOp { tag: "CREATE SINK" });
+    }
+    let cluster_name = match &statement.in_cluster {
+        Some(ident) => normalize_ident(ident),
+        None => session.cluster.clone(),
+    };
+    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown cluster '{cluster_name}'"),
+        )
+    })?;
+
+    // The relation to sink.
+    let from = match find_item(catalog, &statement.from)? {
+        Some(item) => item,
+        None => {
+            let parts = name_parts(&statement.from)?;
+            let (schema, item) = match parts.as_slice() {
+                [item] => (None, item.as_str()),
+                [schema, item] | [_, schema, item] => (Some(schema.as_str()), item.as_str()),
+                _ => (None, ""),
+            };
+            let is_system = match schema {
+                Some(schema) => catalog.is_system_relation(schema, item),
+                None => SYSTEM_SCHEMAS
+                    .iter()
+                    .any(|schema| catalog.is_system_relation(schema, item)),
+            };
+            if is_system {
+                return Err(PlanError::new(
+                    SqlState::WRONG_OBJECT_TYPE,
+                    format!(
+                        "cannot sink system relation {}",
+                        display_name(&statement.from)
+                    ),
+                )
+                .with_hint("Sink a table, source or materialized view."));
+            }
+            return Err(unknown_item(&statement.from));
+        }
+    };
+    let desc = match &from.definition {
+        ItemDefinition::Table(t) => &t.desc,
+        ItemDefinition::Source(s) => &s.desc,
+        other => {
+            return Err(PlanError::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!(
+                    "{} \"{}\" cannot be sunk",
+                    other.kind().human_name(),
+                    from.name
+                ),
+            )
+            .with_hint("Sink a table, source or materialized view."));
+        }
+    };
+
+    // The catalog connection.
+    let connection_item = resolve_item(catalog, &statement.connection)?;
+    let ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(connection)) =
+        &connection_item.definition
+    else {
+        return Err(PlanError::invalid(format!(
+            "\"{}\" is not an ICEBERG CATALOG connection",
+            connection_item.name.item
+        )));
+    };
+
+    let Some(mode) = statement.mode else {
+        return Err(PlanError::syntax("MODE clause is required"));
+    };
+    let envelope = match (mode, &statement.key) {
+        (SinkMode::Upsert, None) => {
+            return Err(PlanError::invalid("upsert sinks must specify a key"));
+        }
+        (SinkMode::Append, Some(_)) => {
+            return Err(PlanError::invalid(
+                "KEY is not supported for MODE APPEND Iceberg sinks",
+            ));
+        }
+        (SinkMode::Upsert, Some(_)) => SinkEnvelope::Upsert,
+        (SinkMode::Append, None) => SinkEnvelope::Append,
+    };
+
+    let mut with_options = OptionMap::new(&statement.with_options)?;
+    if let Some(unknown) = with_options.unknown(&["COMMIT INTERVAL"]).first() {
+        return Err(PlanError::invalid(format!(
+            "Iceberg sinks do not support WITH option {unknown}"
+        )));
+    }
+    let commit_interval_ms = commit_interval(&mut with_options)?;
+
+    let mut connection_options = OptionMap::new(&statement.connection_options)?;
+    if let Some(unknown) = connection_options.unknown(&["NAMESPACE", "TABLE"]).first() {
+        return Err(PlanError::invalid(format!(
+            "ICEBERG CATALOG CONNECTION does not support {unknown} values"
+        )));
+    }
+    let namespace = connection_options
+        .string("NAMESPACE")?
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| PlanError::invalid("Iceberg sink must specify NAMESPACE"))?;
+    let table = connection_options
+        .string("TABLE")?
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| PlanError::invalid("Iceberg sink must specify TABLE"))?;
+
+    let key = match &statement.key {
+        None => None,
+        Some(key) => {
+            let mut names = Vec::new();
+            let mut indexes = Vec::new();
+            for ident in &key.columns {
+                let column = normalize_ident(ident);
+                let Some(index) = desc.column_index(&column) else {
+                    return Err(PlanError::new(
+                        SqlState::UNDEFINED_COLUMN,
+                        format!("column referenced in KEY does not exist: {column}"),
+                    ));
+                };
+                if names.contains(&column) {
+                    return Err(PlanError::new(
+                        SqlState::DUPLICATE_COLUMN,
+                        format!("duplicate column referenced in KEY: {column}"),
+                    ));
+                }
+                let scalar_type = &desc.columns[index].1.scalar_type;
+                if !scalar_type.is_equality_key_compatible() {
+                    return Err(PlanError::invalid(format!(
+                        "column {column} has type {scalar_type} which cannot be used as an Iceberg equality delete key"
+                    )));
+                }
+                names.push(column);
+                indexes.push(index);
+            }
+            if !desc.is_unique_key(&indexes) {
+                if key.not_enforced {
+                    notices.push(PlanNotice {
+                        message: format!(
+                            "upsert key ({}) is not validated as unique",
+                            names.join(", ")
+                        ),
+                        hint: Some(
+                            "With NOT ENFORCED, rows that share a key overwrite each other in the Iceberg table."
+                                .into(),
+                        ),
+                    });
+                } else {
+                    return Err(PlanError::invalid("upsert key could not be validated as unique")
+                        .with_detail(format!(
+                            "The columns ({}) are not a primary key of {}.",
+                            names.join(", "),
+                            from.name
+                        ))
+                        .with_hint(
+                            "Use a key the relation guarantees unique, or add NOT ENFORCED if you know it is.",
+                        ));
+                }
+            }
+            Some(names)
+        }
+    };
+
+    if envelope == SinkEnvelope::Append {
+        for (column, _) in &desc.columns {
+            if APPEND_COLUMNS.contains(&column.as_str()) {
+                return Err(PlanError::invalid(format!(
+                    "column {column} conflicts with the column of the same name that MODE APPEND adds"
+                ))
+                .with_hint("Rename the column in the relation, or use MODE UPSERT."));
+            }
+        }
+    }
+    if envelope == SinkEnvelope::Upsert && connection.is_unity() {
+        return Err(PlanError::unsupported(
+            "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
+        )
+        .with_detail(
+            "Upsert sinks write Iceberg equality delete files, which Unity Catalog managed tables do not accept.",
+        )
+        .with_hint("Use MODE APPEND."));
+    }
+
+    let definition = SinkDefinition {
+        from: from.id,
+        connection: connection_item.id,
+        cluster: cluster.id,
+        namespace,
+        table,
+        envelope,
+        key,
+        key_not_enforced: statement.key.as_ref().is_some_and(|k| k.not_enforced),
+        commit_interval_ms,
+        version: 0,
+    };
+    let create_sql = sink_create_sql(catalog, &name, &definition)?;
+    Ok(Plan::CreateSink(CreateSinkPlan {
+        name,
+        if_not_exists: statement.if_not_exists,
+        definition,
+        create_sql,
+    }))
+}
+
+/// The normalized `CREATE SINK` statement of a sink definition.
+pub fn sink_create_sql(
+    catalog: &dyn PlanCatalog,
+    name: &QualifiedName,
+    definition: &SinkDefinition,
+) -> Result<String, PlanError> {
+    let item_name = |id: GlobalId| {
+        catalog
+            .item(id)
+            .map(|item| qualified_object_name(&item.name))
+            .ok_or_else(|| PlanError::new(SqlState::INTERNAL_ERROR, format!("unknown item {id}")))
+    };
+    let cluster = catalog
+        .cluster(definition.cluster)
+        .map(|c| c.name.clone())
+        .unwrap_or_else(|| definition.cluster.to_string());
+    let statement = CreateSinkStatement {
+        name: qualified_object_name(name),
+        if_not_exists: false,
+        in_cluster: Some(Ident::with_quote('"', cluster)),
+        from: item_name(definition.from)?,
+        connection: item_name(definition.connection)?,
+        connection_options: vec![
+            SqlOption {
+                name: ast::OptionName("NAMESPACE".into()),
+                value: Some(OptionValue::String(definition.namespace.clone())),
+            },
+            SqlOption {
+                name: ast::OptionName("TABLE".into()),
+                value: Some(OptionValue::String(definition.table.clone())),
+            },
+        ],
+        key: definition.key.as_ref().map(|columns| ast::SinkKey {
+            columns: columns
+                .iter()
+                .map(|c| Ident::with_quote('"', c.clone()))
+                .collect(),
+            not_enforced: definition.key_not_enforced,
+        }),
+        mode: Some(match definition.envelope {
+            SinkEnvelope::Upsert => SinkMode::Upsert,
+            SinkEnvelope::Append => SinkMode::Append,
+        }),
+        with_options: vec![SqlOption {
+            name: ast::OptionName("COMMIT INTERVAL".into()),
+            value: Some(OptionValue::String(format_duration(
+                std::time::Duration::from_millis(definition.commit_interval_ms),
+            ))),
+        }],
+    };
+    Ok(statement.to_string())
+}
+
+fn plan_alter_sink(
+    catalog: &dyn PlanCatalog,
+    statement: ast::AlterSinkStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let Some(item) = find_item(catalog, &statement.name)? else {
+        if statement.if_exists {
+            notices.push(PlanNotice {
+                message: format!(
+                    "sink \"{}\" does not exist, skipping",
+                    display_name(&statement.name)
+                ),
+                hint: None,
+            });
+            return Ok(Plan::NoOp { tag: "ALTER SINK" });
+        }
+        return Err(unknown_item(&statement.name));
+    };
+    expect_kind(item, ItemKind::Sink)?;
+    let ItemDefinition::Sink(sink) = &item.definition else {
+        return Err(PlanError::new(SqlState::INTERNAL_ERROR, "sink without a sink definition"));
+    };
+    match statement.action {
+        AlterOptionsAction::Reset(names) => {
+            if let Some(name) = names.iter().find(|n| n.0 != "COMMIT INTERVAL") {
+                return Err(PlanError::invalid(format!(
+                    "ALTER SINK does not support {name}"
+                )));
+            }
+            Err(PlanError::invalid("Iceberg sink must specify COMMIT INTERVAL")
+                .with_hint("COMMIT INTERVAL cannot be reset: set a new value with ALTER SINK ... SET (COMMIT INTERVAL = '...')."))
+        }
+        AlterOptionsAction::Set(options) => {
+            let mut options = OptionMap::new(&options)?;
+            if let Some(unknown) = options.unknown(&["COMMIT INTERVAL"]).first() {
+                return Err(PlanError::invalid(format!(
+                    "ALTER SINK does not support {unknown}"
+                )));
+            }
+            let commit_interval_ms = commit_interval(&mut options)?;
+            if commit_interval_ms == sink.commit_interval_ms {
+                return Ok(Plan::NoOp { tag: "ALTER SINK" });
+            }
+            let mut definition = sink.clone();
+            definition.commit_interval_ms = commit_interval_ms;
+            Ok(Plan::AlterSink(AlterSinkPlan {
+                id: item.id,
+                commit_interval_ms,
+                create_sql: sink_create_sql(catalog, &item.name, &definition)?,
+            }))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Clusters
+
+fn check_size(size: &str) -> Result<String, PlanError> {
+    if CLUSTER_SIZES.contains(&size) {
+        Ok(size.to_string())
+    } else {
+        Err(PlanError::invalid(format!("unknown cluster replica size {size}"))
+            .with_hint(format!("Valid sizes are: {}.", CLUSTER_SIZES.join(", "))))
+    }
+}
+
+fn replication_factor(options: &mut OptionMap) -> Result<Option<u32>, PlanError> {
+    match options.string("REPLICATION FACTOR")? {
+        None => Ok(None),
+        Some(text) => text.parse::<u32>().map(Some).map_err(|_| {
+            PlanError::invalid(format!(
+                "invalid REPLICATION FACTOR: expected a non-negative integer, found {text}"
+            ))
+        }),
+    }
+}
+
+fn plan_create_cluster(
+    catalog: &dyn PlanCatalog,
+    statement: ast::CreateClusterStatement,
+) -> Result<Plan, PlanError> {
+    let name = normalize_ident(&statement.name);
+    if catalog.cluster_by_name(&name).is_some() {
+        return Err(PlanError::new(
+            SqlState::DUPLICATE_OBJECT,
+            format!("cluster '{name}' already exists"),
+        ));
+    }
+    let mut options = OptionMap::new(&statement.options)?;
+    match statement.replicas {
+        Some(replicas) => {
+            if let Some(unknown) = options.unknown(&["MANAGED"]).first() {
+                return Err(PlanError::invalid(format!(
+                    "{unknown} is not supported for unmanaged clusters"
+                )));
+            }
+            if options.bool("MANAGED")? == Some(true) {
+                return Err(PlanError::invalid(
+                    "REPLICAS not supported for managed clusters",
+                ));
+            }
+            let mut planned = Vec::new();
+            for replica in replicas {
+                let replica_name = normalize_ident(&replica.name);
+                if planned.iter().any(|(n, _)| n == &replica_name) {
+                    return Err(PlanError::new(
+                        SqlState::DUPLICATE_OBJECT,
+                        format!("cannot create multiple replicas named '{replica_name}' on cluster '{name}'"),
+                    ));
+                }
+                planned.push((replica_name, replica_size(&replica.options)?));
+            }
+            Ok(Plan::CreateCluster(CreateClusterPlan {
+                name,
+                managed: None,
+                replicas: planned,
+            }))
+        }
+        None => {
+            if let Some(unknown) = options
+                .unknown(&["SIZE", "REPLICATION FACTOR", "MANAGED"])
+                .first()
+            {
+                return Err(PlanError::unsupported(format!(
+                    "CLUSTER option {unknown} is not supported"
+                )));
+            }
+            if options.bool("MANAGED")? == Some(false) {
+                return Err(PlanError::invalid(
+                    "unmanaged clusters must list their REPLICAS",
+                ));
+            }
+            let size = options
+                .string("SIZE")?
+                .ok_or_else(|| PlanError::invalid("SIZE option is required"))?;
+            let size = check_size(&size)?;
+            let factor = replication_factor(&mut options)?.unwrap_or(1);
+            Ok(Plan::CreateCluster(CreateClusterPlan {
+                name,
+                managed: Some((size, factor)),
+                replicas: Vec::new(),
+            }))
+        }
+    }
+}
+
+fn replica_size(options: &[SqlOption]) -> Result<String, PlanError> {
+    let mut options = OptionMap::new(options)?;
+    if let Some(unknown) = options.unknown(&["SIZE"]).first() {
+        return Err(PlanError::unsupported(format!(
+            "replica option {unknown} is not supported"
+        )));
+    }
+    let size = options
+        .string("SIZE")?
+        .ok_or_else(|| PlanError::invalid("SIZE option is required"))?;
+    check_size(&size)
+}
+
+fn plan_alter_cluster(
+    catalog: &dyn PlanCatalog,
+    statement: ast::AlterClusterStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let name = normalize_ident(&statement.name);
+    let Some(cluster) = catalog.cluster_by_name(&name) else {
+        if statement.if_exists {
+            notices.push(PlanNotice {
+                message: format!("cluster \"{name}\" does not exist, skipping"),
+                hint: None,
+            });
+            return Ok(Plan::NoOp {
+                tag: "ALTER CLUSTER",
+            });
+        }
+        return Err(PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown cluster '{name}'"),
+        ));
+    };
+    if !cluster.managed {
+        return Err(PlanError::invalid(format!(
+            "cannot ALTER unmanaged cluster '{name}'"
+        ))
+        .with_hint("Drop and create its replicas with DROP CLUSTER REPLICA and CREATE CLUSTER REPLICA."));
+    }
+    let mut size = cluster.size.clone().unwrap_or_else(|| "25cc".into());
+    let mut factor = cluster.replication_factor.unwrap_or(1);
+    match statement.action {
+        AlterOptionsAction::Set(options) => {
+            let mut options = OptionMap::new(&options)?;
+            if let Some(unknown) = options.unknown(&["SIZE", "REPLICATION FACTOR"]).first() {
+                return Err(PlanError::unsupported(format!(
+                    "ALTER CLUSTER option {unknown} is not supported"
+                )));
+            }
+            if let Some(new_size) = options.string("SIZE")? {
+                size = check_size(&new_size)?;
+            }
+            if let Some(new_factor) = replication_factor(&mut options)? {
+                factor = new_factor;
+            }
+        }
+        AlterOptionsAction::Reset(names) => {
+            for option in names {
+                match option.0.as_str() {
+                    "REPLICATION FACTOR" => factor = 1,
+                    other => {
+                        return Err(PlanError::invalid(format!(
+                            "cannot RESET {other} of a managed cluster"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    if Some(&size) == cluster.size.as_ref() && Some(factor) == cluster.replication_factor {
+        return Ok(Plan::NoOp {
+            tag: "ALTER CLUSTER",
+        });
+    }
+    Ok(Plan::AlterCluster(AlterClusterPlan {
+        id: cluster.id,
+        size,
+        replication_factor: factor,
+    }))
+}
+
+fn plan_create_cluster_replica(
+    catalog: &dyn PlanCatalog,
+    statement: ast::CreateClusterReplicaStatement,
+) -> Result<Plan, PlanError> {
+    let cluster_name = normalize_ident(&statement.cluster);
+    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown cluster '{cluster_name}'"),
+        )
+    })?;
+    if cluster.managed {
+        return Err(PlanError::invalid(
+            "cannot create more replicas for managed clusters",
+        )
+        .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."));
+    }
+    let name = normalize_ident(&statement.replica);
+    if cluster.replicas.iter().any(|r| r.name == name) {
+        return Err(PlanError::new(
+            SqlState::DUPLICATE_OBJECT,
+            format!("cluster replica '{cluster_name}.{name}' already exists"),
+        ));
+    }
+    Ok(Plan::CreateClusterReplica(CreateClusterReplicaPlan {
+        cluster: cluster.id,
+        name,
+        size: replica_size(&statement.options)?,
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// DROP
+
+fn drop_tag(object_type: ObjectType) -> &'static str {
+    match object_type {
+        ObjectType::Table => "DROP TABLE",
+        ObjectType::View => "DROP VIEW",
+        ObjectType::MaterializedView => "DROP MATERIALIZED VIEW",
+        ObjectType::Source => "DROP SOURCE",
+        ObjectType::Sink => "DROP SINK",
+        ObjectType::Index => "DROP INDEX",
+        ObjectType::Type => "DROP TYPE",
+        ObjectType::Secret => "DROP SECRET",
+        ObjectType::Connection => "DROP CONNECTION",
+        ObjectType::Cluster => "DROP CLUSTER",
+        ObjectType::ClusterReplica => "DROP CLUSTER REPLICA",
+        ObjectType::Schema => "DROP SCHEMA",
+        ObjectType::Database => "DROP DATABASE",
+        ObjectType::Role => "DROP ROLE",
+    }
+}
+
+fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
+    match object_type {
+        ObjectType::Table => Some(ItemKind::Table),
+        ObjectType::View => Some(ItemKind::View),
+        ObjectType::MaterializedView => Some(ItemKind::MaterializedView),
+        ObjectType::Source => Some(ItemKind::Source),
+        ObjectType::Sink => Some(ItemKind::Sink),
+        ObjectType::Secret => Some(ItemKind::Secret),
+        ObjectType::Connection => Some(ItemKind::Connection),
+        _ => None,
+    }
+}
+
+fn dependency_error(
+    kind: &str,
+    name: &str,
+    dependent: &CatalogItem,
+) -> PlanError {
+    PlanError::new(
+        SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+        format!(
+            "cannot drop {kind} \"{name}\": still depended upon by {} \"{}\"",
+            dependent.definition.kind().human_name(),
+            dependent.name.item
+        ),
+    )
+    .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+}
+
+/// `id` and everything that depends on it, dependents first.
+fn with_dependents(catalog: &dyn PlanCatalog, id: GlobalId, out: &mut Vec<GlobalId>) {
+    if out.contains(&id) {
+        return;
+    }
+    for dependent in catalog.dependents(id) {
+        with_dependents(catalog, dependent, out);
+    }
+    if !out.contains(&id) {
+        out.push(id);
+    }
+}
+
+fn plan_drop(
+    catalog: &dyn PlanCatalog,
+    statement: ast::DropObjectsStatement,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
+    let tag = drop_tag(statement.object_type);
+    let mut plan = DropObjectsPlan {
+        tag,
+        ..Default::default()
+    };
+    match statement.object_type {
+        ObjectType::Cluster => {
+            for name in &statement.names {
+                let name = display_name(name);
+                let Some(cluster) = catalog.cluster_by_name(&name) else {
+                    if statement.if_exists {
+                        notices.push(PlanNotice {
+                            message: format!("cluster \"{name}\" does not exist, skipping"),
+                            hint: None,
+                        });
+                        continue;
+                    }
+                    return Err(PlanError::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unknown cluster '{name}'"),
+                    ));
+                };
+                // Items running on the cluster depend on it.
+                let users = cluster_users(catalog, cluster.id);
+                if let Some(first) = users.first() {
+                    if !statement.cascade {
+                        return Err(dependency_error("cluster", &name, first));
+                    }
+                    for user in users {
+                        with_dependents(catalog, user.id, &mut plan.items);
+                    }
+                }
+                plan.clusters.push(cluster.id);
+            }
+        }
+        ObjectType::ClusterReplica => {
+            for name in &statement.names {
+                let parts = name_parts(name)?;
+                let [cluster_name, replica_name] = parts.as_slice() else {
+                    return Err(PlanError::syntax("expected cluster.replica"));
+                };
+                let Some(cluster) = catalog.cluster_by_name(cluster_name) else {
+                    if statement.if_exists {
+                        continue;
+                    }
+                    return Err(PlanError::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unknown cluster '{cluster_name}'"),
+                    ));
+                };
+                let Some(replica) = cluster.replicas.iter().find(|r| &r.name == replica_name)
+                else {
+                    if statement.if_exists {
+                        notices.push(PlanNotice {
+                            message: format!(
+                                "cluster replica \"{cluster_name}.{replica_name}\" does not exist, skipping"
+                            ),
+                            hint: None,
+                        });
+                        continue;
+                    }
+                    return Err(PlanError::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unknown cluster replica '{cluster_name}.{replica_name}'"),
+                    ));
+                };
+                if cluster.managed {
+                    return Err(PlanError::invalid(
+                        "cannot drop replicas of managed clusters",
+                    )
+                    .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."));
+                }
+                plan.replicas.push((cluster.id, replica.id));
+            }
+        }
+        object_type => {
+            let Some(kind) = item_kind_of(object_type) else {
+                return Err(PlanError::unsupported(format!("{tag} is not supported")));
+            };
+            for name in &statement.names {
+                let Some(item) = find_item(catalog, name)? else {
+                    if statement.if_exists {
+                        notices.push(PlanNotice {
+                            message: format!(
+                                "{} \"{}\" does not exist, skipping",
+                                kind.human_name(),
+                                display_name(name)
+                            ),
+                            hint: None,
+                        });
+                        continue;
+                    }
+                    return Err(unknown_item(name));
+                };
+                expect_kind(item, kind)?;
+                let dependents: Vec<GlobalId> = catalog
+                    .dependents(item.id)
+                    .into_iter()
+                    .filter(|d| !plan.items.contains(d))
+                    .collect();
+                if let Some(first) = dependents.first() {
+                    if !statement.cascade {
+                        let dependent = catalog.item(*first).ok_or_else(|| {
+                            PlanError::new(SqlState::INTERNAL_ERROR, "dangling dependency")
+                        })?;
+                        return Err(dependency_error(kind.human_name(), &item.name.item, dependent));
+                    }
+                }
+                with_dependents(catalog, item.id, &mut plan.items);
+            }
+        }
+    }
+    if plan.items.is_empty() && plan.clusters.is_empty() && plan.replicas.is_empty() {
+        return Ok(Plan::NoOp { tag });
+    }
+    Ok(Plan::DropObjects(plan))
+}
+
+/// The items that run on a cluster (sinks and sources).
+fn cluster_users(catalog: &dyn PlanCatalog, cluster: floe_repr::ClusterId) -> Vec<&CatalogItem> {
+    catalog
+        .items_in_cluster(cluster)
+        .into_iter()
+        .filter_map(|id| catalog.item(id))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Standard SQL
+
+fn plan_standard(
+    catalog: &dyn PlanCatalog,
+    statement: sqlparser::ast::Statement,
+) -> Result<Plan, PlanError> {
+    use sqlparser::ast::Statement as S;
+    match statement {
+        S::Query(_) => Ok(Plan::Select(SelectPlan {
+            query: Box::new(resolve_relations(catalog, statement)?),
+            desc: None,
+        })),
+        S::CreateTable(create) => crate::table::plan_create_table(catalog, create),
+        S::StartTransaction { .. } => Ok(Plan::Transaction(TransactionPlan::Begin)),
+        S::Commit { .. } => Ok(Plan::Transaction(TransactionPlan::Commit)),
+        S::Rollback { .. } => Ok(Plan::Transaction(TransactionPlan::Rollback)),
+        S::Insert(_) | S::Update { .. } | S::Delete(_) => Err(PlanError::unsupported(
+            "INSERT, UPDATE and DELETE are not supported yet",
+        )),
+        other => {
+            let text = other.to_string();
+            let words: Vec<&str> = text.split_whitespace().take(2).collect();
+            Err(PlanError::unsupported(format!(
+                "{} is not supported",
+                words.join(" ").to_uppercase()
+            )))
+        }
+    }
+}
+
+/// Qualifies unqualified relation names: user items resolve to `public`,
+/// builtin relations to their schema (`mz_catalog`, `pg_catalog`, and
+/// `mz_internal`, which Materialize requires written out but which costs
+/// nothing to resolve), so the query engine sees one unambiguous name.
+pub fn resolve_relations(
+    catalog: &dyn PlanCatalog,
+    mut statement: sqlparser::ast::Statement,
+) -> Result<sqlparser::ast::Statement, PlanError> {
+    // Names bound by WITH clauses are not catalog relations.
+    struct CteNames(BTreeSet<String>);
+    impl Visitor for CteNames {
+        type Break = ();
+        fn pre_visit_query(
+            &mut self,
+            query: &sqlparser::ast::Query,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            if let Some(with) = &query.with {
+                for cte in &with.cte_tables {
+                    self.0.insert(normalize_ident(&cte.alias.name));
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = CteNames(BTreeSet::new());
+    let _ = Visit::visit(&statement, &mut ctes);
+
+    struct Qualifier<'a> {
+        catalog: &'a dyn PlanCatalog,
+        ctes: BTreeSet<String>,
+    }
+    impl VisitorMut for Qualifier<'_> {
+        type Break = ();
+        fn pre_visit_relation(
+            &mut self,
+            relation: &mut ObjectName,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            let Ok(parts) = name_parts(relation) else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let quoted = |parts: Vec<String>| {
+                ObjectName::from(
+                    parts
+                        .into_iter()
+                        .map(|p| Ident::with_quote('"', p))
+                        .collect::<Vec<_>>(),
+                )
+            };
+            match parts.as_slice() {
+                [item] if !self.ctes.contains(item) => {
+                    if self
+                        .catalog
+                        .item_by_name(&QualifiedName::public(item.clone()))
+                        .is_some()
+                    {
+                        *relation = quoted(vec![PUBLIC_SCHEMA.into(), item.clone()]);
+                    } else if let Some(schema) = SYSTEM_SCHEMAS
+                        .iter()
+                        .find(|schema| self.catalog.is_system_relation(schema, item))
+                    {
+                        *relation = quoted(vec![schema.to_string(), item.clone()]);
+                    } else {
+                        *relation = quoted(parts.clone());
+                    }
+                }
+                [_, _] => *relation = quoted(parts.clone()),
+                [database, schema, item] if database == DATABASE => {
+                    *relation = quoted(vec![schema.clone(), item.clone()]);
+                }
+                _ => {}
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = VisitMut::visit(&mut statement, &mut Qualifier {
+        catalog,
+        ctes: ctes.0,
+    });
+    Ok(statement)
+}
+
+pub(crate) fn create_name(name: &ObjectName) -> Result<QualifiedName, PlanError> {
+    name_for_create(name)
+}
+
+pub(crate) fn exists_check(
+    catalog: &dyn PlanCatalog,
+    name: &QualifiedName,
+    if_not_exists: bool,
+) -> Result<bool, PlanError> {
+    check_not_exists(catalog, name, if_not_exists)
+}
+
+pub(crate) fn qualified(name: &QualifiedName) -> ObjectName {
+    qualified_object_name(name)
+}

@@ -1,0 +1,218 @@
+//! `SHOW ...` statements, planned as queries over the system catalog, as
+//! Materialize does.
+
+use floe_repr::SqlState;
+use floe_sql_parser::ast::{ObjectType, ShowFilter, ShowObjectType, ShowStatement, quote_string};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::{Cluster, ItemKind, PlanCatalog};
+use crate::error::PlanError;
+use crate::plan::{Plan, SelectPlan, ShowVariablePlan};
+use crate::planner::{normalize_ident, resolve_relations};
+
+pub(crate) fn plan_show(catalog: &dyn PlanCatalog, statement: ShowStatement) -> Result<Plan, PlanError> {
+    let sql = match statement {
+        ShowStatement::Variable { name } => {
+            return Ok(Plan::ShowVariable(ShowVariablePlan { name }));
+        }
+        ShowStatement::Objects {
+            object_type,
+            from,
+            filter,
+        } => {
+            if let Some(from) = from {
+                let schema = from
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(normalize_ident)
+                    .unwrap_or_default();
+                if schema != "public" {
+                    return Err(PlanError::new(
+                        SqlState::INVALID_SCHEMA_NAME,
+                        format!("unknown schema '{schema}'"),
+                    ));
+                }
+            }
+            let base = objects_query(object_type);
+            match filter {
+                None => format!("{base} ORDER BY name"),
+                Some(ShowFilter::Like(pattern)) => format!(
+                    "SELECT * FROM ({base}) AS show WHERE name LIKE {} ORDER BY name",
+                    quote_string(&pattern)
+                ),
+                Some(ShowFilter::Where(expr)) => {
+                    format!("SELECT * FROM ({base}) AS show WHERE {expr} ORDER BY name")
+                }
+            }
+        }
+        ShowStatement::Columns { table } => {
+            let name = table
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(normalize_ident)
+                .unwrap_or_default();
+            format!(
+                "SELECT c.name, c.nullable, c.type, '' AS comment \
+                 FROM mz_catalog.mz_columns c JOIN mz_catalog.mz_objects o ON c.id = o.id \
+                 WHERE o.name = {} ORDER BY c.position",
+                quote_string(&name)
+            )
+        }
+        ShowStatement::Create { object_type, name } => {
+            let (shown_name, create_sql) = show_create(catalog, object_type, &name)?;
+            format!(
+                "SELECT {} AS name, {} AS create_sql",
+                quote_string(&shown_name),
+                quote_string(&create_sql)
+            )
+        }
+    };
+    let statement = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_statement())
+        .map_err(|e| PlanError::syntax(e.to_string()))?;
+    Ok(Plan::Select(SelectPlan {
+        query: Box::new(resolve_relations(catalog, statement)?),
+        desc: None,
+    }))
+}
+
+fn objects_query(object_type: ShowObjectType) -> String {
+    match object_type {
+        ShowObjectType::Secrets => {
+            "SELECT name, '' AS comment FROM mz_catalog.mz_secrets".into()
+        }
+        ShowObjectType::Connections => {
+            "SELECT name, type, '' AS comment FROM mz_catalog.mz_connections".into()
+        }
+        ShowObjectType::Sinks => "SELECT s.name, s.type, c.name AS cluster, '' AS comment \
+             FROM mz_catalog.mz_sinks s LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id"
+            .into(),
+        ShowObjectType::Sources => "SELECT s.name, s.type, c.name AS cluster, '' AS comment \
+             FROM mz_catalog.mz_sources s LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id \
+             WHERE s.id LIKE 'u%'"
+            .into(),
+        ShowObjectType::Tables => {
+            "SELECT name, '' AS comment FROM mz_catalog.mz_tables WHERE id LIKE 'u%'".into()
+        }
+        ShowObjectType::Views => {
+            "SELECT name, '' AS comment FROM mz_catalog.mz_objects WHERE type = 'view'".into()
+        }
+        ShowObjectType::MaterializedViews => "SELECT name, '' AS cluster, '' AS comment \
+             FROM mz_catalog.mz_objects WHERE type = 'materialized-view'"
+            .into(),
+        ShowObjectType::Objects => {
+            "SELECT name, type, '' AS comment FROM mz_catalog.mz_objects WHERE id LIKE 'u%'".into()
+        }
+        ShowObjectType::Clusters => "SELECT c.name, \
+             COALESCE(string_agg(r.name || ' (' || r.size || ')', ', ' ORDER BY r.name), '') AS replicas, \
+             '' AS comment \
+             FROM mz_catalog.mz_clusters c LEFT JOIN mz_catalog.mz_cluster_replicas r ON r.cluster_id = c.id \
+             GROUP BY c.name"
+            .into(),
+        ShowObjectType::ClusterReplicas => "SELECT c.name AS cluster, r.name AS replica, r.size, \
+             true AS ready, '' AS comment, c.name || '.' || r.name AS name \
+             FROM mz_catalog.mz_cluster_replicas r JOIN mz_catalog.mz_clusters c ON r.cluster_id = c.id"
+            .into(),
+        ShowObjectType::Schemas => {
+            "SELECT name, '' AS comment FROM mz_catalog.mz_schemas".into()
+        }
+        ShowObjectType::Databases => {
+            "SELECT name, '' AS comment FROM mz_catalog.mz_databases".into()
+        }
+    }
+}
+
+fn show_create(
+    catalog: &dyn PlanCatalog,
+    object_type: ObjectType,
+    name: &sqlparser::ast::ObjectName,
+) -> Result<(String, String), PlanError> {
+    if object_type == ObjectType::Cluster {
+        let cluster_name = name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(normalize_ident)
+            .unwrap_or_default();
+        let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
+            PlanError::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("unknown cluster '{cluster_name}'"),
+            )
+        })?;
+        return Ok((cluster.name.clone(), cluster_create_sql(cluster)));
+    }
+    let kind = match object_type {
+        ObjectType::Table => ItemKind::Table,
+        ObjectType::Source => ItemKind::Source,
+        ObjectType::Sink => ItemKind::Sink,
+        ObjectType::Secret => ItemKind::Secret,
+        ObjectType::Connection => ItemKind::Connection,
+        ObjectType::View => ItemKind::View,
+        ObjectType::MaterializedView => ItemKind::MaterializedView,
+        other => {
+            return Err(PlanError::unsupported(format!(
+                "SHOW CREATE {other} is not supported"
+            )));
+        }
+    };
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(normalize_ident)
+        .collect();
+    let qualified = match parts.as_slice() {
+        [item] => crate::catalog::QualifiedName::public(item.clone()),
+        [schema, item] => crate::catalog::QualifiedName {
+            database: crate::catalog::DATABASE.into(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        [database, schema, item] => crate::catalog::QualifiedName {
+            database: database.clone(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        _ => return Err(PlanError::syntax("improper qualified name")),
+    };
+    let item = catalog.item_by_name(&qualified).ok_or_else(|| {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown catalog item '{}'", parts.join(".")),
+        )
+    })?;
+    if item.definition.kind() != kind {
+        return Err(PlanError::new(
+            SqlState::WRONG_OBJECT_TYPE,
+            format!("\"{}\" is not a {}", item.name, kind.human_name()),
+        ));
+    }
+    Ok((item.name.to_string(), item.create_sql.clone()))
+}
+
+fn cluster_create_sql(cluster: &Cluster) -> String {
+    if cluster.managed {
+        format!(
+            "CREATE CLUSTER \"{}\" (SIZE = {}, REPLICATION FACTOR = {})",
+            cluster.name,
+            quote_string(cluster.size.as_deref().unwrap_or("")),
+            cluster.replication_factor.unwrap_or(1)
+        )
+    } else {
+        let replicas: Vec<String> = cluster
+            .replicas
+            .iter()
+            .map(|r| format!("\"{}\" (SIZE = {})", r.name, quote_string(&r.size)))
+            .collect();
+        format!(
+            "CREATE CLUSTER \"{}\" REPLICAS ({})",
+            cluster.name,
+            replicas.join(", ")
+        )
+    }
+}

@@ -1,0 +1,253 @@
+//! `CREATE TABLE`: columns, types, nullability, defaults and the primary key.
+
+use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
+use sqlparser::ast::{ColumnOption, CreateTable, Expr, TableConstraint};
+
+use crate::catalog::{PlanCatalog, TableDefinition};
+use crate::error::PlanError;
+use crate::plan::{CreateTablePlan, Plan};
+use crate::planner::{create_name, exists_check, normalize_ident, qualified};
+
+pub(crate) fn plan_create_table(
+    catalog: &dyn PlanCatalog,
+    create: CreateTable,
+) -> Result<Plan, PlanError> {
+    if create.query.is_some() {
+        return Err(PlanError::unsupported("CREATE TABLE ... AS is not supported"));
+    }
+    if create.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY TABLE is not supported"));
+    }
+    let name = create_name(&create.name)?;
+    if exists_check(catalog, &name, create.if_not_exists)? {
+        return Ok(Plan::NoOp {
+            tag: "CREATE TABLE",
+        });
+    }
+    if create.columns.is_empty() {
+        return Err(PlanError::syntax("CREATE TABLE needs at least one column"));
+    }
+    let mut columns: Vec<(String, ColumnType)> = Vec::new();
+    let mut defaults = Vec::new();
+    let mut primary_key: Option<Vec<usize>> = None;
+    let set_primary_key = |key: Vec<usize>, primary_key: &mut Option<Vec<usize>>| {
+        if primary_key.is_some() {
+            return Err(PlanError::new(
+                SqlState::INVALID_OBJECT_DEFINITION,
+                format!("multiple primary keys for table \"{}\" are not allowed", name.item),
+            ));
+        }
+        *primary_key = Some(key);
+        Ok(())
+    };
+    for (index, column) in create.columns.iter().enumerate() {
+        let column_name = normalize_ident(&column.name);
+        if columns.iter().any(|(n, _)| n == &column_name) {
+            return Err(PlanError::new(
+                SqlState::DUPLICATE_COLUMN,
+                format!("column \"{column_name}\" specified more than once"),
+            ));
+        }
+        let scalar_type = parse_type_name(&column.data_type.to_string())?;
+        let mut nullable = true;
+        let mut default = None;
+        for option in &column.options {
+            match &option.option {
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Null => nullable = true,
+                ColumnOption::Default(expr) => default = Some(expr.to_string()),
+                ColumnOption::PrimaryKey(_) => {
+                    nullable = false;
+                    set_primary_key(vec![index], &mut primary_key)?;
+                }
+                other => {
+                    return Err(PlanError::unsupported(format!(
+                        "column option {other} is not supported"
+                    )));
+                }
+            }
+        }
+        columns.push((
+            column_name,
+            ColumnType {
+                scalar_type,
+                nullable,
+            },
+        ));
+        defaults.push(default);
+    }
+    for constraint in &create.constraints {
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                let mut key = Vec::new();
+                for index_column in &pk.columns {
+                    let Expr::Identifier(ident) = &index_column.column.expr else {
+                        return Err(PlanError::unsupported(
+                            "PRIMARY KEY on expressions is not supported",
+                        ));
+                    };
+                    let column_name = normalize_ident(ident);
+                    let Some(position) = columns.iter().position(|(n, _)| n == &column_name)
+                    else {
+                        return Err(PlanError::new(
+                            SqlState::UNDEFINED_COLUMN,
+                            format!("column \"{column_name}\" named in key does not exist"),
+                        ));
+                    };
+                    columns[position].1.nullable = false;
+                    key.push(position);
+                }
+                set_primary_key(key, &mut primary_key)?;
+            }
+            other => {
+                return Err(PlanError::unsupported(format!(
+                    "table constraint {other} is not supported"
+                )));
+            }
+        }
+    }
+    let mut create_sql_statement = create.clone();
+    create_sql_statement.name = qualified(&name);
+    create_sql_statement.if_not_exists = false;
+    let create_sql = sqlparser::ast::Statement::CreateTable(create_sql_statement).to_string();
+    Ok(Plan::CreateTable(CreateTablePlan {
+        name,
+        if_not_exists: create.if_not_exists,
+        definition: TableDefinition {
+            desc: RelationDesc {
+                columns,
+                unique_keys: primary_key.into_iter().collect(),
+            },
+            defaults,
+        },
+        create_sql,
+    }))
+}
+
+/// Parses a type name as written in SQL (`int`, `numeric(10,2)`,
+/// `timestamp with time zone`, `uint8`, ...).
+pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
+    let normalized = text.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    let (base, args) = match normalized.find('(') {
+        Some(open) if normalized.ends_with(')') => {
+            let args: Vec<String> = normalized[open + 1..normalized.len() - 1]
+                .split(',')
+                .map(|a| a.trim().to_string())
+                .collect();
+            (normalized[..open].trim().to_string(), args)
+        }
+        _ => (normalized.clone(), Vec::new()),
+    };
+    let number = |i: usize| -> Result<Option<u32>, PlanError> {
+        match args.get(i) {
+            None => Ok(None),
+            Some(a) => a.parse::<u32>().map(Some).map_err(|_| {
+                PlanError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("invalid type modifier in {text}"),
+                )
+            }),
+        }
+    };
+    use SqlScalarType::*;
+    let scalar_type = match base.as_str() {
+        "bool" | "boolean" => Bool,
+        "smallint" | "int2" => Int16,
+        "int" | "integer" | "int4" => Int32,
+        "bigint" | "int8" => Int64,
+        "uint2" => UInt16,
+        "uint4" => UInt32,
+        "uint8" => UInt64,
+        "real" | "float4" => Float32,
+        "double precision" | "double" | "float8" | "float" => Float64,
+        "numeric" | "decimal" => {
+            let precision = number(0)?;
+            let scale = number(1)?;
+            if let Some(p) = precision {
+                if !(1..=38).contains(&p) {
+                    return Err(PlanError::invalid(format!(
+                        "precision for type numeric must be between 1 and 38, not {p}"
+                    )));
+                }
+            }
+            if let (Some(p), Some(s)) = (precision, scale) {
+                if s > p {
+                    return Err(PlanError::invalid(format!(
+                        "numeric scale {s} must be between 0 and precision {p}"
+                    )));
+                }
+            }
+            Numeric {
+                precision: precision.map(|p| p as u8),
+                max_scale: match (precision, scale) {
+                    (Some(_), None) => Some(0),
+                    (_, s) => s.map(|s| s as u8),
+                },
+            }
+        }
+        "date" => Date,
+        "time" | "time without time zone" => Time,
+        "timestamp" | "timestamp without time zone" => Timestamp,
+        "timestamptz" | "timestamp with time zone" => TimestampTz,
+        "text" | "string" => Text,
+        "varchar" | "character varying" => VarChar {
+            max_length: number(0)?,
+        },
+        "bytea" => Bytes,
+        "uuid" => Uuid,
+        "jsonb" | "json" => Jsonb,
+        "interval" => Interval,
+        "int4range" => Range {
+            element: Box::new(Int32),
+        },
+        "int8range" => Range {
+            element: Box::new(Int64),
+        },
+        "numrange" => Range {
+            element: Box::new(Numeric {
+                precision: None,
+                max_scale: None,
+            }),
+        },
+        "daterange" => Range {
+            element: Box::new(Date),
+        },
+        "tsrange" => Range {
+            element: Box::new(Timestamp),
+        },
+        "tstzrange" => Range {
+            element: Box::new(TimestampTz),
+        },
+        _ => {
+            return Err(PlanError::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("type \"{text}\" does not exist"),
+            ));
+        }
+    };
+    Ok(scalar_type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_parse_like_postgres() {
+        assert_eq!(parse_type_name("INT").unwrap(), SqlScalarType::Int32);
+        assert_eq!(
+            parse_type_name("NUMERIC(10,2)").unwrap(),
+            SqlScalarType::Numeric {
+                precision: Some(10),
+                max_scale: Some(2)
+            }
+        );
+        assert_eq!(
+            parse_type_name("timestamp  with time zone").unwrap(),
+            SqlScalarType::TimestampTz
+        );
+        assert_eq!(parse_type_name("uint8").unwrap(), SqlScalarType::UInt64);
+        assert!(parse_type_name("numeric(99)").is_err());
+        assert!(parse_type_name("frobnicator").is_err());
+    }
+}
