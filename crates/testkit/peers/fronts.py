@@ -1,0 +1,407 @@
+"""Small HTTP fronts that make local peers behave like the real services floe talks to.
+
+Usage: fronts.py unity CONFIG.json
+       fronts.py sts CONFIG.json
+
+unity: a Unity-Catalog-shaped Iceberg REST front for SeaweedFS's catalog.
+  - POST /oidc/v1/token: OAuth2 client credentials (form body or HTTP Basic). Only the
+    scope `all-apis` is granted (anything else: 400 invalid_scope); a wrong client id or
+    secret: 401 invalid_client. Tokens are the front's own, with a lifetime the test sets.
+  - /api/2.1/unity-catalog/iceberg-rest/v1/config?warehouse=<catalog name> answers
+    overrides.prefix = catalogs/<name>; routes /api/2.1/unity-catalog/iceberg-rest/v1/
+    catalogs/<name>/... are forwarded to SeaweedFS /v1/<table bucket>/..., authenticated
+    with the front's own SeaweedFS token.
+  - Vended credentials only: X-Iceberg-Access-Delegation is passed on only when the client
+    asked for vended-credentials; otherwise storage credentials are stripped from answers.
+  - GET /_testkit/grants, GET /_testkit/requests, POST /_testkit/token-ttl?seconds=N.
+
+sts: a front for moto's STS that is as strict as AWS about sts:ExternalId: an AssumeRole
+  without ExternalId, for a role whose trust policy has a condition on sts:ExternalId, is
+  denied with AWS's AccessDenied error (403); everything else is forwarded unchanged
+  (Host header included, so SigV4 signatures stay valid).
+  - GET /_testkit/requests: every AssumeRole seen (form parameters, content type, verdict).
+"""
+
+import base64
+import http.client
+import json
+import secrets
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "expect",
+}
+
+
+def forward(upstream, method, path, headers, body, host=None):
+    """Sends one request upstream; returns (status, [(header, value)], body)."""
+    u = urlsplit(upstream)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        has_host = False
+        for k, v in headers:
+            if k.lower() in HOP_BY_HOP:
+                continue
+            if k.lower() == "host":
+                if host is not None:
+                    continue
+                has_host = True
+            conn.putheader(k, v)
+        if host is not None:
+            conn.putheader("Host", host)
+        elif not has_host:
+            conn.putheader("Host", u.netloc)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        data = resp.read()
+        out_headers = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
+        return resp.status, out_headers, data
+    finally:
+        conn.close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    front = None  # set per server
+
+    def log_message(self, fmt, *args):
+        sys.stderr.write("%s %s\n" % (self.command, self.path.split("?")[0]))
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return out
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def send(self, status, body, content_type="application/json", headers=()):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        self.send_response(status)
+        sent_type = False
+        for k, v in headers:
+            if k.lower() == "content-type":
+                sent_type = True
+            self.send_header(k, v)
+        if not sent_type and content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def handle_any(self):
+        body = self.read_body()
+        try:
+            self.front.handle(self, body)
+        except Exception as e:  # never leave the client hanging
+            sys.stderr.write("front error: %r\n" % (e,))
+            self.send(502, {"error": {"message": "front error: %s" % e, "type": "BadGateway", "code": 502}})
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = handle_any
+
+
+def basic_credentials(handler):
+    auth = handler.headers.get("Authorization", "")
+    if auth.lower().startswith("basic "):
+        try:
+            user, _, pw = base64.b64decode(auth[6:].strip()).decode().partition(":")
+            from urllib.parse import unquote
+
+            return unquote(user), unquote(pw)
+        except Exception:
+            return None
+    return None
+
+
+class UnityFront:
+    BASE = "/api/2.1/unity-catalog/iceberg-rest"
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.lock = threading.Lock()
+        self.tokens = {}  # token -> expiry (epoch seconds)
+        self.grants = []
+        self.requests = []
+        self.ttl = int(cfg.get("token_ttl", 3600))
+        self.upstream_token = None
+
+    # -- upstream (SeaweedFS) authentication -------------------------------------------
+    def seaweed_token(self, refresh=False):
+        with self.lock:
+            if self.upstream_token and not refresh:
+                return self.upstream_token
+        body = urlencode(
+            {
+                "grant_type": "client_credentials",
+                "client_id": self.cfg["upstream_client_id"],
+                "client_secret": self.cfg["upstream_client_secret"],
+            }
+        ).encode()
+        status, _, data = forward(
+            self.cfg["upstream"],
+            "POST",
+            "/v1/oauth/tokens",
+            [("Content-Type", "application/x-www-form-urlencoded")],
+            body,
+        )
+        if status != 200:
+            raise RuntimeError("SeaweedFS refused the front's credentials: %s" % status)
+        token = json.loads(data)["access_token"]
+        with self.lock:
+            self.upstream_token = token
+        return token
+
+    # -- request handling ----------------------------------------------------------------
+    def handle(self, h, body):
+        url = urlsplit(h.path)
+        path, query = url.path, parse_qs(url.query)
+        if path == "/_testkit/grants":
+            with self.lock:
+                return h.send(200, list(self.grants))
+        if path == "/_testkit/requests":
+            with self.lock:
+                return h.send(200, list(self.requests))
+        if path == "/_testkit/token-ttl" and h.command == "POST":
+            self.ttl = int(query["seconds"][0])
+            return h.send(200, {"token_ttl": self.ttl})
+        if path == "/oidc/v1/token":
+            return self.token(h, body)
+        if path.startswith(self.BASE + "/"):
+            return self.catalog(h, path[len(self.BASE) :], url.query, body)
+        return h.send(404, {"error_code": "ENDPOINT_NOT_FOUND", "message": "No API found for '%s'" % path})
+
+    def token(self, h, body):
+        if h.command != "POST":
+            return h.send(405, {"error": "invalid_request"})
+        form = {k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()}
+        creds = basic_credentials(h) or (form.get("client_id"), form.get("client_secret"))
+        client_id, secret = creds
+        scope = form.get("scope")
+        grant = {"client_id": client_id, "scope": scope, "grant_type": form.get("grant_type"), "granted": False}
+
+        def refuse(status, error, desc):
+            grant["error"] = error
+            with self.lock:
+                self.grants.append(grant)
+            return h.send(status, {"error": error, "error_description": desc})
+
+        if client_id != self.cfg["client_id"] or not secrets.compare_digest(
+            (secret or "").encode(), self.cfg["client_secret"].encode()
+        ):
+            return refuse(401, "invalid_client", "Client authentication failed")
+        if form.get("grant_type") != "client_credentials":
+            return refuse(400, "unsupported_grant_type", "Only client_credentials is supported")
+        if scope is None or scope.split() != ["all-apis"]:
+            return refuse(400, "invalid_scope", "The requested scope is invalid: %r" % (scope,))
+        token = "uc-" + secrets.token_hex(24)
+        ttl = self.ttl
+        grant["granted"] = True
+        grant["expires_in"] = ttl
+        with self.lock:
+            self.tokens[token] = time.time() + ttl
+            self.grants.append(grant)
+        return h.send(200, {"access_token": token, "token_type": "Bearer", "expires_in": ttl, "scope": "all-apis"})
+
+    def authorized(self, h):
+        auth = h.headers.get("Authorization", "")
+        if not auth.startswith("Bearer "):
+            return False
+        with self.lock:
+            exp = self.tokens.get(auth[7:].strip())
+        return exp is not None and exp > time.time()
+
+    def catalog(self, h, rest, query, body):
+        delegation = h.headers.get("X-Iceberg-Access-Delegation")
+        vended = delegation is not None and "vended-credentials" in delegation
+        with self.lock:
+            self.requests.append(
+                {"method": h.command, "path": rest, "access_delegation": delegation}
+            )
+        if not self.authorized(h):
+            return h.send(
+                401,
+                {"error": {"message": "Invalid or expired access token", "type": "NotAuthorizedException", "code": 401}},
+            )
+        if rest == "/v1/config":
+            warehouse = parse_qs(query).get("warehouse", [None])[0]
+            if warehouse not in self.cfg["catalogs"]:
+                return h.send(
+                    404,
+                    {
+                        "error": {
+                            "message": "Catalog '%s' does not exist." % warehouse,
+                            "type": "NoSuchCatalogException",
+                            "code": 404,
+                        }
+                    },
+                )
+            return h.send(200, {"defaults": {}, "overrides": {"prefix": "catalogs/%s" % warehouse}})
+        parts = rest.split("/")
+        # ['', 'v1', 'catalogs', name, ...]
+        if len(parts) < 5 or parts[1] != "v1" or parts[2] != "catalogs" or parts[3] not in self.cfg["catalogs"]:
+            return h.send(404, {"error": {"message": "No route for %s" % rest, "type": "NotFoundException", "code": 404}})
+        bucket = self.cfg["catalogs"][parts[3]]
+        upstream_path = "/v1/" + bucket + "/" + "/".join(parts[4:])
+        if query:
+            upstream_path += "?" + query
+        headers = [
+            (k, v)
+            for k, v in h.headers.items()
+            if k.lower() not in ("authorization", "host", "x-iceberg-access-delegation")
+        ]
+        if vended:
+            headers.append(("X-Iceberg-Access-Delegation", "vended-credentials"))
+        for attempt in (0, 1):
+            token = self.seaweed_token(refresh=attempt == 1)
+            status, rheaders, data = forward(
+                self.cfg["upstream"], h.command, upstream_path, headers + [("Authorization", "Bearer " + token)], body
+            )
+            if status != 401:
+                break
+        if not vended:
+            data = strip_credentials(data)
+        return h.send(status, data, content_type=None, headers=rheaders)
+
+
+CREDENTIAL_KEYS = (
+    "s3.access-key-id",
+    "s3.secret-access-key",
+    "s3.session-token",
+    "s3.session-token-expires-at-ms",
+)
+
+
+def strip_credentials(data):
+    try:
+        doc = json.loads(data)
+    except Exception:
+        return data
+    if not isinstance(doc, dict):
+        return data
+    changed = False
+    cfg = doc.get("config")
+    if isinstance(cfg, dict):
+        for k in list(cfg):
+            if k in CREDENTIAL_KEYS:
+                del cfg[k]
+                changed = True
+    if "storage-credentials" in doc:
+        del doc["storage-credentials"]
+        changed = True
+    return json.dumps(doc).encode() if changed else data
+
+
+class StsFront:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.lock = threading.Lock()
+        self.requests = []
+
+    def trust_policy(self, role_arn):
+        status, _, data = forward(self.cfg["upstream"], "GET", "/moto-api/data.json", [], b"")
+        if status != 200:
+            return None
+        for role in json.loads(data).get("iam", {}).get("Role", []):
+            if role.get("arn") == role_arn:
+                doc = role.get("assume_role_policy_document")
+                return json.loads(doc) if isinstance(doc, str) else doc
+        return None
+
+    @staticmethod
+    def requires_external_id(policy):
+        statements = policy.get("Statement", [])
+        if isinstance(statements, dict):
+            statements = [statements]
+        for st in statements:
+            if st.get("Effect") != "Allow":
+                continue
+            for _op, conds in (st.get("Condition") or {}).items():
+                if any(k.lower() == "sts:externalid" for k in conds):
+                    return True
+        return False
+
+    def handle(self, h, body):
+        url = urlsplit(h.path)
+        if url.path == "/_testkit/requests":
+            with self.lock:
+                return h.send(200, list(self.requests))
+        params = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        ctype = h.headers.get("Content-Type", "")
+        if h.command == "POST" and ctype.startswith("application/x-www-form-urlencoded"):
+            params.update({k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()})
+        if params.get("Action") == "AssumeRole":
+            record = {
+                "method": h.command,
+                "content_type": ctype,
+                "params": {k: v for k, v in params.items() if k not in ("Policy",)},
+                "signed": h.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256"),
+                "denied_by_front": False,
+            }
+            role_arn = params.get("RoleArn", "")
+            if "ExternalId" not in params:
+                policy = self.trust_policy(role_arn)
+                if policy is not None and self.requires_external_id(policy):
+                    record["denied_by_front"] = True
+                    with self.lock:
+                        self.requests.append(record)
+                    return h.send(403, access_denied(role_arn), content_type="text/xml")
+            with self.lock:
+                self.requests.append(record)
+        status, rheaders, data = forward(self.cfg["upstream"], h.command, h.path, list(h.headers.items()), body)
+        return h.send(status, data, content_type=None, headers=rheaders)
+
+
+def access_denied(role_arn):
+    return (
+        '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">\n'
+        "  <Error>\n"
+        "    <Type>Sender</Type>\n"
+        "    <Code>AccessDenied</Code>\n"
+        "    <Message>User is not authorized to perform: sts:AssumeRole on resource: %s</Message>\n"
+        "  </Error>\n"
+        "  <RequestId>%s</RequestId>\n"
+        "</ErrorResponse>\n" % (role_arn, uuid.uuid4())
+    )
+
+
+def main():
+    kind, cfg_path = sys.argv[1], sys.argv[2]
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    front = {"unity": UnityFront, "sts": StsFront}[kind](cfg)
+    handler = type("FrontHandler", (Handler,), {"front": front})
+    server = ThreadingHTTPServer(("127.0.0.1", int(cfg["port"])), handler)
+    server.daemon_threads = True
+    sys.stderr.write("%s front listening on 127.0.0.1:%s\n" % (kind, cfg["port"]))
+    sys.stderr.flush()
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Reads an Iceberg table the way an independent engine does (DuckDB), plus its metadata.
+
+Usage: reader.py < REQUEST.json > RESULT.json
+
+REQUEST: {"location": "<metadata.json: local path, file:// or s3:// URL>",
+          "s3": {"endpoint": "http://127.0.0.1:PORT", "access_key_id": "..",
+                 "secret_access_key": "..", "session_token": null, "region": "us-east-1"},
+          "query": "SELECT ... FROM t"   (optional; t is the table as DuckDB reads it)}
+
+RESULT: {"columns": [{"name", "type"}], "rows": [{column: value}],
+         "metadata": <the metadata.json document>, "snapshots": [...],
+         "current_snapshot_id": int|null,
+         "files": [live data and delete files of the current snapshot]}
+
+Rows are read by DuckDB's iceberg extension (equality and position deletes applied). The
+extensions are loaded from the pip packages' files (httpfs, then avro, then iceberg);
+nothing is downloaded. Values: DECIMAL as a string, temporal types in ISO 8601, BLOB as
+hex, UUID as a string, NaN/Infinity as strings. Files are listed with pyiceberg from the
+manifests (no pyarrow statistics conversion), bounds as hex.
+"""
+
+import collections.abc
+import datetime
+import decimal
+import json
+import math
+import pathlib
+import sys
+import tempfile
+import uuid
+
+
+def extension_path(module_name: str, ext: str) -> str:
+    module = __import__(module_name)
+    found = sorted(pathlib.Path(module.__file__).parent.rglob(ext + ".duckdb_extension"))
+    if not found:
+        raise SystemExit("no %s.duckdb_extension under %s" % (ext, module.__file__))
+    return str(found[-1])
+
+
+def sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def to_json(v):
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return str(v)
+        return v
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, datetime.timedelta):
+        return str(v)
+    if isinstance(v, uuid.UUID):
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).hex()
+    if isinstance(v, collections.abc.Mapping):
+        return {str(k): to_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [to_json(x) for x in v]
+    return str(v)
+
+
+def duckdb_rows(req, tmp):
+    import duckdb
+
+    con = duckdb.connect(
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "extension_directory": tmp,
+            "home_directory": tmp,
+        }
+    )
+    for module, ext in (
+        ("duckdb_extension_httpfs", "httpfs"),
+        ("duckdb_extension_avro", "avro"),
+        ("duckdb_extension_iceberg", "iceberg"),
+    ):
+        con.execute("LOAD " + sql_str(extension_path(module, ext)))
+    s3 = req.get("s3")
+    if s3:
+        endpoint = s3["endpoint"]
+        use_ssl = endpoint.startswith("https://")
+        host = endpoint.split("://", 1)[-1].rstrip("/")
+        parts = [
+            "TYPE s3",
+            "KEY_ID " + sql_str(s3["access_key_id"]),
+            "SECRET " + sql_str(s3["secret_access_key"]),
+            "ENDPOINT " + sql_str(host),
+            "URL_STYLE 'path'",
+            "USE_SSL " + ("true" if use_ssl else "false"),
+            "REGION " + sql_str(s3.get("region") or "us-east-1"),
+        ]
+        if s3.get("session_token"):
+            parts.append("SESSION_TOKEN " + sql_str(s3["session_token"]))
+        con.execute("CREATE SECRET floe_s3 (" + ", ".join(parts) + ")")
+    con.execute("CREATE VIEW t AS SELECT * FROM iceberg_scan(" + sql_str(req["location"]) + ")")
+    rel = con.sql(req.get("query") or "SELECT * FROM t")
+    columns = [{"name": n, "type": str(ty)} for n, ty in zip(rel.columns, rel.types)]
+    rows = [
+        {c["name"]: to_json(v) for c, v in zip(columns, row)} for row in rel.fetchall()
+    ]
+    con.close()
+    return columns, rows
+
+
+def file_io(req):
+    from pyiceberg.io import load_file_io
+
+    props = {}
+    s3 = req.get("s3")
+    if s3:
+        props = {
+            "s3.endpoint": s3["endpoint"],
+            "s3.access-key-id": s3["access_key_id"],
+            "s3.secret-access-key": s3["secret_access_key"],
+            "s3.region": s3.get("region") or "us-east-1",
+            "s3.path-style-access": "true",
+        }
+        if s3.get("session_token"):
+            props["s3.session-token"] = s3["session_token"]
+    return load_file_io(props, req["location"])
+
+
+def b64_or_hex(value):
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    return to_json(value)
+
+
+def metadata_and_files(req):
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    io = file_io(req)
+    with io.new_input(req["location"]).open() as f:
+        raw = f.read()
+    doc = json.loads(raw)
+    metadata = TableMetadataUtil.parse_raw(raw)
+    files = []
+    snapshot = metadata.current_snapshot()
+    if snapshot is not None:
+        for manifest in snapshot.manifests(io):
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+                df = entry.data_file
+                files.append(
+                    {
+                        "content": {0: "data", 1: "position_deletes", 2: "equality_deletes"}[int(df.content)],
+                        "file_path": df.file_path,
+                        "file_format": str(df.file_format.name).lower(),
+                        "record_count": df.record_count,
+                        "file_size_in_bytes": df.file_size_in_bytes,
+                        "equality_ids": list(df.equality_ids) if df.equality_ids else None,
+                        "status": entry.status.name.lower(),
+                        "snapshot_id": entry.snapshot_id,
+                        "sequence_number": entry.sequence_number,
+                        "file_sequence_number": entry.file_sequence_number,
+                        "manifest_path": manifest.manifest_path,
+                        "manifest_content": {0: "data", 1: "deletes"}[int(manifest.content)],
+                        "column_sizes": to_json(df.column_sizes),
+                        "value_counts": to_json(df.value_counts),
+                        "null_value_counts": to_json(df.null_value_counts),
+                        "lower_bounds": {str(k): b64_or_hex(v) for k, v in (df.lower_bounds or {}).items()},
+                        "upper_bounds": {str(k): b64_or_hex(v) for k, v in (df.upper_bounds or {}).items()},
+                    }
+                )
+    return doc, files
+
+
+def main():
+    req = json.load(sys.stdin)
+    doc, files = metadata_and_files(req)
+    with tempfile.TemporaryDirectory(prefix="floe-reader-") as tmp:
+        columns, rows = duckdb_rows(req, tmp)
+    out = {
+        "columns": columns,
+        "rows": rows,
+        "metadata": doc,
+        "snapshots": doc.get("snapshots", []),
+        "current_snapshot_id": doc.get("current-snapshot-id"),
+        "files": files,
+    }
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Runs one peer program and kills it when the test process goes away.
+
+Usage: watchdog.py [--cleanup DIR] -- PROGRAM [ARGS...]
+
+The test harness starts this script as the leader of a new process group, with a pipe
+as standard input; the peer inherits the group. When the pipe's writing end closes (the
+test binary exited, crashed or was killed) the read below returns EOF: the peer is
+killed, DIR (its temporary directory) removed, and the whole group killed, so no peer
+outlives the tests. When the peer exits on its own, this script exits with its status.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    cleanup = None
+    if args[:1] == ["--cleanup"]:
+        cleanup, args = args[1], args[2:]
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args:
+        print("usage: watchdog.py [--cleanup DIR] -- PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    child = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+    stopping = threading.Event()
+
+    def guard() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except Exception:
+            pass
+        # The test process is gone: take the peer (and anything it started) down.
+        stopping.set()
+        try:
+            child.kill()
+            child.wait(timeout=10)
+        except Exception:
+            pass
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+        try:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        finally:
+            os._exit(1)
+
+    threading.Thread(target=guard, daemon=True).start()
+    code = child.wait()
+    if stopping.is_set():
+        # The guard is cleaning up and ends the process itself.
+        threading.Event().wait(30)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

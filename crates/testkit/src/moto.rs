@@ -1,0 +1,316 @@
+//! moto: STS (with `sts:ExternalId` conditions), IAM and a second S3, with IAM enforced,
+//! behind a strict front that denies an `AssumeRole` without `ExternalId` when the role's
+//! trust policy requires one (moto alone lets that through; AWS does not).
+//!
+//! ```no_run
+//! let moto = floe_testkit::moto_shared();
+//! let role = moto.create_role_with_external_id("ext-123");
+//! // floe assumes role.role_arn with role.principal at moto.sts_endpoint() ...
+//! assert!(moto.assumed_roles().iter().any(|r| r.external_id.as_deref() == Some("ext-123")));
+//! ```
+
+use crate::aws::{self, AwsCredentials};
+use crate::http;
+use crate::process::{PeerProcess, START_TIMEOUT};
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// moto's account id.
+pub const ACCOUNT_ID: &str = "123456789012";
+pub const REGION: &str = "us-east-1";
+/// Calls moto serves without authentication: the bootstrap of the admin user.
+const NO_AUTH_CALLS: usize = 3;
+
+/// A role whose trust policy requires `sts:ExternalId` = `external_id`, and the IAM user
+/// (with an access key) that may assume it.
+#[derive(Clone, Debug)]
+pub struct MotoRole {
+    pub role_arn: String,
+    pub role_name: String,
+    pub external_id: String,
+    pub principal_arn: String,
+    pub principal: AwsCredentials,
+}
+
+/// A session moto handed out (`sts.AssumedRole[]` of `/moto-api/data.json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssumedRole {
+    pub role_arn: String,
+    pub session_name: String,
+    pub external_id: Option<String>,
+    pub access_key_id: String,
+}
+
+/// A running moto server and its strict STS front. Killed when dropped.
+pub struct Moto {
+    moto: PeerProcess,
+    front: PeerProcess,
+    port: u16,
+    front_port: u16,
+    admin: AwsCredentials,
+    _dir: tempfile::TempDir,
+}
+
+static SHARED: OnceLock<Moto> = OnceLock::new();
+
+/// The instance shared by all tests of this test binary.
+pub fn moto_shared() -> &'static Moto {
+    SHARED.get_or_init(Moto::start)
+}
+
+impl Moto {
+    /// Starts moto (IAM enforced after the admin bootstrap) and the strict front.
+    pub fn start() -> Moto {
+        let server = crate::require_peer("venv/bin/moto_server", "moto");
+        let dir = tempfile::Builder::new()
+            .prefix("floe-moto-")
+            .tempdir()
+            .expect("temp dir");
+        let port = crate::free_port();
+        let front_port = crate::free_port();
+        let mut moto = PeerProcess::spawn(
+            "moto",
+            &server,
+            &[
+                "-H".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                port.to_string(),
+            ],
+            &[("INITIAL_NO_AUTH_ACTION_COUNT", NO_AUTH_CALLS.to_string())],
+            dir.path(),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        moto.wait_until(START_TIMEOUT, || {
+            let r = http::get(&format!("{url}/moto-api/data.json"))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .map_err(|e| e.to_string())?;
+            if r.status == 200 {
+                Ok(())
+            } else {
+                Err(format!("status {}", r.status))
+            }
+        });
+        let admin = bootstrap_admin(&url);
+
+        let cfg = dir.path().join("sts-front.json");
+        std::fs::write(
+            &cfg,
+            serde_json::to_vec(&json!({"port": front_port, "upstream": url})).expect("json"),
+        )
+        .expect("write front config");
+        let mut front = PeerProcess::spawn(
+            "sts-front",
+            &crate::python(),
+            &[
+                crate::scripts_dir().join("fronts.py").display().to_string(),
+                "sts".into(),
+                cfg.display().to_string(),
+            ],
+            &[],
+            dir.path(),
+        );
+        let front_url = format!("http://127.0.0.1:{front_port}");
+        front.wait_until(START_TIMEOUT, || {
+            http::get(&format!("{front_url}/_testkit/requests"))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        Moto {
+            moto,
+            front,
+            port,
+            front_port,
+            admin,
+            _dir: dir,
+        }
+    }
+
+    /// moto itself: S3, IAM, and a lax STS (accepts a missing ExternalId).
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    /// The strict STS front: use this as floe's STS endpoint.
+    pub fn sts_endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.front_port)
+    }
+    pub fn region(&self) -> &'static str {
+        REGION
+    }
+    pub fn account_id(&self) -> &'static str {
+        ACCOUNT_ID
+    }
+    /// An IAM user allowed everything (signs the helpers' IAM calls).
+    pub fn admin_credentials(&self) -> &AwsCredentials {
+        &self.admin
+    }
+    pub fn log_tail(&self, lines: usize) -> String {
+        format!(
+            "--- moto ---\n{}\n--- sts front ---\n{}",
+            self.moto.log_tail(lines),
+            self.front.log_tail(lines)
+        )
+    }
+
+    fn iam(&self, action: &str, params: &[(&str, &str)]) -> String {
+        let resp = aws::query_api(
+            &self.endpoint(),
+            "iam",
+            REGION,
+            &self.admin,
+            action,
+            "2010-05-08",
+            params,
+        );
+        assert_eq!(resp.status, 200, "IAM {action}: {}", resp.text());
+        resp.text()
+    }
+
+    /// Creates a role whose trust policy allows `sts:AssumeRole` to a new IAM user only
+    /// with `StringEquals sts:ExternalId = external_id`; the role may use moto's S3. Returns
+    /// the role ARN and the user's access key.
+    pub fn create_role_with_external_id(&self, external_id: &str) -> MotoRole {
+        let user = crate::unique_name("principal");
+        let role_name = crate::unique_name("role");
+        let principal_arn = format!("arn:aws:iam::{ACCOUNT_ID}:user/{user}");
+        let role_arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role_name}");
+        self.iam("CreateUser", &[("UserName", &user)]);
+        let user_policy = json!({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": role_arn}
+        ]})
+        .to_string();
+        self.iam(
+            "PutUserPolicy",
+            &[
+                ("UserName", &user),
+                ("PolicyName", "assume"),
+                ("PolicyDocument", &user_policy),
+            ],
+        );
+        let key_xml = self.iam("CreateAccessKey", &[("UserName", &user)]);
+        let principal = AwsCredentials::new(
+            &aws::xml_value(&key_xml, "AccessKeyId").expect("AccessKeyId"),
+            &aws::xml_value(&key_xml, "SecretAccessKey").expect("SecretAccessKey"),
+        );
+        let trust = json!({"Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": principal_arn},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}
+        }]})
+        .to_string();
+        self.iam(
+            "CreateRole",
+            &[
+                ("RoleName", &role_name),
+                ("AssumeRolePolicyDocument", &trust),
+                ("MaxSessionDuration", "43200"),
+            ],
+        );
+        let role_policy = json!({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
+        ]})
+        .to_string();
+        self.iam(
+            "PutRolePolicy",
+            &[
+                ("RoleName", &role_name),
+                ("PolicyName", "s3"),
+                ("PolicyDocument", &role_policy),
+            ],
+        );
+        MotoRole {
+            role_arn,
+            role_name,
+            external_id: external_id.to_string(),
+            principal_arn,
+            principal,
+        }
+    }
+
+    /// `AssumeRole` through the strict front (form POST, SigV4 `sts`).
+    pub fn assume_role(
+        &self,
+        creds: &AwsCredentials,
+        role_arn: &str,
+        external_id: Option<&str>,
+    ) -> http::Response {
+        aws::assume_role(
+            &self.sts_endpoint(),
+            REGION,
+            creds,
+            role_arn,
+            "floe-test",
+            external_id,
+            None,
+        )
+    }
+
+    /// Every session moto handed out, with the external id it was asked with.
+    pub fn assumed_roles(&self) -> Vec<AssumedRole> {
+        let data = http::get(&format!("{}/moto-api/data.json", self.endpoint()))
+            .send()
+            .expect("moto data.json")
+            .json();
+        data["sts"]["AssumedRole"]
+            .as_array()
+            .map(|roles| {
+                roles
+                    .iter()
+                    .map(|r| AssumedRole {
+                        role_arn: r["role_arn"].as_str().unwrap_or_default().into(),
+                        session_name: r["session_name"].as_str().unwrap_or_default().into(),
+                        external_id: r["external_id"].as_str().map(str::to_string),
+                        access_key_id: r["access_key_id"].as_str().unwrap_or_default().into(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every `AssumeRole` the strict front received: `{"method", "content_type",
+    /// "params": {form fields}, "signed", "denied_by_front"}`.
+    pub fn sts_requests(&self) -> Vec<Value> {
+        http::get(&format!("{}/_testkit/requests", self.sts_endpoint()))
+            .send()
+            .expect("sts front requests")
+            .json()
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// The first (unauthenticated) calls: an admin user with an allow-all policy and a key.
+fn bootstrap_admin(url: &str) -> AwsCredentials {
+    // Any key signs while moto still lets calls through unauthenticated; the signature's
+    // scope tells moto which service is meant.
+    let anyone = AwsCredentials::new("AKIABOOTSTRAPBOOTSTR", "bootstrap");
+    let call = |action: &str, params: &[(&str, &str)]| {
+        let resp = aws::query_api(url, "iam", REGION, &anyone, action, "2010-05-08", params);
+        assert_eq!(resp.status, 200, "moto bootstrap {action}: {}", resp.text());
+        resp.text()
+    };
+    let all = json!({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "*", "Resource": "*"}
+    ]})
+    .to_string();
+    call("CreateUser", &[("UserName", "testkit-admin")]);
+    call(
+        "PutUserPolicy",
+        &[
+            ("UserName", "testkit-admin"),
+            ("PolicyName", "all"),
+            ("PolicyDocument", &all),
+        ],
+    );
+    let xml = call("CreateAccessKey", &[("UserName", "testkit-admin")]);
+    AwsCredentials::new(
+        &aws::xml_value(&xml, "AccessKeyId").expect("AccessKeyId"),
+        &aws::xml_value(&xml, "SecretAccessKey").expect("SecretAccessKey"),
+    )
+}

@@ -1,0 +1,222 @@
+//! Peer processes: started under the watchdog (`peers/watchdog.py`) in their own process
+//! group, logged to a file, polled until ready, killed (whole group) when dropped. Usable
+//! for any program a test needs to run, e.g. floe's own server binary:
+//!
+//! ```no_run
+//! use floe_testkit::process::{PeerProcess, START_TIMEOUT};
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut p = PeerProcess::spawn("floe", std::path::Path::new("target/debug/floe"),
+//!                                &["--port=6875".into()], &[], dir.path());
+//! p.wait_until(START_TIMEOUT, || std::net::TcpStream::connect("127.0.0.1:6875")
+//!     .map(|_| ()).map_err(|e| e.to_string()));
+//! ```
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a peer gets to answer after it was launched.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct PeerProcess {
+    name: String,
+    child: Child,
+    /// Kept open for the watchdog: when it closes, the watchdog kills the peer.
+    stdin: Option<ChildStdin>,
+    log_path: PathBuf,
+    killed: bool,
+}
+
+impl PeerProcess {
+    /// Starts `program args` in `dir` (also its log and the watchdog's clean-up directory),
+    /// in a new process group, with `envs` added to the environment.
+    pub fn spawn(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        envs: &[(&str, String)],
+        dir: &Path,
+    ) -> PeerProcess {
+        let log_path = dir.join(format!("{name}.log"));
+        let log = File::create(&log_path)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", log_path.display()));
+        let log_err = log.try_clone().expect("clone log file handle");
+        let mut cmd = Command::new(crate::python());
+        cmd.arg(crate::scripts_dir().join("watchdog.py"))
+            .arg("--cleanup")
+            .arg(dir)
+            .arg("--")
+            .arg(program)
+            .args(args)
+            .current_dir(dir)
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(log)
+            .stderr(log_err)
+            .process_group(0);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name} ({}): {e}", program.display()));
+        let stdin = child.stdin.take();
+        PeerProcess {
+            name: name.to_string(),
+            child,
+            stdin,
+            log_path,
+            killed: false,
+        }
+    }
+
+    /// The process group id (= the watchdog's pid).
+    pub fn pgid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The last lines of the peer's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = File::open(&self.log_path) {
+            let _ = f.read_to_string(&mut text);
+        }
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// `Some(status)` once the watchdog (and so the peer) has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Polls `ready` every 50 ms until it returns Ok; panics with the peer's log when the
+    /// peer exits or `timeout` passes.
+    pub fn wait_until(&mut self, timeout: Duration, mut ready: impl FnMut() -> Result<(), String>) {
+        let start = Instant::now();
+        let mut last = String::from("never checked");
+        loop {
+            if let Some(status) = self.exited() {
+                panic!(
+                    "{} exited ({status}) before it was ready (last check: {last}); its log {}:\n{}",
+                    self.name,
+                    self.log_path.display(),
+                    self.log_tail(80)
+                );
+            }
+            match ready() {
+                Ok(()) => return,
+                Err(e) => last = e,
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "{} did not become ready within {:?} (last check: {last}); its log {}:\n{}",
+                    self.name,
+                    timeout,
+                    self.log_path.display(),
+                    self.log_tail(80)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Closes the watchdog's pipe, as the end of the test process would: the watchdog
+    /// then kills the peer and removes its directory.
+    pub fn close_watchdog_pipe(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Kills the whole process group and reaps the watchdog.
+    pub fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
+        // SAFETY: kill(2) on our own child's process group; no memory is involved.
+        unsafe {
+            libc::kill(-self.pgid(), libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stdin.take();
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs a helper script with the venv's Python: `input` as JSON on stdin, stdout parsed
+/// as JSON. Panics (with stderr) on failure or after `timeout`.
+pub(crate) fn run_python(
+    script: &str,
+    input: &serde_json::Value,
+    timeout: Duration,
+) -> serde_json::Value {
+    let path = crate::scripts_dir().join(script);
+    let mut child = Command::new(crate::python())
+        .arg(&path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = serde_json::to_vec(input).expect("json");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf);
+        buf
+    });
+    let err = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.read_to_end(&mut buf);
+        buf
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            // SAFETY: kill(2) on our own child's process group.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
+            let _ = child.wait();
+            let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).to_string();
+            panic!("{script} did not finish within {timeout:?}; stderr:\n{stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = writer.join();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).to_string();
+    if !status.success() {
+        panic!("{script} failed ({status}); stderr:\n{stderr}");
+    }
+    serde_json::from_slice(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed no JSON ({e}): {}\nstderr:\n{stderr}",
+            String::from_utf8_lossy(&stdout)
+        )
+    })
+}

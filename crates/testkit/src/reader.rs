@@ -1,0 +1,219 @@
+//! An independent reader: DuckDB's iceberg extension (deletes applied) for the rows,
+//! pyiceberg for the metadata (`peers/reader.py`), and a reference writer of a table with
+//! equality and position deletes (`peers/write_deletes.py`, pyiceberg's low-level API).
+//!
+//! ```no_run
+//! let sw = floe_testkit::seaweedfs_shared();
+//! # let (ns, t) = ("ns", "t");
+//! let read = floe_testkit::Reader::for_seaweedfs(sw).read(&sw.metadata_location(ns, t));
+//! let rows = read.sorted_rows(&["id"]);
+//! let last = read.current_snapshot().unwrap();
+//! assert_eq!(last["summary"]["mz-sink-id"], "u1");
+//! ```
+
+use crate::process::run_python;
+use crate::seaweedfs::SeaweedFs;
+use serde_json::{Value, json};
+use std::cmp::Ordering;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// S3 access for the reader.
+#[derive(Clone, Debug)]
+pub struct S3Access {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    pub credentials: crate::AwsCredentials,
+    pub region: String,
+}
+
+/// A DuckDB/pyiceberg reader. `Reader::local()` for local metadata files,
+/// `Reader::for_seaweedfs(sw)` / `Reader::s3(..)` for `s3://` locations.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    s3: Option<S3Access>,
+}
+
+/// A column as DuckDB types it (`BIGINT`, `VARCHAR`, `DECIMAL(38,10)`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    pub ty: String,
+}
+
+/// What the reader saw.
+#[derive(Clone, Debug)]
+pub struct TableRead {
+    pub columns: Vec<Column>,
+    /// One JSON object per row, keyed by column name. DECIMAL as string, temporal types
+    /// in ISO 8601, BLOB as hex, UUID as string.
+    pub rows: Vec<Value>,
+    /// The metadata.json document.
+    pub metadata: Value,
+    /// `metadata.snapshots` (each with its `summary`).
+    pub snapshots: Vec<Value>,
+    pub current_snapshot_id: Option<i64>,
+    /// Live files of the current snapshot: `{"content": "data" | "position_deletes" |
+    /// "equality_deletes", "file_path", "record_count", "equality_ids",
+    /// "sequence_number", "manifest_content", "column_sizes", "value_counts",
+    /// "null_value_counts", "lower_bounds", "upper_bounds" (hex), ...}`.
+    pub files: Vec<Value>,
+}
+
+impl TableRead {
+    /// Rows sorted by the given columns (then by their JSON text).
+    pub fn sorted_rows(&self, by: &[&str]) -> Vec<Value> {
+        let mut rows = self.rows.clone();
+        rows.sort_by(|a, b| {
+            for key in by {
+                let o = cmp_json(&a[*key], &b[*key]);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            a.to_string().cmp(&b.to_string())
+        });
+        rows
+    }
+    /// The current snapshot's entry of `snapshots`.
+    pub fn current_snapshot(&self) -> Option<&Value> {
+        let id = self.current_snapshot_id?;
+        self.snapshots
+            .iter()
+            .find(|s| s["snapshot-id"].as_i64() == Some(id))
+    }
+    /// Live files with this content (`data`, `position_deletes`, `equality_deletes`).
+    pub fn files_with_content(&self, content: &str) -> Vec<&Value> {
+        self.files
+            .iter()
+            .filter(|f| f["content"] == content)
+            .collect()
+    }
+}
+
+fn cmp_json(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x
+            .as_f64()
+            .partial_cmp(&y.as_f64())
+            .unwrap_or(Ordering::Equal),
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Null, Value::Null) => Ordering::Equal,
+        (Value::Null, _) => Ordering::Less,
+        (_, Value::Null) => Ordering::Greater,
+        _ => a.to_string().cmp(&b.to_string()),
+    }
+}
+
+impl Reader {
+    /// For metadata on the local file system.
+    pub fn local() -> Reader {
+        Reader { s3: None }
+    }
+    /// For `s3://` locations at an S3 endpoint.
+    pub fn s3(access: S3Access) -> Reader {
+        Reader { s3: Some(access) }
+    }
+    /// For tables in a SeaweedFS instance (its S3 endpoint and key pair).
+    pub fn for_seaweedfs(sw: &SeaweedFs) -> Reader {
+        Reader::s3(S3Access {
+            endpoint: sw.s3_endpoint(),
+            credentials: sw.credentials(),
+            region: sw.region().to_string(),
+        })
+    }
+
+    fn request(&self, location: &str, query: Option<&str>) -> Value {
+        let s3 = self.s3.as_ref().map(|s| {
+            json!({
+                "endpoint": s.endpoint,
+                "access_key_id": s.credentials.access_key_id,
+                "secret_access_key": s.credentials.secret_access_key,
+                "session_token": s.credentials.session_token,
+                "region": s.region,
+            })
+        });
+        json!({"location": location, "s3": s3, "query": query})
+    }
+
+    /// All rows (as DuckDB reads them, deletes applied) and the metadata of the table
+    /// whose metadata.json is at `metadata_location`.
+    pub fn read(&self, metadata_location: &str) -> TableRead {
+        self.run(metadata_location, None)
+    }
+
+    /// Like [`Reader::read`], but the rows are those of `sql`, in which the table is `t`
+    /// (e.g. `SELECT id, count(*) AS n FROM t GROUP BY id`).
+    pub fn query(&self, metadata_location: &str, sql: &str) -> TableRead {
+        self.run(metadata_location, Some(sql))
+    }
+
+    fn run(&self, location: &str, sql: Option<&str>) -> TableRead {
+        let out = run_python("reader.py", &self.request(location, sql), TIMEOUT);
+        TableRead {
+            columns: out["columns"]
+                .as_array()
+                .map(|cols| {
+                    cols.iter()
+                        .map(|c| Column {
+                            name: c["name"].as_str().unwrap_or_default().into(),
+                            ty: c["type"].as_str().unwrap_or_default().into(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            rows: out["rows"].as_array().cloned().unwrap_or_default(),
+            snapshots: out["snapshots"].as_array().cloned().unwrap_or_default(),
+            current_snapshot_id: out["current_snapshot_id"].as_i64().filter(|id| *id >= 0),
+            files: out["files"].as_array().cloned().unwrap_or_default(),
+            metadata: out["metadata"].clone(),
+        }
+    }
+}
+
+/// A table written by pyiceberg (not floe) with equality and position deletes.
+#[derive(Clone, Debug)]
+pub struct ReferenceTable {
+    pub metadata_location: String,
+    /// The rows a correct reader returns: `{"id": 1, "name": "a"}`, ... sorted by id.
+    pub expected_rows: Vec<Value>,
+    /// Snapshot ids in commit order (an append, then a row delta).
+    pub snapshot_ids: Vec<i64>,
+}
+
+/// Writes table `namespace.table` into `sw` with pyiceberg's low-level API (see
+/// `peers/write_deletes.py`): an append of (1,a) (2,b) (3,c) (4,d), then one row delta
+/// adding data (3,c2) (5,e), a position delete of (2,b) and an equality delete of id=3,
+/// which removes (3,c) but not (3,c2). The namespace is created if needed.
+pub fn write_reference_table_with_deletes(
+    sw: &SeaweedFs,
+    namespace: &str,
+    table: &str,
+) -> ReferenceTable {
+    let out = run_python(
+        "write_deletes.py",
+        &json!({
+            "catalog_url": sw.catalog_url(),
+            "client_id": sw.access_key(),
+            "client_secret": sw.secret_key(),
+            "warehouse": sw.warehouse(),
+            "s3_endpoint": sw.s3_endpoint(),
+            "region": sw.region(),
+            "namespace": namespace,
+            "table": table,
+        }),
+        TIMEOUT,
+    );
+    ReferenceTable {
+        metadata_location: out["metadata_location"]
+            .as_str()
+            .expect("metadata_location")
+            .to_string(),
+        expected_rows: out["expected_rows"].as_array().cloned().unwrap_or_default(),
+        snapshot_ids: out["snapshot_ids"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default(),
+    }
+}

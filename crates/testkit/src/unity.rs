@@ -1,0 +1,219 @@
+//! A Unity-Catalog-shaped front for SeaweedFS's Iceberg REST catalog
+//! (`peers/fronts.py unity`).
+//!
+//! - REST base: `url()` = `http://127.0.0.1:PORT/api/2.1/unity-catalog/iceberg-rest`
+//!   (then `/v1/config?warehouse=<catalog name>` answers `overrides.prefix =
+//!   catalogs/<name>`, and `/v1/catalogs/<name>/namespaces/...` reaches SeaweedFS's
+//!   table bucket).
+//! - OAuth2 at `token_url()` (`/oidc/v1/token`): client credentials, form or Basic; only
+//!   scope `all-apis` (else 400 `invalid_scope`); wrong secret 401 `invalid_client`.
+//!   The front's tokens are its own; it holds SeaweedFS's key pair itself.
+//! - Vended credentials only: storage credentials come back only to a request with
+//!   `X-Iceberg-Access-Delegation: vended-credentials`.
+//!
+//! ```no_run
+//! let sw = floe_testkit::seaweedfs_shared();
+//! let uc = floe_testkit::UnityFront::start(sw);
+//! // CREATE CONNECTION ... URL uc.url(), OAUTH2 SERVER URL uc.token_url(),
+//! // CLIENT ID uc.client_id(), SECRET uc.client_secret(), SCOPE 'all-apis',
+//! // WAREHOUSE uc.catalog_name()
+//! ```
+
+use crate::http;
+use crate::oauth::{Grant, parse_grants};
+use crate::process::{PeerProcess, START_TIMEOUT};
+use crate::seaweedfs::SeaweedFs;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub const BASE_PATH: &str = "/api/2.1/unity-catalog/iceberg-rest";
+/// The only scope the token endpoint grants.
+pub const SCOPE: &str = "all-apis";
+
+/// Options. Defaults: catalog `main`, generated client id and secret, tokens live 3600 s.
+#[derive(Clone, Debug)]
+pub struct UnityFrontBuilder {
+    catalog_name: String,
+    client_id: String,
+    client_secret: String,
+    token_ttl: Duration,
+}
+
+impl UnityFrontBuilder {
+    /// The catalog name (the warehouse clients ask for).
+    pub fn catalog_name(mut self, name: &str) -> Self {
+        self.catalog_name = name.to_string();
+        self
+    }
+    pub fn client(mut self, id: &str, secret: &str) -> Self {
+        self.client_id = id.to_string();
+        self.client_secret = secret.to_string();
+        self
+    }
+    pub fn token_ttl(mut self, ttl: Duration) -> Self {
+        self.token_ttl = ttl;
+        self
+    }
+    /// Starts the front in front of `seaweedfs` (which must outlive it).
+    pub fn start(self, seaweedfs: &SeaweedFs) -> UnityFront {
+        UnityFront::launch(self, seaweedfs)
+    }
+}
+
+/// A running Unity-shaped front. Killed when dropped.
+pub struct UnityFront {
+    process: PeerProcess,
+    port: u16,
+    catalog_name: String,
+    client_id: String,
+    client_secret: String,
+    _dir: tempfile::TempDir,
+}
+
+impl UnityFront {
+    pub fn builder() -> UnityFrontBuilder {
+        UnityFrontBuilder {
+            catalog_name: "main".into(),
+            client_id: format!("uc-client-{}", crate::random_hex(4)),
+            client_secret: crate::random_hex(16),
+            token_ttl: Duration::from_secs(3600),
+        }
+    }
+
+    /// Default settings, in front of `seaweedfs`.
+    pub fn start(seaweedfs: &SeaweedFs) -> UnityFront {
+        Self::builder().start(seaweedfs)
+    }
+
+    fn launch(opts: UnityFrontBuilder, sw: &SeaweedFs) -> UnityFront {
+        let dir = tempfile::Builder::new()
+            .prefix("floe-unity-")
+            .tempdir()
+            .expect("temp dir");
+        let port = crate::free_port();
+        let cfg = dir.path().join("unity.json");
+        std::fs::write(
+            &cfg,
+            serde_json::to_vec(&json!({
+                "port": port,
+                "upstream": sw.catalog_url(),
+                "upstream_client_id": sw.access_key(),
+                "upstream_client_secret": sw.secret_key(),
+                "client_id": opts.client_id,
+                "client_secret": opts.client_secret,
+                "token_ttl": opts.token_ttl.as_secs(),
+                "catalogs": {opts.catalog_name.clone(): sw.table_bucket()},
+            }))
+            .expect("json"),
+        )
+        .expect("write unity config");
+        let mut process = PeerProcess::spawn(
+            "unity-front",
+            &crate::python(),
+            &[
+                crate::scripts_dir().join("fronts.py").display().to_string(),
+                "unity".into(),
+                cfg.display().to_string(),
+            ],
+            &[],
+            dir.path(),
+        );
+        let probe = format!("http://127.0.0.1:{port}/_testkit/grants");
+        process.wait_until(START_TIMEOUT, || {
+            http::get(&probe)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        UnityFront {
+            process,
+            port,
+            catalog_name: opts.catalog_name,
+            client_id: opts.client_id,
+            client_secret: opts.client_secret,
+            _dir: dir,
+        }
+    }
+
+    fn root(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    /// The Iceberg REST base URL (`.../api/2.1/unity-catalog/iceberg-rest`).
+    pub fn url(&self) -> String {
+        format!("{}{BASE_PATH}", self.root())
+    }
+    /// The OAuth2 token endpoint (`/oidc/v1/token`).
+    pub fn token_url(&self) -> String {
+        format!("{}/oidc/v1/token", self.root())
+    }
+    /// The catalog name, used as the warehouse.
+    pub fn catalog_name(&self) -> &str {
+        &self.catalog_name
+    }
+    /// The route prefix `GET /v1/config` answers (`catalogs/<name>`).
+    pub fn prefix(&self) -> String {
+        format!("catalogs/{}", self.catalog_name)
+    }
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+    pub fn client_secret(&self) -> &str {
+        &self.client_secret
+    }
+    /// `all-apis`.
+    pub fn scope(&self) -> &'static str {
+        SCOPE
+    }
+    /// A token (scope `all-apis`) for this front.
+    pub fn token(&self) -> String {
+        let resp = http::post(&self.token_url())
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", &self.client_id),
+                ("client_secret", &self.client_secret),
+                ("scope", SCOPE),
+            ])
+            .send()
+            .expect("unity token");
+        assert_eq!(resp.status, 200, "unity token: {}", resp.text());
+        resp.json()["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_string()
+    }
+    /// Every token request so far.
+    pub fn grants(&self) -> Vec<Grant> {
+        parse_grants(
+            &http::get(&format!("{}/_testkit/grants", self.root()))
+                .send()
+                .expect("unity grants")
+                .json(),
+        )
+    }
+    /// Every catalog request so far: `{"method", "path" (after the base path),
+    /// "access_delegation" (header value or null)}`.
+    pub fn requests(&self) -> Vec<Value> {
+        http::get(&format!("{}/_testkit/requests", self.root()))
+            .send()
+            .expect("unity requests")
+            .json()
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+    /// Lifetime of tokens issued from now on.
+    pub fn set_token_ttl(&self, ttl: Duration) {
+        let resp = http::post(&format!(
+            "{}/_testkit/token-ttl?seconds={}",
+            self.root(),
+            ttl.as_secs()
+        ))
+        .send()
+        .expect("set token ttl");
+        assert_eq!(resp.status, 200);
+    }
+    pub fn log_tail(&self, lines: usize) -> String {
+        self.process.log_tail(lines)
+    }
+}
