@@ -1,1 +1,21 @@
-//! placeholder
+//! The sink worker pool and the Iceberg sink: catalog clients, credentials,
+//! Parquet writing and the commit protocol.
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod local;
+pub mod namespace;
+mod oauth;
+pub mod rest;
+pub mod sigv4;
+pub mod validate;
+
+pub use config::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
+pub use error::{ErrorKind, SinkError};
+pub use http::HttpSettings;
+pub use local::LocalCatalog;
+pub use namespace::Namespace;
+pub use rest::{LoadTableResponse, RestCatalogClient};
+pub use sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
+pub use validate::{validate_catalog, validate_catalog_with};

@@ -1,0 +1,551 @@
+//! floe's embedded Iceberg catalog (`CATALOG TYPE = 'local'`): an Iceberg SQL catalog in
+//! SQLite with a `file://` warehouse.
+//!
+//! The two tables are exactly those of pyiceberg's `SqlCatalog` (schema v1) and the Iceberg
+//! JDBC catalog, so those tools can open the same file: pyiceberg's
+//! `SqlCatalog(LOCAL_CATALOG_NAME, uri="sqlite:///<database>")` lists what floe wrote.
+//! Namespaces are stored as dotted strings; a namespace exists when it has a property row
+//! or a table (or a child namespace does), as in those catalogs.
+//!
+//! The calls are blocking (SQLite); run them on a blocking thread from async code.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{ErrorKind, SinkError};
+use crate::namespace::Namespace;
+
+/// The `catalog_name` floe writes in every row; other tools open the catalog by this name.
+pub const LOCAL_CATALOG_NAME: &str = "floe";
+
+/// `iceberg_type` of table rows (schema v1; views would be `VIEW`).
+const TABLE_TYPE: &str = "TABLE";
+
+/// The DDL pyiceberg's SqlCatalog issues on SQLite (and the JDBC catalog's v1 schema).
+const CREATE_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS iceberg_tables (
+    catalog_name VARCHAR(255) NOT NULL,
+    table_namespace VARCHAR(255) NOT NULL,
+    table_name VARCHAR(255) NOT NULL,
+    metadata_location VARCHAR(1000),
+    previous_metadata_location VARCHAR(1000),
+    iceberg_type VARCHAR(5),
+    PRIMARY KEY (catalog_name, table_namespace, table_name)
+);
+CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
+    catalog_name VARCHAR(255) NOT NULL,
+    namespace VARCHAR(255) NOT NULL,
+    property_key VARCHAR(255) NOT NULL,
+    property_value VARCHAR(1000) NOT NULL,
+    PRIMARY KEY (catalog_name, namespace, property_key)
+);
+";
+
+/// An open local catalog.
+pub struct LocalCatalog {
+    connection: Mutex<Connection>,
+    database: PathBuf,
+    warehouse: PathBuf,
+    catalog_name: String,
+    /// Whether `iceberg_tables` has the v1 `iceberg_type` column (a catalog created by an
+    /// older pyiceberg may not; floe then neither writes nor filters on it).
+    has_type_column: bool,
+}
+
+impl fmt::Debug for LocalCatalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalCatalog")
+            .field("database", &self.database)
+            .field("warehouse", &self.warehouse)
+            .field("catalog_name", &self.catalog_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalCatalog {
+    /// Opens the catalog in `database`, creating the file, its tables and the warehouse
+    /// directory when missing.
+    pub fn open(database: &Path, warehouse: &Path) -> Result<LocalCatalog, SinkError> {
+        LocalCatalog::open_named(database, warehouse, LOCAL_CATALOG_NAME)
+    }
+
+    /// [`LocalCatalog::open`] with another `catalog_name`.
+    pub fn open_named(
+        database: &Path,
+        warehouse: &Path,
+        catalog_name: &str,
+    ) -> Result<LocalCatalog, SinkError> {
+        let storage_error = |what: &str, path: &Path, err: &dyn fmt::Display| {
+            SinkError::new(
+                ErrorKind::Storage,
+                format!("cannot {what} {}: {err}", path.display()),
+            )
+            .with_retryable(false)
+        };
+        if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|err| storage_error("create directory", parent, &err))?;
+        }
+        std::fs::create_dir_all(warehouse)
+            .map_err(|err| storage_error("create warehouse directory", warehouse, &err))?;
+        let connection = Connection::open(database)
+            .map_err(|err| storage_error("open local catalog", database, &err))?;
+        // Other processes (pyiceberg, a second floe tool) may hold the file briefly.
+        connection
+            .busy_timeout(Duration::from_secs(5))
+            .and_then(|()| connection.execute_batch(CREATE_TABLES))
+            .map_err(|err| storage_error("initialize local catalog", database, &err))?;
+        let has_type_column = connection
+            .prepare("SELECT iceberg_type FROM iceberg_tables LIMIT 0")
+            .is_ok();
+        Ok(LocalCatalog {
+            connection: Mutex::new(connection),
+            database: database.to_path_buf(),
+            warehouse: warehouse.to_path_buf(),
+            catalog_name: catalog_name.to_string(),
+            has_type_column,
+        })
+    }
+
+    pub fn database(&self) -> &Path {
+        &self.database
+    }
+
+    pub fn warehouse(&self) -> &Path {
+        &self.warehouse
+    }
+
+    pub fn catalog_name(&self) -> &str {
+        &self.catalog_name
+    }
+
+    /// Where a new table's files go: `file://<warehouse>/<namespace>.db/<table>`, pyiceberg's
+    /// layout.
+    pub fn default_table_location(&self, namespace: &Namespace, table: &str) -> String {
+        let path = self.warehouse.join(format!("{namespace}.db")).join(table);
+        format!("file://{}", path.display())
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent; keep going.
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn sql_error(&self, what: &str, err: rusqlite::Error) -> SinkError {
+        let busy = matches!(
+            err.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        );
+        SinkError::new(
+            ErrorKind::Storage,
+            format!(
+                "local catalog {} failed {what}: {err}",
+                self.database.display()
+            ),
+        )
+        .with_retryable(busy)
+    }
+
+    /// The top-level namespaces (what pyiceberg's `list_namespaces()` returns).
+    pub fn list_namespaces(&self) -> Result<Vec<Namespace>, SinkError> {
+        let connection = self.connection();
+        let names = (|| {
+            let mut statement = connection.prepare(
+                "SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ?1
+                 UNION
+                 SELECT namespace FROM iceberg_namespace_properties WHERE catalog_name = ?1",
+            )?;
+            let rows =
+                statement.query_map(params![self.catalog_name], |row| row.get::<_, String>(0))?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })()
+        .map_err(|err| self.sql_error("listing namespaces", err))?;
+        let mut top_level: Vec<Namespace> = names
+            .iter()
+            .filter_map(|name| name.split('.').next())
+            .filter(|level| !level.is_empty())
+            .map(|level| Namespace::new(vec![level.to_string()]))
+            .collect::<Result<_, _>>()?;
+        top_level.sort();
+        top_level.dedup();
+        Ok(top_level)
+    }
+
+    /// Whether the namespace exists: a property row or a table in it or below it.
+    pub fn namespace_exists(&self, namespace: &Namespace) -> Result<bool, SinkError> {
+        let connection = self.connection();
+        namespace_exists(&connection, &self.catalog_name, namespace)
+            .map_err(|err| self.sql_error(&format!("checking namespace \"{namespace}\""), err))
+    }
+
+    /// Creates a namespace with `properties` (pyiceberg's `{"exists": "true"}` when empty,
+    /// so that an empty namespace still has a row).
+    pub fn create_namespace(
+        &self,
+        namespace: &Namespace,
+        properties: &BTreeMap<String, String>,
+    ) -> Result<(), SinkError> {
+        let mut connection = self.connection();
+        let what = format!("creating namespace \"{namespace}\"");
+        let transaction = connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|err| self.sql_error(&what, err))?;
+        if namespace_exists(&transaction, &self.catalog_name, namespace)
+            .map_err(|err| self.sql_error(&what, err))?
+        {
+            return Err(SinkError::new(
+                ErrorKind::AlreadyExists,
+                format!("namespace \"{namespace}\" already exists"),
+            ));
+        }
+        let minimal = BTreeMap::from([("exists".to_string(), "true".to_string())]);
+        let properties = if properties.is_empty() {
+            &minimal
+        } else {
+            properties
+        };
+        for (key, value) in properties {
+            transaction
+                .execute(
+                    "INSERT INTO iceberg_namespace_properties
+                     (catalog_name, namespace, property_key, property_value)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![self.catalog_name, namespace.to_string(), key, value],
+                )
+                .map_err(|err| self.sql_error(&what, err))?;
+        }
+        transaction
+            .commit()
+            .map_err(|err| self.sql_error(&what, err))
+    }
+
+    /// Registers a new table whose first metadata file is `metadata_location`.
+    pub fn create_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        metadata_location: &str,
+    ) -> Result<(), SinkError> {
+        let mut connection = self.connection();
+        let what = format!("creating table \"{namespace}.{table}\"");
+        let transaction = connection
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|err| self.sql_error(&what, err))?;
+        if !namespace_exists(&transaction, &self.catalog_name, namespace)
+            .map_err(|err| self.sql_error(&what, err))?
+        {
+            return Err(namespace_not_found(namespace));
+        }
+        let inserted = if self.has_type_column {
+            transaction.execute(
+                "INSERT OR IGNORE INTO iceberg_tables
+                 (catalog_name, table_namespace, table_name, metadata_location,
+                  previous_metadata_location, iceberg_type)
+                 VALUES (?1, ?2, ?3, ?4, NULL, ?5)",
+                params![
+                    self.catalog_name,
+                    namespace.to_string(),
+                    table,
+                    metadata_location,
+                    TABLE_TYPE
+                ],
+            )
+        } else {
+            transaction.execute(
+                "INSERT OR IGNORE INTO iceberg_tables
+                 (catalog_name, table_namespace, table_name, metadata_location,
+                  previous_metadata_location)
+                 VALUES (?1, ?2, ?3, ?4, NULL)",
+                params![
+                    self.catalog_name,
+                    namespace.to_string(),
+                    table,
+                    metadata_location
+                ],
+            )
+        }
+        .map_err(|err| self.sql_error(&what, err))?;
+        if inserted == 0 {
+            return Err(SinkError::new(
+                ErrorKind::AlreadyExists,
+                format!("Iceberg table \"{namespace}.{table}\" already exists"),
+            ));
+        }
+        transaction
+            .commit()
+            .map_err(|err| self.sql_error(&what, err))
+    }
+
+    /// The current metadata file of a table.
+    pub fn load_table_location(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+    ) -> Result<String, SinkError> {
+        let connection = self.connection();
+        let what = format!("loading table \"{namespace}.{table}\"");
+        let location = current_location(&connection, self, namespace, table)
+            .map_err(|err| self.sql_error(&what, err))?;
+        match location {
+            Some(Some(location)) => Ok(location),
+            Some(None) => Err(SinkError::new(
+                ErrorKind::UnexpectedResponse,
+                format!("Iceberg table \"{namespace}.{table}\" has no metadata location"),
+            )),
+            None => Err(table_not_found(namespace, table)),
+        }
+    }
+
+    /// Points a table at a new metadata file, if and only if its current one is still
+    /// `expected` (compare and swap): the commit step of the SQL catalog. Another writer's
+    /// commit in between makes this fail with [`ErrorKind::CommitConflict`].
+    pub fn swap_metadata_location(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        expected: &str,
+        new: &str,
+    ) -> Result<(), SinkError> {
+        let connection = self.connection();
+        let what = format!("committing table \"{namespace}.{table}\"");
+        let type_filter = if self.has_type_column {
+            " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)"
+        } else {
+            ""
+        };
+        let updated = connection
+            .execute(
+                &format!(
+                    "UPDATE iceberg_tables
+                     SET metadata_location = ?5, previous_metadata_location = ?4
+                     WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3
+                       AND metadata_location = ?4{type_filter}"
+                ),
+                params![
+                    self.catalog_name,
+                    namespace.to_string(),
+                    table,
+                    expected,
+                    new
+                ],
+            )
+            .map_err(|err| self.sql_error(&what, err))?;
+        if updated == 1 {
+            return Ok(());
+        }
+        match current_location(&connection, self, namespace, table)
+            .map_err(|err| self.sql_error(&what, err))?
+        {
+            None => Err(table_not_found(namespace, table)),
+            Some(current) => Err(SinkError::new(
+                ErrorKind::CommitConflict,
+                format!("Iceberg table \"{namespace}.{table}\" was changed by another writer"),
+            )
+            .with_detail(format!(
+                "expected metadata location {expected}, found {}",
+                current.as_deref().unwrap_or("none")
+            ))),
+        }
+    }
+
+    /// The tables of a namespace.
+    pub fn list_tables(&self, namespace: &Namespace) -> Result<Vec<String>, SinkError> {
+        let connection = self.connection();
+        let what = format!("listing tables of \"{namespace}\"");
+        let type_filter = if self.has_type_column {
+            " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)"
+        } else {
+            ""
+        };
+        let tables = (|| {
+            let mut statement = connection.prepare(&format!(
+                "SELECT table_name FROM iceberg_tables
+                 WHERE catalog_name = ?1 AND table_namespace = ?2{type_filter}
+                 ORDER BY table_name"
+            ))?;
+            let rows = statement
+                .query_map(params![self.catalog_name, namespace.to_string()], |row| {
+                    row.get::<_, String>(0)
+                })?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })()
+        .map_err(|err| self.sql_error(&what, err))?;
+        Ok(tables)
+    }
+}
+
+/// `Some(location)` when the table exists (the location itself may be NULL).
+fn current_location(
+    connection: &Connection,
+    catalog: &LocalCatalog,
+    namespace: &Namespace,
+    table: &str,
+) -> Result<Option<Option<String>>, rusqlite::Error> {
+    let type_filter = if catalog.has_type_column {
+        " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)"
+    } else {
+        ""
+    };
+    connection
+        .query_row(
+            &format!(
+                "SELECT metadata_location FROM iceberg_tables
+                 WHERE catalog_name = ?1 AND table_namespace = ?2 AND table_name = ?3{type_filter}"
+            ),
+            params![catalog.catalog_name, namespace.to_string(), table],
+            |row| row.get::<_, Option<String>>(0),
+        )
+        .optional()
+}
+
+fn namespace_exists(
+    connection: &Connection,
+    catalog_name: &str,
+    namespace: &Namespace,
+) -> Result<bool, rusqlite::Error> {
+    let name = namespace.to_string();
+    // Children count too (`a` exists when `a.b` does); escape LIKE's wildcards in the name.
+    let children = format!(
+        "{}.%",
+        name.replace('!', "!!")
+            .replace('_', "!_")
+            .replace('%', "!%")
+    );
+    connection.query_row(
+        "SELECT EXISTS (
+             SELECT 1 FROM iceberg_tables WHERE catalog_name = ?1
+               AND (table_namespace = ?2 OR table_namespace LIKE ?3 ESCAPE '!'))
+         OR EXISTS (
+             SELECT 1 FROM iceberg_namespace_properties WHERE catalog_name = ?1
+               AND (namespace = ?2 OR namespace LIKE ?3 ESCAPE '!'))",
+        params![catalog_name, name, children],
+        |row| row.get::<_, bool>(0),
+    )
+}
+
+fn namespace_not_found(namespace: &Namespace) -> SinkError {
+    SinkError::new(
+        ErrorKind::NamespaceNotFound,
+        format!("namespace \"{namespace}\" not found in the catalog"),
+    )
+    .with_hint("Create the namespace in the catalog first: floe does not create namespaces.")
+}
+
+fn table_not_found(namespace: &Namespace, table: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::TableNotFound,
+        format!("Iceberg table \"{namespace}.{table}\" does not exist"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open() -> (tempfile::TempDir, LocalCatalog) {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog =
+            LocalCatalog::open(&dir.path().join("sub/catalog.db"), &dir.path().join("wh")).unwrap();
+        (dir, catalog)
+    }
+
+    fn ns(name: &str) -> Namespace {
+        Namespace::parse(name).unwrap()
+    }
+
+    #[test]
+    fn namespaces_round_trip() {
+        let (dir, catalog) = open();
+        assert!(dir.path().join("wh").is_dir());
+        assert_eq!(catalog.list_namespaces().unwrap(), vec![]);
+        assert!(!catalog.namespace_exists(&ns("a")).unwrap());
+        catalog
+            .create_namespace(&ns("b"), &BTreeMap::new())
+            .unwrap();
+        catalog
+            .create_namespace(&ns("a.x"), &BTreeMap::new())
+            .unwrap();
+        assert_eq!(catalog.list_namespaces().unwrap(), vec![ns("a"), ns("b")]);
+        assert!(catalog.namespace_exists(&ns("a")).unwrap());
+        assert!(catalog.namespace_exists(&ns("a.x")).unwrap());
+        assert!(!catalog.namespace_exists(&ns("a.y")).unwrap());
+        let err = catalog
+            .create_namespace(&ns("b"), &BTreeMap::new())
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::AlreadyExists);
+        // LIKE wildcards in a name match only themselves.
+        catalog
+            .create_namespace(&ns("c_d"), &BTreeMap::new())
+            .unwrap();
+        assert!(!catalog.namespace_exists(&ns("cxd")).unwrap());
+    }
+
+    #[test]
+    fn compare_and_swap() {
+        let (_dir, catalog) = open();
+        let sales = ns("sales");
+        let err = catalog.create_table(&sales, "t", "m0").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NamespaceNotFound);
+        catalog.create_namespace(&sales, &BTreeMap::new()).unwrap();
+        catalog.create_table(&sales, "t", "m0").unwrap();
+        assert_eq!(
+            catalog.create_table(&sales, "t", "m0").unwrap_err().kind,
+            ErrorKind::AlreadyExists
+        );
+        assert_eq!(catalog.load_table_location(&sales, "t").unwrap(), "m0");
+        catalog
+            .swap_metadata_location(&sales, "t", "m0", "m1")
+            .unwrap();
+        assert_eq!(catalog.load_table_location(&sales, "t").unwrap(), "m1");
+        let err = catalog
+            .swap_metadata_location(&sales, "t", "m0", "m2")
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::CommitConflict);
+        assert_eq!(catalog.load_table_location(&sales, "t").unwrap(), "m1");
+        let err = catalog
+            .swap_metadata_location(&sales, "missing", "m0", "m2")
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::TableNotFound);
+        assert_eq!(
+            catalog
+                .load_table_location(&sales, "missing")
+                .unwrap_err()
+                .kind,
+            ErrorKind::TableNotFound
+        );
+        assert_eq!(catalog.list_tables(&sales).unwrap(), vec!["t".to_string()]);
+        let previous: Option<String> = catalog
+            .connection()
+            .query_row(
+                "SELECT previous_metadata_location FROM iceberg_tables WHERE table_name = 't'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(previous.as_deref(), Some("m0"));
+    }
+
+    #[test]
+    fn reopening_keeps_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = dir.path().join("catalog.db");
+        {
+            let catalog = LocalCatalog::open(&database, dir.path()).unwrap();
+            catalog
+                .create_namespace(&ns("kept"), &BTreeMap::new())
+                .unwrap();
+        }
+        let catalog = LocalCatalog::open(&database, dir.path()).unwrap();
+        assert_eq!(catalog.list_namespaces().unwrap(), vec![ns("kept")]);
+        // Another catalog name in the same file sees nothing of floe's.
+        let other = LocalCatalog::open_named(&database, dir.path(), "other").unwrap();
+        assert_eq!(other.list_namespaces().unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,446 @@
+//! OAuth2 client credentials (RFC 6749 §4.4): exchanging a client id and secret for a
+//! bearer token at the catalog's token endpoint, caching it, and refreshing it before it
+//! expires.
+//!
+//! Client authentication: floe first sends the id and secret in the form body (what the
+//! Iceberg REST clients do). Some servers accept only HTTP Basic (RFC 6749 §2.3.1 makes
+//! Basic the one every server must support). When the endpoint answers `invalid_client`
+//! (status 400 or 401) to one method, floe tries the other method once; the method that
+//! worked is remembered for later exchanges. When both fail, the error reports the first
+//! method's answer.
+
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use crate::config::ClientCredentials;
+use crate::error::{ErrorKind, SinkError};
+use crate::http::{
+    self, HttpSettings, RetryDecision, display_url_str, redact, retry_decision,
+    transport_error_text,
+};
+
+/// How the client authenticates to the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuthMethod {
+    /// `client_id` and `client_secret` in the form body.
+    FormBody,
+    /// `Authorization: Basic base64(client_id:client_secret)`.
+    Basic,
+}
+
+impl ClientAuthMethod {
+    fn other(self) -> ClientAuthMethod {
+        match self {
+            ClientAuthMethod::FormBody => ClientAuthMethod::Basic,
+            ClientAuthMethod::Basic => ClientAuthMethod::FormBody,
+        }
+    }
+}
+
+/// A bearer token and when to stop using it.
+struct CachedToken {
+    value: String,
+    /// When floe fetches a new one (expiry minus the refresh margin); `None` when the
+    /// endpoint gave no `expires_in`, in which case only a 401 replaces it.
+    refresh_at: Option<Instant>,
+    /// When the endpoint says it expires.
+    expires_at: Option<Instant>,
+}
+
+struct TokenState {
+    credentials: Option<ClientCredentials>,
+    token: Option<CachedToken>,
+    /// The client authentication the endpoint accepted last.
+    method: ClientAuthMethod,
+    /// Token exchanges made, successful or not (for tests and statistics).
+    exchanges: u64,
+}
+
+/// A cached, refreshing source of bearer tokens for one token endpoint.
+pub(crate) struct TokenSource {
+    token_url: String,
+    scope: String,
+    /// One lock around the whole exchange, so concurrent requests share one refresh.
+    state: Mutex<TokenState>,
+}
+
+impl fmt::Debug for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSource")
+            .field("token_url", &display_url_str(&self.token_url))
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    access_token: String,
+    #[serde(default)]
+    expires_in: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct OAuthErrorBody {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+/// Why one exchange attempt failed.
+struct ExchangeFailure {
+    status: Option<reqwest::StatusCode>,
+    /// The OAuth error code (`invalid_client`, `invalid_scope`, ...).
+    code: Option<String>,
+    description: Option<String>,
+    /// A transport failure (no HTTP answer).
+    transport: Option<String>,
+}
+
+impl ExchangeFailure {
+    fn is_invalid_client(&self) -> bool {
+        matches!(self.status.map(|s| s.as_u16()), Some(400 | 401))
+            && self.code.as_deref() == Some("invalid_client")
+    }
+}
+
+impl TokenSource {
+    pub(crate) fn new(
+        token_url: String,
+        scope: String,
+        credentials: Option<ClientCredentials>,
+    ) -> TokenSource {
+        TokenSource {
+            token_url,
+            scope,
+            state: Mutex::new(TokenState {
+                credentials,
+                token: None,
+                method: ClientAuthMethod::FormBody,
+                exchanges: 0,
+            }),
+        }
+    }
+
+    /// Replaces the credentials (ALTER SECRET) and drops the cached token.
+    pub(crate) async fn set_credentials(&self, credentials: Option<ClientCredentials>) {
+        let mut state = self.state.lock().await;
+        state.credentials = credentials;
+        state.token = None;
+    }
+
+    /// Drops the cached token if it is still `stale` (a 401 answered a request that carried
+    /// it); a token another request fetched meanwhile is kept.
+    pub(crate) async fn invalidate(&self, stale: &str) {
+        let mut state = self.state.lock().await;
+        if state.token.as_ref().is_some_and(|t| t.value == stale) {
+            state.token = None;
+        }
+    }
+
+    pub(crate) async fn exchanges(&self) -> u64 {
+        self.state.lock().await.exchanges
+    }
+
+    pub(crate) async fn client_auth_method(&self) -> ClientAuthMethod {
+        self.state.lock().await.method
+    }
+
+    /// Secrets to scrub from any text a server sends back.
+    pub(crate) async fn secrets(&self) -> Vec<String> {
+        let state = self.state.lock().await;
+        let mut secrets = Vec::new();
+        if let Some(credentials) = &state.credentials {
+            secrets.push(credentials.client_secret.clone());
+        }
+        if let Some(token) = &state.token {
+            secrets.push(token.value.clone());
+        }
+        secrets
+    }
+
+    /// A bearer token: the cached one while it is fresh, else a new one. `None` when the
+    /// connection has no credentials (requests then go unauthenticated).
+    pub(crate) async fn token(
+        &self,
+        http: &reqwest::Client,
+        settings: &HttpSettings,
+    ) -> Result<Option<String>, SinkError> {
+        let mut state = self.state.lock().await;
+        let Some(credentials) = state.credentials.clone() else {
+            return Ok(None);
+        };
+        let now = Instant::now();
+        if let Some(token) = &state.token {
+            if token.refresh_at.is_none_or(|at| now < at) {
+                return Ok(Some(token.value.clone()));
+            }
+        }
+        let first = state.method;
+        state.exchanges += 1;
+        let result = match self.exchange(http, settings, &credentials, first).await {
+            Ok(response) => Ok(response),
+            Err(failure) if failure.is_invalid_client() => {
+                tracing::debug!(
+                    token_url = %display_url_str(&self.token_url),
+                    "token endpoint refused {first:?} client authentication, trying {:?}",
+                    first.other()
+                );
+                state.exchanges += 1;
+                match self
+                    .exchange(http, settings, &credentials, first.other())
+                    .await
+                {
+                    Ok(response) => {
+                        state.method = first.other();
+                        Ok(response)
+                    }
+                    Err(_second) => Err(failure),
+                }
+            }
+            Err(failure) => Err(failure),
+        };
+        match result {
+            Ok(response) => {
+                let lifetime = response.expires_in.as_ref().and_then(expires_in_seconds);
+                let fetched = Instant::now();
+                let expires_at = lifetime.map(|secs| fetched + Duration::from_secs(secs));
+                let refresh_at = lifetime.map(|secs| {
+                    fetched
+                        + Duration::from_secs(secs).saturating_sub(settings.token_refresh_margin)
+                });
+                tracing::debug!(
+                    token_url = %display_url_str(&self.token_url),
+                    expires_in = ?lifetime,
+                    "fetched OAuth2 token"
+                );
+                let value = response.access_token;
+                state.token = Some(CachedToken {
+                    value: value.clone(),
+                    refresh_at,
+                    expires_at,
+                });
+                Ok(Some(value))
+            }
+            Err(failure) => {
+                // A token that has not expired yet still works: use it, and try the
+                // refresh again on the next request.
+                if let Some(token) = &state.token {
+                    if token.expires_at.is_some_and(|at| Instant::now() < at)
+                        && failure
+                            .status
+                            .is_none_or(|s| s.is_server_error() || s.as_u16() == 429)
+                    {
+                        tracing::warn!(
+                            token_url = %display_url_str(&self.token_url),
+                            "token refresh failed, using the current token until it expires"
+                        );
+                        return Ok(Some(token.value.clone()));
+                    }
+                }
+                let secrets = [credentials.client_secret.as_str()];
+                Err(self.failure_error(failure, &secrets))
+            }
+        }
+    }
+
+    /// One exchange with one client authentication method, retrying 429/503 and failed
+    /// connections within the budget of `settings`.
+    async fn exchange(
+        &self,
+        http: &reqwest::Client,
+        settings: &HttpSettings,
+        credentials: &ClientCredentials,
+        method: ClientAuthMethod,
+    ) -> Result<TokenResponse, ExchangeFailure> {
+        let mut attempt = 0;
+        loop {
+            let mut form = vec![("grant_type", "client_credentials")];
+            if method == ClientAuthMethod::FormBody {
+                form.push(("client_id", credentials.client_id.as_str()));
+                form.push(("client_secret", credentials.client_secret.as_str()));
+            }
+            if !self.scope.is_empty() {
+                form.push(("scope", self.scope.as_str()));
+            }
+            let mut request = http
+                .post(&self.token_url)
+                .header(reqwest::header::ACCEPT, "application/json")
+                .form(&form);
+            if method == ClientAuthMethod::Basic {
+                request =
+                    request.basic_auth(&credentials.client_id, Some(&credentials.client_secret));
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(err) => {
+                    let connect = err.is_connect();
+                    let text = transport_error_text(err);
+                    if connect {
+                        if let RetryDecision::Wait(wait) = retry_decision(settings, attempt, None) {
+                            attempt += 1;
+                            tokio::time::sleep(wait).await;
+                            continue;
+                        }
+                    }
+                    return Err(ExchangeFailure {
+                        status: None,
+                        code: None,
+                        description: None,
+                        transport: Some(text),
+                    });
+                }
+            };
+            let status = response.status();
+            if http::is_retry_later(status) {
+                let retry_after = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| http::parse_retry_after(v, SystemTime::now()));
+                if let RetryDecision::Wait(wait) = retry_decision(settings, attempt, retry_after) {
+                    attempt += 1;
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
+            let body = response.bytes().await.unwrap_or_default();
+            if status.is_success() {
+                return serde_json::from_slice::<TokenResponse>(&body).map_err(|err| {
+                    ExchangeFailure {
+                        status: Some(status),
+                        code: None,
+                        description: Some(format!("response is not an OAuth2 token: {err}")),
+                        transport: None,
+                    }
+                });
+            }
+            let error: OAuthErrorBody = serde_json::from_slice(&body).unwrap_or_default();
+            return Err(ExchangeFailure {
+                status: Some(status),
+                code: error.error,
+                description: error.error_description,
+                transport: None,
+            });
+        }
+    }
+
+    fn failure_error(&self, failure: ExchangeFailure, secrets: &[&str]) -> SinkError {
+        let url = display_url_str(&self.token_url);
+        let cause = match (&failure.transport, failure.status, &failure.code) {
+            (Some(transport), _, _) => transport.clone(),
+            (None, Some(status), Some(code)) => format!("{} {}", status.as_u16(), code),
+            (None, Some(status), None) => status.to_string(),
+            (None, None, _) => "no answer".to_string(),
+        };
+        let message = redact(&format!("token exchange failed at {url}: {cause}"), secrets);
+        let mut err = SinkError::new(ErrorKind::TokenExchange, message);
+        if let Some(description) = &failure.description {
+            err = err.with_detail(redact(description, secrets));
+        }
+        let retryable = match failure.status {
+            None => true,
+            Some(status) => status.is_server_error() || status.as_u16() == 429,
+        };
+        let hint = if retryable {
+            "The token endpoint is unreachable or failing; floe retries."
+        } else {
+            "Check OAUTH2 SERVER URL and SCOPE, and that CREDENTIAL holds a valid \
+             client_id:client_secret (after rotating the secret, ALTER SECRET)."
+        };
+        err.with_hint(hint).with_retryable(retryable)
+    }
+}
+
+/// `expires_in` as seconds; some servers send it as a string.
+fn expires_in_seconds(value: &serde_json::Value) -> Option<u64> {
+    match value {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expires_in_forms() {
+        assert_eq!(expires_in_seconds(&serde_json::json!(3600)), Some(3600));
+        assert_eq!(expires_in_seconds(&serde_json::json!("60")), Some(60));
+        assert_eq!(expires_in_seconds(&serde_json::json!(-1)), None);
+        assert_eq!(expires_in_seconds(&serde_json::json!(null)), None);
+    }
+
+    #[test]
+    fn failure_messages() {
+        let source = TokenSource::new(
+            "https://user:pw@auth.example.com/oidc/v1/token".into(),
+            "all-apis".into(),
+            None,
+        );
+        let err = source.failure_error(
+            ExchangeFailure {
+                status: Some(reqwest::StatusCode::UNAUTHORIZED),
+                code: Some("invalid_client".into()),
+                description: Some("client secret s3cr3t is wrong".into()),
+                transport: None,
+            },
+            &["s3cr3t"],
+        );
+        assert_eq!(err.kind, ErrorKind::TokenExchange);
+        assert_eq!(
+            err.message,
+            "token exchange failed at https://auth.example.com/oidc/v1/token: 401 invalid_client"
+        );
+        assert_eq!(
+            err.detail.as_deref(),
+            Some("client secret ******** is wrong")
+        );
+        assert!(!err.retryable);
+
+        let err = source.failure_error(
+            ExchangeFailure {
+                status: Some(reqwest::StatusCode::NOT_FOUND),
+                code: None,
+                description: None,
+                transport: None,
+            },
+            &[],
+        );
+        assert!(err.message.ends_with(": 404 Not Found"), "{}", err.message);
+
+        let err = source.failure_error(
+            ExchangeFailure {
+                status: None,
+                code: None,
+                description: None,
+                transport: Some("cannot connect (connection refused)".into()),
+            },
+            &[],
+        );
+        assert_eq!(err.kind, ErrorKind::TokenExchange);
+        assert!(err.retryable);
+        assert!(err.message.contains("cannot connect"), "{}", err.message);
+    }
+
+    #[test]
+    fn invalid_client_detection() {
+        let failure = |status: u16, code: Option<&str>| ExchangeFailure {
+            status: Some(reqwest::StatusCode::from_u16(status).unwrap()),
+            code: code.map(str::to_string),
+            description: None,
+            transport: None,
+        };
+        assert!(failure(401, Some("invalid_client")).is_invalid_client());
+        assert!(failure(400, Some("invalid_client")).is_invalid_client());
+        assert!(!failure(400, Some("invalid_scope")).is_invalid_client());
+        assert!(!failure(500, Some("invalid_client")).is_invalid_client());
+        assert!(!failure(401, None).is_invalid_client());
+    }
+}

@@ -1,0 +1,964 @@
+//! floe's thin Iceberg REST catalog client.
+//!
+//! It exists because the `iceberg` crate's REST client fetches its OAuth2 token once, never
+//! retries a 401, cannot sign with SigV4 and drops vended credentials. This client does the
+//! transport (authentication, retries, error mapping) and hands back JSON; the Iceberg
+//! payload types come from elsewhere.
+//!
+//! Every request: authenticates (bearer token from [`TokenSource`] or a SigV4 signature),
+//! adds `X-Iceberg-Access-Delegation` when configured, is tried again on 429/503 (honouring
+//! `Retry-After`, bounded by [`HttpSettings`]) and after a failed connection, and with
+//! OAuth2 is tried once more with a fresh token after a 401.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::config::{AwsAuthConfig, CatalogConfig, ClientCredentials};
+use crate::error::{ErrorKind, SinkError};
+use crate::http::{
+    HttpSettings, RetryDecision, build_http_client, display_url, display_url_str, encode_component,
+    is_retry_later, parse_retry_after, redact, retry_decision, transport_error_text,
+};
+use crate::namespace::Namespace;
+pub use crate::oauth::ClientAuthMethod;
+use crate::oauth::TokenSource;
+use crate::sigv4::{AwsCredentialsProvider, SigV4Signer, StaticAwsCredentials, region_from_arn};
+
+/// The header that asks the catalog to vend storage credentials with `loadTable`.
+pub const ACCESS_DELEGATION_HEADER: &str = "X-Iceberg-Access-Delegation";
+
+/// The signing name of S3 Tables' Iceberg REST endpoint.
+pub const S3TABLES_SIGNING_NAME: &str = "s3tables";
+
+/// How requests are authenticated.
+#[derive(Debug)]
+enum Auth {
+    /// OAuth2 client credentials (or no credentials at all) and a bearer token.
+    OAuth2(TokenSource),
+    /// SigV4 signatures (S3 Tables).
+    SigV4(SigV4Signer),
+}
+
+/// What a request was for, to turn a failure into an error the user can act on.
+#[derive(Debug, Clone)]
+enum Operation<'a> {
+    Config,
+    ListNamespaces,
+    LoadNamespace(&'a Namespace),
+    CreateNamespace(&'a Namespace),
+    LoadTable(&'a Namespace, &'a str),
+}
+
+impl Operation<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Operation::Config => "reading the catalog configuration".into(),
+            Operation::ListNamespaces => "listing namespaces".into(),
+            Operation::LoadNamespace(ns) => format!("loading namespace \"{ns}\""),
+            Operation::CreateNamespace(ns) => format!("creating namespace \"{ns}\""),
+            Operation::LoadTable(ns, table) => format!("loading table \"{ns}.{table}\""),
+        }
+    }
+}
+
+/// A table as `loadTable` returns it.
+#[derive(Clone, Deserialize)]
+pub struct LoadTableResponse {
+    /// The current metadata file; absent only for staged tables.
+    #[serde(rename = "metadata-location", default)]
+    pub metadata_location: Option<String>,
+    /// The table metadata, as JSON.
+    pub metadata: serde_json::Value,
+    /// Table-specific client settings, including vended storage credentials.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// Vended credentials per storage prefix (the longest matching prefix applies).
+    #[serde(rename = "storage-credentials", default)]
+    pub storage_credentials: Vec<StorageCredential>,
+}
+
+/// Credentials for the objects under one storage prefix.
+#[derive(Clone, Deserialize)]
+pub struct StorageCredential {
+    pub prefix: String,
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+}
+
+/// Whether a client property holds a secret (vended keys and tokens).
+pub fn is_sensitive_property(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    [
+        "secret",
+        "token",
+        "password",
+        "sas",
+        "credential",
+        "private",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// Properties with sensitive values replaced, for Debug output.
+struct RedactedProperties<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Debug for RedactedProperties<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(key, value)| {
+                let value = if is_sensitive_property(key) {
+                    "********"
+                } else {
+                    value.as_str()
+                };
+                (key, value)
+            }))
+            .finish()
+    }
+}
+
+impl fmt::Debug for LoadTableResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadTableResponse")
+            .field("metadata_location", &self.metadata_location)
+            .field("config", &RedactedProperties(&self.config))
+            .field("storage_credentials", &self.storage_credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for StorageCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageCredential")
+            .field("prefix", &self.prefix)
+            .field("config", &RedactedProperties(&self.config))
+            .finish()
+    }
+}
+
+/// `GET /v1/config`'s answer.
+#[derive(Debug, Deserialize, Default)]
+struct ConfigResponse {
+    #[serde(default)]
+    defaults: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    overrides: BTreeMap<String, serde_json::Value>,
+}
+
+/// The route prefix and merged properties of a catalog configuration: defaults, then the
+/// client's own (`warehouse`), then overrides, which win.
+fn merge_config(
+    config: ConfigResponse,
+    warehouse: Option<&str>,
+) -> (Option<String>, BTreeMap<String, String>) {
+    let text = |value: serde_json::Value| match value {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let mut properties = BTreeMap::new();
+    for (key, value) in config.defaults {
+        properties.insert(key, text(value));
+    }
+    if let Some(warehouse) = warehouse {
+        properties.insert("warehouse".to_string(), warehouse.to_string());
+    }
+    for (key, value) in config.overrides {
+        properties.insert(key, text(value));
+    }
+    let prefix = properties
+        .get("prefix")
+        .map(|p| p.trim_matches('/').to_string())
+        .filter(|p| !p.is_empty());
+    (prefix, properties)
+}
+
+/// The Iceberg REST error model: `{"error": {"message", "type", "code"}}`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct RemoteError {
+    message: Option<String>,
+    error_type: Option<String>,
+}
+
+fn parse_remote_error(body: &[u8]) -> RemoteError {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        let text = String::from_utf8_lossy(body).trim().to_string();
+        return RemoteError {
+            // A short plain-text body is usually the reason; HTML pages are not worth it.
+            message: (!text.is_empty() && text.len() <= 300 && !text.starts_with('<'))
+                .then_some(text),
+            error_type: None,
+        };
+    };
+    let error = value.get("error").unwrap_or(&value);
+    let field = |name: &str| error.get(name).and_then(|v| v.as_str()).map(str::to_string);
+    match error {
+        serde_json::Value::String(s) => RemoteError {
+            message: Some(s.clone()),
+            error_type: None,
+        },
+        _ => RemoteError {
+            message: field("message").or_else(|| field("error_description")),
+            error_type: field("type"),
+        },
+    }
+}
+
+/// Maps a failed catalog response to an error naming its cause.
+fn map_error(
+    status: StatusCode,
+    remote: &RemoteError,
+    operation: &Operation<'_>,
+    method: &Method,
+    url: &str,
+    signed: bool,
+) -> SinkError {
+    let what = operation.describe();
+    let answer = match &remote.message {
+        Some(message) => format!("{status}: {message}"),
+        None => status.to_string(),
+    };
+    let is_type = |name: &str| {
+        remote
+            .error_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(name))
+    };
+    match status.as_u16() {
+        401 | 403 => {
+            let hint = if signed {
+                "Check the AWS connection's keys and REGION: the catalog refused the SigV4 \
+                 signature or the identity lacks permission."
+            } else {
+                "The token endpoint issued a token, but the catalog refused it: check that \
+                 the client has access to the catalog, WAREHOUSE and the namespace."
+            };
+            SinkError::new(
+                ErrorKind::Authentication,
+                format!("authentication failed {what}: {method} {url}: {answer}"),
+            )
+            .with_hint(hint)
+        }
+        404 => match operation {
+            Operation::LoadTable(ns, table) if !is_type("NoSuchNamespaceException") => {
+                SinkError::new(
+                    ErrorKind::TableNotFound,
+                    format!("Iceberg table \"{ns}.{table}\" does not exist"),
+                )
+                .with_detail(answer)
+            }
+            Operation::LoadNamespace(ns)
+            | Operation::CreateNamespace(ns)
+            | Operation::LoadTable(ns, _) => SinkError::new(
+                ErrorKind::NamespaceNotFound,
+                format!("namespace \"{ns}\" not found in the catalog"),
+            )
+            .with_detail(answer)
+            .with_hint(
+                "Create the namespace in the catalog, and check that the client may see it: \
+                 floe does not create namespaces.",
+            ),
+            Operation::Config | Operation::ListNamespaces => SinkError::new(
+                ErrorKind::InvalidConfig,
+                format!("catalog not found {what}: {method} {url}: {answer}"),
+            )
+            .with_hint("Check the connection's URL and WAREHOUSE."),
+        },
+        409 if is_type("AlreadyExistsException")
+            || matches!(operation, Operation::CreateNamespace(_)) =>
+        {
+            let subject = match operation {
+                Operation::CreateNamespace(ns) | Operation::LoadNamespace(ns) => {
+                    format!("namespace \"{ns}\"")
+                }
+                Operation::LoadTable(ns, table) => format!("Iceberg table \"{ns}.{table}\""),
+                Operation::Config | Operation::ListNamespaces => "object".into(),
+            };
+            SinkError::new(
+                ErrorKind::AlreadyExists,
+                format!("{subject} already exists"),
+            )
+            .with_detail(answer)
+        }
+        409 => SinkError::new(
+            ErrorKind::CommitConflict,
+            format!("catalog reported a conflict {what}: {answer}"),
+        ),
+        429 | 503 => SinkError::new(
+            ErrorKind::Unavailable,
+            format!("catalog unavailable {what}: {method} {url}: {answer}"),
+        ),
+        500..=599 => SinkError::new(
+            ErrorKind::Unavailable,
+            format!("catalog failed {what}: {method} {url}: {answer}"),
+        ),
+        400 | 406 | 422 => SinkError::new(
+            ErrorKind::UnexpectedResponse,
+            format!("catalog rejected the request {what}: {method} {url}: {answer}"),
+        ),
+        _ => SinkError::new(
+            ErrorKind::UnexpectedResponse,
+            format!("unexpected catalog answer {what}: {method} {url}: {answer}"),
+        ),
+    }
+}
+
+/// An Iceberg REST catalog client for one connection.
+pub struct RestCatalogClient {
+    http: reqwest::Client,
+    /// The connection's URL without a trailing slash; routes are `{base}/v1/...`.
+    base_url: String,
+    warehouse: Option<String>,
+    /// The route prefix from `/v1/config`, inserted as given (servers send it encoded).
+    prefix: Option<String>,
+    /// The merged configuration properties.
+    properties: BTreeMap<String, String>,
+    auth: Auth,
+    /// Whether to ask for vended storage credentials.
+    vended_credentials: bool,
+    settings: HttpSettings,
+}
+
+impl fmt::Debug for RestCatalogClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestCatalogClient")
+            .field("base_url", &display_url_str(&self.base_url))
+            .field("warehouse", &self.warehouse)
+            .field("prefix", &self.prefix)
+            .field("properties", &RedactedProperties(&self.properties))
+            .field("auth", &self.auth)
+            .field("vended_credentials", &self.vended_credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RestCatalogClient {
+    /// Connects to a `rest` or `s3tablesrest` catalog: builds the HTTP client and reads
+    /// `/v1/config` (which, with OAuth2, also exchanges the credentials for a token).
+    /// Assumed-role `s3tablesrest` connections need [`RestCatalogClient::connect_with_provider`].
+    pub async fn connect(
+        config: &CatalogConfig,
+        settings: &HttpSettings,
+    ) -> Result<RestCatalogClient, SinkError> {
+        RestCatalogClient::connect_inner(config, settings, None).await
+    }
+
+    /// Like [`RestCatalogClient::connect`], with the AWS credentials of an `s3tablesrest`
+    /// catalog taken from `provider` instead of the connection's static keys.
+    pub async fn connect_with_provider(
+        config: &CatalogConfig,
+        settings: &HttpSettings,
+        provider: Arc<dyn AwsCredentialsProvider>,
+    ) -> Result<RestCatalogClient, SinkError> {
+        RestCatalogClient::connect_inner(config, settings, Some(provider)).await
+    }
+
+    async fn connect_inner(
+        config: &CatalogConfig,
+        settings: &HttpSettings,
+        provider: Option<Arc<dyn AwsCredentialsProvider>>,
+    ) -> Result<RestCatalogClient, SinkError> {
+        let (url, warehouse, auth, vended_credentials) = match config {
+            CatalogConfig::Rest {
+                url,
+                warehouse,
+                credentials,
+                scope,
+                oauth2_server_url,
+                vended_credentials,
+                aws: _,
+            } => {
+                check_url("URL", url)?;
+                check_url("OAUTH2 SERVER URL", oauth2_server_url)?;
+                let source = TokenSource::new(
+                    oauth2_server_url.clone(),
+                    scope.clone(),
+                    credentials.clone(),
+                );
+                (
+                    url,
+                    warehouse.clone(),
+                    Auth::OAuth2(source),
+                    *vended_credentials,
+                )
+            }
+            CatalogConfig::S3TablesRest {
+                url,
+                warehouse,
+                aws,
+            } => {
+                check_url("URL", url)?;
+                let region = aws
+                    .region
+                    .clone()
+                    .or_else(|| region_from_arn(warehouse).map(str::to_string))
+                    .ok_or_else(|| {
+                        SinkError::new(
+                            ErrorKind::InvalidConfig,
+                            "s3tablesrest connections need a REGION on their AWS connection",
+                        )
+                    })?;
+                let provider = match (provider, &aws.auth) {
+                    (Some(provider), _) => provider,
+                    (None, AwsAuthConfig::Keys(keys)) => {
+                        Arc::new(StaticAwsCredentials::new(keys.clone()))
+                    }
+                    (None, AwsAuthConfig::AssumeRole { .. }) => {
+                        return Err(SinkError::new(
+                            ErrorKind::InvalidConfig,
+                            "assuming an AWS role for s3tablesrest catalogs is not supported yet",
+                        )
+                        .with_hint(
+                            "Use ACCESS KEY ID and SECRET ACCESS KEY on the AWS connection.",
+                        ));
+                    }
+                };
+                let signer = SigV4Signer::new(S3TABLES_SIGNING_NAME, region, provider);
+                (url, Some(warehouse.clone()), Auth::SigV4(signer), false)
+            }
+            CatalogConfig::Local { .. } => {
+                return Err(SinkError::new(
+                    ErrorKind::InvalidConfig,
+                    "local catalogs are not REST catalogs",
+                ));
+            }
+        };
+        let mut client = RestCatalogClient {
+            http: build_http_client(settings)?,
+            base_url: url.trim_end_matches('/').to_string(),
+            warehouse,
+            prefix: None,
+            properties: BTreeMap::new(),
+            auth,
+            vended_credentials,
+            settings: settings.clone(),
+        };
+        client.load_config().await?;
+        Ok(client)
+    }
+
+    /// Reads `GET /v1/config?warehouse=W` and keeps its route prefix and properties.
+    async fn load_config(&mut self) -> Result<(), SinkError> {
+        let mut url = format!("{}/v1/config", self.base_url);
+        if let Some(warehouse) = &self.warehouse {
+            url.push_str("?warehouse=");
+            url.push_str(&encode_component(warehouse));
+        }
+        let body = self
+            .request(Method::GET, &url, None, &Operation::Config)
+            .await?;
+        let config: ConfigResponse = parse_json(&body, &Operation::Config, &url)?;
+        let (prefix, properties) = merge_config(config, self.warehouse.as_deref());
+        tracing::debug!(url = %display_url_str(&self.base_url), prefix = ?prefix, "loaded catalog configuration");
+        self.prefix = prefix;
+        self.properties = properties;
+        Ok(())
+    }
+
+    /// The route prefix the catalog configured, if any.
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The merged catalog configuration (defaults, warehouse, overrides).
+    pub fn properties(&self) -> &BTreeMap<String, String> {
+        &self.properties
+    }
+
+    /// Replaces the OAuth2 client credentials (after ALTER SECRET) and drops the cached
+    /// token, so the next request exchanges the new ones.
+    pub async fn set_credentials(
+        &self,
+        credentials: Option<ClientCredentials>,
+    ) -> Result<(), SinkError> {
+        match &self.auth {
+            Auth::OAuth2(source) => {
+                source.set_credentials(credentials).await;
+                Ok(())
+            }
+            Auth::SigV4(_) => Err(SinkError::new(
+                ErrorKind::InvalidConfig,
+                "SigV4-signed catalogs have no OAuth2 credentials",
+            )),
+        }
+    }
+
+    /// Replaces where the AWS credentials of a SigV4-signed catalog come from.
+    pub fn set_aws_credentials_provider(
+        &self,
+        provider: Arc<dyn AwsCredentialsProvider>,
+    ) -> Result<(), SinkError> {
+        match &self.auth {
+            Auth::SigV4(signer) => {
+                signer.set_provider(provider);
+                Ok(())
+            }
+            Auth::OAuth2(_) => Err(SinkError::new(
+                ErrorKind::InvalidConfig,
+                "OAuth2 catalogs do not sign requests with AWS credentials",
+            )),
+        }
+    }
+
+    /// How many token exchanges this client made (0 for SigV4 catalogs).
+    pub async fn token_exchanges(&self) -> u64 {
+        match &self.auth {
+            Auth::OAuth2(source) => source.exchanges().await,
+            Auth::SigV4(_) => 0,
+        }
+    }
+
+    /// The client authentication the token endpoint accepted last.
+    pub async fn client_auth_method(&self) -> Option<ClientAuthMethod> {
+        match &self.auth {
+            Auth::OAuth2(source) => Some(source.client_auth_method().await),
+            Auth::SigV4(_) => None,
+        }
+    }
+
+    /// Every namespace at the top level (following pagination).
+    pub async fn list_namespaces(&self) -> Result<Vec<Namespace>, SinkError> {
+        #[derive(Deserialize)]
+        struct ListNamespacesResponse {
+            namespaces: Vec<Vec<String>>,
+            #[serde(rename = "next-page-token", default)]
+            next_page_token: Option<String>,
+        }
+        let mut namespaces = Vec::new();
+        let mut page_token: Option<String> = None;
+        // A bound, so a server that repeats its page token cannot loop us forever.
+        for _ in 0..10_000 {
+            let mut url = self.route(&["namespaces"]);
+            if let Some(token) = &page_token {
+                url.push_str("?pageToken=");
+                url.push_str(&encode_component(token));
+            }
+            let operation = Operation::ListNamespaces;
+            let body = self.request(Method::GET, &url, None, &operation).await?;
+            let page: ListNamespacesResponse = parse_json(&body, &operation, &url)?;
+            for levels in page.namespaces {
+                namespaces.push(Namespace::new(levels).map_err(|_| {
+                    unexpected(&operation, &url, "a namespace with an empty level")
+                })?);
+            }
+            match page.next_page_token.filter(|t| !t.is_empty()) {
+                Some(token) => page_token = Some(token),
+                None => return Ok(namespaces),
+            }
+        }
+        Err(unexpected(
+            &Operation::ListNamespaces,
+            &self.route(&["namespaces"]),
+            "more than 10000 pages",
+        ))
+    }
+
+    /// Whether the namespace exists (and the client may see it).
+    pub async fn namespace_exists(&self, namespace: &Namespace) -> Result<bool, SinkError> {
+        let url = self.route(&["namespaces", &namespace.rest_segment()]);
+        match self
+            .request(
+                Method::GET,
+                &url,
+                None,
+                &Operation::LoadNamespace(namespace),
+            )
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(err) if err.kind == ErrorKind::NamespaceNotFound => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Creates a namespace with no properties.
+    pub async fn create_namespace(&self, namespace: &Namespace) -> Result<(), SinkError> {
+        let url = self.route(&["namespaces"]);
+        let body = json!({ "namespace": namespace.levels(), "properties": {} });
+        self.request(
+            Method::POST,
+            &url,
+            Some(body),
+            &Operation::CreateNamespace(namespace),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Loads a table: its metadata location, metadata and (vended) client configuration.
+    pub async fn load_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+    ) -> Result<LoadTableResponse, SinkError> {
+        let url = self.route(&["namespaces", &namespace.rest_segment(), "tables", table]);
+        let operation = Operation::LoadTable(namespace, table);
+        let body = self.request(Method::GET, &url, None, &operation).await?;
+        parse_json(&body, &operation, &url)
+    }
+
+    /// `{base}/v1/{prefix}/{segments...}` with each segment percent-encoded.
+    fn route(&self, segments: &[&str]) -> String {
+        let mut url = format!("{}/v1", self.base_url);
+        if let Some(prefix) = &self.prefix {
+            url.push('/');
+            url.push_str(prefix);
+        }
+        for segment in segments {
+            url.push('/');
+            url.push_str(&encode_component(segment));
+        }
+        url
+    }
+
+    /// Sends one catalog request and returns the body of its successful answer.
+    async fn request(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<serde_json::Value>,
+        operation: &Operation<'_>,
+    ) -> Result<bytes::Bytes, SinkError> {
+        let parsed_url = reqwest::Url::parse(url).map_err(|err| {
+            SinkError::new(
+                ErrorKind::InvalidConfig,
+                format!("invalid catalog URL {}: {err}", display_url_str(url)),
+            )
+        })?;
+        let shown_url = display_url(&parsed_url);
+        let body = body.map(|b| serde_json::to_vec(&b).expect("JSON values serialize"));
+        let mut reauthenticated = false;
+        let mut attempt = 0;
+        loop {
+            let mut request = self.http.request(method.clone(), parsed_url.clone());
+            request = request.header(reqwest::header::ACCEPT, "application/json");
+            if let Some(body) = &body {
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            if self.vended_credentials {
+                request = request.header(ACCESS_DELEGATION_HEADER, "vended-credentials");
+            }
+            let mut token = None;
+            let mut request = match &self.auth {
+                Auth::OAuth2(source) => {
+                    token = source.token(&self.http, &self.settings).await?;
+                    if let Some(token) = &token {
+                        request = request.bearer_auth(token);
+                    }
+                    request.build()
+                }
+                Auth::SigV4(_) => request.build(),
+            }
+            .map_err(|err| {
+                SinkError::new(
+                    ErrorKind::InvalidConfig,
+                    format!(
+                        "cannot build catalog request {method} {shown_url}: {}",
+                        transport_error_text(err)
+                    ),
+                )
+            })?;
+            if let Auth::SigV4(signer) = &self.auth {
+                let keys = signer.credentials().await?;
+                signer.sign(&keys, &mut request)?;
+            }
+            tracing::debug!(%method, url = %shown_url, attempt, "catalog request");
+            let response = match self.http.execute(request).await {
+                Ok(response) => response,
+                Err(err) => {
+                    let connect = err.is_connect();
+                    let text = transport_error_text(err);
+                    // A request that never connected was not processed: safe to send again.
+                    if connect {
+                        if let RetryDecision::Wait(wait) =
+                            retry_decision(&self.settings, attempt, None)
+                        {
+                            attempt += 1;
+                            tokio::time::sleep(wait).await;
+                            continue;
+                        }
+                    }
+                    return Err(SinkError::new(
+                        ErrorKind::Unavailable,
+                        format!(
+                            "catalog request {method} {shown_url} failed {}: {text}",
+                            operation.describe()
+                        ),
+                    ));
+                }
+            };
+            let status = response.status();
+            if status == StatusCode::UNAUTHORIZED && !reauthenticated {
+                if let (Auth::OAuth2(source), Some(stale)) = (&self.auth, &token) {
+                    // The token may have been revoked or expired early: fetch a new one once.
+                    tracing::debug!(url = %shown_url, "catalog answered 401, fetching a new token");
+                    source.invalidate(stale).await;
+                    reauthenticated = true;
+                    continue;
+                }
+            }
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, SystemTime::now()));
+            if is_retry_later(status) {
+                match retry_decision(&self.settings, attempt, retry_after) {
+                    RetryDecision::Wait(wait) => {
+                        tracing::debug!(url = %shown_url, %status, ?wait, "catalog asked to retry later");
+                        attempt += 1;
+                        tokio::time::sleep(wait).await;
+                        continue;
+                    }
+                    RetryDecision::GiveUp | RetryDecision::TooLong(_) => {}
+                }
+            }
+            let bytes = response.bytes().await.map_err(|err| {
+                SinkError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "reading the catalog's answer to {method} {shown_url} failed: {}",
+                        transport_error_text(err)
+                    ),
+                )
+            })?;
+            if status.is_success() {
+                return Ok(bytes);
+            }
+            let remote = parse_remote_error(&bytes);
+            let secrets = self.secrets(token.as_deref()).await;
+            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            let remote = RemoteError {
+                message: remote.message.map(|m| redact(&m, &secrets)),
+                error_type: remote.error_type,
+            };
+            let signed = matches!(self.auth, Auth::SigV4(_));
+            let mut err = map_error(status, &remote, operation, &method, &shown_url, signed);
+            if is_retry_later(status) {
+                let waited = match retry_after {
+                    Some(wait) => format!(" (Retry-After {}s)", wait.as_secs()),
+                    None => String::new(),
+                };
+                err = err.with_detail(format!("gave up after {} attempts{waited}", attempt + 1));
+            }
+            return Err(err);
+        }
+    }
+
+    /// Secrets that must not appear in errors: the client secret, the token, AWS keys.
+    async fn secrets(&self, token: Option<&str>) -> Vec<String> {
+        let mut secrets: Vec<String> = token.map(str::to_string).into_iter().collect();
+        match &self.auth {
+            Auth::OAuth2(source) => secrets.extend(source.secrets().await),
+            Auth::SigV4(signer) => {
+                if let Ok(keys) = signer.credentials().await {
+                    secrets.push(keys.secret_access_key);
+                    secrets.extend(keys.session_token);
+                }
+            }
+        }
+        secrets
+    }
+}
+
+fn check_url(option: &str, url: &str) -> Result<(), SinkError> {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(()),
+        Ok(_) => Err(SinkError::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "{option} must be an http or https URL: {}",
+                display_url_str(url)
+            ),
+        )),
+        Err(err) => Err(SinkError::new(
+            ErrorKind::InvalidConfig,
+            format!("invalid {option} {}: {err}", display_url_str(url)),
+        )),
+    }
+}
+
+fn unexpected(operation: &Operation<'_>, url: &str, what: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::UnexpectedResponse,
+        format!(
+            "unexpected catalog answer {} at {}: {what}",
+            operation.describe(),
+            display_url_str(url)
+        ),
+    )
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    operation: &Operation<'_>,
+    url: &str,
+) -> Result<T, SinkError> {
+    serde_json::from_slice(body).map_err(|err| unexpected(operation, url, &err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_prefers_overrides() {
+        let config: ConfigResponse = serde_json::from_value(json!({
+            "defaults": {"prefix": "from-defaults", "a": "1", "b": "1"},
+            "overrides": {"prefix": "from-overrides", "b": "2", "n": 3}
+        }))
+        .unwrap();
+        let (prefix, properties) = merge_config(config, Some("wh"));
+        assert_eq!(prefix.as_deref(), Some("from-overrides"));
+        assert_eq!(properties["a"], "1");
+        assert_eq!(properties["b"], "2");
+        assert_eq!(properties["n"], "3");
+        assert_eq!(properties["warehouse"], "wh");
+    }
+
+    #[test]
+    fn prefix_falls_back_to_defaults_then_none() {
+        let config: ConfigResponse =
+            serde_json::from_value(json!({"defaults": {"prefix": "/d/"}, "overrides": {}}))
+                .unwrap();
+        assert_eq!(merge_config(config, None).0.as_deref(), Some("d"));
+        let config: ConfigResponse = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(merge_config(config, None).0, None);
+        let config: ConfigResponse =
+            serde_json::from_value(json!({"overrides": {"prefix": ""}})).unwrap();
+        assert_eq!(merge_config(config, None).0, None);
+        // The warehouse given by the server wins over the one asked for.
+        let config: ConfigResponse =
+            serde_json::from_value(json!({"overrides": {"warehouse": "s3://x"}})).unwrap();
+        assert_eq!(merge_config(config, Some("wh")).1["warehouse"], "s3://x");
+    }
+
+    #[test]
+    fn remote_errors_parse() {
+        let body = br#"{"error": {"message": "Namespace does not exist: x", "type": "NoSuchNamespaceException", "code": 404}}"#;
+        assert_eq!(
+            parse_remote_error(body),
+            RemoteError {
+                message: Some("Namespace does not exist: x".into()),
+                error_type: Some("NoSuchNamespaceException".into()),
+            }
+        );
+        assert_eq!(
+            parse_remote_error(b"Forbidden\n").message.as_deref(),
+            Some("Forbidden")
+        );
+        assert_eq!(parse_remote_error(b"<html>nope</html>").message, None);
+        assert_eq!(
+            parse_remote_error(br#"{"error": "invalid_token"}"#)
+                .message
+                .as_deref(),
+            Some("invalid_token")
+        );
+    }
+
+    fn error_for(status: u16, error_type: Option<&str>, operation: &Operation<'_>) -> SinkError {
+        map_error(
+            StatusCode::from_u16(status).unwrap(),
+            &RemoteError {
+                message: Some("server says".into()),
+                error_type: error_type.map(str::to_string),
+            },
+            operation,
+            &Method::GET,
+            "http://catalog/v1/p/namespaces",
+            false,
+        )
+    }
+
+    #[test]
+    fn error_mapping() {
+        let ns = Namespace::parse("sales").unwrap();
+        let err = error_for(401, None, &Operation::ListNamespaces);
+        assert_eq!(err.kind, ErrorKind::Authentication);
+        assert_eq!(
+            err.message,
+            "authentication failed listing namespaces: GET http://catalog/v1/p/namespaces: 401 Unauthorized: server says"
+        );
+        assert!(!err.retryable);
+        assert_eq!(
+            error_for(403, None, &Operation::Config).kind,
+            ErrorKind::Authentication
+        );
+
+        let err = error_for(
+            404,
+            Some("NoSuchNamespaceException"),
+            &Operation::LoadTable(&ns, "orders"),
+        );
+        assert_eq!(err.kind, ErrorKind::NamespaceNotFound);
+        assert_eq!(err.message, "namespace \"sales\" not found in the catalog");
+        let err = error_for(
+            404,
+            Some("NoSuchTableException"),
+            &Operation::LoadTable(&ns, "orders"),
+        );
+        assert_eq!(err.kind, ErrorKind::TableNotFound);
+        assert_eq!(err.message, "Iceberg table \"sales.orders\" does not exist");
+        let err = error_for(404, None, &Operation::LoadNamespace(&ns));
+        assert_eq!(err.kind, ErrorKind::NamespaceNotFound);
+        assert_eq!(
+            error_for(404, None, &Operation::Config).kind,
+            ErrorKind::InvalidConfig
+        );
+
+        let err = error_for(409, None, &Operation::CreateNamespace(&ns));
+        assert_eq!(err.kind, ErrorKind::AlreadyExists);
+        assert_eq!(err.message, "namespace \"sales\" already exists");
+        assert_eq!(
+            error_for(
+                409,
+                Some("CommitFailedException"),
+                &Operation::LoadTable(&ns, "t")
+            )
+            .kind,
+            ErrorKind::CommitConflict
+        );
+
+        for status in [429, 500, 502, 503, 504] {
+            let err = error_for(status, None, &Operation::ListNamespaces);
+            assert_eq!(err.kind, ErrorKind::Unavailable, "{status}");
+            assert!(err.retryable, "{status}");
+        }
+        assert_eq!(
+            error_for(400, None, &Operation::ListNamespaces).kind,
+            ErrorKind::UnexpectedResponse
+        );
+    }
+
+    #[test]
+    fn sensitive_properties_are_redacted() {
+        let response: LoadTableResponse = serde_json::from_value(json!({
+            "metadata-location": "s3://b/m.json",
+            "metadata": {},
+            "config": {
+                "s3.access-key-id": "AKID",
+                "s3.secret-access-key": "vended-secret",
+                "s3.session-token": "vended-token",
+                "s3.endpoint": "http://127.0.0.1:8333"
+            },
+            "storage-credentials": [
+                {"prefix": "s3://b/", "config": {"s3.secret-access-key": "vended-secret"}}
+            ]
+        }))
+        .unwrap();
+        let debug = format!("{response:?}");
+        assert!(!debug.contains("vended-secret"), "{debug}");
+        assert!(!debug.contains("vended-token"), "{debug}");
+        assert!(debug.contains("AKID"), "{debug}");
+        assert!(debug.contains("http://127.0.0.1:8333"), "{debug}");
+        assert_eq!(response.storage_credentials[0].prefix, "s3://b/");
+    }
+}
