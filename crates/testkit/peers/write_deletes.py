@@ -5,6 +5,8 @@ Usage: write_deletes.py < REQUEST.json > RESULT.json
 REQUEST: {"catalog_url": "http://127.0.0.1:PORT", "client_id": "..", "client_secret": "..",
           "warehouse": "s3://iceberg-tables", "s3_endpoint": "http://127.0.0.1:PORT",
           "region": "us-east-1", "namespace": "ns", "table": "t"}
+      or {"local_dir": "/tmp/dir", "namespace": "ns", "table": "t"} for a table on the local
+         file system (pyiceberg's SQLite catalog in that directory).
 
 Table (format v2, unpartitioned): id long NOT NULL (field 1), name string (field 2).
   snapshot 1 (pyiceberg append): (1,a) (2,b) (3,c) (4,d)
@@ -95,8 +97,14 @@ def write_parquet(io, path, schema, rows, content, spec_id, equality_ids=None, m
     )
 
 
-def main():
-    req = json.load(sys.stdin)
+def open_catalog(req):
+    if "local_dir" in req:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        local = req["local_dir"].rstrip("/")
+        return SqlCatalog(
+            "local", uri="sqlite:///%s/catalog.db" % local, warehouse="file://%s" % local
+        )
     props = {
         "uri": req["catalog_url"],
         "credential": "%s:%s" % (req["client_id"], req["client_secret"]),
@@ -107,7 +115,12 @@ def main():
         "s3.region": req.get("region", "us-east-1"),
         "s3.path-style-access": "true",
     }
-    catalog = RestCatalog("seaweedfs", **props)
+    return RestCatalog("seaweedfs", **props)
+
+
+def main():
+    req = json.load(sys.stdin)
+    catalog = open_catalog(req)
     ns = req["namespace"]
     catalog.create_namespace_if_not_exists(ns)
     schema = Schema(

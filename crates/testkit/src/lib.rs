@@ -41,7 +41,10 @@ pub use moto::{AssumedRole, Moto, MotoRole, moto_shared};
 pub use oauth::{Grant, OAuthServer};
 pub use ports::free_port;
 pub use process::PeerProcess;
-pub use reader::{Reader, ReferenceTable, S3Access, TableRead, write_reference_table_with_deletes};
+pub use reader::{
+    Reader, ReferenceTable, S3Access, TableRead, write_local_reference_table_with_deletes,
+    write_reference_table_with_deletes,
+};
 pub use seaweedfs::{SeaweedFs, seaweedfs_shared};
 pub use tls::TestCa;
 pub use unity::UnityFront;

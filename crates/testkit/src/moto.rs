@@ -272,6 +272,16 @@ impl Moto {
             .unwrap_or_default()
     }
 
+    /// The external ids of the sessions moto handed out for `role_arn`, in order (`None`
+    /// for a session assumed without one).
+    pub fn recorded_external_ids(&self, role_arn: &str) -> Vec<Option<String>> {
+        self.assumed_roles()
+            .into_iter()
+            .filter(|r| r.role_arn == role_arn)
+            .map(|r| r.external_id)
+            .collect()
+    }
+
     /// Every `AssumeRole` the strict front received: `{"method", "content_type",
     /// "params": {form fields}, "signed", "denied_by_front"}`.
     pub fn sts_requests(&self) -> Vec<Value> {

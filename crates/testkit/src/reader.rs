@@ -205,6 +205,26 @@ pub fn write_reference_table_with_deletes(
         }),
         TIMEOUT,
     );
+    reference_table(&out)
+}
+
+/// Like [`write_reference_table_with_deletes`], on the local file system: pyiceberg's
+/// SQLite catalog in `dir`, data and metadata under `dir` (`file://` locations). Read it
+/// with [`Reader::local`].
+pub fn write_local_reference_table_with_deletes(
+    dir: &std::path::Path,
+    namespace: &str,
+    table: &str,
+) -> ReferenceTable {
+    let out = run_python(
+        "write_deletes.py",
+        &json!({"local_dir": dir, "namespace": namespace, "table": table}),
+        TIMEOUT,
+    );
+    reference_table(&out)
+}
+
+fn reference_table(out: &Value) -> ReferenceTable {
     ReferenceTable {
         metadata_location: out["metadata_location"]
             .as_str()

@@ -6,7 +6,8 @@ use floe_testkit::fault_proxy::{is_commit, path_matches};
 use floe_testkit::http;
 use floe_testkit::{
     FaultProxy, Moto, OAuthServer, Outcome, PeerProcess, Reader, SeaweedFs, UnityFront,
-    moto_shared, seaweedfs_shared, write_reference_table_with_deletes,
+    moto_shared, seaweedfs_shared, write_local_reference_table_with_deletes,
+    write_reference_table_with_deletes,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -446,6 +447,10 @@ fn moto_front_is_as_strict_as_aws_about_external_ids() {
         None,
     );
     assert_eq!(lax.status, 200, "{}", lax.text());
+    assert_eq!(
+        moto.recorded_external_ids(&role.role_arn),
+        vec![Some("ext-7f3a".to_string()), None]
+    );
 }
 
 #[test]
@@ -919,4 +924,21 @@ fn reader_applies_equality_and_position_deletes_written_by_pyiceberg() {
         "SELECT count(*) AS n, max(name) AS top FROM t",
     );
     assert_eq!(q.rows, vec![json!({"n": 4, "top": "e"})]);
+}
+
+#[test]
+fn reader_reads_a_table_on_the_local_file_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_local_reference_table_with_deletes(dir.path(), "local", "deletes");
+    assert!(
+        table.metadata_location.starts_with("file://"),
+        "{}",
+        table.metadata_location
+    );
+    let path = table.metadata_location.strip_prefix("file://").unwrap();
+    assert!(std::path::Path::new(path).is_file());
+    let read = Reader::local().read(path);
+    assert_eq!(read.sorted_rows(&["id"]), table.expected_rows);
+    assert_eq!(read.files_with_content("equality_deletes").len(), 1);
+    assert_eq!(read.files_with_content("position_deletes").len(), 1);
 }
