@@ -11,7 +11,7 @@
 
 use crate::aws::{self, AwsCredentials};
 use crate::http;
-use crate::process::{PeerProcess, START_TIMEOUT};
+use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -62,6 +62,10 @@ pub fn moto_shared() -> &'static Moto {
 impl Moto {
     /// Starts moto (IAM enforced after the admin bootstrap) and the strict front.
     pub fn start() -> Moto {
+        launch_with_retry(Self::try_start)
+    }
+
+    fn try_start() -> Result<Moto, (String, bool)> {
         let server = crate::require_peer("venv/bin/moto_server", "moto");
         let dir = tempfile::Builder::new()
             .prefix("floe-moto-")
@@ -82,7 +86,7 @@ impl Moto {
             dir.path(),
         );
         let url = format!("http://127.0.0.1:{port}");
-        moto.wait_until(START_TIMEOUT, || {
+        moto.try_wait_until(START_TIMEOUT, || {
             let r = http::get(&format!("{url}/moto-api/data.json"))
                 .timeout(Duration::from_secs(2))
                 .send()
@@ -92,7 +96,8 @@ impl Moto {
             } else {
                 Err(format!("status {}", r.status))
             }
-        });
+        })
+        .map_err(|m| (m, moto.port_conflict()))?;
         let admin = bootstrap_admin(&url);
 
         let cfg = dir.path().join("sts-front.json");
@@ -113,21 +118,23 @@ impl Moto {
             dir.path(),
         );
         let front_url = format!("http://127.0.0.1:{front_port}");
-        front.wait_until(START_TIMEOUT, || {
-            http::get(&format!("{front_url}/_testkit/requests"))
-                .timeout(Duration::from_secs(2))
-                .send()
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-        Moto {
+        front
+            .try_wait_until(START_TIMEOUT, || {
+                http::get(&format!("{front_url}/_testkit/requests"))
+                    .timeout(Duration::from_secs(2))
+                    .send()
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|m| (m, front.port_conflict()))?;
+        Ok(Moto {
             moto,
             front,
             port,
             front_port,
             admin,
             _dir: dir,
-        }
+        })
     }
 
     /// moto itself: S3, IAM, and a lax STS (accepts a missing ExternalId).

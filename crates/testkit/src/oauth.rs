@@ -13,7 +13,7 @@
 //! ```
 
 use crate::http;
-use crate::process::{PeerProcess, START_TIMEOUT};
+use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
 use serde_json::json;
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ pub(crate) fn parse_grants(value: &serde_json::Value) -> Vec<Grant> {
 
 /// Options. Defaults: token path `/oidc/v1/token`, one client `floe` with a random
 /// secret, tokens live 3600 s.
-#[derive(Clone, Debug)]
+#[derive(Clone)] // no Debug: it holds secrets
 pub struct OAuthServerBuilder {
     token_path: String,
     clients: Vec<(String, String)>,
@@ -109,6 +109,10 @@ impl OAuthServer {
         if opts.clients.is_empty() {
             opts.clients.push(("floe".into(), crate::random_hex(16)));
         }
+        launch_with_retry(|| Self::try_launch(&opts))
+    }
+
+    fn try_launch(opts: &OAuthServerBuilder) -> Result<OAuthServer, (String, bool)> {
         let module = crate::require_peer(
             "node/node_modules/oauth2-mock-server/dist/index.mjs",
             "oauth2-mock-server (npm)",
@@ -148,7 +152,7 @@ impl OAuthServer {
             dir.path(),
         );
         let base = format!("http://127.0.0.1:{port}");
-        process.wait_until(START_TIMEOUT, || {
+        let ready = process.try_wait_until(START_TIMEOUT, || {
             http::get(&format!("{base}/.well-known/openid-configuration"))
                 .timeout(Duration::from_secs(2))
                 .send()
@@ -161,13 +165,16 @@ impl OAuthServer {
                     }
                 })
         });
-        OAuthServer {
+        if let Err(message) = ready {
+            return Err((message, process.port_conflict()));
+        }
+        Ok(OAuthServer {
             process,
             port,
-            token_path: opts.token_path,
-            clients: opts.clients,
+            token_path: opts.token_path.clone(),
+            clients: opts.clients.clone(),
             _dir: dir,
-        }
+        })
     }
 
     /// Base URL (issuer), e.g. `http://127.0.0.1:PORT`.

@@ -100,33 +100,53 @@ impl PeerProcess {
 
     /// Polls `ready` every 50 ms until it returns Ok; panics with the peer's log when the
     /// peer exits or `timeout` passes.
-    pub fn wait_until(&mut self, timeout: Duration, mut ready: impl FnMut() -> Result<(), String>) {
+    pub fn wait_until(&mut self, timeout: Duration, ready: impl FnMut() -> Result<(), String>) {
+        if let Err(message) = self.try_wait_until(timeout, ready) {
+            panic!("{message}");
+        }
+    }
+
+    /// Like [`PeerProcess::wait_until`], returning the failure (with the log) instead.
+    pub fn try_wait_until(
+        &mut self,
+        timeout: Duration,
+        mut ready: impl FnMut() -> Result<(), String>,
+    ) -> Result<(), String> {
         let start = Instant::now();
         let mut last = String::from("never checked");
         loop {
             if let Some(status) = self.exited() {
-                panic!(
+                return Err(format!(
                     "{} exited ({status}) before it was ready (last check: {last}); its log {}:\n{}",
                     self.name,
                     self.log_path.display(),
                     self.log_tail(80)
-                );
+                ));
             }
             match ready() {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 Err(e) => last = e,
             }
             if start.elapsed() > timeout {
-                panic!(
+                return Err(format!(
                     "{} did not become ready within {:?} (last check: {last}); its log {}:\n{}",
                     self.name,
                     timeout,
                     self.log_path.display(),
                     self.log_tail(80)
-                );
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether the log says a port was taken (another process bound it between our
+    /// check and the peer's bind): worth a retry on other ports.
+    pub fn port_conflict(&self) -> bool {
+        let log = self.log_tail(200).to_ascii_lowercase();
+        log.contains("address already in use")
+            || log.contains("eaddrinuse")
+            || log.contains("port allocation failed") // weed mini checks its ports first
     }
 
     /// Closes the watchdog's pipe, as the end of the test process would: the watchdog
@@ -154,6 +174,22 @@ impl PeerProcess {
 impl Drop for PeerProcess {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Runs `launch` (start a peer on fresh ports and wait for it) up to 3 times while it
+/// fails because a port was taken; panics with the failure otherwise.
+pub(crate) fn launch_with_retry<T>(mut launch: impl FnMut() -> Result<T, (String, bool)>) -> T {
+    let mut attempt = 1;
+    loop {
+        match launch() {
+            Ok(value) => return value,
+            Err((message, port_conflict)) if port_conflict && attempt < 3 => {
+                eprintln!("floe-testkit: port conflict, retrying on other ports: {message}");
+                attempt += 1;
+            }
+            Err((message, _)) => panic!("{message}"),
+        }
     }
 }
 

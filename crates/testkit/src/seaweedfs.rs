@@ -21,7 +21,7 @@
 
 use crate::aws::AwsCredentials;
 use crate::http;
-use crate::process::{PeerProcess, START_TIMEOUT};
+use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub const ROLE_ARN: &str = "arn:aws:iam::000000000000:role/sink";
 
 /// Options for a dedicated instance. Defaults: vending on, credentials live 3600 s,
 /// key pair `admin` / `adminsecret`.
-#[derive(Clone, Debug)]
+#[derive(Clone)] // no Debug: it holds secrets
 pub struct SeaweedFsBuilder {
     credential_duration: Option<Duration>,
     vending: bool,
@@ -122,6 +122,10 @@ impl SeaweedFs {
     }
 
     fn launch(opts: SeaweedFsBuilder) -> SeaweedFs {
+        launch_with_retry(|| Self::try_launch(&opts))
+    }
+
+    fn try_launch(opts: &SeaweedFsBuilder) -> Result<SeaweedFs, (String, bool)> {
         let weed = crate::require_peer("venv/bin/weed", "SeaweedFS (weed)");
         let dir = tempfile::Builder::new()
             .prefix("floe-seaweedfs-")
@@ -183,15 +187,15 @@ impl SeaweedFs {
             process,
             s3_port: s3,
             catalog_port: catalog,
-            access_key: opts.access_key,
-            secret_key: opts.secret_key,
+            access_key: opts.access_key.clone(),
+            secret_key: opts.secret_key.clone(),
             vending: opts.vending,
             credential_duration: duration,
             _dir: dir,
         };
         let (catalog_url, s3_url) = (sw.catalog_url(), sw.s3_endpoint());
         let (ak, sk) = (sw.access_key.clone(), sw.secret_key.clone());
-        sw.process.wait_until(START_TIMEOUT, || {
+        let ready = sw.process.try_wait_until(START_TIMEOUT, || {
             let tok = http::post(&format!("{catalog_url}/v1/oauth/tokens"))
                 .form(&[
                     ("grant_type", "client_credentials"),
@@ -222,7 +226,10 @@ impl SeaweedFs {
                 .map_err(|e| format!("s3: {e}"))?;
             Ok(())
         });
-        sw
+        match ready {
+            Ok(()) => Ok(sw),
+            Err(message) => Err((message, sw.process.port_conflict())),
+        }
     }
 
     /// Base URL of the Iceberg REST catalog (routes are `/v1/...`; no `/iceberg` suffix).

@@ -21,7 +21,7 @@
 
 use crate::http;
 use crate::oauth::{Grant, parse_grants};
-use crate::process::{PeerProcess, START_TIMEOUT};
+use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
 use crate::seaweedfs::SeaweedFs;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub const BASE_PATH: &str = "/api/2.1/unity-catalog/iceberg-rest";
 pub const SCOPE: &str = "all-apis";
 
 /// Options. Defaults: catalog `main`, generated client id and secret, tokens live 3600 s.
-#[derive(Clone, Debug)]
+#[derive(Clone)] // no Debug: it holds secrets
 pub struct UnityFrontBuilder {
     catalog_name: String,
     client_id: String,
@@ -86,6 +86,10 @@ impl UnityFront {
     }
 
     fn launch(opts: UnityFrontBuilder, sw: &SeaweedFs) -> UnityFront {
+        launch_with_retry(|| Self::try_launch(&opts, sw))
+    }
+
+    fn try_launch(opts: &UnityFrontBuilder, sw: &SeaweedFs) -> Result<UnityFront, (String, bool)> {
         let dir = tempfile::Builder::new()
             .prefix("floe-unity-")
             .tempdir()
@@ -119,21 +123,24 @@ impl UnityFront {
             dir.path(),
         );
         let probe = format!("http://127.0.0.1:{port}/_testkit/grants");
-        process.wait_until(START_TIMEOUT, || {
+        let ready = process.try_wait_until(START_TIMEOUT, || {
             http::get(&probe)
                 .timeout(Duration::from_secs(2))
                 .send()
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         });
-        UnityFront {
+        if let Err(message) = ready {
+            return Err((message, process.port_conflict()));
+        }
+        Ok(UnityFront {
             process,
             port,
-            catalog_name: opts.catalog_name,
-            client_id: opts.client_id,
-            client_secret: opts.client_secret,
+            catalog_name: opts.catalog_name.clone(),
+            client_id: opts.client_id.clone(),
+            client_secret: opts.client_secret.clone(),
             _dir: dir,
-        }
+        })
     }
 
     fn root(&self) -> String {
