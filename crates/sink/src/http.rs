@@ -224,23 +224,23 @@ pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
     out
 }
 
-/// Text of a transport error, without its URL (the caller names the URL itself).
+/// Text of a transport error, without its URL (the caller names the URL itself): the
+/// innermost cause (connection refused, an unknown certificate issuer), which says more
+/// than reqwest's generic outer layers.
 pub(crate) fn transport_error_text(err: reqwest::Error) -> String {
     let timeout = err.is_timeout();
     let connect = err.is_connect();
     let err = err.without_url();
-    // The source chain carries the useful part (connection refused, certificate errors).
     let mut text = err.to_string();
     let mut source = std::error::Error::source(&err);
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        text = cause.to_string();
         source = cause.source();
     }
     if timeout {
-        format!("timed out ({text})")
+        format!("timed out: {text}")
     } else if connect {
-        format!("cannot connect ({text})")
+        format!("cannot connect: {text}")
     } else {
         text
     }

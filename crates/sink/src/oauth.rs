@@ -175,10 +175,10 @@ impl TokenSource {
             return Ok(None);
         };
         let now = Instant::now();
-        if let Some(token) = &state.token {
-            if token.refresh_at.is_none_or(|at| now < at) {
-                return Ok(Some(token.value.clone()));
-            }
+        if let Some(token) = &state.token
+            && token.refresh_at.is_none_or(|at| now < at)
+        {
+            return Ok(Some(token.value.clone()));
         }
         let first = state.method;
         state.exchanges += 1;
@@ -229,18 +229,17 @@ impl TokenSource {
             Err(failure) => {
                 // A token that has not expired yet still works: use it, and try the
                 // refresh again on the next request.
-                if let Some(token) = &state.token {
-                    if token.expires_at.is_some_and(|at| Instant::now() < at)
-                        && failure
-                            .status
-                            .is_none_or(|s| s.is_server_error() || s.as_u16() == 429)
-                    {
-                        tracing::warn!(
-                            token_url = %display_url_str(&self.token_url),
-                            "token refresh failed, using the current token until it expires"
-                        );
-                        return Ok(Some(token.value.clone()));
-                    }
+                if let Some(token) = &state.token
+                    && token.expires_at.is_some_and(|at| Instant::now() < at)
+                    && failure
+                        .status
+                        .is_none_or(|s| s.is_server_error() || s.as_u16() == 429)
+                {
+                    tracing::warn!(
+                        token_url = %display_url_str(&self.token_url),
+                        "token refresh failed, using the current token until it expires"
+                    );
+                    return Ok(Some(token.value.clone()));
                 }
                 let secrets = [credentials.client_secret.as_str()];
                 Err(self.failure_error(failure, &secrets))
@@ -280,12 +279,12 @@ impl TokenSource {
                 Err(err) => {
                     let connect = err.is_connect();
                     let text = transport_error_text(err);
-                    if connect {
-                        if let RetryDecision::Wait(wait) = retry_decision(settings, attempt, None) {
-                            attempt += 1;
-                            tokio::time::sleep(wait).await;
-                            continue;
-                        }
+                    if connect
+                        && let RetryDecision::Wait(wait) = retry_decision(settings, attempt, None)
+                    {
+                        attempt += 1;
+                        tokio::time::sleep(wait).await;
+                        continue;
                     }
                     return Err(ExchangeFailure {
                         status: None,

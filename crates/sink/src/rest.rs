@@ -45,6 +45,15 @@ enum Auth {
     SigV4(SigV4Signer),
 }
 
+/// How a failed request was authenticated, for the hint of an authentication error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuthUsed {
+    SigV4,
+    Bearer,
+    /// A `rest` connection without CREDENTIAL.
+    Anonymous,
+}
+
 /// What a request was for, to turn a failure into an error the user can act on.
 #[derive(Debug, Clone)]
 enum Operation<'a> {
@@ -217,7 +226,7 @@ fn map_error(
     operation: &Operation<'_>,
     method: &Method,
     url: &str,
-    signed: bool,
+    auth: AuthUsed,
 ) -> SinkError {
     let what = operation.describe();
     let answer = match &remote.message {
@@ -232,12 +241,18 @@ fn map_error(
     };
     match status.as_u16() {
         401 | 403 => {
-            let hint = if signed {
-                "Check the AWS connection's keys and REGION: the catalog refused the SigV4 \
-                 signature or the identity lacks permission."
-            } else {
-                "The token endpoint issued a token, but the catalog refused it: check that \
-                 the client has access to the catalog, WAREHOUSE and the namespace."
+            let hint = match auth {
+                AuthUsed::SigV4 => {
+                    "Check the AWS connection's keys and REGION: the catalog refused the SigV4 \
+                     signature or the identity lacks permission."
+                }
+                AuthUsed::Bearer => {
+                    "The token endpoint issued a token, but the catalog refused it: check that \
+                     the client has access to the catalog, WAREHOUSE and the namespace."
+                }
+                AuthUsed::Anonymous => {
+                    "The catalog requires authentication: set CREDENTIAL on the connection."
+                }
             };
             SinkError::new(
                 ErrorKind::Authentication,
@@ -677,33 +692,33 @@ impl RestCatalogClient {
                     let connect = err.is_connect();
                     let text = transport_error_text(err);
                     // A request that never connected was not processed: safe to send again.
-                    if connect {
-                        if let RetryDecision::Wait(wait) =
+                    if connect
+                        && let RetryDecision::Wait(wait) =
                             retry_decision(&self.settings, attempt, None)
-                        {
-                            attempt += 1;
-                            tokio::time::sleep(wait).await;
-                            continue;
-                        }
+                    {
+                        attempt += 1;
+                        tokio::time::sleep(wait).await;
+                        continue;
                     }
                     return Err(SinkError::new(
                         ErrorKind::Unavailable,
                         format!(
-                            "catalog request {method} {shown_url} failed {}: {text}",
+                            "catalog unreachable {}: {method} {shown_url}: {text}",
                             operation.describe()
                         ),
                     ));
                 }
             };
             let status = response.status();
-            if status == StatusCode::UNAUTHORIZED && !reauthenticated {
-                if let (Auth::OAuth2(source), Some(stale)) = (&self.auth, &token) {
-                    // The token may have been revoked or expired early: fetch a new one once.
-                    tracing::debug!(url = %shown_url, "catalog answered 401, fetching a new token");
-                    source.invalidate(stale).await;
-                    reauthenticated = true;
-                    continue;
-                }
+            if status == StatusCode::UNAUTHORIZED
+                && !reauthenticated
+                && let (Auth::OAuth2(source), Some(stale)) = (&self.auth, &token)
+            {
+                // The token may have been revoked or expired early: fetch a new one once.
+                tracing::debug!(url = %shown_url, "catalog answered 401, fetching a new token");
+                source.invalidate(stale).await;
+                reauthenticated = true;
+                continue;
             }
             let retry_after = response
                 .headers()
@@ -740,8 +755,12 @@ impl RestCatalogClient {
                 message: remote.message.map(|m| redact(&m, &secrets)),
                 error_type: remote.error_type,
             };
-            let signed = matches!(self.auth, Auth::SigV4(_));
-            let mut err = map_error(status, &remote, operation, &method, &shown_url, signed);
+            let auth = match (&self.auth, &token) {
+                (Auth::SigV4(_), _) => AuthUsed::SigV4,
+                (Auth::OAuth2(_), Some(_)) => AuthUsed::Bearer,
+                (Auth::OAuth2(_), None) => AuthUsed::Anonymous,
+            };
+            let mut err = map_error(status, &remote, operation, &method, &shown_url, auth);
             if is_retry_later(status) {
                 let waited = match retry_after {
                     Some(wait) => format!(" (Retry-After {}s)", wait.as_secs()),
@@ -874,7 +893,7 @@ mod tests {
             operation,
             &Method::GET,
             "http://catalog/v1/p/namespaces",
-            false,
+            AuthUsed::Bearer,
         )
     }
 
