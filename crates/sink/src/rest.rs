@@ -9,6 +9,11 @@
 //! adds `X-Iceberg-Access-Delegation` when configured, is tried again on 429/503 (honouring
 //! `Retry-After`, bounded by [`HttpSettings`]) and after a failed connection, and with
 //! OAuth2 is tried once more with a fresh token after a 401.
+//!
+//! Retrying 429/503 is safe for POSTs too: both say the request was not processed (the
+//! Iceberg REST specification lists 500, 502 and 504, not 503, as "commit state unknown").
+//! Timeouts and lost answers are never retried here: their outcome is unknown, and the
+//! caller must reload and decide.
 
 use std::collections::BTreeMap;
 use std::fmt;
