@@ -201,13 +201,23 @@ pub(crate) fn run_python(
     timeout: Duration,
 ) -> serde_json::Value {
     let path = crate::scripts_dir().join(script);
-    let mut child = Command::new(crate::python())
-        .arg(&path)
+    let mut cmd = Command::new(crate::python());
+    cmd.arg(&path)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .process_group(0);
+    // The script's stdin carries its input, so no watchdog: instead the kernel kills it
+    // when this (waiting) thread goes away, e.g. when the test binary is killed.
+    // SAFETY: prctl(2) is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
     let mut stdin = child.stdin.take().expect("stdin");
