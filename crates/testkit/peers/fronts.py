@@ -13,7 +13,8 @@ unity: a Unity-Catalog-shaped Iceberg REST front for SeaweedFS's catalog.
     with the front's own SeaweedFS token.
   - Vended credentials only: X-Iceberg-Access-Delegation is passed on only when the client
     asked for vended-credentials; otherwise storage credentials are stripped from answers.
-  - GET /_testkit/grants, GET /_testkit/requests, POST /_testkit/token-ttl?seconds=N.
+  - GET /_testkit/grants, GET /_testkit/requests, POST /_testkit/token-ttl?seconds=N,
+    POST /_testkit/revoke-tokens (every token issued so far then gets 401).
 
 sts: a front for moto's STS that is as strict as AWS about sts:ExternalId: an AssumeRole
   without ExternalId, for a role whose trust policy has a condition on sts:ExternalId, is
@@ -190,6 +191,11 @@ class UnityFront:
         if path == "/_testkit/token-ttl" and h.command == "POST":
             self.ttl = int(query["seconds"][0])
             return h.send(200, {"token_ttl": self.ttl})
+        if path == "/_testkit/revoke-tokens" and h.command == "POST":
+            with self.lock:
+                revoked = len(self.tokens)
+                self.tokens.clear()
+            return h.send(200, {"revoked": revoked})
         if path == "/oidc/v1/token":
             return self.token(h, body)
         if path.startswith(self.BASE + "/"):

@@ -470,6 +470,10 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, shared: Arc<Shared>
                 headers.push(("Retry-After".to_string(), secs.to_string()));
             }
             let kind = match f.status {
+                401 => "NotAuthorizedException",
+                403 => "ForbiddenException",
+                404 => "NoSuchTableException",
+                409 => "CommitFailedException",
                 429 => "TooManyRequestsException",
                 503 => "ServiceUnavailableException",
                 _ => "ServerErrorException",

@@ -220,6 +220,14 @@ impl UnityFront {
         .expect("set token ttl");
         assert_eq!(resp.status, 200);
     }
+    /// Invalidates every token issued so far: requests carrying one get 401 (a client
+    /// must fetch a new token).
+    pub fn revoke_tokens(&self) {
+        let resp = http::post(&format!("{}/_testkit/revoke-tokens", self.root()))
+            .send()
+            .expect("revoke tokens");
+        assert_eq!(resp.status, 200);
+    }
     pub fn log_tail(&self, lines: usize) -> String {
         self.process.log_tail(lines)
     }

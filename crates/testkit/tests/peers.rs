@@ -699,6 +699,17 @@ fn unity_front_tokens_catalog_names_and_vended_credentials_only() {
         .map(|r| r["access_delegation"].clone())
         .collect();
     assert_eq!(delegation, vec![Value::Null, json!("vended-credentials")]);
+
+    // Revoked tokens get 401; a new token works.
+    uc.revoke_tokens();
+    assert_eq!(config("lakehouse", &token).status, 401);
+    assert_eq!(config("lakehouse", &uc.token()).status, 200);
+    // Expired tokens get 401 too.
+    uc.set_token_ttl(Duration::from_secs(1));
+    let short = uc.token();
+    assert_eq!(config("lakehouse", &short).status, 200);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(config("lakehouse", &short).status, 401);
 }
 
 // ---------------------------------------------------------------------------------------
