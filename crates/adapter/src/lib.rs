@@ -1,1 +1,12 @@
-//! placeholder
+//! The coordinator: sessions, purification, sequencing of plans against the
+//! catalog, and query execution over the system catalog.
+
+pub mod coordinator;
+pub mod error;
+pub mod query;
+pub mod session;
+pub mod system;
+
+pub use coordinator::{Coordinator, CoordinatorConfig, ExecuteResponse, Notice};
+pub use error::AdapterError;
+pub use session::{Session, TransactionStatus};

@@ -86,7 +86,31 @@ const MIGRATIONS: &[&str] = &[
          UNIQUE (cluster_id, name)
      );
      INSERT INTO id_allocators VALUES ('item', 1), ('oid', 20000), ('cluster', 1), ('replica', 1);",
+    // 2: sink status history, which survives restarts.
+    "CREATE TABLE sink_status_history (
+         sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+         occurred_at INTEGER NOT NULL,
+         sink_id TEXT NOT NULL,
+         status TEXT NOT NULL,
+         error TEXT,
+         details TEXT,
+         replica_id TEXT
+     );
+     CREATE INDEX sink_status_history_by_sink ON sink_status_history (sink_id, sequence);",
 ];
+
+/// One entry of `mz_sink_status_history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkStatusEvent {
+    /// Milliseconds since the Unix epoch.
+    pub occurred_at: u64,
+    pub sink_id: GlobalId,
+    pub status: String,
+    pub error: Option<String>,
+    /// A JSON document, or `None`.
+    pub details: Option<String>,
+    pub replica_id: Option<ReplicaId>,
+}
 
 /// The in-memory mirror of the catalog, which planning reads.
 #[derive(Debug, Clone, Default)]
@@ -280,8 +304,8 @@ impl Catalog {
         let oid = u32::try_from(allocate(&transaction, "oid")?)
             .map_err(|_| CatalogError::Corrupt("object ids exhausted".into()))?
             .max(FIRST_USER_OID);
-        let definition_json = serde_json::to_string(&definition)
-            .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let definition_json =
+            serde_json::to_string(&definition).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
         let inserted = transaction.execute(
             "INSERT INTO items (id, oid, database_name, schema_name, name, definition, create_sql)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -324,8 +348,8 @@ impl Catalog {
         definition: ItemDefinition,
         create_sql: String,
     ) -> Result<(), CatalogError> {
-        let definition_json = serde_json::to_string(&definition)
-            .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+        let definition_json =
+            serde_json::to_string(&definition).map_err(|e| CatalogError::Corrupt(e.to_string()))?;
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -345,7 +369,12 @@ impl Catalog {
     }
 
     /// Sets a secret's value (ALTER SECRET).
-    pub fn set_secret(&mut self, id: GlobalId, slot: &str, value: &str) -> Result<(), CatalogError> {
+    pub fn set_secret(
+        &mut self,
+        id: GlobalId,
+        slot: &str,
+        value: &str,
+    ) -> Result<(), CatalogError> {
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -450,7 +479,12 @@ impl Catalog {
             let replica_id = ReplicaId::User(allocate(&transaction, "replica")?);
             transaction.execute(
                 "INSERT INTO cluster_replicas VALUES (?1, ?2, ?3, ?4)",
-                params![replica_id.to_string(), id.to_string(), replica.name, replica.size],
+                params![
+                    replica_id.to_string(),
+                    id.to_string(),
+                    replica.name,
+                    replica.size
+                ],
             )?;
             created.push(Replica {
                 id: replica_id,
@@ -514,7 +548,12 @@ impl Catalog {
             let replica_id = ReplicaId::User(allocate(&transaction, "replica")?);
             transaction.execute(
                 "INSERT INTO cluster_replicas VALUES (?1, ?2, ?3, ?4)",
-                params![replica_id.to_string(), id.to_string(), replica.name, replica.size],
+                params![
+                    replica_id.to_string(),
+                    id.to_string(),
+                    replica.name,
+                    replica.size
+                ],
             )?;
             replicas.push(Replica {
                 id: replica_id,
@@ -562,6 +601,58 @@ impl Catalog {
     }
 }
 
+impl Catalog {
+    /// Appends a sink status change.
+    pub fn record_sink_status(&mut self, event: &SinkStatusEvent) -> Result<(), CatalogError> {
+        self.connection.execute(
+            "INSERT INTO sink_status_history (occurred_at, sink_id, status, error, details, replica_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
+                event.sink_id.to_string(),
+                event.status,
+                event.error,
+                event.details,
+                event.replica_id.map(|r| r.to_string())
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The whole status history, oldest first.
+    pub fn sink_status_history(&self) -> Result<Vec<SinkStatusEvent>, CatalogError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT occurred_at, sink_id, status, error, details, replica_id
+             FROM sink_status_history ORDER BY sequence",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, Option<String>>(4)?,
+                row.get::<_, Option<String>>(5)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (occurred_at, sink_id, status, error, details, replica_id) = row?;
+            events.push(SinkStatusEvent {
+                occurred_at: u64::try_from(occurred_at).unwrap_or(0),
+                sink_id: sink_id
+                    .parse()
+                    .map_err(|e| CatalogError::Corrupt(format!("sink status: {e}")))?,
+                status,
+                error,
+                details,
+                replica_id: replica_id.and_then(|r| r.parse().ok()),
+            });
+        }
+        Ok(events)
+    }
+}
+
 fn managed_replicas(size: &str, factor: u32) -> Vec<NewReplica> {
     (1..=factor)
         .map(|n| NewReplica {
@@ -594,7 +685,8 @@ fn allocate(transaction: &rusqlite::Transaction<'_>, name: &str) -> Result<u64, 
         params![name],
         |row| row.get(0),
     )?;
-    u64::try_from(next).map_err(|_| CatalogError::Corrupt(format!("id allocator {name} is negative")))
+    u64::try_from(next)
+        .map_err(|_| CatalogError::Corrupt(format!("id allocator {name} is negative")))
 }
 
 fn write_secret(
@@ -648,8 +740,8 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
             create_sql,
         });
     }
-    let mut statement = connection
-        .prepare("SELECT id, name, managed, size, replication_factor FROM clusters")?;
+    let mut statement =
+        connection.prepare("SELECT id, name, managed, size, replication_factor FROM clusters")?;
     let rows = statement.query_map([], |row| {
         Ok((
             row.get::<_, String>(0)?,
@@ -676,8 +768,8 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
             },
         );
     }
-    let mut statement =
-        connection.prepare("SELECT id, cluster_id, name, size FROM cluster_replicas ORDER BY name")?;
+    let mut statement = connection
+        .prepare("SELECT id, cluster_id, name, size FROM cluster_replicas ORDER BY name")?;
     let rows = statement.query_map([], |row| {
         Ok((
             row.get::<_, String>(0)?,

@@ -35,7 +35,8 @@ impl SecretsKey {
         let mut bytes = Vec::new();
         match OpenOptions::new().read(true).open(&path) {
             Ok(mut file) => {
-                file.read_to_end(&mut bytes).map_err(|e| CatalogError::io(&path, e))?;
+                file.read_to_end(&mut bytes)
+                    .map_err(|e| CatalogError::io(&path, e))?;
                 if bytes.len() != KEY_LEN {
                     return Err(CatalogError::Corrupt(format!(
                         "{} holds {} bytes, expected {KEY_LEN}",
@@ -54,8 +55,10 @@ impl SecretsKey {
                     .mode(0o600)
                     .open(&temporary)
                     .map_err(|e| CatalogError::io(&temporary, e))?;
-                file.write_all(&bytes).map_err(|e| CatalogError::io(&temporary, e))?;
-                file.sync_all().map_err(|e| CatalogError::io(&temporary, e))?;
+                file.write_all(&bytes)
+                    .map_err(|e| CatalogError::io(&temporary, e))?;
+                file.sync_all()
+                    .map_err(|e| CatalogError::io(&temporary, e))?;
                 // Rename makes the key appear whole or not at all.
                 std::fs::rename(&temporary, &path).map_err(|e| CatalogError::io(&path, e))?;
                 if let Ok(dir) = std::fs::File::open(data_dir) {
@@ -71,7 +74,11 @@ impl SecretsKey {
     }
 
     /// Encrypts `value`; returns nonce and ciphertext.
-    pub fn encrypt(&self, associated: &str, value: &str) -> Result<(Vec<u8>, Vec<u8>), CatalogError> {
+    pub fn encrypt(
+        &self,
+        associated: &str,
+        value: &str,
+    ) -> Result<(Vec<u8>, Vec<u8>), CatalogError> {
         let nonce_bytes = rand::random::<[u8; NONCE_LEN]>();
         let ciphertext = self
             .cipher
@@ -88,9 +95,16 @@ impl SecretsKey {
 
     /// Decrypts a value written by [`SecretsKey::encrypt`] for the same
     /// associated data.
-    pub fn decrypt(&self, associated: &str, nonce: &[u8], ciphertext: &[u8]) -> Result<String, CatalogError> {
+    pub fn decrypt(
+        &self,
+        associated: &str,
+        nonce: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<String, CatalogError> {
         if nonce.len() != NONCE_LEN {
-            return Err(CatalogError::Corrupt(format!("secret {associated} has a bad nonce")));
+            return Err(CatalogError::Corrupt(format!(
+                "secret {associated} has a bad nonce"
+            )));
         }
         let plaintext = self
             .cipher

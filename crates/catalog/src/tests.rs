@@ -24,7 +24,10 @@ fn items_and_clusters_survive_reopening() {
     assert_eq!(catalog.environment_id(), environment_id);
     let item = catalog.state().item(secret).unwrap();
     assert_eq!(item.name, QualifiedName::public("s"));
-    assert_eq!(catalog.secret(secret, "value").unwrap(), "hunter2-very-secret");
+    assert_eq!(
+        catalog.secret(secret, "value").unwrap(),
+        "hunter2-very-secret"
+    );
     let cluster = catalog.state().cluster_by_name("c").unwrap();
     let replicas: Vec<_> = cluster.replicas.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(replicas, ["r1", "r2"]);
@@ -85,7 +88,12 @@ fn drops_remove_items_and_their_secrets() {
     assert!(catalog.secret(id, "value").is_err());
     // The name is free again, and ids are never reused.
     let again = catalog
-        .create_item(QualifiedName::public("s"), ItemDefinition::Secret, "x".into(), &[])
+        .create_item(
+            QualifiedName::public("s"),
+            ItemDefinition::Secret,
+            "x".into(),
+            &[],
+        )
         .unwrap();
     assert_ne!(again, id);
     drop(catalog);
@@ -98,7 +106,8 @@ fn drops_remove_items_and_their_secrets() {
 fn the_environment_id_cannot_change() {
     let dir = tempfile::tempdir().unwrap();
     Catalog::open(dir.path(), Some("11111111-1111-1111-1111-111111111111")).unwrap();
-    let error = Catalog::open(dir.path(), Some("22222222-2222-2222-2222-222222222222")).unwrap_err();
+    let error =
+        Catalog::open(dir.path(), Some("22222222-2222-2222-2222-222222222222")).unwrap_err();
     assert!(error.to_string().contains("cannot be changed"), "{error}");
 }
 
@@ -107,10 +116,20 @@ fn duplicate_names_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut catalog = Catalog::open(dir.path(), None).unwrap();
     catalog
-        .create_item(QualifiedName::public("s"), ItemDefinition::Secret, "x".into(), &[])
+        .create_item(
+            QualifiedName::public("s"),
+            ItemDefinition::Secret,
+            "x".into(),
+            &[],
+        )
         .unwrap();
     let error = catalog
-        .create_item(QualifiedName::public("s"), ItemDefinition::Secret, "x".into(), &[])
+        .create_item(
+            QualifiedName::public("s"),
+            ItemDefinition::Secret,
+            "x".into(),
+            &[],
+        )
         .unwrap_err();
     assert!(error.to_string().contains("already exists"), "{error}");
 }
@@ -128,5 +147,8 @@ fn managed_clusters_resize_their_replicas() {
     catalog.alter_cluster(id, "25cc", 2).unwrap();
     let cluster = catalog.state().cluster(id).unwrap();
     assert_eq!(cluster.replicas.len(), 2);
-    assert!(cluster.replicas.iter().all(|r| r.id != r1), "replicas restart with new ids");
+    assert!(
+        cluster.replicas.iter().all(|r| r.id != r1),
+        "replicas restart with new ids"
+    );
 }

@@ -1,1 +1,494 @@
-//! placeholder
+//! The Postgres wire protocol front end (simple and extended query), built on
+//! the `pgwire` crate. Protocol only: every statement goes to the adapter.
+
+pub mod encode;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::BytesMut;
+use futures::{Sink, SinkExt, stream};
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::auth::noop::NoopStartupHandler;
+use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat, FieldInfo,
+    QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::data::DataRow;
+use pgwire::messages::response::NoticeResponse;
+use pgwire::messages::startup::ParameterStatus;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use tokio::net::TcpListener;
+use tokio::sync::Mutex;
+use tracing::{debug, info, warn};
+
+use floe_adapter::{AdapterError, Coordinator, ExecuteResponse, Notice, Session};
+use floe_repr::{ColumnDesc, Datum};
+use floe_sql_parser::ast::Statement;
+
+use crate::encode::{encode_binary, encode_text, wire_type};
+
+/// The handlers of one server; connections share them.
+pub struct Handlers {
+    coordinator: Arc<Coordinator>,
+    manager: Arc<ConnectionManager>,
+    cancel: Arc<DefaultCancelHandler>,
+    parser: Arc<FloeQueryParser>,
+}
+
+impl Handlers {
+    pub fn new(coordinator: Arc<Coordinator>) -> Arc<Handlers> {
+        let manager = Arc::new(ConnectionManager::new());
+        Arc::new(Handlers {
+            coordinator,
+            cancel: Arc::new(DefaultCancelHandler::new(manager.clone())),
+            manager,
+            parser: Arc::new(FloeQueryParser),
+        })
+    }
+}
+
+/// Accepts connections until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    coordinator: Arc<Coordinator>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let handlers = Handlers::new(coordinator);
+    let factory = Arc::new(Factory(handlers));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => {
+                info!("no longer accepting connections");
+                return;
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    debug!(%peer, "connection accepted");
+                    let factory = factory.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = pgwire::tokio::process_socket(socket, None, factory).await {
+                            debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                    });
+                }
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+}
+
+struct Factory(Arc<Handlers>);
+
+impl PgWireServerHandlers for Factory {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.0.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.0.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.0.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        self.0.cancel.clone()
+    }
+}
+
+/// The session of a connection, kept in its extensions.
+type SharedSession = Arc<Mutex<Session>>;
+
+fn session_of<C: ClientInfo>(client: &C) -> PgWireResult<SharedSession> {
+    client
+        .session_extensions()
+        .get::<Mutex<Session>>()
+        .ok_or_else(|| user_error(&AdapterError::Internal("connection has no session".into())))
+}
+
+#[async_trait]
+impl NoopStartupHandler for Handlers {
+    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
+        Some(self.manager.clone())
+    }
+
+    async fn post_startup<C>(
+        &self,
+        client: &mut C,
+        _message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        // Any user name is accepted: authentication is a later server setting.
+        let user = client
+            .metadata()
+            .get("user")
+            .cloned()
+            .unwrap_or_else(|| "materialize".to_string());
+        let session = Session::new(user);
+        // Later ParameterStatus messages override the library's defaults.
+        for (name, value) in session.startup_parameters() {
+            client
+                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
+                    name.to_string(),
+                    value,
+                )))
+                .await?;
+        }
+        client.session_extensions().insert(Mutex::new(session));
+        Ok(())
+    }
+}
+
+fn user_error(error: &AdapterError) -> PgWireError {
+    let mut info = ErrorInfo::new(
+        "ERROR".to_string(),
+        error.code().code().to_string(),
+        error.to_string(),
+    );
+    info.detail = error.detail();
+    info.hint = error.hint();
+    PgWireError::UserError(Box::new(info))
+}
+
+async fn send_notices<C>(client: &mut C, notices: Vec<Notice>) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    for notice in notices {
+        let mut info = ErrorInfo::new("NOTICE".to_string(), "00000".to_string(), notice.message);
+        info.hint = notice.hint;
+        client
+            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
+                info,
+            )))
+            .await?;
+    }
+    Ok(())
+}
+
+fn field_infos(desc: &[ColumnDesc], format: &Format) -> Vec<FieldInfo> {
+    desc.iter()
+        .enumerate()
+        .map(|(i, column)| {
+            FieldInfo::new(
+                column.name.clone(),
+                None,
+                None,
+                wire_type(column.pg_type),
+                format.format_for(i),
+            )
+        })
+        .collect()
+}
+
+/// Encodes a row for the wire in each column's requested format.
+fn data_row(row: &[Datum], fields: &[FieldInfo]) -> DataRow {
+    let mut data = BytesMut::new();
+    for (datum, field) in row.iter().zip(fields) {
+        let encoded = match field.format() {
+            FieldFormat::Text => encode_text(datum).map(|s| BytesMut::from(s.as_bytes())),
+            FieldFormat::Binary => encode_binary(datum),
+        };
+        match encoded {
+            None => data.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(bytes) => {
+                data.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+                data.extend_from_slice(&bytes);
+            }
+        }
+    }
+    DataRow::new(data, row.len() as i16)
+}
+
+fn to_response(result: ExecuteResponse, format: &Format) -> Response {
+    match result {
+        ExecuteResponse::Rows { desc, rows } => {
+            let fields = Arc::new(field_infos(&desc, format));
+            let count = rows.len();
+            let row_fields = fields.clone();
+            let encoded: Vec<PgWireResult<DataRow>> = rows
+                .iter()
+                .map(|row| Ok(data_row(row, &row_fields)))
+                .collect();
+            let mut response = QueryResponse::new(fields, stream::iter(encoded));
+            response.set_command_tag(&format!("SELECT {count}"));
+            Response::Query(response)
+        }
+        ExecuteResponse::Command { tag } => Response::Execution(Tag::new(&tag)),
+        ExecuteResponse::TransactionStarted => Response::TransactionStart(Tag::new("BEGIN")),
+        ExecuteResponse::TransactionEnded { tag } => Response::TransactionEnd(Tag::new(tag)),
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Handlers {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = session_of(client)?;
+        let statements = match floe_sql_parser::parse_statements(query) {
+            Ok(statements) => statements,
+            Err(e) => {
+                return Ok(vec![Response::Error(Box::new(error_info(
+                    &AdapterError::from(e),
+                )))]);
+            }
+        };
+        let mut responses = Vec::new();
+        for statement in statements {
+            let mut notices = Vec::new();
+            let result = {
+                let mut session = session.lock().await;
+                self.coordinator
+                    .execute(&mut session, statement, &mut notices)
+                    .await
+            };
+            send_notices(client, notices).await?;
+            match result {
+                Ok(result) => responses.push(to_response(result, &Format::UnifiedText)),
+                Err(error) => {
+                    responses.push(Response::Error(Box::new(error_info(&error))));
+                    // The rest of a multi-statement string is not run.
+                    break;
+                }
+            }
+        }
+        if responses.is_empty() {
+            responses.push(Response::EmptyQuery);
+        }
+        Ok(responses)
+    }
+}
+
+fn error_info(error: &AdapterError) -> ErrorInfo {
+    match user_error(error) {
+        PgWireError::UserError(info) => *info,
+        _ => ErrorInfo::new("ERROR".into(), "XX000".into(), error.to_string()),
+    }
+}
+
+/// A parsed statement of the extended protocol.
+#[derive(Debug, Clone)]
+pub struct ParsedStatement {
+    pub statement: Statement,
+    /// How many `$n` parameters the text uses.
+    pub parameter_count: usize,
+}
+
+/// Parses extended-protocol statements with floe's parser.
+pub struct FloeQueryParser;
+
+fn count_parameters(sql: &str) -> usize {
+    let mut max = 0;
+    let bytes = sql.as_bytes();
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' => in_string = !in_string,
+            b'$' if !in_string => {
+                let start = i + 1;
+                let mut end = start;
+                while end < bytes.len() && bytes[end].is_ascii_digit() {
+                    end += 1;
+                }
+                if end > start {
+                    if let Ok(n) = sql[start..end].parse::<usize>() {
+                        max = max.max(n);
+                    }
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    max
+}
+
+#[async_trait]
+impl QueryParser for FloeQueryParser {
+    type Statement = ParsedStatement;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<ParsedStatement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let mut statements = floe_sql_parser::parse_statements(sql)
+            .map_err(|e| user_error(&AdapterError::from(e)))?;
+        match statements.len() {
+            0 => Ok(None),
+            1 => Ok(Some(ParsedStatement {
+                statement: statements.remove(0),
+                parameter_count: count_parameters(sql),
+            })),
+            _ => Err(user_error(&AdapterError::Query {
+                code: floe_repr::SqlState::SYNTAX_ERROR,
+                message: "cannot insert multiple commands into a prepared statement".into(),
+            })),
+        }
+    }
+
+    fn get_parameter_types(&self, statement: &ParsedStatement) -> PgWireResult<Vec<Type>> {
+        Ok(vec![Type::TEXT; statement.parameter_count])
+    }
+
+    fn get_result_schema(
+        &self,
+        _statement: &ParsedStatement,
+        _format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        // Described asynchronously by the handler, which asks the coordinator.
+        Ok(Vec::new())
+    }
+}
+
+impl Handlers {
+    async fn describe_fields<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: &ParsedStatement,
+        format: &Format,
+    ) -> PgWireResult<Option<Vec<FieldInfo>>> {
+        let session = session_of(client)?;
+        let session = session.lock().await.clone();
+        let desc = self
+            .coordinator
+            .describe(&session, statement.statement.clone())
+            .await
+            .map_err(|e| user_error(&e))?;
+        Ok(desc.map(|d| field_infos(&d, format)))
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Handlers {
+    type Statement = ParsedStatement;
+    type QueryParser = FloeQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        target: &StoredStatement<Self::Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parameters: Vec<Type> = (0..target.statement.parameter_count)
+            .map(|i| {
+                target
+                    .parameter_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or(Type::TEXT)
+            })
+            .collect();
+        match self
+            .describe_fields(client, &target.statement, &Format::UnifiedText)
+            .await?
+        {
+            Some(fields) => Ok(DescribeStatementResponse::new(parameters, fields)),
+            None => {
+                let mut response = DescribeStatementResponse::no_data();
+                response.parameters = parameters;
+                Ok(response)
+            }
+        }
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        target: &Portal<Self::Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self
+            .describe_fields(
+                client,
+                &target.statement.statement,
+                &target.result_column_format,
+            )
+            .await?
+        {
+            Some(fields) => Ok(DescribePortalResponse::new(fields)),
+            None => Ok(DescribePortalResponse::no_data()),
+        }
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if portal.statement.statement.parameter_count > 0 {
+            return Err(user_error(&AdapterError::ParametersUnsupported("these")));
+        }
+        let session = session_of(client)?;
+        let mut notices = Vec::new();
+        let result = {
+            let mut session = session.lock().await;
+            self.coordinator
+                .execute(
+                    &mut session,
+                    portal.statement.statement.statement.clone(),
+                    &mut notices,
+                )
+                .await
+        };
+        send_notices(client, notices).await?;
+        match result {
+            Ok(result) => Ok(to_response(result, &portal.result_column_format)),
+            Err(error) => Err(user_error(&error)),
+        }
+    }
+}

@@ -32,7 +32,10 @@ pub struct InvalidId(pub String);
 fn parse_prefixed(s: &str) -> Result<(char, u64), InvalidId> {
     let mut chars = s.chars();
     let prefix = chars.next().ok_or_else(|| InvalidId(s.into()))?;
-    let number = chars.as_str().parse::<u64>().map_err(|_| InvalidId(s.into()))?;
+    let number = chars
+        .as_str()
+        .parse::<u64>()
+        .map_err(|_| InvalidId(s.into()))?;
     Ok((prefix, number))
 }
 
@@ -50,7 +53,9 @@ impl FromStr for GlobalId {
 macro_rules! prefixed_id {
     ($name:ident, $doc:literal) => {
         #[doc = $doc]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
         pub enum $name {
             System(u64),
             User(u64),

@@ -3,12 +3,14 @@
 //!
 //! Nothing here does I/O; it is the bottom of the dependency graph.
 
+pub mod datum;
 pub mod id;
 pub mod relation;
 pub mod sqlstate;
 pub mod timestamp;
 pub mod types;
 
+pub use datum::{ColumnDesc, Datum, PgType};
 pub use id::{ClusterId, GlobalId, ReplicaId};
 pub use relation::{ColumnType, RelationDesc};
 pub use sqlstate::SqlState;

@@ -24,11 +24,13 @@ impl SqlState {
     pub const INVALID_TRANSACTION_STATE: SqlState = SqlState("25000");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const INVALID_AUTHORIZATION_SPECIFICATION: SqlState = SqlState("28000");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
     pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
     pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
+    pub const SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION: SqlState = SqlState("42000");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const INVALID_NAME: SqlState = SqlState("42602");
     pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
@@ -44,6 +46,7 @@ impl SqlState {
     pub const INVALID_OBJECT_DEFINITION: SqlState = SqlState("42P17");
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
     pub const OBJECT_IN_USE: SqlState = SqlState("55006");
+    pub const CANT_CHANGE_RUNTIME_PARAM: SqlState = SqlState("55P02");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
     pub const SYSTEM_ERROR: SqlState = SqlState("58000");
     pub const IO_ERROR: SqlState = SqlState("58030");

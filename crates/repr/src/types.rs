@@ -97,7 +97,9 @@ impl fmt::Display for SqlScalarType {
             Timestamp => f.write_str("timestamp without time zone"),
             TimestampTz => f.write_str("timestamp with time zone"),
             Text => f.write_str("text"),
-            VarChar { max_length: Some(n) } => write!(f, "character varying({n})"),
+            VarChar {
+                max_length: Some(n),
+            } => write!(f, "character varying({n})"),
             VarChar { max_length: None } => f.write_str("character varying"),
             Bytes => f.write_str("bytea"),
             Uuid => f.write_str("uuid"),

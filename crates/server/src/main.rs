@@ -1,1 +1,108 @@
-fn main() {}
+//! `floe`: a Materialize-compatible streaming SQL server that delivers the
+//! changes of SQL relations into Apache Iceberg tables.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Parser;
+use floe_adapter::{Coordinator, CoordinatorConfig};
+use tokio::net::TcpListener;
+use tracing::info;
+
+/// Server settings: each flag can also come from its environment variable.
+#[derive(Debug, Parser)]
+#[command(
+    name = "floe",
+    version,
+    about = "Streams SQL relations into Apache Iceberg tables, exactly once"
+)]
+struct Args {
+    /// Address the Postgres wire protocol listens on.
+    #[arg(long, env = "FLOE_LISTEN", default_value = "127.0.0.1:6875")]
+    listen: SocketAddr,
+    /// Directory of the durable catalog and change log.
+    #[arg(long, env = "FLOE_DATA_DIR", default_value = "./floe-data")]
+    data_dir: PathBuf,
+    /// The AWS principal (an IAM role or user ARN) floe assumes roles from;
+    /// shown in `mz_aws_connections.principal` and the example trust policy.
+    #[arg(long, env = "FLOE_AWS_PRINCIPAL")]
+    aws_principal: Option<String>,
+    /// The prefix of AWS external ids (`mz_<prefix>_<connection id>`) for a
+    /// new data directory; a random UUID by default, fixed once chosen.
+    #[arg(long, env = "FLOE_AWS_EXTERNAL_ID_PREFIX")]
+    aws_external_id_prefix: Option<String>,
+    /// A PEM bundle of extra certificate authorities to trust for HTTPS.
+    #[arg(long, env = "FLOE_EXTRA_CA_BUNDLE")]
+    extra_ca_bundle: Option<PathBuf>,
+    /// Log filter, e.g. `info` or `floe_adapter=debug` (also `RUST_LOG`).
+    #[arg(long, env = "FLOE_LOG")]
+    log_filter: Option<String>,
+}
+
+fn init_logging(filter: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match filter {
+        Some(f) => EnvFilter::new(f),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => info!("received SIGINT"),
+        _ = terminate.recv() => info!("received SIGTERM"),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    init_logging(args.log_filter.as_deref());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(bundle) = &args.extra_ca_bundle {
+        anyhow::ensure!(
+            bundle.is_file(),
+            "--extra-ca-bundle {} is not a readable file",
+            bundle.display()
+        );
+    }
+    let coordinator = Coordinator::open(CoordinatorConfig {
+        data_dir: args.data_dir.clone(),
+        environment_id: args.aws_external_id_prefix.clone(),
+        aws_principal: args.aws_principal.clone(),
+    })
+    .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    info!(
+        address = %listener.local_addr()?,
+        version = env!("CARGO_PKG_VERSION"),
+        "floe is ready: psql -h {} -p {} -U materialize materialize",
+        args.listen.ip(),
+        listener.local_addr()?.port()
+    );
+    floe_pgwire::serve(listener, coordinator, shutdown_signal()).await;
+    info!("floe stopped");
+    Ok(())
+}

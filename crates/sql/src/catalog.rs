@@ -12,7 +12,12 @@ pub const DATABASE: &str = "materialize";
 /// The schema user objects live in.
 pub const PUBLIC_SCHEMA: &str = "public";
 /// Schemas of builtin relations, in search-path order after `public`.
-pub const SYSTEM_SCHEMAS: &[&str] = &["mz_catalog", "pg_catalog", "mz_internal", "information_schema"];
+pub const SYSTEM_SCHEMAS: &[&str] = &[
+    "mz_catalog",
+    "pg_catalog",
+    "mz_internal",
+    "information_schema",
+];
 /// The cluster every session starts in.
 pub const DEFAULT_CLUSTER: &str = "quickstart";
 

@@ -51,7 +51,11 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 fn parse_clock(text: &str) -> Option<Duration> {
     let parts: Vec<&str> = text.split(':').collect();
     let (hours, minutes, seconds) = match parts.as_slice() {
-        [h, m, s] => (h.parse::<u64>().ok()?, m.parse::<u64>().ok()?, s.parse::<f64>().ok()?),
+        [h, m, s] => (
+            h.parse::<u64>().ok()?,
+            m.parse::<u64>().ok()?,
+            s.parse::<f64>().ok()?,
+        ),
         [h, m] => (h.parse::<u64>().ok()?, m.parse::<u64>().ok()?, 0.0),
         _ => return None,
     };
@@ -69,7 +73,12 @@ pub fn format_duration(duration: Duration) -> String {
     if ms == 0 {
         return "0s".into();
     }
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
         if ms % size == 0 {
             return format!("{}{unit}", ms / size);
         }
@@ -96,7 +105,11 @@ mod tests {
             ("5", 5_000),
         ];
         for (text, ms) in cases {
-            assert_eq!(parse_duration(text), Some(Duration::from_millis(ms)), "{text}");
+            assert_eq!(
+                parse_duration(text),
+                Some(Duration::from_millis(ms)),
+                "{text}"
+            );
         }
         for bad in ["", "abc", "1 fortnight", "-1s", "1e400s", "::", "1:99"] {
             assert_eq!(parse_duration(bad), None, "{bad}");

@@ -26,7 +26,9 @@ pub enum Plan {
     Transaction(TransactionPlan),
     /// Nothing to do; answer with this command tag (`IF EXISTS` on a missing
     /// object, `ALTER` to the current value).
-    NoOp { tag: &'static str },
+    NoOp {
+        tag: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -45,13 +45,15 @@ pub fn plan(
         Statement::ValidateConnection(s) => {
             let item = resolve_item(catalog, &s.name)?;
             expect_kind(item, ItemKind::Connection)?;
-            Ok(Plan::ValidateConnection(ValidateConnectionPlan { id: item.id }))
+            Ok(Plan::ValidateConnection(ValidateConnectionPlan {
+                id: item.id,
+            }))
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
         Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
-        Statement::CreateSource(_) => Err(PlanError::unsupported(
-            "CREATE SOURCE is not supported yet",
-        )),
+        Statement::CreateSource(_) => {
+            Err(PlanError::unsupported("CREATE SOURCE is not supported yet"))
+        }
         Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
         Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
         Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
@@ -67,7 +69,9 @@ pub fn plan(
             value: None,
             local: false,
         })),
-        Statement::Unsupported(what) => Err(PlanError::unsupported(format!("{what} is not supported"))),
+        Statement::Unsupported(what) => {
+            Err(PlanError::unsupported(format!("{what} is not supported")))
+        }
         Statement::Standard(s) => plan_standard(catalog, *s),
     }
 }
@@ -123,10 +127,18 @@ fn qualified_object_name(name: &QualifiedName) -> ObjectName {
 fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
     let parts = name_parts(name)?;
     let (database, schema, item) = match parts.as_slice() {
-        [item] => (DATABASE.to_string(), PUBLIC_SCHEMA.to_string(), item.clone()),
+        [item] => (
+            DATABASE.to_string(),
+            PUBLIC_SCHEMA.to_string(),
+            item.clone(),
+        ),
         [schema, item] => (DATABASE.to_string(), schema.clone(), item.clone()),
         [database, schema, item] => (database.clone(), schema.clone(), item.clone()),
-        _ => return Err(PlanError::syntax(format!("improper qualified name (too many dotted names): {name}"))),
+        _ => {
+            return Err(PlanError::syntax(format!(
+                "improper qualified name (too many dotted names): {name}"
+            )));
+        }
     };
     if database != DATABASE {
         return Err(PlanError::new(
@@ -243,7 +255,9 @@ impl OptionMap {
         for option in options {
             let name = option.name.0.clone();
             if values.insert(name.clone(), option.value.clone()).is_some() {
-                return Err(PlanError::invalid(format!("{name} specified more than once")));
+                return Err(PlanError::invalid(format!(
+                    "{name} specified more than once"
+                )));
             }
             order.push(name);
         }
@@ -270,7 +284,9 @@ impl OptionMap {
             Some(Some(OptionValue::String(s))) => Ok(Some(s)),
             Some(Some(OptionValue::Number(n))) => Ok(Some(n)),
             Some(Some(OptionValue::Object(o))) => Ok(Some(display_name(&o))),
-            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected a string"))),
+            Some(_) => Err(PlanError::invalid(format!(
+                "invalid {name}: expected a string"
+            ))),
         }
     }
 
@@ -282,9 +298,13 @@ impl OptionMap {
             Some(Some(OptionValue::String(s))) => match s.to_lowercase().as_str() {
                 "true" | "on" | "yes" | "1" => Ok(Some(true)),
                 "false" | "off" | "no" | "0" => Ok(Some(false)),
-                _ => Err(PlanError::invalid(format!("invalid {name}: expected a boolean"))),
+                _ => Err(PlanError::invalid(format!(
+                    "invalid {name}: expected a boolean"
+                ))),
             },
-            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected a boolean"))),
+            Some(_) => Err(PlanError::invalid(format!(
+                "invalid {name}: expected a boolean"
+            ))),
         }
     }
 
@@ -293,7 +313,9 @@ impl OptionMap {
             None => Ok(None),
             Some(Some(OptionValue::Object(o))) => Ok(Some(o)),
             Some(Some(OptionValue::String(s))) => Ok(Some(ObjectName::from(vec![Ident::new(s)]))),
-            Some(_) => Err(PlanError::invalid(format!("invalid {name}: expected an object name"))),
+            Some(_) => Err(PlanError::invalid(format!(
+                "invalid {name}: expected an object name"
+            ))),
         }
     }
 }
@@ -304,10 +326,7 @@ enum ResolvedStringOrSecret {
     Secret(GlobalId),
 }
 
-fn resolve_secret_ref(
-    catalog: &dyn PlanCatalog,
-    name: &ObjectName,
-) -> Result<GlobalId, PlanError> {
+fn resolve_secret_ref(catalog: &dyn PlanCatalog, name: &ObjectName) -> Result<GlobalId, PlanError> {
     let item = resolve_item(catalog, name)?;
     expect_kind(item, ItemKind::Secret)?;
     Ok(item.id)
@@ -359,14 +378,12 @@ fn qualify_option_references(
         .iter()
         .map(|option| {
             let value = match &option.value {
-                Some(OptionValue::Secret(name)) => Some(OptionValue::Secret(qualified_object_name(
-                    &resolve_item(catalog, name)?.name,
-                ))),
-                Some(OptionValue::Object(name)) if option.name.0 == "AWS CONNECTION" => {
-                    Some(OptionValue::Object(qualified_object_name(
-                        &resolve_item(catalog, name)?.name,
-                    )))
-                }
+                Some(OptionValue::Secret(name)) => Some(OptionValue::Secret(
+                    qualified_object_name(&resolve_item(catalog, name)?.name),
+                )),
+                Some(OptionValue::Object(name)) if option.name.0 == "AWS CONNECTION" => Some(
+                    OptionValue::Object(qualified_object_name(&resolve_item(catalog, name)?.name)),
+                ),
                 other => other.clone(),
             };
             Ok(SqlOption {
@@ -552,11 +569,9 @@ fn plan_aws_connection(
     let region = options.string("REGION")?;
 
     let credentials = match (access_key_id, secret_access_key, session_token) {
-        (Some(access_key_id), Some(secret_access_key), session_token) => Some((
-            access_key_id,
-            secret_access_key,
-            session_token,
-        )),
+        (Some(access_key_id), Some(secret_access_key), session_token) => {
+            Some((access_key_id, secret_access_key, session_token))
+        }
         (None, None, None) => None,
         _ => {
             return Err(PlanError::invalid(
@@ -788,7 +803,9 @@ pub const APPEND_COLUMNS: &[&str] = &["_mz_diff", "_mz_timestamp"];
 
 fn commit_interval(options: &mut OptionMap) -> Result<u64, PlanError> {
     let Some(text) = options.string("COMMIT INTERVAL")? else {
-        return Err(PlanError::invalid("Iceberg sink must specify COMMIT INTERVAL"));
+        return Err(PlanError::invalid(
+            "Iceberg sink must specify COMMIT INTERVAL",
+        ));
     };
     let Some(duration) = parse_duration(&text) else {
         return Err(PlanError::new(
@@ -797,7 +814,9 @@ fn commit_interval(options: &mut OptionMap) -> Result<u64, PlanError> {
         ));
     };
     if duration.as_millis() < 1_000 {
-        return Err(PlanError::invalid("COMMIT INTERVAL must be at least 1 second"));
+        return Err(PlanError::invalid(
+            "COMMIT INTERVAL must be at least 1 second",
+        ));
     }
     u64::try_from(duration.as_millis())
         .map_err(|_| PlanError::invalid("COMMIT INTERVAL is too large"))
@@ -1089,7 +1108,10 @@ fn plan_alter_sink(
     };
     expect_kind(item, ItemKind::Sink)?;
     let ItemDefinition::Sink(sink) = &item.definition else {
-        return Err(PlanError::new(SqlState::INTERNAL_ERROR, "sink without a sink definition"));
+        return Err(PlanError::new(
+            SqlState::INTERNAL_ERROR,
+            "sink without a sink definition",
+        ));
     };
     match statement.action {
         AlterOptionsAction::Reset(names) => {
@@ -1130,8 +1152,10 @@ fn check_size(size: &str) -> Result<String, PlanError> {
     if CLUSTER_SIZES.contains(&size) {
         Ok(size.to_string())
     } else {
-        Err(PlanError::invalid(format!("unknown cluster replica size {size}"))
-            .with_hint(format!("Valid sizes are: {}.", CLUSTER_SIZES.join(", "))))
+        Err(
+            PlanError::invalid(format!("unknown cluster replica size {size}"))
+                .with_hint(format!("Valid sizes are: {}.", CLUSTER_SIZES.join(", "))),
+        )
     }
 }
 
@@ -1176,7 +1200,9 @@ fn plan_create_cluster(
                 if planned.iter().any(|(n, _)| n == &replica_name) {
                     return Err(PlanError::new(
                         SqlState::DUPLICATE_OBJECT,
-                        format!("cannot create multiple replicas named '{replica_name}' on cluster '{name}'"),
+                        format!(
+                            "cannot create multiple replicas named '{replica_name}' on cluster '{name}'"
+                        ),
                     ));
                 }
                 planned.push((replica_name, replica_size(&replica.options)?));
@@ -1309,10 +1335,10 @@ fn plan_create_cluster_replica(
         )
     })?;
     if cluster.managed {
-        return Err(PlanError::invalid(
-            "cannot create more replicas for managed clusters",
-        )
-        .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."));
+        return Err(
+            PlanError::invalid("cannot create more replicas for managed clusters")
+                .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."),
+        );
     }
     let name = normalize_ident(&statement.replica);
     if cluster.replicas.iter().any(|r| r.name == name) {
@@ -1363,11 +1389,7 @@ fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
     }
 }
 
-fn dependency_error(
-    kind: &str,
-    name: &str,
-    dependent: &CatalogItem,
-) -> PlanError {
+fn dependency_error(kind: &str, name: &str, dependent: &CatalogItem) -> PlanError {
     PlanError::new(
         SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
         format!(
@@ -1464,10 +1486,10 @@ fn plan_drop(
                     ));
                 };
                 if cluster.managed {
-                    return Err(PlanError::invalid(
-                        "cannot drop replicas of managed clusters",
-                    )
-                    .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."));
+                    return Err(
+                        PlanError::invalid("cannot drop replicas of managed clusters")
+                            .with_hint("Use ALTER CLUSTER ... SET (REPLICATION FACTOR = n)."),
+                    );
                 }
                 plan.replicas.push((cluster.id, replica.id));
             }
@@ -1502,7 +1524,11 @@ fn plan_drop(
                         let dependent = catalog.item(*first).ok_or_else(|| {
                             PlanError::new(SqlState::INTERNAL_ERROR, "dangling dependency")
                         })?;
-                        return Err(dependency_error(kind.human_name(), &item.name.item, dependent));
+                        return Err(dependency_error(
+                            kind.human_name(),
+                            &item.name.item,
+                            dependent,
+                        ));
                     }
                 }
                 with_dependents(catalog, item.id, &mut plan.items);
@@ -1629,10 +1655,13 @@ pub fn resolve_relations(
             std::ops::ControlFlow::Continue(())
         }
     }
-    let _ = VisitMut::visit(&mut statement, &mut Qualifier {
-        catalog,
-        ctes: ctes.0,
-    });
+    let _ = VisitMut::visit(
+        &mut statement,
+        &mut Qualifier {
+            catalog,
+            ctes: ctes.0,
+        },
+    );
     Ok(statement)
 }
 

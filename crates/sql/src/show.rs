@@ -11,7 +11,10 @@ use crate::error::PlanError;
 use crate::plan::{Plan, SelectPlan, ShowVariablePlan};
 use crate::planner::{normalize_ident, resolve_relations};
 
-pub(crate) fn plan_show(catalog: &dyn PlanCatalog, statement: ShowStatement) -> Result<Plan, PlanError> {
+pub(crate) fn plan_show(
+    catalog: &dyn PlanCatalog,
+    statement: ShowStatement,
+) -> Result<Plan, PlanError> {
     let sql = match statement {
         ShowStatement::Variable { name } => {
             return Ok(Plan::ShowVariable(ShowVariablePlan { name }));

@@ -13,10 +13,14 @@ pub(crate) fn plan_create_table(
     create: CreateTable,
 ) -> Result<Plan, PlanError> {
     if create.query.is_some() {
-        return Err(PlanError::unsupported("CREATE TABLE ... AS is not supported"));
+        return Err(PlanError::unsupported(
+            "CREATE TABLE ... AS is not supported",
+        ));
     }
     if create.temporary {
-        return Err(PlanError::unsupported("CREATE TEMPORARY TABLE is not supported"));
+        return Err(PlanError::unsupported(
+            "CREATE TEMPORARY TABLE is not supported",
+        ));
     }
     let name = create_name(&create.name)?;
     if exists_check(catalog, &name, create.if_not_exists)? {
@@ -34,7 +38,10 @@ pub(crate) fn plan_create_table(
         if primary_key.is_some() {
             return Err(PlanError::new(
                 SqlState::INVALID_OBJECT_DEFINITION,
-                format!("multiple primary keys for table \"{}\" are not allowed", name.item),
+                format!(
+                    "multiple primary keys for table \"{}\" are not allowed",
+                    name.item
+                ),
             ));
         }
         *primary_key = Some(key);
@@ -87,8 +94,7 @@ pub(crate) fn plan_create_table(
                         ));
                     };
                     let column_name = normalize_ident(ident);
-                    let Some(position) = columns.iter().position(|(n, _)| n == &column_name)
-                    else {
+                    let Some(position) = columns.iter().position(|(n, _)| n == &column_name) else {
                         return Err(PlanError::new(
                             SqlState::UNDEFINED_COLUMN,
                             format!("column \"{column_name}\" named in key does not exist"),
@@ -127,7 +133,11 @@ pub(crate) fn plan_create_table(
 /// Parses a type name as written in SQL (`int`, `numeric(10,2)`,
 /// `timestamp with time zone`, `uint8`, ...).
 pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
-    let normalized = text.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
+    let normalized = text
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let (base, args) = match normalized.find('(') {
         Some(open) if normalized.ends_with(')') => {
             let args: Vec<String> = normalized[open + 1..normalized.len() - 1]

@@ -1,0 +1,172 @@
+//! The one client-facing error type. `code()` maps every variant to its
+//! SQLSTATE, with no catch-all arm: a new variant must choose its code.
+
+use floe_catalog::CatalogError;
+use floe_repr::SqlState;
+use floe_sink::SinkError;
+use floe_sql::PlanError;
+use floe_sql_parser::{ParserError, ParserErrorKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdapterError {
+    /// The SQL text could not be parsed.
+    #[error("{0}")]
+    Parse(ParserError),
+    /// Planning refused the statement.
+    #[error("{0}")]
+    Plan(PlanError),
+    /// The durable catalog failed.
+    #[error("{0}")]
+    Catalog(CatalogError),
+    /// The query engine refused or failed the query.
+    #[error("{message}")]
+    Query { code: SqlState, message: String },
+    /// Connecting to an external system to validate a connection failed.
+    #[error("{0}")]
+    ConnectionValidation(SinkError),
+    #[error("unrecognized configuration parameter \"{0}\"")]
+    UnknownVariable(String),
+    #[error("parameter \"{name}\" cannot be set to \"{value}\"")]
+    InvalidVariableValue {
+        name: String,
+        value: String,
+        hint: Option<String>,
+    },
+    #[error("parameter \"{0}\" cannot be changed")]
+    ReadOnlyVariable(String),
+    #[error("canceling statement due to user request")]
+    Canceled,
+    #[error("parameters are not supported in {0} statements")]
+    ParametersUnsupported(&'static str),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl AdapterError {
+    /// The SQLSTATE sent to the client.
+    pub fn code(&self) -> SqlState {
+        match self {
+            AdapterError::Parse(e) => match e.kind {
+                ParserErrorKind::Syntax => SqlState::SYNTAX_ERROR,
+                ParserErrorKind::Unsupported => SqlState::FEATURE_NOT_SUPPORTED,
+            },
+            AdapterError::Plan(e) => e.code,
+            AdapterError::Catalog(e) => match e {
+                CatalogError::Conflict(_) => SqlState::DUPLICATE_OBJECT,
+                CatalogError::Sqlite(_) => SqlState::IO_ERROR,
+                CatalogError::Io { .. } => SqlState::IO_ERROR,
+                CatalogError::Corrupt(_) => SqlState::INTERNAL_ERROR,
+            },
+            AdapterError::Query { code, .. } => *code,
+            AdapterError::ConnectionValidation(_) => SqlState::CONNECTION_EXCEPTION,
+            AdapterError::UnknownVariable(_) => SqlState::UNDEFINED_OBJECT,
+            AdapterError::InvalidVariableValue { .. } => SqlState::INVALID_PARAMETER_VALUE,
+            AdapterError::ReadOnlyVariable(_) => SqlState::CANT_CHANGE_RUNTIME_PARAM,
+            AdapterError::Canceled => SqlState::QUERY_CANCELED,
+            AdapterError::ParametersUnsupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
+            AdapterError::Internal(_) => SqlState::INTERNAL_ERROR,
+        }
+    }
+
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            AdapterError::Plan(e) => e.detail.clone(),
+            AdapterError::ConnectionValidation(e) => e.detail.clone(),
+            _ => None,
+        }
+    }
+
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            AdapterError::Plan(e) => e.hint.clone(),
+            AdapterError::ConnectionValidation(e) => e.hint.clone(),
+            AdapterError::InvalidVariableValue { hint, .. } => hint.clone(),
+            _ => None,
+        }
+    }
+
+    /// Classifies a DataFusion error by its root cause.
+    pub fn from_datafusion(error: datafusion::error::DataFusionError) -> AdapterError {
+        use datafusion::arrow::error::ArrowError;
+        use datafusion::error::DataFusionError as E;
+        let root = error.find_root();
+        let (code, message) = match root {
+            E::SchemaError(schema_error, _) => {
+                use datafusion::common::SchemaError as S;
+                let code = match schema_error.as_ref() {
+                    S::FieldNotFound { .. } => SqlState::UNDEFINED_COLUMN,
+                    S::AmbiguousReference { .. } => SqlState::AMBIGUOUS_COLUMN,
+                    S::DuplicateQualifiedField { .. } | S::DuplicateUnqualifiedField { .. } => {
+                        SqlState::DUPLICATE_COLUMN
+                    }
+                };
+                (code, schema_error.to_string())
+            }
+            E::Plan(message) => {
+                let lower = message.to_lowercase();
+                let code = if lower.contains("table") && lower.contains("not found") {
+                    SqlState::UNDEFINED_TABLE
+                } else if lower.contains("function") {
+                    SqlState::UNDEFINED_FUNCTION
+                } else if lower.contains("coerce") || lower.contains("type") {
+                    SqlState::DATATYPE_MISMATCH
+                } else {
+                    SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
+                };
+                (code, message.clone())
+            }
+            E::SQL(parser_error, _) => (SqlState::SYNTAX_ERROR, parser_error.to_string()),
+            E::NotImplemented(message) => (SqlState::FEATURE_NOT_SUPPORTED, message.clone()),
+            E::ArrowError(arrow_error, _) => match arrow_error.as_ref() {
+                ArrowError::DivideByZero => (SqlState::DIVISION_BY_ZERO, "division by zero".into()),
+                ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+                    (SqlState::INVALID_TEXT_REPRESENTATION, m.clone())
+                }
+                ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => {
+                    (SqlState::NUMERIC_VALUE_OUT_OF_RANGE, m.clone())
+                }
+                other => (SqlState::DATA_EXCEPTION, other.to_string()),
+            },
+            E::Execution(message) => {
+                let code = if message.to_lowercase().contains("divide by zero") {
+                    SqlState::DIVISION_BY_ZERO
+                } else {
+                    SqlState::DATA_EXCEPTION
+                };
+                (code, message.clone())
+            }
+            E::ResourcesExhausted(message) => (SqlState::PROGRAM_LIMIT_EXCEEDED, message.clone()),
+            other => (SqlState::INTERNAL_ERROR, other.to_string()),
+        };
+        AdapterError::Query {
+            code,
+            message: lowercase_first(message.trim()),
+        }
+    }
+}
+
+fn lowercase_first(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+impl From<ParserError> for AdapterError {
+    fn from(e: ParserError) -> Self {
+        AdapterError::Parse(e)
+    }
+}
+
+impl From<PlanError> for AdapterError {
+    fn from(e: PlanError) -> Self {
+        AdapterError::Plan(e)
+    }
+}
+
+impl From<CatalogError> for AdapterError {
+    fn from(e: CatalogError) -> Self {
+        AdapterError::Catalog(e)
+    }
+}

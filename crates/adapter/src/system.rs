@@ -1,0 +1,712 @@
+//! The builtin `mz_*` relations, defined as data: a schema, a name, typed
+//! columns, and a function that derives the rows from the catalog.
+
+use floe_catalog::{CatalogState, SinkStatusEvent};
+use floe_repr::{Datum, GlobalId, PgType};
+use floe_sql::catalog::{
+    AwsAuth, CatalogItem, ConnectionDefinition, ItemDefinition, StringOrSecret,
+};
+
+/// Everything the builtin relations are derived from.
+pub struct SystemContext<'a> {
+    pub catalog: &'a CatalogState,
+    pub environment_id: &'a str,
+    /// The AWS principal floe assumes roles from, if known.
+    pub aws_principal: Option<&'a str>,
+    pub sink_status_history: &'a [SinkStatusEvent],
+    /// Milliseconds since the Unix epoch.
+    pub now_ms: u64,
+}
+
+/// A builtin relation.
+pub struct BuiltinRelation {
+    pub schema: &'static str,
+    pub name: &'static str,
+    /// Name, type, nullable.
+    pub columns: &'static [(&'static str, PgType, bool)],
+    pub rows: fn(&SystemContext) -> Vec<Vec<Datum>>,
+}
+
+use PgType::*;
+
+const OWNER: &str = "u1";
+const DATABASE_ID: &str = "u1";
+
+/// Schema ids, as Materialize numbers them.
+pub fn schema_id(schema: &str) -> &'static str {
+    match schema {
+        "mz_catalog" => "s1",
+        "pg_catalog" => "s2",
+        "public" => "u3",
+        "mz_internal" => "s4",
+        _ => "s5",
+    }
+}
+
+fn text(s: impl Into<String>) -> Datum {
+    Datum::Text(s.into())
+}
+
+fn opt_text(s: Option<impl Into<String>>) -> Datum {
+    s.map(|s| Datum::Text(s.into())).unwrap_or(Datum::Null)
+}
+
+fn privileges() -> Datum {
+    Datum::TextArray(vec![Some(format!("{OWNER}=arwdUC/{OWNER}"))])
+}
+
+fn items<'a>(context: &'a SystemContext) -> impl Iterator<Item = &'a CatalogItem> {
+    context.catalog.items()
+}
+
+/// Every builtin relation, in id order (`s1`, `s2`, ...).
+pub static BUILTINS: &[BuiltinRelation] = &[
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_databases",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("name", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+        ],
+        rows: |_| {
+            vec![vec![
+                text(DATABASE_ID),
+                Datum::Oid(16_384),
+                text("materialize"),
+                text(OWNER),
+                privileges(),
+            ]]
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_schemas",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("database_id", Text, true),
+            ("name", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+        ],
+        rows: |_| {
+            [
+                "mz_catalog",
+                "pg_catalog",
+                "public",
+                "mz_internal",
+                "information_schema",
+            ]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                vec![
+                    text(schema_id(name)),
+                    Datum::Oid(16_385 + i as u32),
+                    if *name == "public" {
+                        text(DATABASE_ID)
+                    } else {
+                        Datum::Null
+                    },
+                    text(*name),
+                    text(OWNER),
+                    privileges(),
+                ]
+            })
+            .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_connections",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, false),
+            ("redacted_create_sql", Text, false),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::Connection(connection) => Some(vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text(connection.type_name()),
+                        text(OWNER),
+                        privileges(),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_aws_connections",
+        columns: &[
+            ("id", Text, false),
+            ("endpoint", Text, true),
+            ("region", Text, true),
+            ("access_key_id", Text, true),
+            ("access_key_id_secret_id", Text, true),
+            ("secret_access_key_secret_id", Text, true),
+            ("session_token", Text, true),
+            ("session_token_secret_id", Text, true),
+            ("assume_role_arn", Text, true),
+            ("assume_role_session_name", Text, true),
+            ("principal", Text, true),
+            ("external_id", Text, true),
+            ("example_trust_policy", Jsonb, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::Connection(ConnectionDefinition::Aws(aws)) => {
+                        Some(aws_connection_row(context, item.id, aws))
+                    }
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_secrets",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+        ],
+        rows: |context| {
+            items(context)
+                .filter(|item| matches!(item.definition, ItemDefinition::Secret))
+                .map(|item| {
+                    vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text(OWNER),
+                        privileges(),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_sinks",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("connection_id", Text, true),
+            ("size", Text, true),
+            ("envelope_type", Text, true),
+            ("format", Text, true),
+            ("key_format", Text, true),
+            ("value_format", Text, true),
+            ("cluster_id", Text, false),
+            ("owner_id", Text, false),
+            ("create_sql", Text, false),
+            ("redacted_create_sql", Text, false),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::Sink(sink) => Some(vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text("iceberg"),
+                        text(sink.connection.to_string()),
+                        opt_text(
+                            context
+                                .catalog
+                                .clusters()
+                                .find(|c| c.id == sink.cluster)
+                                .and_then(|c| c.size.clone()),
+                        ),
+                        text(sink.envelope.name()),
+                        Datum::Null,
+                        Datum::Null,
+                        Datum::Null,
+                        text(sink.cluster.to_string()),
+                        text(OWNER),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_iceberg_sinks",
+        columns: &[
+            ("id", Text, false),
+            ("namespace", Text, false),
+            ("table", Text, false),
+            ("table_uuid", Text, true),
+            ("metadata_location", Text, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::Sink(sink) => Some(vec![
+                        text(item.id.to_string()),
+                        text(&sink.namespace),
+                        text(&sink.table),
+                        Datum::Null,
+                        Datum::Null,
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_objects",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("owner_id", Text, false),
+            ("cluster_id", Text, true),
+            ("privileges", TextArray, false),
+        ],
+        rows: |context| {
+            items(context)
+                .map(|item| {
+                    let cluster = match &item.definition {
+                        ItemDefinition::Sink(sink) => Some(sink.cluster.to_string()),
+                        ItemDefinition::Source(source) => Some(source.cluster.to_string()),
+                        _ => None,
+                    };
+                    vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text(item.definition.kind().name()),
+                        text(OWNER),
+                        opt_text(cluster),
+                        privileges(),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_tables",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, true),
+            ("redacted_create_sql", Text, true),
+            ("source_id", Text, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter(|item| matches!(item.definition, ItemDefinition::Table(_)))
+                .map(|item| {
+                    vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text(OWNER),
+                        privileges(),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                        Datum::Null,
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_sources",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("connection_id", Text, true),
+            ("size", Text, true),
+            ("envelope_type", Text, true),
+            ("key_format", Text, true),
+            ("value_format", Text, true),
+            ("cluster_id", Text, true),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, true),
+            ("redacted_create_sql", Text, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::Source(source) => Some(vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text("load-generator"),
+                        Datum::Null,
+                        Datum::Null,
+                        Datum::Null,
+                        Datum::Null,
+                        Datum::Null,
+                        text(source.cluster.to_string()),
+                        text(OWNER),
+                        privileges(),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_columns",
+        columns: &[
+            ("id", Text, false),
+            ("name", Text, false),
+            ("position", Int8, false),
+            ("nullable", Bool, false),
+            ("type", Text, false),
+            ("default", Text, true),
+            ("type_oid", Oid, false),
+            ("type_mod", Int4, false),
+        ],
+        rows: |context| {
+            let mut rows = Vec::new();
+            for item in items(context) {
+                let Some(desc) = item.definition.desc() else {
+                    continue;
+                };
+                let defaults = match &item.definition {
+                    ItemDefinition::Table(t) => t.defaults.clone(),
+                    _ => vec![],
+                };
+                for (position, (name, column_type)) in desc.columns.iter().enumerate() {
+                    rows.push(vec![
+                        text(item.id.to_string()),
+                        text(name),
+                        Datum::Int64(position as i64 + 1),
+                        Datum::Bool(column_type.nullable),
+                        text(column_type.scalar_type.to_string()),
+                        opt_text(defaults.get(position).cloned().flatten()),
+                        Datum::Oid(0),
+                        Datum::Int32(-1),
+                    ]);
+                }
+            }
+            rows
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_clusters",
+        columns: &[
+            ("id", Text, false),
+            ("name", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("managed", Bool, false),
+            ("size", Text, true),
+            ("replication_factor", Int8, true),
+        ],
+        rows: |context| {
+            context
+                .catalog
+                .clusters()
+                .map(|cluster| {
+                    vec![
+                        text(cluster.id.to_string()),
+                        text(&cluster.name),
+                        text(OWNER),
+                        privileges(),
+                        Datum::Bool(cluster.managed),
+                        opt_text(cluster.size.clone()),
+                        cluster
+                            .replication_factor
+                            .map(|f| Datum::Int64(f.into()))
+                            .unwrap_or(Datum::Null),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_cluster_replicas",
+        columns: &[
+            ("id", Text, false),
+            ("name", Text, false),
+            ("cluster_id", Text, false),
+            ("size", Text, true),
+            ("availability_zone", Text, true),
+            ("owner_id", Text, false),
+        ],
+        rows: |context| {
+            context
+                .catalog
+                .clusters()
+                .flat_map(|cluster| {
+                    cluster.replicas.iter().map(move |replica| {
+                        vec![
+                            text(replica.id.to_string()),
+                            text(&replica.name),
+                            text(cluster.id.to_string()),
+                            text(&replica.size),
+                            Datum::Null,
+                            text(OWNER),
+                        ]
+                    })
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_sink_statuses",
+        columns: &[
+            ("id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("last_status_change_at", TimestampTz, true),
+            ("status", Text, false),
+            ("error", Text, true),
+            ("details", Jsonb, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
+                .map(|item| {
+                    let latest = context
+                        .sink_status_history
+                        .iter()
+                        .rev()
+                        .find(|event| event.sink_id == item.id);
+                    vec![
+                        text(item.id.to_string()),
+                        text(&item.name.item),
+                        text("iceberg"),
+                        latest
+                            .map(|e| Datum::TimestampTz(millis_to_micros(e.occurred_at)))
+                            .unwrap_or(Datum::Null),
+                        text(latest.map(|e| e.status.as_str()).unwrap_or("created")),
+                        opt_text(latest.and_then(|e| e.error.clone())),
+                        latest
+                            .and_then(|e| e.details.clone())
+                            .map(Datum::Jsonb)
+                            .unwrap_or(Datum::Null),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_sink_status_history",
+        columns: &[
+            ("occurred_at", TimestampTz, false),
+            ("sink_id", Text, false),
+            ("status", Text, false),
+            ("error", Text, true),
+            ("details", Jsonb, true),
+            ("replica_id", Text, true),
+        ],
+        rows: |context| {
+            context
+                .sink_status_history
+                .iter()
+                .map(|event| {
+                    vec![
+                        Datum::TimestampTz(millis_to_micros(event.occurred_at)),
+                        text(event.sink_id.to_string()),
+                        text(&event.status),
+                        opt_text(event.error.clone()),
+                        event
+                            .details
+                            .clone()
+                            .map(Datum::Jsonb)
+                            .unwrap_or(Datum::Null),
+                        opt_text(event.replica_id.map(|r| r.to_string())),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_sink_statistics",
+        columns: &[
+            ("id", Text, false),
+            ("messages_staged", Int8, false),
+            ("messages_committed", Int8, false),
+            ("bytes_staged", Int8, false),
+            ("bytes_committed", Int8, false),
+        ],
+        rows: |context| {
+            items(context)
+                .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
+                .map(|item| {
+                    vec![
+                        text(item.id.to_string()),
+                        Datum::Int64(0),
+                        Datum::Int64(0),
+                        Datum::Int64(0),
+                        Datum::Int64(0),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_wallclock_global_lag",
+        columns: &[("object_id", Text, false), ("lag", Interval, true)],
+        // Objects report lag once they have a write frontier (tables and
+        // sources with storage, running sinks).
+        rows: |_| Vec::new(),
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_wallclock_global_lag_history",
+        columns: &[
+            ("object_id", Text, false),
+            ("lag", Interval, true),
+            ("occurred_at", TimestampTz, false),
+        ],
+        rows: |_| Vec::new(),
+    },
+];
+
+fn millis_to_micros(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX / 1000) * 1000
+}
+
+/// The external id floe passes to STS AssumeRole for an AWS connection.
+pub fn external_id(environment_id: &str, connection: GlobalId) -> String {
+    format!("mz_{environment_id}_{connection}")
+}
+
+/// The trust policy a user pastes into IAM for an assume-role connection.
+pub fn example_trust_policy(principal: Option<&str>, external_id: &str) -> String {
+    let principal = principal
+        .unwrap_or("<the AWS principal floe runs as: set --aws-principal or FLOE_AWS_PRINCIPAL>");
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"AWS": principal},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}
+        }]
+    })
+    .to_string()
+}
+
+fn aws_connection_row(
+    context: &SystemContext,
+    id: GlobalId,
+    aws: &floe_sql::catalog::AwsConnection,
+) -> Vec<Datum> {
+    let (
+        access_key_id,
+        access_key_id_secret_id,
+        secret_access_key_secret_id,
+        session_token_secret_id,
+    ) = match &aws.auth {
+        AwsAuth::Credentials {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        } => (
+            match access_key_id {
+                StringOrSecret::String(s) => Some(s.clone()),
+                _ => None,
+            },
+            match access_key_id {
+                StringOrSecret::Secret(id) => Some(id.to_string()),
+                _ => None,
+            },
+            Some(secret_access_key.to_string()),
+            match session_token {
+                Some(StringOrSecret::Secret(id)) => Some(id.to_string()),
+                _ => None,
+            },
+        ),
+        AwsAuth::AssumeRole { .. } => (None, None, None, None),
+    };
+    let (arn, session_name, principal, external, policy) = match &aws.auth {
+        AwsAuth::AssumeRole { arn, session_name } => {
+            let external = external_id(context.environment_id, id);
+            let policy = example_trust_policy(context.aws_principal, &external);
+            (
+                Some(arn.clone()),
+                session_name.clone(),
+                context.aws_principal.map(str::to_string),
+                Some(external),
+                Some(policy),
+            )
+        }
+        AwsAuth::Credentials { .. } => (None, None, None, None, None),
+    };
+    // A plain-string session token is a credential: never shown.
+    let session_token = match &aws.auth {
+        AwsAuth::Credentials {
+            session_token: Some(StringOrSecret::Inline { .. }),
+            ..
+        } => Some("********".to_string()),
+        _ => None,
+    };
+    vec![
+        text(id.to_string()),
+        opt_text(aws.endpoint.clone()),
+        opt_text(aws.region.clone()),
+        opt_text(access_key_id),
+        opt_text(access_key_id_secret_id),
+        opt_text(secret_access_key_secret_id),
+        opt_text(session_token),
+        opt_text(session_token_secret_id),
+        opt_text(arn),
+        opt_text(session_name),
+        opt_text(principal),
+        opt_text(external),
+        policy.map(Datum::Jsonb).unwrap_or(Datum::Null),
+    ]
+}
