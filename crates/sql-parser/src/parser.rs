@@ -47,9 +47,7 @@ impl From<SqlParserError> for ParserError {
     fn from(error: SqlParserError) -> ParserError {
         let message = match error {
             SqlParserError::TokenizerError(m) | SqlParserError::ParserError(m) => m,
-            SqlParserError::RecursionLimitExceeded => {
-                "statement is too deeply nested".to_string()
-            }
+            SqlParserError::RecursionLimitExceeded => "statement is too deeply nested".to_string(),
         };
         ParserError::syntax(lowercase_first(&message))
     }
@@ -131,7 +129,9 @@ pub fn parse_statement(sql: &str) -> Result<Statement, ParserError> {
     let mut statements = parse_statements(sql)?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
-        0 => Err(ParserError::syntax("expected a statement, found end of input")),
+        0 => Err(ParserError::syntax(
+            "expected a statement, found end of input",
+        )),
         _ => Err(ParserError::syntax("expected one statement, found several")),
     }
 }
@@ -269,7 +269,10 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         (Some("DISCARD"), _) => {
             parser.next_token();
             let what = peek_word(parser, 0).unwrap_or_default();
-            if matches!(what.as_str(), "ALL" | "PLANS" | "SEQUENCES" | "TEMP" | "TEMPORARY") {
+            if matches!(
+                what.as_str(),
+                "ALL" | "PLANS" | "SEQUENCES" | "TEMP" | "TEMPORARY"
+            ) {
                 parser.next_token();
                 // DISCARD is accepted and has nothing to discard: floe keeps
                 // no plans, sequences or temporary objects per session.
@@ -368,7 +371,13 @@ const CLUSTER_OPTION_NAMES: &[&str] = &[
     "SCHEDULE",
 ];
 
-const SOURCE_OPTION_NAMES: &[&str] = &["TICK INTERVAL", "AS OF", "UP TO", "SCALE FACTOR", "MAX CARDINALITY"];
+const SOURCE_OPTION_NAMES: &[&str] = &[
+    "TICK INTERVAL",
+    "AS OF",
+    "UP TO",
+    "SCALE FACTOR",
+    "MAX CARDINALITY",
+];
 
 /// Parses an option name: a known multi-word name if one matches, else the
 /// run of words up to `=`, a literal, `,` or `)`.
@@ -549,10 +558,8 @@ fn parse_create_sink(parser: &mut Parser) -> Result<Statement, ParserError> {
     let connection = parser.parse_object_name(false)?;
     let connection_options = parse_option_list(parser, SINK_OPTION_NAMES)?;
     let key = if parse_words(parser, &["KEY"]) {
-        let columns = parser.parse_parenthesized_column_list(
-            sqlparser::parser::IsOptional::Mandatory,
-            false,
-        )?;
+        let columns = parser
+            .parse_parenthesized_column_list(sqlparser::parser::IsOptional::Mandatory, false)?;
         let not_enforced = parse_words(parser, &["NOT", "ENFORCED"]);
         Some(SinkKey {
             columns,
@@ -602,7 +609,9 @@ fn parse_alter_options_action(
         Ok(AlterOptionsAction::Reset(names))
     } else if peek_words(parser, &["RENAME"]) {
         skip_statement(parser);
-        Err(ParserError::unsupported("ALTER ... RENAME is not supported"))
+        Err(ParserError::unsupported(
+            "ALTER ... RENAME is not supported",
+        ))
     } else {
         expected(parser, "SET or RESET")
     }
@@ -746,7 +755,10 @@ fn parse_object_type(parser: &mut Parser) -> Result<ObjectType, ParserError> {
             return Ok(*object_type);
         }
     }
-    expected(parser, "an object type such as TABLE, SINK, CONNECTION or SECRET")
+    expected(
+        parser,
+        "an object type such as TABLE, SINK, CONNECTION or SECRET",
+    )
 }
 
 fn parse_drop(parser: &mut Parser) -> Result<Statement, ParserError> {
@@ -795,7 +807,10 @@ fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> {
         return Ok(Statement::Show(ShowStatement::Columns { table }));
     }
     const PLURALS: &[(&[&str], ShowObjectType)] = &[
-        (&["MATERIALIZED", "VIEWS"], ShowObjectType::MaterializedViews),
+        (
+            &["MATERIALIZED", "VIEWS"],
+            ShowObjectType::MaterializedViews,
+        ),
         (&["CLUSTER", "REPLICAS"], ShowObjectType::ClusterReplicas),
         (&["SECRETS"], ShowObjectType::Secrets),
         (&["CONNECTIONS"], ShowObjectType::Connections),

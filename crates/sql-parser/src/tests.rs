@@ -59,8 +59,12 @@ fn floe_statements_round_trip() {
 
 #[test]
 fn options_take_an_optional_equals_sign_and_any_case() {
-    let with_equals = assert_round_trip("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE = 'x', TABLE = 't') MODE APPEND");
-    let without = assert_round_trip("create sink s from t into iceberg catalog connection ic (namespace 'x', table 't') mode append");
+    let with_equals = assert_round_trip(
+        "CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE = 'x', TABLE = 't') MODE APPEND",
+    );
+    let without = assert_round_trip(
+        "create sink s from t into iceberg catalog connection ic (namespace 'x', table 't') mode append",
+    );
     assert_eq!(with_equals, without);
 }
 
@@ -72,7 +76,10 @@ fn known_multi_word_option_names_are_matched_longest_first() {
         panic!("not a connection");
     };
     let names: Vec<_> = c.options.iter().map(|o| o.name.0.as_str()).collect();
-    assert_eq!(names, ["SECRET ACCESS KEY", "ASSUME ROLE SESSION NAME", "FOO BAR"]);
+    assert_eq!(
+        names,
+        ["SECRET ACCESS KEY", "ASSUME ROLE SESSION NAME", "FOO BAR"]
+    );
     assert!(matches!(c.options[0].value, Some(OptionValue::Secret(_))));
 }
 
@@ -86,11 +93,20 @@ fn several_statements_split_on_semicolons() {
 #[test]
 fn unsupported_statements_are_named_not_syntax_errors() {
     for (sql, name) in [
-        ("CREATE MATERIALIZED VIEW v AS SELECT 1", "CREATE MATERIALIZED VIEW"),
+        (
+            "CREATE MATERIALIZED VIEW v AS SELECT 1",
+            "CREATE MATERIALIZED VIEW",
+        ),
         ("SUBSCRIBE TO t", "SUBSCRIBE"),
         ("CREATE INDEX i ON t (a)", "CREATE INDEX"),
-        ("CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')", "KAFKA sinks"),
-        ("CREATE SOURCE s FROM POSTGRES CONNECTION p", "POSTGRES sources"),
+        (
+            "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')",
+            "KAFKA sinks",
+        ),
+        (
+            "CREATE SOURCE s FROM POSTGRES CONNECTION p",
+            "POSTGRES sources",
+        ),
     ] {
         let error = parse_statement(sql).unwrap_err();
         assert_eq!(error.kind, ParserErrorKind::Unsupported, "{sql}");
@@ -100,9 +116,16 @@ fn unsupported_statements_are_named_not_syntax_errors() {
 
 #[test]
 fn syntax_errors_say_where() {
-    let error = parse_statement("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE 'x') MODE SIDEWAYS").unwrap_err();
+    let error = parse_statement(
+        "CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION ic (NAMESPACE 'x') MODE SIDEWAYS",
+    )
+    .unwrap_err();
     assert_eq!(error.kind, ParserErrorKind::Syntax);
-    assert!(error.message.contains("UPSERT or APPEND"), "{}", error.message);
+    assert!(
+        error.message.contains("UPSERT or APPEND"),
+        "{}",
+        error.message
+    );
     assert!(error.message.contains("line 1"), "{}", error.message);
     let error = parse_statement("SELEC 1").unwrap_err();
     assert_eq!(error.kind, ParserErrorKind::Syntax);
