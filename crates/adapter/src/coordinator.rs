@@ -114,19 +114,8 @@ impl Coordinator {
         notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
         // Inside a failed transaction block only its end is accepted.
-        let is_transaction_end = matches!(
-            &statement,
-            Statement::Standard(s) if matches!(
-                s.as_ref(),
-                sqlparser::ast::Statement::Commit { .. } | sqlparser::ast::Statement::Rollback { .. }
-            )
-        );
-        if session.transaction == TransactionStatus::Failed && !is_transaction_end {
-            return Err(AdapterError::Query {
-                code: floe_repr::SqlState::IN_FAILED_SQL_TRANSACTION,
-                message: "current transaction is aborted, commands ignored until end of transaction block"
-                    .into(),
-            });
+        if session.transaction == TransactionStatus::Failed && !is_transaction_end(&statement) {
+            return Err(failed_transaction_error());
         }
         let result = self.execute_inner(session, statement, notices).await;
         if result.is_err() && session.transaction == TransactionStatus::InTransaction {
@@ -157,6 +146,23 @@ impl Coordinator {
     /// The result shape of a statement, without running it (extended
     /// protocol `Describe`). `None` for statements that return no rows.
     pub async fn describe(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+    ) -> Result<Option<Vec<ColumnDesc>>, AdapterError> {
+        if session.transaction == TransactionStatus::Failed && !is_transaction_end(&statement) {
+            return Err(failed_transaction_error());
+        }
+        let result = self.describe_inner(session, statement).await;
+        // As in Postgres, an error at any step of the extended protocol
+        // aborts the transaction block.
+        if result.is_err() && session.transaction == TransactionStatus::InTransaction {
+            session.transaction = TransactionStatus::Failed;
+        }
+        result
+    }
+
+    async fn describe_inner(
         &self,
         session: &Session,
         statement: Statement,
@@ -575,6 +581,26 @@ pub fn resolve_catalog_config(
             })?,
         },
     })
+}
+
+/// Whether a statement ends a transaction block (accepted even when the
+/// block failed).
+fn is_transaction_end(statement: &Statement) -> bool {
+    matches!(
+        statement,
+        Statement::Standard(s) if matches!(
+            s.as_ref(),
+            sqlparser::ast::Statement::Commit { .. } | sqlparser::ast::Statement::Rollback { .. }
+        )
+    )
+}
+
+fn failed_transaction_error() -> AdapterError {
+    AdapterError::Query {
+        code: floe_repr::SqlState::IN_FAILED_SQL_TRANSACTION,
+        message: "current transaction is aborted, commands ignored until end of transaction block"
+            .into(),
+    }
 }
 
 fn show_variable_desc(name: &str) -> Vec<ColumnDesc> {

@@ -596,6 +596,7 @@ impl Catalog {
                 name: name.to_string(),
                 size: size.to_string(),
             });
+            c.replicas.sort_by(|a, b| a.name.cmp(&b.name));
         }
         Ok(id)
     }

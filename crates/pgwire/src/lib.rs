@@ -224,15 +224,13 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
     match result {
         ExecuteResponse::Rows { desc, rows } => {
             let fields = Arc::new(field_infos(&desc, format));
-            let count = rows.len();
             let row_fields = fields.clone();
             let encoded: Vec<PgWireResult<DataRow>> = rows
                 .iter()
                 .map(|row| Ok(data_row(row, &row_fields)))
                 .collect();
-            let mut response = QueryResponse::new(fields, stream::iter(encoded));
-            response.set_command_tag(&format!("SELECT {count}"));
-            Response::Query(response)
+            // The library appends the row count to the `SELECT` tag.
+            Response::Query(QueryResponse::new(fields, stream::iter(encoded)))
         }
         ExecuteResponse::Command { tag } => Response::Execution(Tag::new(&tag)),
         ExecuteResponse::TransactionStarted => Response::TransactionStart(Tag::new("BEGIN")),
@@ -381,10 +379,10 @@ impl Handlers {
         format: &Format,
     ) -> PgWireResult<Option<Vec<FieldInfo>>> {
         let session = session_of(client)?;
-        let session = session.lock().await.clone();
+        let mut session = session.lock().await;
         let desc = self
             .coordinator
-            .describe(&session, statement.statement.clone())
+            .describe(&mut session, statement.statement.clone())
             .await
             .map_err(|e| user_error(&e))?;
         Ok(desc.map(|d| field_infos(&d, format)))

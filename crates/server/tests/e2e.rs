@@ -1,0 +1,310 @@
+//! End-to-end tests of the `floe` binary over the Postgres wire protocol:
+//! sqllogictest files in both protocols, psql, crash safety, cancellation.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use support::slt::{Engine, Protocol};
+use support::{ENVIRONMENT_ID, Floe};
+
+fn sql_tests_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sql-tests")
+}
+
+fn slt_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sql_tests_dir())
+        .expect("sql-tests exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .slt files found");
+    files
+}
+
+/// Runs every slt file against a fresh server, in one protocol.
+async fn run_slt_files(protocol: Protocol) {
+    let mut failures = Vec::new();
+    for file in slt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let floe = Floe::start(&dir.path().join("data"));
+        let connection_string = floe.connection_string();
+        let mut runner = sqllogictest::Runner::new(move || {
+            let connection_string = connection_string.clone();
+            async move {
+                let (client, connection) =
+                    tokio_postgres::connect(&connection_string, tokio_postgres::NoTls)
+                        .await
+                        .map_err(|e| support::slt::EngineError(e.to_string()))?;
+                tokio::spawn(connection);
+                Ok(Engine::new(client, protocol))
+            }
+        });
+        runner.add_label(match protocol {
+            Protocol::Simple => "simple",
+            Protocol::Extended => "extended",
+        });
+        runner.set_var("environment_id".into(), ENVIRONMENT_ID.into());
+        if let Err(error) = runner.run_file_async(&file).await {
+            failures.push(format!(
+                "{}:\n{error}\n--- server log ---\n{}",
+                file.display(),
+                floe.log()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} slt file(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqllogictest_simple_protocol() {
+    run_slt_files(Protocol::Simple).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqllogictest_extended_protocol() {
+    run_slt_files(Protocol::Extended).await;
+}
+
+/// The statements of both reference documents, with local endpoints, run by
+/// psql as a script with ON_ERROR_STOP.
+#[test]
+fn psql_runs_the_reference_documents_statements() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/reference-statements.sql");
+    let output = floe.psql(&["-f", script.to_str().unwrap()], None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "psql failed:\n{stdout}\n{stderr}");
+    // The external id look-up of the AWS document returns one mz_<prefix>_u<id>.
+    let output = floe.psql(
+        &["-At", "-c", "SELECT external_id FROM mz_internal.mz_aws_connections awsc JOIN mz_connections c ON awsc.id = c.id WHERE c.name = 'aws_connection' AND awsc.assume_role_arn = 'arn:aws:iam::000000000000:role/floe-sink'"],
+        None,
+    );
+    let external_ids: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(external_ids, [format!("mz_{ENVIRONMENT_ID}_u1")]);
+}
+
+/// Every acknowledged DDL survives `kill -9`; secrets stay encrypted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_ddl_survives_kill_dash_nine() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let secret_value = "s3cr3t-value-that-must-never-leak-4711";
+    let mut floe = Floe::start(&data_dir);
+    {
+        let client = floe.connect().await;
+        client
+            .batch_execute(&format!("CREATE SECRET oauth AS '{secret_value}'"))
+            .await
+            .unwrap();
+        client
+            .batch_execute(
+                "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://127.0.0.1:1/', CREDENTIAL = SECRET oauth, WAREHOUSE = 'w') WITH (VALIDATE = false)",
+            )
+            .await
+            .unwrap();
+        client
+            .batch_execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+            .await
+            .unwrap();
+        client
+            .batch_execute(
+                "CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'ns', TABLE 't') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')",
+            )
+            .await
+            .unwrap();
+        // Many small DDLs, each acknowledged before the next.
+        for i in 0..50 {
+            client
+                .batch_execute(&format!("CREATE SECRET s{i} AS 'v{i}'"))
+                .await
+                .unwrap();
+        }
+    }
+    floe.kill9();
+    let floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM mz_secrets", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 51);
+    let rows = client
+        .simple_query("SHOW CREATE SECRET oauth")
+        .await
+        .unwrap();
+    let create_sql = rows
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(1).map(str::to_string),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        create_sql,
+        "CREATE SECRET \"materialize\".\"public\".\"oauth\" AS '********'"
+    );
+    let sinks: i64 = client
+        .query_one("SELECT count(*) FROM mz_sinks WHERE name = 's'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sinks, 1);
+    // No file of the data directory holds the secret in clear text.
+    for entry in walk(&data_dir) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !bytes
+                .windows(secret_value.len())
+                .any(|w| w == secret_value.as_bytes()),
+            "{} holds the secret in clear text",
+            entry.display()
+        );
+    }
+    assert!(
+        !floe.log().contains(secret_value),
+        "the log holds the secret"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A long query is cancelled with the protocol's cancel request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_query_can_be_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    let cancel = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cancel.cancel_query(tokio_postgres::NoTls).await
+    });
+    let started = std::time::Instant::now();
+    let result = client
+        .simple_query("SELECT count(*) FROM generate_series(1, 100000000000) a")
+        .await;
+    canceller.await.unwrap().unwrap();
+    let error = result.expect_err("the query was cancelled");
+    let db_error = error.as_db_error().expect("a server error");
+    assert_eq!(db_error.code().code(), "57014", "{db_error:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // The session is still usable.
+    let one: i64 = client
+        .query_one("SELECT 1::bigint", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(one, 1);
+}
+
+/// NOTICEs reach the client, and errors carry SQLSTATE, detail and hint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notices_and_error_fields_reach_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let (client, mut connection) =
+        tokio_postgres::connect(&floe.connection_string(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    let (sender, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        use futures::StreamExt;
+        while let Some(Ok(message)) = stream.next().await {
+            if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                let _ = sender.send(notice);
+            }
+        }
+    });
+    client
+        .batch_execute(
+            "CREATE TABLE t (a int, b text);
+             CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'local') WITH (VALIDATE = false);",
+        )
+        .await
+        .unwrap();
+    let error = client
+        .batch_execute("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'n', TABLE 't') KEY (a) MODE UPSERT WITH (COMMIT INTERVAL '1m')")
+        .await
+        .unwrap_err();
+    let db_error = error.as_db_error().unwrap();
+    assert_eq!(
+        db_error.message(),
+        "upsert key could not be validated as unique"
+    );
+    assert!(db_error.hint().unwrap().contains("NOT ENFORCED"));
+    client
+        .batch_execute("CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'n', TABLE 't') KEY (a) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1m')")
+        .await
+        .unwrap();
+    let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(notice.severity(), "NOTICE");
+    assert!(
+        notice.message().contains("not validated as unique"),
+        "{}",
+        notice.message()
+    );
+}
+
+/// SIGTERM shuts the server down cleanly.
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut floe = Floe::start(&dir.path().join("data"));
+    let status = floe.terminate();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(floe.log().contains("floe stopped"));
+}
+
+/// `--help` and `--version` work without a data directory.
+#[test]
+fn help_and_version() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("floe "));
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_floe"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    for flag in [
+        "--listen",
+        "--data-dir",
+        "--aws-principal",
+        "--aws-external-id-prefix",
+        "--extra-ca-bundle",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}

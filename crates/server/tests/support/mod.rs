@@ -1,0 +1,141 @@
+//! Test support: the real `floe` binary on a free port, and a sqllogictest
+//! engine over tokio-postgres in both protocols.
+
+pub mod slt;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The external id prefix every test server uses, so outputs are stable.
+pub const ENVIRONMENT_ID: &str = "00000000-0000-4000-8000-000000000000";
+
+/// A running `floe` process.
+pub struct Floe {
+    child: Option<Child>,
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl Floe {
+    /// Starts floe on a free port with `data_dir`, and waits until it accepts
+    /// connections.
+    pub fn start(data_dir: &Path) -> Floe {
+        Floe::start_with(data_dir, &[])
+    }
+
+    pub fn start_with(data_dir: &Path, extra_args: &[&str]) -> Floe {
+        std::fs::create_dir_all(data_dir).unwrap();
+        let log = data_dir.with_extension("log");
+        for _attempt in 0..3 {
+            let port = floe_testkit::free_port();
+            let log_file = std::fs::File::create(&log).unwrap();
+            let child = Command::new(env!("CARGO_BIN_EXE_floe"))
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--data-dir")
+                .arg(data_dir)
+                .arg("--aws-external-id-prefix")
+                .arg(ENVIRONMENT_ID)
+                .args(extra_args)
+                .env("RUST_LOG", "info")
+                .stdin(Stdio::null())
+                .stdout(log_file.try_clone().unwrap())
+                .stderr(log_file)
+                .spawn()
+                .expect("floe binary starts");
+            let mut floe = Floe {
+                child: Some(child),
+                port,
+                log: log.clone(),
+            };
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return floe;
+                }
+                if let Some(Ok(Some(_))) = floe.child.as_mut().map(|c| c.try_wait()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            if !log_text.contains("Address already in use") {
+                panic!("floe did not start; its log:\n{log_text}");
+            }
+            floe.kill9();
+        }
+        panic!("floe could not find a free port");
+    }
+
+    /// A libpq connection string.
+    pub fn connection_string(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=materialize dbname=materialize",
+            self.port
+        )
+    }
+
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.connection_string(), tokio_postgres::NoTls)
+                .await
+                .expect("connects to floe");
+        tokio::spawn(connection);
+        client
+    }
+
+    /// Ends the process with SIGKILL: no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Ends the process with SIGTERM and waits for it to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("floe is running");
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        child.wait().expect("floe exits")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs psql with the given arguments against this server.
+    pub fn psql(&self, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+        use std::io::Write;
+        let mut child = Command::new("psql")
+            .arg(self.connection_string())
+            .args(["-X", "-v", "ON_ERROR_STOP=1"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql is installed");
+        if let Some(input) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        } else {
+            drop(child.stdin.take());
+        }
+        child.wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Floe {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,278 @@
+//! A sqllogictest engine over tokio-postgres. The simple protocol returns
+//! text as the server printed it; the extended protocol returns binary values,
+//! which this module decodes itself and prints as Postgres would, so both
+//! protocols must produce the same expected output.
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use floe_repr::Datum;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
+use tokio_postgres::types::{FromSql, Type};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+/// Which protocol the engine speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Simple,
+    Extended,
+}
+
+pub struct Engine {
+    client: Client,
+    protocol: Protocol,
+}
+
+impl Engine {
+    pub fn new(client: Client, protocol: Protocol) -> Engine {
+        Engine { client, protocol }
+    }
+}
+
+/// An error as slt files match it: `CODE: message`, then `DETAIL:` and
+/// `HINT:` lines when present.
+#[derive(Debug)]
+pub struct EngineError(pub String);
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+fn engine_error(error: tokio_postgres::Error) -> EngineError {
+    match error.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{}: {}", db.code().code(), db.message());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!("\nDETAIL: {detail}"));
+            }
+            if let Some(hint) = db.hint() {
+                text.push_str(&format!("\nHINT: {hint}"));
+            }
+            EngineError(text)
+        }
+        None => EngineError(format!("connection error: {error}")),
+    }
+}
+
+/// Any value, as the raw bytes of its binary form.
+struct Raw(Vec<u8>);
+
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
+const POSTGRES_EPOCH_DAYS: i32 = 10_957;
+
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn be_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes(b[..4].try_into().unwrap())
+}
+
+fn be_i64(b: &[u8]) -> i64 {
+    i64::from_be_bytes(b[..8].try_into().unwrap())
+}
+
+fn decode_numeric(b: &[u8]) -> String {
+    let ndigits = be_i16(b, 0) as usize;
+    let weight = i32::from(be_i16(b, 2));
+    let sign = u16::from_be_bytes([b[4], b[5]]);
+    let scale = be_i16(b, 6) as usize;
+    if sign == 0xC000 {
+        return "NaN".into();
+    }
+    let digit = |group: i32| -> i16 {
+        if group < 0 || group as usize >= ndigits {
+            0
+        } else {
+            be_i16(b, 8 + 2 * group as usize)
+        }
+    };
+    let mut integer = String::new();
+    for group in 0..=weight {
+        if group == 0 {
+            integer.push_str(&digit(group).to_string());
+        } else {
+            integer.push_str(&format!("{:04}", digit(group)));
+        }
+    }
+    if integer.is_empty() {
+        integer.push('0');
+    }
+    let mut fraction = String::new();
+    let mut group = weight + 1;
+    while fraction.len() < scale {
+        fraction.push_str(&format!("{:04}", digit(group)));
+        group += 1;
+    }
+    fraction.truncate(scale);
+    let sign = if sign == 0x4000 { "-" } else { "" };
+    if scale > 0 {
+        format!("{sign}{integer}.{fraction}")
+    } else {
+        format!("{sign}{integer}")
+    }
+}
+
+/// Decodes a binary value of the given type into a datum.
+fn decode(ty: &Type, b: &[u8]) -> Datum {
+    match *ty {
+        Type::BOOL => Datum::Bool(b[0] != 0),
+        Type::INT2 => Datum::Int16(be_i16(b, 0)),
+        Type::INT4 => Datum::Int32(be_i32(b)),
+        Type::INT8 => Datum::Int64(be_i64(b)),
+        Type::OID => Datum::Oid(u32::from_be_bytes(b[..4].try_into().unwrap())),
+        Type::FLOAT4 => Datum::Float32(f32::from_be_bytes(b[..4].try_into().unwrap())),
+        Type::FLOAT8 => Datum::Float64(f64::from_be_bytes(b[..8].try_into().unwrap())),
+        Type::NUMERIC => Datum::Numeric(decode_numeric(b)),
+        Type::JSONB => Datum::Jsonb(String::from_utf8_lossy(&b[1..]).into_owned()),
+        Type::BYTEA => Datum::Bytes(b.to_vec()),
+        Type::DATE => Datum::Date(be_i32(b) + POSTGRES_EPOCH_DAYS),
+        Type::TIME => Datum::Time(be_i64(b)),
+        Type::TIMESTAMP => Datum::Timestamp(be_i64(b) + POSTGRES_EPOCH_MICROS),
+        Type::TIMESTAMPTZ => Datum::TimestampTz(be_i64(b) + POSTGRES_EPOCH_MICROS),
+        Type::INTERVAL => Datum::Interval {
+            micros: be_i64(b),
+            days: be_i32(&b[8..]),
+            months: be_i32(&b[12..]),
+        },
+        Type::UUID => Datum::Uuid(b[..16].try_into().unwrap()),
+        Type::TEXT_ARRAY => {
+            let dimensions = be_i32(b);
+            if dimensions == 0 {
+                return Datum::TextArray(vec![]);
+            }
+            let count = be_i32(&b[12..]) as usize;
+            let mut at = 20;
+            let mut elements = Vec::new();
+            for _ in 0..count {
+                let len = be_i32(&b[at..]);
+                at += 4;
+                if len < 0 {
+                    elements.push(None);
+                } else {
+                    let len = len as usize;
+                    elements.push(Some(String::from_utf8_lossy(&b[at..at + len]).into_owned()));
+                    at += len;
+                }
+            }
+            Datum::TextArray(elements)
+        }
+        _ => Datum::Text(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+fn display(value: Option<String>) -> String {
+    match value {
+        None => "NULL".to_string(),
+        Some(s) if s.is_empty() => "(empty)".to_string(),
+        Some(s) => s,
+    }
+}
+
+#[async_trait]
+impl AsyncDB for Engine {
+    type Error = EngineError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, EngineError> {
+        match self.protocol {
+            Protocol::Simple => {
+                let messages = self.client.simple_query(sql).await.map_err(engine_error)?;
+                let mut rows = Vec::new();
+                let mut columns = None;
+                let mut affected = 0;
+                for message in messages {
+                    match message {
+                        SimpleQueryMessage::RowDescription(description) => {
+                            columns = Some(description.len());
+                        }
+                        SimpleQueryMessage::Row(row) => {
+                            columns = Some(row.len());
+                            rows.push(
+                                (0..row.len())
+                                    .map(|i| display(row.get(i).map(str::to_string)))
+                                    .collect(),
+                            );
+                        }
+                        SimpleQueryMessage::CommandComplete(n) => affected = n,
+                        _ => {}
+                    }
+                }
+                match columns {
+                    Some(n) => Ok(DBOutput::Rows {
+                        types: vec![DefaultColumnType::Any; n],
+                        rows,
+                    }),
+                    None => Ok(DBOutput::StatementComplete(affected)),
+                }
+            }
+            Protocol::Extended => {
+                let statement = self.client.prepare(sql).await.map_err(engine_error)?;
+                if statement.columns().is_empty() {
+                    let affected = self
+                        .client
+                        .execute(&statement, &[])
+                        .await
+                        .map_err(engine_error)?;
+                    return Ok(DBOutput::StatementComplete(affected));
+                }
+                let result = self
+                    .client
+                    .query(&statement, &[])
+                    .await
+                    .map_err(engine_error)?;
+                let columns = statement.columns();
+                let rows = result
+                    .iter()
+                    .map(|row| {
+                        columns
+                            .iter()
+                            .enumerate()
+                            .map(|(i, column)| {
+                                let raw: Option<Raw> = row.get(i);
+                                display(raw.and_then(|raw| {
+                                    floe_pgwire::encode::encode_text(&decode(
+                                        column.type_(),
+                                        &raw.0,
+                                    ))
+                                }))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                Ok(DBOutput::Rows {
+                    types: vec![DefaultColumnType::Any; columns.len()],
+                    rows,
+                })
+            }
+        }
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        match self.protocol {
+            Protocol::Simple => "floe-simple",
+            Protocol::Extended => "floe-extended",
+        }
+    }
+
+    async fn sleep(duration: Duration) {
+        tokio::time::sleep(duration).await
+    }
+}
