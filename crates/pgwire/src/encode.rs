@@ -153,6 +153,11 @@ pub fn encode_text(datum: &Datum) -> Option<String> {
                 .collect();
             format!("{{{}}}", parts.join(","))
         }
+        Datum::UInt16(v) => v.to_string(),
+        Datum::UInt32(v) => v.to_string(),
+        Datum::UInt64(v) => v.to_string(),
+        // Placeholder forms until the full type work lands.
+        other => format!("{other:?}"),
     })
 }
 
@@ -249,6 +254,13 @@ pub fn encode_binary(datum: &Datum) -> Option<BytesMut> {
         }
         Datum::Uuid(bytes) => out.put_slice(bytes),
         Datum::Oid(v) => out.put_u32(*v),
+        Datum::UInt16(_)
+        | Datum::UInt32(_)
+        | Datum::UInt64(_)
+        | Datum::Range(_)
+        | Datum::Record(_)
+        | Datum::List(_)
+        | Datum::Map(_) => out.put_slice(encode_text(datum).unwrap_or_default().as_bytes()),
         Datum::TextArray(elements) => {
             out.put_i32(1);
             out.put_i32(i32::from(elements.iter().any(Option::is_none)));

@@ -57,7 +57,30 @@ pub enum Datum {
     Uuid([u8; 16]),
     Oid(u32),
     TextArray(Vec<Option<String>>),
+    UInt16(u16),
+    UInt32(u32),
+    UInt64(u64),
+    /// A range; `None` is the empty range.
+    Range(Option<Box<RangeBounds>>),
+    /// A record (row type): one datum per field.
+    Record(Vec<Datum>),
+    /// A Materialize `list`.
+    List(Vec<Datum>),
+    /// A Materialize `map[text=>T]`, keys in ascending order.
+    Map(Vec<(String, Datum)>),
 }
+
+/// The bounds of a non-empty range. An absent bound is unbounded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeBounds {
+    pub lower: Option<Datum>,
+    pub upper: Option<Datum>,
+    pub lower_inclusive: bool,
+    pub upper_inclusive: bool,
+}
+
+/// A row: one datum per column.
+pub type Row = Vec<Datum>;
 
 /// A result column: name and type.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ pub mod sqlstate;
 pub mod timestamp;
 pub mod types;
 
-pub use datum::{ColumnDesc, Datum, PgType};
+pub use datum::{ColumnDesc, Datum, PgType, RangeBounds, Row};
 pub use id::{ClusterId, GlobalId, ReplicaId};
 pub use relation::{ColumnType, RelationDesc};
 pub use sqlstate::SqlState;

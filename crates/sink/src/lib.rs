@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod error;
+pub mod input;
 pub mod http;
 pub mod local;
 pub mod namespace;
