@@ -6,6 +6,7 @@
 //! Iceberg table exists) are purification, in the adapter.
 
 pub mod catalog;
+pub mod dml;
 pub mod error;
 pub mod interval;
 pub mod plan;

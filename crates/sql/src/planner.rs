@@ -1567,9 +1567,9 @@ fn plan_standard(
         S::StartTransaction { .. } => Ok(Plan::Transaction(TransactionPlan::Begin)),
         S::Commit { .. } => Ok(Plan::Transaction(TransactionPlan::Commit)),
         S::Rollback { .. } => Ok(Plan::Transaction(TransactionPlan::Rollback)),
-        S::Insert(_) | S::Update { .. } | S::Delete(_) => Err(PlanError::unsupported(
-            "INSERT, UPDATE and DELETE are not supported yet",
-        )),
+        S::Insert(insert) => crate::dml::plan_insert(catalog, insert),
+        S::Update(update) => crate::dml::plan_update(catalog, update),
+        S::Delete(delete) => crate::dml::plan_delete(catalog, delete),
         other => {
             let text = other.to_string();
             let words: Vec<&str> = text.split_whitespace().take(2).collect();

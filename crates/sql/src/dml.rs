@@ -1,0 +1,294 @@
+//! INSERT, UPDATE and DELETE: planned as queries the engine runs (the rows to
+//! write or the rows to change) plus what to do with their output.
+
+use floe_repr::{GlobalId, RelationDesc, SqlState};
+use sqlparser::ast::{
+    AssignmentTarget, Delete, Expr, FromTable, Insert, SelectItem, Statement, TableFactor,
+    TableObject, Update,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
+use crate::error::PlanError;
+use crate::plan::Plan;
+use crate::planner::{name_output_columns, normalize_ident, quote_ident, resolve_relations};
+
+/// `INSERT INTO t [(columns)] { VALUES ... | SELECT ... } [RETURNING ...]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct InsertPlan {
+    pub table: GlobalId,
+    pub name: QualifiedName,
+    pub desc: RelationDesc,
+    /// For each output column of `source`, the table column it fills.
+    pub columns: Vec<usize>,
+    /// The query producing the rows.
+    pub source: Box<Statement>,
+    /// Default expressions (SQL text) per table column.
+    pub defaults: Vec<Option<String>>,
+    pub returning: Option<Vec<SelectItem>>,
+}
+
+/// `UPDATE t SET ... [WHERE ...] [RETURNING ...]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdatePlan {
+    pub table: GlobalId,
+    pub name: QualifiedName,
+    pub desc: RelationDesc,
+    /// The assigned columns, in the order of the extra output columns of
+    /// `query`.
+    pub assigned: Vec<usize>,
+    /// `SELECT <every column>, <every assigned value> FROM t WHERE ...`.
+    pub query: Box<Statement>,
+    pub returning: Option<Vec<SelectItem>>,
+}
+
+/// `DELETE FROM t [WHERE ...] [RETURNING ...]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletePlan {
+    pub table: GlobalId,
+    pub name: QualifiedName,
+    pub desc: RelationDesc,
+    /// `SELECT <every column> FROM t WHERE ...`.
+    pub query: Box<Statement>,
+    pub returning: Option<Vec<SelectItem>>,
+}
+
+fn parse_query(sql: &str) -> Result<Statement, PlanError> {
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_statement())
+        .map_err(|e| PlanError::syntax(e.to_string()))
+}
+
+/// Resolves the target of a write: a user table.
+fn write_target<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &sqlparser::ast::ObjectName,
+) -> Result<(&'a crate::catalog::CatalogItem, RelationDesc, Vec<Option<String>>), PlanError> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident())
+        .map(normalize_ident)
+        .collect();
+    let qualified = match parts.as_slice() {
+        [item] => QualifiedName::public(item.clone()),
+        [schema, item] => QualifiedName {
+            database: crate::catalog::DATABASE.into(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        [database, schema, item] => QualifiedName {
+            database: database.clone(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        _ => return Err(PlanError::syntax(format!("improper relation name {name}"))),
+    };
+    if let [schema, item] | [_, schema, item] = parts.as_slice() {
+        if catalog.is_system_relation(schema, item) {
+            return Err(PlanError::new(
+                SqlState::INSUFFICIENT_PRIVILEGE,
+                format!("cannot modify system relation {schema}.{item}"),
+            ));
+        }
+    }
+    let Some(item) = catalog.item_by_name(&qualified) else {
+        if let [item] = parts.as_slice() {
+            if crate::catalog::SYSTEM_SCHEMAS
+                .iter()
+                .any(|schema| catalog.is_system_relation(schema, item))
+            {
+                return Err(PlanError::new(
+                    SqlState::INSUFFICIENT_PRIVILEGE,
+                    format!("cannot modify system relation {item}"),
+                ));
+            }
+        }
+        return Err(PlanError::new(
+            SqlState::UNDEFINED_TABLE,
+            format!("unknown catalog item '{}'", parts.join(".")),
+        ));
+    };
+    match &item.definition {
+        ItemDefinition::Table(table) => Ok((item, table.desc.clone(), table.defaults.clone())),
+        other => Err(PlanError::new(
+            SqlState::WRONG_OBJECT_TYPE,
+            format!(
+                "cannot insert into, update or delete from {} \"{}\": only tables accept writes",
+                other.kind().human_name(),
+                item.name
+            ),
+        )),
+    }
+}
+
+fn column_list(desc: &RelationDesc) -> String {
+    desc.columns
+        .iter()
+        .map(|(name, _)| quote_ident(name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn table_reference(name: &QualifiedName) -> String {
+    format!("{}.{}", quote_ident(&name.schema), quote_ident(&name.item))
+}
+
+pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<Plan, PlanError> {
+    let TableObject::TableName(table_name) = &insert.table else {
+        return Err(PlanError::unsupported("INSERT INTO a table function is not supported"));
+    };
+    if insert.on.is_some() {
+        return Err(PlanError::unsupported("INSERT ... ON CONFLICT is not supported"));
+    }
+    let (item, desc, defaults) = write_target(catalog, table_name)?;
+    let columns = if insert.columns.is_empty() {
+        (0..desc.columns.len()).collect()
+    } else {
+        let mut columns = Vec::new();
+        for column in &insert.columns {
+            let name = column
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(normalize_ident)
+                .unwrap_or_default();
+            let Some(index) = desc.column_index(&name) else {
+                return Err(PlanError::new(
+                    SqlState::UNDEFINED_COLUMN,
+                    format!("column \"{name}\" of relation \"{}\" does not exist", item.name.item),
+                ));
+            };
+            if columns.contains(&index) {
+                return Err(PlanError::new(
+                    SqlState::DUPLICATE_COLUMN,
+                    format!("column \"{name}\" specified more than once"),
+                ));
+            }
+            columns.push(index);
+        }
+        columns
+    };
+    let Some(source) = insert.source else {
+        return Err(PlanError::unsupported("INSERT without VALUES or a query is not supported"));
+    };
+    let source = resolve_relations(catalog, Statement::Query(source))?;
+    Ok(Plan::Insert(InsertPlan {
+        table: item.id,
+        name: item.name.clone(),
+        desc,
+        columns,
+        source: Box::new(source),
+        defaults,
+        returning: insert.returning,
+    }))
+}
+
+fn table_factor_alias(factor: &TableFactor) -> Option<String> {
+    match factor {
+        TableFactor::Table { alias: Some(alias), .. } => Some(alias.name.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn plan_update(catalog: &dyn PlanCatalog, update: Update) -> Result<Plan, PlanError> {
+    if update.from.is_some() || !update.table.joins.is_empty() {
+        return Err(PlanError::unsupported("UPDATE ... FROM is not supported"));
+    }
+    let TableFactor::Table { name, .. } = &update.table.relation else {
+        return Err(PlanError::unsupported("UPDATE of this relation is not supported"));
+    };
+    let (item, desc, _) = write_target(catalog, name)?;
+    let mut assigned = Vec::new();
+    let mut values: Vec<&Expr> = Vec::new();
+    for assignment in &update.assignments {
+        let AssignmentTarget::ColumnName(column) = &assignment.target else {
+            return Err(PlanError::unsupported("UPDATE of column tuples is not supported"));
+        };
+        let column_name = column
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(normalize_ident)
+            .unwrap_or_default();
+        let Some(index) = desc.column_index(&column_name) else {
+            return Err(PlanError::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column \"{column_name}\" of relation \"{}\" does not exist", item.name.item),
+            ));
+        };
+        if assigned.contains(&index) {
+            return Err(PlanError::new(
+                SqlState::SYNTAX_ERROR,
+                format!("multiple assignments to same column \"{column_name}\""),
+            ));
+        }
+        assigned.push(index);
+        values.push(&assignment.value);
+    }
+    let alias = table_factor_alias(&update.table.relation)
+        .map(|a| format!(" AS {a}"))
+        .unwrap_or_default();
+    let mut sql = format!("SELECT {}", column_list(&desc));
+    for (i, value) in values.iter().enumerate() {
+        sql.push_str(&format!(", ({value}) AS \"__floe_new_{i}\""));
+    }
+    sql.push_str(&format!(" FROM {}{alias}", table_reference(&item.name)));
+    if let Some(selection) = &update.selection {
+        sql.push_str(&format!(" WHERE {selection}"));
+    }
+    let query = resolve_relations(catalog, parse_query(&sql)?)?;
+    Ok(Plan::Update(UpdatePlan {
+        table: item.id,
+        name: item.name.clone(),
+        desc,
+        assigned,
+        query: Box::new(query),
+        returning: update.returning,
+    }))
+}
+
+pub(crate) fn plan_delete(catalog: &dyn PlanCatalog, delete: Delete) -> Result<Plan, PlanError> {
+    if delete.using.is_some() {
+        return Err(PlanError::unsupported("DELETE ... USING is not supported"));
+    }
+    let tables = match &delete.from {
+        FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => tables,
+    };
+    let [table] = tables.as_slice() else {
+        return Err(PlanError::unsupported("DELETE from several tables is not supported"));
+    };
+    let TableFactor::Table { name, .. } = &table.relation else {
+        return Err(PlanError::unsupported("DELETE from this relation is not supported"));
+    };
+    let (item, desc, _) = write_target(catalog, name)?;
+    let alias = table_factor_alias(&table.relation)
+        .map(|a| format!(" AS {a}"))
+        .unwrap_or_default();
+    let mut sql = format!(
+        "SELECT {} FROM {}{alias}",
+        column_list(&desc),
+        table_reference(&item.name)
+    );
+    if let Some(selection) = &delete.selection {
+        sql.push_str(&format!(" WHERE {selection}"));
+    }
+    let query = resolve_relations(catalog, parse_query(&sql)?)?;
+    Ok(Plan::Delete(DeletePlan {
+        table: item.id,
+        name: item.name.clone(),
+        desc,
+        query: Box::new(query),
+        returning: delete.returning,
+    }))
+}
+
+/// The query computing `RETURNING` items over the written rows, which the
+/// engine serves as the table itself.
+pub fn returning_query(name: &QualifiedName, items: &[SelectItem]) -> Result<Statement, PlanError> {
+    let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
+    let sql = format!("SELECT {} FROM {}", items.join(", "), table_reference(name));
+    Ok(name_output_columns(parse_query(&sql)?))
+}
