@@ -3,14 +3,19 @@
 
 pub mod config;
 pub mod error;
-pub mod input;
 pub mod http;
+pub mod input;
 pub mod local;
 pub mod namespace;
 mod oauth;
 pub mod rest;
 pub mod sigv4;
+pub mod sink;
+pub mod snapshot;
+pub mod table;
+pub mod types;
 pub mod validate;
+pub mod writer;
 
 pub use config::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
 pub use error::{ErrorKind, SinkError};
@@ -19,4 +24,8 @@ pub use local::LocalCatalog;
 pub use namespace::Namespace;
 pub use rest::{LoadTableResponse, RestCatalogClient};
 pub use sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
+pub use sink::{
+    Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
+    SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
+};
 pub use validate::{validate_catalog, validate_catalog_with};

@@ -67,6 +67,8 @@ enum Operation<'a> {
     LoadNamespace(&'a Namespace),
     CreateNamespace(&'a Namespace),
     LoadTable(&'a Namespace, &'a str),
+    CreateTable(&'a Namespace, &'a str),
+    CommitTable(&'a Namespace, &'a str),
 }
 
 impl Operation<'_> {
@@ -77,6 +79,8 @@ impl Operation<'_> {
             Operation::LoadNamespace(ns) => format!("loading namespace \"{ns}\""),
             Operation::CreateNamespace(ns) => format!("creating namespace \"{ns}\""),
             Operation::LoadTable(ns, table) => format!("loading table \"{ns}.{table}\""),
+            Operation::CreateTable(ns, table) => format!("creating table \"{ns}.{table}\""),
+            Operation::CommitTable(ns, table) => format!("committing to table \"{ns}.{table}\""),
         }
     }
 }
@@ -266,7 +270,9 @@ fn map_error(
             .with_hint(hint)
         }
         404 => match operation {
-            Operation::LoadTable(ns, table) if !is_type("NoSuchNamespaceException") => {
+            Operation::LoadTable(ns, table) | Operation::CommitTable(ns, table)
+                if !is_type("NoSuchNamespaceException") =>
+            {
                 SinkError::new(
                     ErrorKind::TableNotFound,
                     format!("Iceberg table \"{ns}.{table}\" does not exist"),
@@ -275,7 +281,9 @@ fn map_error(
             }
             Operation::LoadNamespace(ns)
             | Operation::CreateNamespace(ns)
-            | Operation::LoadTable(ns, _) => SinkError::new(
+            | Operation::LoadTable(ns, _)
+            | Operation::CreateTable(ns, _)
+            | Operation::CommitTable(ns, _) => SinkError::new(
                 ErrorKind::NamespaceNotFound,
                 format!("namespace \"{ns}\" not found in the catalog"),
             )
@@ -291,13 +299,18 @@ fn map_error(
             .with_hint("Check the connection's URL and WAREHOUSE."),
         },
         409 if is_type("AlreadyExistsException")
-            || matches!(operation, Operation::CreateNamespace(_)) =>
+            || matches!(
+                operation,
+                Operation::CreateNamespace(_) | Operation::CreateTable(..)
+            ) =>
         {
             let subject = match operation {
                 Operation::CreateNamespace(ns) | Operation::LoadNamespace(ns) => {
                     format!("namespace \"{ns}\"")
                 }
-                Operation::LoadTable(ns, table) => format!("Iceberg table \"{ns}.{table}\""),
+                Operation::LoadTable(ns, table)
+                | Operation::CreateTable(ns, table)
+                | Operation::CommitTable(ns, table) => format!("Iceberg table \"{ns}.{table}\""),
                 Operation::Config | Operation::ListNamespaces => "object".into(),
             };
             SinkError::new(
@@ -620,6 +633,41 @@ impl RestCatalogClient {
         let url = self.route(&["namespaces", &namespace.rest_segment(), "tables", table]);
         let operation = Operation::LoadTable(namespace, table);
         let body = self.request(Method::GET, &url, None, &operation).await?;
+        parse_json(&body, &operation, &url)
+    }
+
+    /// Creates a table (`POST .../namespaces/{ns}/tables`) from a `CreateTableRequest` body
+    /// and returns it as `loadTable` would.
+    pub async fn create_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        request: serde_json::Value,
+    ) -> Result<LoadTableResponse, SinkError> {
+        let url = self.route(&["namespaces", &namespace.rest_segment(), "tables"]);
+        let operation = Operation::CreateTable(namespace, table);
+        let body = self
+            .request(Method::POST, &url, Some(request), &operation)
+            .await?;
+        parse_json(&body, &operation, &url)
+    }
+
+    /// Commits updates to a table (`POST .../namespaces/{ns}/tables/{t}`) from a
+    /// `CommitTableRequest` body and returns the new metadata location and metadata. A
+    /// refused requirement is [`ErrorKind::CommitConflict`]; a lost answer, a timeout or a
+    /// 5xx is [`ErrorKind::Unavailable`], whose outcome is unknown: the caller must reload
+    /// the table and look.
+    pub async fn commit_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        request: serde_json::Value,
+    ) -> Result<LoadTableResponse, SinkError> {
+        let url = self.route(&["namespaces", &namespace.rest_segment(), "tables", table]);
+        let operation = Operation::CommitTable(namespace, table);
+        let body = self
+            .request(Method::POST, &url, Some(request), &operation)
+            .await?;
         parse_json(&body, &operation, &url)
     }
 
