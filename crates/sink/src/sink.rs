@@ -834,7 +834,8 @@ impl SinkMachine {
         loop {
             attempt += 1;
             let prepared =
-                prepare_commit(&session.table, &batch.data, &batch.deletes, &progress).await?;
+                prepare_commit(&session.table, &batch.data, &batch.deletes, Some(&progress))
+                    .await?;
             let result = session
                 .catalog
                 .commit(

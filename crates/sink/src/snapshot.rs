@@ -114,14 +114,15 @@ pub struct PreparedCommit {
 }
 
 /// Writes the manifests and manifest list of a snapshot that adds `data` and `deletes` on
-/// top of `base`'s main branch, and returns the commit: `AddSnapshot` and `SetSnapshotRef`
+/// top of `base`'s main branch (with `progress` in its summary; others' writers pass
+/// `None`), and returns the commit: `AddSnapshot` and `SetSnapshotRef`
 /// under the requirements that the table is still the same one (uuid) and its main branch
 /// still points where it pointed when `base` was loaded.
 pub async fn prepare_commit(
     base: &LoadedTable,
     data: &[DataFile],
     deletes: &[DataFile],
-    progress: &SinkProgress,
+    progress: Option<&SinkProgress>,
 ) -> Result<PreparedCommit, SinkError> {
     let metadata = &base.metadata;
     if metadata.format_version() == FormatVersion::V1 && !deletes.is_empty() {
@@ -233,7 +234,9 @@ pub async fn prepare_commit(
         &mut properties,
         parent.as_ref().map(|p| &p.summary().additional_properties),
     );
-    properties.extend(progress.properties());
+    if let Some(progress) = progress {
+        properties.extend(progress.properties());
+    }
     let operation = if deletes.is_empty() {
         Operation::Append
     } else {

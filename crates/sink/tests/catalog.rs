@@ -14,6 +14,10 @@ use floe_sink::{
 };
 use floe_testkit::{FaultProxy, SeaweedFs, UnityFront, seaweedfs_shared, unique_name};
 
+/// The sink engine end to end (one test binary per crate).
+#[path = "engine/sink.rs"]
+mod sink_engine;
+
 /// A `rest` connection to SeaweedFS with its OAuth2 endpoint.
 fn seaweed_rest(sw: &SeaweedFs, url: &str, secret: &str) -> CatalogConfig {
     CatalogConfig::Rest {

@@ -1,0 +1,1073 @@
+//! The sink engine end to end against real peers: SeaweedFS's REST catalog on S3 (vended
+//! credentials), floe's local catalog on a file:// warehouse, DuckDB reading what was
+//! written (deletes applied), and the fault proxy losing a commit's answer.
+//!
+//! The input is an in-memory change log whose upper the test moves by hand on a synthetic
+//! timeline, so every batch boundary is deterministic.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
+use floe_sink::input::{SinkInput, Update};
+use floe_sink::snapshot::{SinkProgress, prepare_commit};
+use floe_sink::table::SinkCatalog;
+use floe_sink::{
+    CatalogConfig, ClientCredentials, Envelope, ErrorKind, HttpSettings, LocalCatalog, Namespace,
+    ProgressReport, SinkConnection, SinkError, SinkReporter, SinkSettings, SinkSpec, SinkStatus,
+    StatisticsUpdate, TableState, check_sink_table, spawn_sink,
+};
+use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+/// The commit interval of every test sink, on the synthetic timeline.
+const INTERVAL: u64 = 100;
+/// Where the synthetic timeline starts (a multiple of the interval).
+const START: u64 = 1_764_460_800_000;
+
+// ---------------------------------------------------------------------------------------
+// An in-memory change log.
+
+struct LogState {
+    updates: Vec<Update>,
+    upper: Timestamp,
+    since: Timestamp,
+}
+
+struct MemoryInput {
+    desc: RelationDesc,
+    state: Mutex<LogState>,
+}
+
+impl MemoryInput {
+    fn new(desc: RelationDesc) -> Arc<MemoryInput> {
+        Arc::new(MemoryInput {
+            desc,
+            state: Mutex::new(LogState {
+                updates: Vec::new(),
+                upper: Timestamp(START),
+                since: Timestamp(0),
+            }),
+        })
+    }
+
+    /// Appends updates (all at or above the upper) and moves the upper to `upper`.
+    fn push(&self, updates: Vec<Update>, upper: u64) {
+        let mut state = self.state.lock().unwrap();
+        for update in &updates {
+            assert!(update.ts >= state.upper, "update below the upper");
+            assert!(update.ts.0 < upper, "update at or above the new upper");
+        }
+        state.updates.extend(updates);
+        state.upper = Timestamp(upper);
+    }
+
+    fn upper_now(&self) -> u64 {
+        self.state.lock().unwrap().upper.0
+    }
+}
+
+#[async_trait]
+impl SinkInput for MemoryInput {
+    fn desc(&self) -> &RelationDesc {
+        &self.desc
+    }
+
+    async fn upper(&self) -> Result<Timestamp, SinkError> {
+        Ok(self.state.lock().unwrap().upper)
+    }
+
+    async fn since(&self) -> Result<Timestamp, SinkError> {
+        Ok(self.state.lock().unwrap().since)
+    }
+
+    async fn read(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        chunk: &mut (dyn FnMut(Vec<Update>) -> Result<(), SinkError> + Send),
+    ) -> Result<(), SinkError> {
+        let selected: Vec<Update> = {
+            let state = self.state.lock().unwrap();
+            assert!(upper <= state.upper, "read past the upper");
+            if lower != Timestamp(0) && lower < state.since {
+                return Err(SinkError::new(
+                    ErrorKind::DataConversion,
+                    "input compacted past resume upper",
+                ));
+            }
+            state
+                .updates
+                .iter()
+                .filter(|u| u.ts >= lower && u.ts < upper)
+                .cloned()
+                .collect()
+        };
+        for part in selected.chunks(max_rows.max(1)) {
+            chunk(part.to_vec())?;
+        }
+        Ok(())
+    }
+
+    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
+        let mut state = self.state.lock().unwrap();
+        state.since = state.since.max(frontier);
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A reporter that remembers everything.
+
+#[derive(Default)]
+struct Recorder {
+    statuses: Mutex<Vec<SinkStatus>>,
+    statistics: Mutex<StatisticsUpdate>,
+    progress: Mutex<Vec<ProgressReport>>,
+}
+
+impl SinkReporter for Recorder {
+    fn status(&self, status: SinkStatus) {
+        self.statuses.lock().unwrap().push(status);
+    }
+
+    fn statistics(&self, update: StatisticsUpdate) {
+        let mut total = self.statistics.lock().unwrap();
+        total.messages_staged += update.messages_staged;
+        total.bytes_staged += update.bytes_staged;
+        total.messages_committed += update.messages_committed;
+        total.bytes_committed += update.bytes_committed;
+    }
+
+    fn progress(&self, report: ProgressReport) {
+        self.progress.lock().unwrap().push(report);
+    }
+}
+
+impl Recorder {
+    fn frontier(&self) -> u64 {
+        self.progress
+            .lock()
+            .unwrap()
+            .last()
+            .map_or(0, |p| p.frontier.0)
+    }
+
+    /// The newest metadata location the sink committed.
+    fn metadata_location(&self) -> String {
+        self.progress
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|p| p.in_table)
+            .map(|p| p.metadata_location.clone())
+            .expect("a commit")
+    }
+
+    async fn wait_for_frontier(&self, target: u64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.frontier() < target {
+            assert!(
+                Instant::now() < deadline,
+                "sink did not reach {target} (at {}), statuses {:?}",
+                self.frontier(),
+                self.statuses.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn wait_for_status(&self, wanted: impl Fn(&SinkStatus) -> bool) -> SinkStatus {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.statuses.lock().unwrap().iter().find(|s| wanted(s)) {
+                return status.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "status not reached: {:?}",
+                self.statuses.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A random workload over keys, with its model.
+
+fn column(name: &str, scalar_type: SqlScalarType, nullable: bool) -> (String, ColumnType) {
+    (
+        name.to_string(),
+        ColumnType {
+            scalar_type,
+            nullable,
+        },
+    )
+}
+
+fn workload_desc() -> RelationDesc {
+    RelationDesc {
+        columns: vec![
+            column("id", SqlScalarType::Int64, false),
+            column("value", SqlScalarType::Text, true),
+            column(
+                "amount",
+                SqlScalarType::Numeric {
+                    precision: Some(12),
+                    max_scale: Some(2),
+                },
+                true,
+            ),
+        ],
+        unique_keys: vec![vec![0]],
+    }
+}
+
+struct Workload {
+    rng: StdRng,
+    model: BTreeMap<i64, (String, String)>,
+    serial: u64,
+    /// Every change row written so far (a change of multiplicity n counts n).
+    change_rows: u64,
+    next_key: i64,
+}
+
+impl Workload {
+    fn new(seed: u64) -> Workload {
+        Workload {
+            rng: StdRng::seed_from_u64(seed),
+            model: BTreeMap::new(),
+            serial: 0,
+            change_rows: 0,
+            next_key: 0,
+        }
+    }
+
+    fn row(id: i64, value: &(String, String)) -> Vec<Datum> {
+        vec![
+            Datum::Int64(id),
+            Datum::Text(value.0.clone()),
+            Datum::Numeric(value.1.clone()),
+        ]
+    }
+
+    fn fresh_value(&mut self) -> (String, String) {
+        self.serial += 1;
+        let cents: i64 = self.rng.random_range(-100_000..100_000);
+        (
+            format!("v{}", self.serial),
+            format!("{}.{:02}", cents / 100, (cents % 100).abs()),
+        )
+    }
+
+    fn change(&mut self, out: &mut Vec<Update>, row: Vec<Datum>, ts: u64, diff: i64) {
+        self.change_rows += 1;
+        out.push(Update {
+            row,
+            ts: Timestamp(ts),
+            diff,
+        });
+    }
+
+    /// Random changes with timestamps in `[lower, lower + INTERVAL)`; some intervals are empty.
+    fn interval(&mut self, lower: u64) -> Vec<Update> {
+        let mut out = Vec::new();
+        if self.rng.random_bool(0.2) {
+            return out;
+        }
+        let operations = self.rng.random_range(1..12);
+        for _ in 0..operations {
+            let ts = lower + self.rng.random_range(0..INTERVAL);
+            let existing: Vec<i64> = self.model.keys().copied().collect();
+            match self.rng.random_range(0..10) {
+                // Insert a new key.
+                0..=3 => {
+                    let id = self.next_key;
+                    self.next_key += 1;
+                    let value = self.fresh_value();
+                    self.change(&mut out, Self::row(id, &value), ts, 1);
+                    self.model.insert(id, value);
+                }
+                // Update a key (possibly several times in this interval).
+                4..=6 if !existing.is_empty() => {
+                    let id = existing[self.rng.random_range(0..existing.len())];
+                    let times = self.rng.random_range(1..4);
+                    let mut at = ts;
+                    for _ in 0..times {
+                        let old = self.model[&id].clone();
+                        let new = self.fresh_value();
+                        self.change(&mut out, Self::row(id, &old), at, -1);
+                        self.change(&mut out, Self::row(id, &new), at, 1);
+                        self.model.insert(id, new);
+                        at = (at + 1).min(lower + INTERVAL - 1);
+                    }
+                }
+                // Delete a key.
+                7 if !existing.is_empty() => {
+                    let id = existing[self.rng.random_range(0..existing.len())];
+                    let old = self.model.remove(&id).unwrap();
+                    self.change(&mut out, Self::row(id, &old), ts, -1);
+                }
+                // Insert and delete a key inside this interval.
+                8 => {
+                    let id = self.next_key;
+                    self.next_key += 1;
+                    let value = self.fresh_value();
+                    let later = ts + self.rng.random_range(0..(lower + INTERVAL - ts));
+                    self.change(&mut out, Self::row(id, &value), ts, 1);
+                    self.change(&mut out, Self::row(id, &value), later, -1);
+                }
+                // Delete and re-insert a key with its old value.
+                _ if !existing.is_empty() => {
+                    let id = existing[self.rng.random_range(0..existing.len())];
+                    let value = self.model[&id].clone();
+                    self.change(&mut out, Self::row(id, &value), ts, -1);
+                    self.change(&mut out, Self::row(id, &value), ts, 1);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The relation as DuckDB returns it, sorted by id.
+    fn expected(&self) -> Vec<Value> {
+        self.model
+            .iter()
+            .map(|(id, (value, amount))| json!({"id": id, "value": value, "amount": amount}))
+            .collect()
+    }
+}
+
+/// Pushes `intervals` random intervals into the input; returns the new upper.
+fn drive(input: &MemoryInput, workload: &mut Workload, intervals: u64) -> u64 {
+    let mut upper = input.upper_now();
+    for _ in 0..intervals {
+        let updates = workload.interval(upper);
+        upper += INTERVAL;
+        input.push(updates, upper);
+    }
+    upper
+}
+
+/// Pushes one interval that has changes; returns the new upper.
+fn push_nonempty(input: &MemoryInput, workload: &mut Workload) -> u64 {
+    let upper = input.upper_now();
+    let mut updates = Vec::new();
+    // An empty interval leaves the model untouched, so asking again is safe.
+    while updates.is_empty() {
+        updates = workload.interval(upper);
+    }
+    input.push(updates, upper + INTERVAL);
+    upper + INTERVAL
+}
+
+// ---------------------------------------------------------------------------------------
+// Connections and settings.
+
+fn seaweed_connection(sw: &SeaweedFs, url: &str) -> SinkConnection {
+    SinkConnection {
+        catalog: CatalogConfig::Rest {
+            url: url.to_string(),
+            warehouse: Some(sw.warehouse()),
+            credentials: Some(ClientCredentials {
+                client_id: sw.access_key().to_string(),
+                client_secret: sw.secret_key().to_string(),
+            }),
+            scope: "catalog".into(),
+            oauth2_server_url: format!("{url}/v1/oauth/tokens"),
+            vended_credentials: true,
+            aws: None,
+        },
+        aws_credentials: None,
+    }
+}
+
+fn settings() -> SinkSettings {
+    SinkSettings {
+        http: HttpSettings {
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(200),
+            ..HttpSettings::default()
+        },
+        max_poll_interval: Duration::from_millis(10),
+        initial_backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_millis(500),
+        ..SinkSettings::default()
+    }
+}
+
+fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec {
+    SinkSpec {
+        sink_id: "u7".into(),
+        version: 1,
+        namespace: Namespace::parse(namespace).unwrap(),
+        table: table.into(),
+        envelope,
+        key_columns: match envelope {
+            Envelope::Upsert => vec!["id".into()],
+            Envelope::Append => vec![],
+        },
+        commit_interval_ms: INTERVAL,
+        environment_id: "env-test".into(),
+        table_uuid: None,
+    }
+}
+
+/// The sink's snapshots' frontiers in commit order; each must appear once.
+fn sink_frontiers(read: &TableRead) -> Vec<u64> {
+    let mut snapshots: Vec<&Value> = read
+        .snapshots
+        .iter()
+        .filter(|s| s["summary"]["mz-sink-id"].is_string())
+        .collect();
+    snapshots.sort_by_key(|s| s["sequence-number"].as_i64());
+    let frontiers: Vec<u64> = snapshots
+        .iter()
+        .map(|s| {
+            let text = s["summary"]["mz-frontier"].as_str().unwrap();
+            serde_json::from_str::<Vec<u64>>(text).unwrap()[0]
+        })
+        .collect();
+    for pair in frontiers.windows(2) {
+        assert!(
+            pair[0] < pair[1],
+            "frontiers must strictly increase (no batch committed twice): {frontiers:?}"
+        );
+    }
+    frontiers
+}
+
+fn assert_upsert_table(read: &TableRead, workload: &Workload) {
+    let rows = read.sorted_rows(&["id"]);
+    let expected = workload.expected();
+    assert_eq!(
+        rows.len(),
+        expected.len(),
+        "row count: got {rows:?}\nexpected {expected:?}"
+    );
+    assert_eq!(rows, expected);
+}
+
+const APPEND_QUERY: &str = "SELECT id, value, CAST(amount AS VARCHAR) AS amount, \
+    CAST(sum(_mz_diff) AS BIGINT) AS n FROM t GROUP BY id, value, amount \
+    HAVING sum(_mz_diff) <> 0 ORDER BY id";
+
+fn assert_append_table(reader: &Reader, location: &str, workload: &Workload) {
+    let consolidated = reader.query(location, APPEND_QUERY);
+    let expected: Vec<Value> = workload
+        .expected()
+        .into_iter()
+        .map(|mut row| {
+            row["n"] = json!(1);
+            row
+        })
+        .collect();
+    assert_eq!(consolidated.rows, expected);
+    let count = reader.query(location, "SELECT count(*) AS n FROM t");
+    assert_eq!(
+        count.rows[0]["n"].as_u64(),
+        Some(workload.change_rows),
+        "every change row exactly once"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upsert_random_workload_with_restarts() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_upsert");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(7);
+    let reporter = Arc::new(Recorder::default());
+    // The first batch is the snapshot: changes before the sink starts.
+    let mut upper = drive(&input, &mut workload, 3);
+    let started = Instant::now();
+    let mut handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    for round in 0..4 {
+        upper = drive(&input, &mut workload, 6);
+        reporter.wait_for_frontier(upper).await;
+        if round < 3 {
+            // Restart at a random point: stop mid-flight after a few more intervals.
+            drive(&input, &mut workload, 2);
+            handle.abort();
+            drop(handle);
+            handle = spawn_sink(
+                connection.clone(),
+                spec(&ns, "t", Envelope::Upsert),
+                input.clone(),
+                reporter.clone(),
+                settings(),
+            );
+        }
+    }
+    upper = drive(&input, &mut workload, 2).max(upper);
+    reporter.wait_for_frontier(upper).await;
+    let elapsed = started.elapsed();
+    drop(handle);
+
+    let statuses = reporter.statuses.lock().unwrap().clone();
+    assert_eq!(statuses[0], SinkStatus::Starting);
+    assert_eq!(statuses[1], SinkStatus::Running);
+    assert!(
+        !statuses
+            .iter()
+            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
+        "{statuses:?}"
+    );
+    let read = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
+    assert_upsert_table(&read, &workload);
+    let frontiers = sink_frontiers(&read);
+    assert_eq!(*frontiers.last().unwrap() % INTERVAL, 0);
+    // Equality deletes carry the key's field id and complete statistics.
+    let deletes = read.files_with_content("equality_deletes");
+    assert!(!deletes.is_empty(), "an upsert writes equality deletes");
+    let id_field = read.metadata["schemas"][0]["fields"][0]["id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(deletes[0]["equality_ids"], json!([id_field]));
+    for file in read.files.iter() {
+        for stat in [
+            "column_sizes",
+            "value_counts",
+            "null_value_counts",
+            "lower_bounds",
+            "upper_bounds",
+        ] {
+            assert!(
+                file[stat].as_object().is_some_and(|m| !m.is_empty()),
+                "{stat} missing in {file}"
+            );
+        }
+    }
+    // The key is declared as the identifier (NOT NULL key column).
+    assert_eq!(
+        read.metadata["schemas"][0]["identifier-field-ids"],
+        json!([id_field])
+    );
+    let statistics = reporter.statistics.lock().unwrap().clone();
+    assert!(statistics.messages_committed > 0 && statistics.bytes_committed > 0);
+    eprintln!(
+        "upsert: {} keys, {} changes, {} sink snapshots, {:?} of sinking",
+        workload.model.len(),
+        workload.change_rows,
+        frontiers.len(),
+        elapsed
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_append");
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let connection = seaweed_connection(sw, &proxy.url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(11);
+    let reporter = Arc::new(Recorder::default());
+    drive(&input, &mut workload, 2);
+    let mut handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let mut upper = drive(&input, &mut workload, 5);
+    reporter.wait_for_frontier(upper).await;
+
+    // The catalog applies the next commit but its answer never arrives.
+    proxy.drop_next_commit_response();
+    upper = push_nonempty(&input, &mut workload);
+    reporter.wait_for_frontier(upper).await;
+    let dropped = proxy
+        .requests()
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::ResponseDropped(_)))
+        .count();
+    assert_eq!(dropped, 1, "the commit's answer was dropped");
+
+    // Restart, twice, with changes in between.
+    for _ in 0..2 {
+        drive(&input, &mut workload, 3);
+        handle.abort();
+        drop(handle);
+        handle = spawn_sink(
+            connection.clone(),
+            spec(&ns, "t", Envelope::Append),
+            input.clone(),
+            reporter.clone(),
+            settings(),
+        );
+        upper = drive(&input, &mut workload, 4);
+        reporter.wait_for_frontier(upper).await;
+    }
+    drop(handle);
+
+    let reader = Reader::for_seaweedfs(sw);
+    let location = sw.metadata_location(&ns, "t");
+    assert_append_table(&reader, &location, &workload);
+    let read = reader.read(&location);
+    sink_frontiers(&read);
+    assert!(read.files_with_content("equality_deletes").is_empty());
+    let columns: Vec<(String, String)> = read
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    assert_eq!(
+        columns,
+        vec![
+            ("id".into(), "BIGINT".into()),
+            ("value".into(), "VARCHAR".into()),
+            ("amount".into(), "DECIMAL(38,2)".into()),
+            ("_mz_diff".into(), "INTEGER".into()),
+            ("_mz_timestamp".into(), "BIGINT".into()),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_foreign");
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let connection = seaweed_connection(sw, &proxy.url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(23);
+    let reporter = Arc::new(Recorder::default());
+    drive(&input, &mut workload, 2);
+    let handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let mut upper = drive(&input, &mut workload, 2);
+    reporter.wait_for_frontier(upper).await;
+
+    let other = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    let namespace = Namespace::parse(&ns).unwrap();
+    // Another writer commits while the sink waits: the sink's next commit is based on a
+    // stale snapshot, is refused, and is retried on top of the foreign one.
+    for _ in 0..3 {
+        let base = other.load_table(&namespace, "t").await.unwrap();
+        let foreign = prepare_commit(&base, &[], &[], None).await.unwrap();
+        other
+            .commit(
+                &namespace,
+                "t",
+                &base,
+                foreign.requirements,
+                foreign.updates,
+            )
+            .await
+            .unwrap();
+        upper = push_nonempty(&input, &mut workload);
+        reporter.wait_for_frontier(upper).await;
+    }
+    let conflicts = proxy
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && matches!(r.outcome, Outcome::Forwarded(409)))
+        .count();
+    assert!(
+        conflicts >= 3,
+        "each foreign commit caused a conflict ({conflicts})"
+    );
+    let read = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
+    assert_upsert_table(&read, &workload);
+    sink_frontiers(&read);
+
+    // A newer version of the sink commits progress: this writer is fenced off.
+    let base = other.load_table(&namespace, "t").await.unwrap();
+    let newer = SinkProgress {
+        sink_id: "u7".into(),
+        version: 2,
+        frontier: Some(Timestamp(upper)),
+    };
+    let fence = prepare_commit(&base, &[], &[], Some(&newer)).await.unwrap();
+    other
+        .commit(&namespace, "t", &base, fence.requirements, fence.updates)
+        .await
+        .unwrap();
+    push_nonempty(&input, &mut workload);
+    let status = reporter
+        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+        .await;
+    assert_eq!(
+        status,
+        SinkStatus::Stalled {
+            error: "iceberg: Fenced off by newer sink version".into(),
+            hint: None
+        }
+    );
+    let err = handle.join().await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Fenced);
+    // A restart of the old version is fenced off at once.
+    let restarted = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", Envelope::Upsert),
+        input.clone(),
+        Arc::new(Recorder::default()),
+        settings(),
+    );
+    assert_eq!(restarted.join().await.unwrap_err().kind, ErrorKind::Fenced);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_tables_are_refused_unless_the_sink_owns_them() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_owner");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let namespace = Namespace::parse(&ns).unwrap();
+    let http = settings().http;
+    assert_eq!(
+        check_sink_table(&connection, &http, &namespace, "t", "u7", "env-test")
+            .await
+            .unwrap(),
+        TableState::Missing
+    );
+    sw.create_table(
+        &ns,
+        "foreign",
+        &json!({"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": true, "type": "long"}
+        ]}),
+    );
+    let err = check_sink_table(&connection, &http, &namespace, "foreign", "u7", "env-test")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::AlreadyExists);
+    assert_eq!(
+        err.message,
+        format!("Iceberg table \"{ns}.foreign\" already exists")
+    );
+    assert_eq!(
+        err.hint.as_deref(),
+        Some(
+            "Drop the table or choose another TABLE: floe creates and manages the tables it sinks into."
+        )
+    );
+    let missing = Namespace::parse("no_such_namespace_here").unwrap();
+    let err = check_sink_table(&connection, &http, &missing, "t", "u7", "env-test")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NamespaceNotFound);
+    assert!(
+        err.message.contains("no_such_namespace_here"),
+        "{}",
+        err.message
+    );
+
+    // A sink creates its table and marks it; the same sink adopts it, another is refused.
+    let input = MemoryInput::new(workload_desc());
+    let reporter = Arc::new(Recorder::default());
+    let handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let mut workload = Workload::new(5);
+    let upper = drive(&input, &mut workload, 2);
+    reporter.wait_for_frontier(upper).await;
+    drop(handle);
+    assert_eq!(
+        check_sink_table(&connection, &http, &namespace, "t", "u7", "env-test")
+            .await
+            .unwrap(),
+        TableState::OwnedBySink
+    );
+    let err = check_sink_table(&connection, &http, &namespace, "t", "u8", "env-test")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::AlreadyExists);
+    // A sink pointed at a foreign table stalls with that error and keeps retrying.
+    let reporter = Arc::new(Recorder::default());
+    let _handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "foreign", Envelope::Append),
+        MemoryInput::new(workload_desc()),
+        reporter.clone(),
+        settings(),
+    );
+    let status = reporter
+        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+        .await;
+    assert_eq!(
+        status,
+        SinkStatus::Stalled {
+            error: format!("iceberg: Iceberg table \"{ns}.foreign\" already exists"),
+            hint: Some("Drop the table or choose another TABLE: floe creates and manages the tables it sinks into.".into()),
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_type_is_written_as_the_mapping_says() {
+    use floe_repr::RangeBounds;
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_types");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let desc = RelationDesc {
+        columns: vec![
+            column("b", SqlScalarType::Bool, true),
+            column("i2", SqlScalarType::Int16, true),
+            column("u2", SqlScalarType::UInt16, true),
+            column("u4", SqlScalarType::UInt32, true),
+            column("u8", SqlScalarType::UInt64, true),
+            column("r4", SqlScalarType::Float32, true),
+            column(
+                "n",
+                SqlScalarType::Numeric {
+                    precision: None,
+                    max_scale: None,
+                },
+                true,
+            ),
+            column("d", SqlScalarType::Date, true),
+            column("tm", SqlScalarType::Time, true),
+            column("ts", SqlScalarType::Timestamp, true),
+            column("tz", SqlScalarType::TimestampTz, true),
+            column("by", SqlScalarType::Bytes, true),
+            column("u", SqlScalarType::Uuid, true),
+            column("j", SqlScalarType::Jsonb, true),
+            column("iv", SqlScalarType::Interval, true),
+            column(
+                "rg",
+                SqlScalarType::Range {
+                    element: Box::new(SqlScalarType::Int32),
+                },
+                true,
+            ),
+            column(
+                "l",
+                SqlScalarType::List {
+                    element: Box::new(SqlScalarType::Int32),
+                },
+                true,
+            ),
+            column(
+                "m",
+                SqlScalarType::Map {
+                    value: Box::new(SqlScalarType::Text),
+                },
+                true,
+            ),
+            column(
+                "rec",
+                SqlScalarType::Record {
+                    fields: vec![("x".into(), SqlScalarType::Int32, false)],
+                },
+                true,
+            ),
+        ],
+        unique_keys: vec![],
+    };
+    let row = vec![
+        Datum::Bool(true),
+        Datum::Int16(-2),
+        Datum::UInt16(65535),
+        Datum::UInt32(4_294_967_295),
+        Datum::UInt64(18_446_744_073_709_551_615),
+        Datum::Float32(1.5),
+        Datum::Numeric("123.456".into()),
+        Datum::Date(20_000),
+        Datum::Time(3_723_000_001),
+        Datum::Timestamp(1_700_000_000_000_000),
+        Datum::TimestampTz(1_700_000_000_000_000),
+        Datum::Bytes(vec![0xde, 0xad]),
+        Datum::Uuid([0x11; 16]),
+        Datum::Jsonb("{\"a\": 1}".into()),
+        Datum::Interval {
+            months: 14,
+            days: 3,
+            micros: 0,
+        },
+        Datum::Range(Some(Box::new(RangeBounds {
+            lower: Some(Datum::Int32(1)),
+            upper: Some(Datum::Int32(5)),
+            lower_inclusive: true,
+            upper_inclusive: false,
+        }))),
+        Datum::List(vec![Datum::Int32(1), Datum::Null]),
+        Datum::Map(vec![("k".into(), Datum::Text("v".into()))]),
+        Datum::Record(vec![Datum::Int32(9)]),
+    ];
+    let nulls = vec![Datum::Null; row.len()];
+    let input = MemoryInput::new(desc);
+    input.push(
+        vec![
+            Update {
+                row,
+                ts: Timestamp(START),
+                diff: 1,
+            },
+            Update {
+                row: nulls,
+                ts: Timestamp(START + 1),
+                diff: 2,
+            },
+        ],
+        START + INTERVAL,
+    );
+    let reporter = Arc::new(Recorder::default());
+    let _handle = spawn_sink(
+        connection,
+        spec(&ns, "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(START + INTERVAL).await;
+    let read = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
+    let types: BTreeMap<String, String> = read
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    for (name, ty) in [
+        ("b", "BOOLEAN"),
+        ("i2", "INTEGER"),
+        ("u2", "INTEGER"),
+        ("u4", "BIGINT"),
+        ("u8", "DECIMAL(20,0)"),
+        ("r4", "FLOAT"),
+        ("n", "DECIMAL(38,10)"),
+        ("d", "DATE"),
+        ("tm", "TIME"),
+        ("ts", "TIMESTAMP"),
+        ("tz", "TIMESTAMP WITH TIME ZONE"),
+        ("by", "BLOB"),
+        ("j", "VARCHAR"),
+        ("iv", "VARCHAR"),
+    ] {
+        assert_eq!(types[name], ty, "column {name}: {types:?}");
+    }
+    assert_eq!(read.rows.len(), 3, "{:?}", read.rows);
+    let full = read
+        .rows
+        .iter()
+        .find(|r| r["b"] == json!(true))
+        .expect("the full row");
+    assert_eq!(full["u8"], json!("18446744073709551615"));
+    assert_eq!(full["n"], json!("123.4560000000"));
+    assert_eq!(full["iv"], json!("1 year 2 mons 3 days"));
+    assert_eq!(full["j"], json!("{\"a\": 1}"));
+    assert_eq!(full["u2"], json!(65535));
+    eprintln!("types row as DuckDB reads it: {full}");
+    let null_rows = read.rows.iter().filter(|r| r["b"].is_null()).count();
+    assert_eq!(null_rows, 2, "multiplicity 2 becomes two rows");
+
+    // A numeric that does not fit its decimal stalls the sink, naming the column.
+    let ns2 = sw.unique_namespace("sink_numeric");
+    let desc = RelationDesc {
+        columns: vec![column(
+            "price",
+            SqlScalarType::Numeric {
+                precision: Some(10),
+                max_scale: Some(2),
+            },
+            true,
+        )],
+        unique_keys: vec![],
+    };
+    let input = MemoryInput::new(desc);
+    input.push(
+        vec![Update {
+            row: vec![Datum::Numeric("1.234".into())],
+            ts: Timestamp(START),
+            diff: 1,
+        }],
+        START + INTERVAL,
+    );
+    let reporter = Arc::new(Recorder::default());
+    let _handle = spawn_sink(
+        seaweed_connection(sw, &sw.catalog_url()),
+        spec(&ns2, "t", Envelope::Append),
+        input,
+        reporter.clone(),
+        settings(),
+    );
+    let status = reporter
+        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+        .await;
+    let SinkStatus::Stalled { error, .. } = status else {
+        unreachable!()
+    };
+    assert!(error.starts_with("iceberg: "), "{error}");
+    assert!(
+        error.contains("\"price\"") && error.contains("1.234"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_catalog_upsert_is_read_by_duckdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("catalog.db");
+    let warehouse = dir.path().join("warehouse");
+    LocalCatalog::open(&database, &warehouse)
+        .unwrap()
+        .create_namespace(&Namespace::parse("local").unwrap(), &BTreeMap::new())
+        .unwrap();
+    let connection = SinkConnection {
+        catalog: CatalogConfig::Local {
+            database,
+            warehouse,
+        },
+        aws_credentials: None,
+    };
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(99);
+    let reporter = Arc::new(Recorder::default());
+    drive(&input, &mut workload, 3);
+    let mut handle = spawn_sink(
+        connection.clone(),
+        spec("local", "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let mut upper = drive(&input, &mut workload, 8);
+    reporter.wait_for_frontier(upper).await;
+    handle.abort();
+    drop(handle);
+    drive(&input, &mut workload, 3);
+    handle = spawn_sink(
+        connection,
+        spec("local", "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    upper = drive(&input, &mut workload, 8);
+    reporter.wait_for_frontier(upper).await;
+    drop(handle);
+    let location = reporter.metadata_location();
+    assert!(location.starts_with("file://"), "{location}");
+    let read = Reader::local().read(location.trim_start_matches("file://"));
+    assert_upsert_table(&read, &workload);
+    sink_frontiers(&read);
+}
