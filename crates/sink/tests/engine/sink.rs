@@ -1090,3 +1090,78 @@ async fn local_catalog_upsert_is_read_by_duckdb() {
     assert_upsert_table(&read, &workload);
     sink_frontiers(&read);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("catalog.db");
+    let warehouse = dir.path().join("warehouse");
+    LocalCatalog::open(&database, &warehouse)
+        .unwrap()
+        .create_namespace(&Namespace::parse("catchup").unwrap(), &BTreeMap::new())
+        .unwrap();
+    let connection = SinkConnection {
+        catalog: CatalogConfig::Local {
+            database,
+            warehouse,
+        },
+        aws_credentials: None,
+    };
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(3);
+    let reporter = Arc::new(Recorder::default());
+    let limited = SinkSettings {
+        max_batch_rows: 40,
+        empty_progress_interval: Duration::from_millis(400),
+        ..settings()
+    };
+    drive(&input, &mut workload, 1);
+    let handle = spawn_sink(
+        connection.clone(),
+        spec("catchup", "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        limited.clone(),
+    );
+    reporter.wait_for_frontier(input.upper_now()).await;
+    // A long pause: 30 intervals of changes arrive at once.
+    let mut upper = input.upper_now();
+    for _ in 0..30 {
+        upper = push_nonempty(&input, &mut workload);
+    }
+    reporter.wait_for_frontier(upper).await;
+    let location = reporter.metadata_location();
+    let read = Reader::local().read(location.trim_start_matches("file://"));
+    let frontiers = sink_frontiers(&read);
+    assert!(
+        frontiers.len() >= 4,
+        "a catch-up over the batch limit is committed as several snapshots: {frontiers:?}"
+    );
+    assert_eq!(*frontiers.last().unwrap(), upper);
+    assert_append_table(
+        &Reader::local(),
+        location.trim_start_matches("file://"),
+        &workload,
+    );
+
+    // Idle: 40 empty intervals over ~1 s give at most a few progress-only snapshots, yet the
+    // reported frontier follows the input.
+    let committed_before = frontiers.len();
+    for _ in 0..40 {
+        upper += INTERVAL;
+        input.push(Vec::new(), upper);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    reporter.wait_for_frontier(upper).await;
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    upper += INTERVAL;
+    input.push(Vec::new(), upper);
+    reporter.wait_for_frontier(upper).await;
+    drop(handle);
+    let read = Reader::local().read(reporter.metadata_location().trim_start_matches("file://"));
+    let idle_commits = sink_frontiers(&read).len() - committed_before;
+    assert!(
+        (1..=4).contains(&idle_commits),
+        "empty progress is committed about once per interval, not per batch: {idle_commits}"
+    );
+}
