@@ -341,6 +341,68 @@ impl Catalog {
         Ok(id)
     }
 
+    /// Creates a source and its subsources in one transaction; each
+    /// subsource's definition is made from the source's new id.
+    pub fn create_source(
+        &mut self,
+        name: QualifiedName,
+        definition: ItemDefinition,
+        create_sql: String,
+        subsources: Vec<(QualifiedName, String)>,
+        subsource_definition: impl Fn(GlobalId, usize) -> ItemDefinition,
+    ) -> Result<(GlobalId, Vec<GlobalId>), CatalogError> {
+        let transaction = self
+            .connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut created = Vec::new();
+        let mut insert = |name: QualifiedName,
+                          definition: ItemDefinition,
+                          create_sql: String|
+         -> Result<CatalogItem, CatalogError> {
+            let id = GlobalId::User(allocate(&transaction, "item")?);
+            let oid = u32::try_from(allocate(&transaction, "oid")?)
+                .map_err(|_| CatalogError::Corrupt("object ids exhausted".into()))?;
+            let definition_json = serde_json::to_string(&definition)
+                .map_err(|e| CatalogError::Corrupt(e.to_string()))?;
+            let inserted = transaction.execute(
+                "INSERT INTO items (id, oid, database_name, schema_name, name, definition, create_sql)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![id.to_string(), oid, name.database, name.schema, name.item, definition_json, create_sql],
+            );
+            if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted {
+                if e.code == rusqlite::ErrorCode::ConstraintViolation {
+                    return Err(CatalogError::Conflict(format!(
+                        "catalog item \"{name}\" already exists"
+                    )));
+                }
+            }
+            inserted?;
+            Ok(CatalogItem {
+                id,
+                oid,
+                name,
+                definition,
+                create_sql,
+            })
+        };
+        let parent = insert(name, definition, create_sql)?;
+        let parent_id = parent.id;
+        created.push(parent);
+        for (index, (subsource_name, subsource_sql)) in subsources.into_iter().enumerate() {
+            created.push(insert(
+                subsource_name,
+                subsource_definition(parent_id, index),
+                subsource_sql,
+            )?);
+        }
+        transaction.commit()?;
+        let ids: Vec<GlobalId> = created.iter().skip(1).map(|i| i.id).collect();
+        for item in created {
+            self.state.insert_item(item);
+        }
+        Ok((parent_id, ids))
+    }
+
     /// Replaces an item's definition and statement (ALTER SINK).
     pub fn update_item(
         &mut self,

@@ -243,10 +243,16 @@ pub struct TableDefinition {
 /// A load generator source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceDefinition {
+    /// `COUNTER` or `AUCTION`.
     pub generator: String,
     pub tick_interval_ms: u64,
     pub cluster: ClusterId,
     pub desc: RelationDesc,
+    /// `UP TO n`: the generator stops after n ticks.
+    pub up_to: Option<u64>,
+    /// For a subsource of a multi-output generator (`FOR ALL TABLES`): the
+    /// parent source and which of its outputs this is.
+    pub parent: Option<(GlobalId, String)>,
 }
 
 /// What an item is.
@@ -289,9 +295,8 @@ impl ItemDefinition {
             }
         }
         match self {
-            ItemDefinition::Secret | ItemDefinition::Table(_) | ItemDefinition::Source(_) => {
-                vec![]
-            }
+            ItemDefinition::Secret | ItemDefinition::Table(_) => vec![],
+            ItemDefinition::Source(source) => source.parent.iter().map(|(id, _)| *id).collect(),
             ItemDefinition::Connection(ConnectionDefinition::Aws(aws)) => match &aws.auth {
                 AwsAuth::Credentials {
                     access_key_id,

@@ -65,7 +65,14 @@ fn parse_query(sql: &str) -> Result<Statement, PlanError> {
 fn write_target<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &sqlparser::ast::ObjectName,
-) -> Result<(&'a crate::catalog::CatalogItem, RelationDesc, Vec<Option<String>>), PlanError> {
+) -> Result<
+    (
+        &'a crate::catalog::CatalogItem,
+        RelationDesc,
+        Vec<Option<String>>,
+    ),
+    PlanError,
+> {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -138,10 +145,14 @@ fn table_reference(name: &QualifiedName) -> String {
 
 pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<Plan, PlanError> {
     let TableObject::TableName(table_name) = &insert.table else {
-        return Err(PlanError::unsupported("INSERT INTO a table function is not supported"));
+        return Err(PlanError::unsupported(
+            "INSERT INTO a table function is not supported",
+        ));
     };
     if insert.on.is_some() {
-        return Err(PlanError::unsupported("INSERT ... ON CONFLICT is not supported"));
+        return Err(PlanError::unsupported(
+            "INSERT ... ON CONFLICT is not supported",
+        ));
     }
     let (item, desc, defaults) = write_target(catalog, table_name)?;
     let columns = if insert.columns.is_empty() {
@@ -158,7 +169,10 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
             let Some(index) = desc.column_index(&name) else {
                 return Err(PlanError::new(
                     SqlState::UNDEFINED_COLUMN,
-                    format!("column \"{name}\" of relation \"{}\" does not exist", item.name.item),
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        item.name.item
+                    ),
                 ));
             };
             if columns.contains(&index) {
@@ -172,7 +186,9 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
         columns
     };
     let Some(source) = insert.source else {
-        return Err(PlanError::unsupported("INSERT without VALUES or a query is not supported"));
+        return Err(PlanError::unsupported(
+            "INSERT without VALUES or a query is not supported",
+        ));
     };
     let source = resolve_relations(catalog, Statement::Query(source))?;
     Ok(Plan::Insert(InsertPlan {
@@ -188,7 +204,9 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
 
 fn table_factor_alias(factor: &TableFactor) -> Option<String> {
     match factor {
-        TableFactor::Table { alias: Some(alias), .. } => Some(alias.name.to_string()),
+        TableFactor::Table {
+            alias: Some(alias), ..
+        } => Some(alias.name.to_string()),
         _ => None,
     }
 }
@@ -198,14 +216,18 @@ pub(crate) fn plan_update(catalog: &dyn PlanCatalog, update: Update) -> Result<P
         return Err(PlanError::unsupported("UPDATE ... FROM is not supported"));
     }
     let TableFactor::Table { name, .. } = &update.table.relation else {
-        return Err(PlanError::unsupported("UPDATE of this relation is not supported"));
+        return Err(PlanError::unsupported(
+            "UPDATE of this relation is not supported",
+        ));
     };
     let (item, desc, _) = write_target(catalog, name)?;
     let mut assigned = Vec::new();
     let mut values: Vec<&Expr> = Vec::new();
     for assignment in &update.assignments {
         let AssignmentTarget::ColumnName(column) = &assignment.target else {
-            return Err(PlanError::unsupported("UPDATE of column tuples is not supported"));
+            return Err(PlanError::unsupported(
+                "UPDATE of column tuples is not supported",
+            ));
         };
         let column_name = column
             .0
@@ -216,7 +238,10 @@ pub(crate) fn plan_update(catalog: &dyn PlanCatalog, update: Update) -> Result<P
         let Some(index) = desc.column_index(&column_name) else {
             return Err(PlanError::new(
                 SqlState::UNDEFINED_COLUMN,
-                format!("column \"{column_name}\" of relation \"{}\" does not exist", item.name.item),
+                format!(
+                    "column \"{column_name}\" of relation \"{}\" does not exist",
+                    item.name.item
+                ),
             ));
         };
         if assigned.contains(&index) {
@@ -258,10 +283,14 @@ pub(crate) fn plan_delete(catalog: &dyn PlanCatalog, delete: Delete) -> Result<P
         FromTable::WithFromKeyword(tables) | FromTable::WithoutKeyword(tables) => tables,
     };
     let [table] = tables.as_slice() else {
-        return Err(PlanError::unsupported("DELETE from several tables is not supported"));
+        return Err(PlanError::unsupported(
+            "DELETE from several tables is not supported",
+        ));
     };
     let TableFactor::Table { name, .. } = &table.relation else {
-        return Err(PlanError::unsupported("DELETE from this relation is not supported"));
+        return Err(PlanError::unsupported(
+            "DELETE from this relation is not supported",
+        ));
     };
     let (item, desc, _) = write_target(catalog, name)?;
     let alias = table_factor_alias(&table.relation)

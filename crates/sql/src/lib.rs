@@ -12,6 +12,7 @@ pub mod interval;
 pub mod plan;
 pub mod planner;
 mod show;
+pub mod source;
 pub mod table;
 
 pub use error::PlanError;

@@ -15,6 +15,7 @@ pub enum Plan {
     CreateSink(CreateSinkPlan),
     AlterSink(AlterSinkPlan),
     CreateTable(CreateTablePlan),
+    CreateSource(crate::source::CreateSourcePlan),
     Insert(crate::dml::InsertPlan),
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),

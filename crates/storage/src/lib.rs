@@ -1,1 +1,759 @@
-//! placeholder
+//! Tables, sources and the durable, timestamped change log sinks read from.
+//!
+//! Every collection (a table or a source) is a log of `(row, ts, diff)`
+//! updates in SQLite (`storage.db`, WAL, `synchronous = FULL`), plus:
+//! - an **upper** (write frontier): every update with `ts < upper` is durable
+//!   and final. A write gets `ts = max(wall clock, upper)` and moves the upper
+//!   to `ts + 1` in the same transaction, so no write can land in an interval
+//!   a sink may already have committed. A ticker advances every upper to the
+//!   wall clock, durably, at least once a second.
+//! - a **since** (compaction frontier): history before it is consolidated
+//!   into rows stored at `since - 1`. Readers (sinks) place read holds; the
+//!   since never passes the oldest hold.
+//! - the current **contents**, consolidated in memory for queries and key
+//!   checks, rebuilt from the log at start-up.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use floe_repr::codec::{decode_row, encode_row};
+use floe_repr::{GlobalId, RelationDesc, Row, Timestamp};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+pub mod generator;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("storage directory {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("unknown collection {0}")]
+    UnknownCollection(GlobalId),
+    #[error("change log of {collection} is corrupt: {message}")]
+    Corrupt {
+        collection: GlobalId,
+        message: String,
+    },
+    /// A read below the compaction frontier.
+    #[error(
+        "input compacted past resume upper: {collection} is compacted to {since}, the read starts at {lower}"
+    )]
+    Compacted {
+        collection: GlobalId,
+        since: u64,
+        lower: u64,
+    },
+    /// A read beyond what is durable.
+    #[error("read of {collection} up to {upper} is beyond its write frontier {frontier}")]
+    BeyondUpper {
+        collection: GlobalId,
+        upper: u64,
+        frontier: u64,
+    },
+}
+
+/// Why an append was refused; nothing of it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AppendError {
+    /// Two rows would share the primary key; `key` holds its values.
+    UniqueViolation { key: Row },
+    /// A retraction of a row that is not there (a lost concurrent update).
+    RetractionOfAbsentRow,
+}
+
+/// One update of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogUpdate {
+    pub row: Row,
+    pub ts: Timestamp,
+    pub diff: i64,
+}
+
+/// Size and frontiers of one collection's log, for `mz_internal` views.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionUsage {
+    pub id: GlobalId,
+    pub updates: u64,
+    pub bytes: u64,
+    pub since: Timestamp,
+    pub upper: Timestamp,
+    /// Read holds: holder id and the frontier it holds back.
+    pub holds: Vec<(String, Timestamp)>,
+}
+
+/// The consolidated current contents of a collection.
+#[derive(Debug, Default)]
+struct Contents {
+    /// Encoded row -> (row, multiplicity).
+    rows: HashMap<Vec<u8>, (Row, i64)>,
+    /// The primary key's columns, if the collection has one.
+    key: Option<Vec<usize>>,
+    /// Encoded key -> how many rows carry it (at most 1 when consistent).
+    key_counts: HashMap<Vec<u8>, i64>,
+    /// Bumped on every change, so callers can cache derived forms.
+    version: u64,
+}
+
+/// The key columns of a row, encoded.
+fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
+    let key_row: Row = key
+        .iter()
+        .map(|i| row.get(*i).cloned().unwrap_or(floe_repr::Datum::Null))
+        .collect();
+    encode(&key_row)
+}
+
+impl Contents {
+    fn apply(&mut self, encoded: Vec<u8>, row: &Row, diff: i64) {
+        use std::collections::hash_map::Entry;
+        if let Some(key) = &self.key {
+            let key_bytes = encode_key(row, key);
+            let count = self.key_counts.entry(key_bytes.clone()).or_insert(0);
+            *count += diff;
+            if *count == 0 {
+                self.key_counts.remove(&key_bytes);
+            }
+        }
+        match self.rows.entry(encoded) {
+            Entry::Occupied(mut entry) => {
+                entry.get_mut().1 += diff;
+                // Consolidated-away rows leave, so memory follows the contents.
+                if entry.get().1 == 0 {
+                    entry.remove();
+                }
+            }
+            Entry::Vacant(entry) => {
+                if diff != 0 {
+                    entry.insert((row.clone(), diff));
+                }
+            }
+        }
+    }
+}
+
+/// Consolidates a batch: an insert and a delete of the same row cancel.
+fn consolidate(updates: Vec<(Row, i64)>) -> Vec<(Vec<u8>, Row, i64)> {
+    let mut consolidated: HashMap<Vec<u8>, (Row, i64)> = HashMap::new();
+    for (row, diff) in updates {
+        let bytes = encode(&row);
+        consolidated.entry(bytes).or_insert((row, 0)).1 += diff;
+    }
+    consolidated
+        .into_iter()
+        .filter(|(_, (_, diff))| *diff != 0)
+        .map(|(bytes, (row, diff))| (bytes, row, diff))
+        .collect()
+}
+
+/// Refuses changes that would break the primary key or retract rows that
+/// are not there.
+fn check_changes(contents: &Contents, changes: &[(Vec<u8>, Row, i64)]) -> Result<(), AppendError> {
+    if let Some(key) = &contents.key {
+        let mut deltas: HashMap<Vec<u8>, (i64, &Row)> = HashMap::new();
+        for (_, row, diff) in changes {
+            deltas.entry(encode_key(row, key)).or_insert((0, row)).0 += diff;
+        }
+        for (key_bytes, (delta, row)) in deltas {
+            let existing = contents.key_counts.get(&key_bytes).copied().unwrap_or(0);
+            if existing + delta > 1 {
+                let key_values = key
+                    .iter()
+                    .map(|i| row.get(*i).cloned().unwrap_or(floe_repr::Datum::Null))
+                    .collect();
+                return Err(AppendError::UniqueViolation { key: key_values });
+            }
+        }
+    }
+    for (encoded, _, diff) in changes {
+        if *diff < 0 && contents.rows.get(encoded).map_or(0, |(_, c)| *c) + diff < 0 {
+            return Err(AppendError::RetractionOfAbsentRow);
+        }
+    }
+    Ok(())
+}
+
+fn encode(row: &Row) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_row(row, &mut bytes);
+    bytes
+}
+
+/// A collection's state.
+#[derive(Debug)]
+struct Collection {
+    desc: RelationDesc,
+    upper: u64,
+    since: u64,
+    contents: Contents,
+    /// Updates and bytes in the log, for usage reporting and the
+    /// compaction heuristic.
+    log_updates: u64,
+    log_bytes: u64,
+    /// Updates at the last compaction: compacting again once the log has
+    /// doubled keeps compaction's cost amortized O(1) per update.
+    updates_after_compaction: u64,
+    holds: BTreeMap<String, u64>,
+}
+
+/// The storage layer. One per server.
+pub struct Storage {
+    path: PathBuf,
+    /// The write connection; writes are serialized through it.
+    writer: Mutex<Connection>,
+    collections: RwLock<HashMap<GlobalId, Collection>>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage").field("path", &self.path).finish()
+    }
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS collections (
+        id TEXT PRIMARY KEY,
+        upper INTEGER NOT NULL,
+        since INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS updates (
+        collection_id TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        diff INTEGER NOT NULL,
+        row BLOB NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS updates_by_time ON updates (collection_id, ts);
+    CREATE TABLE IF NOT EXISTS read_holds (
+        collection_id TEXT NOT NULL,
+        holder_id TEXT NOT NULL,
+        frontier INTEGER NOT NULL,
+        PRIMARY KEY (collection_id, holder_id)
+    );
+";
+
+fn open_connection(path: &Path) -> Result<Connection, StorageError> {
+    let connection = Connection::open(path)?;
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    connection.busy_timeout(std::time::Duration::from_secs(30))?;
+    Ok(connection)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl Storage {
+    /// Opens (creating if needed) the storage of a data directory.
+    pub fn open(data_dir: &Path) -> Result<Arc<Storage>, StorageError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| StorageError::Io {
+            path: data_dir.to_path_buf(),
+            source,
+        })?;
+        let path = data_dir.join("storage.db");
+        let connection = open_connection(&path)?;
+        connection.execute_batch(SCHEMA)?;
+        Ok(Arc::new(Storage {
+            path,
+            writer: Mutex::new(connection),
+            collections: RwLock::new(HashMap::new()),
+        }))
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A poisoned lock only means another writer panicked mid-call; the
+        // SQLite transaction it held was rolled back, so the connection is fine.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn collections_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Collection>> {
+        self.collections.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn collections_write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Collection>> {
+        self.collections.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a collection: creates its log if new, or loads its
+    /// frontiers, holds and contents from the log.
+    pub fn register(&self, id: GlobalId, desc: RelationDesc) -> Result<(), StorageError> {
+        let writer = self.writer();
+        let existing: Option<(i64, i64)> = writer
+            .query_row(
+                "SELECT upper, since FROM collections WHERE id = ?1",
+                params![id.to_string()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let (upper, since) = match existing {
+            Some((upper, since)) => (to_u64(upper), to_u64(since)),
+            None => {
+                let now = Timestamp::now().millis();
+                writer.execute(
+                    "INSERT INTO collections (id, upper, since) VALUES (?1, ?2, 0)",
+                    params![id.to_string(), to_i64(now)],
+                )?;
+                (now, 0)
+            }
+        };
+        let mut contents = Contents {
+            key: desc.unique_keys.first().cloned(),
+            ..Contents::default()
+        };
+        let mut log_updates = 0;
+        let mut log_bytes = 0;
+        {
+            let mut statement =
+                writer.prepare("SELECT diff, row FROM updates WHERE collection_id = ?1")?;
+            let mut rows = statement.query(params![id.to_string()])?;
+            while let Some(record) = rows.next()? {
+                let diff: i64 = record.get(0)?;
+                let bytes: Vec<u8> = record.get(1)?;
+                log_updates += 1;
+                log_bytes += bytes.len() as u64 + 16;
+                let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
+                    collection: id,
+                    message: e.to_string(),
+                })?;
+                contents.apply(bytes, &row, diff);
+            }
+        }
+        let mut holds = BTreeMap::new();
+        {
+            let mut statement = writer
+                .prepare("SELECT holder_id, frontier FROM read_holds WHERE collection_id = ?1")?;
+            let rows = statement.query_map(params![id.to_string()], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })?;
+            for row in rows {
+                let (holder, frontier) = row?;
+                holds.insert(holder, to_u64(frontier));
+            }
+        }
+        self.collections_write().insert(
+            id,
+            Collection {
+                desc,
+                upper,
+                since,
+                contents,
+                log_updates,
+                log_bytes,
+                updates_after_compaction: log_updates,
+                holds,
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes a collection and its log.
+    pub fn drop_collection(&self, id: GlobalId) -> Result<(), StorageError> {
+        let mut writer = self.writer();
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for table in ["updates", "read_holds"] {
+            transaction.execute(
+                &format!("DELETE FROM {table} WHERE collection_id = ?1"),
+                params![id.to_string()],
+            )?;
+        }
+        transaction.execute(
+            "DELETE FROM collections WHERE id = ?1",
+            params![id.to_string()],
+        )?;
+        transaction.commit()?;
+        self.collections_write().remove(&id);
+        Ok(())
+    }
+
+    /// Appends updates at one new timestamp, durably, and returns the
+    /// timestamp. The batch is consolidated first (an insert and a delete of
+    /// the same row cancel). A batch that would leave two rows with the same
+    /// primary key is refused whole with [`AppendError::UniqueViolation`].
+    pub fn append(
+        &self,
+        id: GlobalId,
+        updates: Vec<(Row, i64)>,
+    ) -> Result<Result<Timestamp, AppendError>, StorageError> {
+        self.append_many(vec![(id, updates)])
+    }
+
+    /// Appends to several collections in one transaction at one timestamp:
+    /// all of it becomes durable and visible, or none of it.
+    pub fn append_many(
+        &self,
+        batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
+    ) -> Result<Result<Timestamp, AppendError>, StorageError> {
+        let mut writer = self.writer();
+        let mut prepared = Vec::with_capacity(batches.len());
+        let mut upper = 0;
+        {
+            let collections = self.collections_read();
+            for (id, updates) in batches {
+                let collection = collections
+                    .get(&id)
+                    .ok_or(StorageError::UnknownCollection(id))?;
+                let changes = consolidate(updates);
+                if let Err(e) = check_changes(&collection.contents, &changes) {
+                    return Ok(Err(e));
+                }
+                upper = upper.max(collection.upper);
+                prepared.push((id, changes));
+            }
+        }
+        let ts = Timestamp::now().millis().max(upper);
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut bytes_written = Vec::with_capacity(prepared.len());
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (id, changes) in &prepared {
+                let id_text = id.to_string();
+                let mut bytes = 0;
+                for (encoded, _, diff) in changes {
+                    insert.execute(params![id_text, to_i64(ts), diff, encoded])?;
+                    bytes += encoded.len() as u64 + 16;
+                }
+                bytes_written.push(bytes);
+            }
+        }
+        for (id, _) in &prepared {
+            transaction.execute(
+                "UPDATE collections SET upper = max(upper, ?2) WHERE id = ?1",
+                params![id.to_string(), to_i64(ts + 1)],
+            )?;
+        }
+        transaction.commit()?;
+        // Durable: now visible to queries and, through the upper, to sinks.
+        let mut collections = self.collections_write();
+        for ((id, changes), bytes) in prepared.into_iter().zip(bytes_written) {
+            let collection = collections
+                .get_mut(&id)
+                .ok_or(StorageError::UnknownCollection(id))?;
+            for (encoded, row, diff) in changes {
+                collection.contents.apply(encoded, &row, diff);
+                collection.log_updates += 1;
+            }
+            collection.log_bytes += bytes;
+            collection.contents.version += 1;
+            collection.upper = collection.upper.max(ts + 1);
+        }
+        Ok(Ok(Timestamp(ts)))
+    }
+
+    /// The current contents, each row repeated by its multiplicity, and the
+    /// contents' version.
+    pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {
+        let collections = self.collections_read();
+        let collection = collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        let mut rows = Vec::with_capacity(collection.contents.rows.len());
+        for (row, count) in collection.contents.rows.values() {
+            for _ in 0..(*count).max(0) {
+                rows.push(row.clone());
+            }
+        }
+        Ok((rows, collection.contents.version))
+    }
+
+    /// The version of the contents (changes on every write).
+    pub fn contents_version(&self, id: GlobalId) -> Result<u64, StorageError> {
+        let collections = self.collections_read();
+        Ok(collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?
+            .contents
+            .version)
+    }
+
+    /// The collection's shape.
+    pub fn desc(&self, id: GlobalId) -> Result<RelationDesc, StorageError> {
+        let collections = self.collections_read();
+        Ok(collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?
+            .desc
+            .clone())
+    }
+
+    pub fn upper(&self, id: GlobalId) -> Result<Timestamp, StorageError> {
+        let collections = self.collections_read();
+        Ok(Timestamp(
+            collections
+                .get(&id)
+                .ok_or(StorageError::UnknownCollection(id))?
+                .upper,
+        ))
+    }
+
+    pub fn since(&self, id: GlobalId) -> Result<Timestamp, StorageError> {
+        let collections = self.collections_read();
+        Ok(Timestamp(
+            collections
+                .get(&id)
+                .ok_or(StorageError::UnknownCollection(id))?
+                .since,
+        ))
+    }
+
+    /// Advances every upper to the wall clock, durably. Called at least once
+    /// a second so idle collections' frontiers (and their sinks) move on.
+    pub fn tick(&self) -> Result<(), StorageError> {
+        let now = Timestamp::now().millis();
+        let mut writer = self.writer();
+        let behind: Vec<GlobalId> = self
+            .collections_read()
+            .iter()
+            .filter(|(_, c)| c.upper < now)
+            .map(|(id, _)| *id)
+            .collect();
+        if behind.is_empty() {
+            return Ok(());
+        }
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for id in &behind {
+            transaction.execute(
+                "UPDATE collections SET upper = max(upper, ?2) WHERE id = ?1",
+                params![id.to_string(), to_i64(now)],
+            )?;
+        }
+        transaction.commit()?;
+        let mut collections = self.collections_write();
+        for id in behind {
+            if let Some(collection) = collections.get_mut(&id) {
+                collection.upper = collection.upper.max(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the updates with `lower <= ts < upper` in chunks of at most
+    /// `max_rows`. `lower = 0` reads everything, compacted history included.
+    pub fn read(
+        &self,
+        id: GlobalId,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+    ) -> Result<Result<(), String>, StorageError> {
+        {
+            let collections = self.collections_read();
+            let collection = collections
+                .get(&id)
+                .ok_or(StorageError::UnknownCollection(id))?;
+            if lower.0 > 0 && lower.0 < collection.since {
+                return Err(StorageError::Compacted {
+                    collection: id,
+                    since: collection.since,
+                    lower: lower.0,
+                });
+            }
+            if upper.0 > collection.upper {
+                return Err(StorageError::BeyondUpper {
+                    collection: id,
+                    upper: upper.0,
+                    frontier: collection.upper,
+                });
+            }
+        }
+        // A connection of its own: WAL readers do not block the writer.
+        let connection = open_connection(&self.path)?;
+        let transaction = connection.unchecked_transaction()?;
+        let mut statement = transaction.prepare(
+            "SELECT ts, diff, row FROM updates WHERE collection_id = ?1 AND ts >= ?2 AND ts < ?3",
+        )?;
+        let mut rows =
+            statement.query(params![id.to_string(), to_i64(lower.0), to_i64(upper.0)])?;
+        let max_rows = max_rows.max(1);
+        let mut buffer = Vec::with_capacity(max_rows.min(65_536));
+        while let Some(record) = rows.next()? {
+            let bytes: Vec<u8> = record.get(2)?;
+            let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
+                collection: id,
+                message: e.to_string(),
+            })?;
+            buffer.push(LogUpdate {
+                row,
+                ts: Timestamp(to_u64(record.get(0)?)),
+                diff: record.get(1)?,
+            });
+            if buffer.len() >= max_rows {
+                if let Err(e) = chunk(std::mem::take(&mut buffer)) {
+                    return Ok(Err(e));
+                }
+            }
+        }
+        if !buffer.is_empty() {
+            if let Err(e) = chunk(buffer) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Holds back compaction of `id` at `frontier` on behalf of `holder`.
+    pub fn set_read_hold(
+        &self,
+        id: GlobalId,
+        holder: &str,
+        frontier: Timestamp,
+    ) -> Result<(), StorageError> {
+        let writer = self.writer();
+        writer.execute(
+            "INSERT INTO read_holds (collection_id, holder_id, frontier) VALUES (?1, ?2, ?3)
+             ON CONFLICT (collection_id, holder_id) DO UPDATE SET frontier = excluded.frontier",
+            params![id.to_string(), holder, to_i64(frontier.0)],
+        )?;
+        let mut collections = self.collections_write();
+        if let Some(collection) = collections.get_mut(&id) {
+            collection.holds.insert(holder.to_string(), frontier.0);
+        }
+        Ok(())
+    }
+
+    /// Releases `holder`'s hold on `id`.
+    pub fn drop_read_hold(&self, id: GlobalId, holder: &str) -> Result<(), StorageError> {
+        let writer = self.writer();
+        writer.execute(
+            "DELETE FROM read_holds WHERE collection_id = ?1 AND holder_id = ?2",
+            params![id.to_string(), holder],
+        )?;
+        let mut collections = self.collections_write();
+        if let Some(collection) = collections.get_mut(&id) {
+            collection.holds.remove(holder);
+        }
+        Ok(())
+    }
+
+    /// Consolidates history below the oldest read hold (or the upper, when
+    /// nothing holds it) for collections whose log has doubled since the last
+    /// compaction. Returns how many collections were compacted.
+    pub fn compact(&self) -> Result<usize, StorageError> {
+        let candidates: Vec<(GlobalId, u64)> = self
+            .collections_read()
+            .iter()
+            .filter(|(_, c)| {
+                c.log_updates > 1_000 && c.log_updates >= 2 * c.updates_after_compaction.max(1)
+            })
+            .map(|(id, c)| {
+                let target = c
+                    .holds
+                    .values()
+                    .copied()
+                    .min()
+                    .unwrap_or(c.upper)
+                    .min(c.upper);
+                (*id, target)
+            })
+            .filter(|(id, target)| {
+                self.collections_read()
+                    .get(id)
+                    .is_some_and(|c| *target > c.since)
+            })
+            .collect();
+        let mut compacted = 0;
+        for (id, target) in candidates {
+            self.compact_collection(id, target)?;
+            compacted += 1;
+        }
+        Ok(compacted)
+    }
+
+    /// Consolidates every update before `target` into rows at `target - 1`.
+    pub fn compact_collection(&self, id: GlobalId, target: u64) -> Result<(), StorageError> {
+        let mut writer = self.writer();
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut consolidated: HashMap<Vec<u8>, i64> = HashMap::new();
+        {
+            let mut statement = transaction
+                .prepare("SELECT diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2")?;
+            let mut rows = statement.query(params![id.to_string(), to_i64(target)])?;
+            while let Some(record) = rows.next()? {
+                let diff: i64 = record.get(0)?;
+                let bytes: Vec<u8> = record.get(1)?;
+                *consolidated.entry(bytes).or_insert(0) += diff;
+            }
+        }
+        transaction.execute(
+            "DELETE FROM updates WHERE collection_id = ?1 AND ts < ?2",
+            params![id.to_string(), to_i64(target)],
+        )?;
+        {
+            let mut insert = transaction.prepare(
+                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (bytes, diff) in consolidated.iter().filter(|(_, d)| **d != 0) {
+                insert.execute(params![
+                    id.to_string(),
+                    to_i64(target.saturating_sub(1)),
+                    diff,
+                    bytes
+                ])?;
+            }
+        }
+        transaction.execute(
+            "UPDATE collections SET since = max(since, ?2) WHERE id = ?1",
+            params![id.to_string(), to_i64(target)],
+        )?;
+        let (updates, bytes): (i64, i64) = transaction.query_row(
+            "SELECT count(*), coalesce(sum(length(row)) + 16 * count(*), 0) FROM updates WHERE collection_id = ?1",
+            params![id.to_string()],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        transaction.commit()?;
+        let mut collections = self.collections_write();
+        if let Some(collection) = collections.get_mut(&id) {
+            collection.since = collection.since.max(target);
+            collection.log_updates = to_u64(updates);
+            collection.log_bytes = to_u64(bytes);
+            collection.updates_after_compaction = to_u64(updates);
+        }
+        Ok(())
+    }
+
+    /// The ids of every collection with a log on disk.
+    pub fn stored_collections(&self) -> Result<Vec<GlobalId>, StorageError> {
+        let writer = self.writer();
+        let mut statement = writer.prepare("SELECT id FROM collections")?;
+        let ids = statement
+            .query_map([], |row| row.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ids.into_iter().filter_map(|id| id.parse().ok()).collect())
+    }
+
+    /// Log sizes, frontiers and holds of every collection.
+    pub fn usage(&self) -> Vec<CollectionUsage> {
+        let collections = self.collections_read();
+        let mut usage: Vec<CollectionUsage> = collections
+            .iter()
+            .map(|(id, c)| CollectionUsage {
+                id: *id,
+                updates: c.log_updates,
+                bytes: c.log_bytes,
+                since: Timestamp(c.since),
+                upper: Timestamp(c.upper),
+                holds: c
+                    .holds
+                    .iter()
+                    .map(|(h, f)| (h.clone(), Timestamp(*f)))
+                    .collect(),
+            })
+            .collect();
+        usage.sort_by_key(|u| u.id);
+        usage
+    }
+}
+
+#[cfg(test)]
+mod tests;

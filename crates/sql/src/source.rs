@@ -1,0 +1,208 @@
+//! `CREATE SOURCE ... FROM LOAD GENERATOR`: Materialize's demo generators.
+
+use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
+use floe_sql_parser::ast::{CreateSourceStatement, OptionValue};
+
+use crate::catalog::{PlanCatalog, QualifiedName, SourceDefinition};
+use crate::error::PlanError;
+use crate::interval::parse_duration;
+use crate::plan::Plan;
+use crate::planner::{exists_check, normalize_ident};
+
+/// A planned `CREATE SOURCE`: the source and, for multi-output generators,
+/// its subsources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSourcePlan {
+    pub name: QualifiedName,
+    pub if_not_exists: bool,
+    pub definition: SourceDefinition,
+    /// `(name, output, shape)` of each subsource.
+    pub subsources: Vec<(QualifiedName, String, RelationDesc)>,
+    pub create_sql: String,
+}
+
+fn column(name: &str, scalar_type: SqlScalarType, nullable: bool) -> (String, ColumnType) {
+    (
+        name.to_string(),
+        ColumnType {
+            scalar_type,
+            nullable,
+        },
+    )
+}
+
+/// The outputs of the AUCTION generator, with their shapes (Materialize's).
+pub fn auction_outputs() -> Vec<(&'static str, RelationDesc)> {
+    use SqlScalarType::*;
+    vec![
+        (
+            "accounts",
+            RelationDesc {
+                columns: vec![
+                    column("id", Int64, false),
+                    column("org_id", Int64, false),
+                    column("balance", Int64, false),
+                ],
+                unique_keys: vec![vec![0]],
+            },
+        ),
+        (
+            "auctions",
+            RelationDesc {
+                columns: vec![
+                    column("id", Int64, false),
+                    column("seller", Int64, false),
+                    column("item", Text, false),
+                    column("end_time", TimestampTz, false),
+                ],
+                unique_keys: vec![vec![0]],
+            },
+        ),
+        (
+            "bids",
+            RelationDesc {
+                columns: vec![
+                    column("id", Int64, false),
+                    column("buyer", Int64, false),
+                    column("auction_id", Int64, false),
+                    column("amount", Int32, false),
+                    column("bid_time", TimestampTz, false),
+                ],
+                unique_keys: vec![vec![0]],
+            },
+        ),
+        (
+            "organizations",
+            RelationDesc {
+                columns: vec![column("id", Int64, false), column("name", Text, false)],
+                unique_keys: vec![vec![0]],
+            },
+        ),
+        (
+            "users",
+            RelationDesc {
+                columns: vec![
+                    column("id", Int64, false),
+                    column("org_id", Int64, false),
+                    column("name", Text, false),
+                ],
+                unique_keys: vec![vec![0]],
+            },
+        ),
+    ]
+}
+
+pub(crate) fn plan_create_source(
+    catalog: &dyn PlanCatalog,
+    session_cluster: &str,
+    statement: CreateSourceStatement,
+) -> Result<Plan, PlanError> {
+    let name = crate::planner::create_name(&statement.name)?;
+    if exists_check(catalog, &name, statement.if_not_exists)? {
+        return Ok(Plan::NoOp {
+            tag: "CREATE SOURCE",
+        });
+    }
+    let cluster_name = statement
+        .in_cluster
+        .as_ref()
+        .map(normalize_ident)
+        .unwrap_or_else(|| session_cluster.to_string());
+    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown cluster '{cluster_name}'"),
+        )
+    })?;
+    let mut tick_interval_ms = 1_000;
+    let mut up_to = None;
+    for option in &statement.options {
+        match (option.name.0.as_str(), &option.value) {
+            ("TICK INTERVAL", Some(OptionValue::String(text))) => {
+                let duration = parse_duration(text).ok_or_else(|| {
+                    PlanError::new(
+                        SqlState::INVALID_DATETIME_FORMAT,
+                        format!("invalid input syntax for type interval: \"{text}\""),
+                    )
+                })?;
+                if duration.as_millis() < 1 {
+                    return Err(PlanError::invalid("TICK INTERVAL must be positive"));
+                }
+                tick_interval_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            }
+            ("UP TO", Some(OptionValue::Number(n))) => {
+                up_to = Some(n.parse::<u64>().map_err(|_| {
+                    PlanError::invalid(format!("UP TO must be a non-negative integer, not {n}"))
+                })?);
+            }
+            (other, _) => {
+                return Err(PlanError::invalid(format!(
+                    "LOAD GENERATOR does not support {other} values"
+                )));
+            }
+        }
+    }
+    let (desc, subsources) = match statement.generator.as_str() {
+        "COUNTER" => {
+            if statement.for_all_tables {
+                return Err(PlanError::invalid(
+                    "FOR ALL TABLES is only valid for multi-output sources",
+                ));
+            }
+            (
+                RelationDesc {
+                    columns: vec![column("counter", SqlScalarType::Int64, false)],
+                    unique_keys: vec![vec![0]],
+                },
+                Vec::new(),
+            )
+        }
+        "AUCTION" => {
+            if !statement.for_all_tables {
+                return Err(PlanError::invalid(
+                    "multi-output sources require a FOR ALL TABLES statement",
+                ));
+            }
+            let mut subsources = Vec::new();
+            for (output, desc) in auction_outputs() {
+                let subsource_name = QualifiedName {
+                    item: output.to_string(),
+                    ..name.clone()
+                };
+                exists_check(catalog, &subsource_name, false)?;
+                subsources.push((subsource_name, output.to_string(), desc));
+            }
+            // The source itself is its progress relation.
+            (
+                RelationDesc {
+                    columns: vec![column("offset", SqlScalarType::Int64, false)],
+                    unique_keys: vec![vec![0]],
+                },
+                subsources,
+            )
+        }
+        other => {
+            return Err(PlanError::unsupported(format!(
+                "LOAD GENERATOR {other} is not supported: floe has COUNTER and AUCTION"
+            )));
+        }
+    };
+    let mut normalized = statement.clone();
+    normalized.name = crate::planner::qualified(&name);
+    normalized.if_not_exists = false;
+    normalized.in_cluster = Some(sqlparser::ast::Ident::with_quote('"', cluster.name.clone()));
+    Ok(Plan::CreateSource(CreateSourcePlan {
+        name,
+        if_not_exists: statement.if_not_exists,
+        definition: SourceDefinition {
+            generator: statement.generator.clone(),
+            tick_interval_ms,
+            cluster: cluster.id,
+            desc,
+            up_to,
+            parent: None,
+        },
+        subsources,
+        create_sql: normalized.to_string(),
+    }))
+}

@@ -1,0 +1,222 @@
+use floe_repr::{ColumnType, Datum, GlobalId, RelationDesc, SqlScalarType, Timestamp};
+
+use super::*;
+
+fn desc_with_key() -> RelationDesc {
+    RelationDesc {
+        columns: vec![
+            (
+                "id".into(),
+                ColumnType {
+                    scalar_type: SqlScalarType::Int32,
+                    nullable: false,
+                },
+            ),
+            (
+                "v".into(),
+                ColumnType {
+                    scalar_type: SqlScalarType::Text,
+                    nullable: true,
+                },
+            ),
+        ],
+        unique_keys: vec![vec![0]],
+    }
+}
+
+fn row(id: i32, v: &str) -> Row {
+    vec![Datum::Int32(id), Datum::Text(v.into())]
+}
+
+fn read_all(storage: &Storage, id: GlobalId, lower: u64) -> Vec<LogUpdate> {
+    let upper = storage.upper(id).unwrap();
+    let mut out = Vec::new();
+    storage
+        .read(id, Timestamp(lower), upper, 3, &mut |chunk| {
+            assert!(chunk.len() <= 3, "chunks respect max_rows");
+            out.extend(chunk);
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+    out
+}
+
+#[test]
+fn appends_get_increasing_timestamps_at_or_above_the_upper() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let id = GlobalId::User(1);
+    storage.register(id, desc_with_key()).unwrap();
+    let mut last = 0;
+    for i in 0..20 {
+        let upper_before = storage.upper(id).unwrap().0;
+        let ts = storage
+            .append(id, vec![(row(i, "x"), 1)])
+            .unwrap()
+            .unwrap()
+            .0;
+        assert!(ts >= upper_before, "a write never lands below the upper");
+        assert!(ts >= last);
+        assert_eq!(storage.upper(id).unwrap().0, ts + 1);
+        last = ts;
+    }
+    assert_eq!(storage.contents(id).unwrap().0.len(), 20);
+    assert_eq!(read_all(&storage, id, 0).len(), 20);
+}
+
+#[test]
+fn primary_keys_are_enforced_per_batch_and_against_contents() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let id = GlobalId::User(1);
+    storage.register(id, desc_with_key()).unwrap();
+    storage.append(id, vec![(row(1, "a"), 1)]).unwrap().unwrap();
+    let refused = storage.append(id, vec![(row(1, "b"), 1)]).unwrap();
+    assert_eq!(
+        refused,
+        Err(AppendError::UniqueViolation {
+            key: vec![Datum::Int32(1)]
+        })
+    );
+    let refused = storage
+        .append(id, vec![(row(2, "a"), 1), (row(2, "b"), 1)])
+        .unwrap();
+    assert!(refused.is_err());
+    // An update (retract and insert the same key) is fine.
+    storage
+        .append(id, vec![(row(1, "a"), -1), (row(1, "b"), 1)])
+        .unwrap()
+        .unwrap();
+    let (rows, _) = storage.contents(id).unwrap();
+    assert_eq!(rows, vec![row(1, "b")]);
+    // Nothing of a refused batch was written.
+    assert_eq!(read_all(&storage, id, 0).len(), 3);
+    assert_eq!(
+        storage.append(id, vec![(row(9, "z"), -1)]).unwrap(),
+        Err(AppendError::RetractionOfAbsentRow)
+    );
+}
+
+#[test]
+fn contents_and_frontiers_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(7);
+    let upper = {
+        let storage = Storage::open(dir.path()).unwrap();
+        storage.register(id, desc_with_key()).unwrap();
+        for i in 0..10 {
+            storage.append(id, vec![(row(i, "x"), 1)]).unwrap().unwrap();
+        }
+        storage
+            .append(id, vec![(row(3, "x"), -1)])
+            .unwrap()
+            .unwrap();
+        storage.upper(id).unwrap()
+    };
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    assert!(storage.upper(id).unwrap() >= upper);
+    let (mut rows, _) = storage.contents(id).unwrap();
+    rows.sort_by_key(|r| match r[0] {
+        Datum::Int32(i) => i,
+        _ => 0,
+    });
+    assert_eq!(rows.len(), 9);
+    assert!(!rows.contains(&row(3, "x")));
+    // Uniqueness still holds after the restart.
+    assert!(storage.append(id, vec![(row(1, "y"), 1)]).unwrap().is_err());
+}
+
+#[test]
+fn the_ticker_advances_idle_uppers_durably() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    let before = storage.upper(id).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    storage.tick().unwrap();
+    let after = storage.upper(id).unwrap();
+    assert!(after > before);
+    drop(storage);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    assert!(storage.upper(id).unwrap() >= after);
+}
+
+#[test]
+fn compaction_consolidates_history_and_refuses_reads_below_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    for i in 0..5 {
+        storage.append(id, vec![(row(i, "x"), 1)]).unwrap().unwrap();
+    }
+    for i in 0..4 {
+        storage
+            .append(id, vec![(row(i, "x"), -1), (row(i, "y"), 1)])
+            .unwrap()
+            .unwrap();
+    }
+    let hold = storage.upper(id).unwrap();
+    storage.set_read_hold(id, "sink-u9", hold).unwrap();
+    storage
+        .append(id, vec![(row(4, "x"), -1)])
+        .unwrap()
+        .unwrap();
+    let target = storage.usage()[0].holds[0].1.0;
+    storage.compact_collection(id, target).unwrap();
+    assert_eq!(storage.since(id).unwrap().0, target);
+    // Everything before the hold is one consolidated row per live row.
+    let all = read_all(&storage, id, 0);
+    let before_hold: Vec<_> = all.iter().filter(|u| u.ts.0 < target).collect();
+    assert_eq!(before_hold.len(), 5);
+    assert!(
+        before_hold
+            .iter()
+            .all(|u| u.diff == 1 && u.ts.0 == target - 1)
+    );
+    // The update after the hold is kept as it was.
+    assert_eq!(all.iter().filter(|u| u.ts.0 >= target).count(), 1);
+    // A sink resuming at its hold reads exactly the later update.
+    assert_eq!(read_all(&storage, id, target).len(), 1);
+    // A read below since is refused with the documented message.
+    let error = storage
+        .read(
+            id,
+            Timestamp(target - 1),
+            storage.upper(id).unwrap(),
+            10,
+            &mut |_| Ok(()),
+        )
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("input compacted past resume upper"),
+        "{error}"
+    );
+    assert_eq!(storage.contents(id).unwrap().0.len(), 4);
+}
+
+#[test]
+fn reads_beyond_the_upper_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    let upper = storage.upper(id).unwrap();
+    assert!(
+        storage
+            .read(
+                id,
+                Timestamp(0),
+                Timestamp(upper.0 + 10_000),
+                10,
+                &mut |_| Ok(())
+            )
+            .is_err()
+    );
+}
