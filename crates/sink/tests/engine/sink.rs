@@ -602,6 +602,17 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
         .filter(|r| matches!(r.outcome, Outcome::ResponseDropped(_)))
         .count();
     assert_eq!(dropped, 1, "the commit's answer was dropped");
+    // The committer found its snapshot after reloading: no stall, no second commit.
+    assert!(
+        !reporter
+            .statuses
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
+        "{:?}",
+        reporter.statuses.lock().unwrap()
+    );
 
     // Restart, twice, with changes in between.
     for _ in 0..2 {
