@@ -1122,7 +1122,9 @@ fn consolidate_by_key<'a>(updates: &'a [Update], key_indexes: &[usize]) -> Vec<K
         diff: i64,
         last_ts: Timestamp,
     }
-    let mut keys: HashMap<Vec<u8>, (usize, HashMap<Vec<u8>, RowState<'a>>)> = HashMap::new();
+    // Per encoded key: its first appearance, and per encoded row its state.
+    type KeyRows<'a> = (usize, HashMap<Vec<u8>, RowState<'a>>);
+    let mut keys: HashMap<Vec<u8>, KeyRows<'a>> = HashMap::new();
     let mut order = 0;
     for update in updates {
         let mut key = Vec::new();

@@ -52,7 +52,7 @@ pub struct SinkCatalog {
 
 enum CatalogKind {
     Rest {
-        client: RestCatalogClient,
+        client: Box<RestCatalogClient>,
         /// S3 access when nothing is vended.
         aws: Option<AwsConfig>,
         credentials: Option<Arc<dyn AwsCredentialsProvider>>,
@@ -79,7 +79,7 @@ impl SinkCatalog {
                 CatalogKind::Local(Arc::new(catalog))
             }
             CatalogConfig::Rest { aws, .. } => CatalogKind::Rest {
-                client: RestCatalogClient::connect(config, settings).await?,
+                client: Box::new(RestCatalogClient::connect(config, settings).await?),
                 aws: aws.clone(),
                 credentials: aws_credentials.or_else(|| static_provider(aws.as_ref())),
             },
@@ -93,7 +93,7 @@ impl SinkCatalog {
                     None => RestCatalogClient::connect(config, settings).await?,
                 };
                 CatalogKind::Rest {
-                    client,
+                    client: Box::new(client),
                     aws: Some(aws.clone()),
                     credentials: provider,
                 }
@@ -243,11 +243,7 @@ impl SinkCatalog {
         updates: Vec<TableUpdate>,
     ) -> Result<LoadedTable, SinkError> {
         match &self.kind {
-            CatalogKind::Rest {
-                client,
-                aws,
-                credentials,
-            } => {
+            CatalogKind::Rest { client, .. } => {
                 let request = serde_json::json!({
                     "identifier": {"namespace": namespace.levels(), "name": table},
                     "requirements": requirements,
@@ -262,7 +258,6 @@ impl SinkCatalog {
                         format!("the catalog's commit answer for \"{namespace}.{table}\" has no metadata location"),
                     )
                 })?;
-                let _ = (aws, credentials);
                 Ok(LoadedTable {
                     metadata: Arc::new(metadata),
                     metadata_location: location,
