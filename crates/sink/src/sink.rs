@@ -759,8 +759,18 @@ impl SinkMachine {
     ) -> Result<StagedBatch, SinkError> {
         let layout = &session.layout;
         let consolidated = consolidate_by_key(updates, &layout.key_indexes);
-        // A table without a snapshot of this sink holds nothing to delete.
-        let needs_deletes = session.committed.is_some();
+        // An empty table (a new sink's, before its first rows) holds nothing to delete.
+        let needs_deletes = session
+            .table
+            .metadata
+            .current_snapshot()
+            .is_some_and(|snapshot| {
+                snapshot
+                    .summary()
+                    .additional_properties
+                    .get("total-records")
+                    .is_none_or(|records| records != "0")
+            });
         let prefix = file_prefix(&self.spec, upper);
         let mut data_writer = FileWriter::new(
             &session.table,
