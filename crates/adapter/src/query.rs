@@ -52,10 +52,11 @@ fn arrow_type(pg_type: PgType) -> DataType {
         PgType::Uuid => DataType::FixedSizeBinary(16),
         PgType::Oid => DataType::UInt32,
         PgType::TextArray => DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+        _ => DataType::Utf8,
     }
 }
 
-fn field(name: &str, pg_type: PgType, nullable: bool) -> Field {
+pub(crate) fn field(name: &str, pg_type: PgType, nullable: bool) -> Field {
     let field = Field::new(name, arrow_type(pg_type), nullable);
     match pg_type {
         PgType::Jsonb => field.with_metadata(HashMap::from([(
@@ -71,7 +72,7 @@ fn field(name: &str, pg_type: PgType, nullable: bool) -> Field {
 }
 
 /// Builds one Arrow column from datums of a known type.
-fn build_column(
+pub(crate) fn build_column(
     pg_type: PgType,
     values: impl Iterator<Item = Datum>,
 ) -> Result<ArrayRef, AdapterError> {
@@ -152,6 +153,11 @@ fn build_column(
                 }
             }
             Arc::new(builder.finish())
+        }
+        other => {
+            return Err(AdapterError::Internal(format!(
+                "builtin columns of type {other:?} are not supported"
+            )));
         }
     })
 }

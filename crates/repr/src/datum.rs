@@ -23,6 +23,65 @@ pub enum PgType {
     Oid,
     /// Text arrays (`privileges` columns).
     TextArray,
+    /// `character varying`.
+    VarChar,
+    /// Materialize's unsigned integers.
+    UInt2,
+    UInt4,
+    UInt8,
+    Int4Range,
+    Int8Range,
+    NumRange,
+    DateRange,
+    TsRange,
+    TstzRange,
+    /// A Materialize `list` (any element type).
+    List,
+    /// A Materialize `map` (any value type).
+    Map,
+    /// An anonymous record (row type).
+    Record,
+}
+
+impl PgType {
+    /// The Postgres type of a column of SQL type `ty`.
+    pub fn from_scalar(ty: &crate::SqlScalarType) -> PgType {
+        use crate::SqlScalarType as S;
+        match ty {
+            S::Bool => PgType::Bool,
+            S::Int16 => PgType::Int2,
+            S::Int32 => PgType::Int4,
+            S::Int64 => PgType::Int8,
+            S::UInt16 => PgType::UInt2,
+            S::UInt32 => PgType::UInt4,
+            S::UInt64 => PgType::UInt8,
+            S::Float32 => PgType::Float4,
+            S::Float64 => PgType::Float8,
+            S::Numeric { .. } => PgType::Numeric,
+            S::Date => PgType::Date,
+            S::Time => PgType::Time,
+            S::Timestamp => PgType::Timestamp,
+            S::TimestampTz => PgType::TimestampTz,
+            S::Text => PgType::Text,
+            S::VarChar { .. } => PgType::VarChar,
+            S::Bytes => PgType::Bytea,
+            S::Uuid => PgType::Uuid,
+            S::Jsonb => PgType::Jsonb,
+            S::Interval => PgType::Interval,
+            S::Range { element } => match element.as_ref() {
+                S::Int32 => PgType::Int4Range,
+                S::Int64 => PgType::Int8Range,
+                S::Date => PgType::DateRange,
+                S::Timestamp => PgType::TsRange,
+                S::TimestampTz => PgType::TstzRange,
+                _ => PgType::NumRange,
+            },
+            S::Record { .. } => PgType::Record,
+            S::List { .. } => PgType::List,
+            S::Map { .. } => PgType::Map,
+            S::Oid => PgType::Oid,
+        }
+    }
 }
 
 /// One value of a result row.
@@ -92,41 +151,7 @@ pub struct ColumnDesc {
 /// Formats an interval the way Postgres prints it with the default
 /// `IntervalStyle` (`postgres`): `1 year 2 mons 3 days 04:05:06.789`.
 pub fn format_interval(months: i32, days: i32, micros: i64) -> String {
-    let mut parts = Vec::new();
-    let years = months / 12;
-    let months = months % 12;
-    let plural = |n: i64, unit: &str, units: &str| {
-        if n == 1 || n == -1 {
-            format!("{n} {unit}")
-        } else {
-            format!("{n} {units}")
-        }
-    };
-    if years != 0 {
-        parts.push(plural(years.into(), "year", "years"));
-    }
-    if months != 0 {
-        parts.push(plural(months.into(), "mon", "mons"));
-    }
-    if days != 0 {
-        parts.push(plural(days.into(), "day", "days"));
-    }
-    if micros != 0 || parts.is_empty() {
-        let sign = if micros < 0 { "-" } else { "" };
-        let total = micros.unsigned_abs();
-        let hours = total / 3_600_000_000;
-        let minutes = (total / 60_000_000) % 60;
-        let seconds = (total / 1_000_000) % 60;
-        let fraction = total % 1_000_000;
-        let mut text = format!("{sign}{hours:02}:{minutes:02}:{seconds:02}");
-        if fraction != 0 {
-            let digits = format!("{fraction:06}");
-            text.push('.');
-            text.push_str(digits.trim_end_matches('0'));
-        }
-        parts.push(text);
-    }
-    parts.join(" ")
+    crate::strconv::format_interval(months, days, micros)
 }
 
 #[cfg(test)]
@@ -142,5 +167,9 @@ mod tests {
             "1 year 2 mons 3 days 01:02:03"
         );
         assert_eq!(format_interval(0, 1, -1_000_000), "1 day -00:00:01");
+        assert_eq!(
+            format_interval(-12, -1, 3_600_000_000),
+            "-1 years -1 days +01:00:00"
+        );
     }
 }

@@ -3,16 +3,22 @@
 //!
 //! Nothing here does I/O; it is the bottom of the dependency graph.
 
+pub mod cast;
+pub mod codec;
 pub mod datum;
 pub mod id;
 pub mod relation;
 pub mod sqlstate;
+pub mod strconv;
 pub mod timestamp;
 pub mod types;
 
+pub use cast::cast_datum;
+pub use codec::{CodecError, decode_row, encode_row};
 pub use datum::{ColumnDesc, Datum, PgType, RangeBounds, Row};
 pub use id::{ClusterId, GlobalId, ReplicaId};
 pub use relation::{ColumnType, RelationDesc};
 pub use sqlstate::SqlState;
+pub use strconv::{ValueError, format_datum, parse_datum};
 pub use timestamp::Timestamp;
 pub use types::SqlScalarType;
