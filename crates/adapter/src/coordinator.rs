@@ -24,6 +24,8 @@ use crate::error::AdapterError;
 use crate::query;
 use crate::session::{Session, TransactionStatus};
 use crate::system::{BUILTINS, SystemContext, external_id};
+use crate::tables::{self, BatchCache, register_tables, storage_collections};
+use floe_storage::Storage;
 
 /// Server settings the coordinator needs.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +35,8 @@ pub struct CoordinatorConfig {
     pub environment_id: Option<String>,
     /// The AWS principal floe assumes roles from, shown in trust policies.
     pub aws_principal: Option<String>,
+    /// Extra certificate authorities to trust for HTTPS.
+    pub extra_ca_bundle: Option<PathBuf>,
 }
 
 /// What a statement returns.
@@ -41,6 +45,8 @@ pub enum ExecuteResponse {
     Rows {
         desc: Vec<ColumnDesc>,
         rows: Vec<Vec<Datum>>,
+        /// The command tag before the row count; `None` means `SELECT`.
+        tag: Option<String>,
     },
     /// A command with its tag (`CREATE SINK`, `SET`, ...).
     Command {
@@ -72,6 +78,17 @@ impl From<PlanNotice> for Notice {
 pub struct Coordinator {
     catalog: Mutex<Catalog>,
     config: CoordinatorConfig,
+    /// Tables' and sources' change logs.
+    storage: Arc<Storage>,
+    /// Serializes writes: a write reads the table and writes the change
+    /// under this lock, so concurrent UPDATEs cannot lose each other.
+    write_lock: Mutex<()>,
+    /// Tables converted for the query engine, by contents version.
+    batches: BatchCache,
+    /// The sink tasks and what they report.
+    sinks: crate::sinks::SinkManager,
+    /// The running load generators, by source id.
+    generators: std::sync::Mutex<std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -95,10 +112,214 @@ impl Coordinator {
             items = catalog.state().items().count(),
             "catalog opened"
         );
-        Ok(Arc::new(Coordinator {
+        let storage = Storage::open(&config.data_dir).map_err(AdapterError::Storage)?;
+        let collections = storage_collections(catalog.state());
+        let known: Vec<GlobalId> = collections.iter().map(|(id, _, _)| *id).collect();
+        for (id, _, desc) in collections {
+            storage.register(id, desc).map_err(AdapterError::Storage)?;
+        }
+        // A crash between dropping an item from the catalog and dropping its
+        // log leaves an orphaned log: remove it now.
+        for id in storage.stored_collections().map_err(AdapterError::Storage)? {
+            if !known.contains(&id) {
+                info!(%id, "dropping the change log of a dropped collection");
+                storage.drop_collection(id).map_err(AdapterError::Storage)?;
+            }
+        }
+        let http = floe_sink::HttpSettings {
+            extra_ca_bundle: config.extra_ca_bundle.clone(),
+            ..floe_sink::HttpSettings::default()
+        };
+        let progress = catalog.sink_progress()?.into_iter().collect();
+        let (sinks, sink_events) =
+            crate::sinks::SinkManager::new(storage.clone(), http, config.data_dir.clone(), progress);
+        let coordinator = Arc::new(Coordinator {
             catalog: Mutex::new(catalog),
             config,
-        }))
+            sinks,
+            storage,
+            write_lock: Mutex::new(()),
+            batches: BatchCache::default(),
+            generators: Default::default(),
+        });
+        coordinator.spawn_background_tasks();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(crate::sinks::run_event_loop(Arc::downgrade(&coordinator), sink_events));
+        }
+        {
+            let catalog = coordinator.catalog.try_lock().map_err(|_| {
+                AdapterError::Internal("catalog locked during start-up".into())
+            })?;
+            for item in catalog.state().items() {
+                if let ItemDefinition::Source(source) = &item.definition {
+                    if source.parent.is_none() {
+                        coordinator.start_generator(catalog.state(), item.id, source.clone());
+                    }
+                }
+            }
+            let sinks: Vec<GlobalId> = catalog
+                .state()
+                .items()
+                .filter(|i| matches!(i.definition, ItemDefinition::Sink(_)))
+                .map(|i| i.id)
+                .collect();
+            drop(catalog);
+            let mut catalog = coordinator.catalog.try_lock().map_err(|_| {
+                AdapterError::Internal("catalog locked during start-up".into())
+            })?;
+            for sink in sinks {
+                coordinator.start_sink(&mut catalog, sink)?;
+            }
+        }
+        Ok(coordinator)
+    }
+
+    /// Starts (or restarts, or pauses) a sink and records a pause.
+    fn start_sink(&self, catalog: &mut Catalog, sink: GlobalId) -> Result<(), AdapterError> {
+        if let Some((status, error)) = self.sinks.start(catalog, sink)? {
+            let history = catalog.sink_status_history()?;
+            let latest = history.iter().rev().find(|e| e.sink_id == sink);
+            if latest.map(|e| (e.status.as_str(), e.error.as_ref())) != Some((status, error.as_ref())) {
+                catalog.record_sink_status(&SinkStatusEvent {
+                    occurred_at: Timestamp::now().millis(),
+                    sink_id: sink,
+                    status: status.to_string(),
+                    error,
+                    details: None,
+                    replica_id: None,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Restarts every sink of a cluster (its replicas changed).
+    fn restart_cluster_sinks(&self, catalog: &mut Catalog, cluster: floe_repr::ClusterId) -> Result<(), AdapterError> {
+        for sink in crate::sinks::sinks_on_cluster(catalog.state(), cluster) {
+            self.start_sink(catalog, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Records what a sink task reported.
+    pub(crate) async fn record_sink_event(&self, event: crate::sinks::SinkEvent) -> Result<(), AdapterError> {
+        let mut catalog = self.catalog.lock().await;
+        let sink = match &event {
+            crate::sinks::SinkEvent::Status { sink, .. }
+            | crate::sinks::SinkEvent::Statistics { sink, .. }
+            | crate::sinks::SinkEvent::Progress { sink, .. } => *sink,
+        };
+        // A dropped sink's last words are not recorded.
+        if catalog.state().item(sink).is_none() {
+            return Ok(());
+        }
+        let (status, progress) = self.sinks.apply(&event);
+        if let Some(status) = status {
+            let history = catalog.sink_status_history()?;
+            let latest = history.iter().rev().find(|e| e.sink_id == sink);
+            let unchanged = latest.is_some_and(|e| e.status == status.status && e.error == status.error);
+            if !unchanged {
+                catalog.record_sink_status(&status)?;
+            }
+        }
+        if let Some((sink, progress)) = progress {
+            catalog.set_sink_progress(sink, &progress)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the load generator of a source.
+    fn start_generator(
+        &self,
+        state: &floe_catalog::CatalogState,
+        id: GlobalId,
+        definition: floe_sql::catalog::SourceDefinition,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let subsources = state
+            .items()
+            .filter_map(|item| match &item.definition {
+                ItemDefinition::Source(source) => match &source.parent {
+                    Some((parent, output)) if *parent == id => Some((output.clone(), item.id)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let outputs = crate::sources::GeneratorOutputs {
+            source: id,
+            subsources,
+        };
+        let task = runtime.spawn(crate::sources::run_generator(
+            self.storage.clone(),
+            definition,
+            outputs,
+        ));
+        if let Some(previous) = self
+            .generators
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, task)
+        {
+            previous.abort();
+        }
+    }
+
+    /// Advances every collection's upper with the wall clock (once a second)
+    /// and compacts change logs (every ten seconds). Runs until the
+    /// coordinator is dropped.
+    fn spawn_background_tasks(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        runtime.spawn(async move {
+            let mut interval = tokio::time::interval(std::time::Duration::from_millis(1000));
+            let mut ticks: u64 = 0;
+            loop {
+                interval.tick().await;
+                let Some(coordinator) = weak.upgrade() else {
+                    return;
+                };
+                let storage = coordinator.storage.clone();
+                drop(coordinator);
+                ticks += 1;
+                let compact = ticks % 10 == 0;
+                let result = tokio::task::spawn_blocking(move || {
+                    storage.tick()?;
+                    if compact {
+                        storage.compact()?;
+                    }
+                    Ok::<_, floe_storage::StorageError>(())
+                })
+                .await;
+                match result {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "advancing frontiers failed"),
+                    Err(e) => tracing::warn!(error = %e, "frontier task failed"),
+                }
+            }
+        });
+    }
+
+    /// A query engine session with the builtin relations and every user
+    /// table.
+    async fn engine(&self) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
+        let catalog = self.catalog.lock().await;
+        let history = catalog.sink_status_history()?;
+        let usage = self.storage.usage();
+        let progress = self.sinks.progress();
+        let system = self.system_context(&catalog, &history, &usage, &progress);
+        let context = query::session_context(&system)?;
+        let mut tables = Vec::new();
+        for (id, name, desc) in storage_collections(catalog.state()) {
+            tables.push(self.batches.table(&self.storage, id, &name, &desc)?);
+        }
+        drop(catalog);
+        register_tables(&context, tables)?;
+        Ok(context)
     }
 
     /// The data directory's fixed prefix of external ids.
@@ -140,7 +361,7 @@ impl Coordinator {
             notices.extend(plan_notices.into_iter().map(Notice::from));
             plan?
         };
-        self.sequence(session, plan).await
+        self.sequence(session, plan, notices).await
     }
 
     /// The result shape of a statement, without running it (extended
@@ -174,14 +395,19 @@ impl Coordinator {
         let mut notices = Vec::new();
         match floe_sql::plan(catalog.state(), &context, statement, &mut notices)? {
             Plan::Select(select) => {
-                let history = catalog.sink_status_history()?;
-                let system = self.system_context(&catalog, &history);
-                let engine = query::session_context(&system)?;
                 drop(catalog);
+                let engine = self.engine().await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
                 Ok(Some(query::describe(&plan)))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
+            Plan::Insert(floe_sql::dml::InsertPlan { name, desc, returning: Some(items), .. })
+            | Plan::Update(floe_sql::dml::UpdatePlan { name, desc, returning: Some(items), .. })
+            | Plan::Delete(floe_sql::dml::DeletePlan { name, desc, returning: Some(items), .. }) => {
+                drop(catalog);
+                let engine = self.engine().await?;
+                Ok(Some(tables::returning_desc(&engine, &name, &desc, &items).await?))
+            }
             _ => Ok(None),
         }
     }
@@ -190,12 +416,16 @@ impl Coordinator {
         &'a self,
         catalog: &'a Catalog,
         history: &'a [SinkStatusEvent],
+        usage: &'a [floe_storage::CollectionUsage],
+        progress: &'a std::collections::HashMap<GlobalId, floe_catalog::SinkProgress>,
     ) -> SystemContext<'a> {
         SystemContext {
             catalog: catalog.state(),
             environment_id: catalog.environment_id(),
             aws_principal: self.config.aws_principal.as_deref(),
             sink_status_history: history,
+            storage_usage: usage,
+            sink_progress: progress,
             now_ms: Timestamp::now().millis(),
         }
     }
@@ -204,6 +434,7 @@ impl Coordinator {
         &self,
         session: &mut Session,
         plan: Plan,
+        notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
         let command = |tag: &str| {
             Ok(ExecuteResponse::Command {
@@ -286,7 +517,31 @@ impl Coordinator {
                 command("VALIDATE CONNECTION")
             }
             Plan::CreateSink(plan) => {
+                // A table that exists and is not this sink's, or a missing
+                // namespace, refuses the sink. When the catalog cannot be
+                // asked (unreachable, credentials refused), the sink is
+                // created and checks again when it starts, stalling with the
+                // cause until it is fixed; the client is told now.
+                match self.purify_sink(&plan.definition).await {
+                    Ok(()) => {}
+                    Err(AdapterError::SinkCheck(error))
+                        if !matches!(
+                            error.kind,
+                            floe_sink::ErrorKind::AlreadyExists | floe_sink::ErrorKind::NamespaceNotFound
+                        ) =>
+                    {
+                        notices.push(Notice {
+                            message: format!("could not check the Iceberg table before creating the sink: {error}"),
+                            hint: Some(
+                                "The sink checks again when it starts; until the catalog answers, mz_internal.mz_sink_statuses shows it stalled with the cause."
+                                    .into(),
+                            ),
+                        });
+                    }
+                    Err(other) => return Err(other),
+                }
                 let mut catalog = self.catalog.lock().await;
+                let from = plan.definition.from;
                 let id = catalog.create_item(
                     plan.name,
                     ItemDefinition::Sink(plan.definition),
@@ -301,7 +556,12 @@ impl Coordinator {
                     details: None,
                     replica_id: None,
                 })?;
+                // The sink reads the relation from its beginning: hold it.
+                self.storage
+                    .set_read_hold(from, &crate::sink_input::CollectionInput::holder(id), Timestamp(0))
+                    .map_err(AdapterError::Storage)?;
                 info!(%id, "created sink");
+                self.start_sink(&mut catalog, id)?;
                 command("CREATE SINK")
             }
             Plan::AlterSink(plan) => {
@@ -315,17 +575,86 @@ impl Coordinator {
                 sink.version += 1;
                 catalog.update_item(plan.id, ItemDefinition::Sink(sink), plan.create_sql)?;
                 info!(id = %plan.id, "altered sink");
+                // A new version: the restart commits everything pending.
+                self.start_sink(&mut catalog, plan.id)?;
                 command("ALTER SINK")
             }
             Plan::CreateTable(plan) => {
                 let mut catalog = self.catalog.lock().await;
-                catalog.create_item(
+                let desc = plan.definition.desc.clone();
+                let id = catalog.create_item(
                     plan.name,
                     ItemDefinition::Table(plan.definition),
                     plan.create_sql,
                     &[],
                 )?;
+                // The catalog entry first; its log is created now, and again
+                // at start-up if a crash came in between.
+                self.storage.register(id, desc).map_err(AdapterError::Storage)?;
                 command("CREATE TABLE")
+            }
+            Plan::CreateSource(plan) => {
+                let mut catalog = self.catalog.lock().await;
+                let parent_desc = plan.definition.desc.clone();
+                let definition = plan.definition.clone();
+                let subsource_outputs: Vec<(String, floe_repr::RelationDesc)> = plan
+                    .subsources
+                    .iter()
+                    .map(|(_, output, desc)| (output.clone(), desc.clone()))
+                    .collect();
+                let parent_name = plan.name.clone();
+                let subsources = plan
+                    .subsources
+                    .iter()
+                    .map(|(name, output, _)| {
+                        (
+                            name.clone(),
+                            format!(
+                                "CREATE SUBSOURCE \"{}\".\"{}\".\"{}\" OF SOURCE \"{}\".\"{}\".\"{}\" (REFERENCE = '{output}')",
+                                name.database, name.schema, name.item,
+                                parent_name.database, parent_name.schema, parent_name.item
+                            ),
+                        )
+                    })
+                    .collect();
+                let (id, subsource_ids) = catalog.create_source(
+                    plan.name,
+                    ItemDefinition::Source(plan.definition),
+                    plan.create_sql,
+                    subsources,
+                    |parent, index| {
+                        let (output, desc) = &subsource_outputs[index];
+                        ItemDefinition::Source(floe_sql::catalog::SourceDefinition {
+                            desc: desc.clone(),
+                            parent: Some((parent, output.clone())),
+                            ..definition.clone()
+                        })
+                    },
+                )?;
+                self.storage.register(id, parent_desc).map_err(AdapterError::Storage)?;
+                for (subsource, (_, desc)) in subsource_ids.iter().zip(&subsource_outputs) {
+                    self.storage
+                        .register(*subsource, desc.clone())
+                        .map_err(AdapterError::Storage)?;
+                }
+                self.start_generator(catalog.state(), id, definition);
+                info!(%id, "created source");
+                command("CREATE SOURCE")
+            }
+            Plan::Insert(plan) => {
+                let _write = self.write_lock.lock().await;
+                let engine = self.engine().await?;
+                tables::insert(&engine, &self.storage, plan).await
+            }
+            Plan::Update(plan) => {
+                let _write = self.write_lock.lock().await;
+                let engine = self.engine().await?;
+                tables::update(&engine, &self.storage, plan).await
+            }
+            Plan::Delete(plan) => {
+                let _write = self.write_lock.lock().await;
+                let engine = self.engine().await?;
+                tables::delete(&engine, &self.storage, plan).await
             }
             Plan::CreateCluster(plan) => {
                 let mut catalog = self.catalog.lock().await;
@@ -340,11 +669,13 @@ impl Coordinator {
             Plan::AlterCluster(plan) => {
                 let mut catalog = self.catalog.lock().await;
                 catalog.alter_cluster(plan.id, &plan.size, plan.replication_factor)?;
+                self.restart_cluster_sinks(&mut catalog, plan.id)?;
                 command("ALTER CLUSTER")
             }
             Plan::CreateClusterReplica(plan) => {
                 let mut catalog = self.catalog.lock().await;
                 catalog.create_replica(plan.cluster, &plan.name, &plan.size)?;
+                self.restart_cluster_sinks(&mut catalog, plan.cluster)?;
                 command("CREATE CLUSTER REPLICA")
             }
             Plan::DropObjects(plan) => {
@@ -360,8 +691,51 @@ impl Coordinator {
                     })
                     .copied()
                     .collect();
+                let holds: Vec<(GlobalId, GlobalId)> = sinks
+                    .iter()
+                    .filter_map(|sink| match catalog.state().item(*sink).map(|i| &i.definition) {
+                        Some(ItemDefinition::Sink(definition)) => Some((definition.from, *sink)),
+                        _ => None,
+                    })
+                    .collect();
+                let collections: Vec<GlobalId> = plan
+                    .items
+                    .iter()
+                    .filter(|id| {
+                        matches!(
+                            catalog.state().item(**id).map(|i| &i.definition),
+                            Some(ItemDefinition::Table(_) | ItemDefinition::Source(_))
+                        )
+                    })
+                    .copied()
+                    .collect();
                 catalog.drop_objects(&plan.items, &plan.replicas, &plan.clusters)?;
+                for (from, sink) in holds {
+                    if !collections.contains(&from) {
+                        self.storage
+                            .drop_read_hold(from, &crate::sink_input::CollectionInput::holder(sink))
+                            .map_err(AdapterError::Storage)?;
+                    }
+                }
+                for id in collections {
+                    if let Some(task) = self
+                        .generators
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id)
+                    {
+                        task.abort();
+                    }
+                    self.storage.drop_collection(id).map_err(AdapterError::Storage)?;
+                    self.batches.forget(id);
+                }
+                for (cluster, _) in &plan.replicas {
+                    if !plan.clusters.contains(cluster) {
+                        self.restart_cluster_sinks(&mut catalog, *cluster)?;
+                    }
+                }
                 for sink in sinks {
+                    self.sinks.forget(sink);
                     catalog.record_sink_status(&SinkStatusEvent {
                         occurred_at: Timestamp::now().millis(),
                         sink_id: sink,
@@ -374,15 +748,14 @@ impl Coordinator {
                 command(plan.tag)
             }
             Plan::Select(select) => {
-                let engine = {
-                    let catalog = self.catalog.lock().await;
-                    let history = catalog.sink_status_history()?;
-                    let system = self.system_context(&catalog, &history);
-                    query::session_context(&system)?
-                };
+                let engine = self.engine().await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
                 let (desc, rows) = query::execute(&engine, plan).await?;
-                Ok(ExecuteResponse::Rows { desc, rows })
+                Ok(ExecuteResponse::Rows {
+                    desc,
+                    rows,
+                    tag: None,
+                })
             }
             Plan::ShowVariable(show) => {
                 if show.name == "all" {
@@ -400,12 +773,14 @@ impl Coordinator {
                     return Ok(ExecuteResponse::Rows {
                         desc: show_variable_desc("all"),
                         rows,
+                        tag: None,
                     });
                 }
                 let value = session.get(&show.name)?;
                 Ok(ExecuteResponse::Rows {
                     desc: show_variable_desc(&show.name),
                     rows: vec![vec![Datum::Text(value)]],
+                    tag: None,
                 })
             }
             Plan::SetVariable(set) => {
@@ -448,6 +823,68 @@ impl Coordinator {
                 Ok(ExecuteResponse::TransactionEnded { tag: "ROLLBACK" })
             }
         }
+    }
+
+    /// Checks what CREATE SINK needs from the catalog, over the network and
+    /// before anything is written: the namespace exists (created on floe's
+    /// embedded catalog), and the table is missing.
+    async fn purify_sink(&self, definition: &floe_sql::catalog::SinkDefinition) -> Result<(), AdapterError> {
+        let as_check = |e: AdapterError| match e {
+            AdapterError::SinkCheck(e) | AdapterError::ConnectionValidation(e) => AdapterError::SinkCheck(e),
+            other => AdapterError::SinkCheck(floe_sink::SinkError::new(
+                floe_sink::ErrorKind::InvalidConfig,
+                other.to_string(),
+            )),
+        };
+        let (connection, environment_id) = {
+            let catalog = self.catalog.lock().await;
+            let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) =
+                catalog.state().item(definition.connection).map(|i| i.definition.clone())
+            else {
+                return Err(AdapterError::Internal("sink without an Iceberg catalog connection".into()));
+            };
+            let config = resolve_catalog_config(
+                &catalog,
+                &self.config.data_dir,
+                Some(definition.connection),
+                &iceberg,
+                &[],
+            )
+            .map_err(as_check)?;
+            (
+                floe_sink::sink::SinkConnection {
+                    catalog: config,
+                    aws_credentials: None,
+                },
+                catalog.environment_id().to_string(),
+            )
+        };
+        let namespace = floe_sink::Namespace::parse(&definition.namespace)
+            .map_err(AdapterError::ConnectionValidation)?;
+        if let CatalogConfig::Local { database, warehouse } = &connection.catalog {
+            let local = floe_sink::LocalCatalog::open(database, warehouse)
+                .map_err(AdapterError::ConnectionValidation)?;
+            if !local.namespace_exists(&namespace).map_err(AdapterError::ConnectionValidation)? {
+                local
+                    .create_namespace(&namespace, &Default::default())
+                    .map_err(AdapterError::ConnectionValidation)?;
+            }
+        }
+        let http = floe_sink::HttpSettings {
+            extra_ca_bundle: self.config.extra_ca_bundle.clone(),
+            ..floe_sink::HttpSettings::default()
+        };
+        floe_sink::sink::check_sink_table(
+            &connection,
+            &http,
+            &namespace,
+            &definition.table,
+            "",
+            &environment_id,
+        )
+        .await
+        .map_err(AdapterError::SinkCheck)?;
+        Ok(())
     }
 
     /// Resolves a connection to the settings the sink crate uses: secret

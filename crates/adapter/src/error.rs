@@ -18,12 +18,21 @@ pub enum AdapterError {
     /// The durable catalog failed.
     #[error("{0}")]
     Catalog(CatalogError),
+    /// The storage layer failed.
+    #[error("{0}")]
+    Storage(floe_storage::StorageError),
+    /// A write would break a table's primary key.
+    #[error("{message}")]
+    UniqueViolation { message: String, detail: String },
     /// The query engine refused or failed the query.
     #[error("{message}")]
     Query { code: SqlState, message: String },
     /// Connecting to an external system to validate a connection failed.
     #[error("{0}")]
     ConnectionValidation(SinkError),
+    /// CREATE SINK's check of the Iceberg catalog failed.
+    #[error("{0}")]
+    SinkCheck(SinkError),
     #[error("unrecognized configuration parameter \"{0}\"")]
     UnknownVariable(String),
     #[error("parameter \"{name}\" cannot be set to \"{value}\"")]
@@ -57,8 +66,33 @@ impl AdapterError {
                 CatalogError::Io { .. } => SqlState::IO_ERROR,
                 CatalogError::Corrupt(_) => SqlState::INTERNAL_ERROR,
             },
+            AdapterError::Storage(e) => match e {
+                floe_storage::StorageError::Compacted { .. } => SqlState::OBJECT_IN_USE,
+                floe_storage::StorageError::UnknownCollection(_) => SqlState::UNDEFINED_TABLE,
+                floe_storage::StorageError::BeyondUpper { .. } => SqlState::INTERNAL_ERROR,
+                floe_storage::StorageError::Corrupt { .. } => SqlState::INTERNAL_ERROR,
+                floe_storage::StorageError::Sqlite(_) | floe_storage::StorageError::Io { .. } => {
+                    SqlState::IO_ERROR
+                }
+            },
+            AdapterError::UniqueViolation { .. } => SqlState::UNIQUE_VIOLATION,
             AdapterError::Query { code, .. } => *code,
             AdapterError::ConnectionValidation(_) => SqlState::CONNECTION_EXCEPTION,
+            AdapterError::SinkCheck(e) => match e.kind {
+                floe_sink::ErrorKind::AlreadyExists => SqlState::DUPLICATE_TABLE,
+                floe_sink::ErrorKind::NamespaceNotFound => SqlState::INVALID_SCHEMA_NAME,
+                floe_sink::ErrorKind::TokenExchange | floe_sink::ErrorKind::Authentication => {
+                    SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                }
+                floe_sink::ErrorKind::TableNotFound
+                | floe_sink::ErrorKind::Storage
+                | floe_sink::ErrorKind::CommitConflict
+                | floe_sink::ErrorKind::Unavailable
+                | floe_sink::ErrorKind::UnexpectedResponse
+                | floe_sink::ErrorKind::InvalidConfig
+                | floe_sink::ErrorKind::Fenced
+                | floe_sink::ErrorKind::DataConversion => SqlState::CONNECTION_EXCEPTION,
+            },
             AdapterError::UnknownVariable(_) => SqlState::UNDEFINED_OBJECT,
             AdapterError::InvalidVariableValue { .. } => SqlState::INVALID_PARAMETER_VALUE,
             AdapterError::ReadOnlyVariable(_) => SqlState::CANT_CHANGE_RUNTIME_PARAM,
@@ -71,7 +105,8 @@ impl AdapterError {
     pub fn detail(&self) -> Option<String> {
         match self {
             AdapterError::Plan(e) => e.detail.clone(),
-            AdapterError::ConnectionValidation(e) => e.detail.clone(),
+            AdapterError::UniqueViolation { detail, .. } => Some(detail.clone()),
+            AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.detail.clone(),
             _ => None,
         }
     }
@@ -79,7 +114,7 @@ impl AdapterError {
     pub fn hint(&self) -> Option<String> {
         match self {
             AdapterError::Plan(e) => e.hint.clone(),
-            AdapterError::ConnectionValidation(e) => e.hint.clone(),
+            AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.hint.clone(),
             AdapterError::InvalidVariableValue { hint, .. } => hint.clone(),
             _ => None,
         }

@@ -5,7 +5,11 @@ pub mod coordinator;
 pub mod error;
 pub mod query;
 pub mod session;
+pub mod sink_input;
+pub mod sinks;
+pub mod sources;
 pub mod system;
+pub mod tables;
 
 pub use coordinator::{Coordinator, CoordinatorConfig, ExecuteResponse, Notice};
 pub use error::AdapterError;

@@ -14,6 +14,10 @@ pub struct SystemContext<'a> {
     /// The AWS principal floe assumes roles from, if known.
     pub aws_principal: Option<&'a str>,
     pub sink_status_history: &'a [SinkStatusEvent],
+    /// Change log sizes and frontiers of tables and sources.
+    pub storage_usage: &'a [floe_storage::CollectionUsage],
+    /// What each sink last reported.
+    pub sink_progress: &'a std::collections::HashMap<GlobalId, floe_catalog::SinkProgress>,
     /// Milliseconds since the Unix epoch.
     pub now_ms: u64,
 }
@@ -272,13 +276,16 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         rows: |context| {
             items(context)
                 .filter_map(|item| match &item.definition {
-                    ItemDefinition::Sink(sink) => Some(vec![
-                        text(item.id.to_string()),
-                        text(&sink.namespace),
-                        text(&sink.table),
-                        Datum::Null,
-                        Datum::Null,
-                    ]),
+                    ItemDefinition::Sink(sink) => {
+                        let progress = context.sink_progress.get(&item.id);
+                        Some(vec![
+                            text(item.id.to_string()),
+                            text(&sink.namespace),
+                            text(&sink.table),
+                            opt_text(progress.and_then(|p| p.table_uuid.clone())),
+                            opt_text(progress.and_then(|p| p.metadata_location.clone())),
+                        ])
+                    }
                     _ => None,
                 })
                 .collect()
@@ -380,7 +387,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Oid(item.oid),
                         text(schema_id(&item.name.schema)),
                         text(&item.name.item),
-                        text("load-generator"),
+                        text(if source.parent.is_some() { "subsource" } else { "load-generator" }),
                         Datum::Null,
                         Datum::Null,
                         Datum::Null,
@@ -584,12 +591,14 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             items(context)
                 .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
                 .map(|item| {
+                    let progress = context.sink_progress.get(&item.id).cloned().unwrap_or_default();
+                    let count = |v: u64| Datum::Int64(i64::try_from(v).unwrap_or(i64::MAX));
                     vec![
                         text(item.id.to_string()),
-                        Datum::Int64(0),
-                        Datum::Int64(0),
-                        Datum::Int64(0),
-                        Datum::Int64(0),
+                        count(progress.messages_staged),
+                        count(progress.messages_committed),
+                        count(progress.bytes_staged),
+                        count(progress.bytes_committed),
                     ]
                 })
                 .collect()
@@ -599,9 +608,82 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         schema: "mz_internal",
         name: "mz_wallclock_global_lag",
         columns: &[("object_id", Text, false), ("lag", Interval, true)],
-        // Objects report lag once they have a write frontier (tables and
-        // sources with storage, running sinks).
-        rows: |_| Vec::new(),
+        // Wall clock now minus each object's write frontier.
+        rows: |context| {
+            let mut rows: Vec<Vec<Datum>> = context
+                .storage_usage
+                .iter()
+                .map(|usage| {
+                    let lag_ms = context.now_ms.saturating_sub(usage.upper.0);
+                    vec![text(usage.id.to_string()), lag_interval(lag_ms)]
+                })
+                .collect();
+            // A sink's frontier is its last delivered point in time.
+            for item in items(context) {
+                if let ItemDefinition::Sink(_) = item.definition {
+                    let frontier = context.sink_progress.get(&item.id).map_or(0, |p| p.frontier);
+                    rows.push(vec![
+                        text(item.id.to_string()),
+                        if frontier == 0 {
+                            Datum::Null
+                        } else {
+                            lag_interval(context.now_ms.saturating_sub(frontier))
+                        },
+                    ]);
+                }
+            }
+            rows
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_change_log_usage",
+        columns: &[
+            ("object_id", Text, false),
+            ("updates", Int8, false),
+            ("bytes", Int8, false),
+            ("since", TimestampTz, false),
+            ("upper", TimestampTz, false),
+        ],
+        rows: |context| {
+            context
+                .storage_usage
+                .iter()
+                .map(|usage| {
+                    vec![
+                        text(usage.id.to_string()),
+                        Datum::Int64(i64::try_from(usage.updates).unwrap_or(i64::MAX)),
+                        Datum::Int64(i64::try_from(usage.bytes).unwrap_or(i64::MAX)),
+                        Datum::TimestampTz(millis_to_micros(usage.since.0)),
+                        Datum::TimestampTz(millis_to_micros(usage.upper.0)),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_read_holds",
+        columns: &[
+            ("object_id", Text, false),
+            ("holder_id", Text, false),
+            ("frontier", TimestampTz, false),
+        ],
+        rows: |context| {
+            context
+                .storage_usage
+                .iter()
+                .flat_map(|usage| {
+                    usage.holds.iter().map(move |(holder, frontier)| {
+                        vec![
+                            text(usage.id.to_string()),
+                            text(holder),
+                            Datum::TimestampTz(millis_to_micros(frontier.0)),
+                        ]
+                    })
+                })
+                .collect()
+        },
     },
     BuiltinRelation {
         schema: "mz_internal",
@@ -614,6 +696,14 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         rows: |_| Vec::new(),
     },
 ];
+
+fn lag_interval(lag_ms: u64) -> Datum {
+    Datum::Interval {
+        months: 0,
+        days: 0,
+        micros: i64::try_from(lag_ms).unwrap_or(i64::MAX / 1000) * 1000,
+    }
+}
 
 fn millis_to_micros(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX / 1000) * 1000

@@ -97,7 +97,31 @@ const MIGRATIONS: &[&str] = &[
          replica_id TEXT
      );
      CREATE INDEX sink_status_history_by_sink ON sink_status_history (sink_id, sequence);",
+    // 3: what running sinks report: progress and cumulative statistics.
+    "CREATE TABLE sink_progress (
+         sink_id TEXT PRIMARY KEY,
+         frontier INTEGER NOT NULL,
+         table_uuid TEXT,
+         metadata_location TEXT,
+         messages_staged INTEGER NOT NULL DEFAULT 0,
+         messages_committed INTEGER NOT NULL DEFAULT 0,
+         bytes_staged INTEGER NOT NULL DEFAULT 0,
+         bytes_committed INTEGER NOT NULL DEFAULT 0
+     );",
 ];
+
+/// What a sink reported, kept across restarts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkProgress {
+    /// Everything before this time (ms) is delivered.
+    pub frontier: u64,
+    pub table_uuid: Option<String>,
+    pub metadata_location: Option<String>,
+    pub messages_staged: u64,
+    pub messages_committed: u64,
+    pub bytes_staged: u64,
+    pub bytes_committed: u64,
+}
 
 /// One entry of `mz_sink_status_history`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -355,7 +379,7 @@ impl Catalog {
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut created = Vec::new();
-        let mut insert = |name: QualifiedName,
+        let insert = |name: QualifiedName,
                           definition: ItemDefinition,
                           create_sql: String|
          -> Result<CatalogItem, CatalogError> {
@@ -472,6 +496,10 @@ impl Catalog {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for id in items {
             transaction.execute("DELETE FROM items WHERE id = ?1", params![id.to_string()])?;
+            transaction.execute(
+                "DELETE FROM sink_progress WHERE sink_id = ?1",
+                params![id.to_string()],
+            )?;
             transaction.execute(
                 "DELETE FROM secrets WHERE owner_id = ?1",
                 params![id.to_string()],
@@ -680,6 +708,62 @@ impl Catalog {
             ],
         )?;
         Ok(())
+    }
+
+    /// Stores a sink's progress and statistics.
+    pub fn set_sink_progress(&mut self, sink: GlobalId, progress: &SinkProgress) -> Result<(), CatalogError> {
+        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.connection.execute(
+            "INSERT INTO sink_progress (sink_id, frontier, table_uuid, metadata_location,
+                 messages_staged, messages_committed, bytes_staged, bytes_committed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (sink_id) DO UPDATE SET frontier = excluded.frontier,
+                 table_uuid = excluded.table_uuid, metadata_location = excluded.metadata_location,
+                 messages_staged = excluded.messages_staged, messages_committed = excluded.messages_committed,
+                 bytes_staged = excluded.bytes_staged, bytes_committed = excluded.bytes_committed",
+            params![
+                sink.to_string(),
+                as_i64(progress.frontier),
+                progress.table_uuid,
+                progress.metadata_location,
+                as_i64(progress.messages_staged),
+                as_i64(progress.messages_committed),
+                as_i64(progress.bytes_staged),
+                as_i64(progress.bytes_committed)
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every sink's stored progress.
+    pub fn sink_progress(&self) -> Result<BTreeMap<GlobalId, SinkProgress>, CatalogError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT sink_id, frontier, table_uuid, metadata_location, messages_staged,
+                    messages_committed, bytes_staged, bytes_committed FROM sink_progress",
+        )?;
+        let rows = statement.query_map([], |row| {
+            let as_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
+            Ok((
+                row.get::<_, String>(0)?,
+                SinkProgress {
+                    frontier: as_u64(row.get(1)?),
+                    table_uuid: row.get(2)?,
+                    metadata_location: row.get(3)?,
+                    messages_staged: as_u64(row.get(4)?),
+                    messages_committed: as_u64(row.get(5)?),
+                    bytes_staged: as_u64(row.get(6)?),
+                    bytes_committed: as_u64(row.get(7)?),
+                },
+            ))
+        })?;
+        let mut progress = BTreeMap::new();
+        for row in rows {
+            let (id, value) = row?;
+            if let Ok(id) = id.parse() {
+                progress.insert(id, value);
+            }
+        }
+        Ok(progress)
     }
 
     /// The whole status history, oldest first.

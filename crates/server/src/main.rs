@@ -90,6 +90,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         data_dir: args.data_dir.clone(),
         environment_id: args.aws_external_id_prefix.clone(),
         aws_principal: args.aws_principal.clone(),
+        extra_ca_bundle: args.extra_ca_bundle.clone(),
     })
     .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
     let listener = TcpListener::bind(args.listen)

@@ -212,12 +212,17 @@ pub(crate) fn display_url_str(url: &str) -> String {
     }
 }
 
+/// Values shorter than this are not replaced: a one-letter "secret" would turn every
+/// occurrence of that letter into stars and make the message unreadable, while hiding
+/// nothing anyone could not guess.
+const MIN_REDACTED_LEN: usize = 6;
+
 /// Replaces every occurrence of each secret in text a remote server sent back, so that an
 /// echoed credential never reaches an error message or a log line.
 pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
     let mut out = text.to_string();
     for secret in secrets {
-        if !secret.is_empty() {
+        if secret.len() >= MIN_REDACTED_LEN {
             out = out.replace(secret, "********");
         }
     }

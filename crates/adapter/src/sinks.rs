@@ -1,0 +1,325 @@
+//! The sink worker pool: one Iceberg sink task per sink whose cluster has a
+//! replica, and the bookkeeping of what the tasks report (statuses,
+//! statistics, progress), kept durably in the catalog.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use floe_catalog::{Catalog, SinkProgress, SinkStatusEvent};
+use floe_repr::{GlobalId, ReplicaId, Timestamp};
+use floe_sink::input::SinkInput;
+use floe_sink::sink::{
+    Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
+    SinkStatus, StatisticsUpdate, spawn_sink,
+};
+use floe_sink::{HttpSettings, Namespace};
+use floe_sql::catalog::{ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
+use floe_storage::Storage;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::coordinator::resolve_catalog_config;
+use crate::error::AdapterError;
+use crate::sink_input::CollectionInput;
+
+/// What sink tasks report, in order, to the coordinator's event loop.
+#[derive(Debug)]
+pub enum SinkEvent {
+    Status {
+        sink: GlobalId,
+        replica: Option<ReplicaId>,
+        status: SinkStatus,
+    },
+    Statistics {
+        sink: GlobalId,
+        update: StatisticsUpdate,
+    },
+    Progress {
+        sink: GlobalId,
+        report: ProgressReport,
+    },
+}
+
+/// The reporter a sink task calls; it forwards to the event loop.
+struct Reporter {
+    sink: GlobalId,
+    replica: Option<ReplicaId>,
+    events: mpsc::UnboundedSender<SinkEvent>,
+}
+
+impl SinkReporter for Reporter {
+    fn status(&self, status: SinkStatus) {
+        let _ = self.events.send(SinkEvent::Status {
+            sink: self.sink,
+            replica: self.replica,
+            status,
+        });
+    }
+
+    fn statistics(&self, update: StatisticsUpdate) {
+        let _ = self.events.send(SinkEvent::Statistics {
+            sink: self.sink,
+            update,
+        });
+    }
+
+    fn progress(&self, report: ProgressReport) {
+        let _ = self.events.send(SinkEvent::Progress {
+            sink: self.sink,
+            report,
+        });
+    }
+}
+
+/// Running sink tasks and their latest reports.
+pub struct SinkManager {
+    storage: Arc<Storage>,
+    http: HttpSettings,
+    data_dir: std::path::PathBuf,
+    events: mpsc::UnboundedSender<SinkEvent>,
+    running: Mutex<HashMap<GlobalId, SinkHandle>>,
+    /// Progress and statistics per sink, as last reported (and persisted).
+    progress: Mutex<HashMap<GlobalId, SinkProgress>>,
+}
+
+impl SinkManager {
+    pub fn new(
+        storage: Arc<Storage>,
+        http: HttpSettings,
+        data_dir: std::path::PathBuf,
+        progress: HashMap<GlobalId, SinkProgress>,
+    ) -> (SinkManager, mpsc::UnboundedReceiver<SinkEvent>) {
+        let (events, receiver) = mpsc::unbounded_channel();
+        (
+            SinkManager {
+                storage,
+                http,
+                data_dir,
+                events,
+                running: Mutex::new(HashMap::new()),
+                progress: Mutex::new(progress),
+            },
+            receiver,
+        )
+    }
+
+    /// A snapshot of every sink's progress.
+    pub fn progress(&self) -> HashMap<GlobalId, SinkProgress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stops a sink's task, if it runs.
+    pub fn stop(&self, sink: GlobalId) -> bool {
+        let handle = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sink);
+        match handle {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_running(&self, sink: GlobalId) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sink)
+            .is_some_and(|h| !h.is_finished())
+    }
+
+    /// Forgets a dropped sink.
+    pub fn forget(&self, sink: GlobalId) {
+        self.stop(sink);
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sink);
+    }
+
+    /// (Re)starts a sink on its cluster, or pauses it when the cluster has no
+    /// replica. Returns the status change to record, if any: `paused`, or
+    /// `stalled` with the error when the sink cannot even be configured (its
+    /// connection's secret has the wrong form, say).
+    pub fn start(
+        &self,
+        catalog: &Catalog,
+        sink: GlobalId,
+    ) -> Result<Option<(&'static str, Option<String>)>, AdapterError> {
+        let state = catalog.state();
+        let Some(item) = state.item(sink) else {
+            return Ok(None);
+        };
+        let ItemDefinition::Sink(definition) = &item.definition else {
+            return Ok(None);
+        };
+        let replica = state
+            .cluster(definition.cluster)
+            .and_then(|cluster| cluster.replicas.first().map(|r| r.id));
+        let was_running = self.stop(sink);
+        let Some(replica) = replica else {
+            info!(%sink, "sink paused: its cluster has no replica");
+            return Ok(Some(("paused", None)));
+        };
+        let configured = self
+            .connection(catalog, definition)
+            .and_then(|connection| Ok((connection, self.spec(catalog, sink, definition)?)));
+        let (connection, spec) = match configured {
+            Ok(configured) => configured,
+            Err(error) => {
+                warn!(%sink, error = %error, "sink cannot start");
+                return Ok(Some(("stalled", Some(format!("iceberg: {error}")))));
+            }
+        };
+        let desc = state
+            .item(definition.from)
+            .and_then(|i| i.definition.desc().cloned())
+            .ok_or_else(|| AdapterError::Internal(format!("sink {sink} reads no relation")))?;
+        let input: Arc<dyn SinkInput> = Arc::new(CollectionInput::new(
+            self.storage.clone(),
+            definition.from,
+            sink,
+            desc,
+        ));
+        let reporter = Arc::new(Reporter {
+            sink,
+            replica: Some(replica),
+            events: self.events.clone(),
+        });
+        let settings = SinkSettings {
+            http: self.http.clone(),
+            ..SinkSettings::default()
+        };
+        let handle = spawn_sink(connection, spec, input, reporter, settings);
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(sink, handle);
+        info!(%sink, restarted = was_running, "sink started");
+        Ok(None)
+    }
+
+    fn connection(&self, catalog: &Catalog, definition: &SinkDefinition) -> Result<SinkConnection, AdapterError> {
+        let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) =
+            catalog.state().item(definition.connection).map(|i| &i.definition)
+        else {
+            return Err(AdapterError::Internal("sink without an Iceberg catalog connection".into()));
+        };
+        let config = resolve_catalog_config(
+            catalog,
+            &self.data_dir,
+            Some(definition.connection),
+            iceberg,
+            &[],
+        )?;
+        Ok(SinkConnection {
+            catalog: config,
+            aws_credentials: None,
+        })
+    }
+
+    fn spec(&self, catalog: &Catalog, sink: GlobalId, definition: &SinkDefinition) -> Result<SinkSpec, AdapterError> {
+        let namespace = Namespace::parse(&definition.namespace).map_err(AdapterError::ConnectionValidation)?;
+        let table_uuid = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sink)
+            .and_then(|p| p.table_uuid.as_deref().and_then(|u| u.parse().ok()));
+        Ok(SinkSpec {
+            sink_id: sink.to_string(),
+            version: definition.version,
+            namespace,
+            table: definition.table.clone(),
+            envelope: match definition.envelope {
+                SinkEnvelope::Append => Envelope::Append,
+                SinkEnvelope::Upsert => Envelope::Upsert,
+            },
+            key_columns: definition.key.clone().unwrap_or_default(),
+            commit_interval_ms: definition.commit_interval_ms,
+            environment_id: catalog.environment_id().to_string(),
+            table_uuid,
+        })
+    }
+
+    /// Applies one event to the live state; returns the status change to
+    /// record and whether progress should be persisted.
+    pub fn apply(&self, event: &SinkEvent) -> (Option<SinkStatusEvent>, Option<(GlobalId, SinkProgress)>) {
+        let now = Timestamp::now().millis();
+        match event {
+            SinkEvent::Status {
+                sink,
+                replica,
+                status,
+            } => {
+                let (name, error, details) = match status {
+                    SinkStatus::Starting => ("starting", None, None),
+                    SinkStatus::Running => ("running", None, None),
+                    SinkStatus::Stalled { error, hint } => (
+                        "stalled",
+                        Some(error.clone()),
+                        hint.as_ref()
+                            .map(|h| serde_json::json!({ "hints": [h] }).to_string()),
+                    ),
+                };
+                (
+                    Some(SinkStatusEvent {
+                        occurred_at: now,
+                        sink_id: *sink,
+                        status: name.to_string(),
+                        error,
+                        details,
+                        replica_id: *replica,
+                    }),
+                    None,
+                )
+            }
+            SinkEvent::Statistics { sink, update } => {
+                let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = progress.entry(*sink).or_default();
+                entry.messages_staged += update.messages_staged;
+                entry.bytes_staged += update.bytes_staged;
+                entry.messages_committed += update.messages_committed;
+                entry.bytes_committed += update.bytes_committed;
+                (None, Some((*sink, entry.clone())))
+            }
+            SinkEvent::Progress { sink, report } => {
+                let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = progress.entry(*sink).or_default();
+                entry.frontier = entry.frontier.max(report.frontier.0);
+                entry.table_uuid = Some(report.table_uuid.to_string());
+                entry.metadata_location = Some(report.metadata_location.clone());
+                (None, Some((*sink, entry.clone())))
+            }
+        }
+    }
+}
+
+/// The event loop: records statuses and progress durably. Runs until every
+/// sender is gone.
+pub async fn run_event_loop(
+    coordinator: std::sync::Weak<crate::Coordinator>,
+    mut events: mpsc::UnboundedReceiver<SinkEvent>,
+) {
+    while let Some(event) = events.recv().await {
+        let Some(coordinator) = coordinator.upgrade() else {
+            return;
+        };
+        if let Err(e) = coordinator.record_sink_event(event).await {
+            warn!(error = %e, "recording a sink event failed");
+        }
+    }
+}
+
+/// The sinks that run on a cluster.
+pub fn sinks_on_cluster(state: &floe_catalog::CatalogState, cluster: floe_repr::ClusterId) -> Vec<GlobalId> {
+    state
+        .items_in_cluster(cluster)
+        .into_iter()
+        .filter(|id| matches!(state.item(*id).map(|i| &i.definition), Some(ItemDefinition::Sink(_))))
+        .collect()
+}

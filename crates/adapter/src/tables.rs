@@ -1,0 +1,412 @@
+//! User tables in the query engine, and the execution of INSERT, UPDATE and
+//! DELETE: the engine computes the rows, the storage layer writes them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::datasource::MemTable;
+use datafusion::execution::context::SessionContext;
+use floe_repr::{ColumnDesc, Datum, GlobalId, RelationDesc, Row, SqlState};
+use floe_sql::catalog::{ItemDefinition, QualifiedName};
+use floe_sql::dml::{DeletePlan, InsertPlan, UpdatePlan, returning_query};
+use floe_storage::{AppendError, Storage};
+use sqlparser::ast::SelectItem;
+
+use crate::coordinator::ExecuteResponse;
+use crate::error::AdapterError;
+use crate::query;
+
+/// A table as the engine sees it: a name and its rows as Arrow batches.
+pub struct EngineTable {
+    pub name: QualifiedName,
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Arrow batches of each table, cached by the contents' version so repeated
+/// queries of an unchanged table do not convert it again.
+#[derive(Default)]
+pub struct BatchCache {
+    entries: Mutex<HashMap<GlobalId, (u64, SchemaRef, Vec<RecordBatch>)>>,
+}
+
+/// Rows per Arrow batch handed to the engine.
+const BATCH_ROWS: usize = 8_192;
+
+impl BatchCache {
+    /// The engine's view of a table's current contents.
+    pub fn table(
+        &self,
+        storage: &Storage,
+        id: GlobalId,
+        name: &QualifiedName,
+        desc: &RelationDesc,
+    ) -> Result<EngineTable, AdapterError> {
+        let version = storage.contents_version(id).map_err(storage_error)?;
+        {
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((cached, schema, batches)) = entries.get(&id) {
+                if *cached == version {
+                    return Ok(EngineTable {
+                        name: name.clone(),
+                        schema: schema.clone(),
+                        batches: batches.clone(),
+                    });
+                }
+            }
+        }
+        let (rows, version) = storage.contents(id).map_err(storage_error)?;
+        let schema = relation_schema(desc);
+        let mut batches = Vec::new();
+        for chunk in rows.chunks(BATCH_ROWS) {
+            batches.push(
+                relation_batch(desc, chunk)
+                    .map_err(|e| AdapterError::Internal(format!("converting {name}: {e}")))?,
+            );
+        }
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (version, schema.clone(), batches.clone()));
+        Ok(EngineTable {
+            name: name.clone(),
+            schema,
+            batches,
+        })
+    }
+
+    pub fn forget(&self, id: GlobalId) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+}
+
+/// Stopgap until `floe-arrow` lands: the engine's Arrow form of a relation,
+/// through the system catalog's column builders.
+fn pg_type_of_column(scalar_type: &floe_repr::SqlScalarType) -> floe_repr::PgType {
+    use floe_repr::{PgType, SqlScalarType as S};
+    match scalar_type {
+        S::Bool => PgType::Bool,
+        S::Int16 => PgType::Int2,
+        S::Int32 | S::UInt16 => PgType::Int4,
+        S::Int64 | S::UInt32 => PgType::Int8,
+        S::Float32 => PgType::Float4,
+        S::Float64 => PgType::Float8,
+        S::Numeric { .. } | S::UInt64 => PgType::Numeric,
+        S::Date => PgType::Date,
+        S::Time => PgType::Time,
+        S::Timestamp => PgType::Timestamp,
+        S::TimestampTz => PgType::TimestampTz,
+        S::Bytes => PgType::Bytea,
+        S::Uuid => PgType::Uuid,
+        S::Jsonb => PgType::Jsonb,
+        S::Interval => PgType::Interval,
+        S::Oid => PgType::Oid,
+        _ => PgType::Text,
+    }
+}
+
+fn relation_schema(desc: &RelationDesc) -> SchemaRef {
+    Arc::new(datafusion::arrow::datatypes::Schema::new(
+        desc.columns
+            .iter()
+            .map(|(name, column)| query::field(name, pg_type_of_column(&column.scalar_type), column.nullable))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn relation_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, AdapterError> {
+    let mut columns = Vec::with_capacity(desc.columns.len());
+    for (index, (_, column)) in desc.columns.iter().enumerate() {
+        let pg_type = pg_type_of_column(&column.scalar_type);
+        let values = rows.iter().map(|row| {
+            let datum = row.get(index).cloned().unwrap_or(Datum::Null);
+            match (&datum, pg_type) {
+                (Datum::UInt16(v), _) => Datum::Int32(i32::from(*v)),
+                (Datum::UInt32(v), _) => Datum::Int64(i64::from(*v)),
+                (Datum::UInt64(v), _) => Datum::Numeric(v.to_string()),
+                (Datum::Null, _) => Datum::Null,
+                (_, floe_repr::PgType::Text) => Datum::Text(floe_repr::strconv::format_datum(&datum)),
+                _ => datum,
+            }
+        });
+        columns.push(query::build_column(pg_type, values)?);
+    }
+    RecordBatch::try_new(relation_schema(desc), columns).map_err(|e| AdapterError::Internal(e.to_string()))
+}
+
+/// Registers tables in the engine's `public` schema.
+pub fn register_tables(context: &SessionContext, tables: Vec<EngineTable>) -> Result<(), AdapterError> {
+    let Some(catalog) = context.catalog("materialize") else {
+        return Err(AdapterError::Internal("no materialize catalog".into()));
+    };
+    for table in tables {
+        let Some(schema) = catalog.schema(&table.name.schema) else {
+            return Err(AdapterError::Internal(format!("no schema {}", table.name.schema)));
+        };
+        let provider = MemTable::try_new(table.schema, vec![table.batches])
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        schema
+            .register_table(table.name.item.clone(), Arc::new(provider))
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+    }
+    Ok(())
+}
+
+pub fn storage_error(error: floe_storage::StorageError) -> AdapterError {
+    AdapterError::Storage(error)
+}
+
+fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError {
+    AdapterError::Query {
+        code: error.code,
+        message: error.message,
+    }
+}
+
+/// The rows of a query as datums.
+async fn run(context: &SessionContext, statement: sqlparser::ast::Statement) -> Result<(Vec<ColumnDesc>, Vec<Row>), AdapterError> {
+    let plan = query::logical_plan(context, statement).await?;
+    query::execute(context, plan).await
+}
+
+fn check_not_null(name: &QualifiedName, desc: &RelationDesc, row: &Row) -> Result<(), AdapterError> {
+    for ((column, column_type), datum) in desc.columns.iter().zip(row) {
+        if !column_type.nullable && matches!(datum, Datum::Null) {
+            return Err(AdapterError::Query {
+                code: SqlState::NOT_NULL_VIOLATION,
+                message: format!(
+                    "null value in column \"{column}\" of relation \"{}\" violates not-null constraint",
+                    name.item
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the changes and turns a refused append into the client's error.
+fn append(
+    storage: &Storage,
+    id: GlobalId,
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    changes: Vec<(Row, i64)>,
+) -> Result<(), AdapterError> {
+    match storage.append(id, changes).map_err(storage_error)? {
+        Ok(_) => Ok(()),
+        Err(AppendError::UniqueViolation { key }) => {
+            let columns: Vec<String> = desc
+                .unique_keys
+                .first()
+                .map(|k| k.iter().map(|i| desc.columns[*i].0.clone()).collect())
+                .unwrap_or_default();
+            let values: Vec<String> = key
+                .iter()
+                .map(|d| floe_repr::strconv::format_datum(d))
+                .collect();
+            Err(AdapterError::UniqueViolation {
+                message: format!(
+                    "duplicate key value violates unique constraint \"{}_pkey\"",
+                    name.item
+                ),
+                detail: format!("Key ({})=({}) already exists.", columns.join(", "), values.join(", ")),
+            })
+        }
+        Err(AppendError::RetractionOfAbsentRow) => Err(AdapterError::Internal(format!(
+            "{name} changed while the statement ran"
+        ))),
+    }
+}
+
+/// A context serving `rows` as the written table, for RETURNING.
+fn returning_context(
+    context: &SessionContext,
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    rows: &[Row],
+) -> Result<SessionContext, AdapterError> {
+    let returning_context = SessionContext::new_with_config(context.copied_config());
+    returning_context.register_catalog(
+        "materialize",
+        Arc::new(datafusion::catalog::MemoryCatalogProvider::new()),
+    );
+    if let Some(catalog) = returning_context.catalog("materialize") {
+        let _ = catalog.register_schema(
+            &name.schema,
+            Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
+        );
+    }
+    let batch = relation_batch(desc, rows)?;
+    register_tables(
+        &returning_context,
+        vec![EngineTable {
+            name: name.clone(),
+            schema: relation_schema(desc),
+            batches: vec![batch],
+        }],
+    )?;
+    Ok(returning_context)
+}
+
+/// The columns a write's RETURNING clause produces (extended protocol
+/// Describe), without writing anything.
+pub async fn returning_desc(
+    context: &SessionContext,
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    items: &[SelectItem],
+) -> Result<Vec<ColumnDesc>, AdapterError> {
+    let returning_context = returning_context(context, name, desc, &[])?;
+    let plan = query::logical_plan(&returning_context, returning_query(name, items)?).await?;
+    Ok(query::describe(&plan))
+}
+
+/// The response of a write: its tag, or the RETURNING rows.
+async fn respond(
+    context: &SessionContext,
+    tag: String,
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    returning: Option<Vec<SelectItem>>,
+    written: Vec<Row>,
+) -> Result<ExecuteResponse, AdapterError> {
+    let Some(items) = returning else {
+        return Ok(ExecuteResponse::Command { tag });
+    };
+    // The RETURNING items are evaluated over the written rows, served as
+    // the table itself in a context of their own.
+    let returning_context = returning_context(context, name, desc, &written)?;
+    let statement = returning_query(name, &items)?;
+    let (columns, rows) = run(&returning_context, statement).await?;
+    Ok(ExecuteResponse::Rows {
+        desc: columns,
+        rows,
+        tag: Some(tag.rsplit_once(' ').map(|(t, _)| t.to_string()).unwrap_or(tag)),
+    })
+}
+
+pub async fn insert(
+    context: &SessionContext,
+    storage: &Storage,
+    plan: InsertPlan,
+) -> Result<ExecuteResponse, AdapterError> {
+    let (source_desc, source_rows) = run(context, *plan.source).await?;
+    if source_desc.len() > plan.columns.len() {
+        return Err(AdapterError::Query {
+            code: SqlState::SYNTAX_ERROR,
+            message: "INSERT has more expressions than target columns".into(),
+        });
+    }
+    if source_desc.len() < plan.columns.len() && !source_rows.is_empty() {
+        return Err(AdapterError::Query {
+            code: SqlState::SYNTAX_ERROR,
+            message: "INSERT has more target columns than expressions".into(),
+        });
+    }
+    // Columns not given take their default, evaluated once per statement.
+    let missing: Vec<usize> = (0..plan.desc.columns.len())
+        .filter(|i| !plan.columns.contains(i) && plan.defaults.get(*i).cloned().flatten().is_some())
+        .collect();
+    let mut defaults: HashMap<usize, Datum> = HashMap::new();
+    if !missing.is_empty() {
+        let expressions: Vec<String> = missing
+            .iter()
+            .map(|i| plan.defaults[*i].clone().unwrap_or_else(|| "NULL".into()))
+            .collect();
+        let statement = floe_sql_parser::parse_statement(&format!("SELECT {}", expressions.join(", ")))?;
+        let floe_sql_parser::ast::Statement::Standard(statement) = statement else {
+            return Err(AdapterError::Internal("default expression is not a query".into()));
+        };
+        let (_, rows) = run(context, *statement).await?;
+        if let Some(row) = rows.into_iter().next() {
+            for (index, value) in missing.iter().zip(row) {
+                defaults.insert(*index, value);
+            }
+        }
+    }
+    let mut written = Vec::with_capacity(source_rows.len());
+    for source_row in source_rows {
+        let mut row: Row = (0..plan.desc.columns.len())
+            .map(|i| defaults.get(&i).cloned().unwrap_or(Datum::Null))
+            .collect();
+        for (value, column) in source_row.into_iter().zip(&plan.columns) {
+            row[*column] = value;
+        }
+        for (datum, (_, column_type)) in row.iter_mut().zip(&plan.desc.columns) {
+            let value = std::mem::replace(datum, Datum::Null);
+            *datum = floe_repr::cast::cast_datum(value, &column_type.scalar_type).map_err(value_error)?;
+        }
+        check_not_null(&plan.name, &plan.desc, &row)?;
+        written.push(row);
+    }
+    let count = written.len();
+    append(
+        storage,
+        plan.table,
+        &plan.name,
+        &plan.desc,
+        written.iter().map(|r| (r.clone(), 1)).collect(),
+    )?;
+    respond(context, format!("INSERT 0 {count}"), &plan.name, &plan.desc, plan.returning, written).await
+}
+
+pub async fn update(
+    context: &SessionContext,
+    storage: &Storage,
+    plan: UpdatePlan,
+) -> Result<ExecuteResponse, AdapterError> {
+    let (_, rows) = run(context, *plan.query).await?;
+    let width = plan.desc.columns.len();
+    let mut changes = Vec::with_capacity(rows.len() * 2);
+    let mut written = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (old, values) = row.split_at(width.min(row.len()));
+        let old: Row = old.to_vec();
+        let mut new = old.clone();
+        for (column, value) in plan.assigned.iter().zip(values) {
+            new[*column] = floe_repr::cast::cast_datum(value.clone(), &plan.desc.columns[*column].1.scalar_type)
+                .map_err(value_error)?;
+        }
+        check_not_null(&plan.name, &plan.desc, &new)?;
+        changes.push((old, -1));
+        changes.push((new.clone(), 1));
+        written.push(new);
+    }
+    let count = written.len();
+    append(storage, plan.table, &plan.name, &plan.desc, changes)?;
+    respond(context, format!("UPDATE {count}"), &plan.name, &plan.desc, plan.returning, written).await
+}
+
+pub async fn delete(
+    context: &SessionContext,
+    storage: &Storage,
+    plan: DeletePlan,
+) -> Result<ExecuteResponse, AdapterError> {
+    let (_, rows) = run(context, *plan.query).await?;
+    let count = rows.len();
+    append(
+        storage,
+        plan.table,
+        &plan.name,
+        &plan.desc,
+        rows.iter().map(|r| (r.clone(), -1)).collect(),
+    )?;
+    respond(context, format!("DELETE {count}"), &plan.name, &plan.desc, plan.returning, rows).await
+}
+
+/// The tables and sources the storage layer holds, from the catalog.
+pub fn storage_collections(state: &floe_catalog::CatalogState) -> Vec<(GlobalId, QualifiedName, RelationDesc)> {
+    state
+        .items()
+        .filter_map(|item| match &item.definition {
+            ItemDefinition::Table(table) => Some((item.id, item.name.clone(), table.desc.clone())),
+            ItemDefinition::Source(source) => Some((item.id, item.name.clone(), source.desc.clone())),
+            _ => None,
+        })
+        .collect()
+}
