@@ -272,6 +272,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("table", Text, false),
             ("table_uuid", Text, true),
             ("metadata_location", Text, true),
+            // floe's own: everything before this time is delivered.
+            ("frontier", TimestampTz, true),
         ],
         rows: |context| {
             items(context)
@@ -284,6 +286,10 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                             text(&sink.table),
                             opt_text(progress.and_then(|p| p.table_uuid.clone())),
                             opt_text(progress.and_then(|p| p.metadata_location.clone())),
+                            progress
+                                .filter(|p| p.frontier > 0)
+                                .map(|p| Datum::TimestampTz(millis_to_micros(p.frontier)))
+                                .unwrap_or(Datum::Null),
                         ])
                     }
                     _ => None,

@@ -308,3 +308,165 @@ fn help_and_version() {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }
+
+/// Waits until both sinks delivered everything written before `written_at`
+/// (their frontier passed it); returns their metadata locations.
+async fn wait_for_sinks(
+    client: &tokio_postgres::Client,
+    sinks: &[&str],
+    written_at: std::time::SystemTime,
+) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let mut locations = Vec::new();
+        for sink in sinks {
+            let row = client
+                .query_opt(
+                    &format!("SELECT i.metadata_location, i.frontier FROM mz_iceberg_sinks i JOIN mz_sinks s ON s.id = i.id WHERE s.name = '{sink}'"),
+                    &[],
+                )
+                .await
+                .unwrap();
+            let Some(row) = row else { break };
+            let location: Option<String> = row.get(0);
+            let frontier: Option<std::time::SystemTime> = row.get(1);
+            match (location, frontier) {
+                (Some(location), Some(frontier)) if frontier > written_at => locations.push(location),
+                _ => break,
+            }
+        }
+        if locations.len() == sinks.len() {
+            return locations;
+        }
+        if std::time::Instant::now() > deadline {
+            let statuses = client
+                .simple_query("SELECT name, status, error FROM mz_internal.mz_sink_statuses")
+                .await
+                .unwrap();
+            panic!("sinks did not catch up: {statuses:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Random inserts, updates and deletes (keys updated many times, keys
+/// inserted and deleted within one commit interval), with floe killed by
+/// SIGKILL at random points: the upsert table DuckDB reads equals the
+/// relation, and the append table's consolidated history equals it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
+    use rand::{Rng, SeedableRng};
+    let seaweedfs = floe_testkit::seaweedfs_shared();
+    let namespace = seaweedfs.unique_namespace("e2e");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let mut client = floe.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SECRET cred AS '{}:{}';
+             CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials');
+             CREATE TABLE t (id int PRIMARY KEY, v text, n bigint NOT NULL);
+             CREATE SINK up FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'up') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+             CREATE SINK ap FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap') MODE APPEND WITH (COMMIT INTERVAL '1s');",
+            seaweedfs.access_key(),
+            seaweedfs.secret_key(),
+            seaweedfs.catalog_url(),
+            seaweedfs.warehouse(),
+        ))
+        .await
+        .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let mut model: std::collections::BTreeMap<i32, (String, i64)> = Default::default();
+    let mut next_id = 0;
+    for round in 0..12 {
+        for _ in 0..rng.random_range(5..15) {
+            let choice = rng.random_range(0..10);
+            if choice < 4 || model.is_empty() {
+                next_id += 1;
+                let value = format!("v{}", rng.random_range(0..1000));
+                let n = rng.random_range(-1000..1000);
+                client
+                    .execute(
+                        &format!("INSERT INTO t VALUES ({next_id}, '{value}', {n})"),
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                model.insert(next_id, (value, n));
+            } else if choice < 8 {
+                let keys: Vec<i32> = model.keys().copied().collect();
+                let id = keys[rng.random_range(0..keys.len())];
+                let n = rng.random_range(-1000..1000);
+                client
+                    .execute(&format!("UPDATE t SET n = {n}, v = v || 'x' WHERE id = {id}"), &[])
+                    .await
+                    .unwrap();
+                let entry = model.get_mut(&id).unwrap();
+                entry.0.push('x');
+                entry.1 = n;
+            } else if choice < 9 {
+                let keys: Vec<i32> = model.keys().copied().collect();
+                let id = keys[rng.random_range(0..keys.len())];
+                client
+                    .execute(&format!("DELETE FROM t WHERE id = {id}"), &[])
+                    .await
+                    .unwrap();
+                model.remove(&id);
+            } else {
+                // Inserted and deleted within one interval: never in the table.
+                next_id += 1;
+                client
+                    .batch_execute(&format!(
+                        "INSERT INTO t VALUES ({next_id}, 'ephemeral', 0); DELETE FROM t WHERE id = {next_id};"
+                    ))
+                    .await
+                    .unwrap();
+            }
+        }
+        if round % 4 == 3 {
+            // Crash at a random point of a commit interval.
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..1500))).await;
+            floe.kill9();
+            floe = Floe::start(&data_dir);
+            client = floe.connect().await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(rng.random_range(0..700))).await;
+        }
+    }
+    let written_at = std::time::SystemTime::now();
+    let locations = wait_for_sinks(&client, &["up", "ap"], written_at).await;
+    let reader = floe_testkit::Reader::for_seaweedfs(seaweedfs);
+    let expected: Vec<serde_json::Value> = model
+        .iter()
+        .map(|(id, (v, n))| serde_json::json!({"id": id, "v": v, "n": n}))
+        .collect();
+
+    let upsert = reader.read(&locations[0]);
+    assert_eq!(upsert.sorted_rows(&["id"]), expected, "the upsert table equals the relation");
+
+    let history = reader.query(
+        &locations[1],
+        "SELECT id, v, n FROM t GROUP BY id, v, n HAVING sum(_mz_diff) <> 0",
+    );
+    assert_eq!(history.sorted_rows(&["id"]), expected, "the append history consolidates to the relation");
+    let net = reader.query(&locations[1], "SELECT count(*) AS bad FROM (SELECT id, v, n, sum(_mz_diff) AS d FROM t GROUP BY id, v, n) WHERE d NOT IN (0, 1)");
+    assert_eq!(net.rows, vec![serde_json::json!({"bad": 0})], "no change was delivered twice");
+
+    // Every snapshot carries the sink's progress properties.
+    for snapshot in &upsert.snapshots {
+        let summary = &snapshot["summary"];
+        assert!(summary["mz-sink-id"].is_string(), "{summary}");
+        assert!(summary["mz-frontier"].as_str().is_some_and(|f| f.starts_with('[')), "{summary}");
+        assert!(summary["mz-sink-version"].is_string(), "{summary}");
+    }
+    let statistics = client
+        .query_one(
+            "SELECT messages_committed FROM mz_internal.mz_sink_statistics s JOIN mz_sinks k ON k.id = s.id WHERE k.name = 'ap'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let committed: i64 = statistics.get(0);
+    assert!(committed > 0, "statistics count committed messages");
+}
