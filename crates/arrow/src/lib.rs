@@ -1,0 +1,1146 @@
+//! Conversions between floe's values and Arrow, for the query engine
+//! (DataFusion) and anything else that speaks Arrow.
+//!
+//! Type mapping: `boolean` Boolean; `smallint`/`integer`/`bigint`
+//! Int16/32/64; `uint2/4/8` UInt16/32/64; `real`/`double` Float32/64;
+//! `numeric(p,s)` Decimal128(38, s) and bare `numeric` Decimal128(38, 10)
+//! (the sink's `decimal(38,10)`; a value that does not fit exactly is an
+//! error, never rounded); `date` Date32; `time` Time64(us); `timestamp`
+//! Timestamp(us); `timestamptz` Timestamp(us, "+00:00"); `text`/`varchar`
+//! Utf8; `bytea` Binary; `uuid` FixedSizeBinary(16); `jsonb` Utf8;
+//! `interval` Interval(MonthDayNano); ranges Struct(lower, upper,
+//! lower_inclusive, upper_inclusive, empty); records Struct; lists List;
+//! maps Map(text keys); `oid` UInt32.
+//!
+//! Every field carries its SQL type as JSON in the metadata key
+//! [`SQL_TYPE_METADATA`], so columns read back with their exact type (jsonb,
+//! uuid, numeric scale, range, list, map, record) as long as the engine
+//! keeps the field's metadata; computed columns without metadata are typed
+//! by their Arrow type alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array,
+    FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
+    IntervalMonthDayNanoArray, ListArray, MapArray, NullArray, StringArray, StructArray,
+    Time64MicrosecondArray, TimestampMicrosecondArray, UInt16Array, UInt32Array, UInt64Array,
+};
+use arrow::buffer::{NullBuffer, OffsetBuffer};
+use arrow::datatypes::{
+    DataType, Field, FieldRef, Fields, IntervalMonthDayNano, IntervalUnit, Schema, SchemaRef,
+    TimeUnit,
+};
+use arrow::record_batch::RecordBatch;
+use floe_repr::strconv::{Decimal, ValueError, format_datum};
+use floe_repr::{
+    ColumnType, Datum, PgType, RangeBounds, RelationDesc, Row, SqlScalarType, SqlState, cast_datum,
+};
+
+pub use arrow;
+
+/// Field metadata: the column's SQL type, as JSON.
+pub const SQL_TYPE_METADATA: &str = "floe.sql_type";
+/// Field metadata for builtin columns whose type has no `SqlScalarType`
+/// (`text[]`) or that predate [`SQL_TYPE_METADATA`] (`jsonb`, `numeric`).
+pub const PG_TYPE_METADATA: &str = "floe.pg_type";
+
+/// The scale bare `numeric` gets in Arrow (and in Iceberg).
+pub const BARE_NUMERIC_SCALE: i8 = 10;
+/// The precision of every numeric in Arrow.
+pub const NUMERIC_PRECISION: u8 = 38;
+
+fn internal(message: impl Into<String>) -> ValueError {
+    ValueError::new(SqlState::INTERNAL_ERROR, message)
+}
+
+/// The Arrow scale of a numeric type.
+pub fn numeric_scale(max_scale: Option<u8>) -> i8 {
+    match max_scale {
+        Some(s) => s.min(38) as i8,
+        None => BARE_NUMERIC_SCALE,
+    }
+}
+
+fn with_type_metadata(field: Field, ty: &SqlScalarType) -> Field {
+    let json = serde_json::to_string(ty).unwrap_or_default();
+    field.with_metadata(HashMap::from([(SQL_TYPE_METADATA.to_string(), json)]))
+}
+
+fn typed_field(name: &str, ty: &SqlScalarType, nullable: bool) -> Field {
+    with_type_metadata(Field::new(name, arrow_data_type(ty), nullable), ty)
+}
+
+fn range_fields(element: &SqlScalarType) -> Fields {
+    Fields::from(vec![
+        typed_field("lower", element, true),
+        typed_field("upper", element, true),
+        Field::new("lower_inclusive", DataType::Boolean, true),
+        Field::new("upper_inclusive", DataType::Boolean, true),
+        Field::new("empty", DataType::Boolean, true),
+    ])
+}
+
+fn map_entries_field(value: &SqlScalarType) -> FieldRef {
+    Arc::new(Field::new(
+        "entries",
+        DataType::Struct(Fields::from(vec![
+            Field::new("key", DataType::Utf8, false),
+            typed_field("value", value, true),
+        ])),
+        false,
+    ))
+}
+
+/// The Arrow type of a SQL type.
+pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
+    use SqlScalarType as S;
+    match ty {
+        S::Bool => DataType::Boolean,
+        S::Int16 => DataType::Int16,
+        S::Int32 => DataType::Int32,
+        S::Int64 => DataType::Int64,
+        S::UInt16 => DataType::UInt16,
+        S::UInt32 | S::Oid => DataType::UInt32,
+        S::UInt64 => DataType::UInt64,
+        S::Float32 => DataType::Float32,
+        S::Float64 => DataType::Float64,
+        S::Numeric { max_scale, .. } => {
+            DataType::Decimal128(NUMERIC_PRECISION, numeric_scale(*max_scale))
+        }
+        S::Date => DataType::Date32,
+        S::Time => DataType::Time64(TimeUnit::Microsecond),
+        S::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        S::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
+        S::Text | S::VarChar { .. } | S::Jsonb => DataType::Utf8,
+        S::Bytes => DataType::Binary,
+        S::Uuid => DataType::FixedSizeBinary(16),
+        S::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+        S::Range { element } => DataType::Struct(range_fields(element)),
+        S::Record { fields } => DataType::Struct(Fields::from(
+            fields
+                .iter()
+                .map(|(name, ty, nullable)| typed_field(name, ty, *nullable))
+                .collect::<Vec<_>>(),
+        )),
+        S::List { element } => DataType::List(Arc::new(typed_field("item", element, true))),
+        S::Map { value } => DataType::Map(map_entries_field(value), false),
+    }
+}
+
+/// The Arrow field of a column.
+pub fn arrow_field(name: &str, column: &ColumnType) -> Field {
+    typed_field(name, &column.scalar_type, column.nullable)
+}
+
+/// The Arrow schema of a relation.
+pub fn arrow_schema(desc: &RelationDesc) -> SchemaRef {
+    Arc::new(Schema::new(
+        desc.columns
+            .iter()
+            .map(|(name, column)| arrow_field(name, column))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The SQL type of a builtin column's Postgres type (`text[]` has none: it
+/// is a list of text marked `text[]`).
+pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
+    use SqlScalarType as S;
+    match pg_type {
+        PgType::Bool => S::Bool,
+        PgType::Int2 => S::Int16,
+        PgType::Int4 => S::Int32,
+        PgType::Int8 => S::Int64,
+        PgType::UInt2 => S::UInt16,
+        PgType::UInt4 => S::UInt32,
+        PgType::UInt8 => S::UInt64,
+        PgType::Float4 => S::Float32,
+        PgType::Float8 => S::Float64,
+        PgType::Numeric => S::Numeric {
+            precision: None,
+            max_scale: None,
+        },
+        PgType::Text => S::Text,
+        PgType::VarChar => S::VarChar { max_length: None },
+        PgType::Bytea => S::Bytes,
+        PgType::Date => S::Date,
+        PgType::Time => S::Time,
+        PgType::Timestamp => S::Timestamp,
+        PgType::TimestampTz => S::TimestampTz,
+        PgType::Interval => S::Interval,
+        PgType::Jsonb => S::Jsonb,
+        PgType::Uuid => S::Uuid,
+        PgType::Oid => S::Oid,
+        PgType::TextArray => S::List {
+            element: Box::new(S::Text),
+        },
+        PgType::Int4Range => range_of(S::Int32),
+        PgType::Int8Range => range_of(S::Int64),
+        PgType::NumRange => range_of(S::Numeric {
+            precision: None,
+            max_scale: None,
+        }),
+        PgType::DateRange => range_of(S::Date),
+        PgType::TsRange => range_of(S::Timestamp),
+        PgType::TstzRange => range_of(S::TimestampTz),
+        PgType::List => S::List {
+            element: Box::new(S::Text),
+        },
+        PgType::Map => S::Map {
+            value: Box::new(S::Text),
+        },
+        PgType::Record => S::Record { fields: vec![] },
+    }
+}
+
+fn range_of(element: SqlScalarType) -> SqlScalarType {
+    SqlScalarType::Range {
+        element: Box::new(element),
+    }
+}
+
+/// The Arrow field of a builtin (system) column declared by Postgres type.
+pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
+    let field = typed_field(name, &scalar_type_of_pg(pg_type), nullable);
+    if pg_type == PgType::TextArray {
+        let mut metadata = field.metadata().clone();
+        metadata.insert(PG_TYPE_METADATA.to_string(), "text[]".to_string());
+        field.with_metadata(metadata)
+    } else {
+        field
+    }
+}
+
+/// The SQL type recorded in a field's metadata, if any.
+pub fn sql_type_of(field: &Field) -> Option<SqlScalarType> {
+    if let Some(json) = field.metadata().get(SQL_TYPE_METADATA)
+        && let Ok(ty) = serde_json::from_str::<SqlScalarType>(json)
+        && arrow_data_type(&ty) == *field.data_type()
+    {
+        return Some(ty);
+    }
+    match field.metadata().get(PG_TYPE_METADATA).map(String::as_str) {
+        Some("jsonb") if is_string(field.data_type()) => Some(SqlScalarType::Jsonb),
+        Some("numeric") if is_string(field.data_type()) => Some(SqlScalarType::Numeric {
+            precision: None,
+            max_scale: None,
+        }),
+        _ => None,
+    }
+}
+
+fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+fn is_text_array(field: &Field) -> bool {
+    field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("text[]")
+}
+
+/// The Postgres type a client sees for a column of this field.
+pub fn pg_type_of(field: &Field) -> PgType {
+    if is_text_array(field) {
+        return PgType::TextArray;
+    }
+    if let Some(ty) = sql_type_of(field) {
+        return PgType::from_scalar(&ty);
+    }
+    match field.data_type() {
+        DataType::Boolean => PgType::Bool,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => PgType::Int2,
+        DataType::Int32 => PgType::Int4,
+        DataType::Int64 => PgType::Int8,
+        DataType::UInt16 => PgType::UInt2,
+        DataType::UInt32 => PgType::UInt4,
+        DataType::UInt64 => PgType::UInt8,
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => PgType::Numeric,
+        DataType::Float16 | DataType::Float32 => PgType::Float4,
+        DataType::Float64 => PgType::Float8,
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => {
+            if matches!(field.data_type(), DataType::FixedSizeBinary(16)) {
+                PgType::Uuid
+            } else {
+                PgType::Bytea
+            }
+        }
+        DataType::Date32 | DataType::Date64 => PgType::Date,
+        DataType::Time32(_) | DataType::Time64(_) => PgType::Time,
+        DataType::Timestamp(_, None) => PgType::Timestamp,
+        DataType::Timestamp(_, Some(_)) => PgType::TimestampTz,
+        DataType::Interval(_) | DataType::Duration(_) => PgType::Interval,
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f) => {
+            if is_string(f.data_type()) && sql_type_of(f).is_none() {
+                PgType::TextArray
+            } else {
+                PgType::List
+            }
+        }
+        DataType::Struct(_) => PgType::Record,
+        DataType::Map(..) => PgType::Map,
+        DataType::Dictionary(_, value) => pg_type_of(&Field::new("", (**value).clone(), true)),
+        _ => PgType::Text,
+    }
+}
+
+/// The client-visible shape of a field: name and Postgres type.
+pub fn column_desc(field: &Field) -> floe_repr::ColumnDesc {
+    floe_repr::ColumnDesc {
+        name: field.name().clone(),
+        pg_type: pg_type_of(field),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Datums to Arrow
+// ---------------------------------------------------------------------------
+
+/// Converts rows of a relation to one record batch.
+pub fn rows_to_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, ValueError> {
+    let schema = arrow_schema(desc);
+    let mut columns = Vec::with_capacity(desc.columns.len());
+    for (index, (name, column)) in desc.columns.iter().enumerate() {
+        let values: Vec<&Datum> = rows
+            .iter()
+            .map(|row| row.get(index).unwrap_or(&Datum::Null))
+            .collect();
+        let array = build_array(&column.scalar_type, &values).map_err(|mut e| {
+            e.message = format!("column \"{name}\": {}", e.message);
+            e
+        })?;
+        columns.push(array);
+    }
+    RecordBatch::try_new_with_options(
+        schema,
+        columns,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )
+    .map_err(|e| internal(e.to_string()))
+}
+
+/// Builds an array of builtin-column values declared by Postgres type.
+pub fn pg_array(pg_type: PgType, values: &[Datum]) -> Result<ArrayRef, ValueError> {
+    let refs: Vec<&Datum> = values.iter().collect();
+    build_array(&scalar_type_of_pg(pg_type), &refs)
+}
+
+/// A datum of the column's type: values of other types are converted with
+/// the assignment cast (an Int32 into a bigint column, text into anything).
+fn coerce<'a>(
+    datum: &'a Datum,
+    ty: &SqlScalarType,
+) -> Result<std::borrow::Cow<'a, Datum>, ValueError> {
+    use SqlScalarType as S;
+    let fits = matches!(
+        (datum, ty),
+        (Datum::Null, _)
+            | (Datum::Bool(_), S::Bool)
+            | (Datum::Int16(_), S::Int16)
+            | (Datum::Int32(_), S::Int32)
+            | (Datum::Int64(_), S::Int64)
+            | (Datum::UInt16(_), S::UInt16)
+            | (Datum::UInt32(_), S::UInt32)
+            | (Datum::UInt64(_), S::UInt64)
+            | (Datum::Oid(_), S::Oid)
+            | (Datum::Float32(_), S::Float32)
+            | (Datum::Float64(_), S::Float64)
+            | (Datum::Numeric(_), S::Numeric { .. })
+            | (Datum::Date(_), S::Date)
+            | (Datum::Time(_), S::Time)
+            | (Datum::Timestamp(_), S::Timestamp)
+            | (Datum::TimestampTz(_), S::TimestampTz)
+            | (Datum::Text(_), S::Text | S::VarChar { .. })
+            | (Datum::Jsonb(_), S::Jsonb)
+            | (Datum::Bytes(_), S::Bytes)
+            | (Datum::Uuid(_), S::Uuid)
+            | (Datum::Interval { .. }, S::Interval)
+            | (Datum::Range(_), S::Range { .. })
+            | (Datum::Record(_), S::Record { .. })
+            | (Datum::List(_), S::List { .. })
+            | (Datum::TextArray(_), S::List { .. })
+            | (Datum::Map(_), S::Map { .. })
+    );
+    if fits {
+        Ok(std::borrow::Cow::Borrowed(datum))
+    } else if let (Datum::Text(s), S::Jsonb) = (datum, ty) {
+        Ok(std::borrow::Cow::Owned(Datum::Jsonb(s.clone())))
+    } else {
+        cast_datum(datum.clone(), ty).map(std::borrow::Cow::Owned)
+    }
+}
+
+/// The i128 of an exact decimal at `scale`, or an error if it does not fit
+/// decimal(38, scale) exactly.
+pub fn numeric_to_i128(text: &str, scale: i8) -> Result<i128, ValueError> {
+    let not_exact = || {
+        ValueError::out_of_range(format!(
+            "numeric value {text} cannot be represented exactly as decimal(38,{scale})"
+        ))
+    };
+    let decimal = Decimal::parse(text)?.ok_or_else(not_exact)?;
+    let scale = scale.max(0) as usize;
+    let fraction = decimal.fraction.trim_end_matches('0');
+    if fraction.len() > scale {
+        return Err(not_exact());
+    }
+    let digits = format!("{}{:0<scale$}", decimal.integer, fraction);
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 38 {
+        return Err(not_exact());
+    }
+    let magnitude: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().map_err(|_| not_exact())?
+    };
+    Ok(if decimal.negative {
+        -magnitude
+    } else {
+        magnitude
+    })
+}
+
+fn nulls_of(values: &[&Datum]) -> Option<NullBuffer> {
+    if values.iter().any(|d| matches!(d, Datum::Null)) {
+        Some(NullBuffer::from_iter(
+            values.iter().map(|d| !matches!(d, Datum::Null)),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Builds an Arrow array of SQL type `ty` from datums.
+pub fn build_array(ty: &SqlScalarType, values: &[&Datum]) -> Result<ArrayRef, ValueError> {
+    use SqlScalarType as S;
+    let coerced: Vec<std::borrow::Cow<'_, Datum>> = values
+        .iter()
+        .map(|d| coerce(d, ty))
+        .collect::<Result<_, _>>()?;
+    let values: Vec<&Datum> = coerced.iter().map(|c| c.as_ref()).collect();
+    macro_rules! primitive {
+        ($array:ty, $pattern:pat => $value:expr) => {{
+            let array: $array = values
+                .iter()
+                .map(|d| match d {
+                    $pattern => Some($value),
+                    _ => None,
+                })
+                .collect();
+            Arc::new(array) as ArrayRef
+        }};
+    }
+    Ok(match ty {
+        S::Bool => primitive!(BooleanArray, Datum::Bool(v) => *v),
+        S::Int16 => primitive!(Int16Array, Datum::Int16(v) => *v),
+        S::Int32 => primitive!(Int32Array, Datum::Int32(v) => *v),
+        S::Int64 => primitive!(Int64Array, Datum::Int64(v) => *v),
+        S::UInt16 => primitive!(UInt16Array, Datum::UInt16(v) => *v),
+        S::UInt32 => primitive!(UInt32Array, Datum::UInt32(v) => *v),
+        S::Oid => primitive!(UInt32Array, Datum::Oid(v) => *v),
+        S::UInt64 => primitive!(UInt64Array, Datum::UInt64(v) => *v),
+        S::Float32 => primitive!(Float32Array, Datum::Float32(v) => *v),
+        S::Float64 => primitive!(Float64Array, Datum::Float64(v) => *v),
+        S::Date => primitive!(Date32Array, Datum::Date(v) => *v),
+        S::Time => primitive!(Time64MicrosecondArray, Datum::Time(v) => *v),
+        S::Timestamp => primitive!(TimestampMicrosecondArray, Datum::Timestamp(v) => *v),
+        S::TimestampTz => Arc::new(
+            values
+                .iter()
+                .map(|d| match d {
+                    Datum::TimestampTz(v) => Some(*v),
+                    _ => None,
+                })
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone("+00:00"),
+        ),
+        S::Text | S::VarChar { .. } | S::Jsonb => primitive!(
+            StringArray,
+            Datum::Text(s) | Datum::Jsonb(s) => s.as_str()
+        ),
+        S::Bytes => primitive!(BinaryArray, Datum::Bytes(b) => b.as_slice()),
+        S::Uuid => {
+            let array = FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                values.iter().map(|d| match d {
+                    Datum::Uuid(u) => Some(u.as_slice()),
+                    _ => None,
+                }),
+                16,
+            )
+            .map_err(|e| internal(e.to_string()))?;
+            Arc::new(array)
+        }
+        S::Interval => {
+            let mut out = Vec::with_capacity(values.len());
+            for d in &values {
+                out.push(match d {
+                    Datum::Interval {
+                        months,
+                        days,
+                        micros,
+                    } => Some(IntervalMonthDayNano::new(
+                        *months,
+                        *days,
+                        micros.checked_mul(1000).ok_or_else(|| {
+                            ValueError::new(
+                                SqlState::DATETIME_FIELD_OVERFLOW,
+                                "interval out of range",
+                            )
+                        })?,
+                    )),
+                    _ => None,
+                });
+            }
+            Arc::new(IntervalMonthDayNanoArray::from(out))
+        }
+        S::Numeric { max_scale, .. } => {
+            let scale = numeric_scale(*max_scale);
+            let mut out = Vec::with_capacity(values.len());
+            for d in &values {
+                out.push(match d {
+                    Datum::Numeric(s) => Some(numeric_to_i128(s, scale)?),
+                    _ => None,
+                });
+            }
+            let array = Decimal128Array::from(out)
+                .with_precision_and_scale(NUMERIC_PRECISION, scale)
+                .map_err(|e| internal(e.to_string()))?;
+            Arc::new(array)
+        }
+        S::List { element } => {
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            let mut children: Vec<std::borrow::Cow<'_, Datum>> = Vec::new();
+            for d in &values {
+                match d {
+                    Datum::List(items) => {
+                        children.extend(items.iter().map(std::borrow::Cow::Borrowed))
+                    }
+                    Datum::TextArray(items) => children.extend(items.iter().map(|i| {
+                        std::borrow::Cow::Owned(i.clone().map(Datum::Text).unwrap_or(Datum::Null))
+                    })),
+                    _ => {}
+                }
+                let len =
+                    i32::try_from(children.len()).map_err(|_| internal("list column too large"))?;
+                offsets.push(len);
+            }
+            let child_refs: Vec<&Datum> = children.iter().map(|c| c.as_ref()).collect();
+            let child = build_array(element, &child_refs)?;
+            let field = Arc::new(typed_field("item", element, true));
+            Arc::new(
+                ListArray::try_new(
+                    field,
+                    OffsetBuffer::new(offsets.into()),
+                    child,
+                    nulls_of(&values),
+                )
+                .map_err(|e| internal(e.to_string()))?,
+            )
+        }
+        S::Map { value } => {
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            let mut keys: Vec<&str> = Vec::new();
+            let mut vals: Vec<&Datum> = Vec::new();
+            for d in &values {
+                if let Datum::Map(entries) = d {
+                    for (k, v) in entries {
+                        keys.push(k);
+                        vals.push(v);
+                    }
+                }
+                let len =
+                    i32::try_from(keys.len()).map_err(|_| internal("map column too large"))?;
+                offsets.push(len);
+            }
+            let key_array: ArrayRef = Arc::new(StringArray::from(keys));
+            let value_array = build_array(value, &vals)?;
+            let entries_field = map_entries_field(value);
+            let DataType::Struct(entry_fields) = entries_field.data_type().clone() else {
+                return Err(internal("map entries are not a struct"));
+            };
+            let entries = StructArray::try_new(entry_fields, vec![key_array, value_array], None)
+                .map_err(|e| internal(e.to_string()))?;
+            Arc::new(
+                MapArray::try_new(
+                    entries_field,
+                    OffsetBuffer::new(offsets.into()),
+                    entries,
+                    nulls_of(&values),
+                    false,
+                )
+                .map_err(|e| internal(e.to_string()))?,
+            )
+        }
+        S::Record { fields } => {
+            let mut children = Vec::with_capacity(fields.len());
+            for (i, (_, field_ty, _)) in fields.iter().enumerate() {
+                let column: Vec<&Datum> = values
+                    .iter()
+                    .map(|d| match d {
+                        Datum::Record(items) => items.get(i).unwrap_or(&Datum::Null),
+                        _ => &Datum::Null,
+                    })
+                    .collect();
+                children.push(build_array(field_ty, &column)?);
+            }
+            let DataType::Struct(struct_fields) = arrow_data_type(ty) else {
+                return Err(internal("record is not a struct"));
+            };
+            if fields.is_empty() {
+                Arc::new(StructArray::new_empty_fields(
+                    values.len(),
+                    nulls_of(&values),
+                ))
+            } else {
+                Arc::new(
+                    StructArray::try_new(struct_fields, children, nulls_of(&values))
+                        .map_err(|e| internal(e.to_string()))?,
+                )
+            }
+        }
+        S::Range { element } => {
+            fn bounds<'a>(d: &'a Datum) -> Option<&'a RangeBounds> {
+                match d {
+                    Datum::Range(Some(b)) => Some(b.as_ref()),
+                    _ => None,
+                }
+            }
+            let lower: Vec<&Datum> = values
+                .iter()
+                .map(|d| {
+                    bounds(d)
+                        .and_then(|b| b.lower.as_ref())
+                        .unwrap_or(&Datum::Null)
+                })
+                .collect();
+            let upper: Vec<&Datum> = values
+                .iter()
+                .map(|d| {
+                    bounds(d)
+                        .and_then(|b| b.upper.as_ref())
+                        .unwrap_or(&Datum::Null)
+                })
+                .collect();
+            let flag = |f: fn(&RangeBounds) -> bool| -> ArrayRef {
+                Arc::new(
+                    values
+                        .iter()
+                        .map(|d| match d {
+                            Datum::Range(Some(b)) => Some(f(b)),
+                            Datum::Range(None) => Some(false),
+                            _ => None,
+                        })
+                        .collect::<BooleanArray>(),
+                )
+            };
+            let empty: ArrayRef = Arc::new(
+                values
+                    .iter()
+                    .map(|d| match d {
+                        Datum::Range(r) => Some(r.is_none()),
+                        _ => None,
+                    })
+                    .collect::<BooleanArray>(),
+            );
+            let children = vec![
+                build_array(element, &lower)?,
+                build_array(element, &upper)?,
+                flag(|b| b.lower_inclusive),
+                flag(|b| b.upper_inclusive),
+                empty,
+            ];
+            Arc::new(
+                StructArray::try_new(range_fields(element), children, nulls_of(&values))
+                    .map_err(|e| internal(e.to_string()))?,
+            )
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Arrow to datums
+// ---------------------------------------------------------------------------
+
+/// Converts an array the engine produced to datums, using the field's
+/// metadata to recover the SQL type (jsonb, uuid, unsigned, numeric scale,
+/// range, list, map, record). Any Arrow type converts: unknown ones become
+/// their Arrow text form.
+pub fn array_to_datums(array: &ArrayRef, field: &Field) -> Result<Vec<Datum>, ValueError> {
+    let hint = if is_text_array(field) {
+        Hint::TextArray
+    } else {
+        match sql_type_of(field) {
+            Some(ty) => Hint::Sql(ty),
+            None => Hint::None,
+        }
+    };
+    convert(array.as_ref(), &hint, 0)
+}
+
+/// What is known about an array beyond its Arrow type.
+#[derive(Debug, Clone)]
+enum Hint {
+    None,
+    Sql(SqlScalarType),
+    TextArray,
+}
+
+impl Hint {
+    fn sql(&self) -> Option<&SqlScalarType> {
+        match self {
+            Hint::Sql(ty) => Some(ty),
+            _ => None,
+        }
+    }
+
+    /// The hint for a child field: the parent's type knowledge, else the
+    /// child field's own metadata.
+    fn child(known: Option<&SqlScalarType>, field: &Field) -> Hint {
+        match known {
+            Some(ty) => Hint::Sql(ty.clone()),
+            None => {
+                if is_text_array(field) {
+                    Hint::TextArray
+                } else {
+                    sql_type_of(field).map(Hint::Sql).unwrap_or(Hint::None)
+                }
+            }
+        }
+    }
+}
+
+fn cast_to(array: &dyn Array, to: &DataType) -> Result<ArrayRef, ValueError> {
+    arrow::compute::cast(array, to).map_err(|e| internal(e.to_string()))
+}
+
+fn format_decimal(value: String, scale: i8, hint: &Hint) -> String {
+    let (negative, digits) = match value.strip_prefix('-') {
+        Some(d) => (true, d.to_string()),
+        None => (false, value),
+    };
+    let decimal = if scale > 0 {
+        let scale = scale as usize;
+        let padded = format!("{digits:0>width$}", width = scale + 1);
+        let (integer, fraction) = padded.split_at(padded.len() - scale);
+        Decimal {
+            negative,
+            integer: integer.trim_start_matches('0').to_string(),
+            fraction: fraction.to_string(),
+        }
+    } else {
+        let zeros = "0".repeat(scale.unsigned_abs() as usize);
+        Decimal {
+            negative,
+            integer: format!("{digits}{zeros}")
+                .trim_start_matches('0')
+                .to_string(),
+            fraction: String::new(),
+        }
+    };
+    match hint.sql() {
+        Some(SqlScalarType::Numeric {
+            max_scale: Some(s), ..
+        }) => decimal.format(Some(usize::from(*s))),
+        Some(SqlScalarType::Numeric {
+            max_scale: None, ..
+        }) => decimal.format(None),
+        _ => decimal.format(Some(scale.max(0) as usize)),
+    }
+}
+
+fn convert(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, ValueError> {
+    if depth > floe_repr::strconv::MAX_NESTING {
+        return Err(internal("value is too deeply nested"));
+    }
+    let len = array.len();
+    macro_rules! each {
+        ($typed:expr, |$v:ident| $datum:expr) => {{
+            let typed = $typed;
+            (0..len)
+                .map(|i| {
+                    if typed.is_null(i) {
+                        Datum::Null
+                    } else {
+                        let $v = typed.value(i);
+                        $datum
+                    }
+                })
+                .collect::<Vec<Datum>>()
+        }};
+    }
+    let sql = hint.sql();
+    Ok(match array.data_type() {
+        DataType::Null => vec![Datum::Null; len],
+        DataType::Boolean => each!(array.as_boolean(), |v| Datum::Bool(v)),
+        DataType::Int8 => each!(array.as_primitive::<arrow::datatypes::Int8Type>(), |v| {
+            Datum::Int16(v.into())
+        }),
+        DataType::UInt8 => each!(array.as_primitive::<arrow::datatypes::UInt8Type>(), |v| {
+            Datum::Int16(v.into())
+        }),
+        DataType::Int16 => each!(array.as_primitive::<arrow::datatypes::Int16Type>(), |v| {
+            Datum::Int16(v)
+        }),
+        DataType::Int32 => each!(array.as_primitive::<arrow::datatypes::Int32Type>(), |v| {
+            Datum::Int32(v)
+        }),
+        DataType::Int64 => each!(array.as_primitive::<arrow::datatypes::Int64Type>(), |v| {
+            Datum::Int64(v)
+        }),
+        DataType::UInt16 => each!(array.as_primitive::<arrow::datatypes::UInt16Type>(), |v| {
+            Datum::UInt16(v)
+        }),
+        DataType::UInt32 => {
+            let oid = matches!(sql, Some(SqlScalarType::Oid));
+            each!(array.as_primitive::<arrow::datatypes::UInt32Type>(), |v| {
+                if oid { Datum::Oid(v) } else { Datum::UInt32(v) }
+            })
+        }
+        DataType::UInt64 => each!(array.as_primitive::<arrow::datatypes::UInt64Type>(), |v| {
+            Datum::UInt64(v)
+        }),
+        DataType::Float16 => each!(array.as_primitive::<arrow::datatypes::Float16Type>(), |v| {
+            Datum::Float32(v.to_f32())
+        }),
+        DataType::Float32 => each!(array.as_primitive::<arrow::datatypes::Float32Type>(), |v| {
+            Datum::Float32(v)
+        }),
+        DataType::Float64 => each!(array.as_primitive::<arrow::datatypes::Float64Type>(), |v| {
+            Datum::Float64(v)
+        }),
+        DataType::Decimal128(_, scale) => {
+            let scale = *scale;
+            each!(
+                array.as_primitive::<arrow::datatypes::Decimal128Type>(),
+                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+            )
+        }
+        DataType::Decimal256(_, scale) => {
+            let scale = *scale;
+            each!(
+                array.as_primitive::<arrow::datatypes::Decimal256Type>(),
+                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+            )
+        }
+        DataType::Decimal32(_, scale) => {
+            let scale = *scale;
+            each!(
+                array.as_primitive::<arrow::datatypes::Decimal32Type>(),
+                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+            )
+        }
+        DataType::Decimal64(_, scale) => {
+            let scale = *scale;
+            each!(
+                array.as_primitive::<arrow::datatypes::Decimal64Type>(),
+                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+            )
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let make = |s: &str| match sql {
+                Some(SqlScalarType::Jsonb) => Datum::Jsonb(s.to_string()),
+                Some(SqlScalarType::Numeric { .. }) => Datum::Numeric(s.to_string()),
+                _ => Datum::Text(s.to_string()),
+            };
+            match array.data_type() {
+                DataType::Utf8 => each!(array.as_string::<i32>(), |v| make(v)),
+                DataType::LargeUtf8 => each!(array.as_string::<i64>(), |v| make(v)),
+                _ => each!(array.as_string_view(), |v| make(v)),
+            }
+        }
+        DataType::Binary => each!(array.as_binary::<i32>(), |v| Datum::Bytes(v.to_vec())),
+        DataType::LargeBinary => each!(array.as_binary::<i64>(), |v| Datum::Bytes(v.to_vec())),
+        DataType::BinaryView => each!(array.as_binary_view(), |v| Datum::Bytes(v.to_vec())),
+        DataType::FixedSizeBinary(size) => {
+            let uuid = *size == 16 && !matches!(sql, Some(SqlScalarType::Bytes));
+            each!(array.as_fixed_size_binary(), |v| {
+                match <[u8; 16]>::try_from(v) {
+                    Ok(bytes) if uuid => Datum::Uuid(bytes),
+                    _ => Datum::Bytes(v.to_vec()),
+                }
+            })
+        }
+        DataType::Date32 => each!(array.as_primitive::<arrow::datatypes::Date32Type>(), |v| {
+            Datum::Date(v)
+        }),
+        DataType::Date64 => {
+            return convert(cast_to(array, &DataType::Date32)?.as_ref(), hint, depth);
+        }
+        DataType::Time64(TimeUnit::Microsecond) => each!(
+            array.as_primitive::<arrow::datatypes::Time64MicrosecondType>(),
+            |v| Datum::Time(v)
+        ),
+        DataType::Time32(_) | DataType::Time64(_) => {
+            return convert(
+                cast_to(array, &DataType::Time64(TimeUnit::Microsecond))?.as_ref(),
+                hint,
+                depth,
+            );
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let with_tz = tz.is_some();
+            each!(
+                array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>(),
+                |v| if with_tz {
+                    Datum::TimestampTz(v)
+                } else {
+                    Datum::Timestamp(v)
+                }
+            )
+        }
+        DataType::Timestamp(_, tz) => {
+            return convert(
+                cast_to(
+                    array,
+                    &DataType::Timestamp(TimeUnit::Microsecond, tz.clone()),
+                )?
+                .as_ref(),
+                hint,
+                depth,
+            );
+        }
+        DataType::Interval(IntervalUnit::MonthDayNano) => each!(
+            array.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>(),
+            |v| Datum::Interval {
+                months: v.months,
+                days: v.days,
+                micros: v.nanoseconds / 1000,
+            }
+        ),
+        DataType::Interval(_) | DataType::Duration(_) => {
+            return convert(
+                cast_to(array, &DataType::Interval(IntervalUnit::MonthDayNano))?.as_ref(),
+                hint,
+                depth,
+            );
+        }
+        DataType::Dictionary(_, value) => {
+            return convert(cast_to(array, value)?.as_ref(), hint, depth);
+        }
+        DataType::List(_) => {
+            let list: &ListArray = array.as_list::<i32>();
+            let child_field = match list.data_type() {
+                DataType::List(f) => f.clone(),
+                _ => return Err(internal("list without item field")),
+            };
+            let element_type = match sql {
+                Some(SqlScalarType::List { element }) => Some(element.as_ref()),
+                _ => None,
+            };
+            let child_hint = Hint::child(element_type, &child_field);
+            let values = convert(list.values().as_ref(), &child_hint, depth + 1)?;
+            let offsets = list.value_offsets();
+            let text_array = matches!(hint, Hint::TextArray)
+                || (matches!(hint, Hint::None)
+                    && is_string(child_field.data_type())
+                    && matches!(child_hint, Hint::None));
+            (0..len)
+                .map(|i| {
+                    if list.is_null(i) {
+                        return Datum::Null;
+                    }
+                    let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
+                    let end = usize::try_from(offsets[i + 1])
+                        .unwrap_or(0)
+                        .clamp(start, values.len());
+                    let items = values[start..end].to_vec();
+                    if text_array {
+                        Datum::TextArray(
+                            items
+                                .into_iter()
+                                .map(|d| match d {
+                                    Datum::Null => None,
+                                    Datum::Text(s) => Some(s),
+                                    other => Some(format_datum(&other)),
+                                })
+                                .collect(),
+                        )
+                    } else {
+                        Datum::List(items)
+                    }
+                })
+                .collect()
+        }
+        DataType::LargeList(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f) => {
+            let target = DataType::List(f.clone());
+            return convert(cast_to(array, &target)?.as_ref(), hint, depth);
+        }
+        DataType::Map(_, _) => {
+            let map: &MapArray = array.as_map();
+            let value_type = match sql {
+                Some(SqlScalarType::Map { value }) => Some(value.as_ref()),
+                _ => None,
+            };
+            let entries = map.entries();
+            let (key_field, value_field) = match entries.fields().iter().collect::<Vec<_>>()[..] {
+                [k, v] => (k.clone(), v.clone()),
+                _ => return Err(internal("map entries without key and value")),
+            };
+            let keys = convert(
+                map.keys().as_ref(),
+                &Hint::child(Some(&SqlScalarType::Text), &key_field),
+                depth + 1,
+            )?;
+            let values = convert(
+                map.values().as_ref(),
+                &Hint::child(value_type, &value_field),
+                depth + 1,
+            )?;
+            let offsets = map.value_offsets();
+            (0..len)
+                .map(|i| {
+                    if map.is_null(i) {
+                        return Datum::Null;
+                    }
+                    let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
+                    let end = usize::try_from(offsets[i + 1])
+                        .unwrap_or(0)
+                        .clamp(start, values.len());
+                    let mut entries: Vec<(String, Datum)> = (start..end)
+                        .map(|j| {
+                            let key = match &keys[j] {
+                                Datum::Text(s) => s.clone(),
+                                other => format_datum(other),
+                            };
+                            (key, values[j].clone())
+                        })
+                        .collect();
+                    entries.sort_by(|a, b| a.0.cmp(&b.0));
+                    entries.dedup_by(|later, earlier| {
+                        if later.0 == earlier.0 {
+                            std::mem::swap(later, earlier);
+                            true
+                        } else {
+                            false
+                        }
+                    });
+                    Datum::Map(entries)
+                })
+                .collect()
+        }
+        DataType::Struct(fields) => {
+            let structs: &StructArray = array.as_struct();
+            if let Some(SqlScalarType::Range { element }) = sql {
+                let column = |name: &str| -> Result<Vec<Datum>, ValueError> {
+                    let child = structs
+                        .column_by_name(name)
+                        .ok_or_else(|| internal(format!("range without {name}")))?;
+                    let child_hint = if name.ends_with("inclusive") || name == "empty" {
+                        Hint::Sql(SqlScalarType::Bool)
+                    } else {
+                        Hint::Sql(element.as_ref().clone())
+                    };
+                    convert(child.as_ref(), &child_hint, depth + 1)
+                };
+                let lower = column("lower")?;
+                let upper = column("upper")?;
+                let lower_inclusive = column("lower_inclusive")?;
+                let upper_inclusive = column("upper_inclusive")?;
+                let empty = column("empty")?;
+                (0..len)
+                    .map(|i| {
+                        if structs.is_null(i) {
+                            return Datum::Null;
+                        }
+                        if empty[i] == Datum::Bool(true) {
+                            return Datum::Range(None);
+                        }
+                        let bound = |d: &Datum| match d {
+                            Datum::Null => None,
+                            other => Some(other.clone()),
+                        };
+                        Datum::Range(Some(Box::new(RangeBounds {
+                            lower: bound(&lower[i]),
+                            upper: bound(&upper[i]),
+                            lower_inclusive: lower_inclusive[i] == Datum::Bool(true),
+                            upper_inclusive: upper_inclusive[i] == Datum::Bool(true),
+                        })))
+                    })
+                    .collect()
+            } else {
+                let known: Vec<Option<&SqlScalarType>> = match sql {
+                    Some(SqlScalarType::Record { fields: known })
+                        if known.len() == fields.len() =>
+                    {
+                        known.iter().map(|(_, ty, _)| Some(ty)).collect()
+                    }
+                    _ => vec![None; fields.len()],
+                };
+                let columns: Vec<Vec<Datum>> = structs
+                    .columns()
+                    .iter()
+                    .zip(fields.iter())
+                    .zip(known)
+                    .map(|((column, field), known)| {
+                        convert(column.as_ref(), &Hint::child(known, field), depth + 1)
+                    })
+                    .collect::<Result<_, _>>()?;
+                (0..len)
+                    .map(|i| {
+                        if structs.is_null(i) {
+                            Datum::Null
+                        } else {
+                            Datum::Record(columns.iter().map(|c| c[i].clone()).collect())
+                        }
+                    })
+                    .collect()
+            }
+        }
+        _ => {
+            // Anything else is shown in its Arrow text form.
+            let options = arrow::util::display::FormatOptions::default();
+            let formatter = arrow::util::display::ArrayFormatter::try_new(array, &options)
+                .map_err(|e| internal(e.to_string()))?;
+            (0..len)
+                .map(|i| {
+                    if array.is_null(i) {
+                        Datum::Null
+                    } else {
+                        Datum::Text(formatter.value(i).to_string())
+                    }
+                })
+                .collect()
+        }
+    })
+}
+
+/// Converts every row of a record batch to datums.
+pub fn batch_to_rows(batch: &RecordBatch) -> Result<Vec<Row>, ValueError> {
+    let schema = batch.schema();
+    let columns: Vec<Vec<Datum>> = batch
+        .columns()
+        .iter()
+        .zip(schema.fields().iter())
+        .map(|(array, field)| array_to_datums(array, field))
+        .collect::<Result<_, _>>()?;
+    Ok((0..batch.num_rows())
+        .map(|row| columns.iter().map(|c| c[row].clone()).collect())
+        .collect())
+}
+
+/// An all-NULL array of any type (for tests and padding).
+pub fn null_array(len: usize) -> ArrayRef {
+    Arc::new(NullArray::new(len))
+}
+
+#[cfg(test)]
+mod tests;

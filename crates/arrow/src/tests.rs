@@ -1,0 +1,326 @@
+use super::*;
+use floe_repr::parse_datum;
+
+use SqlScalarType as S;
+
+fn col(ty: SqlScalarType, nullable: bool) -> ColumnType {
+    ColumnType {
+        scalar_type: ty,
+        nullable,
+    }
+}
+
+fn every_type() -> Vec<(SqlScalarType, Vec<&'static str>)> {
+    let list = |e: S| S::List {
+        element: Box::new(e),
+    };
+    let range = |e: S| S::Range {
+        element: Box::new(e),
+    };
+    vec![
+        (S::Bool, vec!["t", "f"]),
+        (S::Int16, vec!["-32768", "32767"]),
+        (S::Int32, vec!["-2147483648", "7"]),
+        (S::Int64, vec!["9223372036854775807", "-1"]),
+        (S::UInt16, vec!["65535", "0"]),
+        (S::UInt32, vec!["4294967295", "1"]),
+        (S::UInt64, vec!["18446744073709551615", "2"]),
+        (S::Float32, vec!["1.5", "NaN"]),
+        (S::Float64, vec!["-Infinity", "1e+20"]),
+        (
+            S::Numeric {
+                precision: Some(10),
+                max_scale: Some(2),
+            },
+            vec!["1.50", "-99999999.99"],
+        ),
+        (
+            S::Numeric {
+                precision: None,
+                max_scale: None,
+            },
+            vec!["1.5", "-0.0000000001"],
+        ),
+        (S::Date, vec!["2024-02-29", "0044-03-15 BC"]),
+        (S::Time, vec!["00:00:00", "23:59:59.999999"]),
+        (
+            S::Timestamp,
+            vec!["2024-01-01 10:00:00.5", "1900-01-01 00:00:00"],
+        ),
+        (
+            S::TimestampTz,
+            vec!["2024-01-01 10:00:00+00", "2024-01-01 00:00:00+00"],
+        ),
+        (S::Text, vec!["héllo", ""]),
+        (
+            S::VarChar {
+                max_length: Some(5),
+            },
+            vec!["abc", "x"],
+        ),
+        (S::Bytes, vec!["\\xdeadbeef", "\\x"]),
+        (
+            S::Uuid,
+            vec![
+                "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                "00000000-0000-0000-0000-000000000000",
+            ],
+        ),
+        (S::Jsonb, vec!["{\"a\":[1,null]}", "null"]),
+        (
+            S::Interval,
+            vec!["1 year 2 mons -3 days +04:05:06.5", "00:00:00"],
+        ),
+        (range(S::Int32), vec!["[1,5)", "empty"]),
+        (range(S::Int64), vec!["(,5)", "(,)"]),
+        (
+            range(S::Numeric {
+                precision: None,
+                max_scale: None,
+            }),
+            vec!["[1.5,2.5]", "(,3.25)"],
+        ),
+        (range(S::Date), vec!["[2024-01-01,2024-02-01)", "empty"]),
+        (
+            range(S::Timestamp),
+            vec!["[\"2024-01-01 00:00:00\",)", "empty"],
+        ),
+        (
+            range(S::TimestampTz),
+            vec!["(,\"2024-01-01 00:00:00+00\"]", "empty"],
+        ),
+        (list(S::Int32), vec!["{1,NULL,3}", "{}"]),
+        (list(list(S::Text)), vec!["{{a,\"b c\"},{},NULL}", "{}"]),
+        (
+            S::Map {
+                value: Box::new(S::Int32),
+            },
+            vec!["{a=>1,b=>NULL}", "{}"],
+        ),
+        (
+            S::Map {
+                value: Box::new(list(S::Int64)),
+            },
+            vec!["{a=>{1,2}}", "{}"],
+        ),
+        (
+            S::Record {
+                fields: vec![("a".into(), S::Int32, true), ("b".into(), S::Text, true)],
+            },
+            vec!["(1,x)", "(,)"],
+        ),
+    ]
+}
+
+#[test]
+fn every_type_round_trips_through_a_batch() {
+    for (ty, texts) in every_type() {
+        let desc = RelationDesc {
+            columns: vec![("c".into(), col(ty.clone(), true))],
+            unique_keys: vec![],
+        };
+        let mut rows: Vec<Row> = texts
+            .iter()
+            .map(|t| vec![parse_datum(t, &ty).unwrap_or_else(|e| panic!("{t}: {e}"))])
+            .collect();
+        rows.push(vec![Datum::Null]);
+        let batch = rows_to_batch(&desc, &rows).unwrap_or_else(|e| panic!("{ty}: {e}"));
+        let schema = batch.schema();
+        let field = schema.field(0);
+        assert_eq!(pg_type_of(field), PgType::from_scalar(&ty), "{ty}");
+        assert_eq!(sql_type_of(field).as_ref(), Some(&ty));
+        let back = array_to_datums(batch.column(0), field).unwrap();
+        let printed: Vec<String> = back.iter().map(format_datum).collect();
+        let mut expected: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        expected.push("NULL".into());
+        assert_eq!(printed, expected, "{ty}");
+        // And without the metadata the engine may drop, the Arrow type alone
+        // still gives a value of the right shape.
+        let bare = Field::new("c", field.data_type().clone(), true);
+        let bare_values = array_to_datums(batch.column(0), &bare).unwrap();
+        assert_eq!(bare_values.len(), rows.len());
+    }
+}
+
+#[test]
+fn mapping_matches_the_spec() {
+    assert_eq!(arrow_data_type(&S::UInt64), DataType::UInt64);
+    assert_eq!(
+        arrow_data_type(&S::Numeric {
+            precision: Some(12),
+            max_scale: Some(2)
+        }),
+        DataType::Decimal128(38, 2)
+    );
+    assert_eq!(
+        arrow_data_type(&S::Numeric {
+            precision: None,
+            max_scale: None
+        }),
+        DataType::Decimal128(38, 10)
+    );
+    assert_eq!(arrow_data_type(&S::Uuid), DataType::FixedSizeBinary(16));
+    assert_eq!(
+        arrow_data_type(&S::TimestampTz),
+        DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+    );
+    let DataType::Struct(fields) = arrow_data_type(&S::Range {
+        element: Box::new(S::Int32),
+    }) else {
+        panic!("range is a struct");
+    };
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "lower",
+            "upper",
+            "lower_inclusive",
+            "upper_inclusive",
+            "empty"
+        ]
+    );
+    assert!(matches!(
+        arrow_data_type(&S::Map {
+            value: Box::new(S::Int32)
+        }),
+        DataType::Map(..)
+    ));
+}
+
+#[test]
+fn inexact_numerics_are_errors() {
+    let desc = RelationDesc {
+        columns: vec![(
+            "n".into(),
+            col(
+                S::Numeric {
+                    precision: None,
+                    max_scale: None,
+                },
+                true,
+            ),
+        )],
+        unique_keys: vec![],
+    };
+    let err = rows_to_batch(&desc, &[vec![Datum::Numeric("0.12345678901".into())]]).unwrap_err();
+    assert_eq!(err.code, SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+    assert!(err.message.contains("column \"n\""), "{}", err.message);
+    assert!(rows_to_batch(&desc, &[vec![Datum::Numeric("NaN".into())]]).is_err());
+    assert!(rows_to_batch(&desc, &[vec![Datum::Numeric("1e30".into())]]).is_err());
+    assert_eq!(numeric_to_i128("-1.5", 2).unwrap(), -150);
+    assert_eq!(numeric_to_i128("0", 10).unwrap(), 0);
+}
+
+#[test]
+fn values_of_other_types_are_cast_and_nullability_is_checked() {
+    let desc = RelationDesc {
+        columns: vec![("a".into(), col(S::Int64, false))],
+        unique_keys: vec![],
+    };
+    let batch = rows_to_batch(&desc, &[vec![Datum::Int32(5)]]).unwrap();
+    assert_eq!(
+        array_to_datums(batch.column(0), batch.schema().field(0)).unwrap(),
+        vec![Datum::Int64(5)]
+    );
+    assert!(rows_to_batch(&desc, &[vec![Datum::Null]]).is_err());
+    assert!(rows_to_batch(&desc, &[vec![Datum::Bytes(vec![1])]]).is_err());
+}
+
+#[test]
+fn engine_types_without_metadata_convert() {
+    use arrow::array::{Date64Array, DictionaryArray, LargeStringArray, TimestampSecondArray};
+    let cases: Vec<(ArrayRef, Vec<&str>, PgType)> = vec![
+        (
+            Arc::new(TimestampSecondArray::from(vec![Some(1), None])),
+            vec!["1970-01-01 00:00:01", "NULL"],
+            PgType::Timestamp,
+        ),
+        (
+            Arc::new(Date64Array::from(vec![86_400_000])),
+            vec!["1970-01-02"],
+            PgType::Date,
+        ),
+        (
+            Arc::new(LargeStringArray::from(vec!["x"])),
+            vec!["x"],
+            PgType::Text,
+        ),
+        (
+            Arc::new(
+                Decimal128Array::from(vec![Some(12345), Some(-5)])
+                    .with_precision_and_scale(10, 3)
+                    .unwrap(),
+            ),
+            vec!["12.345", "-0.005"],
+            PgType::Numeric,
+        ),
+        (
+            Arc::new(
+                vec!["a", "b", "a"]
+                    .into_iter()
+                    .collect::<DictionaryArray<arrow::datatypes::Int32Type>>(),
+            ),
+            vec!["a", "b", "a"],
+            PgType::Text,
+        ),
+        (
+            Arc::new(UInt32Array::from(vec![7])),
+            vec!["7"],
+            PgType::UInt4,
+        ),
+        (
+            Arc::new(NullArray::new(2)),
+            vec!["NULL", "NULL"],
+            PgType::Text,
+        ),
+    ];
+    for (array, expected, pg_type) in cases {
+        let field = Field::new("c", array.data_type().clone(), true);
+        assert_eq!(pg_type_of(&field), pg_type, "{:?}", array.data_type());
+        let printed: Vec<String> = array_to_datums(&array, &field)
+            .unwrap()
+            .iter()
+            .map(format_datum)
+            .collect();
+        assert_eq!(printed, expected);
+    }
+    // A list of strings without metadata is a text[] as Postgres shows it.
+    let mut builder = arrow::array::ListBuilder::new(arrow::array::StringBuilder::new());
+    builder.values().append_value("a b");
+    builder.values().append_null();
+    builder.append(true);
+    let array: ArrayRef = Arc::new(builder.finish());
+    let field = Field::new("c", array.data_type().clone(), true);
+    assert_eq!(pg_type_of(&field), PgType::TextArray);
+    assert_eq!(
+        array_to_datums(&array, &field).unwrap(),
+        vec![Datum::TextArray(vec![Some("a b".into()), None])]
+    );
+}
+
+#[test]
+fn builtin_columns_keep_their_types() {
+    let oid = pg_field("oid", PgType::Oid, false);
+    let array = pg_array(PgType::Oid, &[Datum::Oid(26)]).unwrap();
+    assert_eq!(pg_type_of(&oid), PgType::Oid);
+    assert_eq!(array_to_datums(&array, &oid).unwrap(), vec![Datum::Oid(26)]);
+    let privileges = pg_field("privileges", PgType::TextArray, false);
+    let array = pg_array(
+        PgType::TextArray,
+        &[Datum::TextArray(vec![Some("x".into())])],
+    )
+    .unwrap();
+    assert_eq!(pg_type_of(&privileges), PgType::TextArray);
+    assert_eq!(
+        array_to_datums(&array, &privileges).unwrap(),
+        vec![Datum::TextArray(vec![Some("x".into())])]
+    );
+    let jsonb = pg_field("details", PgType::Jsonb, true);
+    let array = pg_array(PgType::Jsonb, &[Datum::Jsonb("{}".into()), Datum::Null]).unwrap();
+    assert_eq!(pg_type_of(&jsonb), PgType::Jsonb);
+    assert_eq!(
+        array_to_datums(&array, &jsonb).unwrap(),
+        vec![Datum::Jsonb("{}".into()), Datum::Null]
+    );
+}
