@@ -120,7 +120,10 @@ impl Coordinator {
         }
         // A crash between dropping an item from the catalog and dropping its
         // log leaves an orphaned log: remove it now.
-        for id in storage.stored_collections().map_err(AdapterError::Storage)? {
+        for id in storage
+            .stored_collections()
+            .map_err(AdapterError::Storage)?
+        {
             if !known.contains(&id) {
                 info!(%id, "dropping the change log of a dropped collection");
                 storage.drop_collection(id).map_err(AdapterError::Storage)?;
@@ -131,8 +134,12 @@ impl Coordinator {
             ..floe_sink::HttpSettings::default()
         };
         let progress = catalog.sink_progress()?.into_iter().collect();
-        let (sinks, sink_events) =
-            crate::sinks::SinkManager::new(storage.clone(), http, config.data_dir.clone(), progress);
+        let (sinks, sink_events) = crate::sinks::SinkManager::new(
+            storage.clone(),
+            http,
+            config.data_dir.clone(),
+            progress,
+        );
         let coordinator = Arc::new(Coordinator {
             catalog: Mutex::new(catalog),
             config,
@@ -144,12 +151,16 @@ impl Coordinator {
         });
         coordinator.spawn_background_tasks();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(crate::sinks::run_event_loop(Arc::downgrade(&coordinator), sink_events));
+            runtime.spawn(crate::sinks::run_event_loop(
+                Arc::downgrade(&coordinator),
+                sink_events,
+            ));
         }
         {
-            let catalog = coordinator.catalog.try_lock().map_err(|_| {
-                AdapterError::Internal("catalog locked during start-up".into())
-            })?;
+            let catalog = coordinator
+                .catalog
+                .try_lock()
+                .map_err(|_| AdapterError::Internal("catalog locked during start-up".into()))?;
             for item in catalog.state().items() {
                 if let ItemDefinition::Source(source) = &item.definition {
                     if source.parent.is_none() {
@@ -164,9 +175,10 @@ impl Coordinator {
                 .map(|i| i.id)
                 .collect();
             drop(catalog);
-            let mut catalog = coordinator.catalog.try_lock().map_err(|_| {
-                AdapterError::Internal("catalog locked during start-up".into())
-            })?;
+            let mut catalog = coordinator
+                .catalog
+                .try_lock()
+                .map_err(|_| AdapterError::Internal("catalog locked during start-up".into()))?;
             for sink in sinks {
                 coordinator.start_sink(&mut catalog, sink)?;
             }
@@ -179,7 +191,9 @@ impl Coordinator {
         if let Some((status, error)) = self.sinks.start(catalog, sink)? {
             let history = catalog.sink_status_history()?;
             let latest = history.iter().rev().find(|e| e.sink_id == sink);
-            if latest.map(|e| (e.status.as_str(), e.error.as_ref())) != Some((status, error.as_ref())) {
+            if latest.map(|e| (e.status.as_str(), e.error.as_ref()))
+                != Some((status, error.as_ref()))
+            {
                 catalog.record_sink_status(&SinkStatusEvent {
                     occurred_at: Timestamp::now().millis(),
                     sink_id: sink,
@@ -194,7 +208,11 @@ impl Coordinator {
     }
 
     /// Restarts every sink of a cluster (its replicas changed).
-    fn restart_cluster_sinks(&self, catalog: &mut Catalog, cluster: floe_repr::ClusterId) -> Result<(), AdapterError> {
+    fn restart_cluster_sinks(
+        &self,
+        catalog: &mut Catalog,
+        cluster: floe_repr::ClusterId,
+    ) -> Result<(), AdapterError> {
         for sink in crate::sinks::sinks_on_cluster(catalog.state(), cluster) {
             self.start_sink(catalog, sink)?;
         }
@@ -202,7 +220,10 @@ impl Coordinator {
     }
 
     /// Records what a sink task reported.
-    pub(crate) async fn record_sink_event(&self, event: crate::sinks::SinkEvent) -> Result<(), AdapterError> {
+    pub(crate) async fn record_sink_event(
+        &self,
+        event: crate::sinks::SinkEvent,
+    ) -> Result<(), AdapterError> {
         let mut catalog = self.catalog.lock().await;
         let sink = match &event {
             crate::sinks::SinkEvent::Status { sink, .. }
@@ -217,7 +238,8 @@ impl Coordinator {
         if let Some(status) = status {
             let history = catalog.sink_status_history()?;
             let latest = history.iter().rev().find(|e| e.sink_id == sink);
-            let unchanged = latest.is_some_and(|e| e.status == status.status && e.error == status.error);
+            let unchanged =
+                latest.is_some_and(|e| e.status == status.status && e.error == status.error);
             if !unchanged {
                 catalog.record_sink_status(&status)?;
             }
@@ -322,6 +344,11 @@ impl Coordinator {
         Ok(context)
     }
 
+    /// Whether the catalog holds no user objects.
+    pub async fn is_empty(&self) -> bool {
+        self.catalog.lock().await.state().items().next().is_none()
+    }
+
     /// The data directory's fixed prefix of external ids.
     pub async fn environment_id(&self) -> String {
         self.catalog.lock().await.environment_id().to_string()
@@ -401,12 +428,29 @@ impl Coordinator {
                 Ok(Some(query::describe(&plan)))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
-            Plan::Insert(floe_sql::dml::InsertPlan { name, desc, returning: Some(items), .. })
-            | Plan::Update(floe_sql::dml::UpdatePlan { name, desc, returning: Some(items), .. })
-            | Plan::Delete(floe_sql::dml::DeletePlan { name, desc, returning: Some(items), .. }) => {
+            Plan::Insert(floe_sql::dml::InsertPlan {
+                name,
+                desc,
+                returning: Some(items),
+                ..
+            })
+            | Plan::Update(floe_sql::dml::UpdatePlan {
+                name,
+                desc,
+                returning: Some(items),
+                ..
+            })
+            | Plan::Delete(floe_sql::dml::DeletePlan {
+                name,
+                desc,
+                returning: Some(items),
+                ..
+            }) => {
                 drop(catalog);
                 let engine = self.engine().await?;
-                Ok(Some(tables::returning_desc(&engine, &name, &desc, &items).await?))
+                Ok(Some(
+                    tables::returning_desc(&engine, &name, &desc, &items).await?,
+                ))
             }
             _ => Ok(None),
         }
@@ -527,7 +571,8 @@ impl Coordinator {
                     Err(AdapterError::SinkCheck(error))
                         if !matches!(
                             error.kind,
-                            floe_sink::ErrorKind::AlreadyExists | floe_sink::ErrorKind::NamespaceNotFound
+                            floe_sink::ErrorKind::AlreadyExists
+                                | floe_sink::ErrorKind::NamespaceNotFound
                         ) =>
                     {
                         notices.push(Notice {
@@ -558,7 +603,11 @@ impl Coordinator {
                 })?;
                 // The sink reads the relation from its beginning: hold it.
                 self.storage
-                    .set_read_hold(from, &crate::sink_input::CollectionInput::holder(id), Timestamp(0))
+                    .set_read_hold(
+                        from,
+                        &crate::sink_input::CollectionInput::holder(id),
+                        Timestamp(0),
+                    )
                     .map_err(AdapterError::Storage)?;
                 info!(%id, "created sink");
                 self.start_sink(&mut catalog, id)?;
@@ -590,7 +639,9 @@ impl Coordinator {
                 )?;
                 // The catalog entry first; its log is created now, and again
                 // at start-up if a crash came in between.
-                self.storage.register(id, desc).map_err(AdapterError::Storage)?;
+                self.storage
+                    .register(id, desc)
+                    .map_err(AdapterError::Storage)?;
                 command("CREATE TABLE")
             }
             Plan::CreateSource(plan) => {
@@ -631,7 +682,9 @@ impl Coordinator {
                         })
                     },
                 )?;
-                self.storage.register(id, parent_desc).map_err(AdapterError::Storage)?;
+                self.storage
+                    .register(id, parent_desc)
+                    .map_err(AdapterError::Storage)?;
                 for (subsource, (_, desc)) in subsource_ids.iter().zip(&subsource_outputs) {
                     self.storage
                         .register(*subsource, desc.clone())
@@ -693,10 +746,14 @@ impl Coordinator {
                     .collect();
                 let holds: Vec<(GlobalId, GlobalId)> = sinks
                     .iter()
-                    .filter_map(|sink| match catalog.state().item(*sink).map(|i| &i.definition) {
-                        Some(ItemDefinition::Sink(definition)) => Some((definition.from, *sink)),
-                        _ => None,
-                    })
+                    .filter_map(
+                        |sink| match catalog.state().item(*sink).map(|i| &i.definition) {
+                            Some(ItemDefinition::Sink(definition)) => {
+                                Some((definition.from, *sink))
+                            }
+                            _ => None,
+                        },
+                    )
                     .collect();
                 let collections: Vec<GlobalId> = plan
                     .items
@@ -726,7 +783,9 @@ impl Coordinator {
                     {
                         task.abort();
                     }
-                    self.storage.drop_collection(id).map_err(AdapterError::Storage)?;
+                    self.storage
+                        .drop_collection(id)
+                        .map_err(AdapterError::Storage)?;
                     self.batches.forget(id);
                 }
                 for (cluster, _) in &plan.replicas {
@@ -828,9 +887,14 @@ impl Coordinator {
     /// Checks what CREATE SINK needs from the catalog, over the network and
     /// before anything is written: the namespace exists (created on floe's
     /// embedded catalog), and the table is missing.
-    async fn purify_sink(&self, definition: &floe_sql::catalog::SinkDefinition) -> Result<(), AdapterError> {
+    async fn purify_sink(
+        &self,
+        definition: &floe_sql::catalog::SinkDefinition,
+    ) -> Result<(), AdapterError> {
         let as_check = |e: AdapterError| match e {
-            AdapterError::SinkCheck(e) | AdapterError::ConnectionValidation(e) => AdapterError::SinkCheck(e),
+            AdapterError::SinkCheck(e) | AdapterError::ConnectionValidation(e) => {
+                AdapterError::SinkCheck(e)
+            }
             other => AdapterError::SinkCheck(floe_sink::SinkError::new(
                 floe_sink::ErrorKind::InvalidConfig,
                 other.to_string(),
@@ -839,9 +903,14 @@ impl Coordinator {
         let (connection, environment_id) = {
             let catalog = self.catalog.lock().await;
             let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) =
-                catalog.state().item(definition.connection).map(|i| i.definition.clone())
+                catalog
+                    .state()
+                    .item(definition.connection)
+                    .map(|i| i.definition.clone())
             else {
-                return Err(AdapterError::Internal("sink without an Iceberg catalog connection".into()));
+                return Err(AdapterError::Internal(
+                    "sink without an Iceberg catalog connection".into(),
+                ));
             };
             let config = resolve_catalog_config(
                 &catalog,
@@ -861,10 +930,17 @@ impl Coordinator {
         };
         let namespace = floe_sink::Namespace::parse(&definition.namespace)
             .map_err(AdapterError::ConnectionValidation)?;
-        if let CatalogConfig::Local { database, warehouse } = &connection.catalog {
+        if let CatalogConfig::Local {
+            database,
+            warehouse,
+        } = &connection.catalog
+        {
             let local = floe_sink::LocalCatalog::open(database, warehouse)
                 .map_err(AdapterError::ConnectionValidation)?;
-            if !local.namespace_exists(&namespace).map_err(AdapterError::ConnectionValidation)? {
+            if !local
+                .namespace_exists(&namespace)
+                .map_err(AdapterError::ConnectionValidation)?
+            {
                 local
                     .create_namespace(&namespace, &Default::default())
                     .map_err(AdapterError::ConnectionValidation)?;

@@ -43,7 +43,10 @@ fn sink_error(error: StorageError) -> SinkError {
         StorageError::Compacted { .. } => {
             SinkError::new(ErrorKind::InvalidConfig, error.to_string()).with_retryable(false)
         }
-        _ => SinkError::new(ErrorKind::Storage, format!("reading the change log: {error}")),
+        _ => SinkError::new(
+            ErrorKind::Storage,
+            format!("reading the change log: {error}"),
+        ),
     }
 }
 
@@ -72,32 +75,39 @@ impl SinkInput for CollectionInput {
         // sink task owns. Chunks keep memory bounded by `max_rows`.
         let mut failure = None;
         let result = tokio::task::block_in_place(|| {
-            self.storage.read(self.collection, lower, upper, max_rows, &mut |updates| {
-                let updates = updates
-                    .into_iter()
-                    .map(|u| Update {
-                        row: u.row,
-                        ts: u.ts,
-                        diff: u.diff,
+            self.storage
+                .read(self.collection, lower, upper, max_rows, &mut |updates| {
+                    let updates = updates
+                        .into_iter()
+                        .map(|u| Update {
+                            row: u.row,
+                            ts: u.ts,
+                            diff: u.diff,
+                        })
+                        .collect();
+                    chunk(updates).map_err(|e| {
+                        let message = e.message.clone();
+                        failure = Some(e);
+                        message
                     })
-                    .collect();
-                chunk(updates).map_err(|e| {
-                    let message = e.message.clone();
-                    failure = Some(e);
-                    message
                 })
-            })
         });
         match result {
             Err(e) => Err(sink_error(e)),
-            Ok(Err(message)) => Err(failure.unwrap_or_else(|| SinkError::new(ErrorKind::Storage, message))),
+            Ok(Err(message)) => {
+                Err(failure.unwrap_or_else(|| SinkError::new(ErrorKind::Storage, message)))
+            }
             Ok(Ok(())) => Ok(()),
         }
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
         self.storage
-            .set_read_hold(self.collection, &CollectionInput::holder(self.sink), frontier)
+            .set_read_hold(
+                self.collection,
+                &CollectionInput::holder(self.sink),
+                frontier,
+            )
             .map_err(sink_error)
     }
 }

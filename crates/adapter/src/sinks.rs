@@ -13,7 +13,9 @@ use floe_sink::sink::{
     SinkStatus, StatisticsUpdate, spawn_sink,
 };
 use floe_sink::{HttpSettings, Namespace};
-use floe_sql::catalog::{ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
+use floe_sql::catalog::{
+    ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope,
+};
 use floe_storage::Storage;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -105,7 +107,10 @@ impl SinkManager {
 
     /// A snapshot of every sink's progress.
     pub fn progress(&self) -> HashMap<GlobalId, SinkProgress> {
-        self.progress.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Stops a sink's task, if it runs.
@@ -203,11 +208,20 @@ impl SinkManager {
         Ok(None)
     }
 
-    fn connection(&self, catalog: &Catalog, definition: &SinkDefinition) -> Result<SinkConnection, AdapterError> {
+    fn connection(
+        &self,
+        catalog: &Catalog,
+        definition: &SinkDefinition,
+    ) -> Result<SinkConnection, AdapterError> {
         let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) =
-            catalog.state().item(definition.connection).map(|i| &i.definition)
+            catalog
+                .state()
+                .item(definition.connection)
+                .map(|i| &i.definition)
         else {
-            return Err(AdapterError::Internal("sink without an Iceberg catalog connection".into()));
+            return Err(AdapterError::Internal(
+                "sink without an Iceberg catalog connection".into(),
+            ));
         };
         let config = resolve_catalog_config(
             catalog,
@@ -222,8 +236,14 @@ impl SinkManager {
         })
     }
 
-    fn spec(&self, catalog: &Catalog, sink: GlobalId, definition: &SinkDefinition) -> Result<SinkSpec, AdapterError> {
-        let namespace = Namespace::parse(&definition.namespace).map_err(AdapterError::ConnectionValidation)?;
+    fn spec(
+        &self,
+        catalog: &Catalog,
+        sink: GlobalId,
+        definition: &SinkDefinition,
+    ) -> Result<SinkSpec, AdapterError> {
+        let namespace =
+            Namespace::parse(&definition.namespace).map_err(AdapterError::ConnectionValidation)?;
         let table_uuid = self
             .progress
             .lock()
@@ -248,7 +268,10 @@ impl SinkManager {
 
     /// Applies one event to the live state; returns the status change to
     /// record and whether progress should be persisted.
-    pub fn apply(&self, event: &SinkEvent) -> (Option<SinkStatusEvent>, Option<(GlobalId, SinkProgress)>) {
+    pub fn apply(
+        &self,
+        event: &SinkEvent,
+    ) -> (Option<SinkStatusEvent>, Option<(GlobalId, SinkProgress)>) {
         let now = Timestamp::now().millis();
         match event {
             SinkEvent::Status {
@@ -316,10 +339,18 @@ pub async fn run_event_loop(
 }
 
 /// The sinks that run on a cluster.
-pub fn sinks_on_cluster(state: &floe_catalog::CatalogState, cluster: floe_repr::ClusterId) -> Vec<GlobalId> {
+pub fn sinks_on_cluster(
+    state: &floe_catalog::CatalogState,
+    cluster: floe_repr::ClusterId,
+) -> Vec<GlobalId> {
     state
         .items_in_cluster(cluster)
         .into_iter()
-        .filter(|id| matches!(state.item(*id).map(|i| &i.definition), Some(ItemDefinition::Sink(_))))
+        .filter(|id| {
+            matches!(
+                state.item(*id).map(|i| &i.definition),
+                Some(ItemDefinition::Sink(_))
+            )
+        })
         .collect()
 }

@@ -72,10 +72,15 @@ fn tick_batches(
 }
 
 /// Runs a generator until the task is aborted or `UP TO` is reached.
-pub async fn run_generator(storage: Arc<Storage>, definition: SourceDefinition, outputs: GeneratorOutputs) {
+pub async fn run_generator(
+    storage: Arc<Storage>,
+    definition: SourceDefinition,
+    outputs: GeneratorOutputs,
+) {
     let mut tick = last_tick(&storage, outputs.source);
     info!(source = %outputs.source, generator = %definition.generator, resume_after = tick, "load generator started");
-    let mut interval = tokio::time::interval(Duration::from_millis(definition.tick_interval_ms.max(1)));
+    let mut interval =
+        tokio::time::interval(Duration::from_millis(definition.tick_interval_ms.max(1)));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
@@ -86,7 +91,8 @@ pub async fn run_generator(storage: Arc<Storage>, definition: SourceDefinition, 
         let next = tick + 1;
         let batches = tick_batches(&definition, &outputs, next, Timestamp::now().millis());
         let storage_for_write = storage.clone();
-        let result = tokio::task::spawn_blocking(move || storage_for_write.append_many(batches)).await;
+        let result =
+            tokio::task::spawn_blocking(move || storage_for_write.append_many(batches)).await;
         match result {
             Ok(Ok(Ok(_))) => tick = next,
             Ok(Ok(Err(e))) => {

@@ -393,7 +393,11 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Oid(item.oid),
                         text(schema_id(&item.name.schema)),
                         text(&item.name.item),
-                        text(if source.parent.is_some() { "subsource" } else { "load-generator" }),
+                        text(if source.parent.is_some() {
+                            "subsource"
+                        } else {
+                            "load-generator"
+                        }),
                         Datum::Null,
                         Datum::Null,
                         Datum::Null,
@@ -597,7 +601,11 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             items(context)
                 .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
                 .map(|item| {
-                    let progress = context.sink_progress.get(&item.id).cloned().unwrap_or_default();
+                    let progress = context
+                        .sink_progress
+                        .get(&item.id)
+                        .cloned()
+                        .unwrap_or_default();
                     let count = |v: u64| Datum::Int64(i64::try_from(v).unwrap_or(i64::MAX));
                     vec![
                         text(item.id.to_string()),
@@ -627,7 +635,10 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             // A sink's frontier is its last delivered point in time.
             for item in items(context) {
                 if let ItemDefinition::Sink(_) = item.definition {
-                    let frontier = context.sink_progress.get(&item.id).map_or(0, |p| p.frontier);
+                    let frontier = context
+                        .sink_progress
+                        .get(&item.id)
+                        .map_or(0, |p| p.frontier);
                     rows.push(vec![
                         text(item.id.to_string()),
                         if frontier == 0 {

@@ -114,7 +114,13 @@ fn relation_schema(desc: &RelationDesc) -> SchemaRef {
     Arc::new(datafusion::arrow::datatypes::Schema::new(
         desc.columns
             .iter()
-            .map(|(name, column)| query::field(name, pg_type_of_column(&column.scalar_type), column.nullable))
+            .map(|(name, column)| {
+                query::field(
+                    name,
+                    pg_type_of_column(&column.scalar_type),
+                    column.nullable,
+                )
+            })
             .collect::<Vec<_>>(),
     ))
 }
@@ -130,23 +136,32 @@ fn relation_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, Adap
                 (Datum::UInt32(v), _) => Datum::Int64(i64::from(*v)),
                 (Datum::UInt64(v), _) => Datum::Numeric(v.to_string()),
                 (Datum::Null, _) => Datum::Null,
-                (_, floe_repr::PgType::Text) => Datum::Text(floe_repr::strconv::format_datum(&datum)),
+                (_, floe_repr::PgType::Text) => {
+                    Datum::Text(floe_repr::strconv::format_datum(&datum))
+                }
                 _ => datum,
             }
         });
         columns.push(query::build_column(pg_type, values)?);
     }
-    RecordBatch::try_new(relation_schema(desc), columns).map_err(|e| AdapterError::Internal(e.to_string()))
+    RecordBatch::try_new(relation_schema(desc), columns)
+        .map_err(|e| AdapterError::Internal(e.to_string()))
 }
 
 /// Registers tables in the engine's `public` schema.
-pub fn register_tables(context: &SessionContext, tables: Vec<EngineTable>) -> Result<(), AdapterError> {
+pub fn register_tables(
+    context: &SessionContext,
+    tables: Vec<EngineTable>,
+) -> Result<(), AdapterError> {
     let Some(catalog) = context.catalog("materialize") else {
         return Err(AdapterError::Internal("no materialize catalog".into()));
     };
     for table in tables {
         let Some(schema) = catalog.schema(&table.name.schema) else {
-            return Err(AdapterError::Internal(format!("no schema {}", table.name.schema)));
+            return Err(AdapterError::Internal(format!(
+                "no schema {}",
+                table.name.schema
+            )));
         };
         let provider = MemTable::try_new(table.schema, vec![table.batches])
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
@@ -169,12 +184,19 @@ fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError {
 }
 
 /// The rows of a query as datums.
-async fn run(context: &SessionContext, statement: sqlparser::ast::Statement) -> Result<(Vec<ColumnDesc>, Vec<Row>), AdapterError> {
+async fn run(
+    context: &SessionContext,
+    statement: sqlparser::ast::Statement,
+) -> Result<(Vec<ColumnDesc>, Vec<Row>), AdapterError> {
     let plan = query::logical_plan(context, statement).await?;
     query::execute(context, plan).await
 }
 
-fn check_not_null(name: &QualifiedName, desc: &RelationDesc, row: &Row) -> Result<(), AdapterError> {
+fn check_not_null(
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    row: &Row,
+) -> Result<(), AdapterError> {
     for ((column, column_type), datum) in desc.columns.iter().zip(row) {
         if !column_type.nullable && matches!(datum, Datum::Null) {
             return Err(AdapterError::Query {
@@ -214,7 +236,11 @@ fn append(
                     "duplicate key value violates unique constraint \"{}_pkey\"",
                     name.item
                 ),
-                detail: format!("Key ({})=({}) already exists.", columns.join(", "), values.join(", ")),
+                detail: format!(
+                    "Key ({})=({}) already exists.",
+                    columns.join(", "),
+                    values.join(", ")
+                ),
             })
         }
         Err(AppendError::RetractionOfAbsentRow) => Err(AdapterError::Internal(format!(
@@ -286,8 +312,24 @@ async fn respond(
     Ok(ExecuteResponse::Rows {
         desc: columns,
         rows,
-        tag: Some(tag.rsplit_once(' ').map(|(t, _)| t.to_string()).unwrap_or(tag)),
+        tag: Some(
+            tag.rsplit_once(' ')
+                .map(|(t, _)| t.to_string())
+                .unwrap_or(tag),
+        ),
     })
+}
+
+/// A row the engine read back from a table, in exactly the form storage
+/// holds it (the engine's Arrow types are not the table's: numeric may come
+/// back as text), so retracting it matches the stored row.
+fn as_stored(desc: &RelationDesc, row: Row) -> Result<Row, AdapterError> {
+    row.into_iter()
+        .zip(&desc.columns)
+        .map(|(datum, (_, column))| {
+            floe_repr::cast::cast_datum(datum, &column.scalar_type).map_err(value_error)
+        })
+        .collect()
 }
 
 pub async fn insert(
@@ -318,9 +360,12 @@ pub async fn insert(
             .iter()
             .map(|i| plan.defaults[*i].clone().unwrap_or_else(|| "NULL".into()))
             .collect();
-        let statement = floe_sql_parser::parse_statement(&format!("SELECT {}", expressions.join(", ")))?;
+        let statement =
+            floe_sql_parser::parse_statement(&format!("SELECT {}", expressions.join(", ")))?;
         let floe_sql_parser::ast::Statement::Standard(statement) = statement else {
-            return Err(AdapterError::Internal("default expression is not a query".into()));
+            return Err(AdapterError::Internal(
+                "default expression is not a query".into(),
+            ));
         };
         let (_, rows) = run(context, *statement).await?;
         if let Some(row) = rows.into_iter().next() {
@@ -339,7 +384,8 @@ pub async fn insert(
         }
         for (datum, (_, column_type)) in row.iter_mut().zip(&plan.desc.columns) {
             let value = std::mem::replace(datum, Datum::Null);
-            *datum = floe_repr::cast::cast_datum(value, &column_type.scalar_type).map_err(value_error)?;
+            *datum = floe_repr::cast::cast_datum(value, &column_type.scalar_type)
+                .map_err(value_error)?;
         }
         check_not_null(&plan.name, &plan.desc, &row)?;
         written.push(row);
@@ -352,7 +398,15 @@ pub async fn insert(
         &plan.desc,
         written.iter().map(|r| (r.clone(), 1)).collect(),
     )?;
-    respond(context, format!("INSERT 0 {count}"), &plan.name, &plan.desc, plan.returning, written).await
+    respond(
+        context,
+        format!("INSERT 0 {count}"),
+        &plan.name,
+        &plan.desc,
+        plan.returning,
+        written,
+    )
+    .await
 }
 
 pub async fn update(
@@ -366,11 +420,14 @@ pub async fn update(
     let mut written = Vec::with_capacity(rows.len());
     for row in rows {
         let (old, values) = row.split_at(width.min(row.len()));
-        let old: Row = old.to_vec();
+        let old = as_stored(&plan.desc, old.to_vec())?;
         let mut new = old.clone();
         for (column, value) in plan.assigned.iter().zip(values) {
-            new[*column] = floe_repr::cast::cast_datum(value.clone(), &plan.desc.columns[*column].1.scalar_type)
-                .map_err(value_error)?;
+            new[*column] = floe_repr::cast::cast_datum(
+                value.clone(),
+                &plan.desc.columns[*column].1.scalar_type,
+            )
+            .map_err(value_error)?;
         }
         check_not_null(&plan.name, &plan.desc, &new)?;
         changes.push((old, -1));
@@ -379,7 +436,15 @@ pub async fn update(
     }
     let count = written.len();
     append(storage, plan.table, &plan.name, &plan.desc, changes)?;
-    respond(context, format!("UPDATE {count}"), &plan.name, &plan.desc, plan.returning, written).await
+    respond(
+        context,
+        format!("UPDATE {count}"),
+        &plan.name,
+        &plan.desc,
+        plan.returning,
+        written,
+    )
+    .await
 }
 
 pub async fn delete(
@@ -388,6 +453,10 @@ pub async fn delete(
     plan: DeletePlan,
 ) -> Result<ExecuteResponse, AdapterError> {
     let (_, rows) = run(context, *plan.query).await?;
+    let rows = rows
+        .into_iter()
+        .map(|row| as_stored(&plan.desc, row))
+        .collect::<Result<Vec<_>, _>>()?;
     let count = rows.len();
     append(
         storage,
@@ -396,16 +465,28 @@ pub async fn delete(
         &plan.desc,
         rows.iter().map(|r| (r.clone(), -1)).collect(),
     )?;
-    respond(context, format!("DELETE {count}"), &plan.name, &plan.desc, plan.returning, rows).await
+    respond(
+        context,
+        format!("DELETE {count}"),
+        &plan.name,
+        &plan.desc,
+        plan.returning,
+        rows,
+    )
+    .await
 }
 
 /// The tables and sources the storage layer holds, from the catalog.
-pub fn storage_collections(state: &floe_catalog::CatalogState) -> Vec<(GlobalId, QualifiedName, RelationDesc)> {
+pub fn storage_collections(
+    state: &floe_catalog::CatalogState,
+) -> Vec<(GlobalId, QualifiedName, RelationDesc)> {
     state
         .items()
         .filter_map(|item| match &item.definition {
             ItemDefinition::Table(table) => Some((item.id, item.name.clone(), table.desc.clone())),
-            ItemDefinition::Source(source) => Some((item.id, item.name.clone(), source.desc.clone())),
+            ItemDefinition::Source(source) => {
+                Some((item.id, item.name.clone(), source.desc.clone()))
+            }
             _ => None,
         })
         .collect()

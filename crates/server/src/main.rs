@@ -35,6 +35,10 @@ struct Args {
     /// A PEM bundle of extra certificate authorities to trust for HTTPS.
     #[arg(long, env = "FLOE_EXTRA_CA_BUNDLE")]
     extra_ca_bundle: Option<PathBuf>,
+    /// On a new data directory, create the quickstart objects: a load
+    /// generator and a table feeding two sinks into the embedded catalog.
+    #[arg(long, env = "FLOE_QUICKSTART")]
+    quickstart: bool,
     /// Log filter, e.g. `info` or `floe_adapter=debug` (also `RUST_LOG`).
     #[arg(long, env = "FLOE_LOG")]
     log_filter: Option<String>,
@@ -68,6 +72,29 @@ async fn shutdown_signal() {
     }
 }
 
+/// Runs the quickstart script on a data directory that has no objects yet.
+async fn quickstart(coordinator: &Coordinator) -> anyhow::Result<()> {
+    if !coordinator.is_empty().await {
+        info!("quickstart: the data directory already has objects; nothing to create");
+        return Ok(());
+    }
+    let statements = floe_sql_parser::parse_statements(include_str!("quickstart.sql"))
+        .context("parsing the quickstart script")?;
+    let mut session = floe_adapter::Session::new("floe");
+    for statement in statements {
+        let text = statement.to_string();
+        let mut notices = Vec::new();
+        coordinator
+            .execute(&mut session, statement, &mut notices)
+            .await
+            .with_context(|| format!("quickstart: {text}"))?;
+    }
+    info!(
+        "quickstart: created the auction load generator, table orders, and sinks bids_sink and orders_sink into the embedded catalog"
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_logging(args.log_filter.as_deref());
@@ -93,6 +120,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         extra_ca_bundle: args.extra_ca_bundle.clone(),
     })
     .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
+    if args.quickstart {
+        quickstart(&coordinator).await?;
+    }
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;

@@ -331,7 +331,9 @@ async fn wait_for_sinks(
             let location: Option<String> = row.get(0);
             let frontier: Option<std::time::SystemTime> = row.get(1);
             match (location, frontier) {
-                (Some(location), Some(frontier)) if frontier > written_at => locations.push(location),
+                (Some(location), Some(frontier)) if frontier > written_at => {
+                    locations.push(location)
+                }
                 _ => break,
             }
         }
@@ -399,7 +401,10 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
                 let id = keys[rng.random_range(0..keys.len())];
                 let n = rng.random_range(-1000..1000);
                 client
-                    .execute(&format!("UPDATE t SET n = {n}, v = v || 'x' WHERE id = {id}"), &[])
+                    .execute(
+                        &format!("UPDATE t SET n = {n}, v = v || 'x' WHERE id = {id}"),
+                        &[],
+                    )
                     .await
                     .unwrap();
                 let entry = model.get_mut(&id).unwrap();
@@ -443,21 +448,38 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
         .collect();
 
     let upsert = reader.read(&locations[0]);
-    assert_eq!(upsert.sorted_rows(&["id"]), expected, "the upsert table equals the relation");
+    assert_eq!(
+        upsert.sorted_rows(&["id"]),
+        expected,
+        "the upsert table equals the relation"
+    );
 
     let history = reader.query(
         &locations[1],
         "SELECT id, v, n FROM t GROUP BY id, v, n HAVING sum(_mz_diff) <> 0",
     );
-    assert_eq!(history.sorted_rows(&["id"]), expected, "the append history consolidates to the relation");
+    assert_eq!(
+        history.sorted_rows(&["id"]),
+        expected,
+        "the append history consolidates to the relation"
+    );
     let net = reader.query(&locations[1], "SELECT count(*) AS bad FROM (SELECT id, v, n, sum(_mz_diff) AS d FROM t GROUP BY id, v, n) WHERE d NOT IN (0, 1)");
-    assert_eq!(net.rows, vec![serde_json::json!({"bad": 0})], "no change was delivered twice");
+    assert_eq!(
+        net.rows,
+        vec![serde_json::json!({"bad": 0})],
+        "no change was delivered twice"
+    );
 
     // Every snapshot carries the sink's progress properties.
     for snapshot in &upsert.snapshots {
         let summary = &snapshot["summary"];
         assert!(summary["mz-sink-id"].is_string(), "{summary}");
-        assert!(summary["mz-frontier"].as_str().is_some_and(|f| f.starts_with('[')), "{summary}");
+        assert!(
+            summary["mz-frontier"]
+                .as_str()
+                .is_some_and(|f| f.starts_with('[')),
+            "{summary}"
+        );
         assert!(summary["mz-sink-version"].is_string(), "{summary}");
     }
     let statistics = client
