@@ -380,8 +380,8 @@ impl Catalog {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut created = Vec::new();
         let insert = |name: QualifiedName,
-                          definition: ItemDefinition,
-                          create_sql: String|
+                      definition: ItemDefinition,
+                      create_sql: String|
          -> Result<CatalogItem, CatalogError> {
             let id = GlobalId::User(allocate(&transaction, "item")?);
             let oid = u32::try_from(allocate(&transaction, "oid")?)
@@ -711,7 +711,11 @@ impl Catalog {
     }
 
     /// Stores a sink's progress and statistics.
-    pub fn set_sink_progress(&mut self, sink: GlobalId, progress: &SinkProgress) -> Result<(), CatalogError> {
+    pub fn set_sink_progress(
+        &mut self,
+        sink: GlobalId,
+        progress: &SinkProgress,
+    ) -> Result<(), CatalogError> {
         let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.connection.execute(
             "INSERT INTO sink_progress (sink_id, frontier, table_uuid, metadata_location,

@@ -222,15 +222,19 @@ fn data_row(row: &[Datum], fields: &[FieldInfo]) -> DataRow {
 
 fn to_response(result: ExecuteResponse, format: &Format) -> Response {
     match result {
-        ExecuteResponse::Rows { desc, rows } => {
+        ExecuteResponse::Rows { desc, rows, tag } => {
             let fields = Arc::new(field_infos(&desc, format));
             let row_fields = fields.clone();
             let encoded: Vec<PgWireResult<DataRow>> = rows
                 .iter()
                 .map(|row| Ok(data_row(row, &row_fields)))
                 .collect();
-            // The library appends the row count to the `SELECT` tag.
-            Response::Query(QueryResponse::new(fields, stream::iter(encoded)))
+            // The library appends the row count to the tag.
+            let mut response = QueryResponse::new(fields, stream::iter(encoded));
+            if let Some(tag) = tag {
+                response.set_command_tag(&tag);
+            }
+            Response::Query(response)
         }
         ExecuteResponse::Command { tag } => Response::Execution(Tag::new(&tag)),
         ExecuteResponse::TransactionStarted => Response::TransactionStart(Tag::new("BEGIN")),

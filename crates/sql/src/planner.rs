@@ -51,8 +51,8 @@ pub fn plan(
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
         Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
-        Statement::CreateSource(_) => {
-            Err(PlanError::unsupported("CREATE SOURCE is not supported yet"))
+        Statement::CreateSource(s) => {
+            crate::source::plan_create_source(catalog, &session.cluster, s)
         }
         Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
         Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
