@@ -246,6 +246,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
                 name: parser.parse_object_name(false)?,
             }))
         }
+        (Some("CREATE"), Some("TABLE")) => parse_create_table(parser),
         (Some("CREATE"), Some("SINK")) => parse_create_sink(parser),
         (Some("ALTER"), Some("SINK")) => parse_alter_sink(parser),
         (Some("CREATE"), Some("SOURCE")) => parse_create_source(parser),
@@ -927,4 +928,109 @@ fn parse_set(parser: &mut Parser) -> Result<Statement, ParserError> {
         name,
         value: Some(values),
     }))
+}
+
+/// `CREATE TABLE`: sqlparser's, unless a column has one of Materialize's
+/// types sqlparser cannot read (`int list`, `text list list`,
+/// `map[text=>int]`). Those columns are parsed here and carried as custom
+/// types whose name is the type's text, so `Display` round-trips and the
+/// planner reads the type from that text.
+fn parse_create_table(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let standard = parser.maybe_parse(|p| {
+        let statement = p.parse_statement()?;
+        match p.peek_token().token {
+            Token::SemiColon | Token::EOF => Ok(statement),
+            _ => p.expected("end of statement", p.peek_token()),
+        }
+    })?;
+    if let Some(statement) = standard {
+        return Ok(Statement::Standard(Box::new(statement)));
+    }
+    parse_create_table_with_floe_types(parser)
+}
+
+fn parse_create_table_with_floe_types(parser: &mut Parser) -> Result<Statement, ParserError> {
+    use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
+    use sqlparser::ast::{ColumnDef, ColumnOptionDef};
+    expect_words(parser, &["CREATE", "TABLE"])?;
+    let if_not_exists = parse_if_not_exists(parser);
+    let name = parser.parse_object_name(false)?;
+    expect_token(parser, Token::LParen)?;
+    let mut columns = Vec::new();
+    let mut constraints = Vec::new();
+    loop {
+        if let Some(constraint) = parser.parse_optional_table_constraint()? {
+            constraints.push(constraint);
+        } else {
+            let column_name = parser.parse_identifier()?;
+            let data_type = parse_column_type(parser)?;
+            let mut options = Vec::new();
+            loop {
+                if parser.parse_keyword(Keyword::CONSTRAINT) {
+                    let constraint_name = Some(parser.parse_identifier()?);
+                    match parser.parse_optional_column_option()? {
+                        Some(option) => options.push(ColumnOptionDef {
+                            name: constraint_name,
+                            option,
+                        }),
+                        None => {
+                            return expected(parser, "constraint details after CONSTRAINT <name>");
+                        }
+                    }
+                } else if let Some(option) = parser.parse_optional_column_option()? {
+                    options.push(ColumnOptionDef { name: None, option });
+                } else {
+                    break;
+                }
+            }
+            columns.push(ColumnDef {
+                name: column_name,
+                data_type,
+                options,
+            });
+        }
+        if parser.consume_token(&Token::Comma) {
+            continue;
+        }
+        expect_token(parser, Token::RParen)?;
+        break;
+    }
+    let create = CreateTableBuilder::new(name)
+        .if_not_exists(if_not_exists)
+        .columns(columns)
+        .constraints(constraints)
+        .build();
+    Ok(Statement::Standard(Box::new(
+        sqlparser::ast::Statement::CreateTable(create),
+    )))
+}
+
+/// A column type, with Materialize's `T list` suffixes and `map[K=>V]`.
+fn parse_column_type(parser: &mut Parser) -> Result<sqlparser::ast::DataType, ParserError> {
+    let (mut text, mut custom, data_type) = if peek_word(parser, 0).as_deref() == Some("MAP")
+        && parser.peek_nth_token(1).token == Token::LBracket
+    {
+        parser.next_token();
+        parser.next_token();
+        let key = parse_column_type(parser)?;
+        expect_token(parser, Token::RArrow)?;
+        let value = parse_column_type(parser)?;
+        expect_token(parser, Token::RBracket)?;
+        (format!("map[{key}=>{value}]"), true, None)
+    } else {
+        let data_type = parser.parse_data_type()?;
+        (data_type.to_string(), false, Some(data_type))
+    };
+    while peek_word(parser, 0).as_deref() == Some("LIST") {
+        parser.next_token();
+        text.push_str(" list");
+        custom = true;
+    }
+    match (custom, data_type) {
+        (false, Some(data_type)) => Ok(data_type),
+        _ => Ok(sqlparser::ast::DataType::Custom(
+            ObjectName::from(vec![Ident::new(text)]),
+            vec![],
+        )),
+    }
 }

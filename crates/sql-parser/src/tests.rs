@@ -136,3 +136,28 @@ fn deeply_nested_input_is_an_error_not_a_crash() {
     let sql = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
     assert!(parse_statement(&sql).is_err());
 }
+
+#[test]
+fn create_table_with_materialize_types_round_trips() {
+    for sql in [
+        "CREATE TABLE t (a int list, b text list list NOT NULL, c map[text=>int] DEFAULT NULL)",
+        "CREATE TABLE IF NOT EXISTS s.t (id int PRIMARY KEY, m map[text=>map[text=>bigint list]], PRIMARY KEY (id))",
+        "create table t (a uint8, r int4range, n numeric(10,2) list CONSTRAINT c NOT NULL)",
+        "CREATE TABLE t (a int, b text)",
+        "CREATE TABLE t (a uint2, b uint4, c uint8, d tstzrange, e jsonb)",
+    ] {
+        let statement = assert_round_trip(sql);
+        assert!(matches!(statement, Statement::Standard(_)), "{sql}");
+    }
+    let printed = parse_statement("CREATE TABLE t (a int list, m map[text=>int])")
+        .unwrap()
+        .to_string();
+    assert_eq!(printed, "CREATE TABLE t (a INT list, m map[TEXT=>INT])");
+    for bad in [
+        "CREATE TABLE t (a map[text int])",
+        "CREATE TABLE t (a map[text=>int)",
+        "CREATE TABLE t (a int list,",
+    ] {
+        assert!(parse_statement(bad).is_err(), "{bad}");
+    }
+}

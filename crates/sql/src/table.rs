@@ -138,6 +138,29 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
+    if let Some(element) = normalized.strip_suffix(" list") {
+        return Ok(SqlScalarType::List {
+            element: Box::new(parse_type_name(element)?),
+        });
+    }
+    if let Some(inner) = normalized
+        .strip_prefix("map[")
+        .and_then(|rest| rest.strip_suffix(']'))
+    {
+        let (key, value) = split_map_type(inner).ok_or_else(|| {
+            PlanError::new(SqlState::SYNTAX_ERROR, format!("invalid map type: {text}"))
+        })?;
+        let key = parse_type_name(key)?;
+        if !matches!(key, SqlScalarType::Text) {
+            return Err(PlanError::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                format!("map key type must be text, got {key}"),
+            ));
+        }
+        return Ok(SqlScalarType::Map {
+            value: Box::new(parse_type_name(value)?),
+        });
+    }
     let (base, args) = match normalized.find('(') {
         Some(open) if normalized.ends_with(')') => {
             let args: Vec<String> = normalized[open + 1..normalized.len() - 1]
@@ -238,6 +261,23 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
     Ok(scalar_type)
 }
 
+/// Splits `K=>V` (the inside of `map[...]`) at its top-level `=>`.
+fn split_map_type(inner: &str) -> Option<(&str, &str)> {
+    let mut depth = 0i32;
+    let bytes = inner.as_bytes();
+    for i in 0..bytes.len() {
+        match bytes[i] {
+            b'[' | b'(' => depth += 1,
+            b']' | b')' => depth -= 1,
+            b'=' if depth == 0 && bytes.get(i + 1) == Some(&b'>') => {
+                return Some((inner[..i].trim(), inner[i + 2..].trim()));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +299,47 @@ mod tests {
         assert_eq!(parse_type_name("uint8").unwrap(), SqlScalarType::UInt64);
         assert!(parse_type_name("numeric(99)").is_err());
         assert!(parse_type_name("frobnicator").is_err());
+        let list = |e| SqlScalarType::List {
+            element: Box::new(e),
+        };
+        assert_eq!(
+            parse_type_name("INT list").unwrap(),
+            list(SqlScalarType::Int32)
+        );
+        assert_eq!(
+            parse_type_name("text list list").unwrap(),
+            list(list(SqlScalarType::Text))
+        );
+        assert_eq!(
+            parse_type_name("map[TEXT=>INT]").unwrap(),
+            SqlScalarType::Map {
+                value: Box::new(SqlScalarType::Int32)
+            }
+        );
+        assert_eq!(
+            parse_type_name("map[text=>map[text=>bigint list]]").unwrap(),
+            SqlScalarType::Map {
+                value: Box::new(SqlScalarType::Map {
+                    value: Box::new(list(SqlScalarType::Int64))
+                })
+            }
+        );
+        assert_eq!(
+            parse_type_name("numeric(10,2) list").unwrap(),
+            list(SqlScalarType::Numeric {
+                precision: Some(10),
+                max_scale: Some(2)
+            })
+        );
+        assert!(parse_type_name("map[int=>int]").is_err());
+        assert!(parse_type_name("map[text int]").is_err());
+        assert_eq!(parse_type_name("UInt8").unwrap(), SqlScalarType::UInt64);
+        assert_eq!(parse_type_name("uint2").unwrap(), SqlScalarType::UInt16);
+        assert_eq!(
+            parse_type_name("tstzrange").unwrap(),
+            SqlScalarType::Range {
+                element: Box::new(SqlScalarType::TimestampTz)
+            }
+        );
     }
 }
