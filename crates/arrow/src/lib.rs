@@ -202,7 +202,16 @@ fn range_of(element: SqlScalarType) -> SqlScalarType {
 }
 
 /// The Arrow field of a builtin (system) column declared by Postgres type.
+///
+/// A builtin `numeric` column is Utf8 marked `numeric`, holding the value's
+/// exact text (builtin numerics have no declared scale).
 pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
+    if pg_type == PgType::Numeric {
+        return Field::new(name, DataType::Utf8, nullable).with_metadata(HashMap::from([(
+            PG_TYPE_METADATA.to_string(),
+            "numeric".to_string(),
+        )]));
+    }
     let field = typed_field(name, &scalar_type_of_pg(pg_type), nullable);
     if pg_type == PgType::TextArray {
         let mut metadata = field.metadata().clone();
@@ -334,6 +343,26 @@ pub fn rows_to_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, V
 
 /// Builds an array of builtin-column values declared by Postgres type.
 pub fn pg_array(pg_type: PgType, values: &[Datum]) -> Result<ArrayRef, ValueError> {
+    if pg_type == PgType::Numeric {
+        let mut texts = Vec::with_capacity(values.len());
+        for d in values {
+            texts.push(match d {
+                Datum::Null => None,
+                Datum::Numeric(s) | Datum::Text(s) => Some(s.clone()),
+                other => match cast_datum(
+                    other.clone(),
+                    &SqlScalarType::Numeric {
+                        precision: None,
+                        max_scale: None,
+                    },
+                )? {
+                    Datum::Numeric(s) => Some(s),
+                    _ => None,
+                },
+            });
+        }
+        return Ok(Arc::new(StringArray::from(texts)));
+    }
     let refs: Vec<&Datum> = values.iter().collect();
     build_array(&scalar_type_of_pg(pg_type), &refs)
 }

@@ -316,6 +316,17 @@ fn builtin_columns_keep_their_types() {
         array_to_datums(&array, &privileges).unwrap(),
         vec![Datum::TextArray(vec![Some("x".into())])]
     );
+    let numeric = pg_field("n", PgType::Numeric, true);
+    let array = pg_array(
+        PgType::Numeric,
+        &[Datum::Numeric("100.50".into()), Datum::UInt64(7)],
+    )
+    .unwrap();
+    assert_eq!(pg_type_of(&numeric), PgType::Numeric);
+    assert_eq!(
+        array_to_datums(&array, &numeric).unwrap(),
+        vec![Datum::Numeric("100.50".into()), Datum::Numeric("7".into())]
+    );
     let jsonb = pg_field("details", PgType::Jsonb, true);
     let array = pg_array(PgType::Jsonb, &[Datum::Jsonb("{}".into()), Datum::Null]).unwrap();
     assert_eq!(pg_type_of(&jsonb), PgType::Jsonb);
