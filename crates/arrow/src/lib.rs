@@ -857,28 +857,28 @@ fn convert(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, V
             let scale = *scale;
             each!(
                 array.as_primitive::<arrow::datatypes::Decimal128Type>(),
-                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
             )
         }
         DataType::Decimal256(_, scale) => {
             let scale = *scale;
             each!(
                 array.as_primitive::<arrow::datatypes::Decimal256Type>(),
-                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
             )
         }
         DataType::Decimal32(_, scale) => {
             let scale = *scale;
             each!(
                 array.as_primitive::<arrow::datatypes::Decimal32Type>(),
-                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
             )
         }
         DataType::Decimal64(_, scale) => {
             let scale = *scale;
             each!(
                 array.as_primitive::<arrow::datatypes::Decimal64Type>(),
-                |v| { Datum::Numeric(format_decimal(v.to_string(), scale, hint)) }
+                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
             )
         }
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
