@@ -37,6 +37,8 @@ pub struct CoordinatorConfig {
     pub aws_principal: Option<String>,
     /// Extra certificate authorities to trust for HTTPS.
     pub extra_ca_bundle: Option<PathBuf>,
+    /// Refresh margins of tokens and credentials, and the assumed-role session lifetime.
+    pub credentials: crate::credentials::CredentialSettings,
 }
 
 /// What a statement returns.
@@ -55,6 +57,10 @@ pub enum ExecuteResponse {
     TransactionStarted,
     TransactionEnded {
         tag: &'static str,
+    },
+    /// `COPY ... FROM STDIN` is ready for this many columns of data.
+    CopyIn {
+        columns: usize,
     },
 }
 
@@ -129,14 +135,18 @@ impl Coordinator {
                 storage.drop_collection(id).map_err(AdapterError::Storage)?;
             }
         }
-        let http = floe_sink::HttpSettings {
-            extra_ca_bundle: config.extra_ca_bundle.clone(),
-            ..floe_sink::HttpSettings::default()
-        };
+        let credentials = crate::credentials::Credentials::new(
+            config.extra_ca_bundle.clone(),
+            config.aws_principal.clone(),
+            &config.credentials,
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(credentials.clone().discover_principal());
+        }
         let progress = catalog.sink_progress()?.into_iter().collect();
         let (sinks, sink_events) = crate::sinks::SinkManager::new(
             storage.clone(),
-            http,
+            credentials,
             config.data_dir.clone(),
             progress,
         );
@@ -344,6 +354,34 @@ impl Coordinator {
         Ok(context)
     }
 
+    /// Takes a chunk of `COPY ... FROM STDIN` data.
+    pub fn copy_data(&self, session: &mut Session, data: &[u8]) {
+        if let Some(copy) = session.copy.as_mut() {
+            copy.feed(data);
+        }
+    }
+
+    /// Ends a `COPY ... FROM STDIN`: writes every row, or none. Returns the
+    /// number of rows.
+    pub async fn copy_done(&self, session: &mut Session) -> Result<usize, AdapterError> {
+        let Some(mut copy) = session.copy.take() else {
+            return Err(AdapterError::Internal("no COPY in progress".into()));
+        };
+        copy.finish();
+        if let Some(error) = copy.error() {
+            return Err(error);
+        }
+        let rows = std::mem::take(&mut copy.rows);
+        let _write = self.write_lock.lock().await;
+        let engine = self.engine().await?;
+        tables::copy_in(&engine, &self.storage, &copy.plan, rows).await
+    }
+
+    /// Abandons a `COPY ... FROM STDIN` the client failed.
+    pub fn copy_fail(&self, session: &mut Session) {
+        session.copy = None;
+    }
+
     /// Whether the catalog holds no user objects.
     pub async fn is_empty(&self) -> bool {
         self.catalog.lock().await.state().items().next().is_none()
@@ -466,7 +504,7 @@ impl Coordinator {
         SystemContext {
             catalog: catalog.state(),
             environment_id: catalog.environment_id(),
-            aws_principal: self.config.aws_principal.as_deref(),
+            aws_principal: self.sinks.credentials().principal(),
             sink_status_history: history,
             storage_usage: usage,
             sink_progress: progress,
@@ -502,10 +540,15 @@ impl Coordinator {
                 let mut catalog = self.catalog.lock().await;
                 catalog.set_secret(plan.id, "value", &plan.value)?;
                 info!(id = %plan.id, "altered secret");
+                // Sinks using the secret (through their connections) reconnect with it.
+                for sink in crate::sinks::sinks_using(catalog.state(), plan.id) {
+                    self.start_sink(&mut catalog, sink)?;
+                }
                 command("ALTER SECRET")
             }
             Plan::CreateConnection(plan) => {
-                if plan.validate {
+                let is_aws = matches!(plan.definition, ConnectionDefinition::Aws(_));
+                if plan.validate && !is_aws {
                     let config = {
                         let catalog = self.catalog.lock().await;
                         self.connection_config(
@@ -516,18 +559,30 @@ impl Coordinator {
                         )?
                     };
                     if let Some(config) = config {
-                        floe_sink::validate::validate_catalog(&config)
+                        self.sinks
+                            .credentials()
+                            .validate_catalog(&config)
                             .await
                             .map_err(AdapterError::ConnectionValidation)?;
                     }
                 }
-                let mut catalog = self.catalog.lock().await;
-                let id = catalog.create_item(
-                    plan.name,
-                    ItemDefinition::Connection(plan.definition),
-                    plan.create_sql,
-                    &plan.inline_secrets,
-                )?;
+                let validate_aws = plan.validate && is_aws;
+                let id = {
+                    let mut catalog = self.catalog.lock().await;
+                    catalog.create_item(
+                        plan.name,
+                        ItemDefinition::Connection(plan.definition),
+                        plan.create_sql,
+                        &plan.inline_secrets,
+                    )?
+                };
+                // An AWS connection's external id names the connection, so it is
+                // validated once created, and dropped again when validation fails.
+                if validate_aws && let Err(error) = self.validate_aws_connection(id).await {
+                    let mut catalog = self.catalog.lock().await;
+                    catalog.drop_objects(&[id], &[], &[])?;
+                    return Err(error);
+                }
                 info!(%id, "created connection");
                 command("CREATE CONNECTION")
             }
@@ -546,17 +601,13 @@ impl Coordinator {
                     self.connection_config(&catalog, Some(plan.id), &definition, &[])?
                 };
                 match config {
-                    Some(config) => floe_sink::validate::validate_catalog(&config)
+                    Some(config) => self
+                        .sinks
+                        .credentials()
+                        .validate_catalog(&config)
                         .await
                         .map_err(AdapterError::ConnectionValidation)?,
-                    None => {
-                        return Err(AdapterError::ConnectionValidation(
-                            floe_sink::SinkError::new(
-                                floe_sink::ErrorKind::InvalidConfig,
-                                "validating AWS connections is not supported yet",
-                            ),
-                        ));
-                    }
+                    None => self.validate_aws_connection(plan.id).await?,
                 }
                 command("VALIDATE CONNECTION")
             }
@@ -693,6 +744,11 @@ impl Coordinator {
                 self.start_generator(catalog.state(), id, definition);
                 info!(%id, "created source");
                 command("CREATE SOURCE")
+            }
+            Plan::CopyFrom(plan) => {
+                let columns = plan.columns.len();
+                session.copy = Some(Box::new(crate::copy::CopyState::new(plan)));
+                Ok(ExecuteResponse::CopyIn { columns })
             }
             Plan::Insert(plan) => {
                 let _write = self.write_lock.lock().await;
@@ -921,10 +977,10 @@ impl Coordinator {
             )
             .map_err(as_check)?;
             (
-                floe_sink::sink::SinkConnection {
-                    catalog: config,
-                    aws_credentials: None,
-                },
+                self.sinks
+                    .credentials()
+                    .sink_connection(config)
+                    .map_err(AdapterError::SinkCheck)?,
                 catalog.environment_id().to_string(),
             )
         };
@@ -946,13 +1002,9 @@ impl Coordinator {
                     .map_err(AdapterError::ConnectionValidation)?;
             }
         }
-        let http = floe_sink::HttpSettings {
-            extra_ca_bundle: self.config.extra_ca_bundle.clone(),
-            ..floe_sink::HttpSettings::default()
-        };
         floe_sink::sink::check_sink_table(
             &connection,
-            &http,
+            self.sinks.credentials().http(),
             &namespace,
             &definition.table,
             "",
@@ -961,6 +1013,20 @@ impl Coordinator {
         .await
         .map_err(AdapterError::SinkCheck)?;
         Ok(())
+    }
+
+    /// Validates an AWS connection: STS GetCallerIdentity with static keys; an
+    /// assumed role must be assumable with the external id and not without it.
+    async fn validate_aws_connection(&self, id: GlobalId) -> Result<(), AdapterError> {
+        let config = {
+            let catalog = self.catalog.lock().await;
+            resolve_aws_config(&catalog, id)?
+        };
+        self.sinks
+            .credentials()
+            .validate_aws(&config)
+            .await
+            .map_err(AdapterError::ConnectionValidation)
     }
 
     /// Resolves a connection to the settings the sink crate uses: secret

@@ -2,6 +2,8 @@
 //! catalog, and query execution over the system catalog.
 
 pub mod coordinator;
+pub mod copy;
+pub mod credentials;
 pub mod error;
 pub mod query;
 pub mod session;

@@ -153,6 +153,8 @@ pub struct Session {
     /// Values set in this session, by variable name.
     values: BTreeMap<&'static str, String>,
     pub transaction: TransactionStatus,
+    /// A `COPY ... FROM STDIN` receiving data.
+    pub copy: Option<Box<crate::copy::CopyState>>,
 }
 
 fn definition(name: &str) -> Result<&'static VariableDefinition, AdapterError> {
@@ -169,6 +171,7 @@ impl Session {
             user: user.into(),
             values: BTreeMap::new(),
             transaction: TransactionStatus::Idle,
+            copy: None,
         }
     }
 

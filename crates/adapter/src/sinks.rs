@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use floe_catalog::{Catalog, SinkProgress, SinkStatusEvent};
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
+use floe_sink::Namespace;
 use floe_sink::input::SinkInput;
 use floe_sink::sink::{
     Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, spawn_sink,
 };
-use floe_sink::{HttpSettings, Namespace};
 use floe_sql::catalog::{
     ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope,
 };
@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::coordinator::resolve_catalog_config;
+use crate::credentials::Credentials;
 use crate::error::AdapterError;
 use crate::sink_input::CollectionInput;
 
@@ -76,7 +77,8 @@ impl SinkReporter for Reporter {
 /// Running sink tasks and their latest reports.
 pub struct SinkManager {
     storage: Arc<Storage>,
-    http: HttpSettings,
+    /// HTTP and sink settings, and the AWS credentials of connections.
+    credentials: Arc<Credentials>,
     data_dir: std::path::PathBuf,
     events: mpsc::UnboundedSender<SinkEvent>,
     running: Mutex<HashMap<GlobalId, SinkHandle>>,
@@ -87,7 +89,7 @@ pub struct SinkManager {
 impl SinkManager {
     pub fn new(
         storage: Arc<Storage>,
-        http: HttpSettings,
+        credentials: Arc<Credentials>,
         data_dir: std::path::PathBuf,
         progress: HashMap<GlobalId, SinkProgress>,
     ) -> (SinkManager, mpsc::UnboundedReceiver<SinkEvent>) {
@@ -95,7 +97,7 @@ impl SinkManager {
         (
             SinkManager {
                 storage,
-                http,
+                credentials,
                 data_dir,
                 events,
                 running: Mutex::new(HashMap::new()),
@@ -103,6 +105,11 @@ impl SinkManager {
             },
             receiver,
         )
+    }
+
+    /// The credentials and settings connections use.
+    pub fn credentials(&self) -> &Arc<Credentials> {
+        &self.credentials
     }
 
     /// A snapshot of every sink's progress.
@@ -195,10 +202,7 @@ impl SinkManager {
             replica: Some(replica),
             events: self.events.clone(),
         });
-        let settings = SinkSettings {
-            http: self.http.clone(),
-            ..SinkSettings::default()
-        };
+        let settings: SinkSettings = self.credentials.sink_settings();
         let handle = spawn_sink(connection, spec, input, reporter, settings);
         self.running
             .lock()
@@ -230,10 +234,9 @@ impl SinkManager {
             iceberg,
             &[],
         )?;
-        Ok(SinkConnection {
-            catalog: config,
-            aws_credentials: None,
-        })
+        self.credentials
+            .sink_connection(config)
+            .map_err(AdapterError::ConnectionValidation)
     }
 
     fn spec(
@@ -336,6 +339,31 @@ pub async fn run_event_loop(
             warn!(error = %e, "recording a sink event failed");
         }
     }
+}
+
+/// The sinks that use `id` directly or through other items (a secret through its
+/// connections), so that ALTER SECRET can restart them with the new value.
+pub fn sinks_using(state: &floe_catalog::CatalogState, id: GlobalId) -> Vec<GlobalId> {
+    let mut sinks = Vec::new();
+    let mut seen = vec![id];
+    let mut pending = vec![id];
+    while let Some(next) = pending.pop() {
+        for dependent in state.dependents(next) {
+            if seen.contains(&dependent) {
+                continue;
+            }
+            seen.push(dependent);
+            if matches!(
+                state.item(dependent).map(|i| &i.definition),
+                Some(ItemDefinition::Sink(_))
+            ) {
+                sinks.push(dependent);
+            }
+            pending.push(dependent);
+        }
+    }
+    sinks.sort();
+    sinks
 }
 
 /// The sinks that run on a cluster.

@@ -85,67 +85,12 @@ impl BatchCache {
     }
 }
 
-/// Stopgap until `floe-arrow` lands: the engine's Arrow form of a relation,
-/// through the system catalog's column builders.
-fn pg_type_of_column(scalar_type: &floe_repr::SqlScalarType) -> floe_repr::PgType {
-    use floe_repr::{PgType, SqlScalarType as S};
-    match scalar_type {
-        S::Bool => PgType::Bool,
-        S::Int16 => PgType::Int2,
-        S::Int32 | S::UInt16 => PgType::Int4,
-        S::Int64 | S::UInt32 => PgType::Int8,
-        S::Float32 => PgType::Float4,
-        S::Float64 => PgType::Float8,
-        S::Numeric { .. } | S::UInt64 => PgType::Numeric,
-        S::Date => PgType::Date,
-        S::Time => PgType::Time,
-        S::Timestamp => PgType::Timestamp,
-        S::TimestampTz => PgType::TimestampTz,
-        S::Bytes => PgType::Bytea,
-        S::Uuid => PgType::Uuid,
-        S::Jsonb => PgType::Jsonb,
-        S::Interval => PgType::Interval,
-        S::Oid => PgType::Oid,
-        _ => PgType::Text,
-    }
-}
-
 fn relation_schema(desc: &RelationDesc) -> SchemaRef {
-    Arc::new(datafusion::arrow::datatypes::Schema::new(
-        desc.columns
-            .iter()
-            .map(|(name, column)| {
-                query::field(
-                    name,
-                    pg_type_of_column(&column.scalar_type),
-                    column.nullable,
-                )
-            })
-            .collect::<Vec<_>>(),
-    ))
+    floe_arrow::arrow_schema(desc)
 }
 
 fn relation_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, AdapterError> {
-    let mut columns = Vec::with_capacity(desc.columns.len());
-    for (index, (_, column)) in desc.columns.iter().enumerate() {
-        let pg_type = pg_type_of_column(&column.scalar_type);
-        let values = rows.iter().map(|row| {
-            let datum = row.get(index).cloned().unwrap_or(Datum::Null);
-            match (&datum, pg_type) {
-                (Datum::UInt16(v), _) => Datum::Int32(i32::from(*v)),
-                (Datum::UInt32(v), _) => Datum::Int64(i64::from(*v)),
-                (Datum::UInt64(v), _) => Datum::Numeric(v.to_string()),
-                (Datum::Null, _) => Datum::Null,
-                (_, floe_repr::PgType::Text) => {
-                    Datum::Text(floe_repr::strconv::format_datum(&datum))
-                }
-                _ => datum,
-            }
-        });
-        columns.push(query::build_column(pg_type, values)?);
-    }
-    RecordBatch::try_new(relation_schema(desc), columns)
-        .map_err(|e| AdapterError::Internal(e.to_string()))
+    floe_arrow::rows_to_batch(desc, rows).map_err(value_error)
 }
 
 /// Registers tables in the engine's `public` schema.
@@ -332,6 +277,65 @@ fn as_stored(desc: &RelationDesc, row: Row) -> Result<Row, AdapterError> {
         .collect()
 }
 
+/// The defaults of the columns a write does not give, evaluated once per
+/// statement.
+async fn evaluate_defaults(
+    context: &SessionContext,
+    defaults: &[Option<String>],
+    given: &[usize],
+) -> Result<HashMap<usize, Datum>, AdapterError> {
+    let missing: Vec<usize> = (0..defaults.len())
+        .filter(|i| !given.contains(i) && defaults[*i].is_some())
+        .collect();
+    let mut values = HashMap::new();
+    if missing.is_empty() {
+        return Ok(values);
+    }
+    let expressions: Vec<String> = missing
+        .iter()
+        .map(|i| defaults[*i].clone().unwrap_or_else(|| "NULL".into()))
+        .collect();
+    let statement =
+        floe_sql_parser::parse_statement(&format!("SELECT {}", expressions.join(", ")))?;
+    let floe_sql_parser::ast::Statement::Standard(statement) = statement else {
+        return Err(AdapterError::Internal(
+            "default expression is not a query".into(),
+        ));
+    };
+    let (_, rows) = run(context, *statement).await?;
+    if let Some(row) = rows.into_iter().next() {
+        for (index, value) in missing.iter().zip(row) {
+            values.insert(*index, value);
+        }
+    }
+    Ok(values)
+}
+
+/// Writes the rows of a finished `COPY ... FROM STDIN`.
+pub async fn copy_in(
+    context: &SessionContext,
+    storage: &Storage,
+    plan: &floe_sql::dml::CopyFromPlan,
+    rows: Vec<Row>,
+) -> Result<usize, AdapterError> {
+    let defaults = evaluate_defaults(context, &plan.defaults, &plan.columns).await?;
+    let mut written = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        for (index, value) in &defaults {
+            row[*index] = floe_repr::cast::cast_datum(
+                value.clone(),
+                &plan.desc.columns[*index].1.scalar_type,
+            )
+            .map_err(value_error)?;
+        }
+        check_not_null(&plan.name, &plan.desc, &row)?;
+        written.push((row, 1));
+    }
+    let count = written.len();
+    append(storage, plan.table, &plan.name, &plan.desc, written)?;
+    Ok(count)
+}
+
 pub async fn insert(
     context: &SessionContext,
     storage: &Storage,
@@ -350,30 +354,7 @@ pub async fn insert(
             message: "INSERT has more target columns than expressions".into(),
         });
     }
-    // Columns not given take their default, evaluated once per statement.
-    let missing: Vec<usize> = (0..plan.desc.columns.len())
-        .filter(|i| !plan.columns.contains(i) && plan.defaults.get(*i).cloned().flatten().is_some())
-        .collect();
-    let mut defaults: HashMap<usize, Datum> = HashMap::new();
-    if !missing.is_empty() {
-        let expressions: Vec<String> = missing
-            .iter()
-            .map(|i| plan.defaults[*i].clone().unwrap_or_else(|| "NULL".into()))
-            .collect();
-        let statement =
-            floe_sql_parser::parse_statement(&format!("SELECT {}", expressions.join(", ")))?;
-        let floe_sql_parser::ast::Statement::Standard(statement) = statement else {
-            return Err(AdapterError::Internal(
-                "default expression is not a query".into(),
-            ));
-        };
-        let (_, rows) = run(context, *statement).await?;
-        if let Some(row) = rows.into_iter().next() {
-            for (index, value) in missing.iter().zip(row) {
-                defaults.insert(*index, value);
-            }
-        }
-    }
+    let defaults = evaluate_defaults(context, &plan.defaults, &plan.columns).await?;
     let mut written = Vec::with_capacity(source_rows.len());
     for source_row in source_rows {
         let mut row: Row = (0..plan.desc.columns.len())

@@ -12,16 +12,18 @@ use futures::{Sink, SinkExt, stream};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::auth::noop::NoopStartupHandler;
 use pgwire::api::cancel::DefaultCancelHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat, FieldInfo,
-    QueryResponse, Response, Tag,
+    CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat,
+    FieldInfo, QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::response::NoticeResponse;
 use pgwire::messages::startup::ParameterStatus;
@@ -107,6 +109,65 @@ impl PgWireServerHandlers for Factory {
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
         self.0.cancel.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.0.clone()
+    }
+}
+
+#[async_trait]
+impl CopyHandler for Handlers {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = session_of(client)?;
+        let mut session = session.lock().await;
+        self.coordinator.copy_data(&mut session, &copy_data.data);
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let session = session_of(client)?;
+        let result = {
+            let mut session = session.lock().await;
+            self.coordinator.copy_done(&mut session).await
+        };
+        match result {
+            Ok(rows) => {
+                client
+                    .send(PgWireBackendMessage::CommandComplete(
+                        Tag::new("COPY").with_rows(rows).into(),
+                    ))
+                    .await?;
+                Ok(())
+            }
+            Err(error) => Err(user_error(&error)),
+        }
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Ok(session) = session_of(client) {
+            let mut session = session.lock().await;
+            self.coordinator.copy_fail(&mut session);
+        }
+        user_error(&AdapterError::Query {
+            code: floe_repr::SqlState::QUERY_CANCELED,
+            message: format!("COPY from stdin failed: {}", fail.message),
+        })
     }
 }
 
@@ -239,6 +300,9 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
         ExecuteResponse::Command { tag } => Response::Execution(Tag::new(&tag)),
         ExecuteResponse::TransactionStarted => Response::TransactionStart(Tag::new("BEGIN")),
         ExecuteResponse::TransactionEnded { tag } => Response::TransactionEnd(Tag::new(tag)),
+        ExecuteResponse::CopyIn { columns } => {
+            Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
+        }
     }
 }
 

@@ -26,6 +26,7 @@ impl SqlState {
     pub const UNTRANSLATABLE_CHARACTER: SqlState = SqlState("22P05");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const INVALID_TRANSACTION_STATE: SqlState = SqlState("25000");

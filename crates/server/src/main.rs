@@ -35,6 +35,19 @@ struct Args {
     /// A PEM bundle of extra certificate authorities to trust for HTTPS.
     #[arg(long, env = "FLOE_EXTRA_CA_BUNDLE")]
     extra_ca_bundle: Option<PathBuf>,
+    /// How long before an OAuth2 token expires floe exchanges its credentials
+    /// again (e.g. `60s`, `2m`).
+    #[arg(long, env = "FLOE_TOKEN_REFRESH_MARGIN", default_value = "60s", value_parser = parse_duration)]
+    token_refresh_margin: std::time::Duration,
+    /// How long before vended storage credentials or an assumed AWS role
+    /// session expire floe renews them (e.g. `5m`).
+    #[arg(long, env = "FLOE_CREDENTIAL_REFRESH_MARGIN", default_value = "5m", value_parser = parse_duration)]
+    credential_refresh_margin: std::time::Duration,
+    /// The session lifetime floe asks AWS STS for when it assumes a role
+    /// (at least 15m). The principal's own keys come from AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
+    #[arg(long, env = "FLOE_AWS_SESSION_DURATION", default_value = "1h", value_parser = parse_duration)]
+    aws_session_duration: std::time::Duration,
     /// On a new data directory, create the quickstart objects: a load
     /// generator and a table feeding two sinks into the embedded catalog.
     #[arg(long, env = "FLOE_QUICKSTART")]
@@ -42,6 +55,30 @@ struct Args {
     /// Log filter, e.g. `info` or `floe_adapter=debug` (also `RUST_LOG`).
     #[arg(long, env = "FLOE_LOG")]
     log_filter: Option<String>,
+}
+
+/// A duration such as `90s`, `5m`, `1h` or `250ms` (a bare number is seconds).
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: expected a number and a unit"))?;
+    let millis = match unit.trim() {
+        "ms" => number,
+        "" | "s" => number.saturating_mul(1000),
+        "m" | "min" => number.saturating_mul(60_000),
+        "h" => number.saturating_mul(3_600_000),
+        other => {
+            return Err(format!(
+                "invalid duration unit {other:?}: use ms, s, m or h"
+            ));
+        }
+    };
+    Ok(std::time::Duration::from_millis(millis))
 }
 
 fn init_logging(filter: Option<&str>) {
@@ -118,6 +155,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         environment_id: args.aws_external_id_prefix.clone(),
         aws_principal: args.aws_principal.clone(),
         extra_ca_bundle: args.extra_ca_bundle.clone(),
+        credentials: floe_adapter::credentials::CredentialSettings {
+            token_refresh_margin: args.token_refresh_margin,
+            credential_refresh_margin: args.credential_refresh_margin,
+            aws_session_duration: args.aws_session_duration,
+        },
     })
     .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
     if args.quickstart {

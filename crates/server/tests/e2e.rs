@@ -1,6 +1,8 @@
 //! End-to-end tests of the `floe` binary over the Postgres wire protocol:
 //! sqllogictest files in both protocols, psql, crash safety, cancellation.
 
+#[path = "e2e/production.rs"]
+mod production;
 mod support;
 
 use std::path::PathBuf;
@@ -491,4 +493,82 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
         .unwrap();
     let committed: i64 = statistics.get(0);
     assert!(committed > 0, "statistics count committed messages");
+}
+
+/// `COPY ... FROM STDIN` (psql's `\copy`) in text and CSV formats loads every
+/// row, and a bad row loads none.
+#[test]
+fn copy_from_stdin_loads_rows_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let tsv = dir.path().join("rows.tsv");
+    let mut text = String::new();
+    for i in 0..10_000 {
+        text.push_str(&format!("{i}\tname {i}\\twith tab\t{}.25\n", i % 100));
+    }
+    text.push_str("10000\t\\N\t\\N\n");
+    std::fs::write(&tsv, text).unwrap();
+    let csv = dir.path().join("rows.csv");
+    std::fs::write(
+        &csv,
+        "id,name,amount\n20000,\"comma, quoted\",1.5\n20001,,\n",
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.tsv");
+    std::fs::write(&bad, "30000\tok\t1\n30001\tnot a number\tabc\n").unwrap();
+    let output = floe.psql(
+        &[
+            "-c",
+            "CREATE TABLE t (id int PRIMARY KEY, name text, amount numeric(10,2))",
+            "-c",
+            &format!("\\copy t FROM '{}'", tsv.display()),
+            "-c",
+            &format!(
+                "\\copy t FROM '{}' WITH (FORMAT csv, HEADER true)",
+                csv.display()
+            ),
+        ],
+        None,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("COPY 10001") && stdout.contains("COPY 2"),
+        "{stdout}"
+    );
+    let output = floe.psql(&["-c", &format!("\\copy t FROM '{}'", bad.display())], None);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("amount") && stderr.contains("line 2"),
+        "{stderr}"
+    );
+    let output = floe.psql(
+        &[
+            "-At",
+            "-c",
+            "SELECT count(*), count(name), sum(amount) FROM t",
+            "-c",
+            "SELECT name FROM t WHERE id = 5",
+            "-c",
+            "SELECT name, amount FROM t WHERE id IN (20000, 20001) ORDER BY id",
+        ],
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "10003|10001|497501.50",
+            "name 5\twith tab",
+            "comma, quoted|1.50",
+            "|"
+        ],
+        "no row of the bad file was loaded"
+    );
 }

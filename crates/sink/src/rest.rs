@@ -443,12 +443,11 @@ impl RestCatalogClient {
                         Arc::new(StaticAwsCredentials::new(keys.clone()))
                     }
                     (None, AwsAuthConfig::AssumeRole { .. }) => {
+                        // The caller builds the assumed-role provider (it needs floe's
+                        // principal credentials): see `crate::sts::aws_credentials_provider`.
                         return Err(SinkError::new(
                             ErrorKind::InvalidConfig,
-                            "assuming an AWS role for s3tablesrest catalogs is not supported yet",
-                        )
-                        .with_hint(
-                            "Use ACCESS KEY ID and SECRET ACCESS KEY on the AWS connection.",
+                            "the AWS connection assumes a role, but no assumed-role credentials were supplied",
                         ));
                     }
                 };

@@ -14,12 +14,17 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use crate::config::AwsKeys;
 use crate::error::{ErrorKind, SinkError};
 
-/// Where AWS credentials come from. Static keys today; an assumed-role provider (which
-/// caches and refreshes its session) plugs in here later.
+/// Where AWS credentials come from: static keys, or an assumed role
+/// ([`crate::sts::AssumeRoleProvider`], which caches and refreshes its session).
 #[async_trait]
 pub trait AwsCredentialsProvider: Send + Sync + fmt::Debug {
     /// Credentials valid for at least the next request.
     async fn credentials(&self) -> Result<AwsKeys, SinkError>;
+
+    /// Credentials and when they expire (`None`: they do not).
+    async fn credentials_with_expiry(&self) -> Result<(AwsKeys, Option<SystemTime>), SinkError> {
+        Ok((self.credentials().await?, None))
+    }
 }
 
 /// Fixed keys from the AWS connection.

@@ -56,6 +56,9 @@ enum CatalogKind {
         /// S3 access when nothing is vended.
         aws: Option<AwsConfig>,
         credentials: Option<Arc<dyn AwsCredentialsProvider>>,
+        /// A Databricks Unity Catalog endpoint: its storage is reachable only through
+        /// vended credentials.
+        unity: bool,
     },
     Local(Arc<LocalCatalog>),
 }
@@ -78,10 +81,11 @@ impl SinkCatalog {
                 let catalog = blocking(move || LocalCatalog::open(&database, &warehouse)).await?;
                 CatalogKind::Local(Arc::new(catalog))
             }
-            CatalogConfig::Rest { aws, .. } => CatalogKind::Rest {
+            CatalogConfig::Rest { aws, url, .. } => CatalogKind::Rest {
                 client: Box::new(RestCatalogClient::connect(config, settings).await?),
                 aws: aws.clone(),
                 credentials: aws_credentials.or_else(|| static_provider(aws.as_ref())),
+                unity: is_unity_url(url),
             },
             CatalogConfig::S3TablesRest { aws, .. } => {
                 let provider = aws_credentials.or_else(|| static_provider(Some(aws)));
@@ -96,6 +100,7 @@ impl SinkCatalog {
                     client: Box::new(client),
                     aws: Some(aws.clone()),
                     credentials: provider,
+                    unity: false,
                 }
             }
         };
@@ -141,12 +146,14 @@ impl SinkCatalog {
                 client,
                 aws,
                 credentials,
+                unity,
             } => {
                 let response = client.load_table(namespace, table).await?;
                 self.rest_table(
                     response,
                     aws.as_ref(),
                     credentials.as_ref(),
+                    *unity,
                     namespace,
                     table,
                 )
@@ -189,6 +196,7 @@ impl SinkCatalog {
                 client,
                 aws,
                 credentials,
+                unity,
             } => {
                 let mut properties = properties;
                 properties.insert("format-version".into(), "2".into());
@@ -205,6 +213,7 @@ impl SinkCatalog {
                     response,
                     aws.as_ref(),
                     credentials.as_ref(),
+                    *unity,
                     namespace,
                     table,
                 )
@@ -316,6 +325,7 @@ impl SinkCatalog {
         response: LoadTableResponse,
         aws: Option<&AwsConfig>,
         credentials: Option<&Arc<dyn AwsCredentialsProvider>>,
+        unity: bool,
         namespace: &Namespace,
         table: &str,
     ) -> Result<LoadedTable, SinkError> {
@@ -328,6 +338,23 @@ impl SinkCatalog {
         })?;
         let (properties, expires) =
             storage_properties(&response, metadata.location(), aws, credentials).await?;
+        if unity
+            && !metadata.location().starts_with("file:")
+            && !properties.contains_key("s3.access-key-id")
+        {
+            return Err(SinkError::new(
+                ErrorKind::Storage,
+                format!(
+                    "storage credentials missing: Unity Catalog vended none for table \"{namespace}.{table}\""
+                ),
+            )
+            .with_detail(
+                "Unity Catalog hands out credentials for a table's storage only to requests that ask for them, and only when the service principal may use the storage location.",
+            )
+            .with_hint(
+                "Set ACCESS DELEGATION = 'vended-credentials' on the connection (drop and recreate it), and grant the service principal EXTERNAL USE LOCATION on the catalog's external location.",
+            ));
+        }
         let file_io = if metadata.location().starts_with("file:") {
             FileIO::new_with_fs()
         } else {
@@ -344,6 +371,14 @@ impl SinkCatalog {
             credentials_expire_at_ms: expires,
         })
     }
+}
+
+/// Whether a REST catalog URL is Databricks Unity Catalog's Iceberg endpoint.
+fn is_unity_url(url: &str) -> bool {
+    url.split(['?', '#']).next().is_some_and(|u| {
+        u.trim_end_matches('/')
+            .ends_with("/api/2.1/unity-catalog/iceberg-rest")
+    })
 }
 
 fn static_provider(aws: Option<&AwsConfig>) -> Option<Arc<dyn AwsCredentialsProvider>> {
@@ -394,8 +429,16 @@ async fn storage_properties(
     let expires = vended_properties
         .get("s3.session-token-expires-at-ms")
         .and_then(|v| v.parse::<i64>().ok());
+    let mut expires = expires;
     if !has_vended_keys && let Some(credentials) = credentials {
-        let keys = credentials.credentials().await?;
+        let (keys, keys_expire) = credentials.credentials_with_expiry().await?;
+        // Assumed-role keys expire too: reload the table (and its file IO) before they do.
+        if let Some(at) = keys_expire {
+            let at_ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            expires = Some(expires.map_or(at_ms, |e| e.min(at_ms)));
+        }
         properties.insert("s3.access-key-id".into(), keys.access_key_id);
         properties.insert("s3.secret-access-key".into(), keys.secret_access_key);
         if let Some(token) = keys.session_token {
@@ -511,6 +554,17 @@ async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unity_urls() {
+        assert!(is_unity_url(
+            "https://w.cloud.databricks.com/api/2.1/unity-catalog/iceberg-rest"
+        ));
+        assert!(is_unity_url(
+            "http://127.0.0.1:1/api/2.1/unity-catalog/iceberg-rest/"
+        ));
+        assert!(!is_unity_url("http://127.0.0.1:8181"));
+    }
 
     #[test]
     fn metadata_locations_count_up() {

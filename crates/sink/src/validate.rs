@@ -1,11 +1,14 @@
 //! Connection validation: connect to the catalog and list its namespaces.
 
+use std::sync::Arc;
+
 use crate::config::CatalogConfig;
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::local::LocalCatalog;
 use crate::namespace::Namespace;
 use crate::rest::RestCatalogClient;
+use crate::sigv4::AwsCredentialsProvider;
 
 /// Connects to the catalog with its credentials and lists namespaces, with default HTTP
 /// settings.
@@ -21,6 +24,16 @@ pub async fn validate_catalog(config: &CatalogConfig) -> Result<(), SinkError> {
 pub async fn validate_catalog_with(
     config: &CatalogConfig,
     settings: &HttpSettings,
+) -> Result<Vec<Namespace>, SinkError> {
+    validate_catalog_with_credentials(config, settings, None).await
+}
+
+/// [`validate_catalog_with`], with the AWS credentials of an `s3tablesrest` catalog taken
+/// from `aws_credentials` (an assumed role) instead of the connection's static keys.
+pub async fn validate_catalog_with_credentials(
+    config: &CatalogConfig,
+    settings: &HttpSettings,
+    aws_credentials: Option<Arc<dyn AwsCredentialsProvider>>,
 ) -> Result<Vec<Namespace>, SinkError> {
     match config {
         CatalogConfig::Local {
@@ -41,7 +54,12 @@ pub async fn validate_catalog_with(
             })?
         }
         CatalogConfig::Rest { .. } | CatalogConfig::S3TablesRest { .. } => {
-            let client = RestCatalogClient::connect(config, settings).await?;
+            let client = match (config, aws_credentials) {
+                (CatalogConfig::S3TablesRest { .. }, Some(provider)) => {
+                    RestCatalogClient::connect_with_provider(config, settings, provider).await?
+                }
+                _ => RestCatalogClient::connect(config, settings).await?,
+            };
             client.list_namespaces().await
         }
     }

@@ -284,10 +284,6 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
                 expected(parser, "ALL, PLANS, SEQUENCES or TEMP")
             }
         }
-        (Some("COPY"), _) => {
-            skip_statement(parser);
-            Err(ParserError::unsupported("COPY is not supported"))
-        }
         _ => {
             let statement = parser.parse_statement()?;
             Ok(Statement::Standard(Box::new(statement)))

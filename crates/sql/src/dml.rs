@@ -321,3 +321,170 @@ pub fn returning_query(name: &QualifiedName, items: &[SelectItem]) -> Result<Sta
     let sql = format!("SELECT {} FROM {}", items.join(", "), table_reference(name));
     Ok(name_output_columns(parse_query(&sql)?))
 }
+
+/// The text formats `COPY ... FROM STDIN` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// Postgres' text format: tab-separated, `\N` for NULL, backslash escapes.
+    Text,
+    /// CSV: comma-separated, quoted fields, empty unquoted field is NULL.
+    Csv,
+}
+
+/// `COPY t [(columns)] FROM STDIN [WITH (FORMAT ..., DELIMITER ..., NULL ..., HEADER)]`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyFromPlan {
+    pub table: GlobalId,
+    pub name: QualifiedName,
+    pub desc: RelationDesc,
+    /// The table column each field fills, in order.
+    pub columns: Vec<usize>,
+    pub defaults: Vec<Option<String>>,
+    pub format: CopyFormat,
+    pub delimiter: char,
+    /// The text that means NULL.
+    pub null: String,
+    /// Whether the first line is a header to skip (CSV).
+    pub header: bool,
+}
+
+pub(crate) fn plan_copy(
+    catalog: &dyn PlanCatalog,
+    statement: Statement,
+) -> Result<Plan, PlanError> {
+    use sqlparser::ast::{
+        CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
+    };
+    let Statement::Copy {
+        source,
+        to,
+        target,
+        options,
+        legacy_options,
+        values,
+    } = statement
+    else {
+        return Err(PlanError::syntax("expected COPY"));
+    };
+    if to {
+        return Err(PlanError::unsupported(
+            "COPY TO is not supported: use SELECT",
+        ));
+    }
+    if !matches!(target, CopyTarget::Stdin) {
+        return Err(PlanError::unsupported("COPY FROM supports only STDIN"));
+    }
+    if !values.is_empty() {
+        return Err(PlanError::unsupported(
+            "COPY with inline data is not supported: send the rows over the COPY protocol",
+        ));
+    }
+    let CopySource::Table {
+        table_name,
+        columns,
+    } = source
+    else {
+        return Err(PlanError::unsupported(
+            "COPY FROM into a query is not supported",
+        ));
+    };
+    let (item, desc, defaults) = write_target(catalog, &table_name)?;
+    let columns = if columns.is_empty() {
+        (0..desc.columns.len()).collect()
+    } else {
+        let mut indexes = Vec::new();
+        for column in &columns {
+            let name = normalize_ident(column);
+            let Some(index) = desc.column_index(&name) else {
+                return Err(PlanError::new(
+                    SqlState::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        item.name.item
+                    ),
+                ));
+            };
+            if indexes.contains(&index) {
+                return Err(PlanError::new(
+                    SqlState::DUPLICATE_COLUMN,
+                    format!("column \"{name}\" specified more than once"),
+                ));
+            }
+            indexes.push(index);
+        }
+        indexes
+    };
+    let mut format = CopyFormat::Text;
+    let mut delimiter = None;
+    let mut null = None;
+    let mut header = false;
+    for option in options {
+        match option {
+            CopyOption::Format(name) => {
+                format = match name.value.to_lowercase().as_str() {
+                    "text" => CopyFormat::Text,
+                    "csv" => CopyFormat::Csv,
+                    other => {
+                        return Err(PlanError::unsupported(format!(
+                            "COPY format \"{other}\" is not supported"
+                        )));
+                    }
+                }
+            }
+            CopyOption::Delimiter(c) => delimiter = Some(c),
+            CopyOption::Null(text) => null = Some(text),
+            CopyOption::Header(h) => header = h,
+            other => {
+                return Err(PlanError::unsupported(format!(
+                    "COPY option {other} is not supported"
+                )));
+            }
+        }
+    }
+    for option in legacy_options {
+        match option {
+            CopyLegacyOption::Csv(csv_options) => {
+                format = CopyFormat::Csv;
+                for csv_option in csv_options {
+                    match csv_option {
+                        CopyLegacyCsvOption::Header => header = true,
+                        other => {
+                            return Err(PlanError::unsupported(format!(
+                                "COPY option {other} is not supported"
+                            )));
+                        }
+                    }
+                }
+            }
+            CopyLegacyOption::Delimiter(c) => delimiter = Some(c),
+            CopyLegacyOption::Null(text) => null = Some(text),
+            other => {
+                return Err(PlanError::unsupported(format!(
+                    "COPY option {other} is not supported"
+                )));
+            }
+        }
+    }
+    if header && format == CopyFormat::Text {
+        return Err(PlanError::unsupported(
+            "COPY HEADER available only in CSV mode",
+        ));
+    }
+    Ok(Plan::CopyFrom(CopyFromPlan {
+        table: item.id,
+        name: item.name.clone(),
+        desc,
+        columns,
+        defaults,
+        format,
+        delimiter: delimiter.unwrap_or(match format {
+            CopyFormat::Text => '\t',
+            CopyFormat::Csv => ',',
+        }),
+        null: null.unwrap_or_else(|| match format {
+            CopyFormat::Text => "\\N".to_string(),
+            CopyFormat::Csv => String::new(),
+        }),
+        header,
+    }))
+}

@@ -19,6 +19,7 @@ pub enum Plan {
     Insert(crate::dml::InsertPlan),
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),
+    CopyFrom(crate::dml::CopyFromPlan),
     CreateCluster(CreateClusterPlan),
     AlterCluster(AlterClusterPlan),
     CreateClusterReplica(CreateClusterReplicaPlan),

@@ -1570,6 +1570,7 @@ fn plan_standard(
         S::Insert(insert) => crate::dml::plan_insert(catalog, insert),
         S::Update(update) => crate::dml::plan_update(catalog, update),
         S::Delete(delete) => crate::dml::plan_delete(catalog, delete),
+        copy @ S::Copy { .. } => crate::dml::plan_copy(catalog, copy),
         other => {
             let text = other.to_string();
             let words: Vec<&str> = text.split_whitespace().take(2).collect();

@@ -239,6 +239,27 @@ impl Moto {
         }
     }
 
+    /// Replaces the role's trust policy (IAM `UpdateAssumeRolePolicy`), the step "update
+    /// the IAM role" of the AWS document: the role's principal may assume it only with
+    /// `StringEquals sts:ExternalId = external_id`, or, with `None`, without any condition
+    /// (a trust policy that does not require an external id). `role.external_id` keeps the
+    /// value the role was created with.
+    pub fn set_trust_policy_external_id(&self, role: &MotoRole, external_id: Option<&str>) {
+        let mut statement = json!({
+            "Effect": "Allow",
+            "Principal": {"AWS": role.principal_arn},
+            "Action": "sts:AssumeRole"
+        });
+        if let Some(external_id) = external_id {
+            statement["Condition"] = json!({"StringEquals": {"sts:ExternalId": external_id}});
+        }
+        let trust = json!({"Version": "2012-10-17", "Statement": [statement]}).to_string();
+        self.iam(
+            "UpdateAssumeRolePolicy",
+            &[("RoleName", &role.role_name), ("PolicyDocument", &trust)],
+        );
+    }
+
     /// `AssumeRole` through the strict front (form POST, SigV4 `sts`).
     pub fn assume_role(
         &self,

@@ -1,0 +1,323 @@
+//! The server's credentials for connections: HTTP settings (extra CA bundle, refresh
+//! margins), the AWS principal floe assumes roles from, and one cached, refreshing
+//! assumed-role provider per AWS connection.
+//!
+//! The principal's keys come from the standard `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` environment variables of the server.
+//! When `--aws-principal` is not set and keys are present, floe asks STS
+//! `GetCallerIdentity` once at start-up (at `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`,
+//! else the regional endpoint of `AWS_REGION`) and shows the answer as the principal.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use floe_sink::sink::{SinkConnection, SinkSettings};
+use floe_sink::sts::{
+    StsClient, StsSettings, aws_credentials_provider, principal_from_env, validate_aws_connection,
+};
+use floe_sink::{
+    AwsAuthConfig, AwsConfig, AwsCredentialsProvider, AwsKeys, CatalogConfig, HttpSettings,
+    SinkError,
+};
+use tracing::{info, warn};
+
+/// Refresh margins and session lifetimes (server settings, so tests can use short ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialSettings {
+    /// An OAuth2 token is exchanged again this long before it expires.
+    pub token_refresh_margin: Duration,
+    /// Vended storage credentials and assumed-role sessions are renewed this long before
+    /// they expire.
+    pub credential_refresh_margin: Duration,
+    /// The lifetime floe asks STS for when it assumes a role (at least 900 s).
+    pub aws_session_duration: Duration,
+}
+
+impl Default for CredentialSettings {
+    fn default() -> CredentialSettings {
+        CredentialSettings {
+            token_refresh_margin: HttpSettings::default().token_refresh_margin,
+            credential_refresh_margin: SinkSettings::default().credential_refresh_margin,
+            aws_session_duration: StsSettings::default().session_duration,
+        }
+    }
+}
+
+/// What identifies an assumed-role session: one provider (and one cached session) each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RoleKey {
+    endpoint: Option<String>,
+    region: Option<String>,
+    arn: String,
+    session_name: String,
+    external_id: String,
+}
+
+/// Credentials and settings shared by validation, purification and the sink tasks.
+pub struct Credentials {
+    http: HttpSettings,
+    sink: SinkSettings,
+    sts: StsSettings,
+    /// The server's own AWS keys (from the environment).
+    principal_keys: Option<AwsKeys>,
+    /// The principal ARN: `--aws-principal`, else what GetCallerIdentity answered.
+    principal: OnceLock<String>,
+    roles: Mutex<HashMap<RoleKey, Arc<dyn AwsCredentialsProvider>>>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("http", &self.http)
+            .field("sts", &self.sts)
+            .field("principal", &self.principal.get())
+            .field("has_principal_keys", &self.principal_keys.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// Settings from the server's flags; the principal's keys from the environment.
+    pub fn new(
+        extra_ca_bundle: Option<std::path::PathBuf>,
+        aws_principal: Option<String>,
+        settings: &CredentialSettings,
+    ) -> Arc<Credentials> {
+        Credentials::with_principal_keys(
+            extra_ca_bundle,
+            aws_principal,
+            settings,
+            principal_from_env(),
+        )
+    }
+
+    pub fn with_principal_keys(
+        extra_ca_bundle: Option<std::path::PathBuf>,
+        aws_principal: Option<String>,
+        settings: &CredentialSettings,
+        principal_keys: Option<AwsKeys>,
+    ) -> Arc<Credentials> {
+        let http = HttpSettings {
+            extra_ca_bundle,
+            token_refresh_margin: settings.token_refresh_margin,
+            ..HttpSettings::default()
+        };
+        let sink = SinkSettings {
+            http: http.clone(),
+            credential_refresh_margin: settings.credential_refresh_margin,
+            ..SinkSettings::default()
+        };
+        let sts = StsSettings {
+            session_duration: settings
+                .aws_session_duration
+                .max(floe_sink::sts::MIN_SESSION_DURATION),
+            refresh_margin: settings.credential_refresh_margin,
+        };
+        let principal = OnceLock::new();
+        if let Some(arn) = aws_principal.filter(|a| !a.is_empty()) {
+            let _ = principal.set(arn);
+        }
+        Arc::new(Credentials {
+            http,
+            sink,
+            sts,
+            principal_keys,
+            principal,
+            roles: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn http(&self) -> &HttpSettings {
+        &self.http
+    }
+
+    /// The settings sink tasks run with.
+    pub fn sink_settings(&self) -> SinkSettings {
+        self.sink.clone()
+    }
+
+    /// The AWS principal floe assumes roles from, if known.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.get().map(String::as_str)
+    }
+
+    /// Asks STS who floe's own keys belong to, once, when no principal was configured.
+    pub async fn discover_principal(self: Arc<Self>) {
+        if self.principal.get().is_some() {
+            return;
+        }
+        let Some(keys) = self.principal_keys.clone() else {
+            info!("no AWS credentials in the environment: the AWS principal stays unknown");
+            return;
+        };
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let endpoint = env("AWS_ENDPOINT_URL_STS").or_else(|| env("AWS_ENDPOINT_URL"));
+        let region = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION"));
+        let http = HttpSettings {
+            max_retries: 1,
+            request_timeout: Duration::from_secs(10),
+            ..self.http.clone()
+        };
+        let client = match StsClient::new(endpoint.as_deref(), region.as_deref(), &http) {
+            Ok(client) => client,
+            Err(err) => {
+                warn!(error = %err, "cannot ask STS for floe's AWS principal");
+                return;
+            }
+        };
+        match client.get_caller_identity(&keys).await {
+            Ok(identity) => {
+                info!(principal = %identity.arn, "AWS principal from STS GetCallerIdentity");
+                let _ = self.principal.set(identity.arn);
+            }
+            Err(failure) => {
+                warn!(
+                    endpoint = %client.endpoint(),
+                    error = %failure.message,
+                    "STS GetCallerIdentity failed: the AWS principal stays unknown"
+                );
+            }
+        }
+    }
+
+    /// The credentials of an AWS connection: its static keys, or the (cached, refreshing)
+    /// session of the role it assumes.
+    pub fn aws_provider(
+        &self,
+        config: &AwsConfig,
+    ) -> Result<Arc<dyn AwsCredentialsProvider>, SinkError> {
+        let AwsAuthConfig::AssumeRole {
+            arn,
+            session_name,
+            external_id,
+        } = &config.auth
+        else {
+            return aws_credentials_provider(config, None, &self.http, &self.sts);
+        };
+        let key = RoleKey {
+            endpoint: config.endpoint.clone(),
+            region: config.region.clone(),
+            arn: arn.clone(),
+            session_name: session_name.clone(),
+            external_id: external_id.clone(),
+        };
+        let mut roles = self.roles.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(provider) = roles.get(&key) {
+            return Ok(provider.clone());
+        }
+        let provider =
+            aws_credentials_provider(config, self.principal_keys.as_ref(), &self.http, &self.sts)?;
+        roles.insert(key, provider.clone());
+        Ok(provider)
+    }
+
+    /// The assumed-role credentials a catalog connection needs (`None` when its AWS
+    /// connection, if any, has static keys: the sink crate uses those directly).
+    pub fn catalog_aws_provider(
+        &self,
+        catalog: &CatalogConfig,
+    ) -> Result<Option<Arc<dyn AwsCredentialsProvider>>, SinkError> {
+        let aws = match catalog {
+            CatalogConfig::S3TablesRest { aws, .. } => Some(aws),
+            CatalogConfig::Rest { aws, .. } => aws.as_ref(),
+            CatalogConfig::Local { .. } => None,
+        };
+        match aws {
+            Some(aws) if matches!(aws.auth, AwsAuthConfig::AssumeRole { .. }) => {
+                self.aws_provider(aws).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// What a sink task (or CREATE SINK's check) connects with.
+    pub fn sink_connection(&self, catalog: CatalogConfig) -> Result<SinkConnection, SinkError> {
+        let aws_credentials = self.catalog_aws_provider(&catalog)?;
+        Ok(SinkConnection {
+            catalog,
+            aws_credentials,
+        })
+    }
+
+    /// Validates an Iceberg catalog connection: connect and list namespaces.
+    pub async fn validate_catalog(&self, catalog: &CatalogConfig) -> Result<(), SinkError> {
+        let provider = self.catalog_aws_provider(catalog)?;
+        floe_sink::validate_catalog_with_credentials(catalog, &self.http, provider)
+            .await
+            .map(|_| ())
+    }
+
+    /// Validates an AWS connection (see [`validate_aws_connection`]).
+    pub async fn validate_aws(&self, config: &AwsConfig) -> Result<(), SinkError> {
+        validate_aws_connection(config, self.principal_keys.as_ref(), &self.http).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role(external_id: &str) -> AwsConfig {
+        AwsConfig {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            region: Some("us-east-1".into()),
+            auth: AwsAuthConfig::AssumeRole {
+                arn: "arn:aws:iam::1:role/r".into(),
+                session_name: "floe".into(),
+                external_id: external_id.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn settings_reach_http_sinks_and_sts() {
+        let settings = CredentialSettings {
+            token_refresh_margin: Duration::from_secs(7),
+            credential_refresh_margin: Duration::from_secs(890),
+            aws_session_duration: Duration::from_secs(60),
+        };
+        let credentials = Credentials::with_principal_keys(None, None, &settings, None);
+        assert_eq!(
+            credentials.http().token_refresh_margin,
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            credentials.sink_settings().credential_refresh_margin,
+            Duration::from_secs(890)
+        );
+        assert_eq!(credentials.sts.session_duration, Duration::from_secs(900));
+        assert_eq!(credentials.principal(), None);
+        let credentials = Credentials::with_principal_keys(
+            None,
+            Some("arn:aws:iam::1:user/floe".into()),
+            &settings,
+            None,
+        );
+        assert_eq!(credentials.principal(), Some("arn:aws:iam::1:user/floe"));
+    }
+
+    #[test]
+    fn roles_need_principal_keys_and_share_sessions() {
+        let settings = CredentialSettings::default();
+        let without = Credentials::with_principal_keys(None, None, &settings, None);
+        let err = without.aws_provider(&role("mz_e_u1")).unwrap_err();
+        assert!(
+            err.message.contains("no AWS credentials"),
+            "{}",
+            err.message
+        );
+        let keys = AwsKeys {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret-of-the-principal".into(),
+            session_token: None,
+        };
+        let with = Credentials::with_principal_keys(None, None, &settings, Some(keys));
+        let a = with.aws_provider(&role("mz_e_u1")).unwrap();
+        let b = with.aws_provider(&role("mz_e_u1")).unwrap();
+        let c = with.aws_provider(&role("mz_e_u2")).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert!(!format!("{with:?}").contains("secret-of-the-principal"));
+    }
+}
