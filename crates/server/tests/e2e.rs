@@ -572,3 +572,145 @@ fn copy_from_stdin_loads_rows_whole_or_not_at_all() {
         "no row of the bad file was loaded"
     );
 }
+
+/// Polls `sql` (one text value) until it equals `expected`.
+async fn wait_for_value(client: &tokio_postgres::Client, sql: &str, expected: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = None;
+    while std::time::Instant::now() < deadline {
+        let rows = client.simple_query(sql).await.unwrap();
+        last = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::to_string)),
+            _ => None,
+        });
+        if last == Some(Some(expected.to_string())) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{sql} stayed {last:?}, expected {expected}");
+}
+
+/// The restart procedure of the AWS document (replication factor 0, then
+/// back) pauses and resumes a sink from its last commit; ALTER SINK bumps the
+/// version written into the snapshots; everything lands in the embedded
+/// catalog, read back with DuckDB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute(
+            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+             CREATE CLUSTER sinks (SIZE = '25cc', REPLICATION FACTOR = 1);
+             CREATE TABLE t (id int PRIMARY KEY, v text);
+             INSERT INTO t VALUES (1, 'a'), (2, 'b');
+             CREATE SINK s IN CLUSTER sinks FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'ns', TABLE 't') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s');",
+        )
+        .await
+        .unwrap();
+    let reader = floe_testkit::Reader::local();
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let rows = reader.read(&location).sorted_rows(&["id"]);
+    assert_eq!(rows, vec![serde_json::json!({"id": 1, "v": "a"}), serde_json::json!({"id": 2, "v": "b"})]);
+
+    // No replica: the sink pauses and delivers nothing more.
+    client
+        .batch_execute("ALTER CLUSTER sinks SET (REPLICATION FACTOR = 0)")
+        .await
+        .unwrap();
+    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "paused").await;
+    client
+        .batch_execute("UPDATE t SET v = 'b2' WHERE id = 2; INSERT INTO t VALUES (3, 'c');")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let paused_at = client
+        .query_one("SELECT metadata_location FROM mz_iceberg_sinks", &[])
+        .await
+        .unwrap()
+        .get::<_, String>(0);
+    assert_eq!(reader.read(&paused_at).rows.len(), 2, "a paused sink commits nothing");
+
+    // Replicas back: it resumes from its last commit and catches up.
+    client
+        .batch_execute("ALTER CLUSTER sinks SET (REPLICATION FACTOR = 1)")
+        .await
+        .unwrap();
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let rows = reader.read(&location).sorted_rows(&["id"]);
+    assert_eq!(
+        rows,
+        vec![
+            serde_json::json!({"id": 1, "v": "a"}),
+            serde_json::json!({"id": 2, "v": "b2"}),
+            serde_json::json!({"id": 3, "v": "c"}),
+        ]
+    );
+    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "running").await;
+
+    // ALTER SINK: a new version, a restart, and later snapshots carry it.
+    client
+        .batch_execute("ALTER SINK s SET (COMMIT INTERVAL = '2s'); DELETE FROM t WHERE id = 1;")
+        .await
+        .unwrap();
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let read = reader.read(&location);
+    assert_eq!(read.rows.len(), 2);
+    let summary = &read.current_snapshot().expect("a current snapshot")["summary"];
+    assert_eq!(summary["mz-sink-version"], "1", "{summary}");
+    let history = client
+        .simple_query("SELECT string_agg(status, ',' ORDER BY occurred_at) FROM mz_internal.mz_sink_status_history")
+        .await
+        .unwrap();
+    let history = history
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+            _ => None,
+        })
+        .unwrap();
+    assert!(history.contains("running,paused") && history.contains("paused,starting"), "{history}");
+}
+
+/// A catalog that stops answering stalls the sink with `iceberg: <cause>`;
+/// it recovers by itself when the catalog answers again, and nothing is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_sink_recovers_by_itself() {
+    let seaweedfs = floe_testkit::seaweedfs_shared();
+    let namespace = seaweedfs.unique_namespace("stall");
+    let proxy = floe_testkit::FaultProxy::start(&seaweedfs.catalog_url());
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SECRET cred AS '{}:{}';
+             CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials');
+             CREATE TABLE t (id int PRIMARY KEY, v text);
+             INSERT INTO t VALUES (1, 'a');
+             CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 't') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');",
+            seaweedfs.access_key(),
+            seaweedfs.secret_key(),
+            proxy.url(),
+            seaweedfs.warehouse(),
+        ))
+        .await
+        .unwrap();
+    wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await;
+    proxy.refuse_connections(true);
+    client.batch_execute("INSERT INTO t VALUES (2, 'b')").await.unwrap();
+    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "stalled").await;
+    let error: String = client
+        .query_one("SELECT error FROM mz_internal.mz_sink_statuses WHERE name = 's'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(error.starts_with("iceberg: "), "{error}");
+    proxy.refuse_connections(false);
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "running").await;
+    let rows = floe_testkit::Reader::for_seaweedfs(seaweedfs).read(&location).sorted_rows(&["id"]);
+    assert_eq!(rows, vec![serde_json::json!({"id": 1, "v": "a"}), serde_json::json!({"id": 2, "v": "b"})]);
+}
