@@ -31,6 +31,8 @@ pub enum SinkEvent {
     Status {
         sink: GlobalId,
         replica: Option<ReplicaId>,
+        /// The task that reported: a stopped task's late report is dropped.
+        generation: u64,
         status: SinkStatus,
     },
     Statistics {
@@ -47,6 +49,7 @@ pub enum SinkEvent {
 struct Reporter {
     sink: GlobalId,
     replica: Option<ReplicaId>,
+    generation: u64,
     events: mpsc::UnboundedSender<SinkEvent>,
 }
 
@@ -55,6 +58,7 @@ impl SinkReporter for Reporter {
         let _ = self.events.send(SinkEvent::Status {
             sink: self.sink,
             replica: self.replica,
+            generation: self.generation,
             status,
         });
     }
@@ -82,6 +86,9 @@ pub struct SinkManager {
     data_dir: std::path::PathBuf,
     events: mpsc::UnboundedSender<SinkEvent>,
     running: Mutex<HashMap<GlobalId, SinkHandle>>,
+    /// Bumped each time a sink's task is stopped, so that status reports of
+    /// a stopped task that arrive late cannot overwrite `paused`.
+    generations: Mutex<HashMap<GlobalId, u64>>,
     /// Progress and statistics per sink, as last reported (and persisted).
     progress: Mutex<HashMap<GlobalId, SinkProgress>>,
 }
@@ -101,6 +108,7 @@ impl SinkManager {
                 data_dir,
                 events,
                 running: Mutex::new(HashMap::new()),
+                generations: Mutex::new(HashMap::new()),
                 progress: Mutex::new(progress),
             },
             receiver,
@@ -121,7 +129,24 @@ impl SinkManager {
     }
 
     /// Stops a sink's task, if it runs.
+    /// The generation of a sink's current task.
+    fn generation(&self, sink: GlobalId) -> u64 {
+        self.generations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sink)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Stops a sink's task, if it runs; its later status reports are ignored.
     pub fn stop(&self, sink: GlobalId) -> bool {
+        *self
+            .generations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(sink)
+            .or_insert(0) += 1;
         let handle = self
             .running
             .lock()
@@ -200,6 +225,7 @@ impl SinkManager {
         let reporter = Arc::new(Reporter {
             sink,
             replica: Some(replica),
+            generation: self.generation(sink),
             events: self.events.clone(),
         });
         let settings: SinkSettings = self.credentials.sink_settings();
@@ -280,8 +306,12 @@ impl SinkManager {
             SinkEvent::Status {
                 sink,
                 replica,
+                generation,
                 status,
             } => {
+                if *generation != self.generation(*sink) {
+                    return (None, None);
+                }
                 let (name, error, details) = match status {
                     SinkStatus::Starting => ("starting", None, None),
                     SinkStatus::Running => ("running", None, None),
