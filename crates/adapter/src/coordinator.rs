@@ -64,6 +64,15 @@ pub enum ExecuteResponse {
     },
 }
 
+/// A statement's shape for the extended protocol's Describe.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Described {
+    /// The result columns; `None` for statements that return no rows.
+    pub columns: Option<Vec<ColumnDesc>>,
+    /// The type the engine infers for each `$n` parameter, by position.
+    pub parameters: Vec<Option<floe_repr::PgType>>,
+}
+
 /// A notice for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
@@ -435,7 +444,7 @@ impl Coordinator {
         &self,
         session: &mut Session,
         statement: Statement,
-    ) -> Result<Option<Vec<ColumnDesc>>, AdapterError> {
+    ) -> Result<Described, AdapterError> {
         if session.transaction == TransactionStatus::Failed && !is_transaction_end(&statement) {
             return Err(failed_transaction_error());
         }
@@ -452,6 +461,23 @@ impl Coordinator {
         &self,
         session: &Session,
         statement: Statement,
+    ) -> Result<Described, AdapterError> {
+        // Parameters are typed by what the engine infers for them in a query.
+        let mut parameters = Vec::new();
+        let columns = self
+            .describe_columns(session, statement, &mut parameters)
+            .await?;
+        Ok(Described {
+            columns,
+            parameters,
+        })
+    }
+
+    async fn describe_columns(
+        &self,
+        session: &Session,
+        statement: Statement,
+        parameters: &mut Vec<Option<floe_repr::PgType>>,
     ) -> Result<Option<Vec<ColumnDesc>>, AdapterError> {
         let catalog = self.catalog.lock().await;
         let context = SessionContext {
@@ -463,9 +489,15 @@ impl Coordinator {
                 drop(catalog);
                 let engine = self.engine().await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
+                *parameters = crate::params::parameter_types(&plan);
                 Ok(Some(query::describe(&plan)))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
+            Plan::Insert(insert) if insert.returning.is_none() => {
+                // `VALUES ($1, $2)`: each parameter takes its column's type.
+                *parameters = crate::params::insert_parameter_types(&insert);
+                Ok(None)
+            }
             Plan::Insert(floe_sql::dml::InsertPlan {
                 name,
                 desc,

@@ -5,6 +5,7 @@ pub mod coordinator;
 pub mod copy;
 pub mod credentials;
 pub mod error;
+pub mod params;
 pub mod query;
 pub mod session;
 pub mod sink_input;
@@ -13,6 +14,6 @@ pub mod sources;
 pub mod system;
 pub mod tables;
 
-pub use coordinator::{Coordinator, CoordinatorConfig, ExecuteResponse, Notice};
+pub use coordinator::{Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice};
 pub use error::AdapterError;
 pub use session::{Session, TransactionStatus};

@@ -350,6 +350,31 @@ impl SimpleQueryHandler for Handlers {
     }
 }
 
+/// A bound parameter's value as text: text-format values as sent, binary
+/// ones decoded by their type.
+fn decode_parameter(
+    bytes: &[u8],
+    format: FieldFormat,
+    pg_type: Option<floe_repr::PgType>,
+) -> PgWireResult<String> {
+    let invalid = |message: String| {
+        user_error(&AdapterError::Query {
+            code: floe_repr::SqlState::INVALID_PARAMETER_VALUE,
+            message,
+        })
+    };
+    match format {
+        FieldFormat::Text => String::from_utf8(bytes.to_vec())
+            .map_err(|_| invalid("parameter is not valid UTF-8".into())),
+        FieldFormat::Binary => {
+            let pg_type = pg_type.unwrap_or(floe_repr::PgType::Text);
+            let datum = crate::encode::decode_binary(pg_type, bytes)
+                .map_err(|e| invalid(format!("invalid binary parameter: {}", e.message)))?;
+            Ok(floe_repr::strconv::format_datum(&datum))
+        }
+    }
+}
+
 fn error_info(error: &AdapterError) -> ErrorInfo {
     match user_error(error) {
         PgWireError::UserError(info) => *info,
@@ -445,15 +470,37 @@ impl Handlers {
         client: &C,
         statement: &ParsedStatement,
         format: &Format,
-    ) -> PgWireResult<Option<Vec<FieldInfo>>> {
+    ) -> PgWireResult<(Option<Vec<FieldInfo>>, Vec<Option<floe_repr::PgType>>)> {
         let session = session_of(client)?;
         let mut session = session.lock().await;
-        let desc = self
+        let described = self
             .coordinator
             .describe(&mut session, statement.statement.clone())
             .await
             .map_err(|e| user_error(&e))?;
-        Ok(desc.map(|d| field_infos(&d, format)))
+        Ok((
+            described.columns.map(|d| field_infos(&d, format)),
+            described.parameters,
+        ))
+    }
+
+    /// The type of each parameter: the client's when it gave one, else the
+    /// engine's inference, else text.
+    fn parameter_types(
+        statement: &StoredStatement<ParsedStatement>,
+        inferred: &[Option<floe_repr::PgType>],
+    ) -> Vec<Option<floe_repr::PgType>> {
+        (0..statement.statement.parameter_count)
+            .map(|i| {
+                statement
+                    .parameter_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .and_then(|t| crate::encode::pg_type_from_oid(t.oid()))
+                    .or_else(|| inferred.get(i).copied().flatten())
+            })
+            .collect()
     }
 }
 
@@ -477,20 +524,14 @@ impl ExtendedQueryHandler for Handlers {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let parameters: Vec<Type> = (0..target.statement.parameter_count)
-            .map(|i| {
-                target
-                    .parameter_types
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or(Type::TEXT)
-            })
-            .collect();
-        match self
+        let (fields, inferred) = self
             .describe_fields(client, &target.statement, &Format::UnifiedText)
-            .await?
-        {
+            .await?;
+        let parameters: Vec<Type> = Handlers::parameter_types(target, &inferred)
+            .into_iter()
+            .map(|t| t.map(wire_type).unwrap_or(Type::TEXT))
+            .collect();
+        match fields {
             Some(fields) => Ok(DescribeStatementResponse::new(parameters, fields)),
             None => {
                 let mut response = DescribeStatementResponse::no_data();
@@ -518,6 +559,7 @@ impl ExtendedQueryHandler for Handlers {
                 &target.result_column_format,
             )
             .await?
+            .0
         {
             Some(fields) => Ok(DescribePortalResponse::new(fields)),
             None => Ok(DescribePortalResponse::no_data()),
@@ -536,19 +578,33 @@ impl ExtendedQueryHandler for Handlers {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let mut statement = portal.statement.statement.statement.clone();
         if portal.statement.statement.parameter_count > 0 {
-            return Err(user_error(&AdapterError::ParametersUnsupported("these")));
+            let (_, inferred) = self
+                .describe_fields(client, &portal.statement.statement, &Format::UnifiedText)
+                .await?;
+            let types = Handlers::parameter_types(&portal.statement, &inferred);
+            let mut values = Vec::with_capacity(portal.parameters.len());
+            for (index, bytes) in portal.parameters.iter().enumerate() {
+                let value = match bytes {
+                    None => None,
+                    Some(bytes) => Some(decode_parameter(
+                        bytes,
+                        portal.parameter_format.format_for(index),
+                        types.get(index).copied().flatten(),
+                    )?),
+                };
+                values.push(value);
+            }
+            statement = floe_adapter::params::bind(statement, &values, &types)
+                .map_err(|e| user_error(&e))?;
         }
         let session = session_of(client)?;
         let mut notices = Vec::new();
         let result = {
             let mut session = session.lock().await;
             self.coordinator
-                .execute(
-                    &mut session,
-                    portal.statement.statement.statement.clone(),
-                    &mut notices,
-                )
+                .execute(&mut session, statement, &mut notices)
                 .await
         };
         send_notices(client, notices).await?;

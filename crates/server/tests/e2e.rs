@@ -611,16 +611,29 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
         .await
         .unwrap();
     let reader = floe_testkit::Reader::local();
-    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
+        .await
+        .remove(0);
     let rows = reader.read(&location).sorted_rows(&["id"]);
-    assert_eq!(rows, vec![serde_json::json!({"id": 1, "v": "a"}), serde_json::json!({"id": 2, "v": "b"})]);
+    assert_eq!(
+        rows,
+        vec![
+            serde_json::json!({"id": 1, "v": "a"}),
+            serde_json::json!({"id": 2, "v": "b"})
+        ]
+    );
 
     // No replica: the sink pauses and delivers nothing more.
     client
         .batch_execute("ALTER CLUSTER sinks SET (REPLICATION FACTOR = 0)")
         .await
         .unwrap();
-    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "paused").await;
+    wait_for_value(
+        &client,
+        "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'",
+        "paused",
+    )
+    .await;
     client
         .batch_execute("UPDATE t SET v = 'b2' WHERE id = 2; INSERT INTO t VALUES (3, 'c');")
         .await
@@ -631,14 +644,20 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
         .await
         .unwrap()
         .get::<_, String>(0);
-    assert_eq!(reader.read(&paused_at).rows.len(), 2, "a paused sink commits nothing");
+    assert_eq!(
+        reader.read(&paused_at).rows.len(),
+        2,
+        "a paused sink commits nothing"
+    );
 
     // Replicas back: it resumes from its last commit and catches up.
     client
         .batch_execute("ALTER CLUSTER sinks SET (REPLICATION FACTOR = 1)")
         .await
         .unwrap();
-    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
+        .await
+        .remove(0);
     let rows = reader.read(&location).sorted_rows(&["id"]);
     assert_eq!(
         rows,
@@ -648,14 +667,21 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
             serde_json::json!({"id": 3, "v": "c"}),
         ]
     );
-    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "running").await;
+    wait_for_value(
+        &client,
+        "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'",
+        "running",
+    )
+    .await;
 
     // ALTER SINK: a new version, a restart, and later snapshots carry it.
     client
         .batch_execute("ALTER SINK s SET (COMMIT INTERVAL = '2s'); DELETE FROM t WHERE id = 1;")
         .await
         .unwrap();
-    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
+        .await
+        .remove(0);
     let read = reader.read(&location);
     assert_eq!(read.rows.len(), 2);
     let summary = &read.current_snapshot().expect("a current snapshot")["summary"];
@@ -671,7 +697,10 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
             _ => None,
         })
         .unwrap();
-    assert!(history.contains("running,paused") && history.contains("paused,starting"), "{history}");
+    assert!(
+        history.contains("running,paused") && history.contains("paused,starting"),
+        "{history}"
+    );
 }
 
 /// A catalog that stops answering stalls the sink with `iceberg: <cause>`;
@@ -700,19 +729,45 @@ async fn a_stalled_sink_recovers_by_itself() {
         .unwrap();
     wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await;
     proxy.refuse_connections(true);
-    client.batch_execute("INSERT INTO t VALUES (2, 'b')").await.unwrap();
-    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "stalled").await;
+    client
+        .batch_execute("INSERT INTO t VALUES (2, 'b')")
+        .await
+        .unwrap();
+    wait_for_value(
+        &client,
+        "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'",
+        "stalled",
+    )
+    .await;
     let error: String = client
-        .query_one("SELECT error FROM mz_internal.mz_sink_statuses WHERE name = 's'", &[])
+        .query_one(
+            "SELECT error FROM mz_internal.mz_sink_statuses WHERE name = 's'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
     assert!(error.starts_with("iceberg: "), "{error}");
     proxy.refuse_connections(false);
-    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now()).await.remove(0);
-    wait_for_value(&client, "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'", "running").await;
-    let rows = floe_testkit::Reader::for_seaweedfs(seaweedfs).read(&location).sorted_rows(&["id"]);
-    assert_eq!(rows, vec![serde_json::json!({"id": 1, "v": "a"}), serde_json::json!({"id": 2, "v": "b"})]);
+    let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
+        .await
+        .remove(0);
+    wait_for_value(
+        &client,
+        "SELECT status FROM mz_internal.mz_sink_statuses WHERE name = 's'",
+        "running",
+    )
+    .await;
+    let rows = floe_testkit::Reader::for_seaweedfs(seaweedfs)
+        .read(&location)
+        .sorted_rows(&["id"]);
+    assert_eq!(
+        rows,
+        vec![
+            serde_json::json!({"id": 1, "v": "a"}),
+            serde_json::json!({"id": 2, "v": "b"})
+        ]
+    );
 }
 
 /// Writers insert rows under load while floe is killed with SIGKILL; after
@@ -738,7 +793,10 @@ async fn acknowledged_rows_survive_kill_dash_nine_under_load() {
                 let mut acknowledged = Vec::new();
                 let mut seq = crash * 100_000;
                 loop {
-                    let sql = format!("INSERT INTO t VALUES ({writer}, {seq}), ({writer}, {})", seq + 1);
+                    let sql = format!(
+                        "INSERT INTO t VALUES ({writer}, {seq}), ({writer}, {})",
+                        seq + 1
+                    );
                     match client.batch_execute(&sql).await {
                         Ok(()) => acknowledged.push(seq),
                         Err(_) => return (writer, acknowledged, seq),
@@ -762,7 +820,10 @@ async fn acknowledged_rows_survive_kill_dash_nine_under_load() {
         floe = Floe::start(&data_dir);
     }
     let client = floe.connect().await;
-    let rows = client.query("SELECT writer, seq FROM t", &[]).await.unwrap();
+    let rows = client
+        .query("SELECT writer, seq FROM t", &[])
+        .await
+        .unwrap();
     let found: std::collections::BTreeSet<(i32, i32)> =
         rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let missing: Vec<_> = expected.difference(&found).collect();
@@ -774,6 +835,68 @@ async fn acknowledged_rows_survive_kill_dash_nine_under_load() {
     assert!(extra.is_empty(), "rows that were never written: {extra:?}");
     // An unacknowledged statement is all or nothing.
     for pair in uncertain.iter().collect::<Vec<_>>().chunks(2) {
-        assert_eq!(found.contains(pair[0]), found.contains(pair[1]), "half a statement landed");
+        assert_eq!(
+            found.contains(pair[0]),
+            found.contains(pair[1]),
+            "half a statement landed"
+        );
     }
+}
+
+/// A Rust Postgres client binds parameters (typed by the engine or by the
+/// target column) in queries and INSERTs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_bind_in_queries_and_inserts() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute("CREATE TABLE t (id bigint PRIMARY KEY, name text, score double precision)")
+        .await
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO t VALUES ($1, $2, $3)")
+        .await
+        .unwrap();
+    for i in 0..5i64 {
+        let name = format!("n{i}");
+        let score = i as f64 / 2.0;
+        client.execute(&insert, &[&i, &name, &score]).await.unwrap();
+    }
+    client
+        .execute(&insert, &[&99i64, &None::<String>, &None::<f64>])
+        .await
+        .unwrap();
+    let rows = client
+        .query(
+            "SELECT id, name FROM t WHERE id >= $1 AND name <> $2 ORDER BY id",
+            &[&2i64, &"n3"],
+        )
+        .await
+        .unwrap();
+    let found: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(found, vec![(2, "n2".to_string()), (4, "n4".to_string())]);
+    let sum: f64 = client
+        .query_one("SELECT sum(score) + $1 FROM t", &[&0.5f64])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, 5.5);
+    let null_name: Option<String> = client
+        .query_one("SELECT name FROM t WHERE id = $1", &[&99i64])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(null_name, None);
+    // A quote in a bound value is data, not SQL.
+    client
+        .execute(&insert, &[&100i64, &"it's'; DROP TABLE t; --", &1.0f64])
+        .await
+        .unwrap();
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 7);
 }
