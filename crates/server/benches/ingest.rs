@@ -38,7 +38,9 @@ async fn main() {
     let floe = support::Floe::start(&dir.path().join("data"));
     let client = floe.connect().await;
     client
-        .batch_execute(&format!("CREATE TABLE copied {CREATE}; CREATE TABLE inserted {CREATE};"))
+        .batch_execute(&format!(
+            "CREATE TABLE copied {CREATE}; CREATE TABLE inserted {CREATE};"
+        ))
         .await
         .expect("tables");
 
@@ -53,11 +55,15 @@ async fn main() {
     for i in 0..rows {
         chunk.push_str(&line(i));
         if chunk.len() >= 1 << 20 {
-            sink.send(bytes::Bytes::from(std::mem::take(&mut chunk))).await.expect("COPY data");
+            sink.send(bytes::Bytes::from(std::mem::take(&mut chunk)))
+                .await
+                .expect("COPY data");
         }
     }
     if !chunk.is_empty() {
-        sink.send(bytes::Bytes::from(chunk)).await.expect("COPY data");
+        sink.send(bytes::Bytes::from(chunk))
+            .await
+            .expect("COPY data");
     }
     let copied = sink.finish().await.expect("COPY ends");
     let copy_time = started.elapsed();
@@ -79,7 +85,10 @@ async fn main() {
             })
             .collect();
         client
-            .batch_execute(&format!("INSERT INTO inserted VALUES {}", values.join(", ")))
+            .batch_execute(&format!(
+                "INSERT INTO inserted VALUES {}",
+                values.join(", ")
+            ))
             .await
             .expect("INSERT");
     }
