@@ -1128,48 +1128,87 @@ struct KeyChange<'a> {
 /// and deleted, or rewritten with the same value) is left alone.
 fn consolidate_by_key<'a>(updates: &'a [Update], key_indexes: &[usize]) -> Vec<KeyChange<'a>> {
     struct RowState<'a> {
+        bytes: Vec<u8>,
         row: &'a [Datum],
         diff: i64,
         last_ts: Timestamp,
     }
-    // Per encoded key: its first appearance, and per encoded row its state.
-    type KeyRows<'a> = (usize, HashMap<Vec<u8>, RowState<'a>>);
+    /// A key's distinct rows in order of appearance; a key rewritten with many distinct
+    /// rows in one batch also gets an index over them.
+    struct KeyRows<'a> {
+        order: usize,
+        rows: Vec<RowState<'a>>,
+        index: HashMap<Vec<u8>, usize>,
+    }
+    const INDEXED_FROM: usize = 8;
     let mut keys: HashMap<Vec<u8>, KeyRows<'a>> = HashMap::new();
     let mut order = 0;
+    // Encoding buffers, reused: a key or row is copied only when first seen.
+    let mut key = Vec::new();
+    let mut row_bytes = Vec::new();
     for update in updates {
-        let mut key = Vec::new();
+        key.clear();
         for index in key_indexes {
             encode_datum(&update.row[*index], &mut key);
         }
-        let mut row_bytes = Vec::new();
+        row_bytes.clear();
         for datum in &update.row {
             encode_datum(datum, &mut row_bytes);
         }
-        let (_, rows) = keys.entry(key).or_insert_with(|| {
-            order += 1;
-            (order, HashMap::new())
-        });
-        let state = rows.entry(row_bytes).or_insert(RowState {
-            row: &update.row,
-            diff: 0,
-            last_ts: update.ts,
-        });
-        state.diff += update.diff;
-        state.last_ts = state.last_ts.max(update.ts);
+        let state = match keys.get_mut(key.as_slice()) {
+            Some(state) => state,
+            None => {
+                order += 1;
+                keys.entry(key.clone()).or_insert(KeyRows {
+                    order,
+                    rows: Vec::new(),
+                    index: HashMap::new(),
+                })
+            }
+        };
+        let found = if state.rows.len() < INDEXED_FROM {
+            state.rows.iter().position(|row| row.bytes == row_bytes)
+        } else {
+            if state.index.is_empty() {
+                for (at, row) in state.rows.iter().enumerate() {
+                    state.index.insert(row.bytes.clone(), at);
+                }
+            }
+            state.index.get(row_bytes.as_slice()).copied()
+        };
+        match found {
+            Some(at) => {
+                let row = &mut state.rows[at];
+                row.diff += update.diff;
+                row.last_ts = row.last_ts.max(update.ts);
+            }
+            None => {
+                if !state.index.is_empty() {
+                    state.index.insert(row_bytes.clone(), state.rows.len());
+                }
+                state.rows.push(RowState {
+                    bytes: row_bytes.clone(),
+                    row: &update.row,
+                    diff: update.diff,
+                    last_ts: update.ts,
+                });
+            }
+        }
     }
     let mut changes: Vec<(usize, KeyChange<'a>)> = keys
         .into_values()
-        .filter_map(|(order, rows)| {
-            if rows.values().all(|state| state.diff == 0) {
+        .filter_map(|state| {
+            let rows = state.rows;
+            if rows.iter().all(|row| row.diff == 0) {
                 return None;
             }
-            let key_row = rows.values().next().expect("a key has rows").row;
+            let key_row = rows.first().expect("a key has rows").row;
             let value = rows
-                .values()
-                .filter(|state| state.diff > 0)
-                .max_by_key(|state| state.last_ts)
-                .map(|state| state.row);
-            Some((order, KeyChange { key_row, value }))
+                .iter()
+                .filter(|row| row.diff > 0)
+                .max_by_key(|row| row.last_ts)
+                .map(|row| row.row);
+            Some((state.order, KeyChange { key_row, value }))
         })
         .collect();
     // Deterministic output order: first appearance in the batch.
@@ -1360,6 +1399,35 @@ mod tests {
                 (Datum::Int64(1), Some(Datum::Text("c".into()))),
                 // Key 2 nets to nothing: never written, never deleted.
                 (Datum::Int64(3), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn consolidation_of_a_key_with_many_rows() {
+        // Key 1 takes 20 distinct values in one batch (the indexed path), each replaced by
+        // the next; only the last survives.
+        let mut updates = vec![update(1, "v0", 1, 1)];
+        for i in 1..20u64 {
+            updates.push(update(1, &format!("v{}", i - 1), i, -1));
+            updates.push(update(1, &format!("v{i}"), i, 1));
+        }
+        // Key 2 rewritten many times and finally deleted.
+        for i in 0..12u64 {
+            updates.push(update(2, &format!("w{i}"), i, 1));
+            updates.push(update(2, &format!("w{i}"), i, -1));
+        }
+        updates.push(update(2, "gone", 1, -1));
+        let changes = consolidate_by_key(&updates, &[0]);
+        let summary: Vec<(Datum, Option<Datum>)> = changes
+            .iter()
+            .map(|c| (c.key_row[0].clone(), c.value.map(|row| row[1].clone())))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                (Datum::Int64(1), Some(Datum::Text("v19".into()))),
+                (Datum::Int64(2), None),
             ]
         );
     }

@@ -467,14 +467,17 @@ fn build_struct(
 }
 
 /// The Postgres text form of values Iceberg stores as strings.
-fn text_of(datum: &Datum) -> Option<String> {
+fn text_of(datum: &Datum) -> Option<std::borrow::Cow<'_, str>> {
     match datum {
-        Datum::Text(text) | Datum::Jsonb(text) => Some(text.clone()),
+        // Borrowed: the builder copies the bytes anyway.
+        Datum::Text(text) | Datum::Jsonb(text) => Some(std::borrow::Cow::Borrowed(text)),
         Datum::Interval {
             months,
             days,
             micros,
-        } => Some(format_interval(*months, *days, *micros)),
+        } => Some(std::borrow::Cow::Owned(format_interval(
+            *months, *days, *micros,
+        ))),
         _ => None,
     }
 }
@@ -517,29 +520,30 @@ pub fn parse_decimal(
     {
         return Err(refuse("not a finite number"));
     }
-    // All digits, and the power of ten of the last one.
-    let mut digits: Vec<u8> = whole
-        .bytes()
-        .chain(fraction.bytes())
-        .map(|b| b - b'0')
-        .collect();
-    let mut last_power = exponent - i32::try_from(fraction.len()).unwrap_or(i32::MAX);
+    // All digits (without copying them), and the power of ten of the last one.
+    let (whole, fraction) = (whole.as_bytes(), fraction.as_bytes());
+    let count = whole.len() + fraction.len();
+    let digit = |i: usize| -> u8 {
+        if i < whole.len() {
+            whole[i] - b'0'
+        } else {
+            fraction[i - whole.len()] - b'0'
+        }
+    };
+    let last_power = exponent - i32::try_from(fraction.len()).unwrap_or(i32::MAX);
     // Digits below the target scale must be zeros; drop them.
     let target = -i32::from(scale);
-    while last_power < target {
-        match digits.pop() {
-            Some(0) => last_power += 1,
-            Some(_) => return Err(refuse("it would be rounded")),
-            None => {
-                last_power = target;
-            }
-        }
+    let below = usize::try_from(i64::from(target) - i64::from(last_power)).unwrap_or(0);
+    let kept = count.saturating_sub(below);
+    if (kept..count).any(|i| digit(i) != 0) {
+        return Err(refuse("it would be rounded"));
     }
+    let last_power = last_power.max(target);
     let mut value: i128 = 0;
-    for digit in digits.iter().skip_while(|d| **d == 0) {
+    for i in (0..kept).skip_while(|i| digit(*i) == 0) {
         value = value
             .checked_mul(10)
-            .and_then(|v| v.checked_add(i128::from(*digit)))
+            .and_then(|v| v.checked_add(i128::from(digit(i))))
             .ok_or_else(|| refuse("too many digits"))?;
     }
     for _ in target..last_power {
@@ -547,7 +551,11 @@ pub fn parse_decimal(
             .checked_mul(10)
             .ok_or_else(|| refuse("too many digits"))?;
     }
-    if value != 0 && value.unsigned_abs().to_string().len() > usize::from(precision) {
+    // More than `precision` digits: at least 10^precision (no limit past u128's range).
+    if 10u128
+        .checked_pow(u32::from(precision))
+        .is_some_and(|limit| value.unsigned_abs() >= limit)
+    {
         return Err(refuse("too many digits"));
     }
     Ok(if negative { -value } else { value })

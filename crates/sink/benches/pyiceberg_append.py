@@ -1,0 +1,69 @@
+"""The peer of the sink benchmark: pyiceberg appending the same rows to the same catalog.
+
+Usage: pyiceberg_append.py < REQUEST.json > RESULT.json
+
+REQUEST: {"catalog_url": "http://127.0.0.1:PORT", "client_id": "..", "client_secret": "..",
+          "warehouse": "s3://iceberg-tables", "s3_endpoint": "http://127.0.0.1:PORT",
+          "region": "us-east-1", "namespace": "ns", "table": "t",
+          "parquet": "/tmp/rows.parquet"}
+
+The rows (the benchmark's APPEND rows, `_mz_diff` and `_mz_timestamp` included) are read
+from a local Parquet file first (not timed), then the table is created and
+`table.append(arrow_table)` is timed: Parquet encoding, the upload to S3, manifests and
+the commit, as pyiceberg does them (one snapshot).
+
+RESULT: {"rows": N, "read_seconds": .., "create_seconds": .., "append_seconds": ..,
+         "data_files": n, "bytes": b}
+"""
+
+import json
+import sys
+import time
+
+import pyarrow.parquet as pq
+from pyiceberg.catalog.rest import RestCatalog
+
+
+def main():
+    req = json.load(sys.stdin)
+    catalog = RestCatalog(
+        "seaweedfs",
+        **{
+            "uri": req["catalog_url"],
+            "credential": "%s:%s" % (req["client_id"], req["client_secret"]),
+            "warehouse": req["warehouse"],
+            "s3.endpoint": req["s3_endpoint"],
+            "s3.access-key-id": req["client_id"],
+            "s3.secret-access-key": req["client_secret"],
+            "s3.region": req.get("region", "us-east-1"),
+            "s3.path-style-access": "true",
+        },
+    )
+    started = time.perf_counter()
+    rows = pq.read_table(req["parquet"])
+    read_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    table = catalog.create_table((req["namespace"], req["table"]), schema=rows.schema)
+    create_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    table.append(rows)
+    append_seconds = time.perf_counter() - started
+
+    summary = table.current_snapshot().summary
+    json.dump(
+        {
+            "rows": rows.num_rows,
+            "read_seconds": read_seconds,
+            "create_seconds": create_seconds,
+            "append_seconds": append_seconds,
+            "data_files": int(summary.get("added-data-files", "0")),
+            "bytes": int(summary.get("added-files-size", "0")),
+        },
+        sys.stdout,
+    )
+
+
+if __name__ == "__main__":
+    main()
