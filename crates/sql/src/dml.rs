@@ -131,6 +131,38 @@ fn write_target<'a>(
     }
 }
 
+/// The table columns a write names (all of them, in order, when it names
+/// none): each must exist, and at most once.
+fn target_columns(
+    table: &QualifiedName,
+    desc: &RelationDesc,
+    names: &[String],
+) -> Result<Vec<usize>, PlanError> {
+    if names.is_empty() {
+        return Ok((0..desc.columns.len()).collect());
+    }
+    let mut columns = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(index) = desc.column_index(name) else {
+            return Err(PlanError::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!(
+                    "column \"{name}\" of relation \"{}\" does not exist",
+                    table.item
+                ),
+            ));
+        };
+        if columns.contains(&index) {
+            return Err(PlanError::new(
+                SqlState::DUPLICATE_COLUMN,
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        columns.push(index);
+    }
+    Ok(columns)
+}
+
 fn column_list(desc: &RelationDesc) -> String {
     desc.columns
         .iter()
@@ -155,36 +187,19 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
         ));
     }
     let (item, desc, defaults) = write_target(catalog, table_name)?;
-    let columns = if insert.columns.is_empty() {
-        (0..desc.columns.len()).collect()
-    } else {
-        let mut columns = Vec::new();
-        for column in &insert.columns {
-            let name = column
+    let names: Vec<String> = insert
+        .columns
+        .iter()
+        .map(|column| {
+            column
                 .0
                 .last()
                 .and_then(|p| p.as_ident())
                 .map(normalize_ident)
-                .unwrap_or_default();
-            let Some(index) = desc.column_index(&name) else {
-                return Err(PlanError::new(
-                    SqlState::UNDEFINED_COLUMN,
-                    format!(
-                        "column \"{name}\" of relation \"{}\" does not exist",
-                        item.name.item
-                    ),
-                ));
-            };
-            if columns.contains(&index) {
-                return Err(PlanError::new(
-                    SqlState::DUPLICATE_COLUMN,
-                    format!("column \"{name}\" specified more than once"),
-                ));
-            }
-            columns.push(index);
-        }
-        columns
-    };
+                .unwrap_or_default()
+        })
+        .collect();
+    let columns = target_columns(&item.name, &desc, &names)?;
     let Some(source) = insert.source else {
         return Err(PlanError::unsupported(
             "INSERT without VALUES or a query is not supported",
@@ -389,31 +404,8 @@ pub(crate) fn plan_copy(
         ));
     };
     let (item, desc, defaults) = write_target(catalog, &table_name)?;
-    let columns = if columns.is_empty() {
-        (0..desc.columns.len()).collect()
-    } else {
-        let mut indexes = Vec::new();
-        for column in &columns {
-            let name = normalize_ident(column);
-            let Some(index) = desc.column_index(&name) else {
-                return Err(PlanError::new(
-                    SqlState::UNDEFINED_COLUMN,
-                    format!(
-                        "column \"{name}\" of relation \"{}\" does not exist",
-                        item.name.item
-                    ),
-                ));
-            };
-            if indexes.contains(&index) {
-                return Err(PlanError::new(
-                    SqlState::DUPLICATE_COLUMN,
-                    format!("column \"{name}\" specified more than once"),
-                ));
-            }
-            indexes.push(index);
-        }
-        indexes
-    };
+    let names: Vec<String> = columns.iter().map(normalize_ident).collect();
+    let columns = target_columns(&item.name, &desc, &names)?;
     let mut format = CopyFormat::Text;
     let mut delimiter = None;
     let mut null = None;

@@ -165,6 +165,15 @@ fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
     })
 }
 
+/// `IF EXISTS` on a missing object: a notice, and nothing to do.
+fn skip_missing(notices: &mut Vec<PlanNotice>, kind: &str, name: &str, tag: &'static str) -> Plan {
+    notices.push(PlanNotice {
+        message: format!("{kind} \"{name}\" does not exist, skipping"),
+        hint: None,
+    });
+    Plan::NoOp { tag }
+}
+
 fn unknown_item(name: &ObjectName) -> PlanError {
     PlanError::new(
         SqlState::UNDEFINED_OBJECT,
@@ -431,16 +440,12 @@ fn plan_alter_secret(
 ) -> Result<Plan, PlanError> {
     let Some(item) = find_item(catalog, &statement.name)? else {
         if statement.if_exists {
-            notices.push(PlanNotice {
-                message: format!(
-                    "secret \"{}\" does not exist, skipping",
-                    display_name(&statement.name)
-                ),
-                hint: None,
-            });
-            return Ok(Plan::NoOp {
-                tag: "ALTER SECRET",
-            });
+            return Ok(skip_missing(
+                notices,
+                "secret",
+                &display_name(&statement.name),
+                "ALTER SECRET",
+            ));
         }
         return Err(unknown_item(&statement.name));
     };
@@ -771,16 +776,12 @@ fn plan_alter_connection(
 ) -> Result<Plan, PlanError> {
     let Some(item) = find_item(catalog, &statement.name)? else {
         if statement.if_exists {
-            notices.push(PlanNotice {
-                message: format!(
-                    "connection \"{}\" does not exist, skipping",
-                    display_name(&statement.name)
-                ),
-                hint: None,
-            });
-            return Ok(Plan::NoOp {
-                tag: "ALTER CONNECTION",
-            });
+            return Ok(skip_missing(
+                notices,
+                "connection",
+                &display_name(&statement.name),
+                "ALTER CONNECTION",
+            ));
         }
         return Err(unknown_item(&statement.name));
     };
@@ -1095,14 +1096,12 @@ fn plan_alter_sink(
 ) -> Result<Plan, PlanError> {
     let Some(item) = find_item(catalog, &statement.name)? else {
         if statement.if_exists {
-            notices.push(PlanNotice {
-                message: format!(
-                    "sink \"{}\" does not exist, skipping",
-                    display_name(&statement.name)
-                ),
-                hint: None,
-            });
-            return Ok(Plan::NoOp { tag: "ALTER SINK" });
+            return Ok(skip_missing(
+                notices,
+                "sink",
+                &display_name(&statement.name),
+                "ALTER SINK",
+            ));
         }
         return Err(unknown_item(&statement.name));
     };
