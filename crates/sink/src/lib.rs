@@ -25,9 +25,9 @@ pub use local::LocalCatalog;
 pub use namespace::Namespace;
 pub use rest::{LoadTableResponse, RestCatalogClient};
 pub use sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
-pub use sts::{AssumeRoleProvider, StsClient, StsSettings};
 pub use sink::{
     Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
 };
+pub use sts::{AssumeRoleProvider, StsClient, StsSettings};
 pub use validate::{validate_catalog, validate_catalog_with, validate_catalog_with_credentials};

@@ -65,8 +65,13 @@ fn main() {
     let started = Instant::now();
     let mut middle = Timestamp(0);
     for start in (0..rows).step_by(batch as usize) {
-        let updates = (start..(start + batch).min(rows)).map(|i| (row(i), 1)).collect();
-        let ts = storage.append(id, updates).expect("append").expect("no key conflict");
+        let updates = (start..(start + batch).min(rows))
+            .map(|i| (row(i), 1))
+            .collect();
+        let ts = storage
+            .append(id, updates)
+            .expect("append")
+            .expect("no key conflict");
         if start == rows / 2 {
             middle = ts;
         }
@@ -91,7 +96,9 @@ fn main() {
     let (half, half_time) = read(middle);
     let usage = &storage.usage()[0];
     let per_second = |n: usize, d: std::time::Duration| n as f64 / d.as_secs_f64();
-    println!("change log, {rows} rows of a 6-column table (batches of {batch}, synchronous = FULL)");
+    println!(
+        "change log, {rows} rows of a 6-column table (batches of {batch}, synchronous = FULL)"
+    );
     println!(
         "  append            {:>10.0} rows/s  ({:.2} s)",
         per_second(rows as usize, append),
