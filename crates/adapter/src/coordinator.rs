@@ -348,6 +348,33 @@ impl Coordinator {
     /// A query engine session with the builtin relations and every user
     /// table.
     async fn engine(&self) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
+        self.engine_reading(None).await
+    }
+
+    /// A query engine session for `statement`: the user tables it reads.
+    async fn engine_for(
+        &self,
+        statement: &sqlparser::ast::Statement,
+    ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
+        let mut names = std::collections::BTreeSet::new();
+        let _ = sqlparser::ast::visit_relations(statement, |relation| {
+            if let [schema, item] = relation.0.as_slice() {
+                if let (Some(schema), Some(item)) = (schema.as_ident(), item.as_ident()) {
+                    names.insert((schema.value.clone(), item.value.clone()));
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        self.engine_reading(Some(names)).await
+    }
+
+    /// A query engine session with the builtin relations and the named user
+    /// tables (`(schema, name)`; every table when `None`): converting a table
+    /// nobody reads would only cost time.
+    async fn engine_reading(
+        &self,
+        referenced: Option<std::collections::BTreeSet<(String, String)>>,
+    ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
         let catalog = self.catalog.lock().await;
         let history = catalog.sink_status_history()?;
         let usage = self.storage.usage();
@@ -356,6 +383,11 @@ impl Coordinator {
         let context = query::session_context(&system)?;
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
+            if let Some(referenced) = &referenced {
+                if !referenced.contains(&(name.schema.clone(), name.item.clone())) {
+                    continue;
+                }
+            }
             tables.push(self.batches.table(&self.storage, id, &name, &desc)?);
         }
         drop(catalog);
@@ -382,7 +414,8 @@ impl Coordinator {
         }
         let rows = std::mem::take(&mut copy.rows);
         let _write = self.write_lock.lock().await;
-        let engine = self.engine().await?;
+        // Only defaults are evaluated: no user table is read.
+        let engine = self.engine_reading(Some(Default::default())).await?;
         tables::copy_in(&engine, &self.storage, &copy.plan, rows).await
     }
 
@@ -784,17 +817,17 @@ impl Coordinator {
             }
             Plan::Insert(plan) => {
                 let _write = self.write_lock.lock().await;
-                let engine = self.engine().await?;
+                let engine = self.engine_for(&plan.source).await?;
                 tables::insert(&engine, &self.storage, plan).await
             }
             Plan::Update(plan) => {
                 let _write = self.write_lock.lock().await;
-                let engine = self.engine().await?;
+                let engine = self.engine_for(&plan.query).await?;
                 tables::update(&engine, &self.storage, plan).await
             }
             Plan::Delete(plan) => {
                 let _write = self.write_lock.lock().await;
-                let engine = self.engine().await?;
+                let engine = self.engine_for(&plan.query).await?;
                 tables::delete(&engine, &self.storage, plan).await
             }
             Plan::CreateCluster(plan) => {
@@ -895,7 +928,7 @@ impl Coordinator {
                 command(plan.tag)
             }
             Plan::Select(select) => {
-                let engine = self.engine().await?;
+                let engine = self.engine_for(&select.query).await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
                 let (desc, rows) = query::execute(&engine, plan).await?;
                 Ok(ExecuteResponse::Rows {
