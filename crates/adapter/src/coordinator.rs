@@ -208,20 +208,14 @@ impl Coordinator {
     /// Starts (or restarts, or pauses) a sink and records a pause.
     fn start_sink(&self, catalog: &mut Catalog, sink: GlobalId) -> Result<(), AdapterError> {
         if let Some((status, error)) = self.sinks.start(catalog, sink)? {
-            let history = catalog.sink_status_history()?;
-            let latest = history.iter().rev().find(|e| e.sink_id == sink);
-            if latest.map(|e| (e.status.as_str(), e.error.as_ref()))
-                != Some((status, error.as_ref()))
-            {
-                catalog.record_sink_status(&SinkStatusEvent {
-                    occurred_at: Timestamp::now().millis(),
-                    sink_id: sink,
-                    status: status.to_string(),
-                    error,
-                    details: None,
-                    replica_id: None,
-                })?;
-            }
+            catalog.record_sink_status_if_changed(&SinkStatusEvent {
+                occurred_at: Timestamp::now().millis(),
+                sink_id: sink,
+                status: status.to_string(),
+                error,
+                details: None,
+                replica_id: None,
+            })?;
         }
         Ok(())
     }
@@ -255,13 +249,7 @@ impl Coordinator {
         }
         let (status, progress) = self.sinks.apply(&event);
         if let Some(status) = status {
-            let history = catalog.sink_status_history()?;
-            let latest = history.iter().rev().find(|e| e.sink_id == sink);
-            let unchanged =
-                latest.is_some_and(|e| e.status == status.status && e.error == status.error);
-            if !unchanged {
-                catalog.record_sink_status(&status)?;
-            }
+            catalog.record_sink_status_if_changed(&status)?;
         }
         if let Some((sink, progress)) = progress {
             catalog.set_sink_progress(sink, &progress)?;

@@ -770,6 +770,32 @@ impl Catalog {
         Ok(progress)
     }
 
+    /// Appends a sink status change unless the sink's latest status already
+    /// has this status and error. Reads only that latest entry (indexed), so
+    /// the cost does not grow with the history. Returns whether it recorded.
+    pub fn record_sink_status_if_changed(
+        &mut self,
+        event: &SinkStatusEvent,
+    ) -> Result<bool, CatalogError> {
+        let latest: Option<(String, Option<String>)> = self
+            .connection
+            .query_row(
+                "SELECT status, error FROM sink_status_history WHERE sink_id = ?1
+                 ORDER BY sequence DESC LIMIT 1",
+                params![event.sink_id.to_string()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        if latest
+            .as_ref()
+            .is_some_and(|(status, error)| *status == event.status && *error == event.error)
+        {
+            return Ok(false);
+        }
+        self.record_sink_status(event)?;
+        Ok(true)
+    }
+
     /// The whole status history, oldest first.
     pub fn sink_status_history(&self) -> Result<Vec<SinkStatusEvent>, CatalogError> {
         let mut statement = self.connection.prepare_cached(

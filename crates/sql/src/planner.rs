@@ -174,6 +174,31 @@ fn skip_missing(notices: &mut Vec<PlanNotice>, kind: &str, name: &str, tag: &'st
     Plan::NoOp { tag }
 }
 
+/// The item an `ALTER [IF EXISTS]` names, which must be of `kind`; `Err(plan)`
+/// is the no-op (with its notice) when it is missing and `IF EXISTS` was said.
+fn find_for_alter<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &ObjectName,
+    if_exists: bool,
+    kind: ItemKind,
+    tag: &'static str,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Result<&'a CatalogItem, Plan>, PlanError> {
+    let Some(item) = find_item(catalog, name)? else {
+        if if_exists {
+            return Ok(Err(skip_missing(
+                notices,
+                kind.human_name(),
+                &display_name(name),
+                tag,
+            )));
+        }
+        return Err(unknown_item(name));
+    };
+    expect_kind(item, kind)?;
+    Ok(Ok(item))
+}
+
 fn unknown_item(name: &ObjectName) -> PlanError {
     PlanError::new(
         SqlState::UNDEFINED_OBJECT,
@@ -438,18 +463,17 @@ fn plan_alter_secret(
     statement: ast::AlterSecretStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let Some(item) = find_item(catalog, &statement.name)? else {
-        if statement.if_exists {
-            return Ok(skip_missing(
-                notices,
-                "secret",
-                &display_name(&statement.name),
-                "ALTER SECRET",
-            ));
-        }
-        return Err(unknown_item(&statement.name));
+    let item = match find_for_alter(
+        catalog,
+        &statement.name,
+        statement.if_exists,
+        ItemKind::Secret,
+        "ALTER SECRET",
+        notices,
+    )? {
+        Ok(item) => item,
+        Err(no_op) => return Ok(no_op),
     };
-    expect_kind(item, ItemKind::Secret)?;
     let OptionValue::String(value) = statement.value else {
         return Err(PlanError::invalid("secret value must be a string"));
     };
@@ -774,18 +798,17 @@ fn plan_alter_connection(
     statement: ast::AlterConnectionStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let Some(item) = find_item(catalog, &statement.name)? else {
-        if statement.if_exists {
-            return Ok(skip_missing(
-                notices,
-                "connection",
-                &display_name(&statement.name),
-                "ALTER CONNECTION",
-            ));
-        }
-        return Err(unknown_item(&statement.name));
+    let item = match find_for_alter(
+        catalog,
+        &statement.name,
+        statement.if_exists,
+        ItemKind::Connection,
+        "ALTER CONNECTION",
+        notices,
+    )? {
+        Ok(item) => item,
+        Err(no_op) => return Ok(no_op),
     };
-    expect_kind(item, ItemKind::Connection)?;
     let kind = match &item.definition {
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
         _ => "AWS",
@@ -1094,18 +1117,17 @@ fn plan_alter_sink(
     statement: ast::AlterSinkStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let Some(item) = find_item(catalog, &statement.name)? else {
-        if statement.if_exists {
-            return Ok(skip_missing(
-                notices,
-                "sink",
-                &display_name(&statement.name),
-                "ALTER SINK",
-            ));
-        }
-        return Err(unknown_item(&statement.name));
+    let item = match find_for_alter(
+        catalog,
+        &statement.name,
+        statement.if_exists,
+        ItemKind::Sink,
+        "ALTER SINK",
+        notices,
+    )? {
+        Ok(item) => item,
+        Err(no_op) => return Ok(no_op),
     };
-    expect_kind(item, ItemKind::Sink)?;
     let ItemDefinition::Sink(sink) = &item.definition else {
         return Err(PlanError::new(
             SqlState::INTERNAL_ERROR,
