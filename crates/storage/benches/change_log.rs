@@ -1,6 +1,7 @@
 //! Change log throughput: appending 1M rows of a 6-column table in batches,
 //! reading them back from a frontier (what a sink does), and reading from a
-//! frontier in the middle. Prints figures; asserts nothing about time.
+//! frontier in the middle, and the consolidated snapshot a new sink reads (insert-only,
+//! then after updating a tenth of the rows). Prints figures; asserts nothing about time.
 //!
 //!     cargo bench -p floe-storage --bench change_log          # 1M rows
 //!     FLOE_BENCH_ROWS=100000 cargo bench -p floe-storage --bench change_log
@@ -94,6 +95,42 @@ fn main() {
     };
     let (all, all_time) = read(Timestamp(0));
     let (half, half_time) = read(middle);
+    let snapshot = |upper: Timestamp| {
+        let started = Instant::now();
+        let mut count = 0usize;
+        storage
+            .read_snapshot(id, upper, 10_000, &mut |chunk| {
+                count += chunk.len();
+                Ok(())
+            })
+            .expect("snapshot")
+            .expect("chunks");
+        (count, started.elapsed())
+    };
+    let (snap, snap_time) = snapshot(upper);
+    // Update every tenth row (a retraction and an insert each), then read the snapshot
+    // again: now it consolidates away rows.
+    let mut updates = Vec::new();
+    for i in (0..rows).step_by(10) {
+        updates.push((row(i), -1));
+        let mut changed = row(i);
+        changed[3] = Datum::Int64(-1);
+        updates.push((changed, 1));
+        if updates.len() >= 2 * batch as usize {
+            storage
+                .append(id, std::mem::take(&mut updates))
+                .expect("append")
+                .expect("no key conflict");
+        }
+    }
+    if !updates.is_empty() {
+        storage
+            .append(id, updates)
+            .expect("append")
+            .expect("no key conflict");
+    }
+    storage.tick().expect("tick");
+    let (updated, updated_time) = snapshot(storage.upper(id).expect("upper"));
     let usage = &storage.usage()[0];
     let per_second = |n: usize, d: std::time::Duration| n as f64 / d.as_secs_f64();
     println!(
@@ -113,6 +150,17 @@ fn main() {
         "  read from middle  {:>10.0} rows/s  ({half} rows, {:.2} s)",
         per_second(half, half_time),
         half_time.as_secs_f64()
+    );
+    println!(
+        "  snapshot          {:>10.0} rows/s  ({snap} rows, {:.2} s)",
+        per_second(snap, snap_time),
+        snap_time.as_secs_f64()
+    );
+    println!(
+        "  snapshot updated  {:>10.0} rows/s  ({updated} rows out of a log of {} updates, {:.2} s)",
+        per_second(updated, updated_time),
+        storage.usage()[0].updates,
+        updated_time.as_secs_f64()
     );
     println!(
         "  log size          {} updates, {:.1} MiB",

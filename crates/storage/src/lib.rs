@@ -228,6 +228,8 @@ const SCHEMA: &str = "
         row BLOB NOT NULL
     );
     CREATE INDEX IF NOT EXISTS updates_by_time ON updates (collection_id, ts);
+    -- Retractions only (small): tells whether a snapshot needs consolidating.
+    CREATE INDEX IF NOT EXISTS updates_retractions ON updates (collection_id, ts) WHERE diff < 0;
     CREATE TABLE IF NOT EXISTS read_holds (
         collection_id TEXT NOT NULL,
         holder_id TEXT NOT NULL,
@@ -537,7 +539,36 @@ impl Storage {
         Ok(())
     }
 
-    /// Reads the updates with `lower <= ts < upper` in chunks of at most
+    /// Checks that `[lower, upper)` can be read: not below the compaction frontier (unless
+    /// `lower` is 0, the beginning), not beyond the write frontier.
+    fn check_readable(
+        &self,
+        id: GlobalId,
+        lower: Timestamp,
+        upper: Timestamp,
+    ) -> Result<(), StorageError> {
+        let collections = self.collections_read();
+        let collection = collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        if lower.0 > 0 && lower.0 < collection.since {
+            return Err(StorageError::Compacted {
+                collection: id,
+                since: collection.since,
+                lower: lower.0,
+            });
+        }
+        if upper.0 > collection.upper {
+            return Err(StorageError::BeyondUpper {
+                collection: id,
+                upper: upper.0,
+                frontier: collection.upper,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads the updates with `lower <= ts < upper` in time order, in chunks of at most
     /// `max_rows`. `lower = 0` reads everything, compacted history included.
     pub fn read(
         &self,
@@ -547,47 +578,92 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        {
-            let collections = self.collections_read();
-            let collection = collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?;
-            if lower.0 > 0 && lower.0 < collection.since {
-                return Err(StorageError::Compacted {
-                    collection: id,
-                    since: collection.since,
-                    lower: lower.0,
-                });
-            }
-            if upper.0 > collection.upper {
-                return Err(StorageError::BeyondUpper {
-                    collection: id,
-                    upper: upper.0,
-                    frontier: collection.upper,
-                });
-            }
-        }
-        // A connection of its own: WAL readers do not block the writer.
+        self.check_readable(id, lower, upper)?;
+        // A connection of its own: WAL readers do not block the writer. The time index
+        // yields the rows in time order without a sort.
         let connection = open_connection(&self.path)?;
         let transaction = connection.unchecked_transaction()?;
         let mut statement = transaction.prepare(
-            "SELECT ts, diff, row FROM updates WHERE collection_id = ?1 AND ts >= ?2 AND ts < ?3",
+            "SELECT ts, diff, row FROM updates INDEXED BY updates_by_time
+             WHERE collection_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
         )?;
-        let mut rows =
-            statement.query(params![id.to_string(), to_i64(lower.0), to_i64(upper.0)])?;
+        let rows = statement.query(params![id.to_string(), to_i64(lower.0), to_i64(upper.0)])?;
+        Self::read_chunks(
+            id,
+            rows,
+            2,
+            max_rows,
+            |record| Ok((Timestamp(to_u64(record.get(0)?)), record.get(1)?)),
+            chunk,
+        )
+    }
+
+    /// The contents as of `upper` (every update with `ts < upper`), consolidated: rows
+    /// with positive multiplicities as `diff`, at `ts = upper - 1`, in chunks of at most
+    /// `max_rows`; nothing retracted. What a new sink writes first.
+    ///
+    /// A log without retractions before `upper` is its own consolidation (a row inserted
+    /// twice may come twice, with diff 1 each) and is streamed as stored. Otherwise
+    /// SQLite consolidates with its sorter, which spills to temporary files: slower, but
+    /// memory stays bounded by the chunk either way.
+    pub fn read_snapshot(
+        &self,
+        id: GlobalId,
+        upper: Timestamp,
+        max_rows: usize,
+        chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+    ) -> Result<Result<(), String>, StorageError> {
+        self.check_readable(id, Timestamp(0), upper)?;
+        let connection = open_connection(&self.path)?;
+        let transaction = connection.unchecked_transaction()?;
+        let retracted: bool = transaction.query_row(
+            "SELECT EXISTS (SELECT 1 FROM updates INDEXED BY updates_retractions
+             WHERE collection_id = ?1 AND ts < ?2 AND diff < 0)",
+            params![id.to_string(), to_i64(upper.0)],
+            |record| record.get(0),
+        )?;
+        let mut statement = transaction.prepare(if retracted {
+            "SELECT sum(diff), row FROM updates
+             WHERE collection_id = ?1 AND ts < ?2 GROUP BY row HAVING sum(diff) > 0"
+        } else {
+            "SELECT diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2"
+        })?;
+        let rows = statement.query(params![id.to_string(), to_i64(upper.0)])?;
+        let as_of = Timestamp(upper.0.saturating_sub(1));
+        Self::read_chunks(
+            id,
+            rows,
+            1,
+            max_rows,
+            |record| Ok((as_of, record.get(0)?)),
+            chunk,
+        )
+    }
+
+    /// Decodes records into chunks of updates: the encoded row is column `row_column`,
+    /// `time_and_diff` reads the rest of a record.
+    fn read_chunks(
+        id: GlobalId,
+        mut rows: rusqlite::Rows<'_>,
+        row_column: usize,
+        max_rows: usize,
+        time_and_diff: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(Timestamp, i64)>,
+        chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+    ) -> Result<Result<(), String>, StorageError> {
         let max_rows = max_rows.max(1);
         let mut buffer = Vec::with_capacity(max_rows.min(65_536));
         while let Some(record) = rows.next()? {
-            let bytes: Vec<u8> = record.get(2)?;
-            let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
+            let corrupt = |message: String| StorageError::Corrupt {
                 collection: id,
-                message: e.to_string(),
-            })?;
-            buffer.push(LogUpdate {
-                row,
-                ts: Timestamp(to_u64(record.get(0)?)),
-                diff: record.get(1)?,
-            });
+                message,
+            };
+            let bytes = record
+                .get_ref(row_column)?
+                .as_blob()
+                .map_err(|e| corrupt(e.to_string()))?;
+            let row = decode_row(bytes).map_err(|e| corrupt(e.to_string()))?;
+            let (ts, diff) = time_and_diff(record)?;
+            buffer.push(LogUpdate { row, ts, diff });
             if buffer.len() >= max_rows {
                 if let Err(e) = chunk(std::mem::take(&mut buffer)) {
                     return Ok(Err(e));
