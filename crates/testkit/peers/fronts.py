@@ -13,8 +13,23 @@ unity: a Unity-Catalog-shaped Iceberg REST front for SeaweedFS's catalog.
     with the front's own SeaweedFS token.
   - Vended credentials only: X-Iceberg-Access-Delegation is passed on only when the client
     asked for vended-credentials; otherwise storage credentials are stripped from answers.
-  - GET /_testkit/grants, GET /_testkit/requests, POST /_testkit/token-ttl?seconds=N,
-    POST /_testkit/revoke-tokens (every token issued so far then gets 401).
+  - GET .../namespaces/<ns>/tables/<t>/credentials (the Iceberg REST credentials endpoint,
+    which SeaweedFS lacks): answered like Unity Catalog, {"storage-credentials": [...]},
+    with fresh credentials the front obtains by a vended loadTable upstream.
+  - Short-lived credentials (config "credential_ttl": N seconds): vended credentials are
+    declared to expire N seconds after they were handed out (SeaweedFS vends for at least
+    900 s) and the front enforces it: their s3.endpoint is the front's own S3 port
+    ("s3_port"), which forwards to SeaweedFS's S3 unchanged (Host header included, so
+    signatures hold) but refuses keys past their declared expiry with 403 ExpiredToken.
+    "omit_credential_expiry": true drops s3.session-token-expires-at-ms from answers.
+  - Grants of the metastore and schemas: with external data access disabled
+    (POST /_testkit/external-access?enabled=false), every catalog request with a valid
+    token is refused with 403 PERMISSION_DENIED naming the cause; so is every request on a
+    schema whose EXTERNAL USE SCHEMA grant was revoked
+    (POST /_testkit/schema-grant?namespace=NS&granted=false).
+  - GET /_testkit/grants, GET /_testkit/requests, GET /_testkit/counters,
+    POST /_testkit/token-ttl?seconds=N, POST /_testkit/revoke-tokens (every token issued so
+    far then gets 401).
 
 sts: a front for moto's STS that is as strict as AWS about sts:ExternalId: an AssumeRole
   without ExternalId, for a role whose trust policy has a condition on sts:ExternalId, is
@@ -151,6 +166,17 @@ class UnityFront:
         self.requests = []
         self.ttl = int(cfg.get("token_ttl", 3600))
         self.upstream_token = None
+        self.credential_ttl = cfg.get("credential_ttl")
+        self.vended_keys = {}  # access key id -> declared expiry (epoch seconds)
+        self.external_access = True
+        self.revoked_schemas = set()
+        self.counters = {
+            "credentials_served": 0,
+            "credentials_vended": 0,
+            "s3_requests": 0,
+            "s3_expired_refused": 0,
+            "permission_denied": 0,
+        }
 
     # -- upstream (SeaweedFS) authentication -------------------------------------------
     def seaweed_token(self, refresh=False):
@@ -188,6 +214,20 @@ class UnityFront:
         if path == "/_testkit/requests":
             with self.lock:
                 return h.send(200, list(self.requests))
+        if path == "/_testkit/counters":
+            with self.lock:
+                return h.send(200, dict(self.counters))
+        if path == "/_testkit/external-access" and h.command == "POST":
+            self.external_access = query["enabled"][0] == "true"
+            return h.send(200, {"external_access": self.external_access})
+        if path == "/_testkit/schema-grant" and h.command == "POST":
+            namespace = query["namespace"][0]
+            with self.lock:
+                if query["granted"][0] == "true":
+                    self.revoked_schemas.discard(namespace)
+                else:
+                    self.revoked_schemas.add(namespace)
+            return h.send(200, {"namespace": namespace})
         if path == "/_testkit/token-ttl" and h.command == "POST":
             self.ttl = int(query["seconds"][0])
             return h.send(200, {"token_ttl": self.ttl})
@@ -254,6 +294,10 @@ class UnityFront:
                 401,
                 {"error": {"message": "Invalid or expired access token", "type": "NotAuthorizedException", "code": 401}},
             )
+        if not self.external_access:
+            return self.refuse_permission(
+                "PERMISSION_DENIED: External data access is not enabled for metastore '%s'." % self.cfg.get("metastore_id", "metastore-1")
+            )(h)
         if rest == "/v1/config":
             warehouse = parse_qs(query).get("warehouse", [None])[0]
             if warehouse not in self.cfg["catalogs"]:
@@ -272,27 +316,152 @@ class UnityFront:
         # ['', 'v1', 'catalogs', name, ...]
         if len(parts) < 5 or parts[1] != "v1" or parts[2] != "catalogs" or parts[3] not in self.cfg["catalogs"]:
             return h.send(404, {"error": {"message": "No route for %s" % rest, "type": "NotFoundException", "code": 404}})
+        denied = self.permission_denied(parts[3], parts)
+        if denied is not None:
+            return denied(h)
         bucket = self.cfg["catalogs"][parts[3]]
-        upstream_path = "/v1/" + bucket + "/" + "/".join(parts[4:])
-        if query:
-            upstream_path += "?" + query
         headers = [
             (k, v)
             for k, v in h.headers.items()
             if k.lower() not in ("authorization", "host", "x-iceberg-access-delegation")
         ]
+        # .../namespaces/<ns>/tables/<t>/credentials: fresh credentials from a vended loadTable.
+        if len(parts) == 9 and parts[4] == "namespaces" and parts[6] == "tables" and parts[8] == "credentials":
+            if h.command != "GET":
+                return h.send(405, {"error": {"message": "Method not allowed", "type": "MethodNotAllowed", "code": 405}})
+            table_path = "/v1/%s/%s" % (bucket, "/".join(parts[4:8]))
+            status, rheaders, data = self.upstream(
+                "GET", table_path, headers + [("X-Iceberg-Access-Delegation", "vended-credentials")], b""
+            )
+            if status != 200:
+                return h.send(status, data, content_type=None, headers=rheaders)
+            doc = json.loads(data)
+            credentials = doc.get("storage-credentials") or []
+            if not credentials and "s3.access-key-id" in doc.get("config", {}):
+                credentials = [{"prefix": doc["metadata"]["location"], "config": doc["config"]}]
+            answer = self.declare_lifetimes({"storage-credentials": credentials})
+            with self.lock:
+                self.counters["credentials_served"] += 1
+            return h.send(200, answer)
+        upstream_path = "/v1/" + bucket + "/" + "/".join(parts[4:])
+        if query:
+            upstream_path += "?" + query
         if vended:
             headers.append(("X-Iceberg-Access-Delegation", "vended-credentials"))
+        status, rheaders, data = self.upstream(h.command, upstream_path, headers, body)
+        if not vended:
+            data = strip_credentials(data)
+        elif status == 200:
+            try:
+                doc = json.loads(data)
+            except Exception:
+                doc = None
+            if isinstance(doc, dict) and ("storage-credentials" in doc or "config" in doc):
+                data = json.dumps(self.declare_lifetimes(doc)).encode()
+        return h.send(status, data, content_type=None, headers=rheaders)
+
+    def upstream(self, method, path, headers, body):
+        """A request to SeaweedFS's catalog with the front's own token (fetched again once on 401)."""
         for attempt in (0, 1):
             token = self.seaweed_token(refresh=attempt == 1)
             status, rheaders, data = forward(
-                self.cfg["upstream"], h.command, upstream_path, headers + [("Authorization", "Bearer " + token)], body
+                self.cfg["upstream"], method, path, headers + [("Authorization", "Bearer " + token)], body
             )
             if status != 401:
                 break
-        if not vended:
-            data = strip_credentials(data)
+        return status, rheaders, data
+
+    def permission_denied(self, catalog, parts):
+        """The refusal of a request on a schema whose EXTERNAL USE SCHEMA grant was revoked."""
+        if len(parts) > 5 and parts[4] == "namespaces":
+            with self.lock:
+                revoked = parts[5] in self.revoked_schemas
+            if revoked:
+                return self.refuse_permission(
+                    "PERMISSION_DENIED: User does not have EXTERNAL USE SCHEMA on Schema '%s.%s'." % (catalog, parts[5])
+                )
+        return None
+
+    def refuse_permission(self, message):
+        with self.lock:
+            self.counters["permission_denied"] += 1
+        return lambda h: h.send(403, {"error": {"message": message, "type": "PermissionDeniedException", "code": 403}})
+
+    def declare_lifetimes(self, doc):
+        """Counts the vended credentials of an answer; with a credential_ttl, declares them to
+        expire that soon and points their endpoint at the front's S3 port, which enforces it."""
+        configs = [c.get("config", {}) for c in doc.get("storage-credentials") or []]
+        if isinstance(doc.get("config"), dict):
+            configs.append(doc["config"])
+        configs = [c for c in configs if "s3.access-key-id" in c]
+        now = time.time()
+        with self.lock:
+            if configs:
+                self.counters["credentials_vended"] += 1
+            for config in configs:
+                if self.credential_ttl is not None:
+                    expires = now + float(self.credential_ttl)
+                    self.vended_keys[config["s3.access-key-id"]] = expires
+                    config["s3.session-token-expires-at-ms"] = str(int(expires * 1000))
+                    config["s3.endpoint"] = "http://127.0.0.1:%d" % int(self.cfg["s3_port"])
+                if self.cfg.get("omit_credential_expiry"):
+                    config.pop("s3.session-token-expires-at-ms", None)
+        return doc
+
+    # -- S3 front (short-lived credentials) -----------------------------------------------
+    def handle_s3(self, h, body):
+        with self.lock:
+            self.counters["s3_requests"] += 1
+        key = s3_access_key(h)
+        with self.lock:
+            expires = self.vended_keys.get(key)
+        if expires is not None and expires <= time.time():
+            with self.lock:
+                self.counters["s3_expired_refused"] += 1
+            return h.send(
+                403,
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>ExpiredToken</Code>"
+                "<Message>The provided token has expired.</Message></Error>",
+                content_type="application/xml",
+            )
+        if h.command == "HEAD":
+            return send_head(h, self.cfg["s3_upstream"], h.path, list(h.headers.items()))
+        status, rheaders, data = forward(self.cfg["s3_upstream"], h.command, h.path, list(h.headers.items()), body)
         return h.send(status, data, content_type=None, headers=rheaders)
+
+
+def s3_access_key(h):
+    """The access key id a SigV4 request was signed with (header or presigned query)."""
+    auth = h.headers.get("Authorization", "")
+    marker = "Credential="
+    if marker in auth:
+        return auth.split(marker, 1)[1].split("/", 1)[0]
+    credential = parse_qs(urlsplit(h.path).query).get("X-Amz-Credential")
+    if credential:
+        return credential[0].split("/", 1)[0]
+    return None
+
+
+def send_head(h, upstream, path, headers):
+    """Forwards a HEAD and answers with the upstream's headers, Content-Length included (it
+    is the object's size, not the empty body's)."""
+    u = urlsplit(upstream)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.putrequest("HEAD", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers:
+            if k.lower() not in HOP_BY_HOP:
+                conn.putheader(k, v)
+        conn.endheaders()
+        resp = conn.getresponse()
+        resp.read()
+        h.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP_BY_HOP or k.lower() == "content-length":
+                h.send_header(k, v)
+        h.end_headers()
+    finally:
+        conn.close()
 
 
 CREDENTIAL_KEYS = (
@@ -396,11 +565,26 @@ def access_denied(role_arn):
     )
 
 
+class S3Front:
+    """The Unity front's S3 port: requests go to UnityFront.handle_s3."""
+
+    def __init__(self, unity):
+        self.unity = unity
+
+    def handle(self, h, body):
+        return self.unity.handle_s3(h, body)
+
+
 def main():
     kind, cfg_path = sys.argv[1], sys.argv[2]
     with open(cfg_path) as f:
         cfg = json.load(f)
     front = {"unity": UnityFront, "sts": StsFront}[kind](cfg)
+    if kind == "unity" and cfg.get("s3_port"):
+        s3_handler = type("S3FrontHandler", (Handler,), {"front": S3Front(front)})
+        s3_server = ThreadingHTTPServer(("127.0.0.1", int(cfg["s3_port"])), s3_handler)
+        s3_server.daemon_threads = True
+        threading.Thread(target=s3_server.serve_forever, daemon=True).start()
     handler = type("FrontHandler", (Handler,), {"front": front})
     server = ThreadingHTTPServer(("127.0.0.1", int(cfg["port"])), handler)
     server.daemon_threads = True

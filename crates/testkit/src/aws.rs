@@ -147,10 +147,16 @@ pub fn sign_at(
         .map(|(k, _)| k.as_str())
         .collect::<Vec<_>>()
         .join(";");
+    // Every service but S3 signs the path URI-encoded twice: its `%` escapes are escaped again.
+    let canonical_path = if service == "s3" {
+        url.path().to_string()
+    } else {
+        url.path().replace('%', "%25")
+    };
     let canonical_request = format!(
         "{}\n{}\n{}\n{}\n{}\n{}",
         req.method,
-        url.path(),
+        canonical_path,
         canonical_query(url.query()),
         canonical_headers,
         signed_headers,

@@ -47,7 +47,7 @@ pub use reader::{
 };
 pub use seaweedfs::{SeaweedFs, seaweedfs_shared};
 pub use tls::TestCa;
-pub use unity::UnityFront;
+pub use unity::{FrontCounters, UnityFront};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -384,6 +384,48 @@ impl SeaweedFs {
         resp.json()
     }
 
+    /// Sets the table bucket's resource policy (S3 Tables `PutTableBucketPolicy`, signed
+    /// with the key pair). SeaweedFS shows a table bucket to the identity that owns it and
+    /// to the principals its policy allows; an assumed-role session is its own identity
+    /// whose name changes with every session, so only `"Principal": "*"` reaches them all.
+    pub fn put_table_bucket_policy(&self, policy: &Value) {
+        let url = format!(
+            "{}/buckets/{}/policy",
+            self.s3_endpoint(),
+            http::form_encode(&self.warehouse_arn())
+        );
+        let body = json!({"resourcePolicy": policy.to_string()});
+        let req = crate::aws::sign(
+            http::put(&url).json(&body),
+            &self.credentials(),
+            REGION,
+            "s3tables",
+        );
+        let resp = req.send().expect("PutTableBucketPolicy");
+        assert_eq!(
+            resp.status,
+            200,
+            "PutTableBucketPolicy: {} {}",
+            resp.status,
+            resp.text()
+        );
+    }
+
+    /// Lets every authenticated principal use the table bucket through the catalog
+    /// (`s3tables:*`), so that assumed-role sessions can sign catalog requests.
+    pub fn allow_table_bucket_to_all_principals(&self) {
+        let arn = self.warehouse_arn();
+        self.put_table_bucket_policy(&json!({
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": ["s3tables:*"],
+                "Resource": [arn.clone(), format!("{arn}/*")]
+            }]
+        }));
+    }
+
     /// The table's current `metadata-location`.
     pub fn metadata_location(&self, namespace: &str, table: &str) -> String {
         self.load_table(namespace, table, false)["metadata-location"]

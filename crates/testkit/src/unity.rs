@@ -10,6 +10,16 @@
 //!   The front's tokens are its own; it holds SeaweedFS's key pair itself.
 //! - Vended credentials only: storage credentials come back only to a request with
 //!   `X-Iceberg-Access-Delegation: vended-credentials`.
+//! - The table credentials endpoint (`GET .../tables/{t}/credentials`, which SeaweedFS
+//!   lacks) answers `{"storage-credentials": [...]}` with fresh credentials, as Unity does;
+//!   [`UnityFront::credentials_served`] counts its answers.
+//! - Short-lived credentials ([`UnityFrontBuilder::credential_ttl`]): SeaweedFS vends for at
+//!   least 900 s, so the front declares a shorter expiry and enforces it on its own S3 port,
+//!   which the vended `s3.endpoint` names: keys past their declared expiry get 403
+//!   `ExpiredToken` there.
+//! - Grants: [`UnityFront::set_external_data_access`] (the metastore toggle) and
+//!   [`UnityFront::set_external_use_schema`] make catalog requests fail with 403
+//!   `PERMISSION_DENIED`, as Unity does when the service principal lacks them.
 //!
 //! ```no_run
 //! let sw = floe_testkit::seaweedfs_shared();
@@ -37,6 +47,8 @@ pub struct UnityFrontBuilder {
     client_id: String,
     client_secret: String,
     token_ttl: Duration,
+    credential_ttl: Option<Duration>,
+    omit_credential_expiry: bool,
 }
 
 impl UnityFrontBuilder {
@@ -54,6 +66,17 @@ impl UnityFrontBuilder {
         self.token_ttl = ttl;
         self
     }
+    /// Vended credentials are declared to expire `ttl` after they are handed out, and the
+    /// front's S3 port refuses them afterwards (SeaweedFS's own last at least 900 s).
+    pub fn credential_ttl(mut self, ttl: Duration) -> Self {
+        self.credential_ttl = Some(ttl);
+        self
+    }
+    /// Vended credentials come without `s3.session-token-expires-at-ms`.
+    pub fn omit_credential_expiry(mut self) -> Self {
+        self.omit_credential_expiry = true;
+        self
+    }
     /// Starts the front in front of `seaweedfs` (which must outlive it).
     pub fn start(self, seaweedfs: &SeaweedFs) -> UnityFront {
         UnityFront::launch(self, seaweedfs)
@@ -64,6 +87,8 @@ impl UnityFrontBuilder {
 pub struct UnityFront {
     process: PeerProcess,
     port: u16,
+    /// The S3 port enforcing short credential lifetimes, with `credential_ttl`.
+    s3_port: Option<u16>,
     catalog_name: String,
     client_id: String,
     client_secret: String,
@@ -77,6 +102,8 @@ impl UnityFront {
             client_id: format!("uc-client-{}", crate::random_hex(4)),
             client_secret: crate::random_hex(16),
             token_ttl: Duration::from_secs(3600),
+            credential_ttl: None,
+            omit_credential_expiry: false,
         }
     }
 
@@ -95,6 +122,7 @@ impl UnityFront {
             .tempdir()
             .expect("temp dir");
         let port = crate::free_port();
+        let s3_port = opts.credential_ttl.map(|_| crate::free_port());
         let cfg = dir.path().join("unity.json");
         std::fs::write(
             &cfg,
@@ -106,6 +134,10 @@ impl UnityFront {
                 "client_id": opts.client_id,
                 "client_secret": opts.client_secret,
                 "token_ttl": opts.token_ttl.as_secs(),
+                "credential_ttl": opts.credential_ttl.map(|ttl| ttl.as_secs_f64()),
+                "omit_credential_expiry": opts.omit_credential_expiry,
+                "s3_port": s3_port,
+                "s3_upstream": sw.s3_endpoint(),
                 "catalogs": {opts.catalog_name.clone(): sw.table_bucket()},
             }))
             .expect("json"),
@@ -136,6 +168,7 @@ impl UnityFront {
         Ok(UnityFront {
             process,
             port,
+            s3_port,
             catalog_name: opts.catalog_name.clone(),
             client_id: opts.client_id.clone(),
             client_secret: opts.client_secret.clone(),
@@ -228,7 +261,62 @@ impl UnityFront {
             .expect("revoke tokens");
         assert_eq!(resp.status, 200);
     }
+    /// The front's S3 port (`http://127.0.0.1:P`), which vended credentials name when
+    /// their lifetime is the front's ([`UnityFrontBuilder::credential_ttl`]).
+    pub fn s3_endpoint(&self) -> Option<String> {
+        self.s3_port.map(|port| format!("http://127.0.0.1:{port}"))
+    }
+    /// What the front counted so far.
+    pub fn counters(&self) -> FrontCounters {
+        let value = http::get(&format!("{}/_testkit/counters", self.root()))
+            .send()
+            .expect("unity counters")
+            .json();
+        serde_json::from_value(value).expect("unity counters")
+    }
+    /// Answers of the table credentials endpoint so far.
+    pub fn credentials_served(&self) -> u64 {
+        self.counters().credentials_served
+    }
+    /// The metastore's "External data access" toggle: while off, every catalog request
+    /// gets 403 `PERMISSION_DENIED` (the token endpoint still grants tokens).
+    pub fn set_external_data_access(&self, enabled: bool) {
+        let resp = http::post(&format!(
+            "{}/_testkit/external-access?enabled={enabled}",
+            self.root()
+        ))
+        .send()
+        .expect("set external data access");
+        assert_eq!(resp.status, 200);
+    }
+    /// Grants or revokes the service principal's EXTERNAL USE SCHEMA on a schema: while
+    /// revoked, every catalog request on it gets 403 `PERMISSION_DENIED`.
+    pub fn set_external_use_schema(&self, namespace: &str, granted: bool) {
+        let resp = http::post(&format!(
+            "{}/_testkit/schema-grant?namespace={}&granted={granted}",
+            self.root(),
+            http::form_encode(namespace)
+        ))
+        .send()
+        .expect("set schema grant");
+        assert_eq!(resp.status, 200);
+    }
     pub fn log_tail(&self, lines: usize) -> String {
         self.process.log_tail(lines)
     }
+}
+
+/// The front's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+pub struct FrontCounters {
+    /// Answers of the table credentials endpoint.
+    pub credentials_served: u64,
+    /// Answers that carried vended credentials (loadTable and the credentials endpoint).
+    pub credentials_vended: u64,
+    /// Requests to the front's S3 port.
+    pub s3_requests: u64,
+    /// Requests the S3 port refused because their key was past its declared expiry.
+    pub s3_expired_refused: u64,
+    /// Catalog requests refused with `PERMISSION_DENIED` (grants).
+    pub permission_denied: u64,
 }

@@ -712,6 +712,230 @@ fn unity_front_tokens_catalog_names_and_vended_credentials_only() {
     assert_eq!(config("lakehouse", &short).status, 401);
 }
 
+#[test]
+fn unity_front_serves_table_credentials_enforces_short_lifetimes_and_grants() {
+    let sw = seaweedfs_shared();
+    let uc = UnityFront::builder()
+        .credential_ttl(Duration::from_secs(2))
+        .start(sw);
+    let token = uc.token();
+    let base = format!("{}/v1/{}", uc.url(), uc.prefix());
+    let ns = floe_testkit::unique_name("ucc");
+    let r = http::post(&format!("{base}/namespaces"))
+        .bearer(&token)
+        .json(&json!({"namespace": [ns], "properties": {}}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http::post(&format!("{base}/namespaces/{ns}/tables"))
+        .bearer(&token)
+        .json(&json!({"name": "t", "schema": simple_schema()}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let location = sw.metadata_location(&ns, "t");
+    let table_location = r.json()["metadata"]["location"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The credentials endpoint answers like Unity: storage credentials for the table,
+    // declared to live 2 s and pointing at the front's S3 port.
+    let fetch = || {
+        let before = now_ms();
+        let r = http::get(&format!("{base}/namespaces/{ns}/tables/t/credentials"))
+            .bearer(&token)
+            .send()
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+        let body = r.json();
+        let credentials = body["storage-credentials"].as_array().unwrap().clone();
+        assert_eq!(credentials.len(), 1, "{body}");
+        assert_eq!(credentials[0]["prefix"], table_location.as_str());
+        let config = &credentials[0]["config"];
+        assert_eq!(config["s3.endpoint"], uc.s3_endpoint().unwrap().as_str());
+        let expires: i64 = config["s3.session-token-expires-at-ms"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((expires - before - 2000).abs() < 1000, "expiry {expires}");
+        AwsCredentials {
+            access_key_id: config["s3.access-key-id"].as_str().unwrap().into(),
+            secret_access_key: config["s3.secret-access-key"].as_str().unwrap().into(),
+            session_token: config["s3.session-token"].as_str().map(str::to_string),
+        }
+    };
+    let first = fetch();
+    assert_eq!(uc.credentials_served(), 1);
+    // A loadTable asking for vended credentials gets the short lifetime too.
+    let vended = http::get(&format!("{base}/namespaces/{ns}/tables/t"))
+        .bearer(&token)
+        .header("X-Iceberg-Access-Delegation", "vended-credentials")
+        .send()
+        .unwrap()
+        .json();
+    assert_eq!(
+        vended["config"]["s3.endpoint"],
+        uc.s3_endpoint().unwrap().as_str()
+    );
+
+    // The front's S3 port forwards signed requests (signatures hold) until the declared
+    // expiry, then refuses the key.
+    let object = s3_url(&uc.s3_endpoint().unwrap(), &location);
+    let get = |creds: &AwsCredentials, method: &str| {
+        aws::sign(http::request(method, &object), creds, sw.region(), "s3")
+            .send()
+            .unwrap()
+    };
+    let ok = get(&first, "GET");
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    let head = get(&first, "HEAD");
+    assert_eq!(head.status, 200);
+    assert_eq!(
+        head.header("content-length"),
+        Some(ok.body.len().to_string().as_str())
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    let expired = get(&first, "GET");
+    assert_eq!(expired.status, 403);
+    assert!(
+        expired.text().contains("ExpiredToken"),
+        "{}",
+        expired.text()
+    );
+    let second = fetch();
+    assert_ne!(second.access_key_id, first.access_key_id);
+    assert_eq!(get(&second, "GET").status, 200);
+    let counters = uc.counters();
+    assert_eq!(counters.credentials_served, 2);
+    assert_eq!(counters.s3_expired_refused, 1);
+    // A missing table is the catalog's 404, not a missing endpoint.
+    let r = http::get(&format!("{base}/namespaces/{ns}/tables/nope/credentials"))
+        .bearer(&token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["type"], "NoSuchTableException");
+
+    // Grants: external data access off refuses every catalog request (not tokens);
+    // a revoked EXTERNAL USE SCHEMA refuses the requests on that schema.
+    let config = |token: &str| {
+        http::get(&format!(
+            "{}/v1/config?warehouse={}",
+            uc.url(),
+            uc.catalog_name()
+        ))
+        .bearer(token)
+        .send()
+        .unwrap()
+    };
+    uc.set_external_data_access(false);
+    let refused = config(&token);
+    assert_eq!(refused.status, 403);
+    assert!(
+        refused.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("External data access is not enabled"),
+        "{}",
+        refused.text()
+    );
+    let fresh = uc.token();
+    assert_eq!(config(&fresh).status, 403);
+    uc.set_external_data_access(true);
+    assert_eq!(config(&token).status, 200);
+    uc.set_external_use_schema(&ns, false);
+    let r = http::get(&format!("{base}/namespaces/{ns}/tables/t"))
+        .bearer(&token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 403);
+    assert!(r.text().contains("EXTERNAL USE SCHEMA"), "{}", r.text());
+    assert_eq!(config(&token).status, 200);
+    uc.set_external_use_schema(&ns, true);
+    let r = http::get(&format!("{base}/namespaces/{ns}/tables/t"))
+        .bearer(&token)
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(uc.counters().permission_denied, 3);
+
+    // Without a declared lifetime, answers can omit the expiry.
+    let no_expiry = UnityFront::builder().omit_credential_expiry().start(sw);
+    let r = http::get(&format!(
+        "{}/v1/{}/namespaces/{ns}/tables/t/credentials",
+        no_expiry.url(),
+        no_expiry.prefix()
+    ))
+    .bearer(&no_expiry.token())
+    .send()
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let config = &r.json()["storage-credentials"][0]["config"];
+    assert!(config["s3.access-key-id"].is_string(), "{config}");
+    assert!(config.get("s3.session-token-expires-at-ms").is_none());
+    assert_eq!(config["s3.endpoint"], sw.s3_endpoint().as_str());
+}
+
+#[test]
+fn seaweedfs_role_sessions_see_the_table_bucket_only_through_its_policy() {
+    let sw = SeaweedFs::start();
+    let ns = sw.unique_namespace("policy");
+    let assume = || {
+        let resp = aws::assume_role(
+            &sw.sts_endpoint(),
+            sw.region(),
+            &sw.credentials(),
+            sw.role_arn(),
+            "floe",
+            None,
+            Some(900),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        aws::parse_assume_role(&resp)
+    };
+    let list = |creds: &AwsCredentials| {
+        aws::sign(
+            http::get(&format!(
+                "{}/v1/{}/namespaces",
+                sw.catalog_url(),
+                sw.prefix()
+            )),
+            creds,
+            sw.region(),
+            "s3tables",
+        )
+        .send()
+        .unwrap()
+    };
+    // A role session is not the bucket's owner: the bucket does not exist for it.
+    let session = assume();
+    let r = list(&session);
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert!(r.text().contains("table bucket iceberg-tables not found"));
+    // A policy for every principal lets every session of the role in.
+    sw.allow_table_bucket_to_all_principals();
+    let r = list(&session);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.text().contains(&ns));
+    assert_eq!(list(&assume()).status, 200);
+    // The session token is what makes the key valid; unsigned requests stay refused.
+    let without_token = AwsCredentials {
+        session_token: None,
+        ..session.clone()
+    };
+    assert_eq!(list(&without_token).status, 403);
+    let unsigned = http::get(&format!(
+        "{}/v1/{}/namespaces",
+        sw.catalog_url(),
+        sw.prefix()
+    ))
+    .send()
+    .unwrap();
+    assert_eq!(unsigned.status, 403);
+}
+
 // ---------------------------------------------------------------------------------------
 // Fault proxy
 
