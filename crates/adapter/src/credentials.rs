@@ -30,6 +30,8 @@ pub struct CredentialSettings {
     /// Vended storage credentials and assumed-role sessions are renewed this long before
     /// they expire.
     pub credential_refresh_margin: Duration,
+    /// Vended storage credentials without an expiry are renewed this often.
+    pub credential_refresh_interval: Duration,
     /// The lifetime floe asks STS for when it assumes a role (at least 900 s).
     pub aws_session_duration: Duration,
 }
@@ -39,6 +41,7 @@ impl Default for CredentialSettings {
         CredentialSettings {
             token_refresh_margin: HttpSettings::default().token_refresh_margin,
             credential_refresh_margin: SinkSettings::default().credential_refresh_margin,
+            credential_refresh_interval: HttpSettings::default().credential_refresh_interval,
             aws_session_duration: StsSettings::default().session_duration,
         }
     }
@@ -101,6 +104,7 @@ impl Credentials {
         let http = HttpSettings {
             extra_ca_bundle,
             token_refresh_margin: settings.token_refresh_margin,
+            credential_refresh_interval: settings.credential_refresh_interval,
             ..HttpSettings::default()
         };
         let sink = SinkSettings {
@@ -275,6 +279,7 @@ mod tests {
         let settings = CredentialSettings {
             token_refresh_margin: Duration::from_secs(7),
             credential_refresh_margin: Duration::from_secs(890),
+            credential_refresh_interval: Duration::from_secs(42),
             aws_session_duration: Duration::from_secs(60),
         };
         let credentials = Credentials::with_principal_keys(None, None, &settings, None);
@@ -285,6 +290,10 @@ mod tests {
         assert_eq!(
             credentials.sink_settings().credential_refresh_margin,
             Duration::from_secs(890)
+        );
+        assert_eq!(
+            credentials.sink_settings().http.credential_refresh_interval,
+            Duration::from_secs(42)
         );
         assert_eq!(credentials.sts.session_duration, Duration::from_secs(900));
         assert_eq!(credentials.principal(), None);

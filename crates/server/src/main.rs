@@ -43,6 +43,10 @@ struct Args {
     /// session expire floe renews them (e.g. `5m`).
     #[arg(long, env = "FLOE_CREDENTIAL_REFRESH_MARGIN", default_value = "5m", value_parser = parse_duration)]
     credential_refresh_margin: std::time::Duration,
+    /// How often floe renews vended storage credentials that carry no expiry
+    /// (e.g. `5m`).
+    #[arg(long, env = "FLOE_CREDENTIAL_REFRESH_INTERVAL", default_value = "5m", value_parser = parse_duration)]
+    credential_refresh_interval: std::time::Duration,
     /// The session lifetime floe asks AWS STS for when it assumes a role
     /// (at least 15m). The principal's own keys come from AWS_ACCESS_KEY_ID,
     /// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
@@ -158,6 +162,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         credentials: floe_adapter::credentials::CredentialSettings {
             token_refresh_margin: args.token_refresh_margin,
             credential_refresh_margin: args.credential_refresh_margin,
+            credential_refresh_interval: args.credential_refresh_interval,
             aws_session_duration: args.aws_session_duration,
         },
     })

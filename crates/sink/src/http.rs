@@ -14,6 +14,8 @@ pub struct HttpSettings {
     pub extra_ca_bundle: Option<PathBuf>,
     /// How long before an OAuth2 token expires floe fetches a new one.
     pub token_refresh_margin: Duration,
+    /// How often vended storage credentials that carry no expiry are renewed.
+    pub credential_refresh_interval: Duration,
     /// Time allowed to open a connection.
     pub connect_timeout: Duration,
     /// Time allowed for a whole request, response body included.
@@ -35,6 +37,7 @@ impl Default for HttpSettings {
         HttpSettings {
             extra_ca_bundle: None,
             token_refresh_margin: Duration::from_secs(60),
+            credential_refresh_interval: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_retries: 4,

@@ -55,6 +55,8 @@ enum Auth {
 enum AuthUsed {
     SigV4,
     Bearer,
+    /// A bearer token at Databricks Unity Catalog, whose refusals have known causes.
+    UnityBearer,
     /// A `rest` connection without CREDENTIAL.
     Anonymous,
 }
@@ -69,6 +71,7 @@ enum Operation<'a> {
     LoadTable(&'a Namespace, &'a str),
     CreateTable(&'a Namespace, &'a str),
     CommitTable(&'a Namespace, &'a str),
+    LoadCredentials(&'a Namespace, &'a str),
 }
 
 impl Operation<'_> {
@@ -81,6 +84,9 @@ impl Operation<'_> {
             Operation::LoadTable(ns, table) => format!("loading table \"{ns}.{table}\""),
             Operation::CreateTable(ns, table) => format!("creating table \"{ns}.{table}\""),
             Operation::CommitTable(ns, table) => format!("committing to table \"{ns}.{table}\""),
+            Operation::LoadCredentials(ns, table) => {
+                format!("loading storage credentials of table \"{ns}.{table}\"")
+            }
         }
     }
 }
@@ -107,6 +113,43 @@ pub struct StorageCredential {
     pub prefix: String,
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+}
+
+/// What the table's credentials endpoint answered.
+#[derive(Debug, Clone)]
+pub enum TableCredentials {
+    /// Fresh credentials per storage prefix (`{"storage-credentials": [...]}`).
+    Vended(Vec<StorageCredential>),
+    /// The catalog has no credentials endpoint (404, 405 or 501): reload the table instead.
+    Unsupported,
+}
+
+/// `GET .../tables/{t}/credentials`'s answer.
+#[derive(Deserialize)]
+struct LoadCredentialsResponse {
+    #[serde(rename = "storage-credentials", default)]
+    storage_credentials: Vec<StorageCredential>,
+}
+
+/// Whether a refused credentials request means the catalog lacks the endpoint (rather than
+/// the table or namespace missing).
+fn credentials_endpoint_missing(status: StatusCode, remote: &RemoteError) -> bool {
+    match status.as_u16() {
+        405 | 501 => true,
+        404 => !remote.error_type.as_deref().is_some_and(|t| {
+            t.eq_ignore_ascii_case("NoSuchTableException")
+                || t.eq_ignore_ascii_case("NoSuchNamespaceException")
+        }),
+        _ => false,
+    }
+}
+
+/// Whether a REST catalog URL is Databricks Unity Catalog's Iceberg endpoint.
+pub fn is_unity_url(url: &str) -> bool {
+    url.split(['?', '#']).next().is_some_and(|u| {
+        u.trim_end_matches('/')
+            .ends_with("/api/2.1/unity-catalog/iceberg-rest")
+    })
 }
 
 /// Whether a client property holds a secret (vended keys and tokens).
@@ -259,6 +302,11 @@ fn map_error(
                     "The token endpoint issued a token, but the catalog refused it: check that \
                      the client has access to the catalog, WAREHOUSE and the namespace."
                 }
+                AuthUsed::UnityBearer => {
+                    "Unity Catalog issued a token but refused the request: enable External data \
+                     access on the metastore, and grant the service principal READ METADATA on \
+                     the metastore and EXTERNAL USE SCHEMA on the schema."
+                }
                 AuthUsed::Anonymous => {
                     "The catalog requires authentication: set CREDENTIAL on the connection."
                 }
@@ -270,7 +318,9 @@ fn map_error(
             .with_hint(hint)
         }
         404 => match operation {
-            Operation::LoadTable(ns, table) | Operation::CommitTable(ns, table)
+            Operation::LoadTable(ns, table)
+            | Operation::CommitTable(ns, table)
+            | Operation::LoadCredentials(ns, table)
                 if !is_type("NoSuchNamespaceException") =>
             {
                 SinkError::new(
@@ -283,7 +333,8 @@ fn map_error(
             | Operation::CreateNamespace(ns)
             | Operation::LoadTable(ns, _)
             | Operation::CreateTable(ns, _)
-            | Operation::CommitTable(ns, _) => SinkError::new(
+            | Operation::CommitTable(ns, _)
+            | Operation::LoadCredentials(ns, _) => SinkError::new(
                 ErrorKind::NamespaceNotFound,
                 format!("namespace \"{ns}\" not found in the catalog"),
             )
@@ -310,7 +361,10 @@ fn map_error(
                 }
                 Operation::LoadTable(ns, table)
                 | Operation::CreateTable(ns, table)
-                | Operation::CommitTable(ns, table) => format!("Iceberg table \"{ns}.{table}\""),
+                | Operation::CommitTable(ns, table)
+                | Operation::LoadCredentials(ns, table) => {
+                    format!("Iceberg table \"{ns}.{table}\"")
+                }
                 Operation::Config | Operation::ListNamespaces => "object".into(),
             };
             SinkError::new(
@@ -355,7 +409,16 @@ pub struct RestCatalogClient {
     auth: Auth,
     /// Whether to ask for vended storage credentials.
     vended_credentials: bool,
+    /// Databricks Unity Catalog (its refusals get hints naming its grants).
+    unity: bool,
     settings: HttpSettings,
+}
+
+/// A catalog answer other than success, and the error it means.
+struct Refusal {
+    status: StatusCode,
+    remote: RemoteError,
+    error: SinkError,
 }
 
 impl fmt::Debug for RestCatalogClient {
@@ -367,6 +430,7 @@ impl fmt::Debug for RestCatalogClient {
             .field("properties", &RedactedProperties(&self.properties))
             .field("auth", &self.auth)
             .field("vended_credentials", &self.vended_credentials)
+            .field("unity", &self.unity)
             .finish_non_exhaustive()
     }
 }
@@ -469,6 +533,7 @@ impl RestCatalogClient {
             properties: BTreeMap::new(),
             auth,
             vended_credentials,
+            unity: is_unity_url(url),
             settings: settings.clone(),
         };
         client.load_config().await?;
@@ -670,6 +735,34 @@ impl RestCatalogClient {
         parse_json(&body, &operation, &url)
     }
 
+    /// Fresh storage credentials for a table from its credentials endpoint
+    /// (`GET .../namespaces/{ns}/tables/{t}/credentials`), or [`TableCredentials::Unsupported`]
+    /// when the catalog has no such endpoint.
+    pub async fn load_credentials(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+    ) -> Result<TableCredentials, SinkError> {
+        let url = self.route(&[
+            "namespaces",
+            &namespace.rest_segment(),
+            "tables",
+            table,
+            "credentials",
+        ]);
+        let operation = Operation::LoadCredentials(namespace, table);
+        match self.send(Method::GET, &url, None, &operation).await? {
+            Ok(body) => {
+                let response: LoadCredentialsResponse = parse_json(&body, &operation, &url)?;
+                Ok(TableCredentials::Vended(response.storage_credentials))
+            }
+            Err(refusal) if credentials_endpoint_missing(refusal.status, &refusal.remote) => {
+                Ok(TableCredentials::Unsupported)
+            }
+            Err(refusal) => Err(refusal.error),
+        }
+    }
+
     /// `{base}/v1/{prefix}/{segments...}` with each segment percent-encoded.
     fn route(&self, segments: &[&str]) -> String {
         let mut url = format!("{}/v1", self.base_url);
@@ -692,6 +785,20 @@ impl RestCatalogClient {
         body: Option<serde_json::Value>,
         operation: &Operation<'_>,
     ) -> Result<bytes::Bytes, SinkError> {
+        self.send(method, url, body, operation)
+            .await?
+            .map_err(|refusal| refusal.error)
+    }
+
+    /// Sends one catalog request: the body of a successful answer, or the catalog's refusal
+    /// (with the error it maps to). Failures without an answer are the outer error.
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<serde_json::Value>,
+        operation: &Operation<'_>,
+    ) -> Result<Result<bytes::Bytes, Refusal>, SinkError> {
         let parsed_url = reqwest::Url::parse(url).map_err(|err| {
             SinkError::new(
                 ErrorKind::InvalidConfig,
@@ -798,7 +905,7 @@ impl RestCatalogClient {
                 )
             })?;
             if status.is_success() {
-                return Ok(bytes);
+                return Ok(Ok(bytes));
             }
             let remote = parse_remote_error(&bytes);
             let secrets = self.secrets(token.as_deref()).await;
@@ -809,6 +916,7 @@ impl RestCatalogClient {
             };
             let auth = match (&self.auth, &token) {
                 (Auth::SigV4(_), _) => AuthUsed::SigV4,
+                (Auth::OAuth2(_), Some(_)) if self.unity => AuthUsed::UnityBearer,
                 (Auth::OAuth2(_), Some(_)) => AuthUsed::Bearer,
                 (Auth::OAuth2(_), None) => AuthUsed::Anonymous,
             };
@@ -820,7 +928,11 @@ impl RestCatalogClient {
                 };
                 err = err.with_detail(format!("gave up after {} attempts{waited}", attempt + 1));
             }
-            return Err(err);
+            return Ok(Err(Refusal {
+                status,
+                remote,
+                error: err,
+            }));
         }
     }
 
@@ -1031,5 +1143,105 @@ mod tests {
         assert!(debug.contains("AKID"), "{debug}");
         assert!(debug.contains("http://127.0.0.1:8333"), "{debug}");
         assert_eq!(response.storage_credentials[0].prefix, "s3://b/");
+
+        // The credentials endpoint's answer, as parsed and as handed on.
+        let answer: LoadCredentialsResponse = serde_json::from_value(json!({
+            "storage-credentials": [{"prefix": "s3://b/t", "config": {
+                "s3.access-key-id": "ASIAFRESH",
+                "s3.secret-access-key": "fresh-secret",
+                "s3.session-token": "fresh-token",
+                "s3.session-token-expires-at-ms": "1764460800000"
+            }}]
+        }))
+        .unwrap();
+        let credentials = TableCredentials::Vended(answer.storage_credentials);
+        let debug = format!("{credentials:?}");
+        assert!(!debug.contains("fresh-secret"), "{debug}");
+        assert!(!debug.contains("fresh-token"), "{debug}");
+        assert!(
+            debug.contains("ASIAFRESH") && debug.contains("s3://b/t"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn a_missing_credentials_endpoint_is_told_from_a_missing_table() {
+        let remote = |error_type: Option<&str>| RemoteError {
+            message: Some("no".into()),
+            error_type: error_type.map(str::to_string),
+        };
+        let status = |code| StatusCode::from_u16(code).unwrap();
+        // SeaweedFS: 404 NotFound for a route it does not know.
+        assert!(credentials_endpoint_missing(
+            status(404),
+            &remote(Some("NotFound"))
+        ));
+        assert!(credentials_endpoint_missing(status(404), &remote(None)));
+        assert!(credentials_endpoint_missing(status(405), &remote(None)));
+        assert!(credentials_endpoint_missing(status(501), &remote(None)));
+        assert!(!credentials_endpoint_missing(
+            status(404),
+            &remote(Some("NoSuchTableException"))
+        ));
+        assert!(!credentials_endpoint_missing(
+            status(404),
+            &remote(Some("NoSuchNamespaceException"))
+        ));
+        for code in [401, 403, 500, 503] {
+            assert!(
+                !credentials_endpoint_missing(status(code), &remote(None)),
+                "{code}"
+            );
+        }
+        let ns = Namespace::parse("sales").unwrap();
+        let err = error_for(
+            404,
+            Some("NoSuchTableException"),
+            &Operation::LoadCredentials(&ns, "orders"),
+        );
+        assert_eq!(err.kind, ErrorKind::TableNotFound);
+    }
+
+    #[test]
+    fn unity_refusals_name_the_grants() {
+        let ns = Namespace::parse("sales").unwrap();
+        let err = map_error(
+            StatusCode::FORBIDDEN,
+            &RemoteError {
+                message: Some(
+                    "PERMISSION_DENIED: External data access is not enabled for metastore 'm'."
+                        .into(),
+                ),
+                error_type: Some("PermissionDeniedException".into()),
+            },
+            &Operation::LoadTable(&ns, "orders"),
+            &Method::GET,
+            "https://w.cloud.databricks.com/api/2.1/unity-catalog/iceberg-rest/v1/catalogs/main/namespaces/sales/tables/orders",
+            AuthUsed::UnityBearer,
+        );
+        assert_eq!(err.kind, ErrorKind::Authentication);
+        assert!(
+            err.message.starts_with("authentication failed loading table \"sales.orders\"")
+                && err.message.ends_with(
+                    "403 Forbidden: PERMISSION_DENIED: External data access is not enabled for metastore 'm'."
+                ),
+            "{}",
+            err.message
+        );
+        let hint = err.hint.unwrap();
+        for grant in [
+            "External data access",
+            "READ METADATA",
+            "EXTERNAL USE SCHEMA",
+        ] {
+            assert!(hint.contains(grant), "{hint}");
+        }
+        assert!(is_unity_url(
+            "https://w.cloud.databricks.com/api/2.1/unity-catalog/iceberg-rest"
+        ));
+        assert!(is_unity_url(
+            "http://127.0.0.1:1/api/2.1/unity-catalog/iceberg-rest/"
+        ));
+        assert!(!is_unity_url("http://127.0.0.1:8181"));
     }
 }

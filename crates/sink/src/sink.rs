@@ -598,14 +598,14 @@ impl SinkMachine {
                     let span = session.span_intervals.saturating_mul(interval);
                     Timestamp(boundary.0.min(session.lower.0.saturating_add(span)))
                 };
-                if let Some(expires) = session.table.credentials_expire_at_ms {
-                    let margin = self.settings.credential_refresh_margin.as_millis() as i64;
-                    if expires - margin <= Timestamp::now().0 as i64 {
-                        session.table = session
-                            .catalog
-                            .load_table(&self.spec.namespace, &self.spec.table)
-                            .await?;
-                    }
+                if session.catalog.credentials_need_refresh(
+                    &session.table,
+                    self.settings.credential_refresh_margin,
+                ) {
+                    session.table = session
+                        .catalog
+                        .refresh_credentials(&self.spec.namespace, &self.spec.table, &session.table)
+                        .await?;
                 }
                 return Ok(State::Staging(session, span_end));
             }

@@ -4,9 +4,15 @@
 //! Every load also builds the table's file IO: vended credentials from `loadTable` (the
 //! longest matching `storage-credentials` prefix, else `config`), else the static or
 //! assumed-role keys of the AWS connection; local tables use the file system.
+//!
+//! Credentials that expire are renewed by [`SinkCatalog::refresh_credentials`]: vended ones
+//! through the table's credentials endpoint (or, for catalogs without one, by loading the
+//! table again), assumed-role ones by loading the table again with the provider's new keys.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use iceberg::io::{FileIO, FileIOBuilder};
 use iceberg::spec::{Schema, TableMetadata, TableMetadataBuilder};
@@ -18,7 +24,9 @@ use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::local::LocalCatalog;
 use crate::namespace::Namespace;
-use crate::rest::{LoadTableResponse, RestCatalogClient};
+use crate::rest::{
+    LoadTableResponse, RestCatalogClient, StorageCredential, TableCredentials, is_unity_url,
+};
 use crate::sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
 
 /// The table property naming the sink that created (and owns) a table.
@@ -32,8 +40,30 @@ pub struct LoadedTable {
     pub metadata: Arc<TableMetadata>,
     pub metadata_location: String,
     pub file_io: FileIO,
-    /// When vended storage credentials expire (ms since the epoch), if known.
+    /// When the file IO's storage credentials expire (ms since the epoch), if known.
     pub credentials_expire_at_ms: Option<i64>,
+    /// When the file IO's storage credentials were obtained (ms since the epoch).
+    credentials_obtained_at_ms: i64,
+    /// Whether the catalog vended the file IO's storage credentials.
+    vended_credentials: bool,
+    /// The catalog's storage properties for the table without credentials (endpoint,
+    /// region, path style), to combine with renewed credentials.
+    storage_config: BTreeMap<String, String>,
+}
+
+/// Storage properties that are credentials, or say when they expire.
+const CREDENTIAL_PROPERTIES: [&str; 4] = [
+    "s3.access-key-id",
+    "s3.secret-access-key",
+    "s3.session-token",
+    "s3.session-token-expires-at-ms",
+];
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl std::fmt::Debug for LoadedTable {
@@ -41,6 +71,8 @@ impl std::fmt::Debug for LoadedTable {
         f.debug_struct("LoadedTable")
             .field("metadata_location", &self.metadata_location)
             .field("uuid", &self.metadata.uuid())
+            .field("credentials_expire_at_ms", &self.credentials_expire_at_ms)
+            .field("vended_credentials", &self.vended_credentials)
             .finish_non_exhaustive()
     }
 }
@@ -48,6 +80,11 @@ impl std::fmt::Debug for LoadedTable {
 /// A catalog connection as the sink uses it.
 pub struct SinkCatalog {
     kind: CatalogKind,
+    /// How often vended credentials without an expiry are renewed.
+    credential_refresh_interval: Duration,
+    /// Cleared once the catalog answered that it has no credentials endpoint, so that this
+    /// session renews credentials by loading the table without asking again.
+    credentials_endpoint: AtomicBool,
 }
 
 enum CatalogKind {
@@ -104,7 +141,109 @@ impl SinkCatalog {
                 }
             }
         };
-        Ok(SinkCatalog { kind })
+        Ok(SinkCatalog {
+            kind,
+            credential_refresh_interval: settings.credential_refresh_interval,
+            credentials_endpoint: AtomicBool::new(true),
+        })
+    }
+
+    /// Whether this session still uses the table's credentials endpoint (false once the
+    /// catalog answered that it has none).
+    pub fn uses_credentials_endpoint(&self) -> bool {
+        self.credentials_endpoint.load(Ordering::Relaxed)
+    }
+
+    /// When `table`'s storage credentials are due for renewal (ms since the epoch): `margin`
+    /// before they expire or, for vended credentials without an expiry, the refresh
+    /// interval after they were obtained. `None`: they never expire (local tables, static
+    /// keys).
+    pub fn credentials_due_at_ms(&self, table: &LoadedTable, margin: Duration) -> Option<i64> {
+        match table.credentials_expire_at_ms {
+            Some(expires) => Some(expires.saturating_sub(margin.as_millis() as i64)),
+            None if table.vended_credentials => Some(
+                table
+                    .credentials_obtained_at_ms
+                    .saturating_add(self.credential_refresh_interval.as_millis() as i64),
+            ),
+            None => None,
+        }
+    }
+
+    /// Whether `table`'s storage credentials are due for renewal now.
+    pub fn credentials_need_refresh(&self, table: &LoadedTable, margin: Duration) -> bool {
+        self.credentials_due_at_ms(table, margin)
+            .is_some_and(|due| due <= now_ms())
+    }
+
+    /// `table` with fresh storage credentials in its file IO (its metadata unchanged).
+    /// Vended credentials come from the table's credentials endpoint; a catalog without one
+    /// (404, 405, 501) has the table loaded again instead, for the rest of this session.
+    pub async fn refresh_credentials(
+        &self,
+        namespace: &Namespace,
+        table_name: &str,
+        table: &LoadedTable,
+    ) -> Result<LoadedTable, SinkError> {
+        let CatalogKind::Rest {
+            client,
+            aws,
+            credentials,
+            unity,
+        } = &self.kind
+        else {
+            return Ok(table.clone());
+        };
+        if table.vended_credentials && self.uses_credentials_endpoint() {
+            match client.load_credentials(namespace, table_name).await? {
+                TableCredentials::Vended(fresh) => {
+                    let location = table.metadata.location();
+                    let access = storage_properties(
+                        &table.storage_config,
+                        &fresh,
+                        location,
+                        aws.as_ref(),
+                        credentials.as_ref(),
+                    )
+                    .await?;
+                    if !access.vended {
+                        return Err(SinkError::new(
+                            ErrorKind::Storage,
+                            format!(
+                                "the catalog's credentials endpoint returned no storage credentials for table \"{namespace}.{table_name}\""
+                            ),
+                        ));
+                    }
+                    tracing::debug!(table = %format!("{namespace}.{table_name}"), expires_at_ms = ?access.expires_at_ms, "renewed vended storage credentials");
+                    return Ok(LoadedTable {
+                        file_io: file_io(location, access.properties),
+                        credentials_expire_at_ms: access.expires_at_ms,
+                        credentials_obtained_at_ms: now_ms(),
+                        ..table.clone()
+                    });
+                }
+                TableCredentials::Unsupported => {
+                    self.credentials_endpoint.store(false, Ordering::Relaxed);
+                    tracing::info!(table = %format!("{namespace}.{table_name}"), "the catalog has no credentials endpoint: renewing storage credentials by loading the table");
+                }
+            }
+        }
+        let response = client.load_table(namespace, table_name).await?;
+        let reloaded = self
+            .rest_table(
+                response,
+                aws.as_ref(),
+                credentials.as_ref(),
+                *unity,
+                namespace,
+                table_name,
+            )
+            .await?;
+        Ok(LoadedTable {
+            metadata: table.metadata.clone(),
+            metadata_location: table.metadata_location.clone(),
+            ..reloaded
+        })
     }
 
     /// Whether the namespace exists.
@@ -177,6 +316,9 @@ impl SinkCatalog {
                     metadata_location: location,
                     file_io,
                     credentials_expire_at_ms: None,
+                    credentials_obtained_at_ms: now_ms(),
+                    vended_credentials: false,
+                    storage_config: BTreeMap::new(),
                 })
             }
         }
@@ -270,8 +412,7 @@ impl SinkCatalog {
                 Ok(LoadedTable {
                     metadata: Arc::new(metadata),
                     metadata_location: location,
-                    file_io: base.file_io.clone(),
-                    credentials_expire_at_ms: base.credentials_expire_at_ms,
+                    ..base.clone()
                 })
             }
             CatalogKind::Local(catalog) => {
@@ -313,8 +454,7 @@ impl SinkCatalog {
                 Ok(LoadedTable {
                     metadata: Arc::new(metadata),
                     metadata_location,
-                    file_io: base.file_io.clone(),
-                    credentials_expire_at_ms: None,
+                    ..base.clone()
                 })
             }
         }
@@ -336,11 +476,24 @@ impl SinkCatalog {
                 format!("Iceberg table \"{namespace}.{table}\" has no metadata location"),
             )
         })?;
-        let (properties, expires) =
-            storage_properties(&response, metadata.location(), aws, credentials).await?;
+        let storage_config: BTreeMap<String, String> = response
+            .config
+            .iter()
+            .filter(|(key, _)| is_storage_property(key))
+            .filter(|(key, _)| !CREDENTIAL_PROPERTIES.contains(&key.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let access = storage_properties(
+            &response.config,
+            &response.storage_credentials,
+            metadata.location(),
+            aws,
+            credentials,
+        )
+        .await?;
         if unity
             && !metadata.location().starts_with("file:")
-            && !properties.contains_key("s3.access-key-id")
+            && !access.properties.contains_key("s3.access-key-id")
         {
             return Err(SinkError::new(
                 ErrorKind::Storage,
@@ -355,30 +508,35 @@ impl SinkCatalog {
                 "Set ACCESS DELEGATION = 'vended-credentials' on the connection (drop and recreate it), and grant the service principal EXTERNAL USE LOCATION on the catalog's external location.",
             ));
         }
-        let file_io = if metadata.location().starts_with("file:") {
-            FileIO::new_with_fs()
-        } else {
-            FileIOBuilder::new(Arc::new(OpenDalStorageFactory::S3 {
-                customized_credential_load: None,
-            }))
-            .with_props(properties)
-            .build()
-        };
+        let file_io = file_io(metadata.location(), access.properties);
         Ok(LoadedTable {
             metadata: Arc::new(metadata),
             metadata_location: location,
             file_io,
-            credentials_expire_at_ms: expires,
+            credentials_expire_at_ms: access.expires_at_ms,
+            credentials_obtained_at_ms: now_ms(),
+            vended_credentials: access.vended,
+            storage_config,
         })
     }
 }
 
-/// Whether a REST catalog URL is Databricks Unity Catalog's Iceberg endpoint.
-fn is_unity_url(url: &str) -> bool {
-    url.split(['?', '#']).next().is_some_and(|u| {
-        u.trim_end_matches('/')
-            .ends_with("/api/2.1/unity-catalog/iceberg-rest")
-    })
+/// The file IO of a table at `location` with S3 `properties` (local paths need none).
+fn file_io(location: &str, properties: HashMap<String, String>) -> FileIO {
+    if location.starts_with("file:") {
+        FileIO::new_with_fs()
+    } else {
+        FileIOBuilder::new(Arc::new(OpenDalStorageFactory::S3 {
+            customized_credential_load: None,
+        }))
+        .with_props(properties)
+        .build()
+    }
+}
+
+/// Whether a catalog property configures the S3 client.
+fn is_storage_property(key: &str) -> bool {
+    key.starts_with("s3.") || key.starts_with("client.")
 }
 
 fn static_provider(aws: Option<&AwsConfig>) -> Option<Arc<dyn AwsCredentialsProvider>> {
@@ -388,15 +546,26 @@ fn static_provider(aws: Option<&AwsConfig>) -> Option<Arc<dyn AwsCredentialsProv
     }
 }
 
+/// How a table's files are reached.
+struct StorageAccess {
+    /// The S3 file IO properties, credentials included.
+    properties: HashMap<String, String>,
+    /// When the credentials expire (ms since the epoch), if they do.
+    expires_at_ms: Option<i64>,
+    /// Whether the credentials were vended by the catalog.
+    vended: bool,
+}
+
 /// The S3 file IO properties of a table: vended credentials when the catalog sent any
-/// (the longest `storage-credentials` prefix of the table location wins over `config`),
+/// (the longest `storage_credentials` prefix of the table location wins over `config`),
 /// else the AWS connection's keys, endpoint and region.
 async fn storage_properties(
-    response: &LoadTableResponse,
+    config: &BTreeMap<String, String>,
+    storage_credentials: &[StorageCredential],
     table_location: &str,
     aws: Option<&AwsConfig>,
     credentials: Option<&Arc<dyn AwsCredentialsProvider>>,
-) -> Result<(HashMap<String, String>, Option<i64>), SinkError> {
+) -> Result<StorageAccess, SinkError> {
     let mut properties: HashMap<String, String> = HashMap::new();
     // Never reach for ambient credentials (instance metadata, ~/.aws): only what floe was given.
     properties.insert("s3.disable-ec2-metadata".into(), "true".into());
@@ -410,32 +579,29 @@ async fn storage_properties(
             properties.insert("s3.region".into(), region.clone());
         }
     }
-    let vended = response
-        .storage_credentials
+    let vended = storage_credentials
         .iter()
         .filter(|credential| table_location.starts_with(&credential.prefix))
         .max_by_key(|credential| credential.prefix.len())
         .map(|credential| &credential.config);
-    let mut vended_properties: BTreeMap<String, String> = response
-        .config
+    let mut vended_properties: BTreeMap<String, String> = config
         .iter()
-        .filter(|(key, _)| key.starts_with("s3.") || key.starts_with("client."))
+        .filter(|(key, _)| is_storage_property(key))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     if let Some(vended) = vended {
         vended_properties.extend(vended.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     let has_vended_keys = vended_properties.contains_key("s3.access-key-id");
-    let expires = vended_properties
+    let mut expires = vended_properties
         .get("s3.session-token-expires-at-ms")
         .and_then(|v| v.parse::<i64>().ok());
-    let mut expires = expires;
     if !has_vended_keys && let Some(credentials) = credentials {
         let (keys, keys_expire) = credentials.credentials_with_expiry().await?;
         // Assumed-role keys expire too: reload the table (and its file IO) before they do.
         if let Some(at) = keys_expire {
             let at_ms = at
-                .duration_since(std::time::UNIX_EPOCH)
+                .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
             expires = Some(expires.map_or(at_ms, |e| e.min(at_ms)));
         }
@@ -458,7 +624,11 @@ async fn storage_properties(
             .unwrap_or_else(|| "us-east-1".into());
         properties.insert("s3.region".into(), region);
     }
-    Ok((properties, expires))
+    Ok(StorageAccess {
+        properties,
+        expires_at_ms: expires,
+        vended: has_vended_keys,
+    })
 }
 
 fn parse_metadata(value: &serde_json::Value) -> Result<TableMetadata, SinkError> {
@@ -554,17 +724,6 @@ async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unity_urls() {
-        assert!(is_unity_url(
-            "https://w.cloud.databricks.com/api/2.1/unity-catalog/iceberg-rest"
-        ));
-        assert!(is_unity_url(
-            "http://127.0.0.1:1/api/2.1/unity-catalog/iceberg-rest/"
-        ));
-        assert!(!is_unity_url("http://127.0.0.1:8181"));
-    }
 
     #[test]
     fn metadata_locations_count_up() {

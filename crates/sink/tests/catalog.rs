@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
     AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials, ErrorKind, HttpSettings,
     LocalCatalog, Namespace, RestCatalogClient, SinkError, validate_catalog_with,
@@ -169,6 +170,163 @@ async fn rest_vended_credentials_header_gets_credentials() {
     assert!(!secret.is_empty());
     // Debug output never shows vended secrets.
     assert!(!format!("{table:?}").contains(&secret));
+}
+
+/// Writes a small object into the table's data directory through its file IO.
+async fn write_probe(table: &LoadedTable, name: &str) -> Result<(), String> {
+    let path = format!("{}/data/{name}", table.metadata.location());
+    let output = table.file_io.new_output(&path).map_err(|e| e.to_string())?;
+    output
+        .write(bytes::Bytes::from_static(b"probe"))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+fn long_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "struct", "schema-id": 0,
+        "fields": [{"id": 1, "name": "id", "required": true, "type": "long"}]
+    })
+}
+
+/// Unity vends credentials that expire (here after 3 s, enforced on the front's S3 port):
+/// they are due a margin before, and renewed through the table's credentials endpoint,
+/// which gives a file IO that writes again while the old one is refused.
+#[tokio::test]
+async fn vended_credentials_are_renewed_through_the_credentials_endpoint() {
+    let sw = seaweedfs_shared();
+    let uc = UnityFront::builder()
+        .credential_ttl(Duration::from_secs(3))
+        .start(sw);
+    let ns = sw.unique_namespace("floe_renew");
+    sw.create_table(&ns, "t", &long_schema());
+    let namespace = Namespace::parse(&ns).unwrap();
+    let config = unity_config(&uc, uc.client_secret(), "all-apis", uc.catalog_name());
+    let catalog = SinkCatalog::connect(&config, &HttpSettings::default(), None)
+        .await
+        .unwrap();
+    let table = catalog.load_table(&namespace, "t").await.unwrap();
+    let expires = table
+        .credentials_expire_at_ms
+        .expect("Unity's credentials expire");
+    assert_eq!(
+        catalog.credentials_due_at_ms(&table, Duration::from_millis(1500)),
+        Some(expires - 1500)
+    );
+    // A margin longer than the lifetime makes them due at once.
+    assert!(catalog.credentials_need_refresh(&table, Duration::from_secs(10)));
+    write_probe(&table, "first").await.unwrap();
+
+    // Past the declared expiry the old credentials are refused; renewed ones work.
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    let refused = write_probe(&table, "stale").await.unwrap_err();
+    assert!(refused.contains("ExpiredToken"), "{refused}");
+    let renewed = catalog
+        .refresh_credentials(&namespace, "t", &table)
+        .await
+        .unwrap();
+    write_probe(&renewed, "second").await.unwrap();
+    assert!(renewed.credentials_expire_at_ms.unwrap() > expires);
+    // Only the credentials changed: the table is the one the sink works from.
+    assert_eq!(renewed.metadata_location, table.metadata_location);
+    assert!(catalog.uses_credentials_endpoint());
+    let counters = uc.counters();
+    assert_eq!(counters.credentials_served, 1);
+    assert_eq!(counters.s3_expired_refused, 1);
+    // Renewal went through the endpoint, not through another loadTable.
+    let loads = uc
+        .requests()
+        .iter()
+        .filter(|r| r["method"] == "GET" && r["path"].as_str().unwrap().ends_with("/tables/t"))
+        .count();
+    assert_eq!(loads, 1);
+}
+
+/// Vended credentials without an expiry are renewed every `credential_refresh_interval`.
+#[tokio::test]
+async fn vended_credentials_without_an_expiry_are_renewed_on_an_interval() {
+    let sw = seaweedfs_shared();
+    let uc = UnityFront::builder().omit_credential_expiry().start(sw);
+    let ns = sw.unique_namespace("floe_interval");
+    sw.create_table(&ns, "t", &long_schema());
+    let namespace = Namespace::parse(&ns).unwrap();
+    let config = unity_config(&uc, uc.client_secret(), "all-apis", uc.catalog_name());
+    let hourly = HttpSettings {
+        credential_refresh_interval: Duration::from_secs(3600),
+        ..HttpSettings::default()
+    };
+    let catalog = SinkCatalog::connect(&config, &hourly, None).await.unwrap();
+    let table = catalog.load_table(&namespace, "t").await.unwrap();
+    assert_eq!(table.credentials_expire_at_ms, None);
+    let due = catalog
+        .credentials_due_at_ms(&table, Duration::from_secs(300))
+        .expect("vended credentials are renewed even without an expiry");
+    assert!(!catalog.credentials_need_refresh(&table, Duration::from_secs(300)));
+    let always = HttpSettings {
+        credential_refresh_interval: Duration::ZERO,
+        ..HttpSettings::default()
+    };
+    let eager = SinkCatalog::connect(&config, &always, None).await.unwrap();
+    let eager_due = eager
+        .credentials_due_at_ms(&table, Duration::from_secs(300))
+        .unwrap();
+    assert_eq!(due - eager_due, 3_600_000, "due one interval after loading");
+    assert!(eager.credentials_need_refresh(&table, Duration::from_secs(300)));
+    let renewed = eager
+        .refresh_credentials(&namespace, "t", &table)
+        .await
+        .unwrap();
+    write_probe(&renewed, "renewed").await.unwrap();
+    assert_eq!(uc.credentials_served(), 1);
+}
+
+/// SeaweedFS has no credentials endpoint (404): the table is loaded again instead, and the
+/// endpoint is not asked again in the same session.
+#[tokio::test]
+async fn catalogs_without_a_credentials_endpoint_reload_the_table() {
+    let sw = seaweedfs_shared();
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let mut config = seaweed_rest(sw, &proxy.url(), sw.secret_key());
+    if let CatalogConfig::Rest {
+        vended_credentials,
+        oauth2_server_url,
+        ..
+    } = &mut config
+    {
+        *vended_credentials = true;
+        *oauth2_server_url = sw.oauth_token_url();
+    }
+    let ns = sw.unique_namespace("floe_reload");
+    sw.create_table(&ns, "t", &long_schema());
+    let namespace = Namespace::parse(&ns).unwrap();
+    let catalog = SinkCatalog::connect(&config, &HttpSettings::default(), None)
+        .await
+        .unwrap();
+    let table = catalog.load_table(&namespace, "t").await.unwrap();
+    assert!(table.credentials_expire_at_ms.is_some());
+    let credentials_route = "/v1/*/namespaces/*/tables/*/credentials";
+    let table_route = "/v1/*/namespaces/*/tables/*";
+    let mut renewed = table.clone();
+    for _ in 0..3 {
+        renewed = catalog
+            .refresh_credentials(&namespace, "t", &renewed)
+            .await
+            .unwrap();
+    }
+    write_probe(&renewed, "reloaded").await.unwrap();
+    assert!(!catalog.uses_credentials_endpoint());
+    assert_eq!(proxy.count("GET", credentials_route), 1);
+    assert_eq!(proxy.count("GET", table_route), 1 + 3);
+    assert_eq!(renewed.metadata_location, table.metadata_location);
+    // A new session asks again.
+    let again = SinkCatalog::connect(&config, &HttpSettings::default(), None)
+        .await
+        .unwrap();
+    again
+        .refresh_credentials(&namespace, "t", &table)
+        .await
+        .unwrap();
+    assert_eq!(proxy.count("GET", credentials_route), 2);
 }
 
 #[tokio::test]
