@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use floe_repr::{GlobalId, RelationDesc, Timestamp};
-use floe_sink::input::{SinkInput, Update};
+use floe_sink::input::{READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream};
 use floe_sink::{ErrorKind, SinkError};
-use floe_storage::{Storage, StorageError};
+use floe_storage::{LogUpdate, Storage, StorageError};
 
 /// The change log of `collection`, read by sink `sink` (which holds back its
 /// compaction at the sink's committed frontier).
@@ -30,6 +30,49 @@ impl CollectionInput {
             sink,
             desc,
         }
+    }
+
+    /// Runs a storage read on a blocking thread (SQLite reads block), handing its chunks
+    /// to the returned stream through a small bounded channel: the read runs ahead of the
+    /// sink by at most [`READ_AHEAD_CHUNKS`] chunks, and stops when the sink drops the
+    /// stream.
+    fn stream(
+        &self,
+        read: impl FnOnce(
+            &Storage,
+            GlobalId,
+            &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+        ) -> Result<Result<(), String>, StorageError>
+        + Send
+        + 'static,
+    ) -> UpdateStream {
+        let (sender, stream) = UpdateStream::channel(READ_AHEAD_CHUNKS);
+        let storage = self.storage.clone();
+        let collection = self.collection;
+        tokio::task::spawn_blocking(move || {
+            let result = read(&storage, collection, &mut |updates| {
+                let updates = updates
+                    .into_iter()
+                    .map(|u| Update {
+                        row: u.row,
+                        ts: u.ts,
+                        diff: u.diff,
+                    })
+                    .collect();
+                if sender.blocking_send(updates) {
+                    Ok(())
+                } else {
+                    Err("the sink stopped reading".to_string())
+                }
+            });
+            match result {
+                Ok(Ok(())) => sender.blocking_finish(),
+                // The sink dropped the stream: nobody to tell.
+                Ok(Err(_)) => {}
+                Err(error) => sender.blocking_fail(sink_error(error)),
+            }
+        });
+        stream
     }
 
     /// The read hold's holder name: one per sink.
@@ -69,36 +112,16 @@ impl SinkInput for CollectionInput {
         lower: Timestamp,
         upper: Timestamp,
         max_rows: usize,
-        chunk: &mut (dyn FnMut(Vec<Update>) -> Result<(), SinkError> + Send),
-    ) -> Result<(), SinkError> {
-        // SQLite reads block; they run on this task's thread, which the
-        // sink task owns. Chunks keep memory bounded by `max_rows`.
-        let mut failure = None;
-        let result = tokio::task::block_in_place(|| {
-            self.storage
-                .read(self.collection, lower, upper, max_rows, &mut |updates| {
-                    let updates = updates
-                        .into_iter()
-                        .map(|u| Update {
-                            row: u.row,
-                            ts: u.ts,
-                            diff: u.diff,
-                        })
-                        .collect();
-                    chunk(updates).map_err(|e| {
-                        let message = e.message.clone();
-                        failure = Some(e);
-                        message
-                    })
-                })
-        });
-        match result {
-            Err(e) => Err(sink_error(e)),
-            Ok(Err(message)) => {
-                Err(failure.unwrap_or_else(|| SinkError::new(ErrorKind::Storage, message)))
-            }
-            Ok(Ok(())) => Ok(()),
-        }
+    ) -> Result<UpdateStream, SinkError> {
+        Ok(self.stream(move |storage, collection, chunk| {
+            storage.read(collection, lower, upper, max_rows, chunk)
+        }))
+    }
+
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        Ok(self.stream(move |storage, collection, chunk| {
+            storage.read_snapshot(collection, upper, max_rows, chunk)
+        }))
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {

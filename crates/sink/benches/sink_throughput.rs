@@ -29,7 +29,7 @@ use arrow_schema::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use async_trait::async_trait;
 use bytes::Bytes;
 use floe_repr::{ColumnType, Datum, RelationDesc, Row, SqlScalarType, Timestamp};
-use floe_sink::input::{SinkInput, Update};
+use floe_sink::input::{READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     CatalogConfig, ClientCredentials, Envelope, Namespace, ProgressReport, SinkConnection,
@@ -227,8 +227,8 @@ struct LogState {
 struct BenchInput {
     desc: RelationDesc,
     rows: Arc<Vec<Row>>,
-    /// Sorted by time.
-    entries: RwLock<Vec<Entry>>,
+    /// Sorted by time; shared with readers' threads.
+    entries: Arc<RwLock<Vec<Entry>>>,
     state: Mutex<LogState>,
 }
 
@@ -237,7 +237,7 @@ impl BenchInput {
         Arc::new(BenchInput {
             desc: desc(),
             rows,
-            entries: RwLock::new(entries),
+            entries: Arc::new(RwLock::new(entries)),
             state: Mutex::new(LogState {
                 upper: Timestamp(upper),
                 since: Timestamp(0),
@@ -257,6 +257,49 @@ impl BenchInput {
             state.upper = state.upper.max(Timestamp::now());
         }
         state.upper.0
+    }
+
+    /// Materialises the entries with `lower <= ts < upper` on a blocking thread ahead of
+    /// the sink, as the storage reader does (at `ts`, when given: a snapshot's time).
+    fn stream(
+        self: &BenchInput,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        ts: Option<Timestamp>,
+    ) -> UpdateStream {
+        let (mut at, end) = {
+            let entries = self.entries.read().unwrap();
+            (
+                entries.partition_point(|e| e.ts < lower.0),
+                entries.partition_point(|e| e.ts < upper.0),
+            )
+        };
+        let (sender, stream) = UpdateStream::channel(READ_AHEAD_CHUNKS);
+        let rows = self.rows.clone();
+        let entries = self.entries.clone();
+        let max_rows = max_rows.max(1);
+        tokio::task::spawn_blocking(move || {
+            while at < end {
+                let next = (at + max_rows).min(end);
+                let updates: Vec<Update> = entries.read().unwrap()[at..next]
+                    .iter()
+                    .map(|e| {
+                        let mut update = materialize(&rows, e);
+                        if let Some(ts) = ts {
+                            update.ts = ts;
+                        }
+                        update
+                    })
+                    .collect();
+                if !sender.blocking_send(updates) {
+                    return;
+                }
+                at = next;
+            }
+            sender.blocking_finish();
+        });
+        stream
     }
 
     /// Live mode: appends inserts of these rows at a time at or above the upper (and at or
@@ -296,39 +339,34 @@ impl SinkInput for BenchInput {
         lower: Timestamp,
         upper: Timestamp,
         max_rows: usize,
-        chunk: &mut (dyn FnMut(Vec<Update>) -> Result<(), SinkError> + Send),
-    ) -> Result<(), SinkError> {
+    ) -> Result<UpdateStream, SinkError> {
         {
             let state = self.state.lock().unwrap();
             assert!(upper <= state.upper, "read past the upper");
-            if lower != Timestamp(0) && lower < state.since {
+            if lower < state.since {
                 return Err(SinkError::new(
                     floe_sink::ErrorKind::DataConversion,
                     "input compacted past resume upper",
                 ));
             }
         }
-        let (mut at, end) = {
+        Ok(self.stream(lower, upper, max_rows, None))
+    }
+
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        assert!(
+            upper <= self.state.lock().unwrap().upper,
+            "read past the upper"
+        );
+        let retracted = {
             let entries = self.entries.read().unwrap();
-            (
-                entries.partition_point(|e| e.ts < lower.0),
-                entries.partition_point(|e| e.ts < upper.0),
-            )
+            let end = entries.partition_point(|e| e.ts < upper.0);
+            entries[..end].iter().any(|e| e.diff < 0)
         };
-        let max_rows = max_rows.max(1);
-        while at < end {
-            let next = (at + max_rows).min(end);
-            let updates: Vec<Update> = {
-                let entries = self.entries.read().unwrap();
-                entries[at..next]
-                    .iter()
-                    .map(|e| materialize(&self.rows, e))
-                    .collect()
-            };
-            chunk(updates)?;
-            at = next;
-        }
-        Ok(())
+        // Like storage: a log without retractions is streamed as stored (the benchmark
+        // snapshots only insert-only logs).
+        assert!(!retracted, "the benchmark snapshots only insert-only logs");
+        Ok(self.stream(Timestamp(0), upper, max_rows, Some(Timestamp(upper.0 - 1))))
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {

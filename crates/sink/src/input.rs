@@ -2,11 +2,16 @@
 //!
 //! The storage layer implements [`SinkInput`]; the sink never sees storage
 //! internals. Timestamps are milliseconds since the Unix epoch.
+//!
+//! Reads are streams of chunks pulled by the sink ([`UpdateStream`]): a reader produces
+//! chunks ahead of the sink through a small bounded channel, so reading the log overlaps
+//! with writing Parquet, and memory holds a few chunks, never a whole batch or table.
 
 use async_trait::async_trait;
 use floe_repr::{RelationDesc, Row, Timestamp};
+use tokio::sync::mpsc;
 
-use crate::error::SinkError;
+use crate::error::{ErrorKind, SinkError};
 
 /// One change: a row, the time it happened, and its multiplicity change
 /// (+1 insert, -1 delete; an update is a -1 and a +1 at the same time).
@@ -28,24 +33,172 @@ pub trait SinkInput: Send + Sync {
     async fn upper(&self) -> Result<Timestamp, SinkError>;
 
     /// The compaction frontier: history before it has been consolidated, so
-    /// updates before `since` are reported at `since`. Reading from a
-    /// `lower` below `since` fails with `input compacted past resume upper`
-    /// unless `lower` is the beginning of time (a new sink's snapshot).
+    /// updates before `since` are reported at `since - 1`. Reading from a
+    /// `lower` below `since` fails with `input compacted past resume upper`.
     async fn since(&self) -> Result<Timestamp, SinkError>;
 
-    /// The updates with `lower <= ts < upper`, in chunks of at most
-    /// `max_rows`, in no particular order; `upper` must not exceed
-    /// [`SinkInput::upper`]. `Timestamp(0)` as `lower` reads everything the
-    /// log holds (the snapshot, for a new sink).
+    /// The updates with `lower <= ts < upper` in time order (non-decreasing `ts`), in
+    /// chunks of at most `max_rows`; `upper` must not exceed [`SinkInput::upper`].
+    /// Dropping the stream stops the read.
     async fn read(
         &self,
         lower: Timestamp,
         upper: Timestamp,
         max_rows: usize,
-        chunk: &mut (dyn FnMut(Vec<Update>) -> Result<(), SinkError> + Send),
-    ) -> Result<(), SinkError>;
+    ) -> Result<UpdateStream, SinkError>;
+
+    /// The relation's contents as of `upper` (everything with `ts < upper`), consolidated:
+    /// each distinct row once, `diff` its multiplicity, `ts` = `upper - 1`. What a new
+    /// sink writes first.
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError>;
 
     /// Tells the log that the sink will never read before `frontier` again
     /// (it committed up to it), so history before it may be compacted.
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError>;
+}
+
+/// How many chunks a reader may produce ahead of the sink: enough to keep both sides busy,
+/// few enough that memory stays a few chunks.
+pub const READ_AHEAD_CHUNKS: usize = 2;
+
+/// What travels through an [`UpdateStream`]'s channel. The explicit end tells a complete
+/// read from a reader that stopped half-way (it panicked or was cancelled): a channel that
+/// closes without it is an error, never a short batch.
+enum Message {
+    Chunk(Vec<Update>),
+    End,
+}
+
+/// The consuming side of a read: chunks in order, then `None`.
+pub struct UpdateStream {
+    receiver: mpsc::Receiver<Result<Message, SinkError>>,
+    ended: bool,
+}
+
+/// The producing side of a read, for a reader on another task or a blocking thread.
+pub struct UpdateSender {
+    sender: mpsc::Sender<Result<Message, SinkError>>,
+}
+
+impl UpdateStream {
+    /// A stream and its sender, with room for `capacity` chunks in flight.
+    pub fn channel(capacity: usize) -> (UpdateSender, UpdateStream) {
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        (
+            UpdateSender { sender },
+            UpdateStream {
+                receiver,
+                ended: false,
+            },
+        )
+    }
+
+    /// A stream over updates already in memory, in chunks of `max_rows`.
+    pub fn from_updates(updates: Vec<Update>, max_rows: usize) -> UpdateStream {
+        let max_rows = max_rows.max(1);
+        let chunks = updates.len().div_ceil(max_rows);
+        let (sender, stream) = UpdateStream::channel(chunks + 1);
+        let mut updates = updates.into_iter().peekable();
+        while updates.peek().is_some() {
+            let chunk: Vec<Update> = updates.by_ref().take(max_rows).collect();
+            // Room for every chunk was made above.
+            let _ = sender.sender.try_send(Ok(Message::Chunk(chunk)));
+        }
+        let _ = sender.sender.try_send(Ok(Message::End));
+        stream
+    }
+
+    /// The next chunk, `None` once the read is complete.
+    pub async fn next(&mut self) -> Result<Option<Vec<Update>>, SinkError> {
+        if self.ended {
+            return Ok(None);
+        }
+        match self.receiver.recv().await {
+            Some(Ok(Message::Chunk(chunk))) => Ok(Some(chunk)),
+            Some(Ok(Message::End)) => {
+                self.ended = true;
+                Ok(None)
+            }
+            Some(Err(err)) => Err(err),
+            None => Err(SinkError::new(
+                ErrorKind::Storage,
+                "the change log reader stopped before the end of the read",
+            )),
+        }
+    }
+}
+
+impl UpdateSender {
+    /// Sends a chunk from a blocking thread, waiting for room. `false`: the stream was
+    /// dropped, stop reading.
+    pub fn blocking_send(&self, chunk: Vec<Update>) -> bool {
+        self.sender.blocking_send(Ok(Message::Chunk(chunk))).is_ok()
+    }
+
+    /// Sends a chunk from a task, waiting for room. `false`: the stream was dropped.
+    pub async fn send(&self, chunk: Vec<Update>) -> bool {
+        self.sender.send(Ok(Message::Chunk(chunk))).await.is_ok()
+    }
+
+    /// Ends the read successfully (from a blocking thread).
+    pub fn blocking_finish(self) {
+        let _ = self.sender.blocking_send(Ok(Message::End));
+    }
+
+    /// Ends the read successfully (from a task).
+    pub async fn finish(self) {
+        let _ = self.sender.send(Ok(Message::End)).await;
+    }
+
+    /// Ends the read with an error (from a blocking thread).
+    pub fn blocking_fail(self, error: SinkError) {
+        let _ = self.sender.blocking_send(Err(error));
+    }
+
+    /// Ends the read with an error (from a task).
+    pub async fn fail(self, error: SinkError) {
+        let _ = self.sender.send(Err(error)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use floe_repr::Datum;
+
+    fn update(id: i64) -> Update {
+        Update {
+            row: vec![Datum::Int64(id)],
+            ts: Timestamp(1),
+            diff: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn chunks_then_the_end() {
+        let mut stream = UpdateStream::from_updates((0..5).map(update).collect(), 2);
+        let mut sizes = Vec::new();
+        while let Some(chunk) = stream.next().await.unwrap() {
+            sizes.push(chunk.len());
+        }
+        assert_eq!(sizes, [2, 2, 1]);
+        assert_eq!(stream.next().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_stops_early_is_an_error_not_a_short_read() {
+        let (sender, mut stream) = UpdateStream::channel(2);
+        assert!(sender.send(vec![update(1)]).await);
+        drop(sender);
+        assert_eq!(stream.next().await.unwrap().map(|c| c.len()), Some(1));
+        let err = stream.next().await.unwrap_err();
+        assert!(err.message.contains("stopped before the end"), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_stream_stops_the_reader() {
+        let (sender, stream) = UpdateStream::channel(1);
+        drop(stream);
+        assert!(!sender.send(vec![update(1)]).await);
+    }
 }

@@ -18,13 +18,13 @@ use iceberg::spec::{DataFile, SchemaRef};
 use crate::config::CatalogConfig;
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
-use crate::input::{SinkInput, Update};
+use crate::input::{SinkInput, Update, UpdateStream};
 use crate::namespace::Namespace;
 use crate::sigv4::AwsCredentialsProvider;
 use crate::snapshot::{SinkProgress, latest_progress, prepare_commit};
 use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog};
 use crate::types::{DIFF_COLUMN, TIMESTAMP_COLUMN, sink_schema};
-use crate::writer::{FileContent, FileWriter, key_schema};
+use crate::writer::{FileContent, FileWriter, PipelinedWriter, key_schema};
 
 /// How changes become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +66,10 @@ impl SinkSpec {
 #[derive(Debug, Clone)]
 pub struct SinkSettings {
     pub http: HttpSettings,
-    /// Most changes staged in one snapshot when catching up over several intervals (memory
-    /// stays bounded by it); one interval is never split.
+    /// A batch of changes ends at the first interval boundary after this many changes, so
+    /// a catch-up over several intervals commits several snapshots and an UPSERT batch in
+    /// memory stays bounded by it plus one interval (one interval is never split). APPEND
+    /// batches and snapshots stream and hold only a few chunks.
     pub max_batch_rows: usize,
     /// Changes per chunk read from the input.
     pub read_chunk_rows: usize,
@@ -329,8 +331,6 @@ struct Session {
     /// The frontier the table records for this sink (`None`: nothing committed yet).
     committed: Option<Timestamp>,
     last_commit: Instant,
-    /// Intervals per batch while catching up; halved when a batch is too large.
-    span_intervals: u64,
 }
 
 /// The table's schema as the sink writes it (field ids from the catalog).
@@ -580,7 +580,6 @@ impl SinkMachine {
             lower,
             committed,
             last_commit: Instant::now(),
-            span_intervals: u64::MAX,
         }))
     }
 
@@ -591,13 +590,6 @@ impl SinkMachine {
             let upper = self.input.upper().await?;
             let boundary = Timestamp(upper.0 / interval * interval);
             if boundary > session.lower {
-                let span_end = if session.lower == Timestamp(0) {
-                    // The first batch is the relation's snapshot: it is never split.
-                    boundary
-                } else {
-                    let span = session.span_intervals.saturating_mul(interval);
-                    Timestamp(boundary.0.min(session.lower.0.saturating_add(span)))
-                };
                 if session.catalog.credentials_need_refresh(
                     &session.table,
                     self.settings.credential_refresh_margin,
@@ -607,7 +599,8 @@ impl SinkMachine {
                         .refresh_credentials(&self.spec.namespace, &self.spec.table, &session.table)
                         .await?;
                 }
-                return Ok(State::Staging(session, span_end));
+                // The batch may end earlier when it is large (see `BatchCut`).
+                return Ok(State::Staging(session, boundary));
             }
             let next = session.lower.0.max(upper.0 / interval * interval) + interval;
             let wait = Duration::from_millis(next.saturating_sub(upper.0) + 1)
@@ -616,52 +609,50 @@ impl SinkMachine {
         }
     }
 
-    /// `Staging`: read `[lower, upper)` and write its files (the writer).
-    async fn stage(&mut self, mut session: Session, upper: Timestamp) -> Result<State, SinkError> {
+    /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). The
+    /// rows stream from the input through conversion into the Parquet writers; only an
+    /// UPSERT catch-up batch is held whole, to be consolidated per key.
+    async fn stage(&mut self, session: Session, upper: Timestamp) -> Result<State, SinkError> {
         let lower = session.lower;
-        let interval = self.spec.commit_interval_ms;
-        let splittable = lower != Timestamp(0) && upper.0 - lower.0 > interval;
-        let limit = self.settings.max_batch_rows;
-        let mut updates: Vec<Update> = Vec::new();
-        let mut too_large = false;
-        {
-            let mut collect = |chunk: Vec<Update>| -> Result<(), SinkError> {
-                updates.extend(chunk);
-                if splittable && updates.len() > limit {
-                    too_large = true;
-                    return Err(SinkError::new(ErrorKind::Storage, "batch too large"));
+        let chunk_rows = self.settings.read_chunk_rows;
+        let staged = if lower == Timestamp(0) {
+            // A new sink: the relation's snapshot as of `upper`, one batch however large.
+            let mut snapshot = self.input.snapshot(upper, chunk_rows).await?;
+            match self.spec.envelope {
+                Envelope::Append => {
+                    self.stage_append(&session, &mut snapshot, lower, BatchCut::none(upper))
+                        .await?
                 }
-                Ok(())
-            };
-            let read = self
-                .input
-                .read(lower, upper, self.settings.read_chunk_rows, &mut collect)
-                .await;
-            if let Err(err) = read
-                && !too_large
-            {
-                return Err(err);
+                Envelope::Upsert => {
+                    self.stage_upsert_snapshot(&session, &mut snapshot, upper)
+                        .await?
+                }
             }
-        }
-        if too_large {
-            let intervals = (upper.0 - lower.0) / interval;
-            session.span_intervals = (intervals / 2).max(1);
-            tracing::debug!(sink = %self.spec.sink_id, intervals = session.span_intervals, "batch over the size limit, splitting");
-            return Ok(State::Staging(
-                session,
-                Timestamp(lower.0 + (intervals / 2).max(1) * interval),
-            ));
-        }
-        if session.span_intervals != u64::MAX {
-            session.span_intervals = session.span_intervals.saturating_mul(2);
-        }
-        if updates.iter().all(|update| update.diff == 0) {
-            return self.pass_empty(session, upper).await;
-        }
-        let staged = match self.spec.envelope {
-            Envelope::Append => self.stage_append(&session, lower, upper, &updates).await?,
-            Envelope::Upsert => self.stage_upsert(&session, lower, upper, &updates).await?,
+        } else {
+            let mut changes = self.input.read(lower, upper, chunk_rows).await?;
+            let cut = BatchCut::new(
+                self.settings.max_batch_rows,
+                self.spec.commit_interval_ms,
+                upper,
+            );
+            match self.spec.envelope {
+                Envelope::Append => {
+                    self.stage_append(&session, &mut changes, lower, cut)
+                        .await?
+                }
+                Envelope::Upsert => {
+                    let (updates, upper) = collect_batch(&mut changes, cut).await?;
+                    drop(changes);
+                    self.stage_upsert(&session, lower, upper, &updates).await?
+                }
+            }
         };
+        if staged.upper < upper {
+            tracing::debug!(sink = %self.spec.sink_id, lower = %lower, upper = %staged.upper, "batch over the size limit, ending it early");
+        }
+        if staged.data.is_empty() && staged.deletes.is_empty() {
+            return self.pass_empty(session, staged.upper).await;
+        }
         self.reporter.statistics(StatisticsUpdate {
             messages_staged: staged.messages,
             bytes_staged: staged.bytes,
@@ -703,46 +694,52 @@ impl SinkMachine {
         Ok(State::Waiting(session))
     }
 
+    /// APPEND: every change becomes `|diff|` rows with `_mz_diff` and `_mz_timestamp`,
+    /// streamed chunk by chunk into the rolling data files.
     async fn stage_append(
         &self,
         session: &Session,
+        input: &mut UpdateStream,
         lower: Timestamp,
-        upper: Timestamp,
-        updates: &[Update],
+        mut cut: BatchCut,
     ) -> Result<StagedBatch, SinkError> {
-        let prefix = file_prefix(&self.spec, upper);
-        let mut writer = FileWriter::new(
+        let mut writer = PipelinedWriter::spawn(FileWriter::new(
             &session.table,
             session.layout.schema.clone(),
             FileContent::Data,
-            prefix,
+            file_prefix(&self.spec, cut.upper),
             self.settings.target_file_size,
-        )?;
+        )?);
         let columns = self.input.desc().columns.len();
         let diffs = [Datum::Int32(1), Datum::Int32(-1)];
-        let mut messages = 0u64;
-        let mut pending: Vec<(&Update, &Datum, Datum)> = Vec::new();
-        for update in updates {
-            let diff = if update.diff > 0 {
-                &diffs[0]
-            } else {
-                &diffs[1]
-            };
-            for _ in 0..update.diff.unsigned_abs() {
-                pending.push((update, diff, Datum::Int64(update.ts.0 as i64)));
-                messages += 1;
-                if pending.len() >= self.settings.write_batch_rows {
-                    write_append_rows(&mut writer, &pending, columns).await?;
-                    pending.clear();
+        'read: while let Some(chunk) = input.next().await? {
+            let mut rows: Vec<(&Update, &Datum, Datum)> = Vec::with_capacity(chunk.len());
+            let mut ended = false;
+            for update in &chunk {
+                if !cut.admit(update.ts)? {
+                    ended = true;
+                    break;
+                }
+                let diff = if update.diff > 0 {
+                    &diffs[0]
+                } else {
+                    &diffs[1]
+                };
+                for _ in 0..update.diff.unsigned_abs() {
+                    rows.push((update, diff, Datum::Int64(update.ts.0 as i64)));
                 }
             }
+            write_append_rows(&mut writer, &rows, columns).await?;
+            if ended {
+                break 'read;
+            }
         }
-        write_append_rows(&mut writer, &pending, columns).await?;
+        let messages = writer.rows();
         let data = writer.close().await?;
         let bytes = data.iter().map(|f| f.file_size_in_bytes()).sum();
         Ok(StagedBatch {
             lower,
-            upper,
+            upper: cut.upper(),
             data,
             deletes: Vec::new(),
             messages,
@@ -750,17 +747,10 @@ impl SinkMachine {
         })
     }
 
-    async fn stage_upsert(
-        &self,
-        session: &Session,
-        lower: Timestamp,
-        upper: Timestamp,
-        updates: &[Update],
-    ) -> Result<StagedBatch, SinkError> {
-        let layout = &session.layout;
-        let consolidated = consolidate_by_key(updates, &layout.key_indexes);
-        // An empty table (a new sink's, before its first rows) holds nothing to delete.
-        let needs_deletes = session
+    /// Whether the table may hold rows this batch must delete: an empty table (a new
+    /// sink's, before its first rows) holds nothing to delete.
+    fn needs_deletes(session: &Session) -> bool {
+        session
             .table
             .metadata
             .current_snapshot()
@@ -770,9 +760,18 @@ impl SinkMachine {
                     .additional_properties
                     .get("total-records")
                     .is_none_or(|records| records != "0")
-            });
+            })
+    }
+
+    /// The data and equality delete writers of an UPSERT batch.
+    fn upsert_writers(
+        &self,
+        session: &Session,
+        upper: Timestamp,
+    ) -> Result<(PipelinedWriter, PipelinedWriter), SinkError> {
+        let layout = &session.layout;
         let prefix = file_prefix(&self.spec, upper);
-        let mut data_writer = FileWriter::new(
+        let data_writer = FileWriter::new(
             &session.table,
             layout.schema.clone(),
             FileContent::Data,
@@ -782,13 +781,58 @@ impl SinkMachine {
         let key_schema = layout.key_schema.clone().ok_or_else(|| {
             SinkError::new(ErrorKind::InvalidConfig, "upsert sinks must specify a key")
         })?;
-        let mut delete_writer = FileWriter::new(
+        let delete_writer = FileWriter::new(
             &session.table,
             key_schema,
             FileContent::EqualityDeletes(layout.equality_ids.clone()),
             format!("{prefix}-deletes"),
             self.settings.target_file_size,
         )?;
+        Ok((
+            PipelinedWriter::spawn(data_writer),
+            PipelinedWriter::spawn(delete_writer),
+        ))
+    }
+
+    /// UPSERT, a new sink's first batch: the snapshot is consolidated already (one row per
+    /// key), so it streams straight into data files.
+    async fn stage_upsert_snapshot(
+        &self,
+        session: &Session,
+        input: &mut UpdateStream,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError> {
+        let layout = &session.layout;
+        let needs_deletes = Self::needs_deletes(session);
+        let (mut data_writer, mut delete_writer) = self.upsert_writers(session, upper)?;
+        let columns = self.input.desc().columns.len();
+        while let Some(chunk) = input.next().await? {
+            let rows: Vec<&[Datum]> = chunk
+                .iter()
+                .filter(|update| update.diff > 0)
+                .map(|update| update.row.as_slice())
+                .collect();
+            if needs_deletes {
+                write_key_rows(&mut delete_writer, &rows, &layout.key_indexes).await?;
+            }
+            write_rows(&mut data_writer, &rows, columns).await?;
+        }
+        finish_upsert(Timestamp(0), upper, data_writer, delete_writer).await
+    }
+
+    /// UPSERT, a batch of changes: consolidated per key, then an equality delete per key
+    /// touched (when the table may hold it) and a data row per final value.
+    async fn stage_upsert(
+        &self,
+        session: &Session,
+        lower: Timestamp,
+        upper: Timestamp,
+        updates: &[Update],
+    ) -> Result<StagedBatch, SinkError> {
+        let layout = &session.layout;
+        let consolidated = consolidate_by_key(updates, &layout.key_indexes);
+        let needs_deletes = Self::needs_deletes(session);
+        let (mut data_writer, mut delete_writer) = self.upsert_writers(session, upper)?;
         let columns = self.input.desc().columns.len();
         let mut rows: Vec<&[Datum]> = Vec::new();
         let mut keys: Vec<&[Datum]> = Vec::new();
@@ -810,22 +854,7 @@ impl SinkMachine {
         }
         write_key_rows(&mut delete_writer, &keys, &layout.key_indexes).await?;
         write_rows(&mut data_writer, &rows, columns).await?;
-        let messages = data_writer.rows() + delete_writer.rows();
-        let data = data_writer.close().await?;
-        let deletes = delete_writer.close().await?;
-        let bytes = data
-            .iter()
-            .chain(&deletes)
-            .map(|f| f.file_size_in_bytes())
-            .sum();
-        Ok(StagedBatch {
-            lower,
-            upper,
-            data,
-            deletes,
-            messages,
-            bytes,
-        })
+        finish_upsert(lower, upper, data_writer, delete_writer).await
     }
 
     /// `Committing`: commit the staged batch exactly once (the committer).
@@ -1060,8 +1089,122 @@ fn table_layout(
     })
 }
 
+/// Where a batch of changes ends. A batch reads `[lower, upper)`, but once it holds
+/// `max_rows` changes it ends at the next interval boundary (batch bounds stay multiples
+/// of the interval, and one interval is never split), so a catch-up after a long pause is
+/// committed as several snapshots and an UPSERT batch in memory stays bounded.
+struct BatchCut {
+    max_rows: usize,
+    interval: u64,
+    upper: Timestamp,
+    /// The boundary the batch ends at, once it is full.
+    end: Option<Timestamp>,
+    /// Whether a change at or after `end` was seen (else the whole read was taken).
+    ended: bool,
+    admitted: usize,
+    last_ts: Timestamp,
+}
+
+impl BatchCut {
+    fn new(max_rows: usize, interval: u64, upper: Timestamp) -> BatchCut {
+        BatchCut {
+            max_rows: max_rows.max(1),
+            interval: interval.max(1),
+            upper,
+            end: None,
+            ended: false,
+            admitted: 0,
+            last_ts: Timestamp(0),
+        }
+    }
+
+    /// A batch taken whole (a snapshot).
+    fn none(upper: Timestamp) -> BatchCut {
+        BatchCut::new(usize::MAX, 1, upper)
+    }
+
+    /// Whether the change at `ts` belongs to the batch. The input comes in time order;
+    /// a change out of order would make the cut lose changes, so it is an error.
+    fn admit(&mut self, ts: Timestamp) -> Result<bool, SinkError> {
+        if ts < self.last_ts {
+            return Err(SinkError::new(
+                ErrorKind::Storage,
+                format!(
+                    "the change log returned a change at {ts} after one at {}",
+                    self.last_ts
+                ),
+            ));
+        }
+        self.last_ts = ts;
+        if let Some(end) = self.end
+            && ts >= end
+        {
+            self.ended = true;
+            return Ok(false);
+        }
+        self.admitted += 1;
+        if self.end.is_none() && self.admitted >= self.max_rows {
+            let end = Timestamp((ts.0 / self.interval + 1).saturating_mul(self.interval));
+            if end < self.upper {
+                self.end = Some(end);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The batch's upper: the cut, if the read went past it.
+    fn upper(&self) -> Timestamp {
+        match self.end {
+            Some(end) if self.ended => end,
+            _ => self.upper,
+        }
+    }
+}
+
+/// Reads a batch of changes whole (for consolidation), up to its cut. Returns the changes
+/// and the batch's upper.
+async fn collect_batch(
+    input: &mut UpdateStream,
+    mut cut: BatchCut,
+) -> Result<(Vec<Update>, Timestamp), SinkError> {
+    let mut updates = Vec::new();
+    'read: while let Some(chunk) = input.next().await? {
+        for update in chunk {
+            if !cut.admit(update.ts)? {
+                break 'read;
+            }
+            updates.push(update);
+        }
+    }
+    Ok((updates, cut.upper()))
+}
+
+/// Closes an UPSERT batch's writers and describes the batch.
+async fn finish_upsert(
+    lower: Timestamp,
+    upper: Timestamp,
+    data_writer: PipelinedWriter,
+    delete_writer: PipelinedWriter,
+) -> Result<StagedBatch, SinkError> {
+    let messages = data_writer.rows() + delete_writer.rows();
+    let (data, deletes) = futures::try_join!(data_writer.close(), delete_writer.close())?;
+    let bytes = data
+        .iter()
+        .chain(&deletes)
+        .map(|f| f.file_size_in_bytes())
+        .sum();
+    Ok(StagedBatch {
+        lower,
+        upper,
+        data,
+        deletes,
+        messages,
+        bytes,
+    })
+}
+
 async fn write_append_rows(
-    writer: &mut FileWriter,
+    writer: &mut PipelinedWriter,
     rows: &[(&Update, &Datum, Datum)],
     columns: usize,
 ) -> Result<(), SinkError> {
@@ -1082,7 +1225,7 @@ async fn write_append_rows(
 }
 
 async fn write_rows(
-    writer: &mut FileWriter,
+    writer: &mut PipelinedWriter,
     rows: &[&[Datum]],
     columns: usize,
 ) -> Result<(), SinkError> {
@@ -1101,7 +1244,7 @@ async fn write_rows(
 }
 
 async fn write_key_rows(
-    writer: &mut FileWriter,
+    writer: &mut PipelinedWriter,
     rows: &[&[Datum]],
     key_indexes: &[usize],
 ) -> Result<(), SinkError> {
@@ -1451,5 +1594,39 @@ mod tests {
             encode(&Datum::Text("x".into())),
             encode(&Datum::Text("x".into()))
         );
+    }
+
+    #[test]
+    fn a_full_batch_ends_at_the_next_interval_boundary() {
+        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
+        for ts in [105, 110, 150, 180, 199] {
+            assert!(cut.admit(Timestamp(ts)).unwrap(), "{ts} is before the cut");
+        }
+        assert!(!cut.admit(Timestamp(200)).unwrap());
+        assert_eq!(cut.upper(), Timestamp(200));
+        // Out of order input is refused, never silently cut.
+        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
+        cut.admit(Timestamp(150)).unwrap();
+        assert!(cut.admit(Timestamp(149)).is_err());
+    }
+
+    #[test]
+    fn a_batch_that_never_reaches_its_cut_takes_the_whole_read() {
+        let mut cut = BatchCut::new(2, 100, Timestamp(1_000));
+        for ts in [105, 110, 150] {
+            assert!(cut.admit(Timestamp(ts)).unwrap());
+        }
+        // The read ended before 200: nothing lies between, so the batch is the whole read.
+        assert_eq!(cut.upper(), Timestamp(1_000));
+        // A cut at the read's upper is no cut.
+        let mut cut = BatchCut::new(1, 100, Timestamp(200));
+        assert!(cut.admit(Timestamp(150)).unwrap());
+        assert!(cut.admit(Timestamp(199)).unwrap());
+        assert_eq!(cut.upper(), Timestamp(200));
+        let mut whole = BatchCut::none(Timestamp(500));
+        for ts in 0..400 {
+            assert!(whole.admit(Timestamp(ts)).unwrap());
+        }
+        assert_eq!(whole.upper(), Timestamp(500));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef as ArrowSchemaRef;
 use floe_repr::Datum;
 use iceberg::spec::{DataContentType, DataFile, DataFileFormat, Schema, SchemaRef};
@@ -14,6 +15,8 @@ use iceberg::writer::file_writer::location_generator::{
 use iceberg::writer::file_writer::rolling_writer::{RollingFileWriter, RollingFileWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 use crate::error::{ErrorKind, SinkError};
 use crate::table::{LoadedTable, storage_error};
@@ -86,6 +89,15 @@ impl FileWriter {
             return Ok(());
         }
         let batch = record_batch(&self.arrow_schema, columns, rows)?;
+        self.write_batch(batch).await
+    }
+
+    /// Writes a batch of the writer's Arrow schema.
+    pub async fn write_batch(&mut self, batch: RecordBatch) -> Result<(), SinkError> {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            return Ok(());
+        }
         let rolling = self
             .rolling
             .as_mut()
@@ -135,6 +147,94 @@ impl FileWriter {
             );
         }
         Ok(files)
+    }
+}
+
+/// A [`FileWriter`] on a task of its own: Parquet encoding and uploads run while the
+/// caller reads and converts the next rows (a pipeline of two stages, so a sink uses two
+/// cores). At most [`PIPELINE_BATCHES`] converted batches wait between the stages, so
+/// memory stays a few batches.
+pub struct PipelinedWriter {
+    /// `None` once closed; dropping it ends the writer task's input.
+    sender: Option<mpsc::Sender<RecordBatch>>,
+    /// The writer task: returns the files written. Aborted if this writer is dropped
+    /// unclosed (a failed batch), so no upload continues for nothing.
+    task: Option<JoinHandle<Result<Vec<DataFile>, SinkError>>>,
+    arrow_schema: ArrowSchemaRef,
+    rows: u64,
+}
+
+/// Converted batches waiting for the Parquet stage.
+pub const PIPELINE_BATCHES: usize = 2;
+
+impl PipelinedWriter {
+    pub fn spawn(mut writer: FileWriter) -> PipelinedWriter {
+        let arrow_schema = writer.arrow_schema.clone();
+        let (sender, mut receiver) = mpsc::channel::<RecordBatch>(PIPELINE_BATCHES);
+        let task = tokio::spawn(async move {
+            while let Some(batch) = receiver.recv().await {
+                writer.write_batch(batch).await?;
+            }
+            writer.close().await
+        });
+        PipelinedWriter {
+            sender: Some(sender),
+            task: Some(task),
+            arrow_schema,
+            rows: 0,
+        }
+    }
+
+    /// Converts rows given column by column (all columns of the writer's schema) and hands
+    /// them to the writer task.
+    pub async fn write(&mut self, columns: Vec<Vec<&Datum>>, rows: usize) -> Result<(), SinkError> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let batch = record_batch(&self.arrow_schema, columns, rows)?;
+        let sender = self
+            .sender
+            .as_ref()
+            .ok_or_else(|| internal("file writer used after close".into()))?;
+        if sender.send(batch).await.is_err() {
+            // The writer task stopped: it failed, and its error says why.
+            self.sender = None;
+            return Err(self.join().await.err().unwrap_or_else(|| {
+                internal("the Parquet writer stopped before its input ended".into())
+            }));
+        }
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    /// Rows handed to the writer so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Waits for the writer task to write everything and returns the files written.
+    pub async fn close(mut self) -> Result<Vec<DataFile>, SinkError> {
+        self.sender = None;
+        self.join().await
+    }
+
+    async fn join(&mut self) -> Result<Vec<DataFile>, SinkError> {
+        let task = self
+            .task
+            .take()
+            .ok_or_else(|| internal("file writer closed twice".into()))?;
+        match task.await {
+            Ok(result) => result,
+            Err(err) => Err(internal(format!("the Parquet writer task failed: {err}"))),
+        }
+    }
+}
+
+impl Drop for PipelinedWriter {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 

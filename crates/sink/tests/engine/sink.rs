@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
-use floe_sink::input::{SinkInput, Update};
+use floe_sink::input::{SinkInput, Update, UpdateStream};
 use floe_sink::snapshot::{SinkProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
@@ -90,12 +90,11 @@ impl SinkInput for MemoryInput {
         lower: Timestamp,
         upper: Timestamp,
         max_rows: usize,
-        chunk: &mut (dyn FnMut(Vec<Update>) -> Result<(), SinkError> + Send),
-    ) -> Result<(), SinkError> {
-        let selected: Vec<Update> = {
+    ) -> Result<UpdateStream, SinkError> {
+        let mut selected: Vec<Update> = {
             let state = self.state.lock().unwrap();
             assert!(upper <= state.upper, "read past the upper");
-            if lower != Timestamp(0) && lower < state.since {
+            if lower < state.since {
                 return Err(SinkError::new(
                     ErrorKind::DataConversion,
                     "input compacted past resume upper",
@@ -108,10 +107,28 @@ impl SinkInput for MemoryInput {
                 .cloned()
                 .collect()
         };
-        for part in selected.chunks(max_rows.max(1)) {
-            chunk(part.to_vec())?;
+        selected.sort_by_key(|u| u.ts);
+        Ok(UpdateStream::from_updates(selected, max_rows))
+    }
+
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        // Consolidated per distinct row, as storage does.
+        let mut rows: BTreeMap<String, Update> = BTreeMap::new();
+        {
+            let state = self.state.lock().unwrap();
+            assert!(upper <= state.upper, "read past the upper");
+            for update in state.updates.iter().filter(|u| u.ts < upper) {
+                rows.entry(format!("{:?}", update.row))
+                    .or_insert_with(|| Update {
+                        row: update.row.clone(),
+                        ts: Timestamp(upper.0 - 1),
+                        diff: 0,
+                    })
+                    .diff += update.diff;
+            }
         }
-        Ok(())
+        let snapshot = rows.into_values().filter(|u| u.diff > 0).collect();
+        Ok(UpdateStream::from_updates(snapshot, max_rows))
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
@@ -460,7 +477,30 @@ const APPEND_QUERY: &str = "SELECT id, value, CAST(amount AS VARCHAR) AS amount,
     CAST(sum(_mz_diff) AS BIGINT) AS n FROM t GROUP BY id, value, amount \
     HAVING sum(_mz_diff) <> 0 ORDER BY id";
 
-fn assert_append_table(reader: &Reader, location: &str, workload: &Workload) {
+/// What a new sink's snapshot takes over from a workload's history: the change rows up to
+/// then are replaced by one row per live key. Taken when the sink starts; the test then
+/// waits for the snapshot's commit before writing more.
+struct SnapshotTaken {
+    change_rows: u64,
+    live_rows: u64,
+}
+
+impl SnapshotTaken {
+    fn of(workload: &Workload) -> SnapshotTaken {
+        SnapshotTaken {
+            change_rows: workload.change_rows,
+            live_rows: workload.model.len() as u64,
+        }
+    }
+}
+
+fn assert_append_table(
+    reader: &Reader,
+    location: &str,
+    workload: &Workload,
+    snapshot: &SnapshotTaken,
+    snapshot_frontier: u64,
+) {
     let consolidated = reader.query(location, APPEND_QUERY);
     let expected: Vec<Value> = workload
         .expected()
@@ -474,9 +514,29 @@ fn assert_append_table(reader: &Reader, location: &str, workload: &Workload) {
     let count = reader.query(location, "SELECT count(*) AS n FROM t");
     assert_eq!(
         count.rows[0]["n"].as_u64(),
-        Some(workload.change_rows),
-        "every change row exactly once"
+        Some(workload.change_rows - snapshot.change_rows + snapshot.live_rows),
+        "the snapshot's rows, then every change row exactly once"
     );
+    // The snapshot is consolidated: one +1 row per live row, all at its as-of time.
+    let at_snapshot = reader.query(
+        location,
+        &format!(
+            "SELECT count(*) AS n, min(_mz_diff) AS d FROM t WHERE _mz_timestamp = {}",
+            snapshot_frontier - 1
+        ),
+    );
+    assert_eq!(
+        at_snapshot.rows[0]["n"].as_u64(),
+        Some(snapshot.live_rows),
+        "{at_snapshot:?}"
+    );
+    if snapshot.live_rows > 0 {
+        assert_eq!(
+            at_snapshot.rows[0]["d"].as_i64(),
+            Some(1),
+            "{at_snapshot:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -581,7 +641,8 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(11);
     let reporter = Arc::new(Recorder::default());
-    drive(&input, &mut workload, 2);
+    let snapshot_frontier = drive(&input, &mut workload, 2);
+    let snapshot = SnapshotTaken::of(&workload);
     let mut handle = spawn_sink(
         connection.clone(),
         spec(&ns, "t", Envelope::Append),
@@ -589,6 +650,7 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
         reporter.clone(),
         settings(),
     );
+    reporter.wait_for_frontier(snapshot_frontier).await;
     let mut upper = drive(&input, &mut workload, 5);
     reporter.wait_for_frontier(upper).await;
 
@@ -633,7 +695,7 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
 
     let reader = Reader::for_seaweedfs(sw);
     let location = sw.metadata_location(&ns, "t");
-    assert_append_table(&reader, &location, &workload);
+    assert_append_table(&reader, &location, &workload, &snapshot, snapshot_frontier);
     let read = reader.read(&location);
     sink_frontiers(&read);
     assert!(read.files_with_content("equality_deletes").is_empty());
@@ -1126,7 +1188,8 @@ async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
         empty_progress_interval: Duration::from_millis(400),
         ..settings()
     };
-    drive(&input, &mut workload, 1);
+    let snapshot_frontier = drive(&input, &mut workload, 1);
+    let snapshot = SnapshotTaken::of(&workload);
     let handle = spawn_sink(
         connection.clone(),
         spec("catchup", "t", Envelope::Append),
@@ -1134,7 +1197,7 @@ async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
         reporter.clone(),
         limited.clone(),
     );
-    reporter.wait_for_frontier(input.upper_now()).await;
+    reporter.wait_for_frontier(snapshot_frontier).await;
     // A long pause: 30 intervals of changes arrive at once.
     let mut upper = input.upper_now();
     for _ in 0..30 {
@@ -1153,7 +1216,36 @@ async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
         &Reader::local(),
         location.trim_start_matches("file://"),
         &workload,
+        &snapshot,
+        snapshot_frontier,
     );
+    // Each catch-up batch but the last ends at the first interval boundary after its
+    // 40th change: fewer than 40 changes before its last interval, at least 40 in all.
+    let times: Vec<u64> = Reader::local()
+        .query(
+            location.trim_start_matches("file://"),
+            "SELECT _mz_timestamp AS ts FROM t",
+        )
+        .rows
+        .iter()
+        .map(|row| row["ts"].as_u64().unwrap())
+        .collect();
+    let catch_up = &frontiers[frontiers
+        .iter()
+        .position(|f| *f == snapshot_frontier)
+        .unwrap()..];
+    for batch in catch_up.windows(2).take(catch_up.len().saturating_sub(2)) {
+        let (lower, upper) = (batch[0], batch[1]);
+        let all = times.iter().filter(|t| (lower..upper).contains(t)).count();
+        let before_last = times
+            .iter()
+            .filter(|t| (lower..upper - INTERVAL).contains(t))
+            .count();
+        assert!(
+            before_last < 40 && all >= 40,
+            "batch [{lower}, {upper}) holds {all} changes, {before_last} before its last interval"
+        );
+    }
 
     // Idle: 40 empty intervals over ~1 s give at most a few progress-only snapshots, yet the
     // reported frontier follows the input.
