@@ -751,9 +751,133 @@ async fn aws_s3_tables_document_end_to_end() {
     assert!(!server.log().contains(sw.secret_key()));
 }
 
+/// The S3 Tables document with the role doing everything: catalog requests SigV4-signed
+/// (`s3tables`) with the assumed-role session and data files written with it, the session
+/// assumed again and again while the sink runs. SeaweedFS shows a table bucket only to its
+/// owner and to the principals of its policy, and each role session is an identity of its
+/// own, so the catalog refuses the session until the bucket's policy allows every
+/// principal: the proof that floe signs the catalog with the session, not with its own keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_tables_catalog_and_data_through_an_assumed_role() {
+    let sw = SeaweedFs::start();
+    let namespace = sw.unique_namespace("role");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[
+            "--aws-principal",
+            "arn:aws:iam::000000000000:user/floe",
+            "--aws-session-duration",
+            "15m",
+            "--credential-refresh-margin",
+            "894s",
+        ],
+        &[
+            ("AWS_ACCESS_KEY_ID", sw.access_key()),
+            ("AWS_SECRET_ACCESS_KEY", sw.secret_key()),
+        ],
+    );
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE CONNECTION aws_role TO AWS (
+                 ASSUME ROLE ARN = '{role}',
+                 REGION = '{region}',
+                 ENDPOINT = '{endpoint}'
+             );
+             CREATE CONNECTION role_catalog TO ICEBERG CATALOG (
+                 CATALOG TYPE = 's3tablesrest',
+                 URL = '{url}',
+                 WAREHOUSE = '{warehouse}',
+                 AWS CONNECTION = aws_role
+             ) WITH (VALIDATE = false);",
+            role = sw.role_arn(),
+            region = sw.region(),
+            endpoint = sw.sts_endpoint(),
+            url = sw.catalog_url(),
+            warehouse = sw.warehouse_arn(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    // The session is not the table bucket's owner: the catalog does not show it the bucket.
+    let (message, detail, _) = error_of(&client, "VALIDATE CONNECTION role_catalog").await;
+    let refusal = format!("{message} {detail:?}");
+    assert!(
+        refusal.contains("table bucket iceberg-tables not found"),
+        "{refusal}"
+    );
+    // The bucket's policy lets every principal in: now the session signs its way through.
+    sw.allow_table_bucket_to_all_principals();
+    client
+        .batch_execute("VALIDATE CONNECTION role_catalog")
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE orders (id int PRIMARY KEY, customer text);
+             INSERT INTO orders VALUES (1, 'ann'), (2, 'bob');
+             CREATE SINK orders_sink
+               FROM orders
+               INTO ICEBERG CATALOG CONNECTION role_catalog (
+                 NAMESPACE = '{namespace}',
+                 TABLE = 'orders'
+               )
+               KEY (id)
+               MODE UPSERT
+               WITH (COMMIT INTERVAL = '1s');"
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    wait_for_status(&client, "orders_sink", "running", &server).await;
+    // Keep the sink busy across several role sessions (each lives 6 s past the margin).
+    let mut expected = vec![
+        json!({"id": 1, "customer": "ann"}),
+        json!({"id": 2, "customer": "bob"}),
+    ];
+    let busy_until = Instant::now() + Duration::from_secs(14);
+    let mut next = 3;
+    while Instant::now() < busy_until {
+        client
+            .batch_execute(&format!("INSERT INTO orders VALUES ({next}, 'c{next}')"))
+            .await
+            .unwrap();
+        expected.push(json!({"id": next, "customer": format!("c{next}")}));
+        next += 1;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    client
+        .batch_execute(
+            "UPDATE orders SET customer = 'anne' WHERE id = 1; DELETE FROM orders WHERE id = 2;",
+        )
+        .await
+        .unwrap();
+    expected[0] = json!({"id": 1, "customer": "anne"});
+    expected.remove(1);
+    let location = wait_for_delivery(&client, "orders_sink", SystemTime::now(), &server).await;
+    assert_eq!(
+        Reader::for_seaweedfs(&sw)
+            .read(&location)
+            .sorted_rows(&["id"]),
+        expected
+    );
+    let assumed = server.log().matches("assumed AWS role").count();
+    assert!(
+        assumed >= 3,
+        "assumed the role {assumed} times\n{}",
+        server.log()
+    );
+    let history = status_history(&client, "orders_sink").await;
+    assert!(
+        history.iter().all(|(status, _)| status != "stalled"),
+        "{history:?}"
+    );
+    assert!(!server.log().contains(sw.secret_key()));
+}
+
 /// The Databricks Unity Catalog document against the Unity-shaped front: the connection,
 /// an APPEND sink read back with DuckDB, MODE UPSERT refused; then its troubleshooting
-/// table: a wrong secret, a scope the workspace refuses, a missing namespace and missing
+/// table: a wrong secret, catalog requests refused for want of external data access or
+/// EXTERNAL USE SCHEMA, a scope the workspace refuses, a missing namespace and missing
 /// vended credentials each stall a sink with an error naming the cause, and the sink
 /// recovers once the cause is fixed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -882,6 +1006,64 @@ async fn unity_catalog_document_and_troubleshooting() {
         .unwrap();
     wait_for_delivery(&client, "events_sink", SystemTime::now(), &server).await;
 
+    // Authentication failures on every catalog request: the token endpoint grants tokens,
+    // but the metastore has external data access disabled. The sink stalls naming the
+    // cause and the grants to check, and resumes by itself once access is enabled again.
+    uc.set_external_data_access(false);
+    client
+        .batch_execute("INSERT INTO events VALUES (5, 'hover')")
+        .await
+        .unwrap();
+    let error = wait_for_status(&client, "events_sink", "stalled", &server)
+        .await
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("iceberg: authentication failed")
+            && error.contains("403 Forbidden")
+            && error.contains("External data access is not enabled"),
+        "{error}"
+    );
+    let details = rows(
+        &client,
+        "SELECT details::text FROM mz_internal.mz_sink_statuses WHERE name = 'events_sink'",
+    )
+    .await;
+    let details = details[0][0].clone().unwrap_or_default();
+    for grant in [
+        "External data access",
+        "READ METADATA",
+        "EXTERNAL USE SCHEMA",
+    ] {
+        assert!(details.contains(grant), "{details}");
+    }
+    assert!(
+        uc.grants().last().is_some_and(|g| g.granted),
+        "tokens are still granted"
+    );
+    uc.set_external_data_access(true);
+    wait_for_status(&client, "events_sink", "running", &server).await;
+    wait_for_delivery(&client, "events_sink", SystemTime::now(), &server).await;
+    // The same for a schema the service principal lacks EXTERNAL USE SCHEMA on.
+    uc.set_external_use_schema(&namespace, false);
+    client
+        .batch_execute("INSERT INTO events VALUES (6, 'drag')")
+        .await
+        .unwrap();
+    let error = wait_for_status(&client, "events_sink", "stalled", &server)
+        .await
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("iceberg: authentication failed")
+            && error.contains(&format!(
+                "does not have EXTERNAL USE SCHEMA on Schema '{}.{namespace}'",
+                uc.catalog_name()
+            )),
+        "{error}"
+    );
+    uc.set_external_use_schema(&namespace, true);
+    wait_for_status(&client, "events_sink", "running", &server).await;
+    wait_for_delivery(&client, "events_sink", SystemTime::now(), &server).await;
+
     // A SCOPE the workspace does not grant.
     client
         .batch_execute(&format!(
@@ -987,57 +1169,73 @@ async fn unity_catalog_document_and_troubleshooting() {
         &location,
         "SELECT id, kind FROM t GROUP BY id, kind HAVING sum(_mz_diff) > 0",
     );
-    assert_eq!(current.rows.len(), 3, "{:?}", current.rows);
+    assert_eq!(current.rows.len(), 5, "{:?}", current.rows);
     assert!(!server.log().contains(uc.client_secret()));
 }
 
 /// Credentials kept fresh while a sink runs: OAuth2 tokens living 3 s expire many times,
-/// and vended storage credentials are renewed again and again (SeaweedFS vends for at
-/// least 900 s, so the refresh margin is set close to their lifetime); the sink keeps
-/// committing without a stall. Then HTTPS through a TLS proxy trusted with
-/// `--extra-ca-bundle`, with 503 answers carrying `Retry-After` honoured.
+/// and Unity's vended storage credentials, living 8 s (declared by the front and enforced
+/// on its S3 port: SeaweedFS itself vends for at least 900 s), are renewed again and again
+/// through the table's credentials endpoint; credentials vended without an expiry are
+/// renewed every `--credential-refresh-interval`. The sinks keep committing without a
+/// stall. Then HTTPS through a TLS proxy trusted with `--extra-ca-bundle`, with 503
+/// answers carrying `Retry-After` honoured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
     let sw = floe_testkit::seaweedfs_shared();
     let uc = UnityFront::builder()
         .token_ttl(Duration::from_secs(3))
+        .credential_ttl(Duration::from_secs(8))
         .start(sw);
+    // The same catalog vending credentials without an expiry.
+    let timeless = UnityFront::builder().omit_credential_expiry().start(sw);
     let namespace = sw.unique_namespace("fresh");
     let dir = tempfile::tempdir().unwrap();
-    let vended_lifetime = sw.credential_duration().as_secs();
-    let margin = format!("{}s", vended_lifetime - 4);
     let server = Server::start(
         &dir.path().join("data"),
         &[
             "--token-refresh-margin",
             "1s",
             "--credential-refresh-margin",
-            &margin,
+            "5s",
+            "--credential-refresh-interval",
+            "3s",
         ],
         &[],
     );
     let client = server.connect().await;
+    let connection = |name: &str, front: &UnityFront| {
+        format!(
+            "CREATE SECRET {name}_oauth AS '{}:{}';
+             CREATE CONNECTION {name} TO ICEBERG CATALOG (
+                 CATALOG TYPE = 'rest', URL = '{}', WAREHOUSE = '{}',
+                 CREDENTIAL = SECRET {name}_oauth, OAUTH2 SERVER URL = '{}',
+                 SCOPE = 'all-apis', ACCESS DELEGATION = 'vended-credentials'
+             );",
+            front.client_id(),
+            front.client_secret(),
+            front.url(),
+            front.catalog_name(),
+            front.token_url(),
+        )
+    };
     client
         .batch_execute(&format!(
-            "CREATE SECRET oauth AS '{}:{}';
-             CREATE CONNECTION unity TO ICEBERG CATALOG (
-                 CATALOG TYPE = 'rest', URL = '{}', WAREHOUSE = '{}',
-                 CREDENTIAL = SECRET oauth, OAUTH2 SERVER URL = '{}',
-                 SCOPE = 'all-apis', ACCESS DELEGATION = 'vended-credentials'
-             );
+            "{}{}
              CREATE TABLE ticks (n bigint NOT NULL);
              CREATE SINK ticks_sink FROM ticks
                INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = '{namespace}', TABLE = 'ticks')
+               MODE APPEND WITH (COMMIT INTERVAL = '1s');
+             CREATE SINK timeless_sink FROM ticks
+               INTO ICEBERG CATALOG CONNECTION timeless (NAMESPACE = '{namespace}', TABLE = 'timeless')
                MODE APPEND WITH (COMMIT INTERVAL = '1s');",
-            uc.client_id(),
-            uc.client_secret(),
-            uc.url(),
-            uc.catalog_name(),
-            uc.token_url(),
+            connection("unity", &uc),
+            connection("timeless", &timeless),
         ))
         .await
         .unwrap();
     wait_for_status(&client, "ticks_sink", "running", &server).await;
+    wait_for_status(&client, "timeless_sink", "running", &server).await;
     let started = Instant::now();
     let mut n = 0;
     while started.elapsed() < Duration::from_secs(20) {
@@ -1048,17 +1246,20 @@ async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let location = wait_for_delivery(&client, "ticks_sink", SystemTime::now(), &server).await;
-    let count = Reader::for_seaweedfs(sw).query(
-        &location,
-        "SELECT count(*) AS n, count(DISTINCT n) AS d FROM t",
-    );
-    assert_eq!(count.rows, vec![json!({"n": n, "d": n})]);
-    let history = status_history(&client, "ticks_sink").await;
-    assert!(
-        history.iter().all(|(status, _)| status != "stalled"),
-        "{history:?}"
-    );
+    let written = SystemTime::now();
+    for sink in ["ticks_sink", "timeless_sink"] {
+        let location = wait_for_delivery(&client, sink, written, &server).await;
+        let count = Reader::for_seaweedfs(sw).query(
+            &location,
+            "SELECT count(*) AS n, count(DISTINCT n) AS d FROM t",
+        );
+        assert_eq!(count.rows, vec![json!({"n": n, "d": n})], "{sink}");
+        let history = status_history(&client, sink).await;
+        assert!(
+            history.iter().all(|(status, _)| status != "stalled"),
+            "{sink}: {history:?}"
+        );
+    }
     // Tokens of 3 s over 20 s: exchanged many times, all with the scope asked for.
     let grants = uc.grants();
     assert!(grants.len() >= 5, "{} token exchanges", grants.len());
@@ -1067,19 +1268,21 @@ async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
             .iter()
             .all(|g| g.granted && g.scope.as_deref() == Some("all-apis"))
     );
-    // The table was loaded again (with vended credentials) to renew its credentials.
-    let loads = uc
-        .requests()
-        .iter()
-        .filter(|r| {
-            r["method"] == "GET"
-                && r["path"]
-                    .as_str()
-                    .is_some_and(|p| p.ends_with("/tables/ticks"))
-                && r["access_delegation"] == "vended-credentials"
-        })
-        .count();
-    assert!(loads >= 4, "{loads} loads of the table");
+    // Credentials living 8 s over 20 s of commits, renewed 5 s before they expire: the
+    // credentials endpoint served them again and again, and no S3 request carried an
+    // expired key. Without an expiry, they were renewed every 3 s.
+    let counters = uc.counters();
+    assert!(
+        counters.credentials_served >= 4,
+        "credentials endpoint served {counters:?}"
+    );
+    assert!(counters.s3_requests > 0, "{counters:?}");
+    assert_eq!(counters.s3_expired_refused, 0, "{counters:?}");
+    let timeless_served = timeless.credentials_served();
+    assert!(
+        timeless_served >= 3,
+        "credentials endpoint served {timeless_served} times"
+    );
 
     // HTTPS: a TLS proxy in front of SeaweedFS's catalog, trusted through the extra CA
     // bundle. Without the bundle, the certificate is refused.
