@@ -2,6 +2,7 @@
 //! Parquet writing and the commit protocol.
 
 pub mod config;
+pub mod consolidate;
 pub mod error;
 pub mod http;
 pub mod input;

@@ -8,7 +8,7 @@
 //! unknown is never sent again blindly: the committer reloads the table and looks whether
 //! its snapshot landed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use floe_repr::{Datum, RelationDesc, Timestamp};
 use iceberg::spec::{DataFile, SchemaRef};
 
 use crate::config::CatalogConfig;
+use crate::consolidate::KeyConsolidation;
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::input::{SinkInput, Update, UpdateStream};
@@ -331,6 +332,8 @@ struct Session {
     /// The frontier the table records for this sink (`None`: nothing committed yet).
     committed: Option<Timestamp>,
     last_commit: Instant,
+    /// The next UPSERT batch, consolidated ahead while catching up.
+    next_batch: Option<NextBatch>,
 }
 
 /// The table's schema as the sink writes it (field ids from the catalog).
@@ -580,6 +583,7 @@ impl SinkMachine {
             lower,
             committed,
             last_commit: Instant::now(),
+            next_batch: None,
         }))
     }
 
@@ -612,7 +616,7 @@ impl SinkMachine {
     /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). The
     /// rows stream from the input through conversion into the Parquet writers; only an
     /// UPSERT catch-up batch is held whole, to be consolidated per key.
-    async fn stage(&mut self, session: Session, upper: Timestamp) -> Result<State, SinkError> {
+    async fn stage(&mut self, mut session: Session, upper: Timestamp) -> Result<State, SinkError> {
         let lower = session.lower;
         let chunk_rows = self.settings.read_chunk_rows;
         let staged = if lower == Timestamp(0) {
@@ -629,21 +633,46 @@ impl SinkMachine {
                 }
             }
         } else {
-            let mut changes = self.input.read(lower, upper, chunk_rows).await?;
-            let cut = BatchCut::new(
-                self.settings.max_batch_rows,
-                self.spec.commit_interval_ms,
-                upper,
-            );
+            let interval = self.spec.commit_interval_ms;
+            let cut = BatchCut::new(self.settings.max_batch_rows, interval, upper);
             match self.spec.envelope {
                 Envelope::Append => {
+                    let mut changes = self.input.read(lower, upper, chunk_rows).await?;
                     self.stage_append(&session, &mut changes, lower, cut)
                         .await?
                 }
                 Envelope::Upsert => {
-                    let (updates, upper) = collect_batch(&mut changes, cut).await?;
-                    drop(changes);
-                    self.stage_upsert(&session, lower, upper, &updates).await?
+                    let (consolidation, upper) = match session.next_batch.take() {
+                        Some(next) if next.lower == lower => next.join().await?,
+                        _ => {
+                            consolidate_batch(
+                                self.input.clone(),
+                                lower,
+                                chunk_rows,
+                                cut,
+                                session.layout.key_indexes.clone(),
+                            )
+                            .await?
+                        }
+                    };
+                    // Catching up: the next batch is read and consolidated while this one
+                    // is written and committed (two batches in memory at most).
+                    let boundary = Timestamp(self.input.upper().await?.0 / interval * interval);
+                    if boundary > upper {
+                        session.next_batch = Some(NextBatch::spawn(
+                            self.input.clone(),
+                            upper,
+                            chunk_rows,
+                            BatchCut::new(self.settings.max_batch_rows, interval, boundary),
+                            session.layout.key_indexes.clone(),
+                        ));
+                    }
+                    let staged = self
+                        .stage_upsert(&session, lower, upper, &consolidation)
+                        .await?;
+                    // Freeing a large batch's rows takes a while: not on the sink's path.
+                    tokio::task::spawn_blocking(move || drop(consolidation));
+                    staged
                 }
             }
         };
@@ -827,20 +856,22 @@ impl SinkMachine {
         session: &Session,
         lower: Timestamp,
         upper: Timestamp,
-        updates: &[Update],
+        consolidation: &KeyConsolidation,
     ) -> Result<StagedBatch, SinkError> {
         let layout = &session.layout;
-        let consolidated = consolidate_by_key(updates, &layout.key_indexes);
         let needs_deletes = Self::needs_deletes(session);
         let (mut data_writer, mut delete_writer) = self.upsert_writers(session, upper)?;
         let columns = self.input.desc().columns.len();
         let mut rows: Vec<&[Datum]> = Vec::new();
         let mut keys: Vec<&[Datum]> = Vec::new();
-        for change in &consolidated {
+        // The changes' keys hold the key columns only.
+        let key_columns: Vec<usize> = (0..layout.key_indexes.len()).collect();
+
+        for change in consolidation.changes() {
             if needs_deletes {
-                keys.push(change.key_row);
+                keys.push(change.key);
                 if keys.len() >= self.settings.write_batch_rows {
-                    write_key_rows(&mut delete_writer, &keys, &layout.key_indexes).await?;
+                    write_key_rows(&mut delete_writer, &keys, &key_columns).await?;
                     keys.clear();
                 }
             }
@@ -852,7 +883,7 @@ impl SinkMachine {
                 }
             }
         }
-        write_key_rows(&mut delete_writer, &keys, &layout.key_indexes).await?;
+        write_key_rows(&mut delete_writer, &keys, &key_columns).await?;
         write_rows(&mut data_writer, &rows, columns).await?;
         finish_upsert(lower, upper, data_writer, delete_writer).await
     }
@@ -1161,22 +1192,71 @@ impl BatchCut {
     }
 }
 
-/// Reads a batch of changes whole (for consolidation), up to its cut. Returns the changes
+/// Reads the batch of changes from `lower` up to its cut, consolidating it per key as it
+/// arrives (the read runs ahead on its own thread meanwhile). Returns the consolidation
 /// and the batch's upper.
-async fn collect_batch(
-    input: &mut UpdateStream,
+async fn consolidate_batch(
+    input: Arc<dyn SinkInput>,
+    lower: Timestamp,
+    chunk_rows: usize,
     mut cut: BatchCut,
-) -> Result<(Vec<Update>, Timestamp), SinkError> {
-    let mut updates = Vec::new();
-    'read: while let Some(chunk) = input.next().await? {
+    key_indexes: Vec<usize>,
+) -> Result<(KeyConsolidation, Timestamp), SinkError> {
+    let mut changes = input.read(lower, cut.upper, chunk_rows).await?;
+    let mut consolidation = KeyConsolidation::new(&key_indexes);
+    'read: while let Some(chunk) = changes.next().await? {
         for update in chunk {
             if !cut.admit(update.ts)? {
                 break 'read;
             }
-            updates.push(update);
+            consolidation.add(update);
         }
     }
-    Ok((updates, cut.upper()))
+    Ok((consolidation, cut.upper()))
+}
+
+/// An UPSERT batch being consolidated ahead, on a task of its own, while the previous one
+/// is written and committed. Dropped (a stall, a restart) it stops.
+struct NextBatch {
+    lower: Timestamp,
+    task: tokio::task::JoinHandle<Result<(KeyConsolidation, Timestamp), SinkError>>,
+}
+
+impl NextBatch {
+    fn spawn(
+        input: Arc<dyn SinkInput>,
+        lower: Timestamp,
+        chunk_rows: usize,
+        cut: BatchCut,
+        key_indexes: Vec<usize>,
+    ) -> NextBatch {
+        NextBatch {
+            lower,
+            task: tokio::spawn(consolidate_batch(
+                input,
+                lower,
+                chunk_rows,
+                cut,
+                key_indexes,
+            )),
+        }
+    }
+
+    async fn join(mut self) -> Result<(KeyConsolidation, Timestamp), SinkError> {
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(err) => Err(SinkError::new(
+                ErrorKind::Storage,
+                format!("consolidating the next batch failed: {err}"),
+            )),
+        }
+    }
+}
+
+impl Drop for NextBatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// Closes an UPSERT batch's writers and describes the batch.
@@ -1258,343 +1338,9 @@ async fn write_key_rows(
     writer.write(arrays, rows.len()).await
 }
 
-/// One key touched by a batch: a row holding its key values, and its final value (`None`
-/// when the key ends the batch deleted).
-struct KeyChange<'a> {
-    key_row: &'a [Datum],
-    value: Option<&'a [Datum]>,
-}
-
-/// Consolidates a batch per key. Per key, the net multiplicity of each distinct row is
-/// summed over the whole batch: rows with a positive net are the key's final value (the
-/// latest one if the key was not unique), and a key whose rows all net to zero (inserted
-/// and deleted, or rewritten with the same value) is left alone.
-fn consolidate_by_key<'a>(updates: &'a [Update], key_indexes: &[usize]) -> Vec<KeyChange<'a>> {
-    struct RowState<'a> {
-        bytes: Vec<u8>,
-        row: &'a [Datum],
-        diff: i64,
-        last_ts: Timestamp,
-    }
-    /// A key's distinct rows in order of appearance; a key rewritten with many distinct
-    /// rows in one batch also gets an index over them.
-    struct KeyRows<'a> {
-        order: usize,
-        rows: Vec<RowState<'a>>,
-        index: HashMap<Vec<u8>, usize>,
-    }
-    const INDEXED_FROM: usize = 8;
-    let mut keys: HashMap<Vec<u8>, KeyRows<'a>> = HashMap::new();
-    let mut order = 0;
-    // Encoding buffers, reused: a key or row is copied only when first seen.
-    let mut key = Vec::new();
-    let mut row_bytes = Vec::new();
-    for update in updates {
-        key.clear();
-        for index in key_indexes {
-            encode_datum(&update.row[*index], &mut key);
-        }
-        row_bytes.clear();
-        for datum in &update.row {
-            encode_datum(datum, &mut row_bytes);
-        }
-        let state = match keys.get_mut(key.as_slice()) {
-            Some(state) => state,
-            None => {
-                order += 1;
-                keys.entry(key.clone()).or_insert(KeyRows {
-                    order,
-                    rows: Vec::new(),
-                    index: HashMap::new(),
-                })
-            }
-        };
-        let found = if state.rows.len() < INDEXED_FROM {
-            state.rows.iter().position(|row| row.bytes == row_bytes)
-        } else {
-            if state.index.is_empty() {
-                for (at, row) in state.rows.iter().enumerate() {
-                    state.index.insert(row.bytes.clone(), at);
-                }
-            }
-            state.index.get(row_bytes.as_slice()).copied()
-        };
-        match found {
-            Some(at) => {
-                let row = &mut state.rows[at];
-                row.diff += update.diff;
-                row.last_ts = row.last_ts.max(update.ts);
-            }
-            None => {
-                if !state.index.is_empty() {
-                    state.index.insert(row_bytes.clone(), state.rows.len());
-                }
-                state.rows.push(RowState {
-                    bytes: row_bytes.clone(),
-                    row: &update.row,
-                    diff: update.diff,
-                    last_ts: update.ts,
-                });
-            }
-        }
-    }
-    let mut changes: Vec<(usize, KeyChange<'a>)> = keys
-        .into_values()
-        .filter_map(|state| {
-            let rows = state.rows;
-            if rows.iter().all(|row| row.diff == 0) {
-                return None;
-            }
-            let key_row = rows.first().expect("a key has rows").row;
-            let value = rows
-                .iter()
-                .filter(|row| row.diff > 0)
-                .max_by_key(|row| row.last_ts)
-                .map(|row| row.row);
-            Some((state.order, KeyChange { key_row, value }))
-        })
-        .collect();
-    // Deterministic output order: first appearance in the batch.
-    changes.sort_by_key(|(order, _)| *order);
-    changes.into_iter().map(|(_, change)| change).collect()
-}
-
-/// A self-delimiting byte encoding of a datum, for hashing keys and rows.
-fn encode_datum(datum: &Datum, out: &mut Vec<u8>) {
-    fn bytes(out: &mut Vec<u8>, value: &[u8]) {
-        out.extend_from_slice(&(value.len() as u64).to_le_bytes());
-        out.extend_from_slice(value);
-    }
-    match datum {
-        Datum::Null => out.push(0),
-        Datum::Bool(v) => out.extend([1, u8::from(*v)]),
-        Datum::Int16(v) => {
-            out.push(2);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Int32(v) => {
-            out.push(3);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Int64(v) => {
-            out.push(4);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Float32(v) => {
-            out.push(5);
-            out.extend(v.to_bits().to_le_bytes());
-        }
-        Datum::Float64(v) => {
-            out.push(6);
-            out.extend(v.to_bits().to_le_bytes());
-        }
-        Datum::Numeric(v) => {
-            out.push(7);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Text(v) => {
-            out.push(8);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Bytes(v) => {
-            out.push(9);
-            bytes(out, v);
-        }
-        Datum::Date(v) => {
-            out.push(10);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Time(v) => {
-            out.push(11);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Timestamp(v) => {
-            out.push(12);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::TimestampTz(v) => {
-            out.push(13);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Interval {
-            months,
-            days,
-            micros,
-        } => {
-            out.push(14);
-            out.extend(months.to_le_bytes());
-            out.extend(days.to_le_bytes());
-            out.extend(micros.to_le_bytes());
-        }
-        Datum::Jsonb(v) => {
-            out.push(15);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Uuid(v) => {
-            out.push(16);
-            out.extend(v);
-        }
-        Datum::Oid(v) => {
-            out.push(17);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::TextArray(items) => {
-            out.push(18);
-            out.extend((items.len() as u64).to_le_bytes());
-            for item in items {
-                match item {
-                    None => out.push(0),
-                    Some(text) => {
-                        out.push(1);
-                        bytes(out, text.as_bytes());
-                    }
-                }
-            }
-        }
-        Datum::UInt16(v) => {
-            out.push(19);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::UInt32(v) => {
-            out.push(20);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::UInt64(v) => {
-            out.push(21);
-            out.extend(v.to_le_bytes());
-        }
-        Datum::Range(None) => out.push(22),
-        Datum::Range(Some(bounds)) => {
-            out.push(23);
-            for bound in [&bounds.lower, &bounds.upper] {
-                match bound {
-                    None => out.push(0),
-                    Some(datum) => {
-                        out.push(1);
-                        encode_datum(datum, out);
-                    }
-                }
-            }
-            out.extend([
-                u8::from(bounds.lower_inclusive),
-                u8::from(bounds.upper_inclusive),
-            ]);
-        }
-        Datum::Record(items) | Datum::List(items) => {
-            out.push(if matches!(datum, Datum::Record(_)) {
-                24
-            } else {
-                25
-            });
-            out.extend((items.len() as u64).to_le_bytes());
-            for item in items {
-                encode_datum(item, out);
-            }
-        }
-        Datum::Map(pairs) => {
-            out.push(26);
-            out.extend((pairs.len() as u64).to_le_bytes());
-            for (key, value) in pairs {
-                bytes(out, key.as_bytes());
-                encode_datum(value, out);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn update(id: i64, value: &str, ts: u64, diff: i64) -> Update {
-        Update {
-            row: vec![Datum::Int64(id), Datum::Text(value.into())],
-            ts: Timestamp(ts),
-            diff,
-        }
-    }
-
-    #[test]
-    fn consolidation_keeps_final_values() {
-        let updates = vec![
-            // Key 1 updated twice.
-            update(1, "a", 1, -1),
-            update(1, "b", 1, 1),
-            update(1, "b", 2, -1),
-            update(1, "c", 2, 1),
-            // Key 2 inserted and deleted in the batch.
-            update(2, "x", 1, 1),
-            update(2, "x", 2, -1),
-            // Key 3 deleted.
-            update(3, "old", 1, -1),
-            // Key 4 rewritten with its own value: untouched.
-            update(4, "same", 1, -1),
-            update(4, "same", 1, 1),
-        ];
-        let changes = consolidate_by_key(&updates, &[0]);
-        let summary: Vec<(Datum, Option<Datum>)> = changes
-            .iter()
-            .map(|c| (c.key_row[0].clone(), c.value.map(|row| row[1].clone())))
-            .collect();
-        assert_eq!(
-            summary,
-            vec![
-                (Datum::Int64(1), Some(Datum::Text("c".into()))),
-                // Key 2 nets to nothing: never written, never deleted.
-                (Datum::Int64(3), None),
-            ]
-        );
-    }
-
-    #[test]
-    fn consolidation_of_a_key_with_many_rows() {
-        // Key 1 takes 20 distinct values in one batch (the indexed path), each replaced by
-        // the next; only the last survives.
-        let mut updates = vec![update(1, "v0", 1, 1)];
-        for i in 1..20u64 {
-            updates.push(update(1, &format!("v{}", i - 1), i, -1));
-            updates.push(update(1, &format!("v{i}"), i, 1));
-        }
-        // Key 2 rewritten many times and finally deleted.
-        for i in 0..12u64 {
-            updates.push(update(2, &format!("w{i}"), i, 1));
-            updates.push(update(2, &format!("w{i}"), i, -1));
-        }
-        updates.push(update(2, "gone", 1, -1));
-        let changes = consolidate_by_key(&updates, &[0]);
-        let summary: Vec<(Datum, Option<Datum>)> = changes
-            .iter()
-            .map(|c| (c.key_row[0].clone(), c.value.map(|row| row[1].clone())))
-            .collect();
-        assert_eq!(
-            summary,
-            vec![
-                (Datum::Int64(1), Some(Datum::Text("v19".into()))),
-                (Datum::Int64(2), None),
-            ]
-        );
-    }
-
-    #[test]
-    fn encoding_distinguishes_values() {
-        let encode = |d: &Datum| {
-            let mut out = Vec::new();
-            encode_datum(d, &mut out);
-            out
-        };
-        assert_ne!(encode(&Datum::Int32(1)), encode(&Datum::Int64(1)));
-        assert_ne!(
-            encode(&Datum::List(vec![Datum::Text("ab".into())])),
-            encode(&Datum::List(vec![
-                Datum::Text("a".into()),
-                Datum::Text("b".into())
-            ]))
-        );
-        assert_eq!(
-            encode(&Datum::Text("x".into())),
-            encode(&Datum::Text("x".into()))
-        );
-    }
 
     #[test]
     fn a_full_batch_ends_at_the_next_interval_boundary() {
