@@ -7,7 +7,7 @@
 //! overlaps the read and memory holds each key's distinct rows, not every change.
 
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hasher};
 
 use floe_repr::{Datum, Row, Timestamp};
 
@@ -26,6 +26,9 @@ struct RowState {
     last_ts: Timestamp,
 }
 
+/// Row hash -> positions in a key's rows.
+type RowIndex = HashMap<u64, Vec<usize>, foldhash::fast::RandomState>;
+
 /// A key touched by the batch.
 struct KeyState {
     /// The key's values (the key columns, in key order).
@@ -34,7 +37,7 @@ struct KeyState {
     next_same_hash: Option<usize>,
     rows: Vec<RowState>,
     /// Row hash -> positions in `rows`, once the key has `INDEXED_FROM` rows.
-    index: HashMap<u64, Vec<usize>, foldhash::fast::RandomState>,
+    index: Option<Box<RowIndex>>,
 }
 
 /// A batch consolidated per key: feed it changes with [`KeyConsolidation::add`], then
@@ -46,8 +49,6 @@ pub struct KeyConsolidation {
     by_hash: HashMap<u64, usize, foldhash::fast::RandomState>,
     /// Keys in order of first appearance (a deterministic output order).
     keys: Vec<KeyState>,
-    /// Encoding buffer, reused for every hash.
-    scratch: Vec<u8>,
 }
 
 /// The outcome of one key: its values (the key columns, in key order), and its final row
@@ -64,36 +65,45 @@ impl KeyConsolidation {
             hasher: foldhash::fast::RandomState::default(),
             by_hash: HashMap::default(),
             keys: Vec::new(),
-            scratch: Vec::new(),
         }
     }
 
     /// Adds one change.
     pub fn add(&mut self, update: Update) {
-        self.scratch.clear();
-        for index in &self.key_indexes {
-            encode_datum(&update.row[*index], &mut self.scratch);
-        }
-        let key_hash = self.hasher.hash_one(&self.scratch);
+        let key_hash = {
+            let mut hasher = self.hasher.build_hasher();
+            for index in &self.key_indexes {
+                hash_datum(&update.row[*index], &mut hasher);
+            }
+            hasher.finish()
+        };
         let key = self.find_or_insert_key(key_hash, &update.row);
+        let row_hasher = &self.hasher;
+        let hash_row = |row: &[Datum]| {
+            let mut hasher = row_hasher.build_hasher();
+            for datum in row {
+                hash_datum(datum, &mut hasher);
+            }
+            hasher.finish()
+        };
         let state = &mut self.keys[key];
         // A key's few rows are compared directly; rows are hashed only once a key has many.
         let row_hash = if state.rows.len() + 1 >= INDEXED_FROM {
-            self.scratch.clear();
-            for datum in &update.row {
-                encode_datum(datum, &mut self.scratch);
-            }
-            Some(self.hasher.hash_one(&self.scratch))
+            Some(hash_row(&update.row))
         } else {
             None
         };
         let found = match row_hash {
-            Some(hash) if !state.index.is_empty() => state.index.get(&hash).and_then(|positions| {
-                positions
-                    .iter()
-                    .copied()
-                    .find(|at| rows_identical(&state.rows[*at].row, &update.row))
-            }),
+            Some(hash) if state.index.is_some() => state
+                .index
+                .as_ref()
+                .and_then(|index| index.get(&hash))
+                .and_then(|positions| {
+                    positions
+                        .iter()
+                        .copied()
+                        .find(|at| rows_identical(&state.rows[*at].row, &update.row))
+                }),
             _ => state
                 .rows
                 .iter()
@@ -106,7 +116,7 @@ impl KeyConsolidation {
                 row.last_ts = row.last_ts.max(update.ts);
                 // A row that nets to nothing is gone (memory holds live rows and pending
                 // retractions); an indexed key keeps its positions stable.
-                if row.diff == 0 && state.index.is_empty() {
+                if row.diff == 0 && state.index.is_none() {
                     state.rows.swap_remove(at);
                 }
             }
@@ -118,18 +128,16 @@ impl KeyConsolidation {
                     last_ts: update.ts,
                 });
                 if let Some(hash) = row_hash {
-                    if state.index.is_empty() {
-                        // The key just reached INDEXED_FROM rows: index them all.
-                        for (at, row) in state.rows.iter().enumerate() {
-                            self.scratch.clear();
-                            for datum in &row.row {
-                                encode_datum(datum, &mut self.scratch);
+                    match &mut state.index {
+                        Some(index) => index.entry(hash).or_default().push(at),
+                        None => {
+                            // The key just reached INDEXED_FROM rows: index them all.
+                            let mut index = RowIndex::default();
+                            for (at, row) in state.rows.iter().enumerate() {
+                                index.entry(hash_row(&row.row)).or_default().push(at);
                             }
-                            let hash = self.hasher.hash_one(&self.scratch);
-                            state.index.entry(hash).or_default().push(at);
+                            state.index = Some(Box::new(index));
                         }
-                    } else {
-                        state.index.entry(hash).or_default().push(at);
                     }
                 }
             }
@@ -162,7 +170,7 @@ impl KeyConsolidation {
                 .collect(),
             next_same_hash: None,
             rows: Vec::new(),
-            index: HashMap::default(),
+            index: None,
         });
         match last {
             Some(previous) => self.keys[previous].next_same_hash = Some(at),
@@ -232,144 +240,145 @@ fn datum_identical(a: &Datum, b: &Datum) -> bool {
     }
 }
 
-/// A self-delimiting byte encoding of a datum, for hashing keys and rows.
-pub fn encode_datum(datum: &Datum, out: &mut Vec<u8>) {
-    fn bytes(out: &mut Vec<u8>, value: &[u8]) {
-        out.extend_from_slice(&(value.len() as u64).to_le_bytes());
-        out.extend_from_slice(value);
+/// Feeds a datum to a hasher: its variant, then its value (lengths before variable-sized
+/// parts, so that different values rarely share a hash; equal hashes are checked exactly).
+pub fn hash_datum<H: Hasher>(datum: &Datum, out: &mut H) {
+    fn bytes<H: Hasher>(out: &mut H, value: &[u8]) {
+        out.write_usize(value.len());
+        out.write(value);
     }
     match datum {
-        Datum::Null => out.push(0),
-        Datum::Bool(v) => out.extend([1, u8::from(*v)]),
+        Datum::Null => out.write_u8(0),
+        Datum::Bool(v) => out.write(&[1, u8::from(*v)]),
         Datum::Int16(v) => {
-            out.push(2);
-            out.extend(v.to_le_bytes());
+            out.write_u8(2);
+            out.write(&v.to_le_bytes());
         }
         Datum::Int32(v) => {
-            out.push(3);
-            out.extend(v.to_le_bytes());
+            out.write_u8(3);
+            out.write(&v.to_le_bytes());
         }
         Datum::Int64(v) => {
-            out.push(4);
-            out.extend(v.to_le_bytes());
+            out.write_u8(4);
+            out.write(&v.to_le_bytes());
         }
         Datum::Float32(v) => {
-            out.push(5);
-            out.extend(v.to_bits().to_le_bytes());
+            out.write_u8(5);
+            out.write(&v.to_bits().to_le_bytes());
         }
         Datum::Float64(v) => {
-            out.push(6);
-            out.extend(v.to_bits().to_le_bytes());
+            out.write_u8(6);
+            out.write(&v.to_bits().to_le_bytes());
         }
         Datum::Numeric(v) => {
-            out.push(7);
+            out.write_u8(7);
             bytes(out, v.as_bytes());
         }
         Datum::Text(v) => {
-            out.push(8);
+            out.write_u8(8);
             bytes(out, v.as_bytes());
         }
         Datum::Bytes(v) => {
-            out.push(9);
+            out.write_u8(9);
             bytes(out, v);
         }
         Datum::Date(v) => {
-            out.push(10);
-            out.extend(v.to_le_bytes());
+            out.write_u8(10);
+            out.write(&v.to_le_bytes());
         }
         Datum::Time(v) => {
-            out.push(11);
-            out.extend(v.to_le_bytes());
+            out.write_u8(11);
+            out.write(&v.to_le_bytes());
         }
         Datum::Timestamp(v) => {
-            out.push(12);
-            out.extend(v.to_le_bytes());
+            out.write_u8(12);
+            out.write(&v.to_le_bytes());
         }
         Datum::TimestampTz(v) => {
-            out.push(13);
-            out.extend(v.to_le_bytes());
+            out.write_u8(13);
+            out.write(&v.to_le_bytes());
         }
         Datum::Interval {
             months,
             days,
             micros,
         } => {
-            out.push(14);
-            out.extend(months.to_le_bytes());
-            out.extend(days.to_le_bytes());
-            out.extend(micros.to_le_bytes());
+            out.write_u8(14);
+            out.write(&months.to_le_bytes());
+            out.write(&days.to_le_bytes());
+            out.write(&micros.to_le_bytes());
         }
         Datum::Jsonb(v) => {
-            out.push(15);
+            out.write_u8(15);
             bytes(out, v.as_bytes());
         }
         Datum::Uuid(v) => {
-            out.push(16);
-            out.extend(v);
+            out.write_u8(16);
+            out.write(v);
         }
         Datum::Oid(v) => {
-            out.push(17);
-            out.extend(v.to_le_bytes());
+            out.write_u8(17);
+            out.write(&v.to_le_bytes());
         }
         Datum::TextArray(items) => {
-            out.push(18);
-            out.extend((items.len() as u64).to_le_bytes());
+            out.write_u8(18);
+            out.write(&(items.len() as u64).to_le_bytes());
             for item in items {
                 match item {
-                    None => out.push(0),
+                    None => out.write_u8(0),
                     Some(text) => {
-                        out.push(1);
+                        out.write_u8(1);
                         bytes(out, text.as_bytes());
                     }
                 }
             }
         }
         Datum::UInt16(v) => {
-            out.push(19);
-            out.extend(v.to_le_bytes());
+            out.write_u8(19);
+            out.write(&v.to_le_bytes());
         }
         Datum::UInt32(v) => {
-            out.push(20);
-            out.extend(v.to_le_bytes());
+            out.write_u8(20);
+            out.write(&v.to_le_bytes());
         }
         Datum::UInt64(v) => {
-            out.push(21);
-            out.extend(v.to_le_bytes());
+            out.write_u8(21);
+            out.write(&v.to_le_bytes());
         }
-        Datum::Range(None) => out.push(22),
+        Datum::Range(None) => out.write_u8(22),
         Datum::Range(Some(bounds)) => {
-            out.push(23);
+            out.write_u8(23);
             for bound in [&bounds.lower, &bounds.upper] {
                 match bound {
-                    None => out.push(0),
+                    None => out.write_u8(0),
                     Some(datum) => {
-                        out.push(1);
-                        encode_datum(datum, out);
+                        out.write_u8(1);
+                        hash_datum(datum, out);
                     }
                 }
             }
-            out.extend([
+            out.write(&[
                 u8::from(bounds.lower_inclusive),
                 u8::from(bounds.upper_inclusive),
             ]);
         }
         Datum::Record(items) | Datum::List(items) => {
-            out.push(if matches!(datum, Datum::Record(_)) {
+            out.write_u8(if matches!(datum, Datum::Record(_)) {
                 24
             } else {
                 25
             });
-            out.extend((items.len() as u64).to_le_bytes());
+            out.write(&(items.len() as u64).to_le_bytes());
             for item in items {
-                encode_datum(item, out);
+                hash_datum(item, out);
             }
         }
         Datum::Map(pairs) => {
-            out.push(26);
-            out.extend((pairs.len() as u64).to_le_bytes());
+            out.write_u8(26);
+            out.write(&(pairs.len() as u64).to_le_bytes());
             for (key, value) in pairs {
                 bytes(out, key.as_bytes());
-                encode_datum(value, out);
+                hash_datum(value, out);
             }
         }
     }
@@ -489,23 +498,24 @@ mod tests {
     }
 
     #[test]
-    fn encoding_distinguishes_values() {
-        let encode = |d: &Datum| {
-            let mut out = Vec::new();
-            encode_datum(d, &mut out);
-            out
+    fn hashing_distinguishes_values() {
+        let state = foldhash::fast::RandomState::default();
+        let hash = |d: &Datum| {
+            let mut hasher = state.build_hasher();
+            hash_datum(d, &mut hasher);
+            hasher.finish()
         };
-        assert_ne!(encode(&Datum::Int32(1)), encode(&Datum::Int64(1)));
+        assert_ne!(hash(&Datum::Int32(1)), hash(&Datum::Int64(1)));
         assert_ne!(
-            encode(&Datum::List(vec![Datum::Text("ab".into())])),
-            encode(&Datum::List(vec![
+            hash(&Datum::List(vec![Datum::Text("ab".into())])),
+            hash(&Datum::List(vec![
                 Datum::Text("a".into()),
                 Datum::Text("b".into())
             ]))
         );
         assert_eq!(
-            encode(&Datum::Text("x".into())),
-            encode(&Datum::Text("x".into()))
+            hash(&Datum::Text("x".into())),
+            hash(&Datum::Text("x".into()))
         );
     }
 }
