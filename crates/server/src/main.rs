@@ -13,7 +13,7 @@ use tracing::info;
 /// mimalloc: a sink's reader thread allocates the rows its writer frees, and a batch's
 /// rows come and go in bulk; under glibc's allocator malloc, free and page faults took
 /// about a fifth of a sink's CPU time and UPSERT drains ran about 30% slower (perf and
-/// `cargo bench -p floe-sink --bench sink_throughput`).
+/// `cargo bench -p floe-sink --bench sink_throughput`). Its options: `floe_sink::allocator`.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -146,6 +146,11 @@ async fn quickstart(coordinator: &Coordinator) -> anyhow::Result<()> {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_logging(args.log_filter.as_deref());
+    if !floe_sink::allocator::tune() {
+        tracing::warn!(
+            "the linked mimalloc is not version 3: its options were left at their defaults"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,6 +1,7 @@
 //! The sink worker pool and the Iceberg sink: catalog clients, credentials,
 //! Parquet writing and the commit protocol.
 
+pub mod allocator;
 pub mod config;
 pub mod consolidate;
 pub mod error;
