@@ -353,6 +353,14 @@ async fn wait_for_sinks(
     }
 }
 
+/// The rows of `t (id, v, n)` as DuckDB returns them, by id.
+fn expected_rows(model: &std::collections::BTreeMap<i32, (String, i64)>) -> Vec<serde_json::Value> {
+    model
+        .iter()
+        .map(|(id, (v, n))| serde_json::json!({"id": id, "v": v, "n": n}))
+        .collect()
+}
+
 /// Random inserts, updates and deletes (keys updated many times, keys
 /// inserted and deleted within one commit interval), with floe killed by
 /// SIGKILL at random points: the upsert table DuckDB reads equals the
@@ -441,13 +449,33 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
             tokio::time::sleep(Duration::from_millis(rng.random_range(0..700))).await;
         }
     }
+    // Sinks created now start from a snapshot of a table with a history of updates and
+    // deletes: it is consolidated (one row per live row, at one time).
+    client
+        .batch_execute(&format!(
+            "CREATE SINK up_late FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'up_late') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
+             CREATE SINK ap_late FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap_late') MODE APPEND WITH (COMMIT INTERVAL '1s');"
+        ))
+        .await
+        .unwrap();
     let written_at = std::time::SystemTime::now();
-    let locations = wait_for_sinks(&client, &["up", "ap"], written_at).await;
+    let locations = wait_for_sinks(&client, &["up", "ap", "up_late", "ap_late"], written_at).await;
     let reader = floe_testkit::Reader::for_seaweedfs(seaweedfs);
-    let expected: Vec<serde_json::Value> = model
-        .iter()
-        .map(|(id, (v, n))| serde_json::json!({"id": id, "v": v, "n": n}))
-        .collect();
+    assert_eq!(
+        reader.read(&locations[2]).sorted_rows(&["id"]),
+        expected_rows(&model),
+        "a late upsert sink's snapshot equals the relation"
+    );
+    let late = reader.query(
+        &locations[3],
+        "SELECT count(*) AS n, count(DISTINCT _mz_timestamp) AS times, min(_mz_diff) AS low, max(_mz_diff) AS high FROM t",
+    );
+    assert_eq!(
+        late.rows,
+        vec![serde_json::json!({"n": model.len(), "times": 1, "low": 1, "high": 1})],
+        "a late append sink's snapshot is one +1 row per live row, at one time"
+    );
+    let expected = expected_rows(&model);
 
     let upsert = reader.read(&locations[0]);
     assert_eq!(
