@@ -593,7 +593,12 @@ impl SinkMachine {
         loop {
             let upper = self.input.upper().await?;
             let boundary = Timestamp(upper.0 / interval * interval);
-            if boundary > session.lower {
+            // A new sink's snapshot is taken as of a boundary at or past the input's
+            // compaction frontier: history compacted to `since - 1` lies before it, so the
+            // next batch can read on from it.
+            let ready = boundary > session.lower
+                && (session.lower != Timestamp(0) || boundary >= self.input.since().await?);
+            if ready {
                 if session.catalog.credentials_need_refresh(
                     &session.table,
                     self.settings.credential_refresh_margin,

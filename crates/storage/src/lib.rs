@@ -614,6 +614,16 @@ impl Storage {
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
         self.check_readable(id, Timestamp(0), upper)?;
+        // History before `since` sits at `since - 1`: a snapshot as of an earlier time
+        // would miss it.
+        let since = self.since(id)?;
+        if upper.0 < since.0 {
+            return Err(StorageError::Compacted {
+                collection: id,
+                since: since.0,
+                lower: upper.0,
+            });
+        }
         let connection = open_connection(&self.path)?;
         let transaction = connection.unchecked_transaction()?;
         let retracted: bool = transaction.query_row(

@@ -329,3 +329,34 @@ fn reads_come_in_time_order() {
     sorted.sort();
     assert_eq!(times, sorted);
 }
+
+#[test]
+fn a_snapshot_before_the_compaction_frontier_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let id = GlobalId::User(1);
+    storage.register(id, desc_with_key()).unwrap();
+    let ts = storage.append(id, vec![(row(1, "a"), 1)]).unwrap().unwrap();
+    storage.tick().unwrap();
+    let target = storage.upper(id).unwrap().0;
+    storage.compact_collection(id, target).unwrap();
+    // The row now sits at `target - 1`: a snapshot as of `ts + 1` cannot be exact.
+    assert!(matches!(
+        storage.read_snapshot(
+            id,
+            Timestamp(ts.0 + 1).min(Timestamp(target - 1)),
+            10,
+            &mut |_| Ok(())
+        ),
+        Err(StorageError::Compacted { .. })
+    ));
+    let mut rows = 0;
+    storage
+        .read_snapshot(id, Timestamp(target), 10, &mut |chunk| {
+            rows += chunk.len();
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, 1);
+}

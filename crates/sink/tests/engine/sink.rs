@@ -69,6 +69,18 @@ impl MemoryInput {
     fn upper_now(&self) -> u64 {
         self.state.lock().unwrap().upper.0
     }
+
+    /// Compacts history before `since` to `since - 1`, as storage does.
+    fn compact_to(&self, since: u64) {
+        let mut state = self.state.lock().unwrap();
+        assert!(since <= state.upper.0, "compaction past the upper");
+        for update in &mut state.updates {
+            if update.ts.0 < since {
+                update.ts = Timestamp(since - 1);
+            }
+        }
+        state.since = Timestamp(since);
+    }
 }
 
 #[async_trait]
@@ -117,6 +129,12 @@ impl SinkInput for MemoryInput {
         {
             let state = self.state.lock().unwrap();
             assert!(upper <= state.upper, "read past the upper");
+            if upper < state.since {
+                return Err(SinkError::new(
+                    ErrorKind::DataConversion,
+                    "input compacted past resume upper",
+                ));
+            }
             for update in state.updates.iter().filter(|u| u.ts < upper) {
                 rows.entry(format!("{:?}", update.row))
                     .or_insert_with(|| Update {
@@ -1162,6 +1180,65 @@ async fn local_catalog_upsert_is_read_by_duckdb() {
     let read = Reader::local().read(location.trim_start_matches("file://"));
     assert_upsert_table(&read, &workload);
     sink_frontiers(&read);
+}
+
+/// A new sink on a relation compacted within the current interval takes its snapshot as
+/// of the next boundary (past the compaction frontier), so it can read on from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_sink_snapshots_past_the_compaction_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("catalog.db");
+    let warehouse = dir.path().join("warehouse");
+    LocalCatalog::open(&database, &warehouse)
+        .unwrap()
+        .create_namespace(&Namespace::parse("compacted").unwrap(), &BTreeMap::new())
+        .unwrap();
+    let connection = SinkConnection {
+        catalog: CatalogConfig::Local {
+            database,
+            warehouse,
+        },
+        aws_credentials: None,
+    };
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(7);
+    let reporter = Arc::new(Recorder::default());
+    push_nonempty(&input, &mut workload);
+    let boundary = push_nonempty(&input, &mut workload);
+    // The upper is mid-interval and history up to it is compacted: a snapshot as of
+    // `boundary` would miss the compacted rows.
+    input.push(Vec::new(), boundary + INTERVAL / 2);
+    input.compact_to(boundary + INTERVAL / 2);
+    let handle = spawn_sink(
+        connection,
+        spec("compacted", "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    // The sink runs and polls the input while the upper stays in the compacted interval.
+    reporter
+        .wait_for_status(|s| matches!(s, SinkStatus::Running))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(reporter.frontier(), 0, "nothing committed yet");
+    let upper = drive(&input, &mut workload, 4).div_ceil(INTERVAL) * INTERVAL;
+    input.push(Vec::new(), upper);
+    reporter.wait_for_frontier(upper).await;
+    drop(handle);
+    let statuses = reporter.statuses.lock().unwrap().clone();
+    assert!(
+        !statuses
+            .iter()
+            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
+        "{statuses:?}"
+    );
+    let read = Reader::local().read(reporter.metadata_location().trim_start_matches("file://"));
+    assert_upsert_table(&read, &workload);
+    assert!(
+        sink_frontiers(&read)[0] > boundary + INTERVAL / 2,
+        "the snapshot is as of a time past the compaction frontier"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
