@@ -69,6 +69,11 @@ impl Floe {
         panic!("floe could not find a free port");
     }
 
+    /// The port floe listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// A libpq connection string.
     pub fn connection_string(&self) -> String {
         format!(
