@@ -333,12 +333,6 @@ impl Coordinator {
         });
     }
 
-    /// A query engine session with the builtin relations and every user
-    /// table.
-    async fn engine(&self) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
-        self.engine_reading(None).await
-    }
-
     /// A query engine session for `statement`: the user tables it reads.
     async fn engine_for(
         &self,
@@ -346,29 +340,42 @@ impl Coordinator {
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
         let mut names = std::collections::BTreeSet::new();
         let _ = sqlparser::ast::visit_relations(statement, |relation| {
-            if let [schema, item] = relation.0.as_slice() {
-                if let (Some(schema), Some(item)) = (schema.as_ident(), item.as_ident()) {
-                    names.insert((schema.value.clone(), item.value.clone()));
-                }
+            // `schema.item` or `materialize.schema.item` (the planner qualified them).
+            let parts = relation.0.as_slice();
+            if let [.., schema, item] = parts
+                && parts.len() <= 3
+                && let (Some(schema), Some(item)) = (schema.as_ident(), item.as_ident())
+            {
+                names.insert((schema.value.clone(), item.value.clone()));
             }
             std::ops::ControlFlow::<()>::Continue(())
         });
         self.engine_reading(Some(names)).await
     }
 
-    /// A query engine session with the builtin relations and the named user
-    /// tables (`(schema, name)`; every table when `None`): converting a table
-    /// nobody reads would only cost time.
+    /// A query engine session with the named builtin relations and user tables
+    /// (`(schema, name)`; every one when `None`): building a relation or converting a
+    /// table nobody reads would only cost time (the sink status history grows for as
+    /// long as the server runs).
     async fn engine_reading(
         &self,
         referenced: Option<std::collections::BTreeSet<(String, String)>>,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
         let catalog = self.catalog.lock().await;
-        let history = catalog.sink_status_history()?;
+        let reads = |name: &str| {
+            referenced
+                .as_ref()
+                .is_none_or(|names| names.contains(&("mz_internal".to_string(), name.to_string())))
+        };
+        let history = if reads("mz_sink_statuses") || reads("mz_sink_status_history") {
+            catalog.sink_status_history()?
+        } else {
+            Vec::new()
+        };
         let usage = self.storage.usage();
         let progress = self.sinks.progress();
         let system = self.system_context(&catalog, &history, &usage, &progress);
-        let context = query::session_context(&system)?;
+        let context = query::session_context(&system, referenced.as_ref())?;
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
             if let Some(referenced) = &referenced {
@@ -508,7 +515,7 @@ impl Coordinator {
         match floe_sql::plan(catalog.state(), &context, statement, &mut notices)? {
             Plan::Select(select) => {
                 drop(catalog);
-                let engine = self.engine().await?;
+                let engine = self.engine_for(&select.query).await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
                 *parameters = crate::params::parameter_types(&plan);
                 Ok(Some(query::describe(&plan)))
@@ -538,7 +545,13 @@ impl Coordinator {
                 ..
             }) => {
                 drop(catalog);
-                let engine = self.engine().await?;
+                let engine = self
+                    .engine_reading(Some(
+                        [(name.schema.clone(), name.item.clone())]
+                            .into_iter()
+                            .collect(),
+                    ))
+                    .await?;
                 Ok(Some(
                     tables::returning_desc(&engine, &name, &desc, &items).await?,
                 ))

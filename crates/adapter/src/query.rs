@@ -35,7 +35,10 @@ pub(crate) fn build_column(
 }
 
 /// A DataFusion session over a snapshot of the builtin relations.
-pub fn session_context(system: &SystemContext) -> Result<SessionContext, AdapterError> {
+pub fn session_context(
+    system: &SystemContext,
+    referenced: Option<&std::collections::BTreeSet<(String, String)>>,
+) -> Result<SessionContext, AdapterError> {
     let config = SessionConfig::new()
         .with_default_catalog_and_schema("materialize", "public")
         .with_information_schema(false)
@@ -53,6 +56,12 @@ pub fn session_context(system: &SystemContext) -> Result<SessionContext, Adapter
         schemas.insert(schema, Arc::new(MemorySchemaProvider::new()));
     }
     for builtin in BUILTINS {
+        // Building a relation nobody reads would only cost time.
+        if referenced.is_some_and(|names| {
+            !names.contains(&(builtin.schema.to_string(), builtin.name.to_string()))
+        }) {
+            continue;
+        }
         let fields: Vec<Field> = builtin
             .columns
             .iter()
