@@ -181,10 +181,10 @@ impl Coordinator {
                 .try_lock()
                 .map_err(|_| AdapterError::Internal("catalog locked during start-up".into()))?;
             for item in catalog.state().items() {
-                if let ItemDefinition::Source(source) = &item.definition {
-                    if source.parent.is_none() {
-                        coordinator.start_generator(catalog.state(), item.id, source.clone());
-                    }
+                if let ItemDefinition::Source(source) = &item.definition
+                    && source.parent.is_none()
+                {
+                    coordinator.start_generator(catalog.state(), item.id, source.clone());
                 }
             }
             let sinks: Vec<GlobalId> = catalog
@@ -315,7 +315,7 @@ impl Coordinator {
                 let storage = coordinator.storage.clone();
                 drop(coordinator);
                 ticks += 1;
-                let compact = ticks % 10 == 0;
+                let compact = ticks.is_multiple_of(10);
                 let result = tokio::task::spawn_blocking(move || {
                     storage.tick()?;
                     if compact {
@@ -378,10 +378,10 @@ impl Coordinator {
         let context = query::session_context(&system, referenced.as_ref())?;
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
-            if let Some(referenced) = &referenced {
-                if !referenced.contains(&(name.schema.clone(), name.item.clone())) {
-                    continue;
-                }
+            if let Some(referenced) = &referenced
+                && !referenced.contains(&(name.schema.clone(), name.item.clone()))
+            {
+                continue;
             }
             tables.push(self.batches.table(&self.storage, id, &name, &desc)?);
         }
@@ -965,16 +965,16 @@ impl Coordinator {
                 })
             }
             Plan::SetVariable(set) => {
-                if set.name == "cluster" {
-                    if let Some(name) = &set.value {
-                        let catalog = self.catalog.lock().await;
-                        if catalog.state().cluster_by_name(name).is_none() {
-                            return Err(AdapterError::InvalidVariableValue {
-                                name: "cluster".into(),
-                                value: name.clone(),
-                                hint: Some(format!("There is no cluster named \"{name}\".")),
-                            });
-                        }
+                if set.name == "cluster"
+                    && let Some(name) = &set.value
+                {
+                    let catalog = self.catalog.lock().await;
+                    if catalog.state().cluster_by_name(name).is_none() {
+                        return Err(AdapterError::InvalidVariableValue {
+                            name: "cluster".into(),
+                            value: name.clone(),
+                            hint: Some(format!("There is no cluster named \"{name}\".")),
+                        });
                     }
                 }
                 session.set(&set.name, set.value.as_deref())?;

@@ -118,11 +118,11 @@ impl CopyState {
                     if self.line == 1 && self.plan.header {
                         continue;
                     }
-                    if let [(marker, false)] = record.as_slice() {
-                        if marker == "\\." {
-                            self.ended = true;
-                            return;
-                        }
+                    if let [(marker, false)] = record.as_slice()
+                        && marker == "\\."
+                    {
+                        self.ended = true;
+                        return;
                     }
                     // Only an unquoted field equal to the NULL string is null.
                     let fields = record

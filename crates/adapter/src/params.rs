@@ -142,18 +142,16 @@ pub fn insert_parameter_types(plan: &floe_sql::dml::InsertPlan) -> Vec<Option<Pg
     };
     for row in &values.rows {
         for (expr, column) in row.iter().zip(&plan.columns) {
-            if let Expr::Value(value) = expr {
-                if let Value::Placeholder(name) = &value.value {
-                    if let Some(n) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
-                        if n >= 1 {
-                            if types.len() < n {
-                                types.resize(n, None);
-                            }
-                            let scalar = &plan.desc.columns[*column].1.scalar_type;
-                            types[n - 1] = Some(PgType::from_scalar(scalar));
-                        }
-                    }
+            if let Expr::Value(value) = expr
+                && let Value::Placeholder(name) = &value.value
+                && let Some(n) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok())
+                && n >= 1
+            {
+                if types.len() < n {
+                    types.resize(n, None);
                 }
+                let scalar = &plan.desc.columns[*column].1.scalar_type;
+                types[n - 1] = Some(PgType::from_scalar(scalar));
             }
         }
     }

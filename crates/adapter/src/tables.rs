@@ -29,8 +29,11 @@ pub struct EngineTable {
 /// queries of an unchanged table do not convert it again.
 #[derive(Default)]
 pub struct BatchCache {
-    entries: Mutex<HashMap<GlobalId, (u64, SchemaRef, Vec<RecordBatch>)>>,
+    entries: Mutex<HashMap<GlobalId, CachedBatches>>,
 }
+
+/// A table's Arrow batches and the contents version they were converted from.
+type CachedBatches = (u64, SchemaRef, Vec<RecordBatch>);
 
 /// Rows per Arrow batch handed to the engine.
 const BATCH_ROWS: usize = 8_192;
@@ -47,14 +50,14 @@ impl BatchCache {
         let version = storage.contents_version(id).map_err(storage_error)?;
         {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((cached, schema, batches)) = entries.get(&id) {
-                if *cached == version {
-                    return Ok(EngineTable {
-                        name: name.clone(),
-                        schema: schema.clone(),
-                        batches: batches.clone(),
-                    });
-                }
+            if let Some((cached, schema, batches)) = entries.get(&id)
+                && *cached == version
+            {
+                return Ok(EngineTable {
+                    name: name.clone(),
+                    schema: schema.clone(),
+                    batches: batches.clone(),
+                });
             }
         }
         let (rows, version) = storage.contents(id).map_err(storage_error)?;
@@ -172,10 +175,7 @@ fn append(
                 .first()
                 .map(|k| k.iter().map(|i| desc.columns[*i].0.clone()).collect())
                 .unwrap_or_default();
-            let values: Vec<String> = key
-                .iter()
-                .map(|d| floe_repr::strconv::format_datum(d))
-                .collect();
+            let values: Vec<String> = key.iter().map(floe_repr::strconv::format_datum).collect();
             Err(AdapterError::UniqueViolation {
                 message: format!(
                     "duplicate key value violates unique constraint \"{}_pkey\"",

@@ -644,7 +644,7 @@ pub fn build_array(ty: &SqlScalarType, values: &[&Datum]) -> Result<ArrayRef, Va
             }
         }
         S::Range { element } => {
-            fn bounds<'a>(d: &'a Datum) -> Option<&'a RangeBounds> {
+            fn bounds(d: &Datum) -> Option<&RangeBounds> {
                 match d {
                     Datum::Range(Some(b)) => Some(b.as_ref()),
                     _ => None,

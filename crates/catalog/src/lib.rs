@@ -343,12 +343,12 @@ impl Catalog {
                 create_sql
             ],
         );
-        if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted {
-            if e.code == rusqlite::ErrorCode::ConstraintViolation {
-                return Err(CatalogError::Conflict(format!(
-                    "catalog item \"{name}\" already exists"
-                )));
-            }
+        if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted
+            && e.code == rusqlite::ErrorCode::ConstraintViolation
+        {
+            return Err(CatalogError::Conflict(format!(
+                "catalog item \"{name}\" already exists"
+            )));
         }
         inserted?;
         for (slot, value) in secrets {
@@ -393,12 +393,12 @@ impl Catalog {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![id.to_string(), oid, name.database, name.schema, name.item, definition_json, create_sql],
             );
-            if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted {
-                if e.code == rusqlite::ErrorCode::ConstraintViolation {
-                    return Err(CatalogError::Conflict(format!(
-                        "catalog item \"{name}\" already exists"
-                    )));
-                }
+            if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted
+                && e.code == rusqlite::ErrorCode::ConstraintViolation
+            {
+                return Err(CatalogError::Conflict(format!(
+                    "catalog item \"{name}\" already exists"
+                )));
             }
             inserted?;
             Ok(CatalogItem {

@@ -407,10 +407,10 @@ fn count_parameters(sql: &str) -> usize {
                 while end < bytes.len() && bytes[end].is_ascii_digit() {
                     end += 1;
                 }
-                if end > start {
-                    if let Ok(n) = sql[start..end].parse::<usize>() {
-                        max = max.max(n);
-                    }
+                if end > start
+                    && let Ok(n) = sql[start..end].parse::<usize>()
+                {
+                    max = max.max(n);
                 }
                 i = end;
                 continue;

@@ -592,9 +592,8 @@ impl Ord for Decimal {
                     pad(&d.fraction).cmp(&pad(&e.fraction))
                 })
         };
-        match (self.is_zero(), other.is_zero()) {
-            (true, true) => return Ordering::Equal,
-            _ => {}
+        if let (true, true) = (self.is_zero(), other.is_zero()) {
+            return Ordering::Equal;
         }
         let self_negative = self.negative && !self.is_zero();
         let other_negative = other.negative && !other.is_zero();
@@ -1101,7 +1100,7 @@ fn parse_timestamp_parts(text: &str, type_name: &str) -> Result<(i64, Option<i64
         Some(time) => parse_time_and_zone(time).map_err(|_| datetime_syntax(type_name, text))?,
     };
     let (year, _, _) = civil_from_days(days);
-    if year < -4712 || year > MAX_TIMESTAMP_YEAR {
+    if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
         return Err(ValueError::new(
             SqlState::DATETIME_FIELD_OVERFLOW,
             format!("timestamp out of range: \"{text}\""),
@@ -1267,8 +1266,8 @@ fn split_number(number: &str) -> Option<(i64, f64)> {
 pub fn parse_interval(text: &str) -> Result<(i32, i32, i64), ValueError> {
     let syntax = || datetime_syntax("interval", text);
     let lower = text.trim().to_ascii_lowercase();
-    if lower.starts_with('p') {
-        return parse_iso_interval(&lower[1..]).ok_or_else(syntax);
+    if let Some(iso) = lower.strip_prefix('p') {
+        return parse_iso_interval(iso).ok_or_else(syntax);
     }
     let mut rest = lower.strip_prefix('@').unwrap_or(&lower).trim_start();
     let mut acc = IntervalAcc::default();
@@ -2122,10 +2121,7 @@ fn parse_range(text: &str, element: &SqlScalarType, depth: usize) -> Result<Datu
     scanner.bump();
     let upper = scan_composite_field(&mut scanner, &[')', ']'])
         .ok_or_else(|| malformed("Missing right parenthesis or bracket."))?;
-    let upper_inclusive = match scanner.bump() {
-        Some(']') => true,
-        _ => false,
-    };
+    let upper_inclusive = matches!(scanner.bump(), Some(']'));
     if !scanner.rest().trim().is_empty() {
         return Err(malformed("Junk after right parenthesis or bracket."));
     }
@@ -2586,10 +2582,7 @@ mod tests {
             SqlState::DATETIME_FIELD_OVERFLOW
         );
         assert!(parse_datum("9223372036854775807 hours", &S::Interval).is_err());
-        assert_eq!(
-            format_interval(i32::MIN, i32::MIN, i64::MIN).len() > 10,
-            true
-        );
+        assert!(format_interval(i32::MIN, i32::MIN, i64::MIN).len() > 10);
     }
 
     #[test]

@@ -1408,9 +1408,9 @@ fn main() {
         println!();
         let total = ceiling.read + ceiling.to_arrow + ceiling.encode + ceiling.upload;
         println!(
-            "where time goes for {} APPEND rows outside the sink ({} Parquet):",
+            "where time goes for {} APPEND rows outside the sink ({:.1} MB Parquet):",
             ceiling.rows,
-            format!("{:.1} MB", ceiling.bytes as f64 / 1e6)
+            ceiling.bytes as f64 / 1e6
         );
         for (label, d) in [
             ("read the log (row clones)", ceiling.read),

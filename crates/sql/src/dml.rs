@@ -93,25 +93,24 @@ fn write_target<'a>(
         },
         _ => return Err(PlanError::syntax(format!("improper relation name {name}"))),
     };
-    if let [schema, item] | [_, schema, item] = parts.as_slice() {
-        if catalog.is_system_relation(schema, item) {
-            return Err(PlanError::new(
-                SqlState::INSUFFICIENT_PRIVILEGE,
-                format!("cannot modify system relation {schema}.{item}"),
-            ));
-        }
+    if let [schema, item] | [_, schema, item] = parts.as_slice()
+        && catalog.is_system_relation(schema, item)
+    {
+        return Err(PlanError::new(
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            format!("cannot modify system relation {schema}.{item}"),
+        ));
     }
     let Some(item) = catalog.item_by_name(&qualified) else {
-        if let [item] = parts.as_slice() {
-            if crate::catalog::SYSTEM_SCHEMAS
+        if let [item] = parts.as_slice()
+            && crate::catalog::SYSTEM_SCHEMAS
                 .iter()
                 .any(|schema| catalog.is_system_relation(schema, item))
-            {
-                return Err(PlanError::new(
-                    SqlState::INSUFFICIENT_PRIVILEGE,
-                    format!("cannot modify system relation {item}"),
-                ));
-            }
+        {
+            return Err(PlanError::new(
+                SqlState::INSUFFICIENT_PRIVILEGE,
+                format!("cannot modify system relation {item}"),
+            ));
         }
         return Err(PlanError::new(
             SqlState::UNDEFINED_TABLE,

@@ -39,7 +39,7 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
             _ => return None,
         };
         let ms = number * unit_ms;
-        if !ms.is_finite() || ms < 0.0 || ms > 1e15 {
+        if !ms.is_finite() || !(0.0..=1e15).contains(&ms) {
             return None;
         }
         total_ms += ms.round() as u128;
@@ -79,7 +79,7 @@ pub fn format_duration(duration: Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if ms % size == 0 {
+        if ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }

@@ -697,12 +697,12 @@ fn plan_iceberg_connection(
             )));
         }
         let warehouse = options.string("WAREHOUSE")?;
-        if let Some(warehouse) = &warehouse {
-            if !warehouse.starts_with("file://") {
-                return Err(PlanError::invalid(format!(
-                    "invalid CONNECTION: WAREHOUSE of a local catalog must be a file:// URL, not '{warehouse}'"
-                )));
-            }
+        if let Some(warehouse) = &warehouse
+            && !warehouse.starts_with("file://")
+        {
+            return Err(PlanError::invalid(format!(
+                "invalid CONNECTION: WAREHOUSE of a local catalog must be a file:// URL, not '{warehouse}'"
+            )));
         }
         return Ok(IcebergCatalogConnection {
             catalog_type,
@@ -1540,17 +1540,17 @@ fn plan_drop(
                     .into_iter()
                     .filter(|d| !plan.items.contains(d))
                     .collect();
-                if let Some(first) = dependents.first() {
-                    if !statement.cascade {
-                        let dependent = catalog.item(*first).ok_or_else(|| {
-                            PlanError::new(SqlState::INTERNAL_ERROR, "dangling dependency")
-                        })?;
-                        return Err(dependency_error(
-                            kind.human_name(),
-                            &item.name.item,
-                            dependent,
-                        ));
-                    }
+                if let Some(first) = dependents.first()
+                    && !statement.cascade
+                {
+                    let dependent = catalog.item(*first).ok_or_else(|| {
+                        PlanError::new(SqlState::INTERNAL_ERROR, "dangling dependency")
+                    })?;
+                    return Err(dependency_error(
+                        kind.human_name(),
+                        &item.name.item,
+                        dependent,
+                    ));
                 }
                 with_dependents(catalog, item.id, &mut plan.items);
             }

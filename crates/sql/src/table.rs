@@ -196,19 +196,19 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         "numeric" | "decimal" => {
             let precision = number(0)?;
             let scale = number(1)?;
-            if let Some(p) = precision {
-                if !(1..=38).contains(&p) {
-                    return Err(PlanError::invalid(format!(
-                        "precision for type numeric must be between 1 and 38, not {p}"
-                    )));
-                }
+            if let Some(p) = precision
+                && !(1..=38).contains(&p)
+            {
+                return Err(PlanError::invalid(format!(
+                    "precision for type numeric must be between 1 and 38, not {p}"
+                )));
             }
-            if let (Some(p), Some(s)) = (precision, scale) {
-                if s > p {
-                    return Err(PlanError::invalid(format!(
-                        "numeric scale {s} must be between 0 and precision {p}"
-                    )));
-                }
+            if let (Some(p), Some(s)) = (precision, scale)
+                && s > p
+            {
+                return Err(PlanError::invalid(format!(
+                    "numeric scale {s} must be between 0 and precision {p}"
+                )));
             }
             Numeric {
                 precision: precision.map(|p| p as u8),

@@ -674,16 +674,16 @@ impl Storage {
             let row = decode_row(bytes).map_err(|e| corrupt(e.to_string()))?;
             let (ts, diff) = time_and_diff(record)?;
             buffer.push(LogUpdate { row, ts, diff });
-            if buffer.len() >= max_rows {
-                if let Err(e) = chunk(std::mem::take(&mut buffer)) {
-                    return Ok(Err(e));
-                }
-            }
-        }
-        if !buffer.is_empty() {
-            if let Err(e) = chunk(buffer) {
+            if buffer.len() >= max_rows
+                && let Err(e) = chunk(std::mem::take(&mut buffer))
+            {
                 return Ok(Err(e));
             }
+        }
+        if !buffer.is_empty()
+            && let Err(e) = chunk(buffer)
+        {
+            return Ok(Err(e));
         }
         Ok(Ok(()))
     }
