@@ -692,21 +692,35 @@ impl Catalog {
     }
 }
 
+/// Status changes kept per sink in `mz_sink_status_history`: a sink that flaps for months
+/// must not make the history (and every read of `mz_sink_statuses`) grow without end.
+pub const SINK_STATUS_HISTORY_PER_SINK: usize = 1_000;
+
 impl Catalog {
-    /// Appends a sink status change.
+    /// Appends a sink status change, and forgets the sink's changes beyond the newest
+    /// [`SINK_STATUS_HISTORY_PER_SINK`] in the same transaction.
     pub fn record_sink_status(&mut self, event: &SinkStatusEvent) -> Result<(), CatalogError> {
-        self.connection.execute(
+        let transaction = self.connection.transaction()?;
+        let sink_id = event.sink_id.to_string();
+        transaction.execute(
             "INSERT INTO sink_status_history (occurred_at, sink_id, status, error, details, replica_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
-                event.sink_id.to_string(),
+                sink_id,
                 event.status,
                 event.error,
                 event.details,
                 event.replica_id.map(|r| r.to_string())
             ],
         )?;
+        transaction.execute(
+            "DELETE FROM sink_status_history WHERE sink_id = ?1 AND sequence <= (
+                 SELECT sequence FROM sink_status_history WHERE sink_id = ?1
+                 ORDER BY sequence DESC LIMIT 1 OFFSET ?2)",
+            params![sink_id, SINK_STATUS_HISTORY_PER_SINK as i64],
+        )?;
+        transaction.commit()?;
         Ok(())
     }
 

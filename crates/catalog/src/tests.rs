@@ -152,3 +152,39 @@ fn managed_clusters_resize_their_replicas() {
         "replicas restart with new ids"
     );
 }
+
+#[test]
+fn sink_status_history_keeps_the_newest_changes_per_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let event = |sink: u64, n: usize| SinkStatusEvent {
+        occurred_at: n as u64,
+        sink_id: GlobalId::User(sink),
+        status: if n % 2 == 0 { "running" } else { "stalled" }.into(),
+        error: Some(format!("cause {n}")),
+        details: None,
+        replica_id: None,
+    };
+    let flapping = SINK_STATUS_HISTORY_PER_SINK + 25;
+    for n in 0..flapping {
+        catalog.record_sink_status(&event(1, n)).unwrap();
+    }
+    catalog.record_sink_status(&event(2, 0)).unwrap();
+    let history = catalog.sink_status_history().unwrap();
+    let first: Vec<&SinkStatusEvent> = history
+        .iter()
+        .filter(|e| e.sink_id == GlobalId::User(1))
+        .collect();
+    assert_eq!(first.len(), SINK_STATUS_HISTORY_PER_SINK);
+    // The oldest were forgotten, the newest kept in order.
+    assert_eq!(first[0].occurred_at, 25);
+    assert_eq!(first.last().unwrap().occurred_at, (flapping - 1) as u64);
+    // Another sink's history is its own.
+    assert_eq!(
+        history
+            .iter()
+            .filter(|e| e.sink_id == GlobalId::User(2))
+            .count(),
+        1
+    );
+}
