@@ -1126,7 +1126,10 @@ async fn every_type_is_written_as_the_mapping_says() {
     let SinkStatus::Stalled { error, .. } = status else {
         unreachable!()
     };
-    assert!(error.starts_with("iceberg: "), "{error}");
+    assert!(
+        error.starts_with("iceberg: writing a Parquet file failed"),
+        "{error}"
+    );
     assert!(
         error.contains("\"price\"") && error.contains("1.234"),
         "{error}"
@@ -1180,6 +1183,82 @@ async fn local_catalog_upsert_is_read_by_duckdb() {
     let read = Reader::local().read(location.trim_start_matches("file://"));
     assert_upsert_table(&read, &workload);
     sink_frontiers(&read);
+}
+
+/// Writing data files fails (the table's `data` folder is replaced by a file): the batch
+/// fails inside the Parquet writer task, the sink stalls naming the cause, commits nothing
+/// half-written, and once the folder is back it recovers and delivers every change once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_data_file_write_stalls_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("catalog.db");
+    let warehouse = dir.path().join("warehouse");
+    LocalCatalog::open(&database, &warehouse)
+        .unwrap()
+        .create_namespace(&Namespace::parse("failing").unwrap(), &BTreeMap::new())
+        .unwrap();
+    let connection = SinkConnection {
+        catalog: CatalogConfig::Local {
+            database,
+            warehouse,
+        },
+        aws_credentials: None,
+    };
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(5);
+    let reporter = Arc::new(Recorder::default());
+    let snapshot_frontier = drive(&input, &mut workload, 2);
+    let snapshot = SnapshotTaken::of(&workload);
+    let handle = spawn_sink(
+        connection,
+        spec("failing", "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(snapshot_frontier).await;
+    let location = reporter.metadata_location();
+    let table_dir = std::path::Path::new(location.trim_start_matches("file://"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let data = table_dir.join("data");
+    let parked = table_dir.join("data-parked");
+    assert!(
+        table_dir.join("metadata").is_dir(),
+        "{location} is under {table_dir:?}"
+    );
+    // (An empty snapshot wrote no data file yet.)
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::rename(&data, &parked).unwrap();
+    std::fs::write(&data, b"not a folder").unwrap();
+    let stuck = push_nonempty(&input, &mut workload);
+    let status = reporter
+        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+        .await;
+    let SinkStatus::Stalled { error, .. } = status else {
+        unreachable!()
+    };
+    assert!(error.starts_with("iceberg: "), "{error}");
+    eprintln!("STALL {error}");
+    assert!(
+        reporter.frontier() < stuck,
+        "nothing past the failure was committed"
+    );
+    std::fs::remove_file(&data).unwrap();
+    std::fs::rename(&parked, &data).unwrap();
+    let upper = drive(&input, &mut workload, 3);
+    reporter.wait_for_frontier(upper).await;
+    drop(handle);
+    assert_append_table(
+        &Reader::local(),
+        reporter.metadata_location().trim_start_matches("file://"),
+        &workload,
+        &snapshot,
+        snapshot_frontier,
+    );
 }
 
 /// A new sink on a relation compacted within the current interval takes its snapshot as
