@@ -1126,10 +1126,7 @@ async fn every_type_is_written_as_the_mapping_says() {
     let SinkStatus::Stalled { error, .. } = status else {
         unreachable!()
     };
-    assert!(
-        error.starts_with("iceberg: writing a Parquet file failed"),
-        "{error}"
-    );
+    assert!(error.starts_with("iceberg: "), "{error}");
     assert!(
         error.contains("\"price\"") && error.contains("1.234"),
         "{error}"
@@ -1241,8 +1238,10 @@ async fn a_failing_data_file_write_stalls_and_recovers() {
     let SinkStatus::Stalled { error, .. } = status else {
         unreachable!()
     };
-    assert!(error.starts_with("iceberg: "), "{error}");
-    eprintln!("STALL {error}");
+    assert!(
+        error.starts_with("iceberg: writing a Parquet file failed"),
+        "{error}"
+    );
     assert!(
         reporter.frontier() < stuck,
         "nothing past the failure was committed"
