@@ -540,13 +540,14 @@ impl Storage {
     }
 
     /// Checks that `[lower, upper)` can be read: not below the compaction frontier (unless
-    /// `lower` is 0, the beginning), not beyond the write frontier.
+    /// `lower` is 0, the beginning), not beyond the write frontier. Returns the relation's
+    /// number of columns, which every row read must have.
     fn check_readable(
         &self,
         id: GlobalId,
         lower: Timestamp,
         upper: Timestamp,
-    ) -> Result<(), StorageError> {
+    ) -> Result<usize, StorageError> {
         let collections = self.collections_read();
         let collection = collections
             .get(&id)
@@ -565,7 +566,7 @@ impl Storage {
                 frontier: collection.upper,
             });
         }
-        Ok(())
+        Ok(collection.desc.columns.len())
     }
 
     /// Reads the updates with `lower <= ts < upper` in time order, in chunks of at most
@@ -578,7 +579,7 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        self.check_readable(id, lower, upper)?;
+        let arity = self.check_readable(id, lower, upper)?;
         // A connection of its own: WAL readers do not block the writer. The time index
         // yields the rows in time order without a sort.
         let connection = open_connection(&self.path)?;
@@ -592,6 +593,7 @@ impl Storage {
             id,
             rows,
             2,
+            arity,
             max_rows,
             |record| Ok((Timestamp(to_u64(record.get(0)?)), record.get(1)?)),
             chunk,
@@ -613,7 +615,7 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        self.check_readable(id, Timestamp(0), upper)?;
+        let arity = self.check_readable(id, Timestamp(0), upper)?;
         // History before `since` sits at `since - 1`: a snapshot as of an earlier time
         // would miss it.
         let since = self.since(id)?;
@@ -644,6 +646,7 @@ impl Storage {
             id,
             rows,
             1,
+            arity,
             max_rows,
             |record| Ok((as_of, record.get(0)?)),
             chunk,
@@ -656,6 +659,7 @@ impl Storage {
         id: GlobalId,
         mut rows: rusqlite::Rows<'_>,
         row_column: usize,
+        arity: usize,
         max_rows: usize,
         time_and_diff: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(Timestamp, i64)>,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
@@ -672,6 +676,12 @@ impl Storage {
                 .as_blob()
                 .map_err(|e| corrupt(e.to_string()))?;
             let row = decode_row(bytes).map_err(|e| corrupt(e.to_string()))?;
+            if row.len() != arity {
+                return Err(corrupt(format!(
+                    "a row of {} columns in a relation of {arity}",
+                    row.len()
+                )));
+            }
             let (ts, diff) = time_and_diff(record)?;
             buffer.push(LogUpdate { row, ts, diff });
             if buffer.len() >= max_rows

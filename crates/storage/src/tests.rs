@@ -360,3 +360,33 @@ fn a_snapshot_before_the_compaction_frontier_is_refused() {
         .unwrap();
     assert_eq!(rows, 1);
 }
+
+#[test]
+fn a_row_of_the_wrong_shape_on_disk_is_corruption_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let id = GlobalId::User(1);
+    storage.register(id, desc_with_key()).unwrap();
+    storage.append(id, vec![(row(1, "a"), 1)]).unwrap().unwrap();
+    // A valid encoding of a one-column row, written behind storage's back.
+    let mut bytes = Vec::new();
+    encode_row(&vec![Datum::Int32(2)], &mut bytes);
+    let connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+    connection
+        .execute(
+            "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, 1, 1, ?2)",
+            rusqlite::params![id.to_string(), bytes],
+        )
+        .unwrap();
+    let upper = storage.upper(id).unwrap();
+    let read = storage.read(id, Timestamp(0), upper, 10, &mut |_| Ok(()));
+    assert!(
+        matches!(&read, Err(StorageError::Corrupt { message, .. }) if message.contains("1 columns in a relation of 2")),
+        "{read:?}"
+    );
+    let snapshot = storage.read_snapshot(id, upper, 10, &mut |_| Ok(()));
+    assert!(
+        matches!(snapshot, Err(StorageError::Corrupt { .. })),
+        "{snapshot:?}"
+    );
+}
