@@ -15,7 +15,8 @@
 //!
 //! The change log is an in-memory [`SinkInput`] written once before any measurement: the
 //! rows are generated once, each log holds (row, key, timestamp, diff) entries over them,
-//! and a read materialises the chunk's rows (a clone, as a storage read would decode them).
+//! and a read materialises the chunk's rows (a clone, as a storage read would decode them)
+//! on a blocking thread, at most two chunks ahead of the sink, as the storage reader does.
 //! Memory figures are the process's (`VmHWM` of `/proc/self/status`, reset before each
 //! phase through `/proc/self/clear_refs`): they include the generated rows and the logs,
 //! shown as the baseline; SeaweedFS and Python run in other processes.
