@@ -11,6 +11,10 @@ use std::time::Instant;
 use floe_repr::{ColumnType, Datum, GlobalId, RelationDesc, Row, SqlScalarType, Timestamp};
 use floe_storage::Storage;
 
+/// The floe binary's allocator, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn desc() -> RelationDesc {
     let column = |name: &str, scalar_type: SqlScalarType, nullable| {
         (
