@@ -689,47 +689,48 @@ impl Storage {
         }
         let max_rows = max_rows.max(1);
         let mut buffer = Vec::with_capacity(max_rows.min(65_536));
-        let mut push = |row: Row, diff: i64, buffer: &mut Vec<LogUpdate>| {
-            if row.len() != arity {
-                return Err(Err(StorageError::Corrupt {
-                    collection: id,
-                    message: format!("a row of {} columns in a relation of {arity}", row.len()),
-                }));
-            }
-            buffer.push(LogUpdate {
-                row,
-                ts: as_of,
-                diff,
-            });
-            if buffer.len() >= max_rows {
-                // `Ok(message)`: the reader stopped.
-                chunk(std::mem::take(buffer)).map_err(Ok)?;
-            }
-            Ok(())
-        };
-        let stream = || -> Result<(), Result<String, StorageError>> {
-            for (bytes, row, count) in contents {
-                let count = count - later.remove(&*bytes).unwrap_or(0);
-                if count > 0 {
-                    push(Row::clone(&row), count, &mut buffer)?;
+        let streamed = {
+            let mut push = |row: Row, diff: i64, buffer: &mut Vec<LogUpdate>| {
+                if row.len() != arity {
+                    return Err(Err(StorageError::Corrupt {
+                        collection: id,
+                        message: format!("a row of {} columns in a relation of {arity}", row.len()),
+                    }));
                 }
-            }
-            // What is left was removed since `upper`: there then, gone from the contents.
-            for (bytes, diff) in later {
-                if diff < 0 {
-                    let row = decode_row(&bytes).map_err(|e| {
-                        Err(StorageError::Corrupt {
-                            collection: id,
-                            message: e.to_string(),
-                        })
-                    })?;
-                    push(row, -diff, &mut buffer)?;
+                buffer.push(LogUpdate {
+                    row,
+                    ts: as_of,
+                    diff,
+                });
+                if buffer.len() >= max_rows {
+                    // `Ok(message)`: the reader stopped.
+                    chunk(std::mem::take(buffer)).map_err(Ok)?;
                 }
-            }
-            Ok(())
+                Ok(())
+            };
+            let stream = || -> Result<(), Result<String, StorageError>> {
+                for (bytes, row, count) in contents {
+                    let count = count - later.remove(&*bytes).unwrap_or(0);
+                    if count > 0 {
+                        push(Row::clone(&row), count, &mut buffer)?;
+                    }
+                }
+                // What is left was removed since `upper`: there then, gone from the contents.
+                for (bytes, diff) in later {
+                    if diff < 0 {
+                        let row = decode_row(&bytes).map_err(|e| {
+                            Err(StorageError::Corrupt {
+                                collection: id,
+                                message: e.to_string(),
+                            })
+                        })?;
+                        push(row, -diff, &mut buffer)?;
+                    }
+                }
+                Ok(())
+            };
+            stream()
         };
-        let streamed = stream();
-        drop(push);
         match streamed {
             Ok(()) if buffer.is_empty() => Ok(Ok(())),
             Ok(()) => Ok(chunk(buffer)),

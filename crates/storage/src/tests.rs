@@ -402,9 +402,10 @@ fn snapshots_with_retractions_equal_replaying_the_log() {
     let mut desc = desc_with_key();
     desc.unique_keys.clear();
     storage.register(id, desc).unwrap();
-    let mut state: std::collections::BTreeMap<String, (Row, i64)> = Default::default();
+    type Multiset = std::collections::BTreeMap<String, (Row, i64)>;
+    let mut state = Multiset::new();
     // (upper after the append, contents then)
-    let mut history: Vec<(Timestamp, std::collections::BTreeMap<String, (Row, i64)>)> = Vec::new();
+    let mut history: Vec<(Timestamp, Multiset)> = Vec::new();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = || {
         seed ^= seed << 13;
@@ -444,7 +445,7 @@ fn snapshots_with_retractions_equal_replaying_the_log() {
     }
     storage.tick().unwrap();
     for (upper, expected) in &history {
-        let mut got: std::collections::BTreeMap<String, (Row, i64)> = Default::default();
+        let mut got = Multiset::new();
         storage
             .read_snapshot(id, *upper, 7, &mut |chunk| {
                 for update in chunk {
