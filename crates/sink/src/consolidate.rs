@@ -7,8 +7,9 @@
 //! overlaps the read and memory holds each key's distinct rows, not every change.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 
+use floe_repr::codec::encode_datum;
 use floe_repr::{Datum, Row, Timestamp};
 
 use crate::input::Update;
@@ -49,6 +50,8 @@ pub struct KeyConsolidation {
     by_hash: HashMap<u64, usize, foldhash::fast::RandomState>,
     /// Keys in order of first appearance (a deterministic output order).
     keys: Vec<KeyState>,
+    /// Encoding buffer for hashing, reused.
+    scratch: Vec<u8>,
 }
 
 /// The outcome of one key: its values (the key columns, in key order), and its final row
@@ -65,27 +68,20 @@ impl KeyConsolidation {
             hasher: foldhash::fast::RandomState::default(),
             by_hash: HashMap::default(),
             keys: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
     /// Adds one change.
     pub fn add(&mut self, update: Update) {
-        let key_hash = {
-            let mut hasher = self.hasher.build_hasher();
-            for index in &self.key_indexes {
-                hash_datum(&update.row[*index], &mut hasher);
-            }
-            hasher.finish()
-        };
+        let key_hash = hash_datums(
+            &self.hasher,
+            &mut self.scratch,
+            self.key_indexes.iter().map(|index| &update.row[*index]),
+        );
         let key = self.find_or_insert_key(key_hash, &update.row);
-        let row_hasher = &self.hasher;
-        let hash_row = |row: &[Datum]| {
-            let mut hasher = row_hasher.build_hasher();
-            for datum in row {
-                hash_datum(datum, &mut hasher);
-            }
-            hasher.finish()
-        };
+        let (hasher, scratch) = (&self.hasher, &mut self.scratch);
+        let mut hash_row = |row: &[Datum]| hash_datums(hasher, scratch, row.iter());
         let state = &mut self.keys[key];
         // A key's few rows are compared directly; rows are hashed only once a key has many.
         let row_hash = if state.rows.len() + 1 >= INDEXED_FROM {
@@ -240,148 +236,19 @@ fn datum_identical(a: &Datum, b: &Datum) -> bool {
     }
 }
 
-/// Feeds a datum to a hasher: its variant, then its value (lengths before variable-sized
-/// parts, so that different values rarely share a hash; equal hashes are checked exactly).
-pub fn hash_datum<H: Hasher>(datum: &Datum, out: &mut H) {
-    fn bytes<H: Hasher>(out: &mut H, value: &[u8]) {
-        out.write_usize(value.len());
-        out.write(value);
+/// The hash of some datums: their encoding in the change log's codec (canonical: equal
+/// values encode alike), hashed. Identical datums hash alike; equal hashes are checked
+/// exactly with [`datum_identical`].
+fn hash_datums<'a>(
+    hasher: &foldhash::fast::RandomState,
+    scratch: &mut Vec<u8>,
+    datums: impl Iterator<Item = &'a Datum>,
+) -> u64 {
+    scratch.clear();
+    for datum in datums {
+        encode_datum(datum, scratch);
     }
-    match datum {
-        Datum::Null => out.write_u8(0),
-        Datum::Bool(v) => out.write(&[1, u8::from(*v)]),
-        Datum::Int16(v) => {
-            out.write_u8(2);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Int32(v) => {
-            out.write_u8(3);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Int64(v) => {
-            out.write_u8(4);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Float32(v) => {
-            out.write_u8(5);
-            out.write(&v.to_bits().to_le_bytes());
-        }
-        Datum::Float64(v) => {
-            out.write_u8(6);
-            out.write(&v.to_bits().to_le_bytes());
-        }
-        Datum::Numeric(v) => {
-            out.write_u8(7);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Text(v) => {
-            out.write_u8(8);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Bytes(v) => {
-            out.write_u8(9);
-            bytes(out, v);
-        }
-        Datum::Date(v) => {
-            out.write_u8(10);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Time(v) => {
-            out.write_u8(11);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Timestamp(v) => {
-            out.write_u8(12);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::TimestampTz(v) => {
-            out.write_u8(13);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Interval {
-            months,
-            days,
-            micros,
-        } => {
-            out.write_u8(14);
-            out.write(&months.to_le_bytes());
-            out.write(&days.to_le_bytes());
-            out.write(&micros.to_le_bytes());
-        }
-        Datum::Jsonb(v) => {
-            out.write_u8(15);
-            bytes(out, v.as_bytes());
-        }
-        Datum::Uuid(v) => {
-            out.write_u8(16);
-            out.write(v);
-        }
-        Datum::Oid(v) => {
-            out.write_u8(17);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::TextArray(items) => {
-            out.write_u8(18);
-            out.write(&(items.len() as u64).to_le_bytes());
-            for item in items {
-                match item {
-                    None => out.write_u8(0),
-                    Some(text) => {
-                        out.write_u8(1);
-                        bytes(out, text.as_bytes());
-                    }
-                }
-            }
-        }
-        Datum::UInt16(v) => {
-            out.write_u8(19);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::UInt32(v) => {
-            out.write_u8(20);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::UInt64(v) => {
-            out.write_u8(21);
-            out.write(&v.to_le_bytes());
-        }
-        Datum::Range(None) => out.write_u8(22),
-        Datum::Range(Some(bounds)) => {
-            out.write_u8(23);
-            for bound in [&bounds.lower, &bounds.upper] {
-                match bound {
-                    None => out.write_u8(0),
-                    Some(datum) => {
-                        out.write_u8(1);
-                        hash_datum(datum, out);
-                    }
-                }
-            }
-            out.write(&[
-                u8::from(bounds.lower_inclusive),
-                u8::from(bounds.upper_inclusive),
-            ]);
-        }
-        Datum::Record(items) | Datum::List(items) => {
-            out.write_u8(if matches!(datum, Datum::Record(_)) {
-                24
-            } else {
-                25
-            });
-            out.write(&(items.len() as u64).to_le_bytes());
-            for item in items {
-                hash_datum(item, out);
-            }
-        }
-        Datum::Map(pairs) => {
-            out.write_u8(26);
-            out.write(&(pairs.len() as u64).to_le_bytes());
-            for (key, value) in pairs {
-                bytes(out, key.as_bytes());
-                hash_datum(value, out);
-            }
-        }
-    }
+    hasher.hash_one(scratch.as_slice())
 }
 
 #[cfg(test)]
@@ -500,11 +367,8 @@ mod tests {
     #[test]
     fn hashing_distinguishes_values() {
         let state = foldhash::fast::RandomState::default();
-        let hash = |d: &Datum| {
-            let mut hasher = state.build_hasher();
-            hash_datum(d, &mut hasher);
-            hasher.finish()
-        };
+        let mut scratch = Vec::new();
+        let mut hash = |d: &Datum| hash_datums(&state, &mut scratch, std::iter::once(d));
         assert_ne!(hash(&Datum::Int32(1)), hash(&Datum::Int64(1)));
         assert_ne!(
             hash(&Datum::List(vec![Datum::Text("ab".into())])),
