@@ -218,6 +218,27 @@ impl Recorder {
         }
     }
 
+    /// Waits for a stall and returns its error.
+    async fn wait_for_stall(&self) -> String {
+        match self
+            .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+            .await
+        {
+            SinkStatus::Stalled { error, .. } => error,
+            _ => unreachable!(),
+        }
+    }
+
+    fn assert_never_stalled(&self) {
+        let statuses = self.statuses.lock().unwrap().clone();
+        assert!(
+            !statuses
+                .iter()
+                .any(|s| matches!(s, SinkStatus::Stalled { .. })),
+            "{statuses:?}"
+        );
+    }
+
     async fn wait_for_status(&self, wanted: impl Fn(&SinkStatus) -> bool) -> SinkStatus {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -425,6 +446,23 @@ fn seaweed_connection(sw: &SeaweedFs, url: &str) -> SinkConnection {
     }
 }
 
+/// floe's embedded catalog in `dir` (SQLite + a `file://` warehouse), with `namespace`.
+fn local_connection(dir: &std::path::Path, namespace: &str) -> SinkConnection {
+    let database = dir.join("catalog.db");
+    let warehouse = dir.join("warehouse");
+    LocalCatalog::open(&database, &warehouse)
+        .unwrap()
+        .create_namespace(&Namespace::parse(namespace).unwrap(), &BTreeMap::new())
+        .unwrap();
+    SinkConnection {
+        catalog: CatalogConfig::Local {
+            database,
+            warehouse,
+        },
+        aws_credentials: None,
+    }
+}
+
 fn settings() -> SinkSettings {
     SinkSettings {
         http: HttpSettings {
@@ -603,12 +641,7 @@ async fn upsert_random_workload_with_restarts() {
     let statuses = reporter.statuses.lock().unwrap().clone();
     assert_eq!(statuses[0], SinkStatus::Starting);
     assert_eq!(statuses[1], SinkStatus::Running);
-    assert!(
-        !statuses
-            .iter()
-            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
-        "{statuses:?}"
-    );
+    reporter.assert_never_stalled();
     let read = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
     assert_upsert_table(&read, &workload);
     let frontiers = sink_frontiers(&read);
@@ -683,16 +716,7 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
         .count();
     assert_eq!(dropped, 1, "the commit's answer was dropped");
     // The committer found its snapshot after reloading: no stall, no second commit.
-    assert!(
-        !reporter
-            .statuses
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
-        "{:?}",
-        reporter.statuses.lock().unwrap()
-    );
+    reporter.assert_never_stalled();
 
     // Restart, twice, with changes in between.
     for _ in 0..2 {
@@ -1120,12 +1144,7 @@ async fn every_type_is_written_as_the_mapping_says() {
         reporter.clone(),
         settings(),
     );
-    let status = reporter
-        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
-        .await;
-    let SinkStatus::Stalled { error, .. } = status else {
-        unreachable!()
-    };
+    let error = reporter.wait_for_stall().await;
     assert!(error.starts_with("iceberg: "), "{error}");
     assert!(
         error.contains("\"price\"") && error.contains("1.234"),
@@ -1136,19 +1155,7 @@ async fn every_type_is_written_as_the_mapping_says() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_catalog_upsert_is_read_by_duckdb() {
     let dir = tempfile::tempdir().unwrap();
-    let database = dir.path().join("catalog.db");
-    let warehouse = dir.path().join("warehouse");
-    LocalCatalog::open(&database, &warehouse)
-        .unwrap()
-        .create_namespace(&Namespace::parse("local").unwrap(), &BTreeMap::new())
-        .unwrap();
-    let connection = SinkConnection {
-        catalog: CatalogConfig::Local {
-            database,
-            warehouse,
-        },
-        aws_credentials: None,
-    };
+    let connection = local_connection(dir.path(), "local");
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(99);
     let reporter = Arc::new(Recorder::default());
@@ -1188,19 +1195,7 @@ async fn local_catalog_upsert_is_read_by_duckdb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_data_file_write_stalls_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
-    let database = dir.path().join("catalog.db");
-    let warehouse = dir.path().join("warehouse");
-    LocalCatalog::open(&database, &warehouse)
-        .unwrap()
-        .create_namespace(&Namespace::parse("failing").unwrap(), &BTreeMap::new())
-        .unwrap();
-    let connection = SinkConnection {
-        catalog: CatalogConfig::Local {
-            database,
-            warehouse,
-        },
-        aws_credentials: None,
-    };
+    let connection = local_connection(dir.path(), "failing");
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(5);
     let reporter = Arc::new(Recorder::default());
@@ -1232,12 +1227,7 @@ async fn a_failing_data_file_write_stalls_and_recovers() {
     std::fs::rename(&data, &parked).unwrap();
     std::fs::write(&data, b"not a folder").unwrap();
     let stuck = push_nonempty(&input, &mut workload);
-    let status = reporter
-        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
-        .await;
-    let SinkStatus::Stalled { error, .. } = status else {
-        unreachable!()
-    };
+    let error = reporter.wait_for_stall().await;
     assert!(
         error.starts_with("iceberg: writing a Parquet file failed"),
         "{error}"
@@ -1265,19 +1255,7 @@ async fn a_failing_data_file_write_stalls_and_recovers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     let dir = tempfile::tempdir().unwrap();
-    let database = dir.path().join("catalog.db");
-    let warehouse = dir.path().join("warehouse");
-    LocalCatalog::open(&database, &warehouse)
-        .unwrap()
-        .create_namespace(&Namespace::parse("compacted").unwrap(), &BTreeMap::new())
-        .unwrap();
-    let connection = SinkConnection {
-        catalog: CatalogConfig::Local {
-            database,
-            warehouse,
-        },
-        aws_credentials: None,
-    };
+    let connection = local_connection(dir.path(), "compacted");
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(7);
     let reporter = Arc::new(Recorder::default());
@@ -1304,13 +1282,7 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     input.push(Vec::new(), upper);
     reporter.wait_for_frontier(upper).await;
     drop(handle);
-    let statuses = reporter.statuses.lock().unwrap().clone();
-    assert!(
-        !statuses
-            .iter()
-            .any(|s| matches!(s, SinkStatus::Stalled { .. })),
-        "{statuses:?}"
-    );
+    reporter.assert_never_stalled();
     let read = Reader::local().read(reporter.metadata_location().trim_start_matches("file://"));
     assert_upsert_table(&read, &workload);
     assert!(
@@ -1322,19 +1294,7 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
     let dir = tempfile::tempdir().unwrap();
-    let database = dir.path().join("catalog.db");
-    let warehouse = dir.path().join("warehouse");
-    LocalCatalog::open(&database, &warehouse)
-        .unwrap()
-        .create_namespace(&Namespace::parse("catchup").unwrap(), &BTreeMap::new())
-        .unwrap();
-    let connection = SinkConnection {
-        catalog: CatalogConfig::Local {
-            database,
-            warehouse,
-        },
-        aws_credentials: None,
-    };
+    let connection = local_connection(dir.path(), "catchup");
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(3);
     let reporter = Arc::new(Recorder::default());
