@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use support::slt::{Engine, Protocol};
-use support::{ENVIRONMENT_ID, Floe};
+use support::{ENVIRONMENT_ID, Floe, rows, sink_commit};
 
 fn sql_tests_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sql-tests")
@@ -144,16 +144,8 @@ async fn acknowledged_ddl_survives_kill_dash_nine() {
         .unwrap()
         .get(0);
     assert_eq!(count, 51);
-    let rows = client
-        .simple_query("SHOW CREATE SECRET oauth")
-        .await
-        .unwrap();
-    let create_sql = rows
-        .iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(1).map(str::to_string),
-            _ => None,
-        })
+    let create_sql = rows(&client, "SHOW CREATE SECRET oauth").await[0][1]
+        .clone()
         .unwrap();
     assert_eq!(
         create_sql,
@@ -322,20 +314,8 @@ async fn wait_for_sinks(
     loop {
         let mut locations = Vec::new();
         for sink in sinks {
-            let row = client
-                .query_opt(
-                    &format!("SELECT i.metadata_location, i.frontier FROM mz_iceberg_sinks i JOIN mz_sinks s ON s.id = i.id WHERE s.name = '{sink}'"),
-                    &[],
-                )
-                .await
-                .unwrap();
-            let Some(row) = row else { break };
-            let location: Option<String> = row.get(0);
-            let frontier: Option<std::time::SystemTime> = row.get(1);
-            match (location, frontier) {
-                (Some(location), Some(frontier)) if frontier > written_at => {
-                    locations.push(location)
-                }
+            match sink_commit(client, sink).await {
+                Some((location, frontier)) if frontier > written_at => locations.push(location),
                 _ => break,
             }
         }
@@ -683,11 +663,7 @@ async fn wait_for_value(client: &tokio_postgres::Client, sql: &str, expected: &s
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut last = None;
     while std::time::Instant::now() < deadline {
-        let rows = client.simple_query(sql).await.unwrap();
-        last = rows.iter().find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::to_string)),
-            _ => None,
-        });
+        last = rows(client, sql).await.first().map(|row| row[0].clone());
         if last == Some(Some(expected.to_string())) {
             return;
         }
@@ -719,9 +695,9 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
     let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
         .await
         .remove(0);
-    let rows = reader.read(&location).sorted_rows(&["id"]);
+    let table_rows = reader.read(&location).sorted_rows(&["id"]);
     assert_eq!(
-        rows,
+        table_rows,
         vec![
             serde_json::json!({"id": 1, "v": "a"}),
             serde_json::json!({"id": 2, "v": "b"})
@@ -763,9 +739,9 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
     let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
         .await
         .remove(0);
-    let rows = reader.read(&location).sorted_rows(&["id"]);
+    let table_rows = reader.read(&location).sorted_rows(&["id"]);
     assert_eq!(
-        rows,
+        table_rows,
         vec![
             serde_json::json!({"id": 1, "v": "a"}),
             serde_json::json!({"id": 2, "v": "b2"}),
@@ -791,16 +767,12 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
     assert_eq!(read.rows.len(), 2);
     let summary = &read.current_snapshot().expect("a current snapshot")["summary"];
     assert_eq!(summary["mz-sink-version"], "1", "{summary}");
-    let history = client
-        .simple_query("SELECT string_agg(status, ',' ORDER BY occurred_at) FROM mz_internal.mz_sink_status_history")
-        .await
-        .unwrap();
-    let history = history
-        .iter()
-        .find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
-            _ => None,
-        })
+    let history = rows(
+        &client,
+        "SELECT string_agg(status, ',' ORDER BY occurred_at) FROM mz_internal.mz_sink_status_history",
+    )
+    .await[0][0]
+        .clone()
         .unwrap();
     assert!(
         history.contains("running,paused") && history.contains("paused,starting"),

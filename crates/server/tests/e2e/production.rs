@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use floe_testkit::{FaultProxy, Moto, Outcome, Reader, SeaweedFs, UnityFront};
 use serde_json::json;
 
-use crate::support::ENVIRONMENT_ID;
+use crate::support::{ENVIRONMENT_ID, rows, sink_commit};
 
 /// A `floe` process with the environment a test gives it (AWS principal keys).
 struct Server {
@@ -108,24 +108,6 @@ impl Drop for Server {
     }
 }
 
-/// Rows of a query as text (NULL as `None`).
-async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    client
-        .simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_iter()
-        .filter_map(|message| match message {
-            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_string))
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The error of a statement that must fail: (message, detail, hint).
 async fn error_of(
     client: &tokio_postgres::Client,
@@ -190,23 +172,10 @@ async fn wait_for_delivery(
 ) -> String {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let row = client
-            .query_opt(
-                &format!(
-                    "SELECT i.metadata_location, i.frontier FROM mz_iceberg_sinks i JOIN mz_sinks s ON s.id = i.id WHERE s.name = '{sink}'"
-                ),
-                &[],
-            )
-            .await
-            .unwrap();
-        if let Some(row) = row {
-            let location: Option<String> = row.get(0);
-            let frontier: Option<SystemTime> = row.get(1);
-            if let (Some(location), Some(frontier)) = (location, frontier)
-                && frontier > written_at
-            {
-                return location;
-            }
+        if let Some((location, frontier)) = sink_commit(client, sink).await
+            && frontier > written_at
+        {
+            return location;
         }
         if Instant::now() > deadline {
             let statuses = rows(
@@ -238,6 +207,26 @@ async fn status_history(
     .into_iter()
     .map(|row| (row[0].clone().unwrap_or_default(), row[1].clone()))
     .collect()
+}
+
+/// floe with SeaweedFS's admin keys as its AWS principal, assuming roles for sessions of
+/// 900 s (STS's least) renewed 894 s early: a new session every 6 s.
+fn role_session_server(sw: &SeaweedFs, data_dir: &Path) -> Server {
+    Server::start(
+        data_dir,
+        &[
+            "--aws-principal",
+            "arn:aws:iam::000000000000:user/floe",
+            "--aws-session-duration",
+            "15m",
+            "--credential-refresh-margin",
+            "894s",
+        ],
+        &[
+            ("AWS_ACCESS_KEY_ID", sw.access_key()),
+            ("AWS_SECRET_ACCESS_KEY", sw.secret_key()),
+        ],
+    )
 }
 
 fn tail(text: &str, lines: usize) -> String {
@@ -465,21 +454,7 @@ async fn aws_s3_tables_document_end_to_end() {
     let sw = floe_testkit::seaweedfs_shared();
     let namespace = sw.unique_namespace("s3tables");
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        &dir.path().join("data"),
-        &[
-            "--aws-principal",
-            "arn:aws:iam::000000000000:user/floe",
-            "--aws-session-duration",
-            "15m",
-            "--credential-refresh-margin",
-            "894s",
-        ],
-        &[
-            ("AWS_ACCESS_KEY_ID", sw.access_key()),
-            ("AWS_SECRET_ACCESS_KEY", sw.secret_key()),
-        ],
-    );
+    let server = role_session_server(&sw, &dir.path().join("data"));
     let client = server.connect().await;
     // Step 2: the AWS connection that assumes the role, and its external id.
     client
@@ -762,21 +737,7 @@ async fn s3_tables_catalog_and_data_through_an_assumed_role() {
     let sw = SeaweedFs::start();
     let namespace = sw.unique_namespace("role");
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(
-        &dir.path().join("data"),
-        &[
-            "--aws-principal",
-            "arn:aws:iam::000000000000:user/floe",
-            "--aws-session-duration",
-            "15m",
-            "--credential-refresh-margin",
-            "894s",
-        ],
-        &[
-            ("AWS_ACCESS_KEY_ID", sw.access_key()),
-            ("AWS_SECRET_ACCESS_KEY", sw.secret_key()),
-        ],
-    );
+    let server = role_session_server(&sw, &dir.path().join("data"));
     let client = server.connect().await;
     client
         .batch_execute(&format!(

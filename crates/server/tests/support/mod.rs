@@ -144,3 +144,42 @@ impl Drop for Floe {
         self.kill9();
     }
 }
+
+/// Rows of a query as text (NULL as `None`).
+pub async fn rows(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    client
+        .simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .filter_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_string))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Where a sink's table is and how far the sink committed (`None` before its first
+/// commit).
+pub async fn sink_commit(
+    client: &tokio_postgres::Client,
+    sink: &str,
+) -> Option<(String, std::time::SystemTime)> {
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT i.metadata_location, i.frontier FROM mz_iceberg_sinks i JOIN mz_sinks s ON s.id = i.id WHERE s.name = '{sink}'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap()?;
+    Some((
+        row.get::<_, Option<String>>(0)?,
+        row.get::<_, Option<std::time::SystemTime>>(1)?,
+    ))
+}
