@@ -667,34 +667,9 @@ async fn drain_snapshot(
 ) -> Drain {
     let end = entries.last().map_or(START, |e| e.ts) / INTERVAL * INTERVAL + INTERVAL;
     let table = format!("{name}_{}", env.counter.load(Ordering::Relaxed));
+    let spec = env.spec(&table, envelope);
     let input = BenchInput::new(env.rows.clone(), entries.to_vec(), end, false);
-    let probe = MemoryProbe::start();
-    let recorder = Recorder::new();
-    let started = Instant::now();
-    let handle = spawn_sink(
-        env.connection(),
-        env.spec(&table, envelope),
-        input.clone(),
-        recorder.clone(),
-        settings(max_batch_rows),
-    );
-    recorder
-        .wait_committed(end, Duration::from_secs(3600))
-        .await;
-    let elapsed = started.elapsed();
-    handle.abort();
-    let memory = probe.finish();
-    drop(input);
-    finish_drain(
-        name,
-        table,
-        changes,
-        elapsed,
-        &recorder,
-        started,
-        memory,
-        max_batch_rows,
-    )
+    measure_drain(env, name, table, spec, input, end, changes, max_batch_rows).await
 }
 
 /// A sink that committed its (empty) snapshot, was paused while the log was written, and
@@ -729,6 +704,21 @@ async fn drain_catch_up(
     }
     // Paused while the whole log was written.
     input.set_upper(end);
+    measure_drain(env, name, table, spec, input, end, changes, max_batch_rows).await
+}
+
+/// Runs a sink on `input` until it committed `end`, measuring time and memory.
+#[allow(clippy::too_many_arguments)]
+async fn measure_drain(
+    env: &Env,
+    name: &str,
+    table: String,
+    spec: SinkSpec,
+    input: Arc<BenchInput>,
+    end: u64,
+    changes: u64,
+    max_batch_rows: usize,
+) -> Drain {
     let probe = MemoryProbe::start();
     let recorder = Recorder::new();
     let started = Instant::now();
@@ -746,29 +736,6 @@ async fn drain_catch_up(
     handle.abort();
     let memory = probe.finish();
     drop(input);
-    finish_drain(
-        name,
-        table,
-        changes,
-        elapsed,
-        &recorder,
-        started,
-        memory,
-        max_batch_rows,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn finish_drain(
-    name: &str,
-    table: String,
-    changes: u64,
-    elapsed: Duration,
-    recorder: &Recorder,
-    started: Instant,
-    memory: Memory,
-    max_batch_rows: usize,
-) -> Drain {
     let stalls = recorder.stalls();
     if !stalls.is_empty() {
         eprintln!("  note: {name} stalled on the way: {stalls:?}");
