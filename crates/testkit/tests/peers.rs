@@ -657,18 +657,7 @@ fn unity_front_tokens_catalog_names_and_vended_credentials_only() {
     // Namespaces and tables through the front land in SeaweedFS's table bucket.
     let base = format!("{}/v1/{}", uc.url(), uc.prefix());
     let ns = floe_testkit::unique_name("uc");
-    let r = http::post(&format!("{base}/namespaces"))
-        .bearer(&token)
-        .json(&json!({"namespace": [ns], "properties": {}}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    let r = http::post(&format!("{base}/namespaces/{ns}/tables"))
-        .bearer(&token)
-        .json(&json!({"name": "t", "schema": simple_schema()}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+    create_namespace_and_table(&base, &token, &ns);
     assert!(
         sw.metadata_location(&ns, "t")
             .starts_with("s3://iceberg-tables/")
@@ -712,6 +701,24 @@ fn unity_front_tokens_catalog_names_and_vended_credentials_only() {
     assert_eq!(config("lakehouse", &short).status, 401);
 }
 
+/// Creates namespace `ns` and its table `t` through a REST catalog at `base`; returns the
+/// table's creation answer.
+fn create_namespace_and_table(base: &str, token: &str, ns: &str) -> http::Response {
+    let r = http::post(&format!("{base}/namespaces"))
+        .bearer(token)
+        .json(&json!({"namespace": [ns], "properties": {}}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http::post(&format!("{base}/namespaces/{ns}/tables"))
+        .bearer(token)
+        .json(&json!({"name": "t", "schema": simple_schema()}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    r
+}
+
 #[test]
 fn unity_front_serves_table_credentials_enforces_short_lifetimes_and_grants() {
     let sw = seaweedfs_shared();
@@ -721,18 +728,7 @@ fn unity_front_serves_table_credentials_enforces_short_lifetimes_and_grants() {
     let token = uc.token();
     let base = format!("{}/v1/{}", uc.url(), uc.prefix());
     let ns = floe_testkit::unique_name("ucc");
-    let r = http::post(&format!("{base}/namespaces"))
-        .bearer(&token)
-        .json(&json!({"namespace": [ns], "properties": {}}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
-    let r = http::post(&format!("{base}/namespaces/{ns}/tables"))
-        .bearer(&token)
-        .json(&json!({"name": "t", "schema": simple_schema()}))
-        .send()
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.text());
+    let r = create_namespace_and_table(&base, &token, &ns);
     let location = sw.metadata_location(&ns, "t");
     let table_location = r.json()["metadata"]["location"]
         .as_str()
