@@ -83,15 +83,6 @@ impl FileWriter {
         })
     }
 
-    /// Writes rows given column by column (all columns of the writer's schema).
-    pub async fn write(&mut self, columns: Vec<Vec<&Datum>>, rows: usize) -> Result<(), SinkError> {
-        if rows == 0 {
-            return Ok(());
-        }
-        let batch = record_batch(&self.arrow_schema, columns, rows)?;
-        self.write_batch(batch).await
-    }
-
     /// Writes a batch of the writer's Arrow schema.
     pub async fn write_batch(&mut self, batch: RecordBatch) -> Result<(), SinkError> {
         let rows = batch.num_rows();
@@ -108,11 +99,6 @@ impl FileWriter {
             .map_err(|err| storage_error("writing a Parquet file failed".into(), err))?;
         self.rows += rows as u64;
         Ok(())
-    }
-
-    /// Rows written so far.
-    pub fn rows(&self) -> u64 {
-        self.rows
     }
 
     /// Finishes the open file and returns the files written.

@@ -542,13 +542,13 @@ impl Storage {
 
     /// Checks that `[lower, upper)` can be read: not below the compaction frontier (unless
     /// `lower` is 0, the beginning), not beyond the write frontier. Returns the relation's
-    /// number of columns, which every row read must have.
+    /// number of columns, which every row read must have, and its compaction frontier.
     fn check_readable(
         &self,
         id: GlobalId,
         lower: Timestamp,
         upper: Timestamp,
-    ) -> Result<usize, StorageError> {
+    ) -> Result<(usize, u64), StorageError> {
         let collections = self.collections_read();
         let collection = collections
             .get(&id)
@@ -567,7 +567,7 @@ impl Storage {
                 frontier: collection.upper,
             });
         }
-        Ok(collection.desc.columns.len())
+        Ok((collection.desc.columns.len(), collection.since))
     }
 
     /// Reads the updates with `lower <= ts < upper` in time order, in chunks of at most
@@ -580,7 +580,7 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        let arity = self.check_readable(id, lower, upper)?;
+        let (arity, _) = self.check_readable(id, lower, upper)?;
         // A connection of its own: WAL readers do not block the writer. The time index
         // yields the rows in time order without a sort.
         let connection = open_connection(&self.path)?;
@@ -617,14 +617,13 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        let arity = self.check_readable(id, Timestamp(0), upper)?;
+        let (arity, since) = self.check_readable(id, Timestamp(0), upper)?;
         // History before `since` sits at `since - 1`: a snapshot as of an earlier time
         // would miss it.
-        let since = self.since(id)?;
-        if upper.0 < since.0 {
+        if upper.0 < since {
             return Err(StorageError::Compacted {
                 collection: id,
-                since: since.0,
+                since,
                 lower: upper.0,
             });
         }
