@@ -188,3 +188,53 @@ fn sink_status_history_keeps_the_newest_changes_per_sink() {
         1
     );
 }
+
+/// A copy of the data directory floe 0.1.0 wrote (the server's upgrade fixture).
+fn previous_release_data_dir() -> tempfile::TempDir {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../server/tests/fixtures/data-dir-0.1.0/data");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["catalog.db", "secrets.key"] {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn the_previous_release_s_secrets_decrypt_after_the_upgrade() {
+    let dir = previous_release_data_dir();
+    let catalog = Catalog::open(dir.path(), None).unwrap();
+    let id = |name: &str| {
+        catalog
+            .state()
+            .item_by_name(&QualifiedName::public(name))
+            .unwrap_or_else(|| panic!("{name} is in the catalog"))
+            .id
+    };
+    let expected = [
+        (
+            "oauth_credential",
+            "value",
+            "fixture-client:fixture-secret-v2",
+        ),
+        ("aws_key_id", "value", "AKIAFIXTUREKEYID"),
+        ("aws_secret_key", "value", "fixture-aws-secret-access-key"),
+        ("aws_keys", "session_token", "fixture-inline-session-token"),
+        (
+            "rest_inline",
+            "credential",
+            "inline-client:fixture-inline-secret",
+        ),
+    ];
+    for (name, slot, value) in expected {
+        assert_eq!(
+            catalog.secret(id(name), slot).unwrap(),
+            value,
+            "{name}.{slot}"
+        );
+    }
+    assert_eq!(
+        catalog.environment_id(),
+        "00000000-0000-4000-8000-000000000000"
+    );
+}

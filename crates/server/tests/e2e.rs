@@ -4,6 +4,8 @@
 #[path = "e2e/production.rs"]
 mod production;
 mod support;
+#[path = "e2e/upgrade.rs"]
+mod upgrade;
 
 use std::path::PathBuf;
 use std::time::Duration;
