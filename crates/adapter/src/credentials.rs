@@ -222,12 +222,7 @@ impl Credentials {
         &self,
         catalog: &CatalogConfig,
     ) -> Result<Option<Arc<dyn AwsCredentialsProvider>>, SinkError> {
-        let aws = match catalog {
-            CatalogConfig::S3TablesRest { aws, .. } => Some(aws),
-            CatalogConfig::Rest { aws, .. } => aws.as_ref(),
-            CatalogConfig::Local { .. } => None,
-        };
-        match aws {
+        match catalog.aws() {
             Some(aws) if matches!(aws.auth, AwsAuthConfig::AssumeRole { .. }) => {
                 self.aws_provider(aws).map(Some)
             }

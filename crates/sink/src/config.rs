@@ -103,3 +103,15 @@ pub enum CatalogConfig {
         warehouse: PathBuf,
     },
 }
+
+impl CatalogConfig {
+    /// The AWS connection of the catalog: S3 Tables' signing identity, or a REST catalog's
+    /// static S3 access when nothing is vended.
+    pub fn aws(&self) -> Option<&AwsConfig> {
+        match self {
+            CatalogConfig::Rest { aws, .. } => aws.as_ref(),
+            CatalogConfig::S3TablesRest { aws, .. } => Some(aws),
+            CatalogConfig::Local { .. } => None,
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! a user can act on it, and whether retrying may help.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What kind of failure this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub enum ErrorKind {
 
 /// An error with a message suitable for `mz_sink_statuses.error` (after the
 /// `iceberg: ` prefix) and for client errors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SinkError {
     pub kind: ErrorKind,
     pub message: String,
@@ -42,7 +43,23 @@ pub struct SinkError {
     pub hint: Option<String>,
     /// Whether the same request may succeed if tried again.
     pub retryable: bool,
+    /// The lower-level error this one reports (a transport, SQLite or Iceberg error), kept
+    /// for `Error::source` chains in logs; the message already says what it means.
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Two errors are equal when they say the same thing; their sources are not compared.
+impl PartialEq for SinkError {
+    fn eq(&self, other: &SinkError) -> bool {
+        self.kind == other.kind
+            && self.message == other.message
+            && self.detail == other.detail
+            && self.hint == other.hint
+            && self.retryable == other.retryable
+    }
+}
+
+impl Eq for SinkError {}
 
 impl SinkError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> SinkError {
@@ -56,7 +73,26 @@ impl SinkError {
             detail: None,
             hint: None,
             retryable,
+            source: None,
         }
+    }
+
+    /// `message: cause` of `kind`, keeping `cause` as the source.
+    pub fn caused_by(
+        kind: ErrorKind,
+        message: impl fmt::Display,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> SinkError {
+        SinkError::new(kind, format!("{message}: {cause}")).with_source(cause)
+    }
+
+    /// Keeps `source` as the cause of this error.
+    pub fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> SinkError {
+        self.source = Some(Arc::new(source));
+        self
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> SinkError {
@@ -81,4 +117,29 @@ impl fmt::Display for SinkError {
     }
 }
 
-impl std::error::Error for SinkError {}
+impl std::error::Error for SinkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Adds what failed to a lower-level error, keeping it as the source: replaces
+/// `map_err(|err| SinkError::new(kind, format!("context: {err}")))`.
+pub(crate) trait ResultExt<T> {
+    fn context(self, kind: ErrorKind, context: impl FnOnce() -> String) -> Result<T, SinkError>;
+}
+
+impl<T, E: std::error::Error + Send + Sync + 'static> ResultExt<T> for Result<T, E> {
+    fn context(self, kind: ErrorKind, context: impl FnOnce() -> String) -> Result<T, SinkError> {
+        self.map_err(|err| SinkError::caused_by(kind, context(), err))
+    }
+}
+
+/// A blocking task (SQLite work of the local catalog) that panicked or was cancelled.
+impl From<tokio::task::JoinError> for SinkError {
+    fn from(err: tokio::task::JoinError) -> SinkError {
+        SinkError::caused_by(ErrorKind::Storage, "local catalog work panicked", err)
+    }
+}

@@ -1,10 +1,30 @@
 //! HTTP plumbing shared by floe's catalog clients: client construction (system roots plus
-//! an extra CA bundle), `Retry-After` handling, URL encoding and secret redaction.
+//! an extra CA bundle), the one send-with-retry loop and its rules, `Retry-After`
+//! handling, URL encoding and secret redaction.
+//!
+//! # When a request is sent again
+//!
+//! Written once, here, for every HTTP client of floe (the catalog, the token endpoint): a
+//! request is sent again only when the server cannot have acted on it.
+//! - The connection could not be made: the server never saw the request.
+//! - The answer is 429 or 503: the server says it did not process the request and when to
+//!   come back (`Retry-After`, else a doubling backoff), within [`HttpSettings`]' bounds.
+//!   The Iceberg REST specification lists 500, 502 and 504, not 503, as "commit state
+//!   unknown", so this holds for commits too.
+//!
+//! Anything else (a timeout, a connection lost after the request went out, 500, 502, 504)
+//! leaves the outcome unknown. A commit must never be re-sent blindly then: it may have
+//! been applied, and a second one would be another writer's change. The caller gets the
+//! failure and decides (the sink reloads the table and looks for its own commit). Reads
+//! are not re-sent either, so one slow server costs one request timeout, not several.
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::error::{ErrorKind, SinkError};
+use reqwest::StatusCode;
+
+use crate::error::{ErrorKind, ResultExt, SinkError};
 
 /// Settings of floe's HTTP clients. Every duration is a setting so tests can use short ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,18 +79,13 @@ pub fn build_http_client(settings: &HttpSettings) -> Result<reqwest::Client, Sin
         .timeout(settings.request_timeout)
         .user_agent(concat!("floe/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = &settings.extra_ca_bundle {
-        let pem = std::fs::read(path).map_err(|err| {
-            SinkError::new(
-                ErrorKind::InvalidConfig,
-                format!("cannot read extra CA bundle {}: {err}", path.display()),
-            )
+        let pem = std::fs::read(path).context(ErrorKind::InvalidConfig, || {
+            format!("cannot read extra CA bundle {}", path.display())
         })?;
-        let certificates = reqwest::Certificate::from_pem_bundle(&pem).map_err(|err| {
-            SinkError::new(
-                ErrorKind::InvalidConfig,
-                format!("invalid extra CA bundle {}: {err}", path.display()),
-            )
-        })?;
+        let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+            .context(ErrorKind::InvalidConfig, || {
+                format!("invalid extra CA bundle {}", path.display())
+            })?;
         if certificates.is_empty() {
             return Err(SinkError::new(
                 ErrorKind::InvalidConfig,
@@ -84,18 +99,141 @@ pub fn build_http_client(settings: &HttpSettings) -> Result<reqwest::Client, Sin
             builder = builder.add_root_certificate(certificate);
         }
     }
-    builder.build().map_err(|err| {
-        SinkError::new(
-            ErrorKind::InvalidConfig,
-            format!("cannot build HTTP client: {err}"),
-        )
+    builder.build().context(ErrorKind::InvalidConfig, || {
+        "cannot build HTTP client".into()
     })
 }
 
+/// floe's HTTP client: a reqwest client built from [`HttpSettings`], and the one
+/// send-with-retry loop (see the module's rules) every catalog and token request goes
+/// through.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpClient {
+    client: reqwest::Client,
+    settings: HttpSettings,
+}
+
+/// The final answer to a request.
+#[derive(Debug)]
+pub(crate) struct Answer<T> {
+    pub response: reqwest::Response,
+    /// How many times the request was sent.
+    pub attempts: u32,
+    /// The `Retry-After` of a final 429/503 (retries used up, or a wait too long).
+    pub retry_after: Option<Duration>,
+    /// What preparing the last attempt produced besides the request (a presented token).
+    pub prepared: T,
+}
+
+impl<T> Answer<T> {
+    /// For a final 429/503: `gave up after N attempts (Retry-After Ns)`.
+    pub fn gave_up(&self) -> Option<String> {
+        if !is_retry_later(self.response.status()) {
+            return None;
+        }
+        let waited = match self.retry_after {
+            Some(wait) => format!(" (Retry-After {}s)", wait.as_secs()),
+            None => String::new(),
+        };
+        Some(format!("gave up after {} attempts{waited}", self.attempts))
+    }
+}
+
+/// Why a request got no answer.
+#[derive(Debug)]
+pub(crate) enum SendError<E> {
+    /// Preparing the request (building, authenticating, signing) failed.
+    Prepare(E),
+    /// No HTTP answer came back; `text` is the transport error's innermost cause.
+    Unanswered { text: String, error: reqwest::Error },
+}
+
+impl HttpClient {
+    pub(crate) fn new(settings: &HttpSettings) -> Result<HttpClient, SinkError> {
+        Ok(HttpClient {
+            client: build_http_client(settings)?,
+            settings: settings.clone(),
+        })
+    }
+
+    pub(crate) fn settings(&self) -> &HttpSettings {
+        &self.settings
+    }
+
+    /// The underlying client, to build requests with.
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends the request `prepare` builds and sends it again while the module's rules allow
+    /// (a refused connection, 429, 503). `prepare` runs for each attempt: tokens may have
+    /// been renewed and signatures are bound to the time.
+    pub(crate) async fn send<T, E, F, Fut>(&self, mut prepare: F) -> Result<Answer<T>, SendError<E>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<(reqwest::Request, T), E>>,
+    {
+        let mut attempt = 0;
+        loop {
+            let (request, prepared) = prepare().await.map_err(SendError::Prepare)?;
+            let (method, url) = (request.method().clone(), display_url(request.url()));
+            tracing::debug!(%method, %url, attempt, "HTTP request");
+            let (retry_after, outcome) = match self.client.execute(request).await {
+                Err(error) if error.is_connect() => (None, Err(error)),
+                Err(error) => return Err(unanswered(error)),
+                Ok(response) if is_retry_later(response.status()) => {
+                    (response_retry_after(&response), Ok(response))
+                }
+                Ok(response) => {
+                    return Ok(Answer {
+                        response,
+                        attempts: attempt + 1,
+                        retry_after: None,
+                        prepared,
+                    });
+                }
+            };
+            // Not processed (no connection, 429, 503): safe to send again, if allowed.
+            if let RetryDecision::Wait(wait) = retry_decision(&self.settings, attempt, retry_after)
+            {
+                tracing::debug!(%method, %url, ?wait, "not processed, sending again after a wait");
+                attempt += 1;
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            return match outcome {
+                Ok(response) => Ok(Answer {
+                    response,
+                    attempts: attempt + 1,
+                    retry_after,
+                    prepared,
+                }),
+                Err(error) => Err(unanswered(error)),
+            };
+        }
+    }
+}
+
+fn unanswered<E>(error: reqwest::Error) -> SendError<E> {
+    let error = error.without_url();
+    SendError::Unanswered {
+        text: transport_error_text(&error),
+        error,
+    }
+}
+
+/// The `Retry-After` of an answer, as a wait from now.
+fn response_retry_after(response: &reqwest::Response) -> Option<Duration> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| parse_retry_after(value, SystemTime::now()))
+}
+
 /// Whether a status asks the client to come back later.
-pub(crate) fn is_retry_later(status: reqwest::StatusCode) -> bool {
-    status == reqwest::StatusCode::TOO_MANY_REQUESTS
-        || status == reqwest::StatusCode::SERVICE_UNAVAILABLE
+pub(crate) fn is_retry_later(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE
 }
 
 /// What to do after a 429/503 (or a failed connection) on attempt `attempt` (0-based).
@@ -235,12 +373,11 @@ pub(crate) fn redact(text: &str, secrets: &[&str]) -> String {
 /// Text of a transport error, without its URL (the caller names the URL itself): the
 /// innermost cause (connection refused, an unknown certificate issuer), which says more
 /// than reqwest's generic outer layers.
-pub(crate) fn transport_error_text(err: reqwest::Error) -> String {
+pub(crate) fn transport_error_text(err: &reqwest::Error) -> String {
     let timeout = err.is_timeout();
     let connect = err.is_connect();
-    let err = err.without_url();
     let mut text = err.to_string();
-    let mut source = std::error::Error::source(&err);
+    let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
         text = cause.to_string();
         source = cause.source();

@@ -2,6 +2,8 @@
 //! Parquet writing and the commit protocol.
 
 pub mod allocator;
+mod auth;
+pub mod catalog;
 pub mod config;
 pub mod consolidate;
 pub mod error;
@@ -11,6 +13,7 @@ pub mod local;
 pub mod namespace;
 mod oauth;
 pub mod rest;
+pub mod rest_catalog;
 pub mod sigv4;
 pub mod sink;
 pub mod snapshot;
@@ -20,6 +23,7 @@ pub mod types;
 pub mod validate;
 pub mod writer;
 
+pub use catalog::{Catalog, EmbeddedCatalog, RestCatalog};
 pub use config::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
 pub use error::{ErrorKind, SinkError};
 pub use http::HttpSettings;

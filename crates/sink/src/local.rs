@@ -7,18 +7,26 @@
 //! Namespaces are stored as dotted strings; a namespace exists when it has a property row
 //! or a table (or a child namespace does), as in those catalogs.
 //!
-//! The calls are blocking (SQLite); run them on a blocking thread from async code.
+//! [`LocalCatalog`]'s calls are blocking (SQLite); [`EmbeddedCatalog`] is the same catalog
+//! as an async [`Catalog`], running them on blocking threads and writing the tables'
+//! metadata files into the warehouse.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
+use iceberg::io::FileIO;
+use iceberg::spec::{Schema, TableMetadata, TableMetadataBuilder};
+use iceberg::{TableRequirement, TableUpdate};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::catalog::Catalog;
 use crate::error::{ErrorKind, SinkError};
 use crate::namespace::Namespace;
+use crate::table::{LoadedTable, now_ms, storage_error};
 
 /// The `catalog_name` floe writes in every row; other tools open the catalog by this name.
 pub const LOCAL_CATALOG_NAME: &str = "floe";
@@ -46,9 +54,10 @@ CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
 );
 ";
 
-/// An open local catalog.
+/// An open local catalog. Clones share the connection.
+#[derive(Clone)]
 pub struct LocalCatalog {
-    connection: Mutex<Connection>,
+    connection: Arc<Mutex<Connection>>,
     database: PathBuf,
     warehouse: PathBuf,
     catalog_name: String,
@@ -104,7 +113,7 @@ impl LocalCatalog {
             .prepare("SELECT iceberg_type FROM iceberg_tables LIMIT 0")
             .is_ok();
         Ok(LocalCatalog {
-            connection: Mutex::new(connection),
+            connection: Arc::new(Mutex::new(connection)),
             database: database.to_path_buf(),
             warehouse: warehouse.to_path_buf(),
             catalog_name: catalog_name.to_string(),
@@ -381,6 +390,223 @@ impl LocalCatalog {
     }
 }
 
+/// floe's embedded catalog as a [`Catalog`]: the SQL catalog's blocking calls run on
+/// blocking threads; table metadata files live in the warehouse, read and written through
+/// the file system.
+#[derive(Debug, Clone)]
+pub struct EmbeddedCatalog {
+    catalog: LocalCatalog,
+}
+
+impl EmbeddedCatalog {
+    /// Opens (or creates) the catalog in `database` with its warehouse directory.
+    pub async fn open(database: PathBuf, warehouse: PathBuf) -> Result<EmbeddedCatalog, SinkError> {
+        let catalog = blocking(move || LocalCatalog::open(&database, &warehouse)).await?;
+        Ok(EmbeddedCatalog { catalog })
+    }
+
+    /// Runs `work` on the SQL catalog on a blocking thread.
+    async fn with_catalog<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&LocalCatalog) -> Result<T, SinkError> + Send + 'static,
+    ) -> Result<T, SinkError> {
+        let catalog = self.catalog.clone();
+        blocking(move || work(&catalog)).await
+    }
+}
+
+#[async_trait]
+impl Catalog for EmbeddedCatalog {
+    async fn list_namespaces(&self) -> Result<Vec<Namespace>, SinkError> {
+        self.with_catalog(LocalCatalog::list_namespaces).await
+    }
+
+    async fn namespace_exists(&self, namespace: &Namespace) -> Result<bool, SinkError> {
+        let namespace = namespace.clone();
+        self.with_catalog(move |catalog| catalog.namespace_exists(&namespace))
+            .await
+    }
+
+    async fn create_namespace(&self, namespace: &Namespace) -> Result<(), SinkError> {
+        let namespace = namespace.clone();
+        self.with_catalog(move |catalog| catalog.create_namespace(&namespace, &BTreeMap::new()))
+            .await
+    }
+
+    async fn load_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+    ) -> Result<LoadedTable, SinkError> {
+        let (namespace, table) = (namespace.clone(), table.to_string());
+        let location = self
+            .with_catalog(move |catalog| catalog.load_table_location(&namespace, &table))
+            .await?;
+        let file_io = FileIO::new_with_fs();
+        let metadata = TableMetadata::read_from(&file_io, &location)
+            .await
+            .map_err(|err| storage_error(format!("cannot read table metadata {location}"), err))?;
+        Ok(LoadedTable {
+            metadata: Arc::new(metadata),
+            metadata_location: location,
+            file_io,
+            credentials_expire_at_ms: None,
+            credentials_obtained_at_ms: now_ms(),
+            vended_credentials: false,
+            storage_config: BTreeMap::new(),
+        })
+    }
+
+    async fn create_table(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        schema: &Schema,
+        properties: BTreeMap<String, String>,
+    ) -> Result<LoadedTable, SinkError> {
+        let location = self.catalog.default_table_location(namespace, table);
+        let metadata = new_local_metadata(schema, &location, properties)?;
+        let metadata_location = format!(
+            "{location}/metadata/00000-{}.metadata.json",
+            uuid::Uuid::new_v4()
+        );
+        write_metadata(&FileIO::new_with_fs(), &metadata, &metadata_location).await?;
+        {
+            let (namespace, table) = (namespace.clone(), table.to_string());
+            let metadata_location = metadata_location.clone();
+            self.with_catalog(move |catalog| {
+                catalog.create_table(&namespace, &table, &metadata_location)
+            })
+            .await?;
+        }
+        self.load_table(namespace, table).await
+    }
+
+    /// Checks the requirements against `base`, writes the next metadata file and swaps the
+    /// catalog's pointer to it if the table still points at `base`'s (compare and swap).
+    async fn commit(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        base: &LoadedTable,
+        requirements: Vec<TableRequirement>,
+        updates: Vec<TableUpdate>,
+    ) -> Result<LoadedTable, SinkError> {
+        for requirement in &requirements {
+            requirement.check(Some(&base.metadata)).map_err(|err| {
+                SinkError::new(
+                    ErrorKind::CommitConflict,
+                    format!(
+                        "Iceberg table \"{namespace}.{table}\" was changed by another writer: {err}"
+                    ),
+                )
+            })?;
+        }
+        let mut builder = TableMetadataBuilder::new_from_metadata(
+            (*base.metadata).clone(),
+            Some(base.metadata_location.clone()),
+        );
+        for update in updates {
+            builder = update
+                .apply(builder)
+                .map_err(|err| internal(format!("cannot apply a table update: {err}")))?;
+        }
+        let metadata = builder
+            .build()
+            .map_err(|err| internal(format!("cannot build table metadata: {err}")))?
+            .metadata;
+        let metadata_location =
+            next_metadata_location(metadata.location(), &base.metadata_location);
+        write_metadata(&base.file_io, &metadata, &metadata_location).await?;
+        {
+            let (namespace, table) = (namespace.clone(), table.to_string());
+            let expected = base.metadata_location.clone();
+            let new = metadata_location.clone();
+            self.with_catalog(move |catalog| {
+                catalog.swap_metadata_location(&namespace, &table, &expected, &new)
+            })
+            .await?;
+        }
+        Ok(LoadedTable {
+            metadata: Arc::new(metadata),
+            metadata_location,
+            ..base.clone()
+        })
+    }
+}
+
+/// The first metadata of a local table: built by iceberg's metadata builder, with the
+/// schema replaced by ours so that field ids stay depth first (the builder renumbers them
+/// level by level).
+fn new_local_metadata(
+    schema: &Schema,
+    location: &str,
+    properties: BTreeMap<String, String>,
+) -> Result<TableMetadata, SinkError> {
+    let built = TableMetadataBuilder::new(
+        schema.clone(),
+        iceberg::spec::UnboundPartitionSpec::builder().build(),
+        iceberg::spec::SortOrder::unsorted_order(),
+        location.to_string(),
+        iceberg::spec::FormatVersion::V2,
+        properties.into_iter().collect(),
+    )
+    .and_then(|builder| builder.build())
+    .map_err(|err| internal(format!("cannot build table metadata: {err}")))?
+    .metadata;
+    let mut json = serde_json::to_value(&built)
+        .map_err(|err| internal(format!("cannot serialize table metadata: {err}")))?;
+    let mut schema_json = serde_json::to_value(schema)
+        .map_err(|err| internal(format!("cannot serialize the schema: {err}")))?;
+    schema_json["schema-id"] = serde_json::json!(0);
+    json["schemas"] = serde_json::json!([schema_json]);
+    json["current-schema-id"] = serde_json::json!(0);
+    json["last-column-id"] = serde_json::json!(schema.highest_field_id());
+    serde_json::from_value(json).map_err(|err| internal(format!("invalid table metadata: {err}")))
+}
+
+async fn write_metadata(
+    file_io: &FileIO,
+    metadata: &TableMetadata,
+    location: &str,
+) -> Result<(), SinkError> {
+    let json = serde_json::to_vec(metadata)
+        .map_err(|err| internal(format!("cannot serialize table metadata: {err}")))?;
+    file_io
+        .new_output(location)
+        .map_err(|err| storage_error(format!("cannot write {location}"), err))?
+        .write(json.into())
+        .await
+        .map_err(|err| storage_error(format!("cannot write {location}"), err))
+}
+
+/// `<location>/metadata/<version + 1>-<uuid>.metadata.json`, the version taken from the
+/// current file's name.
+fn next_metadata_location(table_location: &str, current: &str) -> String {
+    let version = current
+        .rsplit('/')
+        .next()
+        .and_then(|name| name.split('-').next())
+        .and_then(|number| number.parse::<u64>().ok())
+        .map_or(0, |version| version + 1);
+    format!(
+        "{}/metadata/{version:05}-{}.metadata.json",
+        table_location.trim_end_matches('/'),
+        uuid::Uuid::new_v4()
+    )
+}
+
+fn internal(message: String) -> SinkError {
+    SinkError::new(ErrorKind::UnexpectedResponse, message).with_retryable(false)
+}
+
+/// Runs blocking catalog work (SQLite) off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, SinkError> + Send + 'static,
+) -> Result<T, SinkError> {
+    tokio::task::spawn_blocking(work).await?
+}
+
 /// `Some(location)` when the table exists (the location itself may be NULL).
 fn current_location(
     connection: &Connection,
@@ -530,6 +756,17 @@ mod tests {
             )
             .unwrap();
         assert_eq!(previous.as_deref(), Some("m0"));
+    }
+
+    #[test]
+    fn metadata_locations_count_up() {
+        let next = next_metadata_location(
+            "file:///w/t",
+            "file:///w/t/metadata/00003-abc.metadata.json",
+        );
+        assert!(next.starts_with("file:///w/t/metadata/00004-"), "{next}");
+        let next = next_metadata_location("s3://b/t/", "s3://b/t/metadata/weird.json");
+        assert!(next.starts_with("s3://b/t/metadata/00000-"), "{next}");
     }
 
     #[test]

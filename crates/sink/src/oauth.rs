@@ -10,17 +10,14 @@
 //! method's answer.
 
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use crate::config::ClientCredentials;
 use crate::error::{ErrorKind, SinkError};
-use crate::http::{
-    self, HttpSettings, RetryDecision, display_url_str, redact, retry_decision,
-    transport_error_text,
-};
+use crate::http::{HttpClient, SendError, display_url_str, redact, transport_error_text};
 
 /// How the client authenticates to the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +99,16 @@ struct ExchangeFailure {
 }
 
 impl ExchangeFailure {
+    /// No HTTP answer (or no request could be built).
+    fn transport(err: &reqwest::Error) -> ExchangeFailure {
+        ExchangeFailure {
+            status: None,
+            code: None,
+            description: None,
+            transport: Some(transport_error_text(err)),
+        }
+    }
+
     fn is_invalid_client(&self) -> bool {
         matches!(self.status.map(|s| s.as_u16()), Some(400 | 401))
             && self.code.as_deref() == Some("invalid_client")
@@ -165,11 +172,7 @@ impl TokenSource {
 
     /// A bearer token: the cached one while it is fresh, else a new one. `None` when the
     /// connection has no credentials (requests then go unauthenticated).
-    pub(crate) async fn token(
-        &self,
-        http: &reqwest::Client,
-        settings: &HttpSettings,
-    ) -> Result<Option<String>, SinkError> {
+    pub(crate) async fn token(&self, http: &HttpClient) -> Result<Option<String>, SinkError> {
         let mut state = self.state.lock().await;
         let Some(credentials) = state.credentials.clone() else {
             return Ok(None);
@@ -182,7 +185,7 @@ impl TokenSource {
         }
         let first = state.method;
         state.exchanges += 1;
-        let result = match self.exchange(http, settings, &credentials, first).await {
+        let result = match self.exchange(http, &credentials, first).await {
             Ok(response) => Ok(response),
             Err(failure) if failure.is_invalid_client() => {
                 tracing::debug!(
@@ -191,10 +194,7 @@ impl TokenSource {
                     first.other()
                 );
                 state.exchanges += 1;
-                match self
-                    .exchange(http, settings, &credentials, first.other())
-                    .await
-                {
+                match self.exchange(http, &credentials, first.other()).await {
                     Ok(response) => {
                         state.method = first.other();
                         Ok(response)
@@ -208,10 +208,14 @@ impl TokenSource {
             Ok(response) => {
                 let lifetime = response.expires_in.as_ref().and_then(expires_in_seconds);
                 let fetched = Instant::now();
-                let expires_at = lifetime.map(|secs| fetched + Duration::from_secs(secs));
-                let refresh_at = lifetime.map(|secs| {
-                    fetched
-                        + Duration::from_secs(secs).saturating_sub(settings.token_refresh_margin)
+                // An absurd `expires_in` (past what an Instant can hold) means "no expiry".
+                let expires_at =
+                    lifetime.and_then(|secs| fetched.checked_add(Duration::from_secs(secs)));
+                let refresh_at = lifetime.and_then(|secs| {
+                    fetched.checked_add(
+                        Duration::from_secs(secs)
+                            .saturating_sub(http.settings().token_refresh_margin),
+                    )
                 });
                 tracing::debug!(
                     token_url = %display_url_str(&self.token_url),
@@ -247,17 +251,15 @@ impl TokenSource {
         }
     }
 
-    /// One exchange with one client authentication method, retrying 429/503 and failed
-    /// connections within the budget of `settings`.
+    /// One exchange with one client authentication method, sent through floe's retrying
+    /// HTTP client (429/503 and failed connections are waited out).
     async fn exchange(
         &self,
-        http: &reqwest::Client,
-        settings: &HttpSettings,
+        http: &HttpClient,
         credentials: &ClientCredentials,
         method: ClientAuthMethod,
     ) -> Result<TokenResponse, ExchangeFailure> {
-        let mut attempt = 0;
-        loop {
+        let prepare = || async {
             let mut form = vec![("grant_type", "client_credentials")];
             if method == ClientAuthMethod::FormBody {
                 form.push(("client_id", credentials.client_id.as_str()));
@@ -267,6 +269,7 @@ impl TokenSource {
                 form.push(("scope", self.scope.as_str()));
             }
             let mut request = http
+                .client()
                 .post(&self.token_url)
                 .header(reqwest::header::ACCEPT, "application/json")
                 .form(&form);
@@ -274,58 +277,31 @@ impl TokenSource {
                 request =
                     request.basic_auth(&credentials.client_id, Some(&credentials.client_secret));
             }
-            let response = match request.send().await {
-                Ok(response) => response,
-                Err(err) => {
-                    let connect = err.is_connect();
-                    let text = transport_error_text(err);
-                    if connect
-                        && let RetryDecision::Wait(wait) = retry_decision(settings, attempt, None)
-                    {
-                        attempt += 1;
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
-                    return Err(ExchangeFailure {
-                        status: None,
-                        code: None,
-                        description: None,
-                        transport: Some(text),
-                    });
-                }
-            };
-            let status = response.status();
-            if http::is_retry_later(status) {
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| http::parse_retry_after(v, SystemTime::now()));
-                if let RetryDecision::Wait(wait) = retry_decision(settings, attempt, retry_after) {
-                    attempt += 1;
-                    tokio::time::sleep(wait).await;
-                    continue;
-                }
+            request.build().map(|request| (request, ()))
+        };
+        let answer = match http.send(prepare).await {
+            Ok(answer) => answer,
+            Err(SendError::Prepare(err) | SendError::Unanswered { error: err, .. }) => {
+                return Err(ExchangeFailure::transport(&err));
             }
-            let body = response.bytes().await.unwrap_or_default();
-            if status.is_success() {
-                return serde_json::from_slice::<TokenResponse>(&body).map_err(|err| {
-                    ExchangeFailure {
-                        status: Some(status),
-                        code: None,
-                        description: Some(format!("response is not an OAuth2 token: {err}")),
-                        transport: None,
-                    }
-                });
-            }
-            let error: OAuthErrorBody = serde_json::from_slice(&body).unwrap_or_default();
-            return Err(ExchangeFailure {
+        };
+        let status = answer.response.status();
+        let body = answer.response.bytes().await.unwrap_or_default();
+        if status.is_success() {
+            return serde_json::from_slice::<TokenResponse>(&body).map_err(|err| ExchangeFailure {
                 status: Some(status),
-                code: error.error,
-                description: error.error_description,
+                code: None,
+                description: Some(format!("response is not an OAuth2 token: {err}")),
                 transport: None,
             });
         }
+        let error: OAuthErrorBody = serde_json::from_slice(&body).unwrap_or_default();
+        Err(ExchangeFailure {
+            status: Some(status),
+            code: error.error,
+            description: error.error_description,
+            transport: None,
+        })
     }
 
     fn failure_error(&self, failure: ExchangeFailure, secrets: &[&str]) -> SinkError {

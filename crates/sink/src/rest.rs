@@ -5,30 +5,26 @@
 //! transport (authentication, retries, error mapping) and hands back JSON; the Iceberg
 //! payload types come from elsewhere.
 //!
-//! Every request: authenticates (bearer token from [`TokenSource`] or a SigV4 signature),
-//! adds `X-Iceberg-Access-Delegation` when configured, is tried again on 429/503 (honouring
-//! `Retry-After`, bounded by [`HttpSettings`]) and after a failed connection, and with
-//! OAuth2 is tried once more with a fresh token after a 401.
-//!
-//! Retrying 429/503 is safe for POSTs too: both say the request was not processed (the
-//! Iceberg REST specification lists 500, 502 and 504, not 503, as "commit state unknown").
-//! Timeouts and lost answers are never retried here: their outcome is unknown, and the
-//! caller must reload and decide.
+//! Every request: is authenticated by the connection's [`AuthSession`] (a bearer token or
+//! a SigV4 signature), adds `X-Iceberg-Access-Delegation` when configured, goes through
+//! floe's retrying HTTP client (whose rules, in [`crate::http`], never re-send a request
+//! whose outcome is unknown: the caller reloads and decides), and with OAuth2 is tried
+//! once more with a fresh token after a 401.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::auth::{AuthSession, AuthUsed, OAuth2Session, SigV4Session};
 use crate::config::{AwsAuthConfig, CatalogConfig, ClientCredentials};
-use crate::error::{ErrorKind, SinkError};
+use crate::error::{ErrorKind, ResultExt, SinkError};
 use crate::http::{
-    HttpSettings, RetryDecision, build_http_client, display_url, display_url_str, encode_component,
-    is_retry_later, parse_retry_after, redact, retry_decision, transport_error_text,
+    HttpClient, HttpSettings, SendError, display_url, display_url_str, encode_component, redact,
+    transport_error_text,
 };
 use crate::namespace::Namespace;
 pub use crate::oauth::ClientAuthMethod;
@@ -40,26 +36,6 @@ pub const ACCESS_DELEGATION_HEADER: &str = "X-Iceberg-Access-Delegation";
 
 /// The signing name of S3 Tables' Iceberg REST endpoint.
 pub const S3TABLES_SIGNING_NAME: &str = "s3tables";
-
-/// How requests are authenticated.
-#[derive(Debug)]
-enum Auth {
-    /// OAuth2 client credentials (or no credentials at all) and a bearer token.
-    OAuth2(TokenSource),
-    /// SigV4 signatures (S3 Tables).
-    SigV4(SigV4Signer),
-}
-
-/// How a failed request was authenticated, for the hint of an authentication error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AuthUsed {
-    SigV4,
-    Bearer,
-    /// A bearer token at Databricks Unity Catalog, whose refusals have known causes.
-    UnityBearer,
-    /// A `rest` connection without CREDENTIAL.
-    Anonymous,
-}
 
 /// What a request was for, to turn a failure into an error the user can act on.
 #[derive(Debug, Clone)]
@@ -398,7 +374,7 @@ fn map_error(
 
 /// An Iceberg REST catalog client for one connection.
 pub struct RestCatalogClient {
-    http: reqwest::Client,
+    http: HttpClient,
     /// The connection's URL without a trailing slash; routes are `{base}/v1/...`.
     base_url: String,
     warehouse: Option<String>,
@@ -406,12 +382,9 @@ pub struct RestCatalogClient {
     prefix: Option<String>,
     /// The merged configuration properties.
     properties: BTreeMap<String, String>,
-    auth: Auth,
+    auth: Box<dyn AuthSession>,
     /// Whether to ask for vended storage credentials.
     vended_credentials: bool,
-    /// Databricks Unity Catalog (its refusals get hints naming its grants).
-    unity: bool,
-    settings: HttpSettings,
 }
 
 /// A catalog answer other than success, and the error it means.
@@ -430,7 +403,6 @@ impl fmt::Debug for RestCatalogClient {
             .field("properties", &RedactedProperties(&self.properties))
             .field("auth", &self.auth)
             .field("vended_credentials", &self.vended_credentials)
-            .field("unity", &self.unity)
             .finish_non_exhaustive()
     }
 }
@@ -461,80 +433,80 @@ impl RestCatalogClient {
         settings: &HttpSettings,
         provider: Option<Arc<dyn AwsCredentialsProvider>>,
     ) -> Result<RestCatalogClient, SinkError> {
-        let (url, warehouse, auth, vended_credentials) = match config {
-            CatalogConfig::Rest {
-                url,
-                warehouse,
-                credentials,
-                scope,
-                oauth2_server_url,
-                vended_credentials,
-                aws: _,
-            } => {
-                check_url("URL", url)?;
-                check_url("OAUTH2 SERVER URL", oauth2_server_url)?;
-                let source = TokenSource::new(
-                    oauth2_server_url.clone(),
-                    scope.clone(),
-                    credentials.clone(),
-                );
-                (
+        let (url, warehouse, auth, vended_credentials): (_, _, Box<dyn AuthSession>, _) =
+            match config {
+                CatalogConfig::Rest {
                     url,
-                    warehouse.clone(),
-                    Auth::OAuth2(source),
-                    *vended_credentials,
-                )
-            }
-            CatalogConfig::S3TablesRest {
-                url,
-                warehouse,
-                aws,
-            } => {
-                check_url("URL", url)?;
-                let region = aws
-                    .region
-                    .clone()
-                    .or_else(|| region_from_arn(warehouse).map(str::to_string))
-                    .ok_or_else(|| {
-                        SinkError::new(
-                            ErrorKind::InvalidConfig,
-                            "s3tablesrest connections need a REGION on their AWS connection",
-                        )
-                    })?;
-                let provider = match (provider, &aws.auth) {
-                    (Some(provider), _) => provider,
-                    (None, AwsAuthConfig::Keys(keys)) => {
-                        Arc::new(StaticAwsCredentials::new(keys.clone()))
-                    }
-                    (None, AwsAuthConfig::AssumeRole { .. }) => {
-                        // The caller builds the assumed-role provider (it needs floe's
-                        // principal credentials): see `crate::sts::aws_credentials_provider`.
-                        return Err(SinkError::new(
-                            ErrorKind::InvalidConfig,
-                            "the AWS connection assumes a role, but no assumed-role credentials were supplied",
-                        ));
-                    }
-                };
-                let signer = SigV4Signer::new(S3TABLES_SIGNING_NAME, region, provider);
-                (url, Some(warehouse.clone()), Auth::SigV4(signer), false)
-            }
-            CatalogConfig::Local { .. } => {
-                return Err(SinkError::new(
-                    ErrorKind::InvalidConfig,
-                    "local catalogs are not REST catalogs",
-                ));
-            }
-        };
+                    warehouse,
+                    credentials,
+                    scope,
+                    oauth2_server_url,
+                    vended_credentials,
+                    aws: _,
+                } => {
+                    check_url("URL", url)?;
+                    check_url("OAUTH2 SERVER URL", oauth2_server_url)?;
+                    let source = TokenSource::new(
+                        oauth2_server_url.clone(),
+                        scope.clone(),
+                        credentials.clone(),
+                    );
+                    (
+                        url,
+                        warehouse.clone(),
+                        Box::new(OAuth2Session::new(source, is_unity_url(url))),
+                        *vended_credentials,
+                    )
+                }
+                CatalogConfig::S3TablesRest {
+                    url,
+                    warehouse,
+                    aws,
+                } => {
+                    check_url("URL", url)?;
+                    let region = aws
+                        .region
+                        .clone()
+                        .or_else(|| region_from_arn(warehouse).map(str::to_string))
+                        .ok_or_else(|| {
+                            SinkError::new(
+                                ErrorKind::InvalidConfig,
+                                "s3tablesrest connections need a REGION on their AWS connection",
+                            )
+                        })?;
+                    let provider = match (provider, &aws.auth) {
+                        (Some(provider), _) => provider,
+                        (None, AwsAuthConfig::Keys(keys)) => {
+                            Arc::new(StaticAwsCredentials::new(keys.clone()))
+                        }
+                        (None, AwsAuthConfig::AssumeRole { .. }) => {
+                            // The caller builds the assumed-role provider (it needs floe's
+                            // principal credentials): see `crate::sts::aws_credentials_provider`.
+                            return Err(SinkError::new(
+                                ErrorKind::InvalidConfig,
+                                "the AWS connection assumes a role, but no assumed-role credentials were supplied",
+                            ));
+                        }
+                    };
+                    let signer = SigV4Signer::new(S3TABLES_SIGNING_NAME, region, provider);
+                    let session = SigV4Session::new(signer);
+                    (url, Some(warehouse.clone()), Box::new(session), false)
+                }
+                CatalogConfig::Local { .. } => {
+                    return Err(SinkError::new(
+                        ErrorKind::InvalidConfig,
+                        "local catalogs are not REST catalogs",
+                    ));
+                }
+            };
         let mut client = RestCatalogClient {
-            http: build_http_client(settings)?,
+            http: HttpClient::new(settings)?,
             base_url: url.trim_end_matches('/').to_string(),
             warehouse,
             prefix: None,
             properties: BTreeMap::new(),
             auth,
             vended_credentials,
-            unity: is_unity_url(url),
-            settings: settings.clone(),
         };
         client.load_config().await?;
         Ok(client)
@@ -574,16 +546,7 @@ impl RestCatalogClient {
         &self,
         credentials: Option<ClientCredentials>,
     ) -> Result<(), SinkError> {
-        match &self.auth {
-            Auth::OAuth2(source) => {
-                source.set_credentials(credentials).await;
-                Ok(())
-            }
-            Auth::SigV4(_) => Err(SinkError::new(
-                ErrorKind::InvalidConfig,
-                "SigV4-signed catalogs have no OAuth2 credentials",
-            )),
-        }
+        self.auth.set_client_credentials(credentials).await
     }
 
     /// Replaces where the AWS credentials of a SigV4-signed catalog come from.
@@ -591,32 +554,17 @@ impl RestCatalogClient {
         &self,
         provider: Arc<dyn AwsCredentialsProvider>,
     ) -> Result<(), SinkError> {
-        match &self.auth {
-            Auth::SigV4(signer) => {
-                signer.set_provider(provider);
-                Ok(())
-            }
-            Auth::OAuth2(_) => Err(SinkError::new(
-                ErrorKind::InvalidConfig,
-                "OAuth2 catalogs do not sign requests with AWS credentials",
-            )),
-        }
+        self.auth.set_aws_credentials(provider)
     }
 
     /// How many token exchanges this client made (0 for SigV4 catalogs).
     pub async fn token_exchanges(&self) -> u64 {
-        match &self.auth {
-            Auth::OAuth2(source) => source.exchanges().await,
-            Auth::SigV4(_) => 0,
-        }
+        self.auth.token_exchanges().await
     }
 
     /// The client authentication the token endpoint accepted last.
     pub async fn client_auth_method(&self) -> Option<ClientAuthMethod> {
-        match &self.auth {
-            Auth::OAuth2(source) => Some(source.client_auth_method().await),
-            Auth::SigV4(_) => None,
-        }
+        self.auth.client_auth_method().await
     }
 
     /// Every namespace at the top level (following pagination).
@@ -799,108 +747,51 @@ impl RestCatalogClient {
         body: Option<serde_json::Value>,
         operation: &Operation<'_>,
     ) -> Result<Result<bytes::Bytes, Refusal>, SinkError> {
-        let parsed_url = reqwest::Url::parse(url).map_err(|err| {
-            SinkError::new(
-                ErrorKind::InvalidConfig,
-                format!("invalid catalog URL {}: {err}", display_url_str(url)),
-            )
+        let parsed_url = reqwest::Url::parse(url).context(ErrorKind::InvalidConfig, || {
+            format!("invalid catalog URL {}", display_url_str(url))
         })?;
         let shown_url = display_url(&parsed_url);
         let body = body.map(|b| serde_json::to_vec(&b).expect("JSON values serialize"));
         let mut reauthenticated = false;
-        let mut attempt = 0;
         loop {
-            let mut request = self.http.request(method.clone(), parsed_url.clone());
-            request = request.header(reqwest::header::ACCEPT, "application/json");
-            if let Some(body) = &body {
-                request = request
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-            }
-            if self.vended_credentials {
-                request = request.header(ACCESS_DELEGATION_HEADER, "vended-credentials");
-            }
-            let mut token = None;
-            let mut request = match &self.auth {
-                Auth::OAuth2(source) => {
-                    token = source.token(&self.http, &self.settings).await?;
-                    if let Some(token) = &token {
-                        request = request.bearer_auth(token);
-                    }
-                    request.build()
-                }
-                Auth::SigV4(_) => request.build(),
-            }
-            .map_err(|err| {
-                SinkError::new(
-                    ErrorKind::InvalidConfig,
-                    format!(
-                        "cannot build catalog request {method} {shown_url}: {}",
-                        transport_error_text(err)
-                    ),
-                )
-            })?;
-            if let Auth::SigV4(signer) = &self.auth {
-                let keys = signer.credentials().await?;
-                signer.sign(&keys, &mut request)?;
-            }
-            tracing::debug!(%method, url = %shown_url, attempt, "catalog request");
-            let response = match self.http.execute(request).await {
-                Ok(response) => response,
-                Err(err) => {
-                    let connect = err.is_connect();
-                    let text = transport_error_text(err);
-                    // A request that never connected was not processed: safe to send again.
-                    if connect
-                        && let RetryDecision::Wait(wait) =
-                            retry_decision(&self.settings, attempt, None)
-                    {
-                        attempt += 1;
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
+            let answer = match self
+                .http
+                .send(|| self.prepare(&method, &parsed_url, &body))
+                .await
+            {
+                Ok(answer) => answer,
+                Err(SendError::Prepare(err)) => return Err(err),
+                Err(SendError::Unanswered { text, error }) => {
                     return Err(SinkError::new(
                         ErrorKind::Unavailable,
                         format!(
                             "catalog unreachable {}: {method} {shown_url}: {text}",
                             operation.describe()
                         ),
-                    ));
+                    )
+                    .with_source(error));
                 }
             };
-            let status = response.status();
+            let status = answer.response.status();
+            let token = answer.prepared.as_deref();
             if status == StatusCode::UNAUTHORIZED
                 && !reauthenticated
-                && let (Auth::OAuth2(source), Some(stale)) = (&self.auth, &token)
+                && let Some(token) = token
+                && self.auth.reauthenticate(token).await
             {
-                // The token may have been revoked or expired early: fetch a new one once.
-                tracing::debug!(url = %shown_url, "catalog answered 401, fetching a new token");
-                source.invalidate(stale).await;
                 reauthenticated = true;
                 continue;
             }
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, SystemTime::now()));
-            if is_retry_later(status) {
-                match retry_decision(&self.settings, attempt, retry_after) {
-                    RetryDecision::Wait(wait) => {
-                        tracing::debug!(url = %shown_url, %status, ?wait, "catalog asked to retry later");
-                        attempt += 1;
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
-                    RetryDecision::GiveUp | RetryDecision::TooLong(_) => {}
-                }
-            }
-            let bytes = response.bytes().await.map_err(|err| {
+            let gave_up = answer.gave_up();
+            let used = self.auth.used(token);
+            let mut secrets = self.auth.secrets().await;
+            secrets.extend(answer.prepared.clone());
+            let bytes = answer.response.bytes().await.map_err(|err| {
                 SinkError::new(
                     ErrorKind::Unavailable,
                     format!(
                         "reading the catalog's answer to {method} {shown_url} failed: {}",
-                        transport_error_text(err)
+                        transport_error_text(&err.without_url())
                     ),
                 )
             })?;
@@ -908,47 +799,56 @@ impl RestCatalogClient {
                 return Ok(Ok(bytes));
             }
             let remote = parse_remote_error(&bytes);
-            let secrets = self.secrets(token.as_deref()).await;
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let remote = RemoteError {
                 message: remote.message.map(|m| redact(&m, &secrets)),
                 error_type: remote.error_type,
             };
-            let auth = match (&self.auth, &token) {
-                (Auth::SigV4(_), _) => AuthUsed::SigV4,
-                (Auth::OAuth2(_), Some(_)) if self.unity => AuthUsed::UnityBearer,
-                (Auth::OAuth2(_), Some(_)) => AuthUsed::Bearer,
-                (Auth::OAuth2(_), None) => AuthUsed::Anonymous,
-            };
-            let mut err = map_error(status, &remote, operation, &method, &shown_url, auth);
-            if is_retry_later(status) {
-                let waited = match retry_after {
-                    Some(wait) => format!(" (Retry-After {}s)", wait.as_secs()),
-                    None => String::new(),
-                };
-                err = err.with_detail(format!("gave up after {} attempts{waited}", attempt + 1));
+            let mut error = map_error(status, &remote, operation, &method, &shown_url, used);
+            if let Some(gave_up) = gave_up {
+                error = error.with_detail(gave_up);
             }
             return Ok(Err(Refusal {
                 status,
                 remote,
-                error: err,
+                error,
             }));
         }
     }
 
-    /// Secrets that must not appear in errors: the client secret, the token, AWS keys.
-    async fn secrets(&self, token: Option<&str>) -> Vec<String> {
-        let mut secrets: Vec<String> = token.map(str::to_string).into_iter().collect();
-        match &self.auth {
-            Auth::OAuth2(source) => secrets.extend(source.secrets().await),
-            Auth::SigV4(signer) => {
-                if let Ok(keys) = signer.credentials().await {
-                    secrets.push(keys.secret_access_key);
-                    secrets.extend(keys.session_token);
-                }
-            }
+    /// One attempt's request: headers, body, and the session's authentication. Returns the
+    /// bearer token it presented, if any.
+    async fn prepare(
+        &self,
+        method: &Method,
+        url: &reqwest::Url,
+        body: &Option<Vec<u8>>,
+    ) -> Result<(reqwest::Request, Option<String>), SinkError> {
+        let mut request = self
+            .http
+            .client()
+            .request(method.clone(), url.clone())
+            .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(body) = body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
         }
-        secrets
+        if self.vended_credentials {
+            request = request.header(ACCESS_DELEGATION_HEADER, "vended-credentials");
+        }
+        let mut request = request.build().map_err(|err| {
+            SinkError::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "cannot build catalog request {method} {}: {}",
+                    display_url(url),
+                    transport_error_text(&err.without_url())
+                ),
+            )
+        })?;
+        let token = self.auth.authenticate(&self.http, &mut request).await?;
+        Ok((request, token))
     }
 }
 

@@ -22,8 +22,8 @@ use tokio::sync::Mutex;
 use crate::config::{AwsAuthConfig, AwsConfig, AwsKeys};
 use crate::error::{ErrorKind, SinkError};
 use crate::http::{
-    HttpSettings, RetryDecision, build_http_client, display_url_str, encode_component,
-    is_retry_later, parse_retry_after, redact, retry_decision, transport_error_text,
+    HttpClient, HttpSettings, SendError, display_url_str, encode_component, redact,
+    transport_error_text,
 };
 use crate::sigv4::{AwsCredentialsProvider, SigV4Signer, StaticAwsCredentials};
 
@@ -123,10 +123,9 @@ impl StsFailure {
 /// A client of one STS endpoint and region.
 #[derive(Clone)]
 pub struct StsClient {
-    http: reqwest::Client,
+    http: HttpClient,
     endpoint: String,
     region: String,
-    settings: HttpSettings,
 }
 
 impl fmt::Debug for StsClient {
@@ -168,10 +167,9 @@ impl StsClient {
             }
         }
         Ok(StsClient {
-            http: build_http_client(settings)?,
+            http: HttpClient::new(settings)?,
             endpoint,
             region,
-            settings: settings.clone(),
         })
     }
 
@@ -261,10 +259,11 @@ impl StsClient {
         .into_iter()
         .flatten()
         .collect();
-        let mut attempt = 0;
-        loop {
+        tracing::debug!(action, endpoint = %shown, "STS request");
+        let prepare = || async {
             let mut request = self
                 .http
+                .client()
                 .post(&url)
                 .header(
                     reqwest::header::CONTENT_TYPE,
@@ -277,7 +276,7 @@ impl StsClient {
                     code: None,
                     message: format!(
                         "cannot build STS request to {shown}: {}",
-                        transport_error_text(err)
+                        transport_error_text(&err.without_url())
                     ),
                 })?;
             signer.sign(keys, &mut request).map_err(|err| StsFailure {
@@ -285,66 +284,43 @@ impl StsClient {
                 code: None,
                 message: err.message,
             })?;
-            tracing::debug!(action, endpoint = %shown, attempt, "STS request");
-            let response = match self.http.execute(request).await {
-                Ok(response) => response,
-                Err(err) => {
-                    let connect = err.is_connect();
-                    let text = transport_error_text(err);
-                    if connect
-                        && let RetryDecision::Wait(wait) =
-                            retry_decision(&self.settings, attempt, None)
-                    {
-                        attempt += 1;
-                        tokio::time::sleep(wait).await;
-                        continue;
-                    }
-                    return Err(StsFailure {
-                        status: None,
-                        code: None,
-                        message: format!("STS unreachable at {shown}: {text}"),
-                    });
-                }
-            };
-            let status = response.status();
-            if is_retry_later(status) {
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| parse_retry_after(v, SystemTime::now()));
-                if let RetryDecision::Wait(wait) =
-                    retry_decision(&self.settings, attempt, retry_after)
-                {
-                    attempt += 1;
-                    tokio::time::sleep(wait).await;
-                    continue;
-                }
+            Ok((request, ()))
+        };
+        let answer = match self.http.send(prepare).await {
+            Ok(answer) => answer,
+            Err(SendError::Prepare(failure)) => return Err(failure),
+            Err(SendError::Unanswered { text, .. }) => {
+                return Err(StsFailure {
+                    status: None,
+                    code: None,
+                    message: format!("STS unreachable at {shown}: {text}"),
+                });
             }
-            let body = response.text().await.map_err(|err| StsFailure {
-                status: Some(status.as_u16()),
-                code: None,
-                message: format!(
-                    "reading STS's answer from {shown} failed: {}",
-                    transport_error_text(err)
-                ),
-            })?;
-            if status == StatusCode::OK {
-                return Ok(body);
-            }
-            let message = xml_value(&body, "Message")
-                .or_else(|| {
-                    let text = body.trim();
-                    (!text.is_empty() && text.len() <= 300 && !text.starts_with('<'))
-                        .then(|| text.to_string())
-                })
-                .unwrap_or_else(|| status.to_string());
-            return Err(StsFailure {
-                status: Some(status.as_u16()),
-                code: xml_value(&body, "Code"),
-                message: redact(&message, &secrets),
-            });
+        };
+        let status = answer.response.status();
+        let body = answer.response.text().await.map_err(|err| StsFailure {
+            status: Some(status.as_u16()),
+            code: None,
+            message: format!(
+                "reading STS's answer from {shown} failed: {}",
+                transport_error_text(&err.without_url())
+            ),
+        })?;
+        if status == StatusCode::OK {
+            return Ok(body);
         }
+        let message = xml_value(&body, "Message")
+            .or_else(|| {
+                let text = body.trim();
+                (!text.is_empty() && text.len() <= 300 && !text.starts_with('<'))
+                    .then(|| text.to_string())
+            })
+            .unwrap_or_else(|| status.to_string());
+        Err(StsFailure {
+            status: Some(status.as_u16()),
+            code: xml_value(&body, "Code"),
+            message: redact(&message, &secrets),
+        })
     }
 }
 

@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::catalog;
 use crate::config::CatalogConfig;
-use crate::error::{ErrorKind, SinkError};
+use crate::error::SinkError;
 use crate::http::HttpSettings;
-use crate::local::LocalCatalog;
 use crate::namespace::Namespace;
-use crate::rest::RestCatalogClient;
 use crate::sigv4::AwsCredentialsProvider;
 
 /// Connects to the catalog with its credentials and lists namespaces, with default HTTP
@@ -35,32 +34,8 @@ pub async fn validate_catalog_with_credentials(
     settings: &HttpSettings,
     aws_credentials: Option<Arc<dyn AwsCredentialsProvider>>,
 ) -> Result<Vec<Namespace>, SinkError> {
-    match config {
-        CatalogConfig::Local {
-            database,
-            warehouse,
-        } => {
-            let database = database.clone();
-            let warehouse = warehouse.clone();
-            tokio::task::spawn_blocking(move || {
-                LocalCatalog::open(&database, &warehouse)?.list_namespaces()
-            })
-            .await
-            .map_err(|err| {
-                SinkError::new(
-                    ErrorKind::Storage,
-                    format!("validating the local catalog panicked: {err}"),
-                )
-            })?
-        }
-        CatalogConfig::Rest { .. } | CatalogConfig::S3TablesRest { .. } => {
-            let client = match (config, aws_credentials) {
-                (CatalogConfig::S3TablesRest { .. }, Some(provider)) => {
-                    RestCatalogClient::connect_with_provider(config, settings, provider).await?
-                }
-                _ => RestCatalogClient::connect(config, settings).await?,
-            };
-            client.list_namespaces().await
-        }
-    }
+    catalog::connect(config, settings, aws_credentials)
+        .await?
+        .list_namespaces()
+        .await
 }
