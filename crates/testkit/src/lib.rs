@@ -20,6 +20,7 @@
 //! | [`UnityFront`] | Unity-Catalog-shaped front for SeaweedFS's REST catalog |
 //! | [`FaultProxy`] | HTTP(S) proxy with switchable faults and request counts |
 //! | [`Reader`] | DuckDB (+ pyiceberg metadata) reading of an Iceberg table |
+//! | [`Postgres`] | PostgreSQL with logical replication (optionally TLS), run as `postgres` under root |
 //!
 //! See `docs/testing.md` for the details.
 
@@ -29,6 +30,7 @@ pub mod http;
 pub mod moto;
 pub mod oauth;
 mod ports;
+pub mod postgres;
 pub mod process;
 pub mod reader;
 pub mod seaweedfs;
@@ -40,6 +42,7 @@ pub use fault_proxy::{FaultProxy, Outcome, RequestRecord};
 pub use moto::{AssumedRole, Moto, MotoRole, moto_shared};
 pub use oauth::{Grant, OAuthServer};
 pub use ports::free_port;
+pub use postgres::{Postgres, postgres_shared};
 pub use process::PeerProcess;
 pub use reader::{
     Reader, ReferenceTable, S3Access, TableRead, write_local_reference_table_with_deletes,

@@ -21,8 +21,20 @@ use std::time::{Duration, Instant};
 /// How long a peer gets to answer after it was launched.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How a peer runs, beyond its command line.
+#[derive(Debug, Clone, Default)]
+pub struct PeerOptions {
+    /// Run the peer as this user (PostgreSQL refuses to run as root).
+    pub user: Option<String>,
+    /// A signal (`"QUIT"`, `"TERM"`, ...) that stops the peer cleanly: sent first when the
+    /// peer is stopped, with up to 10 s to exit before the whole group is killed.
+    pub stop_signal: Option<String>,
+}
+
 pub struct PeerProcess {
     name: String,
+    /// Whether stopping goes through the watchdog's clean stop (see [`PeerOptions`]).
+    graceful_stop: bool,
     child: Child,
     /// Kept open for the watchdog: when it closes, the watchdog kills the peer.
     stdin: Option<ChildStdin>,
@@ -40,6 +52,18 @@ impl PeerProcess {
         envs: &[(&str, String)],
         dir: &Path,
     ) -> PeerProcess {
+        Self::spawn_with(name, program, args, envs, dir, &PeerOptions::default())
+    }
+
+    /// [`PeerProcess::spawn`] with [`PeerOptions`].
+    pub fn spawn_with(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        envs: &[(&str, String)],
+        dir: &Path,
+        options: &PeerOptions,
+    ) -> PeerProcess {
         let log_path = dir.join(format!("{name}.log"));
         let log = File::create(&log_path)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", log_path.display()));
@@ -47,8 +71,14 @@ impl PeerProcess {
         let mut cmd = Command::new(crate::python());
         cmd.arg(crate::scripts_dir().join("watchdog.py"))
             .arg("--cleanup")
-            .arg(dir)
-            .arg("--")
+            .arg(dir);
+        if let Some(user) = &options.user {
+            cmd.arg("--user").arg(user);
+        }
+        if let Some(signal) = &options.stop_signal {
+            cmd.arg("--stop-signal").arg(signal);
+        }
+        cmd.arg("--")
             .arg(program)
             .args(args)
             .current_dir(dir)
@@ -67,6 +97,7 @@ impl PeerProcess {
         let stdin = child.stdin.take();
         PeerProcess {
             name: name.to_string(),
+            graceful_stop: options.stop_signal.is_some(),
             child,
             stdin,
             log_path,
@@ -161,6 +192,14 @@ impl PeerProcess {
             return;
         }
         self.killed = true;
+        if self.graceful_stop {
+            // The watchdog sends the stop signal, waits for the peer, then kills the group.
+            self.stdin.take();
+            let start = Instant::now();
+            while self.exited().is_none() && start.elapsed() < Duration::from_secs(15) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         // SAFETY: kill(2) on our own child's process group; no memory is involved.
         unsafe {
             libc::kill(-self.pgid(), libc::SIGKILL);

@@ -1173,3 +1173,62 @@ fn reader_reads_a_table_on_the_local_file_system() {
     assert_eq!(read.files_with_content("equality_deletes").len(), 1);
     assert_eq!(read.files_with_content("position_deletes").len(), 1);
 }
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL
+
+#[test]
+fn postgres_runs_with_logical_replication_and_stops_cleanly() {
+    let mut pg = floe_testkit::Postgres::start();
+    assert_eq!(pg.psql("postgres", "SHOW wal_level"), "logical");
+    let db = pg.create_database("fixture");
+    pg.psql(&db, "CREATE TABLE t (a int); INSERT INTO t VALUES (1), (2)");
+    assert_eq!(pg.psql(&db, "SELECT sum(a) FROM t"), "3");
+    // A restart keeps the data and the port.
+    let port = pg.port();
+    pg.restart();
+    assert_eq!(pg.port(), port);
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM t"), "2");
+    // A logical slot can be made (the server is configured for it).
+    pg.psql(
+        &db,
+        "SELECT pg_create_logical_replication_slot('fixture_slot', 'pgoutput')",
+    );
+    let data_dir = pg.data_dir();
+    let pid: i32 = std::fs::read_to_string(data_dir.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    drop(pg);
+    // Dropped: the postmaster is gone (an immediate shutdown, not a SIGKILL that would
+    // leave shared memory behind) and its directory removed.
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert!(!data_dir.exists());
+}
+
+#[test]
+fn postgres_serves_tls_with_the_test_ca() {
+    let ca = floe_testkit::TestCa::generate();
+    let pg = floe_testkit::Postgres::builder().tls(&ca).start();
+    assert_eq!(pg.psql("postgres", "SHOW ssl"), "on");
+    // psql over TCP, verifying the server certificate against the test CA.
+    let output = std::process::Command::new(pg.bin_dir().join("psql"))
+        .args(["-X", "-A", "-t", "-c", "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"])
+        .arg(format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=verify-full sslrootcert={}",
+            pg.port(),
+            ca.ca_bundle_path().display()
+        ))
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "t");
+}
