@@ -12,6 +12,7 @@ impl SqlState {
     pub const SUCCESSFUL_COMPLETION: SqlState = SqlState("00000");
     pub const WARNING: SqlState = SqlState("01000");
     pub const CONNECTION_EXCEPTION: SqlState = SqlState("08000");
+    pub const SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION: SqlState = SqlState("08001");
     pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");
     pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
     pub const DATA_EXCEPTION: SqlState = SqlState("22000");
@@ -34,6 +35,7 @@ impl SqlState {
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const INVALID_AUTHORIZATION_SPECIFICATION: SqlState = SqlState("28000");
+    pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
     pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
@@ -54,6 +56,7 @@ impl SqlState {
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     pub const INVALID_OBJECT_DEFINITION: SqlState = SqlState("42P17");
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: SqlState = SqlState("55000");
     pub const OBJECT_IN_USE: SqlState = SqlState("55006");
     pub const CANT_CHANGE_RUNTIME_PARAM: SqlState = SqlState("55P02");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
