@@ -252,8 +252,10 @@ mod tests {
             .write(&storage, source, progress, &mut durable)
             .unwrap();
         let stale = durable.clone();
-        let mut second = Batch::default();
-        second.progress = Some(Lsn(200));
+        let mut second = Batch {
+            progress: Some(Lsn(200)),
+            ..Batch::default()
+        };
         second.states.insert(
             table,
             SubsourceState {

@@ -344,10 +344,10 @@ pub(crate) async fn read_stream(
                     decoder.idle(wal_end).map(StreamEvent::Idle)
                 }
             };
-            if let Some(event) = event {
-                if events.send(event).await.is_err() {
-                    return Ok(());
-                }
+            if let Some(event) = event
+                && events.send(event).await.is_err()
+            {
+                return Ok(());
             }
         }
         tokio::select! {

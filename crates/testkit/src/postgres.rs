@@ -244,23 +244,33 @@ impl Postgres {
         }
     }
 
-    /// Stops the server process (SIGINT: fast shutdown) and waits until it is gone.
+    /// Stops the server process and waits until it is gone: a fast shutdown (SIGINT,
+    /// clients are disconnected), and an immediate one (SIGQUIT) when that takes longer
+    /// than 20 s (a busy machine). The watchdog exits with the server, so the directory
+    /// stays for the next start.
     fn stop_server(&mut self) {
         let Some(mut process) = self.process.take() else {
             return;
         };
-        if let Some(pid) = postmaster_pid(&self.data_dir()) {
-            // SAFETY: kill(2) on the postmaster this fixture started.
-            unsafe {
-                libc::kill(pid, libc::SIGINT);
+        for (signal, patience) in [(libc::SIGINT, 20), (libc::SIGQUIT, 20)] {
+            if let Some(pid) = postmaster_pid(&self.data_dir()) {
+                // SAFETY: kill(2) on the postmaster this fixture started.
+                unsafe {
+                    libc::kill(pid, signal);
+                }
+            }
+            let start = Instant::now();
+            while process.exited().is_none() && start.elapsed() < Duration::from_secs(patience) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if process.exited().is_some() {
+                return;
             }
         }
-        let start = Instant::now();
-        while process.exited().is_none() && start.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // The watchdog exited with the server, so dropping the handle only reaps it.
-        drop(process);
+        panic!(
+            "PostgreSQL did not stop within 40 s; its log:\n{}",
+            process.log_tail(80)
+        );
     }
 }
 
