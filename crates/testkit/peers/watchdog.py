@@ -86,4 +86,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: interpreter shutdown would wait on the guard thread's blocked read of
+    # stdin and abort ("could not acquire lock ... at interpreter shutdown").
+    os._exit(status)

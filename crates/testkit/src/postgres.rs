@@ -288,7 +288,9 @@ fn postmaster_pid(data_dir: &Path) -> Option<i32> {
 }
 
 /// Settings every fixture server gets: logical replication, room for slots, and no
-/// fsync (the tests crash floe, never PostgreSQL).
+/// fsync (the tests crash floe, never PostgreSQL). Commits stay synchronous: a WAL
+/// sender only sends flushed WAL, so asynchronous commits would delay every change by
+/// the WAL writer's 200 ms.
 fn default_settings() -> Vec<(String, String)> {
     [
         ("wal_level", "logical"),
@@ -296,7 +298,6 @@ fn default_settings() -> Vec<(String, String)> {
         ("max_wal_senders", "32"),
         ("max_connections", "100"),
         ("fsync", "off"),
-        ("synchronous_commit", "off"),
         ("full_page_writes", "off"),
         // Dynamic shared memory in files under the data directory, not /dev/shm.
         ("dynamic_shared_memory_type", "mmap"),

@@ -39,6 +39,15 @@ async fn purify_err(upstream: &Upstream, request: &PurifyRequest) -> PgError {
         .expect_err("purification must fail")
 }
 
+fn column_names(subsource: &SubsourceDesc) -> Vec<&str> {
+    subsource
+        .table
+        .columns
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
 fn names(subsources: &[SubsourceDesc]) -> Vec<String> {
     subsources.iter().map(|s| s.name.clone()).collect()
 }
@@ -132,13 +141,7 @@ async fn tables_need_replica_identity_full_and_supported_types() {
     let mut excluded = request("all_tables", only_b.clone());
     excluded.exclude_columns = vec![column("b", "m")];
     let subsources = purify(&upstream.config, &excluded).await.unwrap();
-    let kept: Vec<&str> = subsources[0]
-        .table
-        .columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    assert_eq!(kept, ["x", "n"]);
+    assert_eq!(column_names(&subsources[0]), ["x", "n"]);
     // Bad references are refused.
     let mut both = request("all_tables", only_b.clone());
     both.text_columns = vec![column("b", "m")];
@@ -281,11 +284,5 @@ async fn a_publication_column_list_limits_the_columns() {
     let subsources = purify(&upstream.config, &request("p", TableSelection::All))
         .await
         .unwrap();
-    let kept: Vec<&str> = subsources[0]
-        .table
-        .columns
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect();
-    assert_eq!(kept, ["a", "b"]);
+    assert_eq!(column_names(&subsources[0]), ["a", "b"]);
 }
