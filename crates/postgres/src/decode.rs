@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use floe_repr::strconv::{NUMERIC_MAX_PRECISION, civil_from_days, days_from_civil};
 use floe_repr::{Datum, Row, SqlScalarType, parse_datum};
 
 use crate::discovery::UpstreamTable;
@@ -24,11 +25,116 @@ pub(crate) fn decode_value(text: &str, ty: &SqlScalarType) -> Result<Datum, Stri
             _ => None,
         },
         SqlScalarType::Text => Some(Datum::Text(text.to_string())),
+        SqlScalarType::Timestamp => iso_timestamp(text, false).map(Datum::Timestamp),
+        SqlScalarType::TimestampTz => iso_timestamp(text, true).map(Datum::TimestampTz),
+        SqlScalarType::Date => iso_date(text.as_bytes()).map(|days| Datum::Date(days as i32)),
+        SqlScalarType::Numeric {
+            precision,
+            max_scale,
+        } => canonical_numeric(text, *precision, *max_scale).map(Datum::Numeric),
         _ => None,
     };
     match quick {
         Some(datum) => Ok(datum),
         None => parse_datum(text, ty).map_err(|e| e.to_string()),
+    }
+}
+
+/// `YYYY-MM-DD` (4-digit years, AD) as days since 1970-01-01: PostgreSQL's ISO output of
+/// most dates. Anything else (`BC`, 5-digit years, infinity) takes the general parser.
+fn iso_date(text: &[u8]) -> Option<i64> {
+    if text.len() != 10 || text[4] != b'-' || text[7] != b'-' {
+        return None;
+    }
+    let year = digits(&text[0..4])?;
+    let month = digits(&text[5..7])?;
+    let day = digits(&text[8..10])?;
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || year == 0 {
+        return None;
+    }
+    let days = days_from_civil(i64::from(year), month, day);
+    // A day past the month's end (never printed by PostgreSQL) is left to the parser.
+    (civil_from_days(days) == (i64::from(year), month, day)).then_some(days)
+}
+
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]` (with `+00` for timestamptz: the sessions run in UTC)
+/// as microseconds since the epoch.
+fn iso_timestamp(text: &str, with_zone: bool) -> Option<i64> {
+    let text = text.as_bytes();
+    let text = if with_zone {
+        text.strip_suffix(b"+00")?
+    } else {
+        text
+    };
+    if text.len() < 19 || text[10] != b' ' || text[13] != b':' || text[16] != b':' {
+        return None;
+    }
+    let days = iso_date(&text[..10])?;
+    let (hour, minute, second) = (
+        digits(&text[11..13])?,
+        digits(&text[14..16])?,
+        digits(&text[17..19])?,
+    );
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let fraction = match &text[19..] {
+        [] => 0,
+        [b'.', rest @ ..] if (1..=6).contains(&rest.len()) => {
+            digits(rest)? as i64 * 10i64.pow(6 - rest.len() as u32)
+        }
+        _ => return None,
+    };
+    let seconds = i64::from(hour * 3600 + minute * 60 + second);
+    Some(days * 86_400_000_000 + seconds * 1_000_000 + fraction)
+}
+
+fn digits(text: &[u8]) -> Option<u32> {
+    text.iter().try_fold(0u32, |value, byte| {
+        byte.is_ascii_digit()
+            .then(|| value * 10 + u32::from(byte - b'0'))
+    })
+}
+
+/// A numeric as PostgreSQL prints it, when floe would store exactly that text (or, for a
+/// bare numeric, that text without trailing fraction zeros, as Materialize prints it):
+/// `-?digits[.digits]` within the type's precision and scale.
+fn canonical_numeric(text: &str, precision: Option<u8>, max_scale: Option<u8>) -> Option<String> {
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let plain = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if integer.is_empty()
+        || !plain(integer)
+        || !plain(fraction)
+        || unsigned.contains('.') && fraction.is_empty()
+    {
+        return None;
+    }
+    // PostgreSQL prints no leading zeros (but "0") and no negative zero.
+    let integer_digits = if integer == "0" { 0 } else { integer.len() };
+    if integer.len() > 1 && integer.starts_with('0') {
+        return None;
+    }
+    match (precision, max_scale) {
+        (Some(p), Some(s)) => (fraction.len() == usize::from(s)
+            && integer_digits <= usize::from(p).saturating_sub(usize::from(s)))
+        .then(|| text.to_string()),
+        (None, None) => {
+            let kept = fraction.trim_end_matches('0');
+            if integer_digits > NUMERIC_MAX_PRECISION || kept.len() > NUMERIC_MAX_PRECISION {
+                return None;
+            }
+            let sign = if text.starts_with('-') && (integer_digits > 0 || !kept.is_empty()) {
+                "-"
+            } else {
+                ""
+            };
+            Some(match kept {
+                "" => format!("{sign}{integer}"),
+                kept => format!("{sign}{integer}.{kept}"),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -253,6 +359,56 @@ mod tests {
         let mut partial = CopyDecoder::new(&t);
         partial.feed(b"1", &mut rows).unwrap();
         assert!(partial.finish().is_err());
+    }
+
+    #[test]
+    fn short_paths_decode_exactly_as_the_general_parser() {
+        let numeric = |p: Option<u8>, s: Option<u8>| SqlScalarType::Numeric {
+            precision: p,
+            max_scale: s,
+        };
+        let cases: Vec<(&str, SqlScalarType)> = vec![
+            ("2024-02-29", SqlScalarType::Date),
+            ("1970-01-01", SqlScalarType::Date),
+            ("0001-01-01", SqlScalarType::Date),
+            ("1969-12-31", SqlScalarType::Date),
+            ("9999-12-31", SqlScalarType::Date),
+            ("2024-02-29 12:34:56.789012", SqlScalarType::Timestamp),
+            ("1969-12-31 23:59:59.5", SqlScalarType::Timestamp),
+            ("2000-01-01 00:00:00", SqlScalarType::Timestamp),
+            ("1999-12-31 18:59:59.123+00", SqlScalarType::TimestampTz),
+            ("1900-03-01 00:00:00+00", SqlScalarType::TimestampTz),
+            ("12345678.91", numeric(Some(10), Some(2))),
+            ("-0.50", numeric(Some(10), Some(2))),
+            ("0.00", numeric(Some(10), Some(2))),
+            ("7", numeric(Some(5), Some(0))),
+            ("1.500", numeric(None, None)),
+            ("-1.500", numeric(None, None)),
+            ("0.000", numeric(None, None)),
+            ("100", numeric(None, None)),
+            ("-0.0010", numeric(None, None)),
+        ];
+        for (text, ty) in cases {
+            let general = parse_datum(text, &ty).unwrap();
+            assert_eq!(decode_value(text, &ty).unwrap(), general, "{text} as {ty}");
+        }
+        // Texts the short paths leave to the general parser give its answer (or error).
+        for (text, ty) in [
+            ("0044-03-15 BC", SqlScalarType::Date),
+            ("infinity", SqlScalarType::Date),
+            ("12345-01-01", SqlScalarType::Date),
+            ("2024-02-30", SqlScalarType::Date),
+            ("2024-01-01 00:00:00+05", SqlScalarType::TimestampTz),
+            ("NaN", numeric(None, None)),
+            ("1.5", numeric(Some(10), Some(2))),
+            ("1e5", numeric(None, None)),
+        ] {
+            assert_eq!(
+                decode_value(text, &ty),
+                parse_datum(text, &ty).map_err(|e| e.to_string()),
+                "{text} as {ty}"
+            );
+        }
     }
 
     #[test]

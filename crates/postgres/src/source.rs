@@ -406,9 +406,7 @@ impl Writer {
             };
             let error = match snapshot {
                 Ok(rows) => {
-                    for row in rows {
-                        batch.push(id, row, 1);
-                    }
+                    batch.extend(id, rows);
                     None
                 }
                 Err(error) => Some(error.message),

@@ -155,6 +155,15 @@ impl Batch {
         self.update_count += 1;
     }
 
+    /// Adds many insertions to one collection (a snapshot's rows).
+    pub fn extend(&mut self, id: GlobalId, rows: Vec<Row>) {
+        self.update_count += rows.len() as u64;
+        self.updates
+            .entry(id)
+            .or_default()
+            .extend(rows.into_iter().map(|row| (row, 1)));
+    }
+
     /// Whether anything beyond moving the progress is in it.
     pub fn has_data(&self) -> bool {
         self.update_count > 0 || !self.states.is_empty()
