@@ -1201,7 +1201,11 @@ pub fn resolve_catalog_config(
     Ok(match iceberg.catalog_type {
         IcebergCatalogType::Local => {
             let warehouse = match &iceberg.warehouse {
-                Some(url) => PathBuf::from(url.trim_start_matches("file://")),
+                Some(url) => floe_sink::local::file_uri_path(url).ok_or_else(|| {
+                    AdapterError::Plan(floe_sql::PlanError::invalid(format!(
+                        "invalid CONNECTION: WAREHOUSE of a local catalog must be an absolute file:// URL such as 'file:///srv/warehouse', not '{url}'"
+                    )))
+                })?,
                 None => data_dir.join("warehouse"),
             };
             CatalogConfig::Local {

@@ -2,7 +2,7 @@
 //! changes of SQL relations into Apache Iceberg tables.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Parser;
@@ -28,7 +28,9 @@ struct Args {
     /// Address the Postgres wire protocol listens on.
     #[arg(long, env = "FLOE_LISTEN", default_value = "127.0.0.1:6875")]
     listen: SocketAddr,
-    /// Directory of the durable catalog and change log.
+    /// Directory of the durable catalog, the change log and the embedded Iceberg
+    /// catalog's warehouse; a relative path is taken from the current directory (and
+    /// made absolute at start-up).
     #[arg(long, env = "FLOE_DATA_DIR", default_value = "./floe-data")]
     data_dir: PathBuf,
     /// The AWS principal (an IAM role or user ARN) floe assumes roles from;
@@ -158,7 +160,20 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(run(args))
 }
 
+/// The data directory as an absolute, canonical path, created when missing. Every path
+/// floe derives from it (the embedded catalog's warehouse and the `file://` locations of
+/// its tables) is then absolute too, whatever the current directory of the process or
+/// of a reader later on.
+fn absolute_data_dir(data_dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+    data_dir
+        .canonicalize()
+        .with_context(|| format!("resolving the data directory {}", data_dir.display()))
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
+    let data_dir = absolute_data_dir(&args.data_dir)?;
     if let Some(bundle) = &args.extra_ca_bundle {
         anyhow::ensure!(
             bundle.is_file(),
@@ -167,7 +182,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let coordinator = Coordinator::open(CoordinatorConfig {
-        data_dir: args.data_dir.clone(),
+        data_dir: data_dir.clone(),
         environment_id: args.aws_external_id_prefix.clone(),
         aws_principal: args.aws_principal.clone(),
         extra_ca_bundle: args.extra_ca_bundle.clone(),
@@ -178,7 +193,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             aws_session_duration: args.aws_session_duration,
         },
     })
-    .with_context(|| format!("opening the data directory {}", args.data_dir.display()))?;
+    .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     if args.quickstart {
         quickstart(&coordinator).await?;
     }

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `floe` binary over the Postgres wire protocol:
 //! sqllogictest files in both protocols, psql, crash safety, cancellation.
 
+#[path = "e2e/first_hour.rs"]
+mod first_hour;
 #[path = "e2e/production.rs"]
 mod production;
 mod support;
@@ -503,83 +505,6 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
         .unwrap();
     let committed: i64 = statistics.get(0);
     assert!(committed > 0, "statistics count committed messages");
-}
-
-/// The README's main job: `floe --quickstart` creates the AUCTION load generator, the
-/// `orders` table and their sinks into the embedded catalog; both deliver, DuckDB reads
-/// them from the `file://` warehouse, and `scripts/read-sink` (the README's way to read a
-/// sink) shows the same rows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quickstart_sinks_deliver_into_the_embedded_catalog() {
-    let dir = tempfile::tempdir().unwrap();
-    let floe = Floe::start_with(&dir.path().join("data"), &["--quickstart"]);
-    let client = floe.connect().await;
-    let written_at = std::time::SystemTime::now();
-    let locations = wait_for_sinks(&client, &["orders_sink", "bids_sink"], written_at).await;
-    let reader = floe_testkit::Reader::local();
-    let local = |location: &str| location.trim_start_matches("file://").to_string();
-    let orders = reader.query(
-        &local(&locations[0]),
-        "SELECT id, customer, CAST(amount AS VARCHAR) AS amount, status FROM t",
-    );
-    assert_eq!(
-        orders.sorted_rows(&["id"]),
-        vec![
-            serde_json::json!({"id": 1, "customer": "alice", "amount": "10.50", "status": "new"}),
-            serde_json::json!({"id": 2, "customer": "bob", "amount": "99.00", "status": "new"}),
-            serde_json::json!({"id": 3, "customer": "carol", "amount": "5.25", "status": "new"}),
-        ]
-    );
-    // The bids delivered so far are inserts only, each once, and floe holds at least them.
-    let bids = reader.query(
-        &local(&locations[1]),
-        "SELECT count(*) AS n, count(DISTINCT id) AS ids, min(_mz_diff) AS low FROM t",
-    );
-    let delivered = bids.rows[0]["n"].as_i64().unwrap();
-    assert!(delivered > 0, "{bids:?}");
-    assert_eq!(bids.rows[0]["ids"].as_i64(), Some(delivered), "{bids:?}");
-    assert_eq!(bids.rows[0]["low"].as_i64(), Some(1), "{bids:?}");
-    let in_floe: i64 = client
-        .query_one("SELECT count(*) FROM bids", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert!(in_floe >= delivered, "{in_floe} < {delivered}");
-
-    // The README's statements, then its reader.
-    client
-        .batch_execute(
-            "UPDATE orders SET status = 'shipped' WHERE id = 1; DELETE FROM orders WHERE id = 2;",
-        )
-        .await
-        .unwrap();
-    let written_at = std::time::SystemTime::now();
-    wait_for_sinks(&client, &["orders_sink"], written_at).await;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/read-sink");
-    let output = std::process::Command::new(script)
-        .args(["orders_sink", "SELECT id, status FROM t ORDER BY id"])
-        .env("FLOE_PORT", floe.port().to_string())
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{printed}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<&str> = printed
-        .lines()
-        .filter(|line| line.contains("shipped") || line.contains("new"))
-        .collect();
-    assert_eq!(lines.len(), 2, "{printed}");
-    assert!(
-        lines[0].contains('1') && lines[0].contains("shipped"),
-        "{printed}"
-    );
-    assert!(
-        lines[1].contains('3') && lines[1].contains("new"),
-        "{printed}"
-    );
 }
 
 /// `COPY ... FROM STDIN` (psql's `\copy`) in text and CSV formats loads every

@@ -54,6 +54,45 @@ CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (
 );
 ";
 
+/// The `file:` URI of an absolute path: `file://` and the path, `file:///srv/w/t` (an
+/// empty authority, RFC 8089). The path is not percent-encoded: iceberg-rust, DuckDB and
+/// pyiceberg all read the characters after `file://` literally.
+pub fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// The absolute path a `file:` URI names (`file:///p` or `file://localhost/p`); `None`
+/// for anything else, such as `file://./floe-data/...`, which floe wrote while its data
+/// directory could be relative (the `.` there is a host, not a directory).
+pub fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    path.starts_with('/').then(|| PathBuf::from(path))
+}
+
+/// Refuses a table whose location floe wrote as `file://<relative path>` while its data
+/// directory could be relative (`file://./floe-data/...`: the `.` is the URI's host).
+/// iceberg-rust read such a location from the root of the file system, so the table's
+/// files went to `/floe-data/...`, where other engines do not find them (DuckDB cannot
+/// open the URI at all) and where a user who is not root cannot write. Writing on would
+/// only grow a table nobody can read: the sink stalls with this error and the way out.
+fn check_location(namespace: &Namespace, table: &str, location: &str) -> Result<(), SinkError> {
+    if !location.starts_with("file:") || file_uri_path(location).is_some() {
+        return Ok(());
+    }
+    Err(SinkError::new(
+        ErrorKind::Storage,
+        format!(
+            "Iceberg table \"{namespace}.{table}\" has the location {location}, which is not an absolute file:// URI: an older floe wrote it while its data directory was a relative path, and other engines cannot read the table"
+        ),
+    )
+    .with_detail("Its files are under the root of the file system, not under the data directory.")
+    .with_hint(
+        "Drop the sink and create it again with another TABLE, so that floe writes a new table under its data directory, or start again with a new data directory.",
+    )
+    .with_retryable(false))
+}
+
 /// An open local catalog. Clones share the connection.
 #[derive(Clone)]
 pub struct LocalCatalog {
@@ -96,12 +135,19 @@ impl LocalCatalog {
             )
             .with_retryable(false)
         };
-        if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let database = &std::path::absolute(database)
+            .map_err(|err| storage_error("resolve", database, &err))?;
+        if let Some(parent) = database.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|err| storage_error("create directory", parent, &err))?;
         }
         std::fs::create_dir_all(warehouse)
             .map_err(|err| storage_error("create warehouse directory", warehouse, &err))?;
+        // Canonical paths, so that the `file://` locations of tables are well formed
+        // (`file:///...`) whatever the current directory of floe or of a reader.
+        let warehouse = &warehouse
+            .canonicalize()
+            .map_err(|err| storage_error("resolve", warehouse, &err))?;
         let connection = Connection::open(database)
             .map_err(|err| storage_error("open local catalog", database, &err))?;
         // Other processes (pyiceberg, a second floe tool) may hold the file briefly.
@@ -133,11 +179,10 @@ impl LocalCatalog {
         &self.catalog_name
     }
 
-    /// Where a new table's files go: `file://<warehouse>/<namespace>.db/<table>`, pyiceberg's
-    /// layout.
+    /// Where a new table's files go: `file:///<warehouse>/<namespace>.db/<table>`,
+    /// pyiceberg's layout.
     pub fn default_table_location(&self, namespace: &Namespace, table: &str) -> String {
-        let path = self.warehouse.join(format!("{namespace}.db")).join(table);
-        format!("file://{}", path.display())
+        file_uri(&self.warehouse.join(format!("{namespace}.db")).join(table))
     }
 
     fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -303,7 +348,10 @@ impl LocalCatalog {
         let location = current_location(&connection, self, namespace, table)
             .map_err(|err| self.sql_error(&what, err))?;
         match location {
-            Some(Some(location)) => Ok(location),
+            Some(Some(location)) => {
+                check_location(namespace, table, &location)?;
+                Ok(location)
+            }
             Some(None) => Err(SinkError::new(
                 ErrorKind::UnexpectedResponse,
                 format!("Iceberg table \"{namespace}.{table}\" has no metadata location"),
@@ -684,6 +732,95 @@ mod tests {
 
     fn ns(name: &str) -> Namespace {
         Namespace::parse(name).unwrap()
+    }
+
+    #[test]
+    fn file_uris_are_absolute() {
+        assert_eq!(file_uri(Path::new("/srv/w h/t")), "file:///srv/w h/t");
+        assert_eq!(
+            file_uri_path("file:///srv/w/t"),
+            Some(PathBuf::from("/srv/w/t"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/srv/w"),
+            Some(PathBuf::from("/srv/w"))
+        );
+        // What floe wrote with a relative data directory: `.` is the URI's host.
+        assert_eq!(file_uri_path("file://./floe-data/warehouse"), None);
+        assert_eq!(file_uri_path("file:relative"), None);
+        assert_eq!(file_uri_path("s3://bucket/t"), None);
+    }
+
+    #[test]
+    fn tables_with_relative_file_uris_are_refused() {
+        let (_dir, catalog) = open();
+        let legacy =
+            "file://./floe-data/warehouse/quickstart.db/orders/metadata/00002-a.metadata.json";
+        catalog
+            .create_namespace(&ns("quickstart"), &BTreeMap::new())
+            .unwrap();
+        catalog
+            .create_table(&ns("quickstart"), "orders", legacy)
+            .unwrap();
+        let error = catalog
+            .load_table_location(&ns("quickstart"), "orders")
+            .unwrap_err();
+        assert!(error.message.contains(legacy), "{}", error.message);
+        assert!(
+            error.message.contains("not an absolute file:// URI"),
+            "{}",
+            error.message
+        );
+        assert!(!error.retryable);
+        assert!(
+            error
+                .hint
+                .as_deref()
+                .unwrap_or_default()
+                .contains("another TABLE")
+        );
+    }
+
+    #[test]
+    fn relative_paths_give_absolute_table_locations() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let relative_dir = pathdiff(dir.path(), &cwd);
+        let catalog = LocalCatalog::open(
+            &relative_dir.join("catalog.db"),
+            &relative_dir.join("warehouse"),
+        )
+        .unwrap();
+        assert!(catalog.warehouse().is_absolute());
+        assert!(catalog.database().is_absolute());
+        let location = catalog.default_table_location(&ns("shop"), "orders");
+        assert_eq!(
+            file_uri_path(&location),
+            Some(
+                dir.path()
+                    .canonicalize()
+                    .unwrap()
+                    .join("warehouse/shop.db/orders")
+            ),
+            "{location}"
+        );
+    }
+
+    /// `target` relative to `base` (both absolute), through `..` where needed.
+    fn pathdiff(target: &Path, base: &Path) -> PathBuf {
+        let common = target
+            .components()
+            .zip(base.components())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut relative = PathBuf::new();
+        for _ in base.components().skip(common) {
+            relative.push("..");
+        }
+        for component in target.components().skip(common) {
+            relative.push(component);
+        }
+        relative
     }
 
     #[test]

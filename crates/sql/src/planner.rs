@@ -697,11 +697,15 @@ fn plan_iceberg_connection(
             )));
         }
         let warehouse = options.string("WAREHOUSE")?;
+        // An absolute path only (`file:///p`, `file://localhost/p`): in `file://p` the first
+        // segment is a host, and a relative path would depend on floe's current directory.
         if let Some(warehouse) = &warehouse
-            && !warehouse.starts_with("file://")
+            && !["file:///", "file://localhost/"]
+                .iter()
+                .any(|prefix| warehouse.starts_with(prefix))
         {
             return Err(PlanError::invalid(format!(
-                "invalid CONNECTION: WAREHOUSE of a local catalog must be a file:// URL, not '{warehouse}'"
+                "invalid CONNECTION: WAREHOUSE of a local catalog must be an absolute file:// URL such as 'file:///srv/warehouse', not '{warehouse}'"
             )));
         }
         return Ok(IcebergCatalogConnection {

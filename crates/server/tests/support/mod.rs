@@ -16,6 +16,83 @@ pub struct Floe {
     child: Option<Child>,
     pub port: u16,
     log: PathBuf,
+    /// Started in a process group of its own (through `runuser`): signals go to the group,
+    /// so that they reach floe and not only `runuser`.
+    group: bool,
+}
+
+/// The user the tests run floe and its scripts as, the way a person would: `nobody` when
+/// the tests run as root (as on CI), else `None` (the tests' own user already is not root).
+pub fn unprivileged_user() -> Option<&'static str> {
+    let uid = Command::new("id").arg("-u").output().expect("id runs");
+    (String::from_utf8_lossy(&uid.stdout).trim() == "0").then_some("nobody")
+}
+
+/// A command run as `user` (through `runuser`, which sets the user's groups), or as
+/// the tests' own user.
+pub fn command_as(user: Option<&str>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match user {
+        Some(user) => {
+            let mut command = Command::new("runuser");
+            command.args(["-u", user, "--"]).arg(program);
+            command
+        }
+        None => Command::new(program),
+    }
+}
+
+/// A fresh folder, as a new user's checkout would be: owned by `user` (when given), inside
+/// a temporary directory the test may read (floe's log goes there).
+pub struct UserFolder {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl UserFolder {
+    pub fn new(user: Option<&str>) -> UserFolder {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("project");
+        std::fs::create_dir(&path).unwrap();
+        if let Some(user) = user {
+            let chown = Command::new("chown")
+                .arg(format!("{user}:"))
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(chown.success(), "chown {user} {}", path.display());
+        }
+        UserFolder { dir, path }
+    }
+
+    /// Copies the files of `source` into the folder, owned by `user` (when given).
+    pub fn copy_in(&self, source: &Path, user: Option<&str>) {
+        copy_tree(source, &self.path);
+        if let Some(user) = user {
+            let chown = Command::new("chown")
+                .arg("-R")
+                .arg(format!("{user}:"))
+                .arg(&self.path)
+                .status()
+                .unwrap();
+            assert!(chown.success(), "chown -R {user} {}", self.path.display());
+        }
+    }
+}
+
+/// Copies the directory tree `source` into `target` (created when missing).
+fn copy_tree(source: &Path, target: &Path) {
+    std::fs::create_dir_all(target).unwrap();
+    for entry in std::fs::read_dir(source).unwrap() {
+        let entry = entry.unwrap();
+        let destination = target.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &destination);
+        } else {
+            std::fs::copy(entry.path(), &destination).unwrap();
+        }
+    }
 }
 
 impl Floe {
@@ -27,28 +104,61 @@ impl Floe {
 
     pub fn start_with(data_dir: &Path, extra_args: &[&str]) -> Floe {
         std::fs::create_dir_all(data_dir).unwrap();
-        let log = data_dir.with_extension("log");
-        for _attempt in 0..3 {
-            let port = floe_testkit::free_port();
-            let log_file = std::fs::File::create(&log).unwrap();
-            let child = Command::new(env!("CARGO_BIN_EXE_floe"))
+        Floe::launch(&data_dir.with_extension("log"), false, |port| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
+            command
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--data-dir")
                 .arg(data_dir)
                 .arg("--aws-external-id-prefix")
                 .arg(ENVIRONMENT_ID)
+                .args(extra_args);
+            command
+        })
+    }
+
+    /// Starts floe the way a user does: in `folder` (its current directory) with the
+    /// default data directory (`./floe-data`), as `user` when given; logs to `log`.
+    pub fn start_in_folder(
+        folder: &Path,
+        log: &Path,
+        user: Option<&str>,
+        extra_args: &[&str],
+    ) -> Floe {
+        Floe::launch(log, user.is_some(), |port| {
+            let mut command = command_as(user, env!("CARGO_BIN_EXE_floe"));
+            command
+                .arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
                 .args(extra_args)
+                .current_dir(folder);
+            command
+        })
+    }
+
+    /// Spawns `command(port)` on free ports until one is not taken meanwhile, and waits
+    /// until floe accepts connections.
+    fn launch(log: &Path, group: bool, command: impl Fn(u16) -> Command) -> Floe {
+        use std::os::unix::process::CommandExt;
+        for _attempt in 0..3 {
+            let port = floe_testkit::free_port();
+            let log_file = std::fs::File::create(log).unwrap();
+            let mut command = command(port);
+            command
                 .env("RUST_LOG", "info")
                 .stdin(Stdio::null())
                 .stdout(log_file.try_clone().unwrap())
-                .stderr(log_file)
-                .spawn()
-                .expect("floe binary starts");
+                .stderr(log_file);
+            if group {
+                command.process_group(0);
+            }
+            let child = command.spawn().expect("floe binary starts");
             let mut floe = Floe {
                 child: Some(child),
                 port,
-                log: log.clone(),
+                log: log.to_path_buf(),
+                group,
             };
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
@@ -60,7 +170,7 @@ impl Floe {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            let log_text = std::fs::read_to_string(log).unwrap_or_default();
             if !log_text.contains("Address already in use") {
                 panic!("floe did not start; its log:\n{log_text}");
             }
@@ -91,9 +201,20 @@ impl Floe {
         client
     }
 
+    /// Sends `signal` to floe (to its process group when it has one).
+    fn signal(&self, child: &Child, signal: &str) {
+        let target = if self.group {
+            format!("-{}", child.id())
+        } else {
+            child.id().to_string()
+        };
+        let _ = Command::new("kill").args([signal, "--", &target]).status();
+    }
+
     /// Ends the process with SIGKILL: no chance to clean up.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
+            self.signal(&child, "-KILL");
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -102,10 +223,7 @@ impl Floe {
     /// Ends the process with SIGTERM and waits for it to exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("floe is running");
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .status();
+        self.signal(&child, "-TERM");
         child.wait().expect("floe exits")
     }
 
