@@ -164,7 +164,7 @@ pub fn spawn_source(
         streaming: AtomicBool::new(false),
     });
     SourceHandle {
-        task: Some(tokio::spawn(supervise(context))),
+        task: Some(tokio::spawn(supervise(context, run))),
         statistics,
     }
 }
@@ -227,11 +227,15 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// Runs attempts until the task is aborted: each failure (a panic included) is a
 /// `stalled` status with its cause, then a wait, then a new attempt.
-async fn supervise(context: Arc<Context>) {
+async fn supervise<F, A>(context: Arc<Context>, attempt: A)
+where
+    A: Fn(Arc<Context>) -> F,
+    F: std::future::Future<Output = Result<(), PgError>> + Send + 'static,
+{
     context.report_all(&SourceStatus::Starting, None);
     let mut backoff = context.settings.initial_backoff;
     loop {
-        let mut attempt = AbortOnDrop(tokio::spawn(run(context.clone())));
+        let mut attempt = AbortOnDrop(tokio::spawn(attempt(context.clone())));
         let error = match (&mut attempt.0).await {
             Ok(Ok(())) => PgError::connection("the replication stream ended"),
             Ok(Err(error)) => error,
@@ -664,4 +668,70 @@ pub(crate) fn table_truncated(table: &UpstreamTable) -> PgError {
         "Table {} was truncated upstream; floe cannot know which rows it removed.",
         table.qualified_name()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<(GlobalId, SourceStatus)>>);
+
+    impl SourceReporter for Recorder {
+        fn status(&self, object: GlobalId, status: SourceStatus) {
+            self.0.lock().unwrap().push((object, status));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_attempt_is_a_stalled_status_and_the_source_tries_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = Arc::new(Recorder::default());
+        let context = Arc::new(Context {
+            spec: SourceSpec {
+                source_id: GlobalId::User(1),
+                progress_id: GlobalId::User(2),
+                name: "s".into(),
+                connection: PgConnectionConfig::new("127.0.0.1", "u"),
+                publication: "p".into(),
+                slot_name: "slot".into(),
+                subsources: vec![],
+            },
+            tables: Arc::new(vec![]),
+            storage: Storage::open(dir.path()).unwrap(),
+            reporter: recorder.clone(),
+            settings: SourceSettings {
+                initial_backoff: Duration::from_millis(1),
+                ..SourceSettings::default()
+            },
+            statistics: Arc::new(SourceStatistics::default()),
+            reported: Mutex::new(HashMap::new()),
+            streaming: AtomicBool::new(false),
+        });
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let counter = attempts.clone();
+        let task = tokio::spawn(supervise(context, move |_| {
+            let attempt = counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if attempt == 0 {
+                    panic!("decoder bug");
+                }
+                std::future::pending::<Result<(), PgError>>().await
+            }
+        }));
+        while attempts.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        task.abort();
+        let statuses = recorder.0.lock().unwrap().clone();
+        assert_eq!(statuses[0], (GlobalId::User(1), SourceStatus::Starting));
+        assert!(statuses.contains(&(
+            GlobalId::User(1),
+            SourceStatus::Stalled {
+                error: "source task failed: decoder bug".into(),
+                hint: None
+            }
+        )));
+    }
 }
