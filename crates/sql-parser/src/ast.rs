@@ -21,6 +21,8 @@ pub enum Statement {
     CreateSink(CreateSinkStatement),
     AlterSink(AlterSinkStatement),
     CreateSource(CreateSourceStatement),
+    CreatePostgresSource(CreatePostgresSourceStatement),
+    AlterSource(AlterSourceStatement),
     CreateCluster(CreateClusterStatement),
     AlterCluster(AlterClusterStatement),
     CreateClusterReplica(CreateClusterReplicaStatement),
@@ -173,6 +175,7 @@ impl fmt::Display for AlterSecretStatement {
 pub enum ConnectionType {
     Aws,
     IcebergCatalog,
+    Postgres,
     /// Any other kind (KAFKA, POSTGRES, ...): parsed so that it can be refused
     /// with a clear message.
     Other(String),
@@ -183,6 +186,7 @@ impl fmt::Display for ConnectionType {
         match self {
             ConnectionType::Aws => f.write_str("AWS"),
             ConnectionType::IcebergCatalog => f.write_str("ICEBERG CATALOG"),
+            ConnectionType::Postgres => f.write_str("POSTGRES"),
             ConnectionType::Other(name) => f.write_str(name),
         }
     }
@@ -412,6 +416,170 @@ impl fmt::Display for CreateSourceStatement {
             f.write_str(" FOR ALL TABLES")?;
         }
         Ok(())
+    }
+}
+
+/// An option of a Postgres source (`FROM POSTGRES CONNECTION c (...)`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PostgresSourceOption {
+    /// `PUBLICATION 'p'`
+    Publication(String),
+    /// `TEXT COLUMNS (t.c, schema.t.c, ...)`: columns ingested as text.
+    TextColumns(Vec<ObjectName>),
+    /// `EXCLUDE COLUMNS (...)`: columns left out.
+    ExcludeColumns(Vec<ObjectName>),
+}
+
+impl fmt::Display for PostgresSourceOption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostgresSourceOption::Publication(p) => {
+                f.write_str("PUBLICATION = ")?;
+                write_string_literal(f, p)
+            }
+            PostgresSourceOption::TextColumns(c) => write!(f, "TEXT COLUMNS ({})", Names(c)),
+            PostgresSourceOption::ExcludeColumns(c) => {
+                write!(f, "EXCLUDE COLUMNS ({})", Names(c))
+            }
+        }
+    }
+}
+
+/// A comma-separated list of names.
+struct Names<'a, T>(&'a [T]);
+
+impl<T: fmt::Display> fmt::Display for Names<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, name) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{name}")?;
+        }
+        Ok(())
+    }
+}
+
+/// An upstream table named in `FOR TABLES (...)` or `ADD SUBSOURCE`, with its `AS` name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamTableReference {
+    pub name: ObjectName,
+    pub alias: Option<Ident>,
+}
+
+impl fmt::Display for UpstreamTableReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.name)?;
+        if let Some(alias) = &self.alias {
+            write!(f, " AS {alias}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `FOR ALL TABLES | FOR TABLES (...) | FOR SCHEMAS (...)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PostgresTableSelection {
+    AllTables,
+    Tables(Vec<UpstreamTableReference>),
+    Schemas(Vec<Ident>),
+}
+
+impl fmt::Display for PostgresTableSelection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PostgresTableSelection::AllTables => f.write_str("FOR ALL TABLES"),
+            PostgresTableSelection::Tables(t) => write!(f, "FOR TABLES ({})", Names(t)),
+            PostgresTableSelection::Schemas(s) => write!(f, "FOR SCHEMAS ({})", Names(s)),
+        }
+    }
+}
+
+/// `CREATE SOURCE [IF NOT EXISTS] name [IN CLUSTER c] FROM POSTGRES CONNECTION conn
+/// (PUBLICATION 'p' [, TEXT COLUMNS (...)] [, EXCLUDE COLUMNS (...)]) selection`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreatePostgresSourceStatement {
+    pub name: ObjectName,
+    pub if_not_exists: bool,
+    pub in_cluster: Option<Ident>,
+    pub connection: ObjectName,
+    pub options: Vec<PostgresSourceOption>,
+    pub selection: PostgresTableSelection,
+}
+
+impl fmt::Display for CreatePostgresSourceStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CREATE SOURCE {}{}",
+            if_not_exists(self.if_not_exists),
+            self.name
+        )?;
+        if let Some(cluster) = &self.in_cluster {
+            write!(f, " IN CLUSTER {cluster}")?;
+        }
+        write!(
+            f,
+            " FROM POSTGRES CONNECTION {} ({}) {}",
+            self.connection,
+            Names(&self.options),
+            self.selection
+        )
+    }
+}
+
+/// What `ALTER SOURCE` does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterSourceAction {
+    /// `ADD SUBSOURCE t [AS n], ... [WITH (TEXT COLUMNS (...), EXCLUDE COLUMNS (...))]`
+    AddSubsources {
+        tables: Vec<UpstreamTableReference>,
+        options: Vec<PostgresSourceOption>,
+    },
+    /// `DROP SUBSOURCE [IF EXISTS] n, ... [CASCADE]`
+    DropSubsources {
+        if_exists: bool,
+        names: Vec<ObjectName>,
+        cascade: bool,
+    },
+}
+
+/// `ALTER SOURCE [IF EXISTS] name action`
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterSourceStatement {
+    pub name: ObjectName,
+    pub if_exists: bool,
+    pub action: AlterSourceAction,
+}
+
+impl fmt::Display for AlterSourceStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ALTER SOURCE {}{} ",
+            if_exists(self.if_exists),
+            self.name
+        )?;
+        match &self.action {
+            AlterSourceAction::AddSubsources { tables, options } => {
+                write!(f, "ADD SUBSOURCE {}", Names(tables))?;
+                if !options.is_empty() {
+                    write!(f, " WITH ({})", Names(options))?;
+                }
+                Ok(())
+            }
+            AlterSourceAction::DropSubsources {
+                if_exists: exists,
+                names,
+                cascade,
+            } => write!(
+                f,
+                "DROP SUBSOURCE {}{}{}",
+                if_exists(*exists),
+                Names(names),
+                if *cascade { " CASCADE" } else { "" }
+            ),
+        }
     }
 }
 
@@ -721,6 +889,8 @@ impl fmt::Display for Statement {
             Statement::CreateSink(s) => write!(f, "{s}"),
             Statement::AlterSink(s) => write!(f, "{s}"),
             Statement::CreateSource(s) => write!(f, "{s}"),
+            Statement::CreatePostgresSource(s) => write!(f, "{s}"),
+            Statement::AlterSource(s) => write!(f, "{s}"),
             Statement::CreateCluster(s) => write!(f, "{s}"),
             Statement::AlterCluster(s) => write!(f, "{s}"),
             Statement::CreateClusterReplica(s) => write!(f, "{s}"),

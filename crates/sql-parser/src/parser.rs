@@ -78,7 +78,6 @@ const UNSUPPORTED_LEADERS: &[&[&str]] = &[
     &["CREATE", "FUNCTION"],
     &["ALTER", "ROLE"],
     &["ALTER", "TABLE"],
-    &["ALTER", "SOURCE"],
     &["ALTER", "SCHEMA"],
     &["ALTER", "DATABASE"],
     &["ALTER", "DEFAULT", "PRIVILEGES"],
@@ -250,6 +249,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         (Some("CREATE"), Some("SINK")) => parse_create_sink(parser),
         (Some("ALTER"), Some("SINK")) => parse_alter_sink(parser),
         (Some("CREATE"), Some("SOURCE")) => parse_create_source(parser),
+        (Some("ALTER"), Some("SOURCE")) => parse_alter_source(parser),
         (Some("CREATE"), Some("CLUSTER")) => {
             if peek_word(parser, 2).as_deref() == Some("REPLICA") {
                 parse_create_cluster_replica(parser)
@@ -346,6 +346,10 @@ const CONNECTION_OPTION_NAMES: &[&str] = &[
     "ACCESS DELEGATION",
     "AWS CONNECTION",
     "CATALOG TYPE",
+    "SSL CERTIFICATE AUTHORITY",
+    "SSL CERTIFICATE",
+    "SSL MODE",
+    "SSL KEY",
     "CREDENTIAL",
     "WAREHOUSE",
     "ENDPOINT",
@@ -482,6 +486,8 @@ fn parse_create_connection(parser: &mut Parser) -> Result<Statement, ParserError
         ConnectionType::Aws
     } else if parse_words(parser, &["ICEBERG", "CATALOG"]) {
         ConnectionType::IcebergCatalog
+    } else if parse_words(parser, &["POSTGRES"]) {
+        ConnectionType::Postgres
     } else if parse_words(parser, &["SSH", "TUNNEL"]) {
         ConnectionType::Other("SSH TUNNEL".into())
     } else if parse_words(parser, &["CONFLUENT", "SCHEMA", "REGISTRY"]) {
@@ -632,11 +638,14 @@ fn parse_create_source(parser: &mut Parser) -> Result<Statement, ParserError> {
     let name = parser.parse_object_name(false)?;
     let in_cluster = parse_in_cluster(parser)?;
     expect_words(parser, &["FROM"])?;
+    if parse_words(parser, &["POSTGRES"]) {
+        return parse_postgres_source(parser, name, if_not_exists, in_cluster);
+    }
     if !parse_words(parser, &["LOAD", "GENERATOR"]) {
         let kind = peek_word(parser, 0).unwrap_or_else(|| "this kind of".to_string());
         skip_statement(parser);
         return Err(ParserError::unsupported(format!(
-            "{kind} sources are not supported: floe supports FROM LOAD GENERATOR"
+            "{kind} sources are not supported: floe supports FROM LOAD GENERATOR and FROM POSTGRES"
         )));
     }
     let generator = match peek_word(parser, 0) {
@@ -659,6 +668,140 @@ fn parse_create_source(parser: &mut Parser) -> Result<Statement, ParserError> {
         generator,
         options,
         for_all_tables,
+    }))
+}
+
+/// The rest of `CREATE SOURCE ... FROM POSTGRES`: `CONNECTION c (options) selection`.
+fn parse_postgres_source(
+    parser: &mut Parser,
+    name: ObjectName,
+    if_not_exists: bool,
+    in_cluster: Option<Ident>,
+) -> Result<Statement, ParserError> {
+    expect_words(parser, &["CONNECTION"])?;
+    let connection = parser.parse_object_name(false)?;
+    let options = parse_postgres_source_options(parser)?;
+    let selection = if parse_words(parser, &["FOR", "ALL", "TABLES"]) {
+        PostgresTableSelection::AllTables
+    } else if parse_words(parser, &["FOR", "TABLES"]) {
+        PostgresTableSelection::Tables(parse_parenthesized(parser, parse_table_reference)?)
+    } else if parse_words(parser, &["FOR", "SCHEMAS"]) {
+        PostgresTableSelection::Schemas(parse_parenthesized(parser, |p| Ok(p.parse_identifier()?))?)
+    } else {
+        return expected(
+            parser,
+            "FOR ALL TABLES, FOR TABLES (...) or FOR SCHEMAS (...)",
+        );
+    };
+    Ok(Statement::CreatePostgresSource(
+        CreatePostgresSourceStatement {
+            name,
+            if_not_exists,
+            in_cluster,
+            connection,
+            options,
+            selection,
+        },
+    ))
+}
+
+/// `(item, ...)` with at least one item.
+fn parse_parenthesized<T>(
+    parser: &mut Parser,
+    mut item: impl FnMut(&mut Parser) -> Result<T, ParserError>,
+) -> Result<Vec<T>, ParserError> {
+    expect_token(parser, Token::LParen)?;
+    let mut items = vec![item(parser)?];
+    while parser.consume_token(&Token::Comma) {
+        items.push(item(parser)?);
+    }
+    expect_token(parser, Token::RParen)?;
+    Ok(items)
+}
+
+/// `schema.table [AS name]`.
+fn parse_table_reference(parser: &mut Parser) -> Result<UpstreamTableReference, ParserError> {
+    let name = parser.parse_object_name(false)?;
+    let alias = if parse_words(parser, &["AS"]) {
+        Some(parser.parse_identifier()?)
+    } else {
+        None
+    };
+    Ok(UpstreamTableReference { name, alias })
+}
+
+/// `(PUBLICATION [=] 'p', TEXT COLUMNS [=] (t.c, ...), EXCLUDE COLUMNS [=] (...))`.
+fn parse_postgres_source_options(
+    parser: &mut Parser,
+) -> Result<Vec<PostgresSourceOption>, ParserError> {
+    parse_parenthesized(parser, |parser| {
+        if parse_words(parser, &["PUBLICATION"]) {
+            let _equals_sign_is_optional = parser.consume_token(&Token::Eq);
+            Ok(PostgresSourceOption::Publication(
+                parser.parse_literal_string()?,
+            ))
+        } else if parse_words(parser, &["TEXT", "COLUMNS"]) {
+            Ok(PostgresSourceOption::TextColumns(parse_column_names(
+                parser,
+            )?))
+        } else if parse_words(parser, &["EXCLUDE", "COLUMNS"]) {
+            Ok(PostgresSourceOption::ExcludeColumns(parse_column_names(
+                parser,
+            )?))
+        } else {
+            expected(parser, "PUBLICATION, TEXT COLUMNS or EXCLUDE COLUMNS")
+        }
+    })
+}
+
+fn parse_column_names(parser: &mut Parser) -> Result<Vec<ObjectName>, ParserError> {
+    let _equals_sign_is_optional = parser.consume_token(&Token::Eq);
+    parse_parenthesized(parser, |p| Ok(p.parse_object_name(false)?))
+}
+
+/// `ALTER SOURCE [IF EXISTS] s ADD SUBSOURCE ...` or `... DROP SUBSOURCE ...`.
+fn parse_alter_source(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["ALTER", "SOURCE"])?;
+    let if_exists = parse_if_exists(parser);
+    let name = parser.parse_object_name(false)?;
+    let action = if parse_words(parser, &["ADD", "SUBSOURCE"])
+        || parse_words(parser, &["ADD", "TABLE"])
+    {
+        let mut tables = vec![parse_table_reference(parser)?];
+        while parser.consume_token(&Token::Comma) {
+            tables.push(parse_table_reference(parser)?);
+        }
+        let options = if parse_words(parser, &["WITH"]) {
+            parse_postgres_source_options(parser)?
+        } else {
+            Vec::new()
+        };
+        AlterSourceAction::AddSubsources { tables, options }
+    } else if parse_words(parser, &["DROP", "SUBSOURCE"]) {
+        let exists = parse_if_exists(parser);
+        let mut names = vec![parser.parse_object_name(false)?];
+        while parser.consume_token(&Token::Comma) {
+            names.push(parser.parse_object_name(false)?);
+        }
+        let cascade = parse_words(parser, &["CASCADE"]);
+        if !cascade {
+            parse_words(parser, &["RESTRICT"]);
+        }
+        AlterSourceAction::DropSubsources {
+            if_exists: exists,
+            names,
+            cascade,
+        }
+    } else {
+        let action = rest_of_statement(parser);
+        return Err(ParserError::unsupported(format!(
+            "ALTER SOURCE ... {action} is not supported: floe supports ADD SUBSOURCE and DROP SUBSOURCE"
+        )));
+    };
+    Ok(Statement::AlterSource(AlterSourceStatement {
+        name,
+        if_exists,
+        action,
     }))
 }
 

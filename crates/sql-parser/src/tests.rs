@@ -1,5 +1,6 @@
 use crate::ast::*;
 use crate::parser::{ParserErrorKind, parse_statement, parse_statements};
+use sqlparser::ast::{Ident, ObjectName};
 
 /// Every statement prints as SQL that parses back to the same AST.
 fn assert_round_trip(sql: &str) -> Statement {
@@ -29,6 +30,12 @@ fn floe_statements_round_trip() {
         "ALTER SINK IF EXISTS s RESET (COMMIT INTERVAL)",
         "CREATE SOURCE c FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1s')",
         "CREATE SOURCE a IN CLUSTER q FROM LOAD GENERATOR AUCTION FOR ALL TABLES",
+        "CREATE CONNECTION pg TO POSTGRES (HOST 'db', PORT 5432, USER 'u', PASSWORD SECRET pw, DATABASE 'd', SSL MODE 'verify-full', SSL CERTIFICATE AUTHORITY = SECRET ca) WITH (VALIDATE = false)",
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg (PUBLICATION 'p') FOR ALL TABLES",
+        "CREATE SOURCE IF NOT EXISTS s IN CLUSTER c FROM POSTGRES CONNECTION db.sch.pg (PUBLICATION = 'p', TEXT COLUMNS (t.a, public.t.b), EXCLUDE COLUMNS = (u.c)) FOR TABLES (public.t, u AS renamed)",
+        "create source s from postgres connection pg (publication 'p') for schemas (public, \"Other\")",
+        "ALTER SOURCE s ADD SUBSOURCE public.t AS t2, u WITH (TEXT COLUMNS (u.c))",
+        "ALTER SOURCE IF EXISTS s DROP SUBSOURCE IF EXISTS t2, u CASCADE",
         "CREATE CLUSTER c (SIZE = '25cc', REPLICATION FACTOR = 1)",
         "CREATE CLUSTER c REPLICAS (r1 (SIZE = '25cc'), r2 (SIZE '50cc'))",
         "ALTER CLUSTER c SET (REPLICATION FACTOR = 0)",
@@ -104,13 +111,68 @@ fn unsupported_statements_are_named_not_syntax_errors() {
             "KAFKA sinks",
         ),
         (
-            "CREATE SOURCE s FROM POSTGRES CONNECTION p",
-            "POSTGRES sources",
+            "CREATE SOURCE s FROM MYSQL CONNECTION m FOR ALL TABLES",
+            "MYSQL sources",
+        ),
+        (
+            "ALTER SOURCE s SET (RETAIN HISTORY = FOR '1h')",
+            "ALTER SOURCE",
         ),
     ] {
         let error = parse_statement(sql).unwrap_err();
         assert_eq!(error.kind, ParserErrorKind::Unsupported, "{sql}");
         assert!(error.message.contains(name), "{sql}: {}", error.message);
+    }
+}
+
+#[test]
+fn postgres_sources_parse_into_their_parts() {
+    let Statement::CreatePostgresSource(source) = parse_statement(
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg (PUBLICATION 'p', TEXT COLUMNS (t.a)) \
+         FOR TABLES (public.t AS x, u)",
+    )
+    .unwrap() else {
+        panic!("not a Postgres source");
+    };
+    assert_eq!(source.connection.to_string(), "pg");
+    assert_eq!(
+        source.options,
+        [
+            PostgresSourceOption::Publication("p".into()),
+            PostgresSourceOption::TextColumns(vec![ObjectName::from(vec![
+                Ident::new("t"),
+                Ident::new("a")
+            ])]),
+        ]
+    );
+    let PostgresTableSelection::Tables(tables) = &source.selection else {
+        panic!("not FOR TABLES");
+    };
+    assert_eq!(tables[0].name.to_string(), "public.t");
+    assert_eq!(tables[0].alias, Some(Ident::new("x")));
+    assert_eq!(tables[1].alias, None);
+    let Statement::CreateConnection(connection) =
+        parse_statement("CREATE CONNECTION pg TO POSTGRES (HOST 'h', SSL MODE = 'require')")
+            .unwrap()
+    else {
+        panic!("not a connection");
+    };
+    assert_eq!(connection.connection_type, ConnectionType::Postgres);
+    assert_eq!(connection.options[1].name.0, "SSL MODE");
+    for bad in [
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg (PUBLICATION 'p')",
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg (SLOT 'x') FOR ALL TABLES",
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg () FOR ALL TABLES",
+        "CREATE SOURCE s FROM POSTGRES CONNECTION pg (PUBLICATION 'p') FOR TABLES ()",
+        "ALTER SOURCE s ADD SUBSOURCE",
+    ] {
+        let error = parse_statement(bad).unwrap_err();
+        assert_eq!(
+            error.kind,
+            ParserErrorKind::Syntax,
+            "{bad}: {}",
+            error.message
+        );
     }
 }
 

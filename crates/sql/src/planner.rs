@@ -72,6 +72,13 @@ pub fn plan(
         Statement::Unsupported(what) => {
             Err(PlanError::unsupported(format!("{what} is not supported")))
         }
+        // Parsed; planned once Postgres sources are wired into the catalog (issue 15).
+        Statement::CreatePostgresSource(_) => Err(PlanError::unsupported(
+            "POSTGRES sources are not supported yet",
+        )),
+        Statement::AlterSource(_) => {
+            Err(PlanError::unsupported("ALTER SOURCE is not supported yet"))
+        }
         Statement::Standard(s) => plan_standard(catalog, *s),
     }
 }
@@ -545,6 +552,11 @@ fn plan_create_connection(
             )?),
             true,
         ),
+        ConnectionType::Postgres => {
+            return Err(PlanError::unsupported(
+                "POSTGRES connections are not supported yet",
+            ));
+        }
         ConnectionType::Other(kind) => {
             return Err(PlanError::unsupported(format!(
                 "{kind} connections are not supported: floe supports AWS and ICEBERG CATALOG connections"
