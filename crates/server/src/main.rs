@@ -3,12 +3,15 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use floe_adapter::{Coordinator, CoordinatorConfig};
 use tokio::net::TcpListener;
 use tracing::info;
+
+mod sink_access;
 
 /// mimalloc: a sink's reader thread allocates the rows its writer frees, and a batch's
 /// rows come and go in bulk; under glibc's allocator malloc, free and page faults took
@@ -31,18 +34,23 @@ struct Args {
     /// Directory of the durable catalog, the change log and the embedded Iceberg
     /// catalog's warehouse; a relative path is taken from the current directory (and
     /// made absolute at start-up).
-    #[arg(long, env = "FLOE_DATA_DIR", default_value = "./floe-data")]
+    #[arg(
+        long,
+        env = "FLOE_DATA_DIR",
+        default_value = "./floe-data",
+        global = true
+    )]
     data_dir: PathBuf,
     /// The AWS principal (an IAM role or user ARN) floe assumes roles from;
     /// shown in `mz_aws_connections.principal` and the example trust policy.
-    #[arg(long, env = "FLOE_AWS_PRINCIPAL")]
+    #[arg(long, env = "FLOE_AWS_PRINCIPAL", global = true)]
     aws_principal: Option<String>,
     /// The prefix of AWS external ids (`mz_<prefix>_<connection id>`) for a
     /// new data directory; a random UUID by default, fixed once chosen.
     #[arg(long, env = "FLOE_AWS_EXTERNAL_ID_PREFIX")]
     aws_external_id_prefix: Option<String>,
     /// A PEM bundle of extra certificate authorities to trust for HTTPS.
-    #[arg(long, env = "FLOE_EXTRA_CA_BUNDLE")]
+    #[arg(long, env = "FLOE_EXTRA_CA_BUNDLE", global = true)]
     extra_ca_bundle: Option<PathBuf>,
     /// How long before an OAuth2 token expires floe exchanges its credentials
     /// again (e.g. `60s`, `2m`).
@@ -66,8 +74,29 @@ struct Args {
     #[arg(long, env = "FLOE_QUICKSTART")]
     quickstart: bool,
     /// Log filter, e.g. `info` or `floe_adapter=debug` (also `RUST_LOG`).
-    #[arg(long, env = "FLOE_LOG")]
+    #[arg(long, env = "FLOE_LOG", global = true)]
     log_filter: Option<String>,
+    /// Without a command, floe runs the server.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Tools that work on a data directory beside (or without) a running server.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Resolves where a sink's Iceberg table is and how to read its files, through the
+    /// sink's own connection (the data directory holds it and the key of its secrets).
+    /// With a PROGRAM, runs it with the table's access document (JSON: the metadata
+    /// location and the storage properties, credentials included) on its standard input
+    /// and exits with its status; without one, prints the document with the credentials
+    /// as `********`. `scripts/read-sink` reads tables with DuckDB this way.
+    SinkAccess {
+        /// The sink: `name`, `schema.name` or `database.schema.name`.
+        sink: String,
+        /// The program (and its arguments) that reads the document on its standard input.
+        #[arg(last = true)]
+        program: Vec<String>,
+    },
 }
 
 /// A duration such as `90s`, `5m`, `1h` or `250ms` (a bare number is seconds).
@@ -94,11 +123,12 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_millis(millis))
 }
 
-fn init_logging(filter: Option<&str>) {
+/// Logs to standard error at `filter`, else `RUST_LOG`, else `default`.
+fn init_logging(filter: Option<&str>, default: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default)),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -145,9 +175,15 @@ async fn quickstart(coordinator: &Coordinator) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    init_logging(args.log_filter.as_deref());
+fn main() -> anyhow::Result<ExitCode> {
+    let mut args = Args::parse();
+    // A tool's own output is what matters: its log shows warnings and errors only.
+    let default_log = if args.command.is_some() {
+        "warn"
+    } else {
+        "info"
+    };
+    init_logging(args.log_filter.as_deref(), default_log);
     if !floe_sink::allocator::tune() {
         tracing::warn!(
             "the linked mimalloc is not version 3: its options were left at their defaults"
@@ -157,7 +193,30 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run(args))
+    match args.command.take() {
+        Some(Command::SinkAccess { sink, program }) => {
+            let data_dir = std::path::absolute(&args.data_dir)
+                .with_context(|| format!("resolving {}", args.data_dir.display()))?;
+            let settings = sink_access::AccessSettings {
+                data_dir: &data_dir,
+                aws_principal: args.aws_principal.clone(),
+                extra_ca_bundle: args.extra_ca_bundle.clone(),
+                credentials: credential_settings(&args),
+            };
+            runtime.block_on(sink_access::run(settings, &sink, &program))
+        }
+        None => runtime.block_on(run(args)).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// The refresh margins and session lifetime of the server's flags.
+fn credential_settings(args: &Args) -> floe_adapter::credentials::CredentialSettings {
+    floe_adapter::credentials::CredentialSettings {
+        token_refresh_margin: args.token_refresh_margin,
+        credential_refresh_margin: args.credential_refresh_margin,
+        credential_refresh_interval: args.credential_refresh_interval,
+        aws_session_duration: args.aws_session_duration,
+    }
 }
 
 /// The data directory as an absolute, canonical path, created when missing. Every path
@@ -186,12 +245,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         environment_id: args.aws_external_id_prefix.clone(),
         aws_principal: args.aws_principal.clone(),
         extra_ca_bundle: args.extra_ca_bundle.clone(),
-        credentials: floe_adapter::credentials::CredentialSettings {
-            token_refresh_margin: args.token_refresh_margin,
-            credential_refresh_margin: args.credential_refresh_margin,
-            credential_refresh_interval: args.credential_refresh_interval,
-            aws_session_duration: args.aws_session_duration,
-        },
+        credentials: credential_settings(&args),
     })
     .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     if args.quickstart {

@@ -2,6 +2,7 @@
 
 Usage: fronts.py unity CONFIG.json
        fronts.py sts CONFIG.json
+       fronts.py aws CONFIG.json
 
 unity: a Unity-Catalog-shaped Iceberg REST front for SeaweedFS's catalog.
   - POST /oidc/v1/token: OAuth2 client credentials (form body or HTTP Basic). Only the
@@ -36,9 +37,23 @@ sts: a front for moto's STS that is as strict as AWS about sts:ExternalId: an As
   denied with AWS's AccessDenied error (403); everything else is forwarded unchanged
   (Host header included, so SigV4 signatures stay valid).
   - GET /_testkit/requests: every AssumeRole seen (form parameters, content type, verdict).
+
+aws: the AWS side of the S3 Tables document in one endpoint (an AWS connection's ENDPOINT
+  serves STS and S3 alike), for SeaweedFS's catalog:
+  - STS requests (an Action parameter) go to moto as the sts front sends them: moto checks
+    the signature, the caller's IAM policy and the role's trust policy with its
+    sts:ExternalId condition, the front denies a missing ExternalId. When moto allows an
+    AssumeRole, the session handed back is minted by SeaweedFS's STS instead (an
+    AssumeRole of its role "mint.role_arn", signed with its admin keys, same session name
+    and duration), so that SeaweedFS's catalog and S3 accept it.
+  - Everything else is S3: forwarded to SeaweedFS's S3 unchanged (Host header included).
+  - GET /_testkit/requests: every AssumeRole seen, with its verdict and whether it was
+    minted.
 """
 
 import base64
+import hashlib
+import hmac
 import http.client
 import json
 import secrets
@@ -521,35 +536,121 @@ class StsFront:
                     return True
         return False
 
+    @staticmethod
+    def params(h, url, body):
+        """The request's parameters: its query, and a form body."""
+        params = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        ctype = h.headers.get("Content-Type", "")
+        if h.command == "POST" and ctype.startswith("application/x-www-form-urlencoded"):
+            params.update({k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()})
+        return params
+
+    def check_assume_role(self, h, params):
+        """Records an AssumeRole; returns the record, with denied_by_front set when the role
+        requires an external id and none was sent."""
+        record = {
+            "method": h.command,
+            "content_type": h.headers.get("Content-Type", ""),
+            "params": {k: v for k, v in params.items() if k not in ("Policy",)},
+            "signed": h.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256"),
+            "denied_by_front": False,
+        }
+        if "ExternalId" not in params:
+            policy = self.trust_policy(params.get("RoleArn", ""))
+            if policy is not None and self.requires_external_id(policy):
+                record["denied_by_front"] = True
+        with self.lock:
+            self.requests.append(record)
+        return record
+
+    def forward_upstream(self, h, body):
+        status, rheaders, data = forward(self.cfg["upstream"], h.command, h.path, list(h.headers.items()), body)
+        return status, rheaders, data
+
     def handle(self, h, body):
         url = urlsplit(h.path)
         if url.path == "/_testkit/requests":
             with self.lock:
                 return h.send(200, list(self.requests))
-        params = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-        ctype = h.headers.get("Content-Type", "")
-        if h.command == "POST" and ctype.startswith("application/x-www-form-urlencoded"):
-            params.update({k: v[0] for k, v in parse_qs(body.decode(), keep_blank_values=True).items()})
+        params = self.params(h, url, body)
         if params.get("Action") == "AssumeRole":
-            record = {
-                "method": h.command,
-                "content_type": ctype,
-                "params": {k: v for k, v in params.items() if k not in ("Policy",)},
-                "signed": h.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256"),
-                "denied_by_front": False,
-            }
-            role_arn = params.get("RoleArn", "")
-            if "ExternalId" not in params:
-                policy = self.trust_policy(role_arn)
-                if policy is not None and self.requires_external_id(policy):
-                    record["denied_by_front"] = True
-                    with self.lock:
-                        self.requests.append(record)
-                    return h.send(403, access_denied(role_arn), content_type="text/xml")
-            with self.lock:
-                self.requests.append(record)
-        status, rheaders, data = forward(self.cfg["upstream"], h.command, h.path, list(h.headers.items()), body)
+            if self.check_assume_role(h, params)["denied_by_front"]:
+                return h.send(403, access_denied(params.get("RoleArn", "")), content_type="text/xml")
+        status, rheaders, data = self.forward_upstream(h, body)
         return h.send(status, data, content_type=None, headers=rheaders)
+
+
+class AwsFront(StsFront):
+    """STS (moto decides, SeaweedFS mints the session) and SeaweedFS's S3 on one port."""
+
+    def handle(self, h, body):
+        url = urlsplit(h.path)
+        if url.path == "/_testkit/requests":
+            with self.lock:
+                return h.send(200, list(self.requests))
+        params = self.params(h, url, body)
+        if "Action" not in params:
+            status, rheaders, data = forward(self.cfg["s3_upstream"], h.command, h.path, list(h.headers.items()), body)
+            return h.send(status, data, content_type=None, headers=rheaders)
+        if params["Action"] != "AssumeRole":
+            status, rheaders, data = self.forward_upstream(h, body)
+            return h.send(status, data, content_type=None, headers=rheaders)
+        record = self.check_assume_role(h, params)
+        if record["denied_by_front"]:
+            return h.send(403, access_denied(params.get("RoleArn", "")), content_type="text/xml")
+        status, rheaders, data = self.forward_upstream(h, body)
+        if status != 200:
+            return h.send(status, data, content_type=None, headers=rheaders)
+        status, rheaders, data = self.mint(params)
+        with self.lock:
+            record["minted"] = status == 200
+        return h.send(status, data, content_type=None, headers=rheaders)
+
+    def mint(self, params):
+        """A session of SeaweedFS's role, asked for like the one moto allowed."""
+        mint = self.cfg["mint"]
+        form = {
+            "Action": "AssumeRole",
+            "Version": "2011-06-15",
+            "RoleArn": mint["role_arn"],
+            "RoleSessionName": params.get("RoleSessionName", "floe"),
+            "DurationSeconds": params.get("DurationSeconds", "3600"),
+        }
+        body = urlencode(form).encode()
+        headers = sigv4_headers(
+            "POST", mint["endpoint"], body, mint["access_key"], mint["secret_key"], mint["region"], "sts"
+        )
+        return forward(mint["endpoint"], "POST", "/", headers, body)
+
+
+def sigv4_headers(method, endpoint, body, access_key, secret_key, region, service):
+    """The headers of a SigV4-signed form request to `endpoint` (path `/`, no query)."""
+    amz_date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    payload_hash = hashlib.sha256(body).hexdigest()
+    headers = {
+        "content-type": "application/x-www-form-urlencoded",
+        "host": urlsplit(endpoint).netloc,
+        "x-amz-content-sha256": payload_hash,
+        "x-amz-date": amz_date,
+    }
+    names = sorted(headers)
+    signed = ";".join(names)
+    canonical = "\n".join(
+        [method, "/", "", "".join("%s:%s\n" % (k, headers[k]) for k in names), signed, payload_hash]
+    )
+    scope = "%s/%s/%s/aws4_request" % (amz_date[:8], region, service)
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + secret_key).encode()
+    for part in (amz_date[:8], region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    authorization = "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s" % (
+        access_key,
+        scope,
+        signed,
+        signature,
+    )
+    return list(headers.items()) + [("Authorization", authorization)]
 
 
 def access_denied(role_arn):
@@ -579,7 +680,7 @@ def main():
     kind, cfg_path = sys.argv[1], sys.argv[2]
     with open(cfg_path) as f:
         cfg = json.load(f)
-    front = {"unity": UnityFront, "sts": StsFront}[kind](cfg)
+    front = {"unity": UnityFront, "sts": StsFront, "aws": AwsFront}[kind](cfg)
     if kind == "unity" and cfg.get("s3_port"):
         s3_handler = type("S3FrontHandler", (Handler,), {"front": S3Front(front)})
         s3_server = ThreadingHTTPServer(("127.0.0.1", int(cfg["s3_port"])), s3_handler)

@@ -18,6 +18,7 @@
 //! | [`Moto`] | STS/IAM/S3 with IAM enforcement, plus a front strict about `sts:ExternalId` |
 //! | [`OAuthServer`] | OAuth2 client-credentials server (oauth2-mock-server) |
 //! | [`UnityFront`] | Unity-Catalog-shaped front for SeaweedFS's REST catalog |
+//! | [`AwsFront`] | STS as strict as AWS (moto decides, SeaweedFS mints) and S3, on one endpoint |
 //! | [`FaultProxy`] | HTTP(S) proxy with switchable faults and request counts |
 //! | [`Reader`] | DuckDB (+ pyiceberg metadata) reading of an Iceberg table |
 //! | [`Postgres`] | PostgreSQL with logical replication (optionally TLS), run as `postgres` under root |
@@ -25,6 +26,7 @@
 //! See `docs/testing.md` for the details.
 
 pub mod aws;
+pub mod aws_front;
 pub mod fault_proxy;
 pub mod http;
 pub mod moto;
@@ -36,8 +38,10 @@ pub mod reader;
 pub mod seaweedfs;
 pub mod tls;
 pub mod unity;
+pub mod walkthrough;
 
 pub use aws::AwsCredentials;
+pub use aws_front::AwsFront;
 pub use fault_proxy::{FaultProxy, Outcome, RequestRecord};
 pub use moto::{AssumedRole, Moto, MotoRole, moto_shared};
 pub use oauth::{Grant, OAuthServer};

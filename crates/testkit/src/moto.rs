@@ -11,7 +11,7 @@
 
 use crate::aws::{self, AwsCredentials};
 use crate::http;
-use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
+use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry, start_front};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -100,33 +100,13 @@ impl Moto {
         .map_err(|m| (m, moto.port_conflict()))?;
         let admin = bootstrap_admin(&url);
 
-        let cfg = dir.path().join("sts-front.json");
-        std::fs::write(
-            &cfg,
-            serde_json::to_vec(&json!({"port": front_port, "upstream": url})).expect("json"),
-        )
-        .expect("write front config");
-        let mut front = PeerProcess::spawn(
+        let front = start_front(
+            "sts",
             "sts-front",
-            &crate::python(),
-            &[
-                crate::scripts_dir().join("fronts.py").display().to_string(),
-                "sts".into(),
-                cfg.display().to_string(),
-            ],
-            &[],
+            &json!({"port": front_port, "upstream": url}),
             dir.path(),
-        );
-        let front_url = format!("http://127.0.0.1:{front_port}");
-        front
-            .try_wait_until(START_TIMEOUT, || {
-                http::get(&format!("{front_url}/_testkit/requests"))
-                    .timeout(Duration::from_secs(2))
-                    .send()
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            })
-            .map_err(|m| (m, front.port_conflict()))?;
+            &format!("http://127.0.0.1:{front_port}/_testkit/requests"),
+        )?;
         Ok(Moto {
             moto,
             front,
@@ -164,25 +144,23 @@ impl Moto {
     }
 
     fn iam(&self, action: &str, params: &[(&str, &str)]) -> String {
-        let resp = aws::query_api(
-            &self.endpoint(),
-            "iam",
-            REGION,
-            &self.admin,
-            action,
-            "2010-05-08",
-            params,
-        );
-        assert_eq!(resp.status, 200, "IAM {action}: {}", resp.text());
-        resp.text()
+        iam(&self.endpoint(), &self.admin, action, params)
     }
 
     /// Creates a role whose trust policy allows `sts:AssumeRole` to a new IAM user only
     /// with `StringEquals sts:ExternalId = external_id`; the role may use moto's S3. Returns
     /// the role ARN and the user's access key.
     pub fn create_role_with_external_id(&self, external_id: &str) -> MotoRole {
-        let user = crate::unique_name("principal");
-        let role_name = crate::unique_name("role");
+        self.create_role(
+            &crate::unique_name("role"),
+            &crate::unique_name("principal"),
+            external_id,
+        )
+    }
+
+    /// [`Moto::create_role_with_external_id`] with the role's and the user's names.
+    pub fn create_role(&self, role_name: &str, user: &str, external_id: &str) -> MotoRole {
+        let (role_name, user) = (role_name.to_string(), user.to_string());
         let principal_arn = format!("arn:aws:iam::{ACCOUNT_ID}:user/{user}");
         let role_arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role_name}");
         self.iam("CreateUser", &[("UserName", &user)]);
@@ -245,18 +223,12 @@ impl Moto {
     /// (a trust policy that does not require an external id). `role.external_id` keeps the
     /// value the role was created with.
     pub fn set_trust_policy_external_id(&self, role: &MotoRole, external_id: Option<&str>) {
-        let mut statement = json!({
-            "Effect": "Allow",
-            "Principal": {"AWS": role.principal_arn},
-            "Action": "sts:AssumeRole"
-        });
-        if let Some(external_id) = external_id {
-            statement["Condition"] = json!({"StringEquals": {"sts:ExternalId": external_id}});
-        }
-        let trust = json!({"Version": "2012-10-17", "Statement": [statement]}).to_string();
-        self.iam(
-            "UpdateAssumeRolePolicy",
-            &[("RoleName", &role.role_name), ("PolicyDocument", &trust)],
+        set_trust_policy_external_id(
+            &self.endpoint(),
+            &self.admin,
+            &role.role_name,
+            &role.principal_arn,
+            external_id,
         );
     }
 
@@ -321,6 +293,40 @@ impl Moto {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// An IAM call to moto at `endpoint`, signed with `admin`; panics unless it answers 200.
+fn iam(endpoint: &str, admin: &AwsCredentials, action: &str, params: &[(&str, &str)]) -> String {
+    let resp = aws::query_api(endpoint, "iam", REGION, admin, action, "2010-05-08", params);
+    assert_eq!(resp.status, 200, "IAM {action}: {}", resp.text());
+    resp.text()
+}
+
+/// [`Moto::set_trust_policy_external_id`] for the moto at `endpoint` (e.g. from another
+/// process than the one that started it, as `scripts/peers trust` does), signed with its
+/// `admin` keys.
+pub fn set_trust_policy_external_id(
+    endpoint: &str,
+    admin: &AwsCredentials,
+    role_name: &str,
+    principal_arn: &str,
+    external_id: Option<&str>,
+) {
+    let mut statement = json!({
+        "Effect": "Allow",
+        "Principal": {"AWS": principal_arn},
+        "Action": "sts:AssumeRole"
+    });
+    if let Some(external_id) = external_id {
+        statement["Condition"] = json!({"StringEquals": {"sts:ExternalId": external_id}});
+    }
+    let trust = json!({"Version": "2012-10-17", "Statement": [statement]}).to_string();
+    iam(
+        endpoint,
+        admin,
+        "UpdateAssumeRolePolicy",
+        &[("RoleName", role_name), ("PolicyDocument", &trust)],
+    );
 }
 
 /// The first (unauthenticated) calls: an admin user with an allow-all policy and a key.

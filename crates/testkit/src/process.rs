@@ -216,6 +216,43 @@ impl Drop for PeerProcess {
     }
 }
 
+/// Starts `peers/fronts.py KIND` with `config` (written as `<name>.json` into `dir`) and
+/// waits until `probe` (a URL of the front) answers; a failure carries the front's log and
+/// whether a port was taken.
+pub(crate) fn start_front(
+    kind: &str,
+    name: &str,
+    config: &serde_json::Value,
+    dir: &Path,
+    probe: &str,
+) -> Result<PeerProcess, (String, bool)> {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(config).expect("json"))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    let mut process = PeerProcess::spawn(
+        name,
+        &crate::python(),
+        &[
+            crate::scripts_dir().join("fronts.py").display().to_string(),
+            kind.into(),
+            path.display().to_string(),
+        ],
+        &[],
+        dir,
+    );
+    let ready = process.try_wait_until(START_TIMEOUT, || {
+        crate::http::get(probe)
+            .timeout(Duration::from_secs(2))
+            .send()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    match ready {
+        Ok(()) => Ok(process),
+        Err(message) => Err((message, process.port_conflict())),
+    }
+}
+
 /// Runs `launch` (start a peer on fresh ports and wait for it) up to 3 times while it
 /// fails because a port was taken; panics with the failure otherwise.
 pub(crate) fn launch_with_retry<T>(mut launch: impl FnMut() -> Result<T, (String, bool)>) -> T {

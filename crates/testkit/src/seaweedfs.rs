@@ -39,6 +39,8 @@ pub const ROLE_ARN: &str = "arn:aws:iam::000000000000:role/sink";
 /// key pair `admin` / `adminsecret`.
 #[derive(Clone)] // no Debug: it holds secrets
 pub struct SeaweedFsBuilder {
+    /// The Iceberg REST catalog's port (a free one when `None`).
+    catalog_port: Option<u16>,
     credential_duration: Option<Duration>,
     vending: bool,
     access_key: String,
@@ -69,6 +71,13 @@ impl SeaweedFsBuilder {
     pub fn key_pair(mut self, access_key: &str, secret_key: &str) -> Self {
         self.access_key = access_key.to_string();
         self.secret_key = secret_key.to_string();
+        self
+    }
+
+    /// Serves the Iceberg REST catalog on `port` instead of a free port (for
+    /// `scripts/peers`, whose printed statements name it).
+    pub fn catalog_port(mut self, port: u16) -> Self {
+        self.catalog_port = Some(port);
         self
     }
 
@@ -108,6 +117,7 @@ pub fn seaweedfs_shared() -> &'static SeaweedFs {
 impl SeaweedFs {
     pub fn builder() -> SeaweedFsBuilder {
         SeaweedFsBuilder {
+            catalog_port: None,
             credential_duration: None,
             vending: true,
             access_key: "admin".into(),
@@ -132,7 +142,8 @@ impl SeaweedFs {
             .tempdir()
             .expect("temp dir");
         let ports = crate::ports::free_ports(11);
-        let (s3, s3_grpc, catalog) = (ports[0], ports[1], ports[2]);
+        let (s3, s3_grpc) = (ports[0], ports[1]);
+        let catalog = opts.catalog_port.unwrap_or(ports[2]);
         let iam_path = dir.path().join("iam.json");
         std::fs::write(
             &iam_path,

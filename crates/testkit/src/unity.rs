@@ -31,7 +31,7 @@
 
 use crate::http;
 use crate::oauth::{Grant, parse_grants};
-use crate::process::{PeerProcess, START_TIMEOUT, launch_with_retry};
+use crate::process::{PeerProcess, launch_with_retry, start_front};
 use crate::seaweedfs::SeaweedFs;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -43,6 +43,8 @@ pub const SCOPE: &str = "all-apis";
 /// Options. Defaults: catalog `main`, generated client id and secret, tokens live 3600 s.
 #[derive(Clone)] // no Debug: it holds secrets
 pub struct UnityFrontBuilder {
+    /// The front's port (a free one when `None`).
+    port: Option<u16>,
     catalog_name: String,
     client_id: String,
     client_secret: String,
@@ -52,6 +54,12 @@ pub struct UnityFrontBuilder {
 }
 
 impl UnityFrontBuilder {
+    /// Listens on `port` instead of a free port (for `scripts/peers`, whose printed
+    /// statements name it).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
     /// The catalog name (the warehouse clients ask for).
     pub fn catalog_name(mut self, name: &str) -> Self {
         self.catalog_name = name.to_string();
@@ -98,6 +106,7 @@ pub struct UnityFront {
 impl UnityFront {
     pub fn builder() -> UnityFrontBuilder {
         UnityFrontBuilder {
+            port: None,
             catalog_name: "main".into(),
             client_id: format!("uc-client-{}", crate::random_hex(4)),
             client_secret: crate::random_hex(16),
@@ -121,12 +130,12 @@ impl UnityFront {
             .prefix("floe-unity-")
             .tempdir()
             .expect("temp dir");
-        let port = crate::free_port();
+        let port = opts.port.unwrap_or_else(crate::free_port);
         let s3_port = opts.credential_ttl.map(|_| crate::free_port());
-        let cfg = dir.path().join("unity.json");
-        std::fs::write(
-            &cfg,
-            serde_json::to_vec(&json!({
+        let process = start_front(
+            "unity",
+            "unity-front",
+            &json!({
                 "port": port,
                 "upstream": sw.catalog_url(),
                 "upstream_client_id": sw.access_key(),
@@ -139,32 +148,10 @@ impl UnityFront {
                 "s3_port": s3_port,
                 "s3_upstream": sw.s3_endpoint(),
                 "catalogs": {opts.catalog_name.clone(): sw.table_bucket()},
-            }))
-            .expect("json"),
-        )
-        .expect("write unity config");
-        let mut process = PeerProcess::spawn(
-            "unity-front",
-            &crate::python(),
-            &[
-                crate::scripts_dir().join("fronts.py").display().to_string(),
-                "unity".into(),
-                cfg.display().to_string(),
-            ],
-            &[],
+            }),
             dir.path(),
-        );
-        let probe = format!("http://127.0.0.1:{port}/_testkit/grants");
-        let ready = process.try_wait_until(START_TIMEOUT, || {
-            http::get(&probe)
-                .timeout(Duration::from_secs(2))
-                .send()
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-        if let Err(message) = ready {
-            return Err((message, process.port_conflict()));
-        }
+            &format!("http://127.0.0.1:{port}/_testkit/grants"),
+        )?;
         Ok(UnityFront {
             process,
             port,

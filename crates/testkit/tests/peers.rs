@@ -5,7 +5,7 @@ use floe_testkit::aws::{self, AwsCredentials};
 use floe_testkit::fault_proxy::{is_commit, path_matches};
 use floe_testkit::http;
 use floe_testkit::{
-    FaultProxy, Moto, OAuthServer, Outcome, PeerProcess, Reader, SeaweedFs, UnityFront,
+    AwsFront, FaultProxy, Moto, OAuthServer, Outcome, PeerProcess, Reader, SeaweedFs, UnityFront,
     moto_shared, seaweedfs_shared, write_local_reference_table_with_deletes,
     write_reference_table_with_deletes,
 };
@@ -328,18 +328,7 @@ fn seaweedfs_dedicated_instance_with_custom_credential_lifetime_and_sts() {
     assert_eq!(resp.status, 200, "{}", resp.text());
     let session = aws::parse_assume_role(&resp);
     assert!(session.access_key_id.starts_with("ASIA"));
-    let list = aws::sign(
-        http::get(&format!(
-            "{}/{}?list-type=2",
-            sw.s3_endpoint(),
-            sw.table_bucket()
-        )),
-        &session,
-        sw.region(),
-        "s3",
-    )
-    .send()
-    .unwrap();
+    let list = list_table_bucket(&sw.s3_endpoint(), &sw, &session);
     assert_eq!(list.status, 200, "{}", list.text());
     assert!(list.text().contains(&ns), "listing lacks {ns}");
 
@@ -1231,4 +1220,107 @@ fn postgres_serves_tls_with_the_test_ca() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "t");
+}
+
+// ---------------------------------------------------------------------------------------
+// AWS front
+
+/// The AWS front: moto decides whether the role may be assumed (a missing external id is
+/// denied by the front, a wrong one by moto), SeaweedFS mints the session, which its
+/// catalog (table bucket open to every principal) and its S3 accept, also through the
+/// front's own S3 forwarding; GetCallerIdentity answers moto's principal.
+#[test]
+fn aws_front_assumes_roles_like_aws_with_seaweedfs_sessions() {
+    let sw = SeaweedFs::start();
+    sw.allow_table_bucket_to_all_principals();
+    let ns = sw.unique_namespace("front");
+    sw.create_table(&ns, "t", &simple_schema());
+    let moto = floe_testkit::moto_shared();
+    let role = moto.create_role_with_external_id("ext-front-1");
+    let front = AwsFront::start(moto, &sw, None);
+    let assume = |external_id: Option<&str>| {
+        aws::assume_role(
+            &front.url(),
+            moto.region(),
+            &role.principal,
+            &role.role_arn,
+            "floe",
+            external_id,
+            Some(900),
+        )
+    };
+    let missing = assume(None);
+    assert_eq!(missing.status, 403, "{}", missing.text());
+    assert!(
+        missing.text().contains("AccessDenied"),
+        "{}",
+        missing.text()
+    );
+    let wrong = assume(Some("ext-wrong"));
+    assert_eq!(wrong.status, 403, "{}", wrong.text());
+    let right = assume(Some("ext-front-1"));
+    assert_eq!(right.status, 200, "{}", right.text());
+    let session = aws::parse_assume_role(&right);
+    assert!(session.session_token.is_some());
+    // The session is SeaweedFS's: its catalog lists the namespaces for it.
+    let namespaces = aws::sign(
+        http::get(&format!(
+            "{}/v1/{}/namespaces",
+            sw.catalog_url(),
+            sw.prefix()
+        )),
+        &session,
+        sw.region(),
+        "s3tables",
+    )
+    .send()
+    .unwrap();
+    assert_eq!(namespaces.status, 200, "{}", namespaces.text());
+    assert!(namespaces.text().contains(&ns));
+    // S3 through the front reaches SeaweedFS's S3, signatures intact.
+    let listed = list_table_bucket(&front.url(), &sw, &session);
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    assert!(listed.text().contains(&ns), "{}", listed.text());
+    // GetCallerIdentity goes to moto: the principal is moto's IAM user.
+    let identity = aws::query_api(
+        &front.url(),
+        "sts",
+        moto.region(),
+        &role.principal,
+        "GetCallerIdentity",
+        "2011-06-15",
+        &[],
+    );
+    assert_eq!(identity.status, 200, "{}", identity.text());
+    assert_eq!(
+        aws::xml_value(&identity.text(), "Arn").as_deref(),
+        Some(role.principal_arn.as_str())
+    );
+    let requests = front.requests();
+    let verdicts: Vec<(bool, bool)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["denied_by_front"].as_bool().unwrap_or(false),
+                r["minted"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [(true, false), (false, false), (false, true)],
+        "{requests:?}"
+    );
+}
+
+/// S3 ListObjectsV2 of SeaweedFS's table bucket at `s3_endpoint`, signed with `creds`.
+fn list_table_bucket(s3_endpoint: &str, sw: &SeaweedFs, creds: &AwsCredentials) -> http::Response {
+    aws::sign(
+        http::get(&format!("{s3_endpoint}/{}?list-type=2", sw.table_bucket())),
+        creds,
+        sw.region(),
+        "s3",
+    )
+    .send()
+    .unwrap()
 }

@@ -14,8 +14,9 @@ use crate::wait_for_sinks;
 /// creates the AUCTION load generator, the `orders` table and their sinks into the
 /// embedded catalog under the data directory; both deliver to well-formed `file:///`
 /// locations there, and `scripts/read-sink` (the README's way to read a sink) reads them
-/// with DuckDB. (The peers' DuckDB may live in a Python only the tests' own user can run,
-/// so the reader runs as that user.)
+/// with DuckDB from that folder. The data directory is the user's own: `floe
+/// sink-access` resolves the tables there as that user. (The peers' DuckDB may live in a
+/// Python only the tests' own user can run, so the reader runs as that user.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quickstart_from_a_fresh_folder_as_a_user() {
     let user = support::unprivileged_user();
@@ -49,7 +50,7 @@ async fn quickstart_from_a_fresh_folder_as_a_user() {
         let output = std::process::Command::new(script)
             .args([sink, query])
             .current_dir(&folder.path)
-            .env("FLOE_PORT", floe.port().to_string())
+            .env_remove("FLOE_DATA_DIR")
             .env("FLOE_BIN", env!("CARGO_BIN_EXE_floe"))
             .output()
             .unwrap();
@@ -62,6 +63,23 @@ async fn quickstart_from_a_fresh_folder_as_a_user() {
         );
         printed
     };
+    let mut access = support::command_as(user, env!("CARGO_BIN_EXE_floe"));
+    access
+        .args(["sink-access", "orders_sink"])
+        .current_dir(&folder.path)
+        .env_remove("FLOE_DATA_DIR");
+    let shown: serde_json::Value = serde_json::from_str(&run(access)).unwrap();
+    assert_eq!(shown["catalog_type"], "local", "{shown}");
+    let orders_metadata = format!(
+        "file://{}/quickstart.db/orders/metadata/",
+        warehouse.display()
+    );
+    assert!(
+        shown["metadata_location"]
+            .as_str()
+            .is_some_and(|location| location.starts_with(&orders_metadata)),
+        "{shown}"
+    );
     let orders = read_sink(
         "orders_sink",
         "SELECT id, customer, amount, status FROM t ORDER BY id",
@@ -214,4 +232,264 @@ async fn wait_for_stall(client: &tokio_postgres::Client, sink: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// `scripts/peers` with its state in a temporary directory, on free ports; stopped when
+/// dropped (and by floe-peers itself once this test process is gone).
+struct ScriptPeers {
+    state: tempfile::TempDir,
+}
+
+impl ScriptPeers {
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(repository().join("scripts/peers"));
+        command
+            .args(args)
+            .env("FLOE_PEERS_STATE", self.state.path())
+            .env("FLOE_PEERS_FREE_PORTS", "1")
+            .env("FLOE_PEERS_WATCH_PID", std::process::id().to_string());
+        command
+    }
+
+    /// The ports the peers took (`peers.json`).
+    fn ports(&self) -> floe_testkit::walkthrough::PeerPorts {
+        let text = std::fs::read_to_string(self.state.path().join("peers.json")).unwrap();
+        let peers: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let port = |name: &str| peers["ports"][name].as_u64().unwrap() as u16;
+        floe_testkit::walkthrough::PeerPorts {
+            catalog: port("catalog"),
+            aws: port("aws"),
+            unity: port("unity"),
+        }
+    }
+
+    /// `scripts/peers env` as `(name, value)` pairs.
+    fn env(&self) -> Vec<(String, String)> {
+        let output = run(self.command(&["env"]));
+        output
+            .lines()
+            .filter_map(|line| line.strip_prefix("export "))
+            .filter_map(|line| line.split_once('='))
+            .map(|(name, value)| (name.to_string(), value.trim_matches('\'').to_string()))
+            .collect()
+    }
+}
+
+impl Drop for ScriptPeers {
+    fn drop(&mut self) {
+        let _ = self.command(&["stop"]).output();
+    }
+}
+
+fn repository() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs `command`; its standard output, or a panic with both outputs.
+fn run(mut command: std::process::Command) -> String {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The README's "Connecting to real catalogs", replayed as written (its `sql` and `sh`
+/// blocks, taken from README.md) against `scripts/peers` and a floe that runs the
+/// quickstart: `scripts/peers start` prints the same statements with its ports; floe is
+/// restarted with the principal of `scripts/peers env` (the README's indented commands);
+/// the S3 Tables document's external id goes into the role's trust policy through
+/// `scripts/peers trust`, after which the connection validates; every sink (S3 Tables
+/// upsert and append through the assumed role, Unity with vended credentials, a REST
+/// catalog with OAuth2, the embedded catalog) delivers, and `scripts/read-sink` reads each
+/// table through the sink's own connection. The quickstart keeps delivering next to it,
+/// no secret reaches floe's log, and `scripts/peers stop` stops every peer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readme_walkthrough_runs_as_written_next_to_the_quickstart() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    assert!(
+        readme.contains("    eval \"$(scripts/peers env)\"\n    scripts/floe\n"),
+        "the README restarts floe with the peers' principal"
+    );
+    let blocks = floe_testkit::walkthrough::blocks(&readme);
+    let first = blocks.first().expect("the walk-through has blocks");
+    assert_eq!(first.text, "scripts/peers start\n");
+    let peers = ScriptPeers {
+        state: tempfile::tempdir().unwrap(),
+    };
+    let printed = run(peers.command(&["start"]));
+    let ports = peers.ports();
+    let env = peers.env();
+    let folder = UserFolder::new(None);
+    let floe = Floe::start_in_folder_with(
+        &folder.path,
+        &folder.dir.path().join("floe.log"),
+        None,
+        &["--quickstart"],
+        &env,
+    );
+    let client = floe.connect().await;
+    let data_dir = folder.path.join("floe-data");
+    let mut sinks = Vec::new();
+    for block in &blocks[1..] {
+        let text = floe_testkit::walkthrough::with_ports(&block.text, ports);
+        match block.kind {
+            floe_testkit::walkthrough::BlockKind::Sql => {
+                assert!(
+                    printed.contains(&text),
+                    "scripts/peers start printed:\n{printed}\nnot:\n{text}"
+                );
+                let output = floe.psql(&["-f", "-"], Some(&text));
+                assert!(
+                    output.status.success(),
+                    "{text}\n{}\n{}\n--- floe log ---\n{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr),
+                    floe.log()
+                );
+                sinks.extend(
+                    text.split("CREATE SINK ")
+                        .skip(1)
+                        .filter_map(|rest| rest.split_whitespace().next().map(str::to_string)),
+                );
+            }
+            floe_testkit::walkthrough::BlockKind::Shell => {
+                if text.contains("read-sink") {
+                    let names: Vec<&str> = sinks.iter().map(String::as_str).collect();
+                    wait_for_sinks(&client, &names, std::time::SystemTime::now()).await;
+                }
+                for line in text.lines() {
+                    if line == "scripts/peers stop" {
+                        check_no_credentials_printed(&data_dir, &sinks, &env);
+                    }
+                    let mut command = std::process::Command::new("bash");
+                    command
+                        .args(["-c", line])
+                        .current_dir(repository())
+                        .env("FLOE_PORT", floe.port().to_string())
+                        .env("FLOE_DATA_DIR", &data_dir)
+                        .env("FLOE_BIN", env!("CARGO_BIN_EXE_floe"))
+                        .env("FLOE_PEERS_STATE", peers.state.path())
+                        .env("FLOE_PEERS_FREE_PORTS", "1")
+                        .envs(env.iter().map(|(name, value)| (name, value)));
+                    let printed = run(command);
+                    if line.starts_with("scripts/read-sink ") {
+                        assert_eq!(
+                            table_lines(&printed),
+                            ["1 ann 11.00", "3 cy 30.25"],
+                            "{line}:\n{printed}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        sinks,
+        [
+            "upsert_sink",
+            "append_sink",
+            "unity_sink",
+            "rest_sink",
+            "local_sink"
+        ]
+    );
+    // The last line stopped the peers: nothing listens on their ports any more.
+    for port in [ports.catalog, ports.aws, ports.unity] {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "port {port} still answers"
+        );
+    }
+    // The quickstart ran beside it all along.
+    client
+        .batch_execute("INSERT INTO orders (id, customer, amount) VALUES (4, 'dan', 1.00)")
+        .await
+        .unwrap();
+    wait_for_sinks(
+        &client,
+        &["orders_sink", "bids_sink"],
+        std::time::SystemTime::now(),
+    )
+    .await;
+    let log = floe.log();
+    for (name, value) in &env {
+        if name == "AWS_SECRET_ACCESS_KEY" {
+            assert!(
+                !log.contains(value.as_str()),
+                "the principal's secret key is in floe's log"
+            );
+        }
+    }
+    for secret in ["unity-local-secret", "adminsecret"] {
+        assert!(!log.contains(secret), "{secret} is in floe's log");
+    }
+}
+
+/// `floe sink-access` hands each sink's storage credentials only to its program: they are
+/// not in what it prints without one (`********` there), nor in what `scripts/read-sink`
+/// prints, a failing query's error included.
+fn check_no_credentials_printed(data_dir: &Path, sinks: &[String], env: &[(String, String)]) {
+    let floe = |args: &[&str]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_floe"));
+        command
+            .args(args)
+            .env("FLOE_DATA_DIR", data_dir)
+            .envs(env.iter().map(|(name, value)| (name, value)));
+        command
+    };
+    let mut credentials_seen = 0;
+    for sink in sinks {
+        // What the reader gets (here, `cat` prints it into this test's pipe).
+        let document: serde_json::Value =
+            serde_json::from_str(&run(floe(&["sink-access", sink, "--", "cat"]))).unwrap();
+        let secrets: Vec<String> = document["storage"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(key, _)| key.contains("secret") || key.contains("token"))
+            .filter_map(|(_, value)| value.as_str().map(str::to_string))
+            .collect();
+        credentials_seen += secrets.len();
+        let shown = run(floe(&["sink-access", sink]));
+        let shown_document: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(
+            shown_document["metadata_location"],
+            document["metadata_location"]
+        );
+        let mut read = std::process::Command::new(repository().join("scripts/read-sink"));
+        read.args([sink.as_str(), "SELECT no_such_column FROM t"])
+            .env("FLOE_DATA_DIR", data_dir)
+            .env("FLOE_BIN", env!("CARGO_BIN_EXE_floe"))
+            .envs(env.iter().map(|(name, value)| (name, value)));
+        let failed = read.output().unwrap();
+        assert!(!failed.status.success(), "{sink}: the query should fail");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&failed.stdout),
+            String::from_utf8_lossy(&failed.stderr)
+        );
+        assert!(printed.contains("no_such_column"), "{sink}: {printed}");
+        for secret in &secrets {
+            assert!(
+                !shown.contains(secret.as_str()),
+                "{sink}: sink-access printed a credential"
+            );
+            assert!(
+                !printed.contains(secret.as_str()),
+                "{sink}: read-sink printed a credential"
+            );
+        }
+        if !secrets.is_empty() {
+            assert!(shown.contains("********"), "{sink}: {shown}");
+        }
+    }
+    // S3 Tables, Unity and the REST catalog each reach their files with credentials.
+    assert!(credentials_seen >= 6, "{credentials_seen} credentials");
 }

@@ -41,16 +41,7 @@ impl Server {
                 .stdin(Stdio::null())
                 .stdout(log_file.try_clone().unwrap())
                 .stderr(log_file);
-            for name in [
-                "AWS_ACCESS_KEY_ID",
-                "AWS_SECRET_ACCESS_KEY",
-                "AWS_SESSION_TOKEN",
-                "AWS_ENDPOINT_URL",
-                "AWS_ENDPOINT_URL_STS",
-                "AWS_REGION",
-                "AWS_DEFAULT_REGION",
-                "AWS_PROFILE",
-            ] {
+            for name in crate::support::AWS_VARIABLES {
                 command.env_remove(name);
             }
             for (name, value) in env {
@@ -454,7 +445,7 @@ async fn aws_s3_tables_document_end_to_end() {
     let sw = floe_testkit::seaweedfs_shared();
     let namespace = sw.unique_namespace("s3tables");
     let dir = tempfile::tempdir().unwrap();
-    let server = role_session_server(&sw, &dir.path().join("data"));
+    let server = role_session_server(sw, &dir.path().join("data"));
     let client = server.connect().await;
     // Step 2: the AWS connection that assumes the role, and its external id.
     client

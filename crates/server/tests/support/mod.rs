@@ -11,6 +11,19 @@ use std::time::{Duration, Instant};
 /// The external id prefix every test server uses, so outputs are stable.
 pub const ENVIRONMENT_ID: &str = "00000000-0000-4000-8000-000000000000";
 
+/// The AWS variables floe reads from its environment (removed from what the tests'
+/// processes inherit, so that only what a test gives counts).
+pub const AWS_VARIABLES: [&str; 8] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+];
+
 /// A running `floe` process.
 pub struct Floe {
     child: Option<Child>,
@@ -126,6 +139,18 @@ impl Floe {
         user: Option<&str>,
         extra_args: &[&str],
     ) -> Floe {
+        Floe::start_in_folder_with(folder, log, user, extra_args, &[])
+    }
+
+    /// [`Floe::start_in_folder`] with the environment `envs` (AWS variables of the tests'
+    /// own environment removed).
+    pub fn start_in_folder_with(
+        folder: &Path,
+        log: &Path,
+        user: Option<&str>,
+        extra_args: &[&str],
+        envs: &[(String, String)],
+    ) -> Floe {
         Floe::launch(log, user.is_some(), |port| {
             let mut command = command_as(user, env!("CARGO_BIN_EXE_floe"));
             command
@@ -133,6 +158,10 @@ impl Floe {
                 .arg(format!("127.0.0.1:{port}"))
                 .args(extra_args)
                 .current_dir(folder);
+            for name in AWS_VARIABLES {
+                command.env_remove(name);
+            }
+            command.envs(envs.iter().map(|(name, value)| (name, value)));
             command
         })
     }
