@@ -84,12 +84,13 @@ struct Args {
 /// Tools that work on a data directory beside (or without) a running server.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Resolves where a sink's Iceberg table is and how to read its files, through the
-    /// sink's own connection (the data directory holds it and the key of its secrets).
-    /// With a PROGRAM, runs it with the table's access document (JSON: the metadata
-    /// location and the storage properties, credentials included) on its standard input
-    /// and exits with its status; without one, prints the document with the credentials
-    /// as `********`. `scripts/read-sink` reads tables with DuckDB this way.
+    /// Where a sink's Iceberg table is and how to read it, for a reader such as DuckDB
+    ///
+    /// Resolved through the sink's own connection (the data directory holds it and the
+    /// key of its secrets). With a PROGRAM, runs it with the table's access document
+    /// (JSON: the metadata location and the storage properties, credentials included) on
+    /// its standard input and exits with its status; without one, prints the document
+    /// with the credentials as `********`. `scripts/read-sink` reads tables this way.
     SinkAccess {
         /// The sink: `name`, `schema.name` or `database.schema.name`.
         sink: String,
