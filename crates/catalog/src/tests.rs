@@ -2,22 +2,73 @@ use floe_sql::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
 
 use super::*;
 
+/// Creates an item as a DDL does: one reserved id, one transaction.
+fn create_item(
+    catalog: &mut Catalog,
+    name: QualifiedName,
+    definition: ItemDefinition,
+    create_sql: String,
+    secrets: &[(String, String)],
+) -> Result<GlobalId, CatalogError> {
+    let id = catalog.reserve_item_ids(1)?[0];
+    catalog.transact(vec![Op::CreateItem(NewItem {
+        id,
+        name,
+        definition,
+        create_sql,
+        secrets: secrets
+            .iter()
+            .map(|(slot, value)| (slot.clone(), SecretValue(value.clone())))
+            .collect(),
+    })])?;
+    Ok(id)
+}
+
+fn create_cluster(
+    catalog: &mut Catalog,
+    name: &str,
+    managed: Option<(String, u32)>,
+    replicas: Vec<NewReplica>,
+) -> Result<ClusterId, CatalogError> {
+    catalog.transact(vec![Op::CreateCluster {
+        name: name.to_string(),
+        managed,
+        replicas,
+    }])?;
+    Ok(catalog.state().cluster_by_name(name).map(|c| c.id).unwrap())
+}
+
+fn alter_cluster(
+    catalog: &mut Catalog,
+    id: ClusterId,
+    size: &str,
+    replication_factor: u32,
+) -> Result<CatalogDiff, CatalogError> {
+    catalog.transact(vec![Op::AlterCluster {
+        id,
+        size: size.to_string(),
+        replication_factor,
+    }])
+}
+
+fn drop_items(catalog: &mut Catalog, ids: &[GlobalId]) -> Result<CatalogDiff, CatalogError> {
+    catalog.transact(ids.iter().map(|id| Op::DropItem(*id)).collect())
+}
+
 #[test]
 fn items_and_clusters_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let (secret, environment_id) = {
         let mut catalog = Catalog::open(dir.path(), None).unwrap();
-        let secret = catalog
-            .create_item(
-                QualifiedName::public("s"),
-                ItemDefinition::Secret,
-                "CREATE SECRET s AS '********'".into(),
-                &[("value".into(), "hunter2-very-secret".into())],
-            )
-            .unwrap();
-        catalog
-            .create_cluster("c", Some(("50cc".into(), 2)), vec![])
-            .unwrap();
+        let secret = create_item(
+            &mut catalog,
+            QualifiedName::public("s"),
+            ItemDefinition::Secret,
+            "CREATE SECRET s AS '********'".into(),
+            &[("value".into(), "hunter2-very-secret".into())],
+        )
+        .unwrap();
+        create_cluster(&mut catalog, "c", Some(("50cc".into(), 2)), vec![]).unwrap();
         (secret, catalog.environment_id().to_string())
     };
     let catalog = Catalog::open(dir.path(), None).unwrap();
@@ -38,14 +89,14 @@ fn items_and_clusters_survive_reopening() {
 fn secret_values_are_not_stored_in_clear_text() {
     let dir = tempfile::tempdir().unwrap();
     let mut catalog = Catalog::open(dir.path(), None).unwrap();
-    catalog
-        .create_item(
-            QualifiedName::public("s"),
-            ItemDefinition::Secret,
-            "CREATE SECRET s AS '********'".into(),
-            &[("value".into(), "plaintext-needle-1234".into())],
-        )
-        .unwrap();
+    create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "CREATE SECRET s AS '********'".into(),
+        &[("value".into(), "plaintext-needle-1234".into())],
+    )
+    .unwrap();
     drop(catalog);
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
@@ -75,26 +126,26 @@ fn a_ciphertext_cannot_be_read_as_another_secret() {
 fn drops_remove_items_and_their_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let mut catalog = Catalog::open(dir.path(), None).unwrap();
-    let id = catalog
-        .create_item(
-            QualifiedName::public("s"),
-            ItemDefinition::Secret,
-            "x".into(),
-            &[("value".into(), "v".into())],
-        )
-        .unwrap();
-    catalog.drop_objects(&[id], &[], &[]).unwrap();
+    let id = create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[("value".into(), "v".into())],
+    )
+    .unwrap();
+    drop_items(&mut catalog, &[id]).unwrap();
     assert!(catalog.state().item(id).is_none());
     assert!(catalog.secret(id, "value").is_err());
     // The name is free again, and ids are never reused.
-    let again = catalog
-        .create_item(
-            QualifiedName::public("s"),
-            ItemDefinition::Secret,
-            "x".into(),
-            &[],
-        )
-        .unwrap();
+    let again = create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap();
     assert_ne!(again, id);
     drop(catalog);
     let catalog = Catalog::open(dir.path(), None).unwrap();
@@ -115,22 +166,22 @@ fn the_environment_id_cannot_change() {
 fn duplicate_names_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut catalog = Catalog::open(dir.path(), None).unwrap();
-    catalog
-        .create_item(
-            QualifiedName::public("s"),
-            ItemDefinition::Secret,
-            "x".into(),
-            &[],
-        )
-        .unwrap();
-    let error = catalog
-        .create_item(
-            QualifiedName::public("s"),
-            ItemDefinition::Secret,
-            "x".into(),
-            &[],
-        )
-        .unwrap_err();
+    create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap();
+    let error = create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("already exists"), "{error}");
 }
 
@@ -138,13 +189,11 @@ fn duplicate_names_are_refused() {
 fn managed_clusters_resize_their_replicas() {
     let dir = tempfile::tempdir().unwrap();
     let mut catalog = Catalog::open(dir.path(), None).unwrap();
-    let id = catalog
-        .create_cluster("c", Some(("25cc".into(), 1)), vec![])
-        .unwrap();
+    let id = create_cluster(&mut catalog, "c", Some(("25cc".into(), 1)), vec![]).unwrap();
     let r1 = catalog.state().cluster(id).unwrap().replicas[0].id;
-    catalog.alter_cluster(id, "25cc", 0).unwrap();
+    alter_cluster(&mut catalog, id, "25cc", 0).unwrap();
     assert!(catalog.state().cluster(id).unwrap().replicas.is_empty());
-    catalog.alter_cluster(id, "25cc", 2).unwrap();
+    alter_cluster(&mut catalog, id, "25cc", 2).unwrap();
     let cluster = catalog.state().cluster(id).unwrap();
     assert_eq!(cluster.replicas.len(), 2);
     assert!(
@@ -237,4 +286,324 @@ fn the_previous_release_s_secrets_decrypt_after_the_upgrade() {
         catalog.environment_id(),
         "00000000-0000-4000-8000-000000000000"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Transactions of ops
+
+use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
+use floe_sql::catalog::{
+    ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType, SinkDefinition,
+    SinkEnvelope, TableDefinition,
+};
+
+fn table() -> ItemDefinition {
+    ItemDefinition::Table(TableDefinition {
+        desc: RelationDesc {
+            columns: vec![(
+                "id".into(),
+                ColumnType {
+                    scalar_type: SqlScalarType::Int32,
+                    nullable: false,
+                },
+            )],
+            unique_keys: vec![vec![0]],
+        },
+        defaults: vec![None],
+    })
+}
+
+fn local_connection() -> ItemDefinition {
+    ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(
+        IcebergCatalogConnection {
+            catalog_type: IcebergCatalogType::Local,
+            url: None,
+            warehouse: None,
+            credential: None,
+            scope: None,
+            oauth2_server_url: None,
+            vended_credentials: false,
+            aws_connection: None,
+        },
+    ))
+}
+
+fn sink(catalog: &Catalog, from: GlobalId, connection: GlobalId) -> ItemDefinition {
+    ItemDefinition::Sink(SinkDefinition {
+        from,
+        connection,
+        cluster: catalog.state().cluster_by_name("quickstart").unwrap().id,
+        namespace: "ns".into(),
+        table: "t".into(),
+        envelope: SinkEnvelope::Append,
+        key: None,
+        key_not_enforced: false,
+        commit_interval_ms: 1_000,
+        version: 0,
+    })
+}
+
+/// A table `t`, a connection `c` and a sink `s` from `t` into `c`.
+fn table_connection_sink(catalog: &mut Catalog) -> (GlobalId, GlobalId, GlobalId) {
+    let t = create_item(
+        catalog,
+        QualifiedName::public("t"),
+        table(),
+        "t".into(),
+        &[],
+    )
+    .unwrap();
+    let c = create_item(
+        catalog,
+        QualifiedName::public("c"),
+        local_connection(),
+        "c".into(),
+        &[],
+    )
+    .unwrap();
+    let definition = sink(catalog, t, c);
+    let s = create_item(
+        catalog,
+        QualifiedName::public("s"),
+        definition,
+        "s".into(),
+        &[],
+    )
+    .unwrap();
+    (t, c, s)
+}
+
+fn rejected(error: CatalogError) -> PlanError {
+    match error {
+        CatalogError::Rejected(error) => error,
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_transaction_applies_all_its_ops_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    create_item(
+        &mut catalog,
+        QualifiedName::public("taken"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap();
+    let before = catalog.state().clone();
+    let ids = catalog.reserve_item_ids(2).unwrap();
+    let new_secret = |id: GlobalId, name: &str| {
+        Op::CreateItem(NewItem {
+            id,
+            name: QualifiedName::public(name),
+            definition: ItemDefinition::Secret,
+            create_sql: "x".into(),
+            secrets: vec![("value".into(), SecretValue("v".into()))],
+        })
+    };
+    let error = catalog
+        .transact(vec![
+            new_secret(ids[0], "fresh"),
+            new_secret(ids[1], "taken"),
+        ])
+        .unwrap_err();
+    let error = rejected(error);
+    assert_eq!(error.code, SqlState::DUPLICATE_OBJECT);
+    assert_eq!(
+        error.message,
+        "secret \"materialize.public.taken\" already exists"
+    );
+    // Nothing of it is visible, in memory or on disk, and no id was used up.
+    assert_eq!(catalog.state(), &before);
+    assert_eq!(catalog.reserve_item_ids(2).unwrap(), ids);
+    assert!(catalog.secret(ids[0], "value").is_err());
+    drop(catalog);
+    let catalog = Catalog::open(dir.path(), None).unwrap();
+    assert!(
+        catalog
+            .state()
+            .item_by_name(&QualifiedName::public("fresh"))
+            .is_none()
+    );
+}
+
+#[test]
+fn an_item_whose_dependency_was_dropped_since_planning_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let t = create_item(
+        &mut catalog,
+        QualifiedName::public("t"),
+        table(),
+        "t".into(),
+        &[],
+    )
+    .unwrap();
+    let c = create_item(
+        &mut catalog,
+        QualifiedName::public("c"),
+        local_connection(),
+        "c".into(),
+        &[],
+    )
+    .unwrap();
+    // The sink was planned while `t` existed; `t` is dropped before it commits.
+    let definition = sink(&catalog, t, c);
+    drop_items(&mut catalog, &[t]).unwrap();
+    let error = rejected(
+        create_item(
+            &mut catalog,
+            QualifiedName::public("s"),
+            definition,
+            "s".into(),
+            &[],
+        )
+        .unwrap_err(),
+    );
+    assert_eq!(error.code, SqlState::UNDEFINED_OBJECT);
+    assert_eq!(error.message, "unknown catalog item 't'");
+    assert!(
+        catalog
+            .state()
+            .item_by_name(&QualifiedName::public("s"))
+            .is_none()
+    );
+}
+
+#[test]
+fn a_drop_planned_before_a_dependent_was_created_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let (t, _, s) = table_connection_sink(&mut catalog);
+    // `DROP TABLE t CASCADE` planned before `s` existed drops only `t`.
+    let error = rejected(drop_items(&mut catalog, &[t]).unwrap_err());
+    assert_eq!(error.code, SqlState::DEPENDENT_OBJECTS_STILL_EXIST);
+    assert_eq!(
+        error.message,
+        "cannot drop table \"t\": still depended upon by sink \"s\""
+    );
+    assert!(catalog.state().item(t).is_some());
+    // Dropping both, in any order, is fine.
+    drop_items(&mut catalog, &[t, s]).unwrap();
+    assert!(catalog.state().item(t).is_none() && catalog.state().item(s).is_none());
+}
+
+#[test]
+fn a_cluster_cannot_be_dropped_from_under_its_sinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    table_connection_sink(&mut catalog);
+    let quickstart = catalog.state().cluster_by_name("quickstart").unwrap().id;
+    let error = rejected(
+        catalog
+            .transact(vec![Op::DropCluster(quickstart)])
+            .unwrap_err(),
+    );
+    assert_eq!(
+        error.message,
+        "cannot drop cluster \"quickstart\": still depended upon by sink \"s\""
+    );
+}
+
+#[test]
+fn the_diff_lists_what_each_transaction_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let secret = create_item(
+        &mut catalog,
+        QualifiedName::public("k"),
+        ItemDefinition::Secret,
+        "k".into(),
+        &[("value".into(), "v1".into())],
+    )
+    .unwrap();
+    let (t, _, s) = table_connection_sink(&mut catalog);
+
+    let diff = catalog
+        .transact(vec![Op::WriteSecret {
+            id: secret,
+            slot: "value".into(),
+            value: SecretValue("v2".into()),
+        }])
+        .unwrap();
+    assert_eq!(diff.changes, [CatalogChange::SecretRotated(secret)]);
+    assert_eq!(catalog.secret(secret, "value").unwrap(), "v2");
+
+    let old = catalog.state().item(s).unwrap().clone();
+    let ItemDefinition::Sink(mut definition) = old.definition.clone() else {
+        unreachable!()
+    };
+    definition.version += 1;
+    let diff = catalog
+        .transact(vec![Op::UpdateItem {
+            id: s,
+            definition: ItemDefinition::Sink(definition),
+            create_sql: "s2".into(),
+        }])
+        .unwrap();
+    let new = catalog.state().item(s).unwrap().clone();
+    assert_eq!(diff.changes, [CatalogChange::ItemUpdated { old, new }]);
+
+    let quickstart = catalog
+        .state()
+        .cluster_by_name("quickstart")
+        .unwrap()
+        .clone();
+    let diff = alter_cluster(&mut catalog, quickstart.id, "25cc", 0).unwrap();
+    assert_eq!(
+        diff.changes,
+        [CatalogChange::ClusterUpdated {
+            old: quickstart.clone(),
+            new: catalog.state().cluster(quickstart.id).unwrap().clone()
+        }]
+    );
+
+    let dropped: Vec<GlobalId> = drop_items(&mut catalog, &[s, t])
+        .unwrap()
+        .changes
+        .iter()
+        .map(|change| match change {
+            CatalogChange::ItemDropped(item) => item.id,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(dropped, [t, s]);
+
+    // Start-up sees every item and cluster as added.
+    let from_empty = CatalogDiff::from_empty(catalog.state());
+    assert_eq!(from_empty.changes.len(), 3, "{from_empty:?}");
+    assert!(from_empty.changes.iter().all(|change| matches!(
+        change,
+        CatalogChange::ItemAdded(_) | CatalogChange::ClusterAdded(_)
+    )));
+}
+
+#[test]
+fn an_item_left_inconsistent_on_disk_blocks_nothing_and_can_be_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = {
+        let mut catalog = Catalog::open(dir.path(), None).unwrap();
+        let (t, _, s) = table_connection_sink(&mut catalog);
+        // What the CREATE SINK vs DROP TABLE race of floe 0.1.0 left behind: a
+        // sink whose relation is gone.
+        catalog
+            .connection
+            .execute("DELETE FROM items WHERE id = ?1", params![t.to_string()])
+            .unwrap();
+        s
+    };
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    assert!(catalog.state().item(s).is_some());
+    create_item(
+        &mut catalog,
+        QualifiedName::public("other"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap();
+    drop_items(&mut catalog, &[s]).unwrap();
+    assert!(catalog.state().item(s).is_none());
 }

@@ -276,6 +276,17 @@ impl ItemDefinition {
         }
     }
 
+    /// The cluster the item runs on (sinks and sources).
+    pub fn cluster(&self) -> Option<ClusterId> {
+        match self {
+            ItemDefinition::Sink(sink) => Some(sink.cluster),
+            ItemDefinition::Source(source) => Some(source.cluster),
+            ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::Table(_) => {
+                None
+            }
+        }
+    }
+
     /// The relation's shape, for items that are relations.
     pub fn desc(&self) -> Option<&RelationDesc> {
         match self {

@@ -38,6 +38,52 @@ impl PlanError {
         PlanError::new(SqlState::SYNTAX_ERROR, message)
     }
 
+    /// A name that resolves to no item (42704): `unknown catalog item 'x'`.
+    pub fn unknown_item(name: impl std::fmt::Display) -> PlanError {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown catalog item '{name}'"),
+        )
+    }
+
+    /// A name that resolves to no cluster (42704).
+    pub fn unknown_cluster(name: &str) -> PlanError {
+        PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("unknown cluster '{name}'"),
+        )
+    }
+
+    /// A name already taken (42710): `secret "materialize.public.s" already exists`.
+    pub fn already_exists(kind: &str, name: impl std::fmt::Display) -> PlanError {
+        PlanError::new(
+            SqlState::DUPLICATE_OBJECT,
+            format!("{kind} \"{name}\" already exists"),
+        )
+    }
+
+    /// A drop that would leave a dependent object behind (2BP01), with the hint
+    /// the spec gives.
+    pub fn still_depended_upon(
+        kind: &str,
+        name: &str,
+        dependent_kind: &str,
+        dependent_name: &str,
+    ) -> PlanError {
+        PlanError::new(
+            SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+            format!(
+                "cannot drop {kind} \"{name}\": still depended upon by {dependent_kind} \"{dependent_name}\""
+            ),
+        )
+        .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")
+    }
+
+    /// A broken invariant of floe itself (XX000), never the user's doing.
+    pub fn internal(message: impl Into<String>) -> PlanError {
+        PlanError::new(SqlState::INTERNAL_ERROR, message)
+    }
+
     pub fn with_detail(mut self, detail: impl Into<String>) -> PlanError {
         self.detail = Some(detail.into());
         self

@@ -1,0 +1,103 @@
+//! The in-memory mirror of the durable catalog, which planning reads and
+//! transactions diff.
+
+use std::collections::BTreeMap;
+
+use floe_repr::{ClusterId, GlobalId};
+use floe_sql::catalog::{CatalogItem, Cluster, PlanCatalog, QualifiedName, SYSTEM_SCHEMAS};
+
+/// Items and clusters as committed. A transaction changes a copy and swaps it
+/// in after SQLite committed, so readers never see half a DDL.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatalogState {
+    pub(crate) items: BTreeMap<GlobalId, CatalogItem>,
+    pub(crate) by_name: BTreeMap<QualifiedName, GlobalId>,
+    pub(crate) clusters: BTreeMap<ClusterId, Cluster>,
+    /// `(schema, name)` of every builtin relation, for name resolution.
+    system_relations: Vec<(String, String)>,
+}
+
+impl CatalogState {
+    pub fn items(&self) -> impl Iterator<Item = &CatalogItem> {
+        self.items.values()
+    }
+
+    pub fn clusters(&self) -> impl Iterator<Item = &Cluster> {
+        self.clusters.values()
+    }
+
+    /// Registers the builtin relations the query engine serves.
+    pub fn set_system_relations(&mut self, relations: Vec<(String, String)>) {
+        self.system_relations = relations;
+    }
+
+    pub(crate) fn insert_item(&mut self, item: CatalogItem) {
+        self.by_name.insert(item.name.clone(), item.id);
+        self.items.insert(item.id, item);
+    }
+
+    pub(crate) fn remove_item(&mut self, id: GlobalId) -> Option<CatalogItem> {
+        let item = self.items.remove(&id)?;
+        self.by_name.remove(&item.name);
+        Some(item)
+    }
+
+    /// The items (directly or through other items) that use `id`, e.g. the
+    /// sinks of a secret through its connections.
+    pub fn transitive_dependents(&self, id: GlobalId) -> Vec<GlobalId> {
+        let mut found: Vec<GlobalId> = Vec::new();
+        let mut pending = vec![id];
+        while let Some(next) = pending.pop() {
+            for dependent in self.dependents(next) {
+                if dependent != id && !found.contains(&dependent) {
+                    found.push(dependent);
+                    pending.push(dependent);
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+}
+
+impl PlanCatalog for CatalogState {
+    fn item_by_name(&self, name: &QualifiedName) -> Option<&CatalogItem> {
+        self.by_name.get(name).and_then(|id| self.items.get(id))
+    }
+
+    fn item(&self, id: GlobalId) -> Option<&CatalogItem> {
+        self.items.get(&id)
+    }
+
+    fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.definition.uses().contains(&id))
+            .map(|item| item.id)
+            .collect()
+    }
+
+    fn cluster_by_name(&self, name: &str) -> Option<&Cluster> {
+        self.clusters.values().find(|c| c.name == name)
+    }
+
+    fn cluster(&self, id: ClusterId) -> Option<&Cluster> {
+        self.clusters.get(&id)
+    }
+
+    fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.definition.cluster() == Some(id))
+            .map(|item| item.id)
+            .collect()
+    }
+
+    fn is_system_relation(&self, schema: &str, name: &str) -> bool {
+        SYSTEM_SCHEMAS.contains(&schema)
+            && self
+                .system_relations
+                .iter()
+                .any(|(s, n)| s == schema && n == name)
+    }
+}

@@ -1,0 +1,196 @@
+//! What running sinks report, kept in the catalog database so that it
+//! survives restarts: the status history (`mz_sink_status_history`) and each
+//! sink's progress and statistics.
+
+use std::collections::BTreeMap;
+
+use floe_repr::{GlobalId, ReplicaId};
+use rusqlite::{OptionalExtension, params};
+
+use crate::{Catalog, CatalogError};
+
+/// What a sink reported, kept across restarts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkProgress {
+    /// Everything before this time (ms) is delivered.
+    pub frontier: u64,
+    pub table_uuid: Option<String>,
+    pub metadata_location: Option<String>,
+    pub messages_staged: u64,
+    pub messages_committed: u64,
+    pub bytes_staged: u64,
+    pub bytes_committed: u64,
+}
+
+/// One entry of `mz_sink_status_history`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkStatusEvent {
+    /// Milliseconds since the Unix epoch.
+    pub occurred_at: u64,
+    pub sink_id: GlobalId,
+    pub status: String,
+    pub error: Option<String>,
+    /// A JSON document, or `None`.
+    pub details: Option<String>,
+    pub replica_id: Option<ReplicaId>,
+}
+
+/// Status changes kept per sink in `mz_sink_status_history`: a sink that flaps for months
+/// must not make the history (and every read of `mz_sink_statuses`) grow without end.
+pub const SINK_STATUS_HISTORY_PER_SINK: usize = 1_000;
+
+impl Catalog {
+    /// Appends a sink status change, and forgets the sink's changes beyond the newest
+    /// [`SINK_STATUS_HISTORY_PER_SINK`] in the same transaction.
+    pub fn record_sink_status(&mut self, event: &SinkStatusEvent) -> Result<(), CatalogError> {
+        let transaction = self.connection.transaction()?;
+        let sink_id = event.sink_id.to_string();
+        transaction.execute(
+            "INSERT INTO sink_status_history (occurred_at, sink_id, status, error, details, replica_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
+                sink_id,
+                event.status,
+                event.error,
+                event.details,
+                event.replica_id.map(|r| r.to_string())
+            ],
+        )?;
+        transaction.execute(
+            "DELETE FROM sink_status_history WHERE sink_id = ?1 AND sequence <= (
+                 SELECT sequence FROM sink_status_history WHERE sink_id = ?1
+                 ORDER BY sequence DESC LIMIT 1 OFFSET ?2)",
+            params![sink_id, SINK_STATUS_HISTORY_PER_SINK as i64],
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    /// Stores a sink's progress and statistics.
+    pub fn set_sink_progress(
+        &mut self,
+        sink: GlobalId,
+        progress: &SinkProgress,
+    ) -> Result<(), CatalogError> {
+        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.connection.execute(
+            "INSERT INTO sink_progress (sink_id, frontier, table_uuid, metadata_location,
+                 messages_staged, messages_committed, bytes_staged, bytes_committed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (sink_id) DO UPDATE SET frontier = excluded.frontier,
+                 table_uuid = excluded.table_uuid, metadata_location = excluded.metadata_location,
+                 messages_staged = excluded.messages_staged, messages_committed = excluded.messages_committed,
+                 bytes_staged = excluded.bytes_staged, bytes_committed = excluded.bytes_committed",
+            params![
+                sink.to_string(),
+                as_i64(progress.frontier),
+                progress.table_uuid,
+                progress.metadata_location,
+                as_i64(progress.messages_staged),
+                as_i64(progress.messages_committed),
+                as_i64(progress.bytes_staged),
+                as_i64(progress.bytes_committed)
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every sink's stored progress.
+    pub fn sink_progress(&self) -> Result<BTreeMap<GlobalId, SinkProgress>, CatalogError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT sink_id, frontier, table_uuid, metadata_location, messages_staged,
+                    messages_committed, bytes_staged, bytes_committed FROM sink_progress",
+        )?;
+        let rows = statement.query_map([], |row| {
+            let as_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
+            Ok((
+                row.get::<_, String>(0)?,
+                SinkProgress {
+                    frontier: as_u64(row.get(1)?),
+                    table_uuid: row.get(2)?,
+                    metadata_location: row.get(3)?,
+                    messages_staged: as_u64(row.get(4)?),
+                    messages_committed: as_u64(row.get(5)?),
+                    bytes_staged: as_u64(row.get(6)?),
+                    bytes_committed: as_u64(row.get(7)?),
+                },
+            ))
+        })?;
+        let mut progress = BTreeMap::new();
+        for row in rows {
+            let (id, value) = row?;
+            if let Ok(id) = id.parse() {
+                progress.insert(id, value);
+            }
+        }
+        Ok(progress)
+    }
+
+    /// The sink's latest status and error, if it has any.
+    pub fn latest_sink_status(
+        &self,
+        sink: GlobalId,
+    ) -> Result<Option<(String, Option<String>)>, CatalogError> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT status, error FROM sink_status_history WHERE sink_id = ?1
+                 ORDER BY sequence DESC LIMIT 1",
+                params![sink.to_string()],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Appends a sink status change unless the sink's latest status already
+    /// has this status and error. Reads only that latest entry (indexed), so
+    /// the cost does not grow with the history. Returns whether it recorded.
+    pub fn record_sink_status_if_changed(
+        &mut self,
+        event: &SinkStatusEvent,
+    ) -> Result<bool, CatalogError> {
+        let latest = self.latest_sink_status(event.sink_id)?;
+        if latest
+            .as_ref()
+            .is_some_and(|(status, error)| *status == event.status && *error == event.error)
+        {
+            return Ok(false);
+        }
+        self.record_sink_status(event)?;
+        Ok(true)
+    }
+
+    /// The whole status history, oldest first.
+    pub fn sink_status_history(&self) -> Result<Vec<SinkStatusEvent>, CatalogError> {
+        let mut statement = self.connection.prepare_cached(
+            "SELECT occurred_at, sink_id, status, error, details, replica_id
+             FROM sink_status_history ORDER BY sequence",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, Option<String>>(3)?,
+                row.get::<_, Option<String>>(4)?,
+                row.get::<_, Option<String>>(5)?,
+            ))
+        })?;
+        let mut events = Vec::new();
+        for row in rows {
+            let (occurred_at, sink_id, status, error, details, replica_id) = row?;
+            events.push(SinkStatusEvent {
+                occurred_at: u64::try_from(occurred_at).unwrap_or(0),
+                sink_id: sink_id
+                    .parse()
+                    .map_err(|e| CatalogError::Corrupt(format!("sink status: {e}")))?,
+                status,
+                error,
+                details,
+                replica_id: replica_id.and_then(|r| r.parse().ok()),
+            });
+        }
+        Ok(events)
+    }
+}
