@@ -64,7 +64,8 @@ impl AdapterError {
                 CatalogError::Conflict(_) => SqlState::DUPLICATE_OBJECT,
                 CatalogError::Sqlite(_) => SqlState::IO_ERROR,
                 CatalogError::Io { .. } => SqlState::IO_ERROR,
-                CatalogError::Corrupt(_) => SqlState::INTERNAL_ERROR,
+                CatalogError::Corrupt(_) | CatalogError::Internal(_) => SqlState::INTERNAL_ERROR,
+                CatalogError::Rejected(e) => e.code,
             },
             AdapterError::Storage(e) => match e {
                 floe_storage::StorageError::Compacted { .. } => SqlState::OBJECT_IN_USE,
@@ -201,7 +202,18 @@ impl From<PlanError> for AdapterError {
 }
 
 impl From<CatalogError> for AdapterError {
+    /// A transaction the catalog refused is answered like the planning error
+    /// it is (with its detail and hint).
     fn from(e: CatalogError) -> Self {
-        AdapterError::Catalog(e)
+        match e {
+            CatalogError::Rejected(e) => AdapterError::Plan(e),
+            other => AdapterError::Catalog(other),
+        }
+    }
+}
+
+impl From<floe_storage::StorageError> for AdapterError {
+    fn from(e: floe_storage::StorageError) -> Self {
+        AdapterError::Storage(e)
     }
 }

@@ -1,12 +1,15 @@
 //! The coordinator: sessions, purification, sequencing of plans against the
 //! catalog, and query execution over the system catalog.
 
+pub mod connection_config;
 pub mod coordinator;
 pub mod copy;
 pub mod credentials;
 pub mod error;
+pub mod implications;
 pub mod params;
 pub mod query;
+mod sequence;
 pub mod session;
 pub mod sink_input;
 pub mod sinks;

@@ -13,14 +13,12 @@ use floe_sink::sink::{
     Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, spawn_sink,
 };
-use floe_sql::catalog::{
-    ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope,
-};
+use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
 use floe_storage::Storage;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::coordinator::resolve_catalog_config;
+use crate::connection_config::sink_catalog_config;
 use crate::credentials::Credentials;
 use crate::error::AdapterError;
 use crate::sink_input::CollectionInput;
@@ -128,7 +126,6 @@ impl SinkManager {
             .clone()
     }
 
-    /// Stops a sink's task, if it runs.
     /// The generation of a sink's current task.
     fn generation(&self, sink: GlobalId) -> u64 {
         self.generations
@@ -212,10 +209,16 @@ impl SinkManager {
                 return Ok(Some(("stalled", Some(format!("iceberg: {error}")))));
             }
         };
-        let desc = state
+        let Some(desc) = state
             .item(definition.from)
             .and_then(|i| i.definition.desc().cloned())
-            .ok_or_else(|| AdapterError::Internal(format!("sink {sink} reads no relation")))?;
+        else {
+            warn!(%sink, from = %definition.from, "sink cannot start: its relation is gone");
+            return Ok(Some((
+                "stalled",
+                Some(missing_input_error(definition.from)),
+            )));
+        };
         let input: Arc<dyn SinkInput> = Arc::new(CollectionInput::new(
             self.storage.clone(),
             definition.from,
@@ -243,23 +246,7 @@ impl SinkManager {
         catalog: &Catalog,
         definition: &SinkDefinition,
     ) -> Result<SinkConnection, AdapterError> {
-        let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) =
-            catalog
-                .state()
-                .item(definition.connection)
-                .map(|i| &i.definition)
-        else {
-            return Err(AdapterError::Internal(
-                "sink without an Iceberg catalog connection".into(),
-            ));
-        };
-        let config = resolve_catalog_config(
-            catalog,
-            &self.data_dir,
-            Some(definition.connection),
-            iceberg,
-            &[],
-        )?;
+        let config = sink_catalog_config(catalog, &self.data_dir, definition)?;
         self.credentials
             .sink_connection(config)
             .map_err(AdapterError::ConnectionValidation)
@@ -374,26 +361,24 @@ pub async fn run_event_loop(
 /// The sinks that use `id` directly or through other items (a secret through its
 /// connections), so that ALTER SECRET can restart them with the new value.
 pub fn sinks_using(state: &floe_catalog::CatalogState, id: GlobalId) -> Vec<GlobalId> {
-    let mut sinks = Vec::new();
-    let mut seen = vec![id];
-    let mut pending = vec![id];
-    while let Some(next) = pending.pop() {
-        for dependent in state.dependents(next) {
-            if seen.contains(&dependent) {
-                continue;
-            }
-            seen.push(dependent);
-            if matches!(
-                state.item(dependent).map(|i| &i.definition),
-                Some(ItemDefinition::Sink(_))
-            ) {
-                sinks.push(dependent);
-            }
-            pending.push(dependent);
-        }
-    }
-    sinks.sort();
-    sinks
+    state
+        .transitive_dependents(id)
+        .into_iter()
+        .filter(|dependent| is_sink(state, *dependent))
+        .collect()
+}
+
+/// Whether `id` is a sink.
+fn is_sink(state: &floe_catalog::CatalogState, id: GlobalId) -> bool {
+    matches!(
+        state.item(id).map(|i| &i.definition),
+        Some(ItemDefinition::Sink(_))
+    )
+}
+
+/// The error a sink whose relation is gone shows.
+pub fn missing_input_error(from: GlobalId) -> String {
+    format!("the sink's input relation {from} does not exist")
 }
 
 /// The sinks that run on a cluster.
@@ -404,11 +389,6 @@ pub fn sinks_on_cluster(
     state
         .items_in_cluster(cluster)
         .into_iter()
-        .filter(|id| {
-            matches!(
-                state.item(*id).map(|i| &i.definition),
-                Some(ItemDefinition::Sink(_))
-            )
-        })
+        .filter(|id| is_sink(state, *id))
         .collect()
 }

@@ -110,3 +110,58 @@ pub async fn run_generator(
         }
     }
 }
+
+/// The running load generators, by source id.
+#[derive(Default)]
+pub struct Generators {
+    tasks: std::sync::Mutex<std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>,
+}
+
+impl Generators {
+    /// Starts (or restarts) the generator of source `id`, writing to the
+    /// subsources `state` lists for it. Without a runtime (a test opening the
+    /// catalog) nothing runs.
+    pub fn start(
+        &self,
+        storage: &Arc<Storage>,
+        state: &floe_catalog::CatalogState,
+        id: GlobalId,
+        definition: SourceDefinition,
+    ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let subsources = state
+            .items()
+            .filter_map(|item| match &item.definition {
+                floe_sql::catalog::ItemDefinition::Source(source) => match &source.parent {
+                    Some((parent, output)) if *parent == id => Some((output.clone(), item.id)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let outputs = GeneratorOutputs {
+            source: id,
+            subsources,
+        };
+        let task = runtime.spawn(run_generator(storage.clone(), definition, outputs));
+        if let Some(previous) = self.lock().insert(id, task) {
+            previous.abort();
+        }
+    }
+
+    /// Stops the generator of source `id`, if it runs.
+    pub fn stop(&self, id: GlobalId) {
+        if let Some(task) = self.lock().remove(&id) {
+            task.abort();
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>
+    {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

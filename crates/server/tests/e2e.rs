@@ -3,6 +3,8 @@
 
 #[path = "e2e/first_hour.rs"]
 mod first_hour;
+#[path = "e2e/consistency.rs"]
+mod consistency;
 #[path = "e2e/production.rs"]
 mod production;
 mod support;

@@ -1,0 +1,356 @@
+//! What a catalog change means outside the catalog. Every DDL commits a list of
+//! catalog ops ([`Coordinator::catalog_transact`]) and passes the resulting
+//! [`CatalogDiff`] here; start-up passes the diff from an empty catalog. This is
+//! the only place that registers and drops storage collections, places and
+//! releases read holds, starts, restarts and stops load generators and sinks,
+//! records status changes caused by DDL, and evicts caches.
+//!
+//! Two steps: [`implications`] derives the side effects from the diff (pure,
+//! ordered by [`Implication::phase`]), then [`Coordinator::apply_implications`]
+//! carries them out one by one. Each is idempotent, so start-up, which applies
+//! them all again, also repairs a crash between a DDL's commit and its effects.
+//!
+//! Adding a kind of item: its arms in [`item_added`], [`item_updated`] and
+//! [`item_dropped`] (a view has none; a materialized view registers a collection
+//! and starts its dataflow, as a source starts its generator), and a new
+//! [`Implication`] variant with its phase and its arm in `apply_implication` only
+//! if it needs an effect none of the existing ones has.
+
+use floe_catalog::{Catalog, CatalogChange, CatalogDiff, CatalogState, SinkStatusEvent};
+use floe_repr::{GlobalId, RelationDesc, Timestamp};
+use floe_sql::catalog::{CatalogItem, ItemDefinition, PlanCatalog, SinkDefinition};
+use tracing::{info, warn};
+
+use crate::coordinator::Coordinator;
+use crate::error::AdapterError;
+use crate::sink_input::CollectionInput;
+use crate::sinks::{missing_input_error, sinks_on_cluster, sinks_using};
+
+/// One side effect of a catalog change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Implication {
+    /// Stop a dropped sink's task, forget its progress and record `dropped`.
+    DropSink(GlobalId),
+    /// Release a dropped sink's hold on its input.
+    ReleaseReadHold {
+        collection: GlobalId,
+        sink: GlobalId,
+    },
+    StopGenerator(GlobalId),
+    /// Remove a dropped relation's change log and its cached batches.
+    DropCollection(GlobalId),
+    /// Create a table's or source's change log, or load it if it exists.
+    RegisterCollection {
+        id: GlobalId,
+        desc: RelationDesc,
+    },
+    /// Start (or restart) a source's load generator.
+    StartGenerator(GlobalId),
+    /// Record a sink's first status, `created`, unless it has one.
+    RecordSinkCreated(GlobalId),
+    /// Hold a new sink's input back from its beginning, unless the sink holds
+    /// it already.
+    PlaceReadHold {
+        collection: GlobalId,
+        sink: GlobalId,
+    },
+    /// Start or restart a sink's task on its cluster (`paused` without a replica).
+    StartSink(GlobalId),
+    /// An item that cannot run as the catalog holds it (a sink whose relation
+    /// is gone, left by an older floe): logged, and a sink shows `stalled` with
+    /// the cause until it is dropped. Everything else starts.
+    ReportInconsistent {
+        id: GlobalId,
+        cause: String,
+    },
+}
+
+impl Implication {
+    /// The order effects run in: what a dropped object stops comes before what
+    /// it stored is removed, a relation's log exists before its generator and
+    /// sinks start.
+    pub fn phase(&self) -> u8 {
+        match self {
+            Implication::DropSink(_) => 0,
+            Implication::ReleaseReadHold { .. } => 1,
+            Implication::StopGenerator(_) => 2,
+            Implication::DropCollection(_) => 3,
+            Implication::RegisterCollection { .. } => 4,
+            Implication::StartGenerator(_) => 5,
+            Implication::RecordSinkCreated(_) => 6,
+            Implication::PlaceReadHold { .. } => 7,
+            Implication::StartSink(_) => 8,
+            Implication::ReportInconsistent { .. } => 9,
+        }
+    }
+}
+
+/// The side effects of `diff`, in the order they run; `state` is the catalog
+/// after the change.
+pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication> {
+    let mut effects = Vec::new();
+    for change in &diff.changes {
+        match change {
+            CatalogChange::ItemAdded(item) => item_added(state, item, &mut effects),
+            CatalogChange::ItemUpdated { old, new } => item_updated(old, new, &mut effects),
+            CatalogChange::ItemDropped(item) => item_dropped(item, &mut effects),
+            // Sinks read secrets when they connect: restart them with the new value.
+            CatalogChange::SecretRotated(id) => effects.extend(
+                sinks_using(state, *id)
+                    .into_iter()
+                    .map(Implication::StartSink),
+            ),
+            // A sink runs on its cluster's replicas.
+            CatalogChange::ClusterUpdated { old, new } if old.replicas != new.replicas => effects
+                .extend(
+                    sinks_on_cluster(state, new.id)
+                        .into_iter()
+                        .map(Implication::StartSink),
+                ),
+            CatalogChange::ClusterAdded(_)
+            | CatalogChange::ClusterUpdated { .. }
+            | CatalogChange::ClusterDropped(_) => {}
+        }
+    }
+    effects.sort_by_key(Implication::phase);
+    // A sink restarts once however many of its inputs changed.
+    let mut seen = Vec::new();
+    effects.retain(|effect| match effect {
+        Implication::StartSink(sink) if seen.contains(sink) => false,
+        Implication::StartSink(sink) => {
+            seen.push(*sink);
+            true
+        }
+        _ => true,
+    });
+    effects
+}
+
+fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implication>) {
+    match &item.definition {
+        ItemDefinition::Table(table) => effects.push(Implication::RegisterCollection {
+            id: item.id,
+            desc: table.desc.clone(),
+        }),
+        ItemDefinition::Source(source) => {
+            effects.push(Implication::RegisterCollection {
+                id: item.id,
+                desc: source.desc.clone(),
+            });
+            match &source.parent {
+                None => effects.push(Implication::StartGenerator(item.id)),
+                Some((parent, _)) if state.item(*parent).is_none() => {
+                    effects.push(Implication::ReportInconsistent {
+                        id: item.id,
+                        cause: format!("the subsource's source {parent} does not exist"),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        ItemDefinition::Sink(sink) => match sink_inconsistency(state, sink) {
+            Some(cause) => effects.push(Implication::ReportInconsistent { id: item.id, cause }),
+            None => effects.extend([
+                Implication::RecordSinkCreated(item.id),
+                Implication::PlaceReadHold {
+                    collection: sink.from,
+                    sink: item.id,
+                },
+                Implication::StartSink(item.id),
+            ]),
+        },
+        ItemDefinition::Secret | ItemDefinition::Connection(_) => {}
+    }
+}
+
+fn item_updated(old: &CatalogItem, new: &CatalogItem, effects: &mut Vec<Implication>) {
+    match &new.definition {
+        // ALTER SINK: the new version restarts and commits everything pending.
+        ItemDefinition::Sink(_) if old.definition != new.definition => {
+            effects.push(Implication::StartSink(new.id));
+        }
+        _ => {}
+    }
+}
+
+fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
+    match &item.definition {
+        ItemDefinition::Table(_) => effects.push(Implication::DropCollection(item.id)),
+        ItemDefinition::Source(_) => effects.extend([
+            Implication::StopGenerator(item.id),
+            Implication::DropCollection(item.id),
+        ]),
+        ItemDefinition::Sink(sink) => effects.extend([
+            Implication::DropSink(item.id),
+            Implication::ReleaseReadHold {
+                collection: sink.from,
+                sink: item.id,
+            },
+        ]),
+        ItemDefinition::Secret | ItemDefinition::Connection(_) => {}
+    }
+}
+
+/// Why a sink cannot run as the catalog holds it, if it cannot.
+fn sink_inconsistency(state: &CatalogState, sink: &SinkDefinition) -> Option<String> {
+    if state
+        .item(sink.from)
+        .and_then(|from| from.definition.desc())
+        .is_none()
+    {
+        return Some(missing_input_error(sink.from));
+    }
+    if state.item(sink.connection).is_none() {
+        return Some(format!(
+            "the sink's connection {} does not exist",
+            sink.connection
+        ));
+    }
+    if state.cluster(sink.cluster).is_none() {
+        return Some(format!(
+            "the sink's cluster {} does not exist",
+            sink.cluster
+        ));
+    }
+    None
+}
+
+impl Coordinator {
+    /// Commits `ops` in one catalog transaction, then carries out what the
+    /// change implies. The one way DDL changes the catalog.
+    pub(crate) fn catalog_transact(
+        &self,
+        catalog: &mut Catalog,
+        ops: Vec<floe_catalog::Op>,
+    ) -> Result<CatalogDiff, AdapterError> {
+        let diff = catalog.transact(ops)?;
+        self.apply_implications(catalog, &diff)?;
+        Ok(diff)
+    }
+
+    /// Carries out every implication of `diff`. One that fails is logged and
+    /// does not stop the others (one broken object must not keep the rest from
+    /// starting); the first failure is returned.
+    pub(crate) fn apply_implications(
+        &self,
+        catalog: &mut Catalog,
+        diff: &CatalogDiff,
+    ) -> Result<(), AdapterError> {
+        let mut first_error = None;
+        for implication in implications(catalog.state(), diff) {
+            if let Err(error) = self.apply_implication(catalog, &implication) {
+                warn!(?implication, error = %error, "a catalog change's side effect failed");
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn apply_implication(
+        &self,
+        catalog: &mut Catalog,
+        implication: &Implication,
+    ) -> Result<(), AdapterError> {
+        match implication {
+            Implication::DropSink(sink) => {
+                self.sinks.forget(*sink);
+                catalog.record_sink_status(&status_event(*sink, "dropped", None, None))?;
+            }
+            Implication::ReleaseReadHold { collection, sink } => self
+                .storage
+                .drop_read_hold(*collection, &CollectionInput::holder(*sink))?,
+            Implication::StopGenerator(source) => self.generators.stop(*source),
+            Implication::DropCollection(id) => {
+                self.generators.stop(*id);
+                self.storage.drop_collection(*id)?;
+                self.batches.forget(*id);
+            }
+            Implication::RegisterCollection { id, desc } => {
+                self.storage.register(*id, desc.clone())?;
+            }
+            Implication::StartGenerator(source) => {
+                if let Some(ItemDefinition::Source(definition)) =
+                    catalog.state().item(*source).map(|i| &i.definition)
+                {
+                    self.generators.start(
+                        &self.storage,
+                        catalog.state(),
+                        *source,
+                        definition.clone(),
+                    );
+                }
+            }
+            Implication::RecordSinkCreated(sink) => {
+                if catalog.latest_sink_status(*sink)?.is_none() {
+                    catalog.record_sink_status(&status_event(*sink, "created", None, None))?;
+                    info!(%sink, "created sink");
+                }
+            }
+            Implication::PlaceReadHold { collection, sink } => {
+                let holder = CollectionInput::holder(*sink);
+                let held = self.storage.usage().into_iter().any(|usage| {
+                    usage.id == *collection && usage.holds.iter().any(|(h, _)| *h == holder)
+                });
+                if !held {
+                    self.storage
+                        .set_read_hold(*collection, &holder, Timestamp(0))?;
+                }
+            }
+            Implication::StartSink(sink) => {
+                if let Some((status, error)) = self.sinks.start(catalog, *sink)? {
+                    catalog
+                        .record_sink_status_if_changed(&status_event(*sink, status, error, None))?;
+                }
+            }
+            Implication::ReportInconsistent { id, cause } => {
+                warn!(%id, cause, "catalog object is inconsistent: it does not run until it is dropped");
+                if matches!(
+                    catalog.state().item(*id).map(|i| &i.definition),
+                    Some(ItemDefinition::Sink(_))
+                ) {
+                    let hint =
+                        "Drop the sink (DROP SINK) and create it again on an existing relation.";
+                    catalog.record_sink_status_if_changed(&status_event(
+                        *id,
+                        "stalled",
+                        Some(cause.clone()),
+                        Some(serde_json::json!({ "hints": [hint] }).to_string()),
+                    ))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A status change floe itself records (not reported by a sink's task).
+fn status_event(
+    sink: GlobalId,
+    status: &str,
+    error: Option<String>,
+    details: Option<String>,
+) -> SinkStatusEvent {
+    SinkStatusEvent {
+        occurred_at: Timestamp::now().millis(),
+        sink_id: sink,
+        status: status.to_string(),
+        error,
+        details,
+        replica_id: None,
+    }
+}
+
+/// Removes the change logs of collections the catalog no longer has: a crash
+/// between a DROP's commit and its effects leaves them behind.
+pub(crate) fn drop_orphaned_collections(
+    storage: &floe_storage::Storage,
+    state: &CatalogState,
+) -> Result<(), AdapterError> {
+    for id in storage.stored_collections()? {
+        if state.item(id).and_then(|i| i.definition.desc()).is_none() {
+            info!(%id, "dropping the change log of a dropped collection");
+            storage.drop_collection(id)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,61 @@
+//! Sequencing: one `sequence_<statement>` per plan, grouped by statement family.
+//! DDL turns its plan into catalog ops and commits them with
+//! [`Coordinator::catalog_transact`]; what the change means for storage, sinks
+//! and generators follows from the diff (`crate::implications`), never from
+//! the statement.
+
+mod cluster;
+mod connection;
+mod dml;
+mod drop;
+mod secret;
+mod session;
+mod sink;
+mod source;
+mod table;
+
+use floe_sql::plan::Plan;
+
+use crate::coordinator::{Coordinator, ExecuteResponse, Notice};
+use crate::error::AdapterError;
+use crate::session::Session;
+
+/// The response of a statement that returns only its command tag.
+fn command(tag: &str) -> Result<ExecuteResponse, AdapterError> {
+    Ok(ExecuteResponse::Command {
+        tag: tag.to_string(),
+    })
+}
+
+impl Coordinator {
+    pub(crate) async fn sequence(
+        &self,
+        session: &mut Session,
+        plan: Plan,
+        notices: &mut Vec<Notice>,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        match plan {
+            Plan::NoOp { tag } => command(tag),
+            Plan::CreateSecret(plan) => self.sequence_create_secret(plan).await,
+            Plan::AlterSecret(plan) => self.sequence_alter_secret(plan).await,
+            Plan::CreateConnection(plan) => self.sequence_create_connection(plan).await,
+            Plan::ValidateConnection(plan) => self.sequence_validate_connection(plan).await,
+            Plan::CreateSink(plan) => self.sequence_create_sink(plan, notices).await,
+            Plan::AlterSink(plan) => self.sequence_alter_sink(plan).await,
+            Plan::CreateTable(plan) => self.sequence_create_table(plan).await,
+            Plan::CreateSource(plan) => self.sequence_create_source(plan).await,
+            Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
+            Plan::Insert(plan) => self.sequence_insert(plan).await,
+            Plan::Update(plan) => self.sequence_update(plan).await,
+            Plan::Delete(plan) => self.sequence_delete(plan).await,
+            Plan::CreateCluster(plan) => self.sequence_create_cluster(plan).await,
+            Plan::AlterCluster(plan) => self.sequence_alter_cluster(plan).await,
+            Plan::CreateClusterReplica(plan) => self.sequence_create_cluster_replica(plan).await,
+            Plan::DropObjects(plan) => self.sequence_drop_objects(plan).await,
+            Plan::Select(plan) => self.sequence_select(plan).await,
+            Plan::ShowVariable(plan) => self.sequence_show_variable(session, plan),
+            Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,
+            Plan::Transaction(plan) => Ok(self.sequence_transaction(session, plan)),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! CREATE SINK, ALTER SINK.
+
+use floe_catalog::{NewItem, Op};
+use floe_sink::CatalogConfig;
+use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition};
+use floe_sql::plan::{AlterSinkPlan, CreateSinkPlan};
+
+use super::command;
+use crate::connection_config::sink_catalog_config;
+use crate::coordinator::{Coordinator, ExecuteResponse, Notice};
+use crate::error::AdapterError;
+
+impl Coordinator {
+    /// A table that exists and is not this sink's, or a missing namespace,
+    /// refuses the sink. When the catalog cannot be asked (unreachable,
+    /// credentials refused), the sink is created and checks again when it
+    /// starts, stalling with the cause until it is fixed; the client is told
+    /// now. The check runs without the catalog lock, so the relation or the
+    /// connection may be dropped meanwhile: the catalog transaction then
+    /// refuses the sink, naming what is gone.
+    pub(super) async fn sequence_create_sink(
+        &self,
+        plan: CreateSinkPlan,
+        notices: &mut Vec<Notice>,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        match self.purify_sink(&plan.definition).await {
+            Ok(()) => {}
+            Err(AdapterError::SinkCheck(error))
+                if !matches!(
+                    error.kind,
+                    floe_sink::ErrorKind::AlreadyExists | floe_sink::ErrorKind::NamespaceNotFound
+                ) =>
+            {
+                notices.push(Notice {
+                    message: format!(
+                        "could not check the Iceberg table before creating the sink: {error}"
+                    ),
+                    hint: Some(
+                        "The sink checks again when it starts; until the catalog answers, mz_internal.mz_sink_statuses shows it stalled with the cause."
+                            .into(),
+                    ),
+                });
+            }
+            Err(other) => return Err(other),
+        }
+        let mut catalog = self.catalog.lock().await;
+        let id = catalog.reserve_item_ids(1)?[0];
+        self.catalog_transact(
+            &mut catalog,
+            vec![Op::CreateItem(NewItem {
+                id,
+                name: plan.name,
+                definition: ItemDefinition::Sink(plan.definition),
+                create_sql: plan.create_sql,
+                secrets: Vec::new(),
+            })],
+        )?;
+        command("CREATE SINK")
+    }
+
+    /// A real change bumps the sink's version; the diff restarts the sink,
+    /// which commits everything pending in one catch-up commit.
+    pub(super) async fn sequence_alter_sink(
+        &self,
+        plan: AlterSinkPlan,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        let mut catalog = self.catalog.lock().await;
+        let Some(ItemDefinition::Sink(mut sink)) =
+            catalog.state().item(plan.id).map(|i| i.definition.clone())
+        else {
+            return Err(AdapterError::Internal(format!("{} is not a sink", plan.id)));
+        };
+        sink.commit_interval_ms = plan.commit_interval_ms;
+        sink.version += 1;
+        self.catalog_transact(
+            &mut catalog,
+            vec![Op::UpdateItem {
+                id: plan.id,
+                definition: ItemDefinition::Sink(sink),
+                create_sql: plan.create_sql,
+            }],
+        )?;
+        tracing::info!(id = %plan.id, "altered sink");
+        command("ALTER SINK")
+    }
+
+    /// Checks what CREATE SINK needs from the catalog, over the network and
+    /// before anything is written: the namespace exists (created on floe's
+    /// embedded catalog), and the table is missing.
+    async fn purify_sink(&self, definition: &SinkDefinition) -> Result<(), AdapterError> {
+        let as_check = |e: AdapterError| match e {
+            AdapterError::SinkCheck(e) | AdapterError::ConnectionValidation(e) => {
+                AdapterError::SinkCheck(e)
+            }
+            other => AdapterError::SinkCheck(floe_sink::SinkError::new(
+                floe_sink::ErrorKind::InvalidConfig,
+                other.to_string(),
+            )),
+        };
+        let (connection, environment_id) = {
+            let catalog = self.catalog.lock().await;
+            let config = sink_catalog_config(&catalog, &self.config.data_dir, definition)
+                .map_err(as_check)?;
+            (
+                self.sinks
+                    .credentials()
+                    .sink_connection(config)
+                    .map_err(AdapterError::SinkCheck)?,
+                catalog.environment_id().to_string(),
+            )
+        };
+        let namespace = floe_sink::Namespace::parse(&definition.namespace)
+            .map_err(AdapterError::ConnectionValidation)?;
+        if let CatalogConfig::Local {
+            database,
+            warehouse,
+        } = &connection.catalog
+        {
+            let local = floe_sink::LocalCatalog::open(database, warehouse)
+                .map_err(AdapterError::ConnectionValidation)?;
+            if !local
+                .namespace_exists(&namespace)
+                .map_err(AdapterError::ConnectionValidation)?
+            {
+                local
+                    .create_namespace(&namespace, &Default::default())
+                    .map_err(AdapterError::ConnectionValidation)?;
+            }
+        }
+        floe_sink::sink::check_sink_table(
+            &connection,
+            self.sinks.credentials().http(),
+            &namespace,
+            &definition.table,
+            "",
+            &environment_id,
+        )
+        .await
+        .map_err(AdapterError::SinkCheck)?;
+        Ok(())
+    }
+}
