@@ -209,7 +209,12 @@ fn sink_status_history_keeps_the_newest_changes_per_sink() {
     let event = |sink: u64, n: usize| SinkStatusEvent {
         occurred_at: n as u64,
         sink_id: GlobalId::User(sink),
-        status: if n % 2 == 0 { "running" } else { "stalled" }.into(),
+        status: if n.is_multiple_of(2) {
+            "running"
+        } else {
+            "stalled"
+        }
+        .into(),
         error: Some(format!("cause {n}")),
         details: None,
         replica_id: None,
@@ -544,7 +549,13 @@ fn the_diff_lists_what_each_transaction_changed() {
         }])
         .unwrap();
     let new = catalog.state().item(s).unwrap().clone();
-    assert_eq!(diff.changes, [CatalogChange::ItemUpdated { old, new }]);
+    assert_eq!(
+        diff.changes,
+        [CatalogChange::ItemUpdated {
+            old: Box::new(old),
+            new: Box::new(new)
+        }]
+    );
 
     let quickstart = catalog
         .state()

@@ -108,9 +108,10 @@ pub struct CatalogDiff {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatalogChange {
     ItemAdded(CatalogItem),
+    /// Boxed: an update carries two items.
     ItemUpdated {
-        old: CatalogItem,
-        new: CatalogItem,
+        old: Box<CatalogItem>,
+        new: Box<CatalogItem>,
     },
     ItemDropped(CatalogItem),
     /// A secret value of an item that existed before was written: invisible in
@@ -154,8 +155,8 @@ impl CatalogDiff {
             match old.items.get(id) {
                 None => changes.push(CatalogChange::ItemAdded(item.clone())),
                 Some(before) if before != item => changes.push(CatalogChange::ItemUpdated {
-                    old: before.clone(),
-                    new: item.clone(),
+                    old: Box::new(before.clone()),
+                    new: Box::new(item.clone()),
                 }),
                 Some(_) => {}
             }
