@@ -1,8 +1,6 @@
 //! A connection's definition resolved to the settings the sink crate uses:
 //! secret values decrypted, defaults applied.
 
-use std::path::PathBuf;
-
 use floe_catalog::Catalog;
 use floe_repr::GlobalId;
 use floe_sink::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};

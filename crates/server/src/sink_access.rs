@@ -24,7 +24,7 @@ use floe_catalog::Catalog;
 use floe_sink::local::file_uri_path;
 use floe_sink::rest::is_sensitive_property;
 use floe_sink::{CatalogConfig, Namespace};
-use floe_sql::catalog::{ConnectionDefinition, ItemDefinition, PlanCatalog, SinkDefinition};
+use floe_sql::catalog::{ItemDefinition, SinkDefinition};
 use serde_json::{Value, json};
 
 /// What `sink-access` needs besides the sink's name: the server's own settings.
@@ -77,20 +77,8 @@ async fn resolve(settings: &AccessSettings<'_>, sink: &str) -> anyhow::Result<Va
     let catalog = Catalog::open(data_dir, None)
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     let (name, definition) = find_sink(&catalog, sink)?;
-    let Some(ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(iceberg))) = catalog
-        .state()
-        .item(definition.connection)
-        .map(|item| &item.definition)
-    else {
-        bail!("sink {name} has no Iceberg catalog connection");
-    };
-    let config = floe_adapter::coordinator::resolve_catalog_config(
-        &catalog,
-        data_dir,
-        Some(definition.connection),
-        iceberg,
-        &[],
-    )?;
+    let config =
+        floe_adapter::connection_config::sink_catalog_config(&catalog, data_dir, &definition)?;
     let credentials = Credentials::new(
         settings.extra_ca_bundle.clone(),
         settings.aws_principal.clone(),

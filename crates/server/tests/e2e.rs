@@ -1,10 +1,10 @@
 //! End-to-end tests of the `floe` binary over the Postgres wire protocol:
 //! sqllogictest files in both protocols, psql, crash safety, cancellation.
 
-#[path = "e2e/first_hour.rs"]
-mod first_hour;
 #[path = "e2e/consistency.rs"]
 mod consistency;
+#[path = "e2e/first_hour.rs"]
+mod first_hour;
 #[path = "e2e/production.rs"]
 mod production;
 mod support;
