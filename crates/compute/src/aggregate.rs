@@ -101,7 +101,7 @@ impl AggregateKind {
 }
 
 /// One aggregate of a GROUP BY, ready to render.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct AggregatePlan {
     /// The aggregate as the query wrote it (`sum(t.x)`), for messages.
     pub name: String,

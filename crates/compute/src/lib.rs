@@ -9,11 +9,15 @@
 //! and writes the output's differences to the view's own log.
 
 pub mod aggregate;
+pub mod convert;
 pub mod error;
 pub mod eval;
 pub mod lower;
 pub mod plan;
+pub mod render;
+pub mod replica;
 pub mod row;
+pub mod sizes;
 
 pub use error::{ComputeError, DataflowError, ErrorKind};
 pub use lower::compile;
