@@ -54,7 +54,7 @@ pub fn compile(plan: &LogicalPlan, state: &SessionState) -> Result<RenderPlan, C
     })
 }
 
-fn plan_error(error: DataFusionError) -> ComputeError {
+pub(crate) fn plan_error(error: DataFusionError) -> ComputeError {
     match error.find_root() {
         DataFusionError::NotImplemented(message) => ComputeError::unsupported(message),
         _ => ComputeError::plan(error),
@@ -210,7 +210,13 @@ impl Lowering<'_> {
     }
 
     fn lower_scan(&mut self, scan: &TableScan) -> Result<Node, ComputeError> {
-        let name = scan.table_name.to_string();
+        // The name as the query wrote it, resolved against the default catalog and
+        // schema, is how the view's inputs are named.
+        let name = scan
+            .table_name
+            .clone()
+            .resolve(crate::planner::CATALOG, crate::planner::SCHEMA)
+            .to_string();
         let source_schema = scan.source.schema();
         let index = match self.inputs.iter().position(|input| input.name == name) {
             Some(index) => index,

@@ -132,7 +132,8 @@ struct Shared {
 pub struct Replica {
     shared: Arc<Shared>,
     messages: Sender<Message>,
-    guards: Option<timely::communication::WorkerGuards<Result<(), String>>>,
+    /// The worker threads of this process (a mutex makes the replica shareable).
+    guards: Mutex<Option<timely::communication::WorkerGuards<Result<(), String>>>>,
     next_request: Mutex<u64>,
 }
 
@@ -187,7 +188,7 @@ impl Replica {
         Ok(Replica {
             shared,
             messages: sender,
-            guards: Some(guards),
+            guards: Mutex::new(Some(guards)),
             next_request: Mutex::new(0),
         })
     }
@@ -211,6 +212,8 @@ impl Replica {
         let failed = self.shared.failure.lock().unwrap_or_else(|e| e.into_inner()).is_some();
         let stopped = self
             .guards
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_none_or(|g| g.guards().iter().any(|h| h.is_finished()));
         if failed || stopped { Err(self.failure()) } else { Ok(()) }
@@ -302,7 +305,8 @@ impl Replica {
 
     fn stop(&mut self) -> Result<(), ComputeError> {
         let _ = self.send(Message::Command(Command::Shutdown));
-        let Some(guards) = self.guards.take() else {
+        let guards = self.guards.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(guards) = guards else {
             return Ok(());
         };
         let mut failure = None;
@@ -418,7 +422,12 @@ fn run_worker(worker: &mut Worker, shared: &Arc<Shared>) -> Result<(), String> {
     };
     // Only worker 0 sends commands; the others close their command input at once so
     // that it holds nothing back.
-    let mut commands = if leader { Some(commands) } else { None };
+    let mut commands = if leader {
+        Some(commands)
+    } else {
+        drop(commands);
+        None
+    };
     let mut shutting_down = false;
     let mut answered: BTreeMap<u64, ()> = BTreeMap::new();
     loop {

@@ -1,0 +1,232 @@
+//! A join + aggregate view over two large tables (1M rows each by default) under a
+//! steady stream of changes, with the reference figures measured in the same run:
+//! - latency: time from a change's write to the view's upper passing it (p50, p99,
+//!   max), at `FLOE_BENCH_RATE` changes per second (1,000 by default);
+//! - cost: maintaining a batch of 1,000 changes against DataFusion recomputing the
+//!   query over the full inputs;
+//! - memory: bytes per maintained row (arrangement sizes, and process RSS).
+//!
+//! `cargo bench -p floe-compute --bench maintain` (release build). `FLOE_BENCH_ROWS`
+//! sets the table size.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use floe_compute::maintain::{InputLog, Maintainer, OutputLog, View};
+use floe_compute::memory::MemoryLog;
+use floe_compute::planner::{session_for, sql_planner};
+use floe_compute::replica::{DataflowSpec, InputSpec, Replica, ReplicaConfig};
+use floe_repr::{ColumnType, Datum, RelationDesc, Row, SqlScalarType};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const QUERY: &str = "SELECT c.region, count(*) AS orders, sum(o.amount) AS amount \
+                     FROM orders o JOIN customers c ON o.customer = c.id GROUP BY c.region";
+
+fn desc(columns: &[(&str, SqlScalarType)]) -> RelationDesc {
+    RelationDesc {
+        columns: columns
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.to_string(),
+                    ColumnType {
+                        scalar_type: t.clone(),
+                        nullable: false,
+                    },
+                )
+            })
+            .collect(),
+        unique_keys: vec![vec![0]],
+    }
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn order(id: i64, customer: i64, amount: i64) -> Row {
+    vec![Datum::Int64(id), Datum::Int64(customer), Datum::Int64(amount)]
+}
+
+struct Bench {
+    customers: MemoryLog,
+    orders: MemoryLog,
+    /// The current amount of each order.
+    amounts: Vec<(i64, i64)>,
+    output: MemoryLog,
+    rng: StdRng,
+}
+
+impl Bench {
+    /// `count` changes: an order's amount changes (a retraction and an insertion).
+    fn change(&mut self, count: usize) -> u64 {
+        let mut updates = Vec::with_capacity(count * 2);
+        for _ in 0..count {
+            let id = self.rng.random_range(0..self.amounts.len());
+            let (customer, amount) = self.amounts[id];
+            let new_amount = self.rng.random_range(1..1000);
+            updates.push((order(id as i64, customer, amount), -1));
+            updates.push((order(id as i64, customer, new_amount), 1));
+            self.amounts[id] = (customer, new_amount);
+        }
+        self.orders.write(updates)
+    }
+
+    /// Waits until the view's upper passes `time`; returns how long that took.
+    fn wait_past(&self, time: u64, started: Instant) -> Duration {
+        while self.output.current_upper() <= time {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        started.elapsed()
+    }
+
+    /// Keeps the customers' upper with the orders' (an idle table's upper moves on).
+    fn tick(&self) {
+        self.customers.advance(self.orders.current_upper());
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+fn recompute(bench: &Bench, spec: &DataflowSpec) -> Duration {
+    let context = session_for(spec).expect("session");
+    for (input, log) in spec.inputs.iter().zip([&bench.customers, &bench.orders]) {
+        let contents = log.contents_at(u64::MAX - 1).rows;
+        let rows: Vec<Row> = contents.into_iter().map(|(r, _)| r).collect();
+        let batch = floe_arrow::rows_to_batch(&input.desc, &rows).expect("batch");
+        let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]]).expect("table");
+        let _ = context.deregister_table(input.name.as_str());
+        context.register_table(input.name.as_str(), Arc::new(table)).expect("register");
+    }
+    let started = Instant::now();
+    let frame = futures::executor::block_on(context.sql(QUERY)).expect("plan");
+    let batches = futures::executor::block_on(frame.collect()).expect("run");
+    let elapsed = started.elapsed();
+    assert!(!batches.is_empty());
+    elapsed
+}
+
+fn main() {
+    let rows = env("FLOE_BENCH_ROWS", 1_000_000) as i64;
+    let rate = env("FLOE_BENCH_RATE", 1_000);
+    let seconds = env("FLOE_BENCH_SECONDS", 10);
+    let workers = env("FLOE_BENCH_WORKERS", 2) as usize;
+    let mut rng = StdRng::seed_from_u64(1);
+    let customers = MemoryLog::new();
+    customers.write((0..rows).map(|id| (vec![Datum::Int64(id), Datum::Text(format!("r{}", id % 100))], 1)).collect());
+    let orders = MemoryLog::new();
+    let amounts: Vec<(i64, i64)> = (0..rows).map(|_| (rng.random_range(0..rows), rng.random_range(1..1000))).collect();
+    orders.write(amounts.iter().enumerate().map(|(id, (c, a))| (order(id as i64, *c, *a), 1)).collect());
+    customers.advance(orders.current_upper());
+    let spec = DataflowSpec {
+        id: 1,
+        name: "bench".into(),
+        query: QUERY.into(),
+        inputs: vec![
+            InputSpec {
+                name: "materialize.public.customers".into(),
+                desc: desc(&[("id", SqlScalarType::Int64), ("region", SqlScalarType::Text)]),
+            },
+            InputSpec {
+                name: "materialize.public.orders".into(),
+                desc: desc(&[("id", SqlScalarType::Int64), ("customer", SqlScalarType::Int64), ("amount", SqlScalarType::Int64)]),
+            },
+        ],
+        as_of: 0,
+    };
+    let mut bench = Bench {
+        customers,
+        orders,
+        amounts,
+        output: MemoryLog::new(),
+        rng,
+    };
+    println!("tables: 2 x {rows} rows; view: {QUERY}");
+    println!("workers: {workers}");
+
+    let rss_before = rss_bytes();
+    let replica = Arc::new(Replica::start(ReplicaConfig { workers, cluster: None }, sql_planner()).expect("replica"));
+    let started = Instant::now();
+    let maintainer = Maintainer::start(
+        replica.clone(),
+        View {
+            spec: spec.clone(),
+            inputs: vec![Arc::new(bench.customers.clone()) as Arc<dyn InputLog>, Arc::new(bench.orders.clone())],
+            output: Box::new(bench.output.clone()) as Box<dyn OutputLog>,
+        },
+    );
+    let hydrated = bench.wait_past(bench.orders.current_upper() - 1, started);
+    println!("hydration (initial snapshot of {} input rows): {:.2?}", 2 * rows, hydrated);
+
+    // Latency under a steady rate: a write every 10 ms.
+    let per_write = (rate / 100).max(1) as usize;
+    let mut latencies = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut next = Instant::now();
+    while Instant::now() < deadline {
+        let written = Instant::now();
+        let time = bench.change(per_write);
+        bench.tick();
+        latencies.push((time, written));
+        next += Duration::from_millis(10);
+        // Collect the latencies that have completed.
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    let mut samples = Vec::new();
+    for (time, written) in latencies {
+        samples.push(bench.wait_past(time, written));
+    }
+    samples.sort();
+    println!(
+        "latency, change -> view upper past it, {} writes of {per_write} changes: p50 {:.2?}  p99 {:.2?}  max {:.2?}  (goal: p99 < 1 s)",
+        samples.len(),
+        percentile(&samples, 0.5),
+        percentile(&samples, 0.99),
+        samples.last().copied().unwrap_or_default()
+    );
+
+    // Cost: 1,000 changes at once, against recomputing the query.
+    let mut maintain_costs = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let time = bench.change(1_000);
+        bench.tick();
+        maintain_costs.push(bench.wait_past(time, started));
+    }
+    maintain_costs.sort();
+    let maintain = percentile(&maintain_costs, 0.5);
+    let recompute = recompute(&bench, &spec);
+    println!(
+        "1,000 changes maintained: {maintain:.2?} (median of 5)  |  DataFusion recomputing the query: {recompute:.2?}  |  {:.0}x cheaper (goal >= 100x)",
+        recompute.as_secs_f64() / maintain.as_secs_f64().max(1e-9)
+    );
+
+    let sizes = replica.arrangement_sizes(Duration::from_secs(60)).expect("sizes");
+    let records: u64 = sizes.iter().map(|s| s.records).sum();
+    let bytes: u64 = sizes.iter().map(|s| s.bytes).sum();
+    let rss_after = rss_bytes();
+    println!(
+        "memory: arrangements hold {records} updates in {:.1} MB = {:.0} bytes per input row; process RSS grew {:.1} MB = {:.0} bytes per input row",
+        bytes as f64 / 1e6,
+        bytes as f64 / (2 * rows) as f64,
+        rss_after.saturating_sub(rss_before) as f64 / 1e6,
+        rss_after.saturating_sub(rss_before) as f64 / (2 * rows) as f64
+    );
+    for size in sizes.iter().filter(|s| s.records > 0) {
+        println!("  worker {} {:<28} {:>10} updates {:>12} bytes", size.worker, size.operator, size.records, size.bytes);
+    }
+    maintainer.stop();
+}

@@ -1,0 +1,91 @@
+//! The randomized differential test: random views over randomly changing tables
+//! equal DataFusion's batch evaluation of the same query after every round.
+
+use floe_repr::{Row, SqlScalarType};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::grammar::{Gen, Query, random_row};
+use crate::support::*;
+
+/// The seeds to run: `FLOE_COMPUTE_SEEDS=first..end` widens the search.
+fn seeds() -> std::ops::Range<u64> {
+    std::env::var("FLOE_COMPUTE_SEEDS")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once("..")?;
+            Some(a.parse().ok()?..b.parse().ok()?)
+        })
+        .unwrap_or(0..3)
+}
+
+pub fn tables() -> (Table, Table) {
+    let columns = |i: &'static str, t: &'static str| {
+        [("a", SqlScalarType::Int64), (i, SqlScalarType::Int64), (t, SqlScalarType::Text)]
+    };
+    (Table::new("t1", &columns("b", "c")), Table::new("t2", &columns("d", "e")))
+}
+
+/// Inserts and deletes a few random rows, in one write.
+pub fn change(rng: &mut StdRng, table: &Table) {
+    let contents = table.contents();
+    let mut updates: Vec<(Row, i64)> = Vec::new();
+    for _ in 0..rng.random_range(0..5) {
+        updates.push((random_row(rng), 1));
+    }
+    for _ in 0..rng.random_range(0..4) {
+        if contents.is_empty() {
+            break;
+        }
+        let victim = contents[rng.random_range(0..contents.len())].clone();
+        if !updates.iter().any(|(r, d)| *d < 0 && *r == victim) {
+            updates.push((victim, -1));
+        }
+    }
+    table.log.write(updates);
+}
+
+/// Checks a view against DataFusion's batch answer: equal rows, or, when the batch
+/// evaluation fails, an error in the view.
+pub fn check(view: &Maintained, query: &Query, tables: &[&Table], context: &str) {
+    let (rows, errors) = view.settle();
+    match batch_answer(&query.sql, tables) {
+        Ok(expected) => {
+            assert!(errors.is_empty(), "{context}: view has errors {errors:?}\n{}", query.sql);
+            assert_eq!(counts(&rows), counts(&expected), "{context}:\n{}", query.sql);
+        }
+        Err(batch_error) => {
+            assert!(
+                !errors.is_empty(),
+                "{context}: batch evaluation failed ({batch_error}) but the view has no error\n{}",
+                query.sql
+            );
+        }
+    }
+}
+
+#[test]
+fn random_views_equal_batch_evaluation_after_every_round() {
+    for seed in seeds() {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let replica = replica(2);
+        let (t1, t2) = tables();
+        for _ in 0..3 {
+            change(&mut rng, &t1);
+            change(&mut rng, &t2);
+        }
+        let queries: Vec<Query> = (0..6).map(|_| Gen::new(&mut rng).query(2)).collect();
+        let views: Vec<Maintained> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| maintain(&replica, i as u64 + 1, &q.sql, &[&t1, &t2], floe_compute::memory::MemoryLog::new()))
+            .collect();
+        for round in 0..5 {
+            for (view, query) in views.iter().zip(&queries) {
+                check(view, query, &[&t1, &t2], &format!("seed {seed} round {round}"));
+            }
+            change(&mut rng, &t1);
+            change(&mut rng, &t2);
+        }
+    }
+}
