@@ -112,8 +112,8 @@ fn recompute(bench: &Bench, spec: &DataflowSpec) -> Duration {
         context.register_table(input.name.as_str(), Arc::new(table)).expect("register");
     }
     let started = Instant::now();
-    let frame = futures::executor::block_on(context.sql(QUERY)).expect("plan");
-    let batches = futures::executor::block_on(frame.collect()).expect("run");
+    let frame = runtime().block_on(context.sql(QUERY)).expect("plan");
+    let batches = runtime().block_on(frame.collect()).expect("run");
     let elapsed = started.elapsed();
     assert!(!batches.is_empty());
     elapsed
@@ -229,4 +229,12 @@ fn main() {
         println!("  worker {} {:<28} {:>10} updates {:>12} bytes", size.worker, size.operator, size.records, size.bytes);
     }
     maintainer.stop();
+}
+
+/// A runtime for DataFusion's batch execution.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }

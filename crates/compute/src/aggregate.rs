@@ -15,7 +15,7 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, Int64Array,
     UInt64Array, new_null_array,
 };
-use datafusion::arrow::compute::{SortOptions, cast};
+use datafusion::arrow::compute::{SortOptions, cast, nullif};
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Field, FieldRef, Int64Type, Schema, SchemaRef, UInt64Type,
 };
@@ -253,9 +253,12 @@ impl AggregatePlan {
                 accumulator
                     .merge_batch(&states, &groups, None, accums.len())
                     .map_err(ComputeError::internal)?;
-                accumulator
+                let result = accumulator
                     .evaluate(EmitTo::All)
-                    .map_err(ComputeError::internal)?
+                    .map_err(ComputeError::internal)?;
+                // A group without a non-NULL value sums and averages to NULL.
+                let empty = BooleanArray::from_iter(accums.iter().map(|a| Some(a.count <= 0)));
+                nullif(&result, &empty).map_err(ComputeError::internal)?
             }
             _ => return Err(ComputeError::internal("not an accumulable aggregate")),
         };

@@ -15,7 +15,7 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, DFSchemaRef, NullEquality};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::ExecutionProps;
-use datafusion::execution::session_state::SessionState;
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::expr::{AggregateFunction, NullTreatment};
 use datafusion::logical_expr::logical_plan::{
     Aggregate, Distinct, FetchType, Join, JoinType, Limit, SkipType, TableScan,
@@ -39,6 +39,13 @@ use crate::row::{Row, RowCodec};
 /// it, before optimization).
 pub fn compile(plan: &LogicalPlan, state: &SessionState) -> Result<RenderPlan, ComputeError> {
     check_deterministic(plan)?;
+    // Uncorrelated scalar subqueries become joins too (DataFusion otherwise leaves
+    // them to its physical executor, which has no incremental counterpart).
+    let mut config = state.config().clone();
+    config.options_mut().optimizer.enable_physical_uncorrelated_scalar_subquery = false;
+    let state = SessionStateBuilder::new_from_existing(state.clone())
+        .with_config(config)
+        .build();
     let optimized = state.optimize(plan).map_err(plan_error)?;
     // The optimizer can only have removed calls; check what remains once more.
     check_deterministic(&optimized)?;
@@ -328,9 +335,10 @@ impl Lowering<'_> {
             })),
         };
         if swap && matches!(kind, JoinKind::Inner | JoinKind::LeftOuter) {
-            // The rows came out right side first; put the columns back in order.
-            let exprs: Vec<Arc<dyn PhysicalExpr>> = (right_columns..right_columns + left_columns)
-                .chain(0..right_columns)
+            // The rows came out with the query's right side first (it is the lowered
+            // left): put the query's left side's columns first again.
+            let exprs: Vec<Arc<dyn PhysicalExpr>> = (left_columns..left_columns + right_columns)
+                .chain(0..left_columns)
                 .map(|index| {
                     let field = node.schema.field(index);
                     Arc::new(Column::new(field.name(), index)) as Arc<dyn PhysicalExpr>

@@ -95,7 +95,8 @@ impl<'a> Gen<'a> {
     /// An integer expression over `source` (qualified by `q`).
     pub fn int_expr(&mut self, source: &Source, q: &str, depth: usize) -> String {
         let Some(col) = self.column(source, q, Ty::Int) else {
-            return format!("{}", self.rng.random_range(-2..5));
+            // Not a bare literal: GROUP BY 2 would mean the second column.
+            return format!("({} + 0)", self.rng.random_range(-2..5));
         };
         if depth == 0 {
             return col;

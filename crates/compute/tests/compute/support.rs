@@ -157,10 +157,10 @@ pub fn batch_answer(query: &str, tables: &[&Table]) -> Result<Vec<Row>, String> 
         let _ = context.deregister_table(table.name.as_str());
         context.register_table(table.name.as_str(), Arc::new(provider)).map_err(|e| e.to_string())?;
     }
-    let frame = futures::executor::block_on(context.sql(query)).map_err(|e| e.to_string())?;
+    let frame = runtime().block_on(context.sql(query)).map_err(|e| e.to_string())?;
     let fields: Vec<datafusion::arrow::datatypes::Field> =
         frame.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
-    let batches = futures::executor::block_on(frame.collect()).map_err(|e| e.to_string())?;
+    let batches = runtime().block_on(frame.collect()).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for batch in batches {
         let columns: Vec<Vec<Datum>> = batch
@@ -192,4 +192,12 @@ pub fn counts(rows: &[Row]) -> BTreeMap<String, usize> {
         *out.entry(format!("{row:?}")).or_insert(0) += 1;
     }
     out
+}
+
+/// A runtime for DataFusion's batch execution.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
