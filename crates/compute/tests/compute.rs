@@ -18,3 +18,6 @@ mod random;
 
 #[path = "compute/cluster.rs"]
 mod cluster;
+
+#[path = "compute/maintenance.rs"]
+mod maintenance;
