@@ -45,17 +45,28 @@ fn desc(columns: &[(&str, SqlScalarType)]) -> RelationDesc {
 }
 
 fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
 fn order(id: i64, customer: i64, amount: i64) -> Row {
-    vec![Datum::Int64(id), Datum::Int64(customer), Datum::Int64(amount)]
+    vec![
+        Datum::Int64(id),
+        Datum::Int64(customer),
+        Datum::Int64(amount),
+    ]
 }
 
 struct Bench {
@@ -107,9 +118,12 @@ fn recompute(bench: &Bench, spec: &DataflowSpec) -> Duration {
         let contents = log.contents_at(u64::MAX - 1).rows;
         let rows: Vec<Row> = contents.into_iter().map(|(r, _)| r).collect();
         let batch = floe_arrow::rows_to_batch(&input.desc, &rows).expect("batch");
-        let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]]).expect("table");
+        let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]])
+            .expect("table");
         let _ = context.deregister_table(input.name.as_str());
-        context.register_table(input.name.as_str(), Arc::new(table)).expect("register");
+        context
+            .register_table(input.name.as_str(), Arc::new(table))
+            .expect("register");
     }
     let started = Instant::now();
     let frame = runtime().block_on(context.sql(QUERY)).expect("plan");
@@ -126,10 +140,27 @@ fn main() {
     let workers = env("FLOE_BENCH_WORKERS", 2) as usize;
     let mut rng = StdRng::seed_from_u64(1);
     let customers = MemoryLog::new();
-    customers.write((0..rows).map(|id| (vec![Datum::Int64(id), Datum::Text(format!("r{}", id % 100))], 1)).collect());
+    customers.write(
+        (0..rows)
+            .map(|id| {
+                (
+                    vec![Datum::Int64(id), Datum::Text(format!("r{}", id % 100))],
+                    1,
+                )
+            })
+            .collect(),
+    );
     let orders = MemoryLog::new();
-    let amounts: Vec<(i64, i64)> = (0..rows).map(|_| (rng.random_range(0..rows), rng.random_range(1..1000))).collect();
-    orders.write(amounts.iter().enumerate().map(|(id, (c, a))| (order(id as i64, *c, *a), 1)).collect());
+    let amounts: Vec<(i64, i64)> = (0..rows)
+        .map(|_| (rng.random_range(0..rows), rng.random_range(1..1000)))
+        .collect();
+    orders.write(
+        amounts
+            .iter()
+            .enumerate()
+            .map(|(id, (c, a))| (order(id as i64, *c, *a), 1))
+            .collect(),
+    );
     customers.advance(orders.current_upper());
     let spec = DataflowSpec {
         id: 1,
@@ -138,11 +169,18 @@ fn main() {
         inputs: vec![
             InputSpec {
                 name: "materialize.public.customers".into(),
-                desc: desc(&[("id", SqlScalarType::Int64), ("region", SqlScalarType::Text)]),
+                desc: desc(&[
+                    ("id", SqlScalarType::Int64),
+                    ("region", SqlScalarType::Text),
+                ]),
             },
             InputSpec {
                 name: "materialize.public.orders".into(),
-                desc: desc(&[("id", SqlScalarType::Int64), ("customer", SqlScalarType::Int64), ("amount", SqlScalarType::Int64)]),
+                desc: desc(&[
+                    ("id", SqlScalarType::Int64),
+                    ("customer", SqlScalarType::Int64),
+                    ("amount", SqlScalarType::Int64),
+                ]),
             },
         ],
         as_of: 0,
@@ -158,18 +196,34 @@ fn main() {
     println!("workers: {workers}");
 
     let rss_before = rss_bytes();
-    let replica = Arc::new(Replica::start(ReplicaConfig { workers, cluster: None }, sql_planner()).expect("replica"));
+    let replica = Arc::new(
+        Replica::start(
+            ReplicaConfig {
+                workers,
+                cluster: None,
+            },
+            sql_planner(),
+        )
+        .expect("replica"),
+    );
     let started = Instant::now();
     let maintainer = Maintainer::start(
         replica.clone(),
         View {
             spec: spec.clone(),
-            inputs: vec![Arc::new(bench.customers.clone()) as Arc<dyn InputLog>, Arc::new(bench.orders.clone())],
+            inputs: vec![
+                Arc::new(bench.customers.clone()) as Arc<dyn InputLog>,
+                Arc::new(bench.orders.clone()),
+            ],
             output: Box::new(bench.output.clone()) as Box<dyn OutputLog>,
         },
     );
     let hydrated = bench.wait_past(bench.orders.current_upper() - 1, started);
-    println!("hydration (initial snapshot of {} input rows): {:.2?}", 2 * rows, hydrated);
+    println!(
+        "hydration (initial snapshot of {} input rows): {:.2?}",
+        2 * rows,
+        hydrated
+    );
 
     // Latency under a steady rate: a write every 10 ms.
     let per_write = (rate / 100).max(1) as usize;
@@ -214,7 +268,9 @@ fn main() {
         recompute.as_secs_f64() / maintain.as_secs_f64().max(1e-9)
     );
 
-    let sizes = replica.arrangement_sizes(Duration::from_secs(60)).expect("sizes");
+    let sizes = replica
+        .arrangement_sizes(Duration::from_secs(60))
+        .expect("sizes");
     let records: u64 = sizes.iter().map(|s| s.records).sum();
     let bytes: u64 = sizes.iter().map(|s| s.bytes).sum();
     let rss_after = rss_bytes();
@@ -226,7 +282,10 @@ fn main() {
         rss_after.saturating_sub(rss_before) as f64 / (2 * rows) as f64
     );
     for size in sizes.iter().filter(|s| s.records > 0) {
-        println!("  worker {} {:<28} {:>10} updates {:>12} bytes", size.worker, size.operator, size.records, size.bytes);
+        println!(
+            "  worker {} {:<28} {:>10} updates {:>12} bytes",
+            size.worker, size.operator, size.records, size.bytes
+        );
     }
     maintainer.stop();
 }

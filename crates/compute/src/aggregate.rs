@@ -12,16 +12,16 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, Int64Array,
-    UInt64Array, new_null_array,
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, Int64Array, UInt64Array,
+    new_null_array,
 };
 use datafusion::arrow::compute::{SortOptions, cast, nullif};
 use datafusion::arrow::datatypes::{
     DataType, Decimal128Type, Field, FieldRef, Int64Type, Schema, SchemaRef, UInt64Type,
 };
 use datafusion::logical_expr::AggregateUDF;
-use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::EmitTo;
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::physical_expr::PhysicalExpr;
 use differential_dataflow::difference::{Abelian, IsZero, Monoid, Multiply, Semigroup};
 use serde::{Deserialize, Serialize};
@@ -32,7 +32,9 @@ use crate::row::{Row, RowCodec};
 /// The state of an accumulable aggregate, carried in the difference of updates:
 /// how many rows had a non-NULL argument and the exact sum of the arguments
 /// (integers, or decimals' unscaled values; the number of `true`s for booleans).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Accum {
     pub count: i64,
     pub sum: i128,
@@ -227,9 +229,9 @@ impl AggregatePlan {
     ) -> Result<(ArrayRef, Vec<(usize, DataflowError)>), ComputeError> {
         let mut errors = Vec::new();
         let array: ArrayRef = match self.kind {
-            AggregateKind::Count => Arc::new(Int64Array::from_iter_values(
-                accums.iter().map(|a| a.count),
-            )),
+            AggregateKind::Count => {
+                Arc::new(Int64Array::from_iter_values(accums.iter().map(|a| a.count)))
+            }
             AggregateKind::BoolAnd | AggregateKind::BoolOr => {
                 let and = self.kind == AggregateKind::BoolAnd;
                 Arc::new(BooleanArray::from_iter(accums.iter().map(|a| {
@@ -274,14 +276,17 @@ impl AggregatePlan {
     fn states(
         &self,
         accums: &[Accum],
-    ) -> Result<(Vec<ArrayRef>, Vec<(usize, DataflowError)>), ComputeError> {
+    ) -> Result<(Vec<ArrayRef>, crate::error::RowErrors), ComputeError> {
         let Some(sum_type) = self.state_types.last() else {
             return Err(ComputeError::internal("aggregate without state"));
         };
         let mut errors = Vec::new();
         let mut present = |i: usize, fits: bool, a: &Accum| {
             if a.count > 0 && !fits {
-                errors.push((i, DataflowError::new("22003", format!("{} out of range", self.name))));
+                errors.push((
+                    i,
+                    DataflowError::new("22003", format!("{} out of range", self.name)),
+                ));
             }
             a.count > 0 && fits
         };
@@ -302,18 +307,21 @@ impl AggregatePlan {
                 accums.iter().map(|a| (a.count > 0).then_some(a.sum as f64)),
             )),
             DataType::Decimal128(precision, scale) => {
-                let limit = 10i128.checked_pow(u32::from(*precision)).unwrap_or(i128::MAX);
-                let array = Decimal128Array::from_iter(accums.iter().enumerate().map(|(i, a)| {
-                    present(i, a.sum.abs() < limit, a).then_some(a.sum)
-                }))
+                let limit = 10i128
+                    .checked_pow(u32::from(*precision))
+                    .unwrap_or(i128::MAX);
+                let array = Decimal128Array::from_iter(
+                    accums
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| present(i, a.sum.abs() < limit, a).then_some(a.sum)),
+                )
                 .with_precision_and_scale(*precision, *scale)
                 .map_err(ComputeError::internal)?;
                 Arc::new(array)
             }
             other => {
-                return Err(ComputeError::internal(format!(
-                    "sum state of type {other}"
-                )));
+                return Err(ComputeError::internal(format!("sum state of type {other}")));
             }
         };
         let states = if self.state_types.len() == 2 {
@@ -426,7 +434,8 @@ fn internal(message: &str) -> DataflowError {
 
 /// An integer or decimal column's values as exact integers (decimals unscaled).
 fn integer_values(array: &ArrayRef) -> Result<Vec<i128>, DataflowError> {
-    let to_error = |e: datafusion::arrow::error::ArrowError| DataflowError::new("22000", e.to_string());
+    let to_error =
+        |e: datafusion::arrow::error::ArrowError| DataflowError::new("22000", e.to_string());
     Ok(match array.data_type() {
         DataType::Decimal128(_, _) => array
             .as_primitive::<Decimal128Type>()

@@ -53,7 +53,11 @@ impl InputConverter {
                 Ok(row) => errs.push((
                     DataflowError::new(
                         "XX000",
-                        format!("input row has {} columns, expected {}", row.len(), self.desc.columns.len()),
+                        format!(
+                            "input row has {} columns, expected {}",
+                            row.len(),
+                            self.desc.columns.len()
+                        ),
                     ),
                     time,
                     diff,
@@ -67,9 +71,18 @@ impl InputConverter {
         match self.columns(&rows) {
             Ok(columns) => match self.codec.encode(&columns, rows.len()) {
                 Ok(encoded) => {
-                    out.extend(encoded.into_iter().zip(stamps).map(|(row, (t, d))| (row, t, d)));
+                    out.extend(
+                        encoded
+                            .into_iter()
+                            .zip(stamps)
+                            .map(|(row, (t, d))| (row, t, d)),
+                    );
                 }
-                Err(e) => errs.extend(stamps.into_iter().map(|(t, d)| (DataflowError::new("XX000", e.message.clone()), t, d))),
+                Err(e) => errs.extend(
+                    stamps
+                        .into_iter()
+                        .map(|(t, d)| (DataflowError::new("XX000", e.message.clone()), t, d)),
+                ),
             },
             Err(e) => errs.extend(stamps.into_iter().map(|(t, d)| (e.clone(), t, d))),
         }
@@ -86,7 +99,8 @@ impl InputConverter {
                 if column.data_type() == field.data_type() {
                     Ok(column.clone())
                 } else {
-                    cast(column, field.data_type()).map_err(|e| DataflowError::new("22000", e.to_string()))
+                    cast(column, field.data_type())
+                        .map_err(|e| DataflowError::new("22000", e.to_string()))
                 }
             })
             .collect()
@@ -101,7 +115,10 @@ pub struct OutputConverter {
 }
 
 impl OutputConverter {
-    pub fn new(node_schema: SchemaRef, output: &SchemaRef) -> Result<OutputConverter, ComputeError> {
+    pub fn new(
+        node_schema: SchemaRef,
+        output: &SchemaRef,
+    ) -> Result<OutputConverter, ComputeError> {
         Ok(OutputConverter {
             codec: RowCodec::new(node_schema)?,
             fields: output.fields().iter().map(|f| f.as_ref().clone()).collect(),

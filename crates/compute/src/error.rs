@@ -6,6 +6,9 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use serde::{Deserialize, Serialize};
 
+/// Errors of single rows, by the row's index in a batch.
+pub type RowErrors<I = usize> = Vec<(I, DataflowError)>;
+
 /// What kind of failure a [`ComputeError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {

@@ -173,7 +173,11 @@ pub fn evaluate_columns(
     exprs: &[Arc<dyn PhysicalExpr>],
     schema: &SchemaRef,
     input: &RecordBatch,
-) -> (Result<Vec<ArrayRef>, ComputeError>, Vec<u32>, Vec<(u32, DataflowError)>) {
+) -> (
+    Result<Vec<ArrayRef>, ComputeError>,
+    Vec<u32>,
+    crate::error::RowErrors<u32>,
+) {
     let mfp = Mfp {
         input: input.schema(),
         steps: vec![Step::Project(exprs.to_vec(), schema.clone())],

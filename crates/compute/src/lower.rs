@@ -25,9 +25,7 @@ use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, SortExpr,
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 
-use crate::aggregate::{
-    AggregateKind, AggregatePlan, extreme_codec, state_types, sums_exactly,
-};
+use crate::aggregate::{AggregateKind, AggregatePlan, extreme_codec, state_types, sums_exactly};
 use crate::error::ComputeError;
 use crate::eval::{Mfp, Step, nullable_schema};
 use crate::plan::{
@@ -42,7 +40,10 @@ pub fn compile(plan: &LogicalPlan, state: &SessionState) -> Result<RenderPlan, C
     // Uncorrelated scalar subqueries become joins too (DataFusion otherwise leaves
     // them to its physical executor, which has no incremental counterpart).
     let mut config = state.config().clone();
-    config.options_mut().optimizer.enable_physical_uncorrelated_scalar_subquery = false;
+    config
+        .options_mut()
+        .optimizer
+        .enable_physical_uncorrelated_scalar_subquery = false;
     let state = SessionStateBuilder::new_from_existing(state.clone())
         .with_config(config)
         .build();
@@ -209,10 +210,11 @@ impl Lowering<'_> {
             LogicalPlan::Subquery(_) => Err(ComputeError::unsupported("this form of subquery")),
             LogicalPlan::RecursiveQuery(_) => Err(ComputeError::unsupported("WITH RECURSIVE")),
             LogicalPlan::Unnest(_) => Err(ComputeError::unsupported("UNNEST")),
-            other => Err(ComputeError::unsupported(format!(
-                "{}",
-                other.display().to_string().split(':').next().unwrap_or("this statement")
-            ))),
+            other => {
+                let display = other.display().to_string();
+                let construct = display.split(':').next().unwrap_or("this statement");
+                Err(ComputeError::unsupported(construct))
+            }
         }
     }
 
@@ -241,8 +243,9 @@ impl Lowering<'_> {
             kind: NodeKind::Input(index),
         };
         if !scan.filters.is_empty() {
-            let qualified = DFSchema::try_from_qualified_schema(scan.table_name.clone(), &source_schema)
-                .map_err(plan_error)?;
+            let qualified =
+                DFSchema::try_from_qualified_schema(scan.table_name.clone(), &source_schema)
+                    .map_err(plan_error)?;
             for filter in &scan.filters {
                 let predicate = self.physical(filter, &qualified)?;
                 node = with_step(node, Step::Filter(predicate));
@@ -256,7 +259,10 @@ impl Lowering<'_> {
                     Arc::new(Column::new(field.name(), *index)) as Arc<dyn PhysicalExpr>
                 })
                 .collect();
-            node = with_step(node, Step::Project(exprs, arrow_schema(&scan.projected_schema)));
+            node = with_step(
+                node,
+                Step::Project(exprs, arrow_schema(&scan.projected_schema)),
+            );
         }
         Ok(node)
     }
@@ -293,13 +299,12 @@ impl Lowering<'_> {
                 left_type.clone()
             } else {
                 comparison_coercion(&left_type, &right_type).ok_or_else(|| {
-                    ComputeError::unsupported(format!(
-                        "a join of {left_type} with {right_type}"
-                    ))
+                    ComputeError::unsupported(format!("a join of {left_type} with {right_type}"))
                 })?
             };
             left_keys.push(self.physical(&cast_expr(l, &left_type, &common), left_plan.schema())?);
-            right_keys.push(self.physical(&cast_expr(r, &right_type, &common), right_plan.schema())?);
+            right_keys
+                .push(self.physical(&cast_expr(r, &right_type, &common), right_plan.schema())?);
             key_fields.push(Field::new(format!("k{index}"), common, true));
         }
         let pair = left_plan
@@ -356,7 +361,9 @@ impl Lowering<'_> {
             .fields()
             .iter()
             .enumerate()
-            .map(|(index, field)| Arc::new(Column::new(field.name(), index)) as Arc<dyn PhysicalExpr>)
+            .map(|(index, field)| {
+                Arc::new(Column::new(field.name(), index)) as Arc<dyn PhysicalExpr>
+            })
             .collect();
         Ok(Node {
             schema: schema.clone(),
@@ -390,7 +397,12 @@ impl Lowering<'_> {
         let mut aggregates = Vec::new();
         for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
             let field = output.field(keys + index).clone();
-            aggregates.push(self.lower_aggregate_function(expr, input_schema, &input.schema, field)?);
+            aggregates.push(self.lower_aggregate_function(
+                expr,
+                input_schema,
+                &input.schema,
+                field,
+            )?);
         }
         let default_row = if keys == 0 {
             let columns = aggregates
@@ -423,7 +435,9 @@ impl Lowering<'_> {
     ) -> Result<AggregatePlan, ComputeError> {
         let name = expr.schema_name().to_string();
         let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(expr) else {
-            return Err(ComputeError::unsupported(format!("the aggregate expression {name}")));
+            return Err(ComputeError::unsupported(format!(
+                "the aggregate expression {name}"
+            )));
         };
         let planned_args = self.physical_all(&params.args, input)?;
         let planned_arg_fields: Vec<FieldRef> = params
@@ -440,7 +454,10 @@ impl Lowering<'_> {
         };
         let arg_fields: Vec<Field> = match &value_arg {
             Some(arg) => vec![arg.to_field(input).map_err(plan_error)?.1.as_ref().clone()],
-            None => planned_arg_fields.iter().map(|f| f.as_ref().clone()).collect(),
+            None => planned_arg_fields
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect(),
         };
         let mut order_by = Vec::new();
         let mut value_fields = Vec::new();
@@ -452,7 +469,11 @@ impl Lowering<'_> {
             value_options.push(sort_options(sort));
         }
         for (index, field) in arg_fields.iter().enumerate() {
-            value_fields.push(Field::new(format!("a{index}"), field.data_type().clone(), true));
+            value_fields.push(Field::new(
+                format!("a{index}"),
+                field.data_type().clone(),
+                true,
+            ));
             value_options.push(SortOptions::default());
         }
         let value_codec = match kind {
@@ -464,9 +485,8 @@ impl Lowering<'_> {
             }
             _ => RowCodec::with_options(Arc::new(Schema::new(value_fields)), value_options)?,
         };
-        let result_codec = RowCodec::new(Arc::new(Schema::new(vec![
-            return_field.as_ref().clone(),
-        ])))?;
+        let result_codec =
+            RowCodec::new(Arc::new(Schema::new(vec![return_field.as_ref().clone()])))?;
         let state_types = match kind {
             AggregateKind::Sum | AggregateKind::Avg | AggregateKind::Count => {
                 state_types(func, &name, &planned_arg_fields, &return_field)?
@@ -481,7 +501,8 @@ impl Lowering<'_> {
             name,
             udf: func.clone(),
             kind,
-            distinct: params.distinct && matches!(kind, AggregateKind::Count | AggregateKind::Basic),
+            distinct: params.distinct
+                && matches!(kind, AggregateKind::Count | AggregateKind::Basic),
             args,
             planned_args,
             planned_arg_fields,
@@ -500,13 +521,17 @@ impl Lowering<'_> {
         let offset = match limit.get_skip_type().map_err(plan_error)? {
             SkipType::Literal(n) => n,
             SkipType::UnsupportedExpr => {
-                return Err(ComputeError::unsupported("OFFSET with a non-constant expression"));
+                return Err(ComputeError::unsupported(
+                    "OFFSET with a non-constant expression",
+                ));
             }
         };
         let fetch = match limit.get_fetch_type().map_err(plan_error)? {
             FetchType::Literal(n) => n,
             FetchType::UnsupportedExpr => {
-                return Err(ComputeError::unsupported("LIMIT with a non-constant expression"));
+                return Err(ComputeError::unsupported(
+                    "LIMIT with a non-constant expression",
+                ));
             }
         };
         match limit.input.as_ref() {
@@ -606,7 +631,9 @@ fn classify(
     let single = if args.len() == 1 { args.first() } else { None };
     Ok(match (name, single) {
         ("count", Some(_)) => (AggregateKind::Count, None),
-        ("sum", Some(arg)) if !distinct && sums_exactly(&arg_type(arg)?) => (AggregateKind::Sum, None),
+        ("sum", Some(arg)) if !distinct && sums_exactly(&arg_type(arg)?) => {
+            (AggregateKind::Sum, None)
+        }
         ("avg", Some(arg)) if !distinct => match arg {
             Expr::Cast(Cast { expr, field })
                 if field.data_type() == &DataType::Float64 && arg_type(expr)?.is_integer() =>
@@ -703,8 +730,12 @@ fn cast_to(node: Node, schema: &SchemaRef) -> Result<Node, ComputeError> {
             if from.data_type() == to.data_type() {
                 Ok(column)
             } else {
-                datafusion::physical_expr::expressions::cast(column, &node.schema, to.data_type().clone())
-                    .map_err(plan_error)
+                datafusion::physical_expr::expressions::cast(
+                    column,
+                    &node.schema,
+                    to.data_type().clone(),
+                )
+                .map_err(plan_error)
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

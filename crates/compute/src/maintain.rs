@@ -27,7 +27,11 @@ pub trait InputLog: Send + Sync {
     fn upper(&self) -> Result<Time, ComputeError>;
     /// The updates with `lower <= ts < upper`; `lower = 0` reads everything,
     /// compacted history included.
-    fn read(&self, lower: Time, upper: Time) -> Result<Vec<(floe_repr::Row, Time, Diff)>, ComputeError>;
+    fn read(
+        &self,
+        lower: Time,
+        upper: Time,
+    ) -> Result<Vec<(floe_repr::Row, Time, Diff)>, ComputeError>;
 }
 
 /// A view's own log: its rows, its errors, and one upper for both.
@@ -70,9 +74,13 @@ pub struct View {
 pub enum Status {
     Starting,
     /// Running; the view's log is complete below `upper`.
-    Running { upper: Time },
+    Running {
+        upper: Time,
+    },
     /// The last attempt failed with `error`; the maintainer retries.
-    Retrying { error: String },
+    Retrying {
+        error: String,
+    },
 }
 
 /// A running maintainer: a thread, supervised, restarted on failure.
@@ -111,7 +119,10 @@ impl Maintainer {
     }
 
     pub fn status(&self) -> Status {
-        self.status.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Stops maintaining (the view's dataflow is dropped).
@@ -163,9 +174,18 @@ fn initial_as_of(inputs: &[Arc<dyn InputLog>]) -> Result<Time, ComputeError> {
     })
 }
 
-fn run(replica: &Replica, view: &mut View, stop: &AtomicBool, status: &Mutex<Status>) -> Result<(), ComputeError> {
+fn run(
+    replica: &Replica,
+    view: &mut View,
+    stop: &AtomicBool,
+    status: &Mutex<Status>,
+) -> Result<(), ComputeError> {
     let stored = view.output.upper()?;
-    let as_of = if stored > 0 { stored } else { initial_as_of(&view.inputs)? };
+    let as_of = if stored > 0 {
+        stored
+    } else {
+        initial_as_of(&view.inputs)?
+    };
     let mut spec = view.spec.clone();
     spec.as_of = as_of;
     let events = replica.create(spec)?;
@@ -202,7 +222,11 @@ fn run(replica: &Replica, view: &mut View, stop: &AtomicBool, status: &Mutex<Sta
 }
 
 /// Waits up to one poll interval for output events, then takes all that arrived.
-fn receive(events: &Receiver<OutputEvent>, writer: &mut Writer, replica: &Replica) -> Result<(), ComputeError> {
+fn receive(
+    events: &Receiver<OutputEvent>,
+    writer: &mut Writer,
+    replica: &Replica,
+) -> Result<(), ComputeError> {
     match events.recv_timeout(POLL) {
         Ok(event) => writer.absorb(event),
         Err(RecvTimeoutError::Timeout) => {
@@ -239,8 +263,16 @@ struct Writer {
 impl Writer {
     fn new(stored: OutputContents, as_of: Time, upper: Time) -> Writer {
         let correction = Pending {
-            rows: stored.rows.iter().map(|(row, diff)| (row_to_bytes(row), -diff)).collect(),
-            errors: stored.errors.into_iter().map(|(e, diff)| (e, -diff)).collect(),
+            rows: stored
+                .rows
+                .iter()
+                .map(|(row, diff)| (row_to_bytes(row), -diff))
+                .collect(),
+            errors: stored
+                .errors
+                .into_iter()
+                .map(|(e, diff)| (e, -diff))
+                .collect(),
         };
         Writer {
             pending: BTreeMap::new(),
@@ -256,7 +288,11 @@ impl Writer {
             self.pending.entry(time).or_default().rows.push((row, diff));
         }
         for (error, time, diff) in event.errors {
-            self.pending.entry(time).or_default().errors.push((error, diff));
+            self.pending
+                .entry(time)
+                .or_default()
+                .errors
+                .push((error, diff));
         }
         self.frontier = event.upper;
     }

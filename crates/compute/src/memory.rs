@@ -41,7 +41,9 @@ impl MemoryLog {
     pub fn write(&self, updates: Vec<(floe_repr::Row, Diff)>) -> Time {
         let mut state = self.lock();
         let time = state.upper;
-        state.rows.extend(updates.into_iter().map(|(row, diff)| (row, time, diff)));
+        state
+            .rows
+            .extend(updates.into_iter().map(|(row, diff)| (row, time, diff)));
         state.upper = time + 1;
         time
     }
@@ -65,10 +67,22 @@ impl MemoryLog {
     pub fn contents_at(&self, time: Time) -> OutputContents {
         let state = self.lock();
         OutputContents {
-            rows: consolidate(state.rows.iter().filter(|u| u.1 <= time).map(|(r, _, d)| (r.clone(), *d)))
-                .into_iter()
-                .collect(),
-            errors: consolidate_errors(state.errors.iter().filter(|u| u.1 <= time).map(|(e, _, d)| (e.clone(), *d))),
+            rows: consolidate(
+                state
+                    .rows
+                    .iter()
+                    .filter(|u| u.1 <= time)
+                    .map(|(r, _, d)| (r.clone(), *d)),
+            )
+            .into_iter()
+            .collect(),
+            errors: consolidate_errors(
+                state
+                    .errors
+                    .iter()
+                    .filter(|u| u.1 <= time)
+                    .map(|(e, _, d)| (e.clone(), *d)),
+            ),
         }
     }
 
@@ -83,12 +97,15 @@ fn consolidate(items: impl Iterator<Item = (floe_repr::Row, Diff)>) -> Vec<(floe
     for (row, diff) in items {
         sums.entry(row_to_bytes(&row)).or_insert((row, 0)).1 += diff;
     }
-    let mut out: Vec<(Vec<u8>, (floe_repr::Row, Diff))> = sums.into_iter().filter(|(_, (_, d))| *d != 0).collect();
+    let mut out: Vec<(Vec<u8>, (floe_repr::Row, Diff))> =
+        sums.into_iter().filter(|(_, (_, d))| *d != 0).collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-fn consolidate_errors(items: impl Iterator<Item = (DataflowError, Diff)>) -> Vec<(DataflowError, Diff)> {
+fn consolidate_errors(
+    items: impl Iterator<Item = (DataflowError, Diff)>,
+) -> Vec<(DataflowError, Diff)> {
     let mut sums: HashMap<DataflowError, Diff> = HashMap::new();
     for (error, diff) in items {
         *sums.entry(error).or_insert(0) += diff;
@@ -103,7 +120,11 @@ impl InputLog for MemoryLog {
         Ok(self.lock().upper)
     }
 
-    fn read(&self, lower: Time, upper: Time) -> Result<Vec<(floe_repr::Row, Time, Diff)>, ComputeError> {
+    fn read(
+        &self,
+        lower: Time,
+        upper: Time,
+    ) -> Result<Vec<(floe_repr::Row, Time, Diff)>, ComputeError> {
         let state = self.lock();
         if upper > state.upper {
             return Err(ComputeError::log(format!(
@@ -139,10 +160,16 @@ impl OutputLog for MemoryLog {
                 batch.lower, batch.upper, state.upper
             )));
         }
-        let outside = batch.rows.iter().map(|u| u.1).chain(batch.errors.iter().map(|u| u.1))
+        let outside = batch
+            .rows
+            .iter()
+            .map(|u| u.1)
+            .chain(batch.errors.iter().map(|u| u.1))
             .any(|t| t >= batch.upper || t < batch.lower);
         if outside {
-            return Err(ComputeError::log("append holds updates outside its interval"));
+            return Err(ComputeError::log(
+                "append holds updates outside its interval",
+            ));
         }
         let mut rows = batch.rows;
         rows.sort_by_key(|(_, time, _)| *time);

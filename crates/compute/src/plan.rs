@@ -47,7 +47,10 @@ pub enum NodeKind {
     /// Fixed rows (`VALUES`, `SELECT` without `FROM`).
     Constant(Vec<Row>),
     /// Filters and projections over the input's rows.
-    Mfp { input: Box<Node>, mfp: Mfp },
+    Mfp {
+        input: Box<Node>,
+        mfp: Mfp,
+    },
     /// `UNION ALL`: the inputs' rows together.
     Union(Vec<Node>),
     Join(Box<JoinPlan>),

@@ -155,7 +155,10 @@ fn timely_config(config: &ReplicaConfig) -> timely::Config {
     }
 }
 
-fn start(config: &ReplicaConfig, shared: Arc<Shared>) -> Result<timely::communication::WorkerGuards<Result<(), String>>, ComputeError> {
+fn start(
+    config: &ReplicaConfig,
+    shared: Arc<Shared>,
+) -> Result<timely::communication::WorkerGuards<Result<(), String>>, ComputeError> {
     timely::execute(timely_config(config), move |worker| {
         let result = run_worker(worker, &shared);
         if let Err(error) = &result {
@@ -195,7 +198,13 @@ impl Replica {
 
     fn send(&self, message: Message) -> Result<(), ComputeError> {
         self.messages.send(message).map_err(|_| self.failure())?;
-        if let Some(leader) = self.shared.leader.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(leader) = self
+            .shared
+            .leader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             leader.unpark();
         }
         Ok(())
@@ -203,20 +212,34 @@ impl Replica {
 
     /// Why the replica stopped working.
     pub fn failure(&self) -> ComputeError {
-        let failure = self.shared.failure.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let failure = self
+            .shared
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         ComputeError::replica(failure.unwrap_or_else(|| "the replica's workers stopped".into()))
     }
 
     /// Whether the workers are still running.
     pub fn check(&self) -> Result<(), ComputeError> {
-        let failed = self.shared.failure.lock().unwrap_or_else(|e| e.into_inner()).is_some();
+        let failed = self
+            .shared
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
         let stopped = self
             .guards
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_none_or(|g| g.guards().iter().any(|h| h.is_finished()));
-        if failed || stopped { Err(self.failure()) } else { Ok(()) }
+        if failed || stopped {
+            Err(self.failure())
+        } else {
+            Ok(())
+        }
     }
 
     /// Plans the dataflow here (so a refused plan is an error now) and installs it
@@ -271,7 +294,10 @@ impl Replica {
     }
 
     /// The sizes of every arrangement on every worker of every process.
-    pub fn arrangement_sizes(&self, timeout: Duration) -> Result<Vec<ArrangementSize>, ComputeError> {
+    pub fn arrangement_sizes(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<ArrangementSize>, ComputeError> {
         let request = {
             let mut next = self.next_request.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -286,7 +312,9 @@ impl Replica {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(ComputeError::replica("arrangement sizes did not arrive in time"));
+                return Err(ComputeError::replica(
+                    "arrangement sizes did not arrive in time",
+                ));
             }
             self.check()?;
             sizes = self
@@ -356,7 +384,12 @@ fn input_map(plan: &RenderPlan, spec: &DataflowSpec) -> Result<Vec<usize>, Compu
             spec.inputs
                 .iter()
                 .position(|i| i.name == input.name)
-                .ok_or_else(|| ComputeError::plan(format!("relation {} is not an input of the view", input.name)))
+                .ok_or_else(|| {
+                    ComputeError::plan(format!(
+                        "relation {} is not an input of the view",
+                        input.name
+                    ))
+                })
         })
         .collect()
 }
@@ -387,7 +420,11 @@ fn run_worker(worker: &mut Worker, shared: &Arc<Shared>) -> Result<(), String> {
     let leader = index == 0;
     let messages = if leader {
         *shared.leader.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-        shared.messages.lock().unwrap_or_else(|e| e.into_inner()).take()
+        shared
+            .messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     } else {
         None
     };
@@ -458,7 +495,11 @@ fn run_worker(worker: &mut Worker, shared: &Arc<Shared>) -> Result<(), String> {
                 }
                 Command::MeasureSizes(request) => {
                     for (id, installed) in state.dataflows.iter_mut() {
-                        for size in installed.arrangements.borrow_mut().measure(*id, state.index) {
+                        for size in installed
+                            .arrangements
+                            .borrow_mut()
+                            .measure(*id, state.index)
+                        {
                             responses.send((request, size));
                         }
                     }
@@ -482,11 +523,20 @@ fn run_worker(worker: &mut Worker, shared: &Arc<Shared>) -> Result<(), String> {
 
 /// The commands every worker has received, in order, that no earlier one can still
 /// overtake.
-fn ready_commands(queue: &Rc<RefCell<Vec<(u64, Command)>>>, probe: &ProbeHandle<u64>) -> Vec<Command> {
+fn ready_commands(
+    queue: &Rc<RefCell<Vec<(u64, Command)>>>,
+    probe: &ProbeHandle<u64>,
+) -> Vec<Command> {
     let mut queue = queue.borrow_mut();
     queue.sort_by_key(|(seq, _)| *seq);
-    let complete = queue.iter().take_while(|(seq, _)| !probe.less_equal(seq)).count();
-    queue.drain(..complete).map(|(_, command)| command).collect()
+    let complete = queue
+        .iter()
+        .take_while(|(seq, _)| !probe.less_equal(seq))
+        .count();
+    queue
+        .drain(..complete)
+        .map(|(_, command)| command)
+        .collect()
 }
 
 /// Worker 0: applies the controller's messages. Returns whether the controller is gone.
@@ -519,7 +569,9 @@ fn message_dataflow(message: &Message) -> Option<u64> {
 
 /// Worker 0: feeds or advances an input, or keeps the message until the dataflow exists.
 fn apply(state: &mut WorkerState, message: Message, _shared: &Arc<Shared>) {
-    let Some(id) = message_dataflow(&message) else { return };
+    let Some(id) = message_dataflow(&message) else {
+        return;
+    };
     let Some(installed) = state.dataflows.get_mut(&id) else {
         state.pending.entry(id).or_default().push(message);
         return;
@@ -550,7 +602,12 @@ fn apply(state: &mut WorkerState, message: Message, _shared: &Arc<Shared>) {
 
 fn report_failure(shared: &Arc<Shared>, spec: &DataflowSpec, error: ComputeError) {
     let message = format!("dataflow {} could not be built: {error}", spec.name);
-    if let Some(sender) = shared.outputs.lock().unwrap_or_else(|e| e.into_inner()).get(&spec.id) {
+    if let Some(sender) = shared
+        .outputs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&spec.id)
+    {
         let _ = sender.send(OutputEvent {
             rows: Vec::new(),
             errors: vec![(DataflowError::new("XX000", message.clone()), spec.as_of, 1)],
@@ -568,7 +625,11 @@ fn publish_sizes(
     answered: &mut BTreeMap<u64, ()>,
     shared: &Arc<Shared>,
 ) {
-    let done: Vec<u64> = answered.keys().copied().filter(|r| !probe.less_equal(r)).collect();
+    let done: Vec<u64> = answered
+        .keys()
+        .copied()
+        .filter(|r| !probe.less_equal(r))
+        .collect();
     if done.is_empty() {
         return;
     }
@@ -601,14 +662,22 @@ fn install(
             InputConverter::new(desc, input.schema.clone()).map(Rc::new)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let output = Rc::new(OutputConverter::new(plan.root.schema.clone(), &plan.output)?);
+    let output = Rc::new(OutputConverter::new(
+        plan.root.schema.clone(),
+        &plan.output,
+    )?);
     let index = worker.next_dataflow_index();
     let arrangements = Rc::new(RefCell::new(Arrangements::default()));
     let leader = state.leader;
     let as_of = spec.as_of;
     let id = spec.id;
     let sender = if leader {
-        shared.outputs.lock().unwrap_or_else(|e| e.into_inner()).get(&id).cloned()
+        shared
+            .outputs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
     } else {
         None
     };
@@ -654,7 +723,10 @@ fn install(
             output.convert(updates, out, errs)
         });
         context.errs.push(output_errs);
-        let errs = differential_dataflow::collection::concatenate(scope, std::mem::take(&mut context.errs));
+        let errs = differential_dataflow::collection::concatenate(
+            scope,
+            std::mem::take(&mut context.errs),
+        );
         sink(encoded, errs, sender);
         *arrangements.borrow_mut() = std::mem::take(&mut context.arrangements);
         sessions
@@ -686,7 +758,10 @@ fn install(
 }
 
 /// Worker 0's handle on the command dataflow's input.
-type CommandInput = timely::dataflow::InputHandle<u64, timely::container::CapacityContainerBuilder<Vec<(u64, Command)>>>;
+type CommandInput = timely::dataflow::InputHandle<
+    u64,
+    timely::container::CapacityContainerBuilder<Vec<(u64, Command)>>,
+>;
 
 type Update = (Result<Vec<u8>, DataflowError>, Time, Diff);
 

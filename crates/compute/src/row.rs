@@ -160,7 +160,10 @@ impl RowCodec {
         let encoded = converter
             .convert_columns(columns)
             .map_err(ComputeError::internal)?;
-        Ok(encoded.iter().map(|row| Row::from_bytes(row.as_ref())).collect())
+        Ok(encoded
+            .iter()
+            .map(|row| Row::from_bytes(row.as_ref()))
+            .collect())
     }
 
     /// Decodes rows this codec (or one over the same types) encoded into columns.

@@ -110,7 +110,11 @@ trait Probe {
     fn measure(&mut self) -> (u64, u64);
 }
 
-struct ValProbe<K: Ord + Clone + 'static, V: Ord + Clone + 'static, R: Semigroup + Ord + Clone + 'static> {
+struct ValProbe<
+    K: Ord + Clone + 'static,
+    V: Ord + Clone + 'static,
+    R: Semigroup + Ord + Clone + 'static,
+> {
     name: String,
     trace: TraceAgent<ValSpine<K, V, u64, R>>,
 }

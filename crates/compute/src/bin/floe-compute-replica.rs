@@ -9,7 +9,9 @@ use floe_compute::planner::sql_planner;
 use floe_compute::replica::{ClusterConfig, ReplicaConfig, run_process};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: floe-compute-replica --process N --workers W --addresses HOST:PORT,HOST:PORT,...");
+    eprintln!(
+        "usage: floe-compute-replica --process N --workers W --addresses HOST:PORT,HOST:PORT,..."
+    );
     ExitCode::from(2)
 }
 

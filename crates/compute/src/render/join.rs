@@ -6,8 +6,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, BooleanArray, new_null_array};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::physical_expr::PhysicalExpr;
-use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 use differential_dataflow::operators::ThresholdTotal;
+use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 
 use super::{Context, Diff, Oks, Time, batch_op, fail_all};
 use crate::error::DataflowError;
@@ -24,21 +24,34 @@ pub fn render<'s>(ctx: &mut Context<'s>, plan: &JoinPlan) -> Oks<'s> {
     let left = ctx.render(&plan.left);
     let right = ctx.render(&plan.right);
     let left_keyed = keyed(ctx, left.clone(), &plan.left.schema, &plan.left_keys, plan);
-    let right_keyed = keyed(ctx, right.clone(), &plan.right.schema, &plan.right_keys, plan);
-    let left_nonnull = left_keyed.clone().flat_map(|(key, row)| key.map(|key| (key, row)));
-    let right_nonnull = right_keyed.clone().flat_map(|(key, row)| key.map(|key| (key, row)));
+    let right_keyed = keyed(
+        ctx,
+        right.clone(),
+        &plan.right.schema,
+        &plan.right_keys,
+        plan,
+    );
+    let left_nonnull = left_keyed
+        .clone()
+        .flat_map(|(key, row)| key.map(|key| (key, row)));
+    let right_nonnull = right_keyed
+        .clone()
+        .flat_map(|(key, row)| key.map(|key| (key, row)));
     match plan.kind {
         JoinKind::Inner => matches(ctx, left_nonnull, right_nonnull, plan).map(|(pair, _, _)| pair),
         JoinKind::LeftOuter | JoinKind::FullOuter => {
             let matched = matches(ctx, left_nonnull, right_nonnull, plan);
             let pairs = matched.clone().map(|(pair, _, _)| pair);
             let left_matched = matched.clone().map(|(_, l, _)| l);
-            let left_unmatched = left.clone().concat(semijoin_rows(left, left_matched).negate());
+            let left_unmatched = left
+                .clone()
+                .concat(semijoin_rows(left, left_matched).negate());
             let mut out = pairs.concat(pad(ctx, left_unmatched, plan, Side::Left));
             if plan.kind == JoinKind::FullOuter {
                 let right_matched = matched.map(|(_, _, r)| r);
-                let right_unmatched =
-                    right.clone().concat(semijoin_rows(right, right_matched).negate());
+                let right_unmatched = right
+                    .clone()
+                    .concat(semijoin_rows(right, right_matched).negate());
                 out = out.concat(pad(ctx, right_unmatched, plan, Side::Right));
             }
             out
@@ -152,7 +165,8 @@ fn keyed<'s>(
         let mut updates: Vec<Option<(Row, Time, Diff)>> = updates.into_iter().map(Some).collect();
         for (position, (key, index)) in encoded.into_iter().zip(origin).enumerate() {
             let has_null = !nulls_equal && columns.iter().any(|c| c.is_null(position));
-            if let Some((row, time, diff)) = updates.get_mut(index as usize).and_then(Option::take) {
+            if let Some((row, time, diff)) = updates.get_mut(index as usize).and_then(Option::take)
+            {
                 out.push(((if has_null { None } else { Some(key) }, row), time, diff));
             }
         }
@@ -186,7 +200,11 @@ fn matches<'s>(
     ctx.arrangements.register("join right", &right.trace);
     let pairs = left.join_core(right, |_key, l: &Row, r: &Row| Some((l.clone(), r.clone())));
     let codecs = RowCodec::new(plan.left.schema.clone()).and_then(|l| {
-        Ok((l, RowCodec::new(plan.right.schema.clone())?, RowCodec::new(plan.pair_schema.clone())?))
+        Ok((
+            l,
+            RowCodec::new(plan.right.schema.clone())?,
+            RowCodec::new(plan.pair_schema.clone())?,
+        ))
     });
     let pair_schema = plan.pair_schema.clone();
     let residual = plan.residual.clone().map(|predicate| Mfp {
@@ -287,7 +305,10 @@ fn mark<'s>(ctx: &mut Context<'s>, rows: Oks<'s>, plan: &JoinPlan, value: bool) 
             datafusion::arrow::datatypes::DataType::Boolean,
             true,
         )));
-        Ok((l, RowCodec::new(Arc::new(datafusion::arrow::datatypes::Schema::new(fields)))?))
+        Ok((
+            l,
+            RowCodec::new(Arc::new(datafusion::arrow::datatypes::Schema::new(fields)))?,
+        ))
     });
     let (marked, errs) = batch_op(rows, "JoinMark", move |updates, out, errs| {
         let (left_codec, marked_codec) = match &codecs {

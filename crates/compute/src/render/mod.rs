@@ -69,7 +69,10 @@ impl<'s> Context<'s> {
     }
 
     /// A collection holding `rows` from the dataflow's start.
-    pub fn constant<D: Clone + 'static>(&mut self, rows: Vec<D>) -> VecCollection<'s, Time, D, Diff> {
+    pub fn constant<D: Clone + 'static>(
+        &mut self,
+        rows: Vec<D>,
+    ) -> VecCollection<'s, Time, D, Diff> {
         let as_of = self.as_of;
         let rows = if self.leader { rows } else { Vec::new() };
         source(self.scope, "Constant", move |capability, _info| {
@@ -98,7 +101,8 @@ impl<'s> Context<'s> {
         if mfp.is_identity() {
             return rows;
         }
-        let codecs = RowCodec::new(input.clone()).and_then(|i| Ok((i, RowCodec::new(mfp.output())?)));
+        let codecs =
+            RowCodec::new(input.clone()).and_then(|i| Ok((i, RowCodec::new(mfp.output())?)));
         let mfp = mfp.clone();
         let (oks, errs) = batch_op(rows, "Mfp", move |updates, oks, errs| {
             let (input_codec, output_codec) = match &codecs {
@@ -183,10 +187,14 @@ where
                 }
                 logic(updates, &mut oks, &mut errs);
                 if !oks.is_empty() {
-                    rows_handle.session(&capability).give_iterator(oks.drain(..));
+                    rows_handle
+                        .session(&capability)
+                        .give_iterator(oks.drain(..));
                 }
                 if !errs.is_empty() {
-                    errors_handle.session(&capability).give_iterator(errs.drain(..));
+                    errors_handle
+                        .session(&capability)
+                        .give_iterator(errs.drain(..));
                 }
             });
         }

@@ -79,14 +79,11 @@ pub fn render<'s>(ctx: &mut Context<'s>, plan: &ReducePlan, output: &SchemaRef) 
         // DISTINCT / GROUP BY without aggregates: the output rows are the keys.
         return distinct(items.map(|(key, _, _)| key));
     }
-    let mut accums: Vec<VecCollection<'s, Time, (Row, u16), Accum>> = vec![
-        items
-            .clone()
-            .explode(|(key, index, item)| match item {
-                Item::Accum(accum) => Some(((key, index), accum)),
-                Item::Value(_) => None,
-            }),
-    ];
+    let mut accums: Vec<VecCollection<'s, Time, (Row, u16), Accum>> =
+        vec![items.clone().explode(|(key, index, item)| match item {
+            Item::Accum(accum) => Some(((key, index), accum)),
+            Item::Value(_) => None,
+        })];
     let mut parts: Vec<Keyed<'s, Part>> = Vec::new();
     for (index, aggregate) in plan.aggregates.iter().enumerate() {
         if aggregate.kind.is_accumulable() && !aggregate.distinct {
@@ -101,9 +98,9 @@ pub fn render<'s>(ctx: &mut Context<'s>, plan: &ReducePlan, output: &SchemaRef) 
             values = distinct(values);
         }
         match aggregate.kind {
-            AggregateKind::Count => accums.push(values.explode(move |(key, _)| {
-                Some(((key, index), Accum { count: 1, sum: 0 }))
-            })),
+            AggregateKind::Count => accums.push(
+                values.explode(move |(key, _)| Some(((key, index), Accum { count: 1, sum: 0 }))),
+            ),
             AggregateKind::Min | AggregateKind::Max => parts.push(
                 hierarchical(ctx, values, 0, Some(1), &aggregate.name)
                     .map(move |(key, value)| (key, Part::Value(index, value))),
@@ -170,7 +167,15 @@ fn aggregate_inputs<'s>(
                 .filter_map(|i| updates.get(*i as usize).map(|u| (u.1, u.2)))
                 .collect();
             for (key, (time, diff)) in keys.iter().zip(&times) {
-                out.push(((key.clone(), PRESENCE, Item::Accum(Accum { count: 1, sum: 0 })), *time, *diff));
+                out.push((
+                    (
+                        key.clone(),
+                        PRESENCE,
+                        Item::Accum(Accum { count: 1, sum: 0 }),
+                    ),
+                    *time,
+                    *diff,
+                ));
             }
             for (index, (aggregate, range)) in aggregates.iter().zip(&layout.ranges).enumerate() {
                 aggregate.push_items(index as u16, &columns, range, &keys, &times, out, errs)?;
@@ -259,7 +264,9 @@ impl AggregateInput {
     ) -> Result<(), crate::ComputeError> {
         let rows = keys.len();
         let filter: Option<&BooleanArray> = match range.filter {
-            Some(i) => columns.get(i).and_then(|c| c.as_any().downcast_ref::<BooleanArray>()),
+            Some(i) => columns
+                .get(i)
+                .and_then(|c| c.as_any().downcast_ref::<BooleanArray>()),
             None => None,
         };
         let included = |row: usize| filter.is_none_or(|f| f.is_valid(row) && f.value(row));
@@ -270,7 +277,11 @@ impl AggregateInput {
                     for row in (0..rows).filter(|r| included(*r)) {
                         if accums[row] != Accum::default() {
                             let (time, diff) = times[row];
-                            out.push(((keys[row].clone(), index, Item::Accum(accums[row])), time, diff));
+                            out.push((
+                                (keys[row].clone(), index, Item::Accum(accums[row])),
+                                time,
+                                diff,
+                            ));
                         }
                     }
                 }
@@ -285,7 +296,9 @@ impl AggregateInput {
         // Min, max and counted distinct values ignore NULL arguments; basic
         // aggregates see them (array_agg keeps them).
         let skip_nulls = self.kind != AggregateKind::Basic;
-        let values = self.value_codec.encode(&columns[range.values.clone()], rows)?;
+        let values = self
+            .value_codec
+            .encode(&columns[range.values.clone()], rows)?;
         for (row, value) in values.into_iter().enumerate() {
             if !included(row) || (skip_nulls && args.iter().any(|a| a.is_null(row))) {
                 continue;
@@ -322,7 +335,10 @@ fn collate(parts: &[(&Part, Diff)], count: usize, out: &mut Vec<(Collated, Diff)
     let mut error = None;
     for (part, multiplicity) in parts {
         if *multiplicity <= 0 {
-            error = Some(DataflowError::new("XX000", "negative multiplicity in an aggregate"));
+            error = Some(DataflowError::new(
+                "XX000",
+                "negative multiplicity in an aggregate",
+            ));
             continue;
         }
         match part {
@@ -399,7 +415,7 @@ fn output_rows(
     output_codec: &RowCodec,
     aggregates: &[Arc<AggregatePlan>],
     groups: &[Group<'_>],
-) -> Result<(Vec<Row>, Vec<(usize, DataflowError)>), crate::ComputeError> {
+) -> Result<(Vec<Row>, crate::error::RowErrors), crate::ComputeError> {
     let mut columns = key_codec.decode(groups.iter().map(|g| g.0))?;
     let mut failed = Vec::new();
     for (index, aggregate) in aggregates.iter().enumerate() {

@@ -92,13 +92,18 @@ where
                 let bucket = value.hashed() % buckets;
                 ((group, bucket), value)
             });
-            current = reduce_keyed(ctx, &format!("{name} level {buckets}"), staged, move |_, input, out| {
-                take(input, 0, Some(keep), out)
-            })
+            current = reduce_keyed(
+                ctx,
+                &format!("{name} level {buckets}"),
+                staged,
+                move |_, input, out| take(input, 0, Some(keep), out),
+            )
             .map(|((group, _), value)| (group, value));
         }
     }
-    reduce_keyed(ctx, name, current, move |_, input, out| take(input, offset, limit, out))
+    reduce_keyed(ctx, name, current, move |_, input, out| {
+        take(input, offset, limit, out)
+    })
 }
 
 /// A reduce whose input and output arrangements are registered for introspection.
@@ -115,21 +120,29 @@ where
     L: FnMut(&K, &[(&V, Diff)], &mut Vec<(V2, Diff)>) + 'static,
 {
     let arranged = input.arrange_by_key_named(&format!("Arrange: {name}"));
-    ctx.arrangements.register(&format!("{name} input"), &arranged.trace);
-    let reduced = arranged.reduce_abelian::<_, ValBuilder<K, V2, Time, Diff>, ValSpine<K, V2, Time, Diff>, _, _>(
-        name,
-        logic,
-        |buffer, key, updates| {
-            buffer.clear();
-            buffer.extend(updates.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
-        },
-    );
-    ctx.arrangements.register(&format!("{name} output"), &reduced.trace);
+    ctx.arrangements
+        .register(&format!("{name} input"), &arranged.trace);
+    let reduced = arranged
+        .reduce_abelian::<_, ValBuilder<K, V2, Time, Diff>, ValSpine<K, V2, Time, Diff>, _, _>(
+            name,
+            logic,
+            |buffer, key, updates| {
+                buffer.clear();
+                buffer.extend(updates.drain(..).map(|(v, t, r)| ((key.clone(), v), t, r)));
+            },
+        );
+    ctx.arrangements
+        .register(&format!("{name} output"), &reduced.trace);
     reduced.as_collection(|k: &K, v: &V2| (k.clone(), v.clone()))
 }
 
 /// The values ranked `offset..offset + limit` of a sorted group (counting copies).
-fn take<V: Clone>(input: &[(&V, Diff)], offset: usize, limit: Option<usize>, out: &mut Vec<(V, Diff)>) {
+fn take<V: Clone>(
+    input: &[(&V, Diff)],
+    offset: usize,
+    limit: Option<usize>,
+    out: &mut Vec<(V, Diff)>,
+) {
     let mut skip = i64::try_from(offset).unwrap_or(i64::MAX);
     let mut budget = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     for (value, count) in input {

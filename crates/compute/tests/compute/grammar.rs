@@ -3,8 +3,8 @@
 //! changes to those tables.
 
 use floe_repr::{Datum, Row};
-use rand::rngs::StdRng;
 use rand::Rng;
+use rand::rngs::StdRng;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Ty {
@@ -62,7 +62,12 @@ impl<'a> Gen<'a> {
     }
 
     fn columns_of<'b>(&mut self, source: &'b Source, ty: Ty) -> Vec<&'b String> {
-        source.columns.iter().filter(|(_, t)| *t == ty).map(|(n, _)| n).collect()
+        source
+            .columns
+            .iter()
+            .filter(|(_, t)| *t == ty)
+            .map(|(n, _)| n)
+            .collect()
     }
 
     fn column(&mut self, source: &Source, qualifier: &str, ty: Ty) -> Option<String> {
@@ -89,7 +94,11 @@ impl<'a> Gen<'a> {
                 columns,
             };
         }
-        if self.chance(50) { table("t1") } else { table("t2") }
+        if self.chance(50) {
+            table("t1")
+        } else {
+            table("t2")
+        }
     }
 
     /// An integer expression over `source` (qualified by `q`).
@@ -155,7 +164,11 @@ impl<'a> Gen<'a> {
                 format!("{left} {op} {right}")
             }
             2 => format!("{} IS NULL", self.int_expr(source, q, 0)),
-            3 => format!("{} = '{}'", self.text_expr(source, q, 0), self.pick(&["x", "y", "xy"])),
+            3 => format!(
+                "{} = '{}'",
+                self.text_expr(source, q, 0),
+                self.pick(&["x", "y", "xy"])
+            ),
             4 => format!("{} LIKE 'x%'", self.text_expr(source, q, 0)),
             5 => format!("{} BETWEEN 0 AND 2", self.int_expr(source, q, 0)),
             6 => format!(
@@ -221,7 +234,10 @@ impl<'a> Gen<'a> {
             String::new()
         };
         Query {
-            sql: format!("SELECT {distinct}{list} FROM {}{filter}", source_sql(&source, &q)),
+            sql: format!(
+                "SELECT {distinct}{list} FROM {}{filter}",
+                source_sql(&source, &q)
+            ),
             columns: types,
         }
     }
@@ -266,7 +282,10 @@ impl<'a> Gen<'a> {
             String::new()
         };
         Query {
-            sql: format!("SELECT {list} FROM {}{filter}{group}{having}", source_sql(&source, &q)),
+            sql: format!(
+                "SELECT {list} FROM {}{filter}{group}{having}",
+                source_sql(&source, &q)
+            ),
             columns: types,
         }
     }
@@ -286,11 +305,17 @@ impl<'a> Gen<'a> {
             7 => (format!("count(DISTINCT {int})"), Ty::Int),
             8 => {
                 let pred = self.predicate(source, q, 0);
-                (format!("CASE WHEN bool_and({pred}) THEN 1 ELSE 0 END"), Ty::Int)
+                (
+                    format!("CASE WHEN bool_and({pred}) THEN 1 ELSE 0 END"),
+                    Ty::Int,
+                )
             }
             9 => {
                 let pred = self.predicate(source, q, 0);
-                (format!("CASE WHEN bool_or({pred}) THEN 1 ELSE 0 END"), Ty::Int)
+                (
+                    format!("CASE WHEN bool_or({pred}) THEN 1 ELSE 0 END"),
+                    Ty::Int,
+                )
             }
             10 => (format!("string_agg({text}, ',' ORDER BY {text})"), Ty::Text),
             _ => (format!("round(avg({int}) * 1000)"), Ty::Int),
@@ -305,8 +330,12 @@ impl<'a> Gen<'a> {
         let on = if kind == "CROSS JOIN" {
             String::new()
         } else {
-            let lk = self.column(&left, &l, Ty::Int).unwrap_or_else(|| "0".into());
-            let rk = self.column(&right, &r, Ty::Int).unwrap_or_else(|| "0".into());
+            let lk = self
+                .column(&left, &l, Ty::Int)
+                .unwrap_or_else(|| "0".into());
+            let rk = self
+                .column(&right, &r, Ty::Int)
+                .unwrap_or_else(|| "0".into());
             let mut on = format!(" ON {lk} = {rk}");
             if self.chance(40) {
                 let li = self.int_expr(&left, &l, 0);
@@ -317,7 +346,11 @@ impl<'a> Gen<'a> {
         };
         let mut columns = Vec::new();
         for _ in 0..self.rng.random_range(1..4) {
-            let (source, q) = if self.chance(50) { (&left, &l) } else { (&right, &r) };
+            let (source, q) = if self.chance(50) {
+                (&left, &l)
+            } else {
+                (&right, &r)
+            };
             let ty = if self.chance(65) { Ty::Int } else { Ty::Text };
             let e = match ty {
                 Ty::Int => self.int_expr(source, q, 0),
@@ -354,7 +387,10 @@ impl<'a> Gen<'a> {
         } else {
             String::new()
         };
-        format!("SELECT {i} AS c0, {t} AS c1 FROM {}{filter}", source_sql(&source, &q))
+        format!(
+            "SELECT {i} AS c0, {t} AS c1 FROM {}{filter}",
+            source_sql(&source, &q)
+        )
     }
 
     fn set_operation(&mut self, depth: usize) -> Query {
@@ -371,7 +407,12 @@ impl<'a> Gen<'a> {
         let alias = self.alias();
         let order: Vec<String> = (0..inner.columns.len())
             .map(|i| {
-                let direction = *self.pick(&["ASC NULLS FIRST", "ASC NULLS LAST", "DESC NULLS FIRST", "DESC NULLS LAST"]);
+                let direction = *self.pick(&[
+                    "ASC NULLS FIRST",
+                    "ASC NULLS LAST",
+                    "DESC NULLS FIRST",
+                    "DESC NULLS LAST",
+                ]);
                 format!("{alias}.c{i} {direction}")
             })
             .collect();
@@ -399,12 +440,22 @@ impl<'a> Gen<'a> {
         let outer = self.source(depth);
         let inner = self.source(0);
         let (o, i) = (self.alias(), self.alias());
-        let ok = self.column(&outer, &o, Ty::Int).unwrap_or_else(|| "0".into());
-        let ik = self.column(&inner, &i, Ty::Int).unwrap_or_else(|| "0".into());
+        let ok = self
+            .column(&outer, &o, Ty::Int)
+            .unwrap_or_else(|| "0".into());
+        let ik = self
+            .column(&inner, &i, Ty::Int)
+            .unwrap_or_else(|| "0".into());
         let inner_filter = self.predicate(&inner, &i, 0);
         let condition = match self.rng.random_range(0..4) {
-            0 => format!("{ok} IN (SELECT {ik} FROM {} WHERE {inner_filter})", source_sql(&inner, &i)),
-            1 => format!("{ok} NOT IN (SELECT {ik} FROM {} WHERE {inner_filter})", source_sql(&inner, &i)),
+            0 => format!(
+                "{ok} IN (SELECT {ik} FROM {} WHERE {inner_filter})",
+                source_sql(&inner, &i)
+            ),
+            1 => format!(
+                "{ok} NOT IN (SELECT {ik} FROM {} WHERE {inner_filter})",
+                source_sql(&inner, &i)
+            ),
             2 => format!(
                 "EXISTS (SELECT 1 FROM {} WHERE {ik} = {ok} AND {inner_filter})",
                 source_sql(&inner, &i)
@@ -417,7 +468,10 @@ impl<'a> Gen<'a> {
         let int = self.int_expr(&outer, &o, 1);
         let text = self.text_expr(&outer, &o, 0);
         Query {
-            sql: format!("SELECT {int} AS c0, {text} AS c1 FROM {} WHERE {condition}", source_sql(&outer, &o)),
+            sql: format!(
+                "SELECT {int} AS c0, {text} AS c1 FROM {} WHERE {condition}",
+                source_sql(&outer, &o)
+            ),
             columns: vec![Ty::Int, Ty::Text],
         }
     }
@@ -426,8 +480,12 @@ impl<'a> Gen<'a> {
         let outer = self.source(depth);
         let inner = self.source(0);
         let (o, i) = (self.alias(), self.alias());
-        let ok = self.column(&outer, &o, Ty::Int).unwrap_or_else(|| "0".into());
-        let ik = self.column(&inner, &i, Ty::Int).unwrap_or_else(|| "0".into());
+        let ok = self
+            .column(&outer, &o, Ty::Int)
+            .unwrap_or_else(|| "0".into());
+        let ik = self
+            .column(&inner, &i, Ty::Int)
+            .unwrap_or_else(|| "0".into());
         let value = self.int_expr(&inner, &i, 0);
         let aggregate = *self.pick(&["max", "min", "sum", "count"]);
         Query {

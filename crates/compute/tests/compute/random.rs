@@ -22,9 +22,16 @@ fn seeds() -> std::ops::Range<u64> {
 
 pub fn tables() -> (Table, Table) {
     let columns = |i: &'static str, t: &'static str| {
-        [("a", SqlScalarType::Int64), (i, SqlScalarType::Int64), (t, SqlScalarType::Text)]
+        [
+            ("a", SqlScalarType::Int64),
+            (i, SqlScalarType::Int64),
+            (t, SqlScalarType::Text),
+        ]
     };
-    (Table::new("t1", &columns("b", "c")), Table::new("t2", &columns("d", "e")))
+    (
+        Table::new("t1", &columns("b", "c")),
+        Table::new("t2", &columns("d", "e")),
+    )
 }
 
 /// Inserts and deletes a few random rows, in one write.
@@ -52,7 +59,12 @@ pub fn check(view: &Maintained, query: &Query, tables: &[&Table], context: &str)
     let (rows, errors) = view.settle();
     match batch_answer(&query.sql, tables) {
         Ok(expected) if errors.is_empty() => {
-            assert_eq!(counts(&rows), counts(&expected), "{context}:\n{}", query.sql);
+            assert_eq!(
+                counts(&rows),
+                counts(&expected),
+                "{context}:\n{}",
+                query.sql
+            );
         }
         // A view's errors do not depend on evaluation order: a division by zero in a
         // row the batch plan never evaluated (the other side of a join was empty) is
@@ -68,7 +80,10 @@ pub fn check(view: &Maintained, query: &Query, tables: &[&Table], context: &str)
         // DataFusion's own physical planner sometimes fails on a plan it optimized
         // (an internal error): the batch reference has no answer to compare with.
         Err(batch_error) if batch_error.contains("Internal error") => {
-            eprintln!("{context}: no batch reference ({batch_error}) for\n{}", query.sql);
+            eprintln!(
+                "{context}: no batch reference ({batch_error}) for\n{}",
+                query.sql
+            );
         }
         // A view evaluates each row on its own. A batch evaluates `x AND y` over many
         // rows at once and may compute `y` for rows where `x` is false, failing on a
@@ -78,9 +93,14 @@ pub fn check(view: &Maintained, query: &Query, tables: &[&Table], context: &str)
             if errors.is_empty()
                 && batch_error.contains("Divide by zero")
                 && query.sql.contains(" / ")
-                && [" AND ", " OR ", "CASE "].iter().any(|p| query.sql.contains(p)) =>
+                && [" AND ", " OR ", "CASE "]
+                    .iter()
+                    .any(|p| query.sql.contains(p)) =>
         {
-            eprintln!("{context}: the batch failed on a row the view's predicate excludes\n{}", query.sql);
+            eprintln!(
+                "{context}: the batch failed on a row the view's predicate excludes\n{}",
+                query.sql
+            );
         }
         Err(batch_error) => {
             assert!(
@@ -112,11 +132,24 @@ fn random_views_equal_batch_evaluation_after_every_round() {
         let views: Vec<Maintained> = queries
             .iter()
             .enumerate()
-            .map(|(i, q)| maintain(&replica, i as u64 + 1, &q.sql, &[&t1, &t2], floe_compute::memory::MemoryLog::new()))
+            .map(|(i, q)| {
+                maintain(
+                    &replica,
+                    i as u64 + 1,
+                    &q.sql,
+                    &[&t1, &t2],
+                    floe_compute::memory::MemoryLog::new(),
+                )
+            })
             .collect();
         for round in 0..5 {
             for (view, query) in views.iter().zip(&queries) {
-                check(view, query, &[&t1, &t2], &format!("seed {seed} round {round}"));
+                check(
+                    view,
+                    query,
+                    &[&t1, &t2],
+                    &format!("seed {seed} round {round}"),
+                );
             }
             change(&mut rng, &t1);
             change(&mut rng, &t2);

@@ -6,7 +6,10 @@ use floe_repr::SqlScalarType;
 use crate::support::*;
 
 fn refusal(query: &str) -> (String, &'static str) {
-    let t = Table::new("t", &[("a", SqlScalarType::Int64), ("b", SqlScalarType::Int64)]);
+    let t = Table::new(
+        "t",
+        &[("a", SqlScalarType::Int64), ("b", SqlScalarType::Int64)],
+    );
     match plan_query(&spec(1, query, &[&t])) {
         Ok(_) => panic!("{query} was accepted"),
         Err(e) => (e.message.clone(), e.sqlstate()),
@@ -19,7 +22,10 @@ fn functions_whose_value_depends_on_when_they_run_are_refused() {
         ("SELECT a, now() FROM t", "now()"),
         ("SELECT a FROM t WHERE b < random()", "random()"),
         ("SELECT a, current_timestamp FROM t", "now()"),
-        ("SELECT a FROM t WHERE a IN (SELECT b FROM t WHERE random() > 0.5)", "random()"),
+        (
+            "SELECT a FROM t WHERE a IN (SELECT b FROM t WHERE random() > 0.5)",
+            "random()",
+        ),
     ] {
         let (message, code) = refusal(query);
         assert_eq!(
@@ -34,15 +40,25 @@ fn functions_whose_value_depends_on_when_they_run_are_refused() {
 #[test]
 fn constructs_without_incremental_counterpart_are_refused_by_name() {
     for (query, construct) in [
-        ("SELECT a, row_number() OVER (ORDER BY b) FROM t", "a window function"),
+        (
+            "SELECT a, row_number() OVER (ORDER BY b) FROM t",
+            "a window function",
+        ),
         (
             "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
             "WITH RECURSIVE",
         ),
-        ("SELECT a, sum(b) FROM t GROUP BY ROLLUP (a)", "GROUPING SETS, CUBE and ROLLUP"),
+        (
+            "SELECT a, sum(b) FROM t GROUP BY ROLLUP (a)",
+            "GROUPING SETS, CUBE and ROLLUP",
+        ),
     ] {
         let (message, code) = refusal(query);
-        assert_eq!(message, format!("{construct} is not supported in materialized views"), "{query}");
+        assert_eq!(
+            message,
+            format!("{construct} is not supported in materialized views"),
+            "{query}"
+        );
         assert_eq!(code, "0A000");
     }
 }

@@ -104,10 +104,19 @@ pub struct Maintained {
     pub tables: Vec<Table>,
 }
 
-pub fn maintain(replica: &Arc<Replica>, id: u64, query: &str, tables: &[&Table], output: MemoryLog) -> Maintained {
+pub fn maintain(
+    replica: &Arc<Replica>,
+    id: u64,
+    query: &str,
+    tables: &[&Table],
+    output: MemoryLog,
+) -> Maintained {
     let view = View {
         spec: spec(id, query, tables),
-        inputs: tables.iter().map(|t| Arc::new(t.log.clone()) as Arc<dyn InputLog>).collect(),
+        inputs: tables
+            .iter()
+            .map(|t| Arc::new(t.log.clone()) as Arc<dyn InputLog>)
+            .collect(),
         output: Box::new(output.clone()) as Box<dyn OutputLog>,
     };
     Maintained {
@@ -121,7 +130,12 @@ impl Maintained {
     /// Waits until the view's log is complete up to every input's upper and
     /// returns its contents (rows sorted) and errors there.
     pub fn settle(&self) -> (Vec<Row>, Vec<String>) {
-        let target = self.tables.iter().map(|t| t.log.current_upper()).min().unwrap_or(0);
+        let target = self
+            .tables
+            .iter()
+            .map(|t| t.log.current_upper())
+            .min()
+            .unwrap_or(0);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let upper = self.output.current_upper();
@@ -129,7 +143,11 @@ impl Maintained {
                 let contents = self.output.contents_at(upper - 1);
                 let mut rows = expand(contents.rows);
                 sort_rows(&mut rows);
-                let errors = contents.errors.into_iter().map(|(e, _)| e.message).collect();
+                let errors = contents
+                    .errors
+                    .into_iter()
+                    .map(|(e, _)| e.message)
+                    .collect();
                 return (rows, errors);
             }
             assert!(
@@ -151,16 +169,27 @@ pub fn batch_answer(query: &str, tables: &[&Table]) -> Result<Vec<Row>, String> 
     let spec = spec(0, query, tables);
     let context = session_for(&spec).map_err(|e| e.to_string())?;
     for table in tables {
-        let batch = floe_arrow::rows_to_batch(&table.desc, &table.contents()).map_err(|e| e.to_string())?;
+        let batch =
+            floe_arrow::rows_to_batch(&table.desc, &table.contents()).map_err(|e| e.to_string())?;
         let provider = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]])
             .map_err(|e| e.to_string())?;
         let _ = context.deregister_table(table.name.as_str());
-        context.register_table(table.name.as_str(), Arc::new(provider)).map_err(|e| e.to_string())?;
+        context
+            .register_table(table.name.as_str(), Arc::new(provider))
+            .map_err(|e| e.to_string())?;
     }
-    let frame = runtime().block_on(context.sql(query)).map_err(|e| e.to_string())?;
-    let fields: Vec<datafusion::arrow::datatypes::Field> =
-        frame.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
-    let batches = runtime().block_on(frame.collect()).map_err(|e| e.to_string())?;
+    let frame = runtime()
+        .block_on(context.sql(query))
+        .map_err(|e| e.to_string())?;
+    let fields: Vec<datafusion::arrow::datatypes::Field> = frame
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    let batches = runtime()
+        .block_on(frame.collect())
+        .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for batch in batches {
         let columns: Vec<Vec<Datum>> = batch
@@ -181,7 +210,11 @@ pub fn batch_answer(query: &str, tables: &[&Table]) -> Result<Vec<Row>, String> 
 /// Rows from small literals.
 pub fn int_rows(rows: &[&[Option<i64>]]) -> Vec<Row> {
     rows.iter()
-        .map(|r| r.iter().map(|v| v.map_or(Datum::Null, Datum::Int64)).collect())
+        .map(|r| {
+            r.iter()
+                .map(|v| v.map_or(Datum::Null, Datum::Int64))
+                .collect()
+        })
         .collect()
 }
 
