@@ -1,6 +1,9 @@
 //! The durable catalog: every object a user creates, in SQLite.
 //!
 //! - Schema migrations are keyed on `PRAGMA user_version`.
+//! - Definitions are stored from versioned durable types (`durable.rs`), never
+//!   from the planner's types, so the SQL floe understands can change without
+//!   making data directories unreadable.
 //! - Every DDL is one SQLite transaction (WAL, `synchronous = FULL`): after
 //!   `commit` returns it survives `kill -9`; before, nothing of it is visible.
 //! - The in-memory [`CatalogState`] mirrors the tables and is only changed
@@ -126,6 +129,9 @@ const MIGRATIONS: &[&str] = &[
          bytes_staged INTEGER NOT NULL DEFAULT 0,
          bytes_committed INTEGER NOT NULL DEFAULT 0
      );",
+    // 4: the format each stored definition is written in (see `durable.rs`);
+    // rows written before are format 1, the shape floe 0.1.0 wrote.
+    "ALTER TABLE items ADD COLUMN definition_format INTEGER NOT NULL DEFAULT 1;",
 ];
 
 /// The durable catalog.
@@ -287,7 +293,8 @@ fn write_secret(
 fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
     let mut state = CatalogState::default();
     let mut statement = connection.prepare(
-        "SELECT id, oid, database_name, schema_name, name, definition, create_sql FROM items",
+        "SELECT id, oid, database_name, schema_name, name, definition_format, definition, create_sql
+         FROM items",
     )?;
     let rows = statement.query_map([], |row| {
         Ok((
@@ -296,16 +303,17 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
             row.get::<_, String>(2)?,
             row.get::<_, String>(3)?,
             row.get::<_, String>(4)?,
-            row.get::<_, String>(5)?,
+            row.get::<_, u32>(5)?,
             row.get::<_, String>(6)?,
+            row.get::<_, String>(7)?,
         ))
     })?;
     for row in rows {
-        let (id, oid, database, schema, item, definition, create_sql) = row?;
+        let (id, oid, database, schema, item, format, definition, create_sql) = row?;
         let id: GlobalId = id
             .parse()
             .map_err(|e| CatalogError::Corrupt(format!("item id: {e}")))?;
-        let definition = durable::decode_definition(&id, &definition)?;
+        let definition = durable::decode_definition(&id, format, &definition)?;
         state.insert_item(CatalogItem {
             id,
             oid,

@@ -293,6 +293,40 @@ fn the_previous_release_s_secrets_decrypt_after_the_upgrade() {
     );
 }
 
+#[test]
+fn definitions_are_stored_with_their_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let id = create_item(
+        &mut catalog,
+        QualifiedName::public("s"),
+        ItemDefinition::Secret,
+        "x".into(),
+        &[],
+    )
+    .unwrap();
+    let format: u32 = catalog
+        .connection
+        .query_row(
+            "SELECT definition_format FROM items WHERE id = ?1",
+            params![id.to_string()],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(format, durable::FORMAT);
+    // A format this floe does not read is refused with the way out, never misread.
+    catalog
+        .connection
+        .execute("UPDATE items SET definition_format = 2", [])
+        .unwrap();
+    drop(catalog);
+    let error = Catalog::open(dir.path(), None).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "catalog is corrupt: the definition of u1 is in format 2, which this floe does not read (it reads format 1); use a newer floe"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Transactions of ops
 

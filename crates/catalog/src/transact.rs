@@ -382,14 +382,16 @@ impl OpWriter<'_> {
             .map_err(|_| CatalogError::Corrupt("object ids exhausted".into()))?
             .max(FIRST_USER_OID);
         self.transaction.execute(
-            "INSERT INTO items (id, oid, database_name, schema_name, name, definition, create_sql)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO items (id, oid, database_name, schema_name, name, definition_format,
+                 definition, create_sql)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 item.id.to_string(),
                 oid,
                 item.name.database,
                 item.name.schema,
                 item.name.item,
+                durable::FORMAT,
                 durable::encode_definition(&item.definition)?,
                 item.create_sql
             ],
@@ -415,9 +417,10 @@ impl OpWriter<'_> {
     ) -> Result<(), CatalogError> {
         self.existing_item(id)?;
         self.transaction.execute(
-            "UPDATE items SET definition = ?2, create_sql = ?3 WHERE id = ?1",
+            "UPDATE items SET definition_format = ?2, definition = ?3, create_sql = ?4 WHERE id = ?1",
             params![
                 id.to_string(),
+                durable::FORMAT,
                 durable::encode_definition(&definition)?,
                 create_sql
             ],
