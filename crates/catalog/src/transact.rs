@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use floe_repr::{ClusterId, GlobalId, ReplicaId, SqlState};
+use floe_repr::{ClusterId, GlobalId, ReplicaId};
 use floe_sql::PlanError;
 use floe_sql::catalog::{
     CatalogItem, Cluster, ItemDefinition, ItemKind, PlanCatalog, QualifiedName, Replica,
@@ -453,9 +453,8 @@ impl OpWriter<'_> {
         replicas: Vec<NewReplica>,
     ) -> Result<(), CatalogError> {
         if self.state.cluster_by_name(&name).is_some() {
-            return Err(CatalogError::Rejected(PlanError::new(
-                SqlState::DUPLICATE_OBJECT,
-                format!("cluster '{name}' already exists"),
+            return Err(CatalogError::Rejected(PlanError::cluster_already_exists(
+                &name,
             )));
         }
         let id = ClusterId::User(allocate(self.transaction, "cluster")?);

@@ -800,7 +800,7 @@ impl fmt::Display for ShowObjectType {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ShowFilter {
     Like(String),
-    Where(Expr),
+    Where(Box<Expr>),
 }
 
 impl fmt::Display for ShowStatement {

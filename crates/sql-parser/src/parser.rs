@@ -9,6 +9,7 @@ use sqlparser::parser::{Parser, ParserError as SqlParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 
 use crate::ast::*;
+use crate::options::*;
 
 /// Why a statement could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -334,57 +335,26 @@ fn parse_alter_secret(parser: &mut Parser) -> Result<Statement, ParserError> {
     }))
 }
 
-/// Option names floe knows, longest first within each list so that
-/// `SECRET ACCESS KEY` wins over a shorter prefix.
-const CONNECTION_OPTION_NAMES: &[&str] = &[
-    "ASSUME ROLE SESSION NAME",
-    "ASSUME ROLE ARN",
-    "SECRET ACCESS KEY",
-    "ACCESS KEY ID",
-    "SESSION TOKEN",
-    "OAUTH2 SERVER URL",
-    "ACCESS DELEGATION",
-    "AWS CONNECTION",
-    "CATALOG TYPE",
-    "SSL CERTIFICATE AUTHORITY",
-    "SSL CERTIFICATE",
-    "SSL MODE",
-    "SSL KEY",
-    "CREDENTIAL",
-    "WAREHOUSE",
-    "ENDPOINT",
-    "REGION",
-    "SCOPE",
-    "URL",
-    "VALIDATE",
+/// The option names of each option list (`crate::options`), for reading
+/// multi-word names: the longest known name that matches wins.
+const CONNECTION_OPTION_NAMES: &[&[&str]] = &[
+    AwsConnectionOptionName::SQL_NAMES,
+    IcebergConnectionOptionName::SQL_NAMES,
+    PostgresConnectionOptionName::SQL_NAMES,
+    ConnectionWithOptionName::SQL_NAMES,
 ];
-
-const SINK_OPTION_NAMES: &[&str] = &["COMMIT INTERVAL", "NAMESPACE", "TABLE"];
-
-const CLUSTER_OPTION_NAMES: &[&str] = &[
-    "REPLICATION FACTOR",
-    "AVAILABILITY ZONES",
-    "INTROSPECTION INTERVAL",
-    "INTROSPECTION DEBUGGING",
-    "SIZE",
-    "MANAGED",
-    "DISK",
-    "SCHEDULE",
+const SINK_OPTION_NAMES: &[&[&str]] = &[
+    SinkConnectionOptionName::SQL_NAMES,
+    SinkWithOptionName::SQL_NAMES,
 ];
-
-const SOURCE_OPTION_NAMES: &[&str] = &[
-    "TICK INTERVAL",
-    "AS OF",
-    "UP TO",
-    "SCALE FACTOR",
-    "MAX CARDINALITY",
-];
+const CLUSTER_OPTION_NAMES: &[&[&str]] = &[ClusterOptionName::SQL_NAMES];
+const SOURCE_OPTION_NAMES: &[&[&str]] = &[LoadGeneratorOptionName::SQL_NAMES];
 
 /// Parses an option name: a known multi-word name if one matches, else the
 /// run of words up to `=`, a literal, `,` or `)`.
-fn parse_option_name(parser: &mut Parser, known: &[&str]) -> Result<OptionName, ParserError> {
+fn parse_option_name(parser: &mut Parser, known: &[&[&str]]) -> Result<OptionName, ParserError> {
     let mut best: Option<&str> = None;
-    for name in known {
+    for name in known.iter().flat_map(|names| names.iter()) {
         let words: Vec<&str> = name.split(' ').collect();
         if peek_words(parser, &words) && best.is_none_or(|b| b.split(' ').count() < words.len()) {
             best = Some(name);
@@ -446,7 +416,7 @@ fn parse_option_value(parser: &mut Parser) -> Result<Option<OptionValue>, Parser
     }
 }
 
-fn parse_option(parser: &mut Parser, known: &[&str]) -> Result<SqlOption, ParserError> {
+fn parse_option(parser: &mut Parser, known: &[&[&str]]) -> Result<SqlOption, ParserError> {
     let name = parse_option_name(parser, known)?;
     let _equals_sign_is_optional = parser.consume_token(&Token::Eq);
     let value = parse_option_value(parser)?;
@@ -454,7 +424,10 @@ fn parse_option(parser: &mut Parser, known: &[&str]) -> Result<SqlOption, Parser
 }
 
 /// `( option [, ...] )`; an empty list `()` is allowed.
-fn parse_option_list(parser: &mut Parser, known: &[&str]) -> Result<Vec<SqlOption>, ParserError> {
+fn parse_option_list(
+    parser: &mut Parser,
+    known: &[&[&str]],
+) -> Result<Vec<SqlOption>, ParserError> {
     expect_token(parser, Token::LParen)?;
     if parser.consume_token(&Token::RParen) {
         return Ok(Vec::new());
@@ -467,7 +440,10 @@ fn parse_option_list(parser: &mut Parser, known: &[&str]) -> Result<Vec<SqlOptio
     Ok(options)
 }
 
-fn parse_with_options(parser: &mut Parser, known: &[&str]) -> Result<Vec<SqlOption>, ParserError> {
+fn parse_with_options(
+    parser: &mut Parser,
+    known: &[&[&str]],
+) -> Result<Vec<SqlOption>, ParserError> {
     if parse_words(parser, &["WITH"]) {
         parse_option_list(parser, known)
     } else {
@@ -598,7 +574,7 @@ fn parse_create_sink(parser: &mut Parser) -> Result<Statement, ParserError> {
 
 fn parse_alter_options_action(
     parser: &mut Parser,
-    known: &[&str],
+    known: &[&[&str]],
 ) -> Result<AlterOptionsAction, ParserError> {
     if parse_words(parser, &["SET"]) {
         Ok(AlterOptionsAction::Set(parse_option_list(parser, known)?))
@@ -973,7 +949,7 @@ fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> {
             let filter = if parse_words(parser, &["LIKE"]) {
                 Some(ShowFilter::Like(parser.parse_literal_string()?))
             } else if parse_words(parser, &["WHERE"]) {
-                Some(ShowFilter::Where(parser.parse_expr()?))
+                Some(ShowFilter::Where(Box::new(parser.parse_expr()?)))
             } else {
                 None
             };

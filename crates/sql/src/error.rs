@@ -54,6 +54,14 @@ impl PlanError {
         )
     }
 
+    /// A cluster name already taken (42710).
+    pub fn cluster_already_exists(name: &str) -> PlanError {
+        PlanError::new(
+            SqlState::DUPLICATE_OBJECT,
+            format!("cluster '{name}' already exists"),
+        )
+    }
+
     /// A name already taken (42710): `secret "materialize.public.s" already exists`.
     pub fn already_exists(kind: &str, name: impl std::fmt::Display) -> PlanError {
         PlanError::new(

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod dml;
 pub mod error;
 pub mod interval;
+pub mod options;
 pub mod plan;
 pub mod planner;
 mod show;
@@ -18,3 +19,6 @@ pub mod table;
 pub use error::PlanError;
 pub use plan::Plan;
 pub use planner::{PlanNotice, SessionContext, plan};
+
+#[cfg(test)]
+mod tests;

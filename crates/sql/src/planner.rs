@@ -1,18 +1,23 @@
 //! Pure planning: statement + catalog -> [`Plan`]. Every option rule and error
 //! text of the spec lives here.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use floe_repr::{GlobalId, SqlState};
 use floe_sql_parser::ast::{
     self, AlterOptionsAction, ConnectionType, CreateConnectionStatement, CreateSinkStatement,
     ObjectType, OptionValue, SinkMode, SqlOption, Statement,
 };
+use floe_sql_parser::options::{
+    AwsConnectionOptionName, ClusterOptionName, IcebergConnectionOptionName,
+    SinkConnectionOptionName, SinkWithOptionName,
+};
 use sqlparser::ast::{Ident, ObjectName, ObjectNamePart, Visit, VisitMut, Visitor, VisitorMut};
 
 use crate::catalog::*;
 use crate::error::PlanError;
 use crate::interval::{format_duration, parse_duration};
+use crate::options::*;
 use crate::plan::*;
 use crate::show;
 
@@ -207,13 +212,10 @@ fn find_for_alter<'a>(
 }
 
 fn unknown_item(name: &ObjectName) -> PlanError {
-    PlanError::new(
-        SqlState::UNDEFINED_OBJECT,
-        format!("unknown catalog item '{}'", display_name(name)),
-    )
+    PlanError::unknown_item(display_name(name))
 }
 
-fn display_name(name: &ObjectName) -> String {
+pub(crate) fn display_name(name: &ObjectName) -> String {
     name_parts(name)
         .map(|parts| parts.join("."))
         .unwrap_or_else(|_| name.to_string())
@@ -282,85 +284,6 @@ fn check_not_exists(
 // ---------------------------------------------------------------------------
 // Options
 
-/// Options by name, each given at most once.
-struct OptionMap {
-    values: BTreeMap<String, Option<OptionValue>>,
-    /// Names in the order written, for messages.
-    order: Vec<String>,
-}
-
-impl OptionMap {
-    fn new(options: &[SqlOption]) -> Result<OptionMap, PlanError> {
-        let mut values = BTreeMap::new();
-        let mut order = Vec::new();
-        for option in options {
-            let name = option.name.0.clone();
-            if values.insert(name.clone(), option.value.clone()).is_some() {
-                return Err(PlanError::invalid(format!(
-                    "{name} specified more than once"
-                )));
-            }
-            order.push(name);
-        }
-        Ok(OptionMap { values, order })
-    }
-
-    /// The names not in `allowed`, in the order written.
-    fn unknown(&self, allowed: &[&str]) -> Vec<String> {
-        self.order
-            .iter()
-            .filter(|name| !allowed.contains(&name.as_str()))
-            .cloned()
-            .collect()
-    }
-
-    fn take(&mut self, name: &str) -> Option<Option<OptionValue>> {
-        self.values.remove(name)
-    }
-
-    /// A string option; `Object` names are accepted as strings too.
-    fn string(&mut self, name: &str) -> Result<Option<String>, PlanError> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(Some(OptionValue::String(s))) => Ok(Some(s)),
-            Some(Some(OptionValue::Number(n))) => Ok(Some(n)),
-            Some(Some(OptionValue::Object(o))) => Ok(Some(display_name(&o))),
-            Some(_) => Err(PlanError::invalid(format!(
-                "invalid {name}: expected a string"
-            ))),
-        }
-    }
-
-    fn bool(&mut self, name: &str) -> Result<Option<bool>, PlanError> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(None) => Ok(Some(true)),
-            Some(Some(OptionValue::Bool(b))) => Ok(Some(b)),
-            Some(Some(OptionValue::String(s))) => match s.to_lowercase().as_str() {
-                "true" | "on" | "yes" | "1" => Ok(Some(true)),
-                "false" | "off" | "no" | "0" => Ok(Some(false)),
-                _ => Err(PlanError::invalid(format!(
-                    "invalid {name}: expected a boolean"
-                ))),
-            },
-            Some(_) => Err(PlanError::invalid(format!(
-                "invalid {name}: expected a boolean"
-            ))),
-        }
-    }
-
-    fn object(&mut self, name: &str) -> Result<Option<ObjectName>, PlanError> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(Some(OptionValue::Object(o))) => Ok(Some(o)),
-            Some(Some(OptionValue::String(s))) => Ok(Some(ObjectName::from(vec![Ident::new(s)]))),
-            Some(_) => Err(PlanError::invalid(format!(
-                "invalid {name}: expected an object name"
-            ))),
-        }
-    }
-}
-
 /// A `SECRET s` or string option, resolved.
 enum ResolvedStringOrSecret {
     String(String),
@@ -373,26 +296,43 @@ fn resolve_secret_ref(catalog: &dyn PlanCatalog, name: &ObjectName) -> Result<Gl
     Ok(item.id)
 }
 
-fn string_or_secret(
+/// A string or `SECRET s` option with its secret resolved.
+fn resolve_string_or_secret(
     catalog: &dyn PlanCatalog,
-    options: &mut OptionMap,
-    name: &str,
+    value: Option<StringOrSecretName>,
 ) -> Result<Option<ResolvedStringOrSecret>, PlanError> {
-    match options.take(name) {
-        None => Ok(None),
-        Some(Some(OptionValue::String(s))) => Ok(Some(ResolvedStringOrSecret::String(s))),
-        Some(Some(OptionValue::Secret(secret))) => Ok(Some(ResolvedStringOrSecret::Secret(
-            resolve_secret_ref(catalog, &secret)?,
-        ))),
-        Some(_) => Err(PlanError::invalid(format!(
-            "invalid {name}: expected a string or SECRET"
-        ))),
+    value
+        .map(|value| match value {
+            StringOrSecretName::String(s) => Ok(ResolvedStringOrSecret::String(s)),
+            StringOrSecretName::Secret(name) => Ok(ResolvedStringOrSecret::Secret(
+                resolve_secret_ref(catalog, &name)?,
+            )),
+        })
+        .transpose()
+}
+
+/// A string or `SECRET s` option as a definition holds it: a string written
+/// inline is a credential, kept encrypted in the item's `slot`.
+fn stored_string_or_secret(
+    value: ResolvedStringOrSecret,
+    slot: &str,
+    inline_secrets: &mut Vec<(String, String)>,
+) -> StringOrSecret {
+    match value {
+        ResolvedStringOrSecret::Secret(id) => StringOrSecret::Secret(id),
+        ResolvedStringOrSecret::String(value) => {
+            inline_secrets.push((slot.into(), value));
+            StringOrSecret::Inline { slot: slot.into() }
+        }
     }
 }
 
 /// Options whose string values are credentials: stored encrypted, shown as
 /// `'********'`.
-const SENSITIVE_OPTIONS: &[&str] = &["CREDENTIAL", "SESSION TOKEN"];
+const SENSITIVE_OPTIONS: &[&str] = &[
+    IcebergConnectionOptionName::Credential.sql_name(),
+    AwsConnectionOptionName::SessionToken.sql_name(),
+];
 
 /// The statement with every sensitive string value redacted.
 fn redact_options(options: &[SqlOption]) -> Vec<SqlOption> {
@@ -422,9 +362,14 @@ fn qualify_option_references(
                 Some(OptionValue::Secret(name)) => Some(OptionValue::Secret(
                     qualified_object_name(&resolve_item(catalog, name)?.name),
                 )),
-                Some(OptionValue::Object(name)) if option.name.0 == "AWS CONNECTION" => Some(
-                    OptionValue::Object(qualified_object_name(&resolve_item(catalog, name)?.name)),
-                ),
+                Some(OptionValue::Object(name))
+                    if IcebergConnectionOptionName::from_sql_name(&option.name.0)
+                        == Some(IcebergConnectionOptionName::AwsConnection) =>
+                {
+                    Some(OptionValue::Object(qualified_object_name(
+                        &resolve_item(catalog, name)?.name,
+                    )))
+                }
                 other => other.clone(),
             };
             Ok(SqlOption {
@@ -490,30 +435,6 @@ fn plan_alter_secret(
 // ---------------------------------------------------------------------------
 // Connections
 
-const AWS_OPTIONS: &[&str] = &[
-    "ACCESS KEY ID",
-    "SECRET ACCESS KEY",
-    "SESSION TOKEN",
-    "ENDPOINT",
-    "REGION",
-    "ASSUME ROLE ARN",
-    "ASSUME ROLE SESSION NAME",
-];
-
-const ICEBERG_OPTIONS: &[&str] = &[
-    "AWS CONNECTION",
-    "CATALOG TYPE",
-    "CREDENTIAL",
-    "SCOPE",
-    "URL",
-    "WAREHOUSE",
-    "OAUTH2 SERVER URL",
-    "ACCESS DELEGATION",
-];
-
-/// Options a `local` catalog takes: no URL, no credentials.
-const LOCAL_ICEBERG_OPTIONS: &[&str] = &["CATALOG TYPE", "WAREHOUSE"];
-
 fn plan_create_connection(
     catalog: &dyn PlanCatalog,
     statement: CreateConnectionStatement,
@@ -524,20 +445,15 @@ fn plan_create_connection(
             tag: "CREATE CONNECTION",
         });
     }
-    let mut with_options = OptionMap::new(&statement.with_options)?;
-    if let Some(unknown) = with_options.unknown(&["VALIDATE"]).first() {
-        return Err(PlanError::invalid(format!(
-            "CONNECTION does not support WITH option {unknown}"
-        )));
-    }
-    let validate = with_options.bool("VALIDATE")?;
-    let mut options = OptionMap::new(&statement.options)?;
+    let with_options = ConnectionWithOptions::extract(&statement.with_options, |unknown, _| {
+        PlanError::invalid(format!("CONNECTION does not support WITH option {unknown}"))
+    })?;
     let mut inline_secrets = Vec::new();
     let (definition, validate_default) = match &statement.connection_type {
         ConnectionType::Aws => (
             ConnectionDefinition::Aws(plan_aws_connection(
                 catalog,
-                &mut options,
+                &statement.options,
                 &mut inline_secrets,
             )?),
             // Off by default: the reference creates the connection before the
@@ -547,7 +463,7 @@ fn plan_create_connection(
         ConnectionType::IcebergCatalog => (
             ConnectionDefinition::IcebergCatalog(plan_iceberg_connection(
                 catalog,
-                &mut options,
+                &statement.options,
                 &mut inline_secrets,
             )?),
             true,
@@ -576,38 +492,32 @@ fn plan_create_connection(
         if_not_exists: statement.if_not_exists,
         definition,
         inline_secrets,
-        validate: validate.unwrap_or(validate_default),
+        validate: with_options.validate.unwrap_or(validate_default),
         create_sql,
     }))
 }
 
 fn plan_aws_connection(
     catalog: &dyn PlanCatalog,
-    options: &mut OptionMap,
+    options: &[SqlOption],
     inline_secrets: &mut Vec<(String, String)>,
 ) -> Result<AwsConnection, PlanError> {
-    let unknown = options.unknown(AWS_OPTIONS);
-    if !unknown.is_empty() {
-        return Err(PlanError::invalid(format!(
+    let options = AwsConnectionOptions::extract(options, |_, unknown| {
+        PlanError::invalid(format!(
             "AWS connections do not support {} values",
             unknown.join(", ")
-        )));
-    }
-    let access_key_id = string_or_secret(catalog, options, "ACCESS KEY ID")?;
-    let secret_access_key = match options.take("SECRET ACCESS KEY") {
-        None => None,
-        Some(Some(OptionValue::Secret(name))) => Some(resolve_secret_ref(catalog, &name)?),
-        Some(_) => {
-            return Err(PlanError::invalid(
-                "SECRET ACCESS KEY must be a secret: use SECRET ACCESS KEY = SECRET name",
-            ));
-        }
-    };
-    let session_token = string_or_secret(catalog, options, "SESSION TOKEN")?;
-    let assume_role_arn = options.string("ASSUME ROLE ARN")?;
-    let assume_role_session_name = options.string("ASSUME ROLE SESSION NAME")?;
-    let endpoint = options.string("ENDPOINT")?.filter(|e| !e.is_empty());
-    let region = options.string("REGION")?;
+        ))
+    })?;
+    let access_key_id = resolve_string_or_secret(catalog, options.access_key_id)?;
+    let secret_access_key = options
+        .secret_access_key
+        .map(|SecretName(name)| resolve_secret_ref(catalog, &name))
+        .transpose()?;
+    let session_token = resolve_string_or_secret(catalog, options.session_token)?;
+    let assume_role_arn = options.assume_role_arn;
+    let assume_role_session_name = options.assume_role_session_name;
+    let endpoint = options.endpoint.filter(|e| !e.is_empty());
+    let region = options.region;
 
     let credentials = match (access_key_id, secret_access_key, session_token) {
         (Some(access_key_id), Some(secret_access_key), session_token) => {
@@ -646,15 +556,8 @@ fn plan_aws_connection(
                 ResolvedStringOrSecret::Secret(id) => StringOrSecret::Secret(id),
             },
             secret_access_key,
-            session_token: session_token.map(|token| match token {
-                ResolvedStringOrSecret::String(value) => {
-                    inline_secrets.push(("session_token".into(), value));
-                    StringOrSecret::Inline {
-                        slot: "session_token".into(),
-                    }
-                }
-                ResolvedStringOrSecret::Secret(id) => StringOrSecret::Secret(id),
-            }),
+            session_token: session_token
+                .map(|token| stored_string_or_secret(token, "session_token", inline_secrets)),
         },
         (None, Some((arn, session_name))) => AwsAuth::AssumeRole { arn, session_name },
     };
@@ -667,17 +570,16 @@ fn plan_aws_connection(
 
 fn plan_iceberg_connection(
     catalog: &dyn PlanCatalog,
-    options: &mut OptionMap,
+    options: &[SqlOption],
     inline_secrets: &mut Vec<(String, String)>,
 ) -> Result<IcebergCatalogConnection, PlanError> {
-    let unknown = options.unknown(ICEBERG_OPTIONS);
-    if !unknown.is_empty() {
-        return Err(PlanError::invalid(format!(
+    let options = IcebergConnectionOptions::extract(options, |_, unknown| {
+        PlanError::invalid(format!(
             "ICEBERG CATALOG connections do not support {} values",
             unknown.join(", ")
-        )));
-    }
-    let catalog_type = match options.string("CATALOG TYPE")? {
+        ))
+    })?;
+    let catalog_type = match &options.catalog_type {
         None => {
             return Err(PlanError::invalid(
                 "invalid CONNECTION: ICEBERG connections must specify CATALOG TYPE",
@@ -696,42 +598,9 @@ fn plan_iceberg_connection(
         },
     };
     if catalog_type == IcebergCatalogType::Local {
-        let unknown = options
-            .order
-            .iter()
-            .filter(|name| !LOCAL_ICEBERG_OPTIONS.contains(&name.as_str()))
-            .cloned()
-            .collect::<Vec<_>>();
-        if !unknown.is_empty() {
-            return Err(PlanError::invalid(format!(
-                "ICEBERG local connections do not support {} values",
-                unknown.join(", ")
-            )));
-        }
-        let warehouse = options.string("WAREHOUSE")?;
-        // An absolute path only (`file:///p`, `file://localhost/p`): in `file://p` the first
-        // segment is a host, and a relative path would depend on floe's current directory.
-        if let Some(warehouse) = &warehouse
-            && !["file:///", "file://localhost/"]
-                .iter()
-                .any(|prefix| warehouse.starts_with(prefix))
-        {
-            return Err(PlanError::invalid(format!(
-                "invalid CONNECTION: WAREHOUSE of a local catalog must be an absolute file:// URL such as 'file:///srv/warehouse', not '{warehouse}'"
-            )));
-        }
-        return Ok(IcebergCatalogConnection {
-            catalog_type,
-            url: None,
-            warehouse,
-            credential: None,
-            scope: None,
-            oauth2_server_url: None,
-            vended_credentials: false,
-            aws_connection: None,
-        });
+        return plan_local_iceberg_connection(options);
     }
-    let url = match options.string("URL")? {
+    let url = match options.url {
         None => return Err(PlanError::invalid("invalid CONNECTION: must specify URL")),
         Some(url) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -742,20 +611,12 @@ fn plan_iceberg_connection(
             url
         }
     };
-    let warehouse = options.string("WAREHOUSE")?;
-    let credential = match string_or_secret(catalog, options, "CREDENTIAL")? {
-        None => None,
-        Some(ResolvedStringOrSecret::Secret(id)) => Some(StringOrSecret::Secret(id)),
-        Some(ResolvedStringOrSecret::String(value)) => {
-            inline_secrets.push(("credential".into(), value));
-            Some(StringOrSecret::Inline {
-                slot: "credential".into(),
-            })
-        }
-    };
-    let scope = options.string("SCOPE")?;
-    let oauth2_server_url = options.string("OAUTH2 SERVER URL")?;
-    let vended_credentials = match options.string("ACCESS DELEGATION")? {
+    let warehouse = options.warehouse;
+    let credential = resolve_string_or_secret(catalog, options.credential)?
+        .map(|credential| stored_string_or_secret(credential, "credential", inline_secrets));
+    let scope = options.scope;
+    let oauth2_server_url = options.oauth2_server_url;
+    let vended_credentials = match options.access_delegation {
         None => false,
         Some(value) if value.eq_ignore_ascii_case("vended-credentials") => true,
         Some(value) => {
@@ -765,7 +626,7 @@ fn plan_iceberg_connection(
             .with_hint("The only supported value is 'vended-credentials'."));
         }
     };
-    let aws_connection = match options.object("AWS CONNECTION")? {
+    let aws_connection = match options.aws_connection {
         None => None,
         Some(name) => {
             let item = resolve_item(catalog, &name)?;
@@ -809,6 +670,47 @@ fn plan_iceberg_connection(
     })
 }
 
+/// `CATALOG TYPE = 'local'`: floe's embedded catalog, no URL, no credentials.
+fn plan_local_iceberg_connection(
+    options: IcebergConnectionOptions,
+) -> Result<IcebergCatalogConnection, PlanError> {
+    use IcebergConnectionOptionName::{CatalogType, Warehouse};
+    let unknown: Vec<&str> = options
+        .written
+        .iter()
+        .filter(|name| !matches!(name, CatalogType | Warehouse))
+        .map(|name| name.sql_name())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(PlanError::invalid(format!(
+            "ICEBERG local connections do not support {} values",
+            unknown.join(", ")
+        )));
+    }
+    let warehouse = options.warehouse;
+    // An absolute path only (`file:///p`, `file://localhost/p`): in `file://p` the first
+    // segment is a host, and a relative path would depend on floe's current directory.
+    if let Some(warehouse) = &warehouse
+        && !["file:///", "file://localhost/"]
+            .iter()
+            .any(|prefix| warehouse.starts_with(prefix))
+    {
+        return Err(PlanError::invalid(format!(
+            "invalid CONNECTION: WAREHOUSE of a local catalog must be an absolute file:// URL such as 'file:///srv/warehouse', not '{warehouse}'"
+        )));
+    }
+    Ok(IcebergCatalogConnection {
+        catalog_type: IcebergCatalogType::Local,
+        url: None,
+        warehouse,
+        credential: None,
+        scope: None,
+        oauth2_server_url: None,
+        vended_credentials: false,
+        aws_connection: None,
+    })
+}
+
 fn plan_alter_connection(
     catalog: &dyn PlanCatalog,
     statement: ast::AlterConnectionStatement,
@@ -841,8 +743,8 @@ fn plan_alter_connection(
 /// Columns MODE APPEND adds to the Iceberg table.
 pub const APPEND_COLUMNS: &[&str] = &["_mz_diff", "_mz_timestamp"];
 
-fn commit_interval(options: &mut OptionMap) -> Result<u64, PlanError> {
-    let Some(text) = options.string("COMMIT INTERVAL")? else {
+fn commit_interval(options: SinkWithOptions) -> Result<u64, PlanError> {
+    let Some(text) = options.commit_interval else {
         return Err(PlanError::invalid(
             "Iceberg sink must specify COMMIT INTERVAL",
         ));
@@ -876,57 +778,10 @@ fn plan_create_sink(
         Some(ident) => normalize_ident(ident),
         None => session.cluster.clone(),
     };
-    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-        PlanError::new(
-            SqlState::UNDEFINED_OBJECT,
-            format!("unknown cluster '{cluster_name}'"),
-        )
-    })?;
-
-    // The relation to sink.
-    let from = match find_item(catalog, &statement.from)? {
-        Some(item) => item,
-        None => {
-            let parts = name_parts(&statement.from)?;
-            let (schema, item) = match parts.as_slice() {
-                [item] => (None, item.as_str()),
-                [schema, item] | [_, schema, item] => (Some(schema.as_str()), item.as_str()),
-                _ => (None, ""),
-            };
-            let is_system = match schema {
-                Some(schema) => catalog.is_system_relation(schema, item),
-                None => SYSTEM_SCHEMAS
-                    .iter()
-                    .any(|schema| catalog.is_system_relation(schema, item)),
-            };
-            if is_system {
-                return Err(PlanError::new(
-                    SqlState::WRONG_OBJECT_TYPE,
-                    format!(
-                        "cannot sink system relation {}",
-                        display_name(&statement.from)
-                    ),
-                )
-                .with_hint("Sink a table, source or materialized view."));
-            }
-            return Err(unknown_item(&statement.from));
-        }
-    };
-    let desc = match &from.definition {
-        ItemDefinition::Table(t) => &t.desc,
-        ItemDefinition::Source(s) => &s.desc,
-        other => {
-            return Err(PlanError::new(
-                SqlState::WRONG_OBJECT_TYPE,
-                format!(
-                    "{} \"{}\" cannot be sunk",
-                    other.kind().human_name(),
-                    from.name
-                ),
-            )
-            .with_hint("Sink a table, source or materialized view."));
-        }
-    };
+    let cluster = catalog
+        .cluster_by_name(&cluster_name)
+        .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
+    let (from, desc) = sink_input(catalog, &statement.from)?;
 
     // The catalog connection.
     let connection_item = resolve_item(catalog, &statement.connection)?;
@@ -955,104 +810,34 @@ fn plan_create_sink(
         (SinkMode::Append, None) => SinkEnvelope::Append,
     };
 
-    let mut with_options = OptionMap::new(&statement.with_options)?;
-    if let Some(unknown) = with_options.unknown(&["COMMIT INTERVAL"]).first() {
-        return Err(PlanError::invalid(format!(
+    let with_options = SinkWithOptions::extract(&statement.with_options, |unknown, _| {
+        PlanError::invalid(format!(
             "Iceberg sinks do not support WITH option {unknown}"
-        )));
-    }
-    let commit_interval_ms = commit_interval(&mut with_options)?;
+        ))
+    })?;
+    let commit_interval_ms = commit_interval(with_options)?;
 
-    let mut connection_options = OptionMap::new(&statement.connection_options)?;
-    if let Some(unknown) = connection_options.unknown(&["NAMESPACE", "TABLE"]).first() {
-        return Err(PlanError::invalid(format!(
-            "ICEBERG CATALOG CONNECTION does not support {unknown} values"
-        )));
-    }
+    let connection_options =
+        SinkConnectionOptions::extract(&statement.connection_options, |unknown, _| {
+            PlanError::invalid(format!(
+                "ICEBERG CATALOG CONNECTION does not support {unknown} values"
+            ))
+        })?;
     let namespace = connection_options
-        .string("NAMESPACE")?
+        .namespace
         .filter(|s| !s.is_empty())
         .ok_or_else(|| PlanError::invalid("Iceberg sink must specify NAMESPACE"))?;
     let table = connection_options
-        .string("TABLE")?
+        .table
         .filter(|s| !s.is_empty())
         .ok_or_else(|| PlanError::invalid("Iceberg sink must specify TABLE"))?;
 
     let key = match &statement.key {
         None => None,
-        Some(key) => {
-            let mut names = Vec::new();
-            let mut indexes = Vec::new();
-            for ident in &key.columns {
-                let column = normalize_ident(ident);
-                let Some(index) = desc.column_index(&column) else {
-                    return Err(PlanError::new(
-                        SqlState::UNDEFINED_COLUMN,
-                        format!("column referenced in KEY does not exist: {column}"),
-                    ));
-                };
-                if names.contains(&column) {
-                    return Err(PlanError::new(
-                        SqlState::DUPLICATE_COLUMN,
-                        format!("duplicate column referenced in KEY: {column}"),
-                    ));
-                }
-                let scalar_type = &desc.columns[index].1.scalar_type;
-                if !scalar_type.is_equality_key_compatible() {
-                    return Err(PlanError::invalid(format!(
-                        "column {column} has type {scalar_type} which cannot be used as an Iceberg equality delete key"
-                    )));
-                }
-                names.push(column);
-                indexes.push(index);
-            }
-            if !desc.is_unique_key(&indexes) {
-                if key.not_enforced {
-                    notices.push(PlanNotice {
-                        message: format!(
-                            "upsert key ({}) is not validated as unique",
-                            names.join(", ")
-                        ),
-                        hint: Some(
-                            "With NOT ENFORCED, rows that share a key overwrite each other in the Iceberg table."
-                                .into(),
-                        ),
-                    });
-                } else {
-                    return Err(PlanError::invalid("upsert key could not be validated as unique")
-                        .with_detail(format!(
-                            "The columns ({}) are not a primary key of {}.",
-                            names.join(", "),
-                            from.name
-                        ))
-                        .with_hint(
-                            "Use a key the relation guarantees unique, or add NOT ENFORCED if you know it is.",
-                        ));
-                }
-            }
-            Some(names)
-        }
+        Some(key) => Some(sink_key(desc, &from.name, key, notices)?),
     };
 
-    if envelope == SinkEnvelope::Append {
-        for (column, _) in &desc.columns {
-            if APPEND_COLUMNS.contains(&column.as_str()) {
-                return Err(PlanError::invalid(format!(
-                    "column {column} conflicts with the column of the same name that MODE APPEND adds"
-                ))
-                .with_hint("Rename the column in the relation, or use MODE UPSERT."));
-            }
-        }
-    }
-    if envelope == SinkEnvelope::Upsert && connection.is_unity() {
-        return Err(PlanError::unsupported(
-            "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
-        )
-        .with_detail(
-            "Upsert sinks write Iceberg equality delete files, which Unity Catalog managed tables do not accept.",
-        )
-        .with_hint("Use MODE APPEND."));
-    }
+    check_envelope(envelope, desc, connection)?;
 
     let definition = SinkDefinition {
         from: from.id,
@@ -1075,6 +860,146 @@ fn plan_create_sink(
     }))
 }
 
+/// The relation a sink reads, and its shape: a table, source or materialized
+/// view, never a system relation.
+fn sink_input<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<(&'a CatalogItem, &'a floe_repr::RelationDesc), PlanError> {
+    let from = match find_item(catalog, name)? {
+        Some(item) => item,
+        None => {
+            let parts = name_parts(name)?;
+            let (schema, item) = match parts.as_slice() {
+                [item] => (None, item.as_str()),
+                [schema, item] | [_, schema, item] => (Some(schema.as_str()), item.as_str()),
+                _ => (None, ""),
+            };
+            let is_system = match schema {
+                Some(schema) => catalog.is_system_relation(schema, item),
+                None => SYSTEM_SCHEMAS
+                    .iter()
+                    .any(|schema| catalog.is_system_relation(schema, item)),
+            };
+            if is_system {
+                return Err(PlanError::new(
+                    SqlState::WRONG_OBJECT_TYPE,
+                    format!("cannot sink system relation {}", display_name(name)),
+                )
+                .with_hint("Sink a table, source or materialized view."));
+            }
+            return Err(unknown_item(name));
+        }
+    };
+    let desc = match &from.definition {
+        ItemDefinition::Table(t) => &t.desc,
+        ItemDefinition::Source(s) => &s.desc,
+        other => {
+            return Err(PlanError::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!(
+                    "{} \"{}\" cannot be sunk",
+                    other.kind().human_name(),
+                    from.name
+                ),
+            )
+            .with_hint("Sink a table, source or materialized view."));
+        }
+    };
+
+    Ok((from, desc))
+}
+
+/// The columns of an upsert sink's `KEY`: each once, each of a type Iceberg
+/// can compare exactly, together unique in the relation (or `NOT ENFORCED`,
+/// with a notice).
+fn sink_key(
+    desc: &floe_repr::RelationDesc,
+    from: &QualifiedName,
+    key: &ast::SinkKey,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Vec<String>, PlanError> {
+    let mut names = Vec::new();
+    let mut indexes = Vec::new();
+    for ident in &key.columns {
+        let column = normalize_ident(ident);
+        let Some(index) = desc.column_index(&column) else {
+            return Err(PlanError::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column referenced in KEY does not exist: {column}"),
+            ));
+        };
+        if names.contains(&column) {
+            return Err(PlanError::new(
+                SqlState::DUPLICATE_COLUMN,
+                format!("duplicate column referenced in KEY: {column}"),
+            ));
+        }
+        let scalar_type = &desc.columns[index].1.scalar_type;
+        if !scalar_type.is_equality_key_compatible() {
+            return Err(PlanError::invalid(format!(
+                "column {column} has type {scalar_type} which cannot be used as an Iceberg equality delete key"
+            )));
+        }
+        names.push(column);
+        indexes.push(index);
+    }
+    if !desc.is_unique_key(&indexes) {
+        if key.not_enforced {
+            notices.push(PlanNotice {
+                message: format!(
+                    "upsert key ({}) is not validated as unique",
+                    names.join(", ")
+                ),
+                hint: Some(
+                    "With NOT ENFORCED, rows that share a key overwrite each other in the Iceberg table."
+                        .into(),
+                ),
+            });
+        } else {
+            return Err(PlanError::invalid("upsert key could not be validated as unique")
+                .with_detail(format!(
+                    "The columns ({}) are not a primary key of {}.",
+                    names.join(", "),
+                    from
+                ))
+                .with_hint(
+                    "Use a key the relation guarantees unique, or add NOT ENFORCED if you know it is.",
+                ));
+        }
+    }
+    Ok(names)
+}
+
+/// What the envelope requires of the relation and the catalog: MODE APPEND
+/// adds columns of its own, Unity Catalog takes no equality deletes.
+fn check_envelope(
+    envelope: SinkEnvelope,
+    desc: &floe_repr::RelationDesc,
+    connection: &IcebergCatalogConnection,
+) -> Result<(), PlanError> {
+    if envelope == SinkEnvelope::Append {
+        for (column, _) in &desc.columns {
+            if APPEND_COLUMNS.contains(&column.as_str()) {
+                return Err(PlanError::invalid(format!(
+                    "column {column} conflicts with the column of the same name that MODE APPEND adds"
+                ))
+                .with_hint("Rename the column in the relation, or use MODE UPSERT."));
+            }
+        }
+    }
+    if envelope == SinkEnvelope::Upsert && connection.is_unity() {
+        return Err(PlanError::unsupported(
+            "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
+        )
+        .with_detail(
+            "Upsert sinks write Iceberg equality delete files, which Unity Catalog managed tables do not accept.",
+        )
+        .with_hint("Use MODE APPEND."));
+    }
+    Ok(())
+}
+
 /// The normalized `CREATE SINK` statement of a sink definition.
 pub fn sink_create_sql(
     catalog: &dyn PlanCatalog,
@@ -1085,7 +1010,7 @@ pub fn sink_create_sql(
         catalog
             .item(id)
             .map(|item| qualified_object_name(&item.name))
-            .ok_or_else(|| PlanError::new(SqlState::INTERNAL_ERROR, format!("unknown item {id}")))
+            .ok_or_else(|| PlanError::internal(format!("unknown item {id}")))
     };
     let cluster = catalog
         .cluster(definition.cluster)
@@ -1099,11 +1024,11 @@ pub fn sink_create_sql(
         connection: item_name(definition.connection)?,
         connection_options: vec![
             SqlOption {
-                name: ast::OptionName("NAMESPACE".into()),
+                name: ast::OptionName(SinkConnectionOptionName::Namespace.sql_name().into()),
                 value: Some(OptionValue::String(definition.namespace.clone())),
             },
             SqlOption {
-                name: ast::OptionName("TABLE".into()),
+                name: ast::OptionName(SinkConnectionOptionName::Table.sql_name().into()),
                 value: Some(OptionValue::String(definition.table.clone())),
             },
         ],
@@ -1119,7 +1044,7 @@ pub fn sink_create_sql(
             SinkEnvelope::Append => SinkMode::Append,
         }),
         with_options: vec![SqlOption {
-            name: ast::OptionName("COMMIT INTERVAL".into()),
+            name: ast::OptionName(SinkWithOptionName::CommitInterval.sql_name().into()),
             value: Some(OptionValue::String(format_duration(
                 std::time::Duration::from_millis(definition.commit_interval_ms),
             ))),
@@ -1145,14 +1070,13 @@ fn plan_alter_sink(
         Err(no_op) => return Ok(no_op),
     };
     let ItemDefinition::Sink(sink) = &item.definition else {
-        return Err(PlanError::new(
-            SqlState::INTERNAL_ERROR,
-            "sink without a sink definition",
-        ));
+        return Err(PlanError::internal("sink without a sink definition"));
     };
     match statement.action {
         AlterOptionsAction::Reset(names) => {
-            if let Some(name) = names.iter().find(|n| n.0 != "COMMIT INTERVAL") {
+            if let Some(name) = names.iter().find(|n| {
+                SinkWithOptionName::from_sql_name(&n.0) != Some(SinkWithOptionName::CommitInterval)
+            }) {
                 return Err(PlanError::invalid(format!(
                     "ALTER SINK does not support {name}"
                 )));
@@ -1161,13 +1085,10 @@ fn plan_alter_sink(
                 .with_hint("COMMIT INTERVAL cannot be reset: set a new value with ALTER SINK ... SET (COMMIT INTERVAL = '...')."))
         }
         AlterOptionsAction::Set(options) => {
-            let mut options = OptionMap::new(&options)?;
-            if let Some(unknown) = options.unknown(&["COMMIT INTERVAL"]).first() {
-                return Err(PlanError::invalid(format!(
-                    "ALTER SINK does not support {unknown}"
-                )));
-            }
-            let commit_interval_ms = commit_interval(&mut options)?;
+            let options = SinkWithOptions::extract(&options, |unknown, _| {
+                PlanError::invalid(format!("ALTER SINK does not support {unknown}"))
+            })?;
+            let commit_interval_ms = commit_interval(options)?;
             if commit_interval_ms == sink.commit_interval_ms {
                 return Ok(Plan::NoOp { tag: "ALTER SINK" });
             }
@@ -1196,37 +1117,20 @@ fn check_size(size: &str) -> Result<String, PlanError> {
     }
 }
 
-fn replication_factor(options: &mut OptionMap) -> Result<Option<u32>, PlanError> {
-    match options.string("REPLICATION FACTOR")? {
-        None => Ok(None),
-        Some(text) => text.parse::<u32>().map(Some).map_err(|_| {
-            PlanError::invalid(format!(
-                "invalid REPLICATION FACTOR: expected a non-negative integer, found {text}"
-            ))
-        }),
-    }
-}
-
 fn plan_create_cluster(
     catalog: &dyn PlanCatalog,
     statement: ast::CreateClusterStatement,
 ) -> Result<Plan, PlanError> {
     let name = normalize_ident(&statement.name);
     if catalog.cluster_by_name(&name).is_some() {
-        return Err(PlanError::new(
-            SqlState::DUPLICATE_OBJECT,
-            format!("cluster '{name}' already exists"),
-        ));
+        return Err(PlanError::cluster_already_exists(&name));
     }
-    let mut options = OptionMap::new(&statement.options)?;
     match statement.replicas {
         Some(replicas) => {
-            if let Some(unknown) = options.unknown(&["MANAGED"]).first() {
-                return Err(PlanError::invalid(format!(
-                    "{unknown} is not supported for unmanaged clusters"
-                )));
-            }
-            if options.bool("MANAGED")? == Some(true) {
+            let options = UnmanagedClusterOptions::extract(&statement.options, |unknown, _| {
+                PlanError::invalid(format!("{unknown} is not supported for unmanaged clusters"))
+            })?;
+            if options.managed == Some(true) {
                 return Err(PlanError::invalid(
                     "REPLICAS not supported for managed clusters",
                 ));
@@ -1251,24 +1155,19 @@ fn plan_create_cluster(
             }))
         }
         None => {
-            if let Some(unknown) = options
-                .unknown(&["SIZE", "REPLICATION FACTOR", "MANAGED"])
-                .first()
-            {
-                return Err(PlanError::unsupported(format!(
-                    "CLUSTER option {unknown} is not supported"
-                )));
-            }
-            if options.bool("MANAGED")? == Some(false) {
+            let options = ManagedClusterOptions::extract(&statement.options, |unknown, _| {
+                PlanError::unsupported(format!("CLUSTER option {unknown} is not supported"))
+            })?;
+            if options.managed == Some(false) {
                 return Err(PlanError::invalid(
                     "unmanaged clusters must list their REPLICAS",
                 ));
             }
             let size = options
-                .string("SIZE")?
+                .size
                 .ok_or_else(|| PlanError::invalid("SIZE option is required"))?;
             let size = check_size(&size)?;
-            let factor = replication_factor(&mut options)?.unwrap_or(1);
+            let factor = options.replication_factor.unwrap_or(1);
             Ok(Plan::CreateCluster(CreateClusterPlan {
                 name,
                 managed: Some((size, factor)),
@@ -1279,14 +1178,11 @@ fn plan_create_cluster(
 }
 
 fn replica_size(options: &[SqlOption]) -> Result<String, PlanError> {
-    let mut options = OptionMap::new(options)?;
-    if let Some(unknown) = options.unknown(&["SIZE"]).first() {
-        return Err(PlanError::unsupported(format!(
-            "replica option {unknown} is not supported"
-        )));
-    }
+    let options = ReplicaOptions::extract(options, |unknown, _| {
+        PlanError::unsupported(format!("replica option {unknown} is not supported"))
+    })?;
     let size = options
-        .string("SIZE")?
+        .size
         .ok_or_else(|| PlanError::invalid("SIZE option is required"))?;
     check_size(&size)
 }
@@ -1307,10 +1203,7 @@ fn plan_alter_cluster(
                 tag: "ALTER CLUSTER",
             });
         }
-        return Err(PlanError::new(
-            SqlState::UNDEFINED_OBJECT,
-            format!("unknown cluster '{name}'"),
-        ));
+        return Err(PlanError::unknown_cluster(&name));
     };
     if !cluster.managed {
         return Err(PlanError::invalid(format!(
@@ -1322,24 +1215,22 @@ fn plan_alter_cluster(
     let mut factor = cluster.replication_factor.unwrap_or(1);
     match statement.action {
         AlterOptionsAction::Set(options) => {
-            let mut options = OptionMap::new(&options)?;
-            if let Some(unknown) = options.unknown(&["SIZE", "REPLICATION FACTOR"]).first() {
-                return Err(PlanError::unsupported(format!(
-                    "ALTER CLUSTER option {unknown} is not supported"
-                )));
-            }
-            if let Some(new_size) = options.string("SIZE")? {
+            let options = AlterClusterOptions::extract(&options, |unknown, _| {
+                PlanError::unsupported(format!("ALTER CLUSTER option {unknown} is not supported"))
+            })?;
+            if let Some(new_size) = options.size {
                 size = check_size(&new_size)?;
             }
-            if let Some(new_factor) = replication_factor(&mut options)? {
+            if let Some(new_factor) = options.replication_factor {
                 factor = new_factor;
             }
         }
         AlterOptionsAction::Reset(names) => {
             for option in names {
-                match option.0.as_str() {
-                    "REPLICATION FACTOR" => factor = 1,
-                    other => {
+                match ClusterOptionName::from_sql_name(&option.0) {
+                    Some(ClusterOptionName::ReplicationFactor) => factor = 1,
+                    _ => {
+                        let other = &option.0;
                         return Err(PlanError::invalid(format!(
                             "cannot RESET {other} of a managed cluster"
                         )));
@@ -1365,12 +1256,9 @@ fn plan_create_cluster_replica(
     statement: ast::CreateClusterReplicaStatement,
 ) -> Result<Plan, PlanError> {
     let cluster_name = normalize_ident(&statement.cluster);
-    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-        PlanError::new(
-            SqlState::UNDEFINED_OBJECT,
-            format!("unknown cluster '{cluster_name}'"),
-        )
-    })?;
+    let cluster = catalog
+        .cluster_by_name(&cluster_name)
+        .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
     if cluster.managed {
         return Err(
             PlanError::invalid("cannot create more replicas for managed clusters")
@@ -1473,10 +1361,7 @@ fn plan_drop(
                         });
                         continue;
                     }
-                    return Err(PlanError::new(
-                        SqlState::UNDEFINED_OBJECT,
-                        format!("unknown cluster '{name}'"),
-                    ));
+                    return Err(PlanError::unknown_cluster(&name));
                 };
                 // Items running on the cluster depend on it.
                 let users = cluster_users(catalog, cluster.id);
@@ -1501,10 +1386,7 @@ fn plan_drop(
                     if statement.if_exists {
                         continue;
                     }
-                    return Err(PlanError::new(
-                        SqlState::UNDEFINED_OBJECT,
-                        format!("unknown cluster '{cluster_name}'"),
-                    ));
+                    return Err(PlanError::unknown_cluster(cluster_name));
                 };
                 let Some(replica) = cluster.replicas.iter().find(|r| &r.name == replica_name)
                 else {
@@ -1559,9 +1441,9 @@ fn plan_drop(
                 if let Some(first) = dependents.first()
                     && !statement.cascade
                 {
-                    let dependent = catalog.item(*first).ok_or_else(|| {
-                        PlanError::new(SqlState::INTERNAL_ERROR, "dangling dependency")
-                    })?;
+                    let dependent = catalog
+                        .item(*first)
+                        .ok_or_else(|| PlanError::internal("dangling dependency"))?;
                     return Err(dependency_error(
                         kind.human_name(),
                         &item.name.item,

@@ -141,12 +141,9 @@ fn show_create(
             .and_then(|p| p.as_ident())
             .map(normalize_ident)
             .unwrap_or_default();
-        let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-            PlanError::new(
-                SqlState::UNDEFINED_OBJECT,
-                format!("unknown cluster '{cluster_name}'"),
-            )
-        })?;
+        let cluster = catalog
+            .cluster_by_name(&cluster_name)
+            .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
         return Ok((cluster.name.clone(), cluster_create_sql(cluster)));
     }
     let kind = match object_type {

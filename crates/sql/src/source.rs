@@ -6,6 +6,7 @@ use floe_sql_parser::ast::{CreateSourceStatement, OptionValue};
 use crate::catalog::{PlanCatalog, QualifiedName, SourceDefinition};
 use crate::error::PlanError;
 use crate::interval::parse_duration;
+use crate::options::{LoadGeneratorOptions, Written};
 use crate::plan::Plan;
 use crate::planner::{exists_check, normalize_ident};
 
@@ -108,40 +109,43 @@ pub(crate) fn plan_create_source(
         .as_ref()
         .map(normalize_ident)
         .unwrap_or_else(|| session_cluster.to_string());
-    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-        PlanError::new(
-            SqlState::UNDEFINED_OBJECT,
-            format!("unknown cluster '{cluster_name}'"),
-        )
+    let cluster = catalog
+        .cluster_by_name(&cluster_name)
+        .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
+    let options = LoadGeneratorOptions::extract(&statement.options, |unknown, _| {
+        PlanError::invalid(format!("LOAD GENERATOR does not support {unknown} values"))
     })?;
-    let mut tick_interval_ms = 1_000;
-    let mut up_to = None;
-    for option in &statement.options {
-        match (option.name.0.as_str(), &option.value) {
-            ("TICK INTERVAL", Some(OptionValue::String(text))) => {
-                let duration = parse_duration(text).ok_or_else(|| {
-                    PlanError::new(
-                        SqlState::INVALID_DATETIME_FORMAT,
-                        format!("invalid input syntax for type interval: \"{text}\""),
-                    )
-                })?;
-                if duration.as_millis() < 1 {
-                    return Err(PlanError::invalid("TICK INTERVAL must be positive"));
-                }
-                tick_interval_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    let tick_interval_ms = match options.tick_interval {
+        None => 1_000,
+        Some(Written(Some(OptionValue::String(text)))) => {
+            let duration = parse_duration(&text).ok_or_else(|| {
+                PlanError::new(
+                    SqlState::INVALID_DATETIME_FORMAT,
+                    format!("invalid input syntax for type interval: \"{text}\""),
+                )
+            })?;
+            if duration.as_millis() < 1 {
+                return Err(PlanError::invalid("TICK INTERVAL must be positive"));
             }
-            ("UP TO", Some(OptionValue::Number(n))) => {
-                up_to = Some(n.parse::<u64>().map_err(|_| {
-                    PlanError::invalid(format!("UP TO must be a non-negative integer, not {n}"))
-                })?);
-            }
-            (other, _) => {
-                return Err(PlanError::invalid(format!(
-                    "LOAD GENERATOR does not support {other} values"
-                )));
-            }
+            u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
         }
-    }
+        Some(_) => {
+            return Err(PlanError::invalid(
+                "LOAD GENERATOR does not support TICK INTERVAL values",
+            ));
+        }
+    };
+    let up_to = match options.up_to {
+        None => None,
+        Some(Written(Some(OptionValue::Number(n)))) => Some(n.parse::<u64>().map_err(|_| {
+            PlanError::invalid(format!("UP TO must be a non-negative integer, not {n}"))
+        })?),
+        Some(_) => {
+            return Err(PlanError::invalid(
+                "LOAD GENERATOR does not support UP TO values",
+            ));
+        }
+    };
     let (desc, subsources) = match statement.generator.as_str() {
         "COUNTER" => {
             if statement.for_all_tables {

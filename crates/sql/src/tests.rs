@@ -1,0 +1,900 @@
+//! Planner unit tests: the planner is pure, so each rule and error text of the
+//! spec (section 1) is checked by planning statements against an in-memory
+//! catalog. Table-driven: a case is a statement and what planning it gives.
+
+use std::collections::BTreeMap;
+
+use floe_repr::{ClusterId, GlobalId, ReplicaId, SqlState};
+use floe_sql_parser::parse_statement;
+
+use crate::catalog::*;
+use crate::plan::Plan;
+use crate::{PlanError, PlanNotice, SessionContext, plan};
+
+/// A catalog in memory that applies the plans of CREATE and DROP statements,
+/// as sequencing would.
+#[derive(Debug, Clone, Default)]
+struct TestCatalog {
+    items: BTreeMap<GlobalId, CatalogItem>,
+    clusters: BTreeMap<ClusterId, Cluster>,
+    next_id: u64,
+}
+
+impl PlanCatalog for TestCatalog {
+    fn item_by_name(&self, name: &QualifiedName) -> Option<&CatalogItem> {
+        self.items.values().find(|item| &item.name == name)
+    }
+
+    fn item(&self, id: GlobalId) -> Option<&CatalogItem> {
+        self.items.get(&id)
+    }
+
+    fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.definition.uses().contains(&id))
+            .map(|item| item.id)
+            .collect()
+    }
+
+    fn cluster_by_name(&self, name: &str) -> Option<&Cluster> {
+        self.clusters.values().find(|cluster| cluster.name == name)
+    }
+
+    fn cluster(&self, id: ClusterId) -> Option<&Cluster> {
+        self.clusters.get(&id)
+    }
+
+    fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.definition.cluster() == Some(id))
+            .map(|item| item.id)
+            .collect()
+    }
+
+    fn is_system_relation(&self, schema: &str, name: &str) -> bool {
+        schema == "mz_catalog" && name == "mz_sinks"
+    }
+}
+
+impl TestCatalog {
+    /// The default cluster and the objects the cases name: a secret `s`, an AWS
+    /// connection `aws` using it, REST and local catalog connections, tables
+    /// `t` (primary key `id`) and `log` (no key, an `_mz_diff` column), a
+    /// counter source and an unmanaged cluster `u`.
+    fn fixture() -> TestCatalog {
+        let mut catalog = TestCatalog::default();
+        catalog
+            .run("CREATE CLUSTER quickstart (SIZE = '25cc')")
+            .unwrap();
+        for sql in [
+            "CREATE SECRET s AS 'client:secret'",
+            "CREATE CONNECTION aws TO AWS (ACCESS KEY ID = 'AKIA', SECRET ACCESS KEY = SECRET s)",
+            "CREATE CONNECTION rest TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://catalog.test', CREDENTIAL = SECRET s)",
+            "CREATE CONNECTION unity TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'https://db.test/api/2.1/unity-catalog/iceberg-rest', CREDENTIAL = SECRET s, WAREHOUSE = 'main')",
+            "CREATE CONNECTION local TO ICEBERG CATALOG (CATALOG TYPE = 'local')",
+            "CREATE TABLE t (id int PRIMARY KEY, name text, f double precision, l int list)",
+            "CREATE TABLE log (line text, _mz_diff int)",
+            "CREATE SOURCE counter FROM LOAD GENERATOR COUNTER",
+            "CREATE SINK k FROM t INTO ICEBERG CATALOG CONNECTION local (NAMESPACE 'ns', TABLE 'k') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')",
+            "CREATE CLUSTER u REPLICAS (r1 (SIZE = '25cc'))",
+        ] {
+            catalog
+                .run(sql)
+                .unwrap_or_else(|e| panic!("fixture {sql}: {e}"));
+        }
+        catalog
+    }
+
+    /// Plans `sql` and applies the plan.
+    fn run(&mut self, sql: &str) -> Result<(Plan, Vec<PlanNotice>), PlanError> {
+        let statement = parse_statement(sql).map_err(|e| PlanError::syntax(e.to_string()))?;
+        let session = SessionContext {
+            cluster: DEFAULT_CLUSTER.into(),
+        };
+        let mut notices = Vec::new();
+        let plan = plan(self, &session, statement, &mut notices)?;
+        self.apply(&plan);
+        Ok((plan, notices))
+    }
+
+    fn add_item(&mut self, name: &QualifiedName, definition: ItemDefinition) -> GlobalId {
+        self.next_id += 1;
+        let id = GlobalId::User(self.next_id);
+        let item = CatalogItem {
+            id,
+            oid: 20_000 + self.next_id as u32,
+            name: name.clone(),
+            definition,
+            create_sql: String::new(),
+        };
+        self.items.insert(id, item);
+        id
+    }
+
+    fn apply(&mut self, plan: &Plan) {
+        match plan {
+            Plan::CreateSecret(p) => {
+                self.add_item(&p.name, ItemDefinition::Secret);
+            }
+            Plan::CreateConnection(p) => {
+                self.add_item(&p.name, ItemDefinition::Connection(p.definition.clone()));
+            }
+            Plan::CreateTable(p) => {
+                self.add_item(&p.name, ItemDefinition::Table(p.definition.clone()));
+            }
+            Plan::CreateSink(p) => {
+                self.add_item(&p.name, ItemDefinition::Sink(p.definition.clone()));
+            }
+            Plan::CreateSource(p) => {
+                let parent = self.add_item(&p.name, ItemDefinition::Source(p.definition.clone()));
+                for (name, output, desc) in &p.subsources {
+                    let definition = SourceDefinition {
+                        desc: desc.clone(),
+                        parent: Some((parent, output.clone())),
+                        ..p.definition.clone()
+                    };
+                    self.add_item(name, ItemDefinition::Source(definition));
+                }
+            }
+            Plan::CreateCluster(p) => {
+                let number = self.clusters.len() as u64 + 1;
+                let replicas = match &p.managed {
+                    Some((size, factor)) => (1..=*factor)
+                        .map(|n| (format!("r{n}"), size.clone()))
+                        .collect(),
+                    None => p.replicas.clone(),
+                };
+                let cluster = Cluster {
+                    id: ClusterId::User(number),
+                    name: p.name.clone(),
+                    managed: p.managed.is_some(),
+                    size: p.managed.as_ref().map(|(size, _)| size.clone()),
+                    replication_factor: p.managed.as_ref().map(|(_, factor)| *factor),
+                    replicas: replicas
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (name, size))| Replica {
+                            id: ReplicaId::User(number * 100 + i as u64),
+                            name,
+                            size,
+                        })
+                        .collect(),
+                };
+                self.clusters.insert(cluster.id, cluster);
+            }
+            Plan::DropObjects(p) => {
+                for id in &p.items {
+                    self.items.remove(id);
+                }
+                for id in &p.clusters {
+                    self.clusters.remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What planning a case's statement gives.
+#[derive(Debug)]
+enum Expect {
+    /// A plan that does something.
+    Planned,
+    /// The statement has nothing to do (`IF EXISTS`, a value set again).
+    NoOp,
+    /// The error with this SQLSTATE and message.
+    Error(SqlState, &'static str),
+}
+
+use Expect::*;
+
+const INVALID: SqlState = SqlState::INVALID_PARAMETER_VALUE;
+
+/// Plans each case against a fresh copy of the fixture.
+fn check(cases: &[(impl AsRef<str>, Expect)]) {
+    let fixture = TestCatalog::fixture();
+    let mut failures = Vec::new();
+    for (sql, expect) in cases {
+        let sql = sql.as_ref();
+        let result = fixture.clone().run(sql);
+        let ok = match (&result, expect) {
+            (Ok((Plan::NoOp { .. }, _)), NoOp) => true,
+            (Ok((Plan::NoOp { .. }, _)), Planned) => false,
+            (Ok(_), Planned) => true,
+            (Err(error), Error(code, message)) => error.code == *code && error.message == *message,
+            _ => false,
+        };
+        if !ok {
+            let got = match &result {
+                Ok((plan, _)) => format!("{plan:?}"),
+                Err(error) => format!("{} {}", error.code.code(), error.message),
+            };
+            failures.push(format!("{sql}\n  expected {expect:?}\n  got      {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn secrets() {
+    check(&[
+        ("CREATE SECRET s2 AS 'v'", Planned),
+        ("CREATE SECRET IF NOT EXISTS s AS 'v'", NoOp),
+        (
+            "CREATE SECRET s AS 'v'",
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "secret \"materialize.public.s\" already exists",
+            ),
+        ),
+        ("ALTER SECRET s AS 'v2'", Planned),
+        ("ALTER SECRET IF EXISTS nope AS 'v2'", NoOp),
+        (
+            "ALTER SECRET nope AS 'v2'",
+            Error(SqlState::UNDEFINED_OBJECT, "unknown catalog item 'nope'"),
+        ),
+    ]);
+}
+
+#[test]
+fn a_secret_s_value_is_never_in_its_create_sql() {
+    let mut catalog = TestCatalog::fixture();
+    let (plan, _) = catalog.run("CREATE SECRET pw AS 'hunter2'").unwrap();
+    let Plan::CreateSecret(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.value, "hunter2");
+    assert_eq!(
+        plan.create_sql,
+        "CREATE SECRET \"materialize\".\"public\".\"pw\" AS '********'"
+    );
+    let (plan, _) = catalog
+        .run("CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL 'http://x.test', CREDENTIAL 'id:hunter2') WITH (VALIDATE = false)")
+        .unwrap();
+    let Plan::CreateConnection(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert!(!plan.create_sql.contains("hunter2"), "{}", plan.create_sql);
+    assert!(
+        plan.create_sql.contains("'********'"),
+        "{}",
+        plan.create_sql
+    );
+    assert_eq!(
+        plan.inline_secrets,
+        [("credential".to_string(), "id:hunter2".to_string())]
+    );
+    assert!(!plan.validate);
+}
+
+#[test]
+fn aws_connections() {
+    check(&[
+        (
+            "CREATE CONNECTION a TO AWS (ASSUME ROLE ARN = 'arn:aws:iam::1:role/r', ASSUME ROLE SESSION NAME = 'n')",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = SECRET s, SECRET ACCESS KEY = SECRET s, SESSION TOKEN = 'tok', REGION = 'us-east-1', ENDPOINT = '')",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA')",
+            Error(
+                INVALID,
+                "must specify both ACCESS KEY ID and SECRET ACCESS KEY with optional SESSION TOKEN",
+            ),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ASSUME ROLE SESSION NAME = 'n')",
+            Error(
+                INVALID,
+                "must specify ASSUME ROLE ARN with optional ASSUME ROLE SESSION NAME",
+            ),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (REGION = 'us-east-1')",
+            Error(
+                INVALID,
+                "must specify either ASSUME ROLE ARN or ACCESS KEY ID and SECRET ACCESS KEY",
+            ),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA', SECRET ACCESS KEY = SECRET s, ASSUME ROLE ARN = 'arn')",
+            Error(
+                INVALID,
+                "cannot specify both ACCESS KEY ID and ASSUME ROLE ARN",
+            ),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ASSUME ROLE ARN = 'arn', URL = 'http://x.test')",
+            Error(INVALID, "AWS connections do not support URL values"),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA', SECRET ACCESS KEY = 'plain')",
+            Error(
+                INVALID,
+                "SECRET ACCESS KEY must be a secret: use SECRET ACCESS KEY = SECRET name",
+            ),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ASSUME ROLE ARN = 'a', REGION = 'x', REGION = 'y')",
+            Error(INVALID, "REGION specified more than once"),
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA', SECRET ACCESS KEY = SECRET nope)",
+            Error(SqlState::UNDEFINED_OBJECT, "unknown catalog item 'nope'"),
+        ),
+        (
+            "CREATE CONNECTION aws TO AWS (ASSUME ROLE ARN = 'a')",
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "connection \"materialize.public.aws\" already exists",
+            ),
+        ),
+        (
+            "CREATE CONNECTION IF NOT EXISTS aws TO AWS (ASSUME ROLE ARN = 'a')",
+            NoOp,
+        ),
+    ]);
+}
+
+#[test]
+fn iceberg_catalog_connections() {
+    check(&[
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'S3TablesREST', URL = 'https://s3tables.test/iceberg', WAREHOUSE = 'arn:aws:s3tables:us-east-1:1:bucket/b', AWS CONNECTION = aws)",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local', WAREHOUSE = 'file:///srv/wh')",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (URL = 'http://x.test')",
+            Error(
+                INVALID,
+                "invalid CONNECTION: ICEBERG connections must specify CATALOG TYPE",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'glue')",
+            Error(INVALID, "invalid CONNECTION: unknown CATALOG TYPE 'glue'"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', URL = 'https://x.test', AWS CONNECTION = aws)",
+            Error(
+                INVALID,
+                "invalid CONNECTION: ICEBERG s3tablesrest connections must specify WAREHOUSE",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', URL = 'https://x.test', WAREHOUSE = 'w')",
+            Error(
+                INVALID,
+                "invalid CONNECTION: ICEBERG s3tablesrest connections require an AWS connection",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', URL = 'https://x.test', WAREHOUSE = 'w', AWS CONNECTION = aws, OAUTH2 SERVER URL = 'https://a.test')",
+            Error(
+                INVALID,
+                "invalid CONNECTION: s3tablesrest connections do not support OAUTH2 SERVER URL",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest')",
+            Error(INVALID, "invalid CONNECTION: must specify URL"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'ftp://x.test')",
+            Error(
+                INVALID,
+                "parsing Iceberg catalog url: 'ftp://x.test' is not an http:// or https:// URL",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://x.test', AWS CONNECTION = rest)",
+            Error(INVALID, "\"rest\" is not an AWS connection"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://x.test', REGION = 'r')",
+            Error(
+                INVALID,
+                "ICEBERG CATALOG connections do not support REGION values",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local', URL = 'http://x.test')",
+            Error(
+                INVALID,
+                "ICEBERG local connections do not support URL values",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local', WAREHOUSE = 'file://relative')",
+            Error(
+                INVALID,
+                "invalid CONNECTION: WAREHOUSE of a local catalog must be an absolute file:// URL such as 'file:///srv/warehouse', not 'file://relative'",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://x.test', ACCESS DELEGATION = 'remote-signing')",
+            Error(
+                INVALID,
+                "invalid CONNECTION: unknown ACCESS DELEGATION 'remote-signing'",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local') WITH (RETRIES = 3)",
+            Error(INVALID, "CONNECTION does not support WITH option RETRIES"),
+        ),
+        (
+            "ALTER CONNECTION rest SET (URL = 'http://y.test')",
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "ALTER CONNECTION is not supported for ICEBERG CATALOG connections",
+            ),
+        ),
+        ("VALIDATE CONNECTION rest", Planned),
+        (
+            "VALIDATE CONNECTION s",
+            Error(
+                SqlState::WRONG_OBJECT_TYPE,
+                "\"materialize.public.s\" is not a connection",
+            ),
+        ),
+    ]);
+}
+
+/// A sink statement from `t` with `clauses` after the connection options.
+const SINK_T: &str =
+    "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n')";
+
+#[test]
+fn sinks() {
+    let with = |rest: &str| format!("{SINK_T} {rest}");
+    let cases: Vec<(String, Expect)> = vec![
+        (with("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"), Planned),
+        (with("MODE APPEND WITH (COMMIT INTERVAL '1m')"), Planned),
+        (
+            with("KEY (id) WITH (COMMIT INTERVAL = '1s')"),
+            Error(SqlState::SYNTAX_ERROR, "MODE clause is required"),
+        ),
+        (
+            with("MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(INVALID, "upsert sinks must specify a key"),
+        ),
+        (
+            with("KEY (id) MODE APPEND WITH (COMMIT INTERVAL = '1s')"),
+            Error(INVALID, "KEY is not supported for MODE APPEND Iceberg sinks"),
+        ),
+        (
+            with("MODE APPEND"),
+            Error(INVALID, "Iceberg sink must specify COMMIT INTERVAL"),
+        ),
+        (
+            with("MODE APPEND WITH (COMMIT INTERVAL = '500ms')"),
+            Error(INVALID, "COMMIT INTERVAL must be at least 1 second"),
+        ),
+        (
+            with("MODE APPEND WITH (COMMIT INTERVAL = 'soon')"),
+            Error(
+                SqlState::INVALID_DATETIME_FORMAT,
+                "invalid input syntax for type interval: \"soon\"",
+            ),
+        ),
+        (
+            with("MODE APPEND WITH (COMMIT INTERVAL = '1s', RETRIES = 3)"),
+            Error(INVALID, "Iceberg sinks do not support WITH option RETRIES"),
+        ),
+        (
+            with("KEY (nope) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(
+                SqlState::UNDEFINED_COLUMN,
+                "column referenced in KEY does not exist: nope",
+            ),
+        ),
+        (
+            with("KEY (id, id) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(
+                SqlState::DUPLICATE_COLUMN,
+                "duplicate column referenced in KEY: id",
+            ),
+        ),
+        (
+            with("KEY (f) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(
+                INVALID,
+                "column f has type double precision which cannot be used as an Iceberg equality delete key",
+            ),
+        ),
+        (
+            with("KEY (l) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(
+                INVALID,
+                "column l has type integer list which cannot be used as an Iceberg equality delete key",
+            ),
+        ),
+        (
+            with("KEY (name) MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Error(INVALID, "upsert key could not be validated as unique"),
+        ),
+        (
+            with("KEY (name) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL = '1s')"),
+            Planned,
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(INVALID, "Iceberg sink must specify NAMESPACE"),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = '') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(INVALID, "Iceberg sink must specify TABLE"),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n', REGION = 'r') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                INVALID,
+                "ICEBERG CATALOG CONNECTION does not support REGION values",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM log INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                INVALID,
+                "column _mz_diff conflicts with the column of the same name that MODE APPEND adds",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM counter INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = 'ns', TABLE = 'n') KEY (counter) MODE UPSERT WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM mz_sinks INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                SqlState::WRONG_OBJECT_TYPE,
+                "cannot sink system relation mz_sinks",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM s INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                SqlState::WRONG_OBJECT_TYPE,
+                "secret \"materialize.public.s\" cannot be sunk",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM nope INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(SqlState::UNDEFINED_OBJECT, "unknown catalog item 'nope'"),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION aws (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(INVALID, "\"aws\" is not an ICEBERG CATALOG connection"),
+        ),
+        (
+            "CREATE SINK n IN CLUSTER nope FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(SqlState::UNDEFINED_OBJECT, "unknown cluster 'nope'"),
+        ),
+        (
+            "CREATE SINK k FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "sink \"materialize.public.k\" already exists",
+            ),
+        ),
+        ("ALTER SINK k SET (COMMIT INTERVAL = '20s')".into(), Planned),
+        ("ALTER SINK k SET (COMMIT INTERVAL = '10s')".into(), NoOp),
+        ("ALTER SINK IF EXISTS nope SET (COMMIT INTERVAL = '20s')".into(), NoOp),
+        (
+            "ALTER SINK k RESET (COMMIT INTERVAL)".into(),
+            Error(INVALID, "Iceberg sink must specify COMMIT INTERVAL"),
+        ),
+        (
+            "ALTER SINK k SET (NAMESPACE = 'other')".into(),
+            Error(INVALID, "ALTER SINK does not support NAMESPACE"),
+        ),
+    ];
+    check(&cases);
+}
+
+#[test]
+fn a_key_not_enforced_plans_with_a_notice() {
+    let mut catalog = TestCatalog::fixture();
+    let (plan, notices) = catalog
+        .run(&format!(
+            "{SINK_T} KEY (name) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL = '1m')"
+        ))
+        .unwrap();
+    let Plan::CreateSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.definition.key, Some(vec!["name".to_string()]));
+    assert!(plan.definition.key_not_enforced);
+    assert_eq!(plan.definition.commit_interval_ms, 60_000);
+    assert_eq!(plan.definition.envelope, SinkEnvelope::Upsert);
+    assert_eq!(
+        notices
+            .iter()
+            .map(|n| n.message.as_str())
+            .collect::<Vec<_>>(),
+        ["upsert key (name) is not validated as unique"]
+    );
+}
+
+#[test]
+fn dependencies_and_drops() {
+    check(&[
+        (
+            "DROP SECRET s",
+            Error(
+                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                "cannot drop secret \"s\": still depended upon by connection \"aws\"",
+            ),
+        ),
+        (
+            "DROP TABLE t",
+            Error(
+                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                "cannot drop table \"t\": still depended upon by sink \"k\"",
+            ),
+        ),
+        (
+            "DROP CONNECTION local",
+            Error(
+                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                "cannot drop connection \"local\": still depended upon by sink \"k\"",
+            ),
+        ),
+        ("DROP SECRET s CASCADE", Planned),
+        ("DROP TABLE t CASCADE", Planned),
+        ("DROP SINK k", Planned),
+        ("DROP TABLE IF EXISTS nope", NoOp),
+        (
+            "DROP TABLE nope",
+            Error(SqlState::UNDEFINED_OBJECT, "unknown catalog item 'nope'"),
+        ),
+        ("DROP CLUSTER u", Planned),
+    ]);
+}
+
+#[test]
+fn a_cascade_drops_every_dependent() {
+    let catalog = TestCatalog::fixture();
+    let id = |name: &str| {
+        catalog
+            .item_by_name(&QualifiedName::public(name))
+            .unwrap()
+            .id
+    };
+    let (plan, _) = catalog.clone().run("DROP SECRET s CASCADE").unwrap();
+    let Plan::DropObjects(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    let mut dropped = plan.items.clone();
+    dropped.sort();
+    let mut expected = vec![id("s"), id("aws"), id("rest"), id("unity")];
+    expected.sort();
+    assert_eq!(dropped, expected);
+}
+
+#[test]
+fn clusters() {
+    check(&[
+        (
+            "CREATE CLUSTER c (SIZE = '50cc', REPLICATION FACTOR = 2)",
+            Planned,
+        ),
+        (
+            "CREATE CLUSTER c (SIZE = 'huge')",
+            Error(INVALID, "unknown cluster replica size huge"),
+        ),
+        (
+            "CREATE CLUSTER c (REPLICATION FACTOR = 1)",
+            Error(INVALID, "SIZE option is required"),
+        ),
+        (
+            "CREATE CLUSTER c (SIZE = '25cc', REPLICATION FACTOR = 'two')",
+            Error(
+                INVALID,
+                "invalid REPLICATION FACTOR: expected a non-negative integer, found two",
+            ),
+        ),
+        (
+            "CREATE CLUSTER quickstart (SIZE = '25cc')",
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "cluster 'quickstart' already exists",
+            ),
+        ),
+        (
+            "CREATE CLUSTER c (SIZE = '25cc', DISK = true)",
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "CLUSTER option DISK is not supported",
+            ),
+        ),
+        (
+            "CREATE CLUSTER c REPLICAS (r1 (SIZE = '25cc'), r1 (SIZE = '50cc'))",
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "cannot create multiple replicas named 'r1' on cluster 'c'",
+            ),
+        ),
+        (
+            "CREATE CLUSTER c (MANAGED = false)",
+            Error(INVALID, "unmanaged clusters must list their REPLICAS"),
+        ),
+        (
+            "ALTER CLUSTER quickstart SET (REPLICATION FACTOR = 2)",
+            Planned,
+        ),
+        ("ALTER CLUSTER quickstart SET (SIZE = '25cc')", NoOp),
+        ("ALTER CLUSTER IF EXISTS nope SET (SIZE = '25cc')", NoOp),
+        (
+            "ALTER CLUSTER nope SET (SIZE = '25cc')",
+            Error(SqlState::UNDEFINED_OBJECT, "unknown cluster 'nope'"),
+        ),
+        (
+            "ALTER CLUSTER u SET (SIZE = '50cc')",
+            Error(INVALID, "cannot ALTER unmanaged cluster 'u'"),
+        ),
+        (
+            "ALTER CLUSTER quickstart RESET (SIZE)",
+            Error(INVALID, "cannot RESET SIZE of a managed cluster"),
+        ),
+        ("CREATE CLUSTER REPLICA u.r2 (SIZE = '50cc')", Planned),
+        (
+            "CREATE CLUSTER REPLICA u.r1 (SIZE = '50cc')",
+            Error(
+                SqlState::DUPLICATE_OBJECT,
+                "cluster replica 'u.r1' already exists",
+            ),
+        ),
+        (
+            "CREATE CLUSTER REPLICA quickstart.r2 (SIZE = '25cc')",
+            Error(INVALID, "cannot create more replicas for managed clusters"),
+        ),
+    ]);
+}
+
+#[test]
+fn load_generator_sources() {
+    check(&[
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (TICK INTERVAL '500ms', UP TO 10)",
+            Planned,
+        ),
+        (
+            "CREATE SOURCE a FROM LOAD GENERATOR AUCTION FOR ALL TABLES",
+            Planned,
+        ),
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER FOR ALL TABLES",
+            Error(
+                INVALID,
+                "FOR ALL TABLES is only valid for multi-output sources",
+            ),
+        ),
+        (
+            "CREATE SOURCE a FROM LOAD GENERATOR AUCTION",
+            Error(
+                INVALID,
+                "multi-output sources require a FOR ALL TABLES statement",
+            ),
+        ),
+        (
+            "CREATE SOURCE x FROM LOAD GENERATOR TPCH",
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "LOAD GENERATOR TPCH is not supported: floe has COUNTER and AUCTION",
+            ),
+        ),
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (TICK INTERVAL '0s')",
+            Error(INVALID, "TICK INTERVAL must be positive"),
+        ),
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (SCALE FACTOR 1)",
+            Error(
+                INVALID,
+                "LOAD GENERATOR does not support SCALE FACTOR values",
+            ),
+        ),
+    ]);
+}
+
+#[test]
+fn option_values_are_read_as_their_field_s_type() {
+    check(&[
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local') WITH (VALIDATE = 'maybe')",
+            Error(INVALID, "invalid VALIDATE: expected a boolean"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local') WITH (VALIDATE = off)",
+            Error(INVALID, "invalid VALIDATE: expected a boolean"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local') WITH (VALIDATE = 'off')",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'local') WITH (VALIDATE)",
+            Planned,
+        ),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 5, SECRET ACCESS KEY = SECRET s)",
+            Error(
+                INVALID,
+                "invalid ACCESS KEY ID: expected a string or SECRET",
+            ),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = SECRET s)",
+            Error(INVALID, "invalid CATALOG TYPE: expected a string"),
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (CATALOG TYPE = 'rest', URL = 'http://x.test', AWS CONNECTION = 5)",
+            Error(INVALID, "invalid AWS CONNECTION: expected an object name"),
+        ),
+        (
+            &format!("{SINK_T} MODE APPEND WITH (COMMIT INTERVAL = '1s', COMMIT INTERVAL = '2s')"),
+            Error(INVALID, "COMMIT INTERVAL specified more than once"),
+        ),
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (UP TO 'ten')",
+            Error(INVALID, "LOAD GENERATOR does not support UP TO values"),
+        ),
+        (
+            "CREATE SOURCE c2 FROM LOAD GENERATOR COUNTER (UP TO -1)",
+            Error(INVALID, "UP TO must be a non-negative integer, not -1"),
+        ),
+    ]);
+}
+
+#[test]
+fn every_option_name_maps_to_its_sql_spelling_and_back() {
+    use floe_sql_parser::options::*;
+    fn round_trip<T: Copy + PartialEq + std::fmt::Debug>(
+        all: &[T],
+        sql_names: &[&str],
+        sql_name: impl Fn(T) -> &'static str,
+        from: impl Fn(&str) -> Option<T>,
+    ) {
+        assert_eq!(all.len(), sql_names.len());
+        for (name, spelled) in all.iter().zip(sql_names) {
+            assert_eq!(sql_name(*name), *spelled);
+            assert_eq!(from(spelled), Some(*name));
+        }
+    }
+    round_trip(
+        AwsConnectionOptionName::ALL,
+        AwsConnectionOptionName::SQL_NAMES,
+        AwsConnectionOptionName::sql_name,
+        AwsConnectionOptionName::from_sql_name,
+    );
+    round_trip(
+        IcebergConnectionOptionName::ALL,
+        IcebergConnectionOptionName::SQL_NAMES,
+        IcebergConnectionOptionName::sql_name,
+        IcebergConnectionOptionName::from_sql_name,
+    );
+    round_trip(
+        ClusterOptionName::ALL,
+        ClusterOptionName::SQL_NAMES,
+        ClusterOptionName::sql_name,
+        ClusterOptionName::from_sql_name,
+    );
+    round_trip(
+        SinkWithOptionName::ALL,
+        SinkWithOptionName::SQL_NAMES,
+        SinkWithOptionName::sql_name,
+        SinkWithOptionName::from_sql_name,
+    );
+}
