@@ -16,7 +16,9 @@
 //! [`Implication`] variant with its phase and its arm in `apply_implication` only
 //! if it needs an effect none of the existing ones has.
 
-use floe_catalog::{Catalog, CatalogChange, CatalogDiff, CatalogState, SinkStatusEvent};
+use floe_catalog::{
+    Catalog, CatalogChange, CatalogDiff, CatalogState, ObjectStatus, SinkStatusEvent,
+};
 use floe_repr::{GlobalId, RelationDesc, Timestamp};
 use floe_sql::catalog::{CatalogItem, ItemDefinition, PlanCatalog, SinkDefinition};
 use tracing::{info, warn};
@@ -254,7 +256,12 @@ impl Coordinator {
         match implication {
             Implication::DropSink(sink) => {
                 self.sinks.forget(*sink);
-                catalog.record_sink_status(&status_event(*sink, "dropped", None, None))?;
+                catalog.record_sink_status(&status_event(
+                    *sink,
+                    ObjectStatus::Dropped,
+                    None,
+                    None,
+                ))?;
             }
             Implication::ReleaseReadHold { collection, sink } => self
                 .storage
@@ -282,7 +289,12 @@ impl Coordinator {
             }
             Implication::RecordSinkCreated(sink) => {
                 if catalog.latest_sink_status(*sink)?.is_none() {
-                    catalog.record_sink_status(&status_event(*sink, "created", None, None))?;
+                    catalog.record_sink_status(&status_event(
+                        *sink,
+                        ObjectStatus::Created,
+                        None,
+                        None,
+                    ))?;
                     info!(%sink, "created sink");
                 }
             }
@@ -312,7 +324,7 @@ impl Coordinator {
                         "Drop the sink (DROP SINK) and create it again on an existing relation.";
                     catalog.record_sink_status_if_changed(&status_event(
                         *id,
-                        "stalled",
+                        ObjectStatus::Stalled,
                         Some(cause.clone()),
                         Some(serde_json::json!({ "hints": [hint] }).to_string()),
                     ))?;
@@ -326,14 +338,14 @@ impl Coordinator {
 /// A status change floe itself records (not reported by a sink's task).
 fn status_event(
     sink: GlobalId,
-    status: &str,
+    status: ObjectStatus,
     error: Option<String>,
     details: Option<String>,
 ) -> SinkStatusEvent {
     SinkStatusEvent {
         occurred_at: Timestamp::now().millis(),
         sink_id: sink,
-        status: status.to_string(),
+        status,
         error,
         details,
         replica_id: None,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use floe_catalog::{Catalog, SinkProgress, SinkStatusEvent};
+use floe_catalog::{Catalog, ObjectStatus, SinkProgress, SinkStatusEvent};
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
 use floe_sink::Namespace;
 use floe_sink::input::SinkInput;
@@ -183,7 +183,7 @@ impl SinkManager {
         &self,
         catalog: &Catalog,
         sink: GlobalId,
-    ) -> Result<Option<(&'static str, Option<String>)>, AdapterError> {
+    ) -> Result<Option<(ObjectStatus, Option<String>)>, AdapterError> {
         let state = catalog.state();
         let Some(item) = state.item(sink) else {
             return Ok(None);
@@ -197,7 +197,7 @@ impl SinkManager {
         let was_running = self.stop(sink);
         let Some(replica) = replica else {
             info!(%sink, "sink paused: its cluster has no replica");
-            return Ok(Some(("paused", None)));
+            return Ok(Some((ObjectStatus::Paused, None)));
         };
         let configured = self
             .connection(catalog, definition)
@@ -206,7 +206,10 @@ impl SinkManager {
             Ok(configured) => configured,
             Err(error) => {
                 warn!(%sink, error = %error, "sink cannot start");
-                return Ok(Some(("stalled", Some(format!("iceberg: {error}")))));
+                return Ok(Some((
+                    ObjectStatus::Stalled,
+                    Some(format!("iceberg: {error}")),
+                )));
             }
         };
         let Some(desc) = state
@@ -215,7 +218,7 @@ impl SinkManager {
         else {
             warn!(%sink, from = %definition.from, "sink cannot start: its relation is gone");
             return Ok(Some((
-                "stalled",
+                ObjectStatus::Stalled,
                 Some(missing_input_error(definition.from)),
             )));
         };
@@ -300,10 +303,10 @@ impl SinkManager {
                     return (None, None);
                 }
                 let (name, error, details) = match status {
-                    SinkStatus::Starting => ("starting", None, None),
-                    SinkStatus::Running => ("running", None, None),
+                    SinkStatus::Starting => (ObjectStatus::Starting, None, None),
+                    SinkStatus::Running => (ObjectStatus::Running, None, None),
                     SinkStatus::Stalled { error, hint } => (
-                        "stalled",
+                        ObjectStatus::Stalled,
                         Some(error.clone()),
                         hint.as_ref()
                             .map(|h| serde_json::json!({ "hints": [h] }).to_string()),
@@ -313,7 +316,7 @@ impl SinkManager {
                     Some(SinkStatusEvent {
                         occurred_at: now,
                         sink_id: *sink,
-                        status: name.to_string(),
+                        status: name,
                         error,
                         details,
                         replica_id: *replica,

@@ -25,7 +25,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub use secrets::SecretsKey;
 pub use state::CatalogState;
-pub use status::{SINK_STATUS_HISTORY_PER_SINK, SinkProgress, SinkStatusEvent};
+pub use status::{ObjectStatus, SINK_STATUS_HISTORY_PER_SINK, SinkProgress, SinkStatusEvent};
 pub use transact::{CatalogChange, CatalogDiff, NewItem, NewReplica, Op, SecretValue};
 
 /// The first object id Materialize gives user objects.
@@ -310,9 +310,7 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
     })?;
     for row in rows {
         let (id, oid, database, schema, item, format, definition, create_sql) = row?;
-        let id: GlobalId = id
-            .parse()
-            .map_err(|e| CatalogError::Corrupt(format!("item id: {e}")))?;
+        let id: GlobalId = stored_id(&id, "item id")?;
         let definition = durable::decode_definition(&id, format, &definition)?;
         state.insert_item(CatalogItem {
             id,
@@ -339,9 +337,7 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
     })?;
     for row in rows {
         let (id, name, managed, size, replication_factor) = row?;
-        let id: ClusterId = id
-            .parse()
-            .map_err(|e| CatalogError::Corrupt(format!("cluster id: {e}")))?;
+        let id: ClusterId = stored_id(&id, "cluster id")?;
         state.clusters.insert(
             id,
             Cluster {
@@ -366,18 +362,23 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
     })?;
     for row in rows {
         let (id, cluster_id, name, size) = row?;
-        let id: ReplicaId = id
-            .parse()
-            .map_err(|e| CatalogError::Corrupt(format!("replica id: {e}")))?;
-        let cluster_id: ClusterId = cluster_id
-            .parse()
-            .map_err(|e| CatalogError::Corrupt(format!("cluster id: {e}")))?;
+        let id: ReplicaId = stored_id(&id, "replica id")?;
+        let cluster_id: ClusterId = stored_id(&cluster_id, "cluster id")?;
         let cluster = state.clusters.get_mut(&cluster_id).ok_or_else(|| {
             CatalogError::Corrupt(format!("replica {id} of unknown cluster {cluster_id}"))
         })?;
         cluster.replicas.push(Replica { id, name, size });
     }
     Ok(state)
+}
+
+/// An id as stored; `what` names it in the error.
+pub(crate) fn stored_id<T>(text: &str, what: &str) -> Result<T, CatalogError>
+where
+    T: std::str::FromStr<Err = floe_repr::id::InvalidId>,
+{
+    text.parse()
+        .map_err(|e| CatalogError::Corrupt(format!("{what}: {e}")))
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl SecretsKey {
                     aad: associated.as_bytes(),
                 },
             )
-            .map_err(|_| CatalogError::Corrupt("secret encryption failed".into()))?;
+            .map_err(|_| CatalogError::internal("secret encryption failed"))?;
         Ok((nonce_bytes.to_vec(), ciphertext))
     }
 

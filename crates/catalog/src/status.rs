@@ -22,13 +22,82 @@ pub struct SinkProgress {
     pub bytes_committed: u64,
 }
 
+/// A status of `mz_sink_statuses`, named as Materialize names it, with the
+/// order statuses may follow each other in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObjectStatus {
+    /// Recorded once, when the object is created.
+    Created,
+    /// Connecting, or resuming after a restart.
+    Starting,
+    Running,
+    /// Not running because its cluster has no replica.
+    Paused,
+    /// Not making progress; the error says why.
+    Stalled,
+    /// The object was dropped: its last status.
+    Dropped,
+}
+
+impl ObjectStatus {
+    pub const ALL: [ObjectStatus; 6] = [
+        ObjectStatus::Created,
+        ObjectStatus::Starting,
+        ObjectStatus::Running,
+        ObjectStatus::Paused,
+        ObjectStatus::Stalled,
+        ObjectStatus::Dropped,
+    ];
+
+    /// The name the system views show.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ObjectStatus::Created => "created",
+            ObjectStatus::Starting => "starting",
+            ObjectStatus::Running => "running",
+            ObjectStatus::Paused => "paused",
+            ObjectStatus::Stalled => "stalled",
+            ObjectStatus::Dropped => "dropped",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ObjectStatus> {
+        ObjectStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == name)
+    }
+
+    /// Whether this status may be recorded after `previous` (`None`: the
+    /// object has no status yet): `created` comes first or not at all, and
+    /// nothing comes after `dropped`.
+    pub fn may_follow(self, previous: Option<ObjectStatus>) -> bool {
+        match previous {
+            Some(ObjectStatus::Dropped) => false,
+            Some(_) => self != ObjectStatus::Created,
+            None => true,
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&ObjectStatus> for String {
+    fn from(status: &ObjectStatus) -> String {
+        status.as_str().to_string()
+    }
+}
+
 /// One entry of `mz_sink_status_history`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinkStatusEvent {
     /// Milliseconds since the Unix epoch.
     pub occurred_at: u64,
     pub sink_id: GlobalId,
-    pub status: String,
+    pub status: ObjectStatus,
     pub error: Option<String>,
     /// A JSON document, or `None`.
     pub details: Option<String>,
@@ -41,8 +110,21 @@ pub const SINK_STATUS_HISTORY_PER_SINK: usize = 1_000;
 
 impl Catalog {
     /// Appends a sink status change, and forgets the sink's changes beyond the newest
-    /// [`SINK_STATUS_HISTORY_PER_SINK`] in the same transaction.
+    /// [`SINK_STATUS_HISTORY_PER_SINK`] in the same transaction. A change the
+    /// sink's latest status does not allow (see [`ObjectStatus::may_follow`]) is
+    /// refused.
     pub fn record_sink_status(&mut self, event: &SinkStatusEvent) -> Result<(), CatalogError> {
+        let previous = self
+            .latest_sink_status(event.sink_id)?
+            .map(|(status, _)| status);
+        if !event.status.may_follow(previous) {
+            return Err(CatalogError::internal(format!(
+                "sink {} cannot go from {} to {}",
+                event.sink_id,
+                previous.map_or("no status", ObjectStatus::as_str),
+                event.status
+            )));
+        }
         let transaction = self.connection.transaction()?;
         let sink_id = event.sink_id.to_string();
         transaction.execute(
@@ -51,7 +133,7 @@ impl Catalog {
             params![
                 i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
                 sink_id,
-                event.status,
+                event.status.as_str(),
                 event.error,
                 event.details,
                 event.replica_id.map(|r| r.to_string())
@@ -131,8 +213,8 @@ impl Catalog {
     pub fn latest_sink_status(
         &self,
         sink: GlobalId,
-    ) -> Result<Option<(String, Option<String>)>, CatalogError> {
-        Ok(self
+    ) -> Result<Option<(ObjectStatus, Option<String>)>, CatalogError> {
+        let latest: Option<(String, Option<String>)> = self
             .connection
             .query_row(
                 "SELECT status, error FROM sink_status_history WHERE sink_id = ?1
@@ -140,7 +222,10 @@ impl Catalog {
                 params![sink.to_string()],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
-            .optional()?)
+            .optional()?;
+        latest
+            .map(|(status, error)| Ok((stored_status(&status)?, error)))
+            .transpose()
     }
 
     /// Appends a sink status change unless the sink's latest status already
@@ -182,10 +267,8 @@ impl Catalog {
             let (occurred_at, sink_id, status, error, details, replica_id) = row?;
             events.push(SinkStatusEvent {
                 occurred_at: u64::try_from(occurred_at).unwrap_or(0),
-                sink_id: sink_id
-                    .parse()
-                    .map_err(|e| CatalogError::Corrupt(format!("sink status: {e}")))?,
-                status,
+                sink_id: crate::stored_id(&sink_id, "sink status")?,
+                status: stored_status(&status)?,
                 error,
                 details,
                 replica_id: replica_id.and_then(|r| r.parse().ok()),
@@ -193,4 +276,10 @@ impl Catalog {
         }
         Ok(events)
     }
+}
+
+/// A status as stored.
+fn stored_status(name: &str) -> Result<ObjectStatus, CatalogError> {
+    ObjectStatus::from_name(name)
+        .ok_or_else(|| CatalogError::Corrupt(format!("unknown sink status '{name}'")))
 }

@@ -210,11 +210,10 @@ fn sink_status_history_keeps_the_newest_changes_per_sink() {
         occurred_at: n as u64,
         sink_id: GlobalId::User(sink),
         status: if n.is_multiple_of(2) {
-            "running"
+            ObjectStatus::Running
         } else {
-            "stalled"
-        }
-        .into(),
+            ObjectStatus::Stalled
+        },
         error: Some(format!("cause {n}")),
         details: None,
         replica_id: None,
@@ -240,6 +239,59 @@ fn sink_status_history_keeps_the_newest_changes_per_sink() {
             .filter(|e| e.sink_id == GlobalId::User(2))
             .count(),
         1
+    );
+}
+
+#[test]
+fn a_status_change_the_latest_status_does_not_allow_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    let event = |status| SinkStatusEvent {
+        occurred_at: 1,
+        sink_id: GlobalId::User(1),
+        status,
+        error: None,
+        details: None,
+        replica_id: None,
+    };
+    for status in [
+        ObjectStatus::Created,
+        ObjectStatus::Starting,
+        ObjectStatus::Running,
+        ObjectStatus::Stalled,
+        ObjectStatus::Paused,
+        ObjectStatus::Running,
+    ] {
+        catalog.record_sink_status(&event(status)).unwrap();
+    }
+    let error = catalog
+        .record_sink_status(&event(ObjectStatus::Created))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "internal catalog error: sink u1 cannot go from running to created"
+    );
+    catalog
+        .record_sink_status(&event(ObjectStatus::Dropped))
+        .unwrap();
+    let error = catalog
+        .record_sink_status(&event(ObjectStatus::Running))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "internal catalog error: sink u1 cannot go from dropped to running"
+    );
+    let statuses: Vec<&str> = catalog
+        .sink_status_history()
+        .unwrap()
+        .iter()
+        .map(|e| e.status.as_str())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "created", "starting", "running", "stalled", "paused", "running", "dropped"
+        ]
     );
 }
 

@@ -1,6 +1,6 @@
 //! CREATE CONNECTION, VALIDATE CONNECTION.
 
-use floe_catalog::{Catalog, NewItem, Op, SecretValue};
+use floe_catalog::{Catalog, Op, SecretValue};
 use floe_repr::GlobalId;
 use floe_sink::CatalogConfig;
 use floe_sql::catalog::{ConnectionDefinition, ItemDefinition, PlanCatalog};
@@ -31,25 +31,18 @@ impl Coordinator {
             }
         }
         let validate_aws = plan.validate && is_aws;
-        let id = {
-            let mut catalog = self.catalog.lock().await;
-            let id = catalog.reserve_item_ids(1)?[0];
-            self.catalog_transact(
-                &mut catalog,
-                vec![Op::CreateItem(NewItem {
-                    id,
-                    name: plan.name,
-                    definition: ItemDefinition::Connection(plan.definition),
-                    create_sql: plan.create_sql,
-                    secrets: plan
-                        .inline_secrets
-                        .into_iter()
-                        .map(|(slot, value)| (slot, SecretValue(value)))
-                        .collect(),
-                })],
-            )?;
-            id
-        };
+        let secrets = plan
+            .inline_secrets
+            .into_iter()
+            .map(|(slot, value)| (slot, SecretValue(value)))
+            .collect();
+        let id = self.create_item(
+            &mut *self.catalog.lock().await,
+            plan.name,
+            ItemDefinition::Connection(plan.definition),
+            plan.create_sql,
+            secrets,
+        )?;
         if validate_aws && let Err(error) = self.validate_aws_connection(id).await {
             let mut catalog = self.catalog.lock().await;
             self.catalog_transact(&mut catalog, vec![Op::DropItem(id)])?;

@@ -14,6 +14,9 @@ mod sink;
 mod source;
 mod table;
 
+use floe_catalog::{Catalog, NewItem, Op, SecretValue};
+use floe_repr::GlobalId;
+use floe_sql::catalog::{ItemDefinition, QualifiedName};
 use floe_sql::plan::Plan;
 
 use crate::coordinator::{Coordinator, ExecuteResponse, Notice};
@@ -57,5 +60,33 @@ impl Coordinator {
             Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,
             Plan::Transaction(plan) => Ok(self.sequence_transaction(session, plan)),
         }
+    }
+}
+
+impl Coordinator {
+    /// Creates one item in its own catalog transaction: reserves its id and
+    /// commits it through [`Coordinator::catalog_transact`].
+    fn create_item(
+        &self,
+        catalog: &mut Catalog,
+        name: QualifiedName,
+        definition: ItemDefinition,
+        create_sql: String,
+        secrets: Vec<(String, SecretValue)>,
+    ) -> Result<GlobalId, AdapterError> {
+        let id = catalog
+            .reserve_item_ids(1)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| AdapterError::Internal("no item id was reserved".into()))?;
+        let item = NewItem {
+            id,
+            name,
+            definition,
+            create_sql,
+            secrets,
+        };
+        self.catalog_transact(catalog, vec![Op::CreateItem(item)])?;
+        Ok(id)
     }
 }

@@ -1,6 +1,6 @@
 //! CREATE SECRET, ALTER SECRET.
 
-use floe_catalog::{NewItem, Op, SecretValue};
+use floe_catalog::{Op, SecretValue};
 use floe_sql::catalog::ItemDefinition;
 use floe_sql::plan::{AlterSecretPlan, CreateSecretPlan};
 use tracing::info;
@@ -15,16 +15,13 @@ impl Coordinator {
         plan: CreateSecretPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
-        let id = catalog.reserve_item_ids(1)?[0];
-        self.catalog_transact(
+        let secrets = vec![("value".to_string(), SecretValue(plan.value))];
+        let id = self.create_item(
             &mut catalog,
-            vec![Op::CreateItem(NewItem {
-                id,
-                name: plan.name,
-                definition: ItemDefinition::Secret,
-                create_sql: plan.create_sql,
-                secrets: vec![("value".to_string(), SecretValue(plan.value))],
-            })],
+            plan.name,
+            ItemDefinition::Secret,
+            plan.create_sql,
+            secrets,
         )?;
         info!(%id, "created secret");
         command("CREATE SECRET")

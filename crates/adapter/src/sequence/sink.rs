@@ -1,6 +1,6 @@
 //! CREATE SINK, ALTER SINK.
 
-use floe_catalog::{NewItem, Op};
+use floe_catalog::Op;
 use floe_sink::CatalogConfig;
 use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition};
 use floe_sql::plan::{AlterSinkPlan, CreateSinkPlan};
@@ -44,16 +44,12 @@ impl Coordinator {
             Err(other) => return Err(other),
         }
         let mut catalog = self.catalog.lock().await;
-        let id = catalog.reserve_item_ids(1)?[0];
-        self.catalog_transact(
+        self.create_item(
             &mut catalog,
-            vec![Op::CreateItem(NewItem {
-                id,
-                name: plan.name,
-                definition: ItemDefinition::Sink(plan.definition),
-                create_sql: plan.create_sql,
-                secrets: Vec::new(),
-            })],
+            plan.name,
+            ItemDefinition::Sink(plan.definition),
+            plan.create_sql,
+            Vec::new(),
         )?;
         command("CREATE SINK")
     }

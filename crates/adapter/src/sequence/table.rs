@@ -1,6 +1,5 @@
 //! CREATE TABLE.
 
-use floe_catalog::{NewItem, Op};
 use floe_sql::catalog::ItemDefinition;
 use floe_sql::plan::CreateTablePlan;
 
@@ -16,16 +15,12 @@ impl Coordinator {
         plan: CreateTablePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
-        let id = catalog.reserve_item_ids(1)?[0];
-        self.catalog_transact(
+        self.create_item(
             &mut catalog,
-            vec![Op::CreateItem(NewItem {
-                id,
-                name: plan.name,
-                definition: ItemDefinition::Table(plan.definition),
-                create_sql: plan.create_sql,
-                secrets: Vec::new(),
-            })],
+            plan.name,
+            ItemDefinition::Table(plan.definition),
+            plan.create_sql,
+            Vec::new(),
         )?;
         command("CREATE TABLE")
     }
