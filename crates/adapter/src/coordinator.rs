@@ -246,19 +246,7 @@ impl Coordinator {
         &self,
         statement: &sqlparser::ast::Statement,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
-        let mut names = std::collections::BTreeSet::new();
-        let _ = sqlparser::ast::visit_relations(statement, |relation| {
-            // `schema.item` or `materialize.schema.item` (the planner qualified them).
-            let parts = relation.0.as_slice();
-            if let [.., schema, item] = parts
-                && parts.len() <= 3
-                && let (Some(schema), Some(item)) = (schema.as_ident(), item.as_ident())
-            {
-                names.insert((schema.value.clone(), item.value.clone()));
-            }
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        self.engine_reading(Some(names)).await
+        self.engine_reading(Some(referenced_names(statement))).await
     }
 
     /// A query engine session with the named builtin relations and user tables
@@ -313,18 +301,37 @@ impl Coordinator {
         };
         copy.finish();
         if let Some(error) = copy.error() {
+            session.fail_transaction();
             return Err(error);
         }
         let rows = std::mem::take(&mut copy.rows);
-        let _write = self.write_lock.lock().await;
         // Only defaults are evaluated: no user table is read.
-        let engine = self.engine_reading(Some(Default::default())).await?;
-        tables::copy_in(&engine, &self.storage, &copy.plan, rows).await
+        let result = match session.transaction.as_mut().and_then(|t| t.writes_mut()) {
+            Some(pending) => {
+                let engine = self.engine_reading(Some(Default::default())).await?;
+                let mut target = tables::WriteTarget::Transaction {
+                    storage: &self.storage,
+                    pending,
+                };
+                tables::copy_in(&engine, &mut target, &copy.plan, rows).await
+            }
+            None => {
+                let _write = self.write_lock.lock().await;
+                let engine = self.engine_reading(Some(Default::default())).await?;
+                let mut target = tables::WriteTarget::Storage(&self.storage);
+                tables::copy_in(&engine, &mut target, &copy.plan, rows).await
+            }
+        };
+        if result.is_err() {
+            session.fail_transaction();
+        }
+        result
     }
 
     /// Abandons a `COPY ... FROM STDIN` the client failed.
     pub fn copy_fail(&self, session: &mut Session) {
         session.copy = None;
+        session.fail_transaction();
     }
 
     /// Whether the catalog holds no user objects.
@@ -345,17 +352,26 @@ impl Coordinator {
         notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
         // Inside a failed transaction block only its end is accepted.
-        if session.transaction == TransactionStatus::Failed && !is_transaction_end(&statement) {
+        if session.transaction_status() == TransactionStatus::Failed
+            && !is_transaction_end(&statement)
+        {
             return Err(failed_transaction_error());
         }
-        let result = self.execute_inner(session, statement, notices).await;
-        if result.is_err() && session.transaction == TransactionStatus::InTransaction {
-            session.transaction = TransactionStatus::Failed;
+        // Transaction control, and what a transaction block lets run.
+        let result = match self.transaction_control(session, statement, notices).await {
+            Ok(crate::sequence::Control::Run(statement)) => {
+                self.execute_inner(session, *statement, notices).await
+            }
+            Ok(crate::sequence::Control::Done(response)) => Ok(response),
+            Err(error) => Err(error),
+        };
+        if result.is_err() {
+            session.fail_transaction();
         }
         result
     }
 
-    async fn execute_inner(
+    pub(crate) async fn execute_inner(
         &self,
         session: &mut Session,
         statement: Statement,
@@ -381,14 +397,16 @@ impl Coordinator {
         session: &mut Session,
         statement: Statement,
     ) -> Result<Described, AdapterError> {
-        if session.transaction == TransactionStatus::Failed && !is_transaction_end(&statement) {
+        if session.transaction_status() == TransactionStatus::Failed
+            && !is_transaction_end(&statement)
+        {
             return Err(failed_transaction_error());
         }
         let result = self.describe_inner(session, statement).await;
         // As in Postgres, an error at any step of the extended protocol
         // aborts the transaction block.
-        if result.is_err() && session.transaction == TransactionStatus::InTransaction {
-            session.transaction = TransactionStatus::Failed;
+        if result.is_err() {
+            session.fail_transaction();
         }
         result
     }
@@ -415,6 +433,11 @@ impl Coordinator {
         statement: Statement,
         parameters: &mut Vec<Option<floe_repr::PgType>>,
     ) -> Result<Option<Vec<ColumnDesc>>, AdapterError> {
+        // DDL returns no rows and is checked when it runs (in a transaction
+        // block, at COMMIT), as in Postgres.
+        if crate::transaction::ddl_in_transaction(&statement).is_some() {
+            return Ok(None);
+        }
         let catalog = self.catalog.lock().await;
         let context = SessionContext {
             cluster: session.get("cluster")?,
@@ -485,6 +508,25 @@ impl Coordinator {
             now_ms: Timestamp::now().millis(),
         }
     }
+}
+
+/// The `(schema, item)` names of the relations a planned statement reads (the
+/// planner qualified them: `schema.item` or `materialize.schema.item`).
+pub(crate) fn referenced_names(
+    statement: &sqlparser::ast::Statement,
+) -> std::collections::BTreeSet<(String, String)> {
+    let mut names = std::collections::BTreeSet::new();
+    let _ = sqlparser::ast::visit_relations(statement, |relation| {
+        let parts = relation.0.as_slice();
+        if let [.., schema, item] = parts
+            && parts.len() <= 3
+            && let (Some(schema), Some(item)) = (schema.as_ident(), item.as_ident())
+        {
+            names.insert((schema.value.clone(), item.value.clone()));
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    names
 }
 
 /// Whether a statement ends a transaction block (accepted even when the

@@ -47,6 +47,10 @@ pub enum AdapterError {
     Canceled,
     #[error("parameters are not supported in {0} statements")]
     ParametersUnsupported(&'static str),
+    /// The statement may not run in the session's transaction, or the
+    /// transaction could not commit.
+    #[error("{0}")]
+    Transaction(crate::transaction::TransactionError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -99,6 +103,7 @@ impl AdapterError {
             AdapterError::ReadOnlyVariable(_) => SqlState::CANT_CHANGE_RUNTIME_PARAM,
             AdapterError::Canceled => SqlState::QUERY_CANCELED,
             AdapterError::ParametersUnsupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
+            AdapterError::Transaction(e) => e.code(),
             AdapterError::Internal(_) => SqlState::INTERNAL_ERROR,
         }
     }
@@ -108,6 +113,7 @@ impl AdapterError {
             AdapterError::Plan(e) => e.detail.clone(),
             AdapterError::UniqueViolation { detail, .. } => Some(detail.clone()),
             AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.detail.clone(),
+            AdapterError::Transaction(e) => e.detail(),
             _ => None,
         }
     }
@@ -117,6 +123,7 @@ impl AdapterError {
             AdapterError::Plan(e) => e.hint.clone(),
             AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.hint.clone(),
             AdapterError::InvalidVariableValue { hint, .. } => hint.clone(),
+            AdapterError::Transaction(e) => e.hint(),
             _ => None,
         }
     }

@@ -16,6 +16,7 @@ pub mod sinks;
 pub mod sources;
 pub mod system;
 pub mod tables;
+pub mod transaction;
 
 pub use coordinator::{Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice};
 pub use error::AdapterError;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::error::AdapterError;
 
-/// Where the session is in a transaction block.
+/// Where the session is in a transaction block, as the wire protocol reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionStatus {
     Idle,
@@ -146,13 +146,18 @@ const VARIABLES: &[VariableDefinition] = &[
     },
 ];
 
+/// Values set in a session, by variable name.
+pub(crate) type VariableValues = BTreeMap<&'static str, String>;
+
 /// A client session.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Session {
     pub user: String,
     /// Values set in this session, by variable name.
-    values: BTreeMap<&'static str, String>,
-    pub transaction: TransactionStatus,
+    values: VariableValues,
+    /// The open transaction (explicit, or the implicit one of a
+    /// multi-statement query); `None` when every statement commits alone.
+    pub transaction: Option<crate::transaction::Transaction>,
     /// A `COPY ... FROM STDIN` receiving data.
     pub copy: Option<Box<crate::copy::CopyState>>,
 }
@@ -170,7 +175,7 @@ impl Session {
         Session {
             user: user.into(),
             values: BTreeMap::new(),
-            transaction: TransactionStatus::Idle,
+            transaction: None,
             copy: None,
         }
     }
@@ -236,6 +241,33 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Where the session is in a transaction block.
+    pub fn transaction_status(&self) -> TransactionStatus {
+        match &self.transaction {
+            None => TransactionStatus::Idle,
+            Some(transaction) if transaction.failed => TransactionStatus::Failed,
+            Some(_) => TransactionStatus::InTransaction,
+        }
+    }
+
+    /// Marks the open transaction failed: a block accepts only its end from
+    /// now on; an implicit transaction is discarded with its query string.
+    pub fn fail_transaction(&mut self) {
+        if let Some(transaction) = self.transaction.as_mut() {
+            transaction.failed = true;
+        }
+    }
+
+    /// The variables as set now, for a transaction to restore on ROLLBACK.
+    pub(crate) fn variables(&self) -> VariableValues {
+        self.values.clone()
+    }
+
+    /// Puts back the variables of [`Session::variables`].
+    pub(crate) fn restore_variables(&mut self, values: VariableValues) {
+        self.values = values;
     }
 
     /// Session parameters reported to the client at start-up.

@@ -19,6 +19,7 @@ use crate::error::AdapterError;
 use crate::query;
 
 /// A table as the engine sees it: a name and its rows as Arrow batches.
+#[derive(Debug, Clone)]
 pub struct EngineTable {
     pub name: QualifiedName,
     pub schema: SchemaRef,
@@ -61,23 +62,12 @@ impl BatchCache {
             }
         }
         let (rows, version) = storage.contents(id).map_err(storage_error)?;
-        let schema = relation_schema(desc);
-        let mut batches = Vec::new();
-        for chunk in rows.chunks(BATCH_ROWS) {
-            batches.push(
-                relation_batch(desc, chunk)
-                    .map_err(|e| AdapterError::Internal(format!("converting {name}: {e}")))?,
-            );
-        }
+        let table = engine_table(name, desc, &rows)?;
         self.entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, (version, schema.clone(), batches.clone()));
-        Ok(EngineTable {
-            name: name.clone(),
-            schema,
-            batches,
-        })
+            .insert(id, (version, table.schema.clone(), table.batches.clone()));
+        Ok(table)
     }
 
     pub fn forget(&self, id: GlobalId) {
@@ -86,6 +76,26 @@ impl BatchCache {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
     }
+}
+
+/// Rows as the engine's view of a table.
+pub fn engine_table(
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    rows: &[Row],
+) -> Result<EngineTable, AdapterError> {
+    let mut batches = Vec::new();
+    for chunk in rows.chunks(BATCH_ROWS) {
+        batches.push(
+            relation_batch(desc, chunk)
+                .map_err(|e| AdapterError::Internal(format!("converting {name}: {e}")))?,
+        );
+    }
+    Ok(EngineTable {
+        name: name.clone(),
+        schema: relation_schema(desc),
+        batches,
+    })
 }
 
 fn relation_schema(desc: &RelationDesc) -> SchemaRef {
@@ -112,6 +122,10 @@ pub fn register_tables(
             )));
         };
         let provider = MemTable::try_new(table.schema, vec![table.batches])
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        // Registering again replaces (a transaction's view of a table).
+        schema
+            .deregister_table(&table.name.item)
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
         schema
             .register_table(table.name.item.clone(), Arc::new(provider))
@@ -159,24 +173,60 @@ fn check_not_null(
     Ok(())
 }
 
+/// Where a write's changes go.
+pub enum WriteTarget<'a> {
+    /// Storage, durably, before the statement answers.
+    Storage(&'a Storage),
+    /// A transaction's pending changes: checked against storage now, written
+    /// at COMMIT.
+    Transaction {
+        storage: &'a Storage,
+        pending: &'a mut crate::transaction::PendingWrites,
+    },
+}
+
 /// Writes the changes and turns a refused append into the client's error.
 fn append(
-    storage: &Storage,
+    target: &mut WriteTarget<'_>,
     id: GlobalId,
     name: &QualifiedName,
     desc: &RelationDesc,
     changes: Vec<(Row, i64)>,
 ) -> Result<(), AdapterError> {
-    match storage.append(id, changes).map_err(storage_error)? {
-        Ok(_) => Ok(()),
-        Err(AppendError::UniqueViolation { key }) => {
+    let refused = match target {
+        WriteTarget::Storage(storage) => storage.append(id, changes).map_err(storage_error)?.err(),
+        WriteTarget::Transaction { storage, pending } => {
+            let refused = storage
+                .check(id, &pending.to_check(id, &changes))
+                .map_err(storage_error)?
+                .err();
+            if refused.is_none() {
+                pending.stage(id, name, desc, changes);
+            }
+            refused
+        }
+    };
+    match refused {
+        None => Ok(()),
+        Some(refused) => Err(append_error(name, desc, refused)),
+    }
+}
+
+/// The client's error for an append storage refused.
+pub fn append_error(
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    refused: AppendError,
+) -> AdapterError {
+    match refused {
+        AppendError::UniqueViolation { key } => {
             let columns: Vec<String> = desc
                 .unique_keys
                 .first()
                 .map(|k| k.iter().map(|i| desc.columns[*i].0.clone()).collect())
                 .unwrap_or_default();
             let values: Vec<String> = key.iter().map(floe_repr::strconv::format_datum).collect();
-            Err(AdapterError::UniqueViolation {
+            AdapterError::UniqueViolation {
                 message: format!(
                     "duplicate key value violates unique constraint \"{}_pkey\"",
                     name.item
@@ -186,11 +236,11 @@ fn append(
                     columns.join(", "),
                     values.join(", ")
                 ),
-            })
+            }
         }
-        Err(AppendError::RetractionOfAbsentRow) => Err(AdapterError::Internal(format!(
-            "{name} changed while the statement ran"
-        ))),
+        AppendError::RetractionOfAbsentRow => {
+            AdapterError::Internal(format!("{name} changed while the statement ran"))
+        }
     }
 }
 
@@ -314,7 +364,7 @@ async fn evaluate_defaults(
 /// Writes the rows of a finished `COPY ... FROM STDIN`.
 pub async fn copy_in(
     context: &SessionContext,
-    storage: &Storage,
+    target: &mut WriteTarget<'_>,
     plan: &floe_sql::dml::CopyFromPlan,
     rows: Vec<Row>,
 ) -> Result<usize, AdapterError> {
@@ -332,13 +382,13 @@ pub async fn copy_in(
         written.push((row, 1));
     }
     let count = written.len();
-    append(storage, plan.table, &plan.name, &plan.desc, written)?;
+    append(target, plan.table, &plan.name, &plan.desc, written)?;
     Ok(count)
 }
 
 pub async fn insert(
     context: &SessionContext,
-    storage: &Storage,
+    target: &mut WriteTarget<'_>,
     plan: InsertPlan,
 ) -> Result<ExecuteResponse, AdapterError> {
     let (source_desc, source_rows) = run(context, *plan.source).await?;
@@ -373,7 +423,7 @@ pub async fn insert(
     }
     let count = written.len();
     append(
-        storage,
+        target,
         plan.table,
         &plan.name,
         &plan.desc,
@@ -392,7 +442,7 @@ pub async fn insert(
 
 pub async fn update(
     context: &SessionContext,
-    storage: &Storage,
+    target: &mut WriteTarget<'_>,
     plan: UpdatePlan,
 ) -> Result<ExecuteResponse, AdapterError> {
     let (_, rows) = run(context, *plan.query).await?;
@@ -416,7 +466,7 @@ pub async fn update(
         written.push(new);
     }
     let count = written.len();
-    append(storage, plan.table, &plan.name, &plan.desc, changes)?;
+    append(target, plan.table, &plan.name, &plan.desc, changes)?;
     respond(
         context,
         format!("UPDATE {count}"),
@@ -430,7 +480,7 @@ pub async fn update(
 
 pub async fn delete(
     context: &SessionContext,
-    storage: &Storage,
+    target: &mut WriteTarget<'_>,
     plan: DeletePlan,
 ) -> Result<ExecuteResponse, AdapterError> {
     let (_, rows) = run(context, *plan.query).await?;
@@ -440,7 +490,7 @@ pub async fn delete(
         .collect::<Result<Vec<_>, _>>()?;
     let count = rows.len();
     append(
-        storage,
+        target,
         plan.table,
         &plan.name,
         &plan.desc,

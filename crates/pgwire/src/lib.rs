@@ -325,6 +325,13 @@ impl SimpleQueryHandler for Handlers {
             }
         };
         let mut responses = Vec::new();
+        // The statements of a multi-statement string run in one implicit
+        // transaction: their writes commit together when the string ends.
+        let implicit = statements.len() > 1;
+        if implicit {
+            let mut session = session.lock().await;
+            self.coordinator.start_implicit_transaction(&mut session);
+        }
         for statement in statements {
             let mut notices = Vec::new();
             let result = {
@@ -341,6 +348,16 @@ impl SimpleQueryHandler for Handlers {
                     // The rest of a multi-statement string is not run.
                     break;
                 }
+            }
+        }
+        if implicit {
+            let mut session = session.lock().await;
+            if let Err(error) = self
+                .coordinator
+                .end_implicit_transaction(&mut session)
+                .await
+            {
+                responses.push(Response::Error(Box::new(error_info(&error))));
             }
         }
         if responses.is_empty() {

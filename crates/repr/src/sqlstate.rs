@@ -33,12 +33,14 @@ impl SqlState {
     pub const INVALID_TRANSACTION_STATE: SqlState = SqlState("25000");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const READ_ONLY_SQL_TRANSACTION: SqlState = SqlState("25006");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const INVALID_AUTHORIZATION_SPECIFICATION: SqlState = SqlState("28000");
     pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
     pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
+    pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
     pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
     pub const SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION: SqlState = SqlState("42000");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");

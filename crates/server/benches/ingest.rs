@@ -37,12 +37,12 @@ async fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let floe = support::Floe::start(&dir.path().join("data"));
     let client = floe.connect().await;
-    client
-        .batch_execute(&format!(
-            "CREATE TABLE copied {CREATE}; CREATE TABLE inserted {CREATE};"
-        ))
-        .await
-        .expect("tables");
+    support::execute_each(
+        &client,
+        &format!("CREATE TABLE copied {CREATE}; CREATE TABLE inserted {CREATE};"),
+    )
+    .await
+    .expect("tables");
 
     // COPY: the whole file in one statement, streamed in 1 MiB chunks.
     let started = Instant::now();

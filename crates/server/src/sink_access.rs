@@ -78,7 +78,7 @@ async fn resolve(settings: &AccessSettings<'_>, sink: &str) -> anyhow::Result<Va
         .with_context(|| format!("opening the data directory {}", data_dir.display()))?;
     let (name, definition) = find_sink(&catalog, sink)?;
     let config =
-        floe_adapter::connection_config::sink_catalog_config(&catalog, data_dir, &definition)?;
+        floe_adapter::connection_config::sink_catalog_config(&catalog, data_dir, definition)?;
     let credentials = Credentials::new(
         settings.extra_ca_bundle.clone(),
         settings.aws_principal.clone(),

@@ -8,6 +8,8 @@ mod first_hour;
 #[path = "e2e/production.rs"]
 mod production;
 mod support;
+#[path = "e2e/transactions.rs"]
+mod transactions;
 #[path = "e2e/upgrade.rs"]
 mod upgrade;
 
@@ -241,8 +243,7 @@ async fn notices_and_error_fields_reach_the_client() {
             }
         }
     });
-    client
-        .batch_execute(
+    support::execute_each(&client,
             "CREATE TABLE t (a int, b text);
              CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'local') WITH (VALIDATE = false);",
         )
@@ -360,8 +361,7 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
     let data_dir = dir.path().join("data");
     let mut floe = Floe::start(&data_dir);
     let mut client = floe.connect().await;
-    client
-        .batch_execute(&format!(
+    support::execute_each(&client, &format!(
             "CREATE SECRET cred AS '{}:{}';
              CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials');
              CREATE TABLE t (id int PRIMARY KEY, v text, n bigint NOT NULL);
@@ -437,8 +437,7 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
     }
     // Sinks created now start from a snapshot of a table with a history of updates and
     // deletes: it is consolidated (one row per live row, at one time).
-    client
-        .batch_execute(&format!(
+    support::execute_each(&client, &format!(
             "CREATE SINK up_late FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'up_late') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s');
              CREATE SINK ap_late FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap_late') MODE APPEND WITH (COMMIT INTERVAL '1s');"
         ))
@@ -610,8 +609,7 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
     let dir = tempfile::tempdir().unwrap();
     let floe = Floe::start(&dir.path().join("data"));
     let client = floe.connect().await;
-    client
-        .batch_execute(
+    support::execute_each(&client,
             "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
              CREATE CLUSTER sinks (SIZE = '25cc', REPLICATION FACTOR = 1);
              CREATE TABLE t (id int PRIMARY KEY, v text);
@@ -685,10 +683,12 @@ async fn cluster_restart_and_alter_sink_resume_from_the_last_commit() {
     .await;
 
     // ALTER SINK: a new version, a restart, and later snapshots carry it.
-    client
-        .batch_execute("ALTER SINK s SET (COMMIT INTERVAL = '2s'); DELETE FROM t WHERE id = 1;")
-        .await
-        .unwrap();
+    support::execute_each(
+        &client,
+        "ALTER SINK s SET (COMMIT INTERVAL = '2s'); DELETE FROM t WHERE id = 1;",
+    )
+    .await
+    .unwrap();
     let location = wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
         .await
         .remove(0);
@@ -719,8 +719,7 @@ async fn a_stalled_sink_recovers_by_itself() {
     let dir = tempfile::tempdir().unwrap();
     let floe = Floe::start(&dir.path().join("data"));
     let client = floe.connect().await;
-    client
-        .batch_execute(&format!(
+    support::execute_each(&client, &format!(
             "CREATE SECRET cred AS '{}:{}';
              CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials');
              CREATE TABLE t (id int PRIMARY KEY, v text);

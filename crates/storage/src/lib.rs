@@ -453,6 +453,24 @@ impl Storage {
         Ok(Ok(Timestamp(ts)))
     }
 
+    /// Checks updates as [`Storage::append`] would (primary key, retractions of
+    /// rows that are there), without writing them: a transaction checks its
+    /// changes when a statement makes them and writes them at COMMIT.
+    pub fn check(
+        &self,
+        id: GlobalId,
+        updates: &[(Row, i64)],
+    ) -> Result<Result<(), AppendError>, StorageError> {
+        let collections = self.collections_read();
+        let collection = collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        Ok(check_changes(
+            &collection.contents,
+            &consolidate(updates.to_vec()),
+        ))
+    }
+
     /// The current contents, each row repeated by its multiplicity, and the
     /// contents' version.
     pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {

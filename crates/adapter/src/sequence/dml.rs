@@ -6,14 +6,16 @@ use floe_sql::plan::SelectPlan;
 use crate::coordinator::{Coordinator, ExecuteResponse};
 use crate::error::AdapterError;
 use crate::session::Session;
+use crate::transaction::Access;
 use crate::{query, tables};
 
 impl Coordinator {
     pub(super) async fn sequence_select(
         &self,
+        session: &mut Session,
         plan: SelectPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let engine = self.engine_for(&plan.query).await?;
+        let engine = self.engine_for_query(session, &plan.query).await?;
         let plan = query::logical_plan(&engine, *plan.query).await?;
         let (desc, rows) = query::execute(&engine, plan).await?;
         Ok(ExecuteResponse::Rows {
@@ -29,37 +31,55 @@ impl Coordinator {
         session: &mut Session,
         plan: CopyFromPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
+        if let Some(transaction) = session.transaction.as_mut() {
+            transaction.admit(Access::Write)?;
+        }
         let columns = plan.columns.len();
         session.copy = Some(Box::new(crate::copy::CopyState::new(plan)));
         Ok(ExecuteResponse::CopyIn { columns })
     }
 
-    /// Writes run under the write lock, so that a write reads what the
-    /// previous one wrote.
+    /// Writes outside a transaction run under the write lock, so that a write
+    /// reads what the previous one wrote; in a transaction they wait for
+    /// COMMIT (`sequence::transaction`).
     pub(super) async fn sequence_insert(
         &self,
+        session: &mut Session,
         plan: InsertPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock.lock().await;
-        let engine = self.engine_for(&plan.source).await?;
-        tables::insert(&engine, &self.storage, plan).await
+        let _write = self.write_lock_outside_transaction(session).await;
+        let (engine, mut target) = self.engine_for_write(session, &plan.source).await?;
+        tables::insert(&engine, &mut target, plan).await
     }
 
     pub(super) async fn sequence_update(
         &self,
+        session: &mut Session,
         plan: UpdatePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock.lock().await;
-        let engine = self.engine_for(&plan.query).await?;
-        tables::update(&engine, &self.storage, plan).await
+        let _write = self.write_lock_outside_transaction(session).await;
+        let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
+        tables::update(&engine, &mut target, plan).await
     }
 
     pub(super) async fn sequence_delete(
         &self,
+        session: &mut Session,
         plan: DeletePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock.lock().await;
-        let engine = self.engine_for(&plan.query).await?;
-        tables::delete(&engine, &self.storage, plan).await
+        let _write = self.write_lock_outside_transaction(session).await;
+        let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
+        tables::delete(&engine, &mut target, plan).await
+    }
+
+    /// The write lock, for a write that commits alone.
+    async fn write_lock_outside_transaction(
+        &self,
+        session: &Session,
+    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        match session.transaction {
+            None => Some(self.write_lock.lock().await),
+            Some(_) => None,
+        }
     }
 }

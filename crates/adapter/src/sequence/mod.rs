@@ -13,6 +13,9 @@ mod session;
 mod sink;
 mod source;
 mod table;
+mod transaction;
+
+pub(crate) use transaction::Control;
 
 use floe_catalog::{Catalog, NewItem, Op, SecretValue};
 use floe_repr::GlobalId;
@@ -48,17 +51,21 @@ impl Coordinator {
             Plan::CreateTable(plan) => self.sequence_create_table(plan).await,
             Plan::CreateSource(plan) => self.sequence_create_source(plan).await,
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
-            Plan::Insert(plan) => self.sequence_insert(plan).await,
-            Plan::Update(plan) => self.sequence_update(plan).await,
-            Plan::Delete(plan) => self.sequence_delete(plan).await,
+            Plan::Insert(plan) => self.sequence_insert(session, plan).await,
+            Plan::Update(plan) => self.sequence_update(session, plan).await,
+            Plan::Delete(plan) => self.sequence_delete(session, plan).await,
             Plan::CreateCluster(plan) => self.sequence_create_cluster(plan).await,
             Plan::AlterCluster(plan) => self.sequence_alter_cluster(plan).await,
             Plan::CreateClusterReplica(plan) => self.sequence_create_cluster_replica(plan).await,
             Plan::DropObjects(plan) => self.sequence_drop_objects(plan).await,
-            Plan::Select(plan) => self.sequence_select(plan).await,
+            Plan::Select(plan) => self.sequence_select(session, plan).await,
             Plan::ShowVariable(plan) => self.sequence_show_variable(session, plan),
             Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,
-            Plan::Transaction(plan) => Ok(self.sequence_transaction(session, plan)),
+            // BEGIN, COMMIT and ROLLBACK are answered by transaction control
+            // before planning (`sequence::transaction`).
+            Plan::Transaction(plan) => Err(AdapterError::Internal(format!(
+                "{plan:?} reached sequencing"
+            ))),
         }
     }
 }

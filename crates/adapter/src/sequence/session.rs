@@ -1,13 +1,13 @@
-//! SHOW, SET and RESET of session variables; BEGIN, COMMIT, ROLLBACK.
+//! SHOW, SET and RESET of session variables.
 
 use floe_repr::Datum;
 use floe_sql::catalog::PlanCatalog;
-use floe_sql::plan::{SetVariablePlan, ShowVariablePlan, TransactionPlan};
+use floe_sql::plan::{SetVariablePlan, ShowVariablePlan};
 
 use super::command;
 use crate::coordinator::{Coordinator, ExecuteResponse, show_variable_desc};
 use crate::error::AdapterError;
-use crate::session::{Session, TransactionStatus};
+use crate::session::Session;
 
 impl Coordinator {
     pub(super) fn sequence_show_variable(
@@ -61,33 +61,5 @@ impl Coordinator {
         } else {
             "SET"
         })
-    }
-
-    pub(super) fn sequence_transaction(
-        &self,
-        session: &mut Session,
-        plan: TransactionPlan,
-    ) -> ExecuteResponse {
-        match plan {
-            TransactionPlan::Begin => {
-                if session.transaction == TransactionStatus::Idle {
-                    session.transaction = TransactionStatus::InTransaction;
-                }
-                ExecuteResponse::TransactionStarted
-            }
-            TransactionPlan::Commit => {
-                let tag = if session.transaction == TransactionStatus::Failed {
-                    "ROLLBACK"
-                } else {
-                    "COMMIT"
-                };
-                session.transaction = TransactionStatus::Idle;
-                ExecuteResponse::TransactionEnded { tag }
-            }
-            TransactionPlan::Rollback => {
-                session.transaction = TransactionStatus::Idle;
-                ExecuteResponse::TransactionEnded { tag: "ROLLBACK" }
-            }
-        }
     }
 }

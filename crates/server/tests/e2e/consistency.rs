@@ -50,8 +50,9 @@ async fn create_sink_racing_drop_table_cascade_fails_cleanly() {
     let data_dir = dir.path().join("data");
     let mut floe = Floe::start(&data_dir);
     let client = floe.connect().await;
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE SECRET cred AS '{}:{}';
              CREATE CONNECTION slow_catalog TO ICEBERG CATALOG (
                  CATALOG TYPE = 'rest', URL = '{}', WAREHOUSE = '{}',
@@ -63,9 +64,10 @@ async fn create_sink_racing_drop_table_cascade_fails_cleanly() {
             sw.secret_key(),
             proxy.url(),
             sw.warehouse(),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await
+    .unwrap();
     proxy.set_delay(Duration::from_secs(3));
 
     let creator = floe.connect().await;
@@ -128,8 +130,7 @@ async fn a_sink_whose_relation_is_gone_is_reported_and_can_be_dropped() {
     let data_dir = dir.path().join("data");
     let mut floe = Floe::start(&data_dir);
     let client = floe.connect().await;
-    client
-        .batch_execute(
+    crate::support::execute_each(&client,
             "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
              CREATE TABLE gone (id int PRIMARY KEY);
              CREATE TABLE kept (id int PRIMARY KEY);

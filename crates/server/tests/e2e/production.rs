@@ -405,8 +405,7 @@ async fn aws_connections_assume_roles_with_external_ids() {
     );
 
     // Static keys: GetCallerIdentity.
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "CREATE SECRET aws_secret AS '{}';
              CREATE CONNECTION keys TO AWS (ACCESS KEY ID = '{}', SECRET ACCESS KEY = SECRET aws_secret, REGION = 'us-east-1', ENDPOINT = '{sts}') WITH (VALIDATE = true);
              VALIDATE CONNECTION keys;",
@@ -492,8 +491,9 @@ async fn aws_s3_tables_document_end_to_end() {
 
     // Step 4: the catalog connection, validated on creation (the default): every catalog
     // request is signed with SigV4 for `s3tables` (unsigned ones get 403).
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE SECRET aws_secret AS '{secret}';
              CREATE CONNECTION aws_connection TO AWS (
                  ACCESS KEY ID = '{key}',
@@ -513,17 +513,19 @@ async fn aws_s3_tables_document_end_to_end() {
             endpoint = sw.s3_endpoint(),
             url = sw.catalog_url(),
             warehouse = sw.warehouse_arn(),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
     client
         .batch_execute("VALIDATE CONNECTION iceberg_catalog_connection")
         .await
         .unwrap();
     // The data path through the assumed role: a REST catalog (OAuth2 with SeaweedFS's key
     // pair, nothing vended) whose data files are written with the role session.
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE SECRET catalog_oauth AS '{}:{}';
              CREATE CONNECTION role_data TO ICEBERG CATALOG (
                  CATALOG TYPE = 'rest',
@@ -536,12 +538,14 @@ async fn aws_s3_tables_document_end_to_end() {
             sw.secret_key(),
             sw.catalog_url(),
             sw.warehouse(),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
 
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE CLUSTER sink_cluster (SIZE = '25cc', REPLICATION FACTOR = 1);
              CREATE TABLE orders (id int PRIMARY KEY, customer text, amount numeric(10,2));
              INSERT INTO orders VALUES (1, 'ann', 10.50), (2, 'bob', 20.00), (3, 'cy', 30.25);
@@ -574,9 +578,10 @@ async fn aws_s3_tables_document_end_to_end() {
                KEY (id)
                MODE UPSERT
                WITH (COMMIT INTERVAL = '1s');"
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
     let sinks = ["orders_upsert", "orders_append", "orders_role"];
     for sink in sinks {
         wait_for_status(&client, sink, "running", &server).await;
@@ -730,8 +735,9 @@ async fn s3_tables_catalog_and_data_through_an_assumed_role() {
     let dir = tempfile::tempdir().unwrap();
     let server = role_session_server(&sw, &dir.path().join("data"));
     let client = server.connect().await;
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE CONNECTION aws_role TO AWS (
                  ASSUME ROLE ARN = '{role}',
                  REGION = '{region}',
@@ -748,9 +754,10 @@ async fn s3_tables_catalog_and_data_through_an_assumed_role() {
             endpoint = sw.sts_endpoint(),
             url = sw.catalog_url(),
             warehouse = sw.warehouse_arn(),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
     // The session is not the table bucket's owner: the catalog does not show it the bucket.
     let (message, detail, _) = error_of(&client, "VALIDATE CONNECTION role_catalog").await;
     let refusal = format!("{message} {detail:?}");
@@ -764,8 +771,9 @@ async fn s3_tables_catalog_and_data_through_an_assumed_role() {
         .batch_execute("VALIDATE CONNECTION role_catalog")
         .await
         .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE TABLE orders (id int PRIMARY KEY, customer text);
              INSERT INTO orders VALUES (1, 'ann'), (2, 'bob');
              CREATE SINK orders_sink
@@ -777,9 +785,10 @@ async fn s3_tables_catalog_and_data_through_an_assumed_role() {
                KEY (id)
                MODE UPSERT
                WITH (COMMIT INTERVAL = '1s');"
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
     wait_for_status(&client, "orders_sink", "running", &server).await;
     // Keep the sink busy across several role sessions (each lives 6 s past the margin).
     let mut expected = vec![
@@ -841,8 +850,9 @@ async fn unity_catalog_document_and_troubleshooting() {
     let server = Server::start(&dir.path().join("data"), &[], &[]);
     let client = server.connect().await;
     let secret = format!("{}:{}", uc.client_id(), uc.client_secret());
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(
+        &client,
+        &format!(
             "CREATE SECRET databricks_oauth
                AS '{secret}';
              CREATE CONNECTION iceberg_catalog_connection TO ICEBERG CATALOG (
@@ -869,9 +879,10 @@ async fn unity_catalog_document_and_troubleshooting() {
             url = uc.url(),
             catalog = uc.catalog_name(),
             token_url = uc.token_url(),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
     wait_for_status(&client, "events_sink", "running", &server).await;
     client
         .batch_execute("DELETE FROM events WHERE id = 1; INSERT INTO events VALUES (3, 'close');")
@@ -1017,8 +1028,7 @@ async fn unity_catalog_document_and_troubleshooting() {
     wait_for_delivery(&client, "events_sink", SystemTime::now(), &server).await;
 
     // A SCOPE the workspace does not grant.
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "CREATE CONNECTION wrong_scope TO ICEBERG CATALOG (
                  CATALOG TYPE = 'rest', URL = '{url}', WAREHOUSE = '{catalog}',
                  CREDENTIAL = SECRET databricks_oauth, OAUTH2 SERVER URL = '{token_url}',
@@ -1049,8 +1059,7 @@ async fn unity_catalog_document_and_troubleshooting() {
     client.batch_execute("DROP SINK scope_sink").await.unwrap();
 
     // No ACCESS DELEGATION: Unity's storage cannot be reached.
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "CREATE CONNECTION no_delegation TO ICEBERG CATALOG (
                  CATALOG TYPE = 'rest', URL = '{url}', WAREHOUSE = '{catalog}',
                  CREDENTIAL = SECRET databricks_oauth, OAUTH2 SERVER URL = '{token_url}',
@@ -1091,8 +1100,7 @@ async fn unity_catalog_document_and_troubleshooting() {
     // A namespace that disappears before the sink starts: the sink is created paused (no
     // replica), the schema is dropped in the catalog, then the replica comes back.
     let gone = sw.unique_namespace("unitygone");
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "CREATE CLUSTER parked (SIZE = '25cc', REPLICATION FACTOR = 0);
              CREATE SINK namespace_sink IN CLUSTER parked FROM events
                INTO ICEBERG CATALOG CONNECTION iceberg_catalog_connection (NAMESPACE = '{gone}', TABLE = 'events')
@@ -1171,8 +1179,7 @@ async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
             front.token_url(),
         )
     };
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "{}{}
              CREATE TABLE ticks (n bigint NOT NULL);
              CREATE SINK ticks_sink FROM ticks
@@ -1242,21 +1249,25 @@ async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
     let ca = proxy.ca_bundle_path().expect("TLS proxy has a CA");
     let https = proxy.url();
     assert!(https.starts_with("https://"), "{https}");
-    let catalog_sql = format!(
-        "CREATE SECRET cred AS '{}:{}';
-         CREATE CONNECTION tls_catalog TO ICEBERG CATALOG (
+    let secret_sql = format!(
+        "CREATE SECRET cred AS '{}:{}';",
+        sw.access_key(),
+        sw.secret_key()
+    );
+    let connection_sql = format!(
+        "CREATE CONNECTION tls_catalog TO ICEBERG CATALOG (
              CATALOG TYPE = 'rest', URL = '{https}', WAREHOUSE = '{}',
              CREDENTIAL = SECRET cred, ACCESS DELEGATION = 'vended-credentials'
          );",
-        sw.access_key(),
-        sw.secret_key(),
         sw.warehouse(),
     );
+    let catalog_sql = format!("{secret_sql}\n{connection_sql}");
     {
         let dir = tempfile::tempdir().unwrap();
         let plain = Server::start(&dir.path().join("data"), &[], &[]);
         let client = plain.connect().await;
-        let (message, _, _) = error_of(&client, &catalog_sql).await;
+        client.batch_execute(&secret_sql).await.unwrap();
+        let (message, _, _) = error_of(&client, &connection_sql).await;
         assert!(
             message.to_lowercase().contains("certificate") || message.contains("UnknownIssuer"),
             "{message}"
@@ -1269,8 +1280,7 @@ async fn credentials_stay_fresh_and_https_with_an_extra_ca() {
         &[],
     );
     let client = server.connect().await;
-    client
-        .batch_execute(&format!(
+    crate::support::execute_each(&client, &format!(
             "{catalog_sql}
              CREATE TABLE t (id int PRIMARY KEY, v text);
              INSERT INTO t VALUES (1, 'a');

@@ -82,14 +82,14 @@ async fn a_data_directory_of_the_previous_release_opens_intact() {
     let floe = Floe::start(&data_dir);
     assert_answers_as_the_previous_release(&floe).await;
     let client = floe.connect().await;
-    client
-        .batch_execute(
-            "INSERT INTO orders (id, customer, amount) VALUES (4, 'dave', 1.25);
+    crate::support::execute_each(
+        &client,
+        "INSERT INTO orders (id, customer, amount) VALUES (4, 'dave', 1.25);
              CREATE TABLE added (id int PRIMARY KEY);
              DROP SINK events_sink;",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
     assert_eq!(
         answer(&client, "SELECT * FROM orders ORDER BY id").await,
         [

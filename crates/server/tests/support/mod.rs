@@ -330,3 +330,47 @@ pub async fn sink_commit(
         row.get::<_, Option<std::time::SystemTime>>(1)?,
     ))
 }
+
+/// Runs a script's statements one at a time, as psql runs a file. (Sent as one
+/// string they would form one implicit transaction, which refuses DDL as
+/// Materialize does.)
+pub async fn execute_each(
+    client: &tokio_postgres::Client,
+    script: &str,
+) -> Result<(), tokio_postgres::Error> {
+    for statement in split_statements(script) {
+        client.batch_execute(statement).await?;
+    }
+    Ok(())
+}
+
+/// The statements of a script: split at semicolons outside quotes.
+fn split_statements(script: &str) -> Vec<&str> {
+    let mut statements = Vec::new();
+    let mut start = 0;
+    let mut quote = None;
+    for (at, c) in script.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(open), _) if c == open => quote = None,
+            (None, ';') => {
+                statements.push(&script[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    statements.push(&script[start..]);
+    statements
+        .into_iter()
+        .filter(|statement| !statement.trim().is_empty())
+        .collect()
+}
+
+#[test]
+fn scripts_split_at_semicolons_outside_quotes() {
+    assert_eq!(
+        split_statements("CREATE SECRET s AS 'a;b'; SELECT \"x;\"\n; "),
+        ["CREATE SECRET s AS 'a;b'", " SELECT \"x;\"\n"]
+    );
+}

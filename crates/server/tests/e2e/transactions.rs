@@ -1,0 +1,228 @@
+//! Transactions under live sinks: what a rolled-back or aborted transaction wrote never
+//! reaches an Iceberg table, and a committed one lands whole, in one snapshot of each
+//! table it wrote, at one `_mz_timestamp` (read back with DuckDB and pyiceberg).
+
+use std::time::SystemTime;
+
+use floe_testkit::{Reader, TableRead};
+use serde_json::{Value, json};
+
+use crate::support::{self, Floe};
+use crate::wait_for_sinks;
+
+/// The ids of a table's snapshots.
+fn snapshot_ids(read: &TableRead) -> Vec<i64> {
+    read.snapshots
+        .iter()
+        .filter_map(|snapshot| snapshot["snapshot-id"].as_i64())
+        .collect()
+}
+
+/// The snapshots of `after` that `before` did not have and that added rows, as their
+/// `added-records`.
+fn new_data_snapshots(before: &TableRead, after: &TableRead) -> Vec<i64> {
+    let known = snapshot_ids(before);
+    after
+        .snapshots
+        .iter()
+        .filter(|snapshot| {
+            snapshot["snapshot-id"]
+                .as_i64()
+                .is_some_and(|id| !known.contains(&id))
+        })
+        .filter_map(|snapshot| {
+            snapshot["summary"]["added-records"]
+                .as_str()
+                .and_then(|n| n.parse::<i64>().ok())
+        })
+        .filter(|added| *added > 0)
+        .collect()
+}
+
+/// The rows of an APPEND table written at `timestamp`, without it, sorted.
+fn rows_at(read: &TableRead, timestamp: &Value) -> Vec<Value> {
+    let rows: Vec<Value> = read
+        .rows
+        .iter()
+        .filter(|row| &row["_mz_timestamp"] == timestamp)
+        .map(|row| {
+            let mut row = row.clone();
+            if let Some(row) = row.as_object_mut() {
+                row.remove("_mz_timestamp");
+            }
+            row
+        })
+        .collect();
+    sorted(rows)
+}
+
+fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
+    rows.sort_by_key(|row| row.to_string());
+    rows
+}
+
+/// Sinks of two tables into the embedded catalog, in APPEND mode so every change stays
+/// visible. A rolled-back transaction, one aborted by a failed statement (then COMMIT)
+/// and a multi-statement string aborted by a duplicate key deliver nothing; a committed
+/// transaction that writes both tables (an INSERT, an UPDATE, an INSERT) lands in one
+/// new snapshot of each table, every change at the same `_mz_timestamp` in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolled_back_and_aborted_writes_never_reach_a_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    support::execute_each(
+        &client,
+        "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+         CREATE TABLE orders (id int PRIMARY KEY, status text);
+         CREATE TABLE events (order_id int, what text);
+         INSERT INTO orders VALUES (1, 'new');
+         INSERT INTO events VALUES (1, 'created');
+         CREATE SINK orders_sink FROM orders
+           INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'tx', TABLE = 'orders')
+           MODE APPEND WITH (COMMIT INTERVAL = '1s');
+         CREATE SINK events_sink FROM events
+           INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'tx', TABLE = 'events')
+           MODE APPEND WITH (COMMIT INTERVAL = '1s');",
+    )
+    .await
+    .unwrap();
+    let reader = Reader::local();
+    wait_for_sinks(&client, &["orders_sink", "events_sink"], SystemTime::now()).await;
+
+    // Rolled back.
+    for sql in [
+        "BEGIN",
+        "INSERT INTO orders VALUES (2, 'rolled back')",
+        "INSERT INTO events VALUES (2, 'rolled back')",
+        "ROLLBACK",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    // Aborted by a failed statement: COMMIT then keeps nothing.
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .batch_execute("INSERT INTO orders VALUES (3, 'aborted')")
+        .await
+        .unwrap();
+    let error = client
+        .batch_execute("SELECT * FROM no_such_table")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE),
+        "{error}"
+    );
+    let error = client
+        .batch_execute("INSERT INTO events VALUES (3, 'aborted')")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::IN_FAILED_SQL_TRANSACTION),
+        "{error}"
+    );
+    let commit = client.simple_query("COMMIT").await.unwrap();
+    assert!(
+        matches!(
+            commit.as_slice(),
+            [tokio_postgres::SimpleQueryMessage::CommandComplete(0)]
+        ),
+        "{commit:?}"
+    );
+    // One string is one implicit transaction: a duplicate key in its second statement
+    // discards its first.
+    let error = client
+        .batch_execute(
+            "INSERT INTO events VALUES (4, 'aborted'); INSERT INTO orders VALUES (1, 'aborted')",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+        "{error}"
+    );
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM orders").await,
+        [[Some("1".to_string())]]
+    );
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM events").await,
+        [[Some("1".to_string())]]
+    );
+
+    // The tables as the sinks have them before the committed transaction, at a
+    // frontier past every aborted write.
+    let locations =
+        wait_for_sinks(&client, &["orders_sink", "events_sink"], SystemTime::now()).await;
+    let orders_before = reader.read(&locations[0]);
+    let events_before = reader.read(&locations[1]);
+
+    // Committed: both tables, three statements.
+    for sql in [
+        "BEGIN",
+        "INSERT INTO orders VALUES (5, 'new'), (6, 'new')",
+        "UPDATE orders SET status = 'paid' WHERE id = 1",
+        "INSERT INTO events VALUES (5, 'created'), (6, 'created'), (1, 'paid')",
+        "COMMIT",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let locations =
+        wait_for_sinks(&client, &["orders_sink", "events_sink"], SystemTime::now()).await;
+    let orders = reader.read(&locations[0]);
+    let events = reader.read(&locations[1]);
+
+    for read in [&orders, &events] {
+        let text = serde_json::to_string(&read.rows).unwrap();
+        assert!(
+            !text.contains("rolled back") && !text.contains("aborted"),
+            "{text}"
+        );
+    }
+    // Everything the transaction wrote carries one timestamp, the same in both tables.
+    let committed_at = orders
+        .rows
+        .iter()
+        .find(|row| row["id"] == 5)
+        .map(|row| row["_mz_timestamp"].clone())
+        .unwrap_or_else(|| panic!("order 5 was not delivered: {:?}", orders.rows));
+    assert_eq!(
+        rows_at(&orders, &committed_at),
+        sorted(vec![
+            json!({"id": 1, "status": "new", "_mz_diff": -1}),
+            json!({"id": 1, "status": "paid", "_mz_diff": 1}),
+            json!({"id": 5, "status": "new", "_mz_diff": 1}),
+            json!({"id": 6, "status": "new", "_mz_diff": 1}),
+        ]),
+        "{:?}",
+        orders.rows
+    );
+    assert_eq!(
+        rows_at(&events, &committed_at),
+        sorted(vec![
+            json!({"order_id": 1, "what": "paid", "_mz_diff": 1}),
+            json!({"order_id": 5, "what": "created", "_mz_diff": 1}),
+            json!({"order_id": 6, "what": "created", "_mz_diff": 1}),
+        ]),
+        "{:?}",
+        events.rows
+    );
+    // Each table took it in one snapshot.
+    assert_eq!(
+        new_data_snapshots(&orders_before, &orders),
+        [4],
+        "{:?}",
+        orders.snapshots
+    );
+    assert_eq!(
+        new_data_snapshots(&events_before, &events),
+        [3],
+        "{:?}",
+        events.snapshots
+    );
+    assert_eq!(orders.rows.len(), 5, "{:?}", orders.rows);
+    assert_eq!(events.rows.len(), 4, "{:?}", events.rows);
+}
