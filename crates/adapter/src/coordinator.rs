@@ -60,6 +60,11 @@ pub enum ExecuteResponse {
     CopyIn {
         columns: usize,
     },
+    /// `COPY ... TO STDOUT`: the lines to send (text or CSV).
+    CopyOut {
+        columns: usize,
+        lines: Vec<Vec<u8>>,
+    },
 }
 
 /// A statement's shape for the extended protocol's Describe.

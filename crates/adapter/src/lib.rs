@@ -4,6 +4,7 @@
 pub mod connection_config;
 pub mod coordinator;
 pub mod copy;
+pub mod copy_out;
 pub mod credentials;
 pub mod error;
 pub mod implications;

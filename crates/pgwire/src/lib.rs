@@ -303,6 +303,12 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
         ExecuteResponse::CopyIn { columns } => {
             Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
         }
+        // The library counts each CopyData as a row of the `COPY n` tag.
+        ExecuteResponse::CopyOut { columns, lines } => Response::CopyOut(CopyResponse::new(
+            0,
+            columns,
+            stream::iter(lines.into_iter().map(|line| Ok(CopyData::new(line.into())))),
+        )),
     }
 }
 

@@ -7,6 +7,8 @@ mod consistency;
 mod first_hour;
 #[path = "e2e/production.rs"]
 mod production;
+#[path = "e2e/statements.rs"]
+mod statements;
 mod support;
 #[path = "e2e/transactions.rs"]
 mod transactions;
@@ -272,6 +274,41 @@ async fn notices_and_error_fields_reach_the_client() {
         notice.message().contains("not validated as unique"),
         "{}",
         notice.message()
+    );
+    // CREATE ... IF NOT EXISTS of a taken name does nothing and says so, as
+    // Materialize does (the kind created, the name unqualified).
+    for (sql, expected) in [
+        (
+            "CREATE SINK IF NOT EXISTS s FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'n', TABLE 'other') MODE APPEND",
+            "sink \"s\" already exists, skipping",
+        ),
+        (
+            "CREATE TABLE IF NOT EXISTS t (x int)",
+            "table \"t\" already exists, skipping",
+        ),
+        (
+            "CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (CATALOG TYPE 'local')",
+            "connection \"cat\" already exists, skipping",
+        ),
+        (
+            "CREATE SECRET IF NOT EXISTS t AS 'x'",
+            "secret \"t\" already exists, skipping",
+        ),
+    ] {
+        client.batch_execute(sql).await.unwrap();
+        let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (notice.severity(), notice.message()),
+            ("NOTICE", expected),
+            "{sql}"
+        );
+    }
+    assert_eq!(
+        rows(&client, "SELECT count(*) FROM mz_sinks").await,
+        [[Some("1".to_string())]]
     );
 }
 

@@ -362,13 +362,31 @@ pub struct CopyFromPlan {
     pub header: bool,
 }
 
+/// `COPY (SELECT ...) TO STDOUT` / `COPY t [(columns)] TO STDOUT`, with the
+/// options of COPY FROM.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyToPlan {
+    /// The query whose rows are sent.
+    pub query: Box<Statement>,
+    pub options: CopyOptions,
+}
+
+/// How COPY writes or reads rows as text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyOptions {
+    pub format: CopyFormat,
+    pub delimiter: char,
+    /// The text that means NULL.
+    pub null: String,
+    /// Whether the first line is a header (CSV).
+    pub header: bool,
+}
+
 pub(crate) fn plan_copy(
     catalog: &dyn PlanCatalog,
     statement: Statement,
 ) -> Result<Plan, PlanError> {
-    use sqlparser::ast::{
-        CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget,
-    };
+    use sqlparser::ast::{CopySource, CopyTarget};
     let Statement::Copy {
         source,
         to,
@@ -380,10 +398,12 @@ pub(crate) fn plan_copy(
     else {
         return Err(PlanError::syntax("expected COPY"));
     };
+    let options = copy_options(options, legacy_options)?;
     if to {
-        return Err(PlanError::unsupported(
-            "COPY TO is not supported: use SELECT",
-        ));
+        if !matches!(target, CopyTarget::Stdout) {
+            return Err(PlanError::unsupported("COPY TO supports only STDOUT"));
+        }
+        return plan_copy_to(catalog, source, options);
     }
     if !matches!(target, CopyTarget::Stdin) {
         return Err(PlanError::unsupported("COPY FROM supports only STDIN"));
@@ -405,6 +425,56 @@ pub(crate) fn plan_copy(
     let (item, desc, defaults) = write_target(catalog, &table_name)?;
     let names: Vec<String> = columns.iter().map(normalize_ident).collect();
     let columns = target_columns(&item.name, &desc, &names)?;
+    Ok(Plan::CopyFrom(CopyFromPlan {
+        table: item.id,
+        name: item.name.clone(),
+        desc,
+        columns,
+        defaults,
+        format: options.format,
+        delimiter: options.delimiter,
+        null: options.null,
+        header: options.header,
+    }))
+}
+
+/// COPY TO: the query, or the table's (named) columns, planned as a SELECT.
+fn plan_copy_to(
+    catalog: &dyn PlanCatalog,
+    source: sqlparser::ast::CopySource,
+    options: CopyOptions,
+) -> Result<Plan, PlanError> {
+    let query = match source {
+        sqlparser::ast::CopySource::Query(query) => Statement::Query(query),
+        sqlparser::ast::CopySource::Table {
+            table_name,
+            columns,
+        } => {
+            let columns: Vec<String> = columns.iter().map(ToString::to_string).collect();
+            let projection = if columns.is_empty() {
+                "*".to_string()
+            } else {
+                columns.join(", ")
+            };
+            parse_query(&format!("SELECT {projection} FROM {table_name}"))?
+        }
+    };
+    let query = name_output_columns(resolve_relations(catalog, query)?);
+    Ok(Plan::CopyTo(CopyToPlan {
+        query: Box::new(query),
+        options,
+    }))
+}
+
+/// The options of COPY, in the current and the legacy syntax.
+fn copy_options(
+    options: Vec<sqlparser::ast::CopyOption>,
+    legacy_options: Vec<sqlparser::ast::CopyLegacyOption>,
+) -> Result<CopyOptions, PlanError> {
+    use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption};
+    let unsupported = |option: &dyn std::fmt::Display| {
+        PlanError::unsupported(format!("COPY option {option} is not supported"))
+    };
     let mut format = CopyFormat::Text;
     let mut delimiter = None;
     let mut null = None;
@@ -425,11 +495,7 @@ pub(crate) fn plan_copy(
             CopyOption::Delimiter(c) => delimiter = Some(c),
             CopyOption::Null(text) => null = Some(text),
             CopyOption::Header(h) => header = h,
-            other => {
-                return Err(PlanError::unsupported(format!(
-                    "COPY option {other} is not supported"
-                )));
-            }
+            other => return Err(unsupported(&other)),
         }
     }
     for option in legacy_options {
@@ -439,21 +505,13 @@ pub(crate) fn plan_copy(
                 for csv_option in csv_options {
                     match csv_option {
                         CopyLegacyCsvOption::Header => header = true,
-                        other => {
-                            return Err(PlanError::unsupported(format!(
-                                "COPY option {other} is not supported"
-                            )));
-                        }
+                        other => return Err(unsupported(&other)),
                     }
                 }
             }
             CopyLegacyOption::Delimiter(c) => delimiter = Some(c),
             CopyLegacyOption::Null(text) => null = Some(text),
-            other => {
-                return Err(PlanError::unsupported(format!(
-                    "COPY option {other} is not supported"
-                )));
-            }
+            other => return Err(unsupported(&other)),
         }
     }
     if header && format == CopyFormat::Text {
@@ -461,12 +519,7 @@ pub(crate) fn plan_copy(
             "COPY HEADER available only in CSV mode",
         ));
     }
-    Ok(Plan::CopyFrom(CopyFromPlan {
-        table: item.id,
-        name: item.name.clone(),
-        desc,
-        columns,
-        defaults,
+    Ok(CopyOptions {
         format,
         delimiter: delimiter.unwrap_or(match format {
             CopyFormat::Text => '\t',
@@ -477,5 +530,5 @@ pub(crate) fn plan_copy(
             CopyFormat::Csv => String::new(),
         }),
         header,
-    }))
+    })
 }

@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod dml;
 pub mod error;
+mod if_not_exists;
 pub mod interval;
 pub mod options;
 pub mod plan;

@@ -20,6 +20,7 @@ pub enum Plan {
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),
     CopyFrom(crate::dml::CopyFromPlan),
+    CopyTo(crate::dml::CopyToPlan),
     CreateCluster(CreateClusterPlan),
     AlterCluster(AlterClusterPlan),
     CreateClusterReplica(CreateClusterReplicaPlan),

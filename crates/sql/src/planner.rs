@@ -42,6 +42,9 @@ pub fn plan(
     statement: Statement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
+    if let Some(plan) = crate::if_not_exists::skip_existing(catalog, &statement, notices)? {
+        return Ok(plan);
+    }
     match statement {
         Statement::CreateSecret(s) => plan_create_secret(catalog, s),
         Statement::AlterSecret(s) => plan_alter_secret(catalog, s, notices),

@@ -1,6 +1,6 @@
-//! SELECT, INSERT, UPDATE, DELETE, COPY FROM STDIN.
+//! SELECT, INSERT, UPDATE, DELETE, COPY FROM STDIN, COPY TO STDOUT.
 
-use floe_sql::dml::{CopyFromPlan, DeletePlan, InsertPlan, UpdatePlan};
+use floe_sql::dml::{CopyFromPlan, CopyToPlan, DeletePlan, InsertPlan, UpdatePlan};
 use floe_sql::plan::SelectPlan;
 
 use crate::coordinator::{Coordinator, ExecuteResponse};
@@ -22,6 +22,21 @@ impl Coordinator {
             desc,
             rows,
             tag: None,
+        })
+    }
+
+    /// The query's rows as COPY data (a read, as SELECT is).
+    pub(super) async fn sequence_copy_to(
+        &self,
+        session: &mut Session,
+        plan: CopyToPlan,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        let engine = self.engine_for_query(session, &plan.query).await?;
+        let query = query::logical_plan(&engine, *plan.query).await?;
+        let (desc, rows) = query::execute(&engine, query).await?;
+        Ok(ExecuteResponse::CopyOut {
+            columns: desc.len(),
+            lines: crate::copy_out::encode_rows(&desc, &rows, &plan.options),
         })
     }
 

@@ -51,6 +51,7 @@ impl Coordinator {
             Plan::CreateTable(plan) => self.sequence_create_table(plan).await,
             Plan::CreateSource(plan) => self.sequence_create_source(plan).await,
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
+            Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,
             Plan::Update(plan) => self.sequence_update(session, plan).await,
             Plan::Delete(plan) => self.sequence_delete(session, plan).await,

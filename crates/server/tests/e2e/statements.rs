@@ -1,0 +1,116 @@
+//! Statements a Materialize user types, through psql and tokio-postgres:
+//! `COPY ... TO STDOUT` in text and CSV.
+
+use crate::support::{self, Floe};
+
+/// `COPY (SELECT ...) TO STDOUT` and `COPY t [(columns)] TO STDOUT` in text and CSV
+/// (psql prints what it receives), a round trip through `COPY FROM STDIN`, the
+/// `COPY n` tag, and COPY TO as a read inside a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_to_stdout_in_text_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    support::execute_each(
+        &client,
+        "CREATE TABLE t (id int PRIMARY KEY, name text, amount numeric(10,2));
+         INSERT INTO t VALUES (1, 'plain', 1.50), (2, E'tab\\there, \"quoted\"', NULL), (3, NULL, 3.00), (4, '', 0);",
+    )
+    .await
+    .unwrap();
+    let psql = |sql: &str| {
+        let output = floe.psql(&["-c", sql], None);
+        assert!(
+            output.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    assert_eq!(
+        psql("COPY (SELECT * FROM t ORDER BY id) TO STDOUT"),
+        "1\tplain\t1.50\n2\ttab\\there, \"quoted\"\t\\N\n3\t\\N\t3.00\n4\t\t0.00\n"
+    );
+    assert_eq!(
+        psql(
+            "COPY (SELECT id, name FROM t WHERE id <= 2 ORDER BY id) TO STDOUT WITH (FORMAT csv, HEADER)"
+        ),
+        "id,name\n1,plain\n2,\"tab\there, \"\"quoted\"\"\"\n"
+    );
+    // A table's columns; an empty string in CSV is quoted, NULL is not.
+    let mut lines: Vec<String> = psql("COPY t (id, name) TO STDOUT (FORMAT csv)")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["1,plain", "2,\"tab\there, \"\"quoted\"\"\"", "3,", "4,\"\""]
+    );
+
+    // What COPY TO writes, COPY FROM reads back the same.
+    let text = psql("COPY t TO STDOUT");
+    support::execute_each(
+        &client,
+        "CREATE TABLE copy_of_t (id int PRIMARY KEY, name text, amount numeric(10,2))",
+    )
+    .await
+    .unwrap();
+    let output = floe.psql(&["-c", "COPY copy_of_t FROM STDIN"], Some(&text));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        support::rows(
+            &client,
+            "SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM copy_of_t) d"
+        )
+        .await,
+        [[Some("0".to_string())]]
+    );
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM copy_of_t").await,
+        [[Some("4".to_string())]]
+    );
+
+    // tokio-postgres: the rows and the tag.
+    use futures::StreamExt;
+    let stream = client
+        .copy_out("COPY (SELECT id FROM t ORDER BY id) TO STDOUT")
+        .await
+        .unwrap();
+    let chunks: Vec<bytes::Bytes> = stream.map(|chunk| chunk.unwrap()).collect().await;
+    assert_eq!(chunks.concat(), b"1\n2\n3\n4\n");
+
+    // In a transaction COPY TO reads, so it cannot follow a write.
+    let output = floe.psql(
+        &[
+            "-c",
+            "BEGIN",
+            "-c",
+            "INSERT INTO t VALUES (5, 'five', 5)",
+            "-c",
+            "COPY t TO STDOUT",
+        ],
+        None,
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("transaction in write-only mode"),
+        "{stderr}"
+    );
+
+    // COPY TO a file on the server is not offered.
+    let error = client
+        .batch_execute("COPY t TO '/tmp/t.txt'")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED),
+        "{error}"
+    );
+}
