@@ -97,6 +97,7 @@ impl AdapterError {
                 | floe_sink::ErrorKind::InvalidConfig
                 | floe_sink::ErrorKind::Fenced
                 | floe_sink::ErrorKind::DataConversion => SqlState::CONNECTION_EXCEPTION,
+                floe_sink::ErrorKind::Internal => SqlState::INTERNAL_ERROR,
             },
             AdapterError::UnknownVariable(_) => SqlState::UNDEFINED_OBJECT,
             AdapterError::InvalidVariableValue { .. } => SqlState::INVALID_PARAMETER_VALUE,

@@ -263,12 +263,18 @@ impl SinkManager {
     ) -> Result<SinkSpec, AdapterError> {
         let namespace =
             Namespace::parse(&definition.namespace).map_err(AdapterError::ConnectionValidation)?;
-        let table_uuid = self
+        let (table_uuid, resume_frontier) = self
             .progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&sink)
-            .and_then(|p| p.table_uuid.as_deref().and_then(|u| u.parse().ok()));
+            .map_or((None, None), |p| {
+                (
+                    p.table_uuid.as_deref().and_then(|u| u.parse().ok()),
+                    // Where the sink resumes if its table no longer records its progress.
+                    (p.frontier > 0).then_some(Timestamp(p.frontier)),
+                )
+            });
         Ok(SinkSpec {
             sink_id: sink.to_string(),
             version: definition.version,
@@ -282,6 +288,7 @@ impl SinkManager {
             commit_interval_ms: definition.commit_interval_ms,
             environment_id: catalog.environment_id().to_string(),
             table_uuid,
+            resume_frontier,
         })
     }
 

@@ -617,6 +617,7 @@ impl Env {
             commit_interval_ms: INTERVAL,
             environment_id: "bench".into(),
             table_uuid: None,
+            resume_frontier: None,
         }
     }
 

@@ -31,6 +31,19 @@ pub enum ErrorKind {
     Fenced,
     /// A value cannot be written exactly.
     DataConversion,
+    /// floe itself failed: a broken invariant, a panic, a library refusing what floe built.
+    /// Not the remote's fault and not the user's; the sink stalls and starts over.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Whether an error of this kind may go away when the same request is tried again.
+    fn retryable_by_default(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Unavailable | ErrorKind::CommitConflict | ErrorKind::Storage
+        )
+    }
 }
 
 /// An error with a message suitable for `mz_sink_statuses.error` (after the
@@ -63,18 +76,19 @@ impl Eq for SinkError {}
 
 impl SinkError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> SinkError {
-        let retryable = matches!(
-            kind,
-            ErrorKind::Unavailable | ErrorKind::CommitConflict | ErrorKind::Storage
-        );
         SinkError {
             kind,
             message: message.into(),
             detail: None,
             hint: None,
-            retryable,
+            retryable: kind.retryable_by_default(),
             source: None,
         }
+    }
+
+    /// floe's own failure (see [`ErrorKind::Internal`]).
+    pub fn internal(message: impl Into<String>) -> SinkError {
+        SinkError::new(ErrorKind::Internal, message)
     }
 
     /// `message: cause` of `kind`, keeping `cause` as the source.
@@ -137,9 +151,32 @@ impl<T, E: std::error::Error + Send + Sync + 'static> ResultExt<T> for Result<T,
     }
 }
 
-/// A blocking task (SQLite work of the local catalog) that panicked or was cancelled.
+/// A blocking task (SQLite work of the local catalog) that panicked or was cancelled:
+/// floe's own failure.
 impl From<tokio::task::JoinError> for SinkError {
     fn from(err: tokio::task::JoinError) -> SinkError {
-        SinkError::caused_by(ErrorKind::Storage, "local catalog work panicked", err)
+        SinkError::caused_by(ErrorKind::Internal, "local catalog work panicked", err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn the_source_chain_is_kept_and_internal_errors_are_not_retried() {
+        let io = std::io::Error::other("disk on fire");
+        let err = SinkError::caused_by(ErrorKind::Storage, "writing a Parquet file failed", io);
+        assert!(err.retryable);
+        assert_eq!(err.message, "writing a Parquet file failed: disk on fire");
+        assert_eq!(
+            err.source().map(|s| s.to_string()).as_deref(),
+            Some("disk on fire")
+        );
+        let internal = SinkError::internal("cannot build table metadata");
+        assert_eq!(internal.kind, ErrorKind::Internal);
+        assert!(!internal.retryable);
+        assert!(internal.source().is_none());
     }
 }

@@ -4,8 +4,10 @@
 pub mod allocator;
 mod auth;
 pub mod catalog;
+pub mod commit;
 pub mod config;
 pub mod consolidate;
+mod envelope;
 pub mod error;
 pub mod http;
 pub mod input;

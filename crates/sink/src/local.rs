@@ -645,7 +645,7 @@ fn next_metadata_location(table_location: &str, current: &str) -> String {
 }
 
 fn internal(message: String) -> SinkError {
-    SinkError::new(ErrorKind::UnexpectedResponse, message).with_retryable(false)
+    SinkError::internal(message)
 }
 
 /// Runs blocking catalog work (SQLite) off the async threads.

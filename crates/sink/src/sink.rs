@@ -3,29 +3,35 @@
 //! files (the writer, which only writes), and commits it as one snapshot carrying the
 //! sink's progress (the committer, which commits idempotently).
 //!
-//! Exactly once: the table's newest snapshot with floe's summary properties is the truth.
-//! A start (and every recovery) resumes from its `mz-frontier`; a commit whose outcome is
-//! unknown is never sent again blindly: the committer reloads the table and looks whether
-//! its snapshot landed.
+//! Exactly once: the progress the table records is the truth. A start (and every
+//! recovery) resumes from the newest `mz-frontier` of the table (its snapshots, or the
+//! table properties that outlive their expiry), else from floe's own durable record of it;
+//! a commit whose outcome is unknown is never sent again blindly (see [`crate::commit`]).
+//!
+//! The task is supervised ([`spawn_sink`]): a panic or an unexpected end is a `stalled`
+//! status with its cause, and the sink starts again with backoff.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use floe_repr::{Datum, RelationDesc, Timestamp};
-use iceberg::spec::{DataFile, SchemaRef};
+use floe_repr::{RelationDesc, Timestamp};
+use iceberg::spec::SchemaRef;
 
+use crate::commit::{
+    Committed, Committer, ProgressIntent, backoff, check_progress_owner, table_gone,
+};
 use crate::config::CatalogConfig;
-use crate::consolidate::KeyConsolidation;
+use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, extra_columns};
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
-use crate::input::{SinkInput, Update, UpdateStream};
+use crate::input::SinkInput;
 use crate::namespace::Namespace;
 use crate::sigv4::AwsCredentialsProvider;
-use crate::snapshot::{SinkProgress, latest_progress, prepare_commit};
+use crate::snapshot::{RowDelta, SinkProgress, latest_progress, table_may_hold_rows};
 use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog};
-use crate::types::{DIFF_COLUMN, TIMESTAMP_COLUMN, sink_schema};
-use crate::writer::{FileContent, FileWriter, PipelinedWriter, key_schema};
+use crate::types::sink_schema;
+use crate::writer::{key_schema, writable_partition_spec};
 
 /// How changes become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +61,10 @@ pub struct SinkSpec {
     /// The uuid of the table this sink wrote before, once known: the table must still be
     /// that one (a dropped or replaced table stalls the sink instead of being recreated).
     pub table_uuid: Option<uuid::Uuid>,
+    /// The frontier floe recorded durably for this sink (its catalog's sink progress), if
+    /// any: where it resumes when the table no longer records its progress (snapshots
+    /// expired, properties removed). `None` for a sink that never reported progress.
+    pub resume_frontier: Option<Timestamp>,
 }
 
 impl SinkSpec {
@@ -76,6 +86,10 @@ pub struct SinkSettings {
     pub read_chunk_rows: usize,
     /// Rows per Arrow batch handed to the Parquet writer.
     pub write_batch_rows: usize,
+    /// About this many bytes of values per Arrow batch at most (a batch ends at whichever
+    /// of rows and bytes comes first): bounds memory whatever the rows, and keeps string
+    /// columns far below the 2 GiB their 32-bit offsets can address.
+    pub write_batch_bytes: usize,
     /// Parquet files roll over at about this size.
     pub target_file_size: usize,
     /// An interval without changes is committed (as progress only) at most this often.
@@ -99,6 +113,7 @@ impl Default for SinkSettings {
             max_batch_rows: 1_000_000,
             read_chunk_rows: 10_000,
             write_batch_rows: 8_192,
+            write_batch_bytes: 64 * 1024 * 1024,
             target_file_size: 128 * 1024 * 1024,
             empty_progress_interval: Duration::from_secs(60),
             max_poll_interval: Duration::from_secs(1),
@@ -166,28 +181,28 @@ impl std::fmt::Debug for SinkConnection {
     }
 }
 
-/// A running sink task. Dropping the handle stops the task (at its next await point; a
-/// commit in flight either landed or not, which the next start finds out).
+/// A running sink: its supervisor task. Dropping the handle stops it and the sink (at their
+/// next await point; a commit in flight either landed or not, which the next start finds
+/// out).
 pub struct SinkHandle {
     task: tokio::task::JoinHandle<Result<(), SinkError>>,
 }
 
 impl SinkHandle {
-    /// Stops the task.
+    /// Stops the sink.
     pub fn abort(&self) {
         self.task.abort();
     }
 
-    /// Waits for the task to end: it only ends on its own when fenced off, or when the
-    /// input is sealed and committed.
+    /// Waits for the sink to end: it only ends on its own when fenced off, or when the
+    /// table records it sealed.
     pub async fn join(mut self) -> Result<(), SinkError> {
         let task = &mut self.task;
         match task.await {
             Ok(result) => result,
-            Err(err) => Err(SinkError::new(
-                ErrorKind::UnexpectedResponse,
-                format!("sink task ended abnormally: {err}"),
-            )),
+            Err(err) => Err(SinkError::internal(format!(
+                "the sink's supervisor ended abnormally: {err}"
+            ))),
         }
     }
 
@@ -202,7 +217,10 @@ impl Drop for SinkHandle {
     }
 }
 
-/// Starts a sink task on the current Tokio runtime.
+/// Starts a sink on the current Tokio runtime, supervised: the sink runs as a task of its
+/// own, and when that task panics or ends while it should run on, the supervisor reports
+/// `stalled` with the cause and starts it again after a backoff. So a sink whose status
+/// is `running` always has a live task.
 pub fn spawn_sink(
     connection: SinkConnection,
     spec: SinkSpec,
@@ -210,8 +228,76 @@ pub fn spawn_sink(
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
 ) -> SinkHandle {
-    let task = tokio::spawn(run_sink(connection, spec, input, reporter, settings));
+    let task = tokio::spawn(supervise(connection, spec, input, reporter, settings));
     SinkHandle { task }
+}
+
+/// Aborts a task when dropped (the supervisor's own abort reaches the sink task).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn supervise(
+    connection: SinkConnection,
+    spec: SinkSpec,
+    input: Arc<dyn SinkInput>,
+    reporter: Arc<dyn SinkReporter>,
+    settings: SinkSettings,
+) -> Result<(), SinkError> {
+    let mut failures: u32 = 0;
+    loop {
+        let started = Instant::now();
+        let mut run = AbortOnDrop(tokio::spawn(run_sink(
+            connection.clone(),
+            spec.clone(),
+            input.clone(),
+            reporter.clone(),
+            settings.clone(),
+        )));
+        let error = match (&mut run.0).await {
+            // Sealed: nothing more to do.
+            Ok(Ok(())) => return Ok(()),
+            // Fenced off for good; the sink reported it.
+            Ok(Err(err)) if err.kind == ErrorKind::Fenced => return Err(err),
+            Ok(Err(err)) => err,
+            Err(join) => task_failure(join),
+        };
+        tracing::error!(sink = %spec.sink_id, error = %error.message, "iceberg sink task failed; restarting it");
+        reporter.status(SinkStatus::Stalled {
+            error: format!("iceberg: {}", error.message),
+            hint: error.hint.clone(),
+        });
+        // A task that ran a while before failing starts over without a long wait.
+        if started.elapsed() >= settings.max_backoff {
+            failures = 0;
+        }
+        tokio::time::sleep(backoff(
+            settings.initial_backoff,
+            settings.max_backoff,
+            failures,
+        ))
+        .await;
+        failures = failures.saturating_add(1);
+    }
+}
+
+/// The error of a sink task that panicked or was cancelled.
+fn task_failure(join: tokio::task::JoinError) -> SinkError {
+    if join.is_panic() {
+        let payload = join.into_panic();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        SinkError::internal(format!("the sink task panicked: {message}"))
+    } else {
+        SinkError::internal("the sink task was cancelled")
+    }
 }
 
 /// What an existing table means for a sink that wants it.
@@ -277,7 +363,8 @@ fn already_exists(namespace: &Namespace, table: &str) -> SinkError {
 }
 
 /// Runs a sink until it is fenced off or sealed; failures stall it and it retries with
-/// backoff. Cancel it by dropping the future (or aborting its task).
+/// backoff. Cancel it by dropping the future (or aborting its task). Unsupervised: use
+/// [`spawn_sink`] to run a sink.
 pub async fn run_sink(
     connection: SinkConnection,
     spec: SinkSpec,
@@ -289,7 +376,8 @@ pub async fn run_sink(
         return Err(SinkError::new(
             ErrorKind::InvalidConfig,
             "COMMIT INTERVAL must be at least 1 millisecond",
-        ));
+        )
+        .with_retryable(false));
     }
     reporter.status(SinkStatus::Starting);
     let mut machine = SinkMachine {
@@ -326,33 +414,25 @@ enum State {
 struct Session {
     catalog: Arc<SinkCatalog>,
     table: LoadedTable,
-    layout: TableLayout,
+    /// The table's schema as the sink writes it (field ids from the catalog).
+    schema: SchemaRef,
+    /// Turns batches into files (APPEND or UPSERT).
+    envelope: Box<dyn EnvelopeHandler>,
     /// The next batch starts here.
     lower: Timestamp,
     /// The frontier the table records for this sink (`None`: nothing committed yet).
     committed: Option<Timestamp>,
     last_commit: Instant,
-    /// The next UPSERT batch, consolidated ahead while catching up.
-    next_batch: Option<NextBatch>,
 }
 
-/// The table's schema as the sink writes it (field ids from the catalog).
-struct TableLayout {
-    schema: SchemaRef,
-    /// Key column indexes in the relation, and their field ids (upsert).
-    key_indexes: Vec<usize>,
-    key_schema: Option<SchemaRef>,
-    equality_ids: Vec<i32>,
-}
-
-/// A batch written to files, not yet committed.
-struct StagedBatch {
-    lower: Timestamp,
-    upper: Timestamp,
-    data: Vec<DataFile>,
-    deletes: Vec<DataFile>,
-    messages: u64,
-    bytes: u64,
+/// Where a start resumes.
+enum Resume {
+    /// The table records this frontier (or floe does, when the table no longer can).
+    From(Timestamp),
+    /// A new sink: write the relation's snapshot first.
+    New,
+    /// The table records the sink sealed: everything is delivered.
+    Sealed,
 }
 
 struct SinkMachine {
@@ -391,11 +471,11 @@ impl SinkMachine {
                     Err(err) => State::Stalled(err),
                 },
                 State::Committing(session, batch) => match self.commit(session, batch).await {
-                    Ok(session) => {
+                    Ok(next) => {
                         // A commit is the proof of health after a stall.
                         failures = 0;
                         self.set_status(SinkStatus::Running);
-                        State::Waiting(session)
+                        next
                     }
                     Err(err) => State::Stalled(err),
                 },
@@ -409,7 +489,11 @@ impl SinkMachine {
                     if fatal {
                         State::Done(Err(err))
                     } else {
-                        let wait = backoff(&self.settings, failures);
+                        let wait = backoff(
+                            self.settings.initial_backoff,
+                            self.settings.max_backoff,
+                            failures,
+                        );
                         failures = failures.saturating_add(1);
                         tokio::time::sleep(wait).await;
                         State::Start
@@ -429,7 +513,6 @@ impl SinkMachine {
 
     /// `Start`: connect, create or adopt the table, and resume from its progress.
     async fn start(&mut self) -> Result<Option<Session>, SinkError> {
-        let spec = &self.spec;
         let catalog = Arc::new(
             SinkCatalog::connect(
                 &self.connection.catalog,
@@ -438,48 +521,69 @@ impl SinkMachine {
             )
             .await?,
         );
-        catalog.require_namespace(&spec.namespace).await?;
+        catalog.require_namespace(&self.spec.namespace).await?;
         let desc = self.input.desc().clone();
-        let key_indexes = key_indexes(&desc, spec)?;
+        let key_indexes = key_indexes(&desc, &self.spec)?;
+        let table = self.open_table(&catalog, &desc, &key_indexes).await?;
+        let (schema, envelope) = table_layout(&table, &desc, &self.spec, key_indexes)?;
+        let lower = match self.resume_point(&table).await? {
+            Resume::Sealed => return Ok(None),
+            Resume::New => None,
+            Resume::From(frontier) => {
+                let since = self.input.since().await?;
+                if since > frontier {
+                    return Err(SinkError::new(
+                        ErrorKind::DataConversion,
+                        "input compacted past resume upper",
+                    )
+                    .with_detail(format!(
+                        "the sink's table records progress up to {frontier}, but its input holds history only from {since}"
+                    ))
+                    .with_retryable(false));
+                }
+                self.release_history(frontier).await;
+                self.reporter.progress(ProgressReport {
+                    frontier,
+                    in_table: true,
+                    table_uuid: table.metadata.uuid(),
+                    metadata_location: table.metadata_location.clone(),
+                });
+                Some(frontier)
+            }
+        };
+        tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), resume = ?lower, "iceberg sink resuming");
+        Ok(Some(Session {
+            catalog,
+            table,
+            schema,
+            envelope,
+            lower: lower.unwrap_or(Timestamp(0)),
+            committed: lower,
+            last_commit: Instant::now(),
+        }))
+    }
+
+    /// Loads the sink's table, or creates it when it never existed; a table that was
+    /// dropped or replaced outside floe is an error (floe never recreates a sink's table).
+    async fn open_table(
+        &mut self,
+        catalog: &SinkCatalog,
+        desc: &RelationDesc,
+        key_indexes: &[usize],
+    ) -> Result<LoadedTable, SinkError> {
+        let spec = &self.spec;
+        let known = self.known_uuid.or(spec.table_uuid);
         let table = match catalog.load_table(&spec.namespace, &spec.table).await {
             Ok(table) => {
-                check_owner(
-                    &table,
-                    &spec.namespace,
-                    &spec.table,
-                    &spec.sink_id,
-                    &spec.environment_id,
-                )?;
-                if let Some(uuid) = self.known_uuid
-                    && uuid != table.metadata.uuid()
-                {
-                    return Err(SinkError::new(
-                        ErrorKind::TableNotFound,
-                        format!(
-                            "Iceberg table \"{}\" was replaced outside floe",
-                            spec.qualified_table()
-                        ),
-                    )
-                    .with_hint(
-                        "floe never recreates a sink's table: drop and recreate the sink.",
-                    ));
-                }
+                self.check_owner(&table)?;
                 table
             }
             Err(err) if err.kind == ErrorKind::TableNotFound => {
-                if self.known_uuid.is_some() || spec.table_uuid.is_some() {
-                    return Err(SinkError::new(
-                        ErrorKind::TableNotFound,
-                        format!(
-                            "Iceberg table \"{}\" was dropped outside floe",
-                            spec.qualified_table()
-                        ),
-                    )
-                    .with_hint(
-                        "floe never recreates a sink's table: drop and recreate the sink.",
-                    ));
+                if known.is_some() {
+                    return Err(table_gone(&spec.qualified_table(), "dropped"));
                 }
-                let schema = sink_schema(&desc, spec.envelope == Envelope::Append, &key_indexes)?;
+                let schema =
+                    sink_schema(desc, !extra_columns(spec.envelope).is_empty(), key_indexes)?;
                 let properties = BTreeMap::from([
                     (SINK_ID_PROPERTY.to_string(), spec.sink_id.clone()),
                     (
@@ -495,13 +599,7 @@ impl SinkMachine {
                     // Someone created it meanwhile (maybe our own lost answer): look again.
                     Err(err) if err.kind == ErrorKind::AlreadyExists => {
                         let table = catalog.load_table(&spec.namespace, &spec.table).await?;
-                        check_owner(
-                            &table,
-                            &spec.namespace,
-                            &spec.table,
-                            &spec.sink_id,
-                            &spec.environment_id,
-                        )?;
+                        self.check_owner(&table)?;
                         table
                     }
                     Err(err) => return Err(err),
@@ -509,82 +607,68 @@ impl SinkMachine {
             }
             Err(err) => return Err(err),
         };
-        if let Some(uuid) = spec.table_uuid
-            && self.known_uuid.is_none()
-            && uuid != table.metadata.uuid()
-        {
-            return Err(SinkError::new(
-                ErrorKind::TableNotFound,
-                format!(
-                    "Iceberg table \"{}\" was replaced outside floe",
-                    spec.qualified_table()
-                ),
-            )
-            .with_hint("floe never recreates a sink's table: drop and recreate the sink."));
+        if known.is_some_and(|uuid| uuid != table.metadata.uuid()) {
+            return Err(table_gone(&spec.qualified_table(), "replaced"));
         }
         self.known_uuid = Some(table.metadata.uuid());
-        let layout = table_layout(&table, &desc, spec, key_indexes)?;
+        Ok(table)
+    }
 
-        let progress = latest_progress(&table)?;
-        let committed = match progress {
-            None => None,
-            Some((_, progress)) => {
-                if progress.sink_id != spec.sink_id {
-                    return Err(SinkError::new(
-                        ErrorKind::AlreadyExists,
-                        format!(
-                            "Iceberg table \"{}\" holds progress of another sink ({})",
-                            spec.qualified_table(),
-                            progress.sink_id
-                        ),
-                    )
-                    .with_retryable(false));
-                }
-                if progress.version > spec.version {
-                    return Err(fenced(progress.version, spec.version));
-                }
-                match progress.frontier {
-                    Some(frontier) => Some(frontier),
-                    // Sealed: everything is delivered.
-                    None => return Ok(None),
-                }
-            }
-        };
-        let lower = match committed {
-            Some(frontier) => {
-                let since = self.input.since().await?;
-                if since > frontier {
-                    return Err(SinkError::new(
-                        ErrorKind::DataConversion,
-                        "input compacted past resume upper",
-                    )
-                    .with_detail(format!(
-                        "the sink's table records progress up to {frontier}, but its input holds history only from {since}"
-                    ))
-                    .with_retryable(false));
-                }
-                // The reader may compact up to what the table holds.
-                self.input.allow_compaction(frontier).await?;
-                self.reporter.progress(ProgressReport {
-                    frontier,
-                    in_table: true,
-                    table_uuid: table.metadata.uuid(),
-                    metadata_location: table.metadata_location.clone(),
-                });
-                frontier
-            }
-            None => Timestamp(0),
-        };
-        tracing::info!(sink = %spec.sink_id, table = %spec.qualified_table(), resume = %lower, "iceberg sink resuming");
-        Ok(Some(Session {
-            catalog,
+    fn check_owner(&self, table: &LoadedTable) -> Result<(), SinkError> {
+        check_owner(
             table,
-            layout,
-            lower,
-            committed,
-            last_commit: Instant::now(),
-            next_batch: None,
-        }))
+            &self.spec.namespace,
+            &self.spec.table,
+            &self.spec.sink_id,
+            &self.spec.environment_id,
+        )
+    }
+
+    /// Where the sink resumes: the newest progress the table records; when it records
+    /// none (its progress snapshots were expired and its properties lost), the frontier
+    /// floe recorded; when neither knows it, a new sink, unless the table holds rows: they
+    /// can only be this sink's (the table is its own), and writing the snapshot again
+    /// would duplicate them, so that stalls.
+    async fn resume_point(&self, table: &LoadedTable) -> Result<Resume, SinkError> {
+        let spec = &self.spec;
+        if let Some(found) = latest_progress(table)? {
+            check_progress_owner(&found, &spec.sink_id, spec.version, &spec.qualified_table())?;
+            return Ok(match found.progress.frontier {
+                Some(frontier) => Resume::From(frontier),
+                None => Resume::Sealed,
+            });
+        }
+        if let Some(frontier) = spec.resume_frontier.filter(|f| f.0 > 0) {
+            tracing::warn!(sink = %spec.sink_id, table = %spec.qualified_table(), %frontier, "the table records no progress of this sink (expired outside floe): resuming from floe's own record");
+            return Ok(Resume::From(frontier));
+        }
+        if table_may_hold_rows(table).await? {
+            return Err(SinkError::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "Iceberg table \"{}\" holds rows but no record of how far sink {} got",
+                    spec.qualified_table(),
+                    spec.sink_id
+                ),
+            )
+            .with_detail(
+                "The snapshots and table properties that record the sink's progress are gone, and floe has no record of it either. Writing the relation again would duplicate the rows the table holds.",
+            )
+            .with_hint(
+                "Drop and recreate the sink into a new table, or restore the table properties mz-frontier and mz-sink-version.",
+            )
+            .with_retryable(false));
+        }
+        Ok(Resume::New)
+    }
+
+    /// Lets the input compact history before `frontier` (the sink will never read it
+    /// again). A failure only leaves the input's read hold behind (history kept a while
+    /// longer); the next commit moves it again, so it never stops the sink.
+    async fn release_history(&self, frontier: Timestamp) {
+        if let Err(err) = self.input.allow_compaction(frontier).await {
+            tracing::warn!(sink = %self.spec.sink_id, error = %err.message, "moving the input's read hold failed; it is moved again at the next commit");
+        }
     }
 
     /// `Waiting`: sleep until the input's upper passes the next interval boundary.
@@ -618,74 +702,32 @@ impl SinkMachine {
         }
     }
 
-    /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). The
-    /// rows stream from the input through conversion into the Parquet writers; only an
-    /// UPSERT catch-up batch is held whole, to be consolidated per key.
+    /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). A new
+    /// sink's first batch is the relation's snapshot as of `upper`, however large.
     async fn stage(&mut self, mut session: Session, upper: Timestamp) -> Result<State, SinkError> {
         let lower = session.lower;
-        let chunk_rows = self.settings.read_chunk_rows;
+        let cx = StageContext {
+            table: &session.table,
+            schema: &session.schema,
+            spec_id: writable_partition_spec(
+                &session.table.metadata,
+                &self.spec.qualified_table(),
+            )?,
+            input: &self.input,
+            settings: &self.settings,
+            commit_interval_ms: self.spec.commit_interval_ms,
+            file_prefix: file_prefix(&self.spec, upper),
+        };
         let staged = if lower == Timestamp(0) {
-            // A new sink: the relation's snapshot as of `upper`, one batch however large.
-            let mut snapshot = self.input.snapshot(upper, chunk_rows).await?;
-            match self.spec.envelope {
-                Envelope::Append => {
-                    self.stage_append(&session, &mut snapshot, lower, BatchCut::none(upper))
-                        .await?
-                }
-                Envelope::Upsert => {
-                    self.stage_upsert_snapshot(&session, &mut snapshot, upper)
-                        .await?
-                }
-            }
+            session.envelope.stage_snapshot(&cx, upper).await?
         } else {
-            let interval = self.spec.commit_interval_ms;
-            let cut = BatchCut::new(self.settings.max_batch_rows, interval, upper);
-            match self.spec.envelope {
-                Envelope::Append => {
-                    let mut changes = self.input.read(lower, upper, chunk_rows).await?;
-                    self.stage_append(&session, &mut changes, lower, cut)
-                        .await?
-                }
-                Envelope::Upsert => {
-                    let (consolidation, upper) = match session.next_batch.take() {
-                        Some(next) if next.lower == lower => next.join().await?,
-                        _ => {
-                            consolidate_batch(
-                                self.input.clone(),
-                                lower,
-                                chunk_rows,
-                                cut,
-                                session.layout.key_indexes.clone(),
-                            )
-                            .await?
-                        }
-                    };
-                    // Catching up: the next batch is read and consolidated while this one
-                    // is written and committed (two batches in memory at most).
-                    let boundary = Timestamp(self.input.upper().await?.0 / interval * interval);
-                    if boundary > upper {
-                        session.next_batch = Some(NextBatch::spawn(
-                            self.input.clone(),
-                            upper,
-                            chunk_rows,
-                            BatchCut::new(self.settings.max_batch_rows, interval, boundary),
-                            session.layout.key_indexes.clone(),
-                        ));
-                    }
-                    let staged = self
-                        .stage_upsert(&session, lower, upper, &consolidation)
-                        .await?;
-                    // Freeing a large batch's rows takes a while: not on the sink's path.
-                    tokio::task::spawn_blocking(move || drop(consolidation));
-                    staged
-                }
-            }
+            session.envelope.stage_changes(&cx, lower, upper).await?
         };
         if staged.upper < upper {
             tracing::debug!(sink = %self.spec.sink_id, lower = %lower, upper = %staged.upper, "batch over the size limit, ending it early");
         }
         if staged.data.is_empty() && staged.deletes.is_empty() {
-            return self.pass_empty(session, staged.upper).await;
+            return Ok(self.pass_empty(session, staged));
         }
         self.reporter.statistics(StatisticsUpdate {
             messages_staged: staged.messages,
@@ -697,200 +739,20 @@ impl SinkMachine {
 
     /// An interval without changes: commit progress only about once per
     /// `empty_progress_interval`, else just move on (and report the frontier for lag).
-    async fn pass_empty(
-        &mut self,
-        mut session: Session,
-        upper: Timestamp,
-    ) -> Result<State, SinkError> {
+    fn pass_empty(&mut self, mut session: Session, staged: StagedBatch) -> State {
         if session.committed.is_none()
             || session.last_commit.elapsed() >= self.settings.empty_progress_interval
         {
-            let lower = session.lower;
-            return Ok(State::Committing(
-                session,
-                StagedBatch {
-                    lower,
-                    upper,
-                    data: Vec::new(),
-                    deletes: Vec::new(),
-                    messages: 0,
-                    bytes: 0,
-                },
-            ));
+            return State::Committing(session, staged);
         }
-        session.lower = upper;
+        session.lower = staged.upper;
         self.reporter.progress(ProgressReport {
-            frontier: upper,
+            frontier: staged.upper,
             in_table: false,
             table_uuid: session.table.metadata.uuid(),
             metadata_location: session.table.metadata_location.clone(),
         });
-        Ok(State::Waiting(session))
-    }
-
-    /// APPEND: every change becomes `|diff|` rows with `_mz_diff` and `_mz_timestamp`,
-    /// streamed chunk by chunk into the rolling data files.
-    async fn stage_append(
-        &self,
-        session: &Session,
-        input: &mut UpdateStream,
-        lower: Timestamp,
-        mut cut: BatchCut,
-    ) -> Result<StagedBatch, SinkError> {
-        let mut writer = PipelinedWriter::spawn(FileWriter::new(
-            &session.table,
-            session.layout.schema.clone(),
-            FileContent::Data,
-            file_prefix(&self.spec, cut.upper),
-            self.settings.target_file_size,
-        )?);
-        let columns = self.input.desc().columns.len();
-        let diffs = [Datum::Int32(1), Datum::Int32(-1)];
-        'read: while let Some(chunk) = input.next().await? {
-            let mut rows: Vec<(&Update, &Datum, Datum)> = Vec::with_capacity(chunk.len());
-            let mut ended = false;
-            for update in &chunk {
-                if !cut.admit(update.ts)? {
-                    ended = true;
-                    break;
-                }
-                let diff = if update.diff > 0 {
-                    &diffs[0]
-                } else {
-                    &diffs[1]
-                };
-                for _ in 0..update.diff.unsigned_abs() {
-                    rows.push((update, diff, Datum::Int64(update.ts.0 as i64)));
-                }
-            }
-            write_append_rows(&mut writer, &rows, columns).await?;
-            if ended {
-                break 'read;
-            }
-        }
-        let messages = writer.rows();
-        let data = writer.close().await?;
-        let bytes = data.iter().map(|f| f.file_size_in_bytes()).sum();
-        Ok(StagedBatch {
-            lower,
-            upper: cut.upper(),
-            data,
-            deletes: Vec::new(),
-            messages,
-            bytes,
-        })
-    }
-
-    /// Whether the table may hold rows this batch must delete: an empty table (a new
-    /// sink's, before its first rows) holds nothing to delete.
-    fn needs_deletes(session: &Session) -> bool {
-        session
-            .table
-            .metadata
-            .current_snapshot()
-            .is_some_and(|snapshot| {
-                snapshot
-                    .summary()
-                    .additional_properties
-                    .get("total-records")
-                    .is_none_or(|records| records != "0")
-            })
-    }
-
-    /// The data and equality delete writers of an UPSERT batch.
-    fn upsert_writers(
-        &self,
-        session: &Session,
-        upper: Timestamp,
-    ) -> Result<(PipelinedWriter, PipelinedWriter), SinkError> {
-        let layout = &session.layout;
-        let prefix = file_prefix(&self.spec, upper);
-        let data_writer = FileWriter::new(
-            &session.table,
-            layout.schema.clone(),
-            FileContent::Data,
-            format!("{prefix}-data"),
-            self.settings.target_file_size,
-        )?;
-        let key_schema = layout.key_schema.clone().ok_or_else(|| {
-            SinkError::new(ErrorKind::InvalidConfig, "upsert sinks must specify a key")
-        })?;
-        let delete_writer = FileWriter::new(
-            &session.table,
-            key_schema,
-            FileContent::EqualityDeletes(layout.equality_ids.clone()),
-            format!("{prefix}-deletes"),
-            self.settings.target_file_size,
-        )?;
-        Ok((
-            PipelinedWriter::spawn(data_writer),
-            PipelinedWriter::spawn(delete_writer),
-        ))
-    }
-
-    /// UPSERT, a new sink's first batch: the snapshot is consolidated already (one row per
-    /// key), so it streams straight into data files.
-    async fn stage_upsert_snapshot(
-        &self,
-        session: &Session,
-        input: &mut UpdateStream,
-        upper: Timestamp,
-    ) -> Result<StagedBatch, SinkError> {
-        let layout = &session.layout;
-        let needs_deletes = Self::needs_deletes(session);
-        let (mut data_writer, mut delete_writer) = self.upsert_writers(session, upper)?;
-        let columns = self.input.desc().columns.len();
-        while let Some(chunk) = input.next().await? {
-            let rows: Vec<&[Datum]> = chunk
-                .iter()
-                .filter(|update| update.diff > 0)
-                .map(|update| update.row.as_slice())
-                .collect();
-            if needs_deletes {
-                write_key_rows(&mut delete_writer, &rows, &layout.key_indexes).await?;
-            }
-            write_rows(&mut data_writer, &rows, columns).await?;
-        }
-        finish_upsert(Timestamp(0), upper, data_writer, delete_writer).await
-    }
-
-    /// UPSERT, a batch of changes: consolidated per key, then an equality delete per key
-    /// touched (when the table may hold it) and a data row per final value.
-    async fn stage_upsert(
-        &self,
-        session: &Session,
-        lower: Timestamp,
-        upper: Timestamp,
-        consolidation: &KeyConsolidation,
-    ) -> Result<StagedBatch, SinkError> {
-        let layout = &session.layout;
-        let needs_deletes = Self::needs_deletes(session);
-        let (mut data_writer, mut delete_writer) = self.upsert_writers(session, upper)?;
-        let columns = self.input.desc().columns.len();
-        let mut rows: Vec<&[Datum]> = Vec::new();
-        let mut keys: Vec<&[Datum]> = Vec::new();
-        // The changes' keys hold the key columns only.
-        let key_columns: Vec<usize> = (0..layout.key_indexes.len()).collect();
-
-        for change in consolidation.changes() {
-            if needs_deletes {
-                keys.push(change.key);
-                if keys.len() >= self.settings.write_batch_rows {
-                    write_key_rows(&mut delete_writer, &keys, &key_columns).await?;
-                    keys.clear();
-                }
-            }
-            if let Some(row) = change.value {
-                rows.push(row);
-                if rows.len() >= self.settings.write_batch_rows {
-                    write_rows(&mut data_writer, &rows, columns).await?;
-                    rows.clear();
-                }
-            }
-        }
-        write_key_rows(&mut delete_writer, &keys, &key_columns).await?;
-        write_rows(&mut data_writer, &rows, columns).await?;
-        finish_upsert(lower, upper, data_writer, delete_writer).await
+        State::Waiting(session)
     }
 
     /// `Committing`: commit the staged batch exactly once (the committer).
@@ -898,122 +760,39 @@ impl SinkMachine {
         &mut self,
         mut session: Session,
         batch: StagedBatch,
-    ) -> Result<Session, SinkError> {
-        let progress = SinkProgress {
-            sink_id: self.spec.sink_id.clone(),
-            version: self.spec.version,
-            frontier: Some(batch.upper),
-        };
+    ) -> Result<State, SinkError> {
         tracing::debug!(sink = %self.spec.sink_id, lower = %batch.lower, upper = %batch.upper, files = batch.data.len() + batch.deletes.len(), "committing a batch");
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            let prepared =
-                prepare_commit(&session.table, &batch.data, &batch.deletes, Some(&progress))
-                    .await?;
-            let result = session
-                .catalog
-                .commit(
-                    &self.spec.namespace,
-                    &self.spec.table,
-                    &session.table,
-                    prepared.requirements,
-                    prepared.updates,
-                )
-                .await;
-            let error = match result {
-                Ok(table) => {
-                    session.table = table;
-                    break;
-                }
-                Err(err) => err,
-            };
-            // The outcome may be unknown, or someone else moved the table: look.
-            tracing::debug!(sink = %self.spec.sink_id, error = %error.message, attempt, "commit failed, reloading the table");
-            let reloaded = session
-                .catalog
-                .load_table(&self.spec.namespace, &self.spec.table)
-                .await
-                .map_err(|reload| {
-                    if reload.kind == ErrorKind::TableNotFound {
-                        SinkError::new(
-                            ErrorKind::TableNotFound,
-                            format!(
-                                "Iceberg table \"{}\" was dropped outside floe",
-                                self.spec.qualified_table()
-                            ),
-                        )
-                    } else {
-                        reload
-                    }
-                })?;
-            if reloaded.metadata.uuid() != session.table.metadata.uuid() {
-                return Err(SinkError::new(
-                    ErrorKind::TableNotFound,
-                    format!(
-                        "Iceberg table \"{}\" was replaced outside floe",
-                        self.spec.qualified_table()
-                    ),
-                ));
-            }
-            let landed = reloaded
-                .metadata
-                .snapshot_by_id(prepared.snapshot_id)
-                .is_some();
-            let latest = latest_progress(&reloaded)?;
-            match latest {
-                Some((snapshot_id, latest)) if snapshot_id == prepared.snapshot_id || landed => {
-                    debug_assert_eq!(latest, progress);
-                    tracing::info!(sink = %self.spec.sink_id, frontier = %batch.upper, "commit had landed despite the error");
-                    session.table = reloaded;
-                    break;
-                }
-                Some((_, latest)) if latest.version > self.spec.version => {
-                    return Err(fenced(latest.version, self.spec.version));
-                }
-                // An older version of this sink with the frontier we resumed from is our
-                // own base (the first commit after ALTER SINK); anything else moved on.
-                Some((_, latest))
-                    if latest.sink_id != self.spec.sink_id
-                        || latest.frontier != session.committed =>
-                {
-                    return Err(SinkError::new(
-                        ErrorKind::CommitConflict,
-                        format!(
-                            "another writer committed progress to Iceberg table \"{}\" (sink {}, version {}, frontier {})",
-                            self.spec.qualified_table(),
-                            latest.sink_id,
-                            latest.version,
-                            latest.properties()[crate::snapshot::FRONTIER_SUMMARY],
-                        ),
-                    )
-                    .with_retryable(false));
-                }
-                None if session.committed.is_some() => {
-                    return Err(SinkError::new(
-                        ErrorKind::CommitConflict,
-                        format!(
-                            "the progress of this sink disappeared from Iceberg table \"{}\"",
-                            self.spec.qualified_table()
-                        ),
-                    )
-                    .with_retryable(false));
-                }
-                _ => {}
-            }
-            // Not landed, and the table still records our last commit: retry on top of it.
-            if attempt >= self.settings.commit_attempts
-                || !(error.retryable || error.kind == ErrorKind::CommitConflict)
-            {
-                return Err(error);
-            }
-            session.table = reloaded;
-            tokio::time::sleep(backoff(&self.settings, attempt - 1)).await;
-        }
+        let intent = ProgressIntent {
+            delta: RowDelta {
+                spec_id: batch.spec_id,
+                data: &batch.data,
+                deletes: &batch.deletes,
+            },
+            progress: SinkProgress {
+                sink_id: self.spec.sink_id.clone(),
+                version: self.spec.version,
+                frontier: Some(batch.upper),
+            },
+            base: session.committed,
+            qualified_table: self.spec.qualified_table(),
+        };
+        let committer = Committer {
+            catalog: &session.catalog,
+            namespace: &self.spec.namespace,
+            table: &self.spec.table,
+            attempts: self.settings.commit_attempts,
+            initial_backoff: self.settings.initial_backoff,
+            max_backoff: self.settings.max_backoff,
+        };
+        let table = match committer.commit(session.table.clone(), &intent).await? {
+            Committed::Done(table) => table,
+            Committed::Superseded(table) => return self.resync(session, table).await,
+        };
+        session.table = table;
         session.lower = batch.upper;
         session.committed = Some(batch.upper);
         session.last_commit = Instant::now();
-        self.input.allow_compaction(batch.upper).await?;
+        // The batch is in the table: report it before anything else can fail.
         self.reporter.statistics(StatisticsUpdate {
             messages_committed: batch.messages,
             bytes_committed: batch.bytes,
@@ -1025,24 +804,38 @@ impl SinkMachine {
             table_uuid: session.table.metadata.uuid(),
             metadata_location: session.table.metadata_location.clone(),
         });
-        Ok(session)
+        self.release_history(batch.upper).await;
+        Ok(State::Waiting(session))
     }
-}
 
-fn fenced(theirs: u64, ours: u64) -> SinkError {
-    SinkError::new(ErrorKind::Fenced, "Fenced off by newer sink version")
-        .with_detail(format!(
-            "the table records sink version {theirs}; this writer is version {ours}"
-        ))
-        .with_retryable(false)
-}
-
-fn backoff(settings: &SinkSettings, failures: u32) -> Duration {
-    let factor = 2u32.saturating_pow(failures.min(16));
-    settings
-        .initial_backoff
-        .saturating_mul(factor)
-        .min(settings.max_backoff)
+    /// Another writer of this sink committed further than the batch's base while it was
+    /// being committed (an earlier attempt that landed late, or a second instance): the
+    /// staged batch is dropped and the sink goes on from the table's progress.
+    async fn resync(
+        &mut self,
+        mut session: Session,
+        table: LoadedTable,
+    ) -> Result<State, SinkError> {
+        let found = latest_progress(&table)?.ok_or_else(|| {
+            SinkError::internal("a superseded commit left no progress in the table")
+        })?;
+        let Some(frontier) = found.progress.frontier else {
+            return Ok(State::Done(Ok(())));
+        };
+        tracing::info!(sink = %self.spec.sink_id, %frontier, "another writer of this sink committed further: going on from there");
+        session.table = table;
+        session.lower = frontier;
+        session.committed = Some(frontier);
+        session.envelope.reset();
+        self.reporter.progress(ProgressReport {
+            frontier,
+            in_table: true,
+            table_uuid: session.table.metadata.uuid(),
+            metadata_location: session.table.metadata_location.clone(),
+        });
+        self.release_history(frontier).await;
+        Ok(State::Waiting(session))
+    }
 }
 
 /// Unique file names per sink, batch and attempt.
@@ -1079,19 +872,18 @@ fn key_indexes(desc: &RelationDesc, spec: &SinkSpec) -> Result<Vec<usize>, SinkE
     Ok(indexes)
 }
 
-/// Checks that the table has the relation's columns (by name, in order) and finds the key
-/// columns' field ids in the schema the catalog returned.
+/// Checks that the table has the relation's columns (by name, in order) and makes the
+/// envelope's handler, with the key columns' field ids from the schema the catalog
+/// returned.
 fn table_layout(
     table: &LoadedTable,
     desc: &RelationDesc,
     spec: &SinkSpec,
     key_indexes: Vec<usize>,
-) -> Result<TableLayout, SinkError> {
+) -> Result<(SchemaRef, Box<dyn EnvelopeHandler>), SinkError> {
     let schema = table.metadata.current_schema().clone();
     let mut expected: Vec<&str> = desc.columns.iter().map(|(name, _)| name.as_str()).collect();
-    if spec.envelope == Envelope::Append {
-        expected.extend([DIFF_COLUMN, TIMESTAMP_COLUMN]);
-    }
+    expected.extend(extra_columns(spec.envelope));
     let actual: Vec<&str> = schema
         .as_struct()
         .fields()
@@ -1111,273 +903,25 @@ fn table_layout(
         .with_retryable(false));
     }
     let fields = schema.as_struct().fields();
-    let equality_ids: Vec<i32> = key_indexes.iter().map(|index| fields[*index].id).collect();
-    let key_schema = if spec.envelope == Envelope::Upsert {
-        Some(key_schema(&schema, &equality_ids)?)
-    } else {
-        None
+    let key = match spec.envelope {
+        Envelope::Append => None,
+        Envelope::Upsert => {
+            let field_ids: Vec<i32> = key_indexes
+                .iter()
+                .filter_map(|index| fields.get(*index).map(|field| field.id))
+                .collect();
+            let unique_in_relation = desc
+                .unique_keys
+                .iter()
+                .any(|unique| !unique.is_empty() && unique.iter().all(|c| key_indexes.contains(c)));
+            Some(UpsertKey {
+                schema: key_schema(&schema, &field_ids)?,
+                field_ids,
+                indexes: key_indexes,
+                unique_in_relation,
+            })
+        }
     };
-    Ok(TableLayout {
-        schema,
-        key_indexes,
-        key_schema,
-        equality_ids,
-    })
-}
-
-/// Where a batch of changes ends. A batch reads `[lower, upper)`, but once it holds
-/// `max_rows` changes it ends at the next interval boundary (batch bounds stay multiples
-/// of the interval, and one interval is never split), so a catch-up after a long pause is
-/// committed as several snapshots and an UPSERT batch in memory stays bounded.
-struct BatchCut {
-    max_rows: usize,
-    interval: u64,
-    upper: Timestamp,
-    /// The boundary the batch ends at, once it is full.
-    end: Option<Timestamp>,
-    /// Whether a change at or after `end` was seen (else the whole read was taken).
-    ended: bool,
-    admitted: usize,
-    last_ts: Timestamp,
-}
-
-impl BatchCut {
-    fn new(max_rows: usize, interval: u64, upper: Timestamp) -> BatchCut {
-        BatchCut {
-            max_rows: max_rows.max(1),
-            interval: interval.max(1),
-            upper,
-            end: None,
-            ended: false,
-            admitted: 0,
-            last_ts: Timestamp(0),
-        }
-    }
-
-    /// A batch taken whole (a snapshot).
-    fn none(upper: Timestamp) -> BatchCut {
-        BatchCut::new(usize::MAX, 1, upper)
-    }
-
-    /// Whether the change at `ts` belongs to the batch. The input comes in time order;
-    /// a change out of order would make the cut lose changes, so it is an error.
-    fn admit(&mut self, ts: Timestamp) -> Result<bool, SinkError> {
-        if ts < self.last_ts {
-            return Err(SinkError::new(
-                ErrorKind::Storage,
-                format!(
-                    "the change log returned a change at {ts} after one at {}",
-                    self.last_ts
-                ),
-            ));
-        }
-        self.last_ts = ts;
-        if let Some(end) = self.end
-            && ts >= end
-        {
-            self.ended = true;
-            return Ok(false);
-        }
-        self.admitted += 1;
-        if self.end.is_none() && self.admitted >= self.max_rows {
-            let end = Timestamp((ts.0 / self.interval + 1).saturating_mul(self.interval));
-            if end < self.upper {
-                self.end = Some(end);
-            }
-        }
-        Ok(true)
-    }
-
-    /// The batch's upper: the cut, if the read went past it.
-    fn upper(&self) -> Timestamp {
-        match self.end {
-            Some(end) if self.ended => end,
-            _ => self.upper,
-        }
-    }
-}
-
-/// Reads the batch of changes from `lower` up to its cut, consolidating it per key as it
-/// arrives (the read runs ahead on its own thread meanwhile). Returns the consolidation
-/// and the batch's upper.
-async fn consolidate_batch(
-    input: Arc<dyn SinkInput>,
-    lower: Timestamp,
-    chunk_rows: usize,
-    mut cut: BatchCut,
-    key_indexes: Vec<usize>,
-) -> Result<(KeyConsolidation, Timestamp), SinkError> {
-    let mut changes = input.read(lower, cut.upper, chunk_rows).await?;
-    let mut consolidation = KeyConsolidation::new(&key_indexes);
-    'read: while let Some(chunk) = changes.next().await? {
-        for update in chunk {
-            if !cut.admit(update.ts)? {
-                break 'read;
-            }
-            consolidation.add(update);
-        }
-    }
-    Ok((consolidation, cut.upper()))
-}
-
-/// An UPSERT batch being consolidated ahead, on a task of its own, while the previous one
-/// is written and committed. Dropped (a stall, a restart) it stops.
-struct NextBatch {
-    lower: Timestamp,
-    task: tokio::task::JoinHandle<Result<(KeyConsolidation, Timestamp), SinkError>>,
-}
-
-impl NextBatch {
-    fn spawn(
-        input: Arc<dyn SinkInput>,
-        lower: Timestamp,
-        chunk_rows: usize,
-        cut: BatchCut,
-        key_indexes: Vec<usize>,
-    ) -> NextBatch {
-        NextBatch {
-            lower,
-            task: tokio::spawn(consolidate_batch(
-                input,
-                lower,
-                chunk_rows,
-                cut,
-                key_indexes,
-            )),
-        }
-    }
-
-    async fn join(mut self) -> Result<(KeyConsolidation, Timestamp), SinkError> {
-        match (&mut self.task).await {
-            Ok(result) => result,
-            Err(err) => Err(SinkError::new(
-                ErrorKind::Storage,
-                format!("consolidating the next batch failed: {err}"),
-            )),
-        }
-    }
-}
-
-impl Drop for NextBatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Closes an UPSERT batch's writers and describes the batch.
-async fn finish_upsert(
-    lower: Timestamp,
-    upper: Timestamp,
-    data_writer: PipelinedWriter,
-    delete_writer: PipelinedWriter,
-) -> Result<StagedBatch, SinkError> {
-    let messages = data_writer.rows() + delete_writer.rows();
-    let (data, deletes) = futures::try_join!(data_writer.close(), delete_writer.close())?;
-    let bytes = data
-        .iter()
-        .chain(&deletes)
-        .map(|f| f.file_size_in_bytes())
-        .sum();
-    Ok(StagedBatch {
-        lower,
-        upper,
-        data,
-        deletes,
-        messages,
-        bytes,
-    })
-}
-
-async fn write_append_rows(
-    writer: &mut PipelinedWriter,
-    rows: &[(&Update, &Datum, Datum)],
-    columns: usize,
-) -> Result<(), SinkError> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut arrays: Vec<Vec<&Datum>> = (0..columns + 2)
-        .map(|_| Vec::with_capacity(rows.len()))
-        .collect();
-    for (update, diff, ts) in rows {
-        for (column, datum) in update.row.iter().enumerate().take(columns) {
-            arrays[column].push(datum);
-        }
-        arrays[columns].push(diff);
-        arrays[columns + 1].push(ts);
-    }
-    writer.write(arrays, rows.len()).await
-}
-
-async fn write_rows(
-    writer: &mut PipelinedWriter,
-    rows: &[&[Datum]],
-    columns: usize,
-) -> Result<(), SinkError> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let mut arrays: Vec<Vec<&Datum>> = (0..columns)
-        .map(|_| Vec::with_capacity(rows.len()))
-        .collect();
-    for row in rows {
-        for (column, datum) in row.iter().enumerate().take(columns) {
-            arrays[column].push(datum);
-        }
-    }
-    writer.write(arrays, rows.len()).await
-}
-
-async fn write_key_rows(
-    writer: &mut PipelinedWriter,
-    rows: &[&[Datum]],
-    key_indexes: &[usize],
-) -> Result<(), SinkError> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let arrays: Vec<Vec<&Datum>> = key_indexes
-        .iter()
-        .map(|index| rows.iter().map(|row| &row[*index]).collect())
-        .collect();
-    writer.write(arrays, rows.len()).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_full_batch_ends_at_the_next_interval_boundary() {
-        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
-        for ts in [105, 110, 150, 180, 199] {
-            assert!(cut.admit(Timestamp(ts)).unwrap(), "{ts} is before the cut");
-        }
-        assert!(!cut.admit(Timestamp(200)).unwrap());
-        assert_eq!(cut.upper(), Timestamp(200));
-        // Out of order input is refused, never silently cut.
-        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
-        cut.admit(Timestamp(150)).unwrap();
-        assert!(cut.admit(Timestamp(149)).is_err());
-    }
-
-    #[test]
-    fn a_batch_that_never_reaches_its_cut_takes_the_whole_read() {
-        let mut cut = BatchCut::new(2, 100, Timestamp(1_000));
-        for ts in [105, 110, 150] {
-            assert!(cut.admit(Timestamp(ts)).unwrap());
-        }
-        // The read ended before 200: nothing lies between, so the batch is the whole read.
-        assert_eq!(cut.upper(), Timestamp(1_000));
-        // A cut at the read's upper is no cut.
-        let mut cut = BatchCut::new(1, 100, Timestamp(200));
-        assert!(cut.admit(Timestamp(150)).unwrap());
-        assert!(cut.admit(Timestamp(199)).unwrap());
-        assert_eq!(cut.upper(), Timestamp(200));
-        let mut whole = BatchCut::none(Timestamp(500));
-        for ts in 0..400 {
-            assert!(whole.admit(Timestamp(ts)).unwrap());
-        }
-        assert_eq!(whole.upper(), Timestamp(500));
-    }
+    let envelope = crate::envelope::handler(spec.envelope, key);
+    Ok((schema, envelope))
 }

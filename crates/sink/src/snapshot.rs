@@ -11,7 +11,7 @@ use floe_repr::Timestamp;
 use iceberg::spec::{
     DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestList, ManifestListWriter,
     ManifestWriterBuilder, Operation, Snapshot, SnapshotReference, SnapshotRetention,
-    SnapshotSummaryCollector, Summary,
+    SnapshotSummaryCollector, Summary, TableMetadata,
 };
 use iceberg::{TableRequirement, TableUpdate};
 
@@ -27,6 +27,14 @@ pub const FRONTIER_SUMMARY: &str = "mz-frontier";
 /// Snapshot summary property: the sink's version (bumped by ALTER SINK).
 pub const VERSION_SUMMARY: &str = "mz-sink-version";
 
+/// Table property mirroring [`FRONTIER_SUMMARY`] of the sink's newest commit. Set in the
+/// same commit as the snapshot, so it always equals the newest progress, and it survives
+/// snapshot expiry (which removes snapshots, never properties). The sink id is the table
+/// property [`crate::table::SINK_ID_PROPERTY`] (the table's owner).
+pub const FRONTIER_PROPERTY: &str = "mz-frontier";
+/// Table property mirroring [`VERSION_SUMMARY`] of the sink's newest commit.
+pub const VERSION_PROPERTY: &str = "mz-sink-version";
+
 /// The progress a snapshot records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SinkProgress {
@@ -39,71 +47,185 @@ pub struct SinkProgress {
 impl SinkProgress {
     /// The summary properties of this progress.
     pub fn properties(&self) -> HashMap<String, String> {
-        let frontier = match self.frontier {
-            Some(frontier) => format!("[{}]", frontier.0),
-            None => "[]".to_string(),
-        };
         HashMap::from([
             (SINK_ID_SUMMARY.to_string(), self.sink_id.clone()),
-            (FRONTIER_SUMMARY.to_string(), frontier),
+            (FRONTIER_SUMMARY.to_string(), self.frontier_text()),
             (VERSION_SUMMARY.to_string(), self.version.to_string()),
         ])
+    }
+
+    /// The table properties that record this progress beside the snapshot's summary.
+    pub fn table_properties(&self) -> HashMap<String, String> {
+        HashMap::from([
+            (FRONTIER_PROPERTY.to_string(), self.frontier_text()),
+            (VERSION_PROPERTY.to_string(), self.version.to_string()),
+        ])
+    }
+
+    /// `[ms]`, or `[]` when sealed.
+    pub fn frontier_text(&self) -> String {
+        match self.frontier {
+            Some(frontier) => format!("[{}]", frontier.0),
+            None => "[]".to_string(),
+        }
+    }
+
+    /// Whether `self` is at least as far as `other` (sealed is the farthest).
+    fn is_at_or_past(&self, other: &SinkProgress) -> bool {
+        match (self.frontier, other.frontier) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(ours), Some(theirs)) => ours >= theirs,
+        }
     }
 
     /// Reads progress from a snapshot summary; `None` when it is not a sink's snapshot.
     pub fn from_summary(summary: &Summary) -> Option<Result<SinkProgress, SinkError>> {
         let properties = &summary.additional_properties;
         let sink_id = properties.get(SINK_ID_SUMMARY)?;
-        let parse = || -> Result<SinkProgress, String> {
-            let frontier_text = properties
-                .get(FRONTIER_SUMMARY)
-                .ok_or_else(|| format!("{FRONTIER_SUMMARY} is missing"))?;
-            let frontier: Vec<u64> = serde_json::from_str(frontier_text)
-                .map_err(|err| format!("{FRONTIER_SUMMARY} {frontier_text:?}: {err}"))?;
-            if frontier.len() > 1 {
-                return Err(format!(
-                    "{FRONTIER_SUMMARY} {frontier_text:?} has several times"
-                ));
-            }
-            let version_text = properties
-                .get(VERSION_SUMMARY)
-                .ok_or_else(|| format!("{VERSION_SUMMARY} is missing"))?;
-            let version = version_text
-                .parse::<u64>()
-                .map_err(|err| format!("{VERSION_SUMMARY} {version_text:?}: {err}"))?;
-            Ok(SinkProgress {
-                sink_id: sink_id.clone(),
-                version,
-                frontier: frontier.first().map(|ms| Timestamp(*ms)),
-            })
-        };
-        Some(parse().map_err(|why| {
-            SinkError::new(
-                ErrorKind::UnexpectedResponse,
-                format!("invalid sink progress in an Iceberg snapshot: {why}"),
-            )
-            .with_retryable(false)
-        }))
+        Some(parse_progress(sink_id, properties, "an Iceberg snapshot"))
+    }
+
+    /// Reads the progress recorded in table properties; `None` when the table has none
+    /// (a table no commit of this floe version reached yet).
+    pub fn from_table_properties(
+        properties: &HashMap<String, String>,
+    ) -> Option<Result<SinkProgress, SinkError>> {
+        properties.get(FRONTIER_PROPERTY)?;
+        let sink_id = properties.get(crate::table::SINK_ID_PROPERTY)?;
+        Some(parse_progress(
+            sink_id,
+            properties,
+            "the Iceberg table's properties",
+        ))
     }
 }
 
-/// The newest sink progress on the main branch: walks from the branch head to its
-/// ancestors, skipping `replace` snapshots (compactions keep the data and drop nothing) and
-/// snapshots without floe's properties. Returns the snapshot id with the progress.
-pub fn latest_progress(table: &LoadedTable) -> Result<Option<(i64, SinkProgress)>, SinkError> {
+/// Progress from `mz-frontier` and `mz-sink-version` in `properties` (a summary's or a
+/// table's: the keys are the same).
+fn parse_progress(
+    sink_id: &str,
+    properties: &HashMap<String, String>,
+    place: &str,
+) -> Result<SinkProgress, SinkError> {
+    let parse = || -> Result<SinkProgress, String> {
+        let frontier_text = properties
+            .get(FRONTIER_SUMMARY)
+            .ok_or_else(|| format!("{FRONTIER_SUMMARY} is missing"))?;
+        let frontier: Vec<u64> = serde_json::from_str(frontier_text)
+            .map_err(|err| format!("{FRONTIER_SUMMARY} {frontier_text:?}: {err}"))?;
+        if frontier.len() > 1 {
+            return Err(format!(
+                "{FRONTIER_SUMMARY} {frontier_text:?} has several times"
+            ));
+        }
+        let version_text = properties
+            .get(VERSION_SUMMARY)
+            .ok_or_else(|| format!("{VERSION_SUMMARY} is missing"))?;
+        let version = version_text
+            .parse::<u64>()
+            .map_err(|err| format!("{VERSION_SUMMARY} {version_text:?}: {err}"))?;
+        Ok(SinkProgress {
+            sink_id: sink_id.to_string(),
+            version,
+            frontier: frontier.first().map(|ms| Timestamp(*ms)),
+        })
+    };
+    parse().map_err(|why| {
+        SinkError::new(
+            ErrorKind::UnexpectedResponse,
+            format!("invalid sink progress in {place}: {why}"),
+        )
+        .with_retryable(false)
+    })
+}
+
+/// Progress found in a table, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundProgress {
+    pub progress: SinkProgress,
+    /// The snapshot that carries it; `None` when only the table properties still record it
+    /// (its snapshot was expired).
+    pub snapshot_id: Option<i64>,
+}
+
+/// The newest sink progress a table records: the newer of the newest snapshot with
+/// floe's summary properties on the main branch (walking from the head to its ancestors,
+/// skipping `replace` snapshots, which are compactions) and the progress in the table
+/// properties, which survives the expiry of that snapshot.
+pub fn latest_progress(table: &LoadedTable) -> Result<Option<FoundProgress>, SinkError> {
+    let from_snapshots = latest_snapshot_progress(table)?;
+    let from_properties = match SinkProgress::from_table_properties(table.metadata.properties()) {
+        Some(progress) => Some(progress?),
+        None => None,
+    };
+    Ok(match (from_snapshots, from_properties) {
+        (Some(found), Some(property)) if !found.progress.is_at_or_past(&property) => {
+            Some(FoundProgress {
+                progress: property,
+                snapshot_id: None,
+            })
+        }
+        (Some(found), _) => Some(found),
+        (None, Some(property)) => Some(FoundProgress {
+            progress: property,
+            snapshot_id: None,
+        }),
+        (None, None) => None,
+    })
+}
+
+/// The newest progress in a snapshot summary on the main branch.
+fn latest_snapshot_progress(table: &LoadedTable) -> Result<Option<FoundProgress>, SinkError> {
     let metadata = &table.metadata;
     let mut next = metadata.snapshot_for_ref(MAIN_BRANCH).cloned();
     while let Some(snapshot) = next {
         if snapshot.summary().operation != Operation::Replace
             && let Some(progress) = SinkProgress::from_summary(snapshot.summary())
         {
-            return Ok(Some((snapshot.snapshot_id(), progress?)));
+            return Ok(Some(FoundProgress {
+                progress: progress?,
+                snapshot_id: Some(snapshot.snapshot_id()),
+            }));
         }
         next = snapshot
             .parent_snapshot_id()
             .and_then(|parent| metadata.snapshot_by_id(parent).cloned());
     }
     Ok(None)
+}
+
+/// Whether the table's main branch may hold rows: it has a snapshot whose manifest list
+/// names a data manifest with live files (or does not say how many). Read from the
+/// manifest list rather than the summary's `total-records`, which other writers may omit.
+pub async fn table_may_hold_rows(table: &LoadedTable) -> Result<bool, SinkError> {
+    let metadata = &table.metadata;
+    let Some(head) = metadata.snapshot_for_ref(MAIN_BRANCH) else {
+        return Ok(false);
+    };
+    let manifests = read_manifest_list(table, head.manifest_list()).await?;
+    // A count the manifest list leaves out may be anything.
+    Ok(manifests.iter().any(|manifest| {
+        manifest.content == ManifestContentType::Data
+            && (manifest.added_files_count.is_none_or(|count| count > 0)
+                || manifest.existing_files_count.is_none_or(|count| count > 0))
+    }))
+}
+
+async fn read_manifest_list(
+    table: &LoadedTable,
+    location: &str,
+) -> Result<Vec<ManifestFile>, SinkError> {
+    let bytes = table
+        .file_io
+        .new_input(location)
+        .map_err(|err| storage_error(format!("cannot open manifest list {location}"), err))?
+        .read()
+        .await
+        .map_err(|err| storage_error(format!("cannot read manifest list {location}"), err))?;
+    let list = ManifestList::parse_with_version(&bytes, table.metadata.format_version())
+        .map_err(|err| storage_error(format!("cannot parse manifest list {location}"), err))?;
+    Ok(list.consume_entries().into_iter().collect())
 }
 
 /// A snapshot ready to commit, with the updates and requirements that commit it.
@@ -113,52 +235,72 @@ pub struct PreparedCommit {
     pub updates: Vec<TableUpdate>,
 }
 
-/// Writes the manifests and manifest list of a snapshot that adds `data` and `deletes` on
-/// top of `base`'s main branch (with `progress` in its summary; others' writers pass
-/// `None`), and returns the commit: `AddSnapshot` and `SetSnapshotRef`
-/// under the requirements that the table is still the same one (uuid) and its main branch
-/// still points where it pointed when `base` was loaded.
+/// The files a row-delta snapshot adds, all written with partition spec `spec_id`.
+#[derive(Debug, Clone, Copy)]
+pub struct RowDelta<'a> {
+    pub spec_id: i32,
+    pub data: &'a [DataFile],
+    pub deletes: &'a [DataFile],
+}
+
+impl RowDelta<'_> {
+    /// A snapshot that adds nothing (progress only, or another writer's empty commit).
+    pub fn empty(table: &LoadedTable) -> RowDelta<'static> {
+        RowDelta {
+            spec_id: table.metadata.default_partition_spec_id(),
+            data: &[],
+            deletes: &[],
+        }
+    }
+}
+
+/// Writes the manifests and manifest list of a snapshot that adds `delta`'s files on top of
+/// `base`'s main branch (with `progress` in its summary and the table properties; others'
+/// writers pass `None`), and returns the commit: `AddSnapshot`, `SetSnapshotRef` (keeping
+/// `main`'s retention settings) and, with progress, `SetProperties`, under the
+/// requirements that the table is still the same one (uuid) and its main branch still
+/// points where it pointed when `base` was loaded.
 pub async fn prepare_commit(
     base: &LoadedTable,
-    data: &[DataFile],
-    deletes: &[DataFile],
+    delta: RowDelta<'_>,
     progress: Option<&SinkProgress>,
 ) -> Result<PreparedCommit, SinkError> {
     let metadata = &base.metadata;
-    if metadata.format_version() == FormatVersion::V1 && !deletes.is_empty() {
+    if metadata.format_version() == FormatVersion::V1 && !delta.deletes.is_empty() {
         return Err(SinkError::new(
             ErrorKind::UnexpectedResponse,
             "the Iceberg table has format version 1, which cannot hold delete files",
         )
         .with_retryable(false));
     }
+    // The files' own spec, which the table keeps even when its current spec changed since
+    // they were written: a manifest lists files of one spec.
+    let spec = metadata
+        .partition_spec_by_id(delta.spec_id)
+        .cloned()
+        .ok_or_else(|| {
+            SinkError::internal(format!(
+                "the Iceberg table has no partition spec {} (the spec the files were written with)",
+                delta.spec_id
+            ))
+        })?;
     let parent = metadata.snapshot_for_ref(MAIN_BRANCH).cloned();
     let snapshot_id = unique_snapshot_id(base);
     let sequence_number = metadata.next_sequence_number();
     let commit_uuid = uuid::Uuid::new_v4();
     let schema = metadata.current_schema().clone();
-    let spec = metadata.default_partition_spec().as_ref().clone();
     let metadata_folder = format!("{}/metadata", metadata.location().trim_end_matches('/'));
 
     // The parent's manifests stay as they are: nothing is removed by a sink commit.
     let mut manifests: Vec<ManifestFile> = Vec::new();
     if let Some(parent) = &parent {
-        let bytes = base
-            .file_io
-            .new_input(parent.manifest_list())
-            .map_err(|err| storage_error("cannot open the parent manifest list".into(), err))?
-            .read()
-            .await
-            .map_err(|err| storage_error("cannot read the parent manifest list".into(), err))?;
-        let list = ManifestList::parse_with_version(&bytes, metadata.format_version())
-            .map_err(|err| storage_error("cannot parse the parent manifest list".into(), err))?;
-        manifests.extend(list.consume_entries());
+        manifests.extend(read_manifest_list(base, parent.manifest_list()).await?);
     }
 
     let mut summary = SnapshotSummaryCollector::default();
     for (index, (files, content)) in [
-        (data, ManifestContentType::Data),
-        (deletes, ManifestContentType::Deletes),
+        (delta.data, ManifestContentType::Data),
+        (delta.deletes, ManifestContentType::Deletes),
     ]
     .into_iter()
     .enumerate()
@@ -171,8 +313,12 @@ pub async fn prepare_commit(
             .file_io
             .new_output(&path)
             .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
-        let builder =
-            ManifestWriterBuilder::new(output, Some(snapshot_id), schema.clone(), spec.clone());
+        let builder = ManifestWriterBuilder::new(
+            output,
+            Some(snapshot_id),
+            schema.clone(),
+            spec.as_ref().clone(),
+        );
         let mut writer = match (metadata.format_version(), &content) {
             (FormatVersion::V1, _) => builder.build_v1(),
             (FormatVersion::V2, ManifestContentType::Data) => builder.build_v2_data(),
@@ -181,11 +327,7 @@ pub async fn prepare_commit(
             (FormatVersion::V3, ManifestContentType::Deletes) => builder.build_v3_deletes(),
         };
         for file in files {
-            summary.add_file(
-                file,
-                schema.clone(),
-                metadata.default_partition_spec().clone(),
-            );
+            summary.add_file(file, schema.clone(), spec.clone());
             // A negative sequence number leaves it to be inherited from the manifest list,
             // which assigns this snapshot's.
             writer
@@ -237,7 +379,7 @@ pub async fn prepare_commit(
     if let Some(progress) = progress {
         properties.extend(progress.properties());
     }
-    let operation = if deletes.is_empty() {
+    let operation = if delta.deletes.is_empty() {
         Operation::Append
     } else {
         Operation::Overwrite
@@ -259,6 +401,18 @@ pub async fn prepare_commit(
             .build(),
         None => builder.build(),
     };
+    let mut updates = vec![
+        TableUpdate::AddSnapshot { snapshot },
+        TableUpdate::SetSnapshotRef {
+            ref_name: MAIN_BRANCH.to_string(),
+            reference: SnapshotReference::new(snapshot_id, main_retention(metadata)?),
+        },
+    ];
+    if let Some(progress) = progress {
+        updates.push(TableUpdate::SetProperties {
+            updates: progress.table_properties(),
+        });
+    }
     Ok(PreparedCommit {
         snapshot_id,
         requirements: vec![
@@ -270,20 +424,34 @@ pub async fn prepare_commit(
                 snapshot_id: parent_id,
             },
         ],
-        updates: vec![
-            TableUpdate::AddSnapshot { snapshot },
-            TableUpdate::SetSnapshotRef {
-                ref_name: MAIN_BRANCH.to_string(),
-                reference: SnapshotReference::new(
-                    snapshot_id,
-                    SnapshotRetention::branch(None, None, None),
-                ),
-            },
-        ],
+        updates,
     })
 }
 
-/// `total-*` summary properties: the parent's totals plus what this snapshot adds.
+/// The retention settings of the `main` branch, sent back with every commit that moves it:
+/// catalogs that rebuild the ref from a `set-snapshot-ref` update would otherwise drop
+/// them. iceberg-rust keeps a table's refs private, so they are read from the metadata's
+/// JSON form (a branch without settings before `main` exists).
+fn main_retention(metadata: &TableMetadata) -> Result<SnapshotRetention, SinkError> {
+    let unreadable = |err: serde_json::Error| {
+        SinkError::caused_by(
+            ErrorKind::Internal,
+            "cannot read the main branch of the table metadata",
+            err,
+        )
+    };
+    let json = serde_json::to_value(metadata).map_err(unreadable)?;
+    match json.get("refs").and_then(|refs| refs.get(MAIN_BRANCH)) {
+        Some(main) => Ok(serde_json::from_value::<SnapshotReference>(main.clone())
+            .map_err(unreadable)?
+            .retention),
+        None => Ok(SnapshotRetention::branch(None, None, None)),
+    }
+}
+
+/// `total-*` summary properties: the parent's totals plus what this snapshot adds. A
+/// total the parent does not state (another writer left it out) is left out too: counting
+/// it from 0 would state a wrong total.
 fn add_totals(properties: &mut HashMap<String, String>, parent: Option<&HashMap<String, String>>) {
     for (total, added) in [
         ("total-data-files", "added-data-files"),
@@ -293,13 +461,25 @@ fn add_totals(properties: &mut HashMap<String, String>, parent: Option<&HashMap<
         ("total-position-deletes", "added-position-deletes"),
         ("total-equality-deletes", "added-equality-deletes"),
     ] {
-        let read = |map: Option<&HashMap<String, String>>, key: &str| {
-            map.and_then(|m| m.get(key))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
+        let parent_total = match parent {
+            None => Some(0),
+            Some(parent) => parent.get(total).and_then(|v| v.parse::<u64>().ok()),
         };
-        let value = read(parent, total) + read(Some(properties), added);
-        properties.insert(total.to_string(), value.to_string());
+        let added = properties
+            .get(added)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        match parent_total {
+            Some(parent_total) => {
+                properties.insert(
+                    total.to_string(),
+                    parent_total.saturating_add(added).to_string(),
+                );
+            }
+            None => {
+                properties.remove(total);
+            }
+        }
     }
 }
 

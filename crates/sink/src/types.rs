@@ -161,7 +161,7 @@ pub fn sink_schema(desc: &RelationDesc, append: bool, key: &[usize]) -> Result<S
 }
 
 fn internal(message: String) -> SinkError {
-    SinkError::new(ErrorKind::UnexpectedResponse, message).with_retryable(false)
+    SinkError::internal(message)
 }
 
 fn conversion(column: &str, what: String) -> SinkError {
@@ -263,7 +263,7 @@ fn build_array(field: &Field, values: &[&Datum], path: &str) -> Result<ArrayRef,
         }),
         DataType::Time64(TimeUnit::Microsecond) => {
             primitive!(Time64MicrosecondBuilder::new(), |d: &Datum| match d {
-                Datum::Time(v) => Some(*v),
+                Datum::Time(v) => Some(iceberg_time(*v)),
                 _ => None,
             })
         }
@@ -464,6 +464,54 @@ fn build_struct(
         StructArray::try_new(fields.clone(), arrays, nulls)
             .map_err(|err| internal(format!("struct column \"{path}\": {err}")))?,
     ))
+}
+
+/// The last microsecond of a day: Iceberg's `time` ends there, where SQL's `time` allows
+/// `24:00:00` (one microsecond later).
+pub const LAST_TIME_OF_DAY: i64 = 86_400_000_000 - 1;
+
+/// A time of day as Iceberg holds it: `24:00:00` becomes `23:59:59.999999`, the latest
+/// time Iceberg can hold (as JDBC drivers map it to `LocalTime.MAX`); a reader of an
+/// Iceberg table cannot receive a time outside its type's range.
+fn iceberg_time(micros: i64) -> i64 {
+    micros.clamp(0, LAST_TIME_OF_DAY)
+}
+
+/// About how many bytes `row`'s values take in Arrow buffers (payload plus offsets), what
+/// batches are cut by so that no batch outgrows its offset buffers.
+pub fn row_bytes(row: &[Datum]) -> usize {
+    row.iter().map(datum_bytes).fold(0, usize::saturating_add)
+}
+
+fn datum_bytes(datum: &Datum) -> usize {
+    // Variable-length values: their bytes and a 4-byte offset.
+    let var = |len: usize| len.saturating_add(4);
+    match datum {
+        Datum::Null | Datum::Bool(_) => 1,
+        Datum::Text(text) | Datum::Jsonb(text) | Datum::Numeric(text) => var(text.len()),
+        Datum::Bytes(bytes) => var(bytes.len()),
+        Datum::Uuid(_) => 16,
+        // Written as its text form.
+        Datum::Interval { .. } => var(48),
+        Datum::TextArray(items) => var(items
+            .iter()
+            .map(|item| var(item.as_ref().map_or(0, String::len)))
+            .fold(0, usize::saturating_add)),
+        Datum::Record(items) | Datum::List(items) => var(row_bytes(items)),
+        Datum::Map(entries) => var(entries
+            .iter()
+            .map(|(key, value)| var(key.len()).saturating_add(datum_bytes(value)))
+            .fold(0, usize::saturating_add)),
+        Datum::Range(bounds) => {
+            3 + bounds.as_ref().map_or(2, |bounds| {
+                [&bounds.lower, &bounds.upper]
+                    .into_iter()
+                    .map(|bound| bound.as_ref().map_or(1, datum_bytes))
+                    .fold(0, usize::saturating_add)
+            })
+        }
+        _ => 8,
+    }
 }
 
 /// The Postgres text form of values Iceberg stores as strings.

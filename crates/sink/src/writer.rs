@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef as ArrowSchemaRef;
 use floe_repr::Datum;
-use iceberg::spec::{DataContentType, DataFile, DataFileFormat, Schema, SchemaRef};
+use iceberg::spec::{DataContentType, DataFile, DataFileFormat, Schema, SchemaRef, TableMetadata};
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
     DefaultFileNameGenerator, DefaultLocationGenerator,
@@ -44,11 +44,13 @@ pub struct FileWriter {
 
 impl FileWriter {
     /// A writer of `schema` (the table's schema, or the projection on the key columns for
-    /// equality deletes) whose files are named `<prefix>-<n>.parquet`.
+    /// equality deletes) whose files are named `<prefix>-<n>.parquet` and written with
+    /// partition spec `spec_id` (see [`writable_partition_spec`]).
     pub fn new(
         table: &LoadedTable,
         schema: SchemaRef,
         content: FileContent,
+        spec_id: i32,
         prefix: String,
         target_file_size: usize,
     ) -> Result<FileWriter, SinkError> {
@@ -78,7 +80,7 @@ impl FileWriter {
             rolling: Some(rolling),
             arrow_schema,
             content,
-            spec_id: table.metadata.default_partition_spec_id(),
+            spec_id,
             rows: 0,
         })
     }
@@ -224,6 +226,43 @@ impl Drop for PipelinedWriter {
     }
 }
 
+/// The partition spec new files of `table` are written with: the table's current one,
+/// which floe writes only when it is unpartitioned (a sink creates its tables unpartitioned;
+/// partitioned writing is yet to come). A table whose current spec partitions, because it
+/// was changed outside floe, is an error naming the spec: a file written unpartitioned
+/// under a partitioned spec would carry no partition values.
+pub fn writable_partition_spec(
+    metadata: &TableMetadata,
+    qualified_table: &str,
+) -> Result<i32, SinkError> {
+    let spec = metadata.default_partition_spec();
+    if spec.is_unpartitioned() {
+        return Ok(spec.spec_id());
+    }
+    let fields: Vec<String> = spec
+        .fields()
+        .iter()
+        .map(|field| {
+            let source = metadata
+                .current_schema()
+                .field_by_id(field.source_id)
+                .map_or_else(|| format!("field {}", field.source_id), |f| f.name.clone());
+            format!("{}({source})", field.transform)
+        })
+        .collect();
+    Err(SinkError::new(
+        ErrorKind::InvalidConfig,
+        format!(
+            "Iceberg table \"{qualified_table}\" is partitioned by spec {} ({}), which floe cannot write",
+            spec.spec_id(),
+            fields.join(", ")
+        ),
+    )
+    .with_detail("The table's partition spec was changed outside floe; floe writes its tables unpartitioned.")
+    .with_hint("Set the table's partition spec back to unpartitioned, or drop and recreate the sink.")
+    .with_retryable(false))
+}
+
 /// The projection of `schema` on the fields `ids` (top-level columns), for equality
 /// delete files.
 pub fn key_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef, SinkError> {
@@ -248,5 +287,5 @@ pub fn key_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef, SinkError> 
 }
 
 fn internal(message: String) -> SinkError {
-    SinkError::new(ErrorKind::UnexpectedResponse, message).with_retryable(false)
+    SinkError::internal(message)
 }

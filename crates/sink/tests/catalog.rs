@@ -19,6 +19,11 @@ use floe_testkit::{FaultProxy, SeaweedFs, UnityFront, seaweedfs_shared, unique_n
 #[path = "engine/sink.rs"]
 mod sink_engine;
 
+/// The sink against foreign maintenance, lost and late commit answers, other instances,
+/// panics, and the limits of its memory.
+#[path = "engine/safety.rs"]
+mod sink_safety;
+
 /// A `rest` connection to SeaweedFS with its OAuth2 endpoint.
 fn seaweed_rest(sw: &SeaweedFs, url: &str, secret: &str) -> CatalogConfig {
     CatalogConfig::Rest {
@@ -499,6 +504,21 @@ async fn unity_token_is_refreshed_before_it_expires_and_after_alter_secret() {
         .await
         .unwrap();
     client.list_namespaces().await.unwrap();
+}
+
+/// A token endpoint that says its token lives for ages (`expires_in` past what a clock can
+/// hold): the token is used, never a panic (it was one: an `Instant` overflow).
+#[tokio::test]
+async fn a_token_that_claims_to_live_for_ages_is_used_without_a_panic() {
+    let uc = UnityFront::start(seaweedfs_shared());
+    uc.set_token_ttl(Duration::from_secs(9_300_000_000_000_000_000));
+    let config = unity_config(&uc, uc.client_secret(), uc.scope(), uc.catalog_name());
+    let client = RestCatalogClient::connect(&config, &HttpSettings::default())
+        .await
+        .unwrap();
+    client.list_namespaces().await.unwrap();
+    client.list_namespaces().await.unwrap();
+    assert_eq!(client.token_exchanges().await, 1, "the token is kept");
 }
 
 #[tokio::test]

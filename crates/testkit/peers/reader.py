@@ -66,7 +66,9 @@ def to_json(v):
     return str(v)
 
 
-def duckdb_rows(req, tmp):
+def connect(req, tmp):
+    """A DuckDB connection with the extensions and S3 secret of `req`, where view `t` is the
+    table at `req["location"]`."""
     import duckdb
 
     con = duckdb.connect(
@@ -101,6 +103,11 @@ def duckdb_rows(req, tmp):
             parts.append("SESSION_TOKEN " + sql_str(s3["session_token"]))
         con.execute("CREATE SECRET floe_s3 (" + ", ".join(parts) + ")")
     con.execute("CREATE VIEW t AS SELECT * FROM iceberg_scan(" + sql_str(req["location"]) + ")")
+    return con
+
+
+def duckdb_rows(req, tmp):
+    con = connect(req, tmp)
     rel = con.sql(req.get("query") or "SELECT * FROM t")
     columns = [{"name": n, "type": str(ty)} for n, ty in zip(rel.columns, rel.types)]
     rows = [

@@ -39,6 +39,9 @@ pub enum Outcome {
     ResponseDropped(u16),
     /// The upstream could not be reached or answered garbage (client got 502).
     UpstreamFailed,
+    /// Forwarded (upstream answered `upstream`), then the client got `sent` instead of the
+    /// upstream's answer.
+    AnswerReplaced { upstream: u16, sent: u16 },
 }
 
 /// One request seen by the proxy.
@@ -84,11 +87,23 @@ struct Drop {
     remaining: usize,
 }
 
+/// A fault for the next `remaining` requests of `route`, with its parameter.
+#[derive(Clone, Debug)]
+struct Armed<T> {
+    route: Route,
+    remaining: usize,
+    value: T,
+}
+
 #[derive(Default)]
 struct State {
     delay: Option<Duration>,
     failures: Vec<Failure>,
     drops: Vec<Drop>,
+    /// Requests held back this long before they are forwarded.
+    holds: Vec<Armed<Duration>>,
+    /// Requests forwarded whose answers are replaced by this status.
+    replacements: Vec<Armed<u16>>,
     refuse: bool,
     refused_connections: usize,
     log: Vec<RequestRecord>,
@@ -224,6 +239,28 @@ impl FaultProxy {
             },
             n,
         );
+    }
+
+    /// The next commit waits `delay` before it is forwarded, whether or not the client is
+    /// still waiting for it (a commit that outlives the client's timeout and lands later).
+    /// Other requests pass meanwhile. Each call arms one more.
+    pub fn hold_next_commit(&self, delay: Duration) {
+        self.shared.lock().holds.push(Armed {
+            route: Route::Commit,
+            remaining: 1,
+            value: delay,
+        });
+    }
+
+    /// The next commit is forwarded upstream (and applied there), but the client gets
+    /// `status` (e.g. 502, 503, 504) instead of the upstream's answer. Each call arms one
+    /// more.
+    pub fn replace_next_commit_answer(&self, status: u16) {
+        self.shared.lock().replacements.push(Armed {
+            route: Route::Commit,
+            remaining: 1,
+            value: status,
+        });
     }
 
     fn push_drop(&self, route: Route, n: usize) {
@@ -431,12 +468,14 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, shared: Arc<Shared>
             Some((p, q)) => (p.to_string(), q.to_string()),
             None => (req.target.clone(), String::new()),
         };
-        let (delay, failure, drop_response) = {
+        let (delay, failure, drop_response, hold, replacement) = {
             let mut s = shared.lock();
             if s.refuse {
                 s.refused_connections += 1;
                 return;
             }
+            let hold = take_armed(&mut s.holds, &req.method, &path);
+            let replacement = take_armed(&mut s.replacements, &req.method, &path);
             let failure = s
                 .failures
                 .iter_mut()
@@ -453,10 +492,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, shared: Arc<Shared>
                     .is_some();
             s.failures.retain(|f| f.remaining > 0);
             s.drops.retain(|d| d.remaining > 0);
-            (s.delay, failure, drop_response)
+            (s.delay, failure, drop_response, hold, replacement)
         };
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
+        }
+        if let Some(hold) = hold {
+            tokio::time::sleep(hold).await;
         }
         let record = |outcome| RequestRecord {
             method: req.method.clone(),
@@ -501,6 +543,26 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, shared: Arc<Shared>
         }
         match forward(&shared.upstream, &req).await {
             Ok(resp) => {
+                if let Some(status) = replacement {
+                    shared.lock().log.push(record(Outcome::AnswerReplaced {
+                        upstream: resp.status,
+                        sent: status,
+                    }));
+                    let replaced = HttpResponse {
+                        status,
+                        reason: reason(status).to_string(),
+                        headers: vec![("Content-Type".into(), "text/plain".into())],
+                        body: format!("fault proxy: answer replaced by {status}").into_bytes(),
+                    };
+                    if write_response(conn.get_mut(), &replaced, &req.method, req.close)
+                        .await
+                        .is_err()
+                        || req.close
+                    {
+                        return;
+                    }
+                    continue;
+                }
                 if drop_response {
                     shared
                         .lock()
@@ -535,6 +597,20 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(stream: S, shared: Arc<Shared>
             return;
         }
     }
+}
+
+/// Takes one arming of the first entry of `armed` whose route matches, dropping entries
+/// that are used up.
+fn take_armed<T: Clone>(armed: &mut Vec<Armed<T>>, method: &str, path: &str) -> Option<T> {
+    let found = armed
+        .iter_mut()
+        .find(|entry| entry.remaining > 0 && entry.route.matches(method, path))
+        .map(|entry| {
+            entry.remaining -= 1;
+            entry.value.clone()
+        });
+    armed.retain(|entry| entry.remaining > 0);
+    found
 }
 
 async fn read_line<R: AsyncBufReadExt + Unpin>(r: &mut R) -> io::Result<Option<String>> {

@@ -22,6 +22,7 @@
 //! | [`FaultProxy`] | HTTP(S) proxy with switchable faults and request counts |
 //! | [`Reader`] | DuckDB (+ pyiceberg metadata) reading of an Iceberg table |
 //! | [`Postgres`] | PostgreSQL with logical replication (optionally TLS), run as `postgres` under root |
+//! | [`maintenance::maintain`] | foreign maintenance (pyiceberg): compaction, expiry, spec and property changes |
 //!
 //! See `docs/testing.md` for the details.
 
@@ -29,6 +30,7 @@ pub mod aws;
 pub mod aws_front;
 pub mod fault_proxy;
 pub mod http;
+pub mod maintenance;
 pub mod moto;
 pub mod oauth;
 mod ports;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::{SinkInput, Update, UpdateStream};
-use floe_sink::snapshot::{SinkProgress, prepare_commit};
+use floe_sink::snapshot::{RowDelta, SinkProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     CatalogConfig, ClientCredentials, Envelope, ErrorKind, HttpSettings, LocalCatalog, Namespace,
@@ -25,9 +25,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
 /// The commit interval of every test sink, on the synthetic timeline.
-const INTERVAL: u64 = 100;
+pub(crate) const INTERVAL: u64 = 100;
 /// Where the synthetic timeline starts (a multiple of the interval).
-const START: u64 = 1_764_460_800_000;
+pub(crate) const START: u64 = 1_764_460_800_000;
 
 // ---------------------------------------------------------------------------------------
 // An in-memory change log.
@@ -36,27 +36,33 @@ struct LogState {
     updates: Vec<Update>,
     upper: Timestamp,
     since: Timestamp,
+    /// Reads that panic (a bug in a reader, as the sink task sees it).
+    panicking_reads: usize,
+    /// Whether moving the read hold fails.
+    failing_compaction: bool,
 }
 
-struct MemoryInput {
+pub(crate) struct MemoryInput {
     desc: RelationDesc,
     state: Mutex<LogState>,
 }
 
 impl MemoryInput {
-    fn new(desc: RelationDesc) -> Arc<MemoryInput> {
+    pub(crate) fn new(desc: RelationDesc) -> Arc<MemoryInput> {
         Arc::new(MemoryInput {
             desc,
             state: Mutex::new(LogState {
                 updates: Vec::new(),
                 upper: Timestamp(START),
                 since: Timestamp(0),
+                panicking_reads: 0,
+                failing_compaction: false,
             }),
         })
     }
 
     /// Appends updates (all at or above the upper) and moves the upper to `upper`.
-    fn push(&self, updates: Vec<Update>, upper: u64) {
+    pub(crate) fn push(&self, updates: Vec<Update>, upper: u64) {
         let mut state = self.state.lock().unwrap();
         for update in &updates {
             assert!(update.ts >= state.upper, "update below the upper");
@@ -66,12 +72,35 @@ impl MemoryInput {
         state.upper = Timestamp(upper);
     }
 
-    fn upper_now(&self) -> u64 {
+    /// The next `n` reads (or snapshots) panic in the sink's task.
+    pub(crate) fn panic_next_reads(&self, n: usize) {
+        self.state.lock().unwrap().panicking_reads = n;
+    }
+
+    /// While on, `allow_compaction` fails.
+    pub(crate) fn fail_allow_compaction(&self, on: bool) {
+        self.state.lock().unwrap().failing_compaction = on;
+    }
+
+    /// Panics (outside the lock) if a panicking read is armed.
+    fn maybe_panic(&self) {
+        let armed = {
+            let mut state = self.state.lock().unwrap();
+            let armed = state.panicking_reads > 0;
+            state.panicking_reads = state.panicking_reads.saturating_sub(1);
+            armed
+        };
+        if armed {
+            panic!("injected: the change log reader broke");
+        }
+    }
+
+    pub(crate) fn upper_now(&self) -> u64 {
         self.state.lock().unwrap().upper.0
     }
 
     /// Compacts history before `since` to `since - 1`, as storage does.
-    fn compact_to(&self, since: u64) {
+    pub(crate) fn compact_to(&self, since: u64) {
         let mut state = self.state.lock().unwrap();
         assert!(since <= state.upper.0, "compaction past the upper");
         for update in &mut state.updates {
@@ -103,6 +132,7 @@ impl SinkInput for MemoryInput {
         upper: Timestamp,
         max_rows: usize,
     ) -> Result<UpdateStream, SinkError> {
+        self.maybe_panic();
         let mut selected: Vec<Update> = {
             let state = self.state.lock().unwrap();
             assert!(upper <= state.upper, "read past the upper");
@@ -124,6 +154,7 @@ impl SinkInput for MemoryInput {
     }
 
     async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        self.maybe_panic();
         // Consolidated per distinct row, as storage does.
         let mut rows: BTreeMap<String, Update> = BTreeMap::new();
         {
@@ -151,6 +182,12 @@ impl SinkInput for MemoryInput {
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
         let mut state = self.state.lock().unwrap();
+        if state.failing_compaction {
+            return Err(SinkError::new(
+                ErrorKind::Storage,
+                "injected: the read hold cannot be moved",
+            ));
+        }
         state.since = state.since.max(frontier);
         Ok(())
     }
@@ -160,10 +197,10 @@ impl SinkInput for MemoryInput {
 // A reporter that remembers everything.
 
 #[derive(Default)]
-struct Recorder {
-    statuses: Mutex<Vec<SinkStatus>>,
-    statistics: Mutex<StatisticsUpdate>,
-    progress: Mutex<Vec<ProgressReport>>,
+pub(crate) struct Recorder {
+    pub(crate) statuses: Mutex<Vec<SinkStatus>>,
+    pub(crate) statistics: Mutex<StatisticsUpdate>,
+    pub(crate) progress: Mutex<Vec<ProgressReport>>,
 }
 
 impl SinkReporter for Recorder {
@@ -185,7 +222,7 @@ impl SinkReporter for Recorder {
 }
 
 impl Recorder {
-    fn frontier(&self) -> u64 {
+    pub(crate) fn frontier(&self) -> u64 {
         self.progress
             .lock()
             .unwrap()
@@ -194,7 +231,7 @@ impl Recorder {
     }
 
     /// The newest metadata location the sink committed.
-    fn metadata_location(&self) -> String {
+    pub(crate) fn metadata_location(&self) -> String {
         self.progress
             .lock()
             .unwrap()
@@ -205,8 +242,13 @@ impl Recorder {
             .expect("a commit")
     }
 
-    async fn wait_for_frontier(&self, target: u64) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+    pub(crate) async fn wait_for_frontier(&self, target: u64) {
+        self.wait_for_frontier_within(target, Duration::from_secs(60))
+            .await
+    }
+
+    pub(crate) async fn wait_for_frontier_within(&self, target: u64, within: Duration) {
+        let deadline = Instant::now() + within;
         while self.frontier() < target {
             assert!(
                 Instant::now() < deadline,
@@ -219,7 +261,7 @@ impl Recorder {
     }
 
     /// Waits for a stall and returns its error.
-    async fn wait_for_stall(&self) -> String {
+    pub(crate) async fn wait_for_stall(&self) -> String {
         match self
             .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
             .await
@@ -229,7 +271,7 @@ impl Recorder {
         }
     }
 
-    fn assert_never_stalled(&self) {
+    pub(crate) fn assert_never_stalled(&self) {
         let statuses = self.statuses.lock().unwrap().clone();
         assert!(
             !statuses
@@ -239,7 +281,7 @@ impl Recorder {
         );
     }
 
-    async fn wait_for_status(&self, wanted: impl Fn(&SinkStatus) -> bool) -> SinkStatus {
+    pub(crate) async fn wait_for_status(&self, wanted: impl Fn(&SinkStatus) -> bool) -> SinkStatus {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.statuses.lock().unwrap().iter().find(|s| wanted(s)) {
@@ -258,7 +300,11 @@ impl Recorder {
 // ---------------------------------------------------------------------------------------
 // A random workload over keys, with its model.
 
-fn column(name: &str, scalar_type: SqlScalarType, nullable: bool) -> (String, ColumnType) {
+pub(crate) fn column(
+    name: &str,
+    scalar_type: SqlScalarType,
+    nullable: bool,
+) -> (String, ColumnType) {
     (
         name.to_string(),
         ColumnType {
@@ -268,7 +314,7 @@ fn column(name: &str, scalar_type: SqlScalarType, nullable: bool) -> (String, Co
     )
 }
 
-fn workload_desc() -> RelationDesc {
+pub(crate) fn workload_desc() -> RelationDesc {
     RelationDesc {
         columns: vec![
             column("id", SqlScalarType::Int64, false),
@@ -286,17 +332,17 @@ fn workload_desc() -> RelationDesc {
     }
 }
 
-struct Workload {
+pub(crate) struct Workload {
     rng: StdRng,
-    model: BTreeMap<i64, (String, String)>,
+    pub(crate) model: BTreeMap<i64, (String, String)>,
     serial: u64,
     /// Every change row written so far (a change of multiplicity n counts n).
-    change_rows: u64,
+    pub(crate) change_rows: u64,
     next_key: i64,
 }
 
 impl Workload {
-    fn new(seed: u64) -> Workload {
+    pub(crate) fn new(seed: u64) -> Workload {
         Workload {
             rng: StdRng::seed_from_u64(seed),
             model: BTreeMap::new(),
@@ -306,7 +352,7 @@ impl Workload {
         }
     }
 
-    fn row(id: i64, value: &(String, String)) -> Vec<Datum> {
+    pub(crate) fn row(id: i64, value: &(String, String)) -> Vec<Datum> {
         vec![
             Datum::Int64(id),
             Datum::Text(value.0.clone()),
@@ -333,7 +379,7 @@ impl Workload {
     }
 
     /// Random changes with timestamps in `[lower, lower + INTERVAL)`; some intervals are empty.
-    fn interval(&mut self, lower: u64) -> Vec<Update> {
+    pub(crate) fn interval(&mut self, lower: u64) -> Vec<Update> {
         let mut out = Vec::new();
         if self.rng.random_bool(0.2) {
             return out;
@@ -394,7 +440,7 @@ impl Workload {
     }
 
     /// The relation as DuckDB returns it, sorted by id.
-    fn expected(&self) -> Vec<Value> {
+    pub(crate) fn expected(&self) -> Vec<Value> {
         self.model
             .iter()
             .map(|(id, (value, amount))| json!({"id": id, "value": value, "amount": amount}))
@@ -403,7 +449,7 @@ impl Workload {
 }
 
 /// Pushes `intervals` random intervals into the input; returns the new upper.
-fn drive(input: &MemoryInput, workload: &mut Workload, intervals: u64) -> u64 {
+pub(crate) fn drive(input: &MemoryInput, workload: &mut Workload, intervals: u64) -> u64 {
     let mut upper = input.upper_now();
     for _ in 0..intervals {
         let updates = workload.interval(upper);
@@ -414,7 +460,7 @@ fn drive(input: &MemoryInput, workload: &mut Workload, intervals: u64) -> u64 {
 }
 
 /// Pushes one interval that has changes; returns the new upper.
-fn push_nonempty(input: &MemoryInput, workload: &mut Workload) -> u64 {
+pub(crate) fn push_nonempty(input: &MemoryInput, workload: &mut Workload) -> u64 {
     let upper = input.upper_now();
     let mut updates = Vec::new();
     // An empty interval leaves the model untouched, so asking again is safe.
@@ -428,7 +474,7 @@ fn push_nonempty(input: &MemoryInput, workload: &mut Workload) -> u64 {
 // ---------------------------------------------------------------------------------------
 // Connections and settings.
 
-fn seaweed_connection(sw: &SeaweedFs, url: &str) -> SinkConnection {
+pub(crate) fn seaweed_connection(sw: &SeaweedFs, url: &str) -> SinkConnection {
     SinkConnection {
         catalog: CatalogConfig::Rest {
             url: url.to_string(),
@@ -447,7 +493,7 @@ fn seaweed_connection(sw: &SeaweedFs, url: &str) -> SinkConnection {
 }
 
 /// floe's embedded catalog in `dir` (SQLite + a `file://` warehouse), with `namespace`.
-fn local_connection(dir: &std::path::Path, namespace: &str) -> SinkConnection {
+pub(crate) fn local_connection(dir: &std::path::Path, namespace: &str) -> SinkConnection {
     let database = dir.join("catalog.db");
     let warehouse = dir.join("warehouse");
     LocalCatalog::open(&database, &warehouse)
@@ -463,7 +509,7 @@ fn local_connection(dir: &std::path::Path, namespace: &str) -> SinkConnection {
     }
 }
 
-fn settings() -> SinkSettings {
+pub(crate) fn settings() -> SinkSettings {
     SinkSettings {
         http: HttpSettings {
             initial_backoff: Duration::from_millis(50),
@@ -477,7 +523,7 @@ fn settings() -> SinkSettings {
     }
 }
 
-fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec {
+pub(crate) fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec {
     SinkSpec {
         sink_id: "u7".into(),
         version: 1,
@@ -491,11 +537,12 @@ fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec {
         commit_interval_ms: INTERVAL,
         environment_id: "env-test".into(),
         table_uuid: None,
+        resume_frontier: None,
     }
 }
 
 /// The sink's snapshots' frontiers in commit order; each must appear once.
-fn sink_frontiers(read: &TableRead) -> Vec<u64> {
+pub(crate) fn sink_frontiers(read: &TableRead) -> Vec<u64> {
     let mut snapshots: Vec<&Value> = read
         .snapshots
         .iter()
@@ -518,7 +565,7 @@ fn sink_frontiers(read: &TableRead) -> Vec<u64> {
     frontiers
 }
 
-fn assert_upsert_table(read: &TableRead, workload: &Workload) {
+pub(crate) fn assert_upsert_table(read: &TableRead, workload: &Workload) {
     let rows = read.sorted_rows(&["id"]);
     let expected = workload.expected();
     assert_eq!(
@@ -536,13 +583,13 @@ const APPEND_QUERY: &str = "SELECT id, value, CAST(amount AS VARCHAR) AS amount,
 /// What a new sink's snapshot takes over from a workload's history: the change rows up to
 /// then are replaced by one row per live key. Taken when the sink starts; the test then
 /// waits for the snapshot's commit before writing more.
-struct SnapshotTaken {
+pub(crate) struct SnapshotTaken {
     change_rows: u64,
     live_rows: u64,
 }
 
 impl SnapshotTaken {
-    fn of(workload: &Workload) -> SnapshotTaken {
+    pub(crate) fn of(workload: &Workload) -> SnapshotTaken {
         SnapshotTaken {
             change_rows: workload.change_rows,
             live_rows: workload.model.len() as u64,
@@ -550,7 +597,7 @@ impl SnapshotTaken {
     }
 }
 
-fn assert_append_table(
+pub(crate) fn assert_append_table(
     reader: &Reader,
     location: &str,
     workload: &Workload,
@@ -786,7 +833,9 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
     // stale snapshot, is refused, and is retried on top of the foreign one.
     for _ in 0..3 {
         let base = other.load_table(&namespace, "t").await.unwrap();
-        let foreign = prepare_commit(&base, &[], &[], None).await.unwrap();
+        let foreign = prepare_commit(&base, RowDelta::empty(&base), None)
+            .await
+            .unwrap();
         other
             .commit(
                 &namespace,
@@ -820,7 +869,9 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
         version: 2,
         frontier: Some(Timestamp(upper)),
     };
-    let fence = prepare_commit(&base, &[], &[], Some(&newer)).await.unwrap();
+    let fence = prepare_commit(&base, RowDelta::empty(&base), Some(&newer))
+        .await
+        .unwrap();
     other
         .commit(&namespace, "t", &base, fence.requirements, fence.updates)
         .await

@@ -1,0 +1,254 @@
+//! The one committer of floe's Iceberg commits, and the conflict rule of sink commits.
+//!
+//! A commit is optimistic: it carries requirements (the table's uuid, the snapshot `main`
+//! pointed to when the commit was built), so the catalog applies it at most once and never
+//! on top of anything it was not built on. When an attempt fails (a conflict, a timeout, a
+//! lost or 5xx answer) the outcome may be unknown: the committer reloads the table and lets
+//! the commit's [`CommitIntent`] judge what the table says: the commit landed (this attempt
+//! or an earlier one whose answer was lost), it may be tried again on the table's new head
+//! (another writer's snapshot that does not contradict it: a compaction, an expiry, a
+//! delete), or it is superseded or refused. A commit is never re-sent blindly.
+//!
+//! Sink commits judge by progress ([`ProgressIntent`]); maintenance commits can bring
+//! their own intent and reuse the same loop.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use floe_repr::Timestamp;
+
+use crate::error::{ErrorKind, SinkError};
+use crate::namespace::Namespace;
+use crate::snapshot::{FoundProgress, PreparedCommit, SinkProgress, latest_progress};
+use crate::table::{LoadedTable, SinkCatalog};
+
+/// What a reloaded table says about a commit whose attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The commit's effect is in the table.
+    Landed,
+    /// It is not, and nothing in the table contradicts it: build it again on the new head.
+    Retry,
+    /// The table moved past what the commit was built for (a writer of the same sink
+    /// committed further): the caller must start over from the table.
+    Superseded,
+}
+
+/// How a commit ended.
+#[derive(Debug)]
+pub enum Committed {
+    /// The commit is in the table, which is returned as it is afterwards.
+    Done(LoadedTable),
+    /// [`Verdict::Superseded`]: the table as reloaded.
+    Superseded(LoadedTable),
+}
+
+/// What a commit wants, as the committer needs to know it.
+#[async_trait]
+pub trait CommitIntent: Send + Sync {
+    /// Builds the commit on top of `base` (the table as last loaded).
+    async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError>;
+
+    /// Judges a failed attempt from the table as reloaded afterwards. An error stops the
+    /// commit (another writer took over, a newer version fenced this one off).
+    fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError>;
+}
+
+/// Commits one intent to one table, with bounded attempts and backoff.
+pub struct Committer<'a> {
+    pub catalog: &'a SinkCatalog,
+    pub namespace: &'a Namespace,
+    pub table: &'a str,
+    /// Attempts before the last failure is returned (each after reloading the table).
+    pub attempts: u32,
+    /// Wait before the second attempt, doubled up to `max_backoff`.
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Committer<'_> {
+    /// Commits `intent` on top of `base`.
+    pub async fn commit(
+        &self,
+        base: LoadedTable,
+        intent: &dyn CommitIntent,
+    ) -> Result<Committed, SinkError> {
+        let mut table = base;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let prepared = intent.prepare(&table).await?;
+            let error = match self
+                .catalog
+                .commit(
+                    self.namespace,
+                    self.table,
+                    &table,
+                    prepared.requirements,
+                    prepared.updates,
+                )
+                .await
+            {
+                Ok(committed) => return Ok(Committed::Done(committed)),
+                Err(error) => error,
+            };
+            tracing::debug!(table = %self.qualified(), error = %error.message, attempt, "commit failed, reloading the table");
+            let reloaded = self.reload(&table).await?;
+            match intent.judge(&reloaded)? {
+                Verdict::Landed => {
+                    tracing::info!(table = %self.qualified(), "commit had landed despite the error");
+                    return Ok(Committed::Done(reloaded));
+                }
+                Verdict::Superseded => return Ok(Committed::Superseded(reloaded)),
+                Verdict::Retry => {}
+            }
+            if attempt >= self.attempts
+                || !(error.retryable || error.kind == ErrorKind::CommitConflict)
+            {
+                return Err(error);
+            }
+            table = reloaded;
+            tokio::time::sleep(backoff(self.initial_backoff, self.max_backoff, attempt - 1)).await;
+        }
+    }
+
+    fn qualified(&self) -> String {
+        format!("{}.{}", self.namespace, self.table)
+    }
+
+    /// The table as the catalog has it now; it must still be the same table.
+    async fn reload(&self, before: &LoadedTable) -> Result<LoadedTable, SinkError> {
+        let reloaded = self
+            .catalog
+            .load_table(self.namespace, self.table)
+            .await
+            .map_err(|reload| {
+                if reload.kind == ErrorKind::TableNotFound {
+                    table_gone(&self.qualified(), "dropped")
+                } else {
+                    reload
+                }
+            })?;
+        if reloaded.metadata.uuid() != before.metadata.uuid() {
+            return Err(table_gone(&self.qualified(), "replaced"));
+        }
+        Ok(reloaded)
+    }
+}
+
+/// The sink's table was dropped or replaced by someone else.
+pub fn table_gone(qualified_table: &str, how: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::TableNotFound,
+        format!("Iceberg table \"{qualified_table}\" was {how} outside floe"),
+    )
+    .with_hint("floe never recreates a sink's table: drop and recreate the sink.")
+}
+
+/// `initial` doubled per earlier failure, at most `max`.
+pub fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let factor = 2u32.saturating_pow(failures.min(16));
+    initial.saturating_mul(factor).min(max)
+}
+
+/// Whether the progress a table records lets sink `ours` write: it must be this sink's
+/// (checked first: another sink's snapshot never fences this one), and not of a newer
+/// version. The same check at start-up and after every failed commit.
+pub fn check_progress_owner(
+    found: &FoundProgress,
+    sink_id: &str,
+    version: u64,
+    qualified_table: &str,
+) -> Result<(), SinkError> {
+    let progress = &found.progress;
+    if progress.sink_id != sink_id {
+        return Err(SinkError::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "Iceberg table \"{qualified_table}\" holds progress of another sink ({})",
+                progress.sink_id
+            ),
+        )
+        .with_retryable(false));
+    }
+    if progress.version > version {
+        return Err(fenced(progress.version, version));
+    }
+    Ok(())
+}
+
+pub fn fenced(theirs: u64, ours: u64) -> SinkError {
+    SinkError::new(ErrorKind::Fenced, "Fenced off by newer sink version")
+        .with_detail(format!(
+            "the table records sink version {theirs}; this writer is version {ours}"
+        ))
+        .with_retryable(false)
+}
+
+/// The conflict rule of a sink's batch commit, which moves the sink's frontier from `base`
+/// (what it last committed, `None` before its first commit) to `progress`. A reloaded
+/// table's newest progress ([`latest_progress`]) decides:
+/// - another sink's, or a newer version's: stop (see [`check_progress_owner`]);
+/// - this sink's at `progress`'s frontier (its version or an older one): the batch is in
+///   the table, whoever wrote it (the content before a frontier is the same for every
+///   writer of the sink): landed;
+/// - this sink's at `base`, or none at all (the progress snapshots expired and no
+///   properties record them): the table moved by others' snapshots only (compaction,
+///   expiry, deletes): retry on the new head;
+/// - this sink's further than `base`: a writer of this sink committed meanwhile (an earlier
+///   attempt of ours that landed late, or another instance): superseded, start over there;
+/// - this sink's before `base`: the table went back (a rollback): stop.
+pub fn judge_progress(
+    reloaded: &LoadedTable,
+    progress: &SinkProgress,
+    base: Option<Timestamp>,
+    qualified_table: &str,
+) -> Result<Verdict, SinkError> {
+    let Some(found) = latest_progress(reloaded)? else {
+        return Ok(Verdict::Retry);
+    };
+    check_progress_owner(&found, &progress.sink_id, progress.version, qualified_table)?;
+    let latest = found.progress.frontier;
+    if latest == progress.frontier {
+        return Ok(Verdict::Landed);
+    }
+    if latest == base {
+        return Ok(Verdict::Retry);
+    }
+    let moved_forward = match (latest, base) {
+        (None, _) | (Some(_), None) => true,
+        (Some(latest), Some(base)) => latest > base,
+    };
+    if moved_forward {
+        return Ok(Verdict::Superseded);
+    }
+    Err(SinkError::new(
+        ErrorKind::CommitConflict,
+        format!(
+            "the progress of this sink in Iceberg table \"{qualified_table}\" went back to {} (this sink had committed up to {})",
+            found.progress.frontier_text(),
+            base.map_or_else(|| "nothing".to_string(), |b| b.0.to_string()),
+        ),
+    )
+    .with_retryable(false))
+}
+
+/// A sink's batch commit: a row delta carrying the sink's progress.
+pub struct ProgressIntent<'a> {
+    pub delta: crate::snapshot::RowDelta<'a>,
+    pub progress: SinkProgress,
+    /// The frontier the sink committed before this batch.
+    pub base: Option<Timestamp>,
+    pub qualified_table: String,
+}
+
+#[async_trait]
+impl CommitIntent for ProgressIntent<'_> {
+    async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError> {
+        crate::snapshot::prepare_commit(base, self.delta, Some(&self.progress)).await
+    }
+
+    fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError> {
+        judge_progress(reloaded, &self.progress, self.base, &self.qualified_table)
+    }
+}

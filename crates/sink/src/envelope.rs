@@ -1,0 +1,755 @@
+//! How a sink turns a batch of changes into Iceberg files: one [`EnvelopeHandler`] per
+//! envelope (APPEND, UPSERT), so the state machine never looks at which one it runs.
+//!
+//! Every handler writes through [`RowBatch`]es bounded by rows and bytes, so no input
+//! (a change of multiplicity 10^8, a row of a gigabyte of text) can hold more than a batch
+//! in memory or overflow an Arrow offset buffer.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use floe_repr::{Datum, Timestamp};
+use iceberg::spec::SchemaRef;
+
+use crate::consolidate::KeyConsolidation;
+use crate::error::SinkError;
+use crate::input::{SinkInput, UpdateStream};
+use crate::sink::{Envelope, SinkSettings};
+use crate::snapshot::table_may_hold_rows;
+use crate::table::LoadedTable;
+use crate::types::{DIFF_COLUMN, TIMESTAMP_COLUMN, row_bytes};
+use crate::writer::{FileContent, FileWriter, PipelinedWriter};
+
+/// A batch written to files, not yet committed.
+pub(crate) struct StagedBatch {
+    pub lower: Timestamp,
+    pub upper: Timestamp,
+    /// The partition spec the files were written with.
+    pub spec_id: i32,
+    pub data: Vec<iceberg::spec::DataFile>,
+    pub deletes: Vec<iceberg::spec::DataFile>,
+    /// Rows written (data and delete rows).
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// What a handler needs to write one batch.
+pub(crate) struct StageContext<'a> {
+    pub table: &'a LoadedTable,
+    /// The table's schema (field ids from the catalog).
+    pub schema: &'a SchemaRef,
+    /// The partition spec new files are written with (see `writer::writable_partition_spec`).
+    pub spec_id: i32,
+    pub input: &'a Arc<dyn SinkInput>,
+    pub settings: &'a SinkSettings,
+    pub commit_interval_ms: u64,
+    /// Unique name prefix of this batch's files.
+    pub file_prefix: String,
+}
+
+impl StageContext<'_> {
+    fn writer(
+        &self,
+        schema: SchemaRef,
+        content: FileContent,
+        suffix: &str,
+    ) -> Result<PipelinedWriter, SinkError> {
+        Ok(PipelinedWriter::spawn(FileWriter::new(
+            self.table,
+            schema,
+            content,
+            self.spec_id,
+            format!("{}{suffix}", self.file_prefix),
+            self.settings.target_file_size,
+        )?))
+    }
+
+    fn limits(&self) -> BatchLimits {
+        BatchLimits {
+            rows: self.settings.write_batch_rows.max(1),
+            bytes: self.settings.write_batch_bytes.max(1),
+        }
+    }
+
+    /// The cut of a batch of changes ending at `upper` at the latest.
+    fn cut(&self, upper: Timestamp) -> BatchCut {
+        BatchCut::new(self.settings.max_batch_rows, self.commit_interval_ms, upper)
+    }
+
+    fn columns(&self) -> usize {
+        self.input.desc().columns.len()
+    }
+}
+
+/// How one envelope stages batches. Handlers may work ahead (UPSERT consolidates the next
+/// batch while the current one commits); [`EnvelopeHandler::reset`] drops that work.
+#[async_trait]
+pub(crate) trait EnvelopeHandler: Send {
+    /// A new sink's first batch: the relation's snapshot as of `upper`, taken whole.
+    async fn stage_snapshot(
+        &mut self,
+        cx: &StageContext<'_>,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError>;
+
+    /// The changes from `lower` up to `upper`, or to the batch's size cut (see
+    /// [`BatchCut`]): the batch's upper says which.
+    async fn stage_changes(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError>;
+
+    /// Forgets work done ahead: the sink continues from another frontier.
+    fn reset(&mut self) {}
+}
+
+/// The columns a table of `envelope` holds besides the relation's.
+pub fn extra_columns(envelope: Envelope) -> &'static [&'static str] {
+    match envelope {
+        Envelope::Append => &[DIFF_COLUMN, TIMESTAMP_COLUMN],
+        Envelope::Upsert => &[],
+    }
+}
+
+/// The handler of `envelope`. UPSERT needs the key: its columns' indexes in the relation,
+/// their field ids and the key's schema (the projection equality deletes are written in).
+pub(crate) fn handler(envelope: Envelope, key: Option<UpsertKey>) -> Box<dyn EnvelopeHandler> {
+    match (envelope, key) {
+        (Envelope::Upsert, Some(key)) => Box::new(UpsertEnvelope {
+            key,
+            next_batch: None,
+        }),
+        // Without a key an UPSERT sink is refused before a handler is made.
+        _ => Box::new(AppendEnvelope),
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// Batches of rows bounded by rows and bytes.
+
+/// How large one Arrow batch may grow.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchLimits {
+    pub rows: usize,
+    /// About this many bytes of values: well below the 2 GiB an Arrow offset buffer of
+    /// 32-bit offsets can address.
+    pub bytes: usize,
+}
+
+impl BatchLimits {
+    /// How many more rows of `row_bytes` bytes fit in a batch holding `rows` rows and
+    /// `bytes` bytes; an empty batch takes at least one row, however large.
+    pub fn room(&self, rows: usize, bytes: usize, row_bytes: usize) -> usize {
+        let by_rows = self.rows.saturating_sub(rows);
+        let by_bytes = self.bytes.saturating_sub(bytes) / row_bytes.max(1);
+        let room = by_rows.min(by_bytes);
+        if rows == 0 { room.max(1) } else { room }
+    }
+}
+
+/// Rows (borrowed) gathered for one Arrow batch, each repeated some number of times, with
+/// extra trailing values per row (APPEND's `_mz_diff`, `_mz_timestamp`).
+struct RowBatch<'a> {
+    /// Each row's values, its extra values, and how many copies of it the batch holds.
+    runs: Vec<(&'a [Datum], [Datum; 2], usize)>,
+    rows: usize,
+    bytes: usize,
+    limits: BatchLimits,
+}
+
+impl<'a> RowBatch<'a> {
+    fn new(limits: BatchLimits) -> RowBatch<'a> {
+        RowBatch {
+            runs: Vec::new(),
+            rows: 0,
+            bytes: 0,
+            limits,
+        }
+    }
+
+    /// Adds up to `copies` copies of `row` (of `bytes` bytes); returns how many fit.
+    fn add(&mut self, row: &'a [Datum], extra: [Datum; 2], copies: u64, bytes: usize) -> u64 {
+        let room = self.limits.room(self.rows, self.bytes, bytes);
+        let taken = copies.min(room as u64);
+        if taken > 0 {
+            // `taken` is at most `room`, a usize.
+            let taken_rows = taken as usize;
+            self.runs.push((row, extra, taken_rows));
+            self.rows += taken_rows;
+            self.bytes = self.bytes.saturating_add(bytes.saturating_mul(taken_rows));
+        }
+        taken
+    }
+
+    /// Converts the batch (the columns `projection` of each row, then `extras` of the
+    /// extra values) and hands it to `writer`; the batch is empty afterwards.
+    async fn flush(
+        &mut self,
+        writer: &mut PipelinedWriter,
+        projection: &[usize],
+        extras: usize,
+    ) -> Result<(), SinkError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut columns: Vec<Vec<&Datum>> = (0..projection.len() + extras)
+            .map(|_| Vec::with_capacity(self.rows))
+            .collect();
+        for (row, extra, copies) in &self.runs {
+            for (column, index) in columns.iter_mut().zip(projection) {
+                let datum = row.get(*index).unwrap_or(&Datum::Null);
+                column.extend(std::iter::repeat_n(datum, *copies));
+            }
+            for (column, datum) in columns[projection.len()..].iter_mut().zip(extra) {
+                column.extend(std::iter::repeat_n(datum, *copies));
+            }
+        }
+        let rows = self.rows;
+        let result = writer.write(columns, rows).await;
+        self.runs.clear();
+        self.rows = 0;
+        self.bytes = 0;
+        result
+    }
+}
+
+/// A row's values are all of it: nothing is added.
+const NO_EXTRA: [Datum; 2] = [Datum::Null, Datum::Null];
+
+// -------------------------------------------------------------------------------------
+// APPEND.
+
+/// APPEND: every change becomes `|diff|` rows with `_mz_diff` (+1 / -1) and
+/// `_mz_timestamp`, streamed chunk by chunk into rolling data files; a change of any
+/// multiplicity is written in pieces of a batch each.
+struct AppendEnvelope;
+
+#[async_trait]
+impl EnvelopeHandler for AppendEnvelope {
+    async fn stage_snapshot(
+        &mut self,
+        cx: &StageContext<'_>,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError> {
+        let mut snapshot = cx
+            .input
+            .snapshot(upper, cx.settings.read_chunk_rows)
+            .await?;
+        append_stream(cx, &mut snapshot, Timestamp(0), BatchCut::none(upper)).await
+    }
+
+    async fn stage_changes(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError> {
+        let mut changes = cx
+            .input
+            .read(lower, upper, cx.settings.read_chunk_rows)
+            .await?;
+        append_stream(cx, &mut changes, lower, cx.cut(upper)).await
+    }
+}
+
+async fn append_stream(
+    cx: &StageContext<'_>,
+    input: &mut UpdateStream,
+    lower: Timestamp,
+    mut cut: BatchCut,
+) -> Result<StagedBatch, SinkError> {
+    let mut writer = cx.writer(cx.schema.clone(), FileContent::Data, "")?;
+    let projection: Vec<usize> = (0..cx.columns()).collect();
+    'read: while let Some(chunk) = input.next().await? {
+        let mut batch = RowBatch::new(cx.limits());
+        let mut ended = false;
+        for update in &chunk {
+            if !cut.admit(update.ts)? {
+                ended = true;
+                break;
+            }
+            let diff = Datum::Int32(if update.diff > 0 { 1 } else { -1 });
+            let ts = Datum::Int64(i64::try_from(update.ts.0).unwrap_or(i64::MAX));
+            // Two extra columns of 4 and 8 bytes.
+            let bytes = row_bytes(&update.row) + 12;
+            let mut remaining = update.diff.unsigned_abs();
+            while remaining > 0 {
+                let taken = batch.add(&update.row, [diff.clone(), ts.clone()], remaining, bytes);
+                remaining -= taken;
+                if remaining > 0 {
+                    batch.flush(&mut writer, &projection, 2).await?;
+                }
+            }
+        }
+        batch.flush(&mut writer, &projection, 2).await?;
+        if ended {
+            break 'read;
+        }
+    }
+    let messages = writer.rows();
+    let data = writer.close().await?;
+    let bytes = data.iter().map(|f| f.file_size_in_bytes()).sum();
+    Ok(StagedBatch {
+        lower,
+        upper: cut.upper(),
+        spec_id: cx.spec_id,
+        data,
+        deletes: Vec::new(),
+        messages,
+        bytes,
+    })
+}
+
+// -------------------------------------------------------------------------------------
+// UPSERT.
+
+/// The key of an UPSERT sink.
+#[derive(Clone)]
+pub(crate) struct UpsertKey {
+    /// The key columns' indexes in the relation.
+    pub indexes: Vec<usize>,
+    /// Their field ids in the table: the equality delete ids.
+    pub field_ids: Vec<i32>,
+    /// The projection of the table's schema on the key columns.
+    pub schema: SchemaRef,
+    /// Whether the relation itself guarantees the key unique (a unique key of the relation
+    /// lies within it), so a consolidated snapshot holds one row per key.
+    pub unique_in_relation: bool,
+}
+
+/// UPSERT: a batch is consolidated per key; every key it touches gets an equality delete
+/// (when the table may hold rows) and its final value, if any, one data row.
+struct UpsertEnvelope {
+    key: UpsertKey,
+    /// The next batch, consolidated ahead while catching up.
+    next_batch: Option<NextBatch>,
+}
+
+#[async_trait]
+impl EnvelopeHandler for UpsertEnvelope {
+    async fn stage_snapshot(
+        &mut self,
+        cx: &StageContext<'_>,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError> {
+        let mut snapshot = cx
+            .input
+            .snapshot(upper, cx.settings.read_chunk_rows)
+            .await?;
+        if !self.key.unique_in_relation {
+            // A key the relation does not enforce (`NOT ENFORCED`) may come with several
+            // rows: consolidate per key so that the table gets one row per key.
+            let mut consolidation = KeyConsolidation::new(&self.key.indexes);
+            while let Some(chunk) = snapshot.next().await? {
+                for update in chunk {
+                    consolidation.add(update);
+                }
+            }
+            let staged = self
+                .write_consolidated(cx, Timestamp(0), upper, &consolidation)
+                .await;
+            tokio::task::spawn_blocking(move || drop(consolidation));
+            return staged;
+        }
+        // A consolidated snapshot holds one row per key: it streams into data files.
+        let needs_deletes = table_may_hold_rows(cx.table).await?;
+        let (mut data_writer, mut delete_writer) = self.writers(cx)?;
+        let all_columns: Vec<usize> = (0..cx.columns()).collect();
+        while let Some(chunk) = snapshot.next().await? {
+            let mut data = RowBatch::new(cx.limits());
+            let mut keys = RowBatch::new(cx.limits());
+            for update in chunk.iter().filter(|update| update.diff > 0) {
+                let bytes = row_bytes(&update.row);
+                if needs_deletes {
+                    add_row(
+                        &mut keys,
+                        &mut delete_writer,
+                        &self.key.indexes,
+                        &update.row,
+                        bytes,
+                    )
+                    .await?;
+                }
+                add_row(
+                    &mut data,
+                    &mut data_writer,
+                    &all_columns,
+                    &update.row,
+                    bytes,
+                )
+                .await?;
+            }
+            keys.flush(&mut delete_writer, &self.key.indexes, 0).await?;
+            data.flush(&mut data_writer, &all_columns, 0).await?;
+        }
+        finish_upsert(cx, Timestamp(0), upper, data_writer, delete_writer).await
+    }
+
+    async fn stage_changes(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+    ) -> Result<StagedBatch, SinkError> {
+        let chunk_rows = cx.settings.read_chunk_rows;
+        let (consolidation, upper) = match self.next_batch.take() {
+            Some(next) if next.lower == lower => next.join().await?,
+            _ => {
+                consolidate_batch(
+                    cx.input.clone(),
+                    lower,
+                    chunk_rows,
+                    cx.cut(upper),
+                    self.key.indexes.clone(),
+                )
+                .await?
+            }
+        };
+        // Catching up: the next batch is read and consolidated while this one is written
+        // and committed (two batches in memory at most).
+        let interval = cx.commit_interval_ms.max(1);
+        let boundary = Timestamp(cx.input.upper().await?.0 / interval * interval);
+        if boundary > upper {
+            self.next_batch = Some(NextBatch::spawn(
+                cx.input.clone(),
+                upper,
+                chunk_rows,
+                cx.cut(boundary),
+                self.key.indexes.clone(),
+            ));
+        }
+        let staged = self
+            .write_consolidated(cx, lower, upper, &consolidation)
+            .await;
+        // Freeing a large batch's rows takes a while: not on the sink's path.
+        tokio::task::spawn_blocking(move || drop(consolidation));
+        staged
+    }
+
+    fn reset(&mut self) {
+        self.next_batch = None;
+    }
+}
+
+impl UpsertEnvelope {
+    /// The data and equality delete writers of a batch.
+    fn writers(
+        &self,
+        cx: &StageContext<'_>,
+    ) -> Result<(PipelinedWriter, PipelinedWriter), SinkError> {
+        let data = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
+        let deletes = cx.writer(
+            self.key.schema.clone(),
+            FileContent::EqualityDeletes(self.key.field_ids.clone()),
+            "-deletes",
+        )?;
+        Ok((data, deletes))
+    }
+
+    /// A consolidated batch: an equality delete per key touched (when the table may hold
+    /// it) and a data row per final value.
+    async fn write_consolidated(
+        &self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+        consolidation: &KeyConsolidation,
+    ) -> Result<StagedBatch, SinkError> {
+        let needs_deletes = table_may_hold_rows(cx.table).await?;
+        let (mut data_writer, mut delete_writer) = self.writers(cx)?;
+        let all_columns: Vec<usize> = (0..cx.columns()).collect();
+        // The changes' keys hold the key columns only.
+        let key_columns: Vec<usize> = (0..self.key.indexes.len()).collect();
+        let mut data = RowBatch::new(cx.limits());
+        let mut keys = RowBatch::new(cx.limits());
+        for change in consolidation.changes() {
+            if needs_deletes {
+                let bytes = row_bytes(change.key);
+                add_row(
+                    &mut keys,
+                    &mut delete_writer,
+                    &key_columns,
+                    change.key,
+                    bytes,
+                )
+                .await?;
+            }
+            if let Some(row) = change.value {
+                let bytes = row_bytes(row);
+                add_row(&mut data, &mut data_writer, &all_columns, row, bytes).await?;
+            }
+        }
+        keys.flush(&mut delete_writer, &key_columns, 0).await?;
+        data.flush(&mut data_writer, &all_columns, 0).await?;
+        finish_upsert(cx, lower, upper, data_writer, delete_writer).await
+    }
+}
+
+/// Adds one row to `batch`, flushing it into `writer` first when it is full.
+async fn add_row<'a>(
+    batch: &mut RowBatch<'a>,
+    writer: &mut PipelinedWriter,
+    projection: &[usize],
+    row: &'a [Datum],
+    bytes: usize,
+) -> Result<(), SinkError> {
+    if batch.add(row, NO_EXTRA, 1, bytes) == 0 {
+        batch.flush(writer, projection, 0).await?;
+        batch.add(row, NO_EXTRA, 1, bytes);
+    }
+    Ok(())
+}
+
+/// Closes an UPSERT batch's writers and describes the batch.
+async fn finish_upsert(
+    cx: &StageContext<'_>,
+    lower: Timestamp,
+    upper: Timestamp,
+    data_writer: PipelinedWriter,
+    delete_writer: PipelinedWriter,
+) -> Result<StagedBatch, SinkError> {
+    let messages = data_writer.rows() + delete_writer.rows();
+    let (data, deletes) = futures::try_join!(data_writer.close(), delete_writer.close())?;
+    let bytes = data
+        .iter()
+        .chain(&deletes)
+        .map(|f| f.file_size_in_bytes())
+        .sum();
+    Ok(StagedBatch {
+        lower,
+        upper,
+        spec_id: cx.spec_id,
+        data,
+        deletes,
+        messages,
+        bytes,
+    })
+}
+
+/// Reads the batch of changes from `lower` up to its cut, consolidating it per key as it
+/// arrives (the read runs ahead on its own thread meanwhile). Returns the consolidation
+/// and the batch's upper.
+async fn consolidate_batch(
+    input: Arc<dyn SinkInput>,
+    lower: Timestamp,
+    chunk_rows: usize,
+    mut cut: BatchCut,
+    key_indexes: Vec<usize>,
+) -> Result<(KeyConsolidation, Timestamp), SinkError> {
+    let mut changes = input.read(lower, cut.upper, chunk_rows).await?;
+    let mut consolidation = KeyConsolidation::new(&key_indexes);
+    'read: while let Some(chunk) = changes.next().await? {
+        for update in chunk {
+            if !cut.admit(update.ts)? {
+                break 'read;
+            }
+            consolidation.add(update);
+        }
+    }
+    Ok((consolidation, cut.upper()))
+}
+
+/// An UPSERT batch being consolidated ahead, on a task of its own, while the previous one
+/// is written and committed. Dropped (a stall, a restart) it stops.
+struct NextBatch {
+    lower: Timestamp,
+    task: tokio::task::JoinHandle<Result<(KeyConsolidation, Timestamp), SinkError>>,
+}
+
+impl NextBatch {
+    fn spawn(
+        input: Arc<dyn SinkInput>,
+        lower: Timestamp,
+        chunk_rows: usize,
+        cut: BatchCut,
+        key_indexes: Vec<usize>,
+    ) -> NextBatch {
+        NextBatch {
+            lower,
+            task: tokio::spawn(consolidate_batch(
+                input,
+                lower,
+                chunk_rows,
+                cut,
+                key_indexes,
+            )),
+        }
+    }
+
+    async fn join(mut self) -> Result<(KeyConsolidation, Timestamp), SinkError> {
+        match (&mut self.task).await {
+            Ok(result) => result,
+            Err(err) => Err(SinkError::internal(format!(
+                "consolidating the next batch failed: {err}"
+            ))),
+        }
+    }
+}
+
+impl Drop for NextBatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// Where a batch ends.
+
+/// Where a batch of changes ends. A batch reads `[lower, upper)`, but once it holds
+/// `max_rows` changes it ends at the next interval boundary (batch bounds stay multiples
+/// of the interval, and one interval is never split), so a catch-up after a long pause is
+/// committed as several snapshots and an UPSERT batch in memory stays bounded.
+pub(crate) struct BatchCut {
+    max_rows: usize,
+    interval: u64,
+    upper: Timestamp,
+    /// The boundary the batch ends at, once it is full.
+    end: Option<Timestamp>,
+    /// Whether a change at or after `end` was seen (else the whole read was taken).
+    ended: bool,
+    admitted: usize,
+    last_ts: Timestamp,
+}
+
+impl BatchCut {
+    pub fn new(max_rows: usize, interval: u64, upper: Timestamp) -> BatchCut {
+        BatchCut {
+            max_rows: max_rows.max(1),
+            interval: interval.max(1),
+            upper,
+            end: None,
+            ended: false,
+            admitted: 0,
+            last_ts: Timestamp(0),
+        }
+    }
+
+    /// A batch taken whole (a snapshot).
+    pub fn none(upper: Timestamp) -> BatchCut {
+        BatchCut::new(usize::MAX, 1, upper)
+    }
+
+    /// Whether the change at `ts` belongs to the batch. The input comes in time order;
+    /// a change out of order would make the cut lose changes, so it is an error.
+    pub fn admit(&mut self, ts: Timestamp) -> Result<bool, SinkError> {
+        if ts < self.last_ts {
+            return Err(SinkError::new(
+                crate::error::ErrorKind::Storage,
+                format!(
+                    "the change log returned a change at {ts} after one at {}",
+                    self.last_ts
+                ),
+            ));
+        }
+        self.last_ts = ts;
+        if let Some(end) = self.end
+            && ts >= end
+        {
+            self.ended = true;
+            return Ok(false);
+        }
+        self.admitted += 1;
+        if self.end.is_none() && self.admitted >= self.max_rows {
+            let end = Timestamp((ts.0 / self.interval + 1).saturating_mul(self.interval));
+            if end < self.upper {
+                self.end = Some(end);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The batch's upper: the cut, if the read went past it.
+    pub fn upper(&self) -> Timestamp {
+        match self.end {
+            Some(end) if self.ended => end,
+            _ => self.upper,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_batch_ends_at_the_next_interval_boundary() {
+        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
+        for ts in [105, 110, 150, 180, 199] {
+            assert!(cut.admit(Timestamp(ts)).unwrap(), "{ts} is before the cut");
+        }
+        assert!(!cut.admit(Timestamp(200)).unwrap());
+        assert_eq!(cut.upper(), Timestamp(200));
+        // Out of order input is refused, never silently cut.
+        let mut cut = BatchCut::new(3, 100, Timestamp(1_000));
+        cut.admit(Timestamp(150)).unwrap();
+        assert!(cut.admit(Timestamp(149)).is_err());
+    }
+
+    #[test]
+    fn a_batch_that_never_reaches_its_cut_takes_the_whole_read() {
+        let mut cut = BatchCut::new(2, 100, Timestamp(1_000));
+        for ts in [105, 110, 150] {
+            assert!(cut.admit(Timestamp(ts)).unwrap());
+        }
+        // The read ended before 200: nothing lies between, so the batch is the whole read.
+        assert_eq!(cut.upper(), Timestamp(1_000));
+        // A cut at the read's upper is no cut.
+        let mut cut = BatchCut::new(1, 100, Timestamp(200));
+        assert!(cut.admit(Timestamp(150)).unwrap());
+        assert!(cut.admit(Timestamp(199)).unwrap());
+        assert_eq!(cut.upper(), Timestamp(200));
+        let mut whole = BatchCut::none(Timestamp(500));
+        for ts in 0..400 {
+            assert!(whole.admit(Timestamp(ts)).unwrap());
+        }
+        assert_eq!(whole.upper(), Timestamp(500));
+    }
+
+    #[test]
+    fn a_batch_is_bounded_by_rows_and_by_bytes() {
+        let limits = BatchLimits {
+            rows: 100,
+            bytes: 1_000,
+        };
+        // By rows, by bytes, whichever is first.
+        assert_eq!(limits.room(0, 0, 1), 100);
+        assert_eq!(limits.room(0, 0, 100), 10);
+        assert_eq!(limits.room(95, 0, 1), 5);
+        assert_eq!(limits.room(5, 950, 10), 5);
+        // A row larger than the whole budget goes alone into an empty batch.
+        assert_eq!(limits.room(0, 0, 1_000_000), 1);
+        assert_eq!(limits.room(1, 10, 1_000_000), 0);
+    }
+
+    #[test]
+    fn a_huge_multiplicity_is_taken_in_pieces_without_allocating_it() {
+        // 10^15 copies of a row (what compaction can sum a diff to): each piece takes
+        // what fits one batch, and only one entry per piece is held.
+        let row = [Datum::Text("x".repeat(100))];
+        let limits = BatchLimits {
+            rows: 8_192,
+            bytes: 64 * 1024,
+        };
+        let mut batch = RowBatch::new(limits);
+        let bytes = row_bytes(&row) + 12;
+        let mut remaining: u64 = 1_000_000_000_000_000;
+        let mut pieces = 0;
+        while remaining > 0 && pieces < 1_000 {
+            let taken = batch.add(&row, NO_EXTRA, remaining, bytes);
+            assert!(
+                taken >= 1 && taken as usize * bytes <= limits.bytes,
+                "{taken}"
+            );
+            assert_eq!(batch.runs.len(), 1, "one entry per piece");
+            remaining -= taken;
+            batch.runs.clear();
+            batch.rows = 0;
+            batch.bytes = 0;
+            pieces += 1;
+        }
+        assert_eq!(pieces, 1_000);
+        assert!(remaining > 0);
+    }
+}
