@@ -125,12 +125,11 @@ impl SinkInput for CollectionInput {
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
+        let (collection, holder) = (self.collection, CollectionInput::holder(self.sink));
+        // A durable write behind the writer lock: on a blocking thread.
         self.storage
-            .set_read_hold(
-                self.collection,
-                &CollectionInput::holder(self.sink),
-                frontier,
-            )
+            .blocking(move |storage| storage.set_read_hold(collection, &holder, frontier))
+            .await
             .map_err(sink_error)
     }
 }

@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use floe_repr::codec::{decode_row, encode_row};
@@ -56,6 +57,9 @@ pub enum StorageError {
         upper: u64,
         frontier: u64,
     },
+    /// The blocking thread running a storage call panicked or was cancelled.
+    #[error("storage call failed on its thread: {0}")]
+    Thread(String),
 }
 
 /// Why an append was refused; nothing of it was written.
@@ -202,11 +206,37 @@ struct Collection {
     holds: BTreeMap<String, u64>,
 }
 
+/// Updates rewritten per write transaction when compacting: each slice holds the writer
+/// lock for milliseconds, so appends, read holds and the ticker go on between slices.
+const COMPACTION_SLICE: usize = 4_096;
+
+/// One distinct row's updates in the history being compacted.
+#[derive(Default)]
+struct HistoryGroup {
+    /// Where its updates are stored.
+    rowids: Vec<i64>,
+    /// Their summed multiplicity.
+    net: i64,
+    /// A single update, already where compaction puts it.
+    settled: bool,
+}
+
+/// The writer lock, held by [`Storage::hold_writes`].
+pub struct HeldWrites<'a> {
+    _writer: std::sync::MutexGuard<'a, Connection>,
+}
+
 /// The storage layer. One per server.
+///
+/// Its calls block (SQLite, fsync, the writer lock): from async code, run them with
+/// [`Storage::blocking`], never on an async worker thread.
 pub struct Storage {
     path: PathBuf,
     /// The write connection; writes are serialized through it.
     writer: Mutex<Connection>,
+    /// Threads waiting for `writer`: compaction lets them go first between its slices
+    /// (the mutex alone is not fair, and would let compaction take it back at once).
+    writers_waiting: AtomicUsize,
     collections: RwLock<HashMap<GlobalId, Collection>>,
 }
 
@@ -268,14 +298,50 @@ impl Storage {
         Ok(Arc::new(Storage {
             path,
             writer: Mutex::new(connection),
+            writers_waiting: AtomicUsize::new(0),
             collections: RwLock::new(HashMap::new()),
         }))
     }
 
+    /// Runs `work` on a blocking thread (tokio's pool) and waits for it without holding
+    /// an async worker thread: SQLite calls wait on the disk and on the writer lock, and a
+    /// worker that waits stops every task queued on it (sessions, sinks).
+    pub async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&Storage) -> Result<T, StorageError> + Send + 'static,
+    ) -> Result<T, StorageError> {
+        let storage = self.clone();
+        tokio::task::spawn_blocking(move || work(&storage))
+            .await
+            .map_err(|err| StorageError::Thread(err.to_string()))?
+    }
+
+    /// Test hook: holds the writer lock until the returned guard is dropped, as a long
+    /// write would. Every storage write waits meanwhile; nothing else should.
+    pub fn hold_writes(&self) -> HeldWrites<'_> {
+        HeldWrites {
+            _writer: self.writer(),
+        }
+    }
+
     fn writer(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         // A poisoned lock only means another writer panicked mid-call; the
         // SQLite transaction it held was rolled back, so the connection is fine.
-        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.writers_waiting.fetch_sub(1, Ordering::SeqCst);
+        writer
+    }
+
+    /// Between two slices of a long job: lets the writers waiting meanwhile take the lock
+    /// first (for a while at most, so the job goes on under a stream of writes).
+    fn let_writers_pass(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while self.writers_waiting.load(Ordering::SeqCst) > 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     fn collections_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<GlobalId, Collection>> {
@@ -869,56 +935,96 @@ impl Storage {
         Ok(compacted)
     }
 
-    /// Consolidates every update before `target` into rows at `target - 1`.
+    /// Consolidates every update before `target` into rows at `target - 1`, in slices:
+    /// the compaction frontier moves first (reads below `target` are refused from then
+    /// on), the history is read and grouped per distinct row without the writer lock, and
+    /// each slice of groups is rewritten in a short transaction of its own (a group's
+    /// updates deleted and its net inserted together), so every commit leaves the
+    /// contents as of any time from `target - 1` on unchanged and writers wait for one
+    /// slice at most. A crash between slices leaves a log that is correct and only
+    /// partly compacted.
     pub fn compact_collection(&self, id: GlobalId, target: u64) -> Result<(), StorageError> {
-        let mut writer = self.writer();
-        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut consolidated: HashMap<Vec<u8>, i64> = HashMap::new();
+        let id_text = id.to_string();
         {
-            let mut statement = transaction
-                .prepare("SELECT diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2")?;
-            let mut rows = statement.query(params![id.to_string(), to_i64(target)])?;
-            while let Some(record) = rows.next()? {
-                let diff: i64 = record.get(0)?;
-                let bytes: Vec<u8> = record.get(1)?;
-                *consolidated.entry(bytes).or_insert(0) += diff;
-            }
-        }
-        transaction.execute(
-            "DELETE FROM updates WHERE collection_id = ?1 AND ts < ?2",
-            params![id.to_string(), to_i64(target)],
-        )?;
-        {
-            let mut insert = transaction.prepare(
-                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
+            let writer = self.writer();
+            writer.execute(
+                "UPDATE collections SET since = max(since, ?2) WHERE id = ?1",
+                params![id_text, to_i64(target)],
             )?;
-            for (bytes, diff) in consolidated.iter().filter(|(_, d)| **d != 0) {
-                insert.execute(params![
-                    id.to_string(),
-                    to_i64(target.saturating_sub(1)),
-                    diff,
-                    bytes
-                ])?;
+            if let Some(collection) = self.collections_write().get_mut(&id) {
+                collection.since = collection.since.max(target);
             }
         }
-        transaction.execute(
-            "UPDATE collections SET since = max(since, ?2) WHERE id = ?1",
-            params![id.to_string(), to_i64(target)],
-        )?;
-        let (updates, bytes): (i64, i64) = transaction.query_row(
-            "SELECT count(*), coalesce(sum(length(row)) + 16 * count(*), 0) FROM updates WHERE collection_id = ?1",
-            params![id.to_string()],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )?;
-        transaction.commit()?;
-        let mut collections = self.collections_write();
-        if let Some(collection) = collections.get_mut(&id) {
-            collection.since = collection.since.max(target);
-            collection.log_updates = to_u64(updates);
-            collection.log_bytes = to_u64(bytes);
-            collection.updates_after_compaction = to_u64(updates);
+        let settled_at = target.saturating_sub(1);
+        let groups = self.history_groups(id, target, settled_at)?;
+        let mut groups = groups.into_iter().peekable();
+        while groups.peek().is_some() {
+            let mut writer = self.writer();
+            let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (mut removed, mut removed_bytes, mut added, mut added_bytes) =
+                (0u64, 0u64, 0u64, 0u64);
+            {
+                let mut delete =
+                    transaction.prepare_cached("DELETE FROM updates WHERE rowid = ?1")?;
+                let mut insert = transaction.prepare_cached(
+                    "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                while (removed as usize) < COMPACTION_SLICE {
+                    let Some((bytes, group)) = groups.next() else {
+                        break;
+                    };
+                    let size = bytes.len() as u64 + 16;
+                    for rowid in &group.rowids {
+                        delete.execute(params![rowid])?;
+                    }
+                    removed += group.rowids.len() as u64;
+                    removed_bytes += size * group.rowids.len() as u64;
+                    if group.net != 0 {
+                        insert.execute(params![id_text, to_i64(settled_at), group.net, bytes])?;
+                        added += 1;
+                        added_bytes += size;
+                    }
+                }
+            }
+            transaction.commit()?;
+            drop(writer);
+            self.let_writers_pass();
+            if let Some(collection) = self.collections_write().get_mut(&id) {
+                collection.log_updates = (collection.log_updates + added).saturating_sub(removed);
+                collection.log_bytes =
+                    (collection.log_bytes + added_bytes).saturating_sub(removed_bytes);
+            }
+        }
+        if let Some(collection) = self.collections_write().get_mut(&id) {
+            collection.updates_after_compaction = collection.log_updates;
         }
         Ok(())
+    }
+
+    /// The updates of `id` before `target`, grouped per distinct row (encoded), read on a
+    /// connection of its own: WAL readers neither take nor wait for the writer lock.
+    /// A row's single update already at `settled_at` is left out: nothing to rewrite.
+    fn history_groups(
+        &self,
+        id: GlobalId,
+        target: u64,
+        settled_at: u64,
+    ) -> Result<HashMap<Vec<u8>, HistoryGroup>, StorageError> {
+        let connection = open_connection(&self.path)?;
+        let transaction = connection.unchecked_transaction()?;
+        let mut statement = transaction.prepare(
+            "SELECT rowid, ts, diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2",
+        )?;
+        let mut rows = statement.query(params![id.to_string(), to_i64(target)])?;
+        let mut groups: HashMap<Vec<u8>, HistoryGroup> = HashMap::new();
+        while let Some(record) = rows.next()? {
+            let group = groups.entry(record.get(3)?).or_default();
+            group.rowids.push(record.get(0)?);
+            group.net += record.get::<_, i64>(2)?;
+            group.settled = group.rowids.len() == 1 && to_u64(record.get(1)?) == settled_at;
+        }
+        groups.retain(|_, group| !group.settled);
+        Ok(groups)
     }
 
     /// The ids of every collection with a log on disk.
