@@ -1,6 +1,7 @@
 //! The coordinator: sessions, purification, sequencing of plans against the
 //! catalog, and query execution over the system catalog.
 
+pub mod auth;
 pub mod connection_config;
 pub mod coordinator;
 pub mod copy;

@@ -2,6 +2,11 @@
 //! the `pgwire` crate. Protocol only: every statement goes to the adapter.
 
 pub mod encode;
+pub mod startup;
+pub mod tls;
+
+pub use startup::WireSecurity;
+pub use tls::{ServerTls, TlsFiles, TlsMode};
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -10,7 +15,6 @@ use async_trait::async_trait;
 use bytes::BytesMut;
 use futures::{Sink, SinkExt, stream};
 use pgwire::api::auth::StartupHandler;
-use pgwire::api::auth::noop::NoopStartupHandler;
 use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
@@ -23,11 +27,10 @@ use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::response::NoticeResponse;
-use pgwire::messages::startup::ParameterStatus;
-use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
@@ -44,17 +47,35 @@ pub struct Handlers {
     manager: Arc<ConnectionManager>,
     cancel: Arc<DefaultCancelHandler>,
     parser: Arc<FloeQueryParser>,
+    security: WireSecurity,
 }
 
 impl Handlers {
-    pub fn new(coordinator: Arc<Coordinator>) -> Arc<Handlers> {
+    pub fn new(coordinator: Arc<Coordinator>, security: WireSecurity) -> Arc<Handlers> {
         let manager = Arc::new(ConnectionManager::new());
         Arc::new(Handlers {
             coordinator,
             cancel: Arc::new(DefaultCancelHandler::new(manager.clone())),
             manager,
             parser: Arc::new(FloeQueryParser),
+            security,
         })
+    }
+
+    /// The handlers of a new connection, with the TLS configuration in force now
+    /// (a certificate reloaded later applies to later connections).
+    fn connection(self: &Arc<Self>) -> (Arc<Factory>, Option<pgwire::tokio::TlsAcceptor>) {
+        let tls = self.security.tls.as_ref().map(|tls| tls.current());
+        let acceptor = tls.as_ref().map(|state| state.acceptor.clone());
+        let startup =
+            startup::ConnectionStartup::new(self.security.clone(), tls, self.manager.clone());
+        (
+            Arc::new(Factory {
+                handlers: self.clone(),
+                startup: Arc::new(startup),
+            }),
+            acceptor,
+        )
     }
 }
 
@@ -62,10 +83,10 @@ impl Handlers {
 pub async fn serve(
     listener: TcpListener,
     coordinator: Arc<Coordinator>,
+    security: WireSecurity,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let handlers = Handlers::new(coordinator);
-    let factory = Arc::new(Factory(handlers));
+    let handlers = Handlers::new(coordinator, security);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -76,9 +97,9 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     debug!(%peer, "connection accepted");
-                    let factory = factory.clone();
+                    let (factory, acceptor) = handlers.connection();
                     tokio::spawn(async move {
-                        if let Err(e) = pgwire::tokio::process_socket(socket, None, factory).await {
+                        if let Err(e) = pgwire::tokio::process_socket(socket, acceptor, factory).await {
                             debug!(%peer, error = %e, "connection ended with an error");
                         }
                     });
@@ -92,27 +113,31 @@ pub async fn serve(
     }
 }
 
-struct Factory(Arc<Handlers>);
+/// The handlers of one connection.
+struct Factory {
+    handlers: Arc<Handlers>,
+    startup: Arc<startup::ConnectionStartup>,
+}
 
 impl PgWireServerHandlers for Factory {
     fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        self.0.clone()
+        self.handlers.clone()
     }
 
     fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        self.0.clone()
+        self.handlers.clone()
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        self.0.clone()
+        self.startup.clone()
     }
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
-        self.0.cancel.clone()
+        self.handlers.cancel.clone()
     }
 
     fn copy_handler(&self) -> Arc<impl CopyHandler> {
-        self.0.clone()
+        self.handlers.clone()
     }
 }
 
@@ -179,43 +204,6 @@ fn session_of<C: ClientInfo>(client: &C) -> PgWireResult<SharedSession> {
         .session_extensions()
         .get::<Mutex<Session>>()
         .ok_or_else(|| user_error(&AdapterError::Internal("connection has no session".into())))
-}
-
-#[async_trait]
-impl NoopStartupHandler for Handlers {
-    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
-        Some(self.manager.clone())
-    }
-
-    async fn post_startup<C>(
-        &self,
-        client: &mut C,
-        _message: PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        // Any user name is accepted: authentication is a later server setting.
-        let user = client
-            .metadata()
-            .get("user")
-            .cloned()
-            .unwrap_or_else(|| "materialize".to_string());
-        let session = Session::new(user);
-        // Later ParameterStatus messages override the library's defaults.
-        for (name, value) in session.startup_parameters() {
-            client
-                .feed(PgWireBackendMessage::ParameterStatus(ParameterStatus::new(
-                    name.to_string(),
-                    value,
-                )))
-                .await?;
-        }
-        client.session_extensions().insert(Mutex::new(session));
-        Ok(())
-    }
 }
 
 fn user_error(error: &AdapterError) -> PgWireError {

@@ -76,6 +76,8 @@ struct Args {
     /// Log filter, e.g. `info` or `floe_adapter=debug` (also `RUST_LOG`).
     #[arg(long, env = "FLOE_LOG", global = true)]
     log_filter: Option<String>,
+    #[command(flatten)]
+    access: AccessArgs,
     /// Without a command, floe runs the server.
     #[command(subcommand)]
     command: Option<Command>,
@@ -98,6 +100,34 @@ enum Command {
         #[arg(last = true)]
         program: Vec<String>,
     },
+}
+
+/// Who may connect and how.
+#[derive(Debug, clap::Args)]
+struct AccessArgs {
+    /// TLS on the SQL port: `disable`, `require` (clients must use TLS),
+    /// `verify-ca` (and present a certificate signed by --tls-ca) or `verify-full`
+    /// (whose common name is the user name). New certificate files are read on SIGHUP.
+    #[arg(long, env = "FLOE_TLS_MODE", default_value = "disable")]
+    tls_mode: floe_pgwire::TlsMode,
+    /// The server certificate chain (PEM).
+    #[arg(long, env = "FLOE_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+    /// The server's private key (PEM).
+    #[arg(long, env = "FLOE_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+    /// The certificate authorities client certificates must chain to (PEM), for
+    /// --tls-mode verify-ca and verify-full.
+    #[arg(long, env = "FLOE_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+    /// How clients authenticate: `none`, `password` (cleartext, use with TLS) or
+    /// `sasl` (SCRAM-SHA-256). The superuser `materialize` takes its password from
+    /// the FLOE_SUPERUSER_PASSWORD environment variable.
+    #[arg(long, env = "FLOE_AUTHENTICATOR", default_value = "none")]
+    authenticator: floe_adapter::auth::AuthMethod,
+    /// Allow --authenticator none on an address other than loopback.
+    #[arg(long, env = "FLOE_UNSAFE_NO_AUTH")]
+    unsafe_no_auth: bool,
 }
 
 /// A duration such as `90s`, `5m`, `1h` or `250ms` (a bare number is seconds).
@@ -252,17 +282,108 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if args.quickstart {
         quickstart(&coordinator).await?;
     }
+    let security = wire_security(&args.access, args.listen)?;
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     info!(
         address = %listener.local_addr()?,
         version = env!("CARGO_PKG_VERSION"),
+        tls = ?args.access.tls_mode,
+        authenticator = ?args.access.authenticator,
         "floe is ready: psql -h {} -p {} -U materialize materialize",
         args.listen.ip(),
         listener.local_addr()?.port()
     );
-    floe_pgwire::serve(listener, coordinator, shutdown_signal()).await;
+    floe_pgwire::serve(listener, coordinator, security, shutdown_signal()).await;
     info!("floe stopped");
     Ok(())
+}
+
+/// The wire's TLS and authentication from the flags; refuses settings that would
+/// leave the server open or unusable.
+fn wire_security(
+    access: &AccessArgs,
+    listen: SocketAddr,
+) -> anyhow::Result<floe_pgwire::WireSecurity> {
+    use floe_adapter::auth::{AuthMethod, Authenticator, ScramVerifier, SuperuserOnly};
+    let method = access.authenticator;
+    anyhow::ensure!(
+        method.requires_password() || listen.ip().is_loopback() || access.unsafe_no_auth,
+        "refusing to listen on {listen} without authentication: use --authenticator sasl \
+         (or password) with FLOE_SUPERUSER_PASSWORD, or pass --unsafe-no-auth"
+    );
+    // The password is hashed at once; only its SCRAM verifier is kept.
+    let superuser = std::env::var("FLOE_SUPERUSER_PASSWORD")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .map(|password| ScramVerifier::new(&password));
+    anyhow::ensure!(
+        !method.requires_password() || superuser.is_some(),
+        "--authenticator {method:?} needs the superuser's password in FLOE_SUPERUSER_PASSWORD"
+    );
+    let tls = tls_config(access)?;
+    if method == AuthMethod::Password && tls.is_none() {
+        tracing::warn!(
+            "--authenticator password sends passwords in clear text: use --tls-mode require"
+        );
+    }
+    Ok(floe_pgwire::WireSecurity {
+        tls_mode: access.tls_mode,
+        tls,
+        authenticator: std::sync::Arc::new(Authenticator::new(
+            method,
+            std::sync::Arc::new(SuperuserOnly(superuser)),
+        )),
+    })
+}
+
+/// Loads the certificate files, and reloads them on SIGHUP.
+fn tls_config(
+    access: &AccessArgs,
+) -> anyhow::Result<Option<std::sync::Arc<floe_pgwire::ServerTls>>> {
+    if !access.tls_mode.uses_tls() {
+        return Ok(None);
+    }
+    let (Some(cert), Some(key)) = (&access.tls_cert, &access.tls_key) else {
+        anyhow::bail!(
+            "--tls-mode {:?} needs --tls-cert and --tls-key",
+            access.tls_mode
+        );
+    };
+    anyhow::ensure!(
+        !access.tls_mode.verifies_clients() || access.tls_ca.is_some(),
+        "--tls-mode {:?} needs --tls-ca: the authorities client certificates chain to",
+        access.tls_mode
+    );
+    let tls = floe_pgwire::ServerTls::load(floe_pgwire::TlsFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        client_ca: access
+            .tls_ca
+            .clone()
+            .filter(|_| access.tls_mode.verifies_clients()),
+    })
+    .map_err(anyhow::Error::msg)?;
+    let tls = std::sync::Arc::new(tls);
+    let reloaded = tls.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangup = match signal(SignalKind::hangup()) {
+            Ok(hangup) => hangup,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP: certificates will not be reloaded");
+                return;
+            }
+        };
+        while hangup.recv().await.is_some() {
+            match reloaded.reload() {
+                Ok(()) => info!("received SIGHUP: reloaded the TLS certificate"),
+                Err(e) => {
+                    tracing::error!(error = %e, "received SIGHUP: the TLS certificate could not be reloaded; the previous one stays in use")
+                }
+            }
+        }
+    });
+    Ok(Some(tls))
 }

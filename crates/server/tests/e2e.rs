@@ -1,6 +1,8 @@
 //! End-to-end tests of the `floe` binary over the Postgres wire protocol:
 //! sqllogictest files in both protocols, psql, crash safety, cancellation.
 
+#[path = "e2e/access.rs"]
+mod access;
 #[path = "e2e/consistency.rs"]
 mod consistency;
 #[path = "e2e/first_hour.rs"]

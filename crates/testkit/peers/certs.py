@@ -3,8 +3,10 @@
 Usage: certs.py OUT_DIR
 
 Writes ca.pem (the CA certificate: the bundle a client trusts), server.pem (server
-certificate for 127.0.0.1, ::1 and localhost, followed by the CA certificate) and
-server.key (PKCS#8 private key). Everything lives 2 days; keys are EC P-256.
+certificate for 127.0.0.1, ::1 and localhost, followed by the CA certificate),
+server.key (PKCS#8 private key), and client.pem/client.key (a client certificate whose
+common name is "materialize", for servers that verify clients; the key is mode 0600,
+as libpq requires). Everything lives 2 days; keys are EC P-256.
 """
 
 import datetime
@@ -80,7 +82,35 @@ def main() -> None:
         .sign(ca_key, hashes.SHA256())
     )
 
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client_cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "materialize")]))
+        .issuer_name(ca_name)
+        .public_key(client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
     ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
+    with open(os.path.join(out, "client.pem"), "wb") as f:
+        f.write(client_cert.public_bytes(serialization.Encoding.PEM))
+    client_key_path = os.path.join(out, "client.key")
+    with open(os.open(client_key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(
+            client_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
     with open(os.path.join(out, "ca.pem"), "wb") as f:
         f.write(ca_pem)
     with open(os.path.join(out, "server.pem"), "wb") as f:

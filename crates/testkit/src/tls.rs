@@ -1,5 +1,6 @@
 //! A throw-away test certificate authority (made by `peers/certs.py` with the venv's
-//! `cryptography`), with a server certificate for 127.0.0.1, ::1 and localhost.
+//! `cryptography`), with a server certificate for 127.0.0.1, ::1 and localhost, and a
+//! client certificate for the user `materialize`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,6 +42,16 @@ impl TestCa {
     /// The server's private key (PEM, PKCS#8).
     pub fn server_key_path(&self) -> PathBuf {
         self.dir.path().join("server.key")
+    }
+
+    /// A client certificate for the user `materialize`, signed by the CA (PEM).
+    pub fn client_cert_path(&self) -> PathBuf {
+        self.dir.path().join("client.pem")
+    }
+
+    /// The client certificate's private key (PEM, PKCS#8, mode 0600).
+    pub fn client_key_path(&self) -> PathBuf {
+        self.dir.path().join("client.key")
     }
 
     pub fn dir(&self) -> &Path {

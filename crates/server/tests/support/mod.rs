@@ -116,6 +116,11 @@ impl Floe {
     }
 
     pub fn start_with(data_dir: &Path, extra_args: &[&str]) -> Floe {
+        Floe::start_with_env(data_dir, extra_args, &[])
+    }
+
+    /// Starts floe with extra arguments and environment variables.
+    pub fn start_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Floe {
         std::fs::create_dir_all(data_dir).unwrap();
         Floe::launch(&data_dir.with_extension("log"), false, |port| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
@@ -126,7 +131,8 @@ impl Floe {
                 .arg(data_dir)
                 .arg("--aws-external-id-prefix")
                 .arg(ENVIRONMENT_ID)
-                .args(extra_args);
+                .args(extra_args)
+                .envs(env.iter().copied());
             command
         })
     }
@@ -254,6 +260,12 @@ impl Floe {
         let mut child = self.child.take().expect("floe is running");
         self.signal(&child, "-TERM");
         child.wait().expect("floe exits")
+    }
+
+    /// Sends a signal (`HUP`, `TERM`, ...) to the running floe.
+    pub fn send_signal(&self, name: &str) {
+        let child = self.child.as_ref().expect("floe is running");
+        self.signal(child, &format!("-{name}"));
     }
 
     pub fn log(&self) -> String {
