@@ -210,53 +210,7 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::UInt32 => Datum::UInt32(integer(0, u32::MAX.into(), "uint4")? as u32),
         S::UInt64 => Datum::UInt64(integer(0, u64::MAX.into(), "uint8")? as u64),
         S::Oid => Datum::Oid(integer(0, u32::MAX.into(), "oid")? as u32),
-        S::Float32 => match datum {
-            Datum::Float32(v) => Datum::Float32(v),
-            Datum::Float64(v) => {
-                let narrowed = v as f32;
-                if narrowed.is_infinite() && v.is_finite() {
-                    return Err(ValueError::out_of_range("value out of range: overflow"));
-                }
-                if narrowed == 0.0 && v != 0.0 {
-                    return Err(ValueError::out_of_range("value out of range: underflow"));
-                }
-                Datum::Float32(narrowed)
-            }
-            Datum::Numeric(s) => Datum::Float32(strconv::parse_float32(&s)?),
-            other => match integer_of(&other) {
-                Some(v) => Datum::Float32(v as f32),
-                None => return Err(mismatch(&other, ty)),
-            },
-        },
-        S::Float64 => match datum {
-            Datum::Float64(v) => Datum::Float64(v),
-            Datum::Float32(v) => Datum::Float64(f64::from(v)),
-            Datum::Numeric(s) => Datum::Float64(strconv::parse_float64(&s)?),
-            other => match integer_of(&other) {
-                Some(v) => Datum::Float64(v as f64),
-                None => return Err(mismatch(&other, ty)),
-            },
-        },
-        S::Numeric {
-            precision,
-            max_scale,
-        } => {
-            let decimal = match &datum {
-                Datum::Numeric(s) => Decimal::parse(s)?,
-                Datum::Float32(v) if v.is_nan() => None,
-                Datum::Float64(v) if v.is_nan() => None,
-                Datum::Float32(v) => Some(float_to_numeric(f64::from(*v))?),
-                Datum::Float64(v) => Some(float_to_numeric(*v)?),
-                other => match integer_of(other) {
-                    Some(v) => Decimal::parse(&v.to_string())?,
-                    None => return Err(mismatch(other, ty)),
-                },
-            };
-            match decimal {
-                None => Datum::Numeric("NaN".into()),
-                Some(d) => Datum::Numeric(numeric_to_type(d, *precision, *max_scale)?),
-            }
-        }
+        S::Float32 | S::Float64 | S::Numeric { .. } => cast_to_inexact(datum, ty)?,
         S::Date => match datum {
             Datum::Date(d) => Datum::Date(d),
             Datum::Timestamp(t) | Datum::TimestampTz(t) => {
@@ -312,6 +266,72 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
             Datum::Jsonb(s) => Datum::Jsonb(strconv::parse_jsonb(&s)?),
             other => return Err(mismatch(&other, ty)),
         },
+        S::Range { .. } | S::List { .. } | S::Map { .. } | S::Record { .. } => {
+            cast_composite(datum, ty, depth)?
+        }
+    };
+    Ok(result)
+}
+
+/// A cast to `real`, `double precision` or `numeric`.
+fn cast_to_inexact(datum: Datum, ty: &SqlScalarType) -> Result<Datum, ValueError> {
+    use SqlScalarType as S;
+    Ok(match ty {
+        S::Float32 => match datum {
+            Datum::Float32(v) => Datum::Float32(v),
+            Datum::Float64(v) => {
+                let narrowed = v as f32;
+                if narrowed.is_infinite() && v.is_finite() {
+                    return Err(ValueError::out_of_range("value out of range: overflow"));
+                }
+                if narrowed == 0.0 && v != 0.0 {
+                    return Err(ValueError::out_of_range("value out of range: underflow"));
+                }
+                Datum::Float32(narrowed)
+            }
+            Datum::Numeric(s) => Datum::Float32(strconv::parse_float32(&s)?),
+            other => match integer_of(&other) {
+                Some(v) => Datum::Float32(v as f32),
+                None => return Err(mismatch(&other, ty)),
+            },
+        },
+        S::Float64 => match datum {
+            Datum::Float64(v) => Datum::Float64(v),
+            Datum::Float32(v) => Datum::Float64(f64::from(v)),
+            Datum::Numeric(s) => Datum::Float64(strconv::parse_float64(&s)?),
+            other => match integer_of(&other) {
+                Some(v) => Datum::Float64(v as f64),
+                None => return Err(mismatch(&other, ty)),
+            },
+        },
+        S::Numeric {
+            precision,
+            max_scale,
+        } => {
+            let decimal = match &datum {
+                Datum::Numeric(s) => Decimal::parse(s)?,
+                Datum::Float32(v) if v.is_nan() => None,
+                Datum::Float64(v) if v.is_nan() => None,
+                Datum::Float32(v) => Some(float_to_numeric(f64::from(*v))?),
+                Datum::Float64(v) => Some(float_to_numeric(*v)?),
+                other => match integer_of(other) {
+                    Some(v) => Decimal::parse(&v.to_string())?,
+                    None => return Err(mismatch(other, ty)),
+                },
+            };
+            match decimal {
+                None => Datum::Numeric("NaN".into()),
+                Some(d) => Datum::Numeric(numeric_to_type(d, *precision, *max_scale)?),
+            }
+        }
+        _ => return Err(mismatch(&datum, ty)),
+    })
+}
+
+/// A cast to a range, list, map or record type: element by element.
+fn cast_composite(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, ValueError> {
+    use SqlScalarType as S;
+    Ok(match ty {
         S::Range { element } => match datum {
             Datum::Range(None) => Datum::Range(None),
             Datum::Range(Some(bounds)) => {
@@ -393,8 +413,8 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
             ),
             other => return Err(mismatch(&other, ty)),
         },
-    };
-    Ok(result)
+        _ => return Err(mismatch(&datum, ty)),
+    })
 }
 
 #[cfg(test)]

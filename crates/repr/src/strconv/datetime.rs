@@ -1,0 +1,357 @@
+//! Dates, times and timestamps: proleptic Gregorian calendar, `BC` years,
+//! time zones as offsets.
+
+use super::*;
+
+pub const MICROS_PER_SECOND: i64 = 1_000_000;
+pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+/// Postgres' oldest date: 4713-11-24 BC (proleptic Gregorian), as days since
+/// 1970-01-01.
+pub const MIN_DATE_DAYS: i32 = -2_440_588;
+/// The last date whose timestamp fits Postgres' range (294276 AD).
+pub const MAX_TIMESTAMP_YEAR: i64 = 294_276;
+/// Postgres' newest date, 5874897-12-31, as days since the epoch.
+pub const MAX_DATE_DAYS: i32 = 2_145_042_905;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC).
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The proleptic Gregorian date of a day number.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+pub(super) fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+/// Splits a trailing ` BC` / ` AD` era marker off.
+pub(super) fn strip_era(text: &str) -> (&str, bool) {
+    let t = text.trim_end();
+    let upper = t.len() >= 2 && t.is_char_boundary(t.len() - 2);
+    if upper {
+        let (head, tail) = t.split_at(t.len() - 2);
+        if tail.eq_ignore_ascii_case("bc") && head.ends_with(|c: char| c.is_whitespace()) {
+            return (head.trim_end(), true);
+        }
+        if tail.eq_ignore_ascii_case("ad") && head.ends_with(|c: char| c.is_whitespace()) {
+            return (head.trim_end(), false);
+        }
+    }
+    (t, false)
+}
+
+/// Parses `YYYY-MM-DD` at the start of `text`; returns the day number and
+/// the rest.
+pub(super) fn parse_date_prefix(text: &str, bc: bool) -> Option<(i64, &str)> {
+    let bytes = text.as_bytes();
+    let year_len = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    if !(1..=7).contains(&year_len) || bytes.get(year_len) != Some(&b'-') {
+        return None;
+    }
+    let year: i64 = text[..year_len].parse().ok()?;
+    let rest = &text[year_len + 1..];
+    let month_len = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if !(1..=2).contains(&month_len) || rest.as_bytes().get(month_len) != Some(&b'-') {
+        return None;
+    }
+    let month: u32 = rest[..month_len].parse().ok()?;
+    let rest = &rest[month_len + 1..];
+    let day_len = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if !(1..=2).contains(&day_len) {
+        return None;
+    }
+    let day: u32 = rest[..day_len].parse().ok()?;
+    let year = if bc {
+        if year == 0 {
+            return None;
+        }
+        1 - year
+    } else {
+        if year == 0 {
+            return None;
+        }
+        year
+    };
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some((days_from_civil(year, month, day), &rest[day_len..]))
+}
+
+pub(super) fn date_out_of_range(text: &str) -> ValueError {
+    ValueError::new(
+        SqlState::DATETIME_FIELD_OVERFLOW,
+        format!("date out of range: \"{text}\""),
+    )
+}
+
+/// `date` input: ISO `YYYY-MM-DD`, optionally with ` BC`, optionally
+/// followed by a time (ignored, as Postgres does).
+pub fn parse_date(text: &str) -> Result<i32, ValueError> {
+    let (t, bc) = strip_era(text.trim());
+    if t.eq_ignore_ascii_case("epoch") {
+        return Ok(0);
+    }
+    let Some((days, rest)) = parse_date_prefix(t, bc) else {
+        return Err(datetime_syntax("date", text));
+    };
+    let rest = rest.trim_start_matches(['T', 't', ' ']);
+    if !rest.is_empty() {
+        parse_time_and_zone(rest).map_err(|_| datetime_syntax("date", text))?;
+    }
+    if days < i64::from(MIN_DATE_DAYS) || days > i64::from(MAX_DATE_DAYS) {
+        return Err(date_out_of_range(text));
+    }
+    Ok(days as i32)
+}
+
+pub(super) fn datetime_syntax(type_name: &str, text: &str) -> ValueError {
+    ValueError::new(
+        SqlState::INVALID_DATETIME_FORMAT,
+        format!("invalid input syntax for type {type_name}: \"{text}\""),
+    )
+}
+
+pub(super) fn push_year_month_day(out: &mut String, days: i64) -> bool {
+    let (year, month, day) = civil_from_days(days);
+    let bc = year <= 0;
+    let year = if bc { 1 - year } else { year };
+    out.push_str(&format!("{year:04}-{month:02}-{day:02}"));
+    bc
+}
+
+pub fn format_date(days: i32) -> String {
+    let mut out = String::new();
+    if push_year_month_day(&mut out, i64::from(days)) {
+        out.push_str(" BC");
+    }
+    out
+}
+
+/// Parses `HH:MM[:SS[.ffffff]]`, rounding to microseconds.
+pub(super) fn parse_clock(text: &str) -> Option<i64> {
+    let mut parts = text.splitn(3, ':');
+    let hours = parts.next()?;
+    let minutes = parts.next()?;
+    let seconds = parts.next().unwrap_or("0");
+    let number = |s: &str, max_len: usize| -> Option<i64> {
+        if s.is_empty() || s.len() > max_len || !s.bytes().all(|b| b.is_ascii_digit()) {
+            None
+        } else {
+            s.parse().ok()
+        }
+    };
+    let hours = number(hours, 2)?;
+    let minutes = number(minutes, 2)?;
+    let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+    let whole = number(whole, 2)?;
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut micros: i64 = 0;
+    for (i, b) in fraction.bytes().take(6).enumerate() {
+        micros += i64::from(b - b'0') * 10i64.pow(5 - i as u32);
+    }
+    if fraction.as_bytes().get(6).is_some_and(|b| *b >= b'5') {
+        micros += 1;
+    }
+    if hours > 24 || minutes > 59 || whole > 60 {
+        return None;
+    }
+    let total = ((hours * 60 + minutes) * 60 + whole) * MICROS_PER_SECOND + micros;
+    if total > MICROS_PER_DAY {
+        return None;
+    }
+    Some(total)
+}
+
+/// Parses a time of day and an optional zone offset (in seconds east of
+/// UTC): `10:00`, `10:00:00.5+02`, `10:00Z`, `10:00 UTC`.
+pub(super) fn parse_time_and_zone(text: &str) -> Result<(i64, Option<i64>), ()> {
+    let t = text.trim();
+    let zone_at = t
+        .char_indices()
+        .skip(1)
+        .find(|(_, c)| matches!(c, '+' | '-' | 'Z' | 'z' | ' ' | 'U' | 'u' | 'G' | 'g'))
+        .map(|(i, _)| i);
+    let (clock, zone) = match zone_at {
+        Some(at) => (&t[..at], Some(t[at..].trim())),
+        None => (t, None),
+    };
+    let micros = parse_clock(clock.trim()).ok_or(())?;
+    let offset = match zone {
+        None | Some("") => None,
+        Some(z) => Some(parse_zone(z).ok_or(())?),
+    };
+    Ok((micros, offset))
+}
+
+/// A zone offset in seconds east of UTC.
+pub(super) fn parse_zone(zone: &str) -> Option<i64> {
+    if zone.eq_ignore_ascii_case("z")
+        || zone.eq_ignore_ascii_case("utc")
+        || zone.eq_ignore_ascii_case("gmt")
+    {
+        return Some(0);
+    }
+    let (sign, rest) = match zone.as_bytes().first()? {
+        b'+' => (1, &zone[1..]),
+        b'-' => (-1, &zone[1..]),
+        _ => return None,
+    };
+    let (hours, minutes, seconds) = if rest.contains(':') {
+        let mut parts = rest.split(':');
+        let h = parts.next()?;
+        let m = parts.next().unwrap_or("0");
+        let s = parts.next().unwrap_or("0");
+        if parts.next().is_some() {
+            return None;
+        }
+        (h, m, s)
+    } else {
+        match rest.len() {
+            1 | 2 => (rest, "0", "0"),
+            4 => (&rest[..2], &rest[2..], "0"),
+            6 => (&rest[..2], &rest[2..4], &rest[4..]),
+            _ => return None,
+        }
+    };
+    let n = |s: &str| -> Option<i64> {
+        if s.is_empty() || s.len() > 2 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            None
+        } else {
+            s.parse().ok()
+        }
+    };
+    let (h, m, s) = (n(hours)?, n(minutes)?, n(seconds)?);
+    if h > 15 || m > 59 || s > 59 {
+        return None;
+    }
+    Some(sign * (h * 3600 + m * 60 + s))
+}
+
+/// `time` input.
+pub fn parse_time(text: &str) -> Result<i64, ValueError> {
+    match parse_time_and_zone(text) {
+        Ok((micros, _)) => Ok(micros),
+        Err(()) => Err(datetime_syntax("time without time zone", text)),
+    }
+}
+
+pub(super) fn push_clock(out: &mut String, micros: i64) {
+    let seconds = micros.div_euclid(MICROS_PER_SECOND);
+    let fraction = micros.rem_euclid(MICROS_PER_SECOND);
+    out.push_str(&format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600,
+        (seconds / 60) % 60,
+        seconds % 60
+    ));
+    if fraction != 0 {
+        out.push('.');
+        out.push_str(format!("{fraction:06}").trim_end_matches('0'));
+    }
+}
+
+pub fn format_time(micros: i64) -> String {
+    let mut out = String::new();
+    push_clock(&mut out, micros);
+    out
+}
+
+/// Parses a timestamp; the zone offset, if any, is returned separately.
+pub(super) fn parse_timestamp_parts(
+    text: &str,
+    type_name: &str,
+) -> Result<(i64, Option<i64>), ValueError> {
+    let (t, bc) = strip_era(text.trim());
+    if t.eq_ignore_ascii_case("epoch") {
+        return Ok((0, None));
+    }
+    let Some((days, rest)) = parse_date_prefix(t, bc) else {
+        return Err(datetime_syntax(type_name, text));
+    };
+    let time_part = if let Some(r) = rest.strip_prefix(['T', 't']) {
+        Some(r)
+    } else if rest.starts_with(char::is_whitespace) {
+        Some(rest.trim_start())
+    } else if rest.is_empty() {
+        None
+    } else {
+        return Err(datetime_syntax(type_name, text));
+    };
+    let (micros, zone) = match time_part {
+        None | Some("") => (0, None),
+        Some(time) => parse_time_and_zone(time).map_err(|_| datetime_syntax(type_name, text))?,
+    };
+    let (year, _, _) = civil_from_days(days);
+    if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
+        return Err(ValueError::new(
+            SqlState::DATETIME_FIELD_OVERFLOW,
+            format!("timestamp out of range: \"{text}\""),
+        ));
+    }
+    Ok((days * MICROS_PER_DAY + micros, zone))
+}
+
+/// `timestamp` input; a zone in the text is ignored, as Postgres does.
+pub fn parse_timestamp(text: &str) -> Result<i64, ValueError> {
+    parse_timestamp_parts(text, "timestamp").map(|(micros, _)| micros)
+}
+
+/// `timestamptz` input; without a zone the session zone (UTC) applies.
+pub fn parse_timestamptz(text: &str) -> Result<i64, ValueError> {
+    let (micros, zone) = parse_timestamp_parts(text, "timestamp with time zone")?;
+    Ok(micros - zone.unwrap_or(0) * MICROS_PER_SECOND)
+}
+
+pub(super) fn push_timestamp(out: &mut String, micros: i64) -> bool {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let time = micros.rem_euclid(MICROS_PER_DAY);
+    let bc = push_year_month_day(out, days);
+    out.push(' ');
+    push_clock(out, time);
+    bc
+}
+
+pub fn format_timestamp(micros: i64) -> String {
+    let mut out = String::new();
+    if push_timestamp(&mut out, micros) {
+        out.push_str(" BC");
+    }
+    out
+}
+
+/// `timestamptz` in the session zone, UTC: `2025-01-01 00:00:00+00`.
+pub fn format_timestamptz(micros: i64) -> String {
+    let mut out = String::new();
+    let bc = push_timestamp(&mut out, micros);
+    out.push_str("+00");
+    if bc {
+        out.push_str(" BC");
+    }
+    out
+}
