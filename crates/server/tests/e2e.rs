@@ -9,6 +9,8 @@ mod consistency;
 mod first_hour;
 #[path = "e2e/production.rs"]
 mod production;
+#[path = "e2e/sink_safety.rs"]
+mod sink_safety;
 #[path = "e2e/statements.rs"]
 mod statements;
 mod support;
@@ -387,6 +389,99 @@ fn expected_rows(model: &std::collections::BTreeMap<i32, (String, i64)>) -> Vec<
         .collect()
 }
 
+/// One random change of `t (id int PRIMARY KEY, v text, n bigint NOT NULL)`, applied to
+/// `model` too: an insert, an update (`v` grows, so every version of a row differs), a
+/// delete, or a key inserted and deleted at once (never in the table).
+async fn random_change(
+    client: &tokio_postgres::Client,
+    rng: &mut rand::rngs::StdRng,
+    model: &mut std::collections::BTreeMap<i32, (String, i64)>,
+    next_id: &mut i32,
+) {
+    use rand::Rng;
+    let choice = rng.random_range(0..10);
+    if choice < 4 || model.is_empty() {
+        *next_id += 1;
+        let value = format!("v{}", rng.random_range(0..1000));
+        let n = rng.random_range(-1000..1000);
+        client
+            .execute(
+                &format!("INSERT INTO t VALUES ({next_id}, '{value}', {n})"),
+                &[],
+            )
+            .await
+            .unwrap();
+        model.insert(*next_id, (value, n));
+    } else if choice < 8 {
+        let keys: Vec<i32> = model.keys().copied().collect();
+        let id = keys[rng.random_range(0..keys.len())];
+        let n = rng.random_range(-1000..1000);
+        client
+            .execute(
+                &format!("UPDATE t SET n = {n}, v = v || 'x' WHERE id = {id}"),
+                &[],
+            )
+            .await
+            .unwrap();
+        let entry = model.get_mut(&id).unwrap();
+        entry.0.push('x');
+        entry.1 = n;
+    } else if choice < 9 {
+        let keys: Vec<i32> = model.keys().copied().collect();
+        let id = keys[rng.random_range(0..keys.len())];
+        client
+            .execute(&format!("DELETE FROM t WHERE id = {id}"), &[])
+            .await
+            .unwrap();
+        model.remove(&id);
+    } else {
+        *next_id += 1;
+        client
+            .batch_execute(&format!(
+                "INSERT INTO t VALUES ({next_id}, 'ephemeral', 0); DELETE FROM t WHERE id = {next_id};"
+            ))
+            .await
+            .unwrap();
+    }
+}
+
+/// The UPSERT table at `upsert` equals the relation (`model`), and the APPEND table at
+/// `append` holds every change once: its history consolidates to the relation, and no
+/// version of a row nets more than +1. Returns the UPSERT table as read.
+fn assert_sinks_exact(
+    reader: &floe_testkit::Reader,
+    upsert: &str,
+    append: &str,
+    model: &std::collections::BTreeMap<i32, (String, i64)>,
+) -> floe_testkit::TableRead {
+    let expected = expected_rows(model);
+    let upsert = reader.read(upsert);
+    assert_eq!(
+        upsert.sorted_rows(&["id"]),
+        expected,
+        "the upsert table equals the relation"
+    );
+    let history = reader.query(
+        append,
+        "SELECT id, v, n FROM t GROUP BY id, v, n HAVING sum(_mz_diff) <> 0",
+    );
+    assert_eq!(
+        history.sorted_rows(&["id"]),
+        expected,
+        "the append history consolidates to the relation"
+    );
+    let net = reader.query(
+        append,
+        "SELECT count(*) AS bad FROM (SELECT id, v, n, sum(_mz_diff) AS d FROM t GROUP BY id, v, n) WHERE d NOT IN (0, 1)",
+    );
+    assert_eq!(
+        net.rows,
+        vec![serde_json::json!({"bad": 0})],
+        "no change was delivered twice"
+    );
+    upsert
+}
+
 /// Random inserts, updates and deletes (keys updated many times, keys
 /// inserted and deleted within one commit interval), with floe killed by
 /// SIGKILL at random points: the upsert table DuckDB reads equals the
@@ -418,51 +513,7 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
     let mut next_id = 0;
     for round in 0..12 {
         for _ in 0..rng.random_range(5..15) {
-            let choice = rng.random_range(0..10);
-            if choice < 4 || model.is_empty() {
-                next_id += 1;
-                let value = format!("v{}", rng.random_range(0..1000));
-                let n = rng.random_range(-1000..1000);
-                client
-                    .execute(
-                        &format!("INSERT INTO t VALUES ({next_id}, '{value}', {n})"),
-                        &[],
-                    )
-                    .await
-                    .unwrap();
-                model.insert(next_id, (value, n));
-            } else if choice < 8 {
-                let keys: Vec<i32> = model.keys().copied().collect();
-                let id = keys[rng.random_range(0..keys.len())];
-                let n = rng.random_range(-1000..1000);
-                client
-                    .execute(
-                        &format!("UPDATE t SET n = {n}, v = v || 'x' WHERE id = {id}"),
-                        &[],
-                    )
-                    .await
-                    .unwrap();
-                let entry = model.get_mut(&id).unwrap();
-                entry.0.push('x');
-                entry.1 = n;
-            } else if choice < 9 {
-                let keys: Vec<i32> = model.keys().copied().collect();
-                let id = keys[rng.random_range(0..keys.len())];
-                client
-                    .execute(&format!("DELETE FROM t WHERE id = {id}"), &[])
-                    .await
-                    .unwrap();
-                model.remove(&id);
-            } else {
-                // Inserted and deleted within one interval: never in the table.
-                next_id += 1;
-                client
-                    .batch_execute(&format!(
-                        "INSERT INTO t VALUES ({next_id}, 'ephemeral', 0); DELETE FROM t WHERE id = {next_id};"
-                    ))
-                    .await
-                    .unwrap();
-            }
+            random_change(&client, &mut rng, &mut model, &mut next_id).await;
         }
         if round % 4 == 3 {
             // Crash at a random point of a commit interval.
@@ -499,30 +550,7 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
         vec![serde_json::json!({"n": model.len(), "times": 1, "low": 1, "high": 1})],
         "a late append sink's snapshot is one +1 row per live row, at one time"
     );
-    let expected = expected_rows(&model);
-
-    let upsert = reader.read(&locations[0]);
-    assert_eq!(
-        upsert.sorted_rows(&["id"]),
-        expected,
-        "the upsert table equals the relation"
-    );
-
-    let history = reader.query(
-        &locations[1],
-        "SELECT id, v, n FROM t GROUP BY id, v, n HAVING sum(_mz_diff) <> 0",
-    );
-    assert_eq!(
-        history.sorted_rows(&["id"]),
-        expected,
-        "the append history consolidates to the relation"
-    );
-    let net = reader.query(&locations[1], "SELECT count(*) AS bad FROM (SELECT id, v, n, sum(_mz_diff) AS d FROM t GROUP BY id, v, n) WHERE d NOT IN (0, 1)");
-    assert_eq!(
-        net.rows,
-        vec![serde_json::json!({"bad": 0})],
-        "no change was delivered twice"
-    );
+    let upsert = assert_sinks_exact(&reader, &locations[0], &locations[1], &model);
 
     // Every snapshot carries the sink's progress properties.
     for snapshot in &upsert.snapshots {
