@@ -12,6 +12,7 @@
 
 mod durable;
 pub mod secrets;
+mod source_status;
 mod state;
 mod status;
 mod transact;
@@ -24,6 +25,7 @@ use floe_sql::catalog::{CatalogItem, Cluster, DEFAULT_CLUSTER, QualifiedName, Re
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub use secrets::SecretsKey;
+pub use source_status::{SOURCE_STATUS_HISTORY_PER_SOURCE, SourceStatusEvent};
 pub use state::CatalogState;
 pub use status::{ObjectStatus, SINK_STATUS_HISTORY_PER_SINK, SinkProgress, SinkStatusEvent};
 pub use transact::{CatalogChange, CatalogDiff, NewItem, NewReplica, Op, SecretValue};
@@ -132,6 +134,17 @@ const MIGRATIONS: &[&str] = &[
     // 4: the format each stored definition is written in (see `durable.rs`);
     // rows written before are format 1, the shape floe 0.1.0 wrote.
     "ALTER TABLE items ADD COLUMN definition_format INTEGER NOT NULL DEFAULT 1;",
+    // 5: source status history (Postgres sources, their subsources and progress).
+    "CREATE TABLE source_status_history (
+         sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+         occurred_at INTEGER NOT NULL,
+         source_id TEXT NOT NULL,
+         status TEXT NOT NULL,
+         error TEXT,
+         details TEXT,
+         replica_id TEXT
+     );
+     CREATE INDEX source_status_history_by_source ON source_status_history (source_id, sequence);",
 ];
 
 /// The durable catalog.

@@ -473,10 +473,12 @@ impl Writer {
                 if lsn > batch.progress.unwrap_or(progress) {
                     batch.progress = Some(lsn);
                 }
+                batch.caught_up = true;
                 return;
             }
             StreamEvent::Transaction(transaction) => transaction,
         };
+        batch.caught_up = false;
         if transaction.commit_lsn < progress {
             return;
         }
@@ -520,9 +522,12 @@ impl Writer {
 
     /// Writes a batch durably (on a blocking thread that keeps the lease until the write
     /// ends), then lets the reader confirm its position and reports new failures.
-    async fn commit(&mut self, batch: Batch) -> Result<(), PgError> {
+    async fn commit(&mut self, mut batch: Batch) -> Result<(), PgError> {
         if batch.is_empty() {
             return Ok(());
+        }
+        if batch.caught_up {
+            batch.advance = self.healthy_collections(&batch);
         }
         let context = self.context.clone();
         let lease = self.lease.clone();
@@ -562,6 +567,27 @@ impl Writer {
                 .report(id, SourceStatus::Stalled { error, hint: None });
         }
         Ok(())
+    }
+
+    /// The source's collections that are complete up to the server's position: the
+    /// source, its progress and every subsource that has not failed (a failed one keeps
+    /// its rows and frontier from before the failure).
+    fn healthy_collections(&self, batch: &Batch) -> Vec<GlobalId> {
+        let spec = &self.context.spec;
+        let failing = |id: GlobalId| {
+            self.durable.error(id).is_some()
+                || batch.states.get(&id).is_some_and(|s| s.error.is_some())
+                || !(self.durable.subsources.contains_key(&id) || batch.states.contains_key(&id))
+        };
+        [spec.source_id, spec.progress_id]
+            .into_iter()
+            .chain(
+                spec.subsources
+                    .iter()
+                    .map(|s| s.id)
+                    .filter(|id| !failing(*id)),
+            )
+            .collect()
     }
 
     /// Streams until the connection fails: a reader task decodes, this loop writes.

@@ -147,6 +147,14 @@ pub(crate) struct Batch {
     /// Subsource states after this batch (new subsources, new errors).
     pub states: BTreeMap<GlobalId, SubsourceState>,
     pub update_count: u64,
+    /// Whether the stream had caught up with the server when the batch ended (its last
+    /// event was a keepalive after every transaction in it).
+    pub caught_up: bool,
+    /// Collections whose upper the write moves even without changes: a source reports
+    /// its own frontier (the storage ticker leaves its collections alone), so a caught-up
+    /// write moves every healthy collection to the write's time, and a source that is
+    /// behind or stalled shows its lag.
+    pub advance: Vec<GlobalId>,
 }
 
 impl Batch {
@@ -201,6 +209,11 @@ impl Batch {
                 changes.push((state.row(*id), 1));
             }
             batches.push((source_id, changes));
+        }
+        for id in self.advance {
+            if !batches.iter().any(|(written, _)| *written == id) {
+                batches.push((id, Vec::new()));
+            }
         }
         match storage.append_many(batches) {
             Ok(Ok(_)) => {}

@@ -73,9 +73,13 @@ option_names!(
 );
 
 option_names!(
-    /// `CREATE CONNECTION ... TO POSTGRES (...)`: the multi-word names (the
-    /// others are single words, which parse as written).
+    /// `CREATE CONNECTION ... TO POSTGRES (...)`.
     PostgresConnectionOptionName {
+        Host => "HOST",
+        Port => "PORT",
+        User => "USER",
+        Password => "PASSWORD",
+        Database => "DATABASE",
         SslCertificateAuthority => "SSL CERTIFICATE AUTHORITY",
         SslCertificate => "SSL CERTIFICATE",
         SslMode => "SSL MODE",

@@ -180,11 +180,66 @@ impl IcebergCatalogConnection {
     }
 }
 
+/// `SSL MODE` of a Postgres connection, with libpq's meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum PostgresSslMode {
+    #[default]
+    Disable,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+impl PostgresSslMode {
+    /// The lower-case name written in `SSL MODE` and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            PostgresSslMode::Disable => "disable",
+            PostgresSslMode::Require => "require",
+            PostgresSslMode::VerifyCa => "verify-ca",
+            PostgresSslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    /// Case-insensitive, as option values naming a kind are.
+    pub fn parse(value: &str) -> Option<PostgresSslMode> {
+        match value.to_ascii_lowercase().as_str() {
+            "disable" => Some(PostgresSslMode::Disable),
+            "require" => Some(PostgresSslMode::Require),
+            "verify-ca" => Some(PostgresSslMode::VerifyCa),
+            "verify-full" => Some(PostgresSslMode::VerifyFull),
+            _ => None,
+        }
+    }
+}
+
+/// `CREATE CONNECTION ... TO POSTGRES`. Secret values are never here: the
+/// password and the client key are references to secrets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresConnection {
+    pub host: String,
+    /// Default 5432.
+    pub port: u16,
+    pub user: StringOrSecret,
+    /// `PASSWORD SECRET s` (a plain string is refused).
+    pub password: Option<GlobalId>,
+    /// Default `postgres`.
+    pub database: String,
+    /// Default `disable`.
+    pub ssl_mode: PostgresSslMode,
+    /// `SSL CERTIFICATE AUTHORITY`: PEM certificates to trust.
+    pub ssl_certificate_authority: Option<StringOrSecret>,
+    /// `SSL CERTIFICATE` and `SSL KEY` (a secret): a client certificate.
+    pub ssl_certificate: Option<StringOrSecret>,
+    pub ssl_key: Option<GlobalId>,
+}
+
 /// A connection's details.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConnectionDefinition {
     Aws(AwsConnection),
     IcebergCatalog(IcebergCatalogConnection),
+    Postgres(PostgresConnection),
 }
 
 impl ConnectionDefinition {
@@ -193,6 +248,7 @@ impl ConnectionDefinition {
         match self {
             ConnectionDefinition::Aws(_) => "aws",
             ConnectionDefinition::IcebergCatalog(_) => "iceberg-catalog",
+            ConnectionDefinition::Postgres(_) => "postgres",
         }
     }
 }
@@ -251,8 +307,91 @@ pub struct SourceDefinition {
     /// `UP TO n`: the generator stops after n ticks.
     pub up_to: Option<u64>,
     /// For a subsource of a multi-output generator (`FOR ALL TABLES`): the
-    /// parent source and which of its outputs this is.
+    /// parent source and which of its outputs this is. For a Postgres subsource:
+    /// its source and the upstream table (`schema.table`); for a progress
+    /// relation: its source and `progress`.
     pub parent: Option<(GlobalId, String)>,
+    /// Where the rows come from when the source is not a load generator
+    /// (`None` for load generators, which `generator` names). Optional so that
+    /// definitions stored before Postgres sources existed read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ingestion: Option<Ingestion>,
+}
+
+impl SourceDefinition {
+    /// `mz_sources.type`: `load-generator`, `postgres`, `subsource` or `progress`.
+    pub fn type_name(&self) -> &'static str {
+        match (&self.ingestion, &self.parent) {
+            (Some(Ingestion::Postgres { .. }), _) => "postgres",
+            (Some(Ingestion::PostgresTable(_)), _) => "subsource",
+            (Some(Ingestion::Progress), _) => "progress",
+            (None, Some(_)) => "subsource",
+            (None, None) => "load-generator",
+        }
+    }
+
+    /// The Postgres source this item belongs to (itself, for the source), if it
+    /// is part of one.
+    pub fn postgres_source(&self, id: GlobalId) -> Option<GlobalId> {
+        match (&self.ingestion, &self.parent) {
+            (Some(Ingestion::Postgres { .. }), _) => Some(id),
+            (Some(Ingestion::PostgresTable(_) | Ingestion::Progress), Some((parent, _))) => {
+                Some(*parent)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What feeds a source that is not a load generator. Materialize's model: the
+/// source is the ingestion (its relation holds the replication state), each
+/// upstream table is a subsource, and the progress relation is one more.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ingestion {
+    /// A Postgres source: one replication slot and publication.
+    Postgres {
+        connection: GlobalId,
+        publication: String,
+    },
+    /// A subsource of a Postgres source: one upstream table.
+    PostgresTable(PostgresTable),
+    /// `<source>_progress`: `(lsn uint8)`, the upstream position replicated.
+    Progress,
+}
+
+/// An upstream table as its subsource replicates it, fixed when the subsource
+/// is created (purification): the relation it has in floe and what the
+/// replication stream must keep sending for it (an upstream change of a column's
+/// type is an incompatible schema change).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresTable {
+    /// The table's oid upstream: the stream names tables by oid.
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    /// The replicated columns (TEXT COLUMNS as text, EXCLUDE COLUMNS left out).
+    pub columns: Vec<PostgresColumn>,
+    /// The primary key's columns (indexes into `columns`), when all are kept.
+    pub primary_key: Option<Vec<usize>>,
+}
+
+impl PostgresTable {
+    /// `schema.table`, as errors and `mz_sources` name it.
+    pub fn qualified_name(&self) -> String {
+        format!("{}.{}", self.schema, self.name)
+    }
+}
+
+/// A replicated column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresColumn {
+    pub name: String,
+    /// `pg_attribute.atttypid` and `atttypmod` upstream.
+    pub type_oid: u32,
+    pub type_modifier: i32,
+    /// What the values become in floe.
+    pub scalar_type: floe_repr::SqlScalarType,
+    pub nullable: bool,
 }
 
 /// What an item is.
@@ -307,7 +446,13 @@ impl ItemDefinition {
         }
         match self {
             ItemDefinition::Secret | ItemDefinition::Table(_) => vec![],
-            ItemDefinition::Source(source) => source.parent.iter().map(|(id, _)| *id).collect(),
+            ItemDefinition::Source(source) => {
+                let mut uses: Vec<GlobalId> = source.parent.iter().map(|(id, _)| *id).collect();
+                if let Some(Ingestion::Postgres { connection, .. }) = &source.ingestion {
+                    uses.push(*connection);
+                }
+                uses
+            }
             ItemDefinition::Connection(ConnectionDefinition::Aws(aws)) => match &aws.auth {
                 AwsAuth::Credentials {
                     access_key_id,
@@ -327,6 +472,22 @@ impl ItemDefinition {
                 let mut uses = Vec::new();
                 uses.extend(iceberg.credential.as_ref().and_then(secret_of));
                 uses.extend(iceberg.aws_connection);
+                uses
+            }
+            ItemDefinition::Connection(ConnectionDefinition::Postgres(postgres)) => {
+                let mut uses = Vec::new();
+                uses.extend(secret_of(&postgres.user));
+                uses.extend(postgres.password);
+                uses.extend(
+                    postgres
+                        .ssl_certificate_authority
+                        .as_ref()
+                        .and_then(secret_of),
+                );
+                uses.extend(postgres.ssl_certificate.as_ref().and_then(secret_of));
+                uses.extend(postgres.ssl_key);
+                uses.sort();
+                uses.dedup();
                 uses
             }
             ItemDefinition::Sink(sink) => vec![sink.from, sink.connection],

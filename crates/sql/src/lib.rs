@@ -13,6 +13,7 @@ pub mod interval;
 pub mod options;
 pub mod plan;
 pub mod planner;
+pub mod postgres;
 mod show;
 pub mod source;
 pub mod table;

@@ -215,6 +215,22 @@ extracted_options!(
 );
 
 extracted_options!(
+    /// `CREATE CONNECTION ... TO POSTGRES (...)`. PASSWORD and SSL KEY are read
+    /// by their rule, which refuses anything but a secret with its own words.
+    PostgresConnectionOptions(PostgresConnectionOptionName) {
+        Host => host: String,
+        Port => port: String,
+        User => user: StringOrSecretName,
+        Password => password: Written,
+        Database => database: String,
+        SslMode => ssl_mode: String,
+        SslCertificateAuthority => ssl_certificate_authority: StringOrSecretName,
+        SslCertificate => ssl_certificate: StringOrSecretName,
+        SslKey => ssl_key: Written,
+    }
+);
+
+extracted_options!(
     /// `CREATE CONNECTION ... WITH (...)`.
     ConnectionWithOptions(ConnectionWithOptionName) {
         Validate => validate: bool,

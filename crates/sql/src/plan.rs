@@ -16,6 +16,8 @@ pub enum Plan {
     AlterSink(AlterSinkPlan),
     CreateTable(CreateTablePlan),
     CreateSource(crate::source::CreateSourcePlan),
+    CreatePostgresSource(crate::postgres::CreatePostgresSourcePlan),
+    AlterSource(crate::postgres::AlterSourcePlan),
     Insert(crate::dml::InsertPlan),
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),

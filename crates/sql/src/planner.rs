@@ -80,13 +80,10 @@ pub fn plan(
         Statement::Unsupported(what) => {
             Err(PlanError::unsupported(format!("{what} is not supported")))
         }
-        // Parsed; planned once Postgres sources are wired into the catalog (issue 15).
-        Statement::CreatePostgresSource(_) => Err(PlanError::unsupported(
-            "POSTGRES sources are not supported yet",
-        )),
-        Statement::AlterSource(_) => {
-            Err(PlanError::unsupported("ALTER SOURCE is not supported yet"))
+        Statement::CreatePostgresSource(s) => {
+            crate::postgres::plan_create_postgres_source(catalog, &session.cluster, s)
         }
+        Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
         Statement::Standard(s) => plan_standard(catalog, *s),
     }
 }
@@ -103,7 +100,7 @@ pub fn normalize_ident(ident: &Ident) -> String {
     }
 }
 
-fn name_parts(name: &ObjectName) -> Result<Vec<String>, PlanError> {
+pub(crate) fn name_parts(name: &ObjectName) -> Result<Vec<String>, PlanError> {
     name.0
         .iter()
         .map(|part| match part {
@@ -130,7 +127,7 @@ pub fn quote_ident(name: &str) -> String {
 }
 
 /// A qualified name as an AST name, quoted as in Materialize's `create_sql`.
-fn qualified_object_name(name: &QualifiedName) -> ObjectName {
+pub(crate) fn qualified_object_name(name: &QualifiedName) -> ObjectName {
     ObjectName::from(vec![
         Ident::with_quote('"', name.database.clone()),
         Ident::with_quote('"', name.schema.clone()),
@@ -139,7 +136,7 @@ fn qualified_object_name(name: &QualifiedName) -> ObjectName {
 }
 
 /// The name a new item gets: `[materialize.][public.]name`.
-fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
+pub(crate) fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
     let parts = name_parts(name)?;
     let (database, schema, item) = match parts.as_slice() {
         [item] => (
@@ -191,7 +188,7 @@ fn skip_missing(notices: &mut Vec<PlanNotice>, kind: &str, name: &str, tag: &'st
 
 /// The item an `ALTER [IF EXISTS]` names, which must be of `kind`; `Err(plan)`
 /// is the no-op (with its notice) when it is missing and `IF EXISTS` was said.
-fn find_for_alter<'a>(
+pub(crate) fn find_for_alter<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &ObjectName,
     if_exists: bool,
@@ -214,7 +211,7 @@ fn find_for_alter<'a>(
     Ok(Ok(item))
 }
 
-fn unknown_item(name: &ObjectName) -> PlanError {
+pub(crate) fn unknown_item(name: &ObjectName) -> PlanError {
     PlanError::unknown_item(display_name(name))
 }
 
@@ -225,7 +222,7 @@ pub(crate) fn display_name(name: &ObjectName) -> String {
 }
 
 /// Looks a user item up by name; system relations are not items.
-fn find_item<'a>(
+pub(crate) fn find_item<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &ObjectName,
 ) -> Result<Option<&'a CatalogItem>, PlanError> {
@@ -247,14 +244,14 @@ fn find_item<'a>(
     Ok(catalog.item_by_name(&qualified))
 }
 
-fn resolve_item<'a>(
+pub(crate) fn resolve_item<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &ObjectName,
 ) -> Result<&'a CatalogItem, PlanError> {
     find_item(catalog, name)?.ok_or_else(|| unknown_item(name))
 }
 
-fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), PlanError> {
+pub(crate) fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), PlanError> {
     if item.definition.kind() == kind {
         Ok(())
     } else {
@@ -265,7 +262,7 @@ fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), PlanError> {
     }
 }
 
-fn check_not_exists(
+pub(crate) fn check_not_exists(
     catalog: &dyn PlanCatalog,
     name: &QualifiedName,
     if_not_exists: bool,
@@ -288,19 +285,22 @@ fn check_not_exists(
 // Options
 
 /// A `SECRET s` or string option, resolved.
-enum ResolvedStringOrSecret {
+pub(crate) enum ResolvedStringOrSecret {
     String(String),
     Secret(GlobalId),
 }
 
-fn resolve_secret_ref(catalog: &dyn PlanCatalog, name: &ObjectName) -> Result<GlobalId, PlanError> {
+pub(crate) fn resolve_secret_ref(
+    catalog: &dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<GlobalId, PlanError> {
     let item = resolve_item(catalog, name)?;
     expect_kind(item, ItemKind::Secret)?;
     Ok(item.id)
 }
 
 /// A string or `SECRET s` option with its secret resolved.
-fn resolve_string_or_secret(
+pub(crate) fn resolve_string_or_secret(
     catalog: &dyn PlanCatalog,
     value: Option<StringOrSecretName>,
 ) -> Result<Option<ResolvedStringOrSecret>, PlanError> {
@@ -471,14 +471,17 @@ fn plan_create_connection(
             )?),
             true,
         ),
-        ConnectionType::Postgres => {
-            return Err(PlanError::unsupported(
-                "POSTGRES connections are not supported yet",
-            ));
-        }
+        // On by default, as in Materialize.
+        ConnectionType::Postgres => (
+            ConnectionDefinition::Postgres(crate::postgres::plan_postgres_connection(
+                catalog,
+                &statement.options,
+            )?),
+            true,
+        ),
         ConnectionType::Other(kind) => {
             return Err(PlanError::unsupported(format!(
-                "{kind} connections are not supported: floe supports AWS and ICEBERG CATALOG connections"
+                "{kind} connections are not supported: floe supports AWS, ICEBERG CATALOG and POSTGRES connections"
             )));
         }
     };
@@ -1317,7 +1320,7 @@ fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
     }
 }
 
-fn dependency_error(kind: &str, name: &str, dependent: &CatalogItem) -> PlanError {
+pub(crate) fn dependency_error(kind: &str, name: &str, dependent: &CatalogItem) -> PlanError {
     PlanError::new(
         SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
         format!(
@@ -1330,7 +1333,7 @@ fn dependency_error(kind: &str, name: &str, dependent: &CatalogItem) -> PlanErro
 }
 
 /// `id` and everything that depends on it, dependents first.
-fn with_dependents(catalog: &dyn PlanCatalog, id: GlobalId, out: &mut Vec<GlobalId>) {
+pub(crate) fn with_dependents(catalog: &dyn PlanCatalog, id: GlobalId, out: &mut Vec<GlobalId>) {
     if out.contains(&id) {
         return;
     }
@@ -1436,10 +1439,14 @@ fn plan_drop(
                     return Err(unknown_item(name));
                 };
                 expect_kind(item, kind)?;
+                crate::postgres::check_droppable(catalog, item)?;
                 let dependents: Vec<GlobalId> = catalog
                     .dependents(item.id)
                     .into_iter()
-                    .filter(|d| !plan.items.contains(d))
+                    .filter(|d| {
+                        !plan.items.contains(d)
+                            && !crate::postgres::drops_with(catalog, *d, item.id)
+                    })
                     .collect();
                 if let Some(first) = dependents.first()
                     && !statement.cascade

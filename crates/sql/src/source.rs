@@ -205,6 +205,7 @@ pub(crate) fn plan_create_source(
             desc,
             up_to,
             parent: None,
+            ingestion: None,
         },
         subsources,
         create_sql: normalized.to_string(),

@@ -238,6 +238,11 @@ pub struct Storage {
     /// (the mutex alone is not fair, and would let compaction take it back at once).
     writers_waiting: AtomicUsize,
     collections: RwLock<HashMap<GlobalId, Collection>>,
+    /// Collections whose writer reports its own frontier (a Postgres source's): the
+    /// ticker leaves them alone, so a source that falls behind or stalls shows its lag
+    /// instead of claiming the wall clock. Kept apart from `collections` so it can be
+    /// set before a collection is registered.
+    self_timed: Mutex<std::collections::HashSet<GlobalId>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -300,6 +305,7 @@ impl Storage {
             writer: Mutex::new(connection),
             writers_waiting: AtomicUsize::new(0),
             collections: RwLock::new(HashMap::new()),
+            self_timed: Mutex::new(Default::default()),
         }))
     }
 
@@ -440,6 +446,7 @@ impl Storage {
         )?;
         transaction.commit()?;
         self.collections_write().remove(&id);
+        self.set_self_timed(id, false);
         Ok(())
     }
 
@@ -513,7 +520,11 @@ impl Storage {
                 collection.log_updates += 1;
             }
             collection.log_bytes += bytes;
-            collection.contents.version += 1;
+            // A write with no changes only moves the upper: the contents (and what
+            // queries cached of them) stay valid.
+            if bytes > 0 {
+                collection.contents.version += 1;
+            }
             collection.upper = collection.upper.max(ts + 1);
         }
         Ok(Ok(Timestamp(ts)))
@@ -593,15 +604,33 @@ impl Storage {
         ))
     }
 
-    /// Advances every upper to the wall clock, durably. Called at least once
-    /// a second so idle collections' frontiers (and their sinks) move on.
+    /// Whether the ticker advances `id` (the default) or its writer moves its upper
+    /// itself, with writes (empty ones too) that reach the wall clock only while it
+    /// keeps up with its upstream.
+    pub fn set_self_timed(&self, id: GlobalId, self_timed: bool) {
+        let mut set = self.self_timed.lock().unwrap_or_else(|e| e.into_inner());
+        if self_timed {
+            set.insert(id);
+        } else {
+            set.remove(&id);
+        }
+    }
+
+    /// Advances every upper to the wall clock, durably, except those of self-timed
+    /// collections. Called at least once a second so idle collections' frontiers (and
+    /// their sinks) move on.
     pub fn tick(&self) -> Result<(), StorageError> {
         let now = Timestamp::now().millis();
         let mut writer = self.writer();
+        let self_timed = self
+            .self_timed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let behind: Vec<GlobalId> = self
             .collections_read()
             .iter()
-            .filter(|(_, c)| c.upper < now)
+            .filter(|(id, c)| c.upper < now && !self_timed.contains(id))
             .map(|(id, _)| *id)
             .collect();
         if behind.is_empty() {

@@ -518,3 +518,46 @@ fn compaction_lets_appends_through_between_its_slices() {
     assert_eq!(storage.usage()[0].updates, 1);
     assert_eq!(storage.contents(id).unwrap().0, vec![row(-1, "later")]);
 }
+
+/// A self-timed collection (a Postgres source's) keeps the upper its writer gave it:
+/// the ticker passes it by, and an empty write moves it without changing the contents'
+/// version (so cached query batches stay valid).
+#[test]
+fn self_timed_collections_move_only_with_their_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let (timed, self_timed) = (GlobalId::User(1), GlobalId::User(2));
+    storage.set_self_timed(self_timed, true);
+    for id in [timed, self_timed] {
+        storage.register(id, desc_with_key()).unwrap();
+    }
+    let before = storage.upper(self_timed).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    storage.tick().unwrap();
+    assert!(storage.upper(timed).unwrap() > before);
+    assert_eq!(storage.upper(self_timed).unwrap(), before);
+
+    storage
+        .append(self_timed, vec![(row(1, "x"), 1)])
+        .unwrap()
+        .unwrap();
+    let version = storage.contents_version(self_timed).unwrap();
+    let written = storage.upper(self_timed).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let ts = storage
+        .append_many(vec![(self_timed, vec![])])
+        .unwrap()
+        .unwrap();
+    assert!(ts >= written);
+    assert_eq!(storage.upper(self_timed).unwrap(), Timestamp(ts.0 + 1));
+    assert_eq!(storage.contents_version(self_timed).unwrap(), version);
+    assert_eq!(storage.contents(self_timed).unwrap().0, vec![row(1, "x")]);
+
+    // Dropping the collection forgets the setting: a new collection of that id ticks.
+    storage.drop_collection(self_timed).unwrap();
+    storage.register(self_timed, desc_with_key()).unwrap();
+    let registered = storage.upper(self_timed).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    storage.tick().unwrap();
+    assert!(storage.upper(self_timed).unwrap() > registered);
+}

@@ -32,6 +32,29 @@ pub(crate) enum ItemDefinition {
 pub(crate) enum ConnectionDefinition {
     Aws(AwsConnection),
     IcebergCatalog(IcebergCatalogConnection),
+    /// Joined format 1 with Postgres sources (no row of 0.1.0 holds it).
+    Postgres(PostgresConnection),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) enum PostgresSslMode {
+    Disable,
+    Require,
+    VerifyCa,
+    VerifyFull,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PostgresConnection {
+    host: String,
+    port: u16,
+    user: StringOrSecret,
+    password: Option<Id>,
+    database: String,
+    ssl_mode: PostgresSslMode,
+    ssl_certificate_authority: Option<StringOrSecret>,
+    ssl_certificate: Option<StringOrSecret>,
+    ssl_key: Option<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +117,35 @@ pub(crate) struct SourceDefinition {
     desc: RelationDesc,
     up_to: Option<u64>,
     parent: Option<(Id, String)>,
+    /// Joined format 1 with Postgres sources: absent (and not written) for load
+    /// generators, so the rows of 0.1.0 and their shape stay as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ingestion: Option<Ingestion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Ingestion {
+    Postgres { connection: Id, publication: String },
+    PostgresTable(PostgresTable),
+    Progress,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PostgresTable {
+    oid: u32,
+    schema: String,
+    name: String,
+    columns: Vec<PostgresColumn>,
+    primary_key: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PostgresColumn {
+    name: String,
+    type_oid: u32,
+    type_modifier: i32,
+    scalar_type: ScalarType,
+    nullable: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -210,6 +262,7 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                     .parent
                     .as_ref()
                     .map(|(id, name)| ((*id).into(), name.clone())),
+                ingestion: s.ingestion.as_ref().map(Into::into),
             }),
             plan::ItemDefinition::Sink(s) => ItemDefinition::Sink(SinkDefinition {
                 from: s.from.into(),
@@ -266,6 +319,27 @@ impl From<&plan::ConnectionDefinition> for ConnectionDefinition {
                     oauth2_server_url: iceberg.oauth2_server_url.clone(),
                     vended_credentials: iceberg.vended_credentials,
                     aws_connection: iceberg.aws_connection.map(Into::into),
+                })
+            }
+            plan::ConnectionDefinition::Postgres(pg) => {
+                ConnectionDefinition::Postgres(PostgresConnection {
+                    host: pg.host.clone(),
+                    port: pg.port,
+                    user: (&pg.user).into(),
+                    password: pg.password.map(Into::into),
+                    database: pg.database.clone(),
+                    ssl_mode: match pg.ssl_mode {
+                        plan::PostgresSslMode::Disable => PostgresSslMode::Disable,
+                        plan::PostgresSslMode::Require => PostgresSslMode::Require,
+                        plan::PostgresSslMode::VerifyCa => PostgresSslMode::VerifyCa,
+                        plan::PostgresSslMode::VerifyFull => PostgresSslMode::VerifyFull,
+                    },
+                    ssl_certificate_authority: pg
+                        .ssl_certificate_authority
+                        .as_ref()
+                        .map(Into::into),
+                    ssl_certificate: pg.ssl_certificate.as_ref().map(Into::into),
+                    ssl_key: pg.ssl_key.map(Into::into),
                 })
             }
         }
@@ -388,6 +462,7 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 desc: s.desc.into(),
                 up_to: s.up_to,
                 parent: s.parent.map(|(id, name)| (id.item(), name)),
+                ingestion: s.ingestion.map(Into::into),
             }),
             ItemDefinition::Sink(s) => plan::ItemDefinition::Sink(plan::SinkDefinition {
                 from: s.from.item(),
@@ -445,6 +520,24 @@ impl From<ConnectionDefinition> for plan::ConnectionDefinition {
                     oauth2_server_url: iceberg.oauth2_server_url,
                     vended_credentials: iceberg.vended_credentials,
                     aws_connection: iceberg.aws_connection.map(Id::item),
+                })
+            }
+            ConnectionDefinition::Postgres(pg) => {
+                plan::ConnectionDefinition::Postgres(plan::PostgresConnection {
+                    host: pg.host,
+                    port: pg.port,
+                    user: pg.user.into(),
+                    password: pg.password.map(Id::item),
+                    database: pg.database,
+                    ssl_mode: match pg.ssl_mode {
+                        PostgresSslMode::Disable => plan::PostgresSslMode::Disable,
+                        PostgresSslMode::Require => plan::PostgresSslMode::Require,
+                        PostgresSslMode::VerifyCa => plan::PostgresSslMode::VerifyCa,
+                        PostgresSslMode::VerifyFull => plan::PostgresSslMode::VerifyFull,
+                    },
+                    ssl_certificate_authority: pg.ssl_certificate_authority.map(Into::into),
+                    ssl_certificate: pg.ssl_certificate.map(Into::into),
+                    ssl_key: pg.ssl_key.map(Id::item),
                 })
             }
         }
@@ -526,6 +619,75 @@ impl From<ScalarType> for SqlScalarType {
                 value: boxed(value),
             },
             ScalarType::Oid => SqlScalarType::Oid,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Postgres sources' parts, both ways
+
+impl From<&plan::Ingestion> for Ingestion {
+    fn from(ingestion: &plan::Ingestion) -> Ingestion {
+        match ingestion {
+            plan::Ingestion::Postgres {
+                connection,
+                publication,
+            } => Ingestion::Postgres {
+                connection: (*connection).into(),
+                publication: publication.clone(),
+            },
+            plan::Ingestion::PostgresTable(table) => Ingestion::PostgresTable(PostgresTable {
+                oid: table.oid,
+                schema: table.schema.clone(),
+                name: table.name.clone(),
+                columns: table
+                    .columns
+                    .iter()
+                    .map(|c| PostgresColumn {
+                        name: c.name.clone(),
+                        type_oid: c.type_oid,
+                        type_modifier: c.type_modifier,
+                        scalar_type: (&c.scalar_type).into(),
+                        nullable: c.nullable,
+                    })
+                    .collect(),
+                primary_key: table.primary_key.clone(),
+            }),
+            plan::Ingestion::Progress => Ingestion::Progress,
+        }
+    }
+}
+
+impl From<Ingestion> for plan::Ingestion {
+    fn from(ingestion: Ingestion) -> plan::Ingestion {
+        match ingestion {
+            Ingestion::Postgres {
+                connection,
+                publication,
+            } => plan::Ingestion::Postgres {
+                connection: connection.item(),
+                publication,
+            },
+            Ingestion::PostgresTable(table) => {
+                plan::Ingestion::PostgresTable(plan::PostgresTable {
+                    oid: table.oid,
+                    schema: table.schema,
+                    name: table.name,
+                    columns: table
+                        .columns
+                        .into_iter()
+                        .map(|c| plan::PostgresColumn {
+                            name: c.name,
+                            type_oid: c.type_oid,
+                            type_modifier: c.type_modifier,
+                            scalar_type: c.scalar_type.into(),
+                            nullable: c.nullable,
+                        })
+                        .collect(),
+                    primary_key: table.primary_key,
+                })
+            }
+            Ingestion::Progress => plan::Ingestion::Progress,
         }
     }
 }

@@ -295,6 +295,57 @@ async fn truncate_and_incompatible_changes_stop_only_their_subsource_for_good() 
     assert_eq!(floe.contents(a).len(), 100);
 }
 
+/// The source moves its collections' uppers itself (the storage ticker leaves them
+/// alone): while it is caught up every healthy collection follows the wall clock; a
+/// failed subsource's upper and, once the source stops, all of them stay where they
+/// were, so their lag grows.
+#[tokio::test]
+async fn a_caught_up_source_moves_its_frontiers_and_a_stopped_one_does_not() {
+    let (upstream, floe) = simple_source("frontier", &["a", "b"]).await;
+    let (a, b) = (floe.id("a"), floe.id("b"));
+    let collections = [SOURCE, PROGRESS, a, b];
+    for id in collections {
+        floe.storage.set_self_timed(id, true);
+    }
+    let source = floe.spawn();
+    floe.wait_equal(&upstream, b, "SELECT id, v FROM b").await;
+    let upper = |id| floe.storage.upper(id).unwrap().0;
+    let since_snapshot = floe_repr::Timestamp::now().millis();
+    wait_until(WAIT, || {
+        let uppers = collections.map(upper);
+        uppers
+            .iter()
+            .all(|u| *u > since_snapshot)
+            .then_some(())
+            .ok_or(format!("uppers {uppers:?} behind {since_snapshot}"))
+    })
+    .await;
+    upstream.execute("TRUNCATE a").await;
+    wait_until(WAIT, || {
+        floe.reporter.error(a).map(|_| ()).ok_or("not yet".into())
+    })
+    .await;
+    let failed_at = upper(a);
+    let later = floe_repr::Timestamp::now().millis() + 500;
+    wait_until(WAIT, || {
+        (upper(b) > later && upper(SOURCE) > later)
+            .then_some(())
+            .ok_or(format!("b at {}, source at {}", upper(b), upper(SOURCE)))
+    })
+    .await;
+    assert_eq!(upper(a), failed_at, "a failed subsource's frontier stays");
+
+    source.stop().await;
+    let stopped = collections.map(upper);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    floe.storage.tick().unwrap();
+    assert_eq!(
+        collections.map(upper),
+        stopped,
+        "nothing moves a stopped source's frontiers"
+    );
+}
+
 #[tokio::test]
 async fn a_dropped_table_stops_its_subsource() {
     let (upstream, floe) = simple_source("dropped", &["a", "b"]).await;
