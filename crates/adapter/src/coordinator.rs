@@ -107,6 +107,8 @@ pub struct Coordinator {
     pub(crate) sinks: crate::sinks::SinkManager,
     /// The running load generators.
     pub(crate) generators: crate::sources::Generators,
+    /// The running Postgres sources.
+    pub(crate) postgres_sources: crate::postgres_sources::PostgresSources,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -146,7 +148,10 @@ impl Coordinator {
             config.data_dir.clone(),
             progress,
         );
+        let (postgres_sources, source_events) =
+            crate::postgres_sources::PostgresSources::new(storage.clone());
         let coordinator = Arc::new(Coordinator {
+            postgres_sources,
             catalog: Mutex::new(catalog),
             config,
             sinks,
@@ -160,6 +165,10 @@ impl Coordinator {
             runtime.spawn(crate::sinks::run_event_loop(
                 Arc::downgrade(&coordinator),
                 sink_events,
+            ));
+            runtime.spawn(crate::postgres_sources::run_event_loop(
+                Arc::downgrade(&coordinator),
+                source_events,
             ));
         }
         coordinator.start_up()?;
@@ -273,9 +282,17 @@ impl Coordinator {
         } else {
             Vec::new()
         };
+        let source_history = if reads("mz_source_statuses") || reads("mz_source_status_history") {
+            catalog.source_status_history()?
+        } else {
+            Vec::new()
+        };
         let usage = self.storage.usage();
         let progress = self.sinks.progress();
-        let system = self.system_context(&catalog, &history, &usage, &progress);
+        let source_statistics = self.postgres_sources.statistics();
+        let mut system = self.system_context(&catalog, &history, &usage, &progress);
+        system.source_status_history = &source_history;
+        system.source_statistics = &source_statistics;
         let context = query::session_context(&system, referenced.as_ref())?;
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
@@ -510,6 +527,8 @@ impl Coordinator {
             sink_status_history: history,
             storage_usage: usage,
             sink_progress: progress,
+            source_status_history: &[],
+            source_statistics: crate::system::no_source_statistics(),
             now_ms: Timestamp::now().millis(),
         }
     }

@@ -33,6 +33,10 @@ pub enum AdapterError {
     /// CREATE SINK's check of the Iceberg catalog failed.
     #[error("{0}")]
     SinkCheck(SinkError),
+    /// A Postgres server refused a connection's validation or a source's
+    /// purification (or could not be reached).
+    #[error("{}", .0.message)]
+    Postgres(floe_postgres::PgError),
     #[error("unrecognized configuration parameter \"{0}\"")]
     UnknownVariable(String),
     #[error("parameter \"{name}\" cannot be set to \"{value}\"")]
@@ -100,6 +104,7 @@ impl AdapterError {
                 | floe_sink::ErrorKind::DataConversion => SqlState::CONNECTION_EXCEPTION,
                 floe_sink::ErrorKind::Internal => SqlState::INTERNAL_ERROR,
             },
+            AdapterError::Postgres(e) => e.code,
             AdapterError::UnknownVariable(_) => SqlState::UNDEFINED_OBJECT,
             AdapterError::InvalidVariableValue { .. } => SqlState::INVALID_PARAMETER_VALUE,
             AdapterError::ReadOnlyVariable(_) => SqlState::CANT_CHANGE_RUNTIME_PARAM,
@@ -116,6 +121,7 @@ impl AdapterError {
             AdapterError::UniqueViolation { detail, .. } => Some(detail.clone()),
             AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.detail.clone(),
             AdapterError::Transaction(e) => e.detail(),
+            AdapterError::Postgres(e) => e.detail.clone(),
             _ => None,
         }
     }
@@ -124,6 +130,7 @@ impl AdapterError {
         match self {
             AdapterError::Plan(e) => e.hint.clone(),
             AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.hint.clone(),
+            AdapterError::Postgres(e) => e.hint.clone(),
             AdapterError::InvalidVariableValue { hint, .. } => hint.clone(),
             AdapterError::Transaction(e) => e.hint(),
             _ => None,

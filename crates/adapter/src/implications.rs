@@ -25,6 +25,7 @@ use tracing::{info, warn};
 
 use crate::coordinator::Coordinator;
 use crate::error::AdapterError;
+use crate::postgres_sources;
 use crate::sink_input::CollectionInput;
 use crate::sinks::{missing_input_error, sinks_on_cluster, sinks_using};
 
@@ -58,6 +59,19 @@ pub enum Implication {
     },
     /// Start or restart a sink's task on its cluster (`paused` without a replica).
     StartSink(GlobalId),
+    /// A Postgres source's collection: its writer, not the ticker, moves its upper
+    /// (set before the collection is registered).
+    MarkSelfTimed(GlobalId),
+    /// Stop a Postgres source's task (dropped, or about to restart without a dropped
+    /// subsource's collection).
+    StopPostgresSource(GlobalId),
+    /// Start or restart a Postgres source's task with its subsources as the catalog
+    /// holds them (`paused` without a replica).
+    StartPostgresSource(GlobalId),
+    /// Record a source part's first status, `created`, unless it has one.
+    RecordSourceCreated(GlobalId),
+    /// Record that a source part was dropped.
+    RecordSourceDropped(GlobalId),
     /// An item that cannot run as the catalog holds it (a sink whose relation
     /// is gone, left by an older floe): logged, and a sink shows `stalled` with
     /// the cause until it is dropped. Everything else starts.
@@ -73,15 +87,16 @@ impl Implication {
     /// sinks start.
     pub fn phase(&self) -> u8 {
         match self {
-            Implication::DropSink(_) => 0,
+            Implication::DropSink(_) | Implication::StopPostgresSource(_) => 0,
+            Implication::RecordSourceDropped(_) => 0,
             Implication::ReleaseReadHold { .. } => 1,
             Implication::StopGenerator(_) => 2,
             Implication::DropCollection(_) => 3,
-            Implication::RegisterCollection { .. } => 4,
+            Implication::MarkSelfTimed(_) | Implication::RegisterCollection { .. } => 4,
             Implication::StartGenerator(_) => 5,
-            Implication::RecordSinkCreated(_) => 6,
+            Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
-            Implication::StartSink(_) => 8,
+            Implication::StartSink(_) | Implication::StartPostgresSource(_) => 8,
             Implication::ReportInconsistent { .. } => 9,
         }
     }
@@ -97,31 +112,47 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
             CatalogChange::ItemUpdated { old, new } => item_updated(old, new, &mut effects),
             CatalogChange::ItemDropped(item) => item_dropped(item, &mut effects),
             // Sinks read secrets when they connect: restart them with the new value.
-            CatalogChange::SecretRotated(id) => effects.extend(
-                sinks_using(state, *id)
-                    .into_iter()
-                    .map(Implication::StartSink),
-            ),
+            CatalogChange::SecretRotated(id) => {
+                effects.extend(
+                    sinks_using(state, *id)
+                        .into_iter()
+                        .map(Implication::StartSink),
+                );
+                effects.extend(
+                    postgres_sources::sources_using(state, *id)
+                        .into_iter()
+                        .map(Implication::StartPostgresSource),
+                );
+            }
             // A sink runs on its cluster's replicas.
-            CatalogChange::ClusterUpdated { old, new } if old.replicas != new.replicas => effects
-                .extend(
+            CatalogChange::ClusterUpdated { old, new } if old.replicas != new.replicas => {
+                effects.extend(
                     sinks_on_cluster(state, new.id)
                         .into_iter()
                         .map(Implication::StartSink),
-                ),
+                );
+                effects.extend(
+                    postgres_sources::sources_on_cluster(state, new.id)
+                        .into_iter()
+                        .map(Implication::StartPostgresSource),
+                );
+            }
             CatalogChange::ClusterAdded(_)
             | CatalogChange::ClusterUpdated { .. }
             | CatalogChange::ClusterDropped(_) => {}
         }
     }
     effects.sort_by_key(Implication::phase);
-    // A sink restarts once however many of its inputs changed.
+    // A sink or source restarts once however many of its inputs or parts changed.
     let mut seen = Vec::new();
     effects.retain(|effect| match effect {
-        Implication::StartSink(sink) if seen.contains(sink) => false,
-        Implication::StartSink(sink) => {
-            seen.push(*sink);
-            true
+        Implication::StartSink(_) | Implication::StartPostgresSource(_) => {
+            if seen.contains(effect) {
+                false
+            } else {
+                seen.push(effect.clone());
+                true
+            }
         }
         _ => true,
     });
@@ -130,6 +161,9 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
 
 fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implication>) {
     match &item.definition {
+        ItemDefinition::Source(source) if source.ingestion.is_some() => {
+            postgres_part_added(state, item, source, effects)
+        }
         ItemDefinition::Table(table) => effects.push(Implication::RegisterCollection {
             id: item.id,
             desc: table.desc.clone(),
@@ -177,6 +211,19 @@ fn item_updated(old: &CatalogItem, new: &CatalogItem, effects: &mut Vec<Implicat
 
 fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
     match &item.definition {
+        ItemDefinition::Source(source) if source.ingestion.is_some() => {
+            effects.extend([
+                Implication::RecordSourceDropped(item.id),
+                Implication::DropCollection(item.id),
+            ]);
+            // The source stops; a dropped subsource's source restarts without it
+            // (and stays stopped when it is dropped too).
+            let owner = source.postgres_source(item.id).unwrap_or(item.id);
+            effects.push(Implication::StopPostgresSource(owner));
+            if owner != item.id {
+                effects.push(Implication::StartPostgresSource(owner));
+            }
+        }
         ItemDefinition::Table(_) => effects.push(Implication::DropCollection(item.id)),
         ItemDefinition::Source(_) => effects.extend([
             Implication::StopGenerator(item.id),
@@ -190,6 +237,36 @@ fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
             },
         ]),
         ItemDefinition::Secret | ItemDefinition::Connection(_) => {}
+    }
+}
+
+/// A Postgres source, subsource or progress relation: its collection is self-timed;
+/// the source starts, and restarts when a subsource is added to it.
+fn postgres_part_added(
+    state: &CatalogState,
+    item: &CatalogItem,
+    source: &floe_sql::catalog::SourceDefinition,
+    effects: &mut Vec<Implication>,
+) {
+    effects.extend([
+        Implication::MarkSelfTimed(item.id),
+        Implication::RegisterCollection {
+            id: item.id,
+            desc: source.desc.clone(),
+        },
+        Implication::RecordSourceCreated(item.id),
+    ]);
+    match source.postgres_source(item.id) {
+        Some(owner) if postgres_sources::postgres_source(state, owner).is_some() => {
+            effects.push(Implication::StartPostgresSource(owner));
+        }
+        _ => effects.push(Implication::ReportInconsistent {
+            id: item.id,
+            cause: format!(
+                "the subsource's source {} does not exist",
+                source.parent.as_ref().map_or(item.id, |p| p.0)
+            ),
+        }),
     }
 }
 
@@ -312,6 +389,30 @@ impl Coordinator {
                 if let Some((status, error)) = self.sinks.start(catalog, *sink)? {
                     catalog
                         .record_sink_status_if_changed(&status_event(*sink, status, error, None))?;
+                }
+            }
+            Implication::MarkSelfTimed(id) => self.storage.set_self_timed(*id, true),
+            Implication::StopPostgresSource(source) => match catalog.state().item(*source) {
+                Some(_) => self.postgres_sources.stop(*source),
+                None => self.postgres_sources.forget(*source),
+            },
+            Implication::StartPostgresSource(source) => {
+                for status in self.postgres_sources.start(catalog, *source)? {
+                    catalog.record_source_status_if_changed(&status)?;
+                }
+            }
+            Implication::RecordSourceCreated(id) => {
+                if catalog.latest_source_status(*id)?.is_none() {
+                    for status in
+                        postgres_sources::status_events(&[*id], "created", None, None, None)
+                    {
+                        catalog.record_source_status_if_changed(&status)?;
+                    }
+                }
+            }
+            Implication::RecordSourceDropped(id) => {
+                for status in postgres_sources::status_events(&[*id], "dropped", None, None, None) {
+                    catalog.record_source_status_if_changed(&status)?;
                 }
             }
             Implication::ReportInconsistent { id, cause } => {

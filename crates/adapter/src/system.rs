@@ -18,6 +18,11 @@ pub struct SystemContext<'a> {
     pub storage_usage: &'a [floe_storage::CollectionUsage],
     /// What each sink last reported.
     pub sink_progress: &'a std::collections::HashMap<GlobalId, floe_catalog::SinkProgress>,
+    /// Status changes of sources (only when a query reads them).
+    pub source_status_history: &'a [floe_catalog::SourceStatusEvent],
+    /// Each running Postgres source's counters.
+    pub source_statistics:
+        &'a std::collections::HashMap<GlobalId, floe_postgres::StatisticsSnapshot>,
     /// Milliseconds since the Unix epoch.
     pub now_ms: u64,
 }
@@ -47,11 +52,11 @@ pub fn schema_id(schema: &str) -> &'static str {
     }
 }
 
-fn text(s: impl Into<String>) -> Datum {
+pub(crate) fn text(s: impl Into<String>) -> Datum {
     Datum::Text(s.into())
 }
 
-fn opt_text(s: Option<impl Into<String>>) -> Datum {
+pub(crate) fn opt_text(s: Option<impl Into<String>>) -> Datum {
     s.map(|s| Datum::Text(s.into())).unwrap_or(Datum::Null)
 }
 
@@ -393,12 +398,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Oid(item.oid),
                         text(schema_id(&item.name.schema)),
                         text(&item.name.item),
-                        text(if source.parent.is_some() {
-                            "subsource"
-                        } else {
-                            "load-generator"
-                        }),
-                        Datum::Null,
+                        text(source.type_name()),
+                        opt_text(crate::source_views::connection_id(source)),
                         Datum::Null,
                         Datum::Null,
                         Datum::Null,
@@ -712,7 +713,59 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         rows: |_| Vec::new(),
     },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_source_statuses",
+        columns: &[
+            ("id", Text, false),
+            ("name", Text, false),
+            ("type", Text, false),
+            ("last_status_change_at", TimestampTz, true),
+            ("status", Text, false),
+            ("error", Text, true),
+            ("details", Jsonb, true),
+        ],
+        rows: crate::source_views::source_statuses,
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_source_status_history",
+        columns: &[
+            ("occurred_at", TimestampTz, false),
+            ("source_id", Text, false),
+            ("status", Text, false),
+            ("error", Text, true),
+            ("details", Jsonb, true),
+            ("replica_id", Text, true),
+        ],
+        rows: crate::source_views::source_status_history,
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_source_statistics",
+        columns: &[
+            ("id", Text, false),
+            ("messages_received", UInt8, false),
+            ("bytes_received", UInt8, false),
+            ("updates_staged", UInt8, false),
+            ("updates_committed", UInt8, false),
+            ("snapshot_records_known", UInt8, true),
+            ("snapshot_records_staged", UInt8, true),
+            ("offset_known", UInt8, true),
+            ("offset_committed", UInt8, true),
+        ],
+        rows: crate::source_views::source_statistics,
+    },
 ];
+
+/// The statistics of no source (for contexts built before any are read).
+pub fn no_source_statistics()
+-> &'static std::collections::HashMap<GlobalId, floe_postgres::StatisticsSnapshot> {
+    static EMPTY: std::sync::OnceLock<
+        std::collections::HashMap<GlobalId, floe_postgres::StatisticsSnapshot>,
+    > = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Default::default)
+}
 
 fn lag_interval(lag_ms: u64) -> Datum {
     Datum::Interval {
@@ -722,7 +775,7 @@ fn lag_interval(lag_ms: u64) -> Datum {
     }
 }
 
-fn millis_to_micros(ms: u64) -> i64 {
+pub(crate) fn millis_to_micros(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX / 1000) * 1000
 }
 

@@ -69,6 +69,19 @@ impl Catalog {
         Ok(true)
     }
 
+    /// The object's latest status, if it has any.
+    pub fn latest_source_status(&self, id: GlobalId) -> Result<Option<String>, CatalogError> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT status FROM source_status_history WHERE source_id = ?1
+                 ORDER BY sequence DESC LIMIT 1",
+                params![id.to_string()],
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
     /// The whole source status history, oldest first.
     pub fn source_status_history(&self) -> Result<Vec<SourceStatusEvent>, CatalogError> {
         let mut statement = self.connection.prepare_cached(

@@ -38,7 +38,8 @@ pub(crate) async fn drop_slot_if_present(
 ) -> Result<(), PgError> {
     client
         .execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1",
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+             WHERE slot_name = $1 AND database = current_database()",
             &[&slot],
         )
         .await?;
@@ -48,7 +49,10 @@ pub(crate) async fn drop_slot_if_present(
 /// Removes a source's slot upstream (DROP SOURCE). A slot still read by a connection
 /// that outlived its source (the server notices a dead client late) has that connection
 /// ended first. A missing slot is fine: there is nothing to remove. When the server
-/// cannot be reached the error says so, naming the slot to drop by hand.
+/// cannot be reached the error says so, naming the slot to drop by hand. Only a slot of
+/// the connection's database is this source's: a slot of the same name elsewhere on the
+/// server belongs to another environment (one that shares the environment id) and is
+/// left alone.
 pub async fn drop_replication_slot(
     connection: &PgConnectionConfig,
     slot: &str,
@@ -60,7 +64,8 @@ pub async fn drop_replication_slot(
         client
             .execute(
                 "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-                 WHERE slot_name = $1 AND active_pid IS NOT NULL",
+                 WHERE slot_name = $1 AND database = current_database()
+                   AND active_pid IS NOT NULL",
                 &[&slot],
             )
             .await?;

@@ -7,6 +7,8 @@ mod access;
 mod consistency;
 #[path = "e2e/first_hour.rs"]
 mod first_hour;
+#[path = "e2e/postgres_sources.rs"]
+mod postgres_sources;
 #[path = "e2e/production.rs"]
 mod production;
 #[path = "e2e/sink_safety.rs"]

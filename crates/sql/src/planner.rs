@@ -735,6 +735,7 @@ fn plan_alter_connection(
     };
     let kind = match &item.definition {
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
+        ItemDefinition::Connection(ConnectionDefinition::Postgres(_)) => "POSTGRES",
         _ => "AWS",
     };
     Err(PlanError::unsupported(format!(

@@ -21,6 +21,11 @@ impl Coordinator {
         plan: CreateConnectionPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
         let is_aws = matches!(plan.definition, ConnectionDefinition::Aws(_));
+        if plan.validate
+            && let ConnectionDefinition::Postgres(postgres) = &plan.definition
+        {
+            self.validate_postgres_connection(Ok(postgres)).await?;
+        }
         if plan.validate && !is_aws {
             let config = {
                 let catalog = self.catalog.lock().await;
@@ -66,6 +71,11 @@ impl Coordinator {
                     plan.id
                 )));
             };
+            if let ConnectionDefinition::Postgres(_) = definition {
+                drop(catalog);
+                self.validate_postgres_connection(Err(plan.id)).await?;
+                return command("VALIDATE CONNECTION");
+            }
             self.connection_config(&catalog, Some(plan.id), definition, &[])?
         };
         match config {

@@ -4,17 +4,21 @@ use floe_catalog::Op;
 use floe_sql::plan::DropObjectsPlan;
 
 use super::command;
-use crate::coordinator::{Coordinator, ExecuteResponse};
+use crate::coordinator::{Coordinator, ExecuteResponse, Notice};
 use crate::error::AdapterError;
 
 impl Coordinator {
     /// Everything the plan names goes in one transaction; the diff stops the
-    /// dropped sinks and generators and removes the dropped relations' logs.
+    /// dropped sinks, generators and sources and removes the dropped relations'
+    /// logs. Dropped Postgres sources' replication slots are removed upstream
+    /// afterwards (a notice names a slot that could not be).
     pub(super) async fn sequence_drop_objects(
         &self,
         plan: DropObjectsPlan,
+        notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
+        let slots = self.slots_to_drop(&catalog, &plan.items);
         let ops = plan
             .items
             .iter()
@@ -30,6 +34,8 @@ impl Coordinator {
             .chain(plan.clusters.iter().map(|id| Op::DropCluster(*id)))
             .collect();
         self.catalog_transact(&mut catalog, ops)?;
+        drop(catalog);
+        self.drop_replication_slots(slots, notices).await;
         command(plan.tag)
     }
 }

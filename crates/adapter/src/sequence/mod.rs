@@ -8,6 +8,7 @@ mod cluster;
 mod connection;
 mod dml;
 mod drop;
+mod postgres;
 mod secret;
 mod session;
 mod sink;
@@ -50,6 +51,10 @@ impl Coordinator {
             Plan::AlterSink(plan) => self.sequence_alter_sink(plan).await,
             Plan::CreateTable(plan) => self.sequence_create_table(plan).await,
             Plan::CreateSource(plan) => self.sequence_create_source(plan).await,
+            Plan::CreatePostgresSource(plan) => {
+                self.sequence_create_postgres_source(plan, notices).await
+            }
+            Plan::AlterSource(plan) => self.sequence_alter_source(plan).await,
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
             Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,
@@ -58,7 +63,7 @@ impl Coordinator {
             Plan::CreateCluster(plan) => self.sequence_create_cluster(plan).await,
             Plan::AlterCluster(plan) => self.sequence_alter_cluster(plan).await,
             Plan::CreateClusterReplica(plan) => self.sequence_create_cluster_replica(plan).await,
-            Plan::DropObjects(plan) => self.sequence_drop_objects(plan).await,
+            Plan::DropObjects(plan) => self.sequence_drop_objects(plan, notices).await,
             Plan::Select(plan) => self.sequence_select(session, plan).await,
             Plan::ShowVariable(plan) => self.sequence_show_variable(session, plan),
             Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,

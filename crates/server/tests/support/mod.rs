@@ -121,6 +121,18 @@ impl Floe {
 
     /// Starts floe with extra arguments and environment variables.
     pub fn start_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Floe {
+        Floe::start_in_environment(data_dir, ENVIRONMENT_ID, extra_args, env)
+    }
+
+    /// Starts floe with an environment id of its own (replication slot names, which
+    /// PostgreSQL keeps per server, include it: tests that share a server need their
+    /// own).
+    pub fn start_in_environment(
+        data_dir: &Path,
+        environment_id: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Floe {
         std::fs::create_dir_all(data_dir).unwrap();
         Floe::launch(&data_dir.with_extension("log"), false, |port| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
@@ -130,7 +142,7 @@ impl Floe {
                 .arg("--data-dir")
                 .arg(data_dir)
                 .arg("--aws-external-id-prefix")
-                .arg(ENVIRONMENT_ID)
+                .arg(environment_id)
                 .args(extra_args)
                 .envs(env.iter().copied());
             command
