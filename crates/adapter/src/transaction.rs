@@ -319,8 +319,16 @@ fn is_rename(operation: &sqlparser::ast::AlterTableOperation) -> bool {
     )
 }
 
-/// Options whose string values are credentials (spec section 1).
-const SENSITIVE_OPTIONS: &[&str] = &["CREDENTIAL", "SESSION TOKEN"];
+/// Options whose string values are, or may be given as, credentials (spec
+/// section 1; the planner refuses some as strings, but the text is shown
+/// before planning).
+const SENSITIVE_OPTIONS: &[&str] = &[
+    "CREDENTIAL",
+    "SESSION TOKEN",
+    "SECRET ACCESS KEY",
+    "PASSWORD",
+    "SSL KEY",
+];
 
 /// The statement as error messages show it, with secret values and inline
 /// credentials redacted (`'********'`).
@@ -339,9 +347,30 @@ pub fn redacted_text(statement: &Statement) -> String {
         Statement::CreateSecret(secret) => secret.value = OptionValue::Redacted,
         Statement::AlterSecret(secret) => secret.value = OptionValue::Redacted,
         Statement::CreateConnection(connection) => redact_options(&mut connection.options),
+        // Kept as written: every quoted string may be a credential.
+        Statement::AlterConnection(alter) => alter.action = redact_strings(&alter.action),
         _ => {}
     }
     statement.to_string()
+}
+
+/// Text with every single-quoted string replaced by `'********'`.
+fn redact_strings(text: &str) -> String {
+    let mut redacted = String::with_capacity(text.len());
+    let mut in_string = false;
+    for c in text.chars() {
+        match (in_string, c) {
+            (false, '\'') => {
+                in_string = true;
+                redacted.push_str("'********'");
+            }
+            // A doubled quote inside a string closes and reopens it: still redacted.
+            (true, '\'') => in_string = false,
+            (false, c) => redacted.push(c),
+            (true, _) => {}
+        }
+    }
+    redacted
 }
 
 /// A written table: its id, name, shape when written, and net changes.
@@ -651,5 +680,12 @@ mod tests {
         )
         .unwrap();
         assert!(!redacted_text(&statement).contains("topsecret"));
+        let statement = floe_sql_parser::parse_statement(
+            "ALTER CONNECTION c SET (SECRET ACCESS KEY = 'it''s secret', REGION = 'x')",
+        )
+        .unwrap();
+        let text = redacted_text(&statement);
+        assert!(!text.contains("secret'") && !text.contains("it"), "{text}");
+        assert_eq!(redact_strings("a 'b''c' d"), "a '********''********' d");
     }
 }
