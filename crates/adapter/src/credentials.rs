@@ -2,11 +2,12 @@
 //! margins), the AWS principal floe assumes roles from, and one cached, refreshing
 //! assumed-role provider per AWS connection.
 //!
-//! The principal's keys come from the standard `AWS_ACCESS_KEY_ID`,
-//! `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` environment variables of the server.
-//! When `--aws-principal` is not set and keys are present, floe asks STS
-//! `GetCallerIdentity` once at start-up (at `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`,
-//! else the regional endpoint of `AWS_REGION`) and shows the answer as the principal.
+//! The principal comes from the AWS SDK's standard credential chain of the server's
+//! environment (environment variables, profile files, web identity, container credentials,
+//! instance metadata; see `floe_sink::sts`). When `--aws-principal` is not set, floe asks
+//! STS `GetCallerIdentity` once at start-up (at `AWS_ENDPOINT_URL_STS`, else
+//! `AWS_ENDPOINT_URL`, else the regional endpoint of `AWS_REGION`) and shows the answer as
+//! the principal.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use floe_sink::sink::{SinkConnection, SinkSettings};
 use floe_sink::sts::{
-    StsClient, StsSettings, aws_credentials_provider, principal_from_env, validate_aws_connection,
+    AwsEnvironment, PrincipalSource, StsSettings, aws_credentials_provider, validate_aws_connection,
 };
 use floe_sink::{
     AwsAuthConfig, AwsConfig, AwsCredentialsProvider, AwsKeys, CatalogConfig, HttpSettings,
@@ -62,8 +63,8 @@ pub struct Credentials {
     http: HttpSettings,
     sink: SinkSettings,
     sts: StsSettings,
-    /// The server's own AWS keys (from the environment).
-    principal_keys: Option<AwsKeys>,
+    /// floe's own AWS identity and the SDK configuration of its environment.
+    aws: Arc<AwsEnvironment>,
     /// The principal ARN: `--aws-principal`, else what GetCallerIdentity answered.
     principal: OnceLock<String>,
     roles: Mutex<HashMap<RoleKey, Arc<dyn AwsCredentialsProvider>>>,
@@ -75,31 +76,45 @@ impl std::fmt::Debug for Credentials {
             .field("http", &self.http)
             .field("sts", &self.sts)
             .field("principal", &self.principal.get())
-            .field("has_principal_keys", &self.principal_keys.is_some())
+            .field("aws", &self.aws)
             .finish_non_exhaustive()
     }
 }
 
 impl Credentials {
-    /// Settings from the server's flags; the principal's keys from the environment.
+    /// Settings from the server's flags; the principal from the standard AWS chain.
     pub fn new(
         extra_ca_bundle: Option<std::path::PathBuf>,
         aws_principal: Option<String>,
         settings: &CredentialSettings,
     ) -> Arc<Credentials> {
-        Credentials::with_principal_keys(
+        Credentials::with_principal(
             extra_ca_bundle,
             aws_principal,
             settings,
-            principal_from_env(),
+            PrincipalSource::Chain,
         )
     }
 
+    /// [`Credentials::new`] with fixed principal keys, or none.
     pub fn with_principal_keys(
         extra_ca_bundle: Option<std::path::PathBuf>,
         aws_principal: Option<String>,
         settings: &CredentialSettings,
         principal_keys: Option<AwsKeys>,
+    ) -> Arc<Credentials> {
+        let source = match principal_keys {
+            Some(keys) => PrincipalSource::Keys(keys),
+            None => PrincipalSource::None,
+        };
+        Credentials::with_principal(extra_ca_bundle, aws_principal, settings, source)
+    }
+
+    fn with_principal(
+        extra_ca_bundle: Option<std::path::PathBuf>,
+        aws_principal: Option<String>,
+        settings: &CredentialSettings,
+        source: PrincipalSource,
     ) -> Arc<Credentials> {
         let http = HttpSettings {
             extra_ca_bundle,
@@ -122,11 +137,12 @@ impl Credentials {
         if let Some(arn) = aws_principal.filter(|a| !a.is_empty()) {
             let _ = principal.set(arn);
         }
+        let aws = Arc::new(AwsEnvironment::new(source, &http));
         Arc::new(Credentials {
             http,
             sink,
             sts,
-            principal_keys,
+            aws,
             principal,
             roles: Mutex::new(HashMap::new()),
         })
@@ -146,41 +162,22 @@ impl Credentials {
         self.principal.get().map(String::as_str)
     }
 
-    /// Asks STS who floe's own keys belong to, once, when no principal was configured.
+    /// Asks STS who floe's own identity is, once, when no principal was configured.
     pub async fn discover_principal(self: Arc<Self>) {
         if self.principal.get().is_some() {
             return;
         }
-        let Some(keys) = self.principal_keys.clone() else {
-            info!("no AWS credentials in the environment: the AWS principal stays unknown");
+        if !self.aws.has_principal() {
+            info!("no AWS identity: the AWS principal stays unknown");
             return;
-        };
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let endpoint = env("AWS_ENDPOINT_URL_STS").or_else(|| env("AWS_ENDPOINT_URL"));
-        let region = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION"));
-        let http = HttpSettings {
-            max_retries: 1,
-            request_timeout: Duration::from_secs(10),
-            ..self.http.clone()
-        };
-        let client = match StsClient::new(endpoint.as_deref(), region.as_deref(), &http) {
-            Ok(client) => client,
-            Err(err) => {
-                warn!(error = %err, "cannot ask STS for floe's AWS principal");
-                return;
-            }
-        };
-        match client.get_caller_identity(&keys).await {
+        }
+        match self.aws.caller_identity().await {
             Ok(identity) => {
                 info!(principal = %identity.arn, "AWS principal from STS GetCallerIdentity");
                 let _ = self.principal.set(identity.arn);
             }
-            Err(failure) => {
-                warn!(
-                    endpoint = %client.endpoint(),
-                    error = %failure.message,
-                    "STS GetCallerIdentity failed: the AWS principal stays unknown"
-                );
+            Err(err) => {
+                warn!(error = %err.message, "the AWS principal stays unknown");
             }
         }
     }
@@ -197,7 +194,7 @@ impl Credentials {
             external_id,
         } = &config.auth
         else {
-            return aws_credentials_provider(config, None, &self.http, &self.sts);
+            return aws_credentials_provider(config, &self.aws, &self.sts);
         };
         let key = RoleKey {
             endpoint: config.endpoint.clone(),
@@ -210,8 +207,7 @@ impl Credentials {
         if let Some(provider) = roles.get(&key) {
             return Ok(provider.clone());
         }
-        let provider =
-            aws_credentials_provider(config, self.principal_keys.as_ref(), &self.http, &self.sts)?;
+        let provider = aws_credentials_provider(config, &self.aws, &self.sts)?;
         roles.insert(key, provider.clone());
         Ok(provider)
     }
@@ -249,7 +245,7 @@ impl Credentials {
 
     /// Validates an AWS connection (see [`validate_aws_connection`]).
     pub async fn validate_aws(&self, config: &AwsConfig) -> Result<(), SinkError> {
-        validate_aws_connection(config, self.principal_keys.as_ref(), &self.http).await
+        validate_aws_connection(config, &self.aws).await
     }
 }
 

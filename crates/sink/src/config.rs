@@ -55,6 +55,19 @@ impl fmt::Debug for AwsKeys {
     }
 }
 
+/// The AWS SDK's form of the keys (for signing and for SDK clients).
+impl From<&AwsKeys> for aws_credential_types::Credentials {
+    fn from(keys: &AwsKeys) -> aws_credential_types::Credentials {
+        aws_credential_types::Credentials::new(
+            keys.access_key_id.clone(),
+            keys.secret_access_key.clone(),
+            keys.session_token.clone(),
+            None,
+            "floe",
+        )
+    }
+}
+
 /// How an AWS connection gets its credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AwsAuthConfig {

@@ -37,5 +37,5 @@ pub use sink::{
     Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
 };
-pub use sts::{AssumeRoleProvider, StsClient, StsSettings};
+pub use sts::{AssumeRoleProvider, AwsEnvironment, PrincipalSource, StsClient, StsSettings};
 pub use validate::{validate_catalog, validate_catalog_with, validate_catalog_with_credentials};

@@ -2,6 +2,12 @@
 //! bearer token at the catalog's token endpoint, caching it, and refreshing it before it
 //! expires.
 //!
+//! The exchange itself is the `oauth2` crate's (the request, client authentication, the
+//! token and error answers), sent through floe's retrying HTTP client ([`HttpClient`]:
+//! 429/503 waited out, the extra CA bundle, no redirects). floe adds what the crate leaves
+//! to its users: the cache and its refresh margin, one exchange shared by concurrent
+//! requests, a lenient reading of `expires_in`, and errors that name the HTTP status.
+//!
 //! Client authentication: floe first sends the id and secret in the form body (what the
 //! Iceberg REST clients do). Some servers accept only HTTP Basic (RFC 6749 §2.3.1 makes
 //! Basic the one every server must support). When the endpoint answers `invalid_client`
@@ -10,9 +16,19 @@
 //! method's answer.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
+    BasicTokenType,
+};
+use oauth2::{
+    AccessToken, AuthType, ClientId, ClientSecret, RefreshToken, RequestTokenError, Scope,
+    StandardRevocableToken, TokenUrl,
+};
+use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
 
 use crate::config::ClientCredentials;
@@ -73,22 +89,51 @@ impl fmt::Debug for TokenSource {
     }
 }
 
-#[derive(Deserialize)]
+/// A token endpoint's answer. Not the crate's `StandardTokenResponse`: servers send
+/// `expires_in` as a string too, and some leave out `token_type` (floe sends every token
+/// as a bearer token).
+#[derive(Debug, Serialize, Deserialize)]
 struct TokenResponse {
-    access_token: String,
+    access_token: AccessToken,
+    #[serde(skip, default = "bearer")]
+    token_type: BasicTokenType,
     #[serde(default)]
     expires_in: Option<serde_json::Value>,
 }
 
-#[derive(Deserialize, Default)]
-struct OAuthErrorBody {
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    error_description: Option<String>,
+fn bearer() -> BasicTokenType {
+    BasicTokenType::Bearer
+}
+
+impl oauth2::TokenResponse for TokenResponse {
+    type TokenType = BasicTokenType;
+
+    fn access_token(&self) -> &AccessToken {
+        &self.access_token
+    }
+
+    fn token_type(&self) -> &BasicTokenType {
+        &self.token_type
+    }
+
+    fn expires_in(&self) -> Option<Duration> {
+        self.expires_in
+            .as_ref()
+            .and_then(expires_in_seconds)
+            .map(Duration::from_secs)
+    }
+
+    fn refresh_token(&self) -> Option<&RefreshToken> {
+        None
+    }
+
+    fn scopes(&self) -> Option<&Vec<Scope>> {
+        None
+    }
 }
 
 /// Why one exchange attempt failed.
+#[derive(Default)]
 struct ExchangeFailure {
     status: Option<reqwest::StatusCode>,
     /// The OAuth error code (`invalid_client`, `invalid_scope`, ...).
@@ -99,13 +144,32 @@ struct ExchangeFailure {
 }
 
 impl ExchangeFailure {
-    /// No HTTP answer (or no request could be built).
-    fn transport(err: &reqwest::Error) -> ExchangeFailure {
-        ExchangeFailure {
-            status: None,
-            code: None,
-            description: None,
-            transport: Some(transport_error_text(err)),
+    /// What the `oauth2` crate's error says, with the status of the answer it was about.
+    fn of(
+        err: RequestTokenError<SinkError, BasicErrorResponse>,
+        status: Option<reqwest::StatusCode>,
+    ) -> ExchangeFailure {
+        let not_a_token = |what: String| ExchangeFailure {
+            status,
+            // An answer that is neither a token nor an OAuth2 error says nothing more.
+            description: status
+                .is_some_and(|s| s.is_success())
+                .then(|| format!("response is not an OAuth2 token: {what}")),
+            ..ExchangeFailure::default()
+        };
+        match err {
+            RequestTokenError::ServerResponse(answer) => ExchangeFailure {
+                status,
+                code: Some(answer.error().as_ref().to_string()),
+                description: answer.error_description().cloned(),
+                transport: None,
+            },
+            RequestTokenError::Request(err) => ExchangeFailure {
+                transport: Some(err.message),
+                ..ExchangeFailure::default()
+            },
+            RequestTokenError::Parse(err, _body) => not_a_token(err.to_string()),
+            RequestTokenError::Other(what) => not_a_token(what),
         }
     }
 
@@ -207,6 +271,7 @@ impl TokenSource {
         match result {
             Ok(response) => {
                 let lifetime = response.expires_in.as_ref().and_then(expires_in_seconds);
+                let value = response.access_token.secret().clone();
                 let fetched = Instant::now();
                 // An absurd `expires_in` (past what an Instant can hold) means "no expiry".
                 let expires_at =
@@ -222,7 +287,6 @@ impl TokenSource {
                     expires_in = ?lifetime,
                     "fetched OAuth2 token"
                 );
-                let value = response.access_token;
                 state.token = Some(CachedToken {
                     value: value.clone(),
                     refresh_at,
@@ -251,57 +315,42 @@ impl TokenSource {
         }
     }
 
-    /// One exchange with one client authentication method, sent through floe's retrying
-    /// HTTP client (429/503 and failed connections are waited out).
+    /// One exchange with one client authentication method: the `oauth2` crate's request,
+    /// sent through floe's retrying HTTP client.
     async fn exchange(
         &self,
         http: &HttpClient,
         credentials: &ClientCredentials,
         method: ClientAuthMethod,
     ) -> Result<TokenResponse, ExchangeFailure> {
-        let prepare = || async {
-            let mut form = vec![("grant_type", "client_credentials")];
-            if method == ClientAuthMethod::FormBody {
-                form.push(("client_id", credentials.client_id.as_str()));
-                form.push(("client_secret", credentials.client_secret.as_str()));
-            }
-            if !self.scope.is_empty() {
-                form.push(("scope", self.scope.as_str()));
-            }
-            let mut request = http
-                .client()
-                .post(&self.token_url)
-                .header(reqwest::header::ACCEPT, "application/json")
-                .form(&form);
-            if method == ClientAuthMethod::Basic {
-                request =
-                    request.basic_auth(&credentials.client_id, Some(&credentials.client_secret));
-            }
-            request.build().map(|request| (request, ()))
-        };
-        let answer = match http.send(prepare).await {
-            Ok(answer) => answer,
-            Err(SendError::Prepare(err) | SendError::Unanswered { error: err, .. }) => {
-                return Err(ExchangeFailure::transport(&err));
-            }
-        };
-        let status = answer.response.status();
-        let body = answer.response.bytes().await.unwrap_or_default();
-        if status.is_success() {
-            return serde_json::from_slice::<TokenResponse>(&body).map_err(|err| ExchangeFailure {
-                status: Some(status),
-                code: None,
-                description: Some(format!("response is not an OAuth2 token: {err}")),
-                transport: None,
-            });
+        let token_url = TokenUrl::new(self.token_url.clone()).map_err(|err| ExchangeFailure {
+            transport: Some(format!("invalid token endpoint URL: {err}")),
+            ..ExchangeFailure::default()
+        })?;
+        let client = oauth2::Client::<
+            BasicErrorResponse,
+            TokenResponse,
+            BasicTokenIntrospectionResponse,
+            StandardRevocableToken,
+            BasicRevocationErrorResponse,
+        >::new(ClientId::new(credentials.client_id.clone()))
+        .set_client_secret(ClientSecret::new(credentials.client_secret.clone()))
+        .set_token_uri(token_url)
+        .set_auth_type(match method {
+            ClientAuthMethod::FormBody => AuthType::RequestBody,
+            ClientAuthMethod::Basic => AuthType::BasicAuth,
+        });
+        let mut request = client.exchange_client_credentials();
+        if !self.scope.is_empty() {
+            request = request.add_scope(Scope::new(self.scope.clone()));
         }
-        let error: OAuthErrorBody = serde_json::from_slice(&body).unwrap_or_default();
-        Err(ExchangeFailure {
-            status: Some(status),
-            code: error.error,
-            description: error.error_description,
-            transport: None,
-        })
+        let sender = TokenRequestSender {
+            http,
+            status: std::sync::Mutex::new(None),
+        };
+        let result = request.request_async(&sender).await;
+        let status = sender.status.lock().map_or(None, |status| *status);
+        result.map_err(|err| ExchangeFailure::of(err, status))
     }
 
     fn failure_error(&self, failure: ExchangeFailure, secrets: &[&str]) -> SinkError {
@@ -338,6 +387,61 @@ fn expires_in_seconds(value: &serde_json::Value) -> Option<u64> {
         serde_json::Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
+}
+
+/// The HTTP client of the `oauth2` crate: floe's retrying client, noting the status of the
+/// answer (the crate's errors do not carry it).
+struct TokenRequestSender<'a> {
+    http: &'a HttpClient,
+    status: std::sync::Mutex<Option<reqwest::StatusCode>>,
+}
+
+impl<'c> oauth2::AsyncHttpClient<'c> for TokenRequestSender<'_> {
+    type Error = SinkError;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<oauth2::HttpResponse, SinkError>> + Send + 'c>>;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(send_token_request(self.http, request, &self.status))
+    }
+}
+
+/// Sends one token request of the `oauth2` crate through floe's retrying client, and notes
+/// the status of the answer in `status`.
+async fn send_token_request(
+    http: &HttpClient,
+    request: oauth2::HttpRequest,
+    status: &std::sync::Mutex<Option<reqwest::StatusCode>>,
+) -> Result<oauth2::HttpResponse, SinkError> {
+    let transport =
+        |err: &reqwest::Error| SinkError::new(ErrorKind::TokenExchange, transport_error_text(err));
+    let request = reqwest::Request::try_from(request).map_err(|err| transport(&err))?;
+    let prepare = || async {
+        request
+            .try_clone()
+            .map(|request| (request, ()))
+            .ok_or_else(|| {
+                SinkError::new(
+                    ErrorKind::TokenExchange,
+                    "the token request has a streamed body",
+                )
+            })
+    };
+    let answer = match http.send(prepare).await {
+        Ok(answer) => answer,
+        Err(SendError::Prepare(err)) => return Err(err),
+        Err(SendError::Unanswered { error, .. }) => return Err(transport(&error)),
+    };
+    let code = answer.response.status();
+    if let Ok(mut status) = status.lock() {
+        *status = Some(code);
+    }
+    let headers = answer.response.headers().clone();
+    let body = answer.response.bytes().await.unwrap_or_default();
+    let mut response = oauth2::HttpResponse::new(body.to_vec());
+    *response.status_mut() = code;
+    *response.headers_mut() = headers;
+    Ok(response)
 }
 
 #[cfg(test)]

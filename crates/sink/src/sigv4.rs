@@ -98,14 +98,7 @@ impl SigV4Signer {
         keys: &AwsKeys,
         request: &mut reqwest::Request,
     ) -> Result<(), SinkError> {
-        let identity: Identity = Credentials::new(
-            keys.access_key_id.clone(),
-            keys.secret_access_key.clone(),
-            keys.session_token.clone(),
-            None,
-            "floe",
-        )
-        .into();
+        let identity: Identity = Credentials::from(keys).into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)

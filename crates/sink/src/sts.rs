@@ -1,14 +1,17 @@
-//! AWS STS for AWS connections: `AssumeRole` with the connection's external id (behind a
+//! AWS identity for AWS connections, through the AWS SDK: floe's own principal from the
+//! standard credential chain, `AssumeRole` with the connection's external id (behind a
 //! cached, refreshing [`AwsCredentialsProvider`]), `GetCallerIdentity`, and the validation
 //! of AWS connections.
 //!
-//! floe speaks STS's query API itself (a SigV4-signed form POST, signing name `sts`, and a
-//! small XML answer) rather than through the AWS SDK: it needs two actions, and the signer
-//! is already here for S3 Tables.
-//!
-//! The principal floe assumes roles from is the server's own identity: the standard
-//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` environment
-//! variables ([`principal_from_env`]).
+//! floe's principal (the identity it assumes roles from) comes from the SDK's standard
+//! chain ([`PrincipalSource::Chain`]): the `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` /
+//! `AWS_SESSION_TOKEN` environment variables, the shared profile files (`AWS_PROFILE`),
+//! web identity (EKS: `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`), container
+//! credentials (ECS) and instance metadata (EC2), in that order. The same environment gives
+//! the region, STS endpoint overrides (`AWS_ENDPOINT_URL_STS`, `AWS_ENDPOINT_URL`) and FIPS
+//! or dual-stack endpoints (`AWS_USE_FIPS_ENDPOINT`, `AWS_USE_DUALSTACK_ENDPOINT`); a
+//! connection's `ENDPOINT` and `REGION` take precedence. Requests go through the SDK's
+//! standard retries, bounded by floe's [`HttpSettings`].
 
 use std::fmt;
 use std::sync::Arc;
@@ -16,22 +19,27 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use reqwest::StatusCode;
-use tokio::sync::Mutex;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::provider::error::CredentialsError;
+use aws_sdk_sts::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
+use aws_sdk_sts::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
+use tokio::sync::{Mutex, OnceCell};
 
 use crate::config::{AwsAuthConfig, AwsConfig, AwsKeys};
-use crate::error::{ErrorKind, SinkError};
-use crate::http::{
-    HttpClient, HttpSettings, SendError, display_url_str, encode_component, redact,
-    transport_error_text,
-};
-use crate::sigv4::{AwsCredentialsProvider, SigV4Signer, StaticAwsCredentials};
-
-/// STS's API version.
-const STS_VERSION: &str = "2011-06-15";
+use crate::error::{ErrorKind, ResultExt, SinkError};
+use crate::http::{HttpSettings, display_url_str, redact};
+use crate::sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
 
 /// The shortest session STS hands out.
 pub const MIN_SESSION_DURATION: Duration = Duration::from_secs(900);
+
+/// The region when neither the connection nor the environment names one.
+const DEFAULT_REGION: &str = "us-east-1";
 
 /// How assumed-role sessions are asked for and kept fresh. Every duration is a setting so
 /// tests can use short ones.
@@ -52,20 +60,142 @@ impl Default for StsSettings {
     }
 }
 
-/// The principal's keys from the standard environment variables `AWS_ACCESS_KEY_ID`,
-/// `AWS_SECRET_ACCESS_KEY` and (optionally) `AWS_SESSION_TOKEN`; `None` unless both keys
-/// are set and non-empty.
-pub fn principal_from_env() -> Option<AwsKeys> {
-    principal_from(|name| std::env::var(name).ok())
+/// Where floe's own AWS identity comes from.
+#[derive(Clone)]
+pub enum PrincipalSource {
+    /// The SDK's standard credential chain (see the module documentation).
+    Chain,
+    /// Fixed keys.
+    Keys(AwsKeys),
+    /// No identity: roles cannot be assumed.
+    None,
 }
 
-fn principal_from(get: impl Fn(&str) -> Option<String>) -> Option<AwsKeys> {
-    let non_empty = |name: &str| get(name).filter(|value| !value.trim().is_empty());
-    Some(AwsKeys {
-        access_key_id: non_empty("AWS_ACCESS_KEY_ID")?,
-        secret_access_key: non_empty("AWS_SECRET_ACCESS_KEY")?,
-        session_token: non_empty("AWS_SESSION_TOKEN"),
-    })
+impl fmt::Debug for PrincipalSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrincipalSource::Chain => f.write_str("Chain"),
+            PrincipalSource::Keys(keys) => f.debug_tuple("Keys").field(keys).finish(),
+            PrincipalSource::None => f.write_str("None"),
+        }
+    }
+}
+
+/// floe's AWS environment: its principal and the SDK configuration the server's environment
+/// gives (region, endpoint overrides, FIPS and dual-stack, the HTTP client, retries),
+/// loaded once, on first use.
+pub struct AwsEnvironment {
+    source: PrincipalSource,
+    http: HttpSettings,
+    config: OnceCell<SdkConfig>,
+}
+
+impl fmt::Debug for AwsEnvironment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsEnvironment")
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AwsEnvironment {
+    pub fn new(source: PrincipalSource, http: &HttpSettings) -> AwsEnvironment {
+        AwsEnvironment {
+            source,
+            http: http.clone(),
+            config: OnceCell::new(),
+        }
+    }
+
+    /// Whether floe may have a principal to assume roles from (the chain may still find
+    /// nothing when it is asked).
+    pub fn has_principal(&self) -> bool {
+        !matches!(self.source, PrincipalSource::None)
+    }
+
+    /// The SDK configuration, loaded on first use.
+    async fn config(&self) -> Result<&SdkConfig, SinkError> {
+        self.config.get_or_try_init(|| self.load()).await
+    }
+
+    async fn load(&self) -> Result<SdkConfig, SinkError> {
+        let settings = &self.http;
+        let retries = RetryConfig::standard()
+            .with_max_attempts(settings.max_retries.saturating_add(1))
+            .with_initial_backoff(settings.initial_backoff)
+            .with_max_backoff(settings.max_backoff);
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(settings.connect_timeout)
+            .operation_attempt_timeout(settings.request_timeout)
+            .build();
+        let loader = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(sdk_http_client(settings)?)
+            .retry_config(retries)
+            .timeout_config(timeouts);
+        let loader = match &self.source {
+            PrincipalSource::Chain => loader,
+            PrincipalSource::Keys(keys) => {
+                loader.credentials_provider(aws_credential_types::Credentials::from(keys))
+            }
+            PrincipalSource::None => loader.no_credentials(),
+        };
+        Ok(loader.load().await)
+    }
+
+    /// An STS client signing with floe's principal, at the connection's `endpoint` and
+    /// `region` (else the environment's).
+    pub async fn sts(
+        &self,
+        endpoint: Option<&str>,
+        region: Option<&str>,
+    ) -> Result<StsClient, SinkError> {
+        StsClient::new(self.config().await?, endpoint, region, None)
+    }
+
+    /// An STS client signing with `keys` (a connection's own), at the connection's
+    /// `endpoint` and `region` (else the environment's).
+    pub async fn sts_with_keys(
+        &self,
+        endpoint: Option<&str>,
+        region: Option<&str>,
+        keys: &AwsKeys,
+    ) -> Result<StsClient, SinkError> {
+        StsClient::new(self.config().await?, endpoint, region, Some(keys))
+    }
+
+    /// Who floe's principal is (`GetCallerIdentity` at the environment's STS endpoint).
+    pub async fn caller_identity(&self) -> Result<CallerIdentity, SinkError> {
+        let client = self.sts(None, None).await?;
+        client.get_caller_identity().await.map_err(|failure| {
+            failure
+                .principal_error()
+                .unwrap_or_else(|| unavailable("STS GetCallerIdentity failed", &failure))
+        })
+    }
+}
+
+/// The SDK's HTTPS client: rustls with the ring provider, the system's roots plus the
+/// extra CA bundle of `settings`.
+fn sdk_http_client(settings: &HttpSettings) -> Result<SharedHttpClient, SinkError> {
+    let mut trust = TrustStore::default();
+    if let Some(path) = &settings.extra_ca_bundle {
+        let pem = std::fs::read(path).context(ErrorKind::InvalidConfig, || {
+            format!("cannot read extra CA bundle {}", path.display())
+        })?;
+        trust = trust.with_pem_certificate(pem);
+    }
+    let context = TlsContext::builder()
+        .with_trust_store(trust)
+        .build()
+        .context(ErrorKind::InvalidConfig, || {
+            "cannot build the TLS settings of the AWS client".into()
+        })?;
+    Ok(aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .tls_context(context)
+        .build_https())
 }
 
 /// Temporary credentials STS handed out.
@@ -84,20 +214,32 @@ impl fmt::Debug for AssumedCredentials {
     }
 }
 
-/// Who a set of keys belongs to (`GetCallerIdentity`).
+/// Who a set of credentials belongs to (`GetCallerIdentity`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallerIdentity {
     pub arn: String,
     pub account: Option<String>,
 }
 
-/// An STS error answer (`<ErrorResponse><Error><Code>..</Code><Message>..</Message>`).
+/// Why floe's own credentials could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrincipalProblem {
+    /// No source of the chain had credentials.
+    Missing,
+    /// A source was found but failed (a refused web identity token, an unreachable
+    /// container endpoint).
+    Failed,
+}
+
+/// A failed STS call: STS's error answer, or why none came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StsFailure {
     /// `None` when no HTTP answer came back.
     pub status: Option<u16>,
     pub code: Option<String>,
     pub message: String,
+    /// Set when the call failed because floe's own credentials could not be loaded.
+    pub principal: Option<PrincipalProblem>,
 }
 
 impl StsFailure {
@@ -118,217 +260,276 @@ impl StsFailure {
             (None, None) => self.message.clone(),
         }
     }
+
+    /// The error when floe's own credentials were the problem.
+    fn principal_error(&self) -> Option<SinkError> {
+        match self.principal? {
+            PrincipalProblem::Missing => Some(missing_principal_error()),
+            PrincipalProblem::Failed => Some(
+                SinkError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "floe's AWS credentials could not be loaded: {}",
+                        self.message
+                    ),
+                )
+                .with_hint(
+                    "Check the source of floe's AWS identity: the web identity token file and \
+                     AWS_ROLE_ARN, the container credentials endpoint, or the instance profile.",
+                ),
+            ),
+        }
+    }
 }
 
-/// A client of one STS endpoint and region.
+/// An STS client of one endpoint and region, signing with one identity.
 #[derive(Clone)]
 pub struct StsClient {
-    http: HttpClient,
+    client: aws_sdk_sts::Client,
+    /// The endpoint requests go to, for messages.
     endpoint: String,
-    region: String,
+    /// Secrets to scrub from STS's answers (the keys of a connection being validated).
+    secrets: Vec<String>,
 }
 
 impl fmt::Debug for StsClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StsClient")
-            .field("endpoint", &display_url_str(&self.endpoint))
-            .field("region", &self.region)
+            .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
 }
 
 impl StsClient {
-    /// A client of `endpoint` (the AWS connection's `ENDPOINT`, for a local STS), else of
-    /// the regional endpoint `https://sts.<region>.amazonaws.com`. The region defaults to
-    /// `us-east-1`.
+    /// A client from the environment's `base` configuration: `endpoint` (a connection's
+    /// `ENDPOINT`, for a local STS) overrides the environment's, `region` too; `keys`
+    /// replace floe's principal.
     pub fn new(
+        base: &SdkConfig,
         endpoint: Option<&str>,
         region: Option<&str>,
-        settings: &HttpSettings,
+        keys: Option<&AwsKeys>,
     ) -> Result<StsClient, SinkError> {
+        let mut builder = aws_sdk_sts::config::Builder::from(base);
         let region = region
             .filter(|r| !r.is_empty())
-            .unwrap_or("us-east-1")
-            .to_string();
-        let endpoint = match endpoint.filter(|e| !e.is_empty()) {
-            Some(endpoint) => endpoint.trim_end_matches('/').to_string(),
-            None => format!("https://sts.{region}.amazonaws.com"),
-        };
-        match reqwest::Url::parse(&endpoint) {
-            Ok(url) if matches!(url.scheme(), "http" | "https") => {}
-            _ => {
-                return Err(SinkError::new(
-                    ErrorKind::InvalidConfig,
-                    format!(
-                        "invalid AWS ENDPOINT {}: not an http or https URL",
-                        display_url_str(&endpoint)
-                    ),
-                ));
-            }
+            .map(str::to_string)
+            .or_else(|| base.region().map(|r| r.to_string()))
+            .unwrap_or_else(|| DEFAULT_REGION.to_string());
+        builder = builder.region(Region::new(region.clone()));
+        let endpoint = endpoint.filter(|e| !e.is_empty());
+        if let Some(endpoint) = endpoint {
+            check_endpoint(endpoint)?;
+            builder = builder.endpoint_url(endpoint.trim_end_matches('/'));
         }
+        let mut secrets = Vec::new();
+        if let Some(keys) = keys {
+            builder = builder.credentials_provider(aws_credential_types::Credentials::from(keys));
+            secrets.push(keys.secret_access_key.clone());
+            secrets.extend(keys.session_token.clone());
+        }
+        let shown = match endpoint {
+            Some(endpoint) => display_url_str(endpoint).trim_end_matches('/').to_string(),
+            None => environment_endpoint(base, &region),
+        };
         Ok(StsClient {
-            http: HttpClient::new(settings)?,
-            endpoint,
-            region,
+            client: aws_sdk_sts::Client::from_conf(builder.build()),
+            endpoint: shown,
+            secrets,
         })
     }
 
+    /// Where requests go.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }
 
-    /// `AssumeRole` of `role_arn` as `principal`, with `ExternalId` when given.
+    /// `AssumeRole` of `role_arn`, with `ExternalId` when given.
     pub async fn assume_role(
         &self,
-        principal: &AwsKeys,
         role_arn: &str,
         session_name: &str,
         external_id: Option<&str>,
         duration: Duration,
     ) -> Result<AssumedCredentials, StsFailure> {
-        let duration = duration.max(MIN_SESSION_DURATION).as_secs().to_string();
-        let mut params = vec![
-            ("RoleArn", role_arn),
-            ("RoleSessionName", session_name),
-            ("DurationSeconds", duration.as_str()),
-        ];
-        if let Some(external_id) = external_id {
-            params.push(("ExternalId", external_id));
-        }
-        let body = self.call(principal, "AssumeRole", &params).await?;
-        let field = |tag: &str| {
-            xml_value(&body, tag).ok_or_else(|| StsFailure {
-                status: Some(200),
-                code: None,
-                message: format!("the AssumeRole answer has no <{tag}>"),
-            })
-        };
-        let keys = AwsKeys {
-            access_key_id: field("AccessKeyId")?,
-            secret_access_key: field("SecretAccessKey")?,
-            session_token: Some(field("SessionToken")?),
-        };
-        let expiration = field("Expiration")?;
-        let expires_at = parse_iso8601(&expiration).ok_or_else(|| StsFailure {
-            status: Some(200),
-            code: None,
-            message: format!("the AssumeRole answer has an unreadable Expiration {expiration:?}"),
-        })?;
-        Ok(AssumedCredentials { keys, expires_at })
-    }
-
-    /// `GetCallerIdentity` with `keys`.
-    pub async fn get_caller_identity(&self, keys: &AwsKeys) -> Result<CallerIdentity, StsFailure> {
-        let body = self.call(keys, "GetCallerIdentity", &[]).await?;
-        let arn = xml_value(&body, "Arn").ok_or_else(|| StsFailure {
-            status: Some(200),
-            code: None,
-            message: "the GetCallerIdentity answer has no <Arn>".into(),
-        })?;
-        Ok(CallerIdentity {
-            arn,
-            account: xml_value(&body, "Account"),
+        let seconds = duration.max(MIN_SESSION_DURATION).as_secs();
+        let output = self
+            .client
+            .assume_role()
+            .role_arn(role_arn)
+            .role_session_name(session_name)
+            .set_external_id(external_id.map(str::to_string))
+            .duration_seconds(i32::try_from(seconds).unwrap_or(i32::MAX))
+            .send()
+            .await
+            .map_err(|err| self.failure(err))?;
+        let credentials = output
+            .credentials()
+            .ok_or_else(|| malformed("AssumeRole", "no credentials"))?;
+        let expires_at = SystemTime::try_from(*credentials.expiration())
+            .map_err(|_| malformed("AssumeRole", "an unreadable expiration"))?;
+        Ok(AssumedCredentials {
+            keys: AwsKeys {
+                access_key_id: credentials.access_key_id().to_string(),
+                secret_access_key: credentials.secret_access_key().to_string(),
+                session_token: Some(credentials.session_token().to_string()),
+            },
+            expires_at,
         })
     }
 
-    /// One signed query-API call; returns the body of a successful answer.
-    async fn call(
-        &self,
-        keys: &AwsKeys,
-        action: &str,
-        params: &[(&str, &str)],
-    ) -> Result<String, StsFailure> {
-        let mut form = format!("Action={action}&Version={STS_VERSION}");
-        for (name, value) in params {
-            form.push('&');
-            form.push_str(name);
-            form.push('=');
-            form.push_str(&encode_component(value));
+    /// `GetCallerIdentity`.
+    pub async fn get_caller_identity(&self) -> Result<CallerIdentity, StsFailure> {
+        let output = self
+            .client
+            .get_caller_identity()
+            .send()
+            .await
+            .map_err(|err| self.failure(err))?;
+        let arn = output
+            .arn()
+            .ok_or_else(|| malformed("GetCallerIdentity", "no Arn"))?;
+        Ok(CallerIdentity {
+            arn: arn.to_string(),
+            account: output.account().map(str::to_string),
+        })
+    }
+
+    /// What a failed call means: STS's error answer, floe's own credentials missing or
+    /// failing, or no answer at all.
+    fn failure<E>(&self, err: SdkError<E, HttpResponse>) -> StsFailure
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        if let SdkError::ServiceError(context) = &err {
+            let error = context.err();
+            return StsFailure {
+                status: status_of(&err),
+                code: error.code().map(str::to_string),
+                message: redact(error.message().unwrap_or("no message"), &secrets),
+                principal: None,
+            };
         }
-        let signer = SigV4Signer::new(
-            "sts",
-            self.region.clone(),
-            Arc::new(StaticAwsCredentials::new(keys.clone())),
-        );
-        let url = format!("{}/", self.endpoint);
-        let shown = display_url_str(&url);
-        let secrets: Vec<&str> = [
-            Some(keys.secret_access_key.as_str()),
-            keys.session_token.as_deref(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        tracing::debug!(action, endpoint = %shown, "STS request");
-        let prepare = || async {
-            let mut request = self
-                .http
-                .client()
-                .post(&url)
-                .header(
-                    reqwest::header::CONTENT_TYPE,
-                    "application/x-www-form-urlencoded; charset=utf-8",
-                )
-                .body(form.clone())
-                .build()
-                .map_err(|err| StsFailure {
-                    status: None,
-                    code: None,
-                    message: format!(
-                        "cannot build STS request to {shown}: {}",
-                        transport_error_text(&err.without_url())
-                    ),
-                })?;
-            signer.sign(keys, &mut request).map_err(|err| StsFailure {
+        let text = redact(&DisplayErrorContext(&err).to_string(), &secrets);
+        match credentials_error(&err) {
+            Some(CredentialsError::CredentialsNotLoaded(_)) => StsFailure {
                 status: None,
                 code: None,
-                message: err.message,
-            })?;
-            Ok((request, ()))
-        };
-        let answer = match self.http.send(prepare).await {
-            Ok(answer) => answer,
-            Err(SendError::Prepare(failure)) => return Err(failure),
-            Err(SendError::Unanswered { text, .. }) => {
-                return Err(StsFailure {
-                    status: None,
-                    code: None,
-                    message: format!("STS unreachable at {shown}: {text}"),
-                });
-            }
-        };
-        let status = answer.response.status();
-        let body = answer.response.text().await.map_err(|err| StsFailure {
-            status: Some(status.as_u16()),
-            code: None,
-            message: format!(
-                "reading STS's answer from {shown} failed: {}",
-                transport_error_text(&err.without_url())
-            ),
-        })?;
-        if status == StatusCode::OK {
-            return Ok(body);
+                message: text,
+                principal: Some(PrincipalProblem::Missing),
+            },
+            Some(_) => StsFailure {
+                status: None,
+                code: None,
+                message: text,
+                principal: Some(PrincipalProblem::Failed),
+            },
+            None => StsFailure {
+                status: status_of(&err),
+                code: None,
+                message: format!("STS unreachable at {}: {text}", self.endpoint),
+                principal: None,
+            },
         }
-        let message = xml_value(&body, "Message")
-            .or_else(|| {
-                let text = body.trim();
-                (!text.is_empty() && text.len() <= 300 && !text.starts_with('<'))
-                    .then(|| text.to_string())
-            })
-            .unwrap_or_else(|| status.to_string());
-        Err(StsFailure {
-            status: Some(status.as_u16()),
-            code: xml_value(&body, "Code"),
-            message: redact(&message, &secrets),
-        })
+    }
+}
+
+/// The HTTP status of the answer an SDK error carries, if one came.
+fn status_of<E>(err: &SdkError<E, HttpResponse>) -> Option<u16> {
+    err.raw_response()
+        .map(|response| response.status().as_u16())
+}
+
+/// The credentials error somewhere in an SDK error's chain of causes.
+fn credentials_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a CredentialsError> {
+    let mut cause = Some(err);
+    while let Some(current) = cause {
+        if let Some(found) = current.downcast_ref::<CredentialsError>() {
+            return Some(found);
+        }
+        cause = current.source();
+    }
+    None
+}
+
+fn malformed(action: &str, what: &str) -> StsFailure {
+    StsFailure {
+        status: Some(200),
+        code: None,
+        message: format!("the {action} answer has {what}"),
+        principal: None,
+    }
+}
+
+fn check_endpoint(endpoint: &str) -> Result<(), SinkError> {
+    match reqwest::Url::parse(endpoint) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(()),
+        _ => Err(SinkError::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "invalid AWS ENDPOINT {}: not an http or https URL",
+                display_url_str(endpoint)
+            ),
+        )),
+    }
+}
+
+/// The STS endpoint of the environment for messages: an `AWS_ENDPOINT_URL_STS` /
+/// `AWS_ENDPOINT_URL` override, else the SDK's endpoint for the region (regional, FIPS or
+/// dual-stack as configured).
+fn environment_endpoint(base: &SdkConfig, region: &str) -> String {
+    let configured = std::env::var("AWS_ENDPOINT_URL_STS")
+        .or_else(|_| std::env::var("AWS_ENDPOINT_URL"))
+        .ok()
+        .filter(|url| !url.is_empty())
+        .filter(|_| !ignore_configured_endpoints());
+    if let Some(url) = configured {
+        return display_url_str(&url).trim_end_matches('/').to_string();
+    }
+    resolve_endpoint(
+        region,
+        base.use_fips().unwrap_or(false),
+        base.use_dual_stack().unwrap_or(false),
+    )
+}
+
+fn ignore_configured_endpoints() -> bool {
+    std::env::var("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+        .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The SDK's STS endpoint for a region: `https://sts.<region>.amazonaws.com`, with FIPS
+/// (`sts-fips`) or dual-stack (`.api.aws`) variants.
+pub fn resolve_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
+    let params = Params::builder()
+        .region(region)
+        .use_fips(fips)
+        .use_dual_stack(dual_stack)
+        .use_global_endpoint(false)
+        .build();
+    let resolver = DefaultResolver::new();
+    let resolved = params.ok().and_then(|params| {
+        let endpoint = resolver.resolve_endpoint(&params);
+        futures::FutureExt::now_or_never(endpoint)?.ok()
+    });
+    match resolved {
+        Some(endpoint) => endpoint.url().trim_end_matches('/').to_string(),
+        None => format!("the STS endpoint of {region}"),
     }
 }
 
 /// A role session assumed with an external id, cached and assumed again when it expires
 /// within the refresh margin. Concurrent callers share one `AssumeRole`.
 pub struct AssumeRoleProvider {
-    client: StsClient,
-    principal: Arc<dyn AwsCredentialsProvider>,
+    environment: Arc<AwsEnvironment>,
+    /// The AWS connection's `ENDPOINT` and `REGION`.
+    endpoint: Option<String>,
+    region: Option<String>,
+    /// Built on first use (the environment loads asynchronously).
+    client: OnceCell<StsClient>,
     role_arn: String,
     session_name: String,
     external_id: String,
@@ -346,7 +547,8 @@ struct Session {
 impl fmt::Debug for AssumeRoleProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AssumeRoleProvider")
-            .field("client", &self.client)
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
             .field("role_arn", &self.role_arn)
             .field("session_name", &self.session_name)
             .field("external_id", &self.external_id)
@@ -355,20 +557,22 @@ impl fmt::Debug for AssumeRoleProvider {
 }
 
 impl AssumeRoleProvider {
-    pub fn new(
-        client: StsClient,
-        principal: Arc<dyn AwsCredentialsProvider>,
-        role_arn: String,
-        session_name: String,
-        external_id: String,
+    /// A provider of `role`'s sessions, assumed from floe's principal in `environment` at
+    /// `aws`'s endpoint and region.
+    fn new(
+        environment: Arc<AwsEnvironment>,
+        aws: &AwsConfig,
+        role: RoleToAssume,
         settings: StsSettings,
     ) -> AssumeRoleProvider {
         AssumeRoleProvider {
-            client,
-            principal,
-            role_arn,
-            session_name,
-            external_id,
+            environment,
+            endpoint: aws.endpoint.clone(),
+            region: aws.region.clone(),
+            client: OnceCell::new(),
+            role_arn: role.arn,
+            session_name: role.session_name,
+            external_id: role.external_id,
             settings,
             session: Mutex::new(None),
             assumed: AtomicU64::new(0),
@@ -381,11 +585,15 @@ impl AssumeRoleProvider {
     }
 
     async fn assume(&self) -> Result<AssumedCredentials, SinkError> {
-        let principal = self.principal.credentials().await?;
-        let credentials = self
+        let client = self
             .client
+            .get_or_try_init(|| {
+                self.environment
+                    .sts(self.endpoint.as_deref(), self.region.as_deref())
+            })
+            .await?;
+        let credentials = client
             .assume_role(
-                &principal,
                 &self.role_arn,
                 &self.session_name,
                 Some(&self.external_id),
@@ -399,8 +607,15 @@ impl AssumeRoleProvider {
     }
 }
 
+/// The role of an assume-role AWS connection.
+struct RoleToAssume {
+    arn: String,
+    session_name: String,
+    external_id: String,
+}
+
 /// When a session obtained `now` and expiring at `expires_at` is assumed again: `margin`
-/// before it expires, but never sooner than a few seconds after it was obtained (a margin
+/// before it expires, but no sooner than a few seconds after it was obtained (a margin
 /// longer than the session would otherwise assume the role on every request).
 fn refresh_time(now: SystemTime, expires_at: SystemTime, margin: Duration) -> SystemTime {
     let earliest = now + Duration::from_secs(5);
@@ -436,16 +651,24 @@ impl AwsCredentialsProvider for AssumeRoleProvider {
     }
 }
 
+fn unavailable(what: &str, failure: &StsFailure) -> SinkError {
+    SinkError::new(
+        ErrorKind::Unavailable,
+        format!("{what}: {}", failure.text()),
+    )
+}
+
 fn assume_error(role_arn: &str, failure: &StsFailure) -> SinkError {
+    if let Some(err) = failure.principal_error() {
+        return err;
+    }
+    let what = format!("failed to assume role {role_arn}");
     if failure.status.is_none() || failure.status.is_some_and(|s| s >= 500 || s == 429) {
-        return SinkError::new(
-            ErrorKind::Unavailable,
-            format!("failed to assume role {role_arn}: {}", failure.text()),
-        );
+        return unavailable(&what, failure);
     }
     SinkError::new(
         ErrorKind::Authentication,
-        format!("failed to assume role {role_arn}: {}", failure.text()),
+        format!("{what}: {}", failure.text()),
     )
     .with_hint(
         "Check that the role's trust policy names floe's AWS principal and requires the \
@@ -455,24 +678,25 @@ fn assume_error(role_arn: &str, failure: &StsFailure) -> SinkError {
     .with_retryable(true)
 }
 
-/// The error when an assume-role connection is used but floe has no principal keys.
+/// The error when an assume-role connection is used but floe has no AWS identity.
 pub fn missing_principal_error() -> SinkError {
     SinkError::new(
         ErrorKind::InvalidConfig,
         "cannot assume an AWS role: floe has no AWS credentials of its own",
     )
     .with_hint(
-        "Start floe with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) \
-         of the principal the role's trust policy names.",
+        "Give floe an AWS identity the role's trust policy names: AWS_ACCESS_KEY_ID and \
+         AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), a profile (AWS_PROFILE), a web \
+         identity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, as on EKS), an ECS task \
+         role or an EC2 instance profile.",
     )
 }
 
 /// The credentials provider of an AWS connection: static keys, or a role assumed from
-/// `principal` with the connection's external id.
+/// floe's principal in `environment` with the connection's external id.
 pub fn aws_credentials_provider(
     config: &AwsConfig,
-    principal: Option<&AwsKeys>,
-    http: &HttpSettings,
+    environment: &Arc<AwsEnvironment>,
     sts: &StsSettings,
 ) -> Result<Arc<dyn AwsCredentialsProvider>, SinkError> {
     match &config.auth {
@@ -482,15 +706,18 @@ pub fn aws_credentials_provider(
             session_name,
             external_id,
         } => {
-            let principal = principal.ok_or_else(missing_principal_error)?;
-            let client =
-                StsClient::new(config.endpoint.as_deref(), config.region.as_deref(), http)?;
+            if !environment.has_principal() {
+                return Err(missing_principal_error());
+            }
+            let role = RoleToAssume {
+                arn: arn.clone(),
+                session_name: session_name.clone(),
+                external_id: external_id.clone(),
+            };
             Ok(Arc::new(AssumeRoleProvider::new(
-                client,
-                Arc::new(StaticAwsCredentials::new(principal.clone())),
-                arn.clone(),
-                session_name.clone(),
-                external_id.clone(),
+                environment.clone(),
+                config,
+                role,
                 sts.clone(),
             )))
         }
@@ -502,13 +729,13 @@ pub fn aws_credentials_provider(
 /// one (else any AWS customer of the same principal could assume it).
 pub async fn validate_aws_connection(
     config: &AwsConfig,
-    principal: Option<&AwsKeys>,
-    http: &HttpSettings,
+    environment: &AwsEnvironment,
 ) -> Result<(), SinkError> {
-    let client = StsClient::new(config.endpoint.as_deref(), config.region.as_deref(), http)?;
+    let (endpoint, region) = (config.endpoint.as_deref(), config.region.as_deref());
     match &config.auth {
         AwsAuthConfig::Keys(keys) => {
-            client.get_caller_identity(keys).await.map_err(|failure| {
+            let client = environment.sts_with_keys(endpoint, region, keys).await?;
+            client.get_caller_identity().await.map_err(|failure| {
                 SinkError::new(
                     if failure.status.is_none() {
                         ErrorKind::Unavailable
@@ -528,181 +755,62 @@ pub async fn validate_aws_connection(
             session_name,
             external_id,
         } => {
-            let principal = principal.ok_or_else(missing_principal_error)?;
-            client
-                .assume_role(principal, arn, session_name, Some(external_id), MIN_SESSION_DURATION)
-                .await
-                .map_err(|failure| {
-                    let mut err = assume_error(arn, &failure);
-                    if failure.is_access_denied() {
-                        err = err.with_detail(format!(
-                            "STS refused to let floe's principal assume the role with external ID {external_id}."
-                        ));
-                    }
-                    err
-                })?;
-            match client
-                .assume_role(principal, arn, session_name, None, MIN_SESSION_DURATION)
-                .await
-            {
-                Ok(_) => Err(SinkError::new(
-                    ErrorKind::InvalidConfig,
-                    "role trust policy does not require an external ID",
-                )
-                .with_detail(format!(
-                    "The role {arn} can be assumed without an external ID, so anyone who can act \
-                     as floe's AWS principal could use it."
-                ))
-                .with_hint(format!(
-                    "Add the condition {{\"StringEquals\": {{\"sts:ExternalId\": \"{external_id}\"}}}} \
-                     to the statement of the role's trust policy that allows sts:AssumeRole."
-                ))
-                .with_retryable(false)),
-                Err(failure) if failure.is_access_denied() => Ok(()),
-                Err(failure) => Err(SinkError::new(
-                    ErrorKind::Unavailable,
-                    format!(
-                        "cannot check that role {arn} requires an external ID: {}",
-                        failure.text()
-                    ),
-                )),
+            if !environment.has_principal() {
+                return Err(missing_principal_error());
             }
+            let client = environment.sts(endpoint, region).await?;
+            validate_role(&client, arn, session_name, external_id).await
         }
     }
 }
 
-/// The text of the first `<tag>...</tag>` in an XML document, entities decoded.
-fn xml_value(xml: &str, tag: &str) -> Option<String> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let start = xml.find(&open)? + open.len();
-    let end = start + xml[start..].find(&close)?;
-    Some(
-        xml[start..end]
-            .trim()
-            .replace("&lt;", "<")
-            .replace("&gt;", ">")
-            .replace("&quot;", "\"")
-            .replace("&apos;", "'")
-            .replace("&#xA;", "\n")
-            .replace("&amp;", "&"),
-    )
-}
-
-/// Parses an ISO 8601 UTC time as STS writes it: `2025-11-30T02:00:00Z`, with optional
-/// fractional seconds, or a `+00:00` offset.
-fn parse_iso8601(text: &str) -> Option<SystemTime> {
-    let text = text.trim();
-    let (date, time) = text.split_once('T')?;
-    let mut date_parts = date.split('-');
-    let year: i64 = date_parts.next()?.parse().ok()?;
-    let month: u32 = date_parts.next()?.parse().ok()?;
-    let day: u32 = date_parts.next()?.parse().ok()?;
-    if date_parts.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
+/// The role can be assumed with `external_id`, and not without it.
+async fn validate_role(
+    client: &StsClient,
+    arn: &str,
+    session_name: &str,
+    external_id: &str,
+) -> Result<(), SinkError> {
+    client
+        .assume_role(arn, session_name, Some(external_id), MIN_SESSION_DURATION)
+        .await
+        .map_err(|failure| {
+            let mut err = assume_error(arn, &failure);
+            if failure.is_access_denied() {
+                err = err.with_detail(format!(
+                    "STS refused to let floe's principal assume the role with external ID {external_id}."
+                ));
+            }
+            err
+        })?;
+    match client
+        .assume_role(arn, session_name, None, MIN_SESSION_DURATION)
+        .await
+    {
+        Ok(_) => Err(SinkError::new(
+            ErrorKind::InvalidConfig,
+            "role trust policy does not require an external ID",
+        )
+        .with_detail(format!(
+            "The role {arn} can be assumed without an external ID, so anyone who can act \
+             as floe's AWS principal could use it."
+        ))
+        .with_hint(format!(
+            "Add the condition {{\"StringEquals\": {{\"sts:ExternalId\": \"{external_id}\"}}}} \
+             to the statement of the role's trust policy that allows sts:AssumeRole."
+        ))
+        .with_retryable(false)),
+        Err(failure) if failure.is_access_denied() => Ok(()),
+        Err(failure) => Err(unavailable(
+            &format!("cannot check that role {arn} requires an external ID"),
+            &failure,
+        )),
     }
-    let time = time
-        .strip_suffix('Z')
-        .or_else(|| time.strip_suffix("+00:00"))?;
-    let (clock, fraction) = match time.split_once('.') {
-        Some((clock, fraction)) => (clock, Some(fraction)),
-        None => (time, None),
-    };
-    let mut clock_parts = clock.split(':').map(|p| p.parse::<u64>().ok());
-    let (hour, minute, second) = (
-        clock_parts.next()??,
-        clock_parts.next()??,
-        clock_parts.next()??,
-    );
-    if clock_parts.next().is_some() || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let nanos = match fraction {
-        Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-            let digits = &digits[..digits.len().min(9)];
-            digits.parse::<u32>().ok()? * 10u32.pow(9 - digits.len() as u32)
-        }
-        Some(_) => return None,
-        None => 0,
-    };
-    let days = crate::http::days_from_civil(year, month, day);
-    let seconds = u64::try_from(days * 86_400).ok()? + hour * 3600 + minute * 60 + second;
-    Some(UNIX_EPOCH + Duration::new(seconds, nanos))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iso8601_times() {
-        assert_eq!(
-            parse_iso8601("2024-02-29T00:00:00Z"),
-            Some(UNIX_EPOCH + Duration::from_secs(1_709_164_800))
-        );
-        assert_eq!(
-            parse_iso8601("2024-02-29T00:00:01.5Z"),
-            Some(UNIX_EPOCH + Duration::new(1_709_164_801, 500_000_000))
-        );
-        assert_eq!(
-            parse_iso8601("2024-02-29T00:00:01+00:00"),
-            Some(UNIX_EPOCH + Duration::from_secs(1_709_164_801))
-        );
-        for bad in [
-            "2024-02-29",
-            "2024-13-01T00:00:00Z",
-            "2024-02-29T25:00:00Z",
-            "2024-02-29T00:00:00+02:00",
-            "soon",
-        ] {
-            assert_eq!(parse_iso8601(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn xml_fields() {
-        let body = "<AssumeRoleResponse><AssumeRoleResult><Credentials>\
-            <AccessKeyId>ASIA1</AccessKeyId><SecretAccessKey>s&amp;k</SecretAccessKey>\
-            <SessionToken>tok</SessionToken><Expiration>2030-01-01T00:00:00Z</Expiration>\
-            </Credentials></AssumeRoleResult></AssumeRoleResponse>";
-        assert_eq!(xml_value(body, "AccessKeyId").as_deref(), Some("ASIA1"));
-        assert_eq!(xml_value(body, "SecretAccessKey").as_deref(), Some("s&k"));
-        assert_eq!(xml_value(body, "Missing"), None);
-    }
-
-    #[test]
-    fn principal_keys_from_the_environment() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let keys = principal_from(env(&[
-            ("AWS_ACCESS_KEY_ID", "AKID"),
-            ("AWS_SECRET_ACCESS_KEY", "secret"),
-        ]))
-        .unwrap();
-        assert_eq!(keys.access_key_id, "AKID");
-        assert_eq!(keys.session_token, None);
-        let keys = principal_from(env(&[
-            ("AWS_ACCESS_KEY_ID", "AKID"),
-            ("AWS_SECRET_ACCESS_KEY", "secret"),
-            ("AWS_SESSION_TOKEN", "token"),
-        ]))
-        .unwrap();
-        assert_eq!(keys.session_token.as_deref(), Some("token"));
-        assert!(principal_from(env(&[("AWS_ACCESS_KEY_ID", "AKID")])).is_none());
-        assert!(
-            principal_from(env(&[
-                ("AWS_ACCESS_KEY_ID", ""),
-                ("AWS_SECRET_ACCESS_KEY", "secret")
-            ]))
-            .is_none()
-        );
-    }
 
     #[test]
     fn refresh_times() {
@@ -728,18 +836,42 @@ mod tests {
         );
     }
 
+    /// The SDK's endpoints: regional by default, FIPS and dual-stack when asked for.
     #[test]
-    fn endpoints_and_failures() {
-        let settings = HttpSettings::default();
-        let client = StsClient::new(None, Some("eu-west-1"), &settings).unwrap();
-        assert_eq!(client.endpoint(), "https://sts.eu-west-1.amazonaws.com");
-        let client = StsClient::new(Some("http://127.0.0.1:9/"), None, &settings).unwrap();
-        assert_eq!(client.endpoint(), "http://127.0.0.1:9");
-        assert!(StsClient::new(Some("ftp://x"), None, &settings).is_err());
+    fn regional_fips_and_dual_stack_endpoints() {
+        assert_eq!(
+            resolve_endpoint("eu-west-1", false, false),
+            "https://sts.eu-west-1.amazonaws.com"
+        );
+        assert_eq!(
+            resolve_endpoint("us-east-1", false, false),
+            "https://sts.us-east-1.amazonaws.com"
+        );
+        assert_eq!(
+            resolve_endpoint("us-west-2", true, false),
+            "https://sts-fips.us-west-2.amazonaws.com"
+        );
+        assert_eq!(
+            resolve_endpoint("eu-west-1", false, true),
+            "https://sts.eu-west-1.api.aws"
+        );
+        assert_eq!(
+            resolve_endpoint("us-gov-west-1", true, true),
+            "https://sts-fips.us-gov-west-1.api.aws"
+        );
+        assert_eq!(
+            resolve_endpoint("cn-north-1", false, false),
+            "https://sts.cn-north-1.amazonaws.com.cn"
+        );
+    }
+
+    #[test]
+    fn failures() {
         let denied = StsFailure {
             status: Some(403),
             code: Some("AccessDenied".into()),
             message: "no".into(),
+            principal: None,
         };
         assert!(denied.is_access_denied());
         let err = assume_error("arn:aws:iam::1:role/r", &denied);
@@ -752,18 +884,40 @@ mod tests {
             status: None,
             code: None,
             message: "STS unreachable".into(),
+            principal: None,
         };
         assert!(!down.is_access_denied());
         assert_eq!(assume_error("r", &down).kind, ErrorKind::Unavailable);
+        let nobody = StsFailure {
+            principal: Some(PrincipalProblem::Missing),
+            ..down.clone()
+        };
+        assert_eq!(assume_error("r", &nobody), missing_principal_error());
+        let refused = StsFailure {
+            principal: Some(PrincipalProblem::Failed),
+            message: "InvalidIdentityToken: not trusted".into(),
+            ..down
+        };
+        let err = assume_error("r", &refused);
+        assert_eq!(
+            err.message,
+            "floe's AWS credentials could not be loaded: InvalidIdentityToken: not trusted"
+        );
+        assert!(err.retryable);
     }
 
-    /// An unreachable STS fails the validation with the endpoint named, not a hang.
-    #[tokio::test]
-    async fn unreachable_sts() {
+    fn environment(source: PrincipalSource) -> AwsEnvironment {
         let settings = HttpSettings {
             max_retries: 0,
             ..HttpSettings::default()
         };
+        AwsEnvironment::new(source, &settings)
+    }
+
+    /// An unreachable STS fails the validation with the endpoint named, not a hang; a role
+    /// without a principal fails before any request.
+    #[tokio::test]
+    async fn unreachable_sts() {
         let config = AwsConfig {
             endpoint: Some("http://127.0.0.1:9".into()),
             region: Some("us-east-1".into()),
@@ -773,9 +927,8 @@ mod tests {
                 session_token: None,
             }),
         };
-        let err = validate_aws_connection(&config, None, &settings)
-            .await
-            .unwrap_err();
+        let none = environment(PrincipalSource::None);
+        let err = validate_aws_connection(&config, &none).await.unwrap_err();
         assert_eq!(err.kind, ErrorKind::Unavailable, "{err:?}");
         assert!(err.message.contains("127.0.0.1:9"), "{}", err.message);
         assert!(!err.message.contains("very-secret-value"));
@@ -787,12 +940,35 @@ mod tests {
             },
             ..config
         };
-        let err = validate_aws_connection(&role, None, &settings)
-            .await
-            .unwrap_err();
+        let err = validate_aws_connection(&role, &none).await.unwrap_err();
         assert_eq!(
             err.message,
             "cannot assume an AWS role: floe has no AWS credentials of its own"
         );
+        let bad = AwsConfig {
+            endpoint: Some("ftp://x".into()),
+            ..role
+        };
+        let keys = environment(PrincipalSource::Keys(AwsKeys {
+            access_key_id: "AKID".into(),
+            secret_access_key: "secret".into(),
+            session_token: None,
+        }));
+        let err = validate_aws_connection(&bad, &keys).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidConfig, "{err:?}");
+    }
+
+    /// The endpoint messages name: a connection's, else the region's.
+    #[tokio::test]
+    async fn endpoints_of_clients() {
+        let keys = environment(PrincipalSource::None);
+        let client = keys.sts(Some("http://127.0.0.1:9/"), None).await.unwrap();
+        assert_eq!(client.endpoint(), "http://127.0.0.1:9");
+        if std::env::var_os("AWS_ENDPOINT_URL_STS").is_none()
+            && std::env::var_os("AWS_ENDPOINT_URL").is_none()
+        {
+            let client = keys.sts(None, Some("eu-west-1")).await.unwrap();
+            assert_eq!(client.endpoint(), "https://sts.eu-west-1.amazonaws.com");
+        }
     }
 }

@@ -35,8 +35,17 @@ unity: a Unity-Catalog-shaped Iceberg REST front for SeaweedFS's catalog.
 sts: a front for moto's STS that is as strict as AWS about sts:ExternalId: an AssumeRole
   without ExternalId, for a role whose trust policy has a condition on sts:ExternalId, is
   denied with AWS's AccessDenied error (403); everything else is forwarded unchanged
-  (Host header included, so SigV4 signatures stay valid).
-  - GET /_testkit/requests: every AssumeRole seen (form parameters, content type, verdict).
+  (Host header included, so SigV4 signatures stay valid), but moto's error answers are
+  reshaped as STS's (<ErrorResponse><Error>, not moto's <Errors> wrapper).
+  - GET /_testkit/requests: every AssumeRole and AssumeRoleWithWebIdentity seen (form
+    parameters without the token, content type, the access key that signed it, verdict).
+  - Web identity (EKS): moto cannot take the unsigned AssumeRoleWithWebIdentity AWS takes
+    once IAM is enforced, so the front plays the identity provider's part. A token
+    registered for a role (POST /_testkit/web-identity {"token", "role_arn"}) is accepted:
+    the call goes on to moto signed with the admin keys (config "admin_access_key",
+    "admin_secret_key"), and moto hands out a session of that role. Any other token, or a
+    signed call, is refused with 400 InvalidIdentityToken, as AWS refuses a token its
+    identity provider did not issue.
 
 aws: the AWS side of the S3 Tables document in one endpoint (an AWS connection's ENDPOINT
   serves STS and S3 alike), for SeaweedFS's catalog:
@@ -512,6 +521,8 @@ class StsFront:
         self.cfg = cfg
         self.lock = threading.Lock()
         self.requests = []
+        # Web identity tokens the test registered: token -> role ARN.
+        self.web_identities = {}
 
     def trust_policy(self, role_arn):
         status, _, data = forward(self.cfg["upstream"], "GET", "/moto-api/data.json", [], b"")
@@ -553,6 +564,7 @@ class StsFront:
             "content_type": h.headers.get("Content-Type", ""),
             "params": {k: v for k, v in params.items() if k not in ("Policy",)},
             "signed": h.headers.get("Authorization", "").startswith("AWS4-HMAC-SHA256"),
+            "access_key_id": signing_access_key(h),
             "denied_by_front": False,
         }
         if "ExternalId" not in params:
@@ -565,19 +577,52 @@ class StsFront:
 
     def forward_upstream(self, h, body):
         status, rheaders, data = forward(self.cfg["upstream"], h.command, h.path, list(h.headers.items()), body)
-        return status, rheaders, data
+        return status, rheaders, as_sts_error(status, data)
 
     def handle(self, h, body):
         url = urlsplit(h.path)
         if url.path == "/_testkit/requests":
             with self.lock:
                 return h.send(200, list(self.requests))
+        if url.path == "/_testkit/web-identity" and h.command == "POST":
+            doc = json.loads(body or b"{}")
+            with self.lock:
+                self.web_identities[doc["token"]] = doc["role_arn"]
+            return h.send(200, {"registered": doc["role_arn"]})
         params = self.params(h, url, body)
+        if params.get("Action") == "AssumeRoleWithWebIdentity":
+            return self.web_identity(h, params)
         if params.get("Action") == "AssumeRole":
             if self.check_assume_role(h, params)["denied_by_front"]:
                 return h.send(403, access_denied(params.get("RoleArn", "")), content_type="text/xml")
         status, rheaders, data = self.forward_upstream(h, body)
         return h.send(status, data, content_type=None, headers=rheaders)
+
+    def web_identity(self, h, params):
+        """AssumeRoleWithWebIdentity: a registered token for its role goes on to moto, signed."""
+        token = params.get("WebIdentityToken", "")
+        role_arn = params.get("RoleArn", "")
+        signed = "Authorization" in h.headers
+        with self.lock:
+            accepted = not signed and self.web_identities.get(token) == role_arn
+            self.requests.append({
+                "method": h.command,
+                "content_type": h.headers.get("Content-Type", ""),
+                "params": {k: v for k, v in params.items() if k not in ("WebIdentityToken", "Policy")},
+                "signed": signed,
+                "access_key_id": None,
+                "token_accepted": accepted,
+                "denied_by_front": not accepted,
+            })
+        if not accepted:
+            return h.send(400, invalid_identity_token(), content_type="text/xml")
+        body = urlencode(params).encode()
+        upstream = self.cfg["upstream"]
+        headers = sigv4_headers(
+            "POST", upstream, body, self.cfg["admin_access_key"], self.cfg["admin_secret_key"], "us-east-1", "sts"
+        )
+        status, rheaders, data = forward(upstream, "POST", "/", headers, body)
+        return h.send(status, as_sts_error(status, data), content_type=None, headers=rheaders)
 
 
 class AwsFront(StsFront):
@@ -651,6 +696,36 @@ def sigv4_headers(method, endpoint, body, access_key, secret_key, region, servic
         signature,
     )
     return list(headers.items()) + [("Authorization", authorization)]
+
+
+def as_sts_error(status, data):
+    """An error answer of moto in STS's shape: moto wraps its authorization errors in
+    <Errors> (EC2's shape), where STS answers <ErrorResponse><Error> (the SDK then finds
+    no error code)."""
+    if status < 400:
+        return data
+    return data.replace(b"<Errors>", b"").replace(b"</Errors>", b"")
+
+
+def signing_access_key(h):
+    """The access key id of a SigV4 Authorization header, if any."""
+    auth = h.headers.get("Authorization", "")
+    if "Credential=" not in auth:
+        return None
+    return auth.split("Credential=", 1)[1].split("/", 1)[0]
+
+
+def invalid_identity_token():
+    return (
+        '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">\n'
+        "  <Error>\n"
+        "    <Type>Sender</Type>\n"
+        "    <Code>InvalidIdentityToken</Code>\n"
+        "    <Message>The web identity token was not issued by a trusted identity provider</Message>\n"
+        "  </Error>\n"
+        "  <RequestId>%s</RequestId>\n"
+        "</ErrorResponse>\n" % uuid.uuid4()
+    )
 
 
 def access_denied(role_arn):

@@ -45,7 +45,7 @@ pub mod walkthrough;
 pub use aws::AwsCredentials;
 pub use aws_front::AwsFront;
 pub use fault_proxy::{FaultProxy, Outcome, RequestRecord};
-pub use moto::{AssumedRole, Moto, MotoRole, moto_shared};
+pub use moto::{AssumedRole, Moto, MotoRole, WebIdentityRole, moto_shared};
 pub use oauth::{Grant, OAuthServer};
 pub use ports::free_port;
 pub use postgres::{Postgres, postgres_shared};

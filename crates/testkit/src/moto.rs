@@ -33,6 +33,13 @@ pub struct MotoRole {
     pub principal: AwsCredentials,
 }
 
+/// A role for a web identity: its sessions come from `AssumeRoleWithWebIdentity`.
+#[derive(Clone, Debug)]
+pub struct WebIdentityRole {
+    pub role_arn: String,
+    pub role_name: String,
+}
+
 /// A session moto handed out (`sts.AssumedRole[]` of `/moto-api/data.json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssumedRole {
@@ -100,10 +107,17 @@ impl Moto {
         .map_err(|m| (m, moto.port_conflict()))?;
         let admin = bootstrap_admin(&url);
 
+        // The admin keys let the front pass on the web identity calls it accepts.
+        let front_config = json!({
+            "port": front_port,
+            "upstream": url,
+            "admin_access_key": admin.access_key_id,
+            "admin_secret_key": admin.secret_access_key,
+        });
         let front = start_front(
             "sts",
             "sts-front",
-            &json!({"port": front_port, "upstream": url}),
+            &front_config,
             dir.path(),
             &format!("http://127.0.0.1:{front_port}/_testkit/requests"),
         )?;
@@ -181,32 +195,10 @@ impl Moto {
             &aws::xml_value(&key_xml, "AccessKeyId").expect("AccessKeyId"),
             &aws::xml_value(&key_xml, "SecretAccessKey").expect("SecretAccessKey"),
         );
-        let trust = json!({"Version": "2012-10-17", "Statement": [{
-            "Effect": "Allow",
-            "Principal": {"AWS": principal_arn},
-            "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"sts:ExternalId": external_id}}
-        }]})
-        .to_string();
-        self.iam(
-            "CreateRole",
-            &[
-                ("RoleName", &role_name),
-                ("AssumeRolePolicyDocument", &trust),
-                ("MaxSessionDuration", "43200"),
-            ],
-        );
-        let role_policy = json!({"Version": "2012-10-17", "Statement": [
-            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
-        ]})
-        .to_string();
-        self.iam(
-            "PutRolePolicy",
-            &[
-                ("RoleName", &role_name),
-                ("PolicyName", "s3"),
-                ("PolicyDocument", &role_policy),
-            ],
+        self.put_role(
+            &role_name,
+            &trust_statement(&principal_arn, Some(external_id)),
+            &json!({"Effect": "Allow", "Action": "s3:*", "Resource": "*"}),
         );
         MotoRole {
             role_arn,
@@ -215,6 +207,69 @@ impl Moto {
             principal_arn,
             principal,
         }
+    }
+
+    /// Creates a role `principal_arn` may assume only with `StringEquals sts:ExternalId =
+    /// external_id` (any principal: a user, or an assumed-role session such as a web
+    /// identity's); the role may use moto's S3. Returns its ARN.
+    pub fn create_role_trusting(&self, principal_arn: &str, external_id: &str) -> String {
+        let role_name = crate::unique_name("role");
+        self.put_role(
+            &role_name,
+            &trust_statement(principal_arn, Some(external_id)),
+            &json!({"Effect": "Allow", "Action": "s3:*", "Resource": "*"}),
+        );
+        format!("arn:aws:iam::{ACCOUNT_ID}:role/{role_name}")
+    }
+
+    /// A role for a web identity (EKS's service account role): `token` is registered with
+    /// the STS front, which then takes `AssumeRoleWithWebIdentity` of the role with that
+    /// token, unsigned, as AWS takes it from a trusted identity provider (any other token
+    /// is refused with `InvalidIdentityToken`). Sessions of the role may assume other roles.
+    pub fn create_web_identity_role(&self, token: &str) -> WebIdentityRole {
+        let role_name = crate::unique_name("web");
+        let role_arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role_name}");
+        let trust = json!({
+            "Effect": "Allow",
+            "Principal": {"Federated": format!("arn:aws:iam::{ACCOUNT_ID}:oidc-provider/oidc.testkit")},
+            "Action": "sts:AssumeRoleWithWebIdentity"
+        });
+        self.put_role(
+            &role_name,
+            &trust,
+            &json!({"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
+        );
+        let response = http::post(&format!("{}/_testkit/web-identity", self.sts_endpoint()))
+            .json(&json!({"token": token, "role_arn": role_arn}))
+            .send()
+            .expect("register the web identity token");
+        assert_eq!(response.status, 200, "{}", response.text());
+        WebIdentityRole {
+            role_arn,
+            role_name,
+        }
+    }
+
+    /// An IAM role with one trust statement and one permission statement.
+    fn put_role(&self, role_name: &str, trust: &Value, permission: &Value) {
+        let trust = json!({"Version": "2012-10-17", "Statement": [trust]}).to_string();
+        self.iam(
+            "CreateRole",
+            &[
+                ("RoleName", role_name),
+                ("AssumeRolePolicyDocument", &trust),
+                ("MaxSessionDuration", "43200"),
+            ],
+        );
+        let policy = json!({"Version": "2012-10-17", "Statement": [permission]}).to_string();
+        self.iam(
+            "PutRolePolicy",
+            &[
+                ("RoleName", role_name),
+                ("PolicyName", "permissions"),
+                ("PolicyDocument", &policy),
+            ],
+        );
     }
 
     /// Replaces the role's trust policy (IAM `UpdateAssumeRolePolicy`), the step "update
@@ -282,8 +337,10 @@ impl Moto {
             .collect()
     }
 
-    /// Every `AssumeRole` the strict front received: `{"method", "content_type",
-    /// "params": {form fields}, "signed", "denied_by_front"}`.
+    /// Every `AssumeRole` and `AssumeRoleWithWebIdentity` the strict front received:
+    /// `{"method", "content_type", "params": {form fields but the token}, "signed",
+    /// "access_key_id" (of the signature), "denied_by_front"}`, and `"token_accepted"` for
+    /// a web identity call.
     pub fn sts_requests(&self) -> Vec<Value> {
         http::get(&format!("{}/_testkit/requests", self.sts_endpoint()))
             .send()
@@ -312,6 +369,19 @@ pub fn set_trust_policy_external_id(
     principal_arn: &str,
     external_id: Option<&str>,
 ) {
+    let statement = trust_statement(principal_arn, external_id);
+    let trust = json!({"Version": "2012-10-17", "Statement": [statement]}).to_string();
+    iam(
+        endpoint,
+        admin,
+        "UpdateAssumeRolePolicy",
+        &[("RoleName", role_name), ("PolicyDocument", &trust)],
+    );
+}
+
+/// A trust statement letting `principal_arn` assume a role, only with `external_id` when
+/// one is given.
+fn trust_statement(principal_arn: &str, external_id: Option<&str>) -> Value {
     let mut statement = json!({
         "Effect": "Allow",
         "Principal": {"AWS": principal_arn},
@@ -320,13 +390,7 @@ pub fn set_trust_policy_external_id(
     if let Some(external_id) = external_id {
         statement["Condition"] = json!({"StringEquals": {"sts:ExternalId": external_id}});
     }
-    let trust = json!({"Version": "2012-10-17", "Statement": [statement]}).to_string();
-    iam(
-        endpoint,
-        admin,
-        "UpdateAssumeRolePolicy",
-        &[("RoleName", role_name), ("PolicyDocument", &trust)],
-    );
+    statement
 }
 
 /// The first (unauthenticated) calls: an admin user with an allow-all policy and a key.

@@ -427,6 +427,123 @@ async fn aws_connections_assume_roles_with_external_ids() {
     assert!(!server.log().contains(&role.principal.secret_access_key));
 }
 
+/// floe's principal from a web identity (EKS: a service account's token file and role)
+/// with no static keys anywhere: the SDK's chain takes the token to STS
+/// `AssumeRoleWithWebIdentity` (the strict front accepts only the registered token, as AWS
+/// accepts only its identity provider's), floe shows the session as its principal in
+/// `mz_aws_connections`, and a role that trusts that session is assumed from it with the
+/// connection's external id, at `AWS_ENDPOINT_URL_STS` (the connection names no ENDPOINT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_identity_principal_assumes_roles_without_static_keys() {
+    let moto = Moto::start();
+    let token = format!("eyJ0ZXN0a2l0.{}", floe_testkit::random_hex(24));
+    let web = moto.create_web_identity_role(&token);
+    let session_arn = format!(
+        "arn:aws:sts::{}:assumed-role/{}/floe-eks",
+        moto.account_id(),
+        web.role_name
+    );
+    let external = external_id("u1");
+    let target = moto.create_role_trusting(&session_arn, &external);
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, &token).unwrap();
+    // No key, no profile file, no instance metadata: only the web identity can answer.
+    let nowhere = dir.path().join("no-such-file");
+    let (token_file, nowhere) = (token_file.to_str().unwrap(), nowhere.to_str().unwrap());
+    let sts = moto.sts_endpoint();
+    let server = Server::start(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token_file),
+            ("AWS_ROLE_ARN", &web.role_arn),
+            ("AWS_ROLE_SESSION_NAME", "floe-eks"),
+            ("AWS_ENDPOINT_URL_STS", &sts),
+            ("AWS_REGION", moto.region()),
+            ("AWS_CONFIG_FILE", nowhere),
+            ("AWS_SHARED_CREDENTIALS_FILE", nowhere),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE CONNECTION aws_connection TO AWS (ASSUME ROLE ARN = '{target}', REGION = '{}')",
+            moto.region()
+        ))
+        .await
+        .unwrap();
+
+    // The principal floe shows is the web identity's session.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let principal = loop {
+        let found = rows(
+            &client,
+            "SELECT principal, external_id FROM mz_internal.mz_aws_connections",
+        )
+        .await;
+        if let [row] = found.as_slice()
+            && let Some(principal) = &row[0]
+        {
+            assert_eq!(row[1].as_deref(), Some(external.as_str()));
+            break principal.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no principal: {found:?}\n{}\n{}",
+            server.log(),
+            moto.log_tail(40)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(principal, session_arn);
+
+    // The role is assumed from that session with the external id, and not without it.
+    client
+        .batch_execute("VALIDATE CONNECTION aws_connection")
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}\n{}", server.log(), moto.log_tail(40)));
+    assert_eq!(
+        moto.recorded_external_ids(&target),
+        vec![Some(external.clone())]
+    );
+    let sessions: Vec<String> = moto
+        .assumed_roles()
+        .into_iter()
+        .filter(|r| r.role_arn == web.role_arn && r.session_name == "floe-eks")
+        .map(|r| r.access_key_id)
+        .collect();
+    assert!(!sessions.is_empty(), "no web identity session");
+    let requests = moto.sts_requests();
+    let web_calls: Vec<&serde_json::Value> = requests
+        .iter()
+        .filter(|r| r["params"]["Action"] == "AssumeRoleWithWebIdentity")
+        .collect();
+    assert!(!web_calls.is_empty(), "{requests:?}");
+    for call in &web_calls {
+        assert_eq!(call["token_accepted"], json!(true), "{call}");
+        assert_eq!(call["signed"], json!(false), "{call}");
+        assert_eq!(call["params"]["RoleArn"], json!(web.role_arn));
+    }
+    let attempts: Vec<&serde_json::Value> = requests
+        .iter()
+        .filter(|r| r["params"]["RoleArn"] == target.as_str())
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0]["params"]["ExternalId"], json!(external));
+    assert!(attempts[1]["params"].get("ExternalId").is_none());
+    assert_eq!(attempts[1]["denied_by_front"], json!(true));
+    for attempt in attempts {
+        let key = attempt["access_key_id"].as_str().unwrap_or_default();
+        assert!(
+            sessions.iter().any(|session| session == key),
+            "AssumeRole signed by {key}, not by a web identity session {sessions:?}"
+        );
+    }
+    assert!(!server.log().contains(&token), "the token reached the log");
+}
+
 /// The AWS S3 Tables document step by step against SeaweedFS (its SigV4-signed
 /// `s3tables` catalog, its S3 and its STS): the assumed-role connection and the external
 /// id query, the catalog connection, both sink modes, ALTER SINK, the lag query and the

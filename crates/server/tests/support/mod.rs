@@ -13,7 +13,7 @@ pub const ENVIRONMENT_ID: &str = "00000000-0000-4000-8000-000000000000";
 
 /// The AWS variables floe reads from its environment (removed from what the tests'
 /// processes inherit, so that only what a test gives counts).
-pub const AWS_VARIABLES: [&str; 8] = [
+pub const AWS_VARIABLES: [&str; 13] = [
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
@@ -22,6 +22,11 @@ pub const AWS_VARIABLES: [&str; 8] = [
     "AWS_REGION",
     "AWS_DEFAULT_REGION",
     "AWS_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 ];
 
 /// A running `floe` process.
