@@ -49,6 +49,8 @@ pub struct RestCatalog {
     /// A Databricks Unity Catalog endpoint: its storage is reachable only through vended
     /// credentials.
     unity: bool,
+    /// Whether the connection asks for vended credentials (ACCESS DELEGATION).
+    asks_for_vended_credentials: bool,
     /// Cleared once the catalog answered that it has no credentials endpoint, so that this
     /// session renews credentials by loading the table without asking again.
     credentials_endpoint: AtomicBool,
@@ -70,15 +72,20 @@ impl RestCatalog {
             }
             _ => RestCatalogClient::connect(config, settings).await?,
         };
-        let unity = match config {
-            CatalogConfig::Rest { url, .. } => is_unity_url(url),
-            _ => false,
+        let (unity, asks_for_vended_credentials) = match config {
+            CatalogConfig::Rest {
+                url,
+                vended_credentials,
+                ..
+            } => (is_unity_url(url), *vended_credentials),
+            _ => (false, false),
         };
         Ok(RestCatalog {
             client,
             aws,
             credentials,
             unity,
+            asks_for_vended_credentials,
             credentials_endpoint: AtomicBool::new(true),
         })
     }
@@ -86,6 +93,55 @@ impl RestCatalog {
     /// The REST client underneath.
     pub fn client(&self) -> &RestCatalogClient {
         &self.client
+    }
+
+    /// The error for a table whose files floe has no credentials for: neither vended nor
+    /// from an AWS connection. Without it, the sink's first write would fail deep inside
+    /// the S3 client ("called: reqsign::Sign").
+    fn storage_credentials_missing(
+        &self,
+        namespace: &Namespace,
+        table: &str,
+        location: &str,
+    ) -> SinkError {
+        if self.unity {
+            return SinkError::new(
+                ErrorKind::Storage,
+                format!(
+                    "storage credentials missing: Unity Catalog vended none for table \"{namespace}.{table}\""
+                ),
+            )
+            .with_detail(
+                "Unity Catalog hands out credentials for a table's storage only to requests that ask for them, and only when the service principal may use the storage location.",
+            )
+            .with_hint(
+                "Set ACCESS DELEGATION = 'vended-credentials' on the connection (drop and recreate it), and grant the service principal EXTERNAL USE LOCATION on the catalog's external location.",
+            );
+        }
+        let (message, detail) = if self.asks_for_vended_credentials {
+            (
+                format!(
+                    "storage credentials missing: the catalog vended none for table \"{namespace}.{table}\""
+                ),
+                format!(
+                    "The connection asks for vended credentials (ACCESS DELEGATION), but the catalog's answer held none for the table's files at {location}, and the connection has no AWS CONNECTION."
+                ),
+            )
+        } else {
+            (
+                format!(
+                    "storage credentials missing for table \"{namespace}.{table}\": the connection has no AWS CONNECTION and asks for no vended credentials"
+                ),
+                format!(
+                    "floe writes the table's files at {location} with credentials the catalog vends or with the keys of the connection's AWS CONNECTION, and this connection gives neither."
+                ),
+            )
+        };
+        SinkError::new(ErrorKind::Storage, message)
+            .with_detail(detail)
+            .with_hint(
+                "Recreate the connection with ACCESS DELEGATION = 'vended-credentials' if the catalog vends storage credentials, or with AWS CONNECTION = an AWS connection (ACCESS KEY ID and SECRET ACCESS KEY, or ASSUME ROLE ARN) that may use the table's storage.",
+            )
     }
 
     /// `table` with the credentials the table's credentials endpoint vends, or `None` when
@@ -160,22 +216,10 @@ impl RestCatalog {
             self.credentials.as_ref(),
         )
         .await?;
-        if self.unity
-            && !metadata.location().starts_with("file:")
+        if !metadata.location().starts_with("file:")
             && !access.properties.contains_key("s3.access-key-id")
         {
-            return Err(SinkError::new(
-                ErrorKind::Storage,
-                format!(
-                    "storage credentials missing: Unity Catalog vended none for table \"{namespace}.{table}\""
-                ),
-            )
-            .with_detail(
-                "Unity Catalog hands out credentials for a table's storage only to requests that ask for them, and only when the service principal may use the storage location.",
-            )
-            .with_hint(
-                "Set ACCESS DELEGATION = 'vended-credentials' on the connection (drop and recreate it), and grant the service principal EXTERNAL USE LOCATION on the catalog's external location.",
-            ));
+            return Err(self.storage_credentials_missing(namespace, table, metadata.location()));
         }
         let file_io = file_io(metadata.location(), access.properties);
         Ok(LoadedTable {

@@ -334,6 +334,57 @@ async fn catalogs_without_a_credentials_endpoint_reload_the_table() {
     assert_eq!(proxy.count("GET", credentials_route), 2);
 }
 
+/// A REST connection that neither asks for vended credentials nor has an AWS connection:
+/// loading a table names the missing storage credentials and the two ways to give them,
+/// instead of the sink's first write failing inside the S3 client ("reqsign::Sign"). With
+/// the AWS connection's keys the same table loads and its files can be written.
+#[tokio::test]
+async fn a_table_without_storage_credentials_names_how_to_give_them() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("floe_nocreds");
+    sw.create_table(&ns, "t", &long_schema());
+    let namespace = Namespace::parse(&ns).unwrap();
+    let config = seaweed_rest(sw, &sw.catalog_url(), sw.secret_key());
+    let catalog = SinkCatalog::connect(&config, &HttpSettings::default(), None)
+        .await
+        .unwrap();
+    let err = catalog.load_table(&namespace, "t").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Storage, "{err:?}");
+    assert_eq!(
+        err.message,
+        format!(
+            "storage credentials missing for table \"{ns}.t\": the connection has no AWS CONNECTION and asks for no vended credentials"
+        )
+    );
+    let detail = err.detail.clone().unwrap_or_default();
+    assert!(detail.contains("s3://"), "{detail}");
+    let hint = err.hint.clone().unwrap_or_default();
+    assert!(
+        hint.contains("ACCESS DELEGATION = 'vended-credentials'")
+            && hint.contains("AWS CONNECTION"),
+        "{hint}"
+    );
+    assert!(!error_text(&err).contains("reqsign"), "{err:?}");
+
+    let mut with_keys = config.clone();
+    if let CatalogConfig::Rest { aws, .. } = &mut with_keys {
+        *aws = Some(AwsConfig {
+            endpoint: Some(sw.s3_endpoint()),
+            region: Some(sw.region().to_string()),
+            auth: AwsAuthConfig::Keys(AwsKeys {
+                access_key_id: sw.access_key().to_string(),
+                secret_access_key: sw.secret_key().to_string(),
+                session_token: None,
+            }),
+        });
+    }
+    let catalog = SinkCatalog::connect(&with_keys, &HttpSettings::default(), None)
+        .await
+        .unwrap();
+    let table = catalog.load_table(&namespace, "t").await.unwrap();
+    write_probe(&table, "with-keys").await.unwrap();
+}
+
 #[tokio::test]
 async fn rest_wrong_secret_is_a_token_exchange_error_without_the_secret() {
     let sw = seaweedfs_shared();

@@ -544,6 +544,62 @@ async fn web_identity_principal_assumes_roles_without_static_keys() {
     assert!(!server.log().contains(&token), "the token reached the log");
 }
 
+/// A REST catalog connection with neither vended credentials nor an AWS connection: the
+/// sink stalls naming the missing storage credentials and how to give them, not with the
+/// S3 client's "called: reqsign::Sign".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_without_storage_credentials_says_how_to_give_them() {
+    let sw = floe_testkit::seaweedfs_shared();
+    let namespace = sw.unique_namespace("nocreds");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), &[], &[]);
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE SECRET catalog_oauth AS '{}:{}';
+             CREATE CONNECTION bare TO ICEBERG CATALOG (
+                 CATALOG TYPE = 'rest', URL = '{}', WAREHOUSE = '{}',
+                 CREDENTIAL = SECRET catalog_oauth
+             );
+             CREATE CLUSTER sink_cluster (SIZE = '25cc', REPLICATION FACTOR = 1);
+             CREATE TABLE events (id int, note text);
+             INSERT INTO events VALUES (1, 'a');
+             CREATE SINK bare_sink IN CLUSTER sink_cluster FROM events
+               INTO ICEBERG CATALOG CONNECTION bare (NAMESPACE = '{namespace}', TABLE = 'bare_sink')
+               MODE APPEND WITH (COMMIT INTERVAL = '1s');",
+            sw.access_key(),
+            sw.secret_key(),
+            sw.catalog_url(),
+            sw.warehouse(),
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    let error = wait_for_status(&client, "bare_sink", "stalled", &server)
+        .await
+        .unwrap_or_default();
+    assert_eq!(
+        error,
+        format!(
+            "iceberg: storage credentials missing for table \"{namespace}.bare_sink\": the connection has no AWS CONNECTION and asks for no vended credentials"
+        )
+    );
+    let details = rows(
+        &client,
+        "SELECT details::text FROM mz_internal.mz_sink_statuses WHERE name = 'bare_sink'",
+    )
+    .await;
+    let details = details[0][0].clone().unwrap_or_default();
+    assert!(
+        details.contains("ACCESS DELEGATION") && details.contains("AWS CONNECTION"),
+        "{details}"
+    );
+    assert!(
+        !server.log().contains("reqsign"),
+        "{}",
+        tail(&server.log(), 40)
+    );
+}
+
 /// The AWS S3 Tables document step by step against SeaweedFS (its SigV4-signed
 /// `s3tables` catalog, its S3 and its STS): the assumed-role connection and the external
 /// id query, the catalog connection, both sink modes, ALTER SINK, the lag query and the
