@@ -6,8 +6,8 @@
 use floe_repr::{ClusterId, ColumnType, GlobalId, RelationDesc, SqlScalarType};
 use floe_sql::catalog::{
     AwsAuth, AwsConnection, ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType,
-    ItemDefinition, SinkDefinition, SinkEnvelope, SourceDefinition, StringOrSecret,
-    TableDefinition,
+    Ingestion, ItemDefinition, PostgresColumn, PostgresConnection, PostgresSslMode, PostgresTable,
+    SinkDefinition, SinkEnvelope, SourceDefinition, StringOrSecret, TableDefinition,
 };
 
 use super::{FORMAT, decode_definition, encode_definition};
@@ -206,6 +206,7 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
                 desc: desc.clone(),
                 up_to: Some(5),
                 parent: None,
+                ingestion: None,
             }),
         ),
         (
@@ -217,7 +218,61 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
                 desc,
                 up_to: None,
                 parent: Some((GlobalId::User(16), "bids".into())),
+                ingestion: None,
             }),
+        ),
+        (
+            "postgres_connection",
+            ItemDefinition::Connection(ConnectionDefinition::Postgres(PostgresConnection {
+                host: "db.example".into(),
+                port: 5432,
+                user: StringOrSecret::String("replicator".into()),
+                password: Some(GlobalId::User(1)),
+                database: "shop".into(),
+                ssl_mode: PostgresSslMode::VerifyFull,
+                ssl_certificate_authority: Some(StringOrSecret::Secret(GlobalId::User(2))),
+                ssl_certificate: Some(StringOrSecret::String("-----BEGIN CERTIFICATE-----".into())),
+                ssl_key: Some(GlobalId::User(3)),
+            })),
+        ),
+        (
+            "postgres_source",
+            postgres_part(
+                None,
+                Ingestion::Postgres {
+                    connection: GlobalId::User(20),
+                    publication: "p".into(),
+                },
+            ),
+        ),
+        (
+            "postgres_subsource",
+            postgres_part(
+                Some((GlobalId::User(21), "public.orders".into())),
+                Ingestion::PostgresTable(PostgresTable {
+                    oid: 16384,
+                    schema: "public".into(),
+                    name: "orders".into(),
+                    columns: vec![PostgresColumn {
+                        name: "amount".into(),
+                        type_oid: 1700,
+                        type_modifier: 655366,
+                        scalar_type: SqlScalarType::Numeric {
+                            precision: Some(10),
+                            max_scale: Some(2),
+                        },
+                        nullable: true,
+                    }],
+                    primary_key: Some(vec![0]),
+                }),
+            ),
+        ),
+        (
+            "postgres_progress",
+            postgres_part(
+                Some((GlobalId::User(21), "progress".into())),
+                Ingestion::Progress,
+            ),
         ),
         (
             "sink_upsert",
@@ -230,6 +285,22 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
     ]
 }
 
+/// A part of a Postgres source (the source, a subsource or its progress).
+fn postgres_part(parent: Option<(GlobalId, String)>, ingestion: Ingestion) -> ItemDefinition {
+    ItemDefinition::Source(SourceDefinition {
+        generator: "POSTGRES".into(),
+        tick_interval_ms: 0,
+        cluster: ClusterId::User(1),
+        desc: RelationDesc {
+            columns: vec![column("lsn", SqlScalarType::UInt64, false)],
+            unique_keys: vec![],
+        },
+        up_to: None,
+        parent,
+        ingestion: Some(ingestion),
+    })
+}
+
 /// The variant a sample is: a new variant fails to compile here until it has
 /// its sample (and its golden line).
 fn variant(definition: &ItemDefinition) -> &'static str {
@@ -237,6 +308,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
         ItemDefinition::Secret => "secret",
         ItemDefinition::Connection(ConnectionDefinition::Aws(_)) => "aws connection",
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "iceberg connection",
+        ItemDefinition::Connection(ConnectionDefinition::Postgres(_)) => "postgres connection",
         ItemDefinition::Table(_) => "table",
         ItemDefinition::Source(_) => "source",
         ItemDefinition::Sink(_) => "sink",
@@ -247,7 +319,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
 fn every_kind_of_definition_has_a_sample() {
     let covered: std::collections::BTreeSet<&str> =
         samples().iter().map(|(_, d)| variant(d)).collect();
-    assert_eq!(covered.len(), 6, "{covered:?}");
+    assert_eq!(covered.len(), 7, "{covered:?}");
 }
 
 /// The golden file's lines: `name = stored definition`.
