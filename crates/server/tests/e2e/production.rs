@@ -554,26 +554,37 @@ async fn a_sink_without_storage_credentials_says_how_to_give_them() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), &[], &[]);
     let client = server.connect().await;
-    client
-        .batch_execute(&format!(
-            "CREATE SECRET catalog_oauth AS '{}:{}';
-             CREATE CONNECTION bare TO ICEBERG CATALOG (
+    // One statement at a time: a multi-statement batch is a transaction block, where DDL is
+    // refused.
+    let statements = [
+        format!(
+            "CREATE SECRET catalog_oauth AS '{}:{}'",
+            sw.access_key(),
+            sw.secret_key()
+        ),
+        format!(
+            "CREATE CONNECTION bare TO ICEBERG CATALOG (
                  CATALOG TYPE = 'rest', URL = '{}', WAREHOUSE = '{}',
                  CREDENTIAL = SECRET catalog_oauth
-             );
-             CREATE CLUSTER sink_cluster (SIZE = '25cc', REPLICATION FACTOR = 1);
-             CREATE TABLE events (id int, note text);
-             INSERT INTO events VALUES (1, 'a');
-             CREATE SINK bare_sink IN CLUSTER sink_cluster FROM events
-               INTO ICEBERG CATALOG CONNECTION bare (NAMESPACE = '{namespace}', TABLE = 'bare_sink')
-               MODE APPEND WITH (COMMIT INTERVAL = '1s');",
-            sw.access_key(),
-            sw.secret_key(),
+             )",
             sw.catalog_url(),
-            sw.warehouse(),
-        ))
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+            sw.warehouse()
+        ),
+        "CREATE CLUSTER sink_cluster (SIZE = '25cc', REPLICATION FACTOR = 1)".to_string(),
+        "CREATE TABLE events (id int, note text)".to_string(),
+        "INSERT INTO events VALUES (1, 'a')".to_string(),
+        format!(
+            "CREATE SINK bare_sink IN CLUSTER sink_cluster FROM events
+               INTO ICEBERG CATALOG CONNECTION bare (NAMESPACE = '{namespace}', TABLE = 'bare_sink')
+               MODE APPEND WITH (COMMIT INTERVAL = '1s')"
+        ),
+    ];
+    for statement in &statements {
+        client
+            .batch_execute(statement)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    }
     let error = wait_for_status(&client, "bare_sink", "stalled", &server)
         .await
         .unwrap_or_default();
