@@ -490,6 +490,12 @@ fn rest_of_statement(parser: &mut Parser) -> String {
     loop {
         match parser.peek_token().token {
             Token::SemiColon | Token::EOF => break,
+            // The tokenizer keeps a string's value, not its spelling: the
+            // quotes inside are doubled again so the text parses back the same.
+            Token::SingleQuotedString(value) => {
+                parts.push(format!("'{}'", value.replace('\'', "''")));
+                parser.next_token();
+            }
             token => {
                 parts.push(token.to_string());
                 parser.next_token();
