@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use crate::error::AdapterError;
 use crate::query;
 use crate::session::{Session, TransactionStatus};
-use crate::system::{BUILTINS, SystemContext};
+use crate::system::SystemContext;
 use crate::tables::{self, BatchCache, register_tables, storage_collections};
 use floe_storage::Storage;
 
@@ -122,8 +122,7 @@ impl Coordinator {
     pub fn open(config: CoordinatorConfig) -> Result<Arc<Coordinator>, AdapterError> {
         let mut catalog = Catalog::open(&config.data_dir, config.environment_id.as_deref())?;
         catalog.state_mut().set_system_relations(
-            BUILTINS
-                .iter()
+            crate::system::builtins()
                 .map(|b| (b.schema.to_string(), b.name.to_string()))
                 .collect(),
         );

@@ -19,10 +19,16 @@ pub fn parameter_types(plan: &LogicalPlan) -> Vec<Option<PgType>> {
         .filter_map(|name| name.trim_start_matches('$').parse::<usize>().ok())
         .max()
         .unwrap_or(0);
+    // Compared with an `oid` column: `oid`, not the `uint4` its Arrow type would say.
+    let oids = crate::pg_functions::oid_parameters(plan);
     (1..=count)
         .map(|n| {
+            let name = format!("${n}");
+            if oids.contains(&name) {
+                return Some(PgType::Oid);
+            }
             types
-                .get(&format!("${n}"))
+                .get(&name)
                 .cloned()
                 .flatten()
                 .map(|data_type| floe_arrow::pg_type_of(&Field::new("", data_type, true)))

@@ -17,7 +17,7 @@ use datafusion::logical_expr::LogicalPlan;
 use floe_repr::{ColumnDesc, Datum, PgType};
 
 use crate::error::AdapterError;
-use crate::system::{BUILTINS, SystemContext};
+use crate::system::{SystemContext, builtins};
 
 /// The Arrow field of a builtin column (conversions live in `floe-arrow`).
 pub(crate) fn field(name: &str, pg_type: PgType, nullable: bool) -> Field {
@@ -44,6 +44,8 @@ pub fn session_context(
         .with_information_schema(false)
         .with_target_partitions(1);
     let context = SessionContext::new_with_config(config);
+    // PostgreSQL's catalog functions, for tools (psql's `\d`, drivers' type lookups).
+    crate::pg_functions::register(&context, system);
     let catalog = Arc::new(MemoryCatalogProvider::new());
     let mut schemas: HashMap<&str, Arc<MemorySchemaProvider>> = HashMap::new();
     for schema in [
@@ -55,7 +57,7 @@ pub fn session_context(
     ] {
         schemas.insert(schema, Arc::new(MemorySchemaProvider::new()));
     }
-    for builtin in BUILTINS {
+    for builtin in builtins() {
         // Building a relation nobody reads would only cost time.
         if referenced.is_some_and(|names| {
             !names.contains(&(builtin.schema.to_string(), builtin.name.to_string()))
@@ -99,8 +101,10 @@ pub fn session_context(
 /// Plans a resolved statement.
 pub async fn logical_plan(
     context: &SessionContext,
-    statement: sqlparser::ast::Statement,
+    mut statement: sqlparser::ast::Statement,
 ) -> Result<LogicalPlan, AdapterError> {
+    // The spellings tools use for catalog queries (`OPERATOR(pg_catalog.~)`, ...).
+    crate::pg_rewrite::rewrite(&mut statement);
     let statement = datafusion::sql::parser::Statement::Statement(Box::new(statement));
     context
         .state()

@@ -41,6 +41,30 @@ use PgType::*;
 const OWNER: &str = "u1";
 const DATABASE_ID: &str = "u1";
 
+/// The schemas, in `mz_schemas` order.
+pub const SCHEMAS: [&str; 5] = [
+    "mz_catalog",
+    "pg_catalog",
+    "public",
+    "mz_internal",
+    "information_schema",
+];
+
+/// A schema's OID (`mz_schemas.oid`, `pg_namespace.oid`).
+pub fn schema_oid(schema: &str) -> u32 {
+    16_385
+        + SCHEMAS
+            .iter()
+            .position(|s| *s == schema)
+            .unwrap_or(SCHEMAS.len()) as u32
+}
+
+/// Every builtin relation: the `mz_*` ones of this module, then PostgreSQL's
+/// catalog for tools (`crate::pg_catalog`).
+pub fn builtins() -> impl Iterator<Item = &'static BuiltinRelation> {
+    BUILTINS.iter().chain(crate::pg_catalog::PG_CATALOG.iter())
+}
+
 /// Schema ids, as Materialize numbers them.
 pub fn schema_id(schema: &str) -> &'static str {
     match schema {
@@ -102,30 +126,23 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("privileges", TextArray, false),
         ],
         rows: |_| {
-            [
-                "mz_catalog",
-                "pg_catalog",
-                "public",
-                "mz_internal",
-                "information_schema",
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                vec![
-                    text(schema_id(name)),
-                    Datum::Oid(16_385 + i as u32),
-                    if *name == "public" {
-                        text(DATABASE_ID)
-                    } else {
-                        Datum::Null
-                    },
-                    text(*name),
-                    text(OWNER),
-                    privileges(),
-                ]
-            })
-            .collect()
+            SCHEMAS
+                .iter()
+                .map(|name| {
+                    vec![
+                        text(schema_id(name)),
+                        Datum::Oid(schema_oid(name)),
+                        if *name == "public" {
+                            text(DATABASE_ID)
+                        } else {
+                            Datum::Null
+                        },
+                        text(*name),
+                        text(OWNER),
+                        privileges(),
+                    ]
+                })
+                .collect()
         },
     },
     BuiltinRelation {

@@ -192,6 +192,7 @@ pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
             value: Box::new(S::Text),
         },
         PgType::Record => S::Record { fields: vec![] },
+        PgType::Char => S::Text,
     }
 }
 
@@ -213,13 +214,14 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
         )]));
     }
     let field = typed_field(name, &scalar_type_of_pg(pg_type), nullable);
-    if pg_type == PgType::TextArray {
-        let mut metadata = field.metadata().clone();
-        metadata.insert(PG_TYPE_METADATA.to_string(), "text[]".to_string());
-        field.with_metadata(metadata)
-    } else {
-        field
-    }
+    let marker = match pg_type {
+        PgType::TextArray => "text[]",
+        PgType::Char => "char",
+        _ => return field,
+    };
+    let mut metadata = field.metadata().clone();
+    metadata.insert(PG_TYPE_METADATA.to_string(), marker.to_string());
+    field.with_metadata(metadata)
 }
 
 /// The SQL type recorded in a field's metadata, if any.
@@ -255,6 +257,9 @@ fn is_text_array(field: &Field) -> bool {
 pub fn pg_type_of(field: &Field) -> PgType {
     if is_text_array(field) {
         return PgType::TextArray;
+    }
+    if field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("char") {
+        return PgType::Char;
     }
     if let Some(ty) = sql_type_of(field) {
         return PgType::from_scalar(&ty);

@@ -28,11 +28,7 @@ const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
 /// Days between the Unix epoch and Postgres' epoch.
 const POSTGRES_EPOCH_DAYS: i32 = 10_957;
 
-pub const UINT2_OID: u32 = 16_460;
-pub const UINT4_OID: u32 = 16_462;
-pub const UINT8_OID: u32 = 16_464;
-pub const LIST_OID: u32 = 16_384;
-pub const MAP_OID: u32 = 16_385;
+pub use floe_repr::{LIST_OID, MAP_OID, UINT2_OID, UINT4_OID, UINT8_OID};
 
 fn materialize_type(name: &str, oid: u32) -> Type {
     Type::new(
@@ -46,76 +42,19 @@ fn materialize_type(name: &str, oid: u32) -> Type {
 /// The wire type of a column.
 pub fn wire_type(pg_type: PgType) -> Type {
     match pg_type {
-        PgType::Bool => Type::BOOL,
-        PgType::Int2 => Type::INT2,
-        PgType::Int4 => Type::INT4,
-        PgType::Int8 => Type::INT8,
-        PgType::Float4 => Type::FLOAT4,
-        PgType::Float8 => Type::FLOAT8,
-        PgType::Numeric => Type::NUMERIC,
-        PgType::Text => Type::TEXT,
-        PgType::VarChar => Type::VARCHAR,
-        PgType::Bytea => Type::BYTEA,
-        PgType::Date => Type::DATE,
-        PgType::Time => Type::TIME,
-        PgType::Timestamp => Type::TIMESTAMP,
-        PgType::TimestampTz => Type::TIMESTAMPTZ,
-        PgType::Interval => Type::INTERVAL,
-        PgType::Jsonb => Type::JSONB,
-        PgType::Uuid => Type::UUID,
-        PgType::Oid => Type::OID,
-        PgType::TextArray => Type::TEXT_ARRAY,
         PgType::UInt2 => materialize_type("uint2", UINT2_OID),
         PgType::UInt4 => materialize_type("uint4", UINT4_OID),
         PgType::UInt8 => materialize_type("uint8", UINT8_OID),
-        PgType::Int4Range => Type::INT4_RANGE,
-        PgType::Int8Range => Type::INT8_RANGE,
-        PgType::NumRange => Type::NUM_RANGE,
-        PgType::DateRange => Type::DATE_RANGE,
-        PgType::TsRange => Type::TS_RANGE,
-        PgType::TstzRange => Type::TSTZ_RANGE,
         PgType::List => materialize_type("list", LIST_OID),
         PgType::Map => materialize_type("map", MAP_OID),
-        PgType::Record => Type::RECORD,
+        // Every other type is PostgreSQL's own.
+        other => Type::from_oid(other.oid()).unwrap_or(Type::TEXT),
     }
 }
 
 /// The floe type of a wire OID, if floe has one.
 pub fn pg_type_from_oid(oid: u32) -> Option<PgType> {
-    Some(match oid {
-        16 => PgType::Bool,
-        21 => PgType::Int2,
-        23 => PgType::Int4,
-        20 => PgType::Int8,
-        700 => PgType::Float4,
-        701 => PgType::Float8,
-        1700 => PgType::Numeric,
-        25 => PgType::Text,
-        1043 => PgType::VarChar,
-        17 => PgType::Bytea,
-        1082 => PgType::Date,
-        1083 => PgType::Time,
-        1114 => PgType::Timestamp,
-        1184 => PgType::TimestampTz,
-        1186 => PgType::Interval,
-        3802 => PgType::Jsonb,
-        2950 => PgType::Uuid,
-        26 => PgType::Oid,
-        1009 => PgType::TextArray,
-        UINT2_OID => PgType::UInt2,
-        UINT4_OID => PgType::UInt4,
-        UINT8_OID => PgType::UInt8,
-        3904 => PgType::Int4Range,
-        3926 => PgType::Int8Range,
-        3906 => PgType::NumRange,
-        3912 => PgType::DateRange,
-        3908 => PgType::TsRange,
-        3910 => PgType::TstzRange,
-        LIST_OID => PgType::List,
-        MAP_OID => PgType::Map,
-        2249 => PgType::Record,
-        _ => return None,
-    })
+    PgType::from_oid(oid)
 }
 
 /// The Postgres type a datum is a value of (`None` for NULL). Used for the
@@ -508,7 +447,7 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
         PgType::Float4 => Datum::Float32(f32::from_be_bytes(r.array()?)),
         PgType::Float8 => Datum::Float64(f64::from_be_bytes(r.array()?)),
         PgType::Numeric => Datum::Numeric(decode_numeric_binary(&mut r)?),
-        PgType::Text | PgType::VarChar => Datum::Text(utf8(r.rest())?),
+        PgType::Text | PgType::VarChar | PgType::Char => Datum::Text(utf8(r.rest())?),
         PgType::Bytea => Datum::Bytes(r.rest().to_vec()),
         PgType::Jsonb => {
             let version = r.array::<1>()?[0];

@@ -41,9 +41,69 @@ pub enum PgType {
     Map,
     /// An anonymous record (row type).
     Record,
+    /// PostgreSQL's one-byte `"char"` (`pg_type.typtype` and friends), a
+    /// one-character `Datum::Text`.
+    Char,
 }
 
+/// Materialize's OIDs of its own types.
+pub const UINT2_OID: u32 = 16_460;
+pub const UINT4_OID: u32 = 16_462;
+pub const UINT8_OID: u32 = 16_464;
+pub const LIST_OID: u32 = 16_384;
+pub const MAP_OID: u32 = 16_385;
+
+/// Every type with its OID: PostgreSQL's for PostgreSQL's types, Materialize's
+/// for its own.
+const TYPE_OIDS: &[(PgType, u32)] = &[
+    (PgType::Bool, 16),
+    (PgType::Bytea, 17),
+    (PgType::Char, 18),
+    (PgType::Int8, 20),
+    (PgType::Int2, 21),
+    (PgType::Int4, 23),
+    (PgType::Text, 25),
+    (PgType::Oid, 26),
+    (PgType::Float4, 700),
+    (PgType::Float8, 701),
+    (PgType::TextArray, 1009),
+    (PgType::VarChar, 1043),
+    (PgType::Date, 1082),
+    (PgType::Time, 1083),
+    (PgType::Timestamp, 1114),
+    (PgType::TimestampTz, 1184),
+    (PgType::Interval, 1186),
+    (PgType::Numeric, 1700),
+    (PgType::Record, 2249),
+    (PgType::Uuid, 2950),
+    (PgType::Jsonb, 3802),
+    (PgType::Int4Range, 3904),
+    (PgType::NumRange, 3906),
+    (PgType::TsRange, 3908),
+    (PgType::TstzRange, 3910),
+    (PgType::DateRange, 3912),
+    (PgType::Int8Range, 3926),
+    (PgType::List, LIST_OID),
+    (PgType::Map, MAP_OID),
+    (PgType::UInt2, UINT2_OID),
+    (PgType::UInt4, UINT4_OID),
+    (PgType::UInt8, UINT8_OID),
+];
+
 impl PgType {
+    /// The type's OID, as clients see it.
+    pub fn oid(self) -> u32 {
+        TYPE_OIDS
+            .iter()
+            .find(|(t, _)| *t == self)
+            .map_or(0, |(_, oid)| *oid)
+    }
+
+    /// The type of an OID, if floe has it.
+    pub fn from_oid(oid: u32) -> Option<PgType> {
+        TYPE_OIDS.iter().find(|(_, o)| *o == oid).map(|(t, _)| *t)
+    }
+
     /// The Postgres type of a column of SQL type `ty`.
     pub fn from_scalar(ty: &crate::SqlScalarType) -> PgType {
         use crate::SqlScalarType as S;

@@ -15,7 +15,9 @@ pub mod types;
 
 pub use cast::cast_datum;
 pub use codec::{CodecError, decode_row, encode_row};
-pub use datum::{ColumnDesc, Datum, PgType, RangeBounds, Row};
+pub use datum::{
+    ColumnDesc, Datum, LIST_OID, MAP_OID, PgType, RangeBounds, Row, UINT2_OID, UINT4_OID, UINT8_OID,
+};
 pub use id::{ClusterId, GlobalId, ReplicaId};
 pub use relation::{ColumnType, RelationDesc};
 pub use sqlstate::SqlState;

@@ -1,6 +1,7 @@
 //! Access against the real binary: TLS (psql with `sslmode=require` and
 //! `verify-full`, certificates reloaded on SIGHUP, client certificates), SCRAM and
-//! cleartext passwords, and the settings floe refuses to start with.
+//! cleartext passwords, and the settings floe refuses to start with; PostgreSQL's
+//! catalog as psql's `\d` family and tokio-postgres' type lookups read it.
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -381,4 +382,158 @@ fn unsafe_settings_refuse_to_start() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// Whitespace-normalized lines of psql's aligned output.
+fn normalized_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// psql's `\d` family reads floe's PostgreSQL catalog: relations, one table's columns
+/// (types with modifiers, NOT NULL, defaults), schemas, roles, databases.
+#[test]
+fn psql_describe_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let created = floe.psql(
+        &[
+            "-c",
+            "CREATE TABLE t (a int NOT NULL, b text DEFAULT 'x', c varchar(5), d numeric(10,2), e uint4, f int list)",
+        ],
+        None,
+    );
+    assert!(created.status.success(), "{}", stderr(&created));
+    let describe = |command: &str| {
+        let output = floe.psql(&["-c", command], None);
+        assert!(
+            output.status.success(),
+            "{command}: {}\n--- server log ---\n{}",
+            stderr(&output),
+            floe.log()
+        );
+        normalized_lines(&stdout(&output))
+    };
+    let expectations: [(&str, &[&str]); 6] = [
+        ("\\dt", &["public | t | table | materialize", "(1 row)"]),
+        ("\\d", &["public | t | table | materialize", "(1 row)"]),
+        ("\\dn", &["public | materialize"]),
+        (
+            "\\du",
+            &["materialize | Superuser, Create role, Create DB |"],
+        ),
+        (
+            "\\l",
+            &["materialize | materialize | UTF8 | C | C | | libc |"],
+        ),
+        (
+            "\\d t",
+            &[
+                "Table \"public.t\"",
+                "a | integer | | not null |",
+                "b | text | | | 'x'",
+                "c | character varying(5) | | |",
+                "d | numeric(10,2) | | |",
+                "e | uint4 | | |",
+                // Every list has the one wire OID of Materialize's `list` family.
+                "f | list | | |",
+            ],
+        ),
+    ];
+    for (command, expected) in expectations {
+        let lines = describe(command);
+        for line in expected {
+            assert!(
+                lines.iter().any(|l| l == line),
+                "{command}: no line {line:?} in:\n{}",
+                lines.join("\n")
+            );
+        }
+    }
+    // \dn lists user schemas only, as PostgreSQL's does.
+    assert!(!describe("\\dn").iter().any(|l| l.starts_with("pg_catalog")));
+}
+
+/// tokio-postgres prepares statements over every floe type: the types it does not
+/// know (uint2/4/8, list, map) it looks up in `pg_catalog.pg_type` with an `oid`
+/// parameter, and `typtype` comes back as `"char"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_postgres_prepares_every_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    let columns = [
+        ("b", "bool", "bool"),
+        ("i2", "smallint", "int2"),
+        ("i4", "integer", "int4"),
+        ("i8", "bigint", "int8"),
+        ("f4", "real", "float4"),
+        ("f8", "double precision", "float8"),
+        ("n", "numeric(10,2)", "numeric"),
+        ("d", "date", "date"),
+        ("t", "time", "time"),
+        ("ts", "timestamp", "timestamp"),
+        ("tz", "timestamptz", "timestamptz"),
+        ("s", "text", "text"),
+        ("v", "varchar(5)", "varchar"),
+        ("by", "bytea", "bytea"),
+        ("u", "uuid", "uuid"),
+        ("j", "jsonb", "jsonb"),
+        ("iv", "interval", "interval"),
+        ("u2", "uint2", "uint2"),
+        ("u4", "uint4", "uint4"),
+        ("u8", "uint8", "uint8"),
+        ("r4", "int4range", "int4range"),
+        ("r8", "int8range", "int8range"),
+        ("rn", "numrange", "numrange"),
+        ("rd", "daterange", "daterange"),
+        ("rts", "tsrange", "tsrange"),
+        ("rtz", "tstzrange", "tstzrange"),
+        ("l", "int list", "list"),
+        ("m", "map[text=>int]", "map"),
+    ];
+    let definition: Vec<String> = columns
+        .iter()
+        .map(|(name, sql_type, _)| format!("{name} {sql_type}"))
+        .collect();
+    client
+        .batch_execute(&format!("CREATE TABLE every ({})", definition.join(", ")))
+        .await
+        .unwrap();
+    let statement = client
+        .prepare("SELECT * FROM every")
+        .await
+        .unwrap_or_else(|e| panic!("prepare: {e:?}\n--- server log ---\n{}", floe.log()));
+    let described: Vec<(&str, &str)> = statement
+        .columns()
+        .iter()
+        .map(|c| (c.name(), c.type_().name()))
+        .collect();
+    let expected: Vec<(&str, &str)> = columns.iter().map(|(n, _, t)| (*n, *t)).collect();
+    assert_eq!(described, expected);
+    let uint4 = &statement.columns()[18];
+    assert_eq!(
+        (uint4.type_().oid(), uint4.type_().schema()),
+        (16_462, "mz_catalog")
+    );
+
+    let record = client.prepare("SELECT ROW(1, 'a') AS r").await.unwrap();
+    assert_eq!(
+        record.columns()[0].type_(),
+        &tokio_postgres::types::Type::RECORD
+    );
+
+    // The lookup tokio-postgres does, by hand: an oid parameter, a "char" result.
+    let row = client
+        .query_one(
+            "SELECT t.typname, t.typtype, t.typelem, n.nspname FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON t.typnamespace = n.oid WHERE t.oid = $1",
+            &[&16_463u32],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "_uint4");
+    assert_eq!(row.get::<_, i8>(1), b'b' as i8);
+    assert_eq!(row.get::<_, u32>(2), 16_462);
+    assert_eq!(row.get::<_, String>(3), "mz_catalog");
 }

@@ -1,0 +1,507 @@
+//! PostgreSQL's catalog functions (`pg_get_userbyid`, `pg_table_is_visible`,
+//! `format_type`, ...) as query engine functions, registered on every query engine
+//! session through `query::session_context`; and the typing of `$n` parameters
+//! compared with `oid` columns. `pg_rewrite` handles the spellings tools use.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, new_empty_array};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result as DataFusionResult, ScalarValue};
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use floe_repr::PgType;
+
+use crate::pg_catalog::{SUPERUSER_OID, format_type_with_modifier};
+use crate::system::SystemContext;
+
+/// What the functions look names up in: every relation's OID, schema and name.
+#[derive(Debug, Default)]
+pub struct Lookup {
+    relations: Vec<(u32, String, String)>,
+}
+
+impl Lookup {
+    pub fn new(system: &SystemContext) -> Lookup {
+        Lookup {
+            relations: crate::pg_catalog::relation_names(system),
+        }
+    }
+
+    /// The OID of a relation named `name` or `schema.name` (search path order).
+    fn relation_oid(&self, name: &str) -> Option<u32> {
+        let parts: Vec<String> = name
+            .split('.')
+            .map(|part| part.trim_matches('"').to_string())
+            .collect();
+        let (schema, item) = match parts.as_slice() {
+            [item] => (None, item),
+            [schema, item] | [_, schema, item] => (Some(schema.as_str()), item),
+            _ => return None,
+        };
+        let candidates = [
+            "public",
+            "mz_catalog",
+            "pg_catalog",
+            "mz_internal",
+            "information_schema",
+        ];
+        candidates
+            .iter()
+            .filter(|s| schema.is_none_or(|wanted| wanted == **s))
+            .find_map(|s| {
+                self.relations
+                    .iter()
+                    .find(|(_, rs, rn)| rs == s && rn == item)
+                    .map(|(oid, _, _)| *oid)
+            })
+    }
+
+    fn relation_schema(&self, oid: u32) -> Option<&str> {
+        self.relations
+            .iter()
+            .find(|(o, _, _)| *o == oid)
+            .map(|(_, schema, _)| schema.as_str())
+    }
+}
+
+/// A catalog function: PostgreSQL's OID, name, argument and result type OIDs,
+/// and its value for one row's arguments.
+pub struct FunctionInfo {
+    pub oid: u32,
+    pub name: &'static str,
+    pub arguments: &'static [u32],
+    pub returns: u32,
+    body: fn(&Lookup, &[ScalarValue]) -> ScalarValue,
+}
+
+fn text_value(text: impl Into<String>) -> ScalarValue {
+    ScalarValue::Utf8(Some(text.into()))
+}
+
+fn number(value: Option<&ScalarValue>) -> Option<i64> {
+    match value? {
+        ScalarValue::Int8(v) => v.map(i64::from),
+        ScalarValue::Int16(v) => v.map(i64::from),
+        ScalarValue::Int32(v) => v.map(i64::from),
+        ScalarValue::Int64(v) => *v,
+        ScalarValue::UInt8(v) => v.map(i64::from),
+        ScalarValue::UInt16(v) => v.map(i64::from),
+        ScalarValue::UInt32(v) => v.map(i64::from),
+        ScalarValue::UInt64(v) => v.and_then(|v| i64::try_from(v).ok()),
+        other => string(Some(other)).and_then(|s| s.trim().parse().ok()),
+    }
+}
+
+fn string(value: Option<&ScalarValue>) -> Option<String> {
+    match value? {
+        ScalarValue::Utf8(v) | ScalarValue::LargeUtf8(v) | ScalarValue::Utf8View(v) => v.clone(),
+        ScalarValue::Null => None,
+        other if other.is_null() => None,
+        other => Some(other.to_string()),
+    }
+}
+
+fn oid_argument(arguments: &[ScalarValue], index: usize) -> Option<u32> {
+    number(arguments.get(index)).and_then(|n| u32::try_from(n).ok())
+}
+
+/// Visible to psql's `\d` family: user relations and PostgreSQL's catalog. floe's own
+/// builtin relations (`mz_catalog`, `mz_internal`) are left out, as Materialize's
+/// psql listings leave them out, though `mz_catalog` names resolve unqualified.
+fn visible_schema(schema: &str) -> bool {
+    matches!(schema, "public" | "pg_catalog")
+}
+
+/// The functions, with PostgreSQL's OIDs (`pg_proc` lists them).
+pub static FUNCTIONS: &[FunctionInfo] = &[
+    FunctionInfo {
+        oid: 1642,
+        name: "pg_get_userbyid",
+        arguments: &[26],
+        returns: 25,
+        body: |_, args| match oid_argument(args, 0) {
+            Some(SUPERUSER_OID) => text_value(crate::auth::SUPERUSER),
+            Some(oid) => text_value(format!("unknown (OID={oid})")),
+            None => ScalarValue::Utf8(None),
+        },
+    },
+    FunctionInfo {
+        oid: 2079,
+        name: "pg_table_is_visible",
+        arguments: &[26],
+        returns: 16,
+        body: |lookup, args| {
+            ScalarValue::Boolean(
+                oid_argument(args, 0)
+                    .map(|oid| lookup.relation_schema(oid).is_some_and(visible_schema)),
+            )
+        },
+    },
+    FunctionInfo {
+        oid: 2080,
+        name: "pg_type_is_visible",
+        arguments: &[26],
+        returns: 16,
+        body: |_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true)),
+    },
+    FunctionInfo {
+        oid: 2081,
+        name: "pg_function_is_visible",
+        arguments: &[26],
+        returns: 16,
+        body: |_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true)),
+    },
+    FunctionInfo {
+        oid: 1081,
+        name: "format_type",
+        arguments: &[26, 23],
+        returns: 25,
+        body: |_, args| match oid_argument(args, 0) {
+            Some(oid) => text_value(format_type_with_modifier(
+                oid,
+                number(args.get(1)).and_then(|m| i32::try_from(m).ok()),
+            )),
+            None => ScalarValue::Utf8(None),
+        },
+    },
+    FunctionInfo {
+        oid: 1597,
+        name: "pg_encoding_to_char",
+        arguments: &[23],
+        returns: 25,
+        body: |_, args| match number(args.first()) {
+            Some(6) => text_value("UTF8"),
+            Some(_) => text_value(""),
+            None => ScalarValue::Utf8(None),
+        },
+    },
+    FunctionInfo {
+        oid: 1716,
+        name: "pg_get_expr",
+        arguments: &[25, 26],
+        returns: 25,
+        // floe keeps expressions (column defaults) as their SQL text already.
+        body: |_, args| ScalarValue::Utf8(string(args.first())),
+    },
+    FunctionInfo {
+        oid: 1215,
+        name: "obj_description",
+        arguments: &[26, 25],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 1216,
+        name: "col_description",
+        arguments: &[26, 23],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 1993,
+        name: "shobj_description",
+        arguments: &[26, 25],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 1643,
+        name: "pg_get_indexdef",
+        arguments: &[26, 23, 16],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 1387,
+        name: "pg_get_constraintdef",
+        arguments: &[26, 16],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 1641,
+        name: "pg_get_viewdef",
+        arguments: &[26, 16],
+        returns: 25,
+        body: |_, _| ScalarValue::Utf8(None),
+    },
+    FunctionInfo {
+        oid: 6121,
+        name: "pg_relation_is_publishable",
+        arguments: &[26],
+        returns: 16,
+        body: |_, _| ScalarValue::Boolean(Some(false)),
+    },
+    FunctionInfo {
+        oid: 2165,
+        name: "pg_get_function_result",
+        arguments: &[26],
+        returns: 25,
+        body: |_, args| match oid_argument(args, 0)
+            .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
+        {
+            Some(function) => text_value(format_type_with_modifier(function.returns, None)),
+            None => ScalarValue::Utf8(None),
+        },
+    },
+    FunctionInfo {
+        oid: 2162,
+        name: "pg_get_function_arguments",
+        arguments: &[26],
+        returns: 25,
+        body: |_, args| match oid_argument(args, 0)
+            .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
+        {
+            Some(function) => text_value(
+                function
+                    .arguments
+                    .iter()
+                    .map(|a| format_type_with_modifier(*a, None))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            None => ScalarValue::Utf8(None),
+        },
+    },
+    FunctionInfo {
+        oid: 1922,
+        name: "has_table_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        // The superuser holds every privilege (roles come with their grants).
+        body: |_, _| ScalarValue::Boolean(Some(true)),
+    },
+    FunctionInfo {
+        oid: 2268,
+        name: "has_schema_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: |_, _| ScalarValue::Boolean(Some(true)),
+    },
+    FunctionInfo {
+        oid: 2250,
+        name: "has_database_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: |_, _| ScalarValue::Boolean(Some(true)),
+    },
+    FunctionInfo {
+        oid: 2026,
+        name: "pg_backend_pid",
+        arguments: &[],
+        returns: 23,
+        body: |_, _| ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0))),
+    },
+    FunctionInfo {
+        oid: 3494,
+        name: "to_regclass",
+        arguments: &[25],
+        returns: 26,
+        body: |lookup, args| {
+            ScalarValue::UInt32(string(args.first()).and_then(|name| lookup.relation_oid(&name)))
+        },
+    },
+    FunctionInfo {
+        oid: 1079,
+        name: "regclassin",
+        arguments: &[25],
+        returns: 26,
+        // `'name'::regclass`; a number is an OID already.
+        body: |lookup, args| {
+            ScalarValue::UInt32(string(args.first()).and_then(|name| {
+                name.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .or_else(|| lookup.relation_oid(&name))
+            }))
+        },
+    },
+    FunctionInfo {
+        oid: 2220,
+        name: "regtypein",
+        arguments: &[25],
+        returns: 26,
+        body: |_, args| {
+            ScalarValue::UInt32(string(args.first()).and_then(|name| {
+                let name = name
+                    .trim()
+                    .trim_start_matches("pg_catalog.")
+                    .trim_matches('"');
+                name.parse::<u32>().ok().or_else(|| {
+                    crate::pg_catalog::TYPES
+                        .iter()
+                        .find(|t| t.name == name || format_type_with_modifier(t.oid, None) == name)
+                        .map(|t| t.oid)
+                })
+            }))
+        },
+    },
+    FunctionInfo {
+        oid: 1403,
+        name: "current_schemas",
+        arguments: &[16],
+        returns: 1009,
+        body: |_, args| {
+            let schemas: &[&str] = match args.first() {
+                Some(ScalarValue::Boolean(Some(true))) => &["mz_catalog", "pg_catalog", "public"],
+                _ => &["public"],
+            };
+            let values: Vec<ScalarValue> = schemas.iter().map(|s| text_value(*s)).collect();
+            ScalarValue::List(ScalarValue::new_list_nullable(&values, &DataType::Utf8))
+        },
+    },
+];
+
+/// One catalog function as a query engine function.
+#[derive(Debug)]
+struct CatalogFunction {
+    info: &'static FunctionInfo,
+    signature: Signature,
+    lookup: Arc<Lookup>,
+}
+
+impl PartialEq for CatalogFunction {
+    fn eq(&self, other: &CatalogFunction) -> bool {
+        self.info.oid == other.info.oid && Arc::ptr_eq(&self.lookup, &other.lookup)
+    }
+}
+
+impl Eq for CatalogFunction {}
+
+impl std::hash::Hash for CatalogFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.info.oid.hash(state);
+    }
+}
+
+impl std::fmt::Debug for FunctionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FunctionInfo")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CatalogFunction {
+    /// The result column: typed like a builtin column of the result OID (so an
+    /// `oid` result reaches the client as `oid`, not `uint4`).
+    fn result_field(&self) -> Field {
+        let pg_type = PgType::from_oid(self.info.returns).unwrap_or(PgType::Text);
+        let field = floe_arrow::pg_field(self.info.name, pg_type, true);
+        if self.info.returns == 1009 {
+            // current_schemas: a list of text, marked text[].
+            return field.with_data_type(DataType::List(Arc::new(Field::new_list_field(
+                DataType::Utf8,
+                true,
+            ))));
+        }
+        field
+    }
+}
+
+impl ScalarUDFImpl for CatalogFunction {
+    fn name(&self) -> &str {
+        self.info.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> DataFusionResult<DataType> {
+        Ok(self.result_field().data_type().clone())
+    }
+
+    fn return_field_from_args(&self, _: ReturnFieldArgs) -> DataFusionResult<FieldRef> {
+        Ok(Arc::new(self.result_field()))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DataFusionResult<ColumnarValue> {
+        let rows = args.number_rows;
+        let columns: Vec<ArrayRef> = args
+            .args
+            .iter()
+            .map(|value| value.to_array(rows))
+            .collect::<DataFusionResult<_>>()?;
+        let mut results = Vec::with_capacity(rows);
+        for row in 0..rows {
+            let values: Vec<ScalarValue> = columns
+                .iter()
+                .map(|column| ScalarValue::try_from_array(column, row))
+                .collect::<DataFusionResult<_>>()?;
+            results.push((self.info.body)(&self.lookup, &values));
+        }
+        let data_type = self.result_field().data_type().clone();
+        if results.is_empty() {
+            return Ok(ColumnarValue::Array(new_empty_array(&data_type)));
+        }
+        let array = ScalarValue::iter_to_array(results)?;
+        Ok(ColumnarValue::Array(datafusion::arrow::compute::cast(
+            &array, &data_type,
+        )?))
+    }
+}
+
+/// Registers the catalog functions on a query engine session.
+pub fn register(context: &SessionContext, system: &SystemContext) {
+    let lookup = Arc::new(Lookup::new(system));
+    for info in FUNCTIONS {
+        let signature = if info.arguments.is_empty() {
+            Signature::nullary(Volatility::Stable)
+        } else {
+            Signature::variadic_any(Volatility::Stable)
+        };
+        context.register_udf(ScalarUDF::new_from_impl(CatalogFunction {
+            info,
+            signature,
+            lookup: lookup.clone(),
+        }));
+    }
+}
+
+/// The `$n` parameters compared with `oid` columns (`WHERE t.oid = $1`): described to
+/// clients as `oid`, as drivers' type lookups (tokio-postgres binds a `u32`) expect.
+pub fn oid_parameters(
+    plan: &datafusion::logical_expr::LogicalPlan,
+) -> std::collections::BTreeSet<String> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::{Expr as PlanExpr, ExprSchemable};
+    let mut found = std::collections::BTreeSet::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        let schemas: Vec<datafusion::common::DFSchemaRef> = std::iter::once(node.schema().clone())
+            .chain(
+                node.inputs()
+                    .into_iter()
+                    .map(|input| input.schema().clone()),
+            )
+            .collect();
+        let is_oid = |expr: &PlanExpr| {
+            schemas.iter().any(|schema| {
+                expr.to_field(schema.as_ref()).is_ok_and(|(_, field)| {
+                    floe_arrow::sql_type_of(&field) == Some(floe_repr::SqlScalarType::Oid)
+                })
+            })
+        };
+        node.apply_expressions(|expr| {
+            expr.apply(|inner| {
+                if let PlanExpr::BinaryExpr(binary) = inner {
+                    for (side, other) in
+                        [(&binary.left, &binary.right), (&binary.right, &binary.left)]
+                    {
+                        if let PlanExpr::Placeholder(placeholder) = side.as_ref()
+                            && is_oid(other)
+                        {
+                            found.insert(placeholder.id.clone());
+                        }
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    found
+}
