@@ -25,6 +25,9 @@ use crate::system::SystemContext;
 use crate::tables::{self, BatchCache, register_tables, storage_collections};
 use floe_storage::Storage;
 
+mod status;
+pub use status::{OperationalStatus, SinkState, SourceState};
+
 /// Server settings the coordinator needs.
 #[derive(Debug, Clone, Default)]
 pub struct CoordinatorConfig {
@@ -109,6 +112,8 @@ pub struct Coordinator {
     pub(crate) generators: crate::sources::Generators,
     /// The running Postgres sources.
     pub(crate) postgres_sources: crate::postgres_sources::PostgresSources,
+    /// Sessions and sink commit timings, for `/metrics` and the status page.
+    pub(crate) metrics: Arc<crate::metrics::AdapterMetrics>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -158,6 +163,7 @@ impl Coordinator {
             write_lock: Mutex::new(()),
             batches: BatchCache::default(),
             generators: Default::default(),
+            metrics: Default::default(),
         });
         coordinator.spawn_background_tasks();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -206,6 +212,9 @@ impl Coordinator {
         // A dropped sink's last words are not recorded.
         if catalog.state().item(sink).is_none() {
             return Ok(());
+        }
+        if let crate::sinks::SinkEvent::Statistics { sink, update } = &event {
+            self.metrics.observe_sink_statistics(*sink, update);
         }
         let (status, progress) = self.sinks.apply(&event);
         if let Some(status) = status {

@@ -333,6 +333,7 @@ impl Coordinator {
         match implication {
             Implication::DropSink(sink) => {
                 self.sinks.forget(*sink);
+                self.metrics.forget_sink(*sink);
                 catalog.record_sink_status(&status_event(
                     *sink,
                     ObjectStatus::Dropped,

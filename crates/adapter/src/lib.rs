@@ -9,6 +9,7 @@ pub mod copy_out;
 pub mod credentials;
 pub mod error;
 pub mod implications;
+pub mod metrics;
 pub mod params;
 pub mod pg_catalog;
 pub mod pg_functions;
@@ -25,6 +26,9 @@ pub mod system;
 pub mod tables;
 pub mod transaction;
 
-pub use coordinator::{Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice};
+pub use coordinator::{
+    Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice, OperationalStatus,
+    SinkState, SourceState,
+};
 pub use error::AdapterError;
 pub use session::{Session, TransactionStatus};

@@ -158,6 +158,11 @@ impl Generators {
         }
     }
 
+    /// Whether the generator of source `id` ran and has stopped.
+    pub fn finished(&self, id: GlobalId) -> bool {
+        self.lock().get(&id).is_some_and(|task| task.is_finished())
+    }
+
     fn lock(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>

@@ -67,8 +67,12 @@ impl Handlers {
     fn connection(self: &Arc<Self>) -> (Arc<Factory>, Option<pgwire::tokio::TlsAcceptor>) {
         let tls = self.security.tls.as_ref().map(|tls| tls.current());
         let acceptor = tls.as_ref().map(|state| state.acceptor.clone());
-        let startup =
-            startup::ConnectionStartup::new(self.security.clone(), tls, self.manager.clone());
+        let startup = startup::ConnectionStartup::new(
+            self.security.clone(),
+            tls,
+            self.manager.clone(),
+            self.coordinator.metrics().clone(),
+        );
         (
             Arc::new(Factory {
                 handlers: self.clone(),

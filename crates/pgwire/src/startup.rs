@@ -28,6 +28,7 @@ use tokio::sync::Mutex;
 
 use floe_adapter::Session;
 use floe_adapter::auth::{AuthMethod, Authenticator};
+use floe_adapter::metrics::AdapterMetrics;
 
 use crate::tls::{TlsMode, TlsState, certificate_common_name};
 
@@ -60,6 +61,7 @@ pub struct ConnectionStartup {
     pub(crate) security: WireSecurity,
     pub(crate) tls: Option<Arc<TlsState>>,
     pub(crate) driver: AuthDriver<SessionParameters>,
+    pub(crate) metrics: Arc<AdapterMetrics>,
 }
 
 impl ConnectionStartup {
@@ -67,11 +69,13 @@ impl ConnectionStartup {
         security: WireSecurity,
         tls: Option<Arc<TlsState>>,
         manager: Arc<ConnectionManager>,
+        metrics: Arc<AdapterMetrics>,
     ) -> ConnectionStartup {
         ConnectionStartup {
             security,
             tls,
             driver: AuthDriver::new(SessionParameters).with_connection_manager(manager),
+            metrics,
         }
     }
 }
@@ -220,6 +224,9 @@ impl ConnectionStartup {
         client
             .session_extensions()
             .insert(Mutex::new(Session::new(user.to_string())));
+        client
+            .session_extensions()
+            .insert(self.metrics.session_started());
         self.driver
             .complete_authentication(client, final_message)
             .await

@@ -102,7 +102,7 @@ enum Command {
     },
 }
 
-/// Who may connect and how.
+/// Who may connect and how, and the operations endpoint.
 #[derive(Debug, clap::Args)]
 struct AccessArgs {
     /// TLS on the SQL port: `disable`, `require` (clients must use TLS),
@@ -128,6 +128,14 @@ struct AccessArgs {
     /// Allow --authenticator none on an address other than loopback.
     #[arg(long, env = "FLOE_UNSAFE_NO_AUTH")]
     unsafe_no_auth: bool,
+    /// Address of the internal HTTP server: /metrics, /api/livez, /api/readyz and
+    /// the status page at /.
+    #[arg(
+        long,
+        env = "FLOE_INTERNAL_HTTP_LISTEN",
+        default_value = "127.0.0.1:6878"
+    )]
+    internal_http_listen: SocketAddr,
 }
 
 /// A duration such as `90s`, `5m`, `1h` or `250ms` (a bare number is seconds).
@@ -286,6 +294,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
+    let http = start_internal_http(&args.access, &coordinator, &security).await?;
     info!(
         address = %listener.local_addr()?,
         version = env!("CARGO_PKG_VERSION"),
@@ -295,6 +304,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.listen.ip(),
         listener.local_addr()?.port()
     );
+    http.set_ready();
     floe_pgwire::serve(listener, coordinator, security, shutdown_signal()).await;
     info!("floe stopped");
     Ok(())
@@ -308,11 +318,13 @@ fn wire_security(
 ) -> anyhow::Result<floe_pgwire::WireSecurity> {
     use floe_adapter::auth::{AuthMethod, Authenticator, ScramVerifier, SuperuserOnly};
     let method = access.authenticator;
-    anyhow::ensure!(
-        method.requires_password() || listen.ip().is_loopback() || access.unsafe_no_auth,
-        "refusing to listen on {listen} without authentication: use --authenticator sasl \
-         (or password) with FLOE_SUPERUSER_PASSWORD, or pass --unsafe-no-auth"
-    );
+    for address in [listen, access.internal_http_listen] {
+        anyhow::ensure!(
+            method.requires_password() || address.ip().is_loopback() || access.unsafe_no_auth,
+            "refusing to listen on {address} without authentication: use --authenticator sasl \
+             (or password) with FLOE_SUPERUSER_PASSWORD, or pass --unsafe-no-auth"
+        );
+    }
     // The password is hashed at once; only its SCRAM verifier is kept.
     let superuser = std::env::var("FLOE_SUPERUSER_PASSWORD")
         .ok()
@@ -386,4 +398,24 @@ fn tls_config(
         }
     });
     Ok(Some(tls))
+}
+
+/// Starts the internal HTTP server (metrics, health, status page).
+async fn start_internal_http(
+    access: &AccessArgs,
+    coordinator: &std::sync::Arc<Coordinator>,
+    security: &floe_pgwire::WireSecurity,
+) -> anyhow::Result<std::sync::Arc<floe_http::HttpState>> {
+    let address = access.internal_http_listen;
+    let listener = TcpListener::bind(address)
+        .await
+        .with_context(|| format!("listening on {address} (--internal-http-listen)"))?;
+    info!(address = %listener.local_addr()?, "internal HTTP server listening: /metrics, /api/livez, /api/readyz, /");
+    let state = floe_http::HttpState::new(coordinator.clone(), security.authenticator.clone());
+    tokio::spawn(floe_http::serve(
+        listener,
+        state.clone(),
+        std::future::pending::<()>(),
+    ));
+    Ok(state)
 }

@@ -89,6 +89,10 @@ pub struct CollectionUsage {
     pub upper: Timestamp,
     /// Read holds: holder id and the frontier it holds back.
     pub holds: Vec<(String, Timestamp)>,
+    /// Updates and bytes appended since the server started (compaction does not
+    /// lower them): the ingest counters of `/metrics`.
+    pub appended_updates: u64,
+    pub appended_bytes: u64,
 }
 
 /// The consolidated current contents of a collection.
@@ -204,6 +208,9 @@ struct Collection {
     /// doubled keeps compaction's cost amortized O(1) per update.
     updates_after_compaction: u64,
     holds: BTreeMap<String, u64>,
+    /// Appended since the server started.
+    appended_updates: u64,
+    appended_bytes: u64,
 }
 
 /// Updates rewritten per write transaction when compacting: each slice holds the writer
@@ -243,6 +250,9 @@ pub struct Storage {
     /// instead of claiming the wall clock. Kept apart from `collections` so it can be
     /// set before a collection is registered.
     self_timed: Mutex<std::collections::HashSet<GlobalId>>,
+    /// How long durable appends take (the writer lock, the SQLite transaction and
+    /// its fsync).
+    write_latency: floe_metrics::Histogram,
 }
 
 impl std::fmt::Debug for Storage {
@@ -306,6 +316,7 @@ impl Storage {
             writers_waiting: AtomicUsize::new(0),
             collections: RwLock::new(HashMap::new()),
             self_timed: Mutex::new(Default::default()),
+            write_latency: floe_metrics::Histogram::default(),
         }))
     }
 
@@ -425,6 +436,8 @@ impl Storage {
                 log_bytes,
                 updates_after_compaction: log_updates,
                 holds,
+                appended_updates: 0,
+                appended_bytes: 0,
             },
         );
         Ok(())
@@ -468,6 +481,7 @@ impl Storage {
         &self,
         batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
     ) -> Result<Result<Timestamp, AppendError>, StorageError> {
+        let started = std::time::Instant::now();
         let mut writer = self.writer();
         let mut prepared = Vec::with_capacity(batches.len());
         let mut upper = 0;
@@ -509,17 +523,20 @@ impl Storage {
             )?;
         }
         transaction.commit()?;
+        self.write_latency.observe(started.elapsed());
         // Durable: now visible to queries and, through the upper, to sinks.
         let mut collections = self.collections_write();
         for ((id, changes), bytes) in prepared.into_iter().zip(bytes_written) {
             let collection = collections
                 .get_mut(&id)
                 .ok_or(StorageError::UnknownCollection(id))?;
+            collection.appended_updates += changes.len() as u64;
             for (encoded, row, diff) in changes {
                 collection.contents.apply(encoded, &row, diff);
                 collection.log_updates += 1;
             }
             collection.log_bytes += bytes;
+            collection.appended_bytes += bytes;
             // A write with no changes only moves the upper: the contents (and what
             // queries cached of them) stay valid.
             if bytes > 0 {
@@ -1066,6 +1083,11 @@ impl Storage {
         Ok(ids.into_iter().filter_map(|id| id.parse().ok()).collect())
     }
 
+    /// How long durable appends have taken since the server started.
+    pub fn write_latency(&self) -> floe_metrics::HistogramSnapshot {
+        self.write_latency.snapshot()
+    }
+
     /// Log sizes, frontiers and holds of every collection.
     pub fn usage(&self) -> Vec<CollectionUsage> {
         let collections = self.collections_read();
@@ -1082,6 +1104,8 @@ impl Storage {
                     .iter()
                     .map(|(h, f)| (h.clone(), Timestamp(*f)))
                     .collect(),
+                appended_updates: c.appended_updates,
+                appended_bytes: c.appended_bytes,
             })
             .collect();
         usage.sort_by_key(|u| u.id);

@@ -1,10 +1,11 @@
-//! Access against the real binary: TLS (psql with `sslmode=require` and
-//! `verify-full`, certificates reloaded on SIGHUP, client certificates), SCRAM and
-//! cleartext passwords, and the settings floe refuses to start with; PostgreSQL's
-//! catalog as psql's `\d` family and tokio-postgres' type lookups read it.
+//! Access and operations against the real binary: TLS (psql with `sslmode=require`
+//! and `verify-full`, certificates reloaded on SIGHUP, client certificates), SCRAM
+//! and cleartext passwords, the settings floe refuses to start with, and the
+//! internal HTTP server (health, Prometheus metrics, the status page in Chromium).
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,31 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
+/// A GET on the internal HTTP server: status code, headers and body.
+fn http_get(port: u16, path: &str, credentials: Option<(&str, &str)>) -> (u16, String, String) {
+    use base64::Engine;
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("HTTP server answers");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    if let Some((user, password)) = credentials {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        request.push_str(&format!("Authorization: Basic {token}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
 fn tls_args(ca: &TestCa, mode: &str) -> Vec<String> {
     vec![
         "--tls-mode".into(),
@@ -84,7 +110,8 @@ fn start(dir: &Path, args: &[String], password: bool) -> Floe {
 /// `--tls-mode require` with SCRAM: a client without TLS is refused before any
 /// authentication; psql connects with `sslmode=require`, with `verify-full` against
 /// the test CA (and fails against another CA), with SCRAM channel binding; a wrong
-/// password and an unknown role get the same 28P01.
+/// password and an unknown role get the same 28P01; the HTTP endpoints ask for the
+/// same credentials.
 #[test]
 fn tls_required_with_scram() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +187,24 @@ fn tls_required_with_scram() {
         "unknown role",
     );
 
+    // The HTTP endpoints: probes open, the rest behind the same password.
+    assert_eq!(http_get(floe.http_port, "/api/livez", None).0, 200);
+    assert_eq!(http_get(floe.http_port, "/api/readyz", None).0, 200);
+    let (status, head, _) = http_get(floe.http_port, "/metrics", None);
+    assert_eq!(status, 401);
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: basic realm=\"floe\""),
+        "{head}"
+    );
+    assert_eq!(
+        http_get(floe.http_port, "/", Some(("materialize", "wrong"))).0,
+        401
+    );
+    let (status, _, body) = http_get(floe.http_port, "/metrics", Some(("materialize", PASSWORD)));
+    assert_eq!(status, 200, "{body}");
+    let failures = metric_value(&body, "floe_auth_failures_total", &[]);
+    assert!(failures >= 3.0, "{failures} failures counted:\n{body}");
     // Passwords never reach the log.
     assert!(!floe.log().contains(PASSWORD));
 }
@@ -325,15 +370,28 @@ fn unsafe_settings_refuse_to_start() {
     let run = |args: &[&str], password: bool| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
         command.args(["--data-dir", path(&data)]).args(args);
+        if !args.contains(&"--internal-http-listen") {
+            command.args(["--internal-http-listen", "127.0.0.1:0"]);
+        }
         command.env_remove("FLOE_SUPERUSER_PASSWORD");
         if password {
             command.env("FLOE_SUPERUSER_PASSWORD", PASSWORD);
         }
         command.output().unwrap()
     };
-    let cases: [(&[&str], bool, &str); 4] = [
+    let cases: [(&[&str], bool, &str); 5] = [
         (
             &["--listen", "0.0.0.0:0"],
+            false,
+            "refusing to listen on 0.0.0.0:0 without authentication",
+        ),
+        (
+            &[
+                "--listen",
+                "127.0.0.1:0",
+                "--internal-http-listen",
+                "0.0.0.0:0",
+            ],
             false,
             "refusing to listen on 0.0.0.0:0 without authentication",
         ),
@@ -367,6 +425,7 @@ fn unsafe_settings_refuse_to_start() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_floe"))
         .args(["--data-dir", path(&data), "--unsafe-no-auth"])
         .args(["--listen", &format!("0.0.0.0:{port}")])
+        .args(["--internal-http-listen", "127.0.0.1:0"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -382,6 +441,248 @@ fn unsafe_settings_refuse_to_start() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// The value of the sample of `name` whose labels include `labels`, as parsed by a
+/// Prometheus text parser; panics when there is none.
+fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .expect("the Prometheus parser reads /metrics");
+    let sample = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .unwrap_or_else(|| panic!("no {name} {labels:?} in:\n{text}"));
+    match &sample.value {
+        prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) => *v,
+        other => panic!("{name} is not a number: {other:?}"),
+    }
+}
+
+/// `/metrics` through a Prometheus parser, and the health endpoints, on the
+/// quickstart's sinks and source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_health_endpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start_with(&dir.path().join("data"), &["--quickstart"]);
+    let client = floe.connect().await;
+    assert_eq!(http_get(floe.http_port, "/api/livez", None).0, 200);
+    assert_eq!(http_get(floe.http_port, "/api/readyz", None).0, 200);
+    assert_eq!(http_get(floe.http_port, "/nothing", None).0, 404);
+
+    // Wait until the bids sink committed rows, then read everything at once.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let text = loop {
+        let (status, head, body) = http_get(floe.http_port, "/metrics", None);
+        assert_eq!(status, 200, "{body}");
+        assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+        let committed = metric_value(
+            &body,
+            "floe_sink_messages_committed_total",
+            &[("sink", "public.bids_sink")],
+        );
+        if committed > 0.0 {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bids_sink committed nothing:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let sink = [("sink", "public.bids_sink")];
+    assert!(metric_value(&text, "floe_sink_bytes_committed_total", &sink) > 0.0);
+    assert!(metric_value(&text, "floe_sink_commits_total", &sink) >= 1.0);
+    assert!(metric_value(&text, "floe_sink_lag_seconds", &sink) >= 0.0);
+    assert_eq!(
+        metric_value(
+            &text,
+            "floe_sink_status",
+            &[("sink", "public.bids_sink"), ("status", "running")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric_value(
+            &text,
+            "floe_sink_status",
+            &[("sink", "public.bids_sink"), ("status", "stalled")]
+        ),
+        0.0
+    );
+    let source = [("source", "public.bids")];
+    assert!(metric_value(&text, "floe_source_updates_total", &source) > 0.0);
+    assert!(metric_value(&text, "floe_source_bytes_total", &source) > 0.0);
+    assert!(metric_value(&text, "floe_source_lag_seconds", &source) >= 0.0);
+    assert!(metric_value(&text, "floe_pgwire_sessions", &[]) >= 1.0);
+    assert_eq!(metric_value(&text, "floe_ready", &[]), 1.0);
+    // Histograms: a commit latency and storage writes were observed, buckets cumulative.
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    for (name, labels) in [
+        (
+            "floe_sink_commit_latency_seconds",
+            vec![("sink", "public.bids_sink")],
+        ),
+        ("floe_storage_write_latency_seconds", vec![]),
+    ] {
+        let sample = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .unwrap_or_else(|| panic!("no {name}:\n{text}"));
+        let prometheus_parse::Value::Histogram(buckets) = &sample.value else {
+            panic!("{name} is not a histogram: {:?}", sample.value);
+        };
+        assert!(
+            buckets.windows(2).all(|w| w[0].count <= w[1].count),
+            "{buckets:?}"
+        );
+        assert!(
+            buckets.last().is_some_and(|b| b.count >= 1.0),
+            "{name}: {buckets:?}"
+        );
+    }
+    // Every family is floe's, and every per-object series names its object and id.
+    for sample in &scrape.samples {
+        assert!(sample.metric.starts_with("floe_"), "{}", sample.metric);
+        if sample.metric.starts_with("floe_sink_") {
+            assert!(sample.labels.get("sink").is_some() && sample.labels.get("id").is_some());
+        }
+    }
+    drop(client);
+}
+
+/// The status page in a real headless browser (Debian's Chromium): it lists each sink
+/// with its status and draws its lag over the last hour. The screenshot is kept under
+/// target/e2e-artifacts/.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_page_renders_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start_with(&dir.path().join("data"), &["--quickstart"]);
+    // Two lag samples (one per 5 s) make a line; wait until the page's data has them.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, _, body) = http_get(floe.http_port, "/api/status", None);
+        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let ready = status["sinks"].as_array().is_some_and(|sinks| {
+            sinks.len() == 2
+                && sinks.iter().all(|s| {
+                    s["status"] == "running"
+                        && s["lag_history"]
+                            .as_array()
+                            .is_some_and(|h| h.iter().filter(|p| !p[1].is_null()).count() >= 2)
+                })
+        });
+        if ready {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sinks not running with lag samples:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let url = format!("http://127.0.0.1:{}/", floe.http_port);
+    let dom = chromium(dir.path(), &["--dump-dom"], &url);
+    for sink in ["public.bids_sink", "public.orders_sink"] {
+        let row = element_with(&dom, "<tr", &format!("data-name=\"{sink}\""))
+            .unwrap_or_else(|| panic!("no row for {sink} in:\n{dom}"));
+        assert!(
+            row.contains("<span class=\"status status-running\">running</span>"),
+            "{sink} is not shown running:\n{row}"
+        );
+        let points = attribute_after(&row, "<polyline class=\"lag-line\"", "points")
+            .unwrap_or_else(|| panic!("no lag plot for {sink}:\n{row}"));
+        let coordinates: Vec<(f64, f64)> = points
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').expect("x,y");
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        assert!(coordinates.len() >= 2, "{sink}: {points}");
+        assert!(
+            coordinates
+                .iter()
+                .all(|(x, y)| (0.0..=240.0).contains(x) && (0.0..=48.0).contains(y))
+        );
+    }
+    assert!(
+        element_with(&dom, "<tr", "data-name=\"public.bids\"").is_some(),
+        "no source row:\n{dom}"
+    );
+
+    let artifacts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/e2e-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let screenshot = artifacts.join("status-page.png");
+    let _ = std::fs::remove_file(&screenshot);
+    chromium(
+        dir.path(),
+        &[
+            &format!("--screenshot={}", path(&screenshot)),
+            "--window-size=1400,700",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&screenshot).expect("Chromium wrote the screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+}
+
+/// Runs headless Chromium on a page; returns what it printed.
+fn chromium(dir: &Path, args: &[&str], url: &str) -> String {
+    let profile = tempfile::tempdir_in(dir).unwrap();
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", path(profile.path())))
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("chromium is installed (apt-get install chromium)");
+    assert!(
+        output.status.success(),
+        "chromium failed:\n{}",
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+/// The element that starts with `tag` and whose opening tag contains `marker`, up to its
+/// closing tag (no nesting of the same tag inside).
+fn element_with(dom: &str, tag: &str, marker: &str) -> Option<String> {
+    let close = format!("</{}>", tag.trim_start_matches('<'));
+    let mut rest = dom;
+    while let Some(start) = rest.find(tag) {
+        let candidate = &rest[start..];
+        let end_of_open = candidate.find('>')?;
+        if candidate[..end_of_open].contains(marker) {
+            let end = candidate.find(&close)? + close.len();
+            return Some(candidate[..end].to_string());
+        }
+        rest = &candidate[end_of_open..];
+    }
+    None
+}
+
+/// The value of `attribute` in the first tag that starts with `tag`.
+fn attribute_after(html: &str, tag: &str, attribute: &str) -> Option<String> {
+    let start = html.find(tag)?;
+    let open = &html[start..start + html[start..].find('>')?];
+    let key = format!("{attribute}=\"");
+    let value_start = open.find(&key)? + key.len();
+    let value_end = open[value_start..].find('"')? + value_start;
+    Some(open[value_start..value_end].to_string())
 }
 
 /// Whitespace-normalized lines of psql's aligned output.

@@ -32,6 +32,8 @@ impl Server {
             command
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
+                .arg("--internal-http-listen")
+                .arg(format!("127.0.0.1:{}", floe_testkit::free_port()))
                 .arg("--data-dir")
                 .arg(data_dir)
                 .arg("--aws-external-id-prefix")

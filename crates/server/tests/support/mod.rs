@@ -33,6 +33,8 @@ pub const AWS_VARIABLES: [&str; 13] = [
 pub struct Floe {
     child: Option<Child>,
     pub port: u16,
+    /// The internal HTTP server's port (`/metrics`, `/api/readyz`, the status page).
+    pub http_port: u16,
     log: PathBuf,
     /// Started in a process group of its own (through `runuser`): signals go to the group,
     /// so that they reach floe and not only `runuser`.
@@ -139,11 +141,13 @@ impl Floe {
         env: &[(&str, &str)],
     ) -> Floe {
         std::fs::create_dir_all(data_dir).unwrap();
-        Floe::launch(&data_dir.with_extension("log"), false, |port| {
+        Floe::launch(&data_dir.with_extension("log"), false, |port, http_port| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
             command
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
+                .arg("--internal-http-listen")
+                .arg(format!("127.0.0.1:{http_port}"))
                 .arg("--data-dir")
                 .arg(data_dir)
                 .arg("--aws-external-id-prefix")
@@ -174,11 +178,13 @@ impl Floe {
         extra_args: &[&str],
         envs: &[(String, String)],
     ) -> Floe {
-        Floe::launch(log, user.is_some(), |port| {
+        Floe::launch(log, user.is_some(), |port, http_port| {
             let mut command = command_as(user, env!("CARGO_BIN_EXE_floe"));
             command
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
+                .arg("--internal-http-listen")
+                .arg(format!("127.0.0.1:{http_port}"))
                 .args(extra_args)
                 .current_dir(folder);
             for name in AWS_VARIABLES {
@@ -191,12 +197,13 @@ impl Floe {
 
     /// Spawns `command(port)` on free ports until one is not taken meanwhile, and waits
     /// until floe accepts connections.
-    fn launch(log: &Path, group: bool, command: impl Fn(u16) -> Command) -> Floe {
+    fn launch(log: &Path, group: bool, command: impl Fn(u16, u16) -> Command) -> Floe {
         use std::os::unix::process::CommandExt;
         for _attempt in 0..3 {
             let port = floe_testkit::free_port();
+            let http_port = floe_testkit::free_port();
             let log_file = std::fs::File::create(log).unwrap();
-            let mut command = command(port);
+            let mut command = command(port, http_port);
             command
                 .env("RUST_LOG", "info")
                 .stdin(Stdio::null())
@@ -209,6 +216,7 @@ impl Floe {
             let mut floe = Floe {
                 child: Some(child),
                 port,
+                http_port,
                 log: log.to_path_buf(),
                 group,
             };
