@@ -271,7 +271,6 @@ fn absolute_data_dir(data_dir: &Path) -> anyhow::Result<PathBuf> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let data_dir = absolute_data_dir(&args.data_dir)?;
     if let Some(bundle) = &args.extra_ca_bundle {
         anyhow::ensure!(
             bundle.is_file(),
@@ -279,6 +278,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
             bundle.display()
         );
     }
+    // Every flag is checked and every port taken before the data directory is
+    // opened: a bad flag or a busy port must fail before `--quickstart` creates
+    // anything.
+    let security = wire_security(&args.access, args.listen)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let http_listener = bind_internal_http(&args.access).await?;
+    let data_dir = absolute_data_dir(&args.data_dir)?;
     let coordinator = Coordinator::open(CoordinatorConfig {
         data_dir: data_dir.clone(),
         environment_id: args.aws_external_id_prefix.clone(),
@@ -290,11 +298,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if args.quickstart {
         quickstart(&coordinator).await?;
     }
-    let security = wire_security(&args.access, args.listen)?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let http = start_internal_http(&args.access, &coordinator, &security).await?;
+    let http = start_internal_http(http_listener, &coordinator, &security);
     info!(
         address = %listener.local_addr()?,
         version = env!("CARGO_PKG_VERSION"),
@@ -400,22 +404,28 @@ fn tls_config(
     Ok(Some(tls))
 }
 
-/// Starts the internal HTTP server (metrics, health, status page).
-async fn start_internal_http(
-    access: &AccessArgs,
+/// Takes the internal HTTP server's port (metrics, health, status page).
+async fn bind_internal_http(access: &AccessArgs) -> anyhow::Result<TcpListener> {
+    let address = access.internal_http_listen;
+    TcpListener::bind(address)
+        .await
+        .with_context(|| format!("listening on {address} (--internal-http-listen)"))
+}
+
+/// Starts the internal HTTP server on its bound port.
+fn start_internal_http(
+    listener: TcpListener,
     coordinator: &std::sync::Arc<Coordinator>,
     security: &floe_pgwire::WireSecurity,
-) -> anyhow::Result<std::sync::Arc<floe_http::HttpState>> {
-    let address = access.internal_http_listen;
-    let listener = TcpListener::bind(address)
-        .await
-        .with_context(|| format!("listening on {address} (--internal-http-listen)"))?;
-    info!(address = %listener.local_addr()?, "internal HTTP server listening: /metrics, /api/livez, /api/readyz, /");
+) -> std::sync::Arc<floe_http::HttpState> {
+    if let Ok(address) = listener.local_addr() {
+        info!(%address, "internal HTTP server listening: /metrics, /api/livez, /api/readyz, /");
+    }
     let state = floe_http::HttpState::new(coordinator.clone(), security.authenticator.clone());
     tokio::spawn(floe_http::serve(
         listener,
         state.clone(),
         std::future::pending::<()>(),
     ));
-    Ok(state)
+    state
 }

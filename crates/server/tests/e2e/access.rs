@@ -369,7 +369,10 @@ fn unsafe_settings_refuse_to_start() {
     let data = dir.path().join("data");
     let run = |args: &[&str], password: bool| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_floe"));
-        command.args(["--data-dir", path(&data)]).args(args);
+        // --quickstart too: a refused flag must fail before anything is created.
+        command
+            .args(["--data-dir", path(&data), "--quickstart"])
+            .args(args);
         if !args.contains(&"--internal-http-listen") {
             command.args(["--internal-http-listen", "127.0.0.1:0"]);
         }
@@ -418,6 +421,10 @@ fn unsafe_settings_refuse_to_start() {
             stderr(&output).contains(message),
             "{args:?}: expected {message:?} in:\n{}",
             stderr(&output)
+        );
+        assert!(
+            !data.exists(),
+            "{args:?}: the data directory was created before the flags were checked"
         );
     }
     // With --unsafe-no-auth any address is accepted.
