@@ -114,6 +114,8 @@ pub struct Coordinator {
     pub(crate) postgres_sources: crate::postgres_sources::PostgresSources,
     /// Sessions and sink commit timings, for `/metrics` and the status page.
     pub(crate) metrics: Arc<crate::metrics::AdapterMetrics>,
+    /// The replicas and the materialized views they maintain.
+    pub(crate) views: crate::views::Views,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -164,6 +166,7 @@ impl Coordinator {
             batches: BatchCache::default(),
             generators: Default::default(),
             metrics: Default::default(),
+            views: Default::default(),
         });
         coordinator.spawn_background_tasks();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -40,6 +40,8 @@ pub enum Implication {
         sink: GlobalId,
     },
     StopGenerator(GlobalId),
+    /// Stop maintaining a dropped materialized view and release its input holds.
+    StopView(GlobalId),
     /// Remove a dropped relation's change log and its cached batches.
     DropCollection(GlobalId),
     /// Create a table's or source's change log, or load it if it exists.
@@ -49,6 +51,8 @@ pub enum Implication {
     },
     /// Start (or restart) a source's load generator.
     StartGenerator(GlobalId),
+    /// Start (or restart) maintaining a materialized view on its cluster.
+    StartView(GlobalId),
     /// Record a sink's first status, `created`, unless it has one.
     RecordSinkCreated(GlobalId),
     /// Hold a new sink's input back from its beginning, unless the sink holds
@@ -90,10 +94,10 @@ impl Implication {
             Implication::DropSink(_) | Implication::StopPostgresSource(_) => 0,
             Implication::RecordSourceDropped(_) => 0,
             Implication::ReleaseReadHold { .. } => 1,
-            Implication::StopGenerator(_) => 2,
+            Implication::StopGenerator(_) | Implication::StopView(_) => 2,
             Implication::DropCollection(_) => 3,
             Implication::MarkSelfTimed(_) | Implication::RegisterCollection { .. } => 4,
-            Implication::StartGenerator(_) => 5,
+            Implication::StartGenerator(_) | Implication::StartView(_) => 5,
             Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
             Implication::StartSink(_) | Implication::StartPostgresSource(_) => 8,
@@ -124,7 +128,7 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
                         .map(Implication::StartPostgresSource),
                 );
             }
-            // A sink runs on its cluster's replicas.
+            // Sinks, sources and materialized views run on their cluster's replicas.
             CatalogChange::ClusterUpdated { old, new } if old.replicas != new.replicas => {
                 effects.extend(
                     sinks_on_cluster(state, new.id)
@@ -135,6 +139,18 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
                     postgres_sources::sources_on_cluster(state, new.id)
                         .into_iter()
                         .map(Implication::StartPostgresSource),
+                );
+                effects.extend(
+                    state
+                        .items_in_cluster(new.id)
+                        .into_iter()
+                        .filter(|id| {
+                            matches!(
+                                state.item(*id).map(|i| &i.definition),
+                                Some(ItemDefinition::MaterializedView(_))
+                            )
+                        })
+                        .map(Implication::StartView),
                 );
             }
             CatalogChange::ClusterAdded(_)
@@ -195,7 +211,16 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
                 Implication::StartSink(item.id),
             ]),
         },
-        ItemDefinition::Secret | ItemDefinition::Connection(_) => {}
+        // The view's writer moves its upper (to its inputs' frontier), never the ticker.
+        ItemDefinition::MaterializedView(view) => effects.extend([
+            Implication::MarkSelfTimed(item.id),
+            Implication::RegisterCollection {
+                id: item.id,
+                desc: view.desc.clone(),
+            },
+            Implication::StartView(item.id),
+        ]),
+        ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::View(_) => {}
     }
 }
 
@@ -236,7 +261,11 @@ fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
                 sink: item.id,
             },
         ]),
-        ItemDefinition::Secret | ItemDefinition::Connection(_) => {}
+        ItemDefinition::MaterializedView(_) => effects.extend([
+            Implication::StopView(item.id),
+            Implication::DropCollection(item.id),
+        ]),
+        ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::View(_) => {}
     }
 }
 
@@ -345,6 +374,10 @@ impl Coordinator {
                 .storage
                 .drop_read_hold(*collection, &CollectionInput::holder(*sink))?,
             Implication::StopGenerator(source) => self.generators.stop(*source),
+            Implication::StopView(view) => self.views.stop(&self.storage, *view),
+            Implication::StartView(view) => {
+                self.views.start(&self.storage, catalog.state(), *view)?;
+            }
             Implication::DropCollection(id) => {
                 self.generators.stop(*id);
                 self.storage.drop_collection(*id)?;

@@ -25,6 +25,7 @@ pub mod sources;
 pub mod system;
 pub mod tables;
 pub mod transaction;
+mod views;
 
 pub use coordinator::{
     Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice, OperationalStatus,

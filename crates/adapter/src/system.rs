@@ -335,11 +335,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         rows: |context| {
             items(context)
                 .map(|item| {
-                    let cluster = match &item.definition {
-                        ItemDefinition::Sink(sink) => Some(sink.cluster.to_string()),
-                        ItemDefinition::Source(source) => Some(source.cluster.to_string()),
-                        _ => None,
-                    };
+                    let cluster = item.definition.cluster().map(|c| c.to_string());
                     vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
@@ -448,7 +444,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         rows: |context| {
             let mut rows = Vec::new();
             for item in items(context) {
-                let Some(desc) = item.definition.desc() else {
+                let Some(desc) = item.definition.relation_desc() else {
                     continue;
                 };
                 let defaults = match &item.definition {
@@ -772,6 +768,92 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("offset_committed", UInt8, true),
         ],
         rows: crate::source_views::source_statistics,
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_views",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("definition", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, true),
+            ("redacted_create_sql", Text, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::View(view) => Some(vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        text(&view.query),
+                        text(OWNER),
+                        privileges(),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_materialized_views",
+        columns: &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            ("cluster_id", Text, false),
+            ("definition", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, true),
+            ("redacted_create_sql", Text, true),
+        ],
+        rows: |context| {
+            items(context)
+                .filter_map(|item| match &item.definition {
+                    ItemDefinition::MaterializedView(view) => Some(vec![
+                        text(item.id.to_string()),
+                        Datum::Oid(item.oid),
+                        text(schema_id(&item.name.schema)),
+                        text(&item.name.item),
+                        opt_text(view.cluster.map(|c| c.to_string())),
+                        text(&view.query),
+                        text(OWNER),
+                        privileges(),
+                        text(&item.create_sql),
+                        text(&item.create_sql),
+                    ]),
+                    _ => None,
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_object_dependencies",
+        columns: &[
+            ("object_id", Text, false),
+            ("referenced_object_id", Text, false),
+        ],
+        rows: |context| {
+            items(context)
+                .flat_map(|item| {
+                    item.definition
+                        .uses()
+                        .into_iter()
+                        .map(|used| vec![text(item.id.to_string()), text(used.to_string())])
+                })
+                .collect()
+        },
     },
 ];
 

@@ -518,6 +518,9 @@ pub fn storage_collections(
             ItemDefinition::Source(source) => {
                 Some((item.id, item.name.clone(), source.desc.clone()))
             }
+            ItemDefinition::MaterializedView(view) => {
+                Some((item.id, item.name.clone(), view.desc.clone()))
+            }
             _ => None,
         })
         .collect()

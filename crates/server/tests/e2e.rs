@@ -20,6 +20,8 @@ mod support;
 mod transactions;
 #[path = "e2e/upgrade.rs"]
 mod upgrade;
+#[path = "e2e/views.rs"]
+mod views;
 
 use std::path::PathBuf;
 use std::time::Duration;

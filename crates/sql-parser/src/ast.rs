@@ -19,6 +19,7 @@ pub enum Statement {
     AlterConnection(AlterConnectionStatement),
     ValidateConnection(ValidateConnectionStatement),
     CreateSink(CreateSinkStatement),
+    CreateView(CreateViewStatement),
     AlterSink(AlterSinkStatement),
     CreateSource(CreateSourceStatement),
     CreatePostgresSource(CreatePostgresSourceStatement),
@@ -275,6 +276,35 @@ impl fmt::Display for SinkMode {
 pub struct SinkKey {
     pub columns: Vec<Ident>,
     pub not_enforced: bool,
+}
+
+/// `CREATE [OR REPLACE] [MATERIALIZED] VIEW`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateViewStatement {
+    pub name: ObjectName,
+    pub materialized: bool,
+    pub or_replace: bool,
+    pub if_not_exists: bool,
+    /// Materialized views only.
+    pub in_cluster: Option<Ident>,
+    pub query: Box<sqlparser::ast::Query>,
+}
+
+impl fmt::Display for CreateViewStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CREATE ")?;
+        if self.or_replace {
+            f.write_str("OR REPLACE ")?;
+        }
+        if self.materialized {
+            f.write_str("MATERIALIZED ")?;
+        }
+        write!(f, "VIEW {}{}", if_not_exists(self.if_not_exists), self.name)?;
+        if let Some(cluster) = &self.in_cluster {
+            write!(f, " IN CLUSTER {cluster}")?;
+        }
+        write!(f, " AS {}", self.query)
+    }
 }
 
 /// ```text
@@ -887,6 +917,7 @@ impl fmt::Display for Statement {
             Statement::AlterConnection(s) => write!(f, "{s}"),
             Statement::ValidateConnection(s) => write!(f, "{s}"),
             Statement::CreateSink(s) => write!(f, "{s}"),
+            Statement::CreateView(s) => write!(f, "{s}"),
             Statement::AlterSink(s) => write!(f, "{s}"),
             Statement::CreateSource(s) => write!(f, "{s}"),
             Statement::CreatePostgresSource(s) => write!(f, "{s}"),

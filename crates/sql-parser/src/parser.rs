@@ -65,10 +65,6 @@ fn lowercase_first(message: &str) -> String {
 /// Statement leaders floe recognises but does not implement. They are refused
 /// with SQLSTATE 0A000 naming the statement, rather than a syntax error.
 const UNSUPPORTED_LEADERS: &[&[&str]] = &[
-    &["CREATE", "MATERIALIZED", "VIEW"],
-    &["CREATE", "OR", "REPLACE", "MATERIALIZED", "VIEW"],
-    &["CREATE", "VIEW"],
-    &["CREATE", "OR", "REPLACE", "VIEW"],
     &["CREATE", "DEFAULT", "INDEX"],
     &["CREATE", "INDEX"],
     &["CREATE", "TYPE"],
@@ -248,6 +244,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         }
         (Some("CREATE"), Some("TABLE")) => parse_create_table(parser),
         (Some("CREATE"), Some("SINK")) => parse_create_sink(parser),
+        (Some("CREATE"), Some("VIEW" | "MATERIALIZED" | "OR")) => parse_create_view(parser),
         (Some("ALTER"), Some("SINK")) => parse_alter_sink(parser),
         (Some("CREATE"), Some("SOURCE")) => parse_create_source(parser),
         (Some("ALTER"), Some("SOURCE")) => parse_alter_source(parser),
@@ -523,6 +520,31 @@ fn parse_in_cluster(parser: &mut Parser) -> Result<Option<Ident>, ParserError> {
     } else {
         Ok(None)
     }
+}
+
+/// `CREATE [OR REPLACE] [MATERIALIZED] VIEW [IF NOT EXISTS] name [IN CLUSTER c] AS query`.
+fn parse_create_view(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["CREATE"])?;
+    let or_replace = parse_words(parser, &["OR", "REPLACE"]);
+    let materialized = parse_words(parser, &["MATERIALIZED"]);
+    expect_words(parser, &["VIEW"])?;
+    let if_not_exists = parse_if_not_exists(parser);
+    let name = parser.parse_object_name(false)?;
+    let in_cluster = if materialized {
+        parse_in_cluster(parser)?
+    } else {
+        None
+    };
+    expect_words(parser, &["AS"])?;
+    let query = parser.parse_query()?;
+    Ok(Statement::CreateView(CreateViewStatement {
+        name,
+        materialized,
+        or_replace,
+        if_not_exists,
+        in_cluster,
+        query,
+    }))
 }
 
 fn parse_create_sink(parser: &mut Parser) -> Result<Statement, ParserError> {

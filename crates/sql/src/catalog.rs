@@ -394,6 +394,19 @@ pub struct PostgresColumn {
     pub nullable: bool,
 }
 
+/// A view or a materialized view: a query over other relations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewDefinition {
+    /// The query with every relation name resolved (`mz_views.definition`);
+    /// plain views it reads are inlined when it is planned.
+    pub query: String,
+    pub desc: RelationDesc,
+    /// The relations the query reads.
+    pub uses: Vec<GlobalId>,
+    /// Where a materialized view's dataflow runs (`None` for a plain view).
+    pub cluster: Option<ClusterId>,
+}
+
 /// What an item is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ItemDefinition {
@@ -402,6 +415,8 @@ pub enum ItemDefinition {
     Table(TableDefinition),
     Source(SourceDefinition),
     Sink(SinkDefinition),
+    View(ViewDefinition),
+    MaterializedView(ViewDefinition),
 }
 
 impl ItemDefinition {
@@ -412,26 +427,40 @@ impl ItemDefinition {
             ItemDefinition::Table(_) => ItemKind::Table,
             ItemDefinition::Source(_) => ItemKind::Source,
             ItemDefinition::Sink(_) => ItemKind::Sink,
+            ItemDefinition::View(_) => ItemKind::View,
+            ItemDefinition::MaterializedView(_) => ItemKind::MaterializedView,
         }
     }
 
-    /// The cluster the item runs on (sinks and sources).
+    /// The cluster the item runs on (sinks, sources, materialized views).
     pub fn cluster(&self) -> Option<ClusterId> {
         match self {
             ItemDefinition::Sink(sink) => Some(sink.cluster),
             ItemDefinition::Source(source) => Some(source.cluster),
-            ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::Table(_) => {
-                None
-            }
+            ItemDefinition::MaterializedView(view) => view.cluster,
+            ItemDefinition::Secret
+            | ItemDefinition::Connection(_)
+            | ItemDefinition::Table(_)
+            | ItemDefinition::View(_) => None,
         }
     }
 
-    /// The relation's shape, for items that are relations.
+    /// The shape of a relation with a change log (tables, sources, materialized
+    /// views): what storage holds and sinks read. A plain view has none.
     pub fn desc(&self) -> Option<&RelationDesc> {
         match self {
             ItemDefinition::Table(t) => Some(&t.desc),
             ItemDefinition::Source(s) => Some(&s.desc),
+            ItemDefinition::MaterializedView(v) => Some(&v.desc),
             _ => None,
+        }
+    }
+
+    /// The shape of any relation, plain views included.
+    pub fn relation_desc(&self) -> Option<&RelationDesc> {
+        match self {
+            ItemDefinition::View(v) => Some(&v.desc),
+            other => other.desc(),
         }
     }
 
@@ -491,6 +520,9 @@ impl ItemDefinition {
                 uses
             }
             ItemDefinition::Sink(sink) => vec![sink.from, sink.connection],
+            ItemDefinition::View(view) | ItemDefinition::MaterializedView(view) => {
+                view.uses.clone()
+            }
         }
     }
 }

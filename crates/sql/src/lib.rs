@@ -17,6 +17,7 @@ pub mod postgres;
 mod show;
 pub mod source;
 pub mod table;
+pub mod view;
 
 pub use error::PlanError;
 pub use plan::Plan;

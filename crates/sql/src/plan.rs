@@ -18,6 +18,7 @@ pub enum Plan {
     CreateSource(crate::source::CreateSourcePlan),
     CreatePostgresSource(crate::postgres::CreatePostgresSourcePlan),
     AlterSource(crate::postgres::AlterSourcePlan),
+    CreateView(crate::view::CreateViewPlan),
     Insert(crate::dml::InsertPlan),
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),

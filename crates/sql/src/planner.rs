@@ -58,6 +58,7 @@ pub fn plan(
             }))
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
+        Statement::CreateView(s) => crate::view::plan_create_view(catalog, session, s),
         Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
         Statement::CreateSource(s) => {
             crate::source::plan_create_source(catalog, &session.cluster, s)
@@ -901,6 +902,19 @@ fn sink_input<'a>(
     let desc = match &from.definition {
         ItemDefinition::Table(t) => &t.desc,
         ItemDefinition::Source(s) => &s.desc,
+        ItemDefinition::MaterializedView(v) => &v.desc,
+        ItemDefinition::View(_) => {
+            return Err(PlanError::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!(
+                    "cannot sink view \"{}\": sinks require a materialized view, table or source",
+                    from.name.item
+                ),
+            )
+            .with_hint(
+                "Create a materialized view of it (CREATE MATERIALIZED VIEW ... AS SELECT * FROM ...) and sink that.",
+            ));
+        }
         other => {
             return Err(PlanError::new(
                 SqlState::WRONG_OBJECT_TYPE,
@@ -1490,7 +1504,10 @@ fn plan_standard(
     use sqlparser::ast::Statement as S;
     match statement {
         S::Query(_) => Ok(Plan::Select(SelectPlan {
-            query: Box::new(name_output_columns(resolve_relations(catalog, statement)?)),
+            query: Box::new(crate::view::inline_views(
+                catalog,
+                name_output_columns(resolve_relations(catalog, statement)?),
+            )?),
             desc: None,
         })),
         S::CreateTable(create) => crate::table::plan_create_table(catalog, create),

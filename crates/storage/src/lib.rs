@@ -60,6 +60,14 @@ pub enum StorageError {
     /// The blocking thread running a storage call panicked or was cancelled.
     #[error("storage call failed on its thread: {0}")]
     Thread(String),
+    /// A timed append that does not continue the log (another writer moved it).
+    #[error("append to {collection} at [{lower}, {upper}) does not continue its log at {frontier}")]
+    UpperMismatch {
+        collection: GlobalId,
+        lower: u64,
+        upper: u64,
+        frontier: u64,
+    },
 }
 
 /// Why an append was refused; nothing of it was written.
@@ -631,6 +639,64 @@ impl Storage {
         } else {
             set.remove(&id);
         }
+    }
+
+    /// Appends updates at their own times in `[lower, upper)` and moves the upper from
+    /// `lower` to `upper`, in one transaction: a materialized view's output, whose
+    /// times are its inputs' times. Refused whole when the log's upper is not `lower`.
+    pub fn append_at(
+        &self,
+        id: GlobalId,
+        lower: Timestamp,
+        upper: Timestamp,
+        updates: Vec<(Row, Timestamp, i64)>,
+    ) -> Result<(), StorageError> {
+        let mut writer = self.writer();
+        let frontier = self.upper(id)?.0;
+        if frontier != lower.0 || upper.0 <= lower.0 {
+            return Err(StorageError::UpperMismatch {
+                collection: id,
+                lower: lower.0,
+                upper: upper.0,
+                frontier,
+            });
+        }
+        let encoded: Vec<(Vec<u8>, Row, u64, i64)> = updates
+            .into_iter()
+            .filter(|(_, ts, diff)| *diff != 0 && lower <= *ts && *ts < upper)
+            .map(|(row, ts, diff)| (encode(&row), row, ts.0, diff))
+            .collect();
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut bytes = 0;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            let id_text = id.to_string();
+            for (row, _, ts, diff) in &encoded {
+                insert.execute(params![id_text, to_i64(*ts), diff, row])?;
+                bytes += row.len() as u64 + 16;
+            }
+        }
+        transaction.execute(
+            "UPDATE collections SET upper = ?2 WHERE id = ?1",
+            params![id.to_string(), to_i64(upper.0)],
+        )?;
+        transaction.commit()?;
+        let mut collections = self.collections_write();
+        let collection = collections
+            .get_mut(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        if !encoded.is_empty() {
+            collection.contents.version += 1;
+        }
+        for (bytes, row, _, diff) in encoded {
+            collection.contents.apply(bytes, &row, diff);
+            collection.log_updates += 1;
+        }
+        collection.log_bytes += bytes;
+        collection.upper = upper.0;
+        Ok(())
     }
 
     /// Advances every upper to the wall clock, durably, except those of self-timed

@@ -561,3 +561,55 @@ fn self_timed_collections_move_only_with_their_writer() {
     storage.tick().unwrap();
     assert!(storage.upper(self_timed).unwrap() > registered);
 }
+
+/// A materialized view's output: updates at their own times, one compare-and-append
+/// per interval, an upper only its writer moves.
+#[test]
+fn timed_appends_continue_the_log_and_the_ticker_leaves_self_timed_logs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::open(dir.path()).unwrap();
+    let id = GlobalId::User(1);
+    storage.set_self_timed(id, true);
+    storage.register(id, desc_with_key()).unwrap();
+    let start = storage.upper(id).unwrap();
+    storage
+        .append_at(
+            id,
+            start,
+            Timestamp(start.0 + 10),
+            vec![
+                (row(1, "a"), Timestamp(start.0 + 2), 1),
+                (row(2, "b"), Timestamp(start.0 + 5), 1),
+            ],
+        )
+        .unwrap();
+    assert_eq!(storage.upper(id).unwrap(), Timestamp(start.0 + 10));
+    let times: Vec<u64> = read_all(&storage, id, 0).iter().map(|u| u.ts.0).collect();
+    assert_eq!(times, vec![start.0 + 2, start.0 + 5]);
+    // An append that does not start at the upper is refused whole.
+    let stale = storage.append_at(
+        id,
+        start,
+        Timestamp(start.0 + 20),
+        vec![(row(3, "c"), Timestamp(start.0 + 12), 1)],
+    );
+    assert!(matches!(stale, Err(StorageError::UpperMismatch { .. })), "{stale:?}");
+    assert_eq!(storage.contents(id).unwrap().0.len(), 2);
+    // The ticker moves other logs to the wall clock, not this one.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    storage.tick().unwrap();
+    assert_eq!(storage.upper(id).unwrap(), Timestamp(start.0 + 10));
+    // A retraction at a later time, after a reopen.
+    drop(storage);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    storage
+        .append_at(
+            id,
+            Timestamp(start.0 + 10),
+            Timestamp(start.0 + 11),
+            vec![(row(1, "a"), Timestamp(start.0 + 10), -1)],
+        )
+        .unwrap();
+    assert_eq!(storage.contents(id).unwrap().0, vec![row(2, "b")]);
+}

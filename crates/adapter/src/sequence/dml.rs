@@ -15,6 +15,7 @@ impl Coordinator {
         session: &mut Session,
         plan: SelectPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
+        self.await_materialized_views(&plan.query).await?;
         let engine = self.engine_for_query(session, &plan.query).await?;
         let plan = query::logical_plan(&engine, *plan.query).await?;
         let (desc, rows) = query::execute(&engine, plan).await?;

@@ -15,6 +15,7 @@ mod sink;
 mod source;
 mod table;
 mod transaction;
+mod view;
 
 pub(crate) use transaction::Control;
 
@@ -55,6 +56,7 @@ impl Coordinator {
                 self.sequence_create_postgres_source(plan, notices).await
             }
             Plan::AlterSource(plan) => self.sequence_alter_source(plan).await,
+            Plan::CreateView(plan) => self.sequence_create_view(plan).await,
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
             Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,

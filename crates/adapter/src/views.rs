@@ -1,0 +1,478 @@
+//! Materialized views: each one's dataflow runs on its cluster's replica
+//! (`floe-compute`), reads its inputs' change logs and keeps its own change log
+//! (a storage collection like a table's) in step, so SELECT, sinks, lag, read
+//! holds and compaction treat it like any other relation.
+//!
+//! The log holds rows only. Errors the query produces at run time (division by
+//! zero in one row) are kept in memory: they are a function of the inputs, so a
+//! restarted dataflow produces them again in its first output.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use datafusion::logical_expr::LogicalPlan;
+use floe_compute::maintain::{InputLog, Maintainer, OutputBatch, OutputContents, OutputLog, View};
+use floe_compute::plan::RenderPlan;
+use floe_compute::replica::{DataflowSpec, InputSpec, Planner, Replica, ReplicaConfig};
+use floe_compute::{ComputeError, DataflowError, ErrorKind};
+use floe_repr::codec::row_to_bytes;
+use floe_repr::{ClusterId, ColumnType, GlobalId, RelationDesc, Row, SqlState, Timestamp};
+use floe_sql::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
+use floe_storage::Storage;
+
+use crate::error::AdapterError;
+
+/// The shape of a planned query's output, as a view stores it.
+pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterError> {
+    let mut columns: Vec<(String, ColumnType)> = Vec::new();
+    for field in plan.schema().fields() {
+        if columns.iter().any(|(name, _)| name == field.name()) {
+            return Err(AdapterError::Query {
+                code: SqlState::DUPLICATE_COLUMN,
+                message: format!("column \"{}\" specified more than once", field.name()),
+            });
+        }
+        let scalar_type = floe_arrow::sql_type_of(field).unwrap_or_else(|| {
+            floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field))
+        });
+        columns.push((
+            field.name().clone(),
+            ColumnType {
+                scalar_type,
+                nullable: field.is_nullable(),
+            },
+        ));
+    }
+    Ok(RelationDesc {
+        columns,
+        unique_keys: Vec::new(),
+    })
+}
+
+/// A compute error as the client sees it: refusals are 0A000.
+pub(crate) fn compute_error(error: ComputeError) -> AdapterError {
+    let code = match error.kind {
+        ErrorKind::Unsupported | ErrorKind::NotAllowed => SqlState::FEATURE_NOT_SUPPORTED,
+        ErrorKind::Plan => SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
+        ErrorKind::Log | ErrorKind::Replica | ErrorKind::Internal => SqlState::INTERNAL_ERROR,
+    };
+    AdapterError::Query {
+        code,
+        message: error.message,
+    }
+}
+
+/// An error in a view's contents, as a query reading the view fails with it.
+fn dataflow_error(error: &DataflowError) -> AdapterError {
+    let code = match error.code.as_str() {
+        "22012" => SqlState::DIVISION_BY_ZERO,
+        "22003" => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        "0A000" => SqlState::FEATURE_NOT_SUPPORTED,
+        _ => SqlState::INTERNAL_ERROR,
+    };
+    AdapterError::Query {
+        code,
+        message: error.message.clone(),
+    }
+}
+
+/// Plans a view's query the way SELECT plans one (floe's parser, then the query
+/// engine), over empty tables of the inputs' shapes, and lowers it to a dataflow.
+fn plan_view(spec: &DataflowSpec) -> Result<RenderPlan, ComputeError> {
+    let context = floe_compute::planner::session_for(spec)?;
+    let statement = match floe_sql_parser::parser::parse_statement(&spec.query) {
+        Ok(floe_sql_parser::ast::Statement::Standard(statement)) => *statement,
+        Ok(_) => return Err(ComputeError::plan("a view's query is not a query")),
+        Err(e) => return Err(ComputeError::plan(e.to_string())),
+    };
+    let plan = futures::executor::block_on(crate::query::logical_plan(&context, statement))
+        .map_err(|e| ComputeError::plan(e.to_string()))?;
+    floe_compute::compile(&plan, &context.state())
+}
+
+/// Timely workers per replica process for a cluster size: the machine's
+/// cores are shared, so sizes map to a few workers.
+fn workers_for_size(size: &str) -> usize {
+    match size {
+        "25cc" | "50cc" | "100cc" | "3xsmall" | "2xsmall" | "xsmall" => 1,
+        "200cc" | "300cc" | "small" | "medium" => 2,
+        _ => 4,
+    }
+}
+
+/// A view's dataflow input: a relation's change log, held back from compaction
+/// at what the view has read.
+struct StorageInput {
+    storage: Arc<Storage>,
+    id: GlobalId,
+    holder: String,
+}
+
+impl InputLog for StorageInput {
+    fn upper(&self) -> Result<u64, ComputeError> {
+        self.storage
+            .upper(self.id)
+            .map(|t| t.0)
+            .map_err(|e| ComputeError::log(e.to_string()))
+    }
+
+    fn read(&self, lower: u64, upper: u64) -> Result<Vec<(Row, u64, i64)>, ComputeError> {
+        let mut updates = Vec::new();
+        let result = self
+            .storage
+            .read(self.id, Timestamp(lower), Timestamp(upper), 65_536, &mut |chunk| {
+                updates.extend(chunk.into_iter().map(|u| (u.row, u.ts.0, u.diff)));
+                Ok(())
+            })
+            .map_err(|e| ComputeError::log(e.to_string()))?;
+        result.map_err(ComputeError::log)?;
+        self.storage
+            .set_read_hold(self.id, &self.holder, Timestamp(upper))
+            .map_err(|e| ComputeError::log(e.to_string()))?;
+        Ok(updates)
+    }
+}
+
+/// A materialized view's own log: rows in storage, errors in memory.
+struct StorageOutput {
+    storage: Arc<Storage>,
+    id: GlobalId,
+    errors: Arc<Mutex<HashMap<DataflowError, i64>>>,
+}
+
+impl OutputLog for StorageOutput {
+    fn upper(&self) -> Result<u64, ComputeError> {
+        self.storage
+            .upper(self.id)
+            .map(|t| t.0)
+            .map_err(|e| ComputeError::log(e.to_string()))
+    }
+
+    fn contents(&self) -> Result<OutputContents, ComputeError> {
+        let (rows, _) = self
+            .storage
+            .contents(self.id)
+            .map_err(|e| ComputeError::log(e.to_string()))?;
+        let mut counted: HashMap<Vec<u8>, (Row, i64)> = HashMap::new();
+        for row in rows {
+            counted.entry(row_to_bytes(&row)).or_insert((row, 0)).1 += 1;
+        }
+        let errors = lock(&self.errors).iter().map(|(e, d)| (e.clone(), *d)).collect();
+        Ok(OutputContents {
+            rows: counted.into_values().collect(),
+            errors,
+        })
+    }
+
+    fn append(&mut self, batch: OutputBatch) -> Result<(), ComputeError> {
+        let rows = batch
+            .rows
+            .into_iter()
+            .map(|(row, ts, diff)| (row, Timestamp(ts), diff))
+            .collect();
+        self.storage
+            .append_at(self.id, Timestamp(batch.lower), Timestamp(batch.upper), rows)
+            .map_err(|e| ComputeError::log(e.to_string()))?;
+        let mut errors = lock(&self.errors);
+        for (error, _, diff) in batch.errors {
+            let count = errors.entry(error.clone()).or_insert(0);
+            *count += diff;
+            if *count == 0 {
+                errors.remove(&error);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running materialized view.
+struct Running {
+    maintainer: Maintainer,
+    errors: Arc<Mutex<HashMap<DataflowError, i64>>>,
+    inputs: Vec<GlobalId>,
+}
+
+/// The replicas and the maintained views of this server.
+#[derive(Default)]
+pub(crate) struct Views {
+    replicas: Mutex<HashMap<ClusterId, Arc<Replica>>>,
+    running: Mutex<HashMap<GlobalId, Running>>,
+}
+
+impl std::fmt::Debug for Views {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Views").finish_non_exhaustive()
+    }
+}
+
+/// The name of a view's hold on an input.
+fn holder(view: GlobalId) -> String {
+    format!("materialized-view-{view}")
+}
+
+impl Views {
+    /// Starts (or restarts) maintaining a materialized view. A cluster without
+    /// replicas runs nothing: the view's upper stays where it is.
+    pub(crate) fn start(
+        &self,
+        storage: &Arc<Storage>,
+        catalog: &floe_catalog::CatalogState,
+        id: GlobalId,
+    ) -> Result<(), AdapterError> {
+        self.stop(storage, id);
+        let Some(item) = catalog.item(id) else {
+            return Ok(());
+        };
+        let ItemDefinition::MaterializedView(view) = &item.definition else {
+            return Ok(());
+        };
+        let Some(cluster) = view.cluster.and_then(|c| catalog.cluster(c)) else {
+            return Err(AdapterError::Internal(format!(
+                "the cluster of materialized view {} does not exist",
+                item.name
+            )));
+        };
+        let Some(size) = cluster.replicas.first().map(|r| r.size.clone()) else {
+            return Ok(());
+        };
+        let (spec, inputs) = dataflow_spec(catalog, id, &item.name, &view.query)?;
+        let replica = self.replica(cluster.id, &size)?;
+        let errors = Arc::new(Mutex::new(HashMap::new()));
+        let logs = inputs
+            .iter()
+            .map(|input| {
+                Arc::new(StorageInput {
+                    storage: storage.clone(),
+                    id: *input,
+                    holder: holder(id),
+                }) as Arc<dyn InputLog>
+            })
+            .collect();
+        let output = StorageOutput {
+            storage: storage.clone(),
+            id,
+            errors: errors.clone(),
+        };
+        let maintainer = Maintainer::start(
+            replica,
+            View {
+                spec,
+                inputs: logs,
+                output: Box::new(output),
+            },
+        );
+        lock(&self.running).insert(
+            id,
+            Running {
+                maintainer,
+                errors,
+                inputs,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stops maintaining a view and releases its holds on its inputs.
+    pub(crate) fn stop(&self, storage: &Storage, id: GlobalId) {
+        let running = lock(&self.running).remove(&id);
+        if let Some(running) = running {
+            running.maintainer.stop();
+            for input in running.inputs {
+                let _ = storage.drop_read_hold(input, &holder(id));
+            }
+        }
+    }
+
+    /// The first error in a view's contents, if it has one.
+    pub(crate) fn error(&self, id: GlobalId) -> Option<AdapterError> {
+        let running = lock(&self.running);
+        let errors = lock(&running.get(&id)?.errors);
+        errors
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(error, _)| error)
+            .min()
+            .map(dataflow_error)
+    }
+
+    /// The logs a running view's dataflow reads (`None` when it is not running).
+    pub(crate) fn inputs(&self, id: GlobalId) -> Option<Vec<GlobalId>> {
+        lock(&self.running).get(&id).map(|r| r.inputs.clone())
+    }
+
+    /// How a view's maintenance is doing (`None` when it is not running).
+    pub(crate) fn status(&self, id: GlobalId) -> Option<floe_compute::maintain::Status> {
+        lock(&self.running).get(&id).map(|r| r.maintainer.status())
+    }
+
+    /// The cluster's replica, started with the workers its size gives.
+    fn replica(&self, cluster: ClusterId, size: &str) -> Result<Arc<Replica>, AdapterError> {
+        let mut replicas = lock(&self.replicas);
+        if let Some(replica) = replicas.get(&cluster)
+            && replica.check().is_ok()
+        {
+            return Ok(replica.clone());
+        }
+        let planner: Planner = Arc::new(plan_view);
+        let replica = Arc::new(
+            Replica::start(
+                ReplicaConfig {
+                    workers: workers_for_size(size),
+                    cluster: None,
+                },
+                planner,
+            )
+            .map_err(compute_error)?,
+        );
+        replicas.insert(cluster, replica.clone());
+        Ok(replica)
+    }
+}
+
+/// A materialized view's dataflow description: its query with plain views
+/// inlined, and the change logs it reads.
+fn dataflow_spec(
+    catalog: &floe_catalog::CatalogState,
+    id: GlobalId,
+    name: &QualifiedName,
+    query: &str,
+) -> Result<(DataflowSpec, Vec<GlobalId>), AdapterError> {
+    let statement = match floe_sql_parser::parser::parse_statement(query) {
+        Ok(floe_sql_parser::ast::Statement::Standard(statement)) => *statement,
+        _ => {
+            return Err(AdapterError::Internal(format!(
+                "the stored query of {name} does not parse"
+            )));
+        }
+    };
+    let inlined = floe_sql::view::inline_views(catalog, statement)?;
+    let mut inputs = Vec::new();
+    let mut specs = Vec::new();
+    let _ = sqlparser::ast::visit_relations(&inlined, |relation| {
+        if let Some(found) = resolved_item(catalog, relation)
+            && let Some(desc) = found.definition.desc()
+            && !inputs.contains(&found.id)
+        {
+            inputs.push(found.id);
+            specs.push(InputSpec {
+                name: found.name.to_string(),
+                desc: desc.clone(),
+            });
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let number = match id {
+        GlobalId::User(n) | GlobalId::System(n) => n,
+    };
+    Ok((
+        DataflowSpec {
+            id: number,
+            name: name.item.clone(),
+            query: inlined.to_string(),
+            inputs: specs,
+            as_of: 0,
+        },
+        inputs,
+    ))
+}
+
+/// How long a query waits for a materialized view to catch up with its inputs.
+const CATCH_UP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl crate::coordinator::Coordinator {
+    /// Before a query reads materialized views: waits until each one's log is
+    /// complete up to where its inputs are now (so a query sees the writes that
+    /// were acknowledged before it), then fails with the first error in their
+    /// contents (`division by zero`), as Materialize's SELECT does. A view that
+    /// is not running (its cluster has no replica) is read as it is.
+    pub(crate) async fn await_materialized_views(
+        &self,
+        statement: &sqlparser::ast::Statement,
+    ) -> Result<(), AdapterError> {
+        let views = {
+            let catalog = self.catalog.lock().await;
+            let state = catalog.state();
+            let mut views = Vec::new();
+            let _ = sqlparser::ast::visit_relations(statement, |relation| {
+                if let Some(item) = resolved_item(state, relation)
+                    && matches!(item.definition, ItemDefinition::MaterializedView(_))
+                {
+                    views.push((item.id, item.name.item.clone()));
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            views
+        };
+        for (id, name) in views {
+            self.await_view(id, &name).await?;
+            if let Some(error) = self.views.error(id) {
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    async fn await_view(&self, id: GlobalId, name: &str) -> Result<(), AdapterError> {
+        let Some(inputs) = self.views.inputs(id) else {
+            return Ok(());
+        };
+        // The view can be complete up to the least upper of the logs its dataflow reads.
+        let mut target = None;
+        for input in inputs {
+            let upper = self.storage.upper(input)?;
+            target = Some(target.map_or(upper, |t: Timestamp| t.min(upper)));
+        }
+        let target = target.unwrap_or_else(Timestamp::now);
+        let deadline = std::time::Instant::now() + CATCH_UP_TIMEOUT;
+        loop {
+            // Only what this run of the maintainer appended counts: a log written by an
+            // earlier run is corrected by the first append of this one.
+            match self.views.status(id) {
+                None => return Ok(()),
+                Some(floe_compute::maintain::Status::Running { upper }) if upper >= target.0 => {
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+            if std::time::Instant::now() > deadline {
+                let cause = match self.views.status(id) {
+                    Some(floe_compute::maintain::Status::Retrying { error }) => {
+                        format!(": {error}")
+                    }
+                    _ => String::new(),
+                };
+                return Err(AdapterError::Query {
+                    code: SqlState::QUERY_CANCELED,
+                    message: format!(
+                        "materialized view \"{name}\" did not catch up with its inputs{cause}"
+                    ),
+                });
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// The user item a resolved relation name (`"public"."t"`) refers to.
+fn resolved_item<'a>(
+    state: &'a floe_catalog::CatalogState,
+    relation: &sqlparser::ast::ObjectName,
+) -> Option<&'a floe_sql::catalog::CatalogItem> {
+    let parts: Vec<String> = relation
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
+        .collect();
+    let [schema, item] = parts.as_slice() else {
+        return None;
+    };
+    state.item_by_name(&QualifiedName {
+        database: floe_sql::catalog::DATABASE.into(),
+        schema: schema.clone(),
+        item: item.clone(),
+    })
+}

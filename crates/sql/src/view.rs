@@ -1,0 +1,325 @@
+//! `CREATE [OR REPLACE] [MATERIALIZED] VIEW`, and plain views inlined into the
+//! queries that read them.
+
+use std::ops::ControlFlow;
+
+use floe_repr::{ClusterId, GlobalId, SqlState};
+use floe_sql_parser::ast::CreateViewStatement;
+use sqlparser::ast::{Ident, ObjectName, TableAlias, TableFactor, VisitorMut};
+
+use crate::catalog::*;
+use crate::error::PlanError;
+use crate::plan::Plan;
+use crate::planner::{
+    SessionContext, create_name, name_output_columns, normalize_ident, qualified,
+    resolve_relations,
+};
+
+/// A view or materialized view to create. The engine derives its shape (and,
+/// for a materialized view, checks it can be maintained) before it is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateViewPlan {
+    pub name: QualifiedName,
+    pub materialized: bool,
+    /// `OR REPLACE` of an existing view: the one it replaces.
+    pub replaces: Option<GlobalId>,
+    /// The query as the engine plans it: names resolved, plain views inlined.
+    pub query: Box<sqlparser::ast::Statement>,
+    /// The query with names resolved (`mz_views.definition`).
+    pub definition: String,
+    /// The relations the query names.
+    pub uses: Vec<GlobalId>,
+    pub cluster: Option<ClusterId>,
+    pub create_sql: String,
+}
+
+impl CreateViewPlan {
+    pub fn tag(&self) -> &'static str {
+        if self.materialized {
+            "CREATE MATERIALIZED VIEW"
+        } else {
+            "CREATE VIEW"
+        }
+    }
+
+    /// The catalog definition, once the engine derived the shape.
+    pub fn definition(&self, desc: floe_repr::RelationDesc) -> ItemDefinition {
+        let view = ViewDefinition {
+            query: self.definition.clone(),
+            desc,
+            uses: self.uses.clone(),
+            cluster: self.cluster,
+        };
+        if self.materialized {
+            ItemDefinition::MaterializedView(view)
+        } else {
+            ItemDefinition::View(view)
+        }
+    }
+}
+
+pub fn plan_create_view(
+    catalog: &dyn PlanCatalog,
+    session: &SessionContext,
+    statement: CreateViewStatement,
+) -> Result<Plan, PlanError> {
+    let name = create_name(&statement.name)?;
+    let kind = if statement.materialized {
+        ItemKind::MaterializedView
+    } else {
+        ItemKind::View
+    };
+    let tag = if statement.materialized {
+        "CREATE MATERIALIZED VIEW"
+    } else {
+        "CREATE VIEW"
+    };
+    let replaces = match catalog.item_by_name(&name) {
+        None => None,
+        Some(_) if statement.if_not_exists => return Ok(Plan::NoOp { tag }),
+        Some(existing) if statement.or_replace && existing.definition.kind() == kind => {
+            Some(existing.id)
+        }
+        Some(existing) => {
+            return Err(PlanError::new(
+                SqlState::DUPLICATE_OBJECT,
+                format!(
+                    "{} \"{}\" already exists",
+                    existing.definition.kind().human_name(),
+                    name
+                ),
+            ));
+        }
+    };
+    let cluster = if statement.materialized {
+        let cluster_name = match &statement.in_cluster {
+            Some(ident) => normalize_ident(ident),
+            None => session.cluster.clone(),
+        };
+        let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
+            PlanError::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("unknown cluster '{cluster_name}'"),
+            )
+        })?;
+        Some(cluster.id)
+    } else {
+        None
+    };
+    let resolved = name_output_columns(resolve_relations(
+        catalog,
+        sqlparser::ast::Statement::Query(statement.query),
+    )?);
+    let uses = relations_used(catalog, &resolved)?;
+    if let Some(replaced) = replaces {
+        check_replaceable(catalog, &name, kind, replaced, &uses)?;
+    }
+    let sqlparser::ast::Statement::Query(query) = &resolved else {
+        return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a view's query is not a query"));
+    };
+    let create_sql = CreateViewStatement {
+        name: qualified(&name),
+        materialized: statement.materialized,
+        or_replace: false,
+        if_not_exists: false,
+        in_cluster: cluster
+            .and_then(|id| catalog.cluster(id))
+            .map(|c| Ident::with_quote('"', c.name.clone())),
+        query: query.clone(),
+    }
+    .to_string();
+    let definition = resolved.to_string();
+    Ok(Plan::CreateView(CreateViewPlan {
+        name,
+        materialized: statement.materialized,
+        replaces,
+        query: Box::new(inline_views(catalog, resolved)?),
+        definition,
+        uses,
+        cluster,
+        create_sql,
+    }))
+}
+
+/// `OR REPLACE` drops the old view: nothing may depend on it, the new one included.
+fn check_replaceable(
+    catalog: &dyn PlanCatalog,
+    name: &QualifiedName,
+    kind: ItemKind,
+    replaced: GlobalId,
+    uses: &[GlobalId],
+) -> Result<(), PlanError> {
+    if uses.contains(&replaced) {
+        return Err(PlanError::invalid(format!(
+            "cannot replace {} \"{name}\": depended upon by new \"{name}\" definition",
+            kind.human_name()
+        )));
+    }
+    if let Some(dependent) = catalog
+        .dependents(replaced)
+        .first()
+        .and_then(|id| catalog.item(*id))
+    {
+        return Err(PlanError::new(
+            SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+            format!(
+                "cannot drop {} \"{}\": still depended upon by {} \"{}\"",
+                kind.human_name(),
+                name.item,
+                dependent.definition.kind().human_name(),
+                dependent.name.item
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The user items a resolved statement names as relations. Items that are not
+/// relations (a sink, a secret) are refused.
+fn relations_used(
+    catalog: &dyn PlanCatalog,
+    statement: &sqlparser::ast::Statement,
+) -> Result<Vec<GlobalId>, PlanError> {
+    let mut names = Vec::new();
+    let _ = sqlparser::ast::visit_relations(statement, |relation| {
+        names.push(relation.clone());
+        ControlFlow::<()>::Continue(())
+    });
+    let mut uses = Vec::new();
+    for name in names {
+        let Some(item) = user_item(catalog, &name) else {
+            continue;
+        };
+        if item.definition.relation_desc().is_none() {
+            return Err(PlanError::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!(
+                    "{} \"{}\" is not a relation",
+                    item.definition.kind().human_name(),
+                    item.name.item
+                ),
+            ));
+        }
+        if !uses.contains(&item.id) {
+            uses.push(item.id);
+        }
+    }
+    uses.sort();
+    Ok(uses)
+}
+
+/// The user item a resolved relation name (`"public"."t"`) refers to.
+fn user_item<'a>(catalog: &'a dyn PlanCatalog, name: &ObjectName) -> Option<&'a CatalogItem> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|part| part.as_ident().map(|ident| ident.value.clone()))
+        .collect();
+    let qualified = match parts.as_slice() {
+        [schema, item] => QualifiedName {
+            database: DATABASE.into(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        [database, schema, item] => QualifiedName {
+            database: database.clone(),
+            schema: schema.clone(),
+            item: item.clone(),
+        },
+        _ => return None,
+    };
+    catalog.item_by_name(&qualified)
+}
+
+/// How deep views may nest in one another.
+const MAX_VIEW_DEPTH: usize = 64;
+
+/// Replaces every plain view a resolved statement reads by its query, as a
+/// subquery under the view's name (or the alias it was given), recursively.
+pub fn inline_views(
+    catalog: &dyn PlanCatalog,
+    mut statement: sqlparser::ast::Statement,
+) -> Result<sqlparser::ast::Statement, PlanError> {
+    struct Inliner<'a> {
+        catalog: &'a dyn PlanCatalog,
+        depth: usize,
+        error: Option<PlanError>,
+    }
+    impl VisitorMut for Inliner<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            let TableFactor::Table { name, alias, .. } = factor else {
+                return ControlFlow::Continue(());
+            };
+            let Some(item) = user_item(self.catalog, name) else {
+                return ControlFlow::Continue(());
+            };
+            let ItemDefinition::View(view) = &item.definition else {
+                return ControlFlow::Continue(());
+            };
+            match self.expand(&view.query, &item.name.item, alias.take()) {
+                Ok(derived) => {
+                    *factor = derived;
+                    ControlFlow::Continue(())
+                }
+                Err(error) => {
+                    self.error = Some(error);
+                    ControlFlow::Break(())
+                }
+            }
+        }
+    }
+    impl Inliner<'_> {
+        fn expand(
+            &self,
+            query: &str,
+            view_name: &str,
+            alias: Option<TableAlias>,
+        ) -> Result<TableFactor, PlanError> {
+            if self.depth >= MAX_VIEW_DEPTH {
+                return Err(PlanError::invalid("views are nested too deeply"));
+            }
+            let parsed = floe_sql_parser::parser::parse_statement(query)
+                .map_err(|e| PlanError::new(SqlState::INTERNAL_ERROR, format!("stored view query: {e}")))?;
+            let floe_sql_parser::ast::Statement::Standard(statement) = parsed else {
+                return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a stored view is not a query"));
+            };
+            let mut inner = Inliner {
+                catalog: self.catalog,
+                depth: self.depth + 1,
+                error: None,
+            };
+            let mut statement = *statement;
+            let _ = VisitMut::visit(&mut statement, &mut inner);
+            if let Some(error) = inner.error {
+                return Err(error);
+            }
+            let sqlparser::ast::Statement::Query(subquery) = statement else {
+                return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a stored view is not a query"));
+            };
+            let alias = alias.unwrap_or(TableAlias {
+                explicit: true,
+                name: Ident::with_quote('"', view_name),
+                columns: Vec::new(),
+                at: None,
+            });
+            Ok(TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias: Some(alias),
+                sample: None,
+            })
+        }
+    }
+    use sqlparser::ast::VisitMut;
+    let mut inliner = Inliner {
+        catalog,
+        depth: 0,
+        error: None,
+    };
+    let _ = VisitMut::visit(&mut statement, &mut inliner);
+    match inliner.error {
+        Some(error) => Err(error),
+        None => Ok(statement),
+    }
+}
