@@ -78,7 +78,8 @@ impl AdapterError {
             AdapterError::Storage(e) => match e {
                 floe_storage::StorageError::Compacted { .. } => SqlState::OBJECT_IN_USE,
                 floe_storage::StorageError::UnknownCollection(_) => SqlState::UNDEFINED_TABLE,
-                floe_storage::StorageError::BeyondUpper { .. } => SqlState::INTERNAL_ERROR,
+                floe_storage::StorageError::BeyondUpper { .. }
+                | floe_storage::StorageError::UpperMismatch { .. } => SqlState::INTERNAL_ERROR,
                 floe_storage::StorageError::Corrupt { .. }
                 | floe_storage::StorageError::Thread(_) => SqlState::INTERNAL_ERROR,
                 floe_storage::StorageError::Sqlite(_) | floe_storage::StorageError::Io { .. } => {

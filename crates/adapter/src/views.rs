@@ -420,13 +420,18 @@ impl crate::coordinator::Coordinator {
         let Some(inputs) = self.views.inputs(id) else {
             return Ok(());
         };
-        // The view can be complete up to the least upper of the logs its dataflow reads.
-        let mut target = None;
+        // The query reads as of now: the ticker's work is done at once (every table's
+        // upper reaches the wall clock, so every acknowledged write is below it), and the
+        // view must reach that time, or where a lagging source stands. A materialized
+        // view read by this one is bounded by its own inputs, so it sets no target.
+        let now = Timestamp::now();
+        self.storage.tick()?;
+        let mut target = now;
         for input in inputs {
-            let upper = self.storage.upper(input)?;
-            target = Some(target.map_or(upper, |t: Timestamp| t.min(upper)));
+            if self.views.inputs(input).is_none() {
+                target = target.min(self.storage.upper(input)?);
+            }
         }
-        let target = target.unwrap_or_else(Timestamp::now);
         let deadline = std::time::Instant::now() + CATCH_UP_TIMEOUT;
         loop {
             // Only what this run of the maintainer appended counts: a log written by an
