@@ -32,9 +32,8 @@ pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterE
                 message: format!("column \"{}\" specified more than once", field.name()),
             });
         }
-        let scalar_type = floe_arrow::sql_type_of(field).unwrap_or_else(|| {
-            floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field))
-        });
+        let scalar_type = floe_arrow::sql_type_of(field)
+            .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)));
         columns.push((
             field.name().clone(),
             ColumnType {
@@ -120,10 +119,16 @@ impl InputLog for StorageInput {
         let mut updates = Vec::new();
         let result = self
             .storage
-            .read(self.id, Timestamp(lower), Timestamp(upper), 65_536, &mut |chunk| {
-                updates.extend(chunk.into_iter().map(|u| (u.row, u.ts.0, u.diff)));
-                Ok(())
-            })
+            .read(
+                self.id,
+                Timestamp(lower),
+                Timestamp(upper),
+                65_536,
+                &mut |chunk| {
+                    updates.extend(chunk.into_iter().map(|u| (u.row, u.ts.0, u.diff)));
+                    Ok(())
+                },
+            )
             .map_err(|e| ComputeError::log(e.to_string()))?;
         result.map_err(ComputeError::log)?;
         self.storage
@@ -157,7 +162,10 @@ impl OutputLog for StorageOutput {
         for row in rows {
             counted.entry(row_to_bytes(&row)).or_insert((row, 0)).1 += 1;
         }
-        let errors = lock(&self.errors).iter().map(|(e, d)| (e.clone(), *d)).collect();
+        let errors = lock(&self.errors)
+            .iter()
+            .map(|(e, d)| (e.clone(), *d))
+            .collect();
         Ok(OutputContents {
             rows: counted.into_values().collect(),
             errors,
@@ -171,7 +179,12 @@ impl OutputLog for StorageOutput {
             .map(|(row, ts, diff)| (row, Timestamp(ts), diff))
             .collect();
         self.storage
-            .append_at(self.id, Timestamp(batch.lower), Timestamp(batch.upper), rows)
+            .append_at(
+                self.id,
+                Timestamp(batch.lower),
+                Timestamp(batch.upper),
+                rows,
+            )
             .map_err(|e| ComputeError::log(e.to_string()))?;
         let mut errors = lock(&self.errors);
         for (error, _, diff) in batch.errors {

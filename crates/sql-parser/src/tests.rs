@@ -105,7 +105,10 @@ fn several_statements_split_on_semicolons() {
 #[test]
 fn unsupported_statements_are_named_not_syntax_errors() {
     for (sql, name) in [
-        ("ALTER MATERIALIZED VIEW v RENAME TO w", "ALTER MATERIALIZED VIEW"),
+        (
+            "ALTER MATERIALIZED VIEW v RENAME TO w",
+            "ALTER MATERIALIZED VIEW",
+        ),
         ("SUBSCRIBE TO t", "SUBSCRIBE"),
         ("CREATE INDEX i ON t (a)", "CREATE INDEX"),
         (

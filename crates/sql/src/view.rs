@@ -11,8 +11,7 @@ use crate::catalog::*;
 use crate::error::PlanError;
 use crate::plan::Plan;
 use crate::planner::{
-    SessionContext, create_name, name_output_columns, normalize_ident, qualified,
-    resolve_relations,
+    SessionContext, create_name, name_output_columns, normalize_ident, qualified, resolve_relations,
 };
 
 /// A view or materialized view to create. The engine derives its shape (and,
@@ -115,7 +114,10 @@ pub fn plan_create_view(
         check_replaceable(catalog, &name, kind, replaced, &uses)?;
     }
     let sqlparser::ast::Statement::Query(query) = &resolved else {
-        return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a view's query is not a query"));
+        return Err(PlanError::new(
+            SqlState::INTERNAL_ERROR,
+            "a view's query is not a query",
+        ));
     };
     let create_sql = CreateViewStatement {
         name: qualified(&name),
@@ -279,10 +281,14 @@ pub fn inline_views(
             if self.depth >= MAX_VIEW_DEPTH {
                 return Err(PlanError::invalid("views are nested too deeply"));
             }
-            let parsed = floe_sql_parser::parser::parse_statement(query)
-                .map_err(|e| PlanError::new(SqlState::INTERNAL_ERROR, format!("stored view query: {e}")))?;
+            let parsed = floe_sql_parser::parser::parse_statement(query).map_err(|e| {
+                PlanError::new(SqlState::INTERNAL_ERROR, format!("stored view query: {e}"))
+            })?;
             let floe_sql_parser::ast::Statement::Standard(statement) = parsed else {
-                return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a stored view is not a query"));
+                return Err(PlanError::new(
+                    SqlState::INTERNAL_ERROR,
+                    "a stored view is not a query",
+                ));
             };
             let mut inner = Inliner {
                 catalog: self.catalog,
@@ -295,7 +301,10 @@ pub fn inline_views(
                 return Err(error);
             }
             let sqlparser::ast::Statement::Query(subquery) = statement else {
-                return Err(PlanError::new(SqlState::INTERNAL_ERROR, "a stored view is not a query"));
+                return Err(PlanError::new(
+                    SqlState::INTERNAL_ERROR,
+                    "a stored view is not a query",
+                ));
             };
             let alias = alias.unwrap_or(TableAlias {
                 explicit: true,

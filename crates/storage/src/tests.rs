@@ -593,7 +593,10 @@ fn timed_appends_continue_the_log_and_the_ticker_leaves_self_timed_logs_alone() 
         Timestamp(start.0 + 20),
         vec![(row(3, "c"), Timestamp(start.0 + 12), 1)],
     );
-    assert!(matches!(stale, Err(StorageError::UpperMismatch { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StorageError::UpperMismatch { .. })),
+        "{stale:?}"
+    );
     assert_eq!(storage.contents(id).unwrap().0.len(), 2);
     // The ticker moves other logs to the wall clock, not this one.
     std::thread::sleep(std::time::Duration::from_millis(20));

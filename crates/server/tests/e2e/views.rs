@@ -64,7 +64,10 @@ fn random_write(rng: &mut rand::rngs::StdRng, next_id: &mut i32, ids: &mut Vec<i
             )
         }
         8 => format!("DELETE FROM u WHERE k = {}", rng.random_range(0..6)),
-        _ => format!("UPDATE t SET v = v + 1 WHERE k = {}", rng.random_range(0..7)),
+        _ => format!(
+            "UPDATE t SET v = v + 1 WHERE k = {}",
+            rng.random_range(0..7)
+        ),
     }
 }
 
@@ -79,10 +82,12 @@ async fn sorted(client: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<St
 async fn materialized_views_equal_postgres_through_kill_dash_nine() {
     let postgres = floe_testkit::postgres_shared();
     let database = postgres.create_database("views");
-    let (oracle, connection) =
-        tokio_postgres::connect(&postgres.connection_string(&database), tokio_postgres::NoTls)
-            .await
-            .unwrap();
+    let (oracle, connection) = tokio_postgres::connect(
+        &postgres.connection_string(&database),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap();
     tokio::spawn(connection);
     oracle.batch_execute(TABLES).await.unwrap();
 
@@ -126,7 +131,12 @@ async fn materialized_views_equal_postgres_through_kill_dash_nine() {
         for (name, query) in VIEWS {
             let expected = sorted(&oracle, query).await;
             let found = sorted(&client, &format!("SELECT * FROM {name}")).await;
-            assert_eq!(found, expected, "round {round}: view {name}\n{}", floe.log());
+            assert_eq!(
+                found,
+                expected,
+                "round {round}: view {name}\n{}",
+                floe.log()
+            );
         }
     }
 
