@@ -262,6 +262,8 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         Statement::CreateConnection(_) => deferred("CREATE CONNECTION"),
         Statement::ValidateConnection(_) => deferred("VALIDATE CONNECTION"),
         Statement::CreateSink(_) => deferred("CREATE SINK"),
+        Statement::CreateView(view) if view.materialized => deferred("CREATE MATERIALIZED VIEW"),
+        Statement::CreateView(_) => deferred("CREATE VIEW"),
         Statement::CreateSource(_) | Statement::CreatePostgresSource(_) => {
             deferred("CREATE SOURCE")
         }

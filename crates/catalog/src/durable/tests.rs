@@ -8,6 +8,7 @@ use floe_sql::catalog::{
     AwsAuth, AwsConnection, ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType,
     Ingestion, ItemDefinition, PostgresColumn, PostgresConnection, PostgresSslMode, PostgresTable,
     SinkDefinition, SinkEnvelope, SourceDefinition, StringOrSecret, TableDefinition,
+    ViewDefinition,
 };
 
 use super::{FORMAT, decode_definition, encode_definition};
@@ -282,7 +283,28 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
             "sink_append",
             ItemDefinition::Sink(sink(SinkEnvelope::Append, None)),
         ),
+        ("view", ItemDefinition::View(view(None))),
+        (
+            "materialized_view",
+            ItemDefinition::MaterializedView(view(Some(ClusterId::User(2)))),
+        ),
     ]
+}
+
+/// A view over two relations (a materialized one names its cluster).
+fn view(cluster: Option<ClusterId>) -> ViewDefinition {
+    ViewDefinition {
+        query: "SELECT \"t\".\"id\", count(*) FROM \"materialize\".\"public\".\"t\" JOIN \"materialize\".\"public\".\"u\" USING (\"id\") GROUP BY 1".into(),
+        desc: RelationDesc {
+            columns: vec![
+                column("id", SqlScalarType::Int64, false),
+                column("count", SqlScalarType::Int64, false),
+            ],
+            unique_keys: vec![vec![0]],
+        },
+        uses: vec![GlobalId::User(12), GlobalId::User(13)],
+        cluster,
+    }
 }
 
 /// A part of a Postgres source (the source, a subsource or its progress).
@@ -312,6 +334,8 @@ fn variant(definition: &ItemDefinition) -> &'static str {
         ItemDefinition::Table(_) => "table",
         ItemDefinition::Source(_) => "source",
         ItemDefinition::Sink(_) => "sink",
+        ItemDefinition::View(_) => "view",
+        ItemDefinition::MaterializedView(_) => "materialized view",
     }
 }
 
@@ -319,7 +343,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
 fn every_kind_of_definition_has_a_sample() {
     let covered: std::collections::BTreeSet<&str> =
         samples().iter().map(|(_, d)| variant(d)).collect();
-    assert_eq!(covered.len(), 7, "{covered:?}");
+    assert_eq!(covered.len(), 9, "{covered:?}");
 }
 
 /// The golden file's lines: `name = stored definition`.

@@ -26,6 +26,9 @@ pub(crate) enum ItemDefinition {
     Table(TableDefinition),
     Source(SourceDefinition),
     Sink(SinkDefinition),
+    /// Joined format 1 with views (0.1.0 wrote none).
+    View(ViewDefinition),
+    MaterializedView(ViewDefinition),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,6 +172,14 @@ pub(crate) struct SinkDefinition {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ViewDefinition {
+    query: String,
+    desc: RelationDesc,
+    uses: Vec<Id>,
+    cluster: Option<Id>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RelationDesc {
     columns: Vec<(String, ColumnType)>,
     unique_keys: Vec<Vec<usize>>,
@@ -279,6 +290,19 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
             }),
+            plan::ItemDefinition::View(v) => ItemDefinition::View(v.into()),
+            plan::ItemDefinition::MaterializedView(v) => ItemDefinition::MaterializedView(v.into()),
+        }
+    }
+}
+
+impl From<&plan::ViewDefinition> for ViewDefinition {
+    fn from(view: &plan::ViewDefinition) -> ViewDefinition {
+        ViewDefinition {
+            query: view.query.clone(),
+            desc: (&view.desc).into(),
+            uses: view.uses.iter().map(|id| (*id).into()).collect(),
+            cluster: view.cluster.map(Into::into),
         }
     }
 }
@@ -479,6 +503,19 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
             }),
+            ItemDefinition::View(v) => plan::ItemDefinition::View(v.into()),
+            ItemDefinition::MaterializedView(v) => plan::ItemDefinition::MaterializedView(v.into()),
+        }
+    }
+}
+
+impl From<ViewDefinition> for plan::ViewDefinition {
+    fn from(view: ViewDefinition) -> plan::ViewDefinition {
+        plan::ViewDefinition {
+            query: view.query,
+            desc: view.desc.into(),
+            uses: view.uses.into_iter().map(Id::item).collect(),
+            cluster: view.cluster.map(Id::cluster),
         }
     }
 }

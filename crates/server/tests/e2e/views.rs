@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 
-use crate::support::{Floe, rows};
+use crate::support::{Floe, execute_each, rows};
 
 const TABLES: &str = "CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, v bigint NOT NULL);
                       CREATE TABLE u (k int PRIMARY KEY, name text NOT NULL);";
@@ -95,20 +95,20 @@ async fn materialized_views_equal_postgres_through_kill_dash_nine() {
     let data_dir = dir.path().join("data");
     let mut floe = Floe::start(&data_dir);
     let mut client = floe.connect().await;
-    client.batch_execute(TABLES).await.unwrap();
+    execute_each(&client, TABLES).await.unwrap();
     for (name, query) in VIEWS {
         client
             .batch_execute(&format!("CREATE MATERIALIZED VIEW {name} AS {query}"))
             .await
             .unwrap();
     }
-    client
-        .batch_execute(
-            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+    execute_each(
+        &client,
+        "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
              CREATE SINK s FROM per_name INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'ns', TABLE 'per_name') KEY (name) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');",
-        )
-        .await
-        .unwrap();
+    )
+    .await
+    .unwrap();
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x71e5);
     let (mut next_id, mut ids) = (0, Vec::new());
