@@ -252,3 +252,53 @@ impl CommitIntent for ProgressIntent<'_> {
         judge_progress(reloaded, &self.progress, self.base, &self.qualified_table)
     }
 }
+
+/// A newer version of a sink taking over its table: a snapshot with no files that records
+/// the table's newest progress under the new version. Until the new version has written a
+/// snapshot of its own, an older instance that commits first would have its batches judged
+/// [`Verdict::Landed`] by the new one and would never see a newer version in the table;
+/// after it, every commit of an older version fails its requirements and is judged
+/// fenced off.
+pub struct TakeOverIntent {
+    pub sink_id: String,
+    pub version: u64,
+    pub qualified_table: String,
+}
+
+impl TakeOverIntent {
+    /// The progress the take-over records on `table`: its newest frontier, this version.
+    fn progress(&self, table: &LoadedTable) -> Result<SinkProgress, SinkError> {
+        let found = latest_progress(table)?.ok_or_else(|| {
+            SinkError::internal(
+                "a sink's table lost its progress while a newer version took it over",
+            )
+        })?;
+        check_progress_owner(&found, &self.sink_id, self.version, &self.qualified_table)?;
+        Ok(SinkProgress {
+            sink_id: self.sink_id.clone(),
+            version: self.version,
+            frontier: found.progress.frontier,
+        })
+    }
+}
+
+#[async_trait]
+impl CommitIntent for TakeOverIntent {
+    async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError> {
+        let progress = self.progress(base)?;
+        let delta = crate::snapshot::RowDelta::empty(base);
+        crate::snapshot::prepare_commit(base, delta, Some(&progress)).await
+    }
+
+    fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError> {
+        let Some(found) = latest_progress(reloaded)? else {
+            return Ok(Verdict::Retry);
+        };
+        check_progress_owner(&found, &self.sink_id, self.version, &self.qualified_table)?;
+        Ok(if found.progress.version == self.version {
+            Verdict::Landed
+        } else {
+            Verdict::Retry
+        })
+    }
+}

@@ -19,7 +19,7 @@ use floe_repr::{RelationDesc, Timestamp};
 use iceberg::spec::SchemaRef;
 
 use crate::commit::{
-    Committed, Committer, ProgressIntent, backoff, check_progress_owner, table_gone,
+    Committed, Committer, ProgressIntent, TakeOverIntent, backoff, check_progress_owner, table_gone,
 };
 use crate::config::CatalogConfig;
 use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, extra_columns};
@@ -525,6 +525,7 @@ impl SinkMachine {
         let desc = self.input.desc().clone();
         let key_indexes = key_indexes(&desc, &self.spec)?;
         let table = self.open_table(&catalog, &desc, &key_indexes).await?;
+        let table = self.take_over_from_older_versions(&catalog, table).await?;
         let (schema, envelope) = table_layout(&table, &desc, &self.spec, key_indexes)?;
         let lower = match self.resume_point(&table).await? {
             Resume::Sealed => return Ok(None),
@@ -660,6 +661,41 @@ impl SinkMachine {
             .with_retryable(false));
         }
         Ok(Resume::New)
+    }
+
+    /// When the table's newest progress is this sink's at an older version, records it
+    /// under this version first (see [`TakeOverIntent`]): from then on older instances
+    /// are fenced off at their next commit, whoever wins the race for a batch.
+    async fn take_over_from_older_versions(
+        &self,
+        catalog: &SinkCatalog,
+        table: LoadedTable,
+    ) -> Result<LoadedTable, SinkError> {
+        let older = latest_progress(&table)?.is_some_and(|found| {
+            found.progress.sink_id == self.spec.sink_id
+                && found.progress.version < self.spec.version
+                && found.progress.frontier.is_some()
+        });
+        if !older {
+            return Ok(table);
+        }
+        let intent = TakeOverIntent {
+            sink_id: self.spec.sink_id.clone(),
+            version: self.spec.version,
+            qualified_table: self.spec.qualified_table(),
+        };
+        let committer = Committer {
+            catalog,
+            namespace: &self.spec.namespace,
+            table: &self.spec.table,
+            attempts: self.settings.commit_attempts,
+            initial_backoff: self.settings.initial_backoff,
+            max_backoff: self.settings.max_backoff,
+        };
+        let (Committed::Done(table) | Committed::Superseded(table)) =
+            committer.commit(table, &intent).await?;
+        tracing::info!(sink = %self.spec.sink_id, version = self.spec.version, table = %self.spec.qualified_table(), "took the table over from an older version of the sink");
+        Ok(table)
     }
 
     /// Lets the input compact history before `frontier` (the sink will never read it

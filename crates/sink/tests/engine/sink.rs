@@ -541,7 +541,9 @@ pub(crate) fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec
     }
 }
 
-/// The sink's snapshots' frontiers in commit order; each must appear once.
+/// The sink's snapshots' frontiers in commit order; each must appear once. The one
+/// exception is a newer version taking the table over: a snapshot that adds no file and
+/// records the previous frontier under a higher version (it is left out of the result).
 pub(crate) fn sink_frontiers(read: &TableRead) -> Vec<u64> {
     let mut snapshots: Vec<&Value> = read
         .snapshots
@@ -549,18 +551,35 @@ pub(crate) fn sink_frontiers(read: &TableRead) -> Vec<u64> {
         .filter(|s| s["summary"]["mz-sink-id"].is_string())
         .collect();
     snapshots.sort_by_key(|s| s["sequence-number"].as_i64());
-    let frontiers: Vec<u64> = snapshots
-        .iter()
-        .map(|s| {
-            let text = s["summary"]["mz-frontier"].as_str().unwrap();
-            serde_json::from_str::<Vec<u64>>(text).unwrap()[0]
-        })
-        .collect();
-    for pair in frontiers.windows(2) {
-        assert!(
-            pair[0] < pair[1],
-            "frontiers must strictly increase (no batch committed twice): {frontiers:?}"
-        );
+    let progress = |s: &Value| {
+        let summary = &s["summary"];
+        let frontier =
+            serde_json::from_str::<Vec<u64>>(summary["mz-frontier"].as_str().unwrap()).unwrap()[0];
+        let version: u64 = summary["mz-sink-version"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let added = ["added-data-files", "added-delete-files"]
+            .iter()
+            .any(|field| summary[field].as_str().is_some_and(|count| count != "0"));
+        (frontier, version, added)
+    };
+    let all: Vec<(u64, u64, bool)> = snapshots.iter().map(|s| progress(s)).collect();
+    let mut frontiers: Vec<u64> = Vec::new();
+    for (index, (frontier, version, added)) in all.iter().enumerate() {
+        if index > 0 {
+            let (previous, previous_version, _) = all[index - 1];
+            let take_over = *frontier == previous && *version > previous_version && !added;
+            assert!(
+                previous < *frontier || take_over,
+                "frontiers must strictly increase (no batch committed twice): {all:?}"
+            );
+            if take_over {
+                continue;
+            }
+        }
+        frontiers.push(*frontier);
     }
     frontiers
 }
