@@ -372,6 +372,12 @@ impl Coordinator {
         self.catalog.lock().await.state().items().next().is_none()
     }
 
+    /// Storage (the change logs of tables and sources), for tools and tests that
+    /// work beside the coordinator, such as holding its writer lock.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
     /// The data directory's fixed prefix of external ids.
     pub async fn environment_id(&self) -> String {
         self.catalog.lock().await.environment_id().to_string()

@@ -370,21 +370,22 @@ impl Coordinator {
                     None,
                 ))?;
             }
-            Implication::ReleaseReadHold { collection, sink } => self
-                .storage
-                .drop_read_hold(*collection, &CollectionInput::holder(*sink))?,
+            Implication::ReleaseReadHold { collection, sink } => {
+                let holder = CollectionInput::holder(*sink);
+                off_worker(|| self.storage.drop_read_hold(*collection, &holder))?
+            }
             Implication::StopGenerator(source) => self.generators.stop(*source),
-            Implication::StopView(view) => self.views.stop(&self.storage, *view),
+            Implication::StopView(view) => off_worker(|| self.views.stop(&self.storage, *view)),
             Implication::StartView(view) => {
-                self.views.start(&self.storage, catalog.state(), *view)?;
+                off_worker(|| self.views.start(&self.storage, catalog.state(), *view))?;
             }
             Implication::DropCollection(id) => {
                 self.generators.stop(*id);
-                self.storage.drop_collection(*id)?;
+                off_worker(|| self.storage.drop_collection(*id))?;
                 self.batches.forget(*id);
             }
             Implication::RegisterCollection { id, desc } => {
-                self.storage.register(*id, desc.clone())?;
+                off_worker(|| self.storage.register(*id, desc.clone()))?;
             }
             Implication::StartGenerator(source) => {
                 if let Some(ItemDefinition::Source(definition)) =
@@ -415,8 +416,10 @@ impl Coordinator {
                     usage.id == *collection && usage.holds.iter().any(|(h, _)| *h == holder)
                 });
                 if !held {
-                    self.storage
-                        .set_read_hold(*collection, &holder, Timestamp(0))?;
+                    off_worker(|| {
+                        self.storage
+                            .set_read_hold(*collection, &holder, Timestamp(0))
+                    })?;
                 }
             }
             Implication::StartSink(sink) => {
@@ -467,6 +470,21 @@ impl Coordinator {
             }
         }
         Ok(())
+    }
+}
+
+/// Runs storage work that may wait for storage's writer lock (another write,
+/// a compaction slice) from synchronous code on an async worker: on the
+/// multi-threaded runtime the worker hands its other tasks to the rest of the
+/// runtime while it waits, so other sessions keep being answered. Elsewhere (a
+/// current-thread runtime in tests, no runtime at start-up) it runs as is.
+fn off_worker<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
     }
 }
 

@@ -175,8 +175,9 @@ fn check_not_null(
 
 /// Where a write's changes go.
 pub enum WriteTarget<'a> {
-    /// Storage, durably, before the statement answers.
-    Storage(&'a Storage),
+    /// Storage, durably, before the statement answers. An `Arc`, so that the
+    /// write runs on a blocking thread rather than an async worker.
+    Storage(&'a Arc<Storage>),
     /// A transaction's pending changes: checked against storage now, written
     /// at COMMIT.
     Transaction {
@@ -186,7 +187,10 @@ pub enum WriteTarget<'a> {
 }
 
 /// Writes the changes and turns a refused append into the client's error.
-fn append(
+/// A durable write waits for storage's writer lock (another statement's
+/// write, a source's batch, compaction): it waits on a blocking thread, so
+/// that the async workers keep answering other sessions meanwhile.
+async fn append(
     target: &mut WriteTarget<'_>,
     id: GlobalId,
     name: &QualifiedName,
@@ -194,7 +198,11 @@ fn append(
     changes: Vec<(Row, i64)>,
 ) -> Result<(), AdapterError> {
     let refused = match target {
-        WriteTarget::Storage(storage) => storage.append(id, changes).map_err(storage_error)?.err(),
+        WriteTarget::Storage(storage) => storage
+            .blocking(move |storage| storage.append(id, changes))
+            .await
+            .map_err(storage_error)?
+            .err(),
         WriteTarget::Transaction { storage, pending } => {
             let refused = storage
                 .check(id, &pending.to_check(id, &changes))
@@ -382,7 +390,7 @@ pub async fn copy_in(
         written.push((row, 1));
     }
     let count = written.len();
-    append(target, plan.table, &plan.name, &plan.desc, written)?;
+    append(target, plan.table, &plan.name, &plan.desc, written).await?;
     Ok(count)
 }
 
@@ -428,7 +436,8 @@ pub async fn insert(
         &plan.name,
         &plan.desc,
         written.iter().map(|r| (r.clone(), 1)).collect(),
-    )?;
+    )
+    .await?;
     respond(
         context,
         format!("INSERT 0 {count}"),
@@ -466,7 +475,7 @@ pub async fn update(
         written.push(new);
     }
     let count = written.len();
-    append(target, plan.table, &plan.name, &plan.desc, changes)?;
+    append(target, plan.table, &plan.name, &plan.desc, changes).await?;
     respond(
         context,
         format!("UPDATE {count}"),
@@ -495,7 +504,8 @@ pub async fn delete(
         &plan.name,
         &plan.desc,
         rows.iter().map(|r| (r.clone(), -1)).collect(),
-    )?;
+    )
+    .await?;
     respond(
         context,
         format!("DELETE {count}"),

@@ -438,7 +438,8 @@ impl crate::coordinator::Coordinator {
         // view must reach that time, or where a lagging source stands. A materialized
         // view read by this one is bounded by its own inputs, so it sets no target.
         let now = Timestamp::now();
-        self.storage.tick()?;
+        // On a blocking thread: the tick writes every table's upper under storage's writer.
+        self.storage.blocking(|storage| storage.tick()).await?;
         let mut target = now;
         for input in inputs {
             if self.views.inputs(input).is_none() {

@@ -223,7 +223,13 @@ impl Coordinator {
         if batches.is_empty() {
             return Ok(());
         }
-        match self.storage.append_many(batches).map_err(storage_error)? {
+        // On a blocking thread: the durable write may wait for storage's writer.
+        let appended = self
+            .storage
+            .blocking(move |storage| storage.append_many(batches))
+            .await
+            .map_err(storage_error)?;
+        match appended {
             Ok(_) => Ok(()),
             Err(refused) => Err(AdapterError::Internal(format!(
                 "a checked transaction was refused: {refused:?}"

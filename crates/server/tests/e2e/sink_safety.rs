@@ -1,6 +1,6 @@
 //! The sink through floe's whole life (issue 13): a soak of SIGKILLs at random instants,
 //! some inside a commit the catalog receives late, with foreign maintenance while floe is
-//! down.
+//! down; and statements that keep answering while the storage writer is held.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use floe_testkit::FaultProxy;
 use floe_testkit::maintenance::{Maintenance, maintain};
 use rand::{Rng, SeedableRng};
 
-use super::support::{Floe, rows};
+use super::support::{ENVIRONMENT_ID, Floe, rows};
 use super::{assert_sinks_exact, random_change, wait_for_sinks};
 
 /// How many times the soak kills floe.
@@ -93,4 +93,118 @@ async fn sinks_stay_exact_through_fifty_kills() {
     );
     let reader = floe_testkit::Reader::for_seaweedfs(seaweedfs);
     assert_sinks_exact(&reader, &locations[0], &locations[1], &model);
+}
+
+/// (f) While a test hook holds storage's writer lock, work that needs it piles up (four
+/// sinks restarted by ALTER SINK set their read holds as they start, an INSERT appends)
+/// and `SELECT 1` still answers: no async worker thread
+/// waits for storage. floe runs in this process on ONE worker thread, so a statement that
+/// waited for storage on it would stop every session; the clients run on threads and
+/// runtimes of their own, so what they see does not depend on floe's worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn statements_answer_while_the_storage_writer_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let coordinator = floe_adapter::Coordinator::open(floe_adapter::CoordinatorConfig {
+        data_dir: dir.path().join("data"),
+        environment_id: Some(ENVIRONMENT_ID.to_string()),
+        aws_principal: None,
+        extra_ca_bundle: None,
+        credentials: Default::default(),
+    })
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(floe_pgwire::serve(
+        listener,
+        coordinator.clone(),
+        floe_pgwire::WireSecurity::open(),
+        std::future::pending(),
+    ));
+    let (client, connection) = tokio_postgres::connect(&client_config(port), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let sinks = ["s1", "s2", "s3", "s4"];
+    for statement in [
+        "CREATE CONNECTION local TO ICEBERG CATALOG (CATALOG TYPE = 'local')",
+        "CREATE TABLE t (id int)",
+        "INSERT INTO t VALUES (1), (2)",
+    ] {
+        client.batch_execute(statement).await.unwrap();
+    }
+    for sink in sinks {
+        client
+            .batch_execute(&format!(
+                "CREATE SINK {sink} FROM t INTO ICEBERG CATALOG CONNECTION local (NAMESPACE = 'held', TABLE = '{sink}') MODE APPEND WITH (COMMIT INTERVAL = '1s')"
+            ))
+            .await
+            .unwrap();
+    }
+    wait_for_sinks(&client, &sinks, std::time::SystemTime::now()).await;
+
+    let storage = coordinator.storage().clone();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let _held = storage.hold_writes();
+        held_tx.send(()).unwrap();
+        let _ = release_rx.recv();
+    });
+    held_rx.recv().unwrap();
+    let (waiting_tx, waiting_rx) = std::sync::mpsc::channel();
+    on_own_runtime(port, move |client| async move {
+        for sink in sinks {
+            let alter = format!("ALTER SINK {sink} SET (COMMIT INTERVAL = '2s')");
+            client.batch_execute(&alter).await.unwrap();
+        }
+        let _ = waiting_tx.send(client.batch_execute("INSERT INTO t VALUES (3)").await);
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let (answer_tx, answer_rx) = std::sync::mpsc::channel();
+    on_own_runtime(port, move |client| async move {
+        let _ = answer_tx.send(rows(&client, "SELECT 1").await);
+    });
+    let answered = answer_rx.recv_timeout(Duration::from_secs(20));
+    let insert_waited = waiting_rx.try_recv().is_err();
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(
+        answered.expect("SELECT 1 answers while the storage writer is held"),
+        vec![vec![Some("1".to_string())]]
+    );
+    assert!(insert_waited, "the INSERT waited for the writer lock");
+    waiting_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the INSERT ends once the writer is free")
+        .unwrap();
+    assert_eq!(
+        rows(&client, "SELECT count(*) FROM t").await,
+        vec![vec![Some("3".to_string())]]
+    );
+}
+
+fn client_config(port: u16) -> String {
+    format!("host=127.0.0.1 port={port} user=materialize dbname=materialize")
+}
+
+/// Runs `work` with a new client of floe at `port`, on a thread and runtime of its own.
+fn on_own_runtime<F, Fut>(port: u16, work: F)
+where
+    F: FnOnce(tokio_postgres::Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (client, connection) =
+                tokio_postgres::connect(&client_config(port), tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+            tokio::spawn(connection);
+            work(client).await;
+        });
+    });
 }
