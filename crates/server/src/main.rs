@@ -175,20 +175,20 @@ fn init_logging(filter: Option<&str>, default: &str) {
         .init();
 }
 
-async fn shutdown_signal() {
+/// Listens for SIGTERM and SIGINT from the moment it is called: a signal that arrives
+/// while the data directory is still being opened (the SQL port already accepts
+/// connections then) stops the server cleanly once it is open, rather than killing it
+/// with the signal's default action.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot listen for SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => info!("received SIGINT"),
+            _ = terminate.recv() => info!("received SIGTERM"),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => info!("received SIGINT"),
-        _ = terminate.recv() => info!("received SIGTERM"),
-    }
+    })
 }
 
 /// Runs the quickstart script on a data directory that has no objects yet.
@@ -271,6 +271,7 @@ fn absolute_data_dir(data_dir: &Path) -> anyhow::Result<PathBuf> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
+    let shutdown = shutdown_signal()?;
     if let Some(bundle) = &args.extra_ca_bundle {
         anyhow::ensure!(
             bundle.is_file(),
@@ -309,7 +310,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         listener.local_addr()?.port()
     );
     http.set_ready();
-    floe_pgwire::serve(listener, coordinator, security, shutdown_signal()).await;
+    floe_pgwire::serve(listener, coordinator, security, shutdown).await;
     info!("floe stopped");
     Ok(())
 }
