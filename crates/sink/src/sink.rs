@@ -663,6 +663,19 @@ impl SinkMachine {
         Ok(Resume::New)
     }
 
+    /// The one committer of this sink's commits to its table, with the sink's attempts
+    /// and backoff.
+    fn committer<'a>(&'a self, catalog: &'a SinkCatalog) -> Committer<'a> {
+        Committer {
+            catalog,
+            namespace: &self.spec.namespace,
+            table: &self.spec.table,
+            attempts: self.settings.commit_attempts,
+            initial_backoff: self.settings.initial_backoff,
+            max_backoff: self.settings.max_backoff,
+        }
+    }
+
     /// When the table's newest progress is this sink's at an older version, records it
     /// under this version first (see [`TakeOverIntent`]): from then on older instances
     /// are fenced off at their next commit, whoever wins the race for a batch.
@@ -684,14 +697,7 @@ impl SinkMachine {
             version: self.spec.version,
             qualified_table: self.spec.qualified_table(),
         };
-        let committer = Committer {
-            catalog,
-            namespace: &self.spec.namespace,
-            table: &self.spec.table,
-            attempts: self.settings.commit_attempts,
-            initial_backoff: self.settings.initial_backoff,
-            max_backoff: self.settings.max_backoff,
-        };
+        let committer = self.committer(catalog);
         let (Committed::Done(table) | Committed::Superseded(table)) =
             committer.commit(table, &intent).await?;
         tracing::info!(sink = %self.spec.sink_id, version = self.spec.version, table = %self.spec.qualified_table(), "took the table over from an older version of the sink");
@@ -812,14 +818,7 @@ impl SinkMachine {
             base: session.committed,
             qualified_table: self.spec.qualified_table(),
         };
-        let committer = Committer {
-            catalog: &session.catalog,
-            namespace: &self.spec.namespace,
-            table: &self.spec.table,
-            attempts: self.settings.commit_attempts,
-            initial_backoff: self.settings.initial_backoff,
-            max_backoff: self.settings.max_backoff,
-        };
+        let committer = self.committer(&session.catalog);
         let table = match committer.commit(session.table.clone(), &intent).await? {
             Committed::Done(table) => table,
             Committed::Superseded(table) => return self.resync(session, table).await,
