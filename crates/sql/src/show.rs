@@ -104,8 +104,9 @@ fn objects_query(object_type: ShowObjectType) -> String {
         ShowObjectType::Views => {
             "SELECT name, '' AS comment FROM mz_catalog.mz_objects WHERE type = 'view'".into()
         }
-        ShowObjectType::MaterializedViews => "SELECT name, '' AS cluster, '' AS comment \
-             FROM mz_catalog.mz_objects WHERE type = 'materialized-view'"
+        ShowObjectType::MaterializedViews => "SELECT v.name, c.name AS cluster, '' AS comment \
+             FROM mz_catalog.mz_materialized_views v \
+             LEFT JOIN mz_catalog.mz_clusters c ON v.cluster_id = c.id"
             .into(),
         ShowObjectType::Objects => {
             "SELECT name, type, '' AS comment FROM mz_catalog.mz_objects WHERE id LIKE 'u%'".into()
