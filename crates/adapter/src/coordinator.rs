@@ -148,11 +148,13 @@ impl Coordinator {
             runtime.spawn(credentials.clone().discover_principal());
         }
         let progress = catalog.sink_progress()?.into_iter().collect();
+        let views = crate::views::Views::default();
         let (sinks, sink_events) = crate::sinks::SinkManager::new(
             storage.clone(),
             credentials,
             config.data_dir.clone(),
             progress,
+            views.errors(),
         );
         let (postgres_sources, source_events) =
             crate::postgres_sources::PostgresSources::new(storage.clone());
@@ -166,7 +168,7 @@ impl Coordinator {
             batches: BatchCache::default(),
             generators: Default::default(),
             metrics: Default::default(),
-            views: Default::default(),
+            views,
         });
         coordinator.spawn_background_tasks();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {

@@ -102,7 +102,8 @@ impl AdapterError {
                 | floe_sink::ErrorKind::UnexpectedResponse
                 | floe_sink::ErrorKind::InvalidConfig
                 | floe_sink::ErrorKind::Fenced
-                | floe_sink::ErrorKind::DataConversion => SqlState::CONNECTION_EXCEPTION,
+                | floe_sink::ErrorKind::DataConversion
+                | floe_sink::ErrorKind::RelationError => SqlState::CONNECTION_EXCEPTION,
                 floe_sink::ErrorKind::Internal => SqlState::INTERNAL_ERROR,
             },
             AdapterError::Postgres(e) => e.code,
@@ -198,7 +199,7 @@ impl AdapterError {
     }
 }
 
-fn lowercase_first(message: &str) -> String {
+pub(crate) fn lowercase_first(message: &str) -> String {
     let mut chars = message.chars();
     match chars.next() {
         Some(first) => first.to_lowercase().chain(chars).collect(),

@@ -25,6 +25,7 @@ pub mod sources;
 pub mod system;
 pub mod tables;
 pub mod transaction;
+pub mod view_errors;
 mod views;
 
 pub use coordinator::{

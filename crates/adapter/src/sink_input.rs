@@ -133,3 +133,81 @@ impl SinkInput for CollectionInput {
             .map_err(sink_error)
     }
 }
+
+/// The change log of a materialized view, read by a sink: a [`CollectionInput`] whose
+/// upper stops where the view's run-time errors began (`division by zero` in one of its
+/// rows), so the sink stalls naming the error and goes on once the rows causing it are
+/// gone, writing nothing computed while the view held an error.
+pub struct ViewInput {
+    collection: CollectionInput,
+    errors: crate::view_errors::ViewErrors,
+    /// The view's name, for the error the sink stalls with.
+    name: String,
+}
+
+impl ViewInput {
+    pub fn new(
+        collection: CollectionInput,
+        errors: crate::view_errors::ViewErrors,
+        name: String,
+    ) -> ViewInput {
+        ViewInput {
+            collection,
+            errors,
+            name,
+        }
+    }
+}
+
+#[async_trait]
+impl SinkInput for ViewInput {
+    fn desc(&self) -> &RelationDesc {
+        self.collection.desc()
+    }
+
+    async fn upper(&self) -> Result<Timestamp, SinkError> {
+        // The errors first: an error's time is recorded before the log's upper passes it.
+        let readable = self.errors.readable_upper(self.collection.collection);
+        let upper = self.collection.upper().await?;
+        Ok(match readable {
+            Some(readable) => upper.min(Timestamp(readable)),
+            None => upper,
+        })
+    }
+
+    async fn since(&self) -> Result<Timestamp, SinkError> {
+        self.collection.since().await
+    }
+
+    async fn read(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+    ) -> Result<UpdateStream, SinkError> {
+        self.collection.read(lower, upper, max_rows).await
+    }
+
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        self.collection.snapshot(upper, max_rows).await
+    }
+
+    async fn error(&self) -> Result<Option<SinkError>, SinkError> {
+        Ok(self
+            .errors
+            .holding(self.collection.collection)
+            .map(|(_, error)| {
+                SinkError::new(
+                    ErrorKind::RelationError,
+                    format!("error in materialized view \"{}\": {error}", self.name),
+                )
+                .with_hint(
+                    "The sink goes on by itself once the rows causing the error are gone from the view's inputs.",
+                )
+            }))
+    }
+
+    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
+        self.collection.allow_compaction(frontier).await
+    }
+}

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use crate::connection_config::sink_catalog_config;
 use crate::credentials::Credentials;
 use crate::error::AdapterError;
-use crate::sink_input::CollectionInput;
+use crate::sink_input::{CollectionInput, ViewInput};
 
 /// What sink tasks report, in order, to the coordinator's event loop.
 #[derive(Debug)]
@@ -89,6 +89,8 @@ pub struct SinkManager {
     generations: Mutex<HashMap<GlobalId, u64>>,
     /// Progress and statistics per sink, as last reported (and persisted).
     progress: Mutex<HashMap<GlobalId, SinkProgress>>,
+    /// Materialized views' run-time errors, which stall the views' sinks.
+    view_errors: crate::view_errors::ViewErrors,
 }
 
 impl SinkManager {
@@ -97,6 +99,7 @@ impl SinkManager {
         credentials: Arc<Credentials>,
         data_dir: std::path::PathBuf,
         progress: HashMap<GlobalId, SinkProgress>,
+        view_errors: crate::view_errors::ViewErrors,
     ) -> (SinkManager, mpsc::UnboundedReceiver<SinkEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
         (
@@ -108,6 +111,7 @@ impl SinkManager {
                 running: Mutex::new(HashMap::new()),
                 generations: Mutex::new(HashMap::new()),
                 progress: Mutex::new(progress),
+                view_errors,
             },
             receiver,
         )
@@ -222,12 +226,17 @@ impl SinkManager {
                 Some(missing_input_error(definition.from)),
             )));
         };
-        let input: Arc<dyn SinkInput> = Arc::new(CollectionInput::new(
-            self.storage.clone(),
-            definition.from,
-            sink,
-            desc,
-        ));
+        let collection = CollectionInput::new(self.storage.clone(), definition.from, sink, desc);
+        let input: Arc<dyn SinkInput> = match state.item(definition.from) {
+            Some(view) if matches!(view.definition, ItemDefinition::MaterializedView(_)) => {
+                Arc::new(ViewInput::new(
+                    collection,
+                    self.view_errors.clone(),
+                    view.name.item.clone(),
+                ))
+            }
+            _ => Arc::new(collection),
+        };
         let reporter = Arc::new(Reporter {
             sink,
             replica: Some(replica),

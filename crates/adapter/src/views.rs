@@ -4,8 +4,8 @@
 //! holds and compaction treat it like any other relation.
 //!
 //! The log holds rows only. Errors the query produces at run time (division by
-//! zero in one row) are kept in memory: they are a function of the inputs, so a
-//! restarted dataflow produces them again in its first output.
+//! zero in one row) are kept in memory ([`ViewErrors`]): they are a function of the
+//! inputs, so a restarted dataflow produces them again in its first output.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,7 @@ use floe_sql::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
 use floe_storage::Storage;
 
 use crate::error::AdapterError;
+use crate::view_errors::ViewErrors;
 
 /// The shape of a planned query's output, as a view stores it.
 pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterError> {
@@ -63,15 +64,19 @@ pub(crate) fn compute_error(error: ComputeError) -> AdapterError {
 
 /// An error in a view's contents, as a query reading the view fails with it.
 fn dataflow_error(error: &DataflowError) -> AdapterError {
+    // The codes `DataflowError::from_datafusion` gives, which are the ones floe's SELECT
+    // gives for the same DataFusion error.
     let code = match error.code.as_str() {
         "22012" => SqlState::DIVISION_BY_ZERO,
         "22003" => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        "22P02" => SqlState::INVALID_TEXT_REPRESENTATION,
+        "22000" => SqlState::DATA_EXCEPTION,
         "0A000" => SqlState::FEATURE_NOT_SUPPORTED,
         _ => SqlState::INTERNAL_ERROR,
     };
     AdapterError::Query {
         code,
-        message: error.message.clone(),
+        message: crate::error::lowercase_first(error.message.trim()),
     }
 }
 
@@ -142,7 +147,7 @@ impl InputLog for StorageInput {
 struct StorageOutput {
     storage: Arc<Storage>,
     id: GlobalId,
-    errors: Arc<Mutex<HashMap<DataflowError, i64>>>,
+    errors: ViewErrors,
 }
 
 impl OutputLog for StorageOutput {
@@ -162,17 +167,17 @@ impl OutputLog for StorageOutput {
         for row in rows {
             counted.entry(row_to_bytes(&row)).or_insert((row, 0)).1 += 1;
         }
-        let errors = lock(&self.errors)
-            .iter()
-            .map(|(e, d)| (e.clone(), *d))
-            .collect();
         Ok(OutputContents {
             rows: counted.into_values().collect(),
-            errors,
+            errors: self.errors.contents(self.id),
         })
     }
 
     fn append(&mut self, batch: OutputBatch) -> Result<(), ComputeError> {
+        // Errors first: a sink reading the view between the two steps then sees the log's
+        // old upper, below any new error, and never a new upper without its errors. (An
+        // append that fails restarts the maintainer, whose first output corrects both.)
+        self.errors.apply(self.id, &batch.errors);
         let rows = batch
             .rows
             .into_iter()
@@ -186,14 +191,6 @@ impl OutputLog for StorageOutput {
                 rows,
             )
             .map_err(|e| ComputeError::log(e.to_string()))?;
-        let mut errors = lock(&self.errors);
-        for (error, _, diff) in batch.errors {
-            let count = errors.entry(error.clone()).or_insert(0);
-            *count += diff;
-            if *count == 0 {
-                errors.remove(&error);
-            }
-        }
         Ok(())
     }
 }
@@ -205,7 +202,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A running materialized view.
 struct Running {
     maintainer: Maintainer,
-    errors: Arc<Mutex<HashMap<DataflowError, i64>>>,
     inputs: Vec<GlobalId>,
 }
 
@@ -214,6 +210,8 @@ struct Running {
 pub(crate) struct Views {
     replicas: Mutex<HashMap<ClusterId, Arc<Replica>>>,
     running: Mutex<HashMap<GlobalId, Running>>,
+    /// The running views' run-time errors.
+    errors: ViewErrors,
 }
 
 impl std::fmt::Debug for Views {
@@ -254,7 +252,6 @@ impl Views {
         };
         let (spec, inputs) = dataflow_spec(catalog, id, &item.name, &view.query)?;
         let replica = self.replica(cluster.id, &size)?;
-        let errors = Arc::new(Mutex::new(HashMap::new()));
         let logs = inputs
             .iter()
             .map(|input| {
@@ -268,7 +265,7 @@ impl Views {
         let output = StorageOutput {
             storage: storage.clone(),
             id,
-            errors: errors.clone(),
+            errors: self.errors.clone(),
         };
         let maintainer = Maintainer::start(
             replica,
@@ -278,14 +275,7 @@ impl Views {
                 output: Box::new(output),
             },
         );
-        lock(&self.running).insert(
-            id,
-            Running {
-                maintainer,
-                errors,
-                inputs,
-            },
-        );
+        lock(&self.running).insert(id, Running { maintainer, inputs });
         Ok(())
     }
 
@@ -294,6 +284,7 @@ impl Views {
         let running = lock(&self.running).remove(&id);
         if let Some(running) = running {
             running.maintainer.stop();
+            self.errors.forget(id);
             for input in running.inputs {
                 let _ = storage.drop_read_hold(input, &holder(id));
             }
@@ -302,14 +293,12 @@ impl Views {
 
     /// The first error in a view's contents, if it has one.
     pub(crate) fn error(&self, id: GlobalId) -> Option<AdapterError> {
-        let running = lock(&self.running);
-        let errors = lock(&running.get(&id)?.errors);
-        errors
-            .iter()
-            .filter(|(_, count)| **count > 0)
-            .map(|(error, _)| error)
-            .min()
-            .map(dataflow_error)
+        self.errors.first(id).as_ref().map(dataflow_error)
+    }
+
+    /// The views' run-time errors, for the sinks that read the views.
+    pub(crate) fn errors(&self) -> ViewErrors {
+        self.errors.clone()
     }
 
     /// The logs a running view's dataflow reads (`None` when it is not running).

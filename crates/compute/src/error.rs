@@ -134,6 +134,9 @@ impl DataflowError {
                 }
                 other => DataflowError::new("22000", other.to_string()),
             },
+            DataFusionError::Execution(m) if m.to_lowercase().contains("divide by zero") => {
+                DataflowError::new("22012", m.clone())
+            }
             DataFusionError::Execution(m) => DataflowError::new("22000", m.clone()),
             other => DataflowError::new("XX000", other.to_string()),
         }

@@ -31,6 +31,9 @@ pub enum ErrorKind {
     Fenced,
     /// A value cannot be written exactly.
     DataConversion,
+    /// The relation itself holds an error (a run-time error of a materialized view's
+    /// query): its upper stays put until the rows causing it go away.
+    RelationError,
     /// floe itself failed: a broken invariant, a panic, a library refusing what floe built.
     /// Not the remote's fault and not the user's; the sink stalls and starts over.
     Internal,

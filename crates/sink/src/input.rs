@@ -52,6 +52,14 @@ pub trait SinkInput: Send + Sync {
     /// sink writes first.
     async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError>;
 
+    /// The error in the relation's contents that holds its upper back, if any: a
+    /// materialized view whose query fails on some rows (`division by zero`) keeps its
+    /// upper where the error began until those rows go away, and a sink waiting on it
+    /// is stalled by it. Relations that cannot hold errors (tables, sources) have none.
+    async fn error(&self) -> Result<Option<SinkError>, SinkError> {
+        Ok(None)
+    }
+
     /// Tells the log that the sink will never read before `frontier` again
     /// (it committed up to it), so history before it may be compacted.
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError>;

@@ -716,6 +716,8 @@ impl SinkMachine {
     /// `Waiting`: sleep until the input's upper passes the next interval boundary.
     async fn wait(&mut self, mut session: Session) -> Result<State, SinkError> {
         let interval = self.spec.commit_interval_ms;
+        // Whether this wait reported a stall on an error in the input (see below).
+        let mut held_by_input = false;
         loop {
             let upper = self.input.upper().await?;
             let boundary = Timestamp(upper.0 / interval * interval);
@@ -724,6 +726,19 @@ impl SinkMachine {
             // next batch can read on from it.
             let ready = boundary > session.lower
                 && (session.lower != Timestamp(0) || boundary >= self.input.since().await?);
+            // An input holding an error (a materialized view's `division by zero`) keeps
+            // its upper where the error began: the sink is stalled by it, without starting
+            // over, and runs again as soon as the rows causing it are gone.
+            if !ready && let Some(error) = self.input.error().await? {
+                self.set_status(SinkStatus::Stalled {
+                    error: format!("iceberg: {}", error.message),
+                    hint: error.hint.clone(),
+                });
+                held_by_input = true;
+            } else if held_by_input {
+                self.set_status(SinkStatus::Running);
+                held_by_input = false;
+            }
             if ready {
                 if session.catalog.credentials_need_refresh(
                     &session.table,

@@ -160,3 +160,131 @@ async fn materialized_views_equal_postgres_through_kill_dash_nine() {
     sunk.sort();
     assert_eq!(sunk, sorted(&oracle, VIEWS[0].1).await);
 }
+
+/// A sink's `(status, error)` once it satisfies `done`, polled for up to a minute.
+async fn sink_status_until(
+    client: &tokio_postgres::Client,
+    sink: &str,
+    done: impl Fn(&[Option<String>]) -> bool,
+) -> Vec<Option<String>> {
+    let query =
+        format!("SELECT status, error FROM mz_internal.mz_sink_statuses WHERE name = '{sink}'");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = rows(client, &query).await.pop().unwrap_or_default();
+        if done(&found) {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sink {sink} stays at {found:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The rows `(a, quotient)` of the sink's table, as DuckDB reads them.
+fn sunk_quotients(location: &str) -> Vec<(i64, i64)> {
+    floe_testkit::Reader::local()
+        .read(location)
+        .sorted_rows(&["a"])
+        .iter()
+        .map(|row| {
+            (
+                row["a"].as_i64().unwrap_or(i64::MIN),
+                row["quotient"].as_i64().unwrap_or(i64::MIN),
+            )
+        })
+        .collect()
+}
+
+/// A run-time error in one row of a materialized view: SELECT fails with it, the view's
+/// sink stalls naming it (and writes nothing computed while the error stands, through a
+/// kill -9), and both go on by themselves once the row is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_in_a_view_stalls_its_sink_until_the_row_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let mut client = floe.connect().await;
+    execute_each(
+        &client,
+        "CREATE TABLE r (a int NOT NULL, b int NOT NULL);
+         INSERT INTO r VALUES (10, 2);
+         CREATE MATERIALIZED VIEW q AS SELECT a, a / b AS quotient FROM r;
+         CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+         CREATE SINK s FROM q INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE 'ns', TABLE 'q') KEY (a) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s');",
+    )
+    .await
+    .unwrap();
+    let location = crate::wait_for_sinks(&client, &["s"], std::time::SystemTime::now())
+        .await
+        .remove(0);
+    assert_eq!(sunk_quotients(&location), [(10, 5)]);
+
+    client
+        .batch_execute("INSERT INTO r VALUES (1, 0)")
+        .await
+        .unwrap();
+    let erred_by = std::time::SystemTime::now();
+    let error = client.simple_query("SELECT * FROM q").await.unwrap_err();
+    let db_error = error.as_db_error().expect("a database error");
+    assert_eq!(
+        (db_error.code().code(), db_error.message()),
+        ("22012", "division by zero")
+    );
+    let stalled = [
+        Some("stalled".to_string()),
+        Some("iceberg: error in materialized view \"q\": division by zero".to_string()),
+    ];
+    assert_eq!(
+        sink_status_until(&client, "s", |s| s.first() == Some(&stalled[0])).await,
+        stalled
+    );
+
+    // A row added while the error stands reaches neither the table nor the sink's
+    // frontier, also after a kill -9 (the restarted view finds the error again).
+    client
+        .batch_execute("INSERT INTO r VALUES (3, 1)")
+        .await
+        .unwrap();
+    floe.kill9();
+    floe = Floe::start(&data_dir);
+    client = floe.connect().await;
+    let error = client.simple_query("SELECT * FROM q").await.unwrap_err();
+    assert_eq!(error.code().map(|c| c.code()), Some("22012"));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (location, frontier) = crate::support::sink_commit(&client, "s").await.unwrap();
+    assert!(
+        frontier <= erred_by,
+        "the sink went past the error: {frontier:?} > {erred_by:?}"
+    );
+    assert_eq!(sunk_quotients(&location), [(10, 5)]);
+    assert_eq!(
+        sink_status_until(&client, "s", |s| s.first() == Some(&stalled[0])).await,
+        stalled
+    );
+
+    // The row goes: the view answers, and the sink runs again and writes the rest.
+    client
+        .batch_execute("DELETE FROM r WHERE b = 0")
+        .await
+        .unwrap();
+    let recovered_at = std::time::SystemTime::now();
+    assert_eq!(
+        sorted(&client, "SELECT a, quotient FROM q").await,
+        [
+            [Some("10".to_string()), Some("5".to_string())],
+            [Some("3".to_string()), Some("3".to_string())]
+        ]
+    );
+    assert_eq!(
+        sink_status_until(&client, "s", |s| s.first() == Some(&Some("running".into()))).await,
+        [Some("running".to_string()), None]
+    );
+    let location = crate::wait_for_sinks(&client, &["s"], recovered_at)
+        .await
+        .remove(0);
+    assert_eq!(sunk_quotients(&location), [(3, 3), (10, 5)]);
+    assert!(!floe.log().contains("panicked"), "{}", floe.log());
+}

@@ -1,0 +1,168 @@
+//! Run-time errors in materialized views' contents (`division by zero` in one row),
+//! shared by the views' maintainers, which write them, SELECT, which fails with them,
+//! and sinks, whose input's upper they hold back.
+//!
+//! The errors live in memory, not in the view's log: they are a function of the
+//! inputs, so a restarted dataflow produces them again in its first output (at its
+//! as-of, which is where a restarted view's errors begin). Until that first output a
+//! view's errors are unknown, and its sinks wait.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use floe_compute::DataflowError;
+use floe_repr::GlobalId;
+
+/// The errors of every maintained materialized view (a view is here once its
+/// maintainer's current run appended to its log).
+#[derive(Clone, Default)]
+pub struct ViewErrors(Arc<Mutex<HashMap<GlobalId, ErrorState>>>);
+
+impl std::fmt::Debug for ViewErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewErrors").finish_non_exhaustive()
+    }
+}
+
+/// One view's errors.
+#[derive(Debug, Default)]
+struct ErrorState {
+    /// Each error with its multiplicity (how many input rows cause it).
+    counts: HashMap<DataflowError, i64>,
+    /// The time since which the contents have held an error without a break; `None`
+    /// while they hold none. A sink of the view goes no further than this.
+    since: Option<u64>,
+}
+
+impl ErrorState {
+    /// The error a reader sees: the least, so that every reader names the same one.
+    fn first(&self) -> Option<&DataflowError> {
+        self.counts
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(error, _)| error)
+            .min()
+    }
+}
+
+impl ViewErrors {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<GlobalId, ErrorState>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies error updates `(error, time, diff)` of one append, in time order, so
+    /// that `since` is the time the current unbroken run of errors began.
+    pub(crate) fn apply(&self, view: GlobalId, updates: &[(DataflowError, u64, i64)]) {
+        let mut by_time: Vec<&(DataflowError, u64, i64)> = updates.iter().collect();
+        by_time.sort_by_key(|(_, time, _)| *time);
+        let mut views = self.lock();
+        let state = views.entry(view).or_default();
+        let mut index = 0;
+        while let Some((_, time, _)) = by_time.get(index) {
+            let time = *time;
+            while let Some((error, at, diff)) = by_time.get(index).copied()
+                && *at == time
+            {
+                let count = state.counts.entry(error.clone()).or_insert(0);
+                *count += diff;
+                if *count == 0 {
+                    state.counts.remove(error);
+                }
+                index += 1;
+            }
+            state.since = match (state.first().is_some(), state.since) {
+                (false, _) => None,
+                (true, Some(since)) => Some(since),
+                (true, None) => Some(time),
+            };
+        }
+    }
+
+    /// The view's errors with their multiplicities (what its log would hold).
+    pub(crate) fn contents(&self, view: GlobalId) -> Vec<(DataflowError, i64)> {
+        self.lock().get(&view).map_or_else(Vec::new, |state| {
+            state.counts.iter().map(|(e, d)| (e.clone(), *d)).collect()
+        })
+    }
+
+    /// The error a query reading the view fails with, if it holds any.
+    pub(crate) fn first(&self, view: GlobalId) -> Option<DataflowError> {
+        self.lock().get(&view)?.first().cloned()
+    }
+
+    /// The error holding the view back and the time it began, if it holds any.
+    pub(crate) fn holding(&self, view: GlobalId) -> Option<(u64, DataflowError)> {
+        let views = self.lock();
+        let state = views.get(&view)?;
+        Some((state.since?, state.first()?.clone()))
+    }
+
+    /// How far a reader that must not see times with errors may read the view's log:
+    /// up to where its errors began, nowhere while its errors are unknown (its
+    /// maintainer has not appended yet in this run), else without bound (`None`).
+    pub(crate) fn readable_upper(&self, view: GlobalId) -> Option<u64> {
+        match self.lock().get(&view) {
+            None => Some(0),
+            Some(state) => state.since,
+        }
+    }
+
+    /// Forgets a view (it stopped: a restarted one produces its errors again).
+    pub(crate) fn forget(&self, view: GlobalId) {
+        self.lock().remove(&view);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zero() -> DataflowError {
+        DataflowError::new("22012", "division by zero")
+    }
+
+    fn overflow() -> DataflowError {
+        DataflowError::new("22003", "integer out of range")
+    }
+
+    #[test]
+    fn since_is_where_the_unbroken_run_of_errors_began() {
+        let errors = ViewErrors::default();
+        let view = GlobalId::User(7);
+        assert_eq!(errors.holding(view), None);
+        assert_eq!(errors.readable_upper(view), Some(0));
+        errors.apply(view, &[]);
+        assert_eq!(errors.readable_upper(view), None);
+        errors.apply(view, &[(zero(), 20, 1), (overflow(), 10, 1)]);
+        // The least error is the one named (22003 before 22012).
+        assert_eq!(errors.holding(view), Some((10, overflow())));
+        assert_eq!(errors.readable_upper(view), Some(10));
+        // One error goes, another stays: the run is unbroken.
+        errors.apply(view, &[(overflow(), 30, -1)]);
+        assert_eq!(errors.holding(view), Some((10, zero())));
+        errors.apply(view, &[(zero(), 40, -1)]);
+        assert_eq!(errors.holding(view), None);
+        assert_eq!(errors.readable_upper(view), None);
+        assert_eq!(errors.first(view), None);
+        assert!(errors.contents(view).is_empty());
+        // Gone and back within one append: the run begins again at its later time.
+        errors.apply(
+            view,
+            &[(zero(), 50, 1), (zero(), 60, -1), (overflow(), 70, 2)],
+        );
+        assert_eq!(errors.holding(view), Some((70, overflow())));
+        assert_eq!(errors.contents(view), vec![(overflow(), 2)]);
+        errors.forget(view);
+        assert_eq!(errors.first(view), None);
+        assert_eq!(errors.readable_upper(view), Some(0));
+    }
+
+    #[test]
+    fn an_error_and_its_retraction_at_one_time_leave_no_error() {
+        let errors = ViewErrors::default();
+        let view = GlobalId::User(8);
+        errors.apply(view, &[(zero(), 5, 1), (zero(), 5, -1)]);
+        assert_eq!(errors.holding(view), None);
+        assert_eq!(errors.first(view), None);
+    }
+}
