@@ -284,12 +284,18 @@ impl Coordinator {
         &self,
         referenced: Option<std::collections::BTreeSet<(String, String)>>,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
-        let catalog = self.catalog.lock().await;
         let reads = |name: &str| {
             referenced
                 .as_ref()
                 .is_none_or(|names| names.contains(&("mz_internal".to_string(), name.to_string())))
         };
+        // Before the catalog is locked: the replicas' workers measure while this thread waits.
+        let arrangement_sizes = if reads("mz_arrangement_sizes") {
+            crate::implications::off_worker(|| self.views.arrangement_sizes())
+        } else {
+            Vec::new()
+        };
+        let catalog = self.catalog.lock().await;
         let history = if reads("mz_sink_statuses") || reads("mz_sink_status_history") {
             catalog.sink_status_history()?
         } else {
@@ -306,6 +312,7 @@ impl Coordinator {
         let mut system = self.system_context(&catalog, &history, &usage, &progress);
         system.source_status_history = &source_history;
         system.source_statistics = &source_statistics;
+        system.arrangement_sizes = &arrangement_sizes;
         let context = query::session_context(&system, referenced.as_ref())?;
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
@@ -549,6 +556,7 @@ impl Coordinator {
             source_status_history: &[],
             source_statistics: crate::system::no_source_statistics(),
             now_ms: Timestamp::now().millis(),
+            arrangement_sizes: &[],
         }
     }
 }

@@ -478,7 +478,7 @@ impl Coordinator {
 /// multi-threaded runtime the worker hands its other tasks to the rest of the
 /// runtime while it waits, so other sessions keep being answered. Elsewhere (a
 /// current-thread runtime in tests, no runtime at start-up) it runs as is.
-fn off_worker<T>(work: impl FnOnce() -> T) -> T {
+pub(crate) fn off_worker<T>(work: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {

@@ -26,7 +26,7 @@ pub mod system;
 pub mod tables;
 pub mod transaction;
 pub mod view_errors;
-mod views;
+pub mod views;
 
 pub use coordinator::{
     Coordinator, CoordinatorConfig, Described, ExecuteResponse, Notice, OperationalStatus,

@@ -25,6 +25,8 @@ pub struct SystemContext<'a> {
         &'a std::collections::HashMap<GlobalId, floe_postgres::StatisticsSnapshot>,
     /// Milliseconds since the Unix epoch.
     pub now_ms: u64,
+    /// The arrangements of materialized views' dataflows (only when a query reads them).
+    pub arrangement_sizes: &'a [crate::views::ViewArrangementSize],
 }
 
 /// A builtin relation.
@@ -712,6 +714,35 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                             Datum::TimestampTz(millis_to_micros(frontier.0)),
                         ]
                     })
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_arrangement_sizes",
+        columns: &[
+            ("object_id", Text, false),
+            ("operator", Text, false),
+            ("worker_id", Int8, false),
+            ("records", Int8, false),
+            ("size", Int8, false),
+        ],
+        // Each arrangement of each materialized view's dataflow on each worker: the
+        // updates it holds and their bytes.
+        rows: |context| {
+            let count = |v: u64| Datum::Int64(i64::try_from(v).unwrap_or(i64::MAX));
+            context
+                .arrangement_sizes
+                .iter()
+                .map(|size| {
+                    vec![
+                        text(size.view.to_string()),
+                        text(&size.operator),
+                        count(size.worker as u64),
+                        count(size.records),
+                        count(size.bytes),
+                    ]
                 })
                 .collect()
         },

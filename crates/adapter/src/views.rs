@@ -311,6 +311,40 @@ impl Views {
         lock(&self.running).get(&id).map(|r| r.maintainer.status())
     }
 
+    /// The size of every arrangement of every running view's dataflow, on every worker
+    /// (`mz_internal.mz_arrangement_sizes`). Blocks while the replicas measure: call it
+    /// off the async threads. A replica that cannot answer is left out (its views show
+    /// no arrangements) rather than failing the query.
+    pub(crate) fn arrangement_sizes(&self) -> Vec<ViewArrangementSize> {
+        let by_number: HashMap<u64, GlobalId> = lock(&self.running)
+            .keys()
+            .map(|id| match id {
+                GlobalId::User(n) | GlobalId::System(n) => (*n, *id),
+            })
+            .collect();
+        let replicas: Vec<Arc<Replica>> = lock(&self.replicas).values().cloned().collect();
+        let mut sizes = Vec::new();
+        for replica in replicas {
+            let measured = match replica.arrangement_sizes(SIZES_TIMEOUT) {
+                Ok(measured) => measured,
+                Err(error) => {
+                    tracing::warn!(error = %error, "a replica did not report its arrangement sizes");
+                    continue;
+                }
+            };
+            sizes.extend(measured.into_iter().filter_map(|size| {
+                Some(ViewArrangementSize {
+                    view: *by_number.get(&size.dataflow)?,
+                    operator: size.operator,
+                    worker: size.worker,
+                    records: size.records,
+                    bytes: size.bytes,
+                })
+            }));
+        }
+        sizes
+    }
+
     /// The cluster's replica, started with the workers its size gives.
     fn replica(&self, cluster: ClusterId, size: &str) -> Result<Arc<Replica>, AdapterError> {
         let mut replicas = lock(&self.replicas);
@@ -333,6 +367,22 @@ impl Views {
         replicas.insert(cluster, replica.clone());
         Ok(replica)
     }
+}
+
+/// How long a query of `mz_arrangement_sizes` waits for a replica's workers.
+const SIZES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One arrangement of a materialized view's dataflow on one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewArrangementSize {
+    pub view: GlobalId,
+    /// The operator that built it (`Join left`, `Reduce`, ...).
+    pub operator: String,
+    pub worker: usize,
+    /// Updates held.
+    pub records: u64,
+    /// Bytes held: the updates plus the heap bytes of their rows.
+    pub bytes: u64,
 }
 
 /// A materialized view's dataflow description: its query with plain views
