@@ -141,6 +141,8 @@ impl SinkInput for CollectionInput {
 pub struct ViewInput {
     collection: CollectionInput,
     errors: crate::view_errors::ViewErrors,
+    /// The view and the materialized views it reads, whose errors are its errors.
+    upstream: Vec<GlobalId>,
     /// The view's name, for the error the sink stalls with.
     name: String,
 }
@@ -149,11 +151,13 @@ impl ViewInput {
     pub fn new(
         collection: CollectionInput,
         errors: crate::view_errors::ViewErrors,
+        upstream: Vec<GlobalId>,
         name: String,
     ) -> ViewInput {
         ViewInput {
             collection,
             errors,
+            upstream,
             name,
         }
     }
@@ -167,7 +171,7 @@ impl SinkInput for ViewInput {
 
     async fn upper(&self) -> Result<Timestamp, SinkError> {
         // The errors first: an error's time is recorded before the log's upper passes it.
-        let readable = self.errors.readable_upper(self.collection.collection);
+        let readable = self.errors.readable_upper_of(&self.upstream);
         let upper = self.collection.upper().await?;
         Ok(match readable {
             Some(readable) => upper.min(Timestamp(readable)),
@@ -195,7 +199,7 @@ impl SinkInput for ViewInput {
     async fn error(&self) -> Result<Option<SinkError>, SinkError> {
         Ok(self
             .errors
-            .holding(self.collection.collection)
+.holding_of(&self.upstream)
             .map(|(_, error)| {
                 SinkError::new(
                     ErrorKind::RelationError,

@@ -232,6 +232,7 @@ impl SinkManager {
                 Arc::new(ViewInput::new(
                     collection,
                     self.view_errors.clone(),
+                    crate::views::view_and_upstream(state, view.id),
                     view.name.item.clone(),
                 ))
             }

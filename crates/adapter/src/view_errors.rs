@@ -107,6 +107,32 @@ impl ViewErrors {
         }
     }
 
+    /// The first error of any of `views` (a view and the materialized views it reads:
+    /// an error upstream is an error of every view computed from it, as in Materialize).
+    pub(crate) fn first_of(&self, views: &[GlobalId]) -> Option<DataflowError> {
+        views.iter().filter_map(|view| self.first(*view)).min()
+    }
+
+    /// [`ViewErrors::holding`] over a view and the materialized views it reads: the
+    /// earliest error's time, and the error a reader is told about.
+    pub(crate) fn holding_of(&self, views: &[GlobalId]) -> Option<(u64, DataflowError)> {
+        let held: Vec<(u64, DataflowError)> = views
+            .iter()
+            .filter_map(|view| self.holding(*view))
+            .collect();
+        let since = held.iter().map(|(since, _)| *since).min()?;
+        let error = held.into_iter().map(|(_, error)| error).min()?;
+        Some((since, error))
+    }
+
+    /// [`ViewErrors::readable_upper`] over a view and the materialized views it reads.
+    pub(crate) fn readable_upper_of(&self, views: &[GlobalId]) -> Option<u64> {
+        views
+            .iter()
+            .filter_map(|view| self.readable_upper(*view))
+            .min()
+    }
+
     /// Forgets a view (it stopped: a restarted one produces its errors again).
     pub(crate) fn forget(&self, view: GlobalId) {
         self.lock().remove(&view);
@@ -155,6 +181,27 @@ mod tests {
         errors.forget(view);
         assert_eq!(errors.first(view), None);
         assert_eq!(errors.readable_upper(view), Some(0));
+    }
+
+    #[test]
+    fn a_view_holds_the_errors_of_the_views_it_reads() {
+        let errors = ViewErrors::default();
+        let (upstream, downstream) = (GlobalId::User(1), GlobalId::User(2));
+        let chain = [downstream, upstream];
+        errors.apply(downstream, &[]);
+        assert_eq!(errors.readable_upper_of(&chain), Some(0));
+        errors.apply(upstream, &[]);
+        assert_eq!(errors.readable_upper_of(&chain), None);
+        errors.apply(upstream, &[(zero(), 30, 1)]);
+        errors.apply(downstream, &[(overflow(), 40, 1)]);
+        assert_eq!(errors.first_of(&chain), Some(overflow()));
+        assert_eq!(errors.holding_of(&chain), Some((30, overflow())));
+        assert_eq!(errors.readable_upper_of(&chain), Some(30));
+        errors.apply(downstream, &[(overflow(), 50, -1)]);
+        assert_eq!(errors.holding_of(&chain), Some((30, zero())));
+        errors.apply(upstream, &[(zero(), 60, -1)]);
+        assert_eq!(errors.holding_of(&chain), None);
+        assert_eq!(errors.first_of(&chain), None);
     }
 
     #[test]

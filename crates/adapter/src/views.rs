@@ -291,9 +291,13 @@ impl Views {
         }
     }
 
-    /// The first error in a view's contents, if it has one.
-    pub(crate) fn error(&self, id: GlobalId) -> Option<AdapterError> {
-        self.errors.first(id).as_ref().map(dataflow_error)
+    /// The first error in a view's contents, if it has one: its own or one of the
+    /// materialized views it reads (`view_and_upstream`).
+    pub(crate) fn error(&self, view_and_upstream: &[GlobalId]) -> Option<AdapterError> {
+        self.errors
+            .first_of(view_and_upstream)
+            .as_ref()
+            .map(dataflow_error)
     }
 
     /// The views' run-time errors, for the sinks that read the views.
@@ -432,6 +436,34 @@ fn dataflow_spec(
     ))
 }
 
+/// A materialized view and the materialized views it reads, directly or through plain
+/// views and other materialized views: the views whose errors are its errors.
+pub(crate) fn view_and_upstream(state: &floe_catalog::CatalogState, id: GlobalId) -> Vec<GlobalId> {
+    let mut found = vec![id];
+    let mut pending = vec![id];
+    while let Some(next) = pending.pop() {
+        let Some(item) = state.item(next) else {
+            continue;
+        };
+        for used in item.definition.uses() {
+            let Some(used_item) = state.item(used) else {
+                continue;
+            };
+            let is_view = matches!(
+                used_item.definition,
+                ItemDefinition::MaterializedView(_) | ItemDefinition::View(_)
+            );
+            if is_view && !found.contains(&used) && !pending.contains(&used) {
+                pending.push(used);
+                if matches!(used_item.definition, ItemDefinition::MaterializedView(_)) {
+                    found.push(used);
+                }
+            }
+        }
+    }
+    found
+}
+
 /// How long a query waits for a materialized view to catch up with its inputs.
 const CATCH_UP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -453,15 +485,19 @@ impl crate::coordinator::Coordinator {
                 if let Some(item) = resolved_item(state, relation)
                     && matches!(item.definition, ItemDefinition::MaterializedView(_))
                 {
-                    views.push((item.id, item.name.item.clone()));
+                    views.push((
+                        item.id,
+                        item.name.item.clone(),
+                        view_and_upstream(state, item.id),
+                    ));
                 }
                 std::ops::ControlFlow::<()>::Continue(())
             });
             views
         };
-        for (id, name) in views {
+        for (id, name, upstream) in views {
             self.await_view(id, &name).await?;
-            if let Some(error) = self.views.error(id) {
+            if let Some(error) = self.views.error(&upstream) {
                 return Err(error);
             }
         }

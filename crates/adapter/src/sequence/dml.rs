@@ -32,6 +32,8 @@ impl Coordinator {
         session: &mut Session,
         plan: CopyToPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
+        // Like SELECT: the views read are caught up, and an error in them fails the copy.
+        self.await_materialized_views(&plan.query).await?;
         let engine = self.engine_for_query(session, &plan.query).await?;
         let query = query::logical_plan(&engine, *plan.query).await?;
         let (desc, rows) = query::execute(&engine, query).await?;

@@ -233,6 +233,13 @@ async fn an_error_in_a_view_stalls_its_sink_until_the_row_goes() {
         (db_error.code().code(), db_error.message()),
         ("22012", "division by zero")
     );
+    // COPY TO reads the view as SELECT does.
+    let error = client
+        .copy_out("COPY (SELECT * FROM q) TO STDOUT")
+        .await
+        .err()
+        .expect("COPY of a view holding an error fails");
+    assert_eq!(error.code().map(|c| c.code()), Some("22012"));
     let stalled = [
         Some("stalled".to_string()),
         Some("iceberg: error in materialized view \"q\": division by zero".to_string()),
