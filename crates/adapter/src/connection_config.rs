@@ -5,8 +5,8 @@ use floe_catalog::Catalog;
 use floe_repr::GlobalId;
 use floe_sink::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
 use floe_sql::catalog::{
-    AwsAuth, ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType, ItemDefinition,
-    PlanCatalog, StringOrSecret,
+    AwsAuth, AwsConnection, ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType,
+    ItemDefinition, PlanCatalog, StringOrSecret,
 };
 
 use crate::error::AdapterError;
@@ -46,17 +46,29 @@ pub fn resolve_aws_config(catalog: &Catalog, id: GlobalId) -> Result<AwsConfig, 
             "{id} is not an AWS connection"
         )));
     };
+    resolve_aws_definition(catalog, id, aws, &[])
+}
+
+/// Resolves the AWS connection `id` as `aws` defines it; `inline_secrets` are
+/// values written in the statement being planned (ALTER CONNECTION), which
+/// take the place of the stored ones.
+pub fn resolve_aws_definition(
+    catalog: &Catalog,
+    id: GlobalId,
+    aws: &AwsConnection,
+    inline_secrets: &[(String, String)],
+) -> Result<AwsConfig, AdapterError> {
     let auth = match &aws.auth {
         AwsAuth::Credentials {
             access_key_id,
             secret_access_key,
             session_token,
         } => AwsAuthConfig::Keys(AwsKeys {
-            access_key_id: resolve_string(catalog, Some(id), access_key_id, &[])?,
+            access_key_id: resolve_string(catalog, Some(id), access_key_id, inline_secrets)?,
             secret_access_key: catalog.secret(*secret_access_key, "value")?,
             session_token: session_token
                 .as_ref()
-                .map(|t| resolve_string(catalog, Some(id), t, &[]))
+                .map(|t| resolve_string(catalog, Some(id), t, inline_secrets))
                 .transpose()?,
         }),
         AwsAuth::AssumeRole { arn, session_name } => AwsAuthConfig::AssumeRole {

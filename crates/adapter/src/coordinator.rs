@@ -427,9 +427,8 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         let plan = {
             let catalog = self.catalog.lock().await;
-            let context = SessionContext {
-                cluster: session.get("cluster")?,
-            };
+            let context =
+                SessionContext::new(session.get("cluster")?, &session.get("search_path")?);
             let mut plan_notices = Vec::new();
             let plan = floe_sql::plan(catalog.state(), &context, statement, &mut plan_notices);
             notices.extend(plan_notices.into_iter().map(Notice::from));
@@ -487,9 +486,7 @@ impl Coordinator {
             return Ok(None);
         }
         let catalog = self.catalog.lock().await;
-        let context = SessionContext {
-            cluster: session.get("cluster")?,
-        };
+        let context = SessionContext::new(session.get("cluster")?, &session.get("search_path")?);
         let mut notices = Vec::new();
         match floe_sql::plan(catalog.state(), &context, statement, &mut notices)? {
             Plan::Select(select) => {

@@ -113,7 +113,9 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
     for change in &diff.changes {
         match change {
             CatalogChange::ItemAdded(item) => item_added(state, item, &mut effects),
-            CatalogChange::ItemUpdated { old, new } => item_updated(old, new, &mut effects),
+            CatalogChange::ItemUpdated { old, new } => {
+                item_updated(state, old, new, &mut effects)
+            }
             CatalogChange::ItemDropped(item) => item_dropped(item, &mut effects),
             // Sinks read secrets when they connect: restart them with the new value.
             CatalogChange::SecretRotated(id) => {
@@ -155,7 +157,10 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
             }
             CatalogChange::ClusterAdded(_)
             | CatalogChange::ClusterUpdated { .. }
-            | CatalogChange::ClusterDropped(_) => {}
+            | CatalogChange::ClusterDropped(_)
+            // A schema is a name space: its items carry their own effects.
+            | CatalogChange::SchemaAdded(_)
+            | CatalogChange::SchemaDropped(_) => {}
         }
     }
     effects.sort_by_key(Implication::phase);
@@ -224,11 +229,25 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
     }
 }
 
-fn item_updated(old: &CatalogItem, new: &CatalogItem, effects: &mut Vec<Implication>) {
+fn item_updated(
+    state: &CatalogState,
+    old: &CatalogItem,
+    new: &CatalogItem,
+    effects: &mut Vec<Implication>,
+) {
     match &new.definition {
         // ALTER SINK: the new version restarts and commits everything pending.
         ItemDefinition::Sink(_) if old.definition != new.definition => {
             effects.push(Implication::StartSink(new.id));
+        }
+        // ALTER CONNECTION: the sinks using it restart with its new settings
+        // (a rotated inline credential restarts them through `SecretRotated`).
+        ItemDefinition::Connection(_) if old.definition != new.definition => {
+            effects.extend(
+                sinks_using(state, new.id)
+                    .into_iter()
+                    .map(Implication::StartSink),
+            );
         }
         _ => {}
     }

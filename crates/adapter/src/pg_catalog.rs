@@ -9,7 +9,7 @@
 //! `mz_schemas`/`mz_databases` show.
 
 use floe_repr::{Datum, PgType, SqlScalarType};
-use floe_sql::catalog::{CatalogItem, ItemKind};
+use floe_sql::catalog::{CatalogItem, ItemKind, PlanCatalog};
 
 use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, schema_oid};
 
@@ -379,16 +379,40 @@ pub fn format_type_with_modifier(oid: u32, modifier: Option<i32>) -> String {
     format_type(oid, sql_type.as_ref())
 }
 
-fn namespace_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
-    SCHEMAS
-        .iter()
-        .map(|schema| {
-            vec![
-                oid(schema_oid(schema)),
-                text(*schema),
-                oid(SUPERUSER_OID),
-                Datum::Null,
-            ]
+fn namespace_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    let builtin = SCHEMAS.iter().map(|schema| (schema_oid(schema), *schema));
+    let created = context
+        .catalog
+        .schemas()
+        .map(|schema| (schema.oid, schema.name.as_str()));
+    builtin
+        .chain(created)
+        .map(|(namespace, name)| vec![oid(namespace), text(name), oid(SUPERUSER_OID), Datum::Null])
+        .collect()
+}
+
+/// The OID of a schema, builtin or created by a user.
+fn namespace_oid(context: &SystemContext, schema: &str) -> u32 {
+    match context.catalog.user_schema(schema) {
+        Some(created) => created.oid,
+        None => schema_oid(schema),
+    }
+}
+
+/// `COMMENT ON` texts as `pg_description` rows (`pg_class` objects).
+fn description_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    const PG_CLASS_OID: u32 = 1259;
+    context
+        .catalog
+        .comments()
+        .filter_map(|(id, column, comment)| {
+            let item = context.catalog.item(id)?;
+            Some(vec![
+                oid(item.oid),
+                oid(PG_CLASS_OID),
+                Datum::Int32(column.and_then(|c| i32::try_from(c).ok()).unwrap_or(0)),
+                text(comment),
+            ])
         })
         .collect()
 }
@@ -400,7 +424,7 @@ fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
             vec![
                 oid(relation.oid),
                 text(relation.name),
-                oid(schema_oid(relation.schema)),
+                oid(namespace_oid(context, relation.schema)),
                 oid(0),
                 oid(0),
                 oid(SUPERUSER_OID),
@@ -900,7 +924,7 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("objsubid", Int4, false),
             ("description", Text, false),
         ],
-        rows: no_rows,
+        rows: description_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",

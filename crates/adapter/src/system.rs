@@ -4,7 +4,7 @@
 use floe_catalog::{CatalogState, SinkStatusEvent};
 use floe_repr::{Datum, GlobalId, PgType};
 use floe_sql::catalog::{
-    AwsAuth, CatalogItem, ConnectionDefinition, ItemDefinition, StringOrSecret,
+    AwsAuth, CatalogItem, ConnectionDefinition, ItemDefinition, PlanCatalog, StringOrSecret,
 };
 
 /// Everything the builtin relations are derived from.
@@ -78,6 +78,14 @@ pub fn schema_id(schema: &str) -> &'static str {
     }
 }
 
+/// The id of the schema a user item lives in: `public` or one users created.
+fn item_schema_id(context: &SystemContext, schema: &str) -> String {
+    match context.catalog.user_schema(schema) {
+        Some(created) => created.id_text(),
+        None => schema_id(schema).to_string(),
+    }
+}
+
 pub(crate) fn text(s: impl Into<String>) -> Datum {
     Datum::Text(s.into())
 }
@@ -127,24 +135,32 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("owner_id", Text, false),
             ("privileges", TextArray, false),
         ],
-        rows: |_| {
-            SCHEMAS
-                .iter()
-                .map(|name| {
-                    vec![
-                        text(schema_id(name)),
-                        Datum::Oid(schema_oid(name)),
-                        if *name == "public" {
-                            text(DATABASE_ID)
-                        } else {
-                            Datum::Null
-                        },
-                        text(*name),
-                        text(OWNER),
-                        privileges(),
-                    ]
-                })
-                .collect()
+        rows: |context| {
+            let builtin = SCHEMAS.iter().map(|name| {
+                vec![
+                    text(schema_id(name)),
+                    Datum::Oid(schema_oid(name)),
+                    if *name == "public" {
+                        text(DATABASE_ID)
+                    } else {
+                        Datum::Null
+                    },
+                    text(*name),
+                    text(OWNER),
+                    privileges(),
+                ]
+            });
+            let created = context.catalog.schemas().map(|schema| {
+                vec![
+                    text(schema.id_text()),
+                    Datum::Oid(schema.oid),
+                    text(DATABASE_ID),
+                    text(&schema.name),
+                    text(OWNER),
+                    privileges(),
+                ]
+            });
+            builtin.chain(created).collect()
         },
     },
     BuiltinRelation {
@@ -167,7 +183,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     ItemDefinition::Connection(connection) => Some(vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(connection.type_name()),
                         text(OWNER),
@@ -227,7 +243,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(OWNER),
                         privileges(),
@@ -262,7 +278,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     ItemDefinition::Sink(sink) => Some(vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text("iceberg"),
                         text(sink.connection.to_string()),
@@ -341,7 +357,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(item.definition.kind().name()),
                         text(OWNER),
@@ -373,7 +389,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(OWNER),
                         privileges(),
@@ -411,7 +427,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     ItemDefinition::Source(source) => Some(vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(source.type_name()),
                         opt_text(crate::source_views::connection_id(source)),
@@ -882,6 +898,34 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         .uses()
                         .into_iter()
                         .map(|used| vec![text(item.id.to_string()), text(used.to_string())])
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_comments",
+        columns: &[
+            ("id", Text, false),
+            ("object_type", Text, false),
+            ("object_sub_id", Int4, true),
+            ("comment", Text, false),
+        ],
+        rows: |context| {
+            context
+                .catalog
+                .comments()
+                .filter_map(|(id, column, comment)| {
+                    let item = context.catalog.item(id)?;
+                    Some(vec![
+                        text(id.to_string()),
+                        text(item.definition.kind().name()),
+                        column
+                            .and_then(|c| i32::try_from(c).ok())
+                            .map(Datum::Int32)
+                            .unwrap_or(Datum::Null),
+                        text(comment),
+                    ])
                 })
                 .collect()
         },

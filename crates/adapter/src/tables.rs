@@ -106,7 +106,7 @@ fn relation_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, Adap
     floe_arrow::rows_to_batch(desc, rows).map_err(value_error)
 }
 
-/// Registers tables in the engine's `public` schema.
+/// Registers tables in the engine, each in its schema.
 pub fn register_tables(
     context: &SessionContext,
     tables: Vec<EngineTable>,
@@ -115,11 +115,17 @@ pub fn register_tables(
         return Err(AdapterError::Internal("no materialize catalog".into()));
     };
     for table in tables {
-        let Some(schema) = catalog.schema(&table.name.schema) else {
-            return Err(AdapterError::Internal(format!(
-                "no schema {}",
-                table.name.schema
-            )));
+        // Schemas users created are registered as their tables are.
+        let schema = match catalog.schema(&table.name.schema) {
+            Some(schema) => schema,
+            None => {
+                let schema: Arc<dyn datafusion::catalog::SchemaProvider> =
+                    Arc::new(datafusion::catalog::MemorySchemaProvider::new());
+                catalog
+                    .register_schema(&table.name.schema, schema.clone())
+                    .map_err(|e| AdapterError::Internal(e.to_string()))?;
+                schema
+            }
         };
         let provider = MemTable::try_new(table.schema, vec![table.batches])
             .map_err(|e| AdapterError::Internal(e.to_string()))?;

@@ -270,6 +270,7 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         Statement::CreateCluster(_) => deferred("CREATE CLUSTER"),
         Statement::CreateClusterReplica(_) => deferred("CREATE CLUSTER REPLICA"),
         Statement::DropObjects(drop) => Some(Deferred(drop_tag(drop.object_type))),
+        Statement::Comment(_) => deferred("COMMENT"),
         Statement::AlterSecret(_)
         | Statement::AlterConnection(_)
         | Statement::AlterSink(_)

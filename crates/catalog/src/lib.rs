@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use floe_repr::{ClusterId, GlobalId, ReplicaId};
 use floe_sql::PlanError;
-use floe_sql::catalog::{CatalogItem, Cluster, DEFAULT_CLUSTER, QualifiedName, Replica};
+use floe_sql::catalog::{CatalogItem, Cluster, DEFAULT_CLUSTER, QualifiedName, Replica, Schema};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub use secrets::SecretsKey;
@@ -145,6 +145,22 @@ const MIGRATIONS: &[&str] = &[
          replica_id TEXT
      );
      CREATE INDEX source_status_history_by_source ON source_status_history (source_id, sequence);",
+    // 6: schemas users create (`public` is implicit, id u3) and comments
+    // (`COMMENT ON`; column 0 is the object itself).
+    "CREATE TABLE schemas (
+         id INTEGER PRIMARY KEY,
+         oid INTEGER NOT NULL UNIQUE,
+         database_name TEXT NOT NULL,
+         name TEXT NOT NULL,
+         UNIQUE (database_name, name)
+     );
+     INSERT INTO id_allocators VALUES ('schema', 4);
+     CREATE TABLE comments (
+         object_id TEXT NOT NULL,
+         column_position INTEGER NOT NULL,
+         comment TEXT NOT NULL,
+         PRIMARY KEY (object_id, column_position)
+     );",
 ];
 
 /// The durable catalog.
@@ -337,6 +353,7 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
             create_sql,
         });
     }
+    load_schemas_and_comments(connection, &mut state)?;
     let mut statement =
         connection.prepare("SELECT id, name, managed, size, replication_factor FROM clusters")?;
     let rows = statement.query_map([], |row| {
@@ -383,6 +400,41 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
         cluster.replicas.push(Replica { id, name, size });
     }
     Ok(state)
+}
+
+fn load_schemas_and_comments(
+    connection: &Connection,
+    state: &mut CatalogState,
+) -> Result<(), CatalogError> {
+    let mut statement = connection.prepare("SELECT id, oid, name FROM schemas")?;
+    let rows = statement.query_map([], |row| {
+        Ok(Schema {
+            id: row.get(0)?,
+            oid: row.get(1)?,
+            name: row.get(2)?,
+        })
+    })?;
+    for schema in rows {
+        let schema = schema?;
+        state.schemas.insert(schema.name.clone(), schema);
+    }
+    let mut statement =
+        connection.prepare("SELECT object_id, column_position, comment FROM comments")?;
+    let rows = statement.query_map([], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, usize>(1)?,
+            row.get::<_, String>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, position, comment) = row?;
+        let id: GlobalId = stored_id(&id, "commented object id")?;
+        state
+            .comments
+            .insert((id, (position > 0).then_some(position)), comment);
+    }
+    Ok(())
 }
 
 /// An id as stored; `what` names it in the error.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use floe_repr::{ClusterId, GlobalId};
-use floe_sql::catalog::{CatalogItem, Cluster, PlanCatalog, QualifiedName, SYSTEM_SCHEMAS};
+use floe_sql::catalog::{CatalogItem, Cluster, PlanCatalog, QualifiedName, SYSTEM_SCHEMAS, Schema};
 
 /// Items and clusters as committed. A transaction changes a copy and swaps it
 /// in after SQLite committed, so readers never see half a DDL.
@@ -13,6 +13,11 @@ pub struct CatalogState {
     pub(crate) items: BTreeMap<GlobalId, CatalogItem>,
     pub(crate) by_name: BTreeMap<QualifiedName, GlobalId>,
     pub(crate) clusters: BTreeMap<ClusterId, Cluster>,
+    /// Schemas users created, by name (`public` always exists and is not here).
+    pub(crate) schemas: BTreeMap<String, Schema>,
+    /// `COMMENT ON` texts by object and column position (1-based; `None` for
+    /// the object itself).
+    pub(crate) comments: BTreeMap<(GlobalId, Option<usize>), String>,
     /// `(schema, name)` of every builtin relation, for name resolution.
     system_relations: Vec<(String, String)>,
 }
@@ -24,6 +29,19 @@ impl CatalogState {
 
     pub fn clusters(&self) -> impl Iterator<Item = &Cluster> {
         self.clusters.values()
+    }
+
+    /// The schemas users created, by name.
+    pub fn schemas(&self) -> impl Iterator<Item = &Schema> {
+        self.schemas.values()
+    }
+
+    /// Every comment: object, column position (1-based, `None` for the
+    /// object itself) and text.
+    pub fn comments(&self) -> impl Iterator<Item = (GlobalId, Option<usize>, &str)> {
+        self.comments
+            .iter()
+            .map(|((id, position), comment)| (*id, *position, comment.as_str()))
     }
 
     /// Registers the builtin relations the query engine serves.
@@ -39,6 +57,7 @@ impl CatalogState {
     pub(crate) fn remove_item(&mut self, id: GlobalId) -> Option<CatalogItem> {
         let item = self.items.remove(&id)?;
         self.by_name.remove(&item.name);
+        self.comments.retain(|(commented, _), _| *commented != id);
         Some(item)
     }
 
@@ -89,6 +108,18 @@ impl PlanCatalog for CatalogState {
         self.items
             .values()
             .filter(|item| item.definition.cluster() == Some(id))
+            .map(|item| item.id)
+            .collect()
+    }
+
+    fn user_schema(&self, name: &str) -> Option<&Schema> {
+        self.schemas.get(name)
+    }
+
+    fn items_in_schema(&self, schema: &str) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.name.schema == schema)
             .map(|item| item.id)
             .collect()
     }

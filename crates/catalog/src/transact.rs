@@ -17,7 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 use floe_repr::{ClusterId, GlobalId, ReplicaId};
 use floe_sql::PlanError;
 use floe_sql::catalog::{
-    CatalogItem, Cluster, ItemDefinition, ItemKind, PlanCatalog, QualifiedName, Replica,
+    CatalogItem, Cluster, DATABASE, ItemDefinition, ItemKind, PlanCatalog, QualifiedName, Replica,
+    SYSTEM_SCHEMAS, Schema,
 };
 use rusqlite::{TransactionBehavior, params};
 
@@ -96,6 +97,22 @@ pub enum Op {
     },
     /// Drops a cluster and its replicas (its items are dropped by their own ops).
     DropCluster(ClusterId),
+    /// `CREATE SCHEMA`: a schema of the `materialize` database.
+    CreateSchema {
+        name: String,
+    },
+    /// `DROP SCHEMA`: the schema must be empty once the transaction's other
+    /// ops (its items' drops) are applied.
+    DropSchema {
+        name: String,
+    },
+    /// `COMMENT ON`: sets (`Some`) or removes (`None`) the comment of an item
+    /// or of its column at `column` (1-based).
+    Comment {
+        id: GlobalId,
+        column: Option<usize>,
+        comment: Option<String>,
+    },
 }
 
 /// What a transaction changed. Start-up sees the diff from an empty catalog.
@@ -124,6 +141,8 @@ pub enum CatalogChange {
         new: Cluster,
     },
     ClusterDropped(Cluster),
+    SchemaAdded(Schema),
+    SchemaDropped(Schema),
 }
 
 impl CatalogDiff {
@@ -149,6 +168,16 @@ impl CatalogDiff {
                     new: cluster.clone(),
                 }),
                 Some(_) => {}
+            }
+        }
+        for (name, schema) in &old.schemas {
+            if !new.schemas.contains_key(name) {
+                changes.push(CatalogChange::SchemaDropped(schema.clone()));
+            }
+        }
+        for (name, schema) in &new.schemas {
+            if !old.schemas.contains_key(name) {
+                changes.push(CatalogChange::SchemaAdded(schema.clone()));
             }
         }
         for (id, item) in &new.items {
@@ -313,6 +342,22 @@ impl OpWriter<'_> {
                 }
                 Ok(())
             }
+            Op::CreateSchema { name } => self.create_schema(name),
+            Op::DropSchema { name } => {
+                if self.state.schemas.remove(&name).is_none() {
+                    return Err(CatalogError::Rejected(PlanError::unknown_schema(&name)));
+                }
+                self.transaction.execute(
+                    "DELETE FROM schemas WHERE database_name = ?1 AND name = ?2",
+                    params![DATABASE, name],
+                )?;
+                Ok(())
+            }
+            Op::Comment {
+                id,
+                column,
+                comment,
+            } => self.comment(id, column, comment),
             Op::DropCluster(id) => {
                 self.existing_cluster(id)?;
                 for statement in [
@@ -432,10 +477,59 @@ impl OpWriter<'_> {
         Ok(())
     }
 
+    fn create_schema(&mut self, name: String) -> Result<(), CatalogError> {
+        if self.state.schema_exists(&name) || SYSTEM_SCHEMAS.contains(&name.as_str()) {
+            return Err(CatalogError::Rejected(PlanError::schema_already_exists(
+                &name,
+            )));
+        }
+        let id = allocate(self.transaction, "schema")?;
+        let oid = u32::try_from(allocate(self.transaction, "oid")?)
+            .map_err(|_| CatalogError::Corrupt("object ids exhausted".into()))?
+            .max(FIRST_USER_OID);
+        self.transaction.execute(
+            "INSERT INTO schemas (id, oid, database_name, name) VALUES (?1, ?2, ?3, ?4)",
+            params![id, oid, DATABASE, name],
+        )?;
+        self.state
+            .schemas
+            .insert(name.clone(), Schema { id, oid, name });
+        Ok(())
+    }
+
+    fn comment(
+        &mut self,
+        id: GlobalId,
+        column: Option<usize>,
+        comment: Option<String>,
+    ) -> Result<(), CatalogError> {
+        self.existing_item(id)?;
+        let position = column.unwrap_or(0);
+        match comment {
+            Some(comment) => {
+                self.transaction.execute(
+                    "INSERT INTO comments (object_id, column_position, comment) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (object_id, column_position) DO UPDATE SET comment = excluded.comment",
+                    params![id.to_string(), position, comment],
+                )?;
+                self.state.comments.insert((id, column), comment);
+            }
+            None => {
+                self.transaction.execute(
+                    "DELETE FROM comments WHERE object_id = ?1 AND column_position = ?2",
+                    params![id.to_string(), position],
+                )?;
+                self.state.comments.remove(&(id, column));
+            }
+        }
+        Ok(())
+    }
+
     fn drop_item(&mut self, id: GlobalId) -> Result<(), CatalogError> {
         self.existing_item(id)?;
         for statement in [
             "DELETE FROM items WHERE id = ?1",
+            "DELETE FROM comments WHERE object_id = ?1",
             "DELETE FROM sink_progress WHERE sink_id = ?1",
             "DELETE FROM secrets WHERE owner_id = ?1",
         ] {
@@ -597,6 +691,11 @@ fn validate(
                 tombstones.item_name(old, missing),
             )));
         }
+        if !new.schema_exists(&item.name.schema) {
+            return Err(CatalogError::Rejected(PlanError::unknown_schema(
+                &item.name.schema,
+            )));
+        }
         if let Some(cluster) = item.definition.cluster()
             && new.cluster(cluster).is_none()
         {
@@ -616,6 +715,13 @@ fn validate(
                 &dropped.name.item,
                 dependent.definition.kind().human_name(),
                 &dependent.name.item,
+            )));
+        }
+    }
+    for dropped in old.schemas().filter(|s| new.user_schema(&s.name).is_none()) {
+        if !new.items_in_schema(&dropped.name).is_empty() {
+            return Err(CatalogError::Rejected(PlanError::schema_not_empty(
+                &format!("{DATABASE}.{}", dropped.name),
             )));
         }
     }

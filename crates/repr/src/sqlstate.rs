@@ -55,6 +55,7 @@ impl SqlState {
     pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
     pub const UNDEFINED_PARAMETER: SqlState = SqlState("42P02");
+    pub const DUPLICATE_SCHEMA: SqlState = SqlState("42P06");
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     pub const INVALID_OBJECT_DEFINITION: SqlState = SqlState("42P17");
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");

@@ -28,6 +28,7 @@ pub enum Statement {
     AlterCluster(AlterClusterStatement),
     CreateClusterReplica(CreateClusterReplicaStatement),
     DropObjects(DropObjectsStatement),
+    Comment(CommentStatement),
     Show(ShowStatement),
     SetVariable(SetVariableStatement),
     ResetVariable(ResetVariableStatement),
@@ -241,6 +242,24 @@ impl fmt::Display for AlterConnectionStatement {
             self.action
         )
     }
+}
+
+/// One action of `ALTER CONNECTION ... SET (opt = v) | DROP (opt) | RESET (opt)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterConnectionAction {
+    /// `SET (opt = value)`: the option takes this value.
+    Set(SqlOption),
+    /// `DROP (opt)` or its synonym `RESET (opt)`: the option is unset.
+    Drop(OptionName),
+}
+
+/// The action text of an `ALTER CONNECTION` read as actions
+/// ([`crate::parser::parse_alter_connection_actions`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlterConnectionActions {
+    pub actions: Vec<AlterConnectionAction>,
+    /// `WITH (VALIDATE [= bool])`.
+    pub with_options: Vec<SqlOption>,
 }
 
 /// `VALIDATE CONNECTION name`
@@ -737,6 +756,36 @@ impl fmt::Display for ObjectType {
     }
 }
 
+/// What `COMMENT ON` names: an object of a kind, or a column `relation.column`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentTarget {
+    Object(ObjectType),
+    Column,
+}
+
+/// `COMMENT ON { kind name | COLUMN relation.column } IS { 'text' | NULL }`
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommentStatement {
+    pub target: CommentTarget,
+    pub name: ObjectName,
+    /// `None` for `IS NULL`, which removes the comment.
+    pub comment: Option<String>,
+}
+
+impl fmt::Display for CommentStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.target {
+            CommentTarget::Object(object_type) => write!(f, "COMMENT ON {object_type} ")?,
+            CommentTarget::Column => f.write_str("COMMENT ON COLUMN ")?,
+        }
+        write!(f, "{} IS ", self.name)?;
+        match &self.comment {
+            Some(comment) => write_string_literal(f, comment),
+            None => f.write_str("NULL"),
+        }
+    }
+}
+
 /// `DROP kind [IF EXISTS] name, ... [CASCADE | RESTRICT]`
 #[derive(Debug, Clone, PartialEq)]
 pub struct DropObjectsStatement {
@@ -926,6 +975,7 @@ impl fmt::Display for Statement {
             Statement::AlterCluster(s) => write!(f, "{s}"),
             Statement::CreateClusterReplica(s) => write!(f, "{s}"),
             Statement::DropObjects(s) => write!(f, "{s}"),
+            Statement::Comment(s) => write!(f, "{s}"),
             Statement::Show(s) => write!(f, "{s}"),
             Statement::SetVariable(s) => write!(f, "{s}"),
             Statement::ResetVariable(s) => write!(f, "{s}"),

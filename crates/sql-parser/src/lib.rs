@@ -7,7 +7,9 @@ pub mod ast;
 pub mod options;
 pub mod parser;
 
-pub use parser::{ParserError, ParserErrorKind, parse_statement, parse_statements};
+pub use parser::{
+    ParserError, ParserErrorKind, parse_alter_connection_actions, parse_statement, parse_statements,
+};
 pub use sqlparser;
 
 #[cfg(test)]

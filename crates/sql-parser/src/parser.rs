@@ -70,7 +70,6 @@ const UNSUPPORTED_LEADERS: &[&[&str]] = &[
     &["CREATE", "TYPE"],
     &["CREATE", "ROLE"],
     &["CREATE", "DATABASE"],
-    &["CREATE", "SCHEMA"],
     &["CREATE", "NETWORK", "POLICY"],
     &["CREATE", "FUNCTION"],
     &["ALTER", "ROLE"],
@@ -85,7 +84,6 @@ const UNSUPPORTED_LEADERS: &[&[&str]] = &[
     &["REVOKE"],
     &["SUBSCRIBE"],
     &["EXPLAIN"],
-    &["COMMENT", "ON"],
     &["REASSIGN", "OWNED"],
     &["DECLARE"],
     &["FETCH"],
@@ -257,6 +255,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         }
         (Some("ALTER"), Some("CLUSTER")) => parse_alter_cluster(parser),
         (Some("DROP"), _) => parse_drop(parser),
+        (Some("COMMENT"), Some("ON")) => parse_comment(parser),
         (Some("SHOW"), _) => parse_show(parser),
         (Some("SET"), _) if !peek_words(parser, &["SET", "TRANSACTION"]) => parse_set(parser),
         (Some("RESET"), _) => {
@@ -512,6 +511,53 @@ fn parse_alter_connection(parser: &mut Parser) -> Result<Statement, ParserError>
         if_exists,
         action,
     }))
+}
+
+/// Reads the action text of an [`AlterConnectionStatement`]: actions
+/// `SET (opt = value, ...)`, `DROP (opt, ...)` or `RESET (opt, ...)` separated
+/// by commas, then `WITH (VALIDATE [= bool])`.
+pub fn parse_alter_connection_actions(text: &str) -> Result<AlterConnectionActions, ParserError> {
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(text)?;
+    let mut parsed = AlterConnectionActions::default();
+    loop {
+        if parse_words(&mut parser, &["SET"]) {
+            let options = parse_option_list(&mut parser, CONNECTION_OPTION_NAMES)?;
+            parsed
+                .actions
+                .extend(options.into_iter().map(AlterConnectionAction::Set));
+        } else if parse_words(&mut parser, &["DROP"]) || parse_words(&mut parser, &["RESET"]) {
+            expect_token(&mut parser, Token::LParen)?;
+            loop {
+                let name = parse_option_name(&mut parser, CONNECTION_OPTION_NAMES)?;
+                parsed.actions.push(AlterConnectionAction::Drop(name));
+                if !parser.consume_token(&Token::Comma) {
+                    break;
+                }
+            }
+            expect_token(&mut parser, Token::RParen)?;
+        } else if let Some(word @ ("RENAME" | "OWNER" | "ROTATE")) =
+            peek_word(&parser, 0).as_deref()
+        {
+            return Err(ParserError::unsupported(format!(
+                "ALTER CONNECTION ... {word} is not supported"
+            )));
+        } else {
+            return expected(&parser, "SET, DROP or RESET");
+        }
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    parsed.with_options = parse_with_options(&mut parser, CONNECTION_OPTION_NAMES)?;
+    if parser.peek_token().token != Token::EOF {
+        let next = parser.peek_token();
+        return Err(ParserError::syntax(format!(
+            "expected end of statement, found {}",
+            describe_token(&next)
+        )));
+    }
+    Ok(parsed)
 }
 
 fn parse_in_cluster(parser: &mut Parser) -> Result<Option<Ident>, ParserError> {
@@ -903,6 +949,32 @@ fn parse_object_type(parser: &mut Parser) -> Result<ObjectType, ParserError> {
         parser,
         "an object type such as TABLE, SINK, CONNECTION or SECRET",
     )
+}
+
+fn parse_comment(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["COMMENT", "ON"])?;
+    let target = if parse_words(parser, &["COLUMN"]) {
+        CommentTarget::Column
+    } else {
+        CommentTarget::Object(parse_object_type(parser)?)
+    };
+    let name = parser.parse_object_name(false)?;
+    expect_words(parser, &["IS"])?;
+    let comment = if parse_words(parser, &["NULL"]) {
+        None
+    } else {
+        match parser.peek_token().token {
+            Token::SingleQuotedString(_) | Token::EscapedStringLiteral(_) => {
+                Some(parser.parse_literal_string()?)
+            }
+            _ => return expected(parser, "a string literal or NULL"),
+        }
+    };
+    Ok(Statement::Comment(CommentStatement {
+        target,
+        name,
+        comment,
+    }))
 }
 
 fn parse_drop(parser: &mut Parser) -> Result<Statement, ParserError> {

@@ -228,3 +228,71 @@ fn create_table_with_materialize_types_round_trips() {
         assert!(parse_statement(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn alter_connection_actions_are_read_from_the_kept_text() {
+    use crate::parser::parse_alter_connection_actions;
+    let Statement::AlterConnection(alter) = parse_statement(
+        "ALTER CONNECTION c SET (REGION = 'eu-west-1', ENDPOINT 'http://h'), DROP (ASSUME ROLE SESSION NAME), RESET (session token) WITH (VALIDATE = false)",
+    )
+    .unwrap() else {
+        panic!("not an ALTER CONNECTION");
+    };
+    let parsed = parse_alter_connection_actions(&alter.action).unwrap();
+    let names: Vec<String> = parsed
+        .actions
+        .iter()
+        .map(|action| match action {
+            AlterConnectionAction::Set(option) => format!("set {option}"),
+            AlterConnectionAction::Drop(name) => format!("drop {name}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "set REGION = 'eu-west-1'",
+            "set ENDPOINT = 'http://h'",
+            "drop ASSUME ROLE SESSION NAME",
+            "drop SESSION TOKEN",
+        ]
+    );
+    assert_eq!(parsed.with_options.len(), 1);
+    for (bad, kind) in [
+        ("SET REGION = 'x'", ParserErrorKind::Syntax),
+        ("DROP ()", ParserErrorKind::Syntax),
+        ("SET (REGION = 'x') garbage", ParserErrorKind::Syntax),
+        ("RENAME TO d", ParserErrorKind::Unsupported),
+        ("ROTATE KEYS", ParserErrorKind::Unsupported),
+        ("", ParserErrorKind::Syntax),
+    ] {
+        let error = parse_alter_connection_actions(bad).unwrap_err();
+        assert_eq!(error.kind, kind, "{bad}: {error}");
+    }
+}
+
+#[test]
+fn comment_on_round_trips() {
+    for sql in [
+        "COMMENT ON TABLE t IS 'orders, one row per order'",
+        "COMMENT ON MATERIALIZED VIEW s.mv IS 'it''s'",
+        "COMMENT ON COLUMN t.id IS NULL",
+        "comment on sink materialize.public.k is 'x'",
+        "CREATE SCHEMA IF NOT EXISTS s",
+        "DROP SCHEMA IF EXISTS s, t CASCADE",
+    ] {
+        assert_round_trip(sql);
+    }
+    let Statement::Comment(comment) = parse_statement("COMMENT ON COLUMN s.t.c IS 'x'").unwrap()
+    else {
+        panic!("not a COMMENT");
+    };
+    assert_eq!(comment.target, CommentTarget::Column);
+    assert_eq!(comment.comment.as_deref(), Some("x"));
+    for bad in [
+        "COMMENT ON TABLE t",
+        "COMMENT ON TABLE t IS 3",
+        "COMMENT ON t IS 'x'",
+    ] {
+        assert!(parse_statement(bad).is_err(), "{bad}");
+    }
+}

@@ -18,6 +18,8 @@ pub const SYSTEM_SCHEMAS: &[&str] = &[
     "mz_internal",
     "information_schema",
 ];
+/// The id `mz_schemas` gives `public`; schemas users create count on from it.
+pub const PUBLIC_SCHEMA_ID: u64 = 3;
 /// The cluster every session starts in.
 pub const DEFAULT_CLUSTER: &str = "quickstart";
 
@@ -42,6 +44,23 @@ impl QualifiedName {
 impl fmt::Display for QualifiedName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.database, self.schema, self.item)
+    }
+}
+
+/// A schema a user created in the `materialize` database (`CREATE SCHEMA`);
+/// `public` always exists and is not one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    /// Shown as `u<id>` in `mz_schemas`.
+    pub id: u64,
+    pub oid: u32,
+    pub name: String,
+}
+
+impl Schema {
+    /// The id as `mz_schemas.id` shows it.
+    pub fn id_text(&self) -> String {
+        format!("u{}", self.id)
     }
 }
 
@@ -572,6 +591,66 @@ pub trait PlanCatalog {
     fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId>;
     /// Whether `schema.name` is a builtin relation.
     fn is_system_relation(&self, schema: &str, name: &str) -> bool;
+    /// A schema users created (`public` is not one).
+    fn user_schema(&self, _name: &str) -> Option<&Schema> {
+        None
+    }
+    /// Whether user items may live in `schema`: `public` or a created schema.
+    fn schema_exists(&self, name: &str) -> bool {
+        name == PUBLIC_SCHEMA || self.user_schema(name).is_some()
+    }
+    /// The items in a schema.
+    fn items_in_schema(&self, _schema: &str) -> Vec<GlobalId> {
+        Vec::new()
+    }
+    /// The schemas an unqualified name is looked up in, in order: the
+    /// session's `search_path` (see [`SessionCatalog`]).
+    fn search_path(&self) -> Vec<String> {
+        vec![PUBLIC_SCHEMA.to_string()]
+    }
+}
+
+/// A catalog as one session sees it: names resolve along its `search_path`.
+/// Every other method is the catalog's own.
+pub struct SessionCatalog<'a> {
+    pub catalog: &'a dyn PlanCatalog,
+    pub search_path: Vec<String>,
+}
+
+impl PlanCatalog for SessionCatalog<'_> {
+    fn item_by_name(&self, name: &QualifiedName) -> Option<&CatalogItem> {
+        self.catalog.item_by_name(name)
+    }
+    fn item(&self, id: GlobalId) -> Option<&CatalogItem> {
+        self.catalog.item(id)
+    }
+    fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {
+        self.catalog.dependents(id)
+    }
+    fn cluster_by_name(&self, name: &str) -> Option<&Cluster> {
+        self.catalog.cluster_by_name(name)
+    }
+    fn cluster(&self, id: ClusterId) -> Option<&Cluster> {
+        self.catalog.cluster(id)
+    }
+    fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId> {
+        self.catalog.items_in_cluster(id)
+    }
+    fn is_system_relation(&self, schema: &str, name: &str) -> bool {
+        self.catalog.is_system_relation(schema, name)
+    }
+    fn user_schema(&self, name: &str) -> Option<&Schema> {
+        self.catalog.user_schema(name)
+    }
+    fn schema_exists(&self, name: &str) -> bool {
+        self.catalog.schema_exists(name)
+    }
+    fn items_in_schema(&self, schema: &str) -> Vec<GlobalId> {
+        self.catalog.items_in_schema(schema)
+    }
+    fn search_path(&self) -> Vec<String> {
+        self.search_path.clone()
+    }
 }
 
 /// Materialize's cluster replica sizes. An unknown size is an error.

@@ -80,7 +80,7 @@ fn write_target<'a>(
         .map(normalize_ident)
         .collect();
     let qualified = match parts.as_slice() {
-        [item] => QualifiedName::public(item.clone()),
+        [item] => crate::planner::qualify_unqualified(catalog, item),
         [schema, item] => QualifiedName {
             database: crate::catalog::DATABASE.into(),
             schema: schema.clone(),

@@ -54,6 +54,32 @@ impl PlanError {
         )
     }
 
+    /// A schema that does not exist (3F000), as Materialize words it.
+    pub fn unknown_schema(name: &str) -> PlanError {
+        PlanError::new(
+            SqlState::INVALID_SCHEMA_NAME,
+            format!("unknown schema '{name}'"),
+        )
+    }
+
+    /// A schema name already taken (42P06).
+    pub fn schema_already_exists(name: &str) -> PlanError {
+        PlanError::new(
+            SqlState::DUPLICATE_SCHEMA,
+            format!("schema '{name}' already exists"),
+        )
+    }
+
+    /// `DROP SCHEMA` without CASCADE of a schema that holds objects (2BP01).
+    pub fn schema_not_empty(qualified_name: &str) -> PlanError {
+        PlanError::new(
+            SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+            format!(
+                "schema '{qualified_name}' cannot be dropped without CASCADE while it contains objects"
+            ),
+        )
+    }
+
     /// A cluster name already taken (42710).
     pub fn cluster_already_exists(name: &str) -> PlanError {
         PlanError::new(

@@ -19,7 +19,7 @@ pub(crate) fn skip_existing(
     let Some((name, kind, tag)) = creates_if_not_exists(statement) else {
         return Ok(None);
     };
-    let name = create_name(name)?;
+    let name = create_name(catalog, name)?;
     if catalog.item_by_name(&name).is_none() {
         return Ok(None);
     }

@@ -5,6 +5,7 @@
 //! does I/O: checks that need the network (connection validation, whether an
 //! Iceberg table exists) are purification, in the adapter.
 
+mod alter_connection;
 pub mod catalog;
 pub mod dml;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod options;
 pub mod plan;
 pub mod planner;
 pub mod postgres;
+mod schema;
 mod show;
 pub mod source;
 pub mod table;

@@ -12,6 +12,7 @@ pub enum Plan {
     AlterSecret(AlterSecretPlan),
     CreateConnection(CreateConnectionPlan),
     ValidateConnection(ValidateConnectionPlan),
+    AlterConnection(AlterConnectionPlan),
     CreateSink(CreateSinkPlan),
     AlterSink(AlterSinkPlan),
     CreateTable(CreateTablePlan),
@@ -28,6 +29,8 @@ pub enum Plan {
     AlterCluster(AlterClusterPlan),
     CreateClusterReplica(CreateClusterReplicaPlan),
     DropObjects(DropObjectsPlan),
+    CreateSchema(CreateSchemaPlan),
+    Comment(CommentPlan),
     /// A `SELECT` (or a `SHOW` rewritten as one), run by the query engine.
     Select(SelectPlan),
     ShowVariable(ShowVariablePlan),
@@ -62,6 +65,18 @@ pub struct CreateConnectionPlan {
     /// Sensitive values written inline, by slot name; stored encrypted.
     pub inline_secrets: Vec<(String, String)>,
     /// Whether to connect to the remote system before creating.
+    pub validate: bool,
+    pub create_sql: String,
+}
+
+/// `ALTER CONNECTION` of an AWS connection: a new definition under the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterConnectionPlan {
+    pub id: GlobalId,
+    pub definition: ConnectionDefinition,
+    /// Sensitive values written inline in this statement, by slot name.
+    pub inline_secrets: Vec<(String, String)>,
+    /// Whether to validate the connection as altered (`WITH (VALIDATE)`).
     pub validate: bool,
     pub create_sql: String,
 }
@@ -118,12 +133,30 @@ pub struct CreateClusterReplicaPlan {
     pub size: String,
 }
 
+/// `CREATE SCHEMA name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateSchemaPlan {
+    pub name: String,
+}
+
+/// `COMMENT ON ... IS 'text' | NULL`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommentPlan {
+    pub id: GlobalId,
+    /// The column's position (1-based) for `COMMENT ON COLUMN`.
+    pub column: Option<usize>,
+    /// `None` removes the comment.
+    pub comment: Option<String>,
+}
+
 /// Everything a `DROP` removes, dependents first.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DropObjectsPlan {
     pub items: Vec<GlobalId>,
     pub clusters: Vec<ClusterId>,
     pub replicas: Vec<(ClusterId, ReplicaId)>,
+    /// Schemas (`DROP SCHEMA`), dropped after their items.
+    pub schemas: Vec<String>,
     /// The command tag: `DROP SINK`, ...
     pub tag: &'static str,
 }

@@ -26,6 +26,36 @@ use crate::show;
 pub struct SessionContext {
     /// The session's `cluster` variable: where sinks go without `IN CLUSTER`.
     pub cluster: String,
+    /// The session's `search_path`: where unqualified names are looked up and
+    /// new objects go (the first schema of it that exists).
+    pub search_path: Vec<String>,
+}
+
+impl SessionContext {
+    /// A session's context from its `cluster` and `search_path` variables
+    /// (the latter as `SHOW search_path` prints it: `public, "My Schema"`).
+    pub fn new(cluster: String, search_path: &str) -> SessionContext {
+        SessionContext {
+            cluster,
+            search_path: parse_search_path(search_path),
+        }
+    }
+}
+
+/// The schema names of a `search_path` value: comma-separated identifiers,
+/// folded to lower case unless double-quoted.
+pub fn parse_search_path(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(
+            |part| match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+                Some(quoted) => quoted.replace("\"\"", "\""),
+                None => part.to_lowercase(),
+            },
+        )
+        .collect()
 }
 
 /// Something to tell the client without failing the statement.
@@ -42,6 +72,10 @@ pub fn plan(
     statement: Statement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
+    let catalog = &SessionCatalog {
+        catalog,
+        search_path: session.search_path.clone(),
+    };
     if let Some(plan) = crate::if_not_exists::skip_existing(catalog, &statement, notices)? {
         return Ok(plan);
     }
@@ -68,6 +102,7 @@ pub fn plan(
         Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
         Statement::DropObjects(s) => plan_drop(catalog, s, notices),
         Statement::Show(s) => show::plan_show(catalog, s),
+        Statement::Comment(s) => crate::schema::plan_comment(catalog, s),
         Statement::SetVariable(s) => Ok(Plan::SetVariable(SetVariablePlan {
             name: s.name,
             value: s.value.map(|values| values.join(", ")),
@@ -85,7 +120,7 @@ pub fn plan(
             crate::postgres::plan_create_postgres_source(catalog, &session.cluster, s)
         }
         Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
-        Statement::Standard(s) => plan_standard(catalog, *s),
+        Statement::Standard(s) => plan_standard(catalog, *s, notices),
     }
 }
 
@@ -136,15 +171,24 @@ pub(crate) fn qualified_object_name(name: &QualifiedName) -> ObjectName {
     ])
 }
 
-/// The name a new item gets: `[materialize.][public.]name`.
-pub(crate) fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanError> {
+/// The name a new item gets: `[[materialize.]schema.]name`; unqualified, the
+/// first schema of the session's `search_path` that exists (Materialize's
+/// current schema).
+pub(crate) fn name_for_create(
+    catalog: &dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<QualifiedName, PlanError> {
     let parts = name_parts(name)?;
     let (database, schema, item) = match parts.as_slice() {
-        [item] => (
-            DATABASE.to_string(),
-            PUBLIC_SCHEMA.to_string(),
-            item.clone(),
-        ),
+        [item] => {
+            let Some(schema) = current_schema(catalog) else {
+                return Err(PlanError::new(
+                    SqlState::INVALID_SCHEMA_NAME,
+                    "no schema has been selected to create in",
+                ));
+            };
+            (DATABASE.to_string(), schema, item.clone())
+        }
         [schema, item] => (DATABASE.to_string(), schema.clone(), item.clone()),
         [database, schema, item] => (database.clone(), schema.clone(), item.clone()),
         _ => {
@@ -165,17 +209,40 @@ pub(crate) fn name_for_create(name: &ObjectName) -> Result<QualifiedName, PlanEr
             format!("system schema '{schema}' cannot be modified"),
         ));
     }
-    if schema != PUBLIC_SCHEMA {
-        return Err(PlanError::new(
-            SqlState::INVALID_SCHEMA_NAME,
-            format!("unknown schema '{schema}'"),
-        ));
+    if !catalog.schema_exists(&schema) {
+        return Err(PlanError::unknown_schema(&schema));
     }
     Ok(QualifiedName {
         database,
         schema,
         item,
     })
+}
+
+/// The first schema of the search path that holds user objects.
+pub(crate) fn current_schema(catalog: &dyn PlanCatalog) -> Option<String> {
+    catalog
+        .search_path()
+        .into_iter()
+        .find(|schema| catalog.schema_exists(schema))
+}
+
+/// An unqualified item name along the search path: the first schema holding
+/// an item of that name, else the current schema (for the error).
+pub(crate) fn qualify_unqualified(catalog: &dyn PlanCatalog, item: &str) -> QualifiedName {
+    let in_schema = |schema: String| QualifiedName {
+        database: DATABASE.into(),
+        schema,
+        item: item.to_string(),
+    };
+    catalog
+        .search_path()
+        .into_iter()
+        .map(in_schema)
+        .find(|name| catalog.item_by_name(name).is_some())
+        .unwrap_or_else(|| {
+            in_schema(current_schema(catalog).unwrap_or_else(|| PUBLIC_SCHEMA.to_string()))
+        })
 }
 
 /// `IF EXISTS` on a missing object: a notice, and nothing to do.
@@ -229,7 +296,7 @@ pub(crate) fn find_item<'a>(
 ) -> Result<Option<&'a CatalogItem>, PlanError> {
     let parts = name_parts(name)?;
     let qualified = match parts.as_slice() {
-        [item] => QualifiedName::public(item.clone()),
+        [item] => qualify_unqualified(catalog, item),
         [schema, item] => QualifiedName {
             database: DATABASE.into(),
             schema: schema.clone(),
@@ -339,7 +406,7 @@ const SENSITIVE_OPTIONS: &[&str] = &[
 ];
 
 /// The statement with every sensitive string value redacted.
-fn redact_options(options: &[SqlOption]) -> Vec<SqlOption> {
+pub(crate) fn redact_options(options: &[SqlOption]) -> Vec<SqlOption> {
     options
         .iter()
         .map(|option| match &option.value {
@@ -355,7 +422,7 @@ fn redact_options(options: &[SqlOption]) -> Vec<SqlOption> {
 }
 
 /// Rewrites `SECRET x` and object references to their qualified names.
-fn qualify_option_references(
+pub(crate) fn qualify_option_references(
     catalog: &dyn PlanCatalog,
     options: &[SqlOption],
 ) -> Result<Vec<SqlOption>, PlanError> {
@@ -391,7 +458,7 @@ fn plan_create_secret(
     catalog: &dyn PlanCatalog,
     statement: ast::CreateSecretStatement,
 ) -> Result<Plan, PlanError> {
-    let name = name_for_create(&statement.name)?;
+    let name = name_for_create(catalog, &statement.name)?;
     if check_not_exists(catalog, &name, statement.if_not_exists)? {
         return Ok(Plan::NoOp {
             tag: "CREATE SECRET",
@@ -443,7 +510,7 @@ fn plan_create_connection(
     catalog: &dyn PlanCatalog,
     statement: CreateConnectionStatement,
 ) -> Result<Plan, PlanError> {
-    let name = name_for_create(&statement.name)?;
+    let name = name_for_create(catalog, &statement.name)?;
     if check_not_exists(catalog, &name, statement.if_not_exists)? {
         return Ok(Plan::NoOp {
             tag: "CREATE CONNECTION",
@@ -504,7 +571,7 @@ fn plan_create_connection(
     }))
 }
 
-fn plan_aws_connection(
+pub(crate) fn plan_aws_connection(
     catalog: &dyn PlanCatalog,
     options: &[SqlOption],
     inline_secrets: &mut Vec<(String, String)>,
@@ -737,7 +804,7 @@ fn plan_alter_connection(
     let kind = match &item.definition {
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
         ItemDefinition::Connection(ConnectionDefinition::Postgres(_)) => "POSTGRES",
-        _ => "AWS",
+        _ => return crate::alter_connection::plan_alter_aws_connection(catalog, item, &statement),
     };
     Err(PlanError::unsupported(format!(
         "ALTER CONNECTION is not supported for {kind} connections"
@@ -778,7 +845,7 @@ fn plan_create_sink(
     statement: CreateSinkStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let name = name_for_create(&statement.name)?;
+    let name = name_for_create(catalog, &statement.name)?;
     if check_not_exists(catalog, &name, statement.if_not_exists)? {
         return Ok(Plan::NoOp { tag: "CREATE SINK" });
     }
@@ -1322,7 +1389,7 @@ fn drop_tag(object_type: ObjectType) -> &'static str {
     }
 }
 
-fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
+pub(crate) fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
     match object_type {
         ObjectType::Table => Some(ItemKind::Table),
         ObjectType::View => Some(ItemKind::View),
@@ -1371,6 +1438,9 @@ fn plan_drop(
         ..Default::default()
     };
     match statement.object_type {
+        ObjectType::Schema => {
+            crate::schema::plan_drop_schemas(catalog, &statement, &mut plan, notices)?
+        }
         ObjectType::Cluster => {
             for name in &statement.names {
                 let name = display_name(name);
@@ -1479,7 +1549,11 @@ fn plan_drop(
             }
         }
     }
-    if plan.items.is_empty() && plan.clusters.is_empty() && plan.replicas.is_empty() {
+    if plan.items.is_empty()
+        && plan.clusters.is_empty()
+        && plan.replicas.is_empty()
+        && plan.schemas.is_empty()
+    {
         return Ok(Plan::NoOp { tag });
     }
     Ok(Plan::DropObjects(plan))
@@ -1500,6 +1574,7 @@ fn cluster_users(catalog: &dyn PlanCatalog, cluster: floe_repr::ClusterId) -> Ve
 fn plan_standard(
     catalog: &dyn PlanCatalog,
     statement: sqlparser::ast::Statement,
+    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
     use sqlparser::ast::Statement as S;
     match statement {
@@ -1511,6 +1586,11 @@ fn plan_standard(
             desc: None,
         })),
         S::CreateTable(create) => crate::table::plan_create_table(catalog, create),
+        S::CreateSchema {
+            schema_name,
+            if_not_exists,
+            ..
+        } => crate::schema::plan_create_schema(catalog, schema_name, if_not_exists, notices),
         S::StartTransaction { .. } => Ok(Plan::Transaction(TransactionPlan::Begin)),
         S::Commit { .. } => Ok(Plan::Transaction(TransactionPlan::Commit)),
         S::Rollback { .. } => Ok(Plan::Transaction(TransactionPlan::Rollback)),
@@ -1622,7 +1702,7 @@ pub fn resolve_relations(
         ctes: BTreeSet<String>,
     }
     impl VisitorMut for Qualifier<'_> {
-        type Break = ();
+        type Break = PlanError;
         fn pre_visit_relation(
             &mut self,
             relation: &mut ObjectName,
@@ -1640,12 +1720,9 @@ pub fn resolve_relations(
             };
             match parts.as_slice() {
                 [item] if !self.ctes.contains(item) => {
-                    if self
-                        .catalog
-                        .item_by_name(&QualifiedName::public(item.clone()))
-                        .is_some()
-                    {
-                        *relation = quoted(vec![PUBLIC_SCHEMA.into(), item.clone()]);
+                    let user = qualify_unqualified(self.catalog, item);
+                    if self.catalog.item_by_name(&user).is_some() {
+                        *relation = quoted(vec![user.schema, item.clone()]);
                     } else if let Some(schema) = SYSTEM_SCHEMAS
                         .iter()
                         .find(|schema| self.catalog.is_system_relation(schema, item))
@@ -1655,7 +1732,14 @@ pub fn resolve_relations(
                     // Anything else (a table function, an unknown name) is
                     // left for the engine to resolve or report.
                 }
-                [_, _] => *relation = quoted(parts.clone()),
+                [schema, _] => {
+                    if !self.catalog.schema_exists(schema)
+                        && !SYSTEM_SCHEMAS.contains(&schema.as_str())
+                    {
+                        return std::ops::ControlFlow::Break(PlanError::unknown_schema(schema));
+                    }
+                    *relation = quoted(parts.clone())
+                }
                 [database, schema, item] if database == DATABASE => {
                     *relation = quoted(vec![schema.clone(), item.clone()]);
                 }
@@ -1664,18 +1748,23 @@ pub fn resolve_relations(
             std::ops::ControlFlow::Continue(())
         }
     }
-    let _ = VisitMut::visit(
+    if let std::ops::ControlFlow::Break(error) = VisitMut::visit(
         &mut statement,
         &mut Qualifier {
             catalog,
             ctes: ctes.0,
         },
-    );
+    ) {
+        return Err(error);
+    }
     Ok(statement)
 }
 
-pub(crate) fn create_name(name: &ObjectName) -> Result<QualifiedName, PlanError> {
-    name_for_create(name)
+pub(crate) fn create_name(
+    catalog: &dyn PlanCatalog,
+    name: &ObjectName,
+) -> Result<QualifiedName, PlanError> {
+    name_for_create(catalog, name)
 }
 
 pub(crate) fn exists_check(

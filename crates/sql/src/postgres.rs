@@ -178,7 +178,7 @@ pub(crate) fn plan_create_postgres_source(
     session_cluster: &str,
     statement: CreatePostgresSourceStatement,
 ) -> Result<Plan, PlanError> {
-    let name = crate::planner::create_name(&statement.name)?;
+    let name = crate::planner::create_name(catalog, &statement.name)?;
     if exists_check(catalog, &name, statement.if_not_exists)? {
         return Ok(Plan::NoOp {
             tag: "CREATE SOURCE",

@@ -6,7 +6,9 @@ use floe_sql_parser::ast::{ObjectType, ShowFilter, ShowObjectType, ShowStatement
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::catalog::{Cluster, ItemKind, PlanCatalog};
+use crate::catalog::{
+    Cluster, ItemKind, PUBLIC_SCHEMA, PUBLIC_SCHEMA_ID, PlanCatalog, SYSTEM_SCHEMAS,
+};
 use crate::error::PlanError;
 use crate::plan::{Plan, SelectPlan, ShowVariablePlan};
 use crate::planner::{normalize_ident, resolve_relations};
@@ -24,21 +26,22 @@ pub(crate) fn plan_show(
             from,
             filter,
         } => {
-            if let Some(from) = from {
-                let schema = from
-                    .0
-                    .last()
-                    .and_then(|p| p.as_ident())
-                    .map(normalize_ident)
-                    .unwrap_or_default();
-                if schema != "public" {
-                    return Err(PlanError::new(
-                        SqlState::INVALID_SCHEMA_NAME,
-                        format!("unknown schema '{schema}'"),
-                    ));
-                }
-            }
-            let base = objects_query(object_type);
+            let schema_id = match from {
+                Some(from) => schema_id(
+                    catalog,
+                    &from
+                        .0
+                        .last()
+                        .and_then(|p| p.as_ident())
+                        .map(normalize_ident)
+                        .unwrap_or_default(),
+                )?,
+                None => crate::planner::current_schema(catalog)
+                    .map(|schema| schema_id(catalog, &schema))
+                    .transpose()?
+                    .unwrap_or_default(),
+            };
+            let base = objects_query(object_type, &schema_id);
             match filter {
                 None => format!("{base} ORDER BY name"),
                 Some(ShowFilter::Like(pattern)) => format!(
@@ -51,17 +54,14 @@ pub(crate) fn plan_show(
             }
         }
         ShowStatement::Columns { table } => {
-            let name = table
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .map(normalize_ident)
-                .unwrap_or_default();
+            // The relation along the search path, with its column comments.
+            let item = crate::planner::resolve_item(catalog, &table)?;
             format!(
-                "SELECT c.name, c.nullable, c.type, '' AS comment \
-                 FROM mz_catalog.mz_columns c JOIN mz_catalog.mz_objects o ON c.id = o.id \
-                 WHERE o.name = {} ORDER BY c.position",
-                quote_string(&name)
+                "SELECT c.name, c.nullable, c.type, COALESCE(cm.comment, '') AS comment \
+                 FROM mz_catalog.mz_columns c LEFT JOIN mz_internal.mz_comments cm \
+                 ON cm.id = c.id AND cm.object_sub_id = c.position \
+                 WHERE c.id = {} ORDER BY c.position",
+                quote_string(&item.id.to_string())
             )
         }
         ShowStatement::Create { object_type, name } => {
@@ -83,34 +83,63 @@ pub(crate) fn plan_show(
     }))
 }
 
-fn objects_query(object_type: ShowObjectType) -> String {
+/// The query of `SHOW <objects>`; objects that live in a schema are those of
+/// `schema_id` (the `FROM` schema, else the current one), with their comments.
+fn objects_query(object_type: ShowObjectType, schema_id: &str) -> String {
+    let in_schema = |alias: &str| format!("{alias}.schema_id = {}", quote_string(schema_id));
+    // The comment of the object itself (not of one of its columns).
+    let comment = |alias: &str| {
+        format!(
+            "COALESCE(cm.comment, '') AS comment FROM mz_catalog.{{}} {alias} \
+             LEFT JOIN mz_internal.mz_comments cm ON cm.id = {alias}.id AND cm.object_sub_id IS NULL"
+        )
+    };
+    let from = |relation: &str, alias: &str| comment(alias).replace("{}", relation);
     match object_type {
-        ShowObjectType::Secrets => {
-            "SELECT name, '' AS comment FROM mz_catalog.mz_secrets".into()
-        }
-        ShowObjectType::Connections => {
-            "SELECT name, type, '' AS comment FROM mz_catalog.mz_connections".into()
-        }
-        ShowObjectType::Sinks => "SELECT s.name, s.type, c.name AS cluster, '' AS comment \
-             FROM mz_catalog.mz_sinks s LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id"
-            .into(),
-        ShowObjectType::Sources => "SELECT s.name, s.type, c.name AS cluster, '' AS comment \
-             FROM mz_catalog.mz_sources s LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id \
-             WHERE s.id LIKE 'u%'"
-            .into(),
-        ShowObjectType::Tables => {
-            "SELECT name, '' AS comment FROM mz_catalog.mz_tables WHERE id LIKE 'u%'".into()
-        }
-        ShowObjectType::Views => {
-            "SELECT name, '' AS comment FROM mz_catalog.mz_objects WHERE type = 'view'".into()
-        }
-        ShowObjectType::MaterializedViews => "SELECT v.name, c.name AS cluster, '' AS comment \
-             FROM mz_catalog.mz_materialized_views v \
-             LEFT JOIN mz_catalog.mz_clusters c ON v.cluster_id = c.id"
-            .into(),
-        ShowObjectType::Objects => {
-            "SELECT name, type, '' AS comment FROM mz_catalog.mz_objects WHERE id LIKE 'u%'".into()
-        }
+        ShowObjectType::Secrets => format!(
+            "SELECT o.name, {} WHERE {}",
+            from("mz_secrets", "o"),
+            in_schema("o")
+        ),
+        ShowObjectType::Connections => format!(
+            "SELECT o.name, o.type, {} WHERE {}",
+            from("mz_connections", "o"),
+            in_schema("o")
+        ),
+        ShowObjectType::Sinks => format!(
+            "SELECT s.name, s.type, c.name AS cluster, {} \
+             LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id WHERE {}",
+            from("mz_sinks", "s"),
+            in_schema("s")
+        ),
+        ShowObjectType::Sources => format!(
+            "SELECT s.name, s.type, c.name AS cluster, {} \
+             LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id \
+             WHERE s.id LIKE 'u%' AND {}",
+            from("mz_sources", "s"),
+            in_schema("s")
+        ),
+        ShowObjectType::Tables => format!(
+            "SELECT o.name, {} WHERE o.id LIKE 'u%' AND {}",
+            from("mz_tables", "o"),
+            in_schema("o")
+        ),
+        ShowObjectType::Views => format!(
+            "SELECT o.name, {} WHERE o.type = 'view' AND {}",
+            from("mz_objects", "o"),
+            in_schema("o")
+        ),
+        ShowObjectType::MaterializedViews => format!(
+            "SELECT v.name, c.name AS cluster, {} \
+             LEFT JOIN mz_catalog.mz_clusters c ON v.cluster_id = c.id WHERE {}",
+            from("mz_materialized_views", "v"),
+            in_schema("v")
+        ),
+        ShowObjectType::Objects => format!(
+            "SELECT o.name, o.type, {} WHERE o.id LIKE 'u%' AND {}",
+            from("mz_objects", "o"),
+            in_schema("o")
+        ),
         ShowObjectType::Clusters => "SELECT c.name, \
              COALESCE(string_agg(r.name || ' (' || r.size || ')', ', ' ORDER BY r.name), '') AS replicas, \
              '' AS comment \
@@ -128,6 +157,24 @@ fn objects_query(object_type: ShowObjectType) -> String {
             "SELECT name, '' AS comment FROM mz_catalog.mz_databases".into()
         }
     }
+}
+
+/// The `mz_schemas.id` of a schema objects can be listed from.
+fn schema_id(catalog: &dyn PlanCatalog, schema: &str) -> Result<String, PlanError> {
+    if schema == PUBLIC_SCHEMA {
+        return Ok(format!("u{PUBLIC_SCHEMA_ID}"));
+    }
+    if let Some(created) = catalog.user_schema(schema) {
+        return Ok(created.id_text());
+    }
+    if SYSTEM_SCHEMAS.contains(&schema) {
+        // Builtin relations are not items: nothing of these kinds lives there.
+        return Ok(String::new());
+    }
+    Err(PlanError::new(
+        SqlState::INVALID_SCHEMA_NAME,
+        format!("unknown schema '{schema}'"),
+    ))
 }
 
 fn show_create(
@@ -168,7 +215,7 @@ fn show_create(
         .map(normalize_ident)
         .collect();
     let qualified = match parts.as_slice() {
-        [item] => crate::catalog::QualifiedName::public(item.clone()),
+        [item] => crate::planner::qualify_unqualified(catalog, item),
         [schema, item] => crate::catalog::QualifiedName {
             database: crate::catalog::DATABASE.into(),
             schema: schema.clone(),

@@ -22,7 +22,7 @@ pub(crate) fn plan_create_table(
             "CREATE TEMPORARY TABLE is not supported",
         ));
     }
-    let name = create_name(&create.name)?;
+    let name = create_name(catalog, &create.name)?;
     if exists_check(catalog, &name, create.if_not_exists)? {
         return Ok(Plan::NoOp {
             tag: "CREATE TABLE",

@@ -17,6 +17,9 @@ use crate::{PlanError, PlanNotice, SessionContext, plan};
 struct TestCatalog {
     items: BTreeMap<GlobalId, CatalogItem>,
     clusters: BTreeMap<ClusterId, Cluster>,
+    schemas: BTreeMap<String, Schema>,
+    /// The session's search path; `public` when empty.
+    search_path: Vec<String>,
     next_id: u64,
 }
 
@@ -56,6 +59,18 @@ impl PlanCatalog for TestCatalog {
     fn is_system_relation(&self, schema: &str, name: &str) -> bool {
         schema == "mz_catalog" && name == "mz_sinks"
     }
+
+    fn user_schema(&self, name: &str) -> Option<&Schema> {
+        self.schemas.get(name)
+    }
+
+    fn items_in_schema(&self, schema: &str) -> Vec<GlobalId> {
+        self.items
+            .values()
+            .filter(|item| item.name.schema == schema)
+            .map(|item| item.id)
+            .collect()
+    }
 }
 
 impl TestCatalog {
@@ -90,9 +105,12 @@ impl TestCatalog {
     /// Plans `sql` and applies the plan.
     fn run(&mut self, sql: &str) -> Result<(Plan, Vec<PlanNotice>), PlanError> {
         let statement = parse_statement(sql).map_err(|e| PlanError::syntax(e.to_string()))?;
-        let session = SessionContext {
-            cluster: DEFAULT_CLUSTER.into(),
+        let search_path = if self.search_path.is_empty() {
+            "public".to_string()
+        } else {
+            self.search_path.join(", ")
         };
+        let session = SessionContext::new(DEFAULT_CLUSTER.into(), &search_path);
         let mut notices = Vec::new();
         let plan = plan(self, &session, statement, &mut notices)?;
         self.apply(&plan);
@@ -119,7 +137,16 @@ impl TestCatalog {
                 self.add_item(&p.name, ItemDefinition::Secret);
             }
             Plan::CreateConnection(p) => {
-                self.add_item(&p.name, ItemDefinition::Connection(p.definition.clone()));
+                let id = self.add_item(&p.name, ItemDefinition::Connection(p.definition.clone()));
+                if let Some(item) = self.items.get_mut(&id) {
+                    item.create_sql = p.create_sql.clone();
+                }
+            }
+            Plan::AlterConnection(p) => {
+                if let Some(item) = self.items.get_mut(&p.id) {
+                    item.definition = ItemDefinition::Connection(p.definition.clone());
+                    item.create_sql = p.create_sql.clone();
+                }
             }
             Plan::CreateTable(p) => {
                 self.add_item(&p.name, ItemDefinition::Table(p.definition.clone()));
@@ -164,7 +191,18 @@ impl TestCatalog {
                 };
                 self.clusters.insert(cluster.id, cluster);
             }
+            Plan::CreateSchema(p) => {
+                let schema = Schema {
+                    id: 4 + self.schemas.len() as u64,
+                    oid: 30_000,
+                    name: p.name.clone(),
+                };
+                self.schemas.insert(p.name.clone(), schema);
+            }
             Plan::DropObjects(p) => {
+                for name in &p.schemas {
+                    self.schemas.remove(name);
+                }
                 for id in &p.items {
                     self.items.remove(id);
                 }
@@ -194,7 +232,11 @@ const INVALID: SqlState = SqlState::INVALID_PARAMETER_VALUE;
 
 /// Plans each case against a fresh copy of the fixture.
 fn check(cases: &[(impl AsRef<str>, Expect)]) {
-    let fixture = TestCatalog::fixture();
+    check_with(&TestCatalog::fixture(), cases);
+}
+
+/// Plans each case against a fresh copy of `fixture`.
+fn check_with(fixture: &TestCatalog, cases: &[(impl AsRef<str>, Expect)]) {
     let mut failures = Vec::new();
     for (sql, expect) in cases {
         let sql = sql.as_ref();
@@ -897,4 +939,304 @@ fn every_option_name_maps_to_its_sql_spelling_and_back() {
         SinkWithOptionName::sql_name,
         SinkWithOptionName::from_sql_name,
     );
+}
+
+#[test]
+fn alter_connection_changes_an_aws_connection_under_its_id() {
+    let mut catalog = TestCatalog::fixture();
+    catalog
+        .run("CREATE CONNECTION role TO AWS (ASSUME ROLE ARN = 'arn:aws:iam::1:role/a', ASSUME ROLE SESSION NAME = 'n', REGION = 'us-east-1')")
+        .unwrap();
+    let id = catalog
+        .item_by_name(&QualifiedName::public("role"))
+        .unwrap()
+        .id;
+    let (plan, _) = catalog
+        .run("ALTER CONNECTION role SET (REGION = 'eu-west-1'), SET (ENDPOINT = 'http://127.0.0.1:9'), DROP (ASSUME ROLE SESSION NAME)")
+        .unwrap();
+    let Plan::AlterConnection(plan) = plan else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(plan.id, id);
+    assert!(!plan.validate);
+    assert_eq!(
+        plan.definition,
+        ConnectionDefinition::Aws(AwsConnection {
+            endpoint: Some("http://127.0.0.1:9".into()),
+            region: Some("eu-west-1".into()),
+            auth: AwsAuth::AssumeRole {
+                arn: "arn:aws:iam::1:role/a".into(),
+                session_name: None,
+            },
+        })
+    );
+    assert_eq!(
+        plan.create_sql,
+        "CREATE CONNECTION \"materialize\".\"public\".\"role\" TO AWS (ASSUME ROLE ARN = 'arn:aws:iam::1:role/a', REGION = 'eu-west-1', ENDPOINT = 'http://127.0.0.1:9')"
+    );
+    // RESET is DROP; the altered statement is what the next ALTER starts from.
+    let (plan, _) = catalog
+        .run("ALTER CONNECTION role RESET (ENDPOINT) WITH (VALIDATE = true)")
+        .unwrap();
+    let Plan::AlterConnection(plan) = plan else {
+        panic!("{plan:?}");
+    };
+    assert!(plan.validate);
+    assert!(!plan.create_sql.contains("ENDPOINT"), "{}", plan.create_sql);
+    assert!(
+        plan.create_sql.contains("'eu-west-1'"),
+        "{}",
+        plan.create_sql
+    );
+
+    // An inline SESSION TOKEN is stored encrypted: kept when not set again,
+    // rewritten (and redacted) when set.
+    catalog
+        .run("CREATE CONNECTION keys TO AWS (ACCESS KEY ID = 'AKIA', SECRET ACCESS KEY = SECRET s, SESSION TOKEN = 'tok1')")
+        .unwrap();
+    let (plan, _) = catalog
+        .run("ALTER CONNECTION keys SET (REGION = 'r')")
+        .unwrap();
+    let Plan::AlterConnection(plan) = plan else {
+        panic!("{plan:?}");
+    };
+    assert!(plan.inline_secrets.is_empty());
+    assert!(plan.create_sql.contains("SESSION TOKEN = '********'"));
+    let (plan, _) = catalog
+        .run("ALTER CONNECTION keys SET (SESSION TOKEN = 'tok2')")
+        .unwrap();
+    let Plan::AlterConnection(plan) = plan else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(
+        plan.inline_secrets,
+        [("session_token".to_string(), "tok2".to_string())]
+    );
+    assert!(!plan.create_sql.contains("tok2"), "{}", plan.create_sql);
+}
+
+#[test]
+fn alter_connection_errors() {
+    check(&[
+        (
+            "ALTER CONNECTION aws SET (URL = 'http://x')",
+            Error(INVALID, "AWS connections do not support URL values"),
+        ),
+        (
+            "ALTER CONNECTION aws SET (REGION = 'a'), DROP (REGION)",
+            Error(INVALID, "cannot both SET and DROP/RESET options REGION"),
+        ),
+        (
+            "ALTER CONNECTION aws SET (REGION = 'a'), SET (REGION = 'b')",
+            Error(INVALID, "REGION specified more than once"),
+        ),
+        (
+            "ALTER CONNECTION aws SET (ASSUME ROLE ARN = 'arn:aws:iam::1:role/r')",
+            Error(
+                INVALID,
+                "cannot specify both ACCESS KEY ID and ASSUME ROLE ARN",
+            ),
+        ),
+        (
+            "ALTER CONNECTION aws DROP (SECRET ACCESS KEY)",
+            Error(
+                INVALID,
+                "must specify both ACCESS KEY ID and SECRET ACCESS KEY with optional SESSION TOKEN",
+            ),
+        ),
+        (
+            "ALTER CONNECTION aws SET (REGION 'x') WITH (RETRIES = 1)",
+            Error(INVALID, "CONNECTION does not support WITH option RETRIES"),
+        ),
+        (
+            "ALTER CONNECTION aws RENAME TO b",
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "ALTER CONNECTION ... RENAME is not supported",
+            ),
+        ),
+        (
+            "ALTER CONNECTION aws SET REGION = 'x'",
+            Error(
+                SqlState::SYNTAX_ERROR,
+                "expected \"(\", found \"REGION\" at line 1, column 5",
+            ),
+        ),
+        ("ALTER CONNECTION IF EXISTS nope SET (REGION = 'x')", NoOp),
+        (
+            "ALTER CONNECTION s SET (REGION = 'x')",
+            Error(
+                SqlState::WRONG_OBJECT_TYPE,
+                "\"materialize.public.s\" is not a connection",
+            ),
+        ),
+        (
+            "ALTER CONNECTION aws SET (REGION = 'x', ENDPOINT = '')",
+            Planned,
+        ),
+    ]);
+}
+
+#[test]
+fn schemas_hold_objects_and_resolve_along_the_search_path() {
+    let mut catalog = TestCatalog::fixture();
+    catalog.run("CREATE SCHEMA sales").unwrap();
+    let (plan, notices) = catalog.run("CREATE SCHEMA IF NOT EXISTS sales").unwrap();
+    assert!(matches!(
+        plan,
+        Plan::NoOp {
+            tag: "CREATE SCHEMA"
+        }
+    ));
+    assert_eq!(
+        notices[0].message,
+        "schema \"sales\" already exists, skipping"
+    );
+    catalog
+        .run("CREATE TABLE sales.orders (id int PRIMARY KEY, amount int)")
+        .unwrap();
+    // Unqualified names resolve along the search path, and new objects go to
+    // its first schema.
+    catalog.search_path = vec!["sales".into(), "public".into()];
+    let (plan, _) = catalog.run("CREATE TABLE t2 (a int)").unwrap();
+    let Plan::CreateTable(create) = plan else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(create.name.schema, "sales");
+    let (plan, _) = catalog.run("SELECT * FROM orders").unwrap();
+    let Plan::Select(select) = plan else {
+        panic!("{plan:?}");
+    };
+    assert!(
+        select.query.to_string().contains("\"sales\".\"orders\""),
+        "{}",
+        select.query
+    );
+    // `t` is in public, found after sales.
+    catalog
+        .run("INSERT INTO t VALUES (1, 'a', 1.0, NULL)")
+        .unwrap();
+    catalog.search_path = vec!["nowhere".into()];
+    let error = catalog.run("CREATE TABLE t3 (a int)").unwrap_err();
+    assert_eq!(error.message, "no schema has been selected to create in");
+    catalog.search_path = Vec::new();
+    catalog
+        .run("CREATE SINK so FROM sales.orders INTO ICEBERG CATALOG CONNECTION local (NAMESPACE 'ns', TABLE 'so') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '10s')")
+        .unwrap();
+    check_with(
+        &catalog,
+        &[
+            (
+                "DROP SCHEMA sales",
+                Error(
+                    SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                    "schema 'materialize.sales' cannot be dropped without CASCADE while it contains objects",
+                ),
+            ),
+            ("DROP SCHEMA IF EXISTS nope", NoOp),
+            (
+                "DROP SCHEMA nope",
+                Error(SqlState::INVALID_SCHEMA_NAME, "unknown schema 'nope'"),
+            ),
+            (
+                "DROP SCHEMA mz_catalog",
+                Error(
+                    SqlState::INSUFFICIENT_PRIVILEGE,
+                    "system schema 'mz_catalog' cannot be modified",
+                ),
+            ),
+            (
+                "CREATE SCHEMA sales",
+                Error(SqlState::DUPLICATE_SCHEMA, "schema 'sales' already exists"),
+            ),
+            (
+                "CREATE SCHEMA mz_catalog",
+                Error(
+                    SqlState::DUPLICATE_SCHEMA,
+                    "schema 'mz_catalog' already exists",
+                ),
+            ),
+            (
+                "CREATE SCHEMA mz_mine",
+                Error(
+                    SqlState::INVALID_SCHEMA_NAME,
+                    "unacceptable schema name 'mz_mine'",
+                ),
+            ),
+            (
+                "CREATE TABLE nope.t (a int)",
+                Error(SqlState::INVALID_SCHEMA_NAME, "unknown schema 'nope'"),
+            ),
+            (
+                "CREATE SCHEMA other.s",
+                Error(SqlState::INVALID_CATALOG_NAME, "unknown database 'other'"),
+            ),
+            ("SHOW TABLES FROM sales", Planned),
+            (
+                "SHOW TABLES FROM nope",
+                Error(SqlState::INVALID_SCHEMA_NAME, "unknown schema 'nope'"),
+            ),
+            ("SHOW CREATE TABLE sales.orders", Planned),
+        ],
+    );
+    // CASCADE drops the schema's objects and what depends on them elsewhere.
+    let (plan, _) = catalog.run("DROP SCHEMA sales CASCADE").unwrap();
+    let Plan::DropObjects(drop) = plan else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(drop.schemas, ["sales"]);
+    assert_eq!(drop.items.len(), 3, "orders, t2 and the sink so");
+}
+
+#[test]
+fn comments_name_objects_and_columns() {
+    let mut catalog = TestCatalog::fixture();
+    let t = catalog
+        .item_by_name(&QualifiedName::public("t"))
+        .unwrap()
+        .id;
+    let (plan, _) = catalog.run("COMMENT ON TABLE t IS 'orders'").unwrap();
+    assert_eq!(
+        plan,
+        Plan::Comment(crate::plan::CommentPlan {
+            id: t,
+            column: None,
+            comment: Some("orders".into()),
+        })
+    );
+    let (plan, _) = catalog.run("COMMENT ON COLUMN t.name IS NULL").unwrap();
+    assert_eq!(
+        plan,
+        Plan::Comment(crate::plan::CommentPlan {
+            id: t,
+            column: Some(2),
+            comment: None,
+        })
+    );
+    check(&[
+        ("COMMENT ON SINK k IS 'x'", Planned),
+        ("COMMENT ON CONNECTION aws IS 'x'", Planned),
+        (
+            "COMMENT ON VIEW t IS 'x'",
+            Error(
+                SqlState::WRONG_OBJECT_TYPE,
+                "\"materialize.public.t\" is not a view",
+            ),
+        ),
+        (
+            "COMMENT ON COLUMN t.nope IS 'x'",
+            Error(SqlState::UNDEFINED_COLUMN, "column \"nope\" does not exist"),
+        ),
+        (
+            "COMMENT ON TABLE nope IS 'x'",
+            Error(SqlState::UNDEFINED_OBJECT, "unknown catalog item 'nope'"),
+        ),
+        (
+            "COMMENT ON CLUSTER quickstart IS 'x'",
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "COMMENT ON CLUSTER is not supported",
+            ),
+        ),
+    ]);
 }

@@ -1,14 +1,16 @@
-//! CREATE CONNECTION, VALIDATE CONNECTION.
+//! CREATE CONNECTION, ALTER CONNECTION, VALIDATE CONNECTION.
 
 use floe_catalog::{Catalog, Op, SecretValue};
 use floe_repr::GlobalId;
 use floe_sink::CatalogConfig;
 use floe_sql::catalog::{ConnectionDefinition, ItemDefinition, PlanCatalog};
-use floe_sql::plan::{CreateConnectionPlan, ValidateConnectionPlan};
+use floe_sql::plan::{AlterConnectionPlan, CreateConnectionPlan, ValidateConnectionPlan};
 use tracing::info;
 
 use super::command;
-use crate::connection_config::{resolve_aws_config, resolve_catalog_config};
+use crate::connection_config::{
+    resolve_aws_config, resolve_aws_definition, resolve_catalog_config,
+};
 use crate::coordinator::{Coordinator, ExecuteResponse};
 use crate::error::AdapterError;
 
@@ -55,6 +57,45 @@ impl Coordinator {
         }
         info!(%id, "created connection");
         command("CREATE CONNECTION")
+    }
+
+    /// An AWS connection takes its new definition under the same id (and so
+    /// the same external id); `WITH (VALIDATE)` checks the new definition
+    /// first. The sinks that use it restart with it (`implications`).
+    pub(super) async fn sequence_alter_connection(
+        &self,
+        plan: AlterConnectionPlan,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        if plan.validate
+            && let ConnectionDefinition::Aws(aws) = &plan.definition
+        {
+            let config = {
+                let catalog = self.catalog.lock().await;
+                resolve_aws_definition(&catalog, plan.id, aws, &plan.inline_secrets)?
+            };
+            self.sinks
+                .credentials()
+                .validate_aws(&config)
+                .await
+                .map_err(AdapterError::ConnectionValidation)?;
+        }
+        let mut ops = vec![Op::UpdateItem {
+            id: plan.id,
+            definition: ItemDefinition::Connection(plan.definition),
+            create_sql: plan.create_sql,
+        }];
+        ops.extend(
+            plan.inline_secrets
+                .into_iter()
+                .map(|(slot, value)| Op::WriteSecret {
+                    id: plan.id,
+                    slot,
+                    value: SecretValue(value),
+                }),
+        );
+        self.catalog_transact(&mut *self.catalog.lock().await, ops)?;
+        info!(id = %plan.id, "altered connection");
+        command("ALTER CONNECTION")
     }
 
     pub(super) async fn sequence_validate_connection(

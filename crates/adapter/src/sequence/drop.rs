@@ -1,4 +1,4 @@
-//! DROP of items, clusters and cluster replicas.
+//! DROP of items, clusters, cluster replicas and schemas.
 
 use floe_catalog::Op;
 use floe_sql::plan::DropObjectsPlan;
@@ -32,6 +32,11 @@ impl Coordinator {
                     }),
             )
             .chain(plan.clusters.iter().map(|id| Op::DropCluster(*id)))
+            .chain(
+                plan.schemas
+                    .iter()
+                    .map(|name| Op::DropSchema { name: name.clone() }),
+            )
             .collect();
         self.catalog_transact(&mut catalog, ops)?;
         drop(catalog);

@@ -9,6 +9,7 @@ mod connection;
 mod dml;
 mod drop;
 mod postgres;
+mod schema;
 mod secret;
 mod session;
 mod sink;
@@ -47,6 +48,7 @@ impl Coordinator {
             Plan::CreateSecret(plan) => self.sequence_create_secret(plan).await,
             Plan::AlterSecret(plan) => self.sequence_alter_secret(plan).await,
             Plan::CreateConnection(plan) => self.sequence_create_connection(plan).await,
+            Plan::AlterConnection(plan) => self.sequence_alter_connection(plan).await,
             Plan::ValidateConnection(plan) => self.sequence_validate_connection(plan).await,
             Plan::CreateSink(plan) => self.sequence_create_sink(plan, notices).await,
             Plan::AlterSink(plan) => self.sequence_alter_sink(plan).await,
@@ -66,6 +68,8 @@ impl Coordinator {
             Plan::AlterCluster(plan) => self.sequence_alter_cluster(plan).await,
             Plan::CreateClusterReplica(plan) => self.sequence_create_cluster_replica(plan).await,
             Plan::DropObjects(plan) => self.sequence_drop_objects(plan, notices).await,
+            Plan::CreateSchema(plan) => self.sequence_create_schema(plan).await,
+            Plan::Comment(plan) => self.sequence_comment(plan).await,
             Plan::Select(plan) => self.sequence_select(session, plan).await,
             Plan::ShowVariable(plan) => self.sequence_show_variable(session, plan),
             Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,

@@ -493,3 +493,115 @@ fn check_no_credentials_printed(data_dir: &Path, sinks: &[String], env: &[(Strin
     // S3 Tables, Unity and the REST catalog each reach their files with credentials.
     assert!(credentials_seen >= 6, "{credentials_seen} credentials");
 }
+
+/// The message of the error `sql` fails with.
+async fn error_message(client: &tokio_postgres::Client, sql: &str) -> String {
+    let error = client
+        .batch_execute(sql)
+        .await
+        .expect_err(&format!("{sql} must fail"));
+    error
+        .as_db_error()
+        .map(|db| db.message().to_string())
+        .unwrap_or_else(|| panic!("{sql}: not a server error: {error}"))
+}
+
+/// `ALTER CONNECTION ... SET` of an AWS connection keeps its id and so its external id:
+/// the role's trust policy, which names the external id, stays valid. Against moto
+/// behind a front as strict as AWS: a connection created with a wrong STS endpoint
+/// validates once its endpoint is altered, with the external id it had; an altered
+/// definition that does not validate (`WITH (VALIDATE = true)`) is not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_connection_keeps_the_external_id() {
+    let moto = floe_testkit::Moto::start();
+    let role = moto.create_role_with_external_id("PENDING");
+    let sts = moto.sts_endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start_with_env(
+        &dir.path().join("data"),
+        &[],
+        &[
+            ("AWS_ACCESS_KEY_ID", &role.principal.access_key_id),
+            ("AWS_SECRET_ACCESS_KEY", &role.principal.secret_access_key),
+            ("AWS_ENDPOINT_URL_STS", &sts),
+            ("AWS_REGION", moto.region()),
+        ],
+    );
+    let client = floe.connect().await;
+    let unreachable = format!("http://127.0.0.1:{}", floe_testkit::free_port());
+    client
+        .batch_execute(&format!(
+            "CREATE CONNECTION aws TO AWS (ASSUME ROLE ARN = '{}', REGION = 'us-west-2', ENDPOINT = '{unreachable}')",
+            role.role_arn
+        ))
+        .await
+        .unwrap();
+    let external_id = |found: Vec<Vec<Option<String>>>| found[0][0].clone().unwrap();
+    let before = external_id(
+        rows(
+            &client,
+            "SELECT external_id FROM mz_internal.mz_aws_connections",
+        )
+        .await,
+    );
+    assert_eq!(before, format!("mz_{}_u1", crate::support::ENVIRONMENT_ID));
+    moto.set_trust_policy_external_id(&role, Some(&before));
+
+    client
+        .batch_execute(&format!(
+            "ALTER CONNECTION aws SET (ENDPOINT = '{sts}'), SET (REGION = '{}') WITH (VALIDATE = true)",
+            moto.region()
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", floe.log()));
+    let after = rows(
+        &client,
+        "SELECT c.id, a.external_id, a.endpoint, a.region FROM mz_connections c JOIN mz_internal.mz_aws_connections a ON a.id = c.id",
+    )
+    .await;
+    assert_eq!(
+        after,
+        vec![vec![
+            Some("u1".to_string()),
+            Some(before.clone()),
+            Some(sts.clone()),
+            Some(moto.region().to_string()),
+        ]]
+    );
+    client
+        .batch_execute("VALIDATE CONNECTION aws")
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}", floe.log()));
+    // STS saw the same external id before and after the change.
+    assert!(
+        moto.recorded_external_ids(&role.role_arn)
+            .iter()
+            .all(|id| id.as_deref() == Some(before.as_str())),
+        "{:?}",
+        moto.recorded_external_ids(&role.role_arn)
+    );
+
+    // A change that does not validate is refused and keeps nothing.
+    let message = error_message(
+        &client,
+        &format!("ALTER CONNECTION aws SET (ENDPOINT = '{unreachable}') WITH (VALIDATE = true)"),
+    )
+    .await;
+    assert!(!message.is_empty());
+    let kept = rows(
+        &client,
+        "SELECT endpoint FROM mz_internal.mz_aws_connections",
+    )
+    .await;
+    assert_eq!(kept, vec![vec![Some(sts.clone())]]);
+
+    // Iceberg catalog connections are still refused, as SPEC says.
+    client
+        .batch_execute("CREATE CONNECTION ic TO ICEBERG CATALOG (CATALOG TYPE = 'local')")
+        .await
+        .unwrap();
+    assert_eq!(
+        error_message(&client, "ALTER CONNECTION ic SET (WAREHOUSE = 'file:///x')").await,
+        "ALTER CONNECTION is not supported for ICEBERG CATALOG connections"
+    );
+}
