@@ -704,3 +704,91 @@ fn an_item_left_inconsistent_on_disk_blocks_nothing_and_can_be_dropped() {
     drop_items(&mut catalog, &[s]).unwrap();
     assert!(catalog.state().item(s).is_none());
 }
+
+#[test]
+fn schemas_and_comments_survive_reopening_and_go_with_their_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_sales = |item: &str| QualifiedName {
+        database: "materialize".into(),
+        schema: "sales".into(),
+        item: item.into(),
+    };
+    let secret = {
+        let mut catalog = Catalog::open(dir.path(), None).unwrap();
+        // No item may be created in a schema that does not exist.
+        let refused = create_item(
+            &mut catalog,
+            in_sales("early"),
+            ItemDefinition::Secret,
+            String::new(),
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(refused.to_string(), "unknown schema 'sales'");
+        let diff = catalog
+            .transact(vec![Op::CreateSchema {
+                name: "sales".into(),
+            }])
+            .unwrap();
+        assert!(matches!(
+            diff.changes.as_slice(),
+            [CatalogChange::SchemaAdded(schema)] if schema.name == "sales" && schema.id == 4
+        ));
+        let taken = catalog
+            .transact(vec![Op::CreateSchema {
+                name: "sales".into(),
+            }])
+            .unwrap_err();
+        assert_eq!(taken.to_string(), "schema 'sales' already exists");
+        let secret = create_item(
+            &mut catalog,
+            in_sales("s"),
+            ItemDefinition::Secret,
+            String::new(),
+            &[],
+        )
+        .unwrap();
+        catalog
+            .transact(vec![Op::Comment {
+                id: secret,
+                column: None,
+                comment: Some("the key".into()),
+            }])
+            .unwrap();
+        secret
+    };
+    let mut catalog = Catalog::open(dir.path(), None).unwrap();
+    assert_eq!(
+        catalog.state().user_schema("sales").map(|s| s.id_text()),
+        Some("u4".to_string())
+    );
+    assert_eq!(
+        catalog.state().comments().collect::<Vec<_>>(),
+        vec![(secret, None, "the key")]
+    );
+    // A schema with objects left cannot go; with them, it can, and the
+    // dropped object's comment goes too.
+    let refused = catalog
+        .transact(vec![Op::DropSchema {
+            name: "sales".into(),
+        }])
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "schema 'materialize.sales' cannot be dropped without CASCADE while it contains objects"
+    );
+    catalog
+        .transact(vec![
+            Op::DropItem(secret),
+            Op::DropSchema {
+                name: "sales".into(),
+            },
+        ])
+        .unwrap();
+    assert!(catalog.state().user_schema("sales").is_none());
+    assert_eq!(catalog.state().comments().count(), 0);
+    drop(catalog);
+    let catalog = Catalog::open(dir.path(), None).unwrap();
+    assert!(catalog.state().schemas().next().is_none());
+    assert_eq!(catalog.state().comments().count(), 0);
+}
