@@ -836,7 +836,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     ItemDefinition::View(view) => Some(vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(&view.query),
                         text(OWNER),
@@ -870,7 +870,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     ItemDefinition::MaterializedView(view) => Some(vec![
                         text(item.id.to_string()),
                         Datum::Oid(item.oid),
-                        text(schema_id(&item.name.schema)),
+                        text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         opt_text(view.cluster.map(|c| c.to_string())),
                         text(&view.query),

@@ -62,7 +62,7 @@ pub fn plan_create_view(
     session: &SessionContext,
     statement: CreateViewStatement,
 ) -> Result<Plan, PlanError> {
-    let name = create_name(&statement.name)?;
+    let name = create_name(catalog, &statement.name)?;
     let kind = if statement.materialized {
         ItemKind::MaterializedView
     } else {
