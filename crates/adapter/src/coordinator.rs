@@ -222,13 +222,16 @@ impl Coordinator {
             self.metrics.observe_sink_statistics(*sink, update);
         }
         let (status, progress) = self.sinks.apply(&event);
-        if let Some(status) = status {
-            catalog.record_sink_status_if_changed(&status)?;
-        }
-        if let Some((sink, progress)) = progress {
-            catalog.set_sink_progress(sink, &progress)?;
-        }
-        Ok(())
+        // SQLite commits: off the async worker (see `off_worker`).
+        crate::implications::off_worker(|| {
+            if let Some(status) = status {
+                catalog.record_sink_status_if_changed(&status)?;
+            }
+            if let Some((sink, progress)) = progress {
+                catalog.set_sink_progress(sink, &progress)?;
+            }
+            Ok(())
+        })
     }
 
     /// Advances every collection's upper with the wall clock (once a second)

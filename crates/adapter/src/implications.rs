@@ -350,9 +350,13 @@ impl Coordinator {
         catalog: &mut Catalog,
         ops: Vec<floe_catalog::Op>,
     ) -> Result<CatalogDiff, AdapterError> {
-        let diff = catalog.transact(ops)?;
-        self.apply_implications(catalog, &diff)?;
-        Ok(diff)
+        // The catalog's durable write (an SQLite commit) and the implications' storage
+        // work both block: off the async worker, so other sessions keep being answered.
+        off_worker(|| {
+            let diff = catalog.transact(ops)?;
+            self.apply_implications(catalog, &diff)?;
+            Ok(diff)
+        })
     }
 
     /// Carries out every implication of `diff`. One that fails is logged and

@@ -271,7 +271,8 @@ pub async fn run_event_loop(
             continue;
         }
         if let Some(status) = coordinator.postgres_sources.event_status(&event)
-            && let Err(error) = catalog.record_source_status_if_changed(&status)
+            && let Err(error) =
+                crate::implications::off_worker(|| catalog.record_source_status_if_changed(&status))
         {
             warn!(error = %error, "recording a source status failed");
         }

@@ -84,7 +84,9 @@ impl CollectionInput {
 fn sink_error(error: StorageError) -> SinkError {
     match &error {
         StorageError::Compacted { .. } => {
-            SinkError::new(ErrorKind::InvalidConfig, error.to_string()).with_retryable(false)
+            SinkError::new(ErrorKind::InvalidConfig, error.to_string())
+                .with_hint(floe_sink::sink::RECREATE_SINK_HINT)
+                .with_retryable(false)
         }
         _ => SinkError::new(
             ErrorKind::Storage,

@@ -299,6 +299,7 @@ impl SinkManager {
             environment_id: catalog.environment_id().to_string(),
             table_uuid,
             resume_frontier,
+            takes_over: definition.takes_over.map(|id| id.to_string()),
         })
     }
 

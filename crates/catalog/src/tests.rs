@@ -431,6 +431,7 @@ fn sink(catalog: &Catalog, from: GlobalId, connection: GlobalId) -> ItemDefiniti
         key_not_enforced: false,
         commit_interval_ms: 1_000,
         version: 0,
+        takes_over: None,
     })
 }
 

@@ -240,6 +240,9 @@ pub struct ProgressIntent<'a> {
     /// The frontier the sink committed before this batch.
     pub base: Option<Timestamp>,
     pub qualified_table: String,
+    /// The dropped sink whose table this first batch takes over (its delta replaces the
+    /// table's contents): until the batch lands, the table's progress is that sink's.
+    pub replaces_sink: Option<String>,
 }
 
 #[async_trait]
@@ -249,6 +252,11 @@ impl CommitIntent for ProgressIntent<'_> {
     }
 
     fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError> {
+        if let Some(dropped) = &self.replaces_sink
+            && latest_progress(reloaded)?.is_some_and(|found| &found.progress.sink_id == dropped)
+        {
+            return Ok(Verdict::Retry);
+        }
         judge_progress(reloaded, &self.progress, self.base, &self.qualified_table)
     }
 }

@@ -65,6 +65,10 @@ pub struct SinkSpec {
     /// any: where it resumes when the table no longer records its progress (snapshots
     /// expired, properties removed). `None` for a sink that never reported progress.
     pub resume_frontier: Option<Timestamp>,
+    /// The dropped sink (of this environment) whose table this sink takes over: while the
+    /// table still bears that sink's mark, the first batch replaces its contents with the
+    /// relation's snapshot in one commit that also makes this sink the table's owner.
+    pub takes_over: Option<String>,
 }
 
 impl SinkSpec {
@@ -301,12 +305,52 @@ fn task_failure(join: tokio::task::JoinError) -> SinkError {
 }
 
 /// What an existing table means for a sink that wants it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableState {
     /// The table does not exist: the sink will create it.
     Missing,
     /// The table exists and is marked as this sink's own: the sink adopts it.
     OwnedBySink,
+    /// The table is marked as the table of another sink of this environment. If that sink
+    /// was dropped and the table's columns are the new sink's, the new sink may take it
+    /// over (the caller knows which sinks exist).
+    OfAnotherSink {
+        sink_id: String,
+        columns: TableColumns,
+    },
+}
+
+/// The columns of an existing table, to compare with those a new sink would write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableColumns(SchemaRef);
+
+impl TableColumns {
+    /// How the table's columns differ from those a sink of `desc` with `envelope` writes
+    /// (names and types, in order; field ids are the catalog's and not compared), or
+    /// `None` when they are the same.
+    pub fn difference(
+        &self,
+        desc: &RelationDesc,
+        envelope: Envelope,
+    ) -> Result<Option<String>, SinkError> {
+        let wanted = sink_schema(desc, !extra_columns(envelope).is_empty(), &[])?;
+        let shape = |schema: &iceberg::spec::Schema| -> Vec<String> {
+            schema
+                .as_struct()
+                .fields()
+                .iter()
+                .map(|field| format!("{} {}", field.name, type_shape(&field.field_type)))
+                .collect()
+        };
+        let (actual, wanted) = (shape(&self.0), shape(&wanted));
+        Ok((actual != wanted).then(|| {
+            format!(
+                "The table has columns ({}); the sink writes ({}).",
+                actual.join(", "),
+                wanted.join(", ")
+            )
+        }))
+    }
 }
 
 /// The check CREATE SINK runs: the namespace must exist, and the table must be missing or
@@ -326,14 +370,34 @@ pub async fn check_sink_table(
     )
     .await?;
     catalog.require_namespace(namespace).await?;
-    match catalog.load_table(namespace, table).await {
-        Ok(loaded) => {
-            check_owner(&loaded, namespace, table, sink_id, environment_id)?;
-            Ok(TableState::OwnedBySink)
-        }
-        Err(err) if err.kind == ErrorKind::TableNotFound => Ok(TableState::Missing),
-        Err(err) => Err(err),
+    let loaded = match catalog.load_table(namespace, table).await {
+        Ok(loaded) => loaded,
+        Err(err) if err.kind == ErrorKind::TableNotFound => return Ok(TableState::Missing),
+        Err(err) => return Err(err),
+    };
+    if marked_by(&loaded, sink_id, environment_id) {
+        return Ok(TableState::OwnedBySink);
     }
+    let properties = loaded.metadata.properties();
+    match properties.get(SINK_ID_PROPERTY) {
+        Some(other)
+            if properties.get(ENVIRONMENT_ID_PROPERTY).map(String::as_str)
+                == Some(environment_id) =>
+        {
+            Ok(TableState::OfAnotherSink {
+                sink_id: other.clone(),
+                columns: TableColumns(loaded.metadata.current_schema().clone()),
+            })
+        }
+        _ => Err(already_exists(namespace, table)),
+    }
+}
+
+/// Whether the table bears the mark of sink `sink_id` of environment `environment_id`.
+fn marked_by(loaded: &LoadedTable, sink_id: &str, environment_id: &str) -> bool {
+    let properties = loaded.metadata.properties();
+    properties.get(SINK_ID_PROPERTY).map(String::as_str) == Some(sink_id)
+        && properties.get(ENVIRONMENT_ID_PROPERTY).map(String::as_str) == Some(environment_id)
 }
 
 fn check_owner(
@@ -343,17 +407,38 @@ fn check_owner(
     sink_id: &str,
     environment_id: &str,
 ) -> Result<(), SinkError> {
-    let properties = loaded.metadata.properties();
-    let owned = properties.get(SINK_ID_PROPERTY).map(String::as_str) == Some(sink_id)
-        && properties.get(ENVIRONMENT_ID_PROPERTY).map(String::as_str) == Some(environment_id);
-    if owned {
+    if marked_by(loaded, sink_id, environment_id) {
         Ok(())
     } else {
         Err(already_exists(namespace, table))
     }
 }
 
-fn already_exists(namespace: &Namespace, table: &str) -> SinkError {
+/// A type as text without field ids (nested fields are numbered by whoever made the table).
+fn type_shape(field_type: &iceberg::spec::Type) -> String {
+    use iceberg::spec::Type;
+    match field_type {
+        Type::Primitive(primitive) => primitive.to_string(),
+        Type::Struct(fields) => format!(
+            "struct<{}>",
+            fields
+                .fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name, type_shape(&f.field_type)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Type::List(list) => format!("list<{}>", type_shape(&list.element_field.field_type)),
+        Type::Map(map) => format!(
+            "map<{}, {}>",
+            type_shape(&map.key_field.field_type),
+            type_shape(&map.value_field.field_type)
+        ),
+    }
+}
+
+/// The error of a table that is not a sink's to take.
+pub fn already_exists(namespace: &Namespace, table: &str) -> SinkError {
     SinkError::new(
         ErrorKind::AlreadyExists,
         format!("Iceberg table \"{namespace}.{table}\" already exists"),
@@ -423,6 +508,9 @@ struct Session {
     /// The frontier the table records for this sink (`None`: nothing committed yet).
     committed: Option<Timestamp>,
     last_commit: Instant,
+    /// The table is still a dropped sink's: the next commit (this sink's first) replaces
+    /// its contents and makes this sink its owner.
+    replaces_contents: bool,
 }
 
 /// Where a start resumes.
@@ -525,22 +613,26 @@ impl SinkMachine {
         let desc = self.input.desc().clone();
         let key_indexes = key_indexes(&desc, &self.spec)?;
         let table = self.open_table(&catalog, &desc, &key_indexes).await?;
-        let table = self.take_over_from_older_versions(&catalog, table).await?;
+        // The table of a dropped sink: the first batch replaces its contents.
+        let replaces_contents = self.replaces_dropped_sink(&table);
+        let table = if replaces_contents {
+            table
+        } else {
+            self.take_over_from_older_versions(&catalog, table).await?
+        };
         let (schema, envelope) = table_layout(&table, &desc, &self.spec, key_indexes)?;
-        let lower = match self.resume_point(&table).await? {
+        let resume = if replaces_contents {
+            Resume::New
+        } else {
+            self.resume_point(&table).await?
+        };
+        let lower = match resume {
             Resume::Sealed => return Ok(None),
             Resume::New => None,
             Resume::From(frontier) => {
                 let since = self.input.since().await?;
                 if since > frontier {
-                    return Err(SinkError::new(
-                        ErrorKind::DataConversion,
-                        "input compacted past resume upper",
-                    )
-                    .with_detail(format!(
-                        "the sink's table records progress up to {frontier}, but its input holds history only from {since}"
-                    ))
-                    .with_retryable(false));
+                    return Err(compacted_past_resume_upper(frontier, since));
                 }
                 self.release_history(frontier).await;
                 self.reporter.progress(ProgressReport {
@@ -561,7 +653,16 @@ impl SinkMachine {
             lower: lower.unwrap_or(Timestamp(0)),
             committed: lower,
             last_commit: Instant::now(),
+            replaces_contents,
         }))
+    }
+
+    /// Whether `table` still bears the mark of the dropped sink this one takes over.
+    fn replaces_dropped_sink(&self, table: &LoadedTable) -> bool {
+        self.spec
+            .takes_over
+            .as_deref()
+            .is_some_and(|dropped| marked_by(table, dropped, &self.spec.environment_id))
     }
 
     /// Loads the sink's table, or creates it when it never existed; a table that was
@@ -616,6 +717,9 @@ impl SinkMachine {
     }
 
     fn check_owner(&self, table: &LoadedTable) -> Result<(), SinkError> {
+        if self.replaces_dropped_sink(table) {
+            return Ok(());
+        }
         check_owner(
             table,
             &self.spec.namespace,
@@ -824,6 +928,7 @@ impl SinkMachine {
                 spec_id: batch.spec_id,
                 data: &batch.data,
                 deletes: &batch.deletes,
+                replaces_contents: session.replaces_contents,
             },
             progress: SinkProgress {
                 sink_id: self.spec.sink_id.clone(),
@@ -832,15 +937,24 @@ impl SinkMachine {
             },
             base: session.committed,
             qualified_table: self.spec.qualified_table(),
+            replaces_sink: self
+                .spec
+                .takes_over
+                .clone()
+                .filter(|_| session.replaces_contents),
         };
         let committer = self.committer(&session.catalog);
         let table = match committer.commit(session.table.clone(), &intent).await? {
             Committed::Done(table) => table,
             Committed::Superseded(table) => return self.resync(session, table).await,
         };
+        if session.replaces_contents {
+            tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), dropped = ?self.spec.takes_over, "replaced the contents of the dropped sink's table");
+        }
         session.table = table;
         session.lower = batch.upper;
         session.committed = Some(batch.upper);
+        session.replaces_contents = false;
         session.last_commit = Instant::now();
         // The batch is in the table: report it before anything else can fail.
         self.reporter.statistics(StatisticsUpdate {
@@ -876,6 +990,7 @@ impl SinkMachine {
         session.table = table;
         session.lower = frontier;
         session.committed = Some(frontier);
+        session.replaces_contents = false;
         session.envelope.reset();
         self.reporter.progress(ProgressReport {
             frontier,
@@ -887,6 +1002,20 @@ impl SinkMachine {
         Ok(State::Waiting(session))
     }
 }
+
+/// The resume point lies in history the input no longer holds: only a new snapshot helps.
+fn compacted_past_resume_upper(frontier: Timestamp, since: Timestamp) -> SinkError {
+    SinkError::new(ErrorKind::DataConversion, "input compacted past resume upper")
+        .with_detail(format!(
+            "the sink's table records progress up to {frontier}, but its input holds history only from {since}"
+        ))
+        .with_hint(RECREATE_SINK_HINT)
+        .with_retryable(false)
+}
+
+/// The way out of a sink whose resume point is lost (the reference documents' "drop and
+/// recreate the sink", which floe makes work on the same table).
+pub const RECREATE_SINK_HINT: &str = "Drop the sink and create it again with the same TABLE: the new sink takes the table over and replaces its contents with the relation's current snapshot in one commit.";
 
 /// Unique file names per sink, batch and attempt.
 fn file_prefix(spec: &SinkSpec, upper: Timestamp) -> String {

@@ -54,9 +54,15 @@ impl SinkProgress {
         ])
     }
 
-    /// The table properties that record this progress beside the snapshot's summary.
+    /// The table properties that record this progress beside the snapshot's summary. The
+    /// sink id is the table's owner mark: the same except in the commit of a sink taking
+    /// over the table of a dropped one, which makes the new sink its owner.
     pub fn table_properties(&self) -> HashMap<String, String> {
         HashMap::from([
+            (
+                crate::table::SINK_ID_PROPERTY.to_string(),
+                self.sink_id.clone(),
+            ),
             (FRONTIER_PROPERTY.to_string(), self.frontier_text()),
             (VERSION_PROPERTY.to_string(), self.version.to_string()),
         ])
@@ -241,6 +247,9 @@ pub struct RowDelta<'a> {
     pub spec_id: i32,
     pub data: &'a [DataFile],
     pub deletes: &'a [DataFile],
+    /// The snapshot holds only these files: everything the table held before is gone from
+    /// it (a sink taking over the table of a dropped sink replaces its contents).
+    pub replaces_contents: bool,
 }
 
 impl RowDelta<'_> {
@@ -250,6 +259,7 @@ impl RowDelta<'_> {
             spec_id: table.metadata.default_partition_spec_id(),
             data: &[],
             deletes: &[],
+            replaces_contents: false,
         }
     }
 }
@@ -291,9 +301,10 @@ pub async fn prepare_commit(
     let schema = metadata.current_schema().clone();
     let metadata_folder = format!("{}/metadata", metadata.location().trim_end_matches('/'));
 
-    // The parent's manifests stay as they are: nothing is removed by a sink commit.
+    // The parent's manifests stay as they are: nothing is removed by a sink commit, except
+    // by the one that replaces the table's contents (its files stay in older snapshots).
     let mut manifests: Vec<ManifestFile> = Vec::new();
-    if let Some(parent) = &parent {
+    if let Some(parent) = parent.as_ref().filter(|_| !delta.replaces_contents) {
         manifests.extend(read_manifest_list(base, parent.manifest_list()).await?);
     }
 
@@ -372,14 +383,18 @@ pub async fn prepare_commit(
         .map_err(|err| storage_error(format!("cannot write {list_path}"), err))?;
 
     let mut properties = summary.build();
-    add_totals(
-        &mut properties,
-        parent.as_ref().map(|p| &p.summary().additional_properties),
-    );
+    let parent_summary = parent.as_ref().map(|p| &p.summary().additional_properties);
+    if delta.replaces_contents {
+        add_removed(&mut properties, parent_summary);
+        add_totals(&mut properties, None);
+    } else {
+        add_totals(&mut properties, parent_summary);
+    }
     if let Some(progress) = progress {
         properties.extend(progress.properties());
     }
-    let operation = if delta.deletes.is_empty() {
+    let replaced_rows = delta.replaces_contents && parent.is_some();
+    let operation = if delta.deletes.is_empty() && !replaced_rows {
         Operation::Append
     } else {
         Operation::Overwrite
@@ -479,6 +494,22 @@ fn add_totals(properties: &mut HashMap<String, String>, parent: Option<&HashMap<
             None => {
                 properties.remove(total);
             }
+        }
+    }
+}
+
+/// `deleted-*` summary properties of a snapshot that replaces the table's contents: the
+/// parent's totals, where it states them.
+fn add_removed(properties: &mut HashMap<String, String>, parent: Option<&HashMap<String, String>>) {
+    let Some(parent) = parent else { return };
+    for (total, deleted) in [
+        ("total-data-files", "deleted-data-files"),
+        ("total-records", "deleted-records"),
+        ("total-delete-files", "removed-delete-files"),
+        ("total-files-size", "removed-files-size"),
+    ] {
+        if let Some(value) = parent.get(total).filter(|v| v.parse::<u64>().is_ok()) {
+            properties.insert(deleted.to_string(), value.clone());
         }
     }
 }

@@ -305,6 +305,10 @@ pub struct SinkDefinition {
     /// Bumped by every real `ALTER SINK`; written to each snapshot as
     /// `mz-sink-version` so an older writer is fenced off.
     pub version: u64,
+    /// The dropped sink whose Iceberg table this one takes over (found by CREATE SINK's
+    /// check of the table): the sink's first commit replaces the table's contents.
+    #[serde(default)]
+    pub takes_over: Option<GlobalId>,
 }
 
 /// A table.

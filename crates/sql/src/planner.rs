@@ -925,6 +925,7 @@ fn plan_create_sink(
         key_not_enforced: statement.key.as_ref().is_some_and(|k| k.not_enforced),
         commit_interval_ms,
         version: 0,
+        takes_over: None,
     };
     let create_sql = sink_create_sql(catalog, &name, &definition)?;
     Ok(Plan::CreateSink(CreateSinkPlan {

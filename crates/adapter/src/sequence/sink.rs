@@ -1,8 +1,9 @@
 //! CREATE SINK, ALTER SINK.
 
 use floe_catalog::Op;
-use floe_sink::CatalogConfig;
-use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition};
+use floe_repr::GlobalId;
+use floe_sink::{CatalogConfig, TableState};
+use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
 use floe_sql::plan::{AlterSinkPlan, CreateSinkPlan};
 
 use super::command;
@@ -23,8 +24,19 @@ impl Coordinator {
         plan: CreateSinkPlan,
         notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
-        match self.purify_sink(&plan.definition).await {
-            Ok(()) => {}
+        let mut definition = plan.definition;
+        match self.purify_sink(&definition).await {
+            Ok(None) => {}
+            Ok(Some(dropped)) => {
+                notices.push(Notice {
+                    message: format!(
+                        "replacing the contents of Iceberg table \"{}.{}\" written by dropped sink {dropped}",
+                        definition.namespace, definition.table
+                    ),
+                    hint: None,
+                });
+                definition.takes_over = Some(dropped);
+            }
             Err(AdapterError::SinkCheck(error))
                 if !matches!(
                     error.kind,
@@ -47,7 +59,7 @@ impl Coordinator {
         self.create_item(
             &mut catalog,
             plan.name,
-            ItemDefinition::Sink(plan.definition),
+            ItemDefinition::Sink(definition),
             plan.create_sql,
             Vec::new(),
         )?;
@@ -82,8 +94,14 @@ impl Coordinator {
 
     /// Checks what CREATE SINK needs from the catalog, over the network and
     /// before anything is written: the namespace exists (created on floe's
-    /// embedded catalog), and the table is missing.
-    async fn purify_sink(&self, definition: &SinkDefinition) -> Result<(), AdapterError> {
+    /// embedded catalog), and the table is missing, or is the table of a
+    /// dropped sink of this environment with the new sink's columns: then the
+    /// new sink takes it over (the reference documents' recovery, "drop and
+    /// recreate the sink"), and its id is returned.
+    async fn purify_sink(
+        &self,
+        definition: &SinkDefinition,
+    ) -> Result<Option<GlobalId>, AdapterError> {
         let as_check = |e: AdapterError| match e {
             AdapterError::SinkCheck(e) | AdapterError::ConnectionValidation(e) => {
                 AdapterError::SinkCheck(e)
@@ -123,7 +141,7 @@ impl Coordinator {
                     .map_err(AdapterError::ConnectionValidation)?;
             }
         }
-        floe_sink::sink::check_sink_table(
+        let state = floe_sink::sink::check_sink_table(
             &connection,
             self.sinks.credentials().http(),
             &namespace,
@@ -133,6 +151,65 @@ impl Coordinator {
         )
         .await
         .map_err(AdapterError::SinkCheck)?;
-        Ok(())
+        match state {
+            TableState::Missing | TableState::OwnedBySink => Ok(None),
+            TableState::OfAnotherSink { sink_id, columns } => {
+                let catalog = self.catalog.lock().await;
+                self.dropped_sink_to_take_over(
+                    catalog.state(),
+                    definition,
+                    &namespace,
+                    &sink_id,
+                    &columns,
+                )
+                .map(Some)
+            }
+        }
+    }
+
+    /// The table is marked by sink `sink_id` of this environment: it may be taken over
+    /// when that sink no longer exists and the table has the new sink's columns.
+    fn dropped_sink_to_take_over(
+        &self,
+        state: &floe_catalog::CatalogState,
+        definition: &SinkDefinition,
+        namespace: &floe_sink::Namespace,
+        sink_id: &str,
+        columns: &floe_sink::sink::TableColumns,
+    ) -> Result<GlobalId, AdapterError> {
+        let refuse = |detail: String| {
+            AdapterError::SinkCheck(
+                floe_sink::sink::already_exists(namespace, &definition.table).with_detail(detail),
+            )
+        };
+        let dropped: GlobalId = sink_id
+            .parse()
+            .map_err(|_| refuse(format!("The table is marked as written by {sink_id:?}, which is not a sink id of this floe.")))?;
+        if let Some(live) = state.item(dropped) {
+            return Err(refuse(format!(
+                "It is the table of {} \"{}\".",
+                live.definition.kind().name(),
+                live.name
+            )));
+        }
+        let desc = state
+            .item(definition.from)
+            .and_then(|item| item.definition.desc())
+            .ok_or_else(|| {
+                AdapterError::Internal(format!("sink input {} has no change log", definition.from))
+            })?;
+        let envelope = match definition.envelope {
+            SinkEnvelope::Append => floe_sink::Envelope::Append,
+            SinkEnvelope::Upsert => floe_sink::Envelope::Upsert,
+        };
+        match columns
+            .difference(desc, envelope)
+            .map_err(AdapterError::SinkCheck)?
+        {
+            None => Ok(dropped),
+            Some(difference) => Err(refuse(format!(
+                "It was written by dropped sink {dropped}, whose columns differ from the new sink's. {difference}"
+            ))),
+        }
     }
 }

@@ -111,6 +111,7 @@ fn sink(envelope: SinkEnvelope, key: Option<Vec<String>>) -> SinkDefinition {
         key,
         commit_interval_ms: 60_000,
         version: 3,
+        takes_over: None,
     }
 }
 
@@ -282,6 +283,13 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
         (
             "sink_append",
             ItemDefinition::Sink(sink(SinkEnvelope::Append, None)),
+        ),
+        (
+            "sink_taking_over",
+            ItemDefinition::Sink(SinkDefinition {
+                takes_over: Some(GlobalId::User(9)),
+                ..sink(SinkEnvelope::Append, None)
+            }),
         ),
         ("view", ItemDefinition::View(view(None))),
         (

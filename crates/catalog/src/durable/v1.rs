@@ -169,6 +169,9 @@ pub(crate) struct SinkDefinition {
     key_not_enforced: bool,
     commit_interval_ms: u64,
     version: u64,
+    /// Absent in catalogs written before sinks could take over a dropped sink's table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    takes_over: Option<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -289,6 +292,7 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                 key_not_enforced: s.key_not_enforced,
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
+                takes_over: s.takes_over.map(Into::into),
             }),
             plan::ItemDefinition::View(v) => ItemDefinition::View(v.into()),
             plan::ItemDefinition::MaterializedView(v) => ItemDefinition::MaterializedView(v.into()),
@@ -502,6 +506,7 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 key_not_enforced: s.key_not_enforced,
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
+                takes_over: s.takes_over.map(Id::item),
             }),
             ItemDefinition::View(v) => plan::ItemDefinition::View(v.into()),
             ItemDefinition::MaterializedView(v) => plan::ItemDefinition::MaterializedView(v.into()),

@@ -208,3 +208,115 @@ where
         });
     });
 }
+
+/// Issue 10, the reference documents' recovery: "drop and recreate the sink" into the same
+/// table. The new sink takes the dropped sink's table over in both modes (a NOTICE says
+/// so): its first commit replaces the contents with the relation's snapshot, so rows the
+/// relation lost while no sink ran are gone and nothing is doubled. A live sink's table
+/// stays refused, naming that sink.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recreated_sink_takes_over_its_table_in_both_modes() {
+    let seaweedfs = floe_testkit::seaweedfs_shared();
+    let namespace = seaweedfs.unique_namespace("recreated");
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    let create_up = format!(
+        "CREATE SINK up FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'up') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"
+    );
+    let create_ap = format!(
+        "CREATE SINK ap FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap') MODE APPEND WITH (COMMIT INTERVAL '1s')"
+    );
+    let setup = [
+        format!(
+            "CREATE SECRET cred AS '{}:{}'",
+            seaweedfs.access_key(),
+            seaweedfs.secret_key()
+        ),
+        format!(
+            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials')",
+            seaweedfs.catalog_url(),
+            seaweedfs.warehouse()
+        ),
+        "CREATE TABLE t (id int PRIMARY KEY, v text, n bigint NOT NULL)".to_string(),
+        "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)".to_string(),
+        create_up.clone(),
+        create_ap.clone(),
+    ];
+    for statement in &setup {
+        client.batch_execute(statement).await.unwrap();
+    }
+    let written_at = std::time::SystemTime::now();
+    let locations = wait_for_sinks(&client, &["up", "ap"], written_at).await;
+    let dropped: Vec<String> = rows(
+        &client,
+        "SELECT id FROM mz_sinks WHERE name IN ('up', 'ap') ORDER BY name DESC",
+    )
+    .await
+    .into_iter()
+    .map(|row| row[0].clone().unwrap())
+    .collect();
+
+    // A live sink's table is refused, naming the sink.
+    let error = client
+        .batch_execute(&create_up.replace("CREATE SINK up ", "CREATE SINK up2 "))
+        .await
+        .unwrap_err();
+    let error = error.as_db_error().unwrap();
+    assert_eq!(
+        error.message(),
+        format!("Iceberg table \"{namespace}.up\" already exists")
+    );
+    assert_eq!(
+        error.detail(),
+        Some("It is the table of sink \"materialize.public.up\".")
+    );
+
+    // Dropped; the relation changes while no sink runs; created again.
+    client.batch_execute("DROP SINK up").await.unwrap();
+    client.batch_execute("DROP SINK ap").await.unwrap();
+    for statement in [
+        "DELETE FROM t WHERE id = 1",
+        "UPDATE t SET v = 'bb', n = 20 WHERE id = 2",
+        "INSERT INTO t VALUES (5, 'e', 5)",
+    ] {
+        client.batch_execute(statement).await.unwrap();
+    }
+    for (create, table, id) in [
+        (&create_up, "up", &dropped[0]),
+        (&create_ap, "ap", &dropped[1]),
+    ] {
+        let output = floe.psql(&["-c", create], None);
+        assert!(output.status.success(), "{output:?}");
+        let notices = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            notices.contains(&format!(
+                "NOTICE:  replacing the contents of Iceberg table \"{namespace}.{table}\" written by dropped sink {id}"
+            )),
+            "{notices}"
+        );
+    }
+    let written_at = std::time::SystemTime::now();
+    let taken_over = wait_for_sinks(&client, &["up", "ap"], written_at).await;
+    let model = std::collections::BTreeMap::from([
+        (2, ("bb".to_string(), 20)),
+        (3, ("c".to_string(), 3)),
+        (4, ("d".to_string(), 4)),
+        (5, ("e".to_string(), 5)),
+    ]);
+    let reader = floe_testkit::Reader::for_seaweedfs(seaweedfs);
+    assert_sinks_exact(&reader, &taken_over[0], &taken_over[1], &model);
+    let appended = reader.query(&taken_over[1], "SELECT count(*) AS n FROM t");
+    assert_eq!(
+        appended.rows,
+        vec![serde_json::json!({"n": 4})],
+        "the append table holds the new snapshot only"
+    );
+    assert_ne!(locations, taken_over, "the tables moved on");
+    let statuses = rows(
+        &client,
+        "SELECT status FROM mz_internal.mz_sink_statuses ORDER BY name",
+    )
+    .await;
+    assert_eq!(statuses, vec![vec![Some("running".to_string())]; 2]);
+}

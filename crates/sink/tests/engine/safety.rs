@@ -868,3 +868,166 @@ async fn a_change_of_large_multiplicity_becomes_that_many_rows() {
     ];
     assert_eq!(rows.rows, expected);
 }
+
+/// Issue 10: the reference documents' recovery, "drop and recreate the sink". A new sink
+/// given the dropped sink's id takes its table over: its first commit replaces the table's
+/// contents with its relation's snapshot (rows and keys the old sink wrote and the relation
+/// does not hold are gone), makes the new sink the table's owner and is not repeated by a
+/// restart; a later sink naming the dropped one again is refused.
+async fn a_new_sink_takes_over_the_table_of_a_dropped_sink(envelope: Envelope, seed: u64) {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("taken_over");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let old_input = MemoryInput::new(workload_desc());
+    let mut old_workload = Workload::new(seed);
+    let old_reporter = Arc::new(Recorder::default());
+    let old = start(
+        &connection,
+        spec(&ns, "t", envelope),
+        &old_input,
+        &old_reporter,
+    );
+    let old_upper = drive(&old_input, &mut old_workload, 8);
+    old_reporter.wait_for_frontier(old_upper).await;
+    drop(old);
+    let old_rows = read(sw, &ns).rows.len();
+    assert!(old_rows > 0, "the dropped sink wrote rows");
+
+    // The new sink's relation: other rows (partly the same keys), at later times.
+    let input = MemoryInput::new(workload_desc());
+    input.push(Vec::new(), old_upper);
+    let mut workload = Workload::new(seed + 1);
+    push_nonempty(&input, &mut workload);
+    let snapshot_frontier = push_nonempty(&input, &mut workload);
+    let snapshot = SnapshotTaken::of(&workload);
+    let taking_over = SinkSpec {
+        sink_id: "u8".into(),
+        takes_over: Some("u7".into()),
+        ..spec(&ns, "t", envelope)
+    };
+    let reporter = Arc::new(Recorder::default());
+    let first = start(&connection, taking_over.clone(), &input, &reporter);
+    reporter.wait_for_frontier(snapshot_frontier).await;
+    drop(first);
+    let _restarted = start(&connection, taking_over, &input, &reporter);
+    let upper = drive(&input, &mut workload, 4);
+    reporter.wait_for_frontier(upper).await;
+    reporter.assert_never_stalled();
+    assert_contents(sw, &ns, envelope, &workload, &snapshot, snapshot_frontier);
+
+    let table = read(sw, &ns);
+    assert_eq!(table.metadata["properties"]["mz-sink-id"], "u8");
+    let ours: Vec<&Value> = table
+        .snapshots
+        .iter()
+        .filter(|s| s["summary"]["mz-sink-id"] == "u8")
+        .collect();
+    let replacing = &ours[0]["summary"];
+    assert_eq!(replacing["operation"], "overwrite", "{replacing}");
+    assert_eq!(
+        replacing["mz-frontier"],
+        json!(format!("[{snapshot_frontier}]")),
+        "one commit replaces the contents, at the snapshot's frontier: {replacing}"
+    );
+    let count = |field: &str| replacing[field].as_str().unwrap_or("0").to_string();
+    assert_eq!(
+        count("total-records"),
+        count("added-records"),
+        "nothing of the dropped sink's is left: {replacing}"
+    );
+    assert!(replacing["deleted-records"].is_string(), "{replacing}");
+    let replacements = ours
+        .iter()
+        .filter(|s| s["summary"]["deleted-records"].is_string())
+        .count();
+    assert_eq!(
+        replacements, 1,
+        "the restart does not replace the contents again"
+    );
+
+    // The table is u8's now: a sink that would take it over from u7 again is refused.
+    let late_reporter = Arc::new(Recorder::default());
+    let _late = start(
+        &connection,
+        SinkSpec {
+            sink_id: "u9".into(),
+            takes_over: Some("u7".into()),
+            ..spec(&ns, "t", envelope)
+        },
+        &input,
+        &late_reporter,
+    );
+    let stall = late_reporter.wait_for_stall().await;
+    assert!(stall.contains("already exists"), "{stall}");
+    assert_contents(sw, &ns, envelope, &workload, &snapshot, snapshot_frontier);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_takes_over_the_table_of_a_dropped_sink() {
+    a_new_sink_takes_over_the_table_of_a_dropped_sink(Envelope::Append, 151).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upsert_takes_over_the_table_of_a_dropped_sink() {
+    a_new_sink_takes_over_the_table_of_a_dropped_sink(Envelope::Upsert, 157).await;
+}
+
+/// Issue 10: a sink whose input was compacted past the progress its table records (a
+/// restore of floe's data from a backup, in the reference documents) stalls with
+/// `input compacted past resume upper` and a hint naming the way out, and that way out
+/// works: a new sink taking the table over holds the relation exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_past_resume_upper_names_the_recovery_that_works() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("compacted");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(163);
+    let reporter = Arc::new(Recorder::default());
+    let handle = start(
+        &connection,
+        spec(&ns, "t", Envelope::Upsert),
+        &input,
+        &reporter,
+    );
+    let committed = drive(&input, &mut workload, 3);
+    reporter.wait_for_frontier(committed).await;
+    drop(handle);
+
+    drive(&input, &mut workload, 3);
+    let upper = push_nonempty(&input, &mut workload);
+    input.compact_to(upper - INTERVAL);
+    let stalled = Arc::new(Recorder::default());
+    let stalled_sink = start(
+        &connection,
+        spec(&ns, "t", Envelope::Upsert),
+        &input,
+        &stalled,
+    );
+    let status = stalled
+        .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
+        .await;
+    let SinkStatus::Stalled { error, hint } = status else {
+        unreachable!()
+    };
+    assert_eq!(error, "iceberg: input compacted past resume upper");
+    assert_eq!(hint.as_deref(), Some(floe_sink::sink::RECREATE_SINK_HINT));
+
+    // The recovery the hint names.
+    drop(stalled_sink);
+    let recovered = Arc::new(Recorder::default());
+    let _handle = start(
+        &connection,
+        SinkSpec {
+            sink_id: "u8".into(),
+            takes_over: Some("u7".into()),
+            ..spec(&ns, "t", Envelope::Upsert)
+        },
+        &input,
+        &recovered,
+    );
+    let upper = drive(&input, &mut workload, 2);
+    recovered.wait_for_frontier(upper).await;
+    recovered.assert_never_stalled();
+    assert_upsert_table(&read(sw, &ns), &workload);
+}

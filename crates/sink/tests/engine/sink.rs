@@ -538,6 +538,7 @@ pub(crate) fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec
         environment_id: "env-test".into(),
         table_uuid: None,
         resume_frontier: None,
+        takes_over: None,
     }
 }
 
@@ -984,7 +985,29 @@ async fn existing_tables_are_refused_unless_the_sink_owns_them() {
             .unwrap(),
         TableState::OwnedBySink
     );
-    let err = check_sink_table(&connection, &http, &namespace, "t", "u8", "env-test")
+    // Another sink of the environment learns whose table it is (the caller knows whether
+    // that sink was dropped); a sink of another environment is refused.
+    match check_sink_table(&connection, &http, &namespace, "t", "u8", "env-test")
+        .await
+        .unwrap()
+    {
+        TableState::OfAnotherSink { sink_id, columns } => {
+            assert_eq!(sink_id, "u7");
+            assert_eq!(
+                columns
+                    .difference(&workload_desc(), Envelope::Append)
+                    .unwrap(),
+                None
+            );
+            let difference = columns
+                .difference(&workload_desc(), Envelope::Upsert)
+                .unwrap()
+                .expect("UPSERT writes no _mz_diff and _mz_timestamp");
+            assert!(difference.contains("_mz_diff"), "{difference}");
+        }
+        other => panic!("expected the table of sink u7, got {other:?}"),
+    }
+    let err = check_sink_table(&connection, &http, &namespace, "t", "u8", "env-other")
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::AlreadyExists);
