@@ -290,10 +290,7 @@ impl SinkManager {
             version: definition.version,
             namespace,
             table: definition.table.clone(),
-            envelope: match definition.envelope {
-                SinkEnvelope::Append => Envelope::Append,
-                SinkEnvelope::Upsert => Envelope::Upsert,
-            },
+            envelope: sink_envelope(definition.envelope),
             key_columns: definition.key.clone().unwrap_or_default(),
             commit_interval_ms: definition.commit_interval_ms,
             environment_id: catalog.environment_id().to_string(),
@@ -412,4 +409,12 @@ pub fn sinks_on_cluster(
         .into_iter()
         .filter(|id| is_sink(state, *id))
         .collect()
+}
+
+/// The sink engine's envelope of a planned sink's.
+pub(crate) fn sink_envelope(envelope: SinkEnvelope) -> Envelope {
+    match envelope {
+        SinkEnvelope::Append => Envelope::Append,
+        SinkEnvelope::Upsert => Envelope::Upsert,
+    }
 }

@@ -3,7 +3,7 @@
 use floe_catalog::Op;
 use floe_repr::GlobalId;
 use floe_sink::{CatalogConfig, TableState};
-use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
+use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition};
 use floe_sql::plan::{AlterSinkPlan, CreateSinkPlan};
 
 use super::command;
@@ -198,12 +198,8 @@ impl Coordinator {
             .ok_or_else(|| {
                 AdapterError::Internal(format!("sink input {} has no change log", definition.from))
             })?;
-        let envelope = match definition.envelope {
-            SinkEnvelope::Append => floe_sink::Envelope::Append,
-            SinkEnvelope::Upsert => floe_sink::Envelope::Upsert,
-        };
         match columns
-            .difference(desc, envelope)
+            .difference(desc, crate::sinks::sink_envelope(definition.envelope))
             .map_err(AdapterError::SinkCheck)?
         {
             None => Ok(dropped),

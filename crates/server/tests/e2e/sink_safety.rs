@@ -11,6 +11,22 @@ use rand::{Rng, SeedableRng};
 use super::support::{ENVIRONMENT_ID, Floe, rows};
 use super::{assert_sinks_exact, random_change, wait_for_sinks};
 
+/// The statements that create secret `cred` and REST catalog connection `cat` to
+/// SeaweedFS's catalog at `url` (itself, or a proxy in front of it).
+fn catalog_connection(seaweedfs: &floe_testkit::SeaweedFs, url: &str) -> [String; 2] {
+    [
+        format!(
+            "CREATE SECRET cred AS '{}:{}'",
+            seaweedfs.access_key(),
+            seaweedfs.secret_key()
+        ),
+        format!(
+            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{url}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials')",
+            seaweedfs.warehouse()
+        ),
+    ]
+}
+
 /// How many times the soak kills floe.
 const KILLS: usize = 50;
 
@@ -29,17 +45,10 @@ async fn sinks_stay_exact_through_fifty_kills() {
     let mut floe = Floe::start(&data_dir);
     let mut client = floe.connect().await;
     // One statement at a time: DDL does not run inside a multi-statement block.
+    let [secret, connection] = catalog_connection(seaweedfs, &proxy.url());
     let setup = [
-        format!(
-            "CREATE SECRET cred AS '{}:{}'",
-            seaweedfs.access_key(),
-            seaweedfs.secret_key()
-        ),
-        format!(
-            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials')",
-            proxy.url(),
-            seaweedfs.warehouse()
-        ),
+        secret,
+        connection,
         "CREATE TABLE t (id int PRIMARY KEY, v text, n bigint NOT NULL)".to_string(),
         format!(
             "CREATE SINK up FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'up') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s')"
@@ -227,17 +236,10 @@ async fn a_recreated_sink_takes_over_its_table_in_both_modes() {
     let create_ap = format!(
         "CREATE SINK ap FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap') MODE APPEND WITH (COMMIT INTERVAL '1s')"
     );
+    let [secret, connection] = catalog_connection(seaweedfs, &seaweedfs.catalog_url());
     let setup = [
-        format!(
-            "CREATE SECRET cred AS '{}:{}'",
-            seaweedfs.access_key(),
-            seaweedfs.secret_key()
-        ),
-        format!(
-            "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET cred, ACCESS DELEGATION 'vended-credentials')",
-            seaweedfs.catalog_url(),
-            seaweedfs.warehouse()
-        ),
+        secret,
+        connection,
         "CREATE TABLE t (id int PRIMARY KEY, v text, n bigint NOT NULL)".to_string(),
         "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (4, 'd', 4)".to_string(),
         create_up.clone(),
@@ -282,6 +284,9 @@ async fn a_recreated_sink_takes_over_its_table_in_both_modes() {
     ] {
         client.batch_execute(statement).await.unwrap();
     }
+    // Past the next 1 s boundary, so the new sinks' snapshots (as of a boundary) hold the
+    // changes and the append table is that snapshot alone.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
     for (create, table, id) in [
         (&create_up, "up", &dropped[0]),
         (&create_ap, "ap", &dropped[1]),
