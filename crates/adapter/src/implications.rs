@@ -49,6 +49,12 @@ pub enum Implication {
         id: GlobalId,
         desc: RelationDesc,
     },
+    /// A table's added column: its log's rows gain NULL in it (start-up's
+    /// `RegisterCollection` does the same after a crash in between).
+    WidenCollection {
+        id: GlobalId,
+        desc: RelationDesc,
+    },
     /// Start (or restart) a source's load generator.
     StartGenerator(GlobalId),
     /// Start (or restart) maintaining a materialized view on its cluster.
@@ -96,7 +102,9 @@ impl Implication {
             Implication::ReleaseReadHold { .. } => 1,
             Implication::StopGenerator(_) | Implication::StopView(_) => 2,
             Implication::DropCollection(_) => 3,
-            Implication::MarkSelfTimed(_) | Implication::RegisterCollection { .. } => 4,
+            Implication::MarkSelfTimed(_)
+            | Implication::RegisterCollection { .. }
+            | Implication::WidenCollection { .. } => 4,
             Implication::StartGenerator(_) | Implication::StartView(_) => 5,
             Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
@@ -236,6 +244,14 @@ fn item_updated(
     effects: &mut Vec<Implication>,
 ) {
     match &new.definition {
+        // ALTER TABLE ... ADD COLUMN: what reads the table keeps its columns
+        // (views by their table versions, sinks by `from_version`).
+        ItemDefinition::Table(table) if old.definition != new.definition => {
+            effects.push(Implication::WidenCollection {
+                id: new.id,
+                desc: table.desc.clone(),
+            });
+        }
         // ALTER SINK: the new version restarts and commits everything pending.
         ItemDefinition::Sink(_) if old.definition != new.definition => {
             effects.push(Implication::StartSink(new.id));
@@ -409,6 +425,10 @@ impl Coordinator {
             }
             Implication::RegisterCollection { id, desc } => {
                 off_worker(|| self.storage.register(*id, desc.clone()))?;
+            }
+            Implication::WidenCollection { id, desc } => {
+                off_worker(|| self.storage.widen(*id, desc.clone()))?;
+                self.batches.forget(*id);
             }
             Implication::StartGenerator(source) => {
                 if let Some(ItemDefinition::Source(definition)) =

@@ -9,7 +9,8 @@ use floe_sink::{ErrorKind, SinkError};
 use floe_storage::{LogUpdate, Storage, StorageError};
 
 /// The change log of `collection`, read by sink `sink` (which holds back its
-/// compaction at the sink's committed frontier).
+/// compaction at the sink's committed frontier). Rows are cut to `desc`'s
+/// columns: a table's columns added after the sink was created are not its.
 pub struct CollectionInput {
     storage: Arc<Storage>,
     collection: GlobalId,
@@ -49,14 +50,18 @@ impl CollectionInput {
         let (sender, stream) = UpdateStream::channel(READ_AHEAD_CHUNKS);
         let storage = self.storage.clone();
         let collection = self.collection;
+        let width = self.desc.columns.len();
         tokio::task::spawn_blocking(move || {
             let result = read(&storage, collection, &mut |updates| {
                 let updates = updates
                     .into_iter()
-                    .map(|u| Update {
-                        row: u.row,
-                        ts: u.ts,
-                        diff: u.diff,
+                    .map(|mut u| {
+                        u.row.truncate(width);
+                        Update {
+                            row: u.row,
+                            ts: u.ts,
+                            diff: u.diff,
+                        }
                     })
                     .collect();
                 if sender.blocking_send(updates) {

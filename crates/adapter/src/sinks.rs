@@ -216,9 +216,14 @@ impl SinkManager {
                 )));
             }
         };
+        // A table altered since the sink was created: the columns it had then,
+        // which the sink's Iceberg table has.
         let Some(desc) = state
             .item(definition.from)
-            .and_then(|i| i.definition.desc().cloned())
+            .and_then(|i| match &i.definition {
+                ItemDefinition::Table(table) => Some(table.desc_at(definition.from_version)),
+                other => other.desc().cloned(),
+            })
         else {
             warn!(%sink, from = %definition.from, "sink cannot start: its relation is gone");
             return Ok(Some((

@@ -105,11 +105,13 @@ fn workers_for_size(size: &str) -> usize {
 }
 
 /// A view's dataflow input: a relation's change log, held back from compaction
-/// at what the view has read.
+/// at what the view has read. Rows are cut to the `width` the dataflow was
+/// planned with: a table's column added while the view runs is not its.
 struct StorageInput {
     storage: Arc<Storage>,
     id: GlobalId,
     holder: String,
+    width: usize,
 }
 
 impl InputLog for StorageInput {
@@ -130,7 +132,10 @@ impl InputLog for StorageInput {
                 Timestamp(upper),
                 65_536,
                 &mut |chunk| {
-                    updates.extend(chunk.into_iter().map(|u| (u.row, u.ts.0, u.diff)));
+                    updates.extend(chunk.into_iter().map(|mut u| {
+                        u.row.truncate(self.width);
+                        (u.row, u.ts.0, u.diff)
+                    }));
                     Ok(())
                 },
             )
@@ -254,11 +259,13 @@ impl Views {
         let replica = self.replica(cluster.id, &size)?;
         let logs = inputs
             .iter()
-            .map(|input| {
+            .zip(&spec.inputs)
+            .map(|(input, input_spec)| {
                 Arc::new(StorageInput {
                     storage: storage.clone(),
                     id: *input,
                     holder: holder(id),
+                    width: input_spec.desc.columns.len(),
                 }) as Arc<dyn InputLog>
             })
             .collect();
@@ -405,6 +412,10 @@ fn dataflow_spec(
             )));
         }
     };
+    let mut statement = statement;
+    if let Some(ItemDefinition::MaterializedView(view)) = catalog.item(id).map(|i| &i.definition) {
+        floe_sql::alter_table::pin_table_versions(catalog, &mut statement, &view.table_versions);
+    }
     let inlined = floe_sql::view::inline_views(catalog, statement)?;
     let mut inputs = Vec::new();
     let mut specs = Vec::new();

@@ -401,6 +401,7 @@ fn table() -> ItemDefinition {
             unique_keys: vec![vec![0]],
         },
         defaults: vec![None],
+        version: 0,
     })
 }
 
@@ -432,6 +433,7 @@ fn sink(catalog: &Catalog, from: GlobalId, connection: GlobalId) -> ItemDefiniti
         commit_interval_ms: 1_000,
         version: 0,
         takes_over: None,
+        from_version: 0,
     })
 }
 

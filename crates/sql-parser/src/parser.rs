@@ -73,7 +73,6 @@ const UNSUPPORTED_LEADERS: &[&[&str]] = &[
     &["CREATE", "NETWORK", "POLICY"],
     &["CREATE", "FUNCTION"],
     &["ALTER", "ROLE"],
-    &["ALTER", "TABLE"],
     &["ALTER", "SCHEMA"],
     &["ALTER", "DATABASE"],
     &["ALTER", "DEFAULT", "PRIVILEGES"],

@@ -309,6 +309,11 @@ pub struct SinkDefinition {
     /// check of the table): the sink's first commit replaces the table's contents.
     #[serde(default)]
     pub takes_over: Option<GlobalId>,
+    /// The version of the table `from` when the sink was created (0 for other
+    /// relations): the sink writes the columns the table had then, which its
+    /// Iceberg table was created with, whatever `ADD COLUMN` added since.
+    #[serde(default)]
+    pub from_version: u64,
 }
 
 /// A table.
@@ -317,6 +322,37 @@ pub struct TableDefinition {
     pub desc: RelationDesc,
     /// Default expressions, as SQL text, per column.
     pub defaults: Vec<Option<String>>,
+    /// How many columns `ALTER TABLE ... ADD COLUMN` appended: version `v` of
+    /// the table is its first [`TableDefinition::columns_at`]`(v)` columns.
+    #[serde(default)]
+    pub version: u64,
+}
+
+impl TableDefinition {
+    /// How many columns the table had at `version` (columns are only ever
+    /// appended, one per version).
+    pub fn columns_at(&self, version: u64) -> usize {
+        let added_since = self.version.saturating_sub(version);
+        self.desc
+            .columns
+            .len()
+            .saturating_sub(usize::try_from(added_since).unwrap_or(usize::MAX))
+    }
+
+    /// The table's shape at `version`.
+    pub fn desc_at(&self, version: u64) -> RelationDesc {
+        let columns = self.columns_at(version);
+        RelationDesc {
+            columns: self.desc.columns[..columns].to_vec(),
+            unique_keys: self
+                .desc
+                .unique_keys
+                .iter()
+                .filter(|key| key.iter().all(|column| *column < columns))
+                .cloned()
+                .collect(),
+        }
+    }
 }
 
 /// A load generator source.
@@ -428,6 +464,11 @@ pub struct ViewDefinition {
     pub uses: Vec<GlobalId>,
     /// Where a materialized view's dataflow runs (`None` for a plain view).
     pub cluster: Option<ClusterId>,
+    /// The versions of the tables the query reads directly, where above 0:
+    /// the query reads each at that version (`alter_table::pin_table_versions`),
+    /// so the view keeps its columns after `ALTER TABLE ... ADD COLUMN`.
+    #[serde(default)]
+    pub table_versions: Vec<(GlobalId, u64)>,
 }
 
 /// What an item is.

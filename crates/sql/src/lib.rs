@@ -6,6 +6,7 @@
 //! Iceberg table exists) are purification, in the adapter.
 
 mod alter_connection;
+pub mod alter_table;
 pub mod catalog;
 pub mod dml;
 pub mod error;

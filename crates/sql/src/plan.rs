@@ -16,6 +16,7 @@ pub enum Plan {
     CreateSink(CreateSinkPlan),
     AlterSink(AlterSinkPlan),
     CreateTable(CreateTablePlan),
+    AlterTableAddColumn(AlterTableAddColumnPlan),
     CreateSource(crate::source::CreateSourcePlan),
     CreatePostgresSource(crate::postgres::CreatePostgresSourcePlan),
     AlterSource(crate::postgres::AlterSourcePlan),
@@ -106,6 +107,15 @@ pub struct AlterSinkPlan {
 pub struct CreateTablePlan {
     pub name: QualifiedName,
     pub if_not_exists: bool,
+    pub definition: TableDefinition,
+    pub create_sql: String,
+}
+
+/// `ALTER TABLE ... ADD COLUMN`: the table's definition with the column
+/// appended and its version bumped, under the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterTableAddColumnPlan {
+    pub id: GlobalId,
     pub definition: TableDefinition,
     pub create_sql: String,
 }

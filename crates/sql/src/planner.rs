@@ -926,6 +926,10 @@ fn plan_create_sink(
         commit_interval_ms,
         version: 0,
         takes_over: None,
+        from_version: match &from.definition {
+            ItemDefinition::Table(table) => table.version,
+            _ => 0,
+        },
     };
     let create_sql = sink_create_sql(catalog, &name, &definition)?;
     Ok(Plan::CreateSink(CreateSinkPlan {
@@ -1587,6 +1591,7 @@ fn plan_standard(
             desc: None,
         })),
         S::CreateTable(create) => crate::table::plan_create_table(catalog, create),
+        S::AlterTable(alter) => crate::alter_table::plan_alter_table(catalog, alter, notices),
         S::CreateSchema {
             schema_name,
             if_not_exists,

@@ -125,6 +125,7 @@ pub(crate) fn plan_create_table(
                 unique_keys: primary_key.into_iter().collect(),
             },
             defaults,
+            version: 0,
         },
         create_sql,
     }))

@@ -28,6 +28,8 @@ pub struct CreateViewPlan {
     pub definition: String,
     /// The relations the query names.
     pub uses: Vec<GlobalId>,
+    /// The versions of the altered tables it reads (see `ViewDefinition`).
+    pub table_versions: Vec<(GlobalId, u64)>,
     pub cluster: Option<ClusterId>,
     pub create_sql: String,
 }
@@ -48,6 +50,7 @@ impl CreateViewPlan {
             desc,
             uses: self.uses.clone(),
             cluster: self.cluster,
+            table_versions: self.table_versions.clone(),
         };
         if self.materialized {
             ItemDefinition::MaterializedView(view)
@@ -137,6 +140,7 @@ pub fn plan_create_view(
         replaces,
         query: Box::new(inline_views(catalog, resolved)?),
         definition,
+        table_versions: crate::alter_table::table_versions(catalog, &uses),
         uses,
         cluster,
         create_sql,
@@ -211,7 +215,10 @@ fn relations_used(
 }
 
 /// The user item a resolved relation name (`"public"."t"`) refers to.
-fn user_item<'a>(catalog: &'a dyn PlanCatalog, name: &ObjectName) -> Option<&'a CatalogItem> {
+pub(crate) fn user_item<'a>(
+    catalog: &'a dyn PlanCatalog,
+    name: &ObjectName,
+) -> Option<&'a CatalogItem> {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -259,7 +266,7 @@ pub fn inline_views(
             let ItemDefinition::View(view) = &item.definition else {
                 return ControlFlow::Continue(());
             };
-            match self.expand(&view.query, &item.name.item, alias.take()) {
+            match self.expand(view, &item.name.item, alias.take()) {
                 Ok(derived) => {
                     *factor = derived;
                     ControlFlow::Continue(())
@@ -274,14 +281,14 @@ pub fn inline_views(
     impl Inliner<'_> {
         fn expand(
             &self,
-            query: &str,
+            view: &ViewDefinition,
             view_name: &str,
             alias: Option<TableAlias>,
         ) -> Result<TableFactor, PlanError> {
             if self.depth >= MAX_VIEW_DEPTH {
                 return Err(PlanError::invalid("views are nested too deeply"));
             }
-            let parsed = floe_sql_parser::parser::parse_statement(query).map_err(|e| {
+            let parsed = floe_sql_parser::parser::parse_statement(&view.query).map_err(|e| {
                 PlanError::new(SqlState::INTERNAL_ERROR, format!("stored view query: {e}"))
             })?;
             let floe_sql_parser::ast::Statement::Standard(statement) = parsed else {
@@ -296,6 +303,11 @@ pub fn inline_views(
                 error: None,
             };
             let mut statement = *statement;
+            crate::alter_table::pin_table_versions(
+                self.catalog,
+                &mut statement,
+                &view.table_versions,
+            );
             let _ = VisitMut::visit(&mut statement, &mut inner);
             if let Some(error) = inner.error {
                 return Err(error);

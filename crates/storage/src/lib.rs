@@ -201,6 +201,47 @@ fn encode(row: &Row) -> Vec<u8> {
     bytes
 }
 
+/// `row` with NULLs appended up to `width` columns (a row written before
+/// `ALTER TABLE ... ADD COLUMN`).
+fn padded(row: &Row, width: usize) -> Row {
+    let mut row = row.clone();
+    if row.len() < width {
+        row.resize(width, floe_repr::Datum::Null);
+    }
+    row
+}
+
+/// Rewrites the rows of a collection's log that are narrower than `width`
+/// with NULLs in the missing columns; returns how many it rewrote.
+fn pad_logged_rows(
+    transaction: &rusqlite::Transaction<'_>,
+    id: GlobalId,
+    width: usize,
+) -> Result<usize, StorageError> {
+    let mut narrow = Vec::new();
+    {
+        let mut statement =
+            transaction.prepare("SELECT rowid, row FROM updates WHERE collection_id = ?1")?;
+        let mut rows = statement.query(params![id.to_string()])?;
+        while let Some(record) = rows.next()? {
+            let rowid: i64 = record.get(0)?;
+            let bytes: Vec<u8> = record.get(1)?;
+            let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
+                collection: id,
+                message: e.to_string(),
+            })?;
+            if row.len() < width {
+                narrow.push((rowid, encode(&padded(&row, width))));
+            }
+        }
+    }
+    let mut update = transaction.prepare("UPDATE updates SET row = ?2 WHERE rowid = ?1")?;
+    for (rowid, bytes) in &narrow {
+        update.execute(params![rowid, bytes])?;
+    }
+    Ok(narrow.len())
+}
+
 /// A collection's state.
 #[derive(Debug)]
 struct Collection {
@@ -380,7 +421,7 @@ impl Storage {
     /// Registers a collection: creates its log if new, or loads its
     /// frontiers, holds and contents from the log.
     pub fn register(&self, id: GlobalId, desc: RelationDesc) -> Result<(), StorageError> {
-        let writer = self.writer();
+        let mut writer = self.writer();
         let existing: Option<(i64, i64)> = writer
             .query_row(
                 "SELECT upper, since FROM collections WHERE id = ?1",
@@ -405,6 +446,8 @@ impl Storage {
         };
         let mut log_updates = 0;
         let mut log_bytes = 0;
+        let width = desc.columns.len();
+        let mut narrow = false;
         {
             let mut statement =
                 writer.prepare("SELECT diff, row FROM updates WHERE collection_id = ?1")?;
@@ -418,8 +461,20 @@ impl Storage {
                     collection: id,
                     message: e.to_string(),
                 })?;
-                contents.apply(bytes, &row, diff);
+                if row.len() < width {
+                    // Written before an ADD COLUMN whose widening a crash cut short.
+                    narrow = true;
+                    let row = padded(&row, width);
+                    contents.apply(encode(&row), &row, diff);
+                } else {
+                    contents.apply(bytes, &row, diff);
+                }
             }
+        }
+        if narrow {
+            let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            pad_logged_rows(&transaction, id, width)?;
+            transaction.commit()?;
         }
         let mut holds = BTreeMap::new();
         {
@@ -448,6 +503,34 @@ impl Storage {
                 appended_bytes: 0,
             },
         );
+        Ok(())
+    }
+
+    /// A table's added column (`ALTER TABLE ... ADD COLUMN`): the collection takes its
+    /// wider shape, and every row in its log and its contents gains NULLs in the new
+    /// columns, in one write transaction, so that the rows read, retracted and
+    /// compacted later are all of one width. Idempotent.
+    pub fn widen(&self, id: GlobalId, desc: RelationDesc) -> Result<(), StorageError> {
+        let width = desc.columns.len();
+        let mut writer = self.writer();
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        pad_logged_rows(&transaction, id, width)?;
+        transaction.commit()?;
+        let mut collections = self.collections_write();
+        let collection = collections
+            .get_mut(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        let mut contents = Contents {
+            key: collection.contents.key.clone(),
+            version: collection.contents.version + 1,
+            ..Contents::default()
+        };
+        for (row, count) in collection.contents.rows.values() {
+            let row = padded(row, width);
+            contents.apply(encode(&row), &row, *count);
+        }
+        collection.contents = contents;
+        collection.desc = desc;
         Ok(())
     }
 

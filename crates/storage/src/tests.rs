@@ -616,3 +616,86 @@ fn timed_appends_continue_the_log_and_the_ticker_leaves_self_timed_logs_alone() 
         .unwrap();
     assert_eq!(storage.contents(id).unwrap().0, vec![row(2, "b")]);
 }
+
+fn widened(desc: &RelationDesc) -> RelationDesc {
+    let mut desc = desc.clone();
+    desc.columns.push((
+        "added".into(),
+        ColumnType {
+            scalar_type: SqlScalarType::Int64,
+            nullable: true,
+        },
+    ));
+    desc
+}
+
+#[test]
+fn a_widened_collection_reads_null_in_the_added_column_and_retracts_its_old_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    {
+        let storage = Storage::open(dir.path()).unwrap();
+        storage.register(id, desc_with_key()).unwrap();
+        storage
+            .append(id, vec![(row(1, "a"), 1), (row(2, "b"), 1)])
+            .unwrap()
+            .unwrap();
+        storage.widen(id, widened(&desc_with_key())).unwrap();
+        let mut contents = storage.contents(id).unwrap().0;
+        contents.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(
+            contents,
+            vec![
+                vec![Datum::Int32(1), Datum::Text("a".into()), Datum::Null],
+                vec![Datum::Int32(2), Datum::Text("b".into()), Datum::Null],
+            ]
+        );
+        // The old row, as a DELETE now retracts it (with NULL in the new column).
+        let old = vec![Datum::Int32(1), Datum::Text("a".into()), Datum::Null];
+        storage.append(id, vec![(old, -1)]).unwrap().unwrap();
+        storage
+            .append(
+                id,
+                vec![(
+                    vec![Datum::Int32(3), Datum::Text("c".into()), Datum::Int64(7)],
+                    1,
+                )],
+            )
+            .unwrap()
+            .unwrap();
+        // Every update of the log is of the new width, history included.
+        assert!(read_all(&storage, id, 0).iter().all(|u| u.row.len() == 3));
+    }
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, widened(&desc_with_key())).unwrap();
+    let mut contents = storage.contents(id).unwrap().0;
+    contents.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(
+        contents,
+        vec![
+            vec![Datum::Int32(2), Datum::Text("b".into()), Datum::Null],
+            vec![Datum::Int32(3), Datum::Text("c".into()), Datum::Int64(7)],
+        ]
+    );
+}
+
+#[test]
+fn registering_wider_than_the_log_pads_it_as_widening_would() {
+    // A crash between ALTER TABLE's catalog commit and the widening: start-up
+    // registers the collection with its new shape over a log of old rows.
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    {
+        let storage = Storage::open(dir.path()).unwrap();
+        storage.register(id, desc_with_key()).unwrap();
+        storage.append(id, vec![(row(1, "a"), 1)]).unwrap().unwrap();
+    }
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, widened(&desc_with_key())).unwrap();
+    let padded = vec![Datum::Int32(1), Datum::Text("a".into()), Datum::Null];
+    assert_eq!(storage.contents(id).unwrap().0, vec![padded.clone()]);
+    assert!(read_all(&storage, id, 0).iter().all(|u| u.row == padded));
+    // And the old row can be retracted at its new width.
+    storage.append(id, vec![(padded, -1)]).unwrap().unwrap();
+    assert!(storage.contents(id).unwrap().0.is_empty());
+}

@@ -1,7 +1,8 @@
-//! CREATE TABLE.
+//! CREATE TABLE and ALTER TABLE ... ADD COLUMN.
 
+use floe_catalog::Op;
 use floe_sql::catalog::ItemDefinition;
-use floe_sql::plan::CreateTablePlan;
+use floe_sql::plan::{AlterTableAddColumnPlan, CreateTablePlan};
 
 use super::command;
 use crate::coordinator::{Coordinator, ExecuteResponse};
@@ -23,5 +24,27 @@ impl Coordinator {
             Vec::new(),
         )?;
         command("CREATE TABLE")
+    }
+
+    /// The table's new definition under the same id; the diff widens its log
+    /// (every row gains NULL in the new column). Under the write lock, so no
+    /// transaction's rows of the old width are appended after the widening (a
+    /// transaction that wrote the table before fails at COMMIT: the table was
+    /// altered after it wrote it).
+    pub(super) async fn sequence_alter_table_add_column(
+        &self,
+        plan: AlterTableAddColumnPlan,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        let _write = self.write_lock.lock().await;
+        let mut catalog = self.catalog.lock().await;
+        self.catalog_transact(
+            &mut catalog,
+            vec![Op::UpdateItem {
+                id: plan.id,
+                definition: ItemDefinition::Table(plan.definition),
+                create_sql: plan.create_sql,
+            }],
+        )?;
+        command("ALTER TABLE")
     }
 }

@@ -112,6 +112,7 @@ fn sink(envelope: SinkEnvelope, key: Option<Vec<String>>) -> SinkDefinition {
         commit_interval_ms: 60_000,
         version: 3,
         takes_over: None,
+        from_version: 0,
     }
 }
 
@@ -197,6 +198,7 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
                     .map(|i| (i == 1).then(|| "true".to_string()))
                     .collect(),
                 desc: every_scalar_type(),
+                version: 0,
             }),
         ),
         (
@@ -311,6 +313,7 @@ fn view(cluster: Option<ClusterId>) -> ViewDefinition {
             unique_keys: vec![vec![0]],
         },
         uses: vec![GlobalId::User(12), GlobalId::User(13)],
+        table_versions: Vec::new(),
         cluster,
     }
 }

@@ -110,6 +110,10 @@ pub(crate) struct IcebergCatalogConnection {
 pub(crate) struct TableDefinition {
     desc: RelationDesc,
     defaults: Vec<Option<String>>,
+    /// Joined format 1 with `ALTER TABLE ... ADD COLUMN`: absent (and not
+    /// written) for a table never altered, so earlier rows keep their shape.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    version: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,6 +176,9 @@ pub(crate) struct SinkDefinition {
     /// Absent in catalogs written before sinks could take over a dropped sink's table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     takes_over: Option<Id>,
+    /// Joined format 1 with `ALTER TABLE ... ADD COLUMN` (absent means 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    from_version: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -180,6 +187,13 @@ pub(crate) struct ViewDefinition {
     desc: RelationDesc,
     uses: Vec<Id>,
     cluster: Option<Id>,
+    /// Joined format 1 with `ALTER TABLE ... ADD COLUMN` (absent means none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    table_versions: Vec<(Id, u64)>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +279,7 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
             plan::ItemDefinition::Table(t) => ItemDefinition::Table(TableDefinition {
                 desc: (&t.desc).into(),
                 defaults: t.defaults.clone(),
+                version: t.version,
             }),
             plan::ItemDefinition::Source(s) => ItemDefinition::Source(SourceDefinition {
                 generator: s.generator.clone(),
@@ -293,6 +308,7 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
                 takes_over: s.takes_over.map(Into::into),
+                from_version: s.from_version,
             }),
             plan::ItemDefinition::View(v) => ItemDefinition::View(v.into()),
             plan::ItemDefinition::MaterializedView(v) => ItemDefinition::MaterializedView(v.into()),
@@ -307,6 +323,11 @@ impl From<&plan::ViewDefinition> for ViewDefinition {
             desc: (&view.desc).into(),
             uses: view.uses.iter().map(|id| (*id).into()).collect(),
             cluster: view.cluster.map(Into::into),
+            table_versions: view
+                .table_versions
+                .iter()
+                .map(|(id, version)| ((*id).into(), *version))
+                .collect(),
         }
     }
 }
@@ -482,6 +503,7 @@ impl From<ItemDefinition> for plan::ItemDefinition {
             ItemDefinition::Table(t) => plan::ItemDefinition::Table(plan::TableDefinition {
                 desc: t.desc.into(),
                 defaults: t.defaults,
+                version: t.version,
             }),
             ItemDefinition::Source(s) => plan::ItemDefinition::Source(plan::SourceDefinition {
                 generator: s.generator,
@@ -507,6 +529,7 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 commit_interval_ms: s.commit_interval_ms,
                 version: s.version,
                 takes_over: s.takes_over.map(Id::item),
+                from_version: s.from_version,
             }),
             ItemDefinition::View(v) => plan::ItemDefinition::View(v.into()),
             ItemDefinition::MaterializedView(v) => plan::ItemDefinition::MaterializedView(v.into()),
@@ -521,6 +544,11 @@ impl From<ViewDefinition> for plan::ViewDefinition {
             desc: view.desc.into(),
             uses: view.uses.into_iter().map(Id::item).collect(),
             cluster: view.cluster.map(Id::cluster),
+            table_versions: view
+                .table_versions
+                .into_iter()
+                .map(|(id, version)| (id.item(), version))
+                .collect(),
         }
     }
 }

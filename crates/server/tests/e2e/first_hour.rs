@@ -605,3 +605,86 @@ async fn alter_connection_keeps_the_external_id() {
         "ALTER CONNECTION is not supported for ICEBERG CATALOG connections"
     );
 }
+
+/// `ALTER TABLE ... ADD COLUMN` under a live sink: the sink keeps writing the columns
+/// its Iceberg table was created with (the new column's values are not its), old rows
+/// read NULL in the new column, a sink created after the ALTER writes it, and all of
+/// it holds after `kill -9` (read back with DuckDB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_keeps_its_columns_when_its_table_gains_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    support::execute_each(
+        &client,
+        "CREATE CONNECTION cat TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+         CREATE TABLE orders (id int PRIMARY KEY, status text);
+         INSERT INTO orders VALUES (1, 'new');
+         CREATE SINK before_sink FROM orders
+           INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'alter', TABLE = 'before')
+           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s');",
+    )
+    .await
+    .unwrap();
+    wait_for_sinks(&client, &["before_sink"], std::time::SystemTime::now()).await;
+    support::execute_each(
+        &client,
+        "ALTER TABLE orders ADD COLUMN note text;
+         INSERT INTO orders VALUES (2, 'new', 'rush');
+         UPDATE orders SET status = 'paid', note = 'late' WHERE id = 1;
+         CREATE SINK after_sink FROM orders
+           INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'alter', TABLE = 'after')
+           KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s');",
+    )
+    .await
+    .unwrap();
+    let check = |client: tokio_postgres::Client| async move {
+        let locations = wait_for_sinks(
+            &client,
+            &["before_sink", "after_sink"],
+            std::time::SystemTime::now(),
+        )
+        .await;
+        let reader = floe_testkit::Reader::local();
+        let before = reader.read(&locations[0]);
+        let names: Vec<&str> = before.columns.iter().map(|c| c.name.as_str()).collect();
+        assert!(!names.contains(&"note"), "{names:?}");
+        assert_eq!(
+            before.sorted_rows(&["id"]),
+            [
+                serde_json::json!({"id": 1, "status": "paid"}),
+                serde_json::json!({"id": 2, "status": "new"}),
+            ]
+        );
+        let after = reader.read(&locations[1]);
+        assert_eq!(
+            after.sorted_rows(&["id"]),
+            [
+                serde_json::json!({"id": 1, "status": "paid", "note": "late"}),
+                serde_json::json!({"id": 2, "status": "new", "note": "rush"}),
+            ]
+        );
+        assert_eq!(
+            rows(&client, "SELECT id, status, note FROM orders ORDER BY id").await,
+            [
+                [Some("1".into()), Some("paid".into()), Some("late".into())],
+                [Some("2".into()), Some("new".into()), Some("rush".into())],
+            ]
+        );
+    };
+    check(client).await;
+    // After kill -9, the table's version and the sink's are as they were.
+    floe.kill9();
+    let floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    client
+        .batch_execute("INSERT INTO orders VALUES (3, 'new', 'after restart')")
+        .await
+        .unwrap();
+    client
+        .batch_execute("DELETE FROM orders WHERE id = 3")
+        .await
+        .unwrap();
+    check(client).await;
+}
