@@ -68,6 +68,12 @@ pub enum ExecuteResponse {
         columns: usize,
         lines: Vec<Vec<u8>>,
     },
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`: lines as they come, each sent at once, until
+    /// the client goes away or the subscription fails.
+    Subscribe {
+        columns: usize,
+        lines: crate::subscribe::SubscribeLines,
+    },
 }
 
 /// A statement's shape for the extended protocol's Describe.

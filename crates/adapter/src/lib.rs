@@ -22,6 +22,7 @@ pub mod sink_input;
 pub mod sinks;
 pub mod source_views;
 pub mod sources;
+pub mod subscribe;
 pub mod system;
 pub mod tables;
 pub mod transaction;

@@ -279,7 +279,8 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         Statement::Show(_)
         | Statement::SetVariable(_)
         | Statement::ResetVariable(_)
-        | Statement::Unsupported(_) => None,
+        | Statement::Unsupported(_)
+        | Statement::Subscribe(_) => None,
     }
 }
 

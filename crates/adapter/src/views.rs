@@ -64,19 +64,23 @@ pub(crate) fn compute_error(error: ComputeError) -> AdapterError {
 
 /// An error in a view's contents, as a query reading the view fails with it.
 fn dataflow_error(error: &DataflowError) -> AdapterError {
+    AdapterError::Query {
+        code: dataflow_error_code(error),
+        message: crate::error::lowercase_first(error.message.trim()),
+    }
+}
+
+/// The SQLSTATE of an error in a view's contents.
+pub(crate) fn dataflow_error_code(error: &DataflowError) -> SqlState {
     // The codes `DataflowError::from_datafusion` gives, which are the ones floe's SELECT
     // gives for the same DataFusion error.
-    let code = match error.code.as_str() {
+    match error.code.as_str() {
         "22012" => SqlState::DIVISION_BY_ZERO,
         "22003" => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
         "22P02" => SqlState::INVALID_TEXT_REPRESENTATION,
         "22000" => SqlState::DATA_EXCEPTION,
         "0A000" => SqlState::FEATURE_NOT_SUPPORTED,
         _ => SqlState::INTERNAL_ERROR,
-    };
-    AdapterError::Query {
-        code,
-        message: crate::error::lowercase_first(error.message.trim()),
     }
 }
 
@@ -515,7 +519,7 @@ impl crate::coordinator::Coordinator {
         Ok(())
     }
 
-    async fn await_view(&self, id: GlobalId, name: &str) -> Result<(), AdapterError> {
+    pub(crate) async fn await_view(&self, id: GlobalId, name: &str) -> Result<(), AdapterError> {
         let Some(inputs) = self.views.inputs(id) else {
             return Ok(());
         };

@@ -28,7 +28,7 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::response::NoticeResponse;
 use tokio::net::TcpListener;
@@ -301,7 +301,56 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
             columns,
             stream::iter(lines.into_iter().map(|line| Ok(CopyData::new(line.into())))),
         )),
+        // Streamed by `stream_subscribe` before a response is built.
+        ExecuteResponse::Subscribe { .. } => Response::Error(Box::new(ErrorInfo::new(
+            "ERROR".into(),
+            "XX000".into(),
+            "a subscription reached the response encoder".into(),
+        ))),
     }
+}
+
+/// Streams a subscription's lines as COPY data, each flushed as it comes (the library's
+/// COPY OUT flushes at the end, and a subscription has none). Ends when the
+/// subscription fails (an ErrorResponse ends the copy) or the client goes away (a send
+/// fails, which drops the lines and so stops the subscription).
+async fn stream_subscribe<C>(
+    client: &mut C,
+    columns: usize,
+    lines: &floe_adapter::subscribe::SubscribeLines,
+) -> PgWireResult<Response>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let Some(mut lines) = lines.take() else {
+        return Ok(Response::EmptyQuery);
+    };
+    let columns = i16::try_from(columns).unwrap_or(i16::MAX);
+    client
+        .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+            0,
+            columns,
+            vec![0; columns.max(0) as usize],
+        )))
+        .await?;
+    let mut rows = 0;
+    while let Some(line) = lines.recv().await {
+        match line {
+            Ok(line) => {
+                client
+                    .send(PgWireBackendMessage::CopyData(CopyData::new(line.into())))
+                    .await?;
+                rows += 1;
+            }
+            Err(error) => return Ok(Response::Error(Box::new(error_info(&error)))),
+        }
+    }
+    client
+        .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
+        .await?;
+    Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
 }
 
 #[async_trait]
@@ -340,6 +389,9 @@ impl SimpleQueryHandler for Handlers {
             };
             send_notices(client, notices).await?;
             match result {
+                Ok(ExecuteResponse::Subscribe { columns, lines }) => {
+                    responses.push(stream_subscribe(client, columns, &lines).await?);
+                }
                 Ok(result) => responses.push(to_response(result, &Format::UnifiedText)),
                 Err(error) => {
                     responses.push(Response::Error(Box::new(error_info(&error))));
@@ -624,6 +676,9 @@ impl ExtendedQueryHandler for Handlers {
         };
         send_notices(client, notices).await?;
         match result {
+            Ok(ExecuteResponse::Subscribe { columns, lines }) => {
+                stream_subscribe(client, columns, &lines).await
+            }
             Ok(result) => Ok(to_response(result, &portal.result_column_format)),
             Err(error) => Err(user_error(&error)),
         }

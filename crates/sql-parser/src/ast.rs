@@ -34,6 +34,29 @@ pub enum Statement {
     ResetVariable(ResetVariableStatement),
     /// A statement floe recognises but does not support; the text names it.
     Unsupported(String),
+    /// `COPY (SUBSCRIBE [TO] name [WITH (...)]) TO STDOUT`.
+    Subscribe(SubscribeStatement),
+}
+
+/// `COPY (SUBSCRIBE [TO] name [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]) TO STDOUT`:
+/// the relation's contents, then its changes as they happen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubscribeStatement {
+    pub name: ObjectName,
+    /// Whether the contents as of the start come first (`SNAPSHOT`, default true).
+    pub snapshot: bool,
+    /// Whether progress rows tell how far the changes are complete (`PROGRESS`).
+    pub progress: bool,
+}
+
+impl fmt::Display for SubscribeStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "COPY (SUBSCRIBE {} WITH (SNAPSHOT = {}, PROGRESS = {})) TO STDOUT",
+            self.name, self.snapshot, self.progress
+        )
+    }
 }
 
 /// The name of an option: one or more upper-cased words, like `ASSUME ROLE ARN`.
@@ -980,6 +1003,7 @@ impl fmt::Display for Statement {
             Statement::SetVariable(s) => write!(f, "{s}"),
             Statement::ResetVariable(s) => write!(f, "{s}"),
             Statement::Unsupported(s) => f.write_str(s),
+            Statement::Subscribe(s) => write!(f, "{s}"),
         }
     }
 }

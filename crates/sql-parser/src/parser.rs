@@ -215,6 +215,12 @@ fn skip_statement(parser: &mut Parser) {
 }
 
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+    if peek_word(parser, 0).as_deref() == Some("COPY")
+        && parser.peek_nth_token(1).token == Token::LParen
+        && peek_word(parser, 2).as_deref() == Some("SUBSCRIBE")
+    {
+        return parse_copy_subscribe(parser);
+    }
     for leader in UNSUPPORTED_LEADERS {
         if peek_words(parser, leader) {
             skip_statement(parser);
@@ -1247,4 +1253,55 @@ fn parse_column_type(parser: &mut Parser) -> Result<sqlparser::ast::DataType, Pa
             vec![],
         )),
     }
+}
+
+/// `COPY (SUBSCRIBE [TO] name [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]) TO STDOUT`.
+fn parse_copy_subscribe(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["COPY"])?;
+    expect_token(parser, Token::LParen)?;
+    expect_words(parser, &["SUBSCRIBE"])?;
+    parse_words(parser, &["TO"]);
+    if parser.peek_token().token == Token::LParen {
+        skip_statement(parser);
+        return Err(ParserError::unsupported(
+            "SUBSCRIBE to a query is not supported; subscribe to a table, source or materialized view",
+        ));
+    }
+    let name = parser.parse_object_name(false)?;
+    let (mut snapshot, mut progress) = (true, false);
+    if parse_words(parser, &["WITH"]) {
+        expect_token(parser, Token::LParen)?;
+        loop {
+            let option = peek_word(parser, 0);
+            let target = match option.as_deref() {
+                Some("SNAPSHOT") => &mut snapshot,
+                Some("PROGRESS") => &mut progress,
+                _ => return expected(parser, "SNAPSHOT or PROGRESS"),
+            };
+            parser.next_token();
+            let _ = parser.consume_token(&Token::Eq);
+            *target = match peek_word(parser, 0).as_deref() {
+                Some("TRUE") => {
+                    parser.next_token();
+                    true
+                }
+                Some("FALSE") => {
+                    parser.next_token();
+                    false
+                }
+                _ => true,
+            };
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        expect_token(parser, Token::RParen)?;
+    }
+    expect_token(parser, Token::RParen)?;
+    expect_words(parser, &["TO", "STDOUT"])?;
+    Ok(Statement::Subscribe(SubscribeStatement {
+        name,
+        snapshot,
+        progress,
+    }))
 }

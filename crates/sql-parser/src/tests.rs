@@ -296,3 +296,24 @@ fn comment_on_round_trips() {
         assert!(parse_statement(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn copy_subscribe_parses_its_relation_and_options() {
+    let Statement::Subscribe(subscribe) =
+        parse_statement("COPY (SUBSCRIBE TO v WITH (SNAPSHOT = false, PROGRESS)) TO STDOUT")
+            .unwrap()
+    else {
+        panic!("not a SUBSCRIBE");
+    };
+    assert_eq!(subscribe.name.to_string(), "v");
+    assert!(!subscribe.snapshot && subscribe.progress);
+    let Statement::Subscribe(plain) =
+        parse_statement("copy (subscribe public.t) to stdout").unwrap()
+    else {
+        panic!("not a SUBSCRIBE");
+    };
+    assert!(plain.snapshot && !plain.progress);
+    let error = parse_statement("COPY (SUBSCRIBE (SELECT 1)) TO STDOUT").unwrap_err();
+    assert_eq!(error.kind, ParserErrorKind::Unsupported);
+    assert!(parse_statement("COPY (SUBSCRIBE t WITH (LIMIT 1)) TO STDOUT").is_err());
+}

@@ -19,6 +19,7 @@ pub mod postgres;
 mod schema;
 mod show;
 pub mod source;
+pub mod subscribe;
 pub mod table;
 pub mod view;
 

@@ -37,6 +37,8 @@ pub enum Plan {
     ShowVariable(ShowVariablePlan),
     SetVariable(SetVariablePlan),
     Transaction(TransactionPlan),
+    /// `COPY (SUBSCRIBE ...) TO STDOUT`.
+    Subscribe(crate::subscribe::SubscribePlan),
     /// Nothing to do; answer with this command tag (`IF EXISTS` on a missing
     /// object, `ALTER` to the current value).
     NoOp {

@@ -121,6 +121,7 @@ pub fn plan(
         }
         Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
         Statement::Standard(s) => plan_standard(catalog, *s, notices),
+        Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, s),
     }
 }
 

@@ -14,6 +14,7 @@ mod secret;
 mod session;
 mod sink;
 mod source;
+mod subscribe;
 mod table;
 mod transaction;
 mod view;
@@ -72,6 +73,7 @@ impl Coordinator {
             Plan::CreateSchema(plan) => self.sequence_create_schema(plan).await,
             Plan::Comment(plan) => self.sequence_comment(plan).await,
             Plan::Select(plan) => self.sequence_select(session, plan).await,
+            Plan::Subscribe(plan) => self.sequence_subscribe(plan).await,
             Plan::ShowVariable(plan) => self.sequence_show_variable(session, plan),
             Plan::SetVariable(plan) => self.sequence_set_variable(session, plan).await,
             // BEGIN, COMMIT and ROLLBACK are answered by transaction control

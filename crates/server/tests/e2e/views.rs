@@ -295,3 +295,116 @@ async fn an_error_in_a_view_stalls_its_sink_until_the_row_goes() {
     assert_eq!(sunk_quotients(&location), [(3, 3), (10, 5)]);
     assert!(!floe.log().contains("panicked"), "{}", floe.log());
 }
+
+/// The next line of a `COPY (SUBSCRIBE ...)` stream, split at tabs.
+async fn next_line(stream: &mut std::pin::Pin<Box<tokio_postgres::CopyOutStream>>) -> Vec<String> {
+    use futures::StreamExt;
+    let data = tokio::time::timeout(Duration::from_secs(60), stream.next())
+        .await
+        .expect("a line within a minute")
+        .expect("the subscription goes on")
+        .expect("a line");
+    String::from_utf8(data.to_vec())
+        .unwrap()
+        .trim_end_matches('\n')
+        .split('\t')
+        .map(str::to_string)
+        .collect()
+}
+
+/// `COPY (SUBSCRIBE ...) TO STDOUT`: a materialized view's snapshot, then its changes at
+/// their times, with progress rows; without the snapshot only changes; psql prints the
+/// lines as they come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_streams_a_snapshot_then_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    execute_each(
+        &client,
+        "CREATE TABLE t (a int NOT NULL, b text);
+         INSERT INTO t VALUES (1, 'x'), (-5, 'hidden');
+         CREATE MATERIALIZED VIEW v AS SELECT a, b FROM t WHERE a > 0;",
+    )
+    .await
+    .unwrap();
+
+    let subscriber = floe.connect().await;
+    let mut stream = Box::pin(
+        subscriber
+            .copy_out("COPY (SUBSCRIBE v WITH (PROGRESS)) TO STDOUT")
+            .await
+            .unwrap(),
+    );
+    // mz_timestamp, mz_progressed, mz_diff, a, b
+    let snapshot = next_line(&mut stream).await;
+    assert_eq!(snapshot[1..], ["f", "1", "1", "x"]);
+    let progress = next_line(&mut stream).await;
+    assert_eq!(progress[1..], ["t", "\\N", "\\N", "\\N"]);
+    let ts = |line: &[String]| line[0].parse::<u64>().unwrap();
+    assert!(ts(&progress) > ts(&snapshot));
+
+    execute_each(
+        &client,
+        "INSERT INTO t VALUES (2, 'y'); DELETE FROM t WHERE a = 1;",
+    )
+    .await
+    .unwrap();
+    let mut changes = Vec::new();
+    let mut last_progress = ts(&progress);
+    while changes.len() < 2 {
+        let line = next_line(&mut stream).await;
+        if line[1] == "t" {
+            assert!(ts(&line) >= last_progress, "progress went back: {line:?}");
+            last_progress = ts(&line);
+        } else {
+            // A change is never at a time progress has already passed.
+            assert!(ts(&line) >= last_progress, "{line:?} after {last_progress}");
+            changes.push(line[2..].to_vec());
+        }
+    }
+    assert_eq!(changes, [["1", "2", "y"], ["-1", "1", "x"]]);
+
+    // Without the snapshot, and of a table: only what changes afterwards.
+    // (A subscription never ends: each one has a connection of its own.)
+    let second = floe.connect().await;
+    let mut changes_only = Box::pin(
+        second
+            .copy_out("COPY (SUBSCRIBE TO t WITH (SNAPSHOT = false)) TO STDOUT")
+            .await
+            .unwrap(),
+    );
+    client
+        .batch_execute("INSERT INTO t VALUES (3, NULL)")
+        .await
+        .unwrap();
+    assert_eq!(next_line(&mut changes_only).await[1..], ["1", "3", "\\N"]);
+
+    // psql prints each line as it arrives (it is stopped after a few seconds).
+    let output = std::process::Command::new("timeout")
+        .args(["-s", "KILL", "5", "stdbuf", "-oL", "psql"])
+        .arg(floe.connection_string())
+        .args(["-X", "-c", "COPY (SUBSCRIBE v) TO STDOUT"])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let mut rows: Vec<Vec<&str>> = printed
+        .lines()
+        .map(|line| line.split('\t').skip(1).collect())
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [vec!["1", "2", "y"], vec!["1", "3", "\\N"]],
+        "{printed}"
+    );
+
+    // What cannot be subscribed to is refused.
+    let error = client
+        .copy_out("COPY (SUBSCRIBE nosuch) TO STDOUT")
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(error.code().map(|c| c.code()), Some("42704"));
+    assert!(!floe.log().contains("panicked"), "{}", floe.log());
+}
