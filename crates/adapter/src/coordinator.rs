@@ -441,9 +441,18 @@ impl Coordinator {
             let mut plan_notices = Vec::new();
             let plan = floe_sql::plan(catalog.state(), &context, statement, &mut plan_notices);
             notices.extend(plan_notices.into_iter().map(Notice::from));
-            plan?
+            let plan = plan?;
+            crate::rbac::check_plan(catalog.state(), &session.user, &plan)?;
+            (
+                plan,
+                crate::rbac::actor_role_id(catalog.state(), &session.user),
+            )
         };
-        self.sequence(session, plan, notices).await
+        let (plan, actor) = plan;
+        // What the statement creates is owned by the session's role.
+        crate::rbac::ACTOR
+            .scope(actor, self.sequence(session, plan, notices))
+            .await
     }
 
     /// The result shape of a statement, without running it (extended

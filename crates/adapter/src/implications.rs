@@ -69,6 +69,9 @@ pub enum Implication {
     },
     /// Start or restart a sink's task on its cluster (`paused` without a replica).
     StartSink(GlobalId),
+    /// Start a sink its owner may now run, stop one it may no longer run (a
+    /// sink runs with its owner's privileges).
+    RecheckSinkAccess(GlobalId),
     /// A Postgres source's collection: its writer, not the ticker, moves its upper
     /// (set before the collection is registered).
     MarkSelfTimed(GlobalId),
@@ -109,6 +112,7 @@ impl Implication {
             Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
             Implication::StartSink(_) | Implication::StartPostgresSource(_) => 8,
+            Implication::RecheckSinkAccess(_) => 8,
             Implication::ReportInconsistent { .. } => 9,
         }
     }
@@ -163,6 +167,12 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
                         .map(Implication::StartView),
                 );
             }
+            CatalogChange::AccessChanged => effects.extend(
+                state
+                    .items()
+                    .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
+                    .map(|item| Implication::RecheckSinkAccess(item.id)),
+            ),
             CatalogChange::ClusterAdded(_)
             | CatalogChange::ClusterUpdated { .. }
             | CatalogChange::ClusterDropped(_)
@@ -364,8 +374,15 @@ impl Coordinator {
     pub(crate) fn catalog_transact(
         &self,
         catalog: &mut Catalog,
-        ops: Vec<floe_catalog::Op>,
+        mut ops: Vec<floe_catalog::Op>,
     ) -> Result<CatalogDiff, AdapterError> {
+        // Items and clusters a statement creates are its session's role's (the
+        // task-local is read here, on the statement's task).
+        if let Ok(owner) = crate::rbac::ACTOR.try_with(|owner| *owner) {
+            ops.push(floe_catalog::Op::Role(floe_catalog::RoleOp::OwnCreated {
+                owner,
+            }));
+        }
         // The catalog's durable write (an SQLite commit) and the implications' storage
         // work both block: off the async worker, so other sessions keep being answered.
         off_worker(|| {
@@ -467,6 +484,21 @@ impl Coordinator {
             }
             Implication::StartSink(sink) => {
                 if let Some((status, error)) = self.sinks.start(catalog, *sink)? {
+                    catalog
+                        .record_sink_status_if_changed(&status_event(*sink, status, error, None))?;
+                }
+            }
+            Implication::RecheckSinkAccess(sink) => {
+                let denied = match catalog.state().item(*sink).map(|i| &i.definition) {
+                    Some(ItemDefinition::Sink(definition)) => {
+                        crate::rbac::sink_denied(catalog.state(), *sink, definition).is_some()
+                    }
+                    _ => return Ok(()),
+                };
+                // Running though denied, or stopped though allowed: start decides.
+                if denied == self.sinks.is_running(*sink)
+                    && let Some((status, error)) = self.sinks.start(catalog, *sink)?
+                {
                     catalog
                         .record_sink_status_if_changed(&status_event(*sink, status, error, None))?;
                 }

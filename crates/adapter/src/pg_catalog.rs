@@ -591,25 +591,6 @@ fn database_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
     ]]
 }
 
-fn role_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
-    vec![vec![
-        oid(SUPERUSER_OID),
-        text(crate::auth::SUPERUSER),
-        Datum::Bool(true),
-        Datum::Bool(true),
-        Datum::Bool(true),
-        Datum::Bool(true),
-        Datum::Bool(true),
-        Datum::Bool(false),
-        Datum::Int32(-1),
-        // Never the password or its verifier.
-        text("********"),
-        Datum::Null,
-        Datum::Bool(false),
-        Datum::Null,
-    ]]
-}
-
 fn setting_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
     crate::session::Session::new(crate::auth::SUPERUSER)
         .all()
@@ -963,7 +944,7 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("rolbypassrls", Bool, false),
             ("rolconfig", TextArray, true),
         ],
-        rows: role_rows,
+        rows: crate::system_roles::pg_roles_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",
@@ -974,7 +955,7 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("grantor", Oid, false),
             ("admin_option", Bool, false),
         ],
-        rows: no_rows,
+        rows: crate::system_roles::pg_auth_members_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",

@@ -15,19 +15,26 @@ use datafusion::logical_expr::{
 };
 use floe_repr::PgType;
 
-use crate::pg_catalog::{SUPERUSER_OID, format_type_with_modifier};
+use crate::pg_catalog::format_type_with_modifier;
 use crate::system::SystemContext;
 
 /// What the functions look names up in: every relation's OID, schema and name.
 #[derive(Debug, Default)]
 pub struct Lookup {
     relations: Vec<(u32, String, String)>,
+    /// Role OIDs and names (`pg_get_userbyid`).
+    roles: Vec<(u32, String)>,
 }
 
 impl Lookup {
     pub fn new(system: &SystemContext) -> Lookup {
         Lookup {
             relations: crate::pg_catalog::relation_names(system),
+            roles: system
+                .catalog
+                .roles()
+                .map(|role| (role.oid, role.name.clone()))
+                .collect(),
         }
     }
 
@@ -123,9 +130,11 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_userbyid",
         arguments: &[26],
         returns: 25,
-        body: |_, args| match oid_argument(args, 0) {
-            Some(SUPERUSER_OID) => text_value(crate::auth::SUPERUSER),
-            Some(oid) => text_value(format!("unknown (OID={oid})")),
+        body: |lookup, args| match oid_argument(args, 0) {
+            Some(oid) => match lookup.roles.iter().find(|(o, _)| *o == oid) {
+                Some((_, name)) => text_value(name.clone()),
+                None => text_value(format!("unknown (OID={oid})")),
+            },
             None => ScalarValue::Utf8(None),
         },
     },

@@ -203,6 +203,10 @@ impl SinkManager {
             info!(%sink, "sink paused: its cluster has no replica");
             return Ok(Some((ObjectStatus::Paused, None)));
         };
+        if let Some(denied) = crate::rbac::sink_denied(state, sink, definition) {
+            warn!(%sink, error = %denied, "sink cannot start");
+            return Ok(Some((ObjectStatus::Stalled, Some(denied))));
+        }
         let configured = self
             .connection(catalog, definition)
             .and_then(|connection| Ok((connection, self.spec(catalog, sink, definition)?)));

@@ -6,6 +6,7 @@ use floe_repr::{Datum, GlobalId, PgType};
 use floe_sql::catalog::{
     AwsAuth, CatalogItem, ConnectionDefinition, ItemDefinition, PlanCatalog, StringOrSecret,
 };
+use floe_sql::privilege::ObjectRef;
 
 /// Everything the builtin relations are derived from.
 pub struct SystemContext<'a> {
@@ -40,7 +41,6 @@ pub struct BuiltinRelation {
 
 use PgType::*;
 
-const OWNER: &str = "u1";
 const DATABASE_ID: &str = "u1";
 
 /// The schemas, in `mz_schemas` order.
@@ -64,7 +64,10 @@ pub fn schema_oid(schema: &str) -> u32 {
 /// Every builtin relation: the `mz_*` ones of this module, then PostgreSQL's
 /// catalog for tools (`crate::pg_catalog`).
 pub fn builtins() -> impl Iterator<Item = &'static BuiltinRelation> {
-    BUILTINS.iter().chain(crate::pg_catalog::PG_CATALOG.iter())
+    BUILTINS
+        .iter()
+        .chain(crate::system_roles::ROLE_BUILTINS.iter())
+        .chain(crate::pg_catalog::PG_CATALOG.iter())
 }
 
 /// Schema ids, as Materialize numbers them.
@@ -94,8 +97,19 @@ pub(crate) fn opt_text(s: Option<impl Into<String>>) -> Datum {
     s.map(|s| Datum::Text(s.into())).unwrap_or(Datum::Null)
 }
 
-fn privileges() -> Datum {
-    Datum::TextArray(vec![Some(format!("{OWNER}=arwdUC/{OWNER}"))])
+fn owner_id(context: &SystemContext, object: &ObjectRef) -> Datum {
+    text(context.catalog.owner(object).to_string())
+}
+
+/// An object's ACL in Materialize's `mz_aclitem` text: its owner's privileges
+/// first, then what was granted.
+fn privileges(context: &SystemContext, object: &ObjectRef) -> Datum {
+    Datum::TextArray(
+        crate::system_roles::acl(context, object)
+            .into_iter()
+            .map(Some)
+            .collect(),
+    )
 }
 
 fn items<'a>(context: &'a SystemContext) -> impl Iterator<Item = &'a CatalogItem> {
@@ -114,13 +128,13 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("owner_id", Text, false),
             ("privileges", TextArray, false),
         ],
-        rows: |_| {
+        rows: |context| {
             vec![vec![
                 text(DATABASE_ID),
                 Datum::Oid(16_384),
                 text("materialize"),
-                text(OWNER),
-                privileges(),
+                owner_id(context, &ObjectRef::Database),
+                privileges(context, &ObjectRef::Database),
             ]]
         },
     },
@@ -137,6 +151,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         rows: |context| {
             let builtin = SCHEMAS.iter().map(|name| {
+                let schema = ObjectRef::Schema(name.to_string());
                 vec![
                     text(schema_id(name)),
                     Datum::Oid(schema_oid(name)),
@@ -146,18 +161,19 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Null
                     },
                     text(*name),
-                    text(OWNER),
-                    privileges(),
+                    owner_id(context, &schema),
+                    privileges(context, &schema),
                 ]
             });
             let created = context.catalog.schemas().map(|schema| {
+                let object = ObjectRef::Schema(schema.name.clone());
                 vec![
                     text(schema.id_text()),
                     Datum::Oid(schema.oid),
                     text(DATABASE_ID),
                     text(&schema.name),
-                    text(OWNER),
-                    privileges(),
+                    owner_id(context, &object),
+                    privileges(context, &object),
                 ]
             });
             builtin.chain(created).collect()
@@ -186,8 +202,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(connection.type_name()),
-                        text(OWNER),
-                        privileges(),
+                        owner_id(context, &ObjectRef::Item(item.id)),
+                        privileges(context, &ObjectRef::Item(item.id)),
                         text(&item.create_sql),
                         text(&item.create_sql),
                     ]),
@@ -245,8 +261,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Oid(item.oid),
                         text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
-                        text(OWNER),
-                        privileges(),
+                        owner_id(context, &ObjectRef::Item(item.id)),
+                        privileges(context, &ObjectRef::Item(item.id)),
                     ]
                 })
                 .collect()
@@ -294,7 +310,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Null,
                         Datum::Null,
                         text(sink.cluster.to_string()),
-                        text(OWNER),
+                        owner_id(context, &ObjectRef::Item(item.id)),
                         text(&item.create_sql),
                         text(&item.create_sql),
                     ]),
@@ -360,9 +376,9 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
                         text(item.definition.kind().name()),
-                        text(OWNER),
+                        owner_id(context, &ObjectRef::Item(item.id)),
                         opt_text(cluster),
-                        privileges(),
+                        privileges(context, &ObjectRef::Item(item.id)),
                     ]
                 })
                 .collect()
@@ -391,8 +407,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Oid(item.oid),
                         text(item_schema_id(context, &item.name.schema)),
                         text(&item.name.item),
-                        text(OWNER),
-                        privileges(),
+                        owner_id(context, &ObjectRef::Item(item.id)),
+                        privileges(context, &ObjectRef::Item(item.id)),
                         text(&item.create_sql),
                         text(&item.create_sql),
                         Datum::Null,
@@ -436,8 +452,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         Datum::Null,
                         Datum::Null,
                         text(source.cluster.to_string()),
-                        text(OWNER),
-                        privileges(),
+                        owner_id(context, &ObjectRef::Item(item.id)),
+                        privileges(context, &ObjectRef::Item(item.id)),
                         text(&item.create_sql),
                         text(&item.create_sql),
                     ]),
@@ -505,8 +521,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                     vec![
                         text(cluster.id.to_string()),
                         text(&cluster.name),
-                        text(OWNER),
-                        privileges(),
+                        owner_id(context, &ObjectRef::Cluster(cluster.id)),
+                        privileges(context, &ObjectRef::Cluster(cluster.id)),
                         Datum::Bool(cluster.managed),
                         opt_text(cluster.size.clone()),
                         cluster
@@ -541,7 +557,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                             text(cluster.id.to_string()),
                             text(&replica.size),
                             Datum::Null,
-                            text(OWNER),
+                            owner_id(context, &ObjectRef::Cluster(cluster.id)),
                         ]
                     })
                 })

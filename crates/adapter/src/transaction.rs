@@ -276,6 +276,7 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         | Statement::AlterSink(_)
         | Statement::AlterSource(_)
         | Statement::AlterCluster(_) => Some(Refused),
+        Statement::Role(_) => Some(Refused),
         Statement::Show(_)
         | Statement::SetVariable(_)
         | Statement::ResetVariable(_)
@@ -350,6 +351,7 @@ pub fn redacted_text(statement: &Statement) -> String {
     match &mut statement {
         Statement::CreateSecret(secret) => secret.value = OptionValue::Redacted,
         Statement::AlterSecret(secret) => secret.value = OptionValue::Redacted,
+        Statement::Role(role) => *role = role.redacted(),
         Statement::CreateConnection(connection) => redact_options(&mut connection.options),
         // Kept as written: every quoted string may be a credential.
         Statement::AlterConnection(alter) => alter.action = redact_strings(&alter.action),

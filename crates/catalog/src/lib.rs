@@ -28,7 +28,9 @@ pub use secrets::SecretsKey;
 pub use source_status::{SOURCE_STATUS_HISTORY_PER_SOURCE, SourceStatusEvent};
 pub use state::CatalogState;
 pub use status::{ObjectStatus, SINK_STATUS_HISTORY_PER_SINK, SinkProgress, SinkStatusEvent};
-pub use transact::{CatalogChange, CatalogDiff, NewItem, NewReplica, Op, SecretValue};
+pub use transact::{
+    CatalogChange, CatalogDiff, NewItem, NewReplica, Op, RoleOp, SecretValue, Verifier,
+};
 
 /// The first object id Materialize gives user objects.
 const FIRST_USER_OID: u32 = 20_000;
@@ -161,6 +163,38 @@ const MIGRATIONS: &[&str] = &[
          comment TEXT NOT NULL,
          PRIMARY KEY (object_id, column_position)
      );",
+    // 7: roles (passwords only as SCRAM verifiers), role membership, owners and
+    // grants (`transact/roles.rs`). The superuser `materialize` is `u1`, owner of
+    // everything made before; PUBLIC may use the database, the `public` schema
+    // and the default cluster, as in Materialize.
+    "CREATE TABLE roles (
+         id TEXT PRIMARY KEY,
+         oid INTEGER NOT NULL UNIQUE,
+         name TEXT NOT NULL UNIQUE,
+         login INTEGER NOT NULL,
+         superuser INTEGER NOT NULL,
+         inherit INTEGER NOT NULL,
+         password TEXT
+     );
+     CREATE TABLE role_members (
+         role_id TEXT NOT NULL,
+         member_id TEXT NOT NULL,
+         grantor_id TEXT NOT NULL,
+         PRIMARY KEY (role_id, member_id)
+     );
+     CREATE TABLE object_owners (object TEXT PRIMARY KEY, owner_id TEXT NOT NULL);
+     CREATE TABLE object_privileges (
+         object TEXT NOT NULL,
+         grantee_id TEXT NOT NULL,
+         grantor_id TEXT NOT NULL,
+         privileges TEXT NOT NULL,
+         PRIMARY KEY (object, grantee_id, grantor_id)
+     );
+     INSERT INTO roles VALUES ('u1', 16661, 'materialize', 1, 1, 1, NULL);
+     INSERT INTO id_allocators VALUES ('role', 2);
+     INSERT INTO object_privileges VALUES ('database', 'p', 'u1', 'U'), ('schema:public', 'p', 'u1', 'U');
+     INSERT INTO object_privileges
+         SELECT 'cluster:' || id, 'p', 'u1', 'U' FROM clusters WHERE name = 'quickstart';",
 ];
 
 /// The durable catalog.
@@ -226,6 +260,11 @@ impl Catalog {
                 transaction.execute(
                     "INSERT INTO clusters VALUES (?1, ?2, 1, '25cc', 1)",
                     params![ClusterId::User(cluster_id).to_string(), DEFAULT_CLUSTER],
+                )?;
+                // PUBLIC may use the default cluster (migration 7 grants the rest).
+                transaction.execute(
+                    "INSERT INTO object_privileges VALUES (?1, 'p', 'u1', 'U')",
+                    params![format!("cluster:{}", ClusterId::User(cluster_id))],
                 )?;
                 transaction.execute(
                     "INSERT INTO cluster_replicas VALUES (?1, ?2, 'r1', '25cc')",
@@ -399,6 +438,7 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
         })?;
         cluster.replicas.push(Replica { id, name, size });
     }
+    transact::load_roles(connection, &mut state)?;
     Ok(state)
 }
 

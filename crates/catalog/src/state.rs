@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use floe_repr::{ClusterId, GlobalId};
+use floe_repr::{ClusterId, GlobalId, RoleId};
 use floe_sql::catalog::{CatalogItem, Cluster, PlanCatalog, QualifiedName, SYSTEM_SCHEMAS, Schema};
+use floe_sql::privilege::{AclItem, ObjectRef};
+use floe_sql::role::{Role, RoleMembership, SUPERUSER_ROLE_ID};
 
 /// Items and clusters as committed. A transaction changes a copy and swaps it
 /// in after SQLite committed, so readers never see half a DDL.
@@ -20,6 +22,14 @@ pub struct CatalogState {
     pub(crate) comments: BTreeMap<(GlobalId, Option<usize>), String>,
     /// `(schema, name)` of every builtin relation, for name resolution.
     system_relations: Vec<(String, String)>,
+    pub(crate) roles: BTreeMap<RoleId, Role>,
+    /// Sorted.
+    pub(crate) role_memberships: Vec<RoleMembership>,
+    /// Owners other than the superuser (an object without an entry is the
+    /// superuser's).
+    pub(crate) owners: BTreeMap<ObjectRef, RoleId>,
+    /// Grants besides owners' privileges, sorted per object.
+    pub(crate) grants: BTreeMap<ObjectRef, Vec<AclItem>>,
 }
 
 impl CatalogState {
@@ -42,6 +52,10 @@ impl CatalogState {
         self.comments
             .iter()
             .map(|((id, position), comment)| (*id, *position, comment.as_str()))
+    }
+
+    pub fn roles(&self) -> impl Iterator<Item = &Role> {
+        self.roles.values()
     }
 
     /// Registers the builtin relations the query engine serves.
@@ -121,6 +135,48 @@ impl PlanCatalog for CatalogState {
             .values()
             .filter(|item| item.name.schema == schema)
             .map(|item| item.id)
+            .collect()
+    }
+
+    fn role_by_name(&self, name: &str) -> Option<&Role> {
+        self.roles.values().find(|role| role.name == name)
+    }
+
+    fn role(&self, id: RoleId) -> Option<&Role> {
+        self.roles.get(&id)
+    }
+
+    fn role_memberships(&self) -> &[RoleMembership] {
+        &self.role_memberships
+    }
+
+    fn owner(&self, object: &ObjectRef) -> RoleId {
+        self.owners
+            .get(object)
+            .copied()
+            .unwrap_or(SUPERUSER_ROLE_ID)
+    }
+
+    fn grants(&self, object: &ObjectRef) -> &[AclItem] {
+        self.grants.get(object).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    fn owned_by(&self, role: RoleId) -> Vec<String> {
+        self.owners
+            .iter()
+            .filter(|(_, owner)| **owner == role)
+            .map(|(object, _)| match object {
+                ObjectRef::Item(id) => match self.items.get(id) {
+                    Some(item) => format!("{} {}", item.definition.kind().human_name(), item.name),
+                    None => object.to_string(),
+                },
+                ObjectRef::Cluster(id) => match self.clusters.get(id) {
+                    Some(cluster) => format!("cluster {}", cluster.name),
+                    None => object.to_string(),
+                },
+                ObjectRef::Schema(name) => format!("schema {name}"),
+                ObjectRef::Database => "database materialize".to_string(),
+            })
             .collect()
     }
 

@@ -22,6 +22,11 @@ use floe_sql::catalog::{
 };
 use rusqlite::{TransactionBehavior, params};
 
+mod roles;
+
+pub(crate) use roles::load_roles;
+pub use roles::{RoleOp, Verifier};
+
 use crate::secrets::SecretsKey;
 use crate::state::CatalogState;
 use crate::{Catalog, CatalogError, FIRST_USER_OID, allocate, durable, write_secret};
@@ -113,6 +118,8 @@ pub enum Op {
         column: Option<usize>,
         comment: Option<String>,
     },
+    /// Roles, role membership, owners and grants.
+    Role(RoleOp),
 }
 
 /// What a transaction changed. Start-up sees the diff from an empty catalog.
@@ -143,6 +150,9 @@ pub enum CatalogChange {
     ClusterDropped(Cluster),
     SchemaAdded(Schema),
     SchemaDropped(Schema),
+    /// Roles, memberships, owners or grants changed: what a sink's owner may do
+    /// (and so whether the sink may run) may have changed.
+    AccessChanged,
 }
 
 impl CatalogDiff {
@@ -189,6 +199,13 @@ impl CatalogDiff {
                 }),
                 Some(_) => {}
             }
+        }
+        if old.roles != new.roles
+            || old.role_memberships != new.role_memberships
+            || old.owners != new.owners
+            || old.grants != new.grants
+        {
+            changes.push(CatalogChange::AccessChanged);
         }
         CatalogDiff { changes }
     }
@@ -368,8 +385,9 @@ impl OpWriter<'_> {
                         .execute(statement, params![id.to_string()])?;
                 }
                 self.state.clusters.remove(&id);
-                Ok(())
+                self.forget_access(floe_sql::privilege::ObjectRef::Cluster(id))
             }
+            Op::Role(op) => self.apply_role(op),
         }
     }
 
@@ -537,7 +555,7 @@ impl OpWriter<'_> {
                 .execute(statement, params![id.to_string()])?;
         }
         self.state.remove_item(id);
-        Ok(())
+        self.forget_access(floe_sql::privilege::ObjectRef::Item(id))
     }
 
     fn create_cluster(

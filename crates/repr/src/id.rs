@@ -85,6 +85,7 @@ macro_rules! prefixed_id {
 
 prefixed_id!(ClusterId, "The id of a cluster.");
 prefixed_id!(ReplicaId, "The id of a cluster replica.");
+prefixed_id!(RoleId, "The id of a role.");
 
 #[cfg(test)]
 mod tests {

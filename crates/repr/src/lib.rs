@@ -18,7 +18,7 @@ pub use codec::{CodecError, decode_row, encode_row};
 pub use datum::{
     ColumnDesc, Datum, LIST_OID, MAP_OID, PgType, RangeBounds, Row, UINT2_OID, UINT4_OID, UINT8_OID,
 };
-pub use id::{ClusterId, GlobalId, ReplicaId};
+pub use id::{ClusterId, GlobalId, ReplicaId, RoleId};
 pub use relation::{ColumnType, RelationDesc};
 pub use sqlstate::SqlState;
 pub use strconv::{ValueError, format_datum, parse_datum};

@@ -15,6 +15,7 @@ impl SqlState {
     pub const SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION: SqlState = SqlState("08001");
     pub const PROTOCOL_VIOLATION: SqlState = SqlState("08P01");
     pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
+    pub const INVALID_GRANT_OPERATION: SqlState = SqlState("0LP01");
     pub const DATA_EXCEPTION: SqlState = SqlState("22000");
     pub const STRING_DATA_RIGHT_TRUNCATION: SqlState = SqlState("22001");
     pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
@@ -50,6 +51,7 @@ impl SqlState {
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
     pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
+    pub const RESERVED_NAME: SqlState = SqlState("42939");
     pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");
     pub const WRONG_OBJECT_TYPE: SqlState = SqlState("42809");
     pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");

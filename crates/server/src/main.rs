@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use floe_adapter::auth::ScramVerifier;
 use floe_adapter::{Coordinator, CoordinatorConfig};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -282,7 +283,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Every flag is checked and every port taken before the data directory is
     // opened: a bad flag or a busy port must fail before `--quickstart` creates
     // anything.
-    let security = wire_security(&args.access, args.listen)?;
+    let (security, superuser) = wire_security(&args.access, args.listen)?;
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -299,6 +300,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     if args.quickstart {
         quickstart(&coordinator).await?;
     }
+    // Roles created with a password log in with the verifier the catalog keeps.
+    let security = floe_pgwire::WireSecurity {
+        authenticator: std::sync::Arc::new(floe_adapter::auth::Authenticator::new(
+            args.access.authenticator,
+            std::sync::Arc::new(floe_adapter::login::CatalogVerifiers::new(
+                superuser,
+                coordinator.clone(),
+            )),
+        )),
+        ..security
+    };
     let http = start_internal_http(http_listener, &coordinator, &security);
     info!(
         address = %listener.local_addr()?,
@@ -315,13 +327,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The wire's TLS and authentication from the flags; refuses settings that would
-/// leave the server open or unusable.
+/// The wire's TLS and authentication from the flags, and the superuser's verifier;
+/// refuses settings that would leave the server open or unusable.
 fn wire_security(
     access: &AccessArgs,
     listen: SocketAddr,
-) -> anyhow::Result<floe_pgwire::WireSecurity> {
-    use floe_adapter::auth::{AuthMethod, Authenticator, ScramVerifier, SuperuserOnly};
+) -> anyhow::Result<(floe_pgwire::WireSecurity, Option<ScramVerifier>)> {
+    use floe_adapter::auth::{AuthMethod, Authenticator, SuperuserOnly};
     let method = access.authenticator;
     for address in [listen, access.internal_http_listen] {
         anyhow::ensure!(
@@ -345,14 +357,15 @@ fn wire_security(
             "--authenticator password sends passwords in clear text: use --tls-mode require"
         );
     }
-    Ok(floe_pgwire::WireSecurity {
+    let security = floe_pgwire::WireSecurity {
         tls_mode: access.tls_mode,
         tls,
         authenticator: std::sync::Arc::new(Authenticator::new(
             method,
-            std::sync::Arc::new(SuperuserOnly(superuser)),
+            std::sync::Arc::new(SuperuserOnly(superuser.clone())),
         )),
-    })
+    };
+    Ok((security, superuser))
 }
 
 /// Loads the certificate files, and reloads them on SIGHUP.

@@ -11,6 +11,8 @@ mod first_hour;
 mod postgres_sources;
 #[path = "e2e/production.rs"]
 mod production;
+#[path = "e2e/roles.rs"]
+mod roles;
 #[path = "e2e/sink_safety.rs"]
 mod sink_safety;
 #[path = "e2e/statements.rs"]

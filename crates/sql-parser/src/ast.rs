@@ -7,9 +7,14 @@ use std::fmt;
 
 use sqlparser::ast::{Expr, Ident, ObjectName};
 
+mod role;
+pub use role::*;
+
 /// One parsed statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
+    /// Roles and privileges (`ast::role`).
+    Role(RoleStatement),
     /// Anything sqlparser's Postgres dialect parses: queries, DML,
     /// `CREATE TABLE`, transaction control, ...
     Standard(Box<sqlparser::ast::Statement>),
@@ -983,6 +988,7 @@ impl fmt::Display for Statement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Statement::Standard(s) => write!(f, "{s}"),
+            Statement::Role(s) => write!(f, "{s}"),
             Statement::CreateSecret(s) => write!(f, "{s}"),
             Statement::AlterSecret(s) => write!(f, "{s}"),
             Statement::CreateConnection(s) => write!(f, "{s}"),

@@ -11,6 +11,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
 use crate::ast::*;
 use crate::options::*;
 
+mod role;
+
 /// Why a statement could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -220,6 +222,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         && peek_word(parser, 2).as_deref() == Some("SUBSCRIBE")
     {
         return parse_copy_subscribe(parser);
+    }
+    if let Some(statement) = role::parse_role_statement(parser) {
+        return statement;
     }
     for leader in UNSUPPORTED_LEADERS {
         if peek_words(parser, leader) {

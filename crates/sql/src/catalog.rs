@@ -636,6 +636,32 @@ pub trait PlanCatalog {
     fn items_in_cluster(&self, id: ClusterId) -> Vec<GlobalId>;
     /// Whether `schema.name` is a builtin relation.
     fn is_system_relation(&self, schema: &str, name: &str) -> bool;
+
+    // Roles and privileges (`crate::role`, `crate::privilege`); a catalog
+    // without them (a planner test's) has the superuser alone, owning everything.
+
+    fn role_by_name(&self, _name: &str) -> Option<&crate::role::Role> {
+        None
+    }
+    fn role(&self, _id: floe_repr::RoleId) -> Option<&crate::role::Role> {
+        None
+    }
+    fn role_memberships(&self) -> &[crate::role::RoleMembership] {
+        &[]
+    }
+    /// The owner of an object: the superuser unless it was created by or given to
+    /// another role.
+    fn owner(&self, _object: &crate::privilege::ObjectRef) -> floe_repr::RoleId {
+        crate::role::SUPERUSER_ROLE_ID
+    }
+    /// What was granted on an object besides its owner's privileges.
+    fn grants(&self, _object: &crate::privilege::ObjectRef) -> &[crate::privilege::AclItem] {
+        &[]
+    }
+    /// The objects a role owns, as messages name them (`table materialize.public.t`).
+    fn owned_by(&self, _role: floe_repr::RoleId) -> Vec<String> {
+        Vec::new()
+    }
     /// A schema users created (`public` is not one).
     fn user_schema(&self, _name: &str) -> Option<&Schema> {
         None
@@ -695,6 +721,24 @@ impl PlanCatalog for SessionCatalog<'_> {
     }
     fn search_path(&self) -> Vec<String> {
         self.search_path.clone()
+    }
+    fn role_by_name(&self, name: &str) -> Option<&crate::role::Role> {
+        self.catalog.role_by_name(name)
+    }
+    fn role(&self, id: floe_repr::RoleId) -> Option<&crate::role::Role> {
+        self.catalog.role(id)
+    }
+    fn role_memberships(&self) -> &[crate::role::RoleMembership] {
+        self.catalog.role_memberships()
+    }
+    fn owner(&self, object: &crate::privilege::ObjectRef) -> floe_repr::RoleId {
+        self.catalog.owner(object)
+    }
+    fn grants(&self, object: &crate::privilege::ObjectRef) -> &[crate::privilege::AclItem] {
+        self.catalog.grants(object)
+    }
+    fn owned_by(&self, role: floe_repr::RoleId) -> Vec<String> {
+        self.catalog.owned_by(role)
     }
 }
 

@@ -16,6 +16,8 @@ pub mod options;
 pub mod plan;
 pub mod planner;
 pub mod postgres;
+pub mod privilege;
+pub mod role;
 mod schema;
 mod show;
 pub mod source;

@@ -44,6 +44,10 @@ pub enum Plan {
     NoOp {
         tag: &'static str,
     },
+    /// CREATE/ALTER/DROP ROLE, GRANT/REVOKE of role membership.
+    Role(crate::role::RolePlan),
+    /// GRANT/REVOKE of privileges, ALTER ... OWNER TO.
+    Privilege(crate::privilege::PrivilegePlan),
 }
 
 #[derive(Debug, Clone, PartialEq)]

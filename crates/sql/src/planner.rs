@@ -100,7 +100,11 @@ pub fn plan(
         Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
         Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
         Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
+        Statement::DropObjects(s) if s.object_type == ObjectType::Role => {
+            crate::role::plan_drop_roles(catalog, &s, notices)
+        }
         Statement::DropObjects(s) => plan_drop(catalog, s, notices),
+        Statement::Role(s) => crate::role::plan_role_statement(catalog, s, notices),
         Statement::Show(s) => show::plan_show(catalog, s),
         Statement::Comment(s) => crate::schema::plan_comment(catalog, s),
         Statement::SetVariable(s) => Ok(Plan::SetVariable(SetVariablePlan {

@@ -9,6 +9,7 @@ mod connection;
 mod dml;
 mod drop;
 mod postgres;
+mod roles;
 mod schema;
 mod secret;
 mod session;
@@ -46,6 +47,8 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         match plan {
             Plan::NoOp { tag } => command(tag),
+            Plan::Role(plan) => self.sequence_role(session, plan).await,
+            Plan::Privilege(plan) => self.sequence_privilege(plan).await,
             Plan::CreateSecret(plan) => self.sequence_create_secret(plan).await,
             Plan::AlterSecret(plan) => self.sequence_alter_secret(plan).await,
             Plan::CreateConnection(plan) => self.sequence_create_connection(plan).await,

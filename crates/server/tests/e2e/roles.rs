@@ -1,0 +1,537 @@
+//! Roles against the real binary: CREATE/ALTER/DROP ROLE and role membership by
+//! the superuser, logins of roles with SCRAM, what a role that is not a superuser
+//! may not do, the catalog views of roles, and no password in clear text anywhere
+//! (catalog file, views, log).
+
+use crate::support::{Floe, execute_each, rows};
+
+const SUPERUSER_PASSWORD: &str = "superuser secret 1";
+const ALICE_PASSWORD: &str = "alice's first secret";
+const ALICE_NEW_PASSWORD: &str = "alice's second secret";
+
+async fn connect(
+    floe: &Floe,
+    user: &str,
+    password: &str,
+) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+    let config = format!(
+        "host=127.0.0.1 port={} user={user} dbname=materialize password='{}'",
+        floe.port,
+        password.replace('\'', "\\'")
+    );
+    let (client, connection) = tokio_postgres::connect(&config, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+fn sqlstate(error: &tokio_postgres::Error) -> (String, String) {
+    let db = error
+        .as_db_error()
+        .unwrap_or_else(|| panic!("not a server error: {error}"));
+    (db.code().code().to_string(), db.message().to_string())
+}
+
+/// The superuser creates roles (one with a password), grants membership, alters
+/// and drops them; a role logs in with SCRAM with its password and not with
+/// another; NOLOGIN and unknown roles fail alike; a role that is not a superuser
+/// gets 42501 for role DDL but may change its own password; passwords appear in
+/// no view, in no log line, and not in the catalog file, where only SCRAM
+/// verifiers are kept; everything survives a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_log_in_and_keep_only_verifiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let args = ["--authenticator", "sasl"];
+    let env = [("FLOE_SUPERUSER_PASSWORD", SUPERUSER_PASSWORD)];
+    let mut floe = Floe::start_with_env(&data, &args, &env);
+    let admin = connect(&floe, "materialize", SUPERUSER_PASSWORD)
+        .await
+        .expect("the superuser logs in");
+    execute_each(
+        &admin,
+        &format!(
+            "CREATE ROLE alice WITH LOGIN PASSWORD '{}';
+             CREATE ROLE readers;
+             CREATE ROLE writers INHERIT;
+             GRANT readers, writers TO alice;
+             GRANT readers TO writers",
+            ALICE_PASSWORD.replace('\'', "''")
+        ),
+    )
+    .await
+    .expect("role DDL by the superuser");
+
+    let roles = rows(
+        &admin,
+        "SELECT name, inherit, rolcanlogin, rolsuper FROM mz_roles ORDER BY name",
+    )
+    .await;
+    let expected: Vec<Vec<Option<String>>> = [
+        ["alice", "t", "t", "f"],
+        ["materialize", "t", "t", "t"],
+        ["readers", "t", "f", "f"],
+        ["writers", "t", "f", "f"],
+    ]
+    .iter()
+    .map(|row| row.iter().map(|v| Some(v.to_string())).collect())
+    .collect();
+    assert_eq!(roles, expected);
+    let members = rows(
+        &admin,
+        "SELECT r.name, m.name, g.name FROM mz_role_members rm
+         JOIN mz_roles r ON r.id = rm.role_id
+         JOIN mz_roles m ON m.id = rm.member
+         JOIN mz_roles g ON g.id = rm.grantor
+         ORDER BY 1, 2",
+    )
+    .await;
+    let members: Vec<String> = members
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| v.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        members,
+        [
+            "readers alice materialize",
+            "readers writers materialize",
+            "writers alice materialize"
+        ]
+    );
+    let pg_roles = rows(
+        &admin,
+        "SELECT rolname, rolpassword, rolcanlogin FROM pg_roles WHERE rolname IN ('alice', 'readers') ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        pg_roles,
+        vec![
+            vec![
+                Some("alice".to_string()),
+                Some("********".to_string()),
+                Some("t".to_string())
+            ],
+            vec![Some("readers".to_string()), None, Some("f".to_string())],
+        ]
+    );
+
+    // Statement rules.
+    for (sql, code, message) in [
+        ("CREATE ROLE alice", "42710", "role 'alice' already exists"),
+        (
+            "CREATE ROLE mz_x",
+            "42939",
+            "role name \"mz_x\" is reserved",
+        ),
+        (
+            "CREATE ROLE x NOINHERIT",
+            "0A000",
+            "non inherit roles are not supported",
+        ),
+        (
+            "CREATE ROLE x LOGIN NOLOGIN",
+            "42601",
+            "conflicting or redundant options",
+        ),
+        ("GRANT nobody TO alice", "42704", "unknown role 'nobody'"),
+        (
+            "GRANT alice TO readers",
+            "0LP01",
+            "role \"alice\" is a member of role \"readers\"",
+        ),
+        ("DROP ROLE nobody", "42704", "unknown role 'nobody'"),
+    ] {
+        let error = admin.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(
+            sqlstate(&error),
+            (code.to_string(), message.to_string()),
+            "{sql}"
+        );
+    }
+    admin
+        .batch_execute("DROP ROLE IF EXISTS nobody")
+        .await
+        .expect("IF EXISTS of a missing role is a notice");
+    // The superuser may not be dropped.
+    let error = admin
+        .batch_execute("DROP ROLE materialize")
+        .await
+        .expect_err("dropping the superuser");
+    assert_eq!(sqlstate(&error).0, "42501");
+
+    // Logins: the right password, a wrong one, a role without LOGIN, an unknown role.
+    let alice = connect(&floe, "alice", ALICE_PASSWORD)
+        .await
+        .expect("alice logs in with her password");
+    for (user, password) in [
+        ("alice", "wrong"),
+        ("readers", ALICE_PASSWORD),
+        ("nobody", ALICE_PASSWORD),
+    ] {
+        let error = connect(&floe, user, password)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{user} logged in with {password:?}"));
+        assert_eq!(
+            sqlstate(&error),
+            (
+                "28P01".to_string(),
+                format!("password authentication failed for user \"{user}\"")
+            )
+        );
+    }
+
+    // A role that is not a superuser: no role DDL, but its own password.
+    for sql in [
+        "CREATE ROLE eve",
+        "GRANT writers TO readers",
+        "DROP ROLE readers",
+        "ALTER ROLE alice SUPERUSER",
+    ] {
+        let error = alice.batch_execute(sql).await.expect_err(sql);
+        let db = error.as_db_error().unwrap();
+        assert_eq!(db.code().code(), "42501", "{sql}");
+        assert_eq!(db.message(), "permission denied for SYSTEM", "{sql}");
+        assert_eq!(
+            db.detail(),
+            Some("The 'alice' role needs CREATEROLE privileges on SYSTEM"),
+            "{sql}"
+        );
+    }
+    alice
+        .batch_execute(&format!(
+            "ALTER ROLE alice PASSWORD '{}'",
+            ALICE_NEW_PASSWORD.replace('\'', "''")
+        ))
+        .await
+        .expect("a role changes its own password");
+    assert!(connect(&floe, "alice", ALICE_PASSWORD).await.is_err());
+    drop(alice);
+
+    // Revoke, alter, drop; then a restart keeps what is left.
+    execute_each(
+        &admin,
+        "REVOKE writers FROM alice;
+         ALTER ROLE readers LOGIN;
+         DROP ROLE writers",
+    )
+    .await
+    .expect("revoke, alter, drop");
+    let log = floe.log();
+    floe.terminate();
+    let catalog = std::fs::read(data.join("catalog.db")).unwrap();
+    let wal = std::fs::read(data.join("catalog.db-wal")).unwrap_or_default();
+    for password in [ALICE_PASSWORD, ALICE_NEW_PASSWORD, SUPERUSER_PASSWORD] {
+        for (what, bytes) in [("catalog.db", &catalog), ("catalog.db-wal", &wal)] {
+            assert!(
+                !bytes
+                    .windows(password.len())
+                    .any(|window| window == password.as_bytes()),
+                "{what} holds a password in clear text"
+            );
+        }
+        assert!(!log.contains(password), "the log holds a password");
+    }
+    assert!(
+        catalog
+            .windows(b"SCRAM-SHA-256$4096:".len())
+            .any(|w| w == b"SCRAM-SHA-256$4096:")
+            || wal
+                .windows(b"SCRAM-SHA-256$4096:".len())
+                .any(|w| w == b"SCRAM-SHA-256$4096:"),
+        "the catalog keeps SCRAM verifiers"
+    );
+
+    let floe = Floe::start_with_env(&data, &args, &env);
+    let admin = connect(&floe, "materialize", SUPERUSER_PASSWORD)
+        .await
+        .expect("the superuser logs in again");
+    let after = rows(
+        &admin,
+        "SELECT r.name, r.rolcanlogin, (SELECT count(*) FROM mz_role_members WHERE member = r.id)
+         FROM mz_roles r ORDER BY 1",
+    )
+    .await;
+    let after: Vec<String> = after
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|v| v.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(after, ["alice t 1", "materialize t 0", "readers t 0"]);
+    connect(&floe, "alice", ALICE_NEW_PASSWORD)
+        .await
+        .expect("alice's new password survives the restart");
+}
+
+/// Connects as `user` to a server without authentication (a role's name acts as
+/// that role).
+async fn connect_as(floe: &Floe, user: &str) -> tokio_postgres::Client {
+    let config = format!(
+        "host=127.0.0.1 port={} user={user} dbname=materialize",
+        floe.port
+    );
+    let (client, connection) = tokio_postgres::connect(&config, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("{user} connects: {e}"));
+    tokio::spawn(connection);
+    client
+}
+
+/// Asserts that each statement fails with 42501 and the message given.
+async fn assert_denied(client: &tokio_postgres::Client, cases: &[(&str, &str)]) {
+    for (sql, message) in cases {
+        let error = client.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(
+            sqlstate(&error),
+            ("42501".to_string(), message.to_string()),
+            "{sql}"
+        );
+    }
+}
+
+async fn assert_allowed(client: &tokio_postgres::Client, statements: &[&str]) {
+    for sql in statements {
+        client
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+const T: &str = "permission denied for TABLE \"materialize.public.t\"";
+
+/// The privilege matrix: a role without grants is refused every read, write and
+/// DDL with Materialize's 42501 texts; grants (directly, through a role it is a
+/// member of, and to PUBLIC) allow exactly what they name; REVOKE takes them back;
+/// an owner may do everything to what it owns; privilege columns and owners show
+/// it all; a role that owns objects cannot be dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privilege_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let admin = floe.connect().await;
+    execute_each(
+        &admin,
+        "CREATE TABLE t (a int);
+         INSERT INTO t VALUES (1);
+         CREATE SECRET s AS 'x';
+         CREATE ROLE alice LOGIN;
+         CREATE ROLE readers",
+    )
+    .await
+    .unwrap();
+    let alice = connect_as(&floe, "alice").await;
+
+    // Without grants.
+    assert_denied(
+        &alice,
+        &[
+            ("SELECT * FROM t", T),
+            ("SELECT count(*) FROM public.t", T),
+            ("INSERT INTO t VALUES (2)", T),
+            ("UPDATE t SET a = 2", T),
+            ("DELETE FROM t", T),
+            ("COPY t TO STDOUT", T),
+            (
+                "CREATE TABLE u (a int)",
+                "permission denied for SCHEMA \"materialize.public\"",
+            ),
+            (
+                "DROP TABLE t",
+                "must be owner of TABLE materialize.public.t",
+            ),
+            (
+                "GRANT SELECT ON t TO alice",
+                "must be owner of TABLE materialize.public.t",
+            ),
+            (
+                "ALTER SECRET s AS 'y'",
+                "must be owner of SECRET materialize.public.s",
+            ),
+            (
+                "CREATE CLUSTER c (SIZE = '25cc')",
+                "permission denied for SYSTEM",
+            ),
+        ],
+    )
+    .await;
+    // Builtin relations need no grant.
+    assert_allowed(&alice, &["SELECT count(*) FROM mz_tables"]).await;
+
+    // Grants: SELECT to alice, INSERT through readers, CREATE on the schema to PUBLIC.
+    execute_each(
+        &admin,
+        "GRANT SELECT ON TABLE t TO alice;
+         GRANT INSERT ON t TO readers;
+         GRANT readers TO alice;
+         GRANT CREATE ON SCHEMA public TO PUBLIC",
+    )
+    .await
+    .unwrap();
+    assert_allowed(
+        &alice,
+        &[
+            "SELECT * FROM t",
+            "INSERT INTO t VALUES (2)",
+            "CREATE TABLE mine (a int)",
+            "INSERT INTO mine SELECT a FROM t",
+            "UPDATE mine SET a = a + 1",
+        ],
+    )
+    .await;
+    assert_denied(&alice, &[("UPDATE t SET a = 2", T), ("DELETE FROM t", T)]).await;
+    let alice_id = rows(&admin, "SELECT id FROM mz_roles WHERE name = 'alice'").await[0][0]
+        .clone()
+        .unwrap();
+    let readers_id = rows(&admin, "SELECT id FROM mz_roles WHERE name = 'readers'").await[0][0]
+        .clone()
+        .unwrap();
+    let tables = rows(
+        &admin,
+        "SELECT name, owner_id, privileges::text FROM mz_tables ORDER BY name",
+    )
+    .await;
+    assert_eq!(
+        tables,
+        vec![
+            vec![
+                Some("mine".to_string()),
+                Some(alice_id.clone()),
+                Some(format!("{{{alice_id}=arwd/{alice_id}}}")),
+            ],
+            vec![
+                Some("t".to_string()),
+                Some("u1".to_string()),
+                Some(format!("{{u1=arwd/u1,{alice_id}=r/u1,{readers_id}=a/u1}}")),
+            ],
+        ]
+    );
+    let schema = rows(
+        &admin,
+        "SELECT privileges::text FROM mz_schemas WHERE name = 'public'",
+    )
+    .await;
+    assert_eq!(schema[0][0].as_deref(), Some("{u1=UC/u1,=UC/u1}"));
+
+    // REVOKE takes a grant back; a membership revoked takes what came through it.
+    execute_each(
+        &admin,
+        "REVOKE SELECT ON t FROM alice;
+         REVOKE readers FROM alice",
+    )
+    .await
+    .unwrap();
+    assert_denied(
+        &alice,
+        &[("SELECT * FROM t", T), ("INSERT INTO t VALUES (3)", T)],
+    )
+    .await;
+
+    // The owner may do everything; ownership changes hands with ALTER ... OWNER TO.
+    admin
+        .batch_execute("ALTER TABLE t OWNER TO alice")
+        .await
+        .unwrap();
+    assert_allowed(
+        &alice,
+        &[
+            "UPDATE t SET a = a * 10",
+            "DELETE FROM t WHERE a = 20",
+            "SELECT * FROM t",
+            "GRANT SELECT ON t TO readers",
+        ],
+    )
+    .await;
+    let error = admin
+        .batch_execute("DROP ROLE alice")
+        .await
+        .expect_err("alice owns tables");
+    let db = error.as_db_error().unwrap();
+    assert_eq!(db.code().code(), "2BP01");
+    assert_eq!(
+        db.message(),
+        "role \"alice\" cannot be dropped because some objects depend on it"
+    );
+    assert_allowed(&alice, &["DROP TABLE mine", "DROP TABLE t"]).await;
+    assert_allowed(&admin, &["DROP ROLE alice"]).await;
+}
+
+/// A sink runs with its owner's privileges: created by a role with the grants it
+/// needs, it runs; revoking SELECT on its relation from the owner stalls it with
+/// the reason; granting it back runs it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sinks_run_with_their_owners_privileges() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let admin = floe.connect().await;
+    execute_each(
+        &admin,
+        "CREATE TABLE t (a int);
+         INSERT INTO t VALUES (1);
+         CREATE CONNECTION local TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+         CREATE ROLE alice LOGIN;
+         GRANT CREATE ON SCHEMA public TO alice;
+         GRANT CREATE ON CLUSTER quickstart TO alice;
+         GRANT SELECT ON t TO alice",
+    )
+    .await
+    .unwrap();
+    let alice = connect_as(&floe, "alice").await;
+    let sink = "CREATE SINK k FROM t INTO ICEBERG CATALOG CONNECTION local (NAMESPACE = 'ns', TABLE = 'k') MODE APPEND WITH (COMMIT INTERVAL = '1s')";
+    assert_denied(
+        &alice,
+        &[(
+            sink,
+            "permission denied for CONNECTION \"materialize.public.local\"",
+        )],
+    )
+    .await;
+    admin
+        .batch_execute("GRANT USAGE ON CONNECTION local TO alice")
+        .await
+        .unwrap();
+    assert_allowed(&alice, &[sink]).await;
+    wait_for(&admin, "running").await;
+    admin
+        .batch_execute("REVOKE SELECT ON t FROM alice")
+        .await
+        .unwrap();
+    let error = wait_for(&admin, "stalled").await;
+    assert_eq!(
+        error,
+        "permission denied for TABLE \"materialize.public.t\": the sink runs with the privileges of its owner 'alice'"
+    );
+    admin
+        .batch_execute("GRANT SELECT ON t TO alice")
+        .await
+        .unwrap();
+    wait_for(&admin, "running").await;
+}
+
+/// Waits until sink `k` has status `wanted`; its error.
+async fn wait_for(admin: &tokio_postgres::Client, wanted: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let now = rows(
+            admin,
+            "SELECT status, coalesce(error, '') FROM mz_internal.mz_sink_statuses WHERE name = 'k'",
+        )
+        .await;
+        if now[0][0].as_deref() == Some(wanted) {
+            return now[0][1].clone().unwrap_or_default();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sink k not {wanted}: {now:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
