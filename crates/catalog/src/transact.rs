@@ -212,7 +212,11 @@ impl CatalogDiff {
 
     /// Every item and cluster of `state` as new: what start-up applies.
     pub fn from_empty(state: &CatalogState) -> CatalogDiff {
-        CatalogDiff::between(&CatalogState::default(), state)
+        let mut diff = CatalogDiff::between(&CatalogState::default(), state);
+        // Starting a sink checks its owner's privileges already.
+        diff.changes
+            .retain(|change| *change != CatalogChange::AccessChanged);
+        diff
     }
 }
 

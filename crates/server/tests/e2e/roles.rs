@@ -188,7 +188,7 @@ async fn roles_log_in_and_keep_only_verifiers() {
     // A role that is not a superuser: no role DDL, but its own password.
     for sql in [
         "CREATE ROLE eve",
-        "GRANT writers TO readers",
+        "REVOKE writers FROM alice",
         "DROP ROLE readers",
         "ALTER ROLE alice SUPERUSER",
     ] {
@@ -396,7 +396,7 @@ async fn privilege_matrix() {
         .unwrap();
     let tables = rows(
         &admin,
-        "SELECT name, owner_id, privileges::text FROM mz_tables ORDER BY name",
+        "SELECT name, owner_id, privileges FROM mz_tables ORDER BY name",
     )
     .await;
     assert_eq!(
@@ -416,7 +416,7 @@ async fn privilege_matrix() {
     );
     let schema = rows(
         &admin,
-        "SELECT privileges::text FROM mz_schemas WHERE name = 'public'",
+        "SELECT privileges FROM mz_schemas WHERE name = 'public'",
     )
     .await;
     assert_eq!(schema[0][0].as_deref(), Some("{u1=UC/u1,=UC/u1}"));
