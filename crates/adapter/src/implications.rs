@@ -495,8 +495,15 @@ impl Coordinator {
                     }
                     _ => return Ok(()),
                 };
-                // Running though denied, or stopped though allowed: start decides.
-                if denied == self.sinks.is_running(*sink)
+                // Running though denied, or stalled for a permission its owner has
+                // again: start decides. A sink down for any other reason is left
+                // as it is.
+                let stalled_for_permission = catalog
+                    .latest_sink_status(*sink)?
+                    .and_then(|(_, error)| error)
+                    .is_some_and(|error| error.starts_with(crate::rbac::SINK_DENIED_PREFIX));
+                let running = self.sinks.is_running(*sink);
+                if ((denied && running) || (!denied && stalled_for_permission))
                     && let Some((status, error)) = self.sinks.start(catalog, *sink)?
                 {
                     catalog

@@ -333,6 +333,9 @@ tokio::task_local! {
     pub static ACTOR: RoleId;
 }
 
+/// How the error of a sink stopped for its owner's privileges begins.
+pub const SINK_DENIED_PREFIX: &str = "permission denied for ";
+
 /// Why a sink may not run with its owner's privileges (SELECT on its relation,
 /// USAGE on its connection), if it may not: a sink runs as its owner, so a grant
 /// revoked from the owner stops it (`stalled` with this error) and a grant given
@@ -356,7 +359,7 @@ pub fn sink_denied(
             .map(|role| role.name.clone())
             .unwrap_or_else(|| owner.to_string());
         format!(
-            "permission denied for {} \"{name}\": the sink runs with the privileges of its owner '{owner}'",
+            "{SINK_DENIED_PREFIX}{} \"{name}\": the sink runs with the privileges of its owner '{owner}'",
             kind.upper_name()
         )
     })

@@ -200,9 +200,21 @@ impl CatalogDiff {
                 Some(_) => {}
             }
         }
+        // Owners recorded for objects this transaction created or dropped change
+        // nobody's access.
+        let exists = |state: &CatalogState, object: &floe_sql::privilege::ObjectRef| match object {
+            floe_sql::privilege::ObjectRef::Item(id) => state.items.contains_key(id),
+            floe_sql::privilege::ObjectRef::Cluster(id) => state.clusters.contains_key(id),
+            _ => true,
+        };
+        let owner_changed = old.owners.keys().chain(new.owners.keys()).any(|object| {
+            exists(old, object)
+                && exists(new, object)
+                && old.owners.get(object) != new.owners.get(object)
+        });
         if old.roles != new.roles
             || old.role_memberships != new.role_memberships
-            || old.owners != new.owners
+            || owner_changed
             || old.grants != new.grants
         {
             changes.push(CatalogChange::AccessChanged);
