@@ -113,7 +113,11 @@ impl AclItem {
             Grantee::Public => String::new(),
             Grantee::Role(id) => id.to_string(),
         };
-        let letters: String = self.privileges.iter().map(|p| acl_char(*p)).collect();
+        let letters: String = Privilege::ALL
+            .into_iter()
+            .filter(|p| self.privileges.contains(p))
+            .map(acl_char)
+            .collect();
         format!("{grantee}={letters}/{}", self.grantor)
     }
 }

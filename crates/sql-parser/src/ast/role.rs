@@ -96,11 +96,12 @@ impl fmt::Display for RoleAttribute {
     }
 }
 
-/// A privilege of `GRANT` / `REVOKE`.
+/// A privilege of `GRANT` / `REVOKE`, in the order of PostgreSQL's ACL letters
+/// (`arwdUC`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Privilege {
-    Select,
     Insert,
+    Select,
     Update,
     Delete,
     Usage,
@@ -109,8 +110,8 @@ pub enum Privilege {
 
 impl Privilege {
     pub const ALL: [Privilege; 6] = [
-        Privilege::Select,
         Privilege::Insert,
+        Privilege::Select,
         Privilege::Update,
         Privilege::Delete,
         Privilege::Usage,
