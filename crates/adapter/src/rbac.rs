@@ -202,6 +202,21 @@ impl Checker<'_> {
                 self.require_uses(&ItemDefinition::Connection(plan.definition.clone()))
             }
             Plan::CreateTable(plan) => self.require_create_in(&plan.name),
+            // SELECT on what the view reads (a view reads as its owner), CREATE on
+            // the cluster of a materialized one, and the replaced view's ownership.
+            Plan::CreateView(plan) => {
+                self.require_create_in(&plan.name)?;
+                for used in &plan.uses {
+                    self.require(item(used), Privilege::Select)?;
+                }
+                if let Some(cluster) = plan.cluster {
+                    self.require(ObjectRef::Cluster(cluster), Privilege::Create)?;
+                }
+                match &plan.replaces {
+                    Some(replaced) => self.require_owner(item(replaced)),
+                    None => Ok(()),
+                }
+            }
             Plan::CreateSink(plan) => {
                 self.require_create_in(&plan.name)?;
                 self.require_uses(&ItemDefinition::Sink(plan.definition.clone()))
