@@ -401,6 +401,52 @@ impl Coordinator {
         self.catalog.lock().await.environment_id().to_string()
     }
 
+    /// Binds a new session to the role it logged in as (see `crate::rbac`);
+    /// `authenticated` says whether the client proved a password. Refused when
+    /// an authenticated role no longer exists.
+    pub async fn start_session(
+        &self,
+        session: &mut Session,
+        authenticated: bool,
+    ) -> Result<(), AdapterError> {
+        let catalog = self.catalog.lock().await;
+        let refused = |message: String| {
+            floe_sql::PlanError::new(
+                floe_repr::SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+                message,
+            )
+        };
+        let role = crate::rbac::session_role(catalog.state(), &session.user, authenticated)
+            .ok_or_else(|| refused(format!("role \"{}\" does not exist", session.user)))?;
+        // NOLOGIN is kept even without authentication, as in PostgreSQL.
+        if catalog.state().role(role).is_some_and(|role| !role.login) {
+            return Err(refused(format!(
+                "role \"{}\" is not permitted to log in",
+                session.user
+            ))
+            .into());
+        }
+        session.role = Some(role);
+        Ok(())
+    }
+
+    /// The role a session runs as; a session the wire did not start (the
+    /// quickstart script's) is bound on its first statement.
+    fn bound_role(
+        state: &floe_catalog::CatalogState,
+        session: &mut Session,
+    ) -> Result<floe_repr::RoleId, floe_sql::PlanError> {
+        match session.role {
+            Some(role) => Ok(role),
+            None => {
+                let role = crate::rbac::session_role(state, &session.user, false)
+                    .unwrap_or(floe_sql::role::SUPERUSER_ROLE_ID);
+                session.role = Some(role);
+                Ok(role)
+            }
+        }
+    }
+
     /// Executes one parsed statement.
     pub async fn execute(
         &self,
@@ -442,11 +488,9 @@ impl Coordinator {
             let plan = floe_sql::plan(catalog.state(), &context, statement, &mut plan_notices);
             notices.extend(plan_notices.into_iter().map(Notice::from));
             let plan = plan?;
-            crate::rbac::check_plan(catalog.state(), &session.user, &plan)?;
-            (
-                plan,
-                crate::rbac::actor_role_id(catalog.state(), &session.user),
-            )
+            let role = Self::bound_role(catalog.state(), session)?;
+            crate::rbac::check_plan(catalog.state(), &session.user, role, &plan)?;
+            (plan, role)
         };
         let (plan, actor) = plan;
         // What the statement creates is owned by the session's role.

@@ -1,7 +1,8 @@
 //! Logins of roles: the verifier source backed by the durable catalog. Only a role
 //! with LOGIN and a password has a verifier, so with a password authenticator a
-//! NOLOGIN role cannot log in; without authentication any name connects (as in
-//! Materialize), and `crate::rbac` decides what it may do.
+//! NOLOGIN role cannot log in; without authentication any name but a NOLOGIN
+//! role's connects (`Coordinator::start_session`), and `crate::rbac` decides
+//! what it may do.
 
 use std::sync::Arc;
 

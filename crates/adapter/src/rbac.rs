@@ -2,10 +2,13 @@
 //! checked under the catalog lock right after planning (as Materialize's
 //! `rbac` does), so a statement is refused before it has any effect.
 //!
-//! The session's role is the role named by its user. With `--authenticator none`
-//! a user name that is no role acts as the superuser, as every session did
-//! before roles existed (the server is then open to whoever reaches the port
-//! anyway); with a password authenticator only roles can log in.
+//! A session is bound to the role named by its user when it starts, by id
+//! ([`session_role`]). With `--authenticator none` a user name that is no role
+//! acts as the superuser, as every session did before roles existed (the server
+//! is then open to whoever reaches the port anyway); with a password
+//! authenticator only roles can log in. A role dropped while its sessions are
+//! connected makes their statements fail ([`actor`]); a role that loses LOGIN
+//! keeps its connected sessions, with its own privileges, as in PostgreSQL.
 //!
 //! A superuser may do anything. Another role holds a privilege on an object when
 //! it owns the object, or the privilege was granted to it, to PUBLIC, or to a
@@ -36,17 +39,33 @@ impl Actor {
     }
 }
 
-pub fn actor(state: &CatalogState, user: &str) -> Actor {
+/// The role a session that logs in as `user` is bound to for its life: the role
+/// of that name. A name that is no role is the superuser only when clients are
+/// not authenticated (`authenticated` false; any client could then name the
+/// superuser anyway); with a password authenticator such a login is refused
+/// (`None`: the role was dropped between the password check and now).
+pub fn session_role(state: &CatalogState, user: &str, authenticated: bool) -> Option<RoleId> {
     match state.role_by_name(user) {
-        Some(role) if role.superuser => Actor::Superuser(role.id),
-        Some(role) => Actor::Role(role.id),
-        None => Actor::Superuser(SUPERUSER_ROLE_ID),
+        Some(role) => Some(role.id),
+        None if authenticated => None,
+        None => Some(SUPERUSER_ROLE_ID),
     }
 }
 
-/// The role recorded as grantor or owner of what a session does.
-pub fn actor_role_id(state: &CatalogState, user: &str) -> RoleId {
-    actor(state, user).role_id()
+/// What a session bound to `role` acts as now. A role dropped while the session
+/// was connected leaves the session without privileges: every statement fails
+/// until it reconnects, as in Materialize (a session never falls back to
+/// another role or to the superuser).
+pub fn actor(state: &CatalogState, role: RoleId) -> Result<Actor, PlanError> {
+    match state.role(role) {
+        Some(found) if found.superuser => Ok(Actor::Superuser(role)),
+        Some(_) => Ok(Actor::Role(role)),
+        None => Err(PlanError::new(
+            SqlState::UNDEFINED_OBJECT,
+            format!("role {role} was concurrently dropped"),
+        )
+        .with_detail("Please disconnect and re-connect with a valid role.")),
+    }
 }
 
 /// `permission denied for SYSTEM`, as Materialize words a missing system privilege.
@@ -300,9 +319,23 @@ impl Checker<'_> {
     }
 }
 
-/// Refuses a plan the session's role may not run.
-pub fn check_plan(state: &CatalogState, user: &str, plan: &Plan) -> Result<(), PlanError> {
-    match actor(state, user) {
+/// Refuses a plan the session's role (`role`, logged in as `user`) may not run.
+pub fn check_plan(
+    state: &CatalogState,
+    user: &str,
+    role: RoleId,
+    plan: &Plan,
+) -> Result<(), PlanError> {
+    let actor = actor(state, role)?;
+    if let Plan::Role(RolePlan::DropRoles { ids }) = plan
+        && ids.contains(&role)
+    {
+        return Err(PlanError::new(
+            SqlState::OBJECT_IN_USE,
+            "current role cannot be dropped",
+        ));
+    }
+    match actor {
         Actor::Superuser(_) => Ok(()),
         Actor::Role(role) => Checker { state, user, role }.check(plan),
     }

@@ -153,6 +153,11 @@ pub(crate) type VariableValues = BTreeMap<&'static str, String>;
 #[derive(Debug)]
 pub struct Session {
     pub user: String,
+    /// The role the session acts as, bound by id when it starts
+    /// (`Coordinator::start_session`): a role dropped while the session is
+    /// connected is then a role that no longer exists, never another role or
+    /// the superuser.
+    pub role: Option<floe_repr::RoleId>,
     /// Values set in this session, by variable name.
     values: VariableValues,
     /// The open transaction (explicit, or the implicit one of a
@@ -174,6 +179,7 @@ impl Session {
     pub fn new(user: impl Into<String>) -> Session {
         Session {
             user: user.into(),
+            role: None,
             values: BTreeMap::new(),
             transaction: None,
             copy: None,

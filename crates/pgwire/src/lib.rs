@@ -71,7 +71,7 @@ impl Handlers {
             self.security.clone(),
             tls,
             self.manager.clone(),
-            self.coordinator.metrics().clone(),
+            self.coordinator.clone(),
         );
         (
             Arc::new(Factory {

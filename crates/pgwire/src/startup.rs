@@ -62,6 +62,8 @@ pub struct ConnectionStartup {
     pub(crate) tls: Option<Arc<TlsState>>,
     pub(crate) driver: AuthDriver<SessionParameters>,
     pub(crate) metrics: Arc<AdapterMetrics>,
+    /// Binds each admitted session to its role.
+    pub(crate) coordinator: Arc<floe_adapter::Coordinator>,
 }
 
 impl ConnectionStartup {
@@ -69,13 +71,14 @@ impl ConnectionStartup {
         security: WireSecurity,
         tls: Option<Arc<TlsState>>,
         manager: Arc<ConnectionManager>,
-        metrics: Arc<AdapterMetrics>,
+        coordinator: Arc<floe_adapter::Coordinator>,
     ) -> ConnectionStartup {
         ConnectionStartup {
             security,
             tls,
             driver: AuthDriver::new(SessionParameters).with_connection_manager(manager),
-            metrics,
+            metrics: coordinator.metrics().clone(),
+            coordinator,
         }
     }
 }
@@ -221,9 +224,18 @@ impl ConnectionStartup {
         self.security
             .authenticator
             .login_succeeded(user, client.socket_addr().ip());
-        client
-            .session_extensions()
-            .insert(Mutex::new(Session::new(user.to_string())));
+        let mut session = Session::new(user.to_string());
+        // A password or a verified certificate proved the name: it must be a role.
+        let authenticated = self.security.authenticator.method.requires_password()
+            || self.security.tls_mode == TlsMode::VerifyFull;
+        if let Err(e) = self
+            .coordinator
+            .start_session(&mut session, authenticated)
+            .await
+        {
+            return Err(fatal(e.code().code(), e.to_string()));
+        }
+        client.session_extensions().insert(Mutex::new(session));
         client
             .session_extensions()
             .insert(self.metrics.session_started());

@@ -58,8 +58,7 @@ impl Coordinator {
                 (ids.into_iter().map(RoleOp::Drop).collect(), "DROP ROLE")
             }
             RolePlan::GrantRoles { grants } => {
-                let catalog = self.catalog.lock().await;
-                let grantor = crate::rbac::actor_role_id(catalog.state(), &session.user);
+                let grantor = session.role.unwrap_or(floe_sql::role::SUPERUSER_ROLE_ID);
                 let ops = grants
                     .into_iter()
                     .map(|(role, member)| RoleOp::Grant {

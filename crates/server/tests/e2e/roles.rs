@@ -535,3 +535,156 @@ async fn wait_for(admin: &tokio_postgres::Client, wanted: &str) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// A session is bound to its role when it starts, under every authenticator: a
+/// role that loses LOGIN keeps its connected sessions with its own privileges (new
+/// logins are refused), a dropped role's sessions fail every statement (42704, as
+/// Materialize's concurrently dropped role) and never act as the superuser or as
+/// a new role of the same name, and a session may not drop its own role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_of_a_dropped_role_have_no_privileges() {
+    for authenticator in ["none", "password", "sasl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let args = ["--authenticator", authenticator];
+        let env = [("FLOE_SUPERUSER_PASSWORD", SUPERUSER_PASSWORD)];
+        let env: &[(&str, &str)] = if authenticator == "none" { &[] } else { &env };
+        let floe = Floe::start_with_env(&dir.path().join("data"), &args, env);
+        dropped_role_case(&floe, authenticator).await;
+    }
+}
+
+async fn dropped_role_case(floe: &Floe, authenticator: &str) {
+    let admin = connect(floe, "materialize", SUPERUSER_PASSWORD)
+        .await
+        .expect("the superuser logs in");
+    execute_each(
+        &admin,
+        &format!(
+            "CREATE TABLE t (a int);
+             INSERT INTO t VALUES (1);
+             CREATE ROLE alice LOGIN PASSWORD '{ALICE_PASSWORD}';
+             CREATE ROLE root SUPERUSER LOGIN PASSWORD '{ALICE_PASSWORD}';
+             GRANT SELECT ON t TO alice"
+        )
+        .replace("alice's", "alice''s"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{authenticator}: setup: {e}"));
+    let alice = connect(floe, "alice", ALICE_PASSWORD)
+        .await
+        .unwrap_or_else(|e| panic!("{authenticator}: alice logs in: {e}"));
+    let insert_denied = || async {
+        let error = alice
+            .batch_execute("INSERT INTO t VALUES (2)")
+            .await
+            .expect_err("alice has no INSERT");
+        assert_eq!(
+            sqlstate(&error),
+            ("42501".to_string(), T.to_string()),
+            "{authenticator}"
+        );
+    };
+    insert_denied().await;
+
+    // NOLOGIN: the connected session keeps alice's privileges, no more, no less.
+    admin
+        .batch_execute("ALTER ROLE alice NOLOGIN")
+        .await
+        .unwrap();
+    let count = alice.query_one("SELECT count(*) FROM t", &[]).await;
+    assert_eq!(
+        count.map(|row| row.get::<_, i64>(0)).ok(),
+        Some(1),
+        "{authenticator}: alice still reads t"
+    );
+    insert_denied().await;
+    let error = alice
+        .batch_execute("CREATE ROLE eve")
+        .await
+        .expect_err("alice is no superuser");
+    assert_eq!(sqlstate(&error).0, "42501", "{authenticator}");
+    let error = connect(floe, "alice", ALICE_PASSWORD)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{authenticator}: a NOLOGIN role logged in"));
+    let expected = match authenticator {
+        "none" => (
+            "28000".to_string(),
+            "role \"alice\" is not permitted to log in".to_string(),
+        ),
+        _ => (
+            "28P01".to_string(),
+            "password authentication failed for user \"alice\"".to_string(),
+        ),
+    };
+    assert_eq!(sqlstate(&error), expected, "{authenticator}");
+
+    // Dropped: every statement of alice's session fails, even after a new role
+    // takes her name.
+    let alice_id = rows(&admin, "SELECT id FROM mz_roles WHERE name = 'alice'").await[0][0]
+        .clone()
+        .unwrap();
+    admin.batch_execute("DROP ROLE alice").await.unwrap();
+    let dropped = (
+        "42704".to_string(),
+        format!("role {alice_id} was concurrently dropped"),
+    );
+    for sql in [
+        "SELECT count(*) FROM t",
+        "INSERT INTO t VALUES (3)",
+        "CREATE ROLE eve",
+        "SELECT 1",
+    ] {
+        let error = alice.simple_query(sql).await.expect_err(sql);
+        assert_eq!(sqlstate(&error), dropped, "{authenticator}: {sql}");
+        assert_eq!(
+            error.as_db_error().unwrap().detail(),
+            Some("Please disconnect and re-connect with a valid role."),
+        );
+    }
+    execute_each(
+        &admin,
+        &format!("CREATE ROLE alice LOGIN PASSWORD '{ALICE_PASSWORD}'")
+            .replace("alice's", "alice''s"),
+    )
+    .await
+    .unwrap();
+    let error = alice
+        .simple_query("SELECT count(*) FROM t")
+        .await
+        .expect_err("the old session is not the new alice");
+    assert_eq!(sqlstate(&error), dropped, "{authenticator}");
+    let new_alice = connect(floe, "alice", ALICE_PASSWORD)
+        .await
+        .unwrap_or_else(|e| panic!("{authenticator}: the new alice logs in: {e}"));
+    let error = new_alice
+        .batch_execute("SELECT count(*) FROM t")
+        .await
+        .expect_err("the new alice has no grant");
+    assert_eq!(
+        sqlstate(&error),
+        ("42501".to_string(), T.to_string()),
+        "{authenticator}"
+    );
+    let count: i64 = rows(&admin, "SELECT count(*) FROM t").await[0][0]
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(count, 1, "{authenticator}: nothing was inserted");
+
+    // A superuser session may not drop its own role.
+    let root = connect(floe, "root", ALICE_PASSWORD).await.unwrap();
+    let error = root
+        .batch_execute("DROP ROLE root")
+        .await
+        .expect_err("dropping the current role");
+    assert_eq!(
+        sqlstate(&error),
+        (
+            "55006".to_string(),
+            "current role cannot be dropped".to_string()
+        ),
+        "{authenticator}"
+    );
+}
