@@ -249,6 +249,12 @@ impl Checker<'_> {
                 self.require(ObjectRef::Item(plan.connection), Privilege::Usage)?;
                 self.require(ObjectRef::Cluster(plan.cluster), Privilege::Create)
             }
+            Plan::AlterConnection(plan) => {
+                self.require_owner(item(&plan.id))?;
+                self.require_uses(&ItemDefinition::Connection(plan.definition.clone()))
+            }
+            Plan::CreateSchema(_) => self.require(ObjectRef::Database, Privilege::Create),
+            Plan::Comment(plan) => self.require_owner(item(&plan.id)),
             Plan::ValidateConnection(plan) => self.require(item(&plan.id), Privilege::Usage),
             Plan::AlterSecret(plan) => self.require_owner(item(&plan.id)),
             Plan::AlterSink(plan) => self.require_owner(item(&plan.id)),
@@ -275,6 +281,9 @@ impl Checker<'_> {
                     .chain(plan.replicas.iter().map(|(cluster, _)| cluster))
                 {
                     self.require_owner(ObjectRef::Cluster(*id))?;
+                }
+                for schema in &plan.schemas {
+                    self.require_owner(ObjectRef::Schema(schema.clone()))?;
                 }
                 Ok(())
             }

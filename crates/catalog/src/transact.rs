@@ -384,7 +384,7 @@ impl OpWriter<'_> {
                     "DELETE FROM schemas WHERE database_name = ?1 AND name = ?2",
                     params![DATABASE, name],
                 )?;
-                Ok(())
+                self.forget_access(floe_sql::privilege::ObjectRef::Schema(name))
             }
             Op::Comment {
                 id,

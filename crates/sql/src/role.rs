@@ -377,9 +377,7 @@ mod tests {
             }],
         };
         let statement = parse_statement(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let session = SessionContext {
-            cluster: "quickstart".into(),
-        };
+        let session = SessionContext::new("quickstart".into(), "public");
         let mut notices = Vec::new();
         (plan(&catalog, &session, statement, &mut notices), notices)
     }

@@ -52,7 +52,7 @@ pub enum RoleOp {
         role: RoleId,
         member: RoleId,
     },
-    /// Every item and cluster the transaction created so far is owned by `owner`
+    /// Every item, cluster and schema the transaction created so far is owned by `owner`
     /// (the session's role); appended to a DDL's ops by the adapter.
     OwnCreated {
         owner: RoleId,
@@ -179,6 +179,13 @@ impl OpWriter<'_> {
                             .filter(|id| !self.old.clusters.contains_key(id))
                             .map(|id| ObjectRef::Cluster(*id)),
                     )
+                    .chain(
+                        self.state
+                            .schemas
+                            .keys()
+                            .filter(|name| !self.old.schemas.contains_key(*name))
+                            .map(|name| ObjectRef::Schema(name.clone())),
+                    )
                     .collect();
                 for object in created {
                     self.set_owner(object, owner)?;
@@ -271,7 +278,7 @@ impl OpWriter<'_> {
         Ok(())
     }
 
-    /// Forgets the owner and grants of a dropped item or cluster.
+    /// Forgets the owner and grants of a dropped item, cluster or schema.
     pub(super) fn forget_access(&mut self, object: ObjectRef) -> Result<(), CatalogError> {
         for statement in [
             "DELETE FROM object_owners WHERE object = ?1",

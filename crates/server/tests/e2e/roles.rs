@@ -461,6 +461,55 @@ async fn privilege_matrix() {
         "role \"alice\" cannot be dropped because some objects depend on it"
     );
     assert_allowed(&alice, &["DROP TABLE mine", "DROP TABLE t"]).await;
+
+    // Schemas: CREATE SCHEMA takes CREATE on the database; the creator owns the
+    // schema (and so may create in it and drop it); another's schema takes a
+    // grant to create in and its ownership to drop.
+    admin.batch_execute("CREATE SCHEMA sales").await.unwrap();
+    assert_denied(
+        &alice,
+        &[
+            (
+                "CREATE SCHEMA mine",
+                "permission denied for DATABASE \"materialize\"",
+            ),
+            (
+                "CREATE TABLE sales.x (a int)",
+                "permission denied for SCHEMA \"materialize.sales\"",
+            ),
+            (
+                "DROP SCHEMA sales",
+                "must be owner of SCHEMA materialize.sales",
+            ),
+        ],
+    )
+    .await;
+    admin
+        .batch_execute("GRANT CREATE ON DATABASE materialize TO alice")
+        .await
+        .unwrap();
+    assert_allowed(
+        &alice,
+        &["CREATE SCHEMA mine", "CREATE TABLE mine.x (a int)"],
+    )
+    .await;
+    let owners = rows(
+        &admin,
+        "SELECT name, owner_id FROM mz_schemas WHERE name IN ('mine', 'sales') ORDER BY name",
+    )
+    .await;
+    assert_eq!(
+        owners,
+        vec![
+            vec![Some("mine".to_string()), Some(alice_id.clone())],
+            vec![Some("sales".to_string()), Some("u1".to_string())],
+        ]
+    );
+    assert_allowed(&alice, &["DROP TABLE mine.x", "DROP SCHEMA mine"]).await;
+    admin
+        .batch_execute("REVOKE CREATE ON DATABASE materialize FROM alice")
+        .await
+        .unwrap();
     assert_allowed(&admin, &["DROP ROLE alice"]).await;
 }
 
