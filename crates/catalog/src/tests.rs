@@ -795,3 +795,91 @@ fn schemas_and_comments_survive_reopening_and_go_with_their_objects() {
     assert!(catalog.state().schemas().next().is_none());
     assert_eq!(catalog.state().comments().count(), 0);
 }
+
+/// A data directory at every older catalog version opens on today's: the
+/// previous release's (version 3), those of builds in between, and one a build
+/// with schemas but before roles wrote (version 6, with a schema of its own);
+/// each gets the superuser as the owner of everything and PUBLIC's default
+/// privileges.
+#[test]
+fn every_older_catalog_version_upgrades() {
+    use floe_sql::privilege::{Grantee, ObjectRef};
+    use floe_sql::role::SUPERUSER_ROLE_ID;
+    for version in 3..=6 {
+        let dir = previous_release_data_dir();
+        {
+            let mut connection = Connection::open(dir.path().join("catalog.db")).unwrap();
+            let stored: usize = connection
+                .query_row("PRAGMA user_version", [], |row| row.get(0))
+                .unwrap();
+            assert_eq!(stored, 3, "the fixture is the previous release's");
+            let transaction = connection.transaction().unwrap();
+            for migration in &MIGRATIONS[stored..version] {
+                transaction.execute_batch(migration).unwrap();
+            }
+            if version == 6 {
+                transaction
+                    .execute(
+                        "INSERT INTO schemas VALUES (4, 30000, 'materialize', 'sales')",
+                        [],
+                    )
+                    .unwrap();
+            }
+            transaction
+                .pragma_update(None, "user_version", version)
+                .unwrap();
+            transaction.commit().unwrap();
+        }
+        let catalog = Catalog::open(dir.path(), None).unwrap();
+        let state = catalog.state();
+        let superuser = state.role(SUPERUSER_ROLE_ID).expect("the superuser exists");
+        assert_eq!(
+            (superuser.name.as_str(), superuser.superuser),
+            ("materialize", true)
+        );
+        assert_eq!(state.roles().count(), 1, "version {version}");
+        assert_eq!(
+            state.schema_exists("sales"),
+            version == 6,
+            "version {version}"
+        );
+        let table = state
+            .item_by_name(&QualifiedName::public("orders"))
+            .or_else(|| {
+                state
+                    .items()
+                    .find(|item| item.definition.kind().name() == "table")
+            })
+            .expect("the fixture has a table");
+        for object in [ObjectRef::Item(table.id), ObjectRef::Schema("sales".into())] {
+            assert_eq!(state.owner(&object), SUPERUSER_ROLE_ID, "version {version}");
+        }
+        let public_grants = |object: ObjectRef| {
+            state
+                .grants(&object)
+                .iter()
+                .filter(|acl| acl.grantee == Grantee::Public)
+                .flat_map(|acl| acl.privileges.clone())
+                .map(|privilege| privilege.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            public_grants(ObjectRef::Database),
+            ["USAGE"],
+            "version {version}"
+        );
+        assert_eq!(
+            public_grants(ObjectRef::Schema("public".into())),
+            ["USAGE"],
+            "version {version}"
+        );
+        let quickstart = state
+            .cluster_by_name("quickstart")
+            .expect("the default cluster");
+        assert_eq!(
+            public_grants(ObjectRef::Cluster(quickstart.id)),
+            ["USAGE"],
+            "version {version}"
+        );
+    }
+}
