@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod params;
 pub mod pg_catalog;
 pub mod pg_functions;
+mod pg_privileges;
 pub mod pg_rewrite;
 pub mod postgres_sources;
 pub mod query;

@@ -7,27 +7,57 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, new_empty_array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{Result as DataFusionResult, ScalarValue};
+use datafusion::common::{DataFusionError, Result as DataFusionResult, ScalarValue};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
 };
 use floe_repr::PgType;
+use floe_sql::PlanError;
 
 use crate::pg_catalog::format_type_with_modifier;
 use crate::system::SystemContext;
 
-/// What the functions look names up in: every relation's OID, schema and name.
+/// What the functions look names up in: every relation's OID, schema and name,
+/// and who holds what (for the privilege functions, `crate::pg_privileges`).
 #[derive(Debug, Default)]
 pub struct Lookup {
     relations: Vec<(u32, String, String)>,
     /// Role OIDs and names (`pg_get_userbyid`).
     roles: Vec<(u32, String)>,
+    /// Roles, memberships, owners, grants, schemas and clusters, without items.
+    pub(crate) access: floe_catalog::CatalogState,
+    /// The role of the statement's session (`None` outside a statement, when a
+    /// query is only described).
+    pub(crate) current_role: Option<floe_repr::RoleId>,
+    /// The user items.
+    pub(crate) items: Vec<ItemEntry>,
+    /// Every schema's OID and name, builtin ones included.
+    pub(crate) schemas: Vec<(u32, String)>,
+}
+
+/// A user item as the privilege functions find it.
+#[derive(Debug)]
+pub(crate) struct ItemEntry {
+    pub oid: u32,
+    pub id: floe_repr::GlobalId,
+    pub kind: floe_sql::catalog::ItemKind,
+    pub name: floe_sql::catalog::QualifiedName,
 }
 
 impl Lookup {
     pub fn new(system: &SystemContext) -> Lookup {
+        let schemas = crate::system::SCHEMAS
+            .iter()
+            .map(|name| (crate::system::schema_oid(name), name.to_string()))
+            .chain(
+                system
+                    .catalog
+                    .schemas()
+                    .map(|schema| (schema.oid, schema.name.clone())),
+            )
+            .collect();
         Lookup {
             relations: crate::pg_catalog::relation_names(system),
             roles: system
@@ -35,39 +65,51 @@ impl Lookup {
                 .roles()
                 .map(|role| (role.oid, role.name.clone()))
                 .collect(),
+            access: system.catalog.access_view(),
+            current_role: crate::rbac::ACTOR.try_with(|role| *role).ok(),
+            items: system
+                .catalog
+                .items()
+                .map(|item| ItemEntry {
+                    oid: item.oid,
+                    id: item.id,
+                    kind: item.definition.kind(),
+                    name: item.name.clone(),
+                })
+                .collect(),
+            schemas,
         }
     }
 
-    /// The OID of a relation named `name` or `schema.name` (search path order).
-    fn relation_oid(&self, name: &str) -> Option<u32> {
+    /// The OID of a relation named `name` (along the search path) or
+    /// `schema.name` (in any schema).
+    pub(crate) fn relation_oid(&self, name: &str) -> Option<u32> {
         let parts: Vec<String> = name
             .split('.')
             .map(|part| part.trim_matches('"').to_string())
             .collect();
-        let (schema, item) = match parts.as_slice() {
-            [item] => (None, item),
-            [schema, item] | [_, schema, item] => (Some(schema.as_str()), item),
-            _ => return None,
+        let find = |schema: &str, item: &str| {
+            self.relations
+                .iter()
+                .find(|(_, rs, rn)| rs == schema && rn == item)
+                .map(|(oid, _, _)| *oid)
         };
-        let candidates = [
-            "public",
-            "mz_catalog",
-            "pg_catalog",
-            "mz_internal",
-            "information_schema",
-        ];
-        candidates
+        match parts.as_slice() {
+            [item] => [
+                "public",
+                "mz_catalog",
+                "pg_catalog",
+                "mz_internal",
+                "information_schema",
+            ]
             .iter()
-            .filter(|s| schema.is_none_or(|wanted| wanted == **s))
-            .find_map(|s| {
-                self.relations
-                    .iter()
-                    .find(|(_, rs, rn)| rs == s && rn == item)
-                    .map(|(oid, _, _)| *oid)
-            })
+            .find_map(|schema| find(schema, item)),
+            [schema, item] | [_, schema, item] => find(schema, item),
+            _ => None,
+        }
     }
 
-    fn relation_schema(&self, oid: u32) -> Option<&str> {
+    pub(crate) fn relation_schema(&self, oid: u32) -> Option<&str> {
         self.relations
             .iter()
             .find(|(o, _, _)| *o == oid)
@@ -82,7 +124,15 @@ pub struct FunctionInfo {
     pub name: &'static str,
     pub arguments: &'static [u32],
     pub returns: u32,
-    body: fn(&Lookup, &[ScalarValue]) -> ScalarValue,
+    body: Body,
+}
+
+/// How a function computes its value for one row's arguments.
+enum Body {
+    Value(fn(&Lookup, &[ScalarValue]) -> ScalarValue),
+    /// A function that can fail (an unknown role or object name, a privilege
+    /// it does not know), with the error PostgreSQL gives.
+    Checked(fn(&Lookup, &[ScalarValue]) -> Result<ScalarValue, PlanError>),
 }
 
 fn text_value(text: impl Into<String>) -> ScalarValue {
@@ -130,63 +180,63 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_userbyid",
         arguments: &[26],
         returns: 25,
-        body: |lookup, args| match oid_argument(args, 0) {
+        body: Body::Value(|lookup, args| match oid_argument(args, 0) {
             Some(oid) => match lookup.roles.iter().find(|(o, _)| *o == oid) {
                 Some((_, name)) => text_value(name.clone()),
                 None => text_value(format!("unknown (OID={oid})")),
             },
             None => ScalarValue::Utf8(None),
-        },
+        }),
     },
     FunctionInfo {
         oid: 2079,
         name: "pg_table_is_visible",
         arguments: &[26],
         returns: 16,
-        body: |lookup, args| {
+        body: Body::Value(|lookup, args| {
             ScalarValue::Boolean(
                 oid_argument(args, 0)
                     .map(|oid| lookup.relation_schema(oid).is_some_and(visible_schema)),
             )
-        },
+        }),
     },
     FunctionInfo {
         oid: 2080,
         name: "pg_type_is_visible",
         arguments: &[26],
         returns: 16,
-        body: |_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true)),
+        body: Body::Value(|_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true))),
     },
     FunctionInfo {
         oid: 2081,
         name: "pg_function_is_visible",
         arguments: &[26],
         returns: 16,
-        body: |_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true)),
+        body: Body::Value(|_, args| ScalarValue::Boolean(oid_argument(args, 0).map(|_| true))),
     },
     FunctionInfo {
         oid: 1081,
         name: "format_type",
         arguments: &[26, 23],
         returns: 25,
-        body: |_, args| match oid_argument(args, 0) {
+        body: Body::Value(|_, args| match oid_argument(args, 0) {
             Some(oid) => text_value(format_type_with_modifier(
                 oid,
                 number(args.get(1)).and_then(|m| i32::try_from(m).ok()),
             )),
             None => ScalarValue::Utf8(None),
-        },
+        }),
     },
     FunctionInfo {
         oid: 1597,
         name: "pg_encoding_to_char",
         arguments: &[23],
         returns: 25,
-        body: |_, args| match number(args.first()) {
+        body: Body::Value(|_, args| match number(args.first()) {
             Some(6) => text_value("UTF8"),
             Some(_) => text_value(""),
             None => ScalarValue::Utf8(None),
-        },
+        }),
     },
     FunctionInfo {
         oid: 1716,
@@ -194,75 +244,75 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         arguments: &[25, 26],
         returns: 25,
         // floe keeps expressions (column defaults) as their SQL text already.
-        body: |_, args| ScalarValue::Utf8(string(args.first())),
+        body: Body::Value(|_, args| ScalarValue::Utf8(string(args.first()))),
     },
     FunctionInfo {
         oid: 1215,
         name: "obj_description",
         arguments: &[26, 25],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 1216,
         name: "col_description",
         arguments: &[26, 23],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 1993,
         name: "shobj_description",
         arguments: &[26, 25],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 1643,
         name: "pg_get_indexdef",
         arguments: &[26, 23, 16],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 1387,
         name: "pg_get_constraintdef",
         arguments: &[26, 16],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 1641,
         name: "pg_get_viewdef",
         arguments: &[26, 16],
         returns: 25,
-        body: |_, _| ScalarValue::Utf8(None),
+        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
     },
     FunctionInfo {
         oid: 6121,
         name: "pg_relation_is_publishable",
         arguments: &[26],
         returns: 16,
-        body: |_, _| ScalarValue::Boolean(Some(false)),
+        body: Body::Value(|_, _| ScalarValue::Boolean(Some(false))),
     },
     FunctionInfo {
         oid: 2165,
         name: "pg_get_function_result",
         arguments: &[26],
         returns: 25,
-        body: |_, args| match oid_argument(args, 0)
+        body: Body::Value(|_, args| match oid_argument(args, 0)
             .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
         {
             Some(function) => text_value(format_type_with_modifier(function.returns, None)),
             None => ScalarValue::Utf8(None),
-        },
+        }),
     },
     FunctionInfo {
         oid: 2162,
         name: "pg_get_function_arguments",
         arguments: &[26],
         returns: 25,
-        body: |_, args| match oid_argument(args, 0)
+        body: Body::Value(|_, args| match oid_argument(args, 0)
             .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
         {
             Some(function) => text_value(
@@ -274,45 +324,88 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
                     .join(", "),
             ),
             None => ScalarValue::Utf8(None),
-        },
+        }),
     },
+    // The privilege functions (`crate::pg_privileges`): PostgreSQL's OIDs of
+    // their `(text, text)` forms; Materialize's own in floe's builtin range.
     FunctionInfo {
-        oid: 1922,
+        oid: 1926,
         name: "has_table_privilege",
         arguments: &[25, 25],
         returns: 16,
-        // The superuser holds every privilege (roles come with their grants).
-        body: |_, _| ScalarValue::Boolean(Some(true)),
+        body: Body::Checked(crate::pg_privileges::has_table_privilege),
     },
     FunctionInfo {
-        oid: 2268,
+        oid: 3020,
+        name: "has_column_privilege",
+        arguments: &[25, 25, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::has_column_privilege),
+    },
+    FunctionInfo {
+        oid: 3028,
+        name: "has_any_column_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::has_any_column_privilege),
+    },
+    FunctionInfo {
+        oid: 2272,
         name: "has_schema_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: |_, _| ScalarValue::Boolean(Some(true)),
+        body: Body::Checked(crate::pg_privileges::has_schema_privilege),
     },
     FunctionInfo {
-        oid: 2250,
+        oid: 2254,
         name: "has_database_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: |_, _| ScalarValue::Boolean(Some(true)),
+        body: Body::Checked(crate::pg_privileges::has_database_privilege),
+    },
+    FunctionInfo {
+        oid: 2709,
+        name: "pg_has_role",
+        arguments: &[19, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::pg_has_role),
+    },
+    FunctionInfo {
+        oid: 16_600,
+        name: "has_cluster_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::has_cluster_privilege),
+    },
+    FunctionInfo {
+        oid: 16_601,
+        name: "has_connection_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::has_connection_privilege),
+    },
+    FunctionInfo {
+        oid: 16_602,
+        name: "has_secret_privilege",
+        arguments: &[25, 25],
+        returns: 16,
+        body: Body::Checked(crate::pg_privileges::has_secret_privilege),
     },
     FunctionInfo {
         oid: 2026,
         name: "pg_backend_pid",
         arguments: &[],
         returns: 23,
-        body: |_, _| ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0))),
+        body: Body::Value(|_, _| ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0)))),
     },
     FunctionInfo {
         oid: 3494,
         name: "to_regclass",
         arguments: &[25],
         returns: 26,
-        body: |lookup, args| {
+        body: Body::Value(|lookup, args| {
             ScalarValue::UInt32(string(args.first()).and_then(|name| lookup.relation_oid(&name)))
-        },
+        }),
     },
     FunctionInfo {
         oid: 1079,
@@ -320,21 +413,21 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         arguments: &[25],
         returns: 26,
         // `'name'::regclass`; a number is an OID already.
-        body: |lookup, args| {
+        body: Body::Value(|lookup, args| {
             ScalarValue::UInt32(string(args.first()).and_then(|name| {
                 name.trim()
                     .parse::<u32>()
                     .ok()
                     .or_else(|| lookup.relation_oid(&name))
             }))
-        },
+        }),
     },
     FunctionInfo {
         oid: 2220,
         name: "regtypein",
         arguments: &[25],
         returns: 26,
-        body: |_, args| {
+        body: Body::Value(|_, args| {
             ScalarValue::UInt32(string(args.first()).and_then(|name| {
                 let name = name
                     .trim()
@@ -347,21 +440,21 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
                         .map(|t| t.oid)
                 })
             }))
-        },
+        }),
     },
     FunctionInfo {
         oid: 1403,
         name: "current_schemas",
         arguments: &[16],
         returns: 1009,
-        body: |_, args| {
+        body: Body::Value(|_, args| {
             let schemas: &[&str] = match args.first() {
                 Some(ScalarValue::Boolean(Some(true))) => &["mz_catalog", "pg_catalog", "public"],
                 _ => &["public"],
             };
             let values: Vec<ScalarValue> = schemas.iter().map(|s| text_value(*s)).collect();
             ScalarValue::List(ScalarValue::new_list_nullable(&values, &DataType::Utf8))
-        },
+        }),
     },
 ];
 
@@ -442,7 +535,11 @@ impl ScalarUDFImpl for CatalogFunction {
                 .iter()
                 .map(|column| ScalarValue::try_from_array(column, row))
                 .collect::<DataFusionResult<_>>()?;
-            results.push((self.info.body)(&self.lookup, &values));
+            results.push(match self.info.body {
+                Body::Value(body) => body(&self.lookup, &values),
+                Body::Checked(body) => body(&self.lookup, &values)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?,
+            });
         }
         let data_type = self.result_field().data_type().clone();
         if results.is_empty() {

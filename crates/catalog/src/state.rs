@@ -58,6 +58,21 @@ impl CatalogState {
         self.roles.values()
     }
 
+    /// A copy of who holds what (roles, memberships, owners, grants, schemas
+    /// and clusters) without the items: enough to answer privilege questions
+    /// away from the catalog lock (the privilege functions of queries).
+    pub fn access_view(&self) -> CatalogState {
+        CatalogState {
+            roles: self.roles.clone(),
+            role_memberships: self.role_memberships.clone(),
+            owners: self.owners.clone(),
+            grants: self.grants.clone(),
+            schemas: self.schemas.clone(),
+            clusters: self.clusters.clone(),
+            ..CatalogState::default()
+        }
+    }
+
     /// Registers the builtin relations the query engine serves.
     pub fn set_system_relations(&mut self, relations: Vec<(String, String)>) {
         self.system_relations = relations;
