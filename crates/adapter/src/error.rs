@@ -190,6 +190,12 @@ impl AdapterError {
                 (code, message.clone())
             }
             E::ResourcesExhausted(message) => (SqlState::PROGRAM_LIMIT_EXCEEDED, message.clone()),
+            // A function of floe's own that failed as PostgreSQL would (an
+            // unknown role given to a privilege function, ...).
+            E::External(inner) => match inner.downcast_ref::<PlanError>() {
+                Some(error) => (error.code, error.message.clone()),
+                None => (SqlState::INTERNAL_ERROR, root.to_string()),
+            },
             other => (SqlState::INTERNAL_ERROR, other.to_string()),
         };
         AdapterError::Query {

@@ -300,11 +300,11 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_function_result",
         arguments: &[26],
         returns: 25,
-        body: Body::Value(|_, args| match oid_argument(args, 0)
-            .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
-        {
-            Some(function) => text_value(format_type_with_modifier(function.returns, None)),
-            None => ScalarValue::Utf8(None),
+        body: Body::Value(|_, args| {
+            match oid_argument(args, 0).and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid)) {
+                Some(function) => text_value(format_type_with_modifier(function.returns, None)),
+                None => ScalarValue::Utf8(None),
+            }
         }),
     },
     FunctionInfo {
@@ -312,18 +312,18 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_function_arguments",
         arguments: &[26],
         returns: 25,
-        body: Body::Value(|_, args| match oid_argument(args, 0)
-            .and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid))
-        {
-            Some(function) => text_value(
-                function
-                    .arguments
-                    .iter()
-                    .map(|a| format_type_with_modifier(*a, None))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            None => ScalarValue::Utf8(None),
+        body: Body::Value(|_, args| {
+            match oid_argument(args, 0).and_then(|oid| FUNCTIONS.iter().find(|f| f.oid == oid)) {
+                Some(function) => text_value(
+                    function
+                        .arguments
+                        .iter()
+                        .map(|a| format_type_with_modifier(*a, None))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+                None => ScalarValue::Utf8(None),
+            }
         }),
     },
     // The privilege functions (`crate::pg_privileges`): PostgreSQL's OIDs of
@@ -396,7 +396,9 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_backend_pid",
         arguments: &[],
         returns: 23,
-        body: Body::Value(|_, _| ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0)))),
+        body: Body::Value(|_, _| {
+            ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0)))
+        }),
     },
     FunctionInfo {
         oid: 3494,

@@ -228,7 +228,11 @@ impl Lookup {
     }
 
     /// A connection or secret by name (`c`, `public.c`, `materialize.public.c`).
-    fn item_of_kind(&self, value: &ScalarValue, kind: ItemKind) -> Result<Option<Target>, PlanError> {
+    fn item_of_kind(
+        &self,
+        value: &ScalarValue,
+        kind: ItemKind,
+    ) -> Result<Option<Target>, PlanError> {
         let (name, oid) = match name_or_oid(value) {
             None => return Ok(None),
             Some(NameOrOid::Name(name)) => (Some(name), None),
@@ -266,7 +270,13 @@ impl Lookup {
     }
 
     /// Whether `who` holds `requirement` (with the grant option if asked) on `target`.
-    fn holds(&self, who: Who, target: &Target, requirement: Requirement, grant_option: bool) -> bool {
+    fn holds(
+        &self,
+        who: Who,
+        target: &Target,
+        requirement: Requirement,
+        grant_option: bool,
+    ) -> bool {
         let role = match who {
             Who::Role(role) if self.is_superuser(role) => return true,
             Who::Role(role) => Some(role),
@@ -281,7 +291,10 @@ impl Lookup {
                     )
             }
             Target::Role(wanted) => {
-                !grant_option && role.is_some_and(|role| role == *wanted || is_member(&self.access, role, *wanted))
+                !grant_option
+                    && role.is_some_and(|role| {
+                        role == *wanted || is_member(&self.access, role, *wanted)
+                    })
             }
             Target::Object(object) => {
                 let owns = role.is_some_and(|role| crate::rbac::owns(&self.access, role, object));
@@ -340,11 +353,17 @@ fn answer(
     ))))
 }
 
-pub(crate) fn has_table_privilege(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
+pub(crate) fn has_table_privilege(
+    lookup: &Lookup,
+    args: &[ScalarValue],
+) -> Result<ScalarValue, PlanError> {
     answer(lookup, args, 0, Lookup::relation, TABLE)
 }
 
-pub(crate) fn has_column_privilege(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
+pub(crate) fn has_column_privilege(
+    lookup: &Lookup,
+    args: &[ScalarValue],
+) -> Result<ScalarValue, PlanError> {
     answer(lookup, args, 1, Lookup::relation, COLUMN)
 }
 
@@ -355,7 +374,10 @@ pub(crate) fn has_any_column_privilege(
     answer(lookup, args, 0, Lookup::relation, COLUMN)
 }
 
-pub(crate) fn has_schema_privilege(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
+pub(crate) fn has_schema_privilege(
+    lookup: &Lookup,
+    args: &[ScalarValue],
+) -> Result<ScalarValue, PlanError> {
     answer(lookup, args, 0, Lookup::schema, USAGE_CREATE)
 }
 
@@ -366,7 +388,10 @@ pub(crate) fn has_database_privilege(
     answer(lookup, args, 0, Lookup::database, DATABASE)
 }
 
-pub(crate) fn has_cluster_privilege(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
+pub(crate) fn has_cluster_privilege(
+    lookup: &Lookup,
+    args: &[ScalarValue],
+) -> Result<ScalarValue, PlanError> {
     answer(lookup, args, 0, Lookup::cluster, USAGE_CREATE)
 }
 
@@ -383,7 +408,10 @@ pub(crate) fn has_connection_privilege(
     )
 }
 
-pub(crate) fn has_secret_privilege(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
+pub(crate) fn has_secret_privilege(
+    lookup: &Lookup,
+    args: &[ScalarValue],
+) -> Result<ScalarValue, PlanError> {
     answer(
         lookup,
         args,

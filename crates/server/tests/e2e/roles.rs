@@ -737,3 +737,176 @@ async fn dropped_role_case(floe: &Floe, authenticator: &str) {
         "{authenticator}"
     );
 }
+
+/// Queries one boolean (or NULL) as `client`.
+async fn ask(client: &tokio_postgres::Client, sql: &str) -> Option<bool> {
+    client
+        .query_one(sql, &[])
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {:?}", e.as_db_error()))
+        .get(0)
+}
+
+/// The privilege functions tools call answer what the statement checks enforce,
+/// for the session's role and for a role named or given by OID; unknown names
+/// and privileges are errors, unknown OIDs NULL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privilege_functions_answer_as_the_checks_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let admin = floe.connect().await;
+    execute_each(
+        &admin,
+        "CREATE TABLE t (a int);
+         CREATE SECRET s AS 'x';
+         CREATE CONNECTION local TO ICEBERG CATALOG (CATALOG TYPE = 'local');
+         CREATE SCHEMA sales;
+         CREATE ROLE alice LOGIN;
+         CREATE ROLE readers;
+         GRANT readers TO alice;
+         GRANT SELECT ON t TO readers;
+         GRANT USAGE ON SECRET s TO alice",
+    )
+    .await
+    .unwrap();
+    let alice = connect_as(&floe, "alice").await;
+    // The session's own role, checked against what it may do.
+    for (sql, expected) in [
+        ("SELECT has_table_privilege('t', 'SELECT')", true),
+        ("SELECT has_table_privilege('public.t', 'select')", true),
+        ("SELECT has_table_privilege('t', 'INSERT')", false),
+        ("SELECT has_table_privilege('t', 'INSERT, SELECT')", true),
+        (
+            "SELECT has_table_privilege('t', 'SELECT WITH GRANT OPTION')",
+            false,
+        ),
+        ("SELECT has_table_privilege('mz_tables', 'SELECT')", true),
+        ("SELECT has_table_privilege('mz_tables', 'INSERT')", false),
+        ("SELECT has_any_column_privilege('t', 'SELECT')", true),
+        ("SELECT has_column_privilege('t', 'a', 'UPDATE')", false),
+        ("SELECT has_schema_privilege('public', 'USAGE')", true),
+        ("SELECT has_schema_privilege('public', 'CREATE')", false),
+        ("SELECT has_schema_privilege('sales', 'USAGE')", false),
+        ("SELECT has_schema_privilege('pg_catalog', 'USAGE')", true),
+        (
+            "SELECT has_database_privilege('materialize', 'CONNECT')",
+            true,
+        ),
+        (
+            "SELECT has_database_privilege('materialize', 'CREATE')",
+            false,
+        ),
+        ("SELECT has_cluster_privilege('quickstart', 'USAGE')", true),
+        (
+            "SELECT has_cluster_privilege('quickstart', 'CREATE')",
+            false,
+        ),
+        ("SELECT has_secret_privilege('s', 'USAGE')", true),
+        ("SELECT has_connection_privilege('local', 'USAGE')", false),
+        ("SELECT pg_has_role('readers', 'MEMBER')", true),
+        ("SELECT pg_has_role('materialize', 'USAGE')", false),
+    ] {
+        assert_eq!(ask(&alice, sql).await, Some(expected), "alice: {sql}");
+    }
+    let error = alice
+        .batch_execute("INSERT INTO t VALUES (1)")
+        .await
+        .expect_err("no INSERT, as has_table_privilege said");
+    assert_eq!(sqlstate(&error).0, "42501");
+
+    // Another role named, by name and by OID; PUBLIC; the superuser.
+    for (sql, expected) in [
+        (
+            "SELECT has_table_privilege('alice', 't', 'SELECT')",
+            Some(true),
+        ),
+        (
+            "SELECT has_table_privilege('readers', 'public.t', 'SELECT')",
+            Some(true),
+        ),
+        (
+            "SELECT has_table_privilege('public', 't', 'SELECT')",
+            Some(false),
+        ),
+        (
+            "SELECT has_schema_privilege('public', 'public', 'USAGE')",
+            Some(true),
+        ),
+        (
+            "SELECT has_table_privilege((SELECT oid FROM pg_roles WHERE rolname = 'alice'), 't', 'DELETE')",
+            Some(false),
+        ),
+        (
+            "SELECT has_table_privilege('alice', (SELECT oid FROM pg_class WHERE relname = 't'), 'SELECT')",
+            Some(true),
+        ),
+        (
+            "SELECT has_schema_privilege('alice', (SELECT oid FROM pg_namespace WHERE nspname = 'sales'), 'CREATE')",
+            Some(false),
+        ),
+        ("SELECT has_table_privilege('t', 'TRUNCATE')", Some(true)),
+        ("SELECT has_table_privilege('alice', 99999, 'SELECT')", None),
+        (
+            "SELECT pg_has_role('alice', 'readers', 'USAGE')",
+            Some(true),
+        ),
+        (
+            "SELECT pg_has_role('readers', 'alice', 'MEMBER')",
+            Some(false),
+        ),
+        (
+            "SELECT has_schema_privilege('alice', 'sales', 'CREATE')",
+            Some(false),
+        ),
+    ] {
+        assert_eq!(ask(&admin, sql).await, expected, "admin: {sql}");
+    }
+    admin
+        .batch_execute("GRANT CREATE ON SCHEMA sales TO readers")
+        .await
+        .unwrap();
+    assert_eq!(
+        ask(
+            &admin,
+            "SELECT has_schema_privilege('alice', 'sales', 'CREATE')"
+        )
+        .await,
+        Some(true)
+    );
+
+    // Unknown names and privileges.
+    for (sql, code, message) in [
+        (
+            "SELECT has_table_privilege('nope', 'SELECT')",
+            "42704",
+            "unknown catalog item 'nope'",
+        ),
+        (
+            "SELECT has_table_privilege('nobody', 't', 'SELECT')",
+            "42704",
+            "unknown role 'nobody'",
+        ),
+        (
+            "SELECT has_table_privilege('t', 'FLY')",
+            "22023",
+            "unrecognized privilege type: \"fly\"",
+        ),
+        (
+            "SELECT has_schema_privilege('nope', 'USAGE')",
+            "3F000",
+            "unknown schema 'nope'",
+        ),
+        (
+            "SELECT has_cluster_privilege('nope', 'USAGE')",
+            "42704",
+            "unknown cluster 'nope'",
+        ),
+    ] {
+        let error = alice.simple_query(sql).await.expect_err(sql);
+        assert_eq!(
+            sqlstate(&error),
+            (code.to_string(), message.to_string()),
+            "{sql}"
+        );
+    }
+}
