@@ -12,6 +12,8 @@ use floe_repr::{Datum, PgType, SqlScalarType};
 use floe_sql::catalog::{CatalogItem, ItemKind, PlanCatalog};
 
 use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, schema_oid};
+use crate::system_roles::{owner_oid, pg_acl};
+use floe_sql::privilege::ObjectRef;
 
 use PgType::*;
 
@@ -52,6 +54,8 @@ struct Column {
 /// A relation `pg_class` lists.
 struct Relation<'a> {
     oid: u32,
+    /// A user item's id (its owner and grants); `None` for builtin relations.
+    id: Option<floe_repr::GlobalId>,
     name: &'a str,
     schema: &'a str,
     kind: char,
@@ -67,6 +71,7 @@ fn relations<'a>(context: &'a SystemContext) -> Vec<Relation<'a>> {
     relations.extend(builtins().enumerate().map(|(index, builtin)| {
         Relation {
             oid: BUILTIN_OID_BASE + index as u32,
+            id: None,
             name: builtin.name,
             schema: builtin.schema,
             kind: 'v',
@@ -100,6 +105,7 @@ fn user_relation(item: &CatalogItem) -> Option<Relation<'_>> {
     };
     Some(Relation {
         oid: item.oid,
+        id: Some(item.id),
         name: &item.name.item,
         schema: &item.name.schema,
         kind,
@@ -387,7 +393,16 @@ fn namespace_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
         .map(|schema| (schema.oid, schema.name.as_str()));
     builtin
         .chain(created)
-        .map(|(namespace, name)| vec![oid(namespace), text(name), oid(SUPERUSER_OID), Datum::Null])
+        .map(|(namespace, name)| {
+            // Builtin schemas are the superuser's, without grants to show.
+            let (owner, acl) = if context.catalog.schema_exists(name) {
+                let schema = ObjectRef::Schema(name.to_string());
+                (owner_oid(context, &schema), pg_acl(context, &schema))
+            } else {
+                (oid(SUPERUSER_OID), Datum::Null)
+            };
+            vec![oid(namespace), text(name), owner, acl]
+        })
         .collect()
 }
 
@@ -427,7 +442,10 @@ fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
                 oid(namespace_oid(context, relation.schema)),
                 oid(0),
                 oid(0),
-                oid(SUPERUSER_OID),
+                match relation.id {
+                    Some(id) => owner_oid(context, &ObjectRef::Item(id)),
+                    None => oid(SUPERUSER_OID),
+                },
                 oid(0),
                 oid(0),
                 oid(0),
@@ -450,7 +468,10 @@ fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
                 Datum::Bool(true),
                 char('d'),
                 Datum::Bool(false),
-                Datum::Null,
+                match relation.id {
+                    Some(id) => pg_acl(context, &ObjectRef::Item(id)),
+                    None => Datum::Null,
+                },
                 Datum::Null,
                 Datum::Null,
             ]
@@ -574,11 +595,11 @@ fn range_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
         .collect()
 }
 
-fn database_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
+fn database_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
     vec![vec![
         oid(DATABASE_OID),
         text(floe_sql::catalog::DATABASE),
-        oid(SUPERUSER_OID),
+        owner_oid(context, &ObjectRef::Database),
         Datum::Int32(6),
         char('c'),
         Datum::Bool(false),
@@ -587,7 +608,7 @@ fn database_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
         text("C"),
         text("C"),
         Datum::Null,
-        Datum::Null,
+        pg_acl(context, &ObjectRef::Database),
     ]]
 }
 

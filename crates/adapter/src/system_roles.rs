@@ -124,6 +124,37 @@ pub static ROLE_BUILTINS: &[BuiltinRelation] = &[
 /// An object's ACL items as text (`u1=arwd/u1`): the owner's privileges first
 /// (every privilege of the object's kind), then the grants.
 pub(crate) fn acl(context: &SystemContext, object: &ObjectRef) -> Vec<String> {
+    acl_items(context, object)
+        .iter()
+        .map(AclItem::to_text)
+        .collect()
+}
+
+/// An object's ACL in PostgreSQL's `aclitem` text (roles by name), for
+/// `relacl`, `nspacl` and `datacl`.
+pub(crate) fn pg_acl(context: &SystemContext, object: &ObjectRef) -> Datum {
+    let name = |id: floe_repr::RoleId| {
+        context
+            .catalog
+            .role(id)
+            .map(|role| role.name.clone())
+            .unwrap_or_else(|| id.to_string())
+    };
+    Datum::TextArray(
+        acl_items(context, object)
+            .iter()
+            .map(|item| Some(item.to_text_naming(name)))
+            .collect(),
+    )
+}
+
+/// The OID of an object's owner (`relowner`, `nspowner`, `datdba`).
+pub(crate) fn owner_oid(context: &SystemContext, object: &ObjectRef) -> Datum {
+    role_oid(context, context.catalog.owner(object))
+}
+
+/// The owner's privileges, then what was granted.
+fn acl_items(context: &SystemContext, object: &ObjectRef) -> Vec<AclItem> {
     let kind = match object {
         ObjectRef::Item(id) => match context.catalog.item(*id) {
             Some(item) => ObjectKind::Item(item.definition.kind()),
@@ -139,8 +170,7 @@ pub(crate) fn acl(context: &SystemContext, object: &ObjectRef) -> Vec<String> {
         grantor: owner,
         privileges: kind.privileges().to_vec(),
     };
-    std::iter::once(&owner_item)
-        .chain(context.catalog.grants(object))
-        .map(AclItem::to_text)
+    std::iter::once(owner_item)
+        .chain(context.catalog.grants(object).iter().cloned())
         .collect()
 }

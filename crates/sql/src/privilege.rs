@@ -109,16 +109,22 @@ pub struct AclItem {
 impl AclItem {
     /// `u2=rw/u1`, `=U/u1` for PUBLIC (Materialize's `mz_aclitem` text).
     pub fn to_text(&self) -> String {
+        self.to_text_naming(|id| id.to_string())
+    }
+
+    /// The text with roles given by `name`: by name, it is PostgreSQL's
+    /// `aclitem` (`alice=r/materialize`).
+    pub fn to_text_naming(&self, name: impl Fn(RoleId) -> String) -> String {
         let grantee = match self.grantee {
             Grantee::Public => String::new(),
-            Grantee::Role(id) => id.to_string(),
+            Grantee::Role(id) => name(id),
         };
         let letters: String = Privilege::ALL
             .into_iter()
             .filter(|p| self.privileges.contains(p))
             .map(acl_char)
             .collect();
-        format!("{grantee}={letters}/{}", self.grantor)
+        format!("{grantee}={letters}/{}", name(self.grantor))
     }
 }
 

@@ -874,6 +874,51 @@ async fn privilege_functions_answer_as_the_checks_do() {
         Some(true)
     );
 
+    // Owners and ACLs in pg_class, pg_namespace and pg_database, roles by name.
+    execute_each(
+        &admin,
+        "ALTER SCHEMA sales OWNER TO alice;
+         ALTER TABLE t OWNER TO alice",
+    )
+    .await
+    .unwrap();
+    // (One catalog at a time: a join of two ACL columns trips the engine.)
+    let table = rows(
+        &admin,
+        "SELECT pg_get_userbyid(relowner), array_to_string(relacl, ' ') FROM pg_class WHERE relname = 't'",
+    )
+    .await;
+    let schema = rows(
+        &admin,
+        "SELECT pg_get_userbyid(nspowner), array_to_string(nspacl, ' ') FROM pg_namespace WHERE nspname = 'sales'",
+    )
+    .await;
+    assert_eq!(
+        [table, schema].concat(),
+        vec![
+            vec![
+                Some("alice".to_string()),
+                Some("alice=arwd/alice readers=r/materialize".to_string()),
+            ],
+            vec![
+                Some("alice".to_string()),
+                Some("alice=UC/alice readers=C/materialize".to_string()),
+            ],
+        ]
+    );
+    let database = rows(
+        &admin,
+        "SELECT pg_get_userbyid(datdba), array_to_string(datacl, ' ') FROM pg_database",
+    )
+    .await;
+    assert_eq!(
+        database,
+        vec![vec![
+            Some("materialize".to_string()),
+            Some("materialize=UC/materialize =U/materialize".to_string()),
+        ]]
+    );
+
     // Unknown names and privileges.
     for (sql, code, message) in [
         (
