@@ -137,7 +137,27 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// USAGE on the schema of an item a statement names (as Materialize checks
+    /// it for every item a statement uses; builtin schemas need none).
+    fn require_schema_usage(&self, object: &ObjectRef) -> Result<(), PlanError> {
+        let ObjectRef::Item(id) = object else {
+            return Ok(());
+        };
+        match self.state.item(*id) {
+            Some(item) if self.state.schema_exists(&item.name.schema) => self.require_privilege(
+                ObjectRef::Schema(item.name.schema.clone()),
+                Privilege::Usage,
+            ),
+            _ => Ok(()),
+        }
+    }
+
     fn require(&self, object: ObjectRef, privilege: Privilege) -> Result<(), PlanError> {
+        self.require_schema_usage(&object)?;
+        self.require_privilege(object, privilege)
+    }
+
+    fn require_privilege(&self, object: ObjectRef, privilege: Privilege) -> Result<(), PlanError> {
         if has_privilege(self.state, self.role, &object, privilege) {
             return Ok(());
         }
@@ -155,6 +175,7 @@ impl Checker<'_> {
     }
 
     fn require_owner(&self, object: ObjectRef) -> Result<(), PlanError> {
+        self.require_schema_usage(&object)?;
         if owns(self.state, self.role, &object) {
             return Ok(());
         }

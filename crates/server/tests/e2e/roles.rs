@@ -484,6 +484,27 @@ async fn privilege_matrix() {
         ],
     )
     .await;
+    // Reading a table of a schema takes USAGE on the schema besides SELECT.
+    execute_each(
+        &admin,
+        "CREATE TABLE sales.o (a int);
+         GRANT SELECT ON sales.o TO alice",
+    )
+    .await
+    .unwrap();
+    assert_denied(
+        &alice,
+        &[(
+            "SELECT * FROM sales.o",
+            "permission denied for SCHEMA \"materialize.sales\"",
+        )],
+    )
+    .await;
+    execute_each(&admin, "GRANT USAGE ON SCHEMA sales TO alice")
+        .await
+        .unwrap();
+    assert_allowed(&alice, &["SELECT * FROM sales.o"]).await;
+    assert_allowed(&admin, &["DROP TABLE sales.o"]).await;
     admin
         .batch_execute("GRANT CREATE ON DATABASE materialize TO alice")
         .await
