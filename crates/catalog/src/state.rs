@@ -145,6 +145,12 @@ impl PlanCatalog for CatalogState {
         self.schemas.get(name)
     }
 
+    fn schemas_of_database(&self) -> Vec<String> {
+        std::iter::once(floe_sql::catalog::PUBLIC_SCHEMA.to_string())
+            .chain(self.schemas.keys().cloned())
+            .collect()
+    }
+
     fn items_in_schema(&self, schema: &str) -> Vec<GlobalId> {
         self.items
             .values()

@@ -674,6 +674,10 @@ pub trait PlanCatalog {
     fn items_in_schema(&self, _schema: &str) -> Vec<GlobalId> {
         Vec::new()
     }
+    /// The schemas user items may live in: `public` and the created ones.
+    fn schemas_of_database(&self) -> Vec<String> {
+        vec![PUBLIC_SCHEMA.to_string()]
+    }
     /// The schemas an unqualified name is looked up in, in order: the
     /// session's `search_path` (see [`SessionCatalog`]).
     fn search_path(&self) -> Vec<String> {
@@ -718,6 +722,9 @@ impl PlanCatalog for SessionCatalog<'_> {
     }
     fn items_in_schema(&self, schema: &str) -> Vec<GlobalId> {
         self.catalog.items_in_schema(schema)
+    }
+    fn schemas_of_database(&self) -> Vec<String> {
+        self.catalog.schemas_of_database()
     }
     fn search_path(&self) -> Vec<String> {
         self.search_path.clone()

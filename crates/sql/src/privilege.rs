@@ -8,7 +8,7 @@ use std::fmt;
 
 use floe_repr::{ClusterId, GlobalId, RoleId, SqlState};
 pub use floe_sql_parser::ast::Privilege;
-use floe_sql_parser::ast::{ObjectType, PrivilegeStatement, RoleStatement};
+use floe_sql_parser::ast::{AllObjects, ObjectType, PrivilegeStatement, RoleStatement};
 
 use crate::catalog::{DATABASE, ItemKind, PlanCatalog};
 use crate::planner::{PlanNotice, display_name, find_item, name_parts};
@@ -244,9 +244,25 @@ pub fn resolve_object(
             _ => PlanError::unknown_item(text),
         });
     };
-    // `GRANT ... ON TABLE v` of a view is accepted, as in PostgreSQL, where
-    // TABLE covers every relation; other kinds must match.
-    let matches = match (object_type, object.kind) {
+    if !kind_matches(object_type, object.kind) {
+        return Err(PlanError::new(
+            SqlState::WRONG_OBJECT_TYPE,
+            format!(
+                "\"{}\" is a {} not a {}",
+                object.name,
+                object.kind.upper_name().to_lowercase(),
+                object_type.name()
+            ),
+        ));
+    }
+    Ok(Some(object))
+}
+
+/// Whether an object of `kind` is one `ON <object_type>` names. `GRANT ... ON
+/// TABLE v` of a view is accepted, as in PostgreSQL, where TABLE covers every
+/// relation; other kinds must match.
+fn kind_matches(object_type: ObjectType, kind: ObjectKind) -> bool {
+    match (object_type, kind) {
         (ObjectType::Table, ObjectKind::Item(kind)) => matches!(
             kind,
             ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source
@@ -261,19 +277,70 @@ pub fn resolve_object(
         | (ObjectType::Schema, ObjectKind::Schema)
         | (ObjectType::Database, ObjectKind::Database) => true,
         _ => false,
-    };
-    if !matches {
-        return Err(PlanError::new(
-            SqlState::WRONG_OBJECT_TYPE,
-            format!(
-                "\"{}\" is a {} not a {}",
-                object.name,
-                object.kind.upper_name().to_lowercase(),
-                object_type.name()
-            ),
-        ));
     }
-    Ok(Some(object))
+}
+
+/// The user items `ON ALL <kind>s [IN SCHEMA ... | IN DATABASE ...]` names.
+fn all_objects(
+    catalog: &dyn PlanCatalog,
+    object_type: ObjectType,
+    all: &AllObjects,
+) -> Result<Vec<NamedObject>, PlanError> {
+    let schemas: Vec<String> = match all {
+        AllObjects::InSchemas(names) => names
+            .iter()
+            .map(|name| {
+                let parts = name_parts(name)?;
+                let schema = parts.last().cloned().unwrap_or_default();
+                if catalog.schema_exists(&schema) {
+                    Ok(schema)
+                } else {
+                    Err(PlanError::unknown_schema(&schema))
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        AllObjects::InDatabases(names) => {
+            if let Some(other) = names.iter().map(display_name).find(|n| n != DATABASE) {
+                return Err(PlanError::new(
+                    SqlState::INVALID_CATALOG_NAME,
+                    format!("unknown database '{other}'"),
+                ));
+            }
+            catalog.schemas_of_database()
+        }
+        AllObjects::Everywhere => catalog.schemas_of_database(),
+    };
+    if !matches!(
+        object_type,
+        ObjectType::Table
+            | ObjectType::View
+            | ObjectType::MaterializedView
+            | ObjectType::Source
+            | ObjectType::Secret
+            | ObjectType::Connection
+    ) {
+        return Err(PlanError::unsupported(format!(
+            "GRANT/REVOKE ON ALL {} is not supported",
+            floe_sql_parser::ast::plural(object_type)
+        )));
+    }
+    let mut objects = Vec::new();
+    for schema in schemas {
+        for id in catalog.items_in_schema(&schema) {
+            let Some(item) = catalog.item(id) else {
+                continue;
+            };
+            let kind = ObjectKind::Item(item.definition.kind());
+            if kind_matches(object_type, kind) {
+                objects.push(NamedObject {
+                    object: ObjectRef::Item(id),
+                    kind,
+                    name: item.name.to_string(),
+                });
+            }
+        }
+    }
+    Ok(objects)
 }
 
 pub(crate) fn plan_privilege_statement(
@@ -352,7 +419,10 @@ fn plan_body(
     catalog: &dyn PlanCatalog,
     body: PrivilegeStatement,
 ) -> Result<PlannedBody, PlanError> {
-    let mut objects = Vec::new();
+    let mut objects = match &body.all {
+        Some(all) => all_objects(catalog, body.object_type, all)?,
+        None => Vec::new(),
+    };
     for name in &body.names {
         if let Some(object) = resolve_object(catalog, body.object_type, name)? {
             objects.push(object);
@@ -367,17 +437,27 @@ fn plan_body(
     };
     privileges.sort();
     privileges.dedup();
-    for object in &objects {
-        if let Some(missing) = privileges
-            .iter()
-            .find(|p| !object.kind.privileges().contains(*p))
-        {
+    // With ALL, each object gets what of the privileges its kind has (`INSERT
+    // ON ALL TABLES` skips views); the privileges must fit the kind named.
+    let checked: Vec<ObjectKind> = match body.all {
+        Some(_) => vec![match body.object_type {
+            ObjectType::View => ObjectKind::Item(ItemKind::View),
+            ObjectType::MaterializedView => ObjectKind::Item(ItemKind::MaterializedView),
+            ObjectType::Source => ObjectKind::Item(ItemKind::Source),
+            ObjectType::Secret => ObjectKind::Item(ItemKind::Secret),
+            ObjectType::Connection => ObjectKind::Item(ItemKind::Connection),
+            _ => ObjectKind::Item(ItemKind::Table),
+        }],
+        None => objects.iter().map(|object| object.kind).collect(),
+    };
+    for kind in checked {
+        if let Some(missing) = privileges.iter().find(|p| !kind.privileges().contains(*p)) {
             return Err(PlanError::new(
                 SqlState::INVALID_GRANT_OPERATION,
                 format!(
                     "invalid privilege types {} for {}",
                     missing.name(),
-                    object.kind.upper_name()
+                    kind.upper_name()
                 ),
             ));
         }

@@ -5,7 +5,7 @@
 
 use floe_catalog::{Op, RoleOp, Verifier};
 use floe_sql::catalog::PlanCatalog;
-use floe_sql::privilege::PrivilegePlan;
+use floe_sql::privilege::{NamedObject, Privilege, PrivilegePlan};
 use floe_sql::role::{PlainPassword, RolePlan};
 use tracing::info;
 
@@ -14,6 +14,16 @@ use crate::auth::ScramVerifier;
 use crate::coordinator::{Coordinator, ExecuteResponse};
 use crate::error::AdapterError;
 use crate::session::Session;
+
+/// What of `privileges` an object's kind has: all of them for a named object
+/// (planning checked), some for one of `ON ALL TABLES` (a view takes SELECT).
+fn applicable(privileges: &[Privilege], object: &NamedObject) -> Vec<Privilege> {
+    privileges
+        .iter()
+        .copied()
+        .filter(|privilege| object.kind.privileges().contains(privilege))
+        .collect()
+}
 
 fn verifier(password: Option<PlainPassword>) -> Option<Verifier> {
     password.map(|password| Verifier(ScramVerifier::new(&password.0).to_string()))
@@ -100,7 +110,8 @@ impl Coordinator {
                 let mut ops = Vec::new();
                 for object in objects {
                     let grantor = catalog.state().owner(&object.object);
-                    for grantee in &grantees {
+                    let privileges = applicable(&privileges, &object);
+                    for grantee in grantees.iter().filter(|_| !privileges.is_empty()) {
                         ops.push(RoleOp::GrantPrivileges {
                             object: object.object.clone(),
                             grantee: *grantee,
@@ -118,7 +129,8 @@ impl Coordinator {
             } => {
                 let mut ops = Vec::new();
                 for object in objects {
-                    for grantee in &grantees {
+                    let privileges = applicable(&privileges, &object);
+                    for grantee in grantees.iter().filter(|_| !privileges.is_empty()) {
                         ops.push(RoleOp::RevokePrivileges {
                             object: object.object.clone(),
                             grantee: *grantee,

@@ -142,8 +142,39 @@ pub struct PrivilegeStatement {
     pub privileges: Option<Vec<Privilege>>,
     /// The kind written after `ON` (a table when none is).
     pub object_type: ObjectType,
+    /// The objects named; empty with `all`.
     pub names: Vec<ObjectName>,
+    /// `ON ALL <kind>s [IN SCHEMA s, ... | IN DATABASE d, ...]`.
+    pub all: Option<AllObjects>,
     pub roles: Vec<Ident>,
+}
+
+/// Where `ON ALL <kind>s` looks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AllObjects {
+    Everywhere,
+    InSchemas(Vec<ObjectName>),
+    InDatabases(Vec<ObjectName>),
+}
+
+/// The plural of a kind, as `ON ALL TABLES` writes it.
+pub fn plural(object_type: ObjectType) -> &'static str {
+    match object_type {
+        ObjectType::Table => "TABLES",
+        ObjectType::View => "VIEWS",
+        ObjectType::MaterializedView => "MATERIALIZED VIEWS",
+        ObjectType::Source => "SOURCES",
+        ObjectType::Sink => "SINKS",
+        ObjectType::Secret => "SECRETS",
+        ObjectType::Connection => "CONNECTIONS",
+        ObjectType::Cluster => "CLUSTERS",
+        ObjectType::Schema => "SCHEMAS",
+        ObjectType::Database => "DATABASES",
+        ObjectType::Type => "TYPES",
+        ObjectType::Index => "INDEXES",
+        ObjectType::ClusterReplica => "CLUSTER REPLICAS",
+        ObjectType::Role => "ROLES",
+    }
 }
 
 fn comma_separated<T: fmt::Display>(f: &mut fmt::Formatter<'_>, values: &[T]) -> fmt::Result {
@@ -166,8 +197,26 @@ impl PrivilegeStatement {
                 comma_separated(f, &names)?;
             }
         }
-        write!(f, " ON {} ", self.object_type)?;
-        comma_separated(f, &self.names)?;
+        match &self.all {
+            None => {
+                write!(f, " ON {} ", self.object_type)?;
+                comma_separated(f, &self.names)?;
+            }
+            Some(all) => {
+                write!(f, " ON ALL {}", plural(self.object_type))?;
+                match all {
+                    AllObjects::Everywhere => {}
+                    AllObjects::InSchemas(names) => {
+                        f.write_str(" IN SCHEMA ")?;
+                        comma_separated(f, names)?;
+                    }
+                    AllObjects::InDatabases(names) => {
+                        f.write_str(" IN DATABASE ")?;
+                        comma_separated(f, names)?;
+                    }
+                }
+            }
+        }
         write!(f, " {to} ")?;
         comma_separated(f, &self.roles)
     }

@@ -1,6 +1,6 @@
 //! Parsing of roles and privileges (`crate::ast::RoleStatement`).
 
-use sqlparser::ast::Ident;
+use sqlparser::ast::{Ident, ObjectName};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -139,17 +139,20 @@ fn parse_grant_or_revoke(parser: &mut Parser, grant: bool) -> Result<RoleStateme
         });
     };
     expect_words(parser, &["ON"])?;
-    let object_type = parse_target_type(parser);
-    let mut names = vec![parser.parse_object_name(false)?];
-    while parser.consume_token(&Token::Comma) {
-        names.push(parser.parse_object_name(false)?);
-    }
+    let (object_type, names, all) = match parse_all_objects(parser)? {
+        Some((object_type, all)) => (object_type, Vec::new(), Some(all)),
+        None => {
+            let object_type = parse_target_type(parser);
+            (object_type, parse_object_names(parser)?, None)
+        }
+    };
     expect_words(parser, &[to])?;
     let roles = parse_identifiers(parser)?;
     let body = PrivilegeStatement {
         privileges,
         object_type,
         names,
+        all,
         roles,
     };
     Ok(if grant {
@@ -157,6 +160,50 @@ fn parse_grant_or_revoke(parser: &mut Parser, grant: bool) -> Result<RoleStateme
     } else {
         RoleStatement::RevokePrivileges(body)
     })
+}
+
+fn parse_object_names(parser: &mut Parser) -> Result<Vec<ObjectName>, ParserError> {
+    let mut names = vec![parser.parse_object_name(false)?];
+    while parser.consume_token(&Token::Comma) {
+        names.push(parser.parse_object_name(false)?);
+    }
+    Ok(names)
+}
+
+/// `ALL <kind>s [IN SCHEMA s, ... | IN DATABASE d, ...]` after `ON`, if written.
+fn parse_all_objects(parser: &mut Parser) -> Result<Option<(ObjectType, AllObjects)>, ParserError> {
+    const KINDS: &[ObjectType] = &[
+        ObjectType::MaterializedView,
+        ObjectType::Table,
+        ObjectType::View,
+        ObjectType::Source,
+        ObjectType::Secret,
+        ObjectType::Connection,
+        ObjectType::Cluster,
+        ObjectType::Schema,
+        ObjectType::Database,
+        ObjectType::Type,
+    ];
+    if !peek_words(parser, &["ALL"]) {
+        return Ok(None);
+    }
+    let Some(object_type) = KINDS.iter().copied().find(|kind| {
+        let words: Vec<&str> = plural(*kind).split(' ').collect();
+        (1..=words.len()).all(|i| peek_word(parser, i).as_deref() == Some(words[i - 1]))
+    }) else {
+        return Ok(None);
+    };
+    parse_words(parser, &["ALL"]);
+    let words: Vec<&str> = plural(object_type).split(' ').collect();
+    parse_words(parser, &words);
+    let all = if parse_words(parser, &["IN", "SCHEMA"]) {
+        AllObjects::InSchemas(parse_object_names(parser)?)
+    } else if parse_words(parser, &["IN", "DATABASE"]) {
+        AllObjects::InDatabases(parse_object_names(parser)?)
+    } else {
+        AllObjects::Everywhere
+    };
+    Ok(Some((object_type, all)))
 }
 
 /// The kind after `ON`; a name alone is a table's (or any relation's).
@@ -224,6 +271,10 @@ mod tests {
             "GRANT CREATE ON CLUSTER quickstart TO alice",
             "ALTER TABLE t OWNER TO alice",
             "ALTER MATERIALIZED VIEW IF EXISTS v OWNER TO alice",
+            "GRANT SELECT ON ALL TABLES IN SCHEMA public, sales TO alice",
+            "REVOKE ALL PRIVILEGES ON ALL SECRETS IN DATABASE materialize FROM alice",
+            "GRANT USAGE ON ALL CONNECTIONS TO PUBLIC",
+            "GRANT SELECT ON ALL MATERIALIZED VIEWS IN SCHEMA s TO alice",
         ] {
             let parsed = parse_statement(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             assert!(matches!(parsed, Statement::Role(_)), "{sql}: {parsed:?}");
@@ -247,6 +298,9 @@ mod tests {
         );
         let all = parse_statement("GRANT ALL ON SECRET s TO a").unwrap();
         assert_eq!(all.to_string(), "GRANT ALL PRIVILEGES ON SECRET s TO a");
+        // A table named `all`.
+        let named_all = parse_statement("GRANT SELECT ON all TO a").unwrap();
+        assert_eq!(named_all.to_string(), "GRANT SELECT ON TABLE all TO a");
         assert!(parse_statement("GRANT SELECT ON TABLE t").is_err());
         assert!(parse_statement("CREATE ROLE a PASSWORD 5").is_err());
     }
