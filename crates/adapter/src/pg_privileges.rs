@@ -167,14 +167,23 @@ impl Lookup {
         })
     }
 
-    /// A relation by name or OID.
+    /// A relation by name (a user relation, else a builtin one) or OID.
     fn relation(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+        let is_relation = |kind: ItemKind| {
+            matches!(
+                kind,
+                ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source
+            )
+        };
         let oid = match name_or_oid(value) {
             None => return Ok(None),
             Some(NameOrOid::Oid(oid)) => oid,
-            Some(NameOrOid::Name(name)) => self
-                .relation_oid(&name)
-                .ok_or_else(|| PlanError::unknown_item(&name))?,
+            Some(NameOrOid::Name(name)) => match self.item_named(&name, is_relation) {
+                Some(item) => return Ok(Some(Target::Object(ObjectRef::Item(item.id)))),
+                None => self
+                    .relation_oid(&name)
+                    .ok_or_else(|| PlanError::unknown_item(&name))?,
+            },
         };
         Ok(match self.items.iter().find(|item| item.oid == oid) {
             Some(item) => Some(Target::Object(ObjectRef::Item(item.id))),
@@ -227,42 +236,42 @@ impl Lookup {
         }
     }
 
-    /// A connection or secret by name (`c`, `public.c`, `materialize.public.c`).
+    /// A user item of a kind `wanted` accepts, by name (`c` in `public`,
+    /// `s.c`, `materialize.s.c`; quotes dropped).
+    fn item_named(
+        &self,
+        name: &str,
+        wanted: impl Fn(ItemKind) -> bool,
+    ) -> Option<&crate::pg_functions::ItemEntry> {
+        let parts: Vec<&str> = name.split('.').map(|part| part.trim_matches('"')).collect();
+        let (schema, item_name) = match parts.as_slice() {
+            [item] => (floe_sql::catalog::PUBLIC_SCHEMA, *item),
+            [schema, item] | [floe_sql::catalog::DATABASE, schema, item] => (*schema, *item),
+            _ => return None,
+        };
+        self.items.iter().find(|item| {
+            wanted(item.kind) && item.name.schema == schema && item.name.item == item_name
+        })
+    }
+
+    /// A connection or secret by name or OID.
     fn item_of_kind(
         &self,
         value: &ScalarValue,
         kind: ItemKind,
     ) -> Result<Option<Target>, PlanError> {
-        let (name, oid) = match name_or_oid(value) {
+        let found = match name_or_oid(value) {
             None => return Ok(None),
-            Some(NameOrOid::Name(name)) => (Some(name), None),
-            Some(NameOrOid::Oid(oid)) => (None, Some(oid)),
+            Some(NameOrOid::Name(name)) => Some(
+                self.item_named(&name, |k| k == kind)
+                    .ok_or_else(|| PlanError::unknown_item(&name))?,
+            ),
+            Some(NameOrOid::Oid(oid)) => self
+                .items
+                .iter()
+                .find(|item| item.kind == kind && item.oid == oid),
         };
-        let found = self.items.iter().find(|item| {
-            item.kind == kind
-                && match (&name, oid) {
-                    (Some(name), _) => {
-                        let parts: Vec<&str> = name.split('.').collect();
-                        match parts.as_slice() {
-                            [item_name] => {
-                                item.name.schema == floe_sql::catalog::PUBLIC_SCHEMA
-                                    && item.name.item == *item_name
-                            }
-                            [schema, item_name] => {
-                                item.name.schema == *schema && item.name.item == *item_name
-                            }
-                            _ => item.name.to_string() == *name,
-                        }
-                    }
-                    (None, Some(oid)) => item.oid == oid,
-                    (None, None) => false,
-                }
-        });
-        match (found, name) {
-            (Some(item), _) => Ok(Some(Target::Object(ObjectRef::Item(item.id)))),
-            (None, Some(name)) => Err(PlanError::unknown_item(name)),
-            (None, None) => Ok(None),
-        }
+        Ok(found.map(|item| Target::Object(ObjectRef::Item(item.id))))
     }
 
     fn is_superuser(&self, role: RoleId) -> bool {
