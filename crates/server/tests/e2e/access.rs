@@ -733,7 +733,11 @@ fn psql_describe_commands() {
         ),
         (
             "\\l",
-            &["materialize | materialize | UTF8 | C | C | | libc |"],
+            // The database's ACL, one item a line as psql prints aclitem[].
+            &[
+                "materialize | materialize | UTF8 | C | C | | libc | materialize=UC/materialize+",
+                "| | | | | | | =U/materialize",
+            ],
         ),
         (
             "\\d t",
