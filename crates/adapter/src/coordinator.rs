@@ -555,7 +555,7 @@ impl Coordinator {
                 drop(catalog);
                 let engine = self.engine_for(&select.query).await?;
                 let plan = query::logical_plan(&engine, *select.query).await?;
-                *parameters = crate::params::parameter_types(&plan);
+                *parameters = crate::params::parameter_types(&plan.plan);
                 Ok(Some(query::describe(&plan)))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
@@ -583,16 +583,7 @@ impl Coordinator {
                 ..
             }) => {
                 drop(catalog);
-                let engine = self
-                    .engine_reading(Some(
-                        [(name.schema.clone(), name.item.clone())]
-                            .into_iter()
-                            .collect(),
-                    ))
-                    .await?;
-                Ok(Some(
-                    tables::returning_desc(&engine, &name, &desc, &items).await?,
-                ))
+                Ok(Some(tables::returning_desc(&name, &desc, &items).await?))
             }
             _ => Ok(None),
         }

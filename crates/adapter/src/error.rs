@@ -27,6 +27,10 @@ pub enum AdapterError {
     /// The query engine refused or failed the query.
     #[error("{message}")]
     Query { code: SqlState, message: String },
+    /// The query engine refused or failed the query, with Postgres' code,
+    /// detail and hint.
+    #[error("{0}")]
+    Engine(floe_query::QueryError),
     /// Connecting to an external system to validate a connection failed.
     #[error("{0}")]
     ConnectionValidation(SinkError),
@@ -88,6 +92,7 @@ impl AdapterError {
             },
             AdapterError::UniqueViolation { .. } => SqlState::UNIQUE_VIOLATION,
             AdapterError::Query { code, .. } => *code,
+            AdapterError::Engine(e) => e.code,
             AdapterError::ConnectionValidation(_) => SqlState::CONNECTION_EXCEPTION,
             AdapterError::SinkCheck(e) => match e.kind {
                 floe_sink::ErrorKind::AlreadyExists => SqlState::DUPLICATE_TABLE,
@@ -121,6 +126,7 @@ impl AdapterError {
         match self {
             AdapterError::Plan(e) => e.detail.clone(),
             AdapterError::UniqueViolation { detail, .. } => Some(detail.clone()),
+            AdapterError::Engine(e) => e.detail.clone(),
             AdapterError::ConnectionValidation(e) | AdapterError::SinkCheck(e) => e.detail.clone(),
             AdapterError::Transaction(e) => e.detail(),
             AdapterError::Postgres(e) => e.detail.clone(),
@@ -135,72 +141,8 @@ impl AdapterError {
             AdapterError::Postgres(e) => e.hint.clone(),
             AdapterError::InvalidVariableValue { hint, .. } => hint.clone(),
             AdapterError::Transaction(e) => e.hint(),
+            AdapterError::Engine(e) => e.hint.clone(),
             _ => None,
-        }
-    }
-
-    /// Classifies a DataFusion error by its root cause.
-    pub fn from_datafusion(error: datafusion::error::DataFusionError) -> AdapterError {
-        use datafusion::arrow::error::ArrowError;
-        use datafusion::error::DataFusionError as E;
-        let root = error.find_root();
-        let (code, message) = match root {
-            E::SchemaError(schema_error, _) => {
-                use datafusion::common::SchemaError as S;
-                let code = match schema_error.as_ref() {
-                    S::FieldNotFound { .. } => SqlState::UNDEFINED_COLUMN,
-                    S::AmbiguousReference { .. } => SqlState::AMBIGUOUS_COLUMN,
-                    S::DuplicateQualifiedField { .. } | S::DuplicateUnqualifiedField { .. } => {
-                        SqlState::DUPLICATE_COLUMN
-                    }
-                };
-                (code, schema_error.to_string())
-            }
-            E::Plan(message) => {
-                let lower = message.to_lowercase();
-                let code = if lower.contains("table") && lower.contains("not found") {
-                    SqlState::UNDEFINED_TABLE
-                } else if lower.contains("function") {
-                    SqlState::UNDEFINED_FUNCTION
-                } else if lower.contains("coerce") || lower.contains("type") {
-                    SqlState::DATATYPE_MISMATCH
-                } else {
-                    SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
-                };
-                (code, message.clone())
-            }
-            E::SQL(parser_error, _) => (SqlState::SYNTAX_ERROR, parser_error.to_string()),
-            E::NotImplemented(message) => (SqlState::FEATURE_NOT_SUPPORTED, message.clone()),
-            E::ArrowError(arrow_error, _) => match arrow_error.as_ref() {
-                ArrowError::DivideByZero => (SqlState::DIVISION_BY_ZERO, "division by zero".into()),
-                ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-                    (SqlState::INVALID_TEXT_REPRESENTATION, m.clone())
-                }
-                ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => {
-                    (SqlState::NUMERIC_VALUE_OUT_OF_RANGE, m.clone())
-                }
-                other => (SqlState::DATA_EXCEPTION, other.to_string()),
-            },
-            E::Execution(message) => {
-                let code = if message.to_lowercase().contains("divide by zero") {
-                    SqlState::DIVISION_BY_ZERO
-                } else {
-                    SqlState::DATA_EXCEPTION
-                };
-                (code, message.clone())
-            }
-            E::ResourcesExhausted(message) => (SqlState::PROGRAM_LIMIT_EXCEEDED, message.clone()),
-            // A function of floe's own that failed as PostgreSQL would (an
-            // unknown role given to a privilege function, ...).
-            E::External(inner) => match inner.downcast_ref::<PlanError>() {
-                Some(error) => (error.code, error.message.clone()),
-                None => (SqlState::INTERNAL_ERROR, root.to_string()),
-            },
-            other => (SqlState::INTERNAL_ERROR, other.to_string()),
-        };
-        AdapterError::Query {
-            code,
-            message: lowercase_first(message.trim()),
         }
     }
 }

@@ -540,7 +540,7 @@ impl ScalarUDFImpl for CatalogFunction {
             results.push(match self.info.body {
                 Body::Value(body) => body(&self.lookup, &values),
                 Body::Checked(body) => body(&self.lookup, &values)
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?,
+                    .map_err(|e| floe_query::QueryError::new(e.code, e.message).into_datafusion())?,
             });
         }
         let data_type = self.result_field().data_type().clone();

@@ -1,19 +1,17 @@
-//! Query execution with DataFusion: the builtin relations become in-memory
-//! tables of a `materialize` catalog, a resolved statement becomes a logical
-//! plan, and Arrow results become [`Datum`] rows.
+//! Query execution: the builtin relations become in-memory tables of a
+//! `materialize` catalog, and floe-query plans and runs a resolved statement
+//! with Postgres' semantics on DataFusion.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{
-    CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider, SchemaProvider,
+    CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemoryCatalogProviderList,
 };
 use datafusion::datasource::MemTable;
-use datafusion::execution::context::{SessionConfig, SessionContext};
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::execution::context::SessionContext;
 use floe_repr::{ColumnDesc, Datum, PgType};
 
 use crate::error::AdapterError;
@@ -34,20 +32,15 @@ pub(crate) fn build_column(
         .map_err(|e| AdapterError::Internal(format!("builtin column of type {pg_type:?}: {e}")))
 }
 
-/// A DataFusion session over a snapshot of the builtin relations.
-pub fn session_context(
-    system: &SystemContext,
-    referenced: Option<&std::collections::BTreeSet<(String, String)>>,
-) -> Result<SessionContext, AdapterError> {
-    let config = SessionConfig::new()
-        .with_default_catalog_and_schema("materialize", "public")
-        .with_information_schema(false)
-        .with_target_partitions(1);
-    let context = SessionContext::new_with_config(config);
-    // PostgreSQL's catalog functions, for tools (psql's `\d`, drivers' type lookups).
-    crate::pg_functions::register(&context, system);
+/// floe's query engine: DataFusion with Postgres' semantics (floe-query),
+/// set up once for the whole server.
+static ENGINE: std::sync::LazyLock<floe_query::Engine> =
+    std::sync::LazyLock::new(floe_query::Engine::new);
+
+/// An empty `materialize` catalog with floe's schemas, in a session of the
+/// query engine.
+pub fn empty_context() -> Result<SessionContext, AdapterError> {
     let catalog = Arc::new(MemoryCatalogProvider::new());
-    let mut schemas: HashMap<&str, Arc<MemorySchemaProvider>> = HashMap::new();
     for schema in [
         "public",
         "mz_catalog",
@@ -55,8 +48,29 @@ pub fn session_context(
         "pg_catalog",
         "information_schema",
     ] {
-        schemas.insert(schema, Arc::new(MemorySchemaProvider::new()));
+        catalog
+            .register_schema(schema, Arc::new(MemorySchemaProvider::new()))
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
     }
+    let catalogs = Arc::new(MemoryCatalogProviderList::new());
+    catalogs.register_catalog(
+        floe_query::DATABASE.to_string(),
+        catalog as Arc<dyn CatalogProvider>,
+    );
+    Ok(ENGINE.context(catalogs))
+}
+
+/// A query engine session over a snapshot of the builtin relations.
+pub fn session_context(
+    system: &SystemContext,
+    referenced: Option<&std::collections::BTreeSet<(String, String)>>,
+) -> Result<SessionContext, AdapterError> {
+    let context = empty_context()?;
+    let catalog = context
+        .catalog(floe_query::DATABASE)
+        .ok_or_else(|| AdapterError::Internal("no materialize catalog".into()))?;
+    // PostgreSQL's catalog functions, for tools (psql's `\d`, drivers' type lookups).
+    crate::pg_functions::register(&context, system);
     for builtin in builtins() {
         // Building a relation nobody reads would only cost time.
         if referenced.is_some_and(|names| {
@@ -82,85 +96,41 @@ pub fn session_context(
             .map_err(|e| AdapterError::Internal(format!("{}: {e}", builtin.name)))?;
         let table = MemTable::try_new(schema, vec![vec![batch]])
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
-        let provider = schemas
-            .get(builtin.schema)
+        let provider = catalog
+            .schema(builtin.schema)
             .ok_or_else(|| AdapterError::Internal(format!("no schema {}", builtin.schema)))?;
         provider
             .register_table(builtin.name.to_string(), Arc::new(table))
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
     }
-    for (name, provider) in schemas {
-        catalog
-            .register_schema(name, provider as Arc<dyn SchemaProvider>)
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
-    }
-    context.register_catalog("materialize", catalog as Arc<dyn CatalogProvider>);
     Ok(context)
 }
 
-/// Plans a resolved statement.
+/// Plans a resolved statement with Postgres' semantics.
 pub async fn logical_plan(
     context: &SessionContext,
     mut statement: sqlparser::ast::Statement,
-) -> Result<LogicalPlan, AdapterError> {
+) -> Result<floe_query::Query, AdapterError> {
     // The spellings tools use for catalog queries (`OPERATOR(pg_catalog.~)`, ...).
     crate::pg_rewrite::rewrite(&mut statement);
-    let statement = datafusion::sql::parser::Statement::Statement(Box::new(statement));
-    context
-        .state()
-        .statement_to_plan(statement)
+    floe_query::plan(context, statement)
         .await
-        .map_err(AdapterError::from_datafusion)
+        .map_err(AdapterError::Engine)
 }
 
-/// The client-visible shape of a plan's output.
-pub fn describe(plan: &LogicalPlan) -> Vec<ColumnDesc> {
-    plan.schema()
-        .fields()
-        .iter()
-        .map(|field| floe_arrow::column_desc(field))
-        .collect()
+/// The client-visible shape of a planned query.
+pub fn describe(query: &floe_query::Query) -> Vec<ColumnDesc> {
+    query.columns.clone()
 }
 
-/// Runs a plan and converts its output to rows.
+/// Runs a planned query and converts its output to rows.
 pub async fn execute(
     context: &SessionContext,
-    plan: LogicalPlan,
+    query: floe_query::Query,
 ) -> Result<(Vec<ColumnDesc>, Vec<Vec<Datum>>), AdapterError> {
-    let desc = describe(&plan);
-    // The plan's fields carry the metadata that types the output (jsonb,
-    // uuid, numeric scale, ...); batches are converted against them.
-    let fields: Vec<Field> = plan
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    let frame = context
-        .execute_logical_plan(plan)
+    let desc = query.columns.clone();
+    let rows = floe_query::execute(context, query)
         .await
-        .map_err(AdapterError::from_datafusion)?;
-    let batches = frame
-        .collect()
-        .await
-        .map_err(AdapterError::from_datafusion)?;
-    let mut rows = Vec::new();
-    for batch in batches {
-        rows.extend(batch_rows(&batch, &fields)?);
-    }
+        .map_err(AdapterError::Engine)?;
     Ok((desc, rows))
-}
-
-/// The rows of a batch, typed by `fields`.
-pub fn batch_rows(batch: &RecordBatch, fields: &[Field]) -> Result<Vec<Vec<Datum>>, AdapterError> {
-    let columns: Vec<Vec<Datum>> = batch
-        .columns()
-        .iter()
-        .zip(fields)
-        .map(|(array, field)| floe_arrow::array_to_datums(array, field))
-        .collect::<Result<_, _>>()
-        .map_err(|e| AdapterError::Internal(e.to_string()))?;
-    Ok((0..batch.num_rows())
-        .map(|row| columns.iter().map(|c| c[row].clone()).collect())
-        .collect())
 }

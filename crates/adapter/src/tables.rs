@@ -260,22 +260,11 @@ pub fn append_error(
 
 /// A context serving `rows` as the written table, for RETURNING.
 fn returning_context(
-    context: &SessionContext,
     name: &QualifiedName,
     desc: &RelationDesc,
     rows: &[Row],
 ) -> Result<SessionContext, AdapterError> {
-    let returning_context = SessionContext::new_with_config(context.copied_config());
-    returning_context.register_catalog(
-        "materialize",
-        Arc::new(datafusion::catalog::MemoryCatalogProvider::new()),
-    );
-    if let Some(catalog) = returning_context.catalog("materialize") {
-        let _ = catalog.register_schema(
-            &name.schema,
-            Arc::new(datafusion::catalog::MemorySchemaProvider::new()),
-        );
-    }
+    let returning_context = query::empty_context()?;
     let batch = relation_batch(desc, rows)?;
     register_tables(
         &returning_context,
@@ -291,19 +280,17 @@ fn returning_context(
 /// The columns a write's RETURNING clause produces (extended protocol
 /// Describe), without writing anything.
 pub async fn returning_desc(
-    context: &SessionContext,
     name: &QualifiedName,
     desc: &RelationDesc,
     items: &[SelectItem],
 ) -> Result<Vec<ColumnDesc>, AdapterError> {
-    let returning_context = returning_context(context, name, desc, &[])?;
+    let returning_context = returning_context(name, desc, &[])?;
     let plan = query::logical_plan(&returning_context, returning_query(name, items)?).await?;
     Ok(query::describe(&plan))
 }
 
 /// The response of a write: its tag, or the RETURNING rows.
 async fn respond(
-    context: &SessionContext,
     tag: String,
     name: &QualifiedName,
     desc: &RelationDesc,
@@ -315,7 +302,7 @@ async fn respond(
     };
     // The RETURNING items are evaluated over the written rows, served as
     // the table itself in a context of their own.
-    let returning_context = returning_context(context, name, desc, &written)?;
+    let returning_context = returning_context(name, desc, &written)?;
     let statement = returning_query(name, &items)?;
     let (columns, rows) = run(&returning_context, statement).await?;
     Ok(ExecuteResponse::Rows {
@@ -445,7 +432,6 @@ pub async fn insert(
     )
     .await?;
     respond(
-        context,
         format!("INSERT 0 {count}"),
         &plan.name,
         &plan.desc,
@@ -483,7 +469,6 @@ pub async fn update(
     let count = written.len();
     append(target, plan.table, &plan.name, &plan.desc, changes).await?;
     respond(
-        context,
         format!("UPDATE {count}"),
         &plan.name,
         &plan.desc,
@@ -513,7 +498,6 @@ pub async fn delete(
     )
     .await?;
     respond(
-        context,
         format!("DELETE {count}"),
         &plan.name,
         &plan.desc,

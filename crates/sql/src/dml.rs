@@ -12,7 +12,7 @@ use sqlparser::parser::Parser;
 use crate::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
 use crate::error::PlanError;
 use crate::plan::Plan;
-use crate::planner::{name_output_columns, normalize_ident, quote_ident, resolve_relations};
+use crate::planner::{normalize_ident, quote_ident, resolve_relations};
 
 /// `INSERT INTO t [(columns)] { VALUES ... | SELECT ... } [RETURNING ...]`
 #[derive(Debug, Clone, PartialEq)]
@@ -333,7 +333,7 @@ pub(crate) fn plan_delete(catalog: &dyn PlanCatalog, delete: Delete) -> Result<P
 pub fn returning_query(name: &QualifiedName, items: &[SelectItem]) -> Result<Statement, PlanError> {
     let items: Vec<String> = items.iter().map(|i| i.to_string()).collect();
     let sql = format!("SELECT {} FROM {}", items.join(", "), table_reference(name));
-    Ok(name_output_columns(parse_query(&sql)?))
+    parse_query(&sql)
 }
 
 /// The text formats `COPY ... FROM STDIN` reads.

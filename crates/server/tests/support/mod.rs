@@ -1,6 +1,7 @@
 //! Test support: the real `floe` binary on a free port, and a sqllogictest
 //! engine over tokio-postgres in both protocols.
 
+pub mod postgres;
 pub mod slt;
 
 use std::net::TcpStream;

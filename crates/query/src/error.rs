@@ -1,0 +1,208 @@
+//! Errors as Postgres reports them: SQLSTATE, message, detail and hint.
+//!
+//! floe's own checks build [`QueryError`]s with Postgres' wording directly.
+//! DataFusion's errors are translated by their kind and, where DataFusion
+//! has only a message, by the shape of that message; anything unrecognized
+//! keeps DataFusion's text under the closest SQLSTATE.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+use floe_repr::SqlState;
+use floe_repr::strconv::ValueError;
+
+/// A query's error, as the client receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryError {
+    pub code: SqlState,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+impl QueryError {
+    pub fn new(code: SqlState, message: impl Into<String>) -> QueryError {
+        QueryError {
+            code,
+            message: message.into(),
+            detail: None,
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> QueryError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> QueryError {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn internal(message: impl Into<String>) -> QueryError {
+        QueryError::new(SqlState::INTERNAL_ERROR, message)
+    }
+
+    pub fn unsupported(message: impl Into<String>) -> QueryError {
+        QueryError::new(SqlState::FEATURE_NOT_SUPPORTED, message)
+    }
+
+    pub fn syntax(message: impl Into<String>) -> QueryError {
+        QueryError::new(SqlState::SYNTAX_ERROR, message)
+    }
+
+    /// A value conversion error from floe's own code.
+    pub fn from_value(error: ValueError) -> QueryError {
+        QueryError::new(error.code, error.message)
+    }
+
+    /// This error, carried through DataFusion (as an external error) so
+    /// that [`QueryError::from_datafusion`] restores it unchanged.
+    pub fn into_datafusion(self) -> DataFusionError {
+        DataFusionError::External(Box::new(self))
+    }
+
+    /// Classifies a DataFusion error by its root cause.
+    pub fn from_datafusion(error: DataFusionError) -> QueryError {
+        let root = error.find_root();
+        if let Some(carried) = carried(root) {
+            return carried;
+        }
+        match root {
+            DataFusionError::SchemaError(schema_error, _) => schema(schema_error.as_ref()),
+            DataFusionError::Plan(message) => plan(message),
+            DataFusionError::SQL(parser_error, _) => {
+                QueryError::syntax(lowercase_first(&parser_error.to_string()))
+            }
+            DataFusionError::NotImplemented(message) => {
+                QueryError::unsupported(lowercase_first(message))
+            }
+            DataFusionError::ArrowError(arrow_error, _) => arrow(arrow_error.as_ref()),
+            DataFusionError::Execution(message) => execution(message),
+            DataFusionError::ResourcesExhausted(message) => {
+                QueryError::new(SqlState::PROGRAM_LIMIT_EXCEEDED, lowercase_first(message))
+            }
+            other => QueryError::internal(lowercase_first(&other.to_string())),
+        }
+    }
+}
+
+/// The floe error inside a DataFusion error, if it is one.
+fn carried(error: &DataFusionError) -> Option<QueryError> {
+    match error {
+        DataFusionError::External(inner) => inner.downcast_ref::<QueryError>().cloned(),
+        DataFusionError::ArrowError(inner, _) => match inner.as_ref() {
+            ArrowError::ExternalError(inner) => inner
+                .downcast_ref::<QueryError>()
+                .cloned()
+                .or_else(|| inner.downcast_ref::<DataFusionError>().and_then(carried)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn schema(error: &datafusion::common::SchemaError) -> QueryError {
+    use datafusion::common::SchemaError as S;
+    match error {
+        S::FieldNotFound { field, .. } => {
+            let name = match &field.relation {
+                Some(relation) => format!("{}.{}", relation.table(), field.name),
+                None => format!("\"{}\"", crate::naming::visible_name(&field.name)),
+            };
+            QueryError::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column {name} does not exist"),
+            )
+        }
+        S::AmbiguousReference { field } => QueryError::new(
+            SqlState::AMBIGUOUS_COLUMN,
+            format!("column reference \"{}\" is ambiguous", field.name),
+        ),
+        S::DuplicateQualifiedField { .. } | S::DuplicateUnqualifiedField { .. } => {
+            QueryError::new(SqlState::DUPLICATE_COLUMN, lowercase_first(&error.to_string()))
+        }
+    }
+}
+
+fn plan(message: &str) -> QueryError {
+    let lower = message.to_lowercase();
+    if let Some(name) = between(message, "table '", "' not found") {
+        let item = name.rsplit('.').next().unwrap_or(name);
+        return QueryError::new(
+            SqlState::UNDEFINED_TABLE,
+            format!("relation \"{item}\" does not exist"),
+        );
+    }
+    if let Some(name) = between(message, "Invalid function '", "'") {
+        return QueryError::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("function {name} does not exist"),
+        )
+        .with_hint(
+            "No function matches the given name and argument types. You might need to add explicit type casts.",
+        );
+    }
+    let code = if lower.contains("function") {
+        SqlState::UNDEFINED_FUNCTION
+    } else if lower.contains("coerce") || lower.contains("type") {
+        SqlState::DATATYPE_MISMATCH
+    } else {
+        SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
+    };
+    QueryError::new(code, lowercase_first(first_line(message)))
+}
+
+fn arrow(error: &ArrowError) -> QueryError {
+    match error {
+        ArrowError::DivideByZero => QueryError::new(SqlState::DIVISION_BY_ZERO, "division by zero"),
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
+            QueryError::new(SqlState::INVALID_TEXT_REPRESENTATION, lowercase_first(m))
+        }
+        ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => {
+            QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, lowercase_first(m))
+        }
+        other => QueryError::new(SqlState::DATA_EXCEPTION, lowercase_first(&other.to_string())),
+    }
+}
+
+fn execution(message: &str) -> QueryError {
+    let lower = message.to_lowercase();
+    if lower.contains("divide by zero") || lower.contains("division by zero") {
+        return QueryError::new(SqlState::DIVISION_BY_ZERO, "division by zero");
+    }
+    if lower.contains("scalar subquery returned more than one row") {
+        return QueryError::new(
+            SqlState::CARDINALITY_VIOLATION,
+            "more than one row returned by a subquery used as an expression",
+        );
+    }
+    QueryError::new(SqlState::DATA_EXCEPTION, lowercase_first(first_line(message)))
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = text.find(start)? + start.len();
+    let to = text[from..].find(end)? + from;
+    Some(&text[from..to])
+}
+
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or(message).trim()
+}
+
+pub(crate) fn lowercase_first(message: &str) -> String {
+    let message = message.trim();
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,245 @@
+//! Functions Postgres and Materialize have that DataFusion lacks or defines
+//! differently, registered over DataFusion's own under the same names.
+//!
+//! Most are [`RowFunction`]s: written over floe's datums one row at a time,
+//! with floe's SQL types deciding the result type. That costs a conversion
+//! per value and buys Postgres' exact semantics from the same code that
+//! parses and prints values everywhere else in floe (`floe_repr::strconv`).
+
+pub mod arithmetic;
+mod cast;
+mod system;
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::execution::FunctionRegistry;
+use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use floe_repr::{ColumnType, Datum, SqlScalarType};
+
+use crate::error::QueryError;
+
+pub use cast::{PG_CAST, cast_expr};
+
+/// Registers floe's functions in a session template.
+pub fn register(state: &mut SessionState) {
+    let functions = cast::functions()
+        .into_iter()
+        .chain(arithmetic::functions())
+        .chain(system::functions());
+    for function in functions {
+        // Registering over an existing name replaces DataFusion's function.
+        let _ = state.register_udf(Arc::new(function));
+    }
+}
+
+/// The SQL type of a value of this Arrow field: floe's type from the
+/// field's metadata, else the type its Arrow type stands for.
+pub fn sql_type(field: &Field) -> SqlScalarType {
+    floe_arrow::sql_type_of(field)
+        .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)))
+}
+
+/// The Arrow field of a value of `ty`, carrying the type in its metadata.
+pub fn field_of(name: &str, ty: &SqlScalarType) -> Field {
+    floe_arrow::arrow_field(
+        name,
+        &ColumnType {
+            scalar_type: ty.clone(),
+            nullable: true,
+        },
+    )
+}
+
+/// What a [`RowFunction`] computes its result type from: the arguments'
+/// types and, for constant arguments, their values.
+pub struct Arguments<'a> {
+    pub types: Vec<SqlScalarType>,
+    pub constants: &'a [Option<&'a ScalarValue>],
+}
+
+impl Arguments<'_> {
+    /// The text of constant argument `index`, if it is one.
+    pub fn constant_text(&self, index: usize) -> Option<&str> {
+        match self.constants.get(index).copied().flatten() {
+            Some(ScalarValue::Utf8(Some(text)))
+            | Some(ScalarValue::LargeUtf8(Some(text)))
+            | Some(ScalarValue::Utf8View(Some(text))) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// A result type rule.
+pub type ReturnRule = fn(&Arguments<'_>) -> Result<SqlScalarType, QueryError>;
+/// A row rule: the result of one row from its argument values.
+pub type RowRule = fn(&[Datum], &SqlScalarType) -> Result<Datum, QueryError>;
+
+/// A scalar function over floe's datums, evaluated row by row.
+pub struct RowFunction {
+    name: &'static str,
+    signature: Signature,
+    return_rule: ReturnRule,
+    row_rule: RowRule,
+    /// Whether a NULL argument makes the result NULL without evaluating.
+    strict: bool,
+}
+
+impl std::fmt::Debug for RowFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowFunction")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+// Functions are identified by name (their rules are plain functions).
+impl PartialEq for RowFunction {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for RowFunction {}
+
+impl std::hash::Hash for RowFunction {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl RowFunction {
+    /// A function of any arguments (its rules check them).
+    pub fn new(
+        name: &'static str,
+        volatility: Volatility,
+        return_rule: ReturnRule,
+        row_rule: RowRule,
+    ) -> RowFunction {
+        RowFunction {
+            name,
+            signature: Signature::variadic_any(volatility),
+            return_rule,
+            row_rule,
+            strict: true,
+        }
+    }
+
+    /// A function that sees NULL arguments itself.
+    pub fn lenient(mut self) -> RowFunction {
+        self.strict = false;
+        self
+    }
+
+    /// A function taking no arguments.
+    pub fn nullary(mut self) -> RowFunction {
+        self.signature = Signature::nullary(self.signature.volatility);
+        self
+    }
+
+    pub fn udf(self) -> ScalarUDF {
+        ScalarUDF::new_from_impl(self)
+    }
+
+    fn result_type(&self, fields: &[FieldRef], constants: &[Option<&ScalarValue>]) -> DfResult<SqlScalarType> {
+        let arguments = Arguments {
+            types: fields.iter().map(|f| sql_type(f)).collect(),
+            constants,
+        };
+        (self.return_rule)(&arguments).map_err(QueryError::into_datafusion)
+    }
+}
+
+impl ScalarUDFImpl for RowFunction {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        // `return_field_from_args` is the one DataFusion asks.
+        Err(datafusion::error::DataFusionError::Internal(format!(
+            "{} is typed by its fields",
+            self.name
+        )))
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        let ty = self.result_type(args.arg_fields, args.scalar_arguments)?;
+        Ok(Arc::new(field_of(self.name, &ty)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let ty = sql_type(&args.return_field);
+        let rows = args.number_rows;
+        let all_scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if all_scalar { 1 } else { rows };
+        let mut columns: Vec<Vec<Datum>> = Vec::with_capacity(args.args.len());
+        for (value, field) in args.args.iter().zip(&args.arg_fields) {
+            let array = value.to_array(length)?;
+            columns.push(
+                floe_arrow::array_to_datums(&array, field)
+                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
+            );
+        }
+        let mut results = Vec::with_capacity(length);
+        let mut row: Vec<Datum> = Vec::with_capacity(columns.len());
+        for index in 0..length {
+            row.clear();
+            row.extend(
+                columns
+                    .iter()
+                    .map(|c| c.get(index).cloned().unwrap_or(Datum::Null)),
+            );
+            if self.strict && row.iter().any(|d| matches!(d, Datum::Null)) {
+                results.push(Datum::Null);
+                continue;
+            }
+            results.push((self.row_rule)(&row, &ty).map_err(QueryError::into_datafusion)?);
+        }
+        let array = build(&ty, &results)?;
+        if all_scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
+}
+
+/// An Arrow array of `ty` from datums.
+pub fn build(ty: &SqlScalarType, values: &[Datum]) -> DfResult<ArrayRef> {
+    let references: Vec<&Datum> = values.iter().collect();
+    floe_arrow::build_array(ty, &references)
+        .map_err(|e| QueryError::from_value(e).into_datafusion())
+}
+
+/// The argument count check every rule starts with.
+pub fn expect_arguments(name: &str, arguments: &Arguments<'_>, counts: &[usize]) -> Result<(), QueryError> {
+    if counts.contains(&arguments.types.len()) {
+        Ok(())
+    } else {
+        Err(no_such_function(name, &arguments.types))
+    }
+}
+
+/// Postgres' error for a call no function matches.
+pub fn no_such_function(name: &str, types: &[SqlScalarType]) -> QueryError {
+    let types: Vec<String> = types.iter().map(ToString::to_string).collect();
+    QueryError::new(
+        floe_repr::SqlState::UNDEFINED_FUNCTION,
+        format!("function {name}({}) does not exist", types.join(", ")),
+    )
+    .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+}

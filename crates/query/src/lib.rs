@@ -1,0 +1,224 @@
+//! Queries that mean what they mean in PostgreSQL and Materialize, executed
+//! by DataFusion.
+//!
+//! DataFusion plans and runs every query, but its names, types, casts,
+//! operators and errors are its own. This crate stands between floe's parser
+//! and DataFusion and makes a statement mean what Postgres says it means:
+//!
+//! - [`rewrite`] rewrites the parsed statement before DataFusion sees it:
+//!   literals typed as Postgres types them (`1` is `integer`), output
+//!   columns named as Postgres names them ([`naming`]), set-returning
+//!   functions turned into what DataFusion runs, Postgres' checks that
+//!   DataFusion does not make (a subquery used as an expression returns one
+//!   column).
+//! - [`types`] plans Postgres' and Materialize's type names (`jsonb`,
+//!   `int list`, `map[text=>int]`, `uint4`, ranges) to Arrow fields that carry
+//!   floe's SQL type in their metadata.
+//! - [`semantics`] is an analyzer rule over DataFusion's logical plan: casts
+//!   with Postgres' rules and messages, integer arithmetic that fails on
+//!   overflow, operators on floe's types.
+//! - [`functions`] holds the functions Postgres and Materialize have and
+//!   DataFusion lacks or defines differently.
+//! - [`subquery`] runs the correlated subqueries DataFusion cannot
+//!   decorrelate, once per distinct set of outer values.
+//! - [`error`] turns DataFusion's errors into Postgres' SQLSTATEs and texts.
+//!
+//! [`Engine`] holds a session template with all of that registered; a query
+//! takes a cheap copy of it with the catalog it reads.
+
+pub mod error;
+pub mod functions;
+pub mod naming;
+pub mod rewrite;
+pub mod semantics;
+pub mod subquery;
+pub mod types;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::Field;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::CatalogProviderList;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::context::{SessionConfig, SessionContext, SessionState};
+use datafusion::logical_expr::LogicalPlan;
+use floe_repr::{ColumnDesc, Datum, Row};
+use futures::FutureExt;
+
+pub use error::QueryError;
+
+/// The name of the database every query runs in.
+pub const DATABASE: &str = "materialize";
+
+/// A session template with floe's semantics registered; building it once
+/// keeps that cost out of every query.
+#[derive(Clone)]
+pub struct Engine {
+    template: SessionState,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Engine {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        let mut config = SessionConfig::new()
+            .with_default_catalog_and_schema(DATABASE, "public")
+            .with_information_schema(false)
+            // Queries here are small and many; one partition avoids the
+            // repartitioning and task spawning that only pays off on large inputs.
+            .with_target_partitions(1)
+            .with_create_default_catalog_and_schema(false);
+        let options = config.options_mut();
+        // `1.5` is numeric, as in Postgres, not a float.
+        options.sql_parser.parse_float_as_decimal = true;
+        // floe's Arrow form of text is Utf8 (see floe-arrow).
+        options.sql_parser.map_string_types_to_utf8view = false;
+        options.sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+        // Postgres keeps ORDER BY inside a subquery that a caller may rely on.
+        options.sql_parser.enable_subquery_sort_elimination = false;
+        options.execution.time_zone = Some("+00:00".into());
+        let mut builder = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_type_planner(Arc::new(types::PgTypePlanner))
+            .with_query_planner(Arc::new(subquery::ApplyingQueryPlanner));
+        // floe's semantics run before DataFusion's type coercion, so that its
+        // casts and operators are the ones coercion sees.
+        let mut analyzer = datafusion::optimizer::Analyzer::new();
+        analyzer.rules.insert(0, Arc::new(semantics::PgSemantics));
+        *builder.analyzer() = Some(analyzer);
+        let mut expr_planners = builder.expr_planners().clone().unwrap_or_default();
+        expr_planners.insert(0, Arc::new(semantics::PgOperatorPlanner));
+        builder = builder.with_expr_planners(expr_planners);
+        let mut state = builder.build();
+        functions::register(&mut state);
+        Engine { template: state }
+    }
+
+    /// A session over `catalogs` (the `materialize` catalog and its schemas).
+    pub fn context(&self, catalogs: Arc<dyn CatalogProviderList>) -> SessionContext {
+        let state = SessionStateBuilder::new_from_existing(self.template.clone())
+            .with_catalog_list(catalogs)
+            .build();
+        SessionContext::new_with_state(state)
+    }
+}
+
+/// A planned query: the engine's plan and the columns the client sees.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub plan: LogicalPlan,
+    /// The result columns with Postgres' names and types.
+    pub columns: Vec<ColumnDesc>,
+}
+
+/// Plans a statement (a query, or the query part of a write) with Postgres'
+/// semantics.
+pub async fn plan(
+    context: &SessionContext,
+    statement: sqlparser::ast::Statement,
+) -> Result<Query, QueryError> {
+    guard(async {
+        let statement = rewrite::rewrite(statement)?;
+        let state = context.state();
+        let plan = state
+            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+                statement,
+            )))
+            .await
+            .map_err(QueryError::from_datafusion)?;
+        let columns = describe(&plan);
+        Ok(Query { plan, columns })
+    })
+    .await
+}
+
+/// The client-visible columns of a plan's output.
+pub fn describe(plan: &LogicalPlan) -> Vec<ColumnDesc> {
+    plan.schema()
+        .fields()
+        .iter()
+        .map(|field| ColumnDesc {
+            name: naming::visible_name(field.name()).to_string(),
+            pg_type: floe_arrow::pg_type_of(field),
+        })
+        .collect()
+}
+
+/// Runs a planned query and converts its output to rows.
+pub async fn execute(context: &SessionContext, query: Query) -> Result<Vec<Row>, QueryError> {
+    guard(async {
+        // The plan's fields carry the metadata that types the output (jsonb,
+        // uuid, numeric scale, ...); batches are converted against them.
+        let fields: Vec<Field> = query
+            .plan
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        let frame = context
+            .execute_logical_plan(query.plan)
+            .await
+            .map_err(QueryError::from_datafusion)?;
+        let batches = frame.collect().await.map_err(QueryError::from_datafusion)?;
+        let mut rows = Vec::new();
+        for batch in batches {
+            rows.extend(batch_rows(&batch, &fields)?);
+        }
+        Ok(rows)
+    })
+    .await
+}
+
+/// The rows of a batch, typed by `fields`.
+pub fn batch_rows(batch: &RecordBatch, fields: &[Field]) -> Result<Vec<Row>, QueryError> {
+    let columns: Vec<Vec<Datum>> = batch
+        .columns()
+        .iter()
+        .zip(fields)
+        .map(|(array, field)| floe_arrow::array_to_datums(array, field))
+        .collect::<Result<_, _>>()
+        .map_err(QueryError::from_value)?;
+    let mut rows: Vec<Row> = (0..batch.num_rows())
+        .map(|_| Vec::with_capacity(columns.len()))
+        .collect();
+    for column in columns {
+        for (row, datum) in rows.iter_mut().zip(column) {
+            row.push(datum);
+        }
+    }
+    Ok(rows)
+}
+
+/// Runs `work`, turning a panic inside the engine into an internal error
+/// (`XX000`): the last line of defence, so no SQL text can drop a connection.
+async fn guard<T>(
+    work: impl std::future::Future<Output = Result<T, QueryError>>,
+) -> Result<T, QueryError> {
+    match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("the query engine panicked");
+            Err(QueryError::internal(format!("query engine failure: {message}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+//! Rewrites of the parsed statement before DataFusion plans it.
+//!
+//! - Every select list is named as Postgres names it ([`crate::naming`]).
+//! - Integer literals are typed as Postgres types them: `integer` when the
+//!   value fits, `bigint` when that fits, else `numeric` (DataFusion makes
+//!   every integer literal a `bigint`). Literals whose position gives them a
+//!   meaning of their own keep their form: `ORDER BY 1`, `GROUP BY 1`,
+//!   `LIMIT`, `OFFSET`, window frames and window function arguments.
+//! - Postgres' checks DataFusion does not make: a subquery used as an
+//!   expression returns exactly one column.
+
+use std::ops::ControlFlow;
+
+use floe_repr::SqlState;
+use sqlparser::ast::{
+    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+};
+
+use crate::error::QueryError;
+use crate::naming;
+
+/// The function floe's parser makes of Materialize's `LIST[...]`.
+pub const LIST_CONSTRUCTOR: &str = "floe_list";
+/// The function floe's parser makes of Materialize's `MAP[...]`.
+pub const MAP_CONSTRUCTOR: &str = "floe_map";
+
+/// Marks a literal whose position keeps it as written, while literals are
+/// typed (a placeholder name no client can write: parameters are `$n`).
+const KEEP: &str = "\u{E001}";
+
+/// Rewrites a statement for DataFusion (see the module documentation).
+pub fn rewrite(mut statement: Statement) -> Result<Statement, QueryError> {
+    let mut rewriter = Rewriter { error: None };
+    let _ = VisitMut::visit(&mut statement, &mut rewriter);
+    if let Some(error) = rewriter.error {
+        return Err(error);
+    }
+    let _ = VisitMut::visit(&mut statement, &mut Restorer);
+    Ok(statement)
+}
+
+struct Rewriter {
+    error: Option<QueryError>,
+}
+
+impl Rewriter {
+    fn fail(&mut self, error: QueryError) -> ControlFlow<()> {
+        self.error = Some(error);
+        ControlFlow::Break(())
+    }
+}
+
+impl VisitorMut for Rewriter {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let Some(order_by) = &mut query.order_by
+            && let OrderByKind::Expressions(items) = &mut order_by.kind
+        {
+            for item in items {
+                keep_number(&mut item.expr);
+            }
+        }
+        match &mut query.limit_clause {
+            Some(LimitClause::LimitOffset { limit, offset, .. }) => {
+                if let Some(limit) = limit {
+                    keep_numbers(limit);
+                }
+                if let Some(offset) = offset {
+                    keep_numbers(&mut offset.value);
+                }
+            }
+            Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+                keep_numbers(offset);
+                keep_numbers(limit);
+            }
+            None => {}
+        }
+        if let Some(fetch) = &mut query.fetch
+            && let Some(quantity) = &mut fetch.quantity
+        {
+            keep_numbers(quantity);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+        naming::name_select_items(select);
+        if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
+            for expr in exprs {
+                keep_number(expr);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        // Table functions take their arguments as written.
+        if let TableFactor::Table {
+            args: Some(args), ..
+        } = factor
+        {
+            for arg in &mut args.args {
+                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr))
+                | FunctionArg::Named {
+                    arg: FunctionArgExpr::Expr(expr),
+                    ..
+                } = arg
+                {
+                    keep_numbers(expr);
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::Subquery(query) => {
+                if let Some(count) = output_count(query)
+                    && count != 1
+                {
+                    return self.fail(QueryError::new(
+                        SqlState::SYNTAX_ERROR,
+                        "subquery must return only one column",
+                    ));
+                }
+            }
+            Expr::InSubquery { subquery, .. } => {
+                if output_count(subquery).is_some_and(|count| count > 1) {
+                    return self.fail(too_many_columns());
+                }
+            }
+            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
+                if let Expr::Subquery(query) = right.as_ref()
+                    && output_count(query).is_some_and(|count| count > 1)
+                {
+                    return self.fail(too_many_columns());
+                }
+            }
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr: inner,
+            } => {
+                // `-2147483648` is one integer literal in Postgres.
+                if let Expr::Value(value) = inner.as_ref()
+                    && let Value::Number(digits, long) = &value.value
+                    && !digits.starts_with('-')
+                {
+                    *expr = Expr::Value(ValueWithSpan::from(Value::Number(
+                        format!("-{digits}"),
+                        *long,
+                    )));
+                }
+            }
+            Expr::Function(function) => {
+                if let Some(WindowType::WindowSpec(spec)) = &mut function.over {
+                    if let FunctionArguments::List(list) = &mut function.args {
+                        for arg in &mut list.args {
+                            if let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) = arg {
+                                keep_numbers(expr);
+                            }
+                        }
+                    }
+                    if let Some(frame) = &mut spec.window_frame {
+                        keep_bound(&mut frame.start_bound);
+                        if let Some(end) = &mut frame.end_bound {
+                            keep_bound(end);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr
+            && let Value::Number(digits, _) = &value.value
+            && let Some(typed) = typed_integer(digits)
+        {
+            *expr = typed;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn too_many_columns() -> QueryError {
+    QueryError::new(SqlState::SYNTAX_ERROR, "subquery has too many columns")
+}
+
+/// An integer literal as Postgres types it: `integer` if it fits, `bigint`
+/// (DataFusion's own typing) if that fits, else `numeric`. `None` for
+/// literals DataFusion already types as Postgres does.
+fn typed_integer(digits: &str) -> Option<Expr> {
+    if digits.contains(['.', 'e', 'E']) {
+        return None;
+    }
+    let cast = |expr: Expr, data_type: DataType| Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    };
+    match digits.parse::<i64>() {
+        Ok(value) if i32::try_from(value).is_ok() => Some(cast(
+            Expr::Value(ValueWithSpan::from(Value::Number(digits.to_string(), false))),
+            DataType::Integer(None),
+        )),
+        Ok(_) => None,
+        Err(_) => Some(cast(
+            Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+                digits.to_string(),
+            ))),
+            DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+        )),
+    }
+}
+
+/// The number of columns a subquery returns, when its select list says so
+/// (a wildcard's width is the engine's to know).
+fn output_count(query: &Query) -> Option<usize> {
+    match query.body.as_ref() {
+        SetExpr::Select(select) => {
+            if select.projection.iter().any(|item| {
+                matches!(
+                    item,
+                    SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+                )
+            }) {
+                None
+            } else {
+                Some(select.projection.len())
+            }
+        }
+        SetExpr::Query(inner) => output_count(inner),
+        SetExpr::SetOperation { left, .. } => output_count(&Query {
+            body: left.clone(),
+            ..query.clone()
+        }),
+        SetExpr::Values(values) => values.rows.first().map(|row| row.content.len()),
+        _ => None,
+    }
+}
+
+/// Keeps a bare number literal as written (an ordinal position).
+fn keep_number(expr: &mut Expr) {
+    if let Expr::Value(value) = expr
+        && let Value::Number(digits, _) = &value.value
+    {
+        value.value = Value::Placeholder(format!("{KEEP}{digits}"));
+    }
+}
+
+/// Keeps every number literal inside `expr` as written.
+fn keep_numbers(expr: &mut Expr) {
+    struct Keep;
+    impl VisitorMut for Keep {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            keep_number(expr);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = VisitMut::visit(expr, &mut Keep);
+}
+
+fn keep_bound(bound: &mut WindowFrameBound) {
+    if let WindowFrameBound::Preceding(Some(expr)) | WindowFrameBound::Following(Some(expr)) =
+        bound
+    {
+        keep_numbers(expr);
+    }
+}
+
+/// Turns kept literals back into numbers.
+struct Restorer;
+
+impl VisitorMut for Restorer {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr
+            && let Value::Placeholder(name) = &value.value
+            && let Some(digits) = name.strip_prefix(KEEP)
+        {
+            value.value = Value::Number(digits.to_string(), false);
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,252 @@
+//! Postgres' semantics on DataFusion's logical plan: an analyzer rule that
+//! runs before DataFusion's type coercion and rewrites what DataFusion would
+//! otherwise do its own way.
+//!
+//! - Casts take Postgres' rules (input and output functions, rounding,
+//!   range checks and messages) unless DataFusion's cast is the same
+//!   conversion (widening a number, a literal that fits).
+//! - Integer `+ - * / %` and negation fail on overflow and keep the wider
+//!   operand's type.
+//! - `x NOT IN (subquery)` keeps three-valued logic.
+//! - `pg_typeof(x)` becomes the name of `x`'s type.
+//!
+//! Subqueries are rewritten with their outer query's columns in scope.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
+use datafusion::config::ConfigOptions;
+use datafusion::logical_expr::expr::{BinaryExpr, Exists, InSubquery, SetComparison, SetQuantifier};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::utils::merge_schema;
+use datafusion::logical_expr::{
+    Cast, Expr, ExprSchemable, LogicalPlan, Operator, Subquery, TryCast, lit,
+};
+use datafusion::optimizer::AnalyzerRule;
+use floe_repr::SqlScalarType;
+
+use crate::functions::arithmetic::{integer_negate, integer_op, is_integer};
+use crate::functions::{self, cast_expr};
+
+/// The analyzer rule (see the module documentation).
+#[derive(Debug)]
+pub struct PgSemantics;
+
+impl AnalyzerRule for PgSemantics {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
+        rewrite_plan(plan, &DFSchema::empty())
+    }
+
+    fn name(&self) -> &str {
+        "floe_pg_semantics"
+    }
+}
+
+/// Rewrites every node of `plan`; `outer` holds the columns of enclosing
+/// queries a correlated subquery may use.
+fn rewrite_plan(plan: LogicalPlan, outer: &DFSchema) -> DfResult<LogicalPlan> {
+    plan.transform_up(|node| rewrite_node(node, outer))
+        .map(|t| t.data)
+}
+
+fn rewrite_node(node: LogicalPlan, outer: &DFSchema) -> DfResult<Transformed<LogicalPlan>> {
+    let mut schema = merge_schema(&node.inputs());
+    if let LogicalPlan::TableScan(scan) = &node {
+        let source =
+            DFSchema::try_from_qualified_schema(scan.table_name.clone(), &scan.source.schema())?;
+        schema.merge(&source);
+    }
+    schema.merge(outer);
+    let preserver = NamePreserver::new(&node);
+    let transformed = node.map_expressions(|expr| {
+        let name = preserver.save(&expr);
+        expr.transform_up(|e| rewrite_expr(e, &schema))
+            .map(|t| t.update_data(|e| name.restore(e)))
+    })?;
+    if transformed.transformed {
+        transformed.map_data(|plan| plan.recompute_schema())
+    } else {
+        Ok(transformed)
+    }
+}
+
+fn rewrite_subquery(subquery: Subquery, schema: &DFSchema) -> DfResult<Subquery> {
+    let plan = rewrite_plan(Arc::unwrap_or_clone(subquery.subquery), schema)?;
+    Ok(Subquery {
+        subquery: Arc::new(plan),
+        outer_ref_columns: subquery.outer_ref_columns,
+        spans: subquery.spans,
+    })
+}
+
+fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    match expr {
+        Expr::ScalarSubquery(subquery) => Ok(Transformed::yes(Expr::ScalarSubquery(
+            rewrite_subquery(subquery, schema)?,
+        ))),
+        Expr::Exists(Exists { subquery, negated }) => Ok(Transformed::yes(Expr::Exists(Exists {
+            subquery: rewrite_subquery(subquery, schema)?,
+            negated,
+        }))),
+        Expr::InSubquery(InSubquery {
+            expr,
+            subquery,
+            negated,
+        }) => {
+            let subquery = rewrite_subquery(subquery, schema)?;
+            Ok(Transformed::yes(if negated {
+                not_in(*expr, subquery)
+            } else {
+                Expr::InSubquery(InSubquery::new(expr, subquery, false))
+            }))
+        }
+        Expr::Not(inner) => match *inner {
+            Expr::InSubquery(InSubquery {
+                expr,
+                subquery,
+                negated: false,
+            }) => Ok(Transformed::yes(not_in(*expr, subquery))),
+            other => Ok(Transformed::no(Expr::Not(Box::new(other)))),
+        },
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (_, left_field) = left.to_field(schema)?;
+            let (_, right_field) = right.to_field(schema)?;
+            if is_integer(left_field.data_type())
+                && is_integer(right_field.data_type())
+                && let Some(expr) = integer_op(op, (*left).clone(), (*right).clone())
+            {
+                return Ok(Transformed::yes(expr));
+            }
+            Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })))
+        }
+        Expr::Negative(operand) => {
+            let (_, field) = operand.to_field(schema)?;
+            if is_integer(field.data_type()) {
+                Ok(Transformed::yes(integer_negate(*operand)))
+            } else {
+                Ok(Transformed::no(Expr::Negative(operand)))
+            }
+        }
+        Expr::SetComparison(SetComparison {
+            expr,
+            subquery,
+            op,
+            quantifier,
+        }) => Ok(Transformed::yes(Expr::SetComparison(SetComparison {
+            expr,
+            subquery: rewrite_subquery(subquery, schema)?,
+            op,
+            quantifier,
+        }))),
+        Expr::Cast(Cast { expr, field }) => rewrite_cast(*expr, field.data_type(), &field, schema),
+        Expr::TryCast(TryCast { expr, field }) => {
+            rewrite_cast(*expr, field.data_type(), &field, schema)
+        }
+        Expr::ScalarFunction(function) if function.func.name() == "pg_typeof" => {
+            let Some(argument) = function.args.first() else {
+                return Ok(Transformed::no(Expr::ScalarFunction(function)));
+            };
+            let (_, field) = argument.to_field(schema)?;
+            Ok(Transformed::yes(lit(type_name(&field))))
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// `expr NOT IN (subquery)` as `NOT (expr = ANY (subquery))`, whose
+/// rewrite keeps SQL's three-valued logic (DataFusion's anti join for `NOT
+/// IN` answers true where a NULL makes Postgres' answer unknown).
+fn not_in(expr: Expr, subquery: Subquery) -> Expr {
+    Expr::Not(Box::new(Expr::SetComparison(SetComparison::new(
+        Box::new(expr),
+        subquery,
+        Operator::Eq,
+        SetQuantifier::Any,
+    ))))
+}
+
+/// The name `pg_typeof` reports for a value of this field.
+fn type_name(field: &datafusion::arrow::datatypes::Field) -> String {
+    if field.data_type() == &DataType::Null {
+        return "unknown".into();
+    }
+    match functions::sql_type(field) {
+        SqlScalarType::Numeric { .. } => "numeric".into(),
+        SqlScalarType::VarChar { .. } => "character varying".into(),
+        other => other.to_string(),
+    }
+}
+
+fn rewrite_cast(
+    expr: Expr,
+    to_type: &DataType,
+    to: &datafusion::arrow::datatypes::Field,
+    schema: &DFSchema,
+) -> DfResult<Transformed<Expr>> {
+    let (_, from) = expr.to_field(schema)?;
+    let from_type = from.data_type();
+    // A literal that converts exactly keeps DataFusion's cast (folded later).
+    if let Expr::Literal(value, _) = &expr
+        && is_plain(to)
+        && let Ok(converted) = value.cast_to(to_type)
+        && converted.cast_to(&value.data_type()).ok().as_ref() == Some(value)
+    {
+        return Ok(Transformed::yes(Expr::Literal(converted, None)));
+    }
+    if from_type == &DataType::Null || (is_plain(&from) && is_plain(to) && widens(from_type, to_type))
+    {
+        return Ok(Transformed::yes(Expr::Cast(Cast::new(
+            Box::new(expr),
+            to_type.clone(),
+        ))));
+    }
+    let target = functions::sql_type(to);
+    if from_type == to_type && functions::sql_type(&from) == target {
+        return Ok(Transformed::yes(expr));
+    }
+    Ok(Transformed::yes(cast_expr(expr, &target)))
+}
+
+/// Whether a field is one of DataFusion's own types (no floe type in its
+/// metadata).
+fn is_plain(field: &datafusion::arrow::datatypes::Field) -> bool {
+    floe_arrow::sql_type_of(field).is_none()
+}
+
+/// Whether Arrow's cast from `from` to `to` is exactly Postgres' (a
+/// widening that cannot fail or round).
+fn widens(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    match (from, to) {
+        (a, b) if a == b => true,
+        (D::Int16, D::Int32 | D::Int64 | D::Float32 | D::Float64) => true,
+        (D::Int32, D::Int64 | D::Float64) => true,
+        (D::Int64, D::Float64) => true,
+        (D::Float32, D::Float64) => true,
+        (D::Date32, D::Timestamp(_, None)) => true,
+        _ => false,
+    }
+}
+
+/// Plans operators on floe's types (jsonb, lists, maps) before DataFusion's
+/// own planners see them.
+#[derive(Debug)]
+pub struct PgOperatorPlanner;
+
+impl ExprPlanner for PgOperatorPlanner {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        _schema: &DFSchema,
+    ) -> DfResult<PlannerResult<RawBinaryExpr>> {
+        Ok(PlannerResult::Original(expr))
+    }
+}
+
+/// A literal of `value` (a helper for rules that build expressions).
+pub fn literal(value: ScalarValue) -> Expr {
+    Expr::Literal(value, None)
+}

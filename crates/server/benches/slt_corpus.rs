@@ -1,0 +1,331 @@
+//! Runs files of the classic SQL logic test corpus (sqlite's `select1.test`
+//! ... and the `random/` suites, in its own format) against floe and against
+//! PostgreSQL 15 on the same machine, and counts the records each passes,
+//! file by file. The corpus is not part of floe: point `FLOE_SLT_CORPUS` at
+//! a checkout of it (its `test/` folder) and name the files to run.
+//!
+//! ```text
+//! FLOE_SLT_CORPUS=/path/to/sqllogictest/test \
+//!   cargo bench -p floe-server --bench slt_corpus -- select1.test random/expr/slt_good_0.test
+//! ```
+//!
+//! Records run as the original harness runs them against PostgreSQL:
+//! `skipif postgresql` / `onlyif <other engine>` records are left out,
+//! values print as the harness prints them (`I` as an integer, `R` with
+//! three decimals, `T` as text with `(empty)` and `@` for control
+//! characters), sorted as the record says, and compared one by one or by
+//! the MD5 hash of the values. Each file runs against a fresh database and a
+//! fresh floe.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::postgres::{Postgres, connect};
+
+/// The engine name records are selected for.
+const ENGINE: &str = "postgresql";
+
+#[derive(Debug, Clone)]
+enum Expect {
+    Ok,
+    Error,
+    /// The values, or the `N values hashing to H` line.
+    Values(Vec<String>),
+    Hash(usize, String),
+}
+
+#[derive(Debug, Clone)]
+struct Record {
+    line: usize,
+    sql: String,
+    /// Column types (`query` records only).
+    types: Option<String>,
+    sort: String,
+    expect: Expect,
+}
+
+/// The parsed records of a file (those that apply to Postgres), the hash
+/// threshold in effect for each.
+fn parse(text: &str) -> Vec<(Record, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut records = Vec::new();
+    let mut threshold = 0usize;
+    let mut index = 0;
+    while index < lines.len() {
+        let start = index;
+        let mut applies = true;
+        // Blank lines separate records.
+        if lines[index].trim().is_empty() || lines[index].starts_with('#') {
+            index += 1;
+            continue;
+        }
+        let mut header = lines[index];
+        while let Some(condition) = header
+            .strip_prefix("skipif ")
+            .map(|e| (true, e))
+            .or_else(|| header.strip_prefix("onlyif ").map(|e| (false, e)))
+        {
+            let engine = condition.1.split_whitespace().next().unwrap_or("");
+            if condition.0 == (engine == ENGINE) {
+                applies = false;
+            }
+            index += 1;
+            header = lines.get(index).copied().unwrap_or("");
+        }
+        let words: Vec<&str> = header.split_whitespace().collect();
+        index += 1;
+        let mut body = Vec::new();
+        while index < lines.len() && !lines[index].trim().is_empty() && lines[index] != "----" {
+            body.push(lines[index]);
+            index += 1;
+        }
+        let mut results = Vec::new();
+        if index < lines.len() && lines[index] == "----" {
+            index += 1;
+            while index < lines.len() && !lines[index].trim().is_empty() {
+                results.push(lines[index].to_string());
+                index += 1;
+            }
+        }
+        match words.first().copied() {
+            Some("hash-threshold") => {
+                threshold = words.get(1).and_then(|w| w.parse().ok()).unwrap_or(0);
+            }
+            Some("halt") if applies => break,
+            Some("statement") if applies => records.push((
+                Record {
+                    line: start + 1,
+                    sql: body.join("\n"),
+                    types: None,
+                    sort: String::new(),
+                    expect: if words.get(1) == Some(&"ok") {
+                        Expect::Ok
+                    } else {
+                        Expect::Error
+                    },
+                },
+                threshold,
+            )),
+            Some("query") if applies => {
+                let expect = match results.first().map(|r| r.split_whitespace().collect::<Vec<_>>()) {
+                    Some(words)
+                        if words.len() == 5 && words[1] == "values" && words[3] == "to" =>
+                    {
+                        Expect::Hash(words[0].parse().unwrap_or(0), words[4].to_string())
+                    }
+                    _ => Expect::Values(
+                        results
+                            .iter()
+                            .flat_map(|r| r.split_whitespace().map(str::to_string))
+                            .collect(),
+                    ),
+                };
+                records.push((
+                    Record {
+                        line: start + 1,
+                        sql: body.join("\n"),
+                        types: words.get(1).map(|t| t.to_string()),
+                        sort: words.get(2).copied().unwrap_or("nosort").to_string(),
+                        expect,
+                    },
+                    threshold,
+                ));
+            }
+            _ => {}
+        }
+    }
+    records
+}
+
+/// A value as the original harness prints it for a column of `kind`.
+fn format_value(value: Option<&str>, kind: char) -> String {
+    let Some(text) = value else {
+        return "NULL".to_string();
+    };
+    match kind {
+        'I' => {
+            let trimmed = text.trim();
+            match trimmed.parse::<i64>() {
+                Ok(v) => v.to_string(),
+                // C's conversion of a decimal string to a long: the integer part.
+                Err(_) => trimmed
+                    .parse::<f64>()
+                    .map(|f| (f.trunc() as i64).to_string())
+                    .unwrap_or_else(|_| "0".to_string()),
+            }
+        }
+        'R' => format!("{:.3}", text.trim().parse::<f64>().unwrap_or(0.0)),
+        _ => {
+            if text.is_empty() {
+                "(empty)".to_string()
+            } else {
+                text.chars()
+                    .map(|c| if (' '..='~').contains(&c) { c } else { '@' })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Runs one record; `Ok(())` if it passed.
+async fn run_record(
+    client: &tokio_postgres::Client,
+    record: &Record,
+    threshold: usize,
+) -> Result<(), String> {
+    let outcome = client.simple_query(&record.sql).await;
+    let messages = match (&record.expect, outcome) {
+        (Expect::Ok, Ok(_)) => return Ok(()),
+        (Expect::Error, Err(_)) => return Ok(()),
+        (Expect::Error, Ok(_)) => return Err("expected an error".into()),
+        (_, Err(e)) => return Err(format!("failed: {e}")),
+        (_, Ok(messages)) => messages,
+    };
+    let types: Vec<char> = record.types.as_deref().unwrap_or("").chars().collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for message in messages {
+        if let tokio_postgres::SimpleQueryMessage::Row(row) = message {
+            if row.len() != types.len() {
+                return Err(format!(
+                    "wrong number of columns: expected {} got {}",
+                    types.len(),
+                    row.len()
+                ));
+            }
+            rows.push(
+                (0..row.len())
+                    .map(|i| format_value(row.get(i), types[i]))
+                    .collect(),
+            );
+        }
+    }
+    let mut values: Vec<String> = match record.sort.as_str() {
+        "rowsort" => {
+            rows.sort();
+            rows.into_iter().flatten().collect()
+        }
+        "valuesort" => {
+            let mut values: Vec<String> = rows.into_iter().flatten().collect();
+            values.sort();
+            values
+        }
+        _ => rows.into_iter().flatten().collect(),
+    };
+    let hashed = threshold > 0 && values.len() > threshold;
+    match &record.expect {
+        Expect::Hash(count, hash) => {
+            let digest = md5_of(&values);
+            if *count == values.len() && &digest == hash {
+                Ok(())
+            } else {
+                Err(format!("got {} values hashing to {digest}", values.len()))
+            }
+        }
+        Expect::Values(expected) if hashed => Err(format!(
+            "expected {} values, got {} (hashed)",
+            expected.len(),
+            values.len()
+        )),
+        Expect::Values(expected) => {
+            if &values == expected {
+                Ok(())
+            } else {
+                values.truncate(20);
+                Err(format!("got {values:?}"))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+fn md5_of(values: &[String]) -> String {
+    let mut context = md5::Context::new();
+    for value in values {
+        context.consume(value.as_bytes());
+        context.consume(b"\n");
+    }
+    format!("{:x}", context.compute())
+}
+
+/// Runs every record of a file; returns (records, passed, first failures).
+async fn run_file(
+    connection_string: &str,
+    records: &[(Record, usize)],
+) -> (usize, usize, Vec<String>) {
+    let client = connect(connection_string).await;
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for (record, threshold) in records {
+        match run_record(&client, record, *threshold).await {
+            Ok(()) => passed += 1,
+            Err(message) => {
+                if failures.len() < 5 {
+                    failures.push(format!("line {}: {}: {message}", record.line, first_line(&record.sql)));
+                }
+            }
+        }
+    }
+    (records.len(), passed, failures)
+}
+
+fn first_line(sql: &str) -> String {
+    let line: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.chars().take(100).collect()
+}
+
+fn corpus_files(corpus: &Path, names: &[String]) -> Vec<PathBuf> {
+    names.iter().map(|name| corpus.join(name)).collect()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let Some(corpus) = std::env::var_os("FLOE_SLT_CORPUS").map(PathBuf::from) else {
+        eprintln!("set FLOE_SLT_CORPUS to the corpus' test/ folder to run this measurement");
+        return;
+    };
+    let names: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let verbose = std::env::var_os("FLOE_SLT_VERBOSE").is_some();
+    let postgres = Postgres::start();
+    println!("{:<40} {:>8} {:>10} {:>8}", "file", "records", "postgres", "floe");
+    let (mut total, mut total_pg, mut total_floe) = (0, 0, 0);
+    for (index, path) in corpus_files(&corpus, &names).iter().enumerate() {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                continue;
+            }
+        };
+        let records = parse(&text);
+        let database = postgres.fresh_database(&format!("slt_{index}")).await;
+        let (count, pg_passed, pg_failures) = run_file(&database, &records).await;
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let floe = support::Floe::start(&dir.path().join("data"));
+        let (_, floe_passed, floe_failures) = run_file(&floe.connection_string(), &records).await;
+        drop(floe);
+        let name = path
+            .strip_prefix(&corpus)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        println!("{name:<40} {count:>8} {pg_passed:>10} {floe_passed:>8}");
+        if verbose {
+            for failure in &pg_failures {
+                println!("    postgres {failure}");
+            }
+            for failure in &floe_failures {
+                println!("    floe     {failure}");
+            }
+        }
+        total += count;
+        total_pg += pg_passed;
+        total_floe += floe_passed;
+    }
+    println!("{:<40} {total:>8} {total_pg:>10} {total_floe:>8}", "total");
+}
