@@ -9,6 +9,7 @@ use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{
     CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemoryCatalogProviderList,
+    MemorySchemaProvider,
 };
 use datafusion::datasource::MemTable;
 use datafusion::execution::context::SessionContext;

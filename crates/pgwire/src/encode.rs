@@ -114,6 +114,8 @@ fn oid_of_elements<'a>(items: impl Iterator<Item = &'a Datum>) -> u32 {
 pub fn encode_text(datum: &Datum) -> Option<String> {
     match datum {
         Datum::Null => None,
+        // Postgres prints jsonb with a space after `:` and `,`, shorter keys first.
+        Datum::Jsonb(s) => Some(floe_query::functions::jsonb::postgres_text(s)),
         other => Some(format_datum(other)),
     }
 }
@@ -201,7 +203,7 @@ pub fn encode_binary(datum: &Datum) -> Option<BytesMut> {
         Datum::Text(s) => out.put_slice(s.as_bytes()),
         Datum::Jsonb(s) => {
             out.put_u8(1);
-            out.put_slice(s.as_bytes());
+            out.put_slice(floe_query::functions::jsonb::postgres_text(s).as_bytes());
         }
         Datum::Bytes(b) => out.put_slice(b),
         Datum::Date(days) => out.put_i32(days.wrapping_sub(POSTGRES_EPOCH_DAYS)),

@@ -184,7 +184,100 @@ impl VisitorMut for Rewriter {
         {
             *expr = typed;
         }
+        if let Expr::Function(function) = expr
+            && let Some(rewritten) = rewrite_aggregate(function)
+        {
+            *expr = rewritten;
+        }
+        if let Expr::Cast {
+            expr: operand,
+            data_type,
+            ..
+        } = expr
+        {
+            match crate::types::scalar_type(data_type) {
+                Ok(ty) => *expr = cast_call(operand.as_ref().clone(), &ty),
+                Err(error) => return self.fail(error),
+            }
+        }
         ControlFlow::Continue(())
+    }
+}
+
+/// A cast as a call of floe's cast function, which types its result by the
+/// target type (DataFusion's casts keep the operand's field metadata, so a
+/// `jsonb` cast to `text` would still look like `jsonb`). The semantics
+/// rule turns the calls that are plain widenings back into casts.
+fn cast_call(operand: Expr, ty: &floe_repr::SqlScalarType) -> Expr {
+    let json = serde_json::to_string(ty).unwrap_or_default();
+    function_call(
+        crate::functions::PG_CAST,
+        vec![
+            operand,
+            Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(json))),
+        ],
+    )
+}
+
+/// A plain call `name(args)`.
+fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(sqlparser::ast::Function {
+        name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// Aggregates Postgres has and DataFusion lacks, in terms of DataFusion's:
+/// `jsonb_agg(x)` collects with `array_agg` (which keeps NULLs and orders
+/// by the call's `ORDER BY`) and converts the list; `jsonb_object_agg(k, v)`
+/// collects keys and values alike; `every` is `bool_and`.
+fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
+    let name = naming::normalize(function.name.0.last()?.as_ident()?);
+    let renamed = |function: &sqlparser::ast::Function, name: &str| {
+        let mut renamed = function.clone();
+        renamed.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]);
+        renamed
+    };
+    let call = function_call;
+    match name.as_str() {
+        "jsonb_agg" | "json_agg" => Some(call(
+            "floe_jsonb_from_list",
+            vec![Expr::Function(renamed(function, "array_agg"))],
+        )),
+        "jsonb_object_agg" | "json_object_agg" => {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            let [key, value] = list.args.as_slice() else {
+                return None;
+            };
+            let single = |arg: &FunctionArg| {
+                let mut one = renamed(function, "array_agg");
+                if let FunctionArguments::List(list) = &mut one.args {
+                    list.args = vec![arg.clone()];
+                }
+                Expr::Function(one)
+            };
+            Some(call(
+                "floe_jsonb_object_from_lists",
+                vec![single(key), single(value)],
+            ))
+        }
+        "every" => Some(Expr::Function(renamed(function, "bool_and"))),
+        _ => None,
     }
 }
 

@@ -145,6 +145,9 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::TryCast(TryCast { expr, field }) => {
             rewrite_cast(*expr, field.data_type(), &field, schema)
         }
+        Expr::ScalarFunction(function) if function.func.name() == functions::PG_CAST => {
+            simplify_cast(function, schema)
+        }
         Expr::ScalarFunction(function) if function.func.name() == "pg_typeof" => {
             let Some(argument) = function.args.first() else {
                 return Ok(Transformed::no(Expr::ScalarFunction(function)));
@@ -178,6 +181,26 @@ fn type_name(field: &datafusion::arrow::datatypes::Field) -> String {
         SqlScalarType::VarChar { .. } => "character varying".into(),
         other => other.to_string(),
     }
+}
+
+/// A call of floe's cast function that DataFusion's cast does exactly (a
+/// widening, a literal that fits, a cast to the operand's own type) becomes
+/// that cast.
+fn simplify_cast(
+    function: datafusion::logical_expr::expr::ScalarFunction,
+    schema: &DFSchema,
+) -> DfResult<Transformed<Expr>> {
+    let target = match function.args.get(1) {
+        Some(Expr::Literal(ScalarValue::Utf8(Some(json)), _)) => {
+            serde_json::from_str::<SqlScalarType>(json).ok()
+        }
+        _ => None,
+    };
+    let (Some(target), Some(operand)) = (target, function.args.first()) else {
+        return Ok(Transformed::no(Expr::ScalarFunction(function)));
+    };
+    let to = crate::types::field(&target);
+    rewrite_cast(operand.clone(), to.data_type(), &to, schema)
 }
 
 fn rewrite_cast(
@@ -240,9 +263,33 @@ impl ExprPlanner for PgOperatorPlanner {
     fn plan_binary_op(
         &self,
         expr: RawBinaryExpr,
-        _schema: &DFSchema,
+        schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawBinaryExpr>> {
-        Ok(PlannerResult::Original(expr))
+        let left = expr.left.to_field(schema).map(|(_, f)| functions::sql_type(&f));
+        let right = expr.right.to_field(schema).map(|(_, f)| functions::sql_type(&f));
+        let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
+        if !is_jsonb(&left) && !is_jsonb(&right) {
+            return Ok(PlannerResult::Original(expr));
+        }
+        use sqlparser::ast::BinaryOperator as B;
+        let name = match &expr.op {
+            B::Arrow if is_jsonb(&left) => "floe_jsonb_get",
+            B::LongArrow if is_jsonb(&left) => "floe_jsonb_get_text",
+            B::HashArrow if is_jsonb(&left) => "floe_jsonb_get_path",
+            B::HashLongArrow if is_jsonb(&left) => "floe_jsonb_get_path_text",
+            B::AtArrow => "floe_jsonb_contains",
+            B::ArrowAt => "floe_jsonb_contained",
+            B::Question if is_jsonb(&left) => "floe_jsonb_exists",
+            B::QuestionPipe if is_jsonb(&left) => "floe_jsonb_exists_any",
+            B::QuestionAnd if is_jsonb(&left) => "floe_jsonb_exists_all",
+            B::StringConcat if is_jsonb(&left) && is_jsonb(&right) => "floe_jsonb_concat",
+            B::Minus if is_jsonb(&left) => "floe_jsonb_delete",
+            B::HashMinus if is_jsonb(&left) => "floe_jsonb_delete_path",
+            _ => return Ok(PlannerResult::Original(expr)),
+        };
+        let call = functions::call(name, vec![expr.left, expr.right])
+            .map_err(crate::QueryError::into_datafusion)?;
+        Ok(PlannerResult::Planned(call))
     }
 }
 

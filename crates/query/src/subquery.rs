@@ -7,8 +7,9 @@
 //! optimized plan (a scalar subquery correlated by `<`, `IN` in a select
 //! list, `LIMIT` inside a correlated subquery, ...) would fail physical
 //! planning. [`ApplyingQueryPlanner`] replaces each one with an async
-//! function call that, per row, substitutes the outer values into the
-//! subquery's plan, runs it, and applies Postgres' rules to the result
+//! function call that plans the subquery once, with the outer columns as
+//! parameters, runs it for each row's outer values, and applies Postgres'
+//! rules to the result
 //! (one row at most for a scalar subquery, three-valued logic for `IN`,
 //! `ANY` and `ALL`). Results are cached per distinct outer values, so an
 //! uncorrelated subquery runs once.
@@ -144,11 +145,14 @@ struct ApplySubquery {
     /// The outer columns the subquery reads, in argument order (after the
     /// probe value of a comparison).
     parameters: Vec<Column>,
-    /// The types of the outer columns, for the literals substituted.
-    parameter_fields: Vec<FieldRef>,
     state: SessionState,
     return_field: FieldRef,
     cache: Mutex<HashMap<Vec<ScalarValue>, Rows>>,
+    /// The outer values of the row being evaluated, read by the
+    /// [`OuterValue`] functions standing in the plan for the outer columns.
+    current: Arc<Mutex<Vec<ScalarValue>>>,
+    /// The physical plan, built once and run again per distinct outer values.
+    prepared: Mutex<Option<Arc<dyn ExecutionPlan>>>,
 }
 
 impl std::fmt::Debug for ApplySubquery {
@@ -177,13 +181,11 @@ impl Hash for ApplySubquery {
 impl ApplySubquery {
     fn new(kind: Kind, subquery: &Subquery, state: &SessionState) -> DfResult<ApplySubquery> {
         let mut parameters = Vec::new();
-        let mut parameter_fields = Vec::new();
         for expr in &subquery.outer_ref_columns {
-            if let Expr::OuterReferenceColumn(field, column) = expr
+            if let Expr::OuterReferenceColumn(_, column) = expr
                 && !parameters.contains(column)
             {
                 parameters.push(column.clone());
-                parameter_fields.push(field.clone());
             }
         }
         let plan = subquery.subquery.as_ref().clone();
@@ -205,10 +207,11 @@ impl ApplySubquery {
             kind,
             plan,
             parameters,
-            parameter_fields,
             state: state.clone(),
             return_field,
             cache: Mutex::new(HashMap::new()),
+            current: Arc::new(Mutex::new(Vec::new())),
+            prepared: Mutex::new(None),
         })
     }
 
@@ -222,19 +225,12 @@ impl ApplySubquery {
         {
             return Ok(rows.clone());
         }
-        let mut plan = self.substitute(&values)?;
-        // EXISTS needs one row; a scalar subquery two (to see there are too many).
-        let limit = match self.kind {
-            Kind::Exists { .. } => Some(1),
-            Kind::Scalar => Some(2),
-            Kind::Compare { .. } => None,
-        };
-        if let Some(limit) = limit {
-            plan = LogicalPlanBuilder::from(plan).limit(0, Some(limit))?.build()?;
-        }
-        let physical = self.state.create_physical_plan(&plan).await?;
-        let batches =
-            datafusion::physical_plan::collect(physical, self.state.task_ctx()).await?;
+        let prepared = self.prepared().await?;
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = values.clone();
+        // Operators keep state between runs (a hash join's build side, an
+        // uncorrelated subquery's value): start each run afresh.
+        let plan = datafusion::physical_plan::execution_plan::reset_plan_states(prepared)?;
+        let batches = datafusion::physical_plan::collect(plan, self.state.task_ctx()).await?;
         let mut rows = Vec::new();
         for batch in batches {
             if batch.num_columns() == 0 {
@@ -254,31 +250,46 @@ impl ApplySubquery {
         Ok(rows)
     }
 
-    /// The subquery's plan with the outer values in place of the outer
-    /// columns, including inside its own subqueries.
-    fn substitute(&self, values: &[ScalarValue]) -> DfResult<LogicalPlan> {
-        let bindings: HashMap<&Column, ScalarValue> = self
-            .parameters
-            .iter()
-            .zip(values)
-            .zip(&self.parameter_fields)
-            .map(|((column, value), field)| {
-                let typed = value
-                    .cast_to(field.data_type())
-                    .unwrap_or_else(|_| value.clone());
-                (column, typed)
-            })
-            .collect();
+    /// The physical plan of the subquery, with [`OuterValue`] calls in place
+    /// of the outer columns (planned on first use).
+    async fn prepared(&self) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if let Some(plan) = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            return Ok(plan.clone());
+        }
+        let mut plan = self.parameterized()?;
+        // EXISTS needs one row; a scalar subquery two (to see there are too many).
+        let limit = match self.kind {
+            Kind::Exists { .. } => Some(1),
+            Kind::Scalar => Some(2),
+            Kind::Compare { .. } => None,
+        };
+        if let Some(limit) = limit {
+            plan = LogicalPlanBuilder::from(plan).limit(0, Some(limit))?.build()?;
+        }
+        let physical = self.state.create_physical_plan(&plan).await?;
+        *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(physical.clone());
+        Ok(physical)
+    }
+
+    /// The subquery's plan with an [`OuterValue`] call in place of each
+    /// outer column, including inside its own subqueries.
+    fn parameterized(&self) -> DfResult<LogicalPlan> {
         self.plan
             .clone()
             .transform_up_with_subqueries(|node| {
                 node.map_expressions(|expr| {
                     expr.transform_up(|e| match e {
                         Expr::OuterReferenceColumn(field, column) => {
-                            match bindings.get(&column) {
-                                Some(value) => Ok(Transformed::yes(Expr::Literal(
-                                    value.clone(),
-                                    None,
+                            match self.parameters.iter().position(|c| c == &column) {
+                                Some(index) => Ok(Transformed::yes(OuterValue::expr(
+                                    index,
+                                    field,
+                                    self.current.clone(),
                                 ))),
                                 None => Ok(Transformed::no(Expr::OuterReferenceColumn(
                                     field, column,
@@ -311,6 +322,89 @@ impl ApplySubquery {
                 Ok(ScalarValue::Boolean(outcome.map(|b| b != *negated)))
             }
         }
+    }
+}
+
+/// The value of an outer column for the subquery run in progress.
+struct OuterValue {
+    name: String,
+    index: usize,
+    field: FieldRef,
+    signature: Signature,
+    current: Arc<Mutex<Vec<ScalarValue>>>,
+}
+
+impl OuterValue {
+    fn expr(index: usize, field: FieldRef, current: Arc<Mutex<Vec<ScalarValue>>>) -> Expr {
+        let function = OuterValue {
+            name: format!("outer_value_{index}"),
+            index,
+            field,
+            // Volatile: its value changes between runs, so never folded.
+            signature: Signature::nullary(Volatility::Volatile),
+            current,
+        };
+        Expr::ScalarFunction(ScalarFunction::new_udf(
+            Arc::new(datafusion::logical_expr::ScalarUDF::new_from_impl(function)),
+            vec![],
+        ))
+    }
+}
+
+impl std::fmt::Debug for OuterValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OuterValue").field("index", &self.index).finish()
+    }
+}
+
+impl PartialEq for OuterValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index && Arc::ptr_eq(&self.current, &other.current)
+    }
+}
+
+impl Eq for OuterValue {}
+
+impl Hash for OuterValue {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.index.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for OuterValue {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(self.field.data_type().clone())
+    }
+
+    fn return_field_from_args(
+        &self,
+        _args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> DfResult<FieldRef> {
+        Ok(Arc::new(self.field.as_ref().clone().with_nullable(true)))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let value = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(self.index)
+            .cloned()
+            .unwrap_or(ScalarValue::Null);
+        let value = if value.data_type() == *self.field.data_type() {
+            value
+        } else {
+            value.cast_to(self.field.data_type())?
+        };
+        Ok(ColumnarValue::Scalar(value))
     }
 }
 

@@ -174,3 +174,40 @@ async fn version_functions_answer_as_materialize() {
     assert!(version[0][0].contains("(Materialize v"), "{version:?}");
     assert!(version[0][1].starts_with('v'), "{version:?}");
 }
+
+/// Rows with jsonb values printed as Postgres prints them.
+async fn json_rows(sql: &str) -> Vec<Vec<String>> {
+    rows(sql)
+        .await
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| crate::functions::jsonb::postgres_text(&v))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jsonb_operators_and_functions() {
+    assert_eq!(
+        json_rows(r#"SELECT '{"b": [1, 2], "aa": {"c": null}, "a": "x"}'::jsonb"#).await,
+        table(&[&[r#"{"a": "x", "b": [1, 2], "aa": {"c": null}}"#]])
+    );
+    assert_eq!(
+        json_rows(r#"SELECT '{"a": [1, 2]}'::jsonb -> 'a', '{"a": [1, 2]}'::jsonb -> 'a' ->> 1, '[1,2,3]'::jsonb -> -1, '{"a":{"b":"c"}}'::jsonb #>> '{a,b}'"#).await,
+        table(&[&["[1, 2]", "2", "3", "c"]])
+    );
+    assert_eq!(
+        rows(r#"SELECT '{"a":1,"b":2}'::jsonb @> '{"a":1}', '{"a":1}'::jsonb ? 'a', '{"a":1}'::jsonb ? 'b', jsonb_typeof('[1]'::jsonb), jsonb_array_length('[1,2]'::jsonb)"#).await,
+        table(&[&["t", "t", "f", "array", "2"]])
+    );
+    assert_eq!(
+        json_rows(r#"SELECT jsonb_build_object('a', 1, 'b', 'x', 'c', NULL), jsonb_agg(a ORDER BY a), jsonb_object_agg(s, a) FILTER (WHERE s IS NOT NULL) FROM t1"#).await,
+        table(&[&[r#"{"a": 1, "b": "x", "c": null}"#, "[1, 3, 5]", r#"{"x": 1, "z": 5}"#]])
+    );
+    assert_eq!(
+        error(r#"SELECT jsonb_object_agg(s, a) FROM t1"#).await,
+        ("22023".to_string(), "field name must not be null".to_string())
+    );
+}

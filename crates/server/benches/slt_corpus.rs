@@ -181,7 +181,13 @@ async fn run_record(
         (Expect::Ok, Ok(_)) => return Ok(()),
         (Expect::Error, Err(_)) => return Ok(()),
         (Expect::Error, Ok(_)) => return Err("expected an error".into()),
-        (_, Err(e)) => return Err(format!("failed: {e}")),
+        (_, Err(e)) => {
+            let message = e
+                .as_db_error()
+                .map(|db| db.message().to_string())
+                .unwrap_or_else(|| e.to_string());
+            return Err(format!("failed: {message}"));
+        }
         (_, Ok(messages)) => messages,
     };
     let types: Vec<char> = record.types.as_deref().unwrap_or("").chars().collect();
@@ -247,7 +253,7 @@ fn md5_of(values: &[String]) -> String {
         context.consume(value.as_bytes());
         context.consume(b"\n");
     }
-    format!("{:x}", context.compute())
+    format!("{:x}", context.finalize())
 }
 
 /// Runs every record of a file; returns (records, passed, first failures).
@@ -280,6 +286,29 @@ fn corpus_files(corpus: &Path, names: &[String]) -> Vec<PathBuf> {
     names.iter().map(|name| corpus.join(name)).collect()
 }
 
+/// Starts floe (`FLOE_BIN`, else the binary this benchmark was built with,
+/// so an older build can be measured the same way) on a free port.
+fn start_floe(data_dir: &Path) -> (std::process::Child, u16) {
+    let binary = std::env::var("FLOE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_floe").into());
+    std::fs::create_dir_all(data_dir).expect("data directory");
+    let port = floe_testkit::free_port();
+    let child = std::process::Command::new(binary)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("floe starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "floe did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    (child, port)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let Some(corpus) = std::env::var_os("FLOE_SLT_CORPUS").map(PathBuf::from) else {
@@ -306,9 +335,14 @@ async fn main() {
         let database = postgres.fresh_database(&format!("slt_{index}")).await;
         let (count, pg_passed, pg_failures) = run_file(&database, &records).await;
         let dir = tempfile::tempdir().expect("temporary directory");
-        let floe = support::Floe::start(&dir.path().join("data"));
-        let (_, floe_passed, floe_failures) = run_file(&floe.connection_string(), &records).await;
-        drop(floe);
+        let mut floe = start_floe(&dir.path().join("data"));
+        let connection_string = format!(
+            "host=127.0.0.1 port={} user=materialize dbname=materialize",
+            floe.1
+        );
+        let (_, floe_passed, floe_failures) = run_file(&connection_string, &records).await;
+        let _ = floe.0.kill();
+        let _ = floe.0.wait();
         let name = path
             .strip_prefix(&corpus)
             .unwrap_or(path)

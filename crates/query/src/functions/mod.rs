@@ -8,17 +8,20 @@
 
 pub mod arithmetic;
 mod cast;
+pub mod jsonb;
 mod system;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::execution::FunctionRegistry;
 use datafusion::execution::context::SessionState;
+use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
 };
 use floe_repr::{ColumnType, Datum, SqlScalarType};
@@ -27,16 +30,34 @@ use crate::error::QueryError;
 
 pub use cast::{PG_CAST, cast_expr};
 
-/// Registers floe's functions in a session template.
-pub fn register(state: &mut SessionState) {
-    let functions = cast::functions()
+/// Every function floe defines, by name.
+static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
+    cast::functions()
         .into_iter()
         .chain(arithmetic::functions())
-        .chain(system::functions());
-    for function in functions {
+        .chain(jsonb::functions())
+        .chain(system::functions())
+        .map(|f| (f.name().to_string(), Arc::new(f)))
+        .collect()
+});
+
+/// Registers floe's functions in a session template.
+pub fn register(state: &mut SessionState) {
+    for function in FUNCTIONS.values() {
         // Registering over an existing name replaces DataFusion's function.
-        let _ = state.register_udf(Arc::new(function));
+        let _ = state.register_udf(function.clone());
     }
+}
+
+/// A call of floe's function `name` (which must exist).
+pub fn call(name: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
+    let function = FUNCTIONS
+        .get(name)
+        .ok_or_else(|| QueryError::internal(format!("no function {name}")))?;
+    Ok(Expr::ScalarFunction(ScalarFunction::new_udf(
+        function.clone(),
+        args,
+    )))
 }
 
 /// The SQL type of a value of this Arrow field: floe's type from the

@@ -2,10 +2,10 @@
 
 use super::*;
 
-/// A parsed JSON document: objects keep their last value per key, in key
-/// order; numbers are exact decimals.
+/// A JSON value as `jsonb` holds it: objects keep one value per key (the
+/// last given) in key order; numbers are exact decimals.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Json {
+pub enum Json {
     Null,
     Bool(bool),
     Number(String),
@@ -295,10 +295,8 @@ pub(super) fn write_json(out: &mut String, json: &Json) {
     }
 }
 
-/// `jsonb` input, normalized the way Materialize prints jsonb: no
-/// insignificant whitespace, object keys in order with the last of
-/// duplicates kept, numbers as exact decimals (`1.0` is `1`, `1e2` is `100`).
-pub fn parse_jsonb(text: &str) -> Result<String, ValueError> {
+/// Parses JSON text into a [`Json`] value (`jsonb`'s input rules).
+pub fn parse_json(text: &str) -> Result<Json, ValueError> {
     let mut parser = JsonParser {
         bytes: text.as_bytes(),
         text,
@@ -309,7 +307,19 @@ pub fn parse_jsonb(text: &str) -> Result<String, ValueError> {
     if parser.at != parser.bytes.len() {
         return Err(parser.error("trailing characters"));
     }
+    Ok(json)
+}
+
+/// The normalized text of a [`Json`] value (as [`parse_jsonb`] produces).
+pub fn json_text(json: &Json) -> String {
     let mut out = String::new();
-    write_json(&mut out, &json);
-    Ok(out)
+    write_json(&mut out, json);
+    out
+}
+
+/// `jsonb` input, normalized the way Materialize prints jsonb: no
+/// insignificant whitespace, object keys in order with the last of
+/// duplicates kept, numbers as exact decimals (`1.0` is `1`, `1e2` is `100`).
+pub fn parse_jsonb(text: &str) -> Result<String, ValueError> {
+    parse_json(text).map(|json| json_text(&json))
 }

@@ -1,0 +1,686 @@
+//! `jsonb` operators and functions as Postgres has them.
+//!
+//! Inside the engine a `jsonb` value is its normalized text (floe-repr's
+//! `parse_jsonb`: compact, one value per key, keys in order), so equal
+//! documents are equal strings. [`postgres_text`] prints a document as
+//! Postgres does (`{"a": [1, 2]}`, shorter keys first).
+
+use std::collections::BTreeMap;
+
+use datafusion::logical_expr::{ScalarUDF, Volatility};
+use floe_repr::strconv::{Json, json_text, parse_json};
+use floe_repr::{Datum, SqlScalarType, SqlState};
+
+use super::{Arguments, RowFunction, expect_arguments, no_such_function};
+use crate::error::QueryError;
+
+/// A document as Postgres prints it.
+pub fn postgres_text(normalized: &str) -> String {
+    match parse_json(normalized) {
+        Ok(json) => {
+            let mut out = String::new();
+            write_postgres(&mut out, &json);
+            out
+        }
+        Err(_) => normalized.to_string(),
+    }
+}
+
+fn write_postgres(out: &mut String, json: &Json) {
+    match json {
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_postgres(out, item);
+            }
+            out.push(']');
+        }
+        Json::Object(object) => {
+            out.push('{');
+            for (i, (key, value)) in postgres_order(object).into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&json_text(&Json::String(key.clone())));
+                out.push_str(": ");
+                write_postgres(out, value);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&json_text(scalar)),
+    }
+}
+
+/// Object entries in Postgres' storage order: shorter keys first, then by
+/// their bytes.
+pub fn postgres_order(object: &BTreeMap<String, Json>) -> Vec<(&String, &Json)> {
+    let mut entries: Vec<(&String, &Json)> = object.iter().collect();
+    entries.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    entries
+}
+
+/// The document in a `jsonb` datum.
+pub fn document(datum: &Datum) -> Result<Json, QueryError> {
+    match datum {
+        Datum::Jsonb(text) | Datum::Text(text) => parse_json(text).map_err(QueryError::from_value),
+        other => Ok(to_json(other)),
+    }
+}
+
+/// A document as a `jsonb` datum.
+pub fn jsonb(json: &Json) -> Datum {
+    Datum::Jsonb(json_text(json))
+}
+
+/// `to_jsonb`: a SQL value as JSON.
+pub fn to_json(datum: &Datum) -> Json {
+    match datum {
+        Datum::Null => Json::Null,
+        Datum::Bool(b) => Json::Bool(*b),
+        Datum::Int16(_)
+        | Datum::Int32(_)
+        | Datum::Int64(_)
+        | Datum::UInt16(_)
+        | Datum::UInt32(_)
+        | Datum::UInt64(_)
+        | Datum::Oid(_)
+        | Datum::Numeric(_) => Json::Number(floe_repr::format_datum(datum)),
+        Datum::Float32(v) if v.is_finite() => Json::Number(floe_repr::format_datum(datum)),
+        Datum::Float64(v) if v.is_finite() => Json::Number(floe_repr::format_datum(datum)),
+        Datum::Jsonb(text) => parse_json(text).unwrap_or(Json::Null),
+        Datum::Timestamp(_) | Datum::TimestampTz(_) => {
+            // Postgres writes timestamps in JSON in ISO 8601 form.
+            Json::String(floe_repr::format_datum(datum).replacen(' ', "T", 1))
+        }
+        Datum::List(items) => Json::Array(items.iter().map(to_json).collect()),
+        Datum::TextArray(items) => Json::Array(
+            items
+                .iter()
+                .map(|i| i.clone().map(Json::String).unwrap_or(Json::Null))
+                .collect(),
+        ),
+        Datum::Map(entries) => Json::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.clone(), to_json(v)))
+                .collect(),
+        ),
+        other => Json::String(floe_repr::format_datum(other)),
+    }
+}
+
+/// The type name `jsonb_typeof` reports.
+fn type_of(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
+/// A JSON value as `->>` returns it: strings unquoted, null as SQL NULL.
+pub fn as_text(json: &Json) -> Datum {
+    match json {
+        Json::Null => Datum::Null,
+        Json::String(s) => Datum::Text(s.clone()),
+        other => Datum::Text(postgres_text(&json_text(other))),
+    }
+}
+
+/// `->`: an object's field by key, or an array's element by index
+/// (negative counts from the end).
+pub fn get<'a>(json: &'a Json, key: &Datum) -> Option<&'a Json> {
+    match (json, key) {
+        (Json::Object(object), Datum::Text(k)) => object.get(k),
+        (Json::Array(items), key) => {
+            let index = integer(key)?;
+            let index = if index < 0 {
+                items.len() as i64 + index
+            } else {
+                index
+            };
+            usize::try_from(index).ok().and_then(|i| items.get(i))
+        }
+        _ => None,
+    }
+}
+
+fn integer(datum: &Datum) -> Option<i64> {
+    match datum {
+        Datum::Int16(v) => Some((*v).into()),
+        Datum::Int32(v) => Some((*v).into()),
+        Datum::Int64(v) => Some(*v),
+        Datum::Text(t) => t.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The elements of a text array argument: a list, a text array, or text in
+/// Postgres' array form (`'{a,b}'`).
+pub fn text_items(datum: &Datum) -> Result<Vec<Option<String>>, QueryError> {
+    match datum {
+        Datum::TextArray(items) => Ok(items.clone()),
+        Datum::List(items) => Ok(items
+            .iter()
+            .map(|d| match d {
+                Datum::Null => None,
+                Datum::Text(s) => Some(s.clone()),
+                other => Some(floe_repr::format_datum(other)),
+            })
+            .collect()),
+        Datum::Text(text) => {
+            let list = floe_repr::parse_datum(
+                text,
+                &SqlScalarType::List {
+                    element: Box::new(SqlScalarType::Text),
+                },
+            )
+            .map_err(|_| {
+                QueryError::new(
+                    SqlState::INVALID_TEXT_REPRESENTATION,
+                    format!("malformed array literal: \"{text}\""),
+                )
+            })?;
+            text_items(&list)
+        }
+        other => Err(QueryError::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("expected a text array, got {}", floe_repr::cast::datum_type_name(other)),
+        )),
+    }
+}
+
+/// `#>`: the value at a path of keys and indexes.
+fn get_path<'a>(json: &'a Json, path: &[Option<String>]) -> Option<&'a Json> {
+    let mut current = json;
+    for step in path {
+        let step = step.as_ref()?;
+        current = get(current, &Datum::Text(step.clone()))?;
+    }
+    Some(current)
+}
+
+/// `@>`: whether `a` contains `b` (Postgres' containment rules: an array
+/// contains another if every element of the other is in it; an object if
+/// every pair of the other is contained; a top-level array contains a
+/// scalar equal to one of its elements).
+pub fn contains(a: &Json, b: &Json, top: bool) -> bool {
+    match (a, b) {
+        (Json::Object(a), Json::Object(b)) => b
+            .iter()
+            .all(|(k, bv)| a.get(k).is_some_and(|av| contains(av, bv, false))),
+        (Json::Array(a), Json::Array(b)) => b.iter().all(|bv| {
+            a.iter().any(|av| match (av, bv) {
+                (Json::Array(_), Json::Array(_)) | (Json::Object(_), Json::Object(_)) => {
+                    contains(av, bv, false)
+                }
+                _ => av == bv,
+            })
+        }),
+        (Json::Array(a), scalar) if top && !matches!(scalar, Json::Object(_)) => {
+            a.iter().any(|av| av == scalar)
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// `?`: whether a string is a key of an object, or an element of an array.
+fn exists(json: &Json, key: &str) -> bool {
+    match json {
+        Json::Object(object) => object.contains_key(key),
+        Json::Array(items) => items
+            .iter()
+            .any(|item| matches!(item, Json::String(s) if s == key)),
+        Json::String(s) => s == key,
+        _ => false,
+    }
+}
+
+/// `||`: arrays concatenate, objects merge (right wins), anything else
+/// becomes an array element.
+fn concat(a: Json, b: Json) -> Json {
+    match (a, b) {
+        (Json::Object(mut a), Json::Object(b)) => {
+            a.extend(b);
+            Json::Object(a)
+        }
+        (Json::Array(mut a), Json::Array(b)) => {
+            a.extend(b);
+            Json::Array(a)
+        }
+        (Json::Array(mut a), b) => {
+            a.push(b);
+            Json::Array(a)
+        }
+        (a, Json::Array(b)) => {
+            let mut items = vec![a];
+            items.extend(b);
+            Json::Array(items)
+        }
+        (a, b) => Json::Array(vec![a, b]),
+    }
+}
+
+/// `-`: without a key (objects; also matching strings of arrays) or an index.
+fn delete(json: Json, key: &Datum) -> Result<Json, QueryError> {
+    Ok(match (json, key) {
+        (Json::Object(mut object), Datum::Text(k)) => {
+            object.remove(k);
+            Json::Object(object)
+        }
+        (Json::Array(items), Datum::Text(k)) => Json::Array(
+            items
+                .into_iter()
+                .filter(|i| !matches!(i, Json::String(s) if s == k))
+                .collect(),
+        ),
+        (Json::Array(mut items), key) => {
+            if let Some(index) = integer(key) {
+                let index = if index < 0 {
+                    items.len() as i64 + index
+                } else {
+                    index
+                };
+                if let Ok(index) = usize::try_from(index)
+                    && index < items.len()
+                {
+                    items.remove(index);
+                }
+            }
+            Json::Array(items)
+        }
+        (Json::Object(object), Datum::TextArray(_) | Datum::List(_)) => {
+            let mut object = object;
+            for k in text_items(key)?.into_iter().flatten() {
+                object.remove(&k);
+            }
+            Json::Object(object)
+        }
+        (scalar, _) => {
+            if matches!(scalar, Json::Object(_) | Json::Array(_)) {
+                scalar
+            } else {
+                return Err(QueryError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    "cannot delete from scalar",
+                ));
+            }
+        }
+    })
+}
+
+/// `jsonb_set`: the document with the value at `path` replaced (or added
+/// when `create` and only the last step is missing).
+fn set_path(json: &mut Json, path: &[String], value: Json, create: bool) {
+    let Some((first, rest)) = path.split_first() else {
+        *json = value;
+        return;
+    };
+    match json {
+        Json::Object(object) => {
+            if rest.is_empty() {
+                if create || object.contains_key(first) {
+                    object.insert(first.clone(), value);
+                }
+            } else if let Some(child) = object.get_mut(first) {
+                set_path(child, rest, value, create);
+            }
+        }
+        Json::Array(items) => {
+            let Ok(index) = first.parse::<i64>() else {
+                return;
+            };
+            let len = items.len() as i64;
+            let position = if index < 0 { len + index } else { index };
+            if position >= 0 && position < len {
+                let child = &mut items[position as usize];
+                if rest.is_empty() {
+                    *child = value;
+                } else {
+                    set_path(child, rest, value, create);
+                }
+            } else if rest.is_empty() && create {
+                if position < 0 {
+                    items.insert(0, value);
+                } else {
+                    items.push(value);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `jsonb_strip_nulls`: without object fields whose value is null.
+fn strip_nulls(json: Json) -> Json {
+    match json {
+        Json::Object(object) => Json::Object(
+            object
+                .into_iter()
+                .filter(|(_, v)| *v != Json::Null)
+                .map(|(k, v)| (k, strip_nulls(v)))
+                .collect(),
+        ),
+        Json::Array(items) => Json::Array(items.into_iter().map(strip_nulls).collect()),
+        other => other,
+    }
+}
+
+/// `jsonb_pretty`: four-space indented, as Postgres prints it.
+fn pretty(out: &mut String, json: &Json, indent: usize) {
+    let pad = |n: usize| "    ".repeat(n);
+    match json {
+        Json::Array(items) if !items.is_empty() => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                pretty(out, item, indent + 1);
+                if i + 1 < items.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&pad(indent));
+            out.push(']');
+        }
+        Json::Object(object) if !object.is_empty() => {
+            out.push_str("{\n");
+            let entries = postgres_order(object);
+            let count = entries.len();
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                out.push_str(&json_text(&Json::String(key.clone())));
+                out.push_str(": ");
+                pretty(out, value, indent + 1);
+                if i + 1 < count {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            out.push_str(&pad(indent));
+            out.push('}');
+        }
+        other => out.push_str(&postgres_text(&json_text(other))),
+    }
+}
+
+fn jsonb_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Jsonb)
+}
+
+fn text_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Text)
+}
+
+fn bool_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Bool)
+}
+
+fn int_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Int32)
+}
+
+fn arg(row: &[Datum], index: usize) -> &Datum {
+    row.get(index).unwrap_or(&Datum::Null)
+}
+
+fn build_object(row: &[Datum]) -> Result<Json, QueryError> {
+    if row.len() % 2 != 0 {
+        return Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "argument list must have even number of elements",
+        )
+        .with_hint("The arguments of jsonb_build_object() must consist of alternating keys and values."));
+    }
+    let mut object = BTreeMap::new();
+    for pair in row.chunks(2) {
+        let key = match &pair[0] {
+            Datum::Null => {
+                return Err(QueryError::new(
+                    SqlState::NULL_VALUE_NOT_ALLOWED,
+                    "argument 1: key must not be null",
+                ));
+            }
+            Datum::Text(k) => k.clone(),
+            other => floe_repr::format_datum(other),
+        };
+        object.insert(key, to_json(&pair[1]));
+    }
+    Ok(Json::Object(object))
+}
+
+fn build_object_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    if arguments.types.len() % 2 != 0 {
+        return Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "argument list must have even number of elements",
+        )
+        .with_hint("The arguments of jsonb_build_object() must consist of alternating keys and values."));
+    }
+    Ok(SqlScalarType::Jsonb)
+}
+
+fn path_steps(datum: &Datum) -> Result<Vec<Option<String>>, QueryError> {
+    text_items(datum)
+}
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    vec![
+        RowFunction::new("floe_jsonb_get", immutable, jsonb_type, |row, _| {
+            Ok(get(&document(arg(row, 0))?, arg(row, 1)).map_or(Datum::Null, jsonb))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_get_text", immutable, text_type, |row, _| {
+            Ok(get(&document(arg(row, 0))?, arg(row, 1)).map_or(Datum::Null, as_text))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_get_path", immutable, jsonb_type, |row, _| {
+            let path = path_steps(arg(row, 1))?;
+            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, jsonb))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_get_path_text", immutable, text_type, |row, _| {
+            let path = path_steps(arg(row, 1))?;
+            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, as_text))
+        })
+        .udf(),
+        RowFunction::new("jsonb_extract_path", immutable, jsonb_type, |row, _| {
+            let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
+            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, jsonb))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("jsonb_extract_path_text", immutable, text_type, |row, _| {
+            let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
+            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, as_text))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("floe_jsonb_contains", immutable, bool_type, |row, _| {
+            Ok(Datum::Bool(contains(
+                &document(arg(row, 0))?,
+                &document(arg(row, 1))?,
+                true,
+            )))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_contained", immutable, bool_type, |row, _| {
+            Ok(Datum::Bool(contains(
+                &document(arg(row, 1))?,
+                &document(arg(row, 0))?,
+                true,
+            )))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_exists", immutable, bool_type, |row, _| {
+            let key = text_of(arg(row, 1)).unwrap_or_default();
+            Ok(Datum::Bool(exists(&document(arg(row, 0))?, &key)))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_exists_any", immutable, bool_type, |row, _| {
+            let json = document(arg(row, 0))?;
+            let keys = text_items(arg(row, 1))?;
+            Ok(Datum::Bool(keys.iter().flatten().any(|k| exists(&json, k))))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_exists_all", immutable, bool_type, |row, _| {
+            let json = document(arg(row, 0))?;
+            let keys = text_items(arg(row, 1))?;
+            Ok(Datum::Bool(keys.iter().flatten().all(|k| exists(&json, k))))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_concat", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&concat(document(arg(row, 0))?, document(arg(row, 1))?)))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_delete", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&delete(document(arg(row, 0))?, arg(row, 1))?))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_delete_path", immutable, jsonb_type, |row, _| {
+            let mut json = document(arg(row, 0))?;
+            let path: Vec<String> = path_steps(arg(row, 1))?.into_iter().flatten().collect();
+            delete_path(&mut json, &path);
+            Ok(jsonb(&json))
+        })
+        .udf(),
+        RowFunction::new("jsonb_typeof", immutable, text_type, |row, _| {
+            Ok(Datum::Text(type_of(&document(arg(row, 0))?).into()))
+        })
+        .udf(),
+        RowFunction::new("jsonb_array_length", immutable, int_type, |row, _| {
+            match document(arg(row, 0))? {
+                Json::Array(items) => Ok(Datum::Int32(items.len() as i32)),
+                Json::Object(_) => Err(QueryError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    "cannot get array length of a non-array",
+                )),
+                _ => Err(QueryError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    "cannot get array length of a scalar",
+                )),
+            }
+        })
+        .udf(),
+        RowFunction::new("jsonb_strip_nulls", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&strip_nulls(document(arg(row, 0))?)))
+        })
+        .udf(),
+        RowFunction::new("jsonb_pretty", immutable, text_type, |row, _| {
+            let mut out = String::new();
+            pretty(&mut out, &document(arg(row, 0))?, 0);
+            Ok(Datum::Text(out))
+        })
+        .udf(),
+        RowFunction::new("to_jsonb", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&to_json(arg(row, 0))))
+        })
+        .udf(),
+        RowFunction::new("jsonb_build_array", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&Json::Array(row.iter().map(to_json).collect())))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("jsonb_build_object", immutable, build_object_type, |row, _| {
+            Ok(jsonb(&build_object(row)?))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("jsonb_set", immutable, jsonb_set_type, |row, _| {
+            let mut json = document(arg(row, 0))?;
+            let path: Vec<String> = path_steps(arg(row, 1))?.into_iter().flatten().collect();
+            let value = document(arg(row, 2))?;
+            let create = !matches!(arg(row, 3), Datum::Bool(false));
+            set_path(&mut json, &path, value, create);
+            Ok(jsonb(&json))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_from_list", immutable, jsonb_type, |row, _| {
+            Ok(jsonb(&to_json(arg(row, 0))))
+        })
+        .udf(),
+        RowFunction::new("floe_jsonb_object_from_lists", immutable, jsonb_type, |row, _| {
+            let keys = list_items(arg(row, 0));
+            let values = list_items(arg(row, 1));
+            let mut object = BTreeMap::new();
+            for (key, value) in keys.iter().zip(&values) {
+                let Some(key) = text_of(key) else {
+                    return Err(QueryError::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        "field name must not be null",
+                    ));
+                };
+                object.insert(key, to_json(value));
+            }
+            Ok(jsonb(&Json::Object(object)))
+        })
+        .udf(),
+    ]
+}
+
+/// The elements of a list value (a text list arrives as a text array).
+fn list_items(datum: &Datum) -> Vec<Datum> {
+    match datum {
+        Datum::List(items) => items.clone(),
+        Datum::TextArray(items) => items
+            .iter()
+            .map(|i| i.clone().map(Datum::Text).unwrap_or(Datum::Null))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn jsonb_set_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("jsonb_set", arguments, &[3, 4])?;
+    if !matches!(arguments.types[0], SqlScalarType::Jsonb) {
+        return Err(no_such_function("jsonb_set", &arguments.types));
+    }
+    Ok(SqlScalarType::Jsonb)
+}
+
+/// Text of a key or path step (any scalar prints as its text).
+fn text_of(datum: &Datum) -> Option<String> {
+    match datum {
+        Datum::Null => None,
+        Datum::Text(s) => Some(s.clone()),
+        other => Some(floe_repr::format_datum(other)),
+    }
+}
+
+/// `#-`: the document without the value at `path`.
+fn delete_path(json: &mut Json, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    match json {
+        Json::Object(object) => {
+            if rest.is_empty() {
+                object.remove(first);
+            } else if let Some(child) = object.get_mut(first) {
+                delete_path(child, rest);
+            }
+        }
+        Json::Array(items) => {
+            let Ok(index) = first.parse::<i64>() else {
+                return;
+            };
+            let len = items.len() as i64;
+            let position = if index < 0 { len + index } else { index };
+            if position >= 0 && position < len {
+                if rest.is_empty() {
+                    items.remove(position as usize);
+                } else {
+                    delete_path(&mut items[position as usize], rest);
+                }
+            }
+        }
+        _ => {}
+    }
+}
