@@ -127,9 +127,10 @@ fn schema(error: &datafusion::common::SchemaError) -> QueryError {
             SqlState::AMBIGUOUS_COLUMN,
             format!("column reference \"{}\" is ambiguous", field.name),
         ),
-        S::DuplicateQualifiedField { .. } | S::DuplicateUnqualifiedField { .. } => {
-            QueryError::new(SqlState::DUPLICATE_COLUMN, lowercase_first(&error.to_string()))
-        }
+        S::DuplicateQualifiedField { .. } | S::DuplicateUnqualifiedField { .. } => QueryError::new(
+            SqlState::DUPLICATE_COLUMN,
+            lowercase_first(&error.to_string()),
+        ),
     }
 }
 
@@ -170,7 +171,10 @@ fn arrow(error: &ArrowError) -> QueryError {
         ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => {
             QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, lowercase_first(m))
         }
-        other => QueryError::new(SqlState::DATA_EXCEPTION, lowercase_first(&other.to_string())),
+        other => QueryError::new(
+            SqlState::DATA_EXCEPTION,
+            lowercase_first(&other.to_string()),
+        ),
     }
 }
 
@@ -185,7 +189,10 @@ fn execution(message: &str) -> QueryError {
             "more than one row returned by a subquery used as an expression",
         );
     }
-    QueryError::new(SqlState::DATA_EXCEPTION, lowercase_first(first_line(message)))
+    QueryError::new(
+        SqlState::DATA_EXCEPTION,
+        lowercase_first(first_line(message)),
+    )
 }
 
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {

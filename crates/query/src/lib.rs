@@ -31,6 +31,7 @@ pub mod functions;
 pub mod naming;
 pub mod rewrite;
 pub mod semantics;
+pub mod srf;
 pub mod subquery;
 pub mod types;
 
@@ -98,6 +99,26 @@ impl Engine {
         let mut analyzer = datafusion::optimizer::Analyzer::new();
         analyzer.rules.insert(0, Arc::new(semantics::PgSemantics));
         *builder.analyzer() = Some(analyzer);
+        // DataFusion turns a GROUP BY of constants into an aggregate without
+        // grouping, which returns a row for an empty input; Postgres returns
+        // none.
+        let rules: Vec<_> = datafusion::optimizer::Optimizer::new()
+            .rules
+            .into_iter()
+            .filter(|rule| rule.name() != "eliminate_group_by_constant")
+            .collect();
+        builder = builder.with_optimizer_rules(rules);
+        // DataFusion's physical projection pushdown mis-maps the columns of
+        // the asynchronous calls that run subqueries ([`subquery`]) when it
+        // moves a projection below them ("input field name x does not match
+        // with the projection expression a"); the logical optimizer already
+        // pushes projections into scans.
+        let physical: Vec<_> = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new()
+            .rules
+            .into_iter()
+            .filter(|rule| rule.name() != "ProjectionPushdown")
+            .collect();
+        builder = builder.with_physical_optimizer_rules(physical);
         let mut expr_planners = builder.expr_planners().clone().unwrap_or_default();
         expr_planners.insert(0, Arc::new(semantics::PgOperatorPlanner));
         builder = builder.with_expr_planners(expr_planners);
@@ -215,7 +236,9 @@ async fn guard<T>(
                 .map(String::as_str)
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("the query engine panicked");
-            Err(QueryError::internal(format!("query engine failure: {message}")))
+            Err(QueryError::internal(format!(
+                "query engine failure: {message}"
+            )))
         }
     }
 }

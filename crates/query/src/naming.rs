@@ -9,8 +9,7 @@
 //! before the client sees it.
 
 use sqlparser::ast::{
-    DataType, Expr, Ident, ObjectName, Query, Select, SelectItem, SetExpr, TrimWhereField,
-    Value,
+    DataType, Expr, Ident, ObjectName, Query, Select, SelectItem, SetExpr, TrimWhereField, Value,
 };
 
 /// Starts the engine-only suffix of a duplicate name (a private-use
@@ -190,7 +189,9 @@ pub fn type_column_name(data_type: &DataType) -> String {
         D::Uuid => "uuid".into(),
         D::Regclass => "regclass".into(),
         D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(inner, _))
-        | D::Array(sqlparser::ast::ArrayElemTypeDef::AngleBracket(inner)) => type_column_name(inner),
+        | D::Array(sqlparser::ast::ArrayElemTypeDef::AngleBracket(inner)) => {
+            type_column_name(inner)
+        }
         D::Custom(name, _) => {
             let name = last_name(name);
             // floe's parser writes Materialize's `T list` and `map[K=>V]` as

@@ -6,6 +6,8 @@
 //!   every integer literal a `bigint`). Literals whose position gives them a
 //!   meaning of their own keep their form: `ORDER BY 1`, `GROUP BY 1`,
 //!   `LIMIT`, `OFFSET`, window frames and window function arguments.
+//! - Set-returning functions name their columns and produce rows as in
+//!   Postgres ([`crate::srf`]).
 //! - Postgres' checks DataFusion does not make: a subquery used as an
 //!   expression returns exactly one column.
 
@@ -56,6 +58,16 @@ impl VisitorMut for Rewriter {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let SetExpr::Values(values) = query.body.as_mut() {
+            type_values_columns(&mut values.rows);
+        }
+        if let Some(with) = &mut query.with
+            && with.recursive
+        {
+            for cte in &mut with.cte_tables {
+                name_recursive_columns(cte);
+            }
+        }
         if let Some(order_by) = &mut query.order_by
             && let OrderByKind::Expressions(items) = &mut order_by.kind
         {
@@ -88,6 +100,7 @@ impl VisitorMut for Rewriter {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         naming::name_select_items(select);
+        crate::srf::unnest_select_items(&mut select.projection);
         if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
             for expr in exprs {
                 keep_number(expr);
@@ -97,6 +110,9 @@ impl VisitorMut for Rewriter {
     }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let Some(rewritten) = crate::srf::rewrite_table_function(factor) {
+            *factor = rewritten;
+        }
         // Table functions take their arguments as written.
         if let TableFactor::Table {
             args: Some(args), ..
@@ -189,6 +205,26 @@ impl VisitorMut for Rewriter {
         {
             *expr = rewritten;
         }
+        if let Expr::Function(function) = expr
+            && function.over.is_some()
+            && function.name.0.len() == 1
+            && function.name.0[0].as_ident().is_some_and(|name| {
+                matches!(
+                    naming::normalize(name).as_str(),
+                    "row_number" | "rank" | "dense_rank" | "ntile"
+                )
+            })
+        {
+            // Postgres' ranking functions return bigint; DataFusion's an
+            // unsigned integer no Postgres client knows.
+            *expr = Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(expr.clone()),
+                data_type: DataType::BigInt(None),
+                array: false,
+                format: None,
+            };
+        }
         if let Expr::Cast {
             expr: operand,
             data_type,
@@ -196,7 +232,23 @@ impl VisitorMut for Rewriter {
         } = expr
         {
             match crate::types::scalar_type(data_type) {
-                Ok(ty) => *expr = cast_call(operand.as_ref().clone(), &ty),
+                Ok(ty) => {
+                    let mut operand = operand.as_ref().clone();
+                    // A number cast to a float is the float nearest its
+                    // digits, as Postgres' numeric-to-float cast gives
+                    // (DataFusion's decimal cast divides, and rounds).
+                    if matches!(
+                        ty,
+                        floe_repr::SqlScalarType::Float32 | floe_repr::SqlScalarType::Float64
+                    ) && let Expr::Value(value) = &operand
+                        && let Value::Number(digits, _) = &value.value
+                    {
+                        operand = Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+                            digits.clone(),
+                        )));
+                    }
+                    *expr = cast_call(operand, &ty)
+                }
                 Err(error) => return self.fail(error),
             }
         }
@@ -220,7 +272,7 @@ fn cast_call(operand: Expr, ty: &floe_repr::SqlScalarType) -> Expr {
 }
 
 /// A plain call `name(args)`.
-fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+pub(crate) fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     Expr::Function(sqlparser::ast::Function {
         name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]),
         uses_odbc_syntax: false,
@@ -281,6 +333,68 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     }
 }
 
+/// Names the non-recursive term's columns of `WITH RECURSIVE r(a, b)` by
+/// the column list: the recursive term refers to them by those names, and
+/// DataFusion plans it against the first term's own names.
+fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
+    if cte.alias.columns.is_empty() {
+        return;
+    }
+    let mut body = cte.query.body.as_mut();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_mut();
+    }
+    let SetExpr::Select(select) = body else {
+        return;
+    };
+    for (item, column) in select.projection.iter_mut().zip(&cte.alias.columns) {
+        let expr = match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => expr.clone(),
+            _ => return,
+        };
+        *item = SelectItem::ExprWithAlias {
+            expr,
+            alias: column.name.clone(),
+        };
+    }
+}
+
+/// Gives the NULLs and string literals of a VALUES column the type another
+/// row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`), as
+/// Postgres resolves them; DataFusion would see rows of different types.
+fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
+    if rows.len() < 2 {
+        return;
+    }
+    let width = rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
+    for column in 0..width {
+        let declared = rows.iter().find_map(|row| match row.content.get(column) {
+            Some(Expr::Cast { data_type, .. })
+                if crate::types::scalar_type(data_type)
+                    .is_ok_and(|ty| !crate::types::is_native(&ty)) =>
+            {
+                Some(data_type.clone())
+            }
+            _ => None,
+        });
+        let Some(data_type) = declared else { continue };
+        for row in rows.iter_mut() {
+            if let Some(cell) = row.content.get_mut(column)
+                && let Expr::Value(value) = cell
+                && matches!(value.value, Value::Null | Value::SingleQuotedString(_))
+            {
+                *cell = Expr::Cast {
+                    kind: CastKind::DoubleColon,
+                    expr: Box::new(cell.clone()),
+                    data_type: data_type.clone(),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+    }
+}
+
 fn too_many_columns() -> QueryError {
     QueryError::new(SqlState::SYNTAX_ERROR, "subquery has too many columns")
 }
@@ -301,7 +415,10 @@ fn typed_integer(digits: &str) -> Option<Expr> {
     };
     match digits.parse::<i64>() {
         Ok(value) if i32::try_from(value).is_ok() => Some(cast(
-            Expr::Value(ValueWithSpan::from(Value::Number(digits.to_string(), false))),
+            Expr::Value(ValueWithSpan::from(Value::Number(
+                digits.to_string(),
+                false,
+            ))),
             DataType::Integer(None),
         )),
         Ok(_) => None,
@@ -363,8 +480,7 @@ fn keep_numbers(expr: &mut Expr) {
 }
 
 fn keep_bound(bound: &mut WindowFrameBound) {
-    if let WindowFrameBound::Preceding(Some(expr)) | WindowFrameBound::Following(Some(expr)) =
-        bound
+    if let WindowFrameBound::Preceding(Some(expr)) | WindowFrameBound::Following(Some(expr)) = bound
     {
         keep_numbers(expr);
     }

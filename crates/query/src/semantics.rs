@@ -18,7 +18,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
-use datafusion::logical_expr::expr::{BinaryExpr, Exists, InSubquery, SetComparison, SetQuantifier};
+use datafusion::logical_expr::expr::{
+    BinaryExpr, Exists, InSubquery, SetComparison, SetQuantifier,
+};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::utils::merge_schema;
@@ -73,6 +75,63 @@ fn rewrite_node(node: LogicalPlan, outer: &DFSchema) -> DfResult<Transformed<Log
     }
 }
 
+/// A correlated scalar subquery that DataFusion would refuse (it plans them
+/// only when aggregated) with its value taken by [`functions::single`]'s
+/// aggregate, which keeps Postgres' meaning: NULL without rows, an error
+/// with more than one.
+fn single_valued(subquery: Subquery) -> DfResult<Subquery> {
+    if subquery.outer_ref_columns.is_empty() || returns_one_row(&subquery.subquery) {
+        return Ok(subquery);
+    }
+    let plan = Arc::unwrap_or_clone(subquery.subquery);
+    let Some(field) = plan.schema().fields().first().cloned() else {
+        return Ok(Subquery {
+            subquery: Arc::new(plan),
+            ..subquery
+        });
+    };
+    let (qualifier, _) = plan.schema().qualified_field(0);
+    let column = Expr::Column(datafusion::common::Column::new(
+        qualifier.cloned(),
+        field.name(),
+    ));
+    let value = functions::single::single_value()
+        .call(vec![column])
+        .alias(field.name());
+    let plan = datafusion::logical_expr::LogicalPlanBuilder::from(plan)
+        .aggregate(Vec::<Expr>::new(), vec![value])?
+        .build()?;
+    Ok(Subquery {
+        subquery: Arc::new(plan),
+        ..subquery
+    })
+}
+
+/// Whether DataFusion knows a subquery returns at most one row: an
+/// aggregate without grouping (under projections, aliases and HAVING), or a
+/// plan whose row count is bounded by one.
+fn returns_one_row(plan: &LogicalPlan) -> bool {
+    let mut inner = plan;
+    while let LogicalPlan::Projection(datafusion::logical_expr::Projection { input, .. })
+    | LogicalPlan::SubqueryAlias(datafusion::logical_expr::SubqueryAlias {
+        input, ..
+    }) = inner
+    {
+        inner = input.as_ref();
+    }
+    if let LogicalPlan::Filter(filter) = inner
+        && matches!(filter.input.as_ref(), LogicalPlan::Aggregate(_))
+    {
+        inner = filter.input.as_ref();
+    }
+    match inner {
+        LogicalPlan::Aggregate(aggregate) => {
+            aggregate.group_expr.is_empty() && !aggregate.aggr_expr.is_empty()
+        }
+        _ => plan.max_rows().is_some_and(|rows| rows <= 1),
+    }
+}
+
 fn rewrite_subquery(subquery: Subquery, schema: &DFSchema) -> DfResult<Subquery> {
     let plan = rewrite_plan(Arc::unwrap_or_clone(subquery.subquery), schema)?;
     Ok(Subquery {
@@ -84,9 +143,12 @@ fn rewrite_subquery(subquery: Subquery, schema: &DFSchema) -> DfResult<Subquery>
 
 fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
     match expr {
-        Expr::ScalarSubquery(subquery) => Ok(Transformed::yes(Expr::ScalarSubquery(
-            rewrite_subquery(subquery, schema)?,
-        ))),
+        Expr::ScalarSubquery(subquery) => {
+            let subquery = rewrite_subquery(subquery, schema)?;
+            Ok(Transformed::yes(Expr::ScalarSubquery(single_valued(
+                subquery,
+            )?)))
+        }
         Expr::Exists(Exists { subquery, negated }) => Ok(Transformed::yes(Expr::Exists(Exists {
             subquery: rewrite_subquery(subquery, schema)?,
             negated,
@@ -120,7 +182,11 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             {
                 return Ok(Transformed::yes(expr));
             }
-            Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr { left, op, right })))
+            Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr {
+                left,
+                op,
+                right,
+            })))
         }
         Expr::Negative(operand) => {
             let (_, field) = operand.to_field(schema)?;
@@ -219,7 +285,8 @@ fn rewrite_cast(
     {
         return Ok(Transformed::yes(Expr::Literal(converted, None)));
     }
-    if from_type == &DataType::Null || (is_plain(&from) && is_plain(to) && widens(from_type, to_type))
+    if from_type == &DataType::Null
+        || (is_plain(&from) && is_plain(to) && widens(from_type, to_type))
     {
         return Ok(Transformed::yes(Expr::Cast(Cast::new(
             Box::new(expr),
@@ -265,8 +332,14 @@ impl ExprPlanner for PgOperatorPlanner {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawBinaryExpr>> {
-        let left = expr.left.to_field(schema).map(|(_, f)| functions::sql_type(&f));
-        let right = expr.right.to_field(schema).map(|(_, f)| functions::sql_type(&f));
+        let left = expr
+            .left
+            .to_field(schema)
+            .map(|(_, f)| functions::sql_type(&f));
+        let right = expr
+            .right
+            .to_field(schema)
+            .map(|(_, f)| functions::sql_type(&f));
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
         if !is_jsonb(&left) && !is_jsonb(&right) {
             return Ok(PlannerResult::Original(expr));

@@ -26,12 +26,12 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, Result as DfResult, ScalarValue};
 use datafusion::execution::context::{QueryPlanner, SessionState};
 use datafusion::logical_expr::async_udf::{AsyncScalarUDF, AsyncScalarUDFImpl};
+use datafusion::logical_expr::expr::SetQuantifier;
 use datafusion::logical_expr::expr::{Exists, InSubquery, ScalarFunction, SetComparison};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, Operator, ScalarFunctionArgs,
     ScalarUDFImpl, Signature, Subquery, TypeSignature, Volatility,
 };
-use datafusion::logical_expr::expr::SetQuantifier;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use floe_repr::SqlState;
@@ -107,10 +107,9 @@ fn replace_expr(expr: Expr, state: &SessionState) -> DfResult<Transformed<Expr>>
     let mut args: Vec<Expr> = probe.into_iter().collect();
     args.extend(function.parameters.iter().map(|c| Expr::Column(c.clone())));
     let udf = AsyncScalarUDF::new(Arc::new(function)).into_scalar_udf();
-    Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-        Arc::new(udf),
-        args,
-    ))))
+    Ok(Transformed::yes(Expr::ScalarFunction(
+        ScalarFunction::new_udf(Arc::new(udf), args),
+    )))
 }
 
 /// What a subquery expression asks of its rows.
@@ -269,7 +268,9 @@ impl ApplySubquery {
             Kind::Compare { .. } => None,
         };
         if let Some(limit) = limit {
-            plan = LogicalPlanBuilder::from(plan).limit(0, Some(limit))?.build()?;
+            plan = LogicalPlanBuilder::from(plan)
+                .limit(0, Some(limit))?
+                .build()?;
         }
         let physical = self.state.create_physical_plan(&plan).await?;
         *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(physical.clone());
@@ -291,9 +292,9 @@ impl ApplySubquery {
                                     field,
                                     self.current.clone(),
                                 ))),
-                                None => Ok(Transformed::no(Expr::OuterReferenceColumn(
-                                    field, column,
-                                ))),
+                                None => {
+                                    Ok(Transformed::no(Expr::OuterReferenceColumn(field, column)))
+                                }
                             }
                         }
                         other => Ok(Transformed::no(other)),
@@ -353,7 +354,9 @@ impl OuterValue {
 
 impl std::fmt::Debug for OuterValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OuterValue").field("index", &self.index).finish()
+        f.debug_struct("OuterValue")
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -511,9 +514,9 @@ impl AsyncScalarUDFImpl for ApplySubquery {
             results.push(self.result(probe_value.as_ref(), &subquery_rows)?);
         }
         if results.is_empty() {
-            return Ok(ColumnarValue::Array(datafusion::arrow::array::new_empty_array(
-                self.return_field.data_type(),
-            )));
+            return Ok(ColumnarValue::Array(
+                datafusion::arrow::array::new_empty_array(self.return_field.data_type()),
+            ));
         }
         let array = ScalarValue::iter_to_array(results)?;
         let array = if array.data_type() == self.return_field.data_type() {

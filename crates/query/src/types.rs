@@ -71,14 +71,12 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
         D::Float(sqlparser::ast::ExactNumberInfo::Precision(p)) if *p <= 24 => S::Float32,
         D::Float(_) | D::Double(_) | D::DoublePrecision | D::Float8 => S::Float64,
         D::Text | D::Char(_) | D::Character(_) => S::Text,
-        D::Varchar(length) | D::CharacterVarying(length) | D::CharVarying(length) => {
-            match length {
-                Some(sqlparser::ast::CharacterLength::IntegerLength { length, .. }) => S::VarChar {
-                    max_length: Some(u32::try_from(*length).unwrap_or(u32::MAX)),
-                },
-                _ => S::VarChar { max_length: None },
-            }
-        }
+        D::Varchar(length) | D::CharacterVarying(length) | D::CharVarying(length) => match length {
+            Some(sqlparser::ast::CharacterLength::IntegerLength { length, .. }) => S::VarChar {
+                max_length: Some(u32::try_from(*length).unwrap_or(u32::MAX)),
+            },
+            _ => S::VarChar { max_length: None },
+        },
         D::Bytea => S::Bytes,
         D::Date => S::Date,
         D::Time(_, _) => S::Time,

@@ -23,7 +23,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::postgres::{Postgres, connect};
+use floe_testkit::Postgres;
 
 /// The engine name records are selected for.
 const ENGINE: &str = "postgresql";
@@ -110,10 +110,11 @@ fn parse(text: &str) -> Vec<(Record, usize)> {
                 threshold,
             )),
             Some("query") if applies => {
-                let expect = match results.first().map(|r| r.split_whitespace().collect::<Vec<_>>()) {
-                    Some(words)
-                        if words.len() == 5 && words[1] == "values" && words[3] == "to" =>
-                    {
+                let expect = match results
+                    .first()
+                    .map(|r| r.split_whitespace().collect::<Vec<_>>())
+                {
+                    Some(words) if words.len() == 5 && words[1] == "values" && words[3] == "to" => {
                         Expect::Hash(words[0].parse().unwrap_or(0), words[4].to_string())
                     }
                     _ => Expect::Values(
@@ -269,12 +270,25 @@ async fn run_file(
             Ok(()) => passed += 1,
             Err(message) => {
                 if failures.len() < 5 {
-                    failures.push(format!("line {}: {}: {message}", record.line, first_line(&record.sql)));
+                    failures.push(format!(
+                        "line {}: {}: {message}",
+                        record.line,
+                        first_line(&record.sql)
+                    ));
                 }
             }
         }
     }
     (records.len(), passed, failures)
+}
+
+/// A tokio-postgres client (its connection runs on the current runtime).
+async fn connect(connection_string: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(connection_string, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {connection_string}: {e}"));
+    tokio::spawn(connection);
+    client
 }
 
 fn first_line(sql: &str) -> String {
@@ -321,7 +335,10 @@ async fn main() {
         .collect();
     let verbose = std::env::var_os("FLOE_SLT_VERBOSE").is_some();
     let postgres = Postgres::start();
-    println!("{:<40} {:>8} {:>10} {:>8}", "file", "records", "postgres", "floe");
+    println!(
+        "{:<40} {:>8} {:>10} {:>8}",
+        "file", "records", "postgres", "floe"
+    );
     let (mut total, mut total_pg, mut total_floe) = (0, 0, 0);
     for (index, path) in corpus_files(&corpus, &names).iter().enumerate() {
         let text = match std::fs::read_to_string(path) {
@@ -332,8 +349,9 @@ async fn main() {
             }
         };
         let records = parse(&text);
-        let database = postgres.fresh_database(&format!("slt_{index}")).await;
-        let (count, pg_passed, pg_failures) = run_file(&database, &records).await;
+        let database = postgres.create_database(&format!("slt_{index}"));
+        let (count, pg_passed, pg_failures) =
+            run_file(&postgres.connection_string(&database), &records).await;
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut floe = start_floe(&dir.path().join("data"));
         let connection_string = format!(

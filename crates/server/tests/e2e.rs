@@ -13,6 +13,8 @@ mod postgres_sources;
 mod production;
 #[path = "e2e/roles.rs"]
 mod roles;
+#[path = "e2e/semantics.rs"]
+mod semantics;
 #[path = "e2e/sink_safety.rs"]
 mod sink_safety;
 #[path = "e2e/statements.rs"]
@@ -43,6 +45,8 @@ fn slt_files() -> Vec<PathBuf> {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no .slt files found");
+    // And the files whose expected output PostgreSQL itself wrote.
+    files.extend(semantics::postgres_files());
     files
 }
 
@@ -64,6 +68,7 @@ async fn run_slt_files(protocol: Protocol) {
                 Ok(Engine::new(client, protocol))
             }
         });
+        runner.add_label(semantics::FLOE_LABEL);
         runner.add_label(match protocol {
             Protocol::Simple => "simple",
             Protocol::Extended => "extended",

@@ -83,10 +83,7 @@ pub fn integer_op(op: Operator, left: Expr, right: Expr) -> Option<Expr> {
 
 /// `-operand` with Postgres' integer semantics.
 pub fn integer_negate(operand: Expr) -> Expr {
-    Expr::ScalarFunction(ScalarFunction::new_udf(
-        Arc::clone(&NEGATE),
-        vec![operand],
-    ))
+    Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(&NEGATE), vec![operand]))
 }
 
 static ADD: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| udf("floe_int_add", Operator::Plus));
@@ -168,7 +165,9 @@ impl ScalarUDFImpl for IntegerOp {
         }
         .map_err(|e| range_error(e, &ty))?;
         if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?))
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
         } else {
             Ok(ColumnarValue::Array(result))
         }

@@ -55,6 +55,17 @@ pub fn cast_datum(value: Datum, ty: &SqlScalarType) -> Result<Datum, QueryError>
         (Datum::Jsonb(json), ty) if !matches!(ty, SqlScalarType::Jsonb | SqlScalarType::Text) => {
             return jsonb_scalar(json, ty);
         }
+        // An explicit cast to `varchar(n)` truncates; only assignment fails.
+        (
+            Datum::Text(text),
+            SqlScalarType::VarChar {
+                max_length: Some(max),
+            },
+        ) => {
+            let keep = usize::try_from(*max).unwrap_or(usize::MAX);
+            let truncated: String = text.chars().take(keep).collect();
+            return Ok(Datum::Text(truncated));
+        }
         _ => {}
     }
     let from = floe_repr::cast::datum_type_name(&value);

@@ -191,7 +191,10 @@ pub fn text_items(datum: &Datum) -> Result<Vec<Option<String>>, QueryError> {
         }
         other => Err(QueryError::new(
             SqlState::DATATYPE_MISMATCH,
-            format!("expected a text array, got {}", floe_repr::cast::datum_type_name(other)),
+            format!(
+                "expected a text array, got {}",
+                floe_repr::cast::datum_type_name(other)
+            ),
         )),
     }
 }
@@ -436,7 +439,9 @@ fn build_object(row: &[Datum]) -> Result<Json, QueryError> {
             SqlState::INVALID_PARAMETER_VALUE,
             "argument list must have even number of elements",
         )
-        .with_hint("The arguments of jsonb_build_object() must consist of alternating keys and values."));
+        .with_hint(
+            "The arguments of jsonb_build_object() must consist of alternating keys and values.",
+        ));
     }
     let mut object = BTreeMap::new();
     for pair in row.chunks(2) {
@@ -461,7 +466,9 @@ fn build_object_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryEr
             SqlState::INVALID_PARAMETER_VALUE,
             "argument list must have even number of elements",
         )
-        .with_hint("The arguments of jsonb_build_object() must consist of alternating keys and values."));
+        .with_hint(
+            "The arguments of jsonb_build_object() must consist of alternating keys and values.",
+        ));
     }
     Ok(SqlScalarType::Jsonb)
 }
@@ -486,10 +493,15 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, jsonb))
         })
         .udf(),
-        RowFunction::new("floe_jsonb_get_path_text", immutable, text_type, |row, _| {
-            let path = path_steps(arg(row, 1))?;
-            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, as_text))
-        })
+        RowFunction::new(
+            "floe_jsonb_get_path_text",
+            immutable,
+            text_type,
+            |row, _| {
+                let path = path_steps(arg(row, 1))?;
+                Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, as_text))
+            },
+        )
         .udf(),
         RowFunction::new("jsonb_extract_path", immutable, jsonb_type, |row, _| {
             let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
@@ -537,7 +549,10 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .udf(),
         RowFunction::new("floe_jsonb_concat", immutable, jsonb_type, |row, _| {
-            Ok(jsonb(&concat(document(arg(row, 0))?, document(arg(row, 1))?)))
+            Ok(jsonb(&concat(
+                document(arg(row, 0))?,
+                document(arg(row, 1))?,
+            )))
         })
         .udf(),
         RowFunction::new("floe_jsonb_delete", immutable, jsonb_type, |row, _| {
@@ -555,8 +570,11 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(Datum::Text(type_of(&document(arg(row, 0))?).into()))
         })
         .udf(),
-        RowFunction::new("jsonb_array_length", immutable, int_type, |row, _| {
-            match document(arg(row, 0))? {
+        RowFunction::new(
+            "jsonb_array_length",
+            immutable,
+            int_type,
+            |row, _| match document(arg(row, 0))? {
                 Json::Array(items) => Ok(Datum::Int32(items.len() as i32)),
                 Json::Object(_) => Err(QueryError::new(
                     SqlState::INVALID_PARAMETER_VALUE,
@@ -566,8 +584,8 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
                     SqlState::INVALID_PARAMETER_VALUE,
                     "cannot get array length of a scalar",
                 )),
-            }
-        })
+            },
+        )
         .udf(),
         RowFunction::new("jsonb_strip_nulls", immutable, jsonb_type, |row, _| {
             Ok(jsonb(&strip_nulls(document(arg(row, 0))?)))
@@ -588,9 +606,12 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .lenient()
         .udf(),
-        RowFunction::new("jsonb_build_object", immutable, build_object_type, |row, _| {
-            Ok(jsonb(&build_object(row)?))
-        })
+        RowFunction::new(
+            "jsonb_build_object",
+            immutable,
+            build_object_type,
+            |row, _| Ok(jsonb(&build_object(row)?)),
+        )
         .lenient()
         .udf(),
         RowFunction::new("jsonb_set", immutable, jsonb_set_type, |row, _| {
@@ -606,21 +627,26 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(jsonb(&to_json(arg(row, 0))))
         })
         .udf(),
-        RowFunction::new("floe_jsonb_object_from_lists", immutable, jsonb_type, |row, _| {
-            let keys = list_items(arg(row, 0));
-            let values = list_items(arg(row, 1));
-            let mut object = BTreeMap::new();
-            for (key, value) in keys.iter().zip(&values) {
-                let Some(key) = text_of(key) else {
-                    return Err(QueryError::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        "field name must not be null",
-                    ));
-                };
-                object.insert(key, to_json(value));
-            }
-            Ok(jsonb(&Json::Object(object)))
-        })
+        RowFunction::new(
+            "floe_jsonb_object_from_lists",
+            immutable,
+            jsonb_type,
+            |row, _| {
+                let keys = list_items(arg(row, 0));
+                let values = list_items(arg(row, 1));
+                let mut object = BTreeMap::new();
+                for (key, value) in keys.iter().zip(&values) {
+                    let Some(key) = text_of(key) else {
+                        return Err(QueryError::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            "field name must not be null",
+                        ));
+                    };
+                    object.insert(key, to_json(value));
+                }
+                Ok(jsonb(&Json::Object(object)))
+            },
+        )
         .udf(),
     ]
 }

@@ -9,6 +9,7 @@
 pub mod arithmetic;
 mod cast;
 pub mod jsonb;
+pub mod single;
 mod system;
 
 use std::collections::HashMap;
@@ -168,7 +169,11 @@ impl RowFunction {
         ScalarUDF::new_from_impl(self)
     }
 
-    fn result_type(&self, fields: &[FieldRef], constants: &[Option<&ScalarValue>]) -> DfResult<SqlScalarType> {
+    fn result_type(
+        &self,
+        fields: &[FieldRef],
+        constants: &[Option<&ScalarValue>],
+    ) -> DfResult<SqlScalarType> {
         let arguments = Arguments {
             types: fields.iter().map(|f| sql_type(f)).collect(),
             constants,
@@ -196,7 +201,10 @@ impl ScalarUDFImpl for RowFunction {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
         let ty = self.result_type(args.arg_fields, args.scalar_arguments)?;
-        Ok(Arc::new(field_of(self.name, &ty)))
+        // A type DataFusion knows natively carries no metadata, as DataFusion's
+        // own expressions of that type do: VALUES lists demand that all rows of
+        // a column agree on it.
+        Ok(Arc::new(crate::types::field(&ty).with_name(self.name)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
@@ -232,7 +240,9 @@ impl ScalarUDFImpl for RowFunction {
         }
         let array = build(&ty, &results)?;
         if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?))
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
         } else {
             Ok(ColumnarValue::Array(array))
         }
@@ -247,7 +257,11 @@ pub fn build(ty: &SqlScalarType, values: &[Datum]) -> DfResult<ArrayRef> {
 }
 
 /// The argument count check every rule starts with.
-pub fn expect_arguments(name: &str, arguments: &Arguments<'_>, counts: &[usize]) -> Result<(), QueryError> {
+pub fn expect_arguments(
+    name: &str,
+    arguments: &Arguments<'_>,
+    counts: &[usize],
+) -> Result<(), QueryError> {
     if counts.contains(&arguments.types.len()) {
         Ok(())
     } else {

@@ -39,9 +39,12 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .nullary()
         .udf(),
-        RowFunction::new("pg_typeof", Volatility::Immutable, pg_typeof_type, |row, _| {
-            Ok(row.first().cloned().unwrap_or(Datum::Null))
-        })
+        RowFunction::new(
+            "pg_typeof",
+            Volatility::Immutable,
+            pg_typeof_type,
+            |row, _| Ok(row.first().cloned().unwrap_or(Datum::Null)),
+        )
         .lenient()
         .udf(),
     ]

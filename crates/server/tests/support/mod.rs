@@ -1,7 +1,6 @@
 //! Test support: the real `floe` binary on a free port, and a sqllogictest
 //! engine over tokio-postgres in both protocols.
 
-pub mod postgres;
 pub mod slt;
 
 use std::net::TcpStream;

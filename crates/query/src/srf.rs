@@ -1,0 +1,176 @@
+//! Set-returning functions as Postgres has them.
+//!
+//! - In `FROM`, a function returning one column names that column after the
+//!   function (`generate_series`), or after the table alias (`AS g` names
+//!   both the relation and its column `g`), or after the alias' column list
+//!   (`AS g(x)`). DataFusion names it `value`: the call becomes a derived
+//!   table that renames it.
+//! - In the select list, a set-returning function produces one row per
+//!   value (DataFusion's `generate_series` returns one list): the call is
+//!   unnested.
+//! - With integer arguments `generate_series` returns `integer`, as in
+//!   Postgres (DataFusion's returns `bigint`).
+
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Query, SelectItem,
+    TableAlias, TableFactor,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::naming::normalize;
+
+/// The set-returning functions floe knows, by the name Postgres uses.
+const GENERATE_SERIES: &str = "generate_series";
+
+/// The alias of the call inside the derived table (a private-use character,
+/// which no client writes), marking it as already rewritten.
+const INNER_ALIAS: &str = "\u{E002}";
+
+/// The column DataFusion's table functions name their output.
+const ENGINE_COLUMN: &str = "value";
+
+/// Rewrites `FROM generate_series(...) [AS alias [(column)]]` into a derived
+/// table with Postgres' column name; `None` leaves `factor` as it is.
+pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
+    let TableFactor::Table {
+        name,
+        alias,
+        args: Some(args),
+        ..
+    } = factor
+    else {
+        return None;
+    };
+    let function = single_unquoted(name)?;
+    // The rewritten call itself carries the inner alias: left as it is.
+    if function != GENERATE_SERIES || alias.as_ref().is_some_and(|a| a.name.value == INNER_ALIAS) {
+        return None;
+    }
+    let relation = alias
+        .as_ref()
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| Ident::new(GENERATE_SERIES));
+    let column = alias
+        .as_ref()
+        .and_then(|a| a.columns.first())
+        .map(|c| c.name.clone())
+        .unwrap_or_else(|| relation.clone());
+    let values: Vec<&Expr> = args
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
+            _ => None,
+        })
+        .collect();
+    let arguments: Vec<String> = values.iter().map(|e| e.to_string()).collect();
+    let value = if all_int4(&values) {
+        format!("CAST({ENGINE_COLUMN} AS INTEGER)")
+    } else {
+        ENGINE_COLUMN.to_string()
+    };
+    let sql = format!(
+        "SELECT {value} AS {} FROM {GENERATE_SERIES}({}) AS \"{INNER_ALIAS}\"",
+        quoted(&column),
+        arguments.join(", ")
+    );
+    let subquery = parse_query(&sql)?;
+    Some(TableFactor::Derived {
+        lateral: false,
+        subquery: Box::new(subquery),
+        alias: Some(TableAlias {
+            explicit: true,
+            name: relation,
+            columns: vec![],
+            at: None,
+        }),
+        sample: None,
+    })
+}
+
+/// Unnests the set-returning calls of a select list, so that each value is a
+/// row.
+pub fn unnest_select_items(items: &mut [SelectItem]) {
+    for item in items {
+        let expr = match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => expr,
+            _ => continue,
+        };
+        let Expr::Function(function) = expr else {
+            continue;
+        };
+        let Some(name) = single_unquoted(&function.name) else {
+            continue;
+        };
+        if name != GENERATE_SERIES || function.over.is_some() {
+            continue;
+        }
+        let int4 = match &function.args {
+            FunctionArguments::List(list) => all_int4(
+                &list
+                    .args
+                    .iter()
+                    .filter_map(|arg| match arg {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            _ => false,
+        };
+        let unnested = crate::rewrite::function_call("unnest", vec![expr.clone()]);
+        *expr = if int4 {
+            Expr::Cast {
+                kind: sqlparser::ast::CastKind::Cast,
+                expr: Box::new(unnested),
+                data_type: sqlparser::ast::DataType::Integer(None),
+                array: false,
+                format: None,
+            }
+        } else {
+            unnested
+        };
+    }
+}
+
+/// Whether every argument is an integer literal that fits `integer` (what
+/// makes Postgres pick its `integer` variant).
+fn all_int4(args: &[&Expr]) -> bool {
+    !args.is_empty() && args.iter().all(|arg| int4_literal(arg))
+}
+
+fn int4_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            sqlparser::ast::Value::Number(digits, _) => digits.parse::<i32>().is_ok(),
+            _ => false,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => int4_literal(expr),
+        Expr::Nested(inner) => int4_literal(inner),
+        _ => false,
+    }
+}
+
+/// The function name when it is one unquoted identifier, normalized.
+fn single_unquoted(name: &ObjectName) -> Option<String> {
+    match name.0.as_slice() {
+        [part] => {
+            let ident = part.as_ident()?;
+            ident.quote_style.is_none().then(|| normalize(ident))
+        }
+        _ => None,
+    }
+}
+
+fn quoted(ident: &Ident) -> String {
+    format!("\"{}\"", normalize(ident).replace('"', "\"\""))
+}
+
+fn parse_query(sql: &str) -> Option<Query> {
+    let mut parser = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).ok()?;
+    parser.parse_query().ok().map(|q| *q)
+}

@@ -1,0 +1,459 @@
+//! Queries mean what they mean in PostgreSQL: the files in
+//! `sql-tests/postgres/` hold PostgreSQL 15's own answers, and floe must give
+//! the same in both protocols (the sqllogictest tests in `e2e.rs` run them).
+//!
+//! `postgres_files_hold_postgres_answers` runs those files against a real
+//! PostgreSQL, so an expected output edited by hand (or a PostgreSQL that
+//! answers differently) fails. With `FLOE_UPDATE_POSTGRES_SLT=1` it writes
+//! PostgreSQL's answers into the files instead: that is how they are made
+//! (`scripts/postgres-slt`). Records floe does not answer like PostgreSQL yet
+//! carry `skipif floe` with a comment, so the gap stays visible.
+
+use std::path::PathBuf;
+
+use floe_testkit::Postgres;
+
+use crate::support::slt::{Engine, EngineError, Protocol};
+
+/// The label records run against PostgreSQL carry (`onlyif postgresql`).
+pub const POSTGRES_LABEL: &str = "postgresql";
+/// The label every floe run carries (`skipif floe` marks a known gap).
+pub const FLOE_LABEL: &str = "floe";
+
+/// The files whose expected output PostgreSQL wrote.
+pub fn postgres_files() -> Vec<PathBuf> {
+    let dir = crate::sql_tests_dir().join("postgres");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A sqllogictest runner against a fresh database of `postgres`.
+fn postgres_runner(
+    postgres: &Postgres,
+) -> sqllogictest::Runner<Engine, impl sqllogictest::MakeConnection<Conn = Engine>> {
+    let database = postgres.create_database("slt");
+    let connection_string = postgres.connection_string(&database);
+    let mut runner = sqllogictest::Runner::new(move || {
+        let connection_string = connection_string.clone();
+        async move {
+            let (client, connection) =
+                tokio_postgres::connect(&connection_string, tokio_postgres::NoTls)
+                    .await
+                    .map_err(|e| EngineError(e.to_string()))?;
+            tokio::spawn(connection);
+            // floe sessions run in UTC; so do the answers.
+            client
+                .batch_execute("SET TIME ZONE 'UTC'")
+                .await
+                .map_err(|e| EngineError(e.to_string()))?;
+            Ok(Engine::new(client, Protocol::Simple))
+        }
+    });
+    runner.add_label(POSTGRES_LABEL);
+    runner.add_label("simple");
+    runner
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_files_hold_postgres_answers() {
+    let postgres = Postgres::start();
+    let update = std::env::var_os("FLOE_UPDATE_POSTGRES_SLT").is_some_and(|v| v == "1");
+    let mut failures = Vec::new();
+    let files = postgres_files();
+    assert!(!files.is_empty(), "no files in sql-tests/postgres");
+    for file in files {
+        let mut runner = postgres_runner(&postgres);
+        if update {
+            runner
+                .update_test_file(
+                    &file,
+                    " ",
+                    sqllogictest::default_validator,
+                    sqllogictest::default_normalizer,
+                    sqllogictest::default_column_validator,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        } else if let Err(error) = runner.run_file_async(&file).await {
+            failures.push(format!("{}:\n{error}", file.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "PostgreSQL does not answer as the files say (regenerate with scripts/postgres-slt):\n{}",
+        failures.join("\n\n")
+    );
+}
+
+/// The data both engines hold for the differential test: small integers,
+/// text and NULLs, so that comparisons, three-valued logic, grouping and
+/// subqueries all meet NULL.
+const DIFFERENTIAL_DATA: &[&str] = &[
+    "CREATE TABLE t1 (a int, b int, c text)",
+    "INSERT INTO t1 VALUES (1, 2, 'x'), (2, NULL, 'y'), (3, 3, NULL), (NULL, 1, 'x'), (5, -2, 'zz'), (2, 2, 'y')",
+    "CREATE TABLE t2 (x int, y int)",
+    "INSERT INTO t2 VALUES (1, 10), (2, NULL), (2, 20), (NULL, 30), (7, 70)",
+];
+
+/// Random queries from a small grammar of what both engines must agree on.
+struct Grammar {
+    rng: rand::rngs::StdRng,
+    /// Whether subqueries may appear in the expression being generated: not
+    /// inside aggregate arguments, where floe fails on them (a known gap).
+    subqueries: bool,
+}
+
+impl Grammar {
+    fn pick<'a>(&mut self, choices: &[&'a str]) -> &'a str {
+        use rand::Rng;
+        choices[self.rng.random_range(0..choices.len())]
+    }
+
+    fn chance(&mut self, percent: u32) -> bool {
+        use rand::Rng;
+        self.rng.random_range(0..100) < percent
+    }
+
+    /// An integer expression over t1's columns (`outer` names t1 as seen
+    /// from a subquery).
+    fn int(&mut self, depth: u32, outer: &str) -> String {
+        use rand::Rng;
+        let leaf = depth == 0 || self.chance(35);
+        if leaf {
+            return match self.rng.random_range(0..4) {
+                0 => format!("{}", self.rng.random_range(-3..6)),
+                1 => "NULL::int".to_string(),
+                _ => format!("{outer}{}", self.pick(&["a", "b"])),
+            };
+        }
+        let d = depth - 1;
+        match self.rng.random_range(0..8) {
+            0 | 1 => {
+                let op = self.pick(&["+", "-", "*"]);
+                format!("({} {op} {})", self.int(d, outer), self.int(d, outer))
+            }
+            2 => format!("abs({})", self.int(d, outer)),
+            3 => format!("coalesce({}, {})", self.int(d, outer), self.int(d, outer)),
+            4 => format!(
+                "CASE WHEN {} THEN {} ELSE {} END",
+                self.predicate(d, outer),
+                self.int(d, outer),
+                self.int(d, outer)
+            ),
+            5 => format!("nullif({}, {})", self.int(d, outer), self.int(d, outer)),
+            6 => format!("length({}c)", outer),
+            _ => format!("(-{})", self.int(d, outer)),
+        }
+    }
+
+    fn predicate(&mut self, depth: u32, outer: &str) -> String {
+        use rand::Rng;
+        let d = depth.saturating_sub(1);
+        match self.rng.random_range(0..10) {
+            0 | 1 | 2 => {
+                let op = self.pick(&["=", "<>", "<", "<=", ">", ">="]);
+                format!("{} {op} {}", self.int(d, outer), self.int(d, outer))
+            }
+            3 => format!("{} IS {}NULL", self.int(d, outer), self.pick(&["", "NOT "])),
+            4 => format!(
+                "{} {}IN ({}, {}, {})",
+                self.int(d, outer),
+                self.pick(&["", "NOT "]),
+                self.int(0, outer),
+                self.int(0, outer),
+                self.int(0, outer)
+            ),
+            5 => format!(
+                "{} BETWEEN {} AND {}",
+                self.int(d, outer),
+                self.int(0, outer),
+                self.int(0, outer)
+            ),
+            6 if depth > 0 => format!(
+                "({} {} {})",
+                self.predicate(d, outer),
+                self.pick(&["AND", "OR"]),
+                self.predicate(d, outer)
+            ),
+            7 if depth > 0 => format!("NOT ({})", self.predicate(d, outer)),
+            8 if depth > 0 && self.subqueries => format!(
+                "{}EXISTS (SELECT 1 FROM t2 WHERE t2.x {} {})",
+                self.pick(&["", "NOT "]),
+                self.pick(&["=", "<", ">"]),
+                self.int(d, outer)
+            ),
+            9 if depth > 0 && self.subqueries => format!(
+                "{} {}IN (SELECT {} FROM t2)",
+                self.int(d, outer),
+                self.pick(&["", "NOT "]),
+                self.pick(&["x", "y", "x + 1"])
+            ),
+            _ => format!("{}c {} 'x'", outer, self.pick(&["=", "<>", "<"])),
+        }
+    }
+
+    /// A whole query; rows are compared as a sorted multiset, so order
+    /// does not matter.
+    fn query(&mut self) -> String {
+        use rand::Rng;
+        let filter = if self.chance(70) {
+            format!(" WHERE {}", self.predicate(2, ""))
+        } else {
+            String::new()
+        };
+        match self.rng.random_range(0..5) {
+            0 => {
+                self.subqueries = false;
+                let aggregates = format!(
+                    "sum({}), min({}), max({})",
+                    self.int(2, ""),
+                    self.int(1, ""),
+                    self.int(1, "")
+                );
+                self.subqueries = true;
+                format!("SELECT count(*), {aggregates} FROM t1{filter}")
+            }
+            1 => {
+                self.subqueries = false;
+                let key = self.int(1, "");
+                self.subqueries = true;
+                format!("SELECT {key}, count(*) FROM t1{filter} GROUP BY 1")
+            }
+            2 => format!(
+                "SELECT a, (SELECT count(*) FROM t2 WHERE t2.x {} t1.{}) FROM t1{filter}",
+                self.pick(&["=", "<", ">", "<>"]),
+                self.pick(&["a", "b"])
+            ),
+            3 => format!(
+                "SELECT a, (SELECT max(y) FROM t2 WHERE t2.x = {}) FROM t1{filter}",
+                self.int(1, "t1.")
+            ),
+            _ => format!(
+                "SELECT {}, {} FROM t1{filter}",
+                self.int(3, ""),
+                self.int(2, "")
+            ),
+        }
+    }
+}
+
+/// What an engine answered: its rows (sorted) or its error's SQLSTATE.
+async fn answer(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<String>, String> {
+    match client.simple_query(sql).await {
+        Ok(messages) => {
+            let mut rows: Vec<String> = messages
+                .iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                        (0..row.len())
+                            .map(|i| row.get(i).unwrap_or("NULL"))
+                            .collect::<Vec<_>>()
+                            .join("|"),
+                    ),
+                    _ => None,
+                })
+                .collect();
+            rows.sort();
+            Ok(rows)
+        }
+        Err(e) => Err(e
+            .as_db_error()
+            .map(|db| db.code().code().to_string())
+            .unwrap_or_else(|| format!("connection error: {e}"))),
+    }
+}
+
+/// Random queries from [`Grammar`] against floe and PostgreSQL on the same
+/// data: the same rows, or errors of the same SQLSTATE. Bounded by a count
+/// and by time (`FLOE_DIFFERENTIAL_QUERIES`, default 400; 60 s); the seed is
+/// printed and can be set with `FLOE_DIFFERENTIAL_SEED`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_queries_answer_as_postgres_answers() {
+    use rand::SeedableRng;
+    let seed: u64 = std::env::var("FLOE_DIFFERENTIAL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    let count: usize = std::env::var("FLOE_DIFFERENTIAL_QUERIES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(400);
+    println!("differential seed {seed}");
+    let postgres = Postgres::start();
+    let database = postgres.create_database("differential");
+    let (pg, connection) = tokio_postgres::connect(
+        &postgres.connection_string(&database),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connects to PostgreSQL");
+    tokio::spawn(connection);
+    let dir = tempfile::tempdir().unwrap();
+    let floe_server = crate::support::Floe::start(&dir.path().join("data"));
+    let floe = floe_server.connect().await;
+    for statement in DIFFERENTIAL_DATA {
+        pg.batch_execute(statement).await.expect(statement);
+        floe.batch_execute(statement).await.expect(statement);
+    }
+    let mut grammar = Grammar {
+        rng: rand::rngs::StdRng::seed_from_u64(seed),
+        subqueries: true,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut mismatches = Vec::new();
+    let mut ran = 0;
+    while ran < count && std::time::Instant::now() < deadline {
+        let sql = grammar.query();
+        let expected = answer(&pg, &sql).await;
+        let actual = answer(&floe, &sql).await;
+        if expected != actual {
+            mismatches.push(format!(
+                "{sql}\n  postgres: {expected:?}\n  floe:     {actual:?}"
+            ));
+        }
+        ran += 1;
+    }
+    assert!(ran >= 50, "only {ran} queries ran in 60 s");
+    assert!(
+        mismatches.is_empty(),
+        "{} of {ran} queries answered differently (seed {seed}):\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// Mutations of one statement: a token dropped, doubled, swapped with its
+/// neighbour, or replaced by another token of the corpus.
+fn mutate(statement: &str, vocabulary: &[String], rng: &mut rand::rngs::StdRng) -> String {
+    use rand::Rng;
+    let mut tokens: Vec<String> = statement.split_whitespace().map(str::to_string).collect();
+    for _ in 0..rng.random_range(1..4) {
+        if tokens.is_empty() {
+            break;
+        }
+        let at = rng.random_range(0..tokens.len());
+        match rng.random_range(0..5) {
+            0 => {
+                tokens.remove(at);
+            }
+            1 => {
+                let token = tokens[at].clone();
+                tokens.insert(at, token);
+            }
+            2 if at + 1 < tokens.len() => tokens.swap(at, at + 1),
+            3 => tokens[at] = vocabulary[rng.random_range(0..vocabulary.len())].clone(),
+            _ => {
+                // Cut inside a token: unbalanced quotes and parentheses.
+                let token = &tokens[at];
+                let cut = rng.random_range(0..=token.len());
+                if token.is_char_boundary(cut) {
+                    tokens[at] = token[..cut].to_string();
+                }
+            }
+        }
+    }
+    tokens.join(" ")
+}
+
+/// The statements of the sqllogictest files (queries and DDL alike), minus
+/// those whose mutations could run without end (recursion, series).
+fn fuzz_corpus() -> Vec<String> {
+    let mut statements = Vec::new();
+    for file in crate::slt_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut lines = text.lines().peekable();
+        while let Some(line) = lines.next() {
+            if !(line.starts_with("statement") || line.starts_with("query")) {
+                continue;
+            }
+            let mut sql = Vec::new();
+            while let Some(next) = lines.peek() {
+                if next.trim().is_empty() || *next == "----" {
+                    break;
+                }
+                sql.push(lines.next().unwrap_or_default());
+            }
+            let sql = sql.join(" ");
+            let lower = sql.to_lowercase();
+            if !sql.is_empty()
+                && !lower.contains("recursive")
+                && !lower.contains("generate_series")
+                && !lower.contains("sink")
+            {
+                statements.push(sql);
+            }
+        }
+    }
+    statements
+}
+
+/// Statements mutated from the sqllogictest files, sent to floe for a bounded
+/// time (`FLOE_FUZZ_SECONDS`, default 60; seed printed, `FLOE_FUZZ_SEED`):
+/// every one gets an answer or an error, never a dropped connection or a
+/// dead server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutated_statements_never_drop_the_connection() {
+    use rand::{Rng, SeedableRng};
+    let seed: u64 = std::env::var("FLOE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    let seconds: u64 = std::env::var("FLOE_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    println!("fuzz seed {seed}");
+    let corpus = fuzz_corpus();
+    assert!(
+        corpus.len() > 100,
+        "a corpus of {} statements",
+        corpus.len()
+    );
+    let vocabulary: Vec<String> = corpus
+        .iter()
+        .flat_map(|s| s.split_whitespace().map(str::to_string))
+        .collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let floe = crate::support::Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let mut sent = 0;
+    while std::time::Instant::now() < deadline {
+        let statement = mutate(
+            &corpus[rng.random_range(0..corpus.len())],
+            &vocabulary,
+            &mut rng,
+        );
+        let outcome = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            client.simple_query(&statement),
+        )
+        .await;
+        let Ok(outcome) = outcome else {
+            panic!("no answer within 30 s to {statement:?} (seed {seed})");
+        };
+        if let Err(error) = outcome
+            && error.as_db_error().is_none()
+        {
+            panic!(
+                "the connection dropped on {statement:?} (seed {seed}): {error}\n--- server log ---\n{}",
+                floe.log()
+            );
+        }
+        sent += 1;
+    }
+    // The server is still there for a new session.
+    let check = floe.connect().await;
+    check
+        .simple_query("SELECT 1")
+        .await
+        .expect("floe still answers");
+    println!("{sent} mutated statements");
+    assert!(sent > 0);
+}
