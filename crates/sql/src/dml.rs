@@ -459,7 +459,8 @@ fn plan_copy_to(
             parse_query(&format!("SELECT {projection} FROM {table_name}"))?
         }
     };
-    let query = name_output_columns(resolve_relations(catalog, query)?);
+    // floe-query names the output columns as Postgres does.
+    let query = resolve_relations(catalog, query)?;
     Ok(Plan::CopyTo(CopyToPlan {
         query: Box::new(query),
         options,
