@@ -144,10 +144,10 @@ impl VisitorMut for Rewriter {
                     ));
                 }
             }
-            Expr::InSubquery { subquery, .. } => {
-                if output_count(subquery).is_some_and(|count| count > 1) {
-                    return self.fail(too_many_columns());
-                }
+            Expr::InSubquery { subquery, .. }
+                if output_count(subquery).is_some_and(|count| count > 1) =>
+            {
+                return self.fail(too_many_columns());
             }
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(query) = right.as_ref()

@@ -434,7 +434,7 @@ fn arg(row: &[Datum], index: usize) -> &Datum {
 }
 
 fn build_object(row: &[Datum]) -> Result<Json, QueryError> {
-    if row.len() % 2 != 0 {
+    if !row.len().is_multiple_of(2) {
         return Err(QueryError::new(
             SqlState::INVALID_PARAMETER_VALUE,
             "argument list must have even number of elements",
@@ -461,7 +461,7 @@ fn build_object(row: &[Datum]) -> Result<Json, QueryError> {
 }
 
 fn build_object_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
-    if arguments.types.len() % 2 != 0 {
+    if !arguments.types.len().is_multiple_of(2) {
         return Err(QueryError::new(
             SqlState::INVALID_PARAMETER_VALUE,
             "argument list must have even number of elements",
