@@ -95,7 +95,7 @@ fn plan_view(spec: &DataflowSpec) -> Result<RenderPlan, ComputeError> {
     };
     let plan = futures::executor::block_on(crate::query::logical_plan(&context, statement))
         .map_err(|e| ComputeError::plan(e.to_string()))?;
-    floe_compute::compile(&plan, &context.state())
+    floe_compute::compile(&plan.plan, &context.state())
 }
 
 /// Timely workers per replica process for a cluster size: the machine's

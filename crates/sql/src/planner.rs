@@ -1728,3 +1728,64 @@ pub(crate) fn exists_check(
 pub(crate) fn qualified(name: &QualifiedName) -> ObjectName {
     qualified_object_name(name)
 }
+
+/// Names unnamed output columns the way Postgres does: a cast by its type
+/// (`interval`), a function call by its name (`now`), anything else
+/// `?column?`. Names that would collide are left to the engine.
+pub fn name_output_columns(mut statement: sqlparser::ast::Statement) -> sqlparser::ast::Statement {
+    use sqlparser::ast::{Expr, SelectItem, SetExpr};
+    let sqlparser::ast::Statement::Query(query) = &mut statement else {
+        return statement;
+    };
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return statement;
+    };
+    let proposed: Vec<Option<String>> = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) => match expr {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => None,
+                Expr::Cast { data_type, .. } => Some(
+                    data_type
+                        .to_string()
+                        .to_lowercase()
+                        .split(['(', ' '])
+                        .next()
+                        .unwrap_or("?column?")
+                        .to_string(),
+                ),
+                Expr::Function(function) => Some(function.name.to_string().to_lowercase()),
+                _ => Some("?column?".to_string()),
+            },
+            _ => None,
+        })
+        .collect();
+    let taken: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(normalize_ident(alias)),
+            SelectItem::UnnamedExpr(Expr::Identifier(ident)) => Some(normalize_ident(ident)),
+            SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                parts.last().map(normalize_ident)
+            }
+            _ => None,
+        })
+        .collect();
+    for (item, name) in select.projection.iter_mut().zip(&proposed) {
+        let Some(name) = name else { continue };
+        let unique = proposed.iter().filter(|n| n.as_ref() == Some(name)).count() == 1
+            && !taken.contains(name);
+        if !unique {
+            continue;
+        }
+        if let SelectItem::UnnamedExpr(expr) = item {
+            *item = SelectItem::ExprWithAlias {
+                expr: expr.clone(),
+                alias: Ident::with_quote('"', name.clone()),
+            };
+        }
+    }
+    statement
+}

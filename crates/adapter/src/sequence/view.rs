@@ -19,9 +19,9 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         let engine = self.engine_for(&plan.query).await?;
         let logical = query::logical_plan(&engine, (*plan.query).clone()).await?;
-        let desc = relation_desc(&logical)?;
+        let desc = relation_desc(&logical.plan)?;
         if plan.materialized {
-            floe_compute::compile(&logical, &engine.state()).map_err(compute_error)?;
+            floe_compute::compile(&logical.plan, &engine.state()).map_err(compute_error)?;
         }
         let mut catalog = self.catalog.lock().await;
         let id = catalog.reserve_item_ids(1)?[0];
