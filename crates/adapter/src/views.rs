@@ -23,20 +23,23 @@ use floe_storage::Storage;
 use crate::error::AdapterError;
 use crate::view_errors::ViewErrors;
 
-/// The shape of a planned query's output, as a view stores it.
+/// The shape of a planned query's output, as a view stores it. Column names are
+/// the ones SELECT shows (floe-query's engine-only suffixes of duplicate names
+/// removed); a view, unlike a query, may not have two columns of one name.
 pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterError> {
     let mut columns: Vec<(String, ColumnType)> = Vec::new();
     for field in plan.schema().fields() {
-        if columns.iter().any(|(name, _)| name == field.name()) {
+        let name = floe_query::naming::visible_name(field.name());
+        if columns.iter().any(|(taken, _)| taken == name) {
             return Err(AdapterError::Query {
                 code: SqlState::DUPLICATE_COLUMN,
-                message: format!("column \"{}\" specified more than once", field.name()),
+                message: format!("column \"{name}\" specified more than once"),
             });
         }
         let scalar_type = floe_arrow::sql_type_of(field)
             .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)));
         columns.push((
-            field.name().clone(),
+            name.to_string(),
             ColumnType {
                 scalar_type,
                 nullable: field.is_nullable(),
@@ -85,9 +88,12 @@ pub(crate) fn dataflow_error_code(error: &DataflowError) -> SqlState {
 }
 
 /// Plans a view's query the way SELECT plans one (floe's parser, then the query
-/// engine), over empty tables of the inputs' shapes, and lowers it to a dataflow.
+/// engine with Postgres' semantics), over empty tables of the inputs' shapes, and
+/// lowers it to a dataflow. The session is floe-query's, as SELECT's is: its
+/// functions (casts, checked arithmetic, jsonb) are the ones the plan calls.
 fn plan_view(spec: &DataflowSpec) -> Result<RenderPlan, ComputeError> {
-    let context = floe_compute::planner::session_for(spec)?;
+    let context = crate::query::empty_context().map_err(|e| ComputeError::plan(e.to_string()))?;
+    floe_compute::planner::register_inputs(&context, spec)?;
     let statement = match floe_sql_parser::parser::parse_statement(&spec.query) {
         Ok(floe_sql_parser::ast::Statement::Standard(statement)) => *statement,
         Ok(_) => return Err(ComputeError::plan("a view's query is not a query")),

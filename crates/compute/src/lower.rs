@@ -106,22 +106,16 @@ impl Lowering<'_> {
         expr: &Expr,
         schema: &DFSchema,
     ) -> Result<Arc<dyn PhysicalExpr>, ComputeError> {
-        let mut subquery = false;
+        let mut subquery = None;
         let _ = expr.apply(|e| {
-            if matches!(
-                e,
-                Expr::ScalarSubquery(_)
-                    | Expr::InSubquery(_)
-                    | Expr::Exists(_)
-                    | Expr::OuterReferenceColumn(..)
-            ) {
-                subquery = true;
+            subquery = subquery_construct(e);
+            if subquery.is_some() {
                 return Ok(TreeNodeRecursion::Stop);
             }
             Ok(TreeNodeRecursion::Continue)
         });
-        if subquery {
-            return Err(ComputeError::unsupported("this form of subquery"));
+        if let Some(construct) = subquery {
+            return Err(ComputeError::unsupported(construct));
         }
         if matches!(expr, Expr::Placeholder(_)) {
             return Err(ComputeError::unsupported("a query parameter"));
@@ -649,6 +643,29 @@ fn classify(
         ("bool_or", Some(_)) => (AggregateKind::BoolOr, None),
         _ => (AggregateKind::Basic, None),
     })
+}
+
+/// The subquery an expression is, as a refusal names it. What the optimizer
+/// left as a subquery expression could not become a join: SELECT runs such a
+/// subquery once per outer row (floe-query), which has no incremental
+/// counterpart.
+fn subquery_construct(expr: &Expr) -> Option<&'static str> {
+    let correlated =
+        |subquery: &datafusion::logical_expr::Subquery| !subquery.outer_ref_columns.is_empty();
+    match expr {
+        Expr::ScalarSubquery(subquery) if correlated(subquery) => Some(
+            "a correlated scalar subquery that cannot be turned into a join (such as one compared with < or using LIMIT)",
+        ),
+        Expr::ScalarSubquery(_) => Some("this scalar subquery"),
+        Expr::Exists(exists) if correlated(&exists.subquery) => {
+            Some("a correlated EXISTS subquery that cannot be turned into a join")
+        }
+        Expr::Exists(_) => Some("EXISTS (subquery) in this position"),
+        Expr::InSubquery(_) => Some("IN (subquery) in this position"),
+        Expr::SetComparison(_) => Some("ANY or ALL (subquery) in this position"),
+        Expr::OuterReferenceColumn(..) => Some("a correlated subquery"),
+        _ => None,
+    }
 }
 
 fn unalias(expr: &Expr) -> &Expr {

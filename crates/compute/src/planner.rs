@@ -24,6 +24,13 @@ pub fn session_for(spec: &DataflowSpec) -> Result<SessionContext, ComputeError> 
         .with_information_schema(false)
         .with_target_partitions(1);
     let context = SessionContext::new_with_config(config);
+    register_inputs(&context, spec)?;
+    Ok(context)
+}
+
+/// Registers an empty table of each input's shape in `context`, so that a
+/// session set up elsewhere (floe's SELECT engine) plans the view's SQL.
+pub fn register_inputs(context: &SessionContext, spec: &DataflowSpec) -> Result<(), ComputeError> {
     for input in &spec.inputs {
         let reference = TableReference::parse_str(&input.name);
         let catalog_name = reference.catalog().unwrap_or(CATALOG).to_string();
@@ -52,7 +59,7 @@ pub fn session_for(spec: &DataflowSpec) -> Result<SessionContext, ComputeError> 
             .register_table(reference.table().to_string(), Arc::new(table))
             .map_err(ComputeError::plan)?;
     }
-    Ok(context)
+    Ok(())
 }
 
 /// Plans and lowers a view's SQL.

@@ -10,9 +10,7 @@ use sqlparser::ast::{Ident, ObjectName, TableAlias, TableFactor, VisitorMut};
 use crate::catalog::*;
 use crate::error::PlanError;
 use crate::plan::Plan;
-use crate::planner::{
-    SessionContext, create_name, name_output_columns, normalize_ident, qualified, resolve_relations,
-};
+use crate::planner::{SessionContext, create_name, normalize_ident, qualified, resolve_relations};
 
 /// A view or materialized view to create. The engine derives its shape (and,
 /// for a materialized view, checks it can be maintained) before it is stored.
@@ -108,10 +106,9 @@ pub fn plan_create_view(
     } else {
         None
     };
-    let resolved = name_output_columns(resolve_relations(
-        catalog,
-        sqlparser::ast::Statement::Query(statement.query),
-    )?);
+    // Output columns are named by the query engine (floe-query), as SELECT's
+    // are, when the view is planned: the stored query keeps the user's text.
+    let resolved = resolve_relations(catalog, sqlparser::ast::Statement::Query(statement.query))?;
     let uses = relations_used(catalog, &resolved)?;
     if let Some(replaced) = replaces {
         check_replaceable(catalog, &name, kind, replaced, &uses)?;
