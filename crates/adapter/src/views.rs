@@ -75,16 +75,35 @@ fn dataflow_error(error: &DataflowError) -> AdapterError {
 
 /// The SQLSTATE of an error in a view's contents.
 pub(crate) fn dataflow_error_code(error: &DataflowError) -> SqlState {
-    // The codes `DataflowError::from_datafusion` gives, which are the ones floe's SELECT
-    // gives for the same DataFusion error.
-    match error.code.as_str() {
-        "22012" => SqlState::DIVISION_BY_ZERO,
-        "22003" => SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
-        "22P02" => SqlState::INVALID_TEXT_REPRESENTATION,
-        "22000" => SqlState::DATA_EXCEPTION,
-        "0A000" => SqlState::FEATURE_NOT_SUPPORTED,
-        _ => SqlState::INTERNAL_ERROR,
-    }
+    // The codes a row's evaluation raises (the same as SELECT's for that row).
+    const ROW_ERRORS: [SqlState; 22] = [
+        SqlState::FEATURE_NOT_SUPPORTED,
+        SqlState::CARDINALITY_VIOLATION,
+        SqlState::DATA_EXCEPTION,
+        SqlState::STRING_DATA_RIGHT_TRUNCATION,
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        SqlState::INVALID_DATETIME_FORMAT,
+        SqlState::DATETIME_FIELD_OVERFLOW,
+        SqlState::DIVISION_BY_ZERO,
+        SqlState::INVALID_ARGUMENT_FOR_LOGARITHM,
+        SqlState::INVALID_ARGUMENT_FOR_POWER_FUNCTION,
+        SqlState::INVALID_ROW_COUNT_IN_LIMIT_CLAUSE,
+        SqlState::ARRAY_SUBSCRIPT_ERROR,
+        SqlState::INVALID_REGULAR_EXPRESSION,
+        SqlState::NULL_VALUE_NOT_ALLOWED,
+        SqlState::INVALID_JSON_TEXT,
+        SqlState::INTERVAL_FIELD_OVERFLOW,
+        SqlState::INVALID_BINARY_REPRESENTATION,
+        SqlState::CHARACTER_NOT_IN_REPERTOIRE,
+        SqlState::UNTRANSLATABLE_CHARACTER,
+        SqlState::INVALID_PARAMETER_VALUE,
+        SqlState::INVALID_TEXT_REPRESENTATION,
+        SqlState::BAD_COPY_FILE_FORMAT,
+    ];
+    ROW_ERRORS
+        .into_iter()
+        .find(|code| code.code() == error.code)
+        .unwrap_or(SqlState::INTERNAL_ERROR)
 }
 
 /// Plans a view's query the way SELECT plans one (floe's parser, then the query

@@ -138,6 +138,14 @@ impl DataflowError {
                 DataflowError::new("22012", m.clone())
             }
             DataFusionError::Execution(m) => DataflowError::new("22000", m.clone()),
+            // floe's own functions (casts, checked arithmetic, jsonb) raise
+            // Postgres' errors as floe-repr's `ValueError`.
+            DataFusionError::External(inner) => {
+                match inner.downcast_ref::<floe_repr::strconv::ValueError>() {
+                    Some(value) => DataflowError::new(value.code.code(), value.message.clone()),
+                    None => DataflowError::new("XX000", inner.to_string()),
+                }
+            }
             other => DataflowError::new("XX000", other.to_string()),
         }
     }

@@ -65,8 +65,19 @@ impl QueryError {
     }
 
     /// This error, carried through DataFusion (as an external error) so
-    /// that [`QueryError::from_datafusion`] restores it unchanged.
+    /// that [`QueryError::from_datafusion`] restores it unchanged. An error
+    /// without a hint (what a row's evaluation raises: a bad cast, an
+    /// overflow) travels as floe-repr's [`ValueError`], which a materialized
+    /// view's dataflow (floe-compute, which does not know this crate) also
+    /// reads its SQLSTATE from.
     pub fn into_datafusion(self) -> DataFusionError {
+        if self.hint.is_none() {
+            return DataFusionError::External(Box::new(ValueError {
+                code: self.code,
+                message: self.message,
+                detail: self.detail,
+            }));
+        }
         DataFusionError::External(Box::new(self))
     }
 
@@ -95,14 +106,24 @@ impl QueryError {
     }
 }
 
+/// A floe error carried as DataFusion's external error.
+fn floe_error(inner: &(dyn std::error::Error + Send + Sync + 'static)) -> Option<QueryError> {
+    inner.downcast_ref::<QueryError>().cloned().or_else(|| {
+        inner.downcast_ref::<ValueError>().map(|value| QueryError {
+            code: value.code,
+            message: value.message.clone(),
+            detail: value.detail.clone(),
+            hint: None,
+        })
+    })
+}
+
 /// The floe error inside a DataFusion error, if it is one.
 fn carried(error: &DataFusionError) -> Option<QueryError> {
     match error {
-        DataFusionError::External(inner) => inner.downcast_ref::<QueryError>().cloned(),
+        DataFusionError::External(inner) => floe_error(inner.as_ref()),
         DataFusionError::ArrowError(inner, _) => match inner.as_ref() {
-            ArrowError::ExternalError(inner) => inner
-                .downcast_ref::<QueryError>()
-                .cloned()
+            ArrowError::ExternalError(inner) => floe_error(inner.as_ref())
                 .or_else(|| inner.downcast_ref::<DataFusionError>().and_then(carried)),
             _ => None,
         },
