@@ -155,7 +155,7 @@ impl Grammar {
         use rand::Rng;
         let d = depth.saturating_sub(1);
         match self.rng.random_range(0..10) {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let op = self.pick(&["=", "<>", "<", "<=", ">", ">="]);
                 format!("{} {op} {}", self.int(d, outer), self.int(d, outer))
             }
