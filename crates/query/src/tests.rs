@@ -324,3 +324,16 @@ async fn grouping_by_constants_over_no_rows_returns_no_rows() {
         table(&[&["0"]])
     );
 }
+
+/// DataFusion's decorrelation lost an aliased aggregate of a scalar subquery
+/// correlated by `<` (`column "count" does not exist`: 82 records of the
+/// classic select1/select3 corpus).
+#[tokio::test]
+async fn correlated_count_compared_by_less_than() {
+    let (names, rows) =
+        query("SELECT a, (SELECT count(*) FROM t1 AS x WHERE x.a < t1.a) FROM t1 ORDER BY a")
+            .await
+            .unwrap();
+    assert_eq!(names, vec!["a", "count"]);
+    assert_eq!(rows, vec![vec!["1", "0"], vec!["3", "1"], vec!["5", "2"]]);
+}

@@ -6,8 +6,14 @@
 //!
 //! ```text
 //! FLOE_SLT_CORPUS=/path/to/sqllogictest/test \
-//!   cargo bench -p floe-server --bench slt_corpus -- select1.test random/expr/slt_good_0.test
+//!   cargo bench --workspace --bench slt_corpus -- select1.test random/expr/slt_good_0.test
 //! ```
+//!
+//! (`cargo test --workspace --bench slt_corpus -- select1.test` runs it on a
+//! debug build: the same counts, without meaningful times.) Each line gives
+//! the records, those PostgreSQL and floe pass, and each one's wall time per
+//! record; `FLOE_SLT_VERBOSE=1` lists each engine's first failures per file,
+//! `FLOE_SLT_VERBOSE=all` every one.
 //!
 //! Records run as the original harness runs them against PostgreSQL:
 //! `skipif postgresql` / `onlyif <other engine>` records are left out,
@@ -258,18 +264,16 @@ fn md5_of(values: &[String]) -> String {
 }
 
 /// Runs every record of a file; returns (records, passed, first failures).
-async fn run_file(
-    connection_string: &str,
-    records: &[(Record, usize)],
-) -> (usize, usize, Vec<String>) {
+async fn run_file(connection_string: &str, records: &[(Record, usize)], keep: usize) -> FileRun {
     let client = connect(connection_string).await;
     let mut passed = 0;
     let mut failures = Vec::new();
+    let started = std::time::Instant::now();
     for (record, threshold) in records {
         match run_record(&client, record, *threshold).await {
             Ok(()) => passed += 1,
             Err(message) => {
-                if failures.len() < 5 {
+                if failures.len() < keep {
                     failures.push(format!(
                         "line {}: {}: {message}",
                         record.line,
@@ -279,7 +283,26 @@ async fn run_file(
             }
         }
     }
-    (records.len(), passed, failures)
+    FileRun {
+        passed,
+        failures,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// What one engine did with one file.
+struct FileRun {
+    passed: usize,
+    /// The first failures (as many as asked for).
+    failures: Vec<String>,
+    /// Wall time of all the file's records, for the time per record.
+    elapsed: std::time::Duration,
+}
+
+impl FileRun {
+    fn millis_per_record(&self, records: usize) -> f64 {
+        self.elapsed.as_secs_f64() * 1000.0 / records.max(1) as f64
+    }
 }
 
 /// A tokio-postgres client (its connection runs on the current runtime).
@@ -333,13 +356,20 @@ async fn main() {
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
-    let verbose = std::env::var_os("FLOE_SLT_VERBOSE").is_some();
+    // FLOE_SLT_VERBOSE=1 prints each engine's first 5 failures per file,
+    // FLOE_SLT_VERBOSE=all every one.
+    let keep = match std::env::var("FLOE_SLT_VERBOSE").as_deref() {
+        Ok("all") => usize::MAX,
+        Ok(_) => 5,
+        Err(_) => 0,
+    };
     let postgres = Postgres::start();
     println!(
-        "{:<40} {:>8} {:>10} {:>8}",
-        "file", "records", "postgres", "floe"
+        "{:<40} {:>8} {:>10} {:>8} {:>12} {:>12}",
+        "file", "records", "postgres", "floe", "pg ms/rec", "floe ms/rec"
     );
     let (mut total, mut total_pg, mut total_floe) = (0, 0, 0);
+    let (mut pg_time, mut floe_time) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
     for (index, path) in corpus_files(&corpus, &names).iter().enumerate() {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
@@ -349,16 +379,16 @@ async fn main() {
             }
         };
         let records = parse(&text);
+        let count = records.len();
         let database = postgres.create_database(&format!("slt_{index}"));
-        let (count, pg_passed, pg_failures) =
-            run_file(&postgres.connection_string(&database), &records).await;
+        let pg = run_file(&postgres.connection_string(&database), &records, keep).await;
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut floe = start_floe(&dir.path().join("data"));
         let connection_string = format!(
             "host=127.0.0.1 port={} user=materialize dbname=materialize",
             floe.1
         );
-        let (_, floe_passed, floe_failures) = run_file(&connection_string, &records).await;
+        let floe_run = run_file(&connection_string, &records, keep).await;
         let _ = floe.0.kill();
         let _ = floe.0.wait();
         let name = path
@@ -366,18 +396,30 @@ async fn main() {
             .unwrap_or(path)
             .display()
             .to_string();
-        println!("{name:<40} {count:>8} {pg_passed:>10} {floe_passed:>8}");
-        if verbose {
-            for failure in &pg_failures {
-                println!("    postgres {failure}");
-            }
-            for failure in &floe_failures {
-                println!("    floe     {failure}");
-            }
+        println!(
+            "{name:<40} {count:>8} {:>10} {:>8} {:>12.3} {:>12.3}",
+            pg.passed,
+            floe_run.passed,
+            pg.millis_per_record(count),
+            floe_run.millis_per_record(count)
+        );
+        for failure in &pg.failures {
+            println!("    postgres {failure}");
+        }
+        for failure in &floe_run.failures {
+            println!("    floe     {failure}");
         }
         total += count;
-        total_pg += pg_passed;
-        total_floe += floe_passed;
+        total_pg += pg.passed;
+        total_floe += floe_run.passed;
+        pg_time += pg.elapsed;
+        floe_time += floe_run.elapsed;
     }
-    println!("{:<40} {total:>8} {total_pg:>10} {total_floe:>8}", "total");
+    let per_record = |time: std::time::Duration| time.as_secs_f64() * 1000.0 / total.max(1) as f64;
+    println!(
+        "{:<40} {total:>8} {total_pg:>10} {total_floe:>8} {:>12.3} {:>12.3}",
+        "total",
+        per_record(pg_time),
+        per_record(floe_time)
+    );
 }
