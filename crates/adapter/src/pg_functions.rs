@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, new_empty_array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DataFusionError, Result as DataFusionResult, ScalarValue};
+use datafusion::common::{Result as DataFusionResult, ScalarValue};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,

@@ -223,6 +223,8 @@ impl Checker<'_> {
         match plan {
             Plan::Select(select) => self.require_select(&select.query),
             Plan::CopyTo(copy) => self.require_select(&copy.query),
+            Plan::Subscribe(subscribe) => self.require(item(&subscribe.id), Privilege::Select),
+            Plan::AlterTableAddColumn(plan) => self.require_owner(item(&plan.id)),
             Plan::Insert(insert) => {
                 self.require(item(&insert.table), Privilege::Insert)?;
                 self.require_select(&insert.source)

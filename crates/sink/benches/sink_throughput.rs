@@ -618,6 +618,7 @@ impl Env {
             environment_id: "bench".into(),
             table_uuid: None,
             resume_frontier: None,
+            takes_over: None,
         }
     }
 
