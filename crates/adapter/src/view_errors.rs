@@ -4,8 +4,9 @@
 //!
 //! The errors live in memory, not in the view's log: they are a function of the
 //! inputs, so a restarted dataflow produces them again in its first output (at its
-//! as-of, which is where a restarted view's errors begin). Until that first output a
-//! view's errors are unknown, and its sinks wait.
+//! as-of). When they began is lost with the process, so errors a run begins with hold
+//! readers from time 0. Until that first output a view's errors are unknown, and its
+//! sinks wait.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -56,6 +57,11 @@ impl ViewErrors {
         let mut by_time: Vec<&(DataflowError, u64, i64)> = updates.iter().collect();
         by_time.sort_by_key(|(_, time, _)| *time);
         let mut views = self.lock();
+        // The errors in a run's first append are the ones the view held when the run
+        // began (at its as-of, after a restart). When they began is not kept, so they
+        // count from time 0: a reader stops where it is, never past an error it did not
+        // see begin (a sink restarted after kill -9 went past one).
+        let mut from_unknown_time = !views.contains_key(&view);
         let state = views.entry(view).or_default();
         let mut index = 0;
         while let Some((_, time, _)) = by_time.get(index) {
@@ -73,8 +79,10 @@ impl ViewErrors {
             state.since = match (state.first().is_some(), state.since) {
                 (false, _) => None,
                 (true, Some(since)) => Some(since),
+                (true, None) if from_unknown_time => Some(0),
                 (true, None) => Some(time),
             };
+            from_unknown_time = false;
         }
     }
 
@@ -202,6 +210,25 @@ mod tests {
         errors.apply(upstream, &[(zero(), 60, -1)]);
         assert_eq!(errors.holding_of(&chain), None);
         assert_eq!(errors.first_of(&chain), None);
+    }
+
+    #[test]
+    fn errors_a_run_begins_with_hold_readers_from_the_start() {
+        let errors = ViewErrors::default();
+        let view = GlobalId::User(9);
+        // A restarted view's first append: the error was there at its as-of (40).
+        errors.apply(view, &[(zero(), 40, 1)]);
+        assert_eq!(errors.holding(view), Some((0, zero())));
+        assert_eq!(errors.readable_upper(view), Some(0));
+        errors.apply(view, &[(zero(), 50, -1)]);
+        assert_eq!(errors.readable_upper(view), None);
+        // Later errors of the same run begin at their own time.
+        errors.apply(view, &[(zero(), 60, 1)]);
+        assert_eq!(errors.readable_upper(view), Some(60));
+        // A later group of the first append is a change seen begin.
+        let other = GlobalId::User(10);
+        errors.apply(other, &[(zero(), 40, 1), (zero(), 45, -1), (overflow(), 70, 1)]);
+        assert_eq!(errors.holding(other), Some((70, overflow())));
     }
 
     #[test]
