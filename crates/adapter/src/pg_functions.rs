@@ -539,8 +539,9 @@ impl ScalarUDFImpl for CatalogFunction {
                 .collect::<DataFusionResult<_>>()?;
             results.push(match self.info.body {
                 Body::Value(body) => body(&self.lookup, &values),
-                Body::Checked(body) => body(&self.lookup, &values)
-                    .map_err(|e| floe_query::QueryError::new(e.code, e.message).into_datafusion())?,
+                Body::Checked(body) => body(&self.lookup, &values).map_err(|e| {
+                    floe_query::QueryError::new(e.code, e.message).into_datafusion()
+                })?,
             });
         }
         let data_type = self.result_field().data_type().clone();

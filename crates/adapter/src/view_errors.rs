@@ -227,7 +227,10 @@ mod tests {
         assert_eq!(errors.readable_upper(view), Some(60));
         // A later group of the first append is a change seen begin.
         let other = GlobalId::User(10);
-        errors.apply(other, &[(zero(), 40, 1), (zero(), 45, -1), (overflow(), 70, 1)]);
+        errors.apply(
+            other,
+            &[(zero(), 40, 1), (zero(), 45, -1), (overflow(), 70, 1)],
+        );
         assert_eq!(errors.holding(other), Some((70, overflow())));
     }
 

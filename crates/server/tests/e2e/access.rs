@@ -228,7 +228,7 @@ async fn scram_and_cleartext_passwords() {
     };
     let (client, connection) = connect(PASSWORD).await.expect("the right password");
     tokio::spawn(connection);
-    let one: i64 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
+    let one: i32 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
     assert_eq!(one, 1);
     let error = connect("wrong")
         .await

@@ -171,7 +171,7 @@ async fn a_sink_whose_relation_is_gone_is_reported_and_can_be_dropped() {
             Some("stalled".to_string()),
             Some(format!("the sink's input relation {gone} does not exist")),
             Some(
-                r#"{"hints":["Drop the sink (DROP SINK) and create it again on an existing relation."]}"#
+                r#"{"hints": ["Drop the sink (DROP SINK) and create it again on an existing relation."]}"#
                     .to_string()
             ),
         ]]
