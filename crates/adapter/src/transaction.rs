@@ -242,6 +242,20 @@ impl Transaction {
     }
 }
 
+/// Whether a statement writes tables (INSERT, UPDATE, DELETE, COPY FROM): the
+/// statements that begin the extended protocol's implicit transaction, so that
+/// the writes executed before one Sync commit together.
+pub fn writes_tables(statement: &Statement) -> bool {
+    use sqlparser::ast::Statement as S;
+    match statement {
+        Statement::Standard(standard) => matches!(
+            standard.as_ref(),
+            S::Insert(_) | S::Update(_) | S::Delete(_) | S::Copy { to: false, .. }
+        ),
+        _ => false,
+    }
+}
+
 /// How DDL behaves in a transaction block: `Some(tag)` runs at COMMIT and
 /// answers `tag` now (Materialize's "single statement" mode, for statements
 /// whose answer is known before they run); `None` is refused.

@@ -17,20 +17,29 @@ use futures::{Sink, SinkExt, stream};
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::DefaultCancelHandler;
 use pgwire::api::copy::CopyHandler;
+use pgwire::api::copy::{send_copy_both_response, send_copy_in_response, send_copy_out_response};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::query::{send_execution_response, send_query_response};
 use pgwire::api::results::{
     CopyResponse, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldFormat,
     FieldInfo, QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionHandle, ConnectionManager, DEFAULT_NAME,
+    PgWireConnectionState, PgWireServerHandlers, Type,
+};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::DataRow;
-use pgwire::messages::response::NoticeResponse;
+use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::response::{
+    EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
+};
+use pgwire::messages::simplequery::Query;
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
@@ -355,6 +364,42 @@ where
 
 #[async_trait]
 impl SimpleQueryHandler for Handlers {
+    /// pgwire's own `on_query`, except that ReadyForQuery reports the session's
+    /// transaction status rather than one guessed from the responses' kinds: a
+    /// failed COMMIT ends the block (`I`, where the guess says `E`).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let responses = match client.session_extensions().get::<Arc<ConnectionHandle>>() {
+            // A cancel request (Ctrl-C in psql) ends the query's future.
+            Some(handle) => {
+                let canceled = handle.start_query().await;
+                tokio::select! {
+                    responses = SimpleQueryHandler::do_query(self, client, &query.query) => responses,
+                    Ok(()) = canceled => Err(PgWireError::QueryCanceled),
+                }
+            }
+            None => SimpleQueryHandler::do_query(self, client, &query.query).await,
+        }?;
+        for response in responses {
+            send_response(client, response).await?;
+        }
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            // COPY FROM STDIN goes on; its end sends ReadyForQuery.
+            return Ok(());
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        self.send_ready_for_query(client).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -414,6 +459,72 @@ impl SimpleQueryHandler for Handlers {
             responses.push(Response::EmptyQuery);
         }
         Ok(responses)
+    }
+}
+
+/// Sends one response of a simple query's statements.
+async fn send_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::EmptyQuery => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        Response::Query(results) => send_query_response(client, results, true).await?,
+        Response::Execution(tag)
+        | Response::TransactionStart(tag)
+        | Response::TransactionEnd(tag) => send_execution_response(client, tag).await?,
+        Response::Error(error) => {
+            client
+                .feed(PgWireBackendMessage::ErrorResponse((*error).into()))
+                .await?;
+        }
+        Response::CopyIn(result) => {
+            send_copy_in_response(client, result).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+        Response::CopyOut(result) => send_copy_out_response(client, result).await?,
+        Response::CopyBoth(result) => {
+            send_copy_both_response(client, result).await?;
+            client.set_state(PgWireConnectionState::CopyInProgress(false));
+        }
+    }
+    Ok(())
+}
+
+/// The status ReadyForQuery reports for a session.
+fn wire_transaction_status(session: &Session) -> TransactionStatus {
+    match session.transaction_status() {
+        floe_adapter::TransactionStatus::Idle => TransactionStatus::Idle,
+        floe_adapter::TransactionStatus::InTransaction => TransactionStatus::Transaction,
+        floe_adapter::TransactionStatus::Failed => TransactionStatus::Error,
+    }
+}
+
+impl Handlers {
+    /// Tells the client the connection is ready, with the session's transaction
+    /// status.
+    async fn send_ready_for_query<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let status = wire_transaction_status(&*session_of(client)?.lock().await);
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
     }
 }
 
@@ -576,6 +687,36 @@ impl ExtendedQueryHandler for Handlers {
     type Statement = ParsedStatement;
     type QueryParser = FloeQueryParser;
 
+    /// Sync ends the implicit transaction of the statements executed since the
+    /// last one: their writes commit (an error here is the batch's error), or,
+    /// after an error, are discarded. ReadyForQuery reports the session's status.
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        let session = session_of(client)?;
+        let ended = {
+            let mut session = session.lock().await;
+            self.coordinator
+                .end_implicit_transaction(&mut session)
+                .await
+        };
+        if let Err(error) = ended {
+            client
+                .send(PgWireBackendMessage::ErrorResponse(
+                    error_info(&error).into(),
+                ))
+                .await?;
+        }
+        self.send_ready_for_query(client).await?;
+        client.flush().await?;
+        Ok(())
+    }
+
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         self.parser.clone()
     }
@@ -670,6 +811,14 @@ impl ExtendedQueryHandler for Handlers {
         let mut notices = Vec::new();
         let result = {
             let mut session = session.lock().await;
+            // The writes executed before a Sync commit together, as in Postgres (a
+            // driver's batch is all or nothing): the first write begins an implicit
+            // transaction that Sync ends; what follows it up to the Sync joins it.
+            // Reads and DDL outside it run alone, as a one-statement query string.
+            if session.transaction.is_none() && floe_adapter::transaction::writes_tables(&statement)
+            {
+                self.coordinator.start_implicit_transaction(&mut session);
+            }
             self.coordinator
                 .execute(&mut session, statement, &mut notices)
                 .await

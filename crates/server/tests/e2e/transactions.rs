@@ -226,3 +226,86 @@ async fn rolled_back_and_aborted_writes_never_reach_a_sink() {
     assert_eq!(orders.rows.len(), 5, "{:?}", orders.rows);
     assert_eq!(events.rows.len(), 4, "{:?}", events.rows);
 }
+
+/// The extended protocol's statements up to a Sync are one implicit transaction, as in
+/// Postgres (a driver's pipelined batch commits all or nothing); DDL runs alone; and
+/// ReadyForQuery reports the session's status, also after a COMMIT that failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_before_one_sync_commit_together() {
+    use support::wire::{WireClient, outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute("CREATE TABLE t (a int PRIMARY KEY)")
+        .await
+        .unwrap();
+    let port = floe.port();
+    let ids = |rows: Vec<Vec<Option<String>>>| -> Vec<String> {
+        rows.into_iter().filter_map(|mut r| r.remove(0)).collect()
+    };
+    let (wire, outcomes) = tokio::task::spawn_blocking(move || {
+        let mut wire = WireClient::connect(port);
+        let outcomes = vec![
+            // Committed together at the Sync.
+            outcome(&wire.pipeline(&["INSERT INTO t VALUES (1)", "INSERT INTO t VALUES (2)"])),
+            // The second fails: the first is discarded with it.
+            outcome(&wire.pipeline(&["INSERT INTO t VALUES (3)", "INSERT INTO t VALUES (1)"])),
+            // After an error the rest up to the Sync is not run.
+            outcome(&wire.pipeline(&[
+                "INSERT INTO t VALUES (4)",
+                "SELECT * FROM no_such_table",
+                "INSERT INTO t VALUES (5)",
+            ])),
+            // DDL alone runs as it does outside a transaction; after a write it is refused.
+            outcome(&wire.pipeline(&["CREATE TABLE u (a int)"])),
+            outcome(&wire.pipeline(&["INSERT INTO t VALUES (6)", "CREATE TABLE v (a int)"])),
+            // An explicit block begun in a batch stays open after its Sync.
+            outcome(&wire.pipeline(&["BEGIN", "INSERT INTO t VALUES (7)"])),
+        ];
+        (wire, outcomes)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        outcomes,
+        [
+            vec!["INSERT 0 1", "INSERT 0 1", "Z:I"],
+            vec!["INSERT 0 1", "E:23505", "Z:I"],
+            vec!["INSERT 0 1", "E:42P01", "Z:I"],
+            vec!["CREATE TABLE", "Z:I"],
+            vec!["INSERT 0 1", "E:25001", "Z:I"],
+            vec!["BEGIN", "INSERT 0 1", "Z:T"],
+        ]
+    );
+    assert_eq!(
+        ids(support::rows(&client, "SELECT a FROM t ORDER BY a").await),
+        ["1", "2"]
+    );
+    let mut tables = ids(support::rows(&client, "SHOW TABLES").await);
+    tables.sort();
+    assert_eq!(tables, ["t", "u"]);
+
+    // A COMMIT that fails (another session committed key 7 first) ends the block:
+    // ReadyForQuery says idle, not failed, as Postgres does.
+    client
+        .batch_execute("INSERT INTO t VALUES (7)")
+        .await
+        .unwrap();
+    let (mut wire, commit) = tokio::task::spawn_blocking(move || {
+        let mut wire = wire;
+        let commit = outcome(&wire.simple("COMMIT"));
+        (wire, commit)
+    })
+    .await
+    .unwrap();
+    assert_eq!(commit, ["E:23505", "Z:I"]);
+    let after = tokio::task::spawn_blocking(move || outcome(&wire.simple("SELECT 1")))
+        .await
+        .unwrap();
+    assert_eq!(after, ["SELECT 1", "Z:I"]);
+    assert_eq!(
+        ids(support::rows(&client, "SELECT a FROM t ORDER BY a").await),
+        ["1", "2", "7"]
+    );
+}

@@ -2,6 +2,7 @@
 //! engine over tokio-postgres in both protocols.
 
 pub mod slt;
+pub mod wire;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
