@@ -798,138 +798,117 @@ fn format_decimal(value: String, scale: i8, hint: &Hint) -> String {
     }
 }
 
+/// The datums of a typed Arrow array of `len` values, NULL where the array is null,
+/// else `$datum` of the value `$v`.
+macro_rules! each {
+    ($len:expr, $typed:expr, |$v:ident| $datum:expr) => {{
+        let typed = $typed;
+        (0..$len)
+            .map(|i| {
+                if typed.is_null(i) {
+                    Datum::Null
+                } else {
+                    let $v = typed.value(i);
+                    $datum
+                }
+            })
+            .collect::<Vec<Datum>>()
+    }};
+}
+
 fn convert(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, ValueError> {
     if depth > floe_repr::strconv::MAX_NESTING {
         return Err(internal("value is too deeply nested"));
     }
-    let len = array.len();
-    macro_rules! each {
-        ($typed:expr, |$v:ident| $datum:expr) => {{
-            let typed = $typed;
-            (0..len)
-                .map(|i| {
-                    if typed.is_null(i) {
-                        Datum::Null
-                    } else {
-                        let $v = typed.value(i);
-                        $datum
-                    }
-                })
-                .collect::<Vec<Datum>>()
-        }};
+    if let Some(target) = normalized_type(array.data_type()) {
+        return convert(cast_to(array, &target)?.as_ref(), hint, depth);
     }
+    let len = array.len();
     let sql = hint.sql();
     Ok(match array.data_type() {
         DataType::Null => vec![Datum::Null; len],
-        DataType::Boolean => each!(array.as_boolean(), |v| Datum::Bool(v)),
-        DataType::Int8 => each!(array.as_primitive::<arrow::datatypes::Int8Type>(), |v| {
-            Datum::Int16(v.into())
-        }),
-        DataType::UInt8 => each!(array.as_primitive::<arrow::datatypes::UInt8Type>(), |v| {
-            Datum::Int16(v.into())
-        }),
-        DataType::Int16 => each!(array.as_primitive::<arrow::datatypes::Int16Type>(), |v| {
-            Datum::Int16(v)
-        }),
-        DataType::Int32 => each!(array.as_primitive::<arrow::datatypes::Int32Type>(), |v| {
-            Datum::Int32(v)
-        }),
-        DataType::Int64 => each!(array.as_primitive::<arrow::datatypes::Int64Type>(), |v| {
-            Datum::Int64(v)
-        }),
-        DataType::UInt16 => each!(array.as_primitive::<arrow::datatypes::UInt16Type>(), |v| {
-            Datum::UInt16(v)
-        }),
+        DataType::Boolean => each!(len, array.as_boolean(), |v| Datum::Bool(v)),
+        DataType::Int8 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Int8Type>(),
+            |v| Datum::Int16(v.into())
+        ),
+        DataType::UInt8 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::UInt8Type>(),
+            |v| Datum::Int16(v.into())
+        ),
+        DataType::Int16 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Int16Type>(),
+            |v| Datum::Int16(v)
+        ),
+        DataType::Int32 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Int32Type>(),
+            |v| Datum::Int32(v)
+        ),
+        DataType::Int64 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Int64Type>(),
+            |v| Datum::Int64(v)
+        ),
+        DataType::UInt16 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::UInt16Type>(),
+            |v| Datum::UInt16(v)
+        ),
         DataType::UInt32 => {
             let oid = matches!(sql, Some(SqlScalarType::Oid));
-            each!(array.as_primitive::<arrow::datatypes::UInt32Type>(), |v| {
-                if oid { Datum::Oid(v) } else { Datum::UInt32(v) }
-            })
-        }
-        DataType::UInt64 => each!(array.as_primitive::<arrow::datatypes::UInt64Type>(), |v| {
-            Datum::UInt64(v)
-        }),
-        DataType::Float16 => each!(array.as_primitive::<arrow::datatypes::Float16Type>(), |v| {
-            Datum::Float32(v.to_f32())
-        }),
-        DataType::Float32 => each!(array.as_primitive::<arrow::datatypes::Float32Type>(), |v| {
-            Datum::Float32(v)
-        }),
-        DataType::Float64 => each!(array.as_primitive::<arrow::datatypes::Float64Type>(), |v| {
-            Datum::Float64(v)
-        }),
-        DataType::Decimal128(_, scale) => {
-            let scale = *scale;
             each!(
-                array.as_primitive::<arrow::datatypes::Decimal128Type>(),
-                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
+                len,
+                array.as_primitive::<arrow::datatypes::UInt32Type>(),
+                |v| if oid { Datum::Oid(v) } else { Datum::UInt32(v) }
             )
         }
-        DataType::Decimal256(_, scale) => {
-            let scale = *scale;
-            each!(
-                array.as_primitive::<arrow::datatypes::Decimal256Type>(),
-                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
-            )
-        }
-        DataType::Decimal32(_, scale) => {
-            let scale = *scale;
-            each!(
-                array.as_primitive::<arrow::datatypes::Decimal32Type>(),
-                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
-            )
-        }
-        DataType::Decimal64(_, scale) => {
-            let scale = *scale;
-            each!(
-                array.as_primitive::<arrow::datatypes::Decimal64Type>(),
-                |v| Datum::Numeric(format_decimal(v.to_string(), scale, hint))
-            )
-        }
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            let make = |s: &str| match sql {
-                Some(SqlScalarType::Jsonb) => Datum::Jsonb(s.to_string()),
-                Some(SqlScalarType::Numeric { .. }) => Datum::Numeric(s.to_string()),
-                _ => Datum::Text(s.to_string()),
-            };
-            match array.data_type() {
-                DataType::Utf8 => each!(array.as_string::<i32>(), |v| make(v)),
-                DataType::LargeUtf8 => each!(array.as_string::<i64>(), |v| make(v)),
-                _ => each!(array.as_string_view(), |v| make(v)),
-            }
-        }
-        DataType::Binary => each!(array.as_binary::<i32>(), |v| Datum::Bytes(v.to_vec())),
-        DataType::LargeBinary => each!(array.as_binary::<i64>(), |v| Datum::Bytes(v.to_vec())),
-        DataType::BinaryView => each!(array.as_binary_view(), |v| Datum::Bytes(v.to_vec())),
-        DataType::FixedSizeBinary(size) => {
-            let uuid = *size == 16 && !matches!(sql, Some(SqlScalarType::Bytes));
-            each!(array.as_fixed_size_binary(), |v| {
-                match <[u8; 16]>::try_from(v) {
-                    Ok(bytes) if uuid => Datum::Uuid(bytes),
-                    _ => Datum::Bytes(v.to_vec()),
-                }
-            })
-        }
-        DataType::Date32 => each!(array.as_primitive::<arrow::datatypes::Date32Type>(), |v| {
-            Datum::Date(v)
-        }),
-        DataType::Date64 => {
-            return convert(cast_to(array, &DataType::Date32)?.as_ref(), hint, depth);
-        }
+        DataType::UInt64 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::UInt64Type>(),
+            |v| Datum::UInt64(v)
+        ),
+        DataType::Float16 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Float16Type>(),
+            |v| Datum::Float32(v.to_f32())
+        ),
+        DataType::Float32 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Float32Type>(),
+            |v| Datum::Float32(v)
+        ),
+        DataType::Float64 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Float64Type>(),
+            |v| Datum::Float64(v)
+        ),
+        DataType::Decimal32(_, scale)
+        | DataType::Decimal64(_, scale)
+        | DataType::Decimal128(_, scale)
+        | DataType::Decimal256(_, scale) => convert_decimal(array, *scale, hint),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => convert_text(array, hint),
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => convert_binary(array, hint),
+        DataType::Date32 => each!(
+            len,
+            array.as_primitive::<arrow::datatypes::Date32Type>(),
+            |v| Datum::Date(v)
+        ),
         DataType::Time64(TimeUnit::Microsecond) => each!(
+            len,
             array.as_primitive::<arrow::datatypes::Time64MicrosecondType>(),
             |v| Datum::Time(v)
         ),
-        DataType::Time32(_) | DataType::Time64(_) => {
-            return convert(
-                cast_to(array, &DataType::Time64(TimeUnit::Microsecond))?.as_ref(),
-                hint,
-                depth,
-            );
-        }
         DataType::Timestamp(TimeUnit::Microsecond, tz) => {
             let with_tz = tz.is_some();
             each!(
+                len,
                 array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>(),
                 |v| if with_tz {
                     Datum::TimestampTz(v)
@@ -938,18 +917,8 @@ fn convert(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, V
                 }
             )
         }
-        DataType::Timestamp(_, tz) => {
-            return convert(
-                cast_to(
-                    array,
-                    &DataType::Timestamp(TimeUnit::Microsecond, tz.clone()),
-                )?
-                .as_ref(),
-                hint,
-                depth,
-            );
-        }
         DataType::Interval(IntervalUnit::MonthDayNano) => each!(
+            len,
             array.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>(),
             |v| Datum::Interval {
                 months: v.months,
@@ -957,204 +926,294 @@ fn convert(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, V
                 micros: v.nanoseconds / 1000,
             }
         ),
+        DataType::List(_) => convert_list(array, hint, depth)?,
+        DataType::Map(_, _) => convert_map(array, hint, depth)?,
+        DataType::Struct(fields) => convert_struct(array, fields, hint, depth)?,
+        // Anything else is shown in its Arrow text form.
+        _ => convert_displayed(array)?,
+    })
+}
+
+/// The Arrow type an array of another representation of the same values is cast to
+/// before conversion (dates in milliseconds, times and timestamps in other units, other
+/// intervals, dictionaries, other list layouts), or `None` for a type converted as it is.
+fn normalized_type(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Date64 => Some(DataType::Date32),
+        DataType::Time64(TimeUnit::Microsecond) => None,
+        DataType::Time32(_) | DataType::Time64(_) => Some(DataType::Time64(TimeUnit::Microsecond)),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => None,
+        DataType::Timestamp(_, tz) => Some(DataType::Timestamp(TimeUnit::Microsecond, tz.clone())),
+        DataType::Interval(IntervalUnit::MonthDayNano) => None,
         DataType::Interval(_) | DataType::Duration(_) => {
-            return convert(
-                cast_to(array, &DataType::Interval(IntervalUnit::MonthDayNano))?.as_ref(),
-                hint,
-                depth,
-            );
+            Some(DataType::Interval(IntervalUnit::MonthDayNano))
         }
-        DataType::Dictionary(_, value) => {
-            return convert(cast_to(array, value)?.as_ref(), hint, depth);
-        }
-        DataType::List(_) => {
-            let list: &ListArray = array.as_list::<i32>();
-            let child_field = match list.data_type() {
-                DataType::List(f) => f.clone(),
-                _ => return Err(internal("list without item field")),
-            };
-            let element_type = match sql {
-                Some(SqlScalarType::List { element }) => Some(element.as_ref()),
-                _ => None,
-            };
-            let child_hint = Hint::child(element_type, &child_field);
-            let values = convert(list.values().as_ref(), &child_hint, depth + 1)?;
-            let offsets = list.value_offsets();
-            let text_array = matches!(hint, Hint::TextArray)
-                || (matches!(hint, Hint::None)
-                    && is_string(child_field.data_type())
-                    && matches!(child_hint, Hint::None));
-            (0..len)
-                .map(|i| {
-                    if list.is_null(i) {
-                        return Datum::Null;
-                    }
-                    let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
-                    let end = usize::try_from(offsets[i + 1])
-                        .unwrap_or(0)
-                        .clamp(start, values.len());
-                    let items = values[start..end].to_vec();
-                    if text_array {
-                        Datum::TextArray(
-                            items
-                                .into_iter()
-                                .map(|d| match d {
-                                    Datum::Null => None,
-                                    Datum::Text(s) => Some(s),
-                                    other => Some(format_datum(&other)),
-                                })
-                                .collect(),
-                        )
-                    } else {
-                        Datum::List(items)
-                    }
-                })
-                .collect()
-        }
+        DataType::Dictionary(_, value) => Some(value.as_ref().clone()),
         DataType::LargeList(f)
         | DataType::FixedSizeList(f, _)
         | DataType::ListView(f)
-        | DataType::LargeListView(f) => {
-            let target = DataType::List(f.clone());
-            return convert(cast_to(array, &target)?.as_ref(), hint, depth);
+        | DataType::LargeListView(f) => Some(DataType::List(f.clone())),
+        _ => None,
+    }
+}
+
+/// A string array: text, or jsonb or numeric where the hint says the text is one.
+fn convert_text(array: &dyn Array, hint: &Hint) -> Vec<Datum> {
+    let len = array.len();
+    let make = |s: &str| match hint.sql() {
+        Some(SqlScalarType::Jsonb) => Datum::Jsonb(s.to_string()),
+        Some(SqlScalarType::Numeric { .. }) => Datum::Numeric(s.to_string()),
+        _ => Datum::Text(s.to_string()),
+    };
+    match array.data_type() {
+        DataType::Utf8 => each!(len, array.as_string::<i32>(), |v| make(v)),
+        DataType::LargeUtf8 => each!(len, array.as_string::<i64>(), |v| make(v)),
+        _ => each!(len, array.as_string_view(), |v| make(v)),
+    }
+}
+
+/// A binary array: bytes, or a uuid for 16 fixed bytes unless the hint says bytea.
+fn convert_binary(array: &dyn Array, hint: &Hint) -> Vec<Datum> {
+    let len = array.len();
+    match array.data_type() {
+        DataType::Binary => each!(len, array.as_binary::<i32>(), |v| Datum::Bytes(v.to_vec())),
+        DataType::LargeBinary => each!(len, array.as_binary::<i64>(), |v| Datum::Bytes(v.to_vec())),
+        DataType::FixedSizeBinary(size) => {
+            let uuid = *size == 16 && !matches!(hint.sql(), Some(SqlScalarType::Bytes));
+            each!(len, array.as_fixed_size_binary(), |v| {
+                match <[u8; 16]>::try_from(v) {
+                    Ok(bytes) if uuid => Datum::Uuid(bytes),
+                    _ => Datum::Bytes(v.to_vec()),
+                }
+            })
         }
-        DataType::Map(_, _) => {
-            let map: &MapArray = array.as_map();
-            let value_type = match sql {
-                Some(SqlScalarType::Map { value }) => Some(value.as_ref()),
-                _ => None,
-            };
-            let entries = map.entries();
-            let (key_field, value_field) = match entries.fields().iter().collect::<Vec<_>>()[..] {
-                [k, v] => (k.clone(), v.clone()),
-                _ => return Err(internal("map entries without key and value")),
-            };
-            let keys = convert(
-                map.keys().as_ref(),
-                &Hint::child(Some(&SqlScalarType::Text), &key_field),
-                depth + 1,
-            )?;
-            let values = convert(
-                map.values().as_ref(),
-                &Hint::child(value_type, &value_field),
-                depth + 1,
-            )?;
-            let offsets = map.value_offsets();
-            (0..len)
-                .map(|i| {
-                    if map.is_null(i) {
-                        return Datum::Null;
-                    }
-                    let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
-                    let end = usize::try_from(offsets[i + 1])
-                        .unwrap_or(0)
-                        .clamp(start, values.len());
-                    let mut entries: Vec<(String, Datum)> = (start..end)
-                        .map(|j| {
-                            let key = match &keys[j] {
-                                Datum::Text(s) => s.clone(),
-                                other => format_datum(other),
-                            };
-                            (key, values[j].clone())
-                        })
-                        .collect();
-                    entries.sort_by(|a, b| a.0.cmp(&b.0));
-                    entries.dedup_by(|later, earlier| {
-                        if later.0 == earlier.0 {
-                            std::mem::swap(later, earlier);
-                            true
-                        } else {
-                            false
-                        }
-                    });
-                    Datum::Map(entries)
-                })
-                .collect()
+        _ => each!(len, array.as_binary_view(), |v| Datum::Bytes(v.to_vec())),
+    }
+}
+
+/// A decimal array of any width: `Datum::Numeric` with the scale the hint asks for.
+fn convert_decimal(array: &dyn Array, scale: i8, hint: &Hint) -> Vec<Datum> {
+    use arrow::datatypes::{Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type};
+    let len = array.len();
+    let numeric = |digits: String| Datum::Numeric(format_decimal(digits, scale, hint));
+    match array.data_type() {
+        DataType::Decimal32(..) => {
+            each!(len, array.as_primitive::<Decimal32Type>(), |v| numeric(
+                v.to_string()
+            ))
         }
-        DataType::Struct(fields) => {
-            let structs: &StructArray = array.as_struct();
-            if let Some(SqlScalarType::Range { element }) = sql {
-                let column = |name: &str| -> Result<Vec<Datum>, ValueError> {
-                    let child = structs
-                        .column_by_name(name)
-                        .ok_or_else(|| internal(format!("range without {name}")))?;
-                    let child_hint = if name.ends_with("inclusive") || name == "empty" {
-                        Hint::Sql(SqlScalarType::Bool)
-                    } else {
-                        Hint::Sql(element.as_ref().clone())
-                    };
-                    convert(child.as_ref(), &child_hint, depth + 1)
-                };
-                let lower = column("lower")?;
-                let upper = column("upper")?;
-                let lower_inclusive = column("lower_inclusive")?;
-                let upper_inclusive = column("upper_inclusive")?;
-                let empty = column("empty")?;
-                (0..len)
-                    .map(|i| {
-                        if structs.is_null(i) {
-                            return Datum::Null;
-                        }
-                        if empty[i] == Datum::Bool(true) {
-                            return Datum::Range(None);
-                        }
-                        let bound = |d: &Datum| match d {
-                            Datum::Null => None,
-                            other => Some(other.clone()),
-                        };
-                        Datum::Range(Some(Box::new(RangeBounds {
-                            lower: bound(&lower[i]),
-                            upper: bound(&upper[i]),
-                            lower_inclusive: lower_inclusive[i] == Datum::Bool(true),
-                            upper_inclusive: upper_inclusive[i] == Datum::Bool(true),
-                        })))
-                    })
-                    .collect()
-            } else {
-                let known: Vec<Option<&SqlScalarType>> = match sql {
-                    Some(SqlScalarType::Record { fields: known })
-                        if known.len() == fields.len() =>
-                    {
-                        known.iter().map(|(_, ty, _)| Some(ty)).collect()
-                    }
-                    _ => vec![None; fields.len()],
-                };
-                let columns: Vec<Vec<Datum>> = structs
-                    .columns()
-                    .iter()
-                    .zip(fields.iter())
-                    .zip(known)
-                    .map(|((column, field), known)| {
-                        convert(column.as_ref(), &Hint::child(known, field), depth + 1)
-                    })
-                    .collect::<Result<_, _>>()?;
-                (0..len)
-                    .map(|i| {
-                        if structs.is_null(i) {
-                            Datum::Null
-                        } else {
-                            Datum::Record(columns.iter().map(|c| c[i].clone()).collect())
-                        }
-                    })
-                    .collect()
+        DataType::Decimal64(..) => {
+            each!(len, array.as_primitive::<Decimal64Type>(), |v| numeric(
+                v.to_string()
+            ))
+        }
+        DataType::Decimal128(..) => {
+            each!(len, array.as_primitive::<Decimal128Type>(), |v| numeric(
+                v.to_string()
+            ))
+        }
+        _ => each!(len, array.as_primitive::<Decimal256Type>(), |v| numeric(
+            v.to_string()
+        )),
+    }
+}
+
+/// A list array: `Datum::List`, or `Datum::TextArray` for arrays of text.
+fn convert_list(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, ValueError> {
+    let len = array.len();
+    let sql = hint.sql();
+    let list: &ListArray = array.as_list::<i32>();
+    let child_field = match list.data_type() {
+        DataType::List(f) => f.clone(),
+        _ => return Err(internal("list without item field")),
+    };
+    let element_type = match sql {
+        Some(SqlScalarType::List { element }) => Some(element.as_ref()),
+        _ => None,
+    };
+    let child_hint = Hint::child(element_type, &child_field);
+    let values = convert(list.values().as_ref(), &child_hint, depth + 1)?;
+    let offsets = list.value_offsets();
+    let text_array = matches!(hint, Hint::TextArray)
+        || (matches!(hint, Hint::None)
+            && is_string(child_field.data_type())
+            && matches!(child_hint, Hint::None));
+    Ok((0..len)
+        .map(|i| {
+            if list.is_null(i) {
+                return Datum::Null;
             }
-        }
-        _ => {
-            // Anything else is shown in its Arrow text form.
-            let options = arrow::util::display::FormatOptions::default();
-            let formatter = arrow::util::display::ArrayFormatter::try_new(array, &options)
-                .map_err(|e| internal(e.to_string()))?;
-            (0..len)
-                .map(|i| {
-                    if array.is_null(i) {
-                        Datum::Null
-                    } else {
-                        Datum::Text(formatter.value(i).to_string())
-                    }
+            let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
+            let end = usize::try_from(offsets[i + 1])
+                .unwrap_or(0)
+                .clamp(start, values.len());
+            let items = values[start..end].to_vec();
+            if text_array {
+                Datum::TextArray(
+                    items
+                        .into_iter()
+                        .map(|d| match d {
+                            Datum::Null => None,
+                            Datum::Text(s) => Some(s),
+                            other => Some(format_datum(&other)),
+                        })
+                        .collect(),
+                )
+            } else {
+                Datum::List(items)
+            }
+        })
+        .collect())
+}
+
+/// A map array: `Datum::Map` with its entries sorted by key, the last of equal keys kept.
+fn convert_map(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datum>, ValueError> {
+    let len = array.len();
+    let sql = hint.sql();
+    let map: &MapArray = array.as_map();
+    let value_type = match sql {
+        Some(SqlScalarType::Map { value }) => Some(value.as_ref()),
+        _ => None,
+    };
+    let entries = map.entries();
+    let (key_field, value_field) = match entries.fields().iter().collect::<Vec<_>>()[..] {
+        [k, v] => (k.clone(), v.clone()),
+        _ => return Err(internal("map entries without key and value")),
+    };
+    let keys = convert(
+        map.keys().as_ref(),
+        &Hint::child(Some(&SqlScalarType::Text), &key_field),
+        depth + 1,
+    )?;
+    let values = convert(
+        map.values().as_ref(),
+        &Hint::child(value_type, &value_field),
+        depth + 1,
+    )?;
+    let offsets = map.value_offsets();
+    Ok((0..len)
+        .map(|i| {
+            if map.is_null(i) {
+                return Datum::Null;
+            }
+            let start = usize::try_from(offsets[i]).unwrap_or(0).min(values.len());
+            let end = usize::try_from(offsets[i + 1])
+                .unwrap_or(0)
+                .clamp(start, values.len());
+            let mut entries: Vec<(String, Datum)> = (start..end)
+                .map(|j| {
+                    let key = match &keys[j] {
+                        Datum::Text(s) => s.clone(),
+                        other => format_datum(other),
+                    };
+                    (key, values[j].clone())
                 })
-                .collect()
-        }
+                .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|later, earlier| {
+                if later.0 == earlier.0 {
+                    std::mem::swap(later, earlier);
+                    true
+                } else {
+                    false
+                }
+            });
+            Datum::Map(entries)
+        })
+        .collect())
+}
+
+/// A struct array: a range where the hint says so, else a record.
+fn convert_struct(
+    array: &dyn Array,
+    fields: &arrow::datatypes::Fields,
+    hint: &Hint,
+    depth: usize,
+) -> Result<Vec<Datum>, ValueError> {
+    let len = array.len();
+    let sql = hint.sql();
+    let structs: &StructArray = array.as_struct();
+    Ok(if let Some(SqlScalarType::Range { element }) = sql {
+        let column = |name: &str| -> Result<Vec<Datum>, ValueError> {
+            let child = structs
+                .column_by_name(name)
+                .ok_or_else(|| internal(format!("range without {name}")))?;
+            let child_hint = if name.ends_with("inclusive") || name == "empty" {
+                Hint::Sql(SqlScalarType::Bool)
+            } else {
+                Hint::Sql(element.as_ref().clone())
+            };
+            convert(child.as_ref(), &child_hint, depth + 1)
+        };
+        let lower = column("lower")?;
+        let upper = column("upper")?;
+        let lower_inclusive = column("lower_inclusive")?;
+        let upper_inclusive = column("upper_inclusive")?;
+        let empty = column("empty")?;
+        (0..len)
+            .map(|i| {
+                if structs.is_null(i) {
+                    return Datum::Null;
+                }
+                if empty[i] == Datum::Bool(true) {
+                    return Datum::Range(None);
+                }
+                let bound = |d: &Datum| match d {
+                    Datum::Null => None,
+                    other => Some(other.clone()),
+                };
+                Datum::Range(Some(Box::new(RangeBounds {
+                    lower: bound(&lower[i]),
+                    upper: bound(&upper[i]),
+                    lower_inclusive: lower_inclusive[i] == Datum::Bool(true),
+                    upper_inclusive: upper_inclusive[i] == Datum::Bool(true),
+                })))
+            })
+            .collect()
+    } else {
+        let known: Vec<Option<&SqlScalarType>> = match sql {
+            Some(SqlScalarType::Record { fields: known }) if known.len() == fields.len() => {
+                known.iter().map(|(_, ty, _)| Some(ty)).collect()
+            }
+            _ => vec![None; fields.len()],
+        };
+        let columns: Vec<Vec<Datum>> = structs
+            .columns()
+            .iter()
+            .zip(fields.iter())
+            .zip(known)
+            .map(|((column, field), known)| {
+                convert(column.as_ref(), &Hint::child(known, field), depth + 1)
+            })
+            .collect::<Result<_, _>>()?;
+        (0..len)
+            .map(|i| {
+                if structs.is_null(i) {
+                    Datum::Null
+                } else {
+                    Datum::Record(columns.iter().map(|c| c[i].clone()).collect())
+                }
+            })
+            .collect()
     })
+}
+
+/// Any other array, as its Arrow text form.
+fn convert_displayed(array: &dyn Array) -> Result<Vec<Datum>, ValueError> {
+    let len = array.len();
+    // Anything else is shown in its Arrow text form.
+    let options = arrow::util::display::FormatOptions::default();
+    let formatter = arrow::util::display::ArrayFormatter::try_new(array, &options)
+        .map_err(|e| internal(e.to_string()))?;
+    Ok((0..len)
+        .map(|i| {
+            if array.is_null(i) {
+                Datum::Null
+            } else {
+                Datum::Text(formatter.value(i).to_string())
+            }
+        })
+        .collect())
 }
 
 /// Converts every row of a record batch to datums.

@@ -479,114 +479,125 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
             }
         }
         PgType::Uuid => Datum::Uuid(r.array()?),
-        PgType::TextArray | PgType::List => {
-            let dimensions = r.i32()?;
-            let _has_null = r.i32()?;
-            let element_oid = r.u32()?;
-            let items = match dimensions {
-                0 => Vec::new(),
-                1 => {
-                    let len = r.i32()?;
-                    let _lower = r.i32()?;
-                    let len = usize::try_from(len).map_err(|_| binary_error("negative length"))?;
-                    if len > bytes.len() {
-                        return Err(binary_error("array length exceeds message"));
-                    }
-                    let mut items = Vec::with_capacity(len);
-                    for _ in 0..len {
-                        items.push(r.element(element_oid, depth)?);
-                    }
-                    items
-                }
-                _ => return Err(binary_error("only one-dimensional arrays are supported")),
-            };
-            if pg_type == PgType::TextArray {
-                Datum::TextArray(
-                    items
-                        .into_iter()
-                        .map(|d| match d {
-                            Datum::Null => None,
-                            other => Some(format_datum(&other)),
-                        })
-                        .collect(),
-                )
-            } else {
-                Datum::List(items)
-            }
-        }
-        PgType::Map => {
-            let len = r.i32()?;
-            let value_oid = r.u32()?;
-            let len = usize::try_from(len).map_err(|_| binary_error("negative length"))?;
-            if len > bytes.len() {
-                return Err(binary_error("map length exceeds message"));
-            }
-            let mut entries: Vec<(String, Datum)> = Vec::with_capacity(len);
-            for _ in 0..len {
-                let key_len = r.i32()?;
-                let key_len =
-                    usize::try_from(key_len).map_err(|_| binary_error("map key is NULL"))?;
-                let key = utf8(r.take(key_len)?)?;
-                let value = r.element(value_oid, depth)?;
-                entries.push((key, value));
-            }
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            entries.dedup_by(|later, earlier| later.0 == earlier.0);
-            Datum::Map(entries)
-        }
-        PgType::Record => {
-            let len = r.i32()?;
-            let len = usize::try_from(len).map_err(|_| binary_error("negative field count"))?;
-            if len > bytes.len() {
-                return Err(binary_error("field count exceeds message"));
-            }
-            let mut fields = Vec::with_capacity(len);
-            for _ in 0..len {
-                let oid = r.u32()?;
-                fields.push(r.element(oid, depth)?);
-            }
-            Datum::Record(fields)
-        }
+        PgType::TextArray | PgType::List => decode_array(&mut r, pg_type, depth)?,
+        PgType::Map => decode_map(&mut r, depth)?,
+        PgType::Record => decode_record(&mut r, depth)?,
         PgType::Int4Range
         | PgType::Int8Range
         | PgType::NumRange
         | PgType::DateRange
         | PgType::TsRange
-        | PgType::TstzRange => {
-            let element = match pg_type {
-                PgType::Int4Range => PgType::Int4,
-                PgType::Int8Range => PgType::Int8,
-                PgType::NumRange => PgType::Numeric,
-                PgType::DateRange => PgType::Date,
-                PgType::TsRange => PgType::Timestamp,
-                _ => PgType::TimestampTz,
-            };
-            let flags = r.array::<1>()?[0];
-            if flags & RANGE_EMPTY != 0 {
-                Datum::Range(None)
-            } else {
-                let oid = wire_type(element).oid();
-                let lower = if flags & RANGE_LB_INF == 0 {
-                    Some(r.element(oid, depth)?)
-                } else {
-                    None
-                };
-                let upper = if flags & RANGE_UB_INF == 0 {
-                    Some(r.element(oid, depth)?)
-                } else {
-                    None
-                };
-                Datum::Range(Some(Box::new(RangeBounds {
-                    lower,
-                    upper,
-                    lower_inclusive: flags & RANGE_LB_INC != 0,
-                    upper_inclusive: flags & RANGE_UB_INC != 0,
-                })))
-            }
-        }
+        | PgType::TstzRange => decode_range(&mut r, pg_type, depth)?,
     };
     r.finish()?;
     Ok(datum)
+}
+
+/// A one-dimensional array (a text array or a list) in binary form.
+fn decode_array(r: &mut Reader<'_>, pg_type: PgType, depth: usize) -> Result<Datum, ValueError> {
+    let dimensions = r.i32()?;
+    let _has_null = r.i32()?;
+    let element_oid = r.u32()?;
+    let items = match dimensions {
+        0 => Vec::new(),
+        1 => {
+            let len = r.i32()?;
+            let _lower = r.i32()?;
+            let len = usize::try_from(len).map_err(|_| binary_error("negative length"))?;
+            if len > r.bytes.len() {
+                return Err(binary_error("array length exceeds message"));
+            }
+            let mut items = Vec::with_capacity(len);
+            for _ in 0..len {
+                items.push(r.element(element_oid, depth)?);
+            }
+            items
+        }
+        _ => return Err(binary_error("only one-dimensional arrays are supported")),
+    };
+    Ok(if pg_type == PgType::TextArray {
+        Datum::TextArray(
+            items
+                .into_iter()
+                .map(|d| match d {
+                    Datum::Null => None,
+                    other => Some(format_datum(&other)),
+                })
+                .collect(),
+        )
+    } else {
+        Datum::List(items)
+    })
+}
+
+/// A map in binary form: its entries sorted by key, one per key.
+fn decode_map(r: &mut Reader<'_>, depth: usize) -> Result<Datum, ValueError> {
+    let len = r.i32()?;
+    let value_oid = r.u32()?;
+    let len = usize::try_from(len).map_err(|_| binary_error("negative length"))?;
+    if len > r.bytes.len() {
+        return Err(binary_error("map length exceeds message"));
+    }
+    let mut entries: Vec<(String, Datum)> = Vec::with_capacity(len);
+    for _ in 0..len {
+        let key_len = r.i32()?;
+        let key_len = usize::try_from(key_len).map_err(|_| binary_error("map key is NULL"))?;
+        let key = utf8(r.take(key_len)?)?;
+        let value = r.element(value_oid, depth)?;
+        entries.push((key, value));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.dedup_by(|later, earlier| later.0 == earlier.0);
+    Ok(Datum::Map(entries))
+}
+
+/// A record in binary form: a field count, then each field's type and value.
+fn decode_record(r: &mut Reader<'_>, depth: usize) -> Result<Datum, ValueError> {
+    let len = r.i32()?;
+    let len = usize::try_from(len).map_err(|_| binary_error("negative field count"))?;
+    if len > r.bytes.len() {
+        return Err(binary_error("field count exceeds message"));
+    }
+    let mut fields = Vec::with_capacity(len);
+    for _ in 0..len {
+        let oid = r.u32()?;
+        fields.push(r.element(oid, depth)?);
+    }
+    Ok(Datum::Record(fields))
+}
+
+/// A range in binary form: flags, then the bounds that are not infinite.
+fn decode_range(r: &mut Reader<'_>, pg_type: PgType, depth: usize) -> Result<Datum, ValueError> {
+    let element = match pg_type {
+        PgType::Int4Range => PgType::Int4,
+        PgType::Int8Range => PgType::Int8,
+        PgType::NumRange => PgType::Numeric,
+        PgType::DateRange => PgType::Date,
+        PgType::TsRange => PgType::Timestamp,
+        _ => PgType::TimestampTz,
+    };
+    let flags = r.array::<1>()?[0];
+    Ok(if flags & RANGE_EMPTY != 0 {
+        Datum::Range(None)
+    } else {
+        let oid = wire_type(element).oid();
+        let lower = if flags & RANGE_LB_INF == 0 {
+            Some(r.element(oid, depth)?)
+        } else {
+            None
+        };
+        let upper = if flags & RANGE_UB_INF == 0 {
+            Some(r.element(oid, depth)?)
+        } else {
+            None
+        };
+        Datum::Range(Some(Box::new(RangeBounds {
+            lower,
+            upper,
+            lower_inclusive: flags & RANGE_LB_INC != 0,
+            upper_inclusive: flags & RANGE_UB_INC != 0,
+        })))
+    })
 }
 
 #[cfg(test)]
