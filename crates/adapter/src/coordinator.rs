@@ -594,7 +594,7 @@ impl Coordinator {
         catalog: &'a Catalog,
         history: &'a [SinkStatusEvent],
         usage: &'a [floe_storage::CollectionUsage],
-        progress: &'a std::collections::HashMap<GlobalId, floe_catalog::SinkProgress>,
+        progress: &'a std::collections::HashMap<GlobalId, floe_catalog::StoredSinkProgress>,
     ) -> SystemContext<'a> {
         SystemContext {
             catalog: catalog.state(),

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use floe_catalog::{Catalog, ObjectStatus, SinkProgress, SinkStatusEvent};
+use floe_catalog::{Catalog, ObjectStatus, StoredSinkProgress, SinkStatusEvent};
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
 use floe_sink::Namespace;
 use floe_sink::input::SinkInput;
@@ -88,7 +88,7 @@ pub struct SinkManager {
     /// a stopped task that arrive late cannot overwrite `paused`.
     generations: Mutex<HashMap<GlobalId, u64>>,
     /// Progress and statistics per sink, as last reported (and persisted).
-    progress: Mutex<HashMap<GlobalId, SinkProgress>>,
+    progress: Mutex<HashMap<GlobalId, StoredSinkProgress>>,
     /// Materialized views' run-time errors, which stall the views' sinks.
     view_errors: crate::view_errors::ViewErrors,
 }
@@ -98,7 +98,7 @@ impl SinkManager {
         storage: Arc<Storage>,
         credentials: Arc<Credentials>,
         data_dir: std::path::PathBuf,
-        progress: HashMap<GlobalId, SinkProgress>,
+        progress: HashMap<GlobalId, StoredSinkProgress>,
         view_errors: crate::view_errors::ViewErrors,
     ) -> (SinkManager, mpsc::UnboundedReceiver<SinkEvent>) {
         let (events, receiver) = mpsc::unbounded_channel();
@@ -123,7 +123,7 @@ impl SinkManager {
     }
 
     /// A snapshot of every sink's progress.
-    pub fn progress(&self) -> HashMap<GlobalId, SinkProgress> {
+    pub fn progress(&self) -> HashMap<GlobalId, StoredSinkProgress> {
         self.progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -314,7 +314,7 @@ impl SinkManager {
     pub fn apply(
         &self,
         event: &SinkEvent,
-    ) -> (Option<SinkStatusEvent>, Option<(GlobalId, SinkProgress)>) {
+    ) -> (Option<SinkStatusEvent>, Option<(GlobalId, StoredSinkProgress)>) {
         let now = Timestamp::now().millis();
         match event {
             SinkEvent::Status {

@@ -18,7 +18,7 @@ pub struct SystemContext<'a> {
     /// Change log sizes and frontiers of tables and sources.
     pub storage_usage: &'a [floe_storage::CollectionUsage],
     /// What each sink last reported.
-    pub sink_progress: &'a std::collections::HashMap<GlobalId, floe_catalog::SinkProgress>,
+    pub sink_progress: &'a std::collections::HashMap<GlobalId, floe_catalog::StoredSinkProgress>,
     /// Status changes of sources (only when a query reads them).
     pub source_status_history: &'a [floe_catalog::SourceStatusEvent],
     /// Each running Postgres source's counters.

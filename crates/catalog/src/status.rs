@@ -11,7 +11,7 @@ use crate::{Catalog, CatalogError};
 
 /// What a sink reported, kept across restarts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SinkProgress {
+pub struct StoredSinkProgress {
     /// Everything before this time (ms) is delivered.
     pub frontier: u64,
     pub table_uuid: Option<String>,
@@ -153,7 +153,7 @@ impl Catalog {
     pub fn set_sink_progress(
         &mut self,
         sink: GlobalId,
-        progress: &SinkProgress,
+        progress: &StoredSinkProgress,
     ) -> Result<(), CatalogError> {
         let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.connection.execute(
@@ -179,7 +179,7 @@ impl Catalog {
     }
 
     /// Every sink's stored progress.
-    pub fn sink_progress(&self) -> Result<BTreeMap<GlobalId, SinkProgress>, CatalogError> {
+    pub fn sink_progress(&self) -> Result<BTreeMap<GlobalId, StoredSinkProgress>, CatalogError> {
         let mut statement = self.connection.prepare_cached(
             "SELECT sink_id, frontier, table_uuid, metadata_location, messages_staged,
                     messages_committed, bytes_staged, bytes_committed FROM sink_progress",
@@ -188,7 +188,7 @@ impl Catalog {
             let as_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
             Ok((
                 row.get::<_, String>(0)?,
-                SinkProgress {
+                StoredSinkProgress {
                     frontier: as_u64(row.get(1)?),
                     table_uuid: row.get(2)?,
                     metadata_location: row.get(3)?,

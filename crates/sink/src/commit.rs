@@ -19,7 +19,7 @@ use floe_repr::Timestamp;
 
 use crate::error::{ErrorKind, SinkError};
 use crate::namespace::Namespace;
-use crate::snapshot::{FoundProgress, PreparedCommit, SinkProgress, latest_progress};
+use crate::snapshot::{FoundProgress, PreparedCommit, SnapshotProgress, latest_progress};
 use crate::table::{LoadedTable, SinkCatalog};
 
 /// What a reloaded table says about a commit whose attempt failed.
@@ -200,7 +200,7 @@ pub fn fenced(theirs: u64, ours: u64) -> SinkError {
 /// - this sink's before `base`: the table went back (a rollback): stop.
 pub fn judge_progress(
     reloaded: &LoadedTable,
-    progress: &SinkProgress,
+    progress: &SnapshotProgress,
     base: Option<Timestamp>,
     qualified_table: &str,
 ) -> Result<Verdict, SinkError> {
@@ -236,7 +236,7 @@ pub fn judge_progress(
 /// A sink's batch commit: a row delta carrying the sink's progress.
 pub struct ProgressIntent<'a> {
     pub delta: crate::snapshot::RowDelta<'a>,
-    pub progress: SinkProgress,
+    pub progress: SnapshotProgress,
     /// The frontier the sink committed before this batch.
     pub base: Option<Timestamp>,
     pub qualified_table: String,
@@ -275,14 +275,14 @@ pub struct TakeOverIntent {
 
 impl TakeOverIntent {
     /// The progress the take-over records on `table`: its newest frontier, this version.
-    fn progress(&self, table: &LoadedTable) -> Result<SinkProgress, SinkError> {
+    fn progress(&self, table: &LoadedTable) -> Result<SnapshotProgress, SinkError> {
         let found = latest_progress(table)?.ok_or_else(|| {
             SinkError::internal(
                 "a sink's table lost its progress while a newer version took it over",
             )
         })?;
         check_progress_owner(&found, &self.sink_id, self.version, &self.qualified_table)?;
-        Ok(SinkProgress {
+        Ok(SnapshotProgress {
             sink_id: self.sink_id.clone(),
             version: self.version,
             frontier: found.progress.frontier,

@@ -28,7 +28,7 @@ use crate::http::HttpSettings;
 use crate::input::SinkInput;
 use crate::namespace::Namespace;
 use crate::sigv4::AwsCredentialsProvider;
-use crate::snapshot::{RowDelta, SinkProgress, latest_progress, table_may_hold_rows};
+use crate::snapshot::{RowDelta, SnapshotProgress, latest_progress, table_may_hold_rows};
 use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog};
 use crate::types::sink_schema;
 use crate::writer::{key_schema, writable_partition_spec};
@@ -484,11 +484,11 @@ enum State {
     /// Connect, create or adopt the table, read the committed progress.
     Start,
     /// Wait until the input passes the next batch boundary.
-    Waiting(Session),
+    Waiting(TableSession),
     /// Read and stage the batch `[lower, upper)` as files (the writer).
-    Staging(Session, Timestamp),
+    Staging(TableSession, Timestamp),
     /// Commit a staged batch (the committer).
-    Committing(Session, StagedBatch),
+    Committing(TableSession, StagedBatch),
     /// A failure: report it, back off, start over.
     Stalled(SinkError),
     /// Nothing more to do (fenced off, or the input is sealed).
@@ -496,7 +496,7 @@ enum State {
 }
 
 /// What a healthy sink knows between batches.
-struct Session {
+struct TableSession {
     catalog: Arc<SinkCatalog>,
     table: LoadedTable,
     /// The table's schema as the sink writes it (field ids from the catalog).
@@ -600,7 +600,7 @@ impl SinkMachine {
     }
 
     /// `Start`: connect, create or adopt the table, and resume from its progress.
-    async fn start(&mut self) -> Result<Option<Session>, SinkError> {
+    async fn start(&mut self) -> Result<Option<TableSession>, SinkError> {
         let catalog = Arc::new(
             SinkCatalog::connect(
                 &self.connection.catalog,
@@ -645,7 +645,7 @@ impl SinkMachine {
             }
         };
         tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), resume = ?lower, "iceberg sink resuming");
-        Ok(Some(Session {
+        Ok(Some(TableSession {
             catalog,
             table,
             schema,
@@ -818,7 +818,7 @@ impl SinkMachine {
     }
 
     /// `Waiting`: sleep until the input's upper passes the next interval boundary.
-    async fn wait(&mut self, mut session: Session) -> Result<State, SinkError> {
+    async fn wait(&mut self, mut session: TableSession) -> Result<State, SinkError> {
         let interval = self.spec.commit_interval_ms;
         // Whether this wait reported a stall on an error in the input (see below).
         let mut held_by_input = false;
@@ -865,7 +865,7 @@ impl SinkMachine {
 
     /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). A new
     /// sink's first batch is the relation's snapshot as of `upper`, however large.
-    async fn stage(&mut self, mut session: Session, upper: Timestamp) -> Result<State, SinkError> {
+    async fn stage(&mut self, mut session: TableSession, upper: Timestamp) -> Result<State, SinkError> {
         let lower = session.lower;
         let cx = StageContext {
             table: &session.table,
@@ -900,7 +900,7 @@ impl SinkMachine {
 
     /// An interval without changes: commit progress only about once per
     /// `empty_progress_interval`, else just move on (and report the frontier for lag).
-    fn pass_empty(&mut self, mut session: Session, staged: StagedBatch) -> State {
+    fn pass_empty(&mut self, mut session: TableSession, staged: StagedBatch) -> State {
         if session.committed.is_none()
             || session.last_commit.elapsed() >= self.settings.empty_progress_interval
         {
@@ -919,7 +919,7 @@ impl SinkMachine {
     /// `Committing`: commit the staged batch exactly once (the committer).
     async fn commit(
         &mut self,
-        mut session: Session,
+        mut session: TableSession,
         batch: StagedBatch,
     ) -> Result<State, SinkError> {
         tracing::debug!(sink = %self.spec.sink_id, lower = %batch.lower, upper = %batch.upper, files = batch.data.len() + batch.deletes.len(), "committing a batch");
@@ -930,7 +930,7 @@ impl SinkMachine {
                 deletes: &batch.deletes,
                 replaces_contents: session.replaces_contents,
             },
-            progress: SinkProgress {
+            progress: SnapshotProgress {
                 sink_id: self.spec.sink_id.clone(),
                 version: self.spec.version,
                 frontier: Some(batch.upper),
@@ -977,7 +977,7 @@ impl SinkMachine {
     /// staged batch is dropped and the sink goes on from the table's progress.
     async fn resync(
         &mut self,
-        mut session: Session,
+        mut session: TableSession,
         table: LoadedTable,
     ) -> Result<State, SinkError> {
         let found = latest_progress(&table)?.ok_or_else(|| {

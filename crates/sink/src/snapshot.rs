@@ -37,14 +37,14 @@ pub const VERSION_PROPERTY: &str = "mz-sink-version";
 
 /// The progress a snapshot records.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SinkProgress {
+pub struct SnapshotProgress {
     pub sink_id: String,
     pub version: u64,
     /// Everything before this time is in the table; `None` when the sink is sealed.
     pub frontier: Option<Timestamp>,
 }
 
-impl SinkProgress {
+impl SnapshotProgress {
     /// The summary properties of this progress.
     pub fn properties(&self) -> HashMap<String, String> {
         HashMap::from([
@@ -77,7 +77,7 @@ impl SinkProgress {
     }
 
     /// Whether `self` is at least as far as `other` (sealed is the farthest).
-    fn is_at_or_past(&self, other: &SinkProgress) -> bool {
+    fn is_at_or_past(&self, other: &SnapshotProgress) -> bool {
         match (self.frontier, other.frontier) {
             (None, _) => true,
             (Some(_), None) => false,
@@ -86,7 +86,7 @@ impl SinkProgress {
     }
 
     /// Reads progress from a snapshot summary; `None` when it is not a sink's snapshot.
-    pub fn from_summary(summary: &Summary) -> Option<Result<SinkProgress, SinkError>> {
+    pub fn from_summary(summary: &Summary) -> Option<Result<SnapshotProgress, SinkError>> {
         let properties = &summary.additional_properties;
         let sink_id = properties.get(SINK_ID_SUMMARY)?;
         Some(parse_progress(sink_id, properties, "an Iceberg snapshot"))
@@ -96,7 +96,7 @@ impl SinkProgress {
     /// (a table no commit of this floe version reached yet).
     pub fn from_table_properties(
         properties: &HashMap<String, String>,
-    ) -> Option<Result<SinkProgress, SinkError>> {
+    ) -> Option<Result<SnapshotProgress, SinkError>> {
         properties.get(FRONTIER_PROPERTY)?;
         let sink_id = properties.get(crate::table::SINK_ID_PROPERTY)?;
         Some(parse_progress(
@@ -113,8 +113,8 @@ fn parse_progress(
     sink_id: &str,
     properties: &HashMap<String, String>,
     place: &str,
-) -> Result<SinkProgress, SinkError> {
-    let parse = || -> Result<SinkProgress, String> {
+) -> Result<SnapshotProgress, SinkError> {
+    let parse = || -> Result<SnapshotProgress, String> {
         let frontier_text = properties
             .get(FRONTIER_SUMMARY)
             .ok_or_else(|| format!("{FRONTIER_SUMMARY} is missing"))?;
@@ -131,7 +131,7 @@ fn parse_progress(
         let version = version_text
             .parse::<u64>()
             .map_err(|err| format!("{VERSION_SUMMARY} {version_text:?}: {err}"))?;
-        Ok(SinkProgress {
+        Ok(SnapshotProgress {
             sink_id: sink_id.to_string(),
             version,
             frontier: frontier.first().map(|ms| Timestamp(*ms)),
@@ -149,7 +149,7 @@ fn parse_progress(
 /// Progress found in a table, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundProgress {
-    pub progress: SinkProgress,
+    pub progress: SnapshotProgress,
     /// The snapshot that carries it; `None` when only the table properties still record it
     /// (its snapshot was expired).
     pub snapshot_id: Option<i64>,
@@ -161,7 +161,7 @@ pub struct FoundProgress {
 /// properties, which survives the expiry of that snapshot.
 pub fn latest_progress(table: &LoadedTable) -> Result<Option<FoundProgress>, SinkError> {
     let from_snapshots = latest_snapshot_progress(table)?;
-    let from_properties = match SinkProgress::from_table_properties(table.metadata.properties()) {
+    let from_properties = match SnapshotProgress::from_table_properties(table.metadata.properties()) {
         Some(progress) => Some(progress?),
         None => None,
     };
@@ -187,7 +187,7 @@ fn latest_snapshot_progress(table: &LoadedTable) -> Result<Option<FoundProgress>
     let mut next = metadata.snapshot_for_ref(MAIN_BRANCH).cloned();
     while let Some(snapshot) = next {
         if snapshot.summary().operation != Operation::Replace
-            && let Some(progress) = SinkProgress::from_summary(snapshot.summary())
+            && let Some(progress) = SnapshotProgress::from_summary(snapshot.summary())
         {
             return Ok(Some(FoundProgress {
                 progress: progress?,
@@ -273,7 +273,7 @@ impl RowDelta<'_> {
 pub async fn prepare_commit(
     base: &LoadedTable,
     delta: RowDelta<'_>,
-    progress: Option<&SinkProgress>,
+    progress: Option<&SnapshotProgress>,
 ) -> Result<PreparedCommit, SinkError> {
     let metadata = &base.metadata;
     if metadata.format_version() == FormatVersion::V1 && !delta.deletes.is_empty() {
@@ -534,7 +534,7 @@ mod tests {
 
     #[test]
     fn progress_round_trips_through_summaries() {
-        let progress = SinkProgress {
+        let progress = SnapshotProgress {
             sink_id: "u1".into(),
             version: 3,
             frontier: Some(Timestamp(1764460800000)),
@@ -546,10 +546,10 @@ mod tests {
             additional_properties: properties,
         };
         assert_eq!(
-            SinkProgress::from_summary(&summary).unwrap().unwrap(),
+            SnapshotProgress::from_summary(&summary).unwrap().unwrap(),
             progress
         );
-        let sealed = SinkProgress {
+        let sealed = SnapshotProgress {
             frontier: None,
             ..progress
         };
@@ -558,6 +558,6 @@ mod tests {
             operation: Operation::Append,
             additional_properties: HashMap::new(),
         };
-        assert!(SinkProgress::from_summary(&foreign).is_none());
+        assert!(SnapshotProgress::from_summary(&foreign).is_none());
     }
 }

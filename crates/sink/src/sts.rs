@@ -534,11 +534,11 @@ pub struct AssumeRoleProvider {
     session_name: String,
     external_id: String,
     settings: StsSettings,
-    session: Mutex<Option<Session>>,
+    session: Mutex<Option<AssumedSession>>,
     assumed: AtomicU64,
 }
 
-struct Session {
+struct AssumedSession {
     credentials: AssumedCredentials,
     /// When to assume the role again.
     refresh_at: SystemTime,
@@ -643,7 +643,7 @@ impl AwsCredentialsProvider for AssumeRoleProvider {
         let credentials = self.assume().await?;
         let refresh_at = refresh_time(now, credentials.expires_at, self.settings.refresh_margin);
         let answer = (credentials.keys.clone(), Some(credentials.expires_at));
-        *session = Some(Session {
+        *session = Some(AssumedSession {
             credentials,
             refresh_at,
         });

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use floe_repr::{Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::Update;
-use floe_sink::snapshot::{RowDelta, SinkProgress, prepare_commit};
+use floe_sink::snapshot::{RowDelta, SnapshotProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     Envelope, ErrorKind, HttpSettings, Namespace, SinkConnection, SinkHandle, SinkSettings,
@@ -660,7 +660,7 @@ async fn another_sinks_newer_snapshot_is_not_a_fence() {
         .unwrap();
     let namespace = Namespace::parse(&ns).unwrap();
     let base = catalog.load_table(&namespace, "t").await.unwrap();
-    let intruder = SinkProgress {
+    let intruder = SnapshotProgress {
         sink_id: "u99".into(),
         version: 9,
         frontier: Some(Timestamp(upper + 10 * INTERVAL)),

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::{SinkInput, Update, UpdateStream};
-use floe_sink::snapshot::{RowDelta, SinkProgress, prepare_commit};
+use floe_sink::snapshot::{RowDelta, SnapshotProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     CatalogConfig, ClientCredentials, Envelope, ErrorKind, HttpSettings, LocalCatalog, Namespace,
@@ -884,7 +884,7 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
 
     // A newer version of the sink commits progress: this writer is fenced off.
     let base = other.load_table(&namespace, "t").await.unwrap();
-    let newer = SinkProgress {
+    let newer = SnapshotProgress {
         sink_id: "u7".into(),
         version: 2,
         frontier: Some(Timestamp(upper)),
