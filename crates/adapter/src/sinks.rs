@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use floe_catalog::{Catalog, ObjectStatus, StoredSinkProgress, SinkStatusEvent};
+use floe_catalog::{Catalog, ObjectStatus, SinkStatusEvent, StoredSinkProgress};
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
 use floe_sink::Namespace;
 use floe_sink::input::SinkInput;
@@ -314,7 +314,10 @@ impl SinkManager {
     pub fn apply(
         &self,
         event: &SinkEvent,
-    ) -> (Option<SinkStatusEvent>, Option<(GlobalId, StoredSinkProgress)>) {
+    ) -> (
+        Option<SinkStatusEvent>,
+        Option<(GlobalId, StoredSinkProgress)>,
+    ) {
         let now = Timestamp::now().millis();
         match event {
             SinkEvent::Status {

@@ -27,7 +27,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 pub use secrets::SecretsKey;
 pub use source_status::{SOURCE_STATUS_HISTORY_PER_SOURCE, SourceStatusEvent};
 pub use state::CatalogState;
-pub use status::{ObjectStatus, SINK_STATUS_HISTORY_PER_SINK, StoredSinkProgress, SinkStatusEvent};
+pub use status::{ObjectStatus, SINK_STATUS_HISTORY_PER_SINK, SinkStatusEvent, StoredSinkProgress};
 pub use transact::{
     CatalogChange, CatalogDiff, NewItem, NewReplica, Op, RoleOp, SecretValue, Verifier,
 };

@@ -65,6 +65,17 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         })
         .collect();
     let arguments: Vec<String> = values.iter().map(|e| e.to_string()).collect();
+    // DataFusion's table function takes only constants: arguments computed by a
+    // function call (`array_upper(current_schemas(false), 1)` in pgjdbc's type lookup)
+    // make it the select list's set-returning call, unnested there.
+    if values.iter().any(|value| calls_function(value)) {
+        let sql = format!(
+            "SELECT {GENERATE_SERIES}({}) AS {}",
+            arguments.join(", "),
+            quoted(&column)
+        );
+        return derived(&sql, relation);
+    }
     let value = if all_int4(&values) {
         format!("CAST({ENGINE_COLUMN} AS INTEGER)")
     } else {
@@ -75,7 +86,12 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         quoted(&column),
         arguments.join(", ")
     );
-    let subquery = parse_query(&sql)?;
+    derived(&sql, relation)
+}
+
+/// A derived table of `sql` named `relation`.
+fn derived(sql: &str, relation: Ident) -> Option<TableFactor> {
+    let subquery = parse_query(sql)?;
     Some(TableFactor::Derived {
         lateral: false,
         subquery: Box::new(subquery),
@@ -87,6 +103,19 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         }),
         sample: None,
     })
+}
+
+/// Whether an expression calls a function (so it is no constant DataFusion's table
+/// functions accept).
+fn calls_function(expr: &Expr) -> bool {
+    match expr {
+        Expr::Function(_) => true,
+        Expr::Nested(inner)
+        | Expr::UnaryOp { expr: inner, .. }
+        | Expr::Cast { expr: inner, .. } => calls_function(inner),
+        Expr::BinaryOp { left, right, .. } => calls_function(left) || calls_function(right),
+        _ => false,
+    }
 }
 
 /// Unnests the set-returning calls of a select list, so that each value is a

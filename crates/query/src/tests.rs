@@ -337,3 +337,19 @@ async fn correlated_count_compared_by_less_than() {
     assert_eq!(names, vec!["a", "count"]);
     assert_eq!(rows, vec![vec!["1", "0"], vec!["3", "1"], vec!["5", "2"]]);
 }
+
+/// pgjdbc's type lookup: array bounds, and `generate_series` in FROM over arguments a
+/// function computes (DataFusion's table function takes only constants).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_bounds_and_computed_series_bounds() {
+    assert_eq!(
+        rows("SELECT array_upper(ARRAY['a', 'b'], 1), array_lower(ARRAY['a', 'b'], 1), array_upper(ARRAY['a'], 2)").await,
+        table(&[&["2", "1", "NULL"]])
+    );
+    assert_eq!(
+        rows("SELECT s.r FROM generate_series(1, array_upper(ARRAY['x', 'y', 'z'], 1)) AS s(r)")
+            .await,
+        table(&[&["1"], &["2"], &["3"]])
+    );
+    assert_eq!(error("SELECT array_upper('a', 1)").await.0, "42883");
+}

@@ -865,7 +865,11 @@ impl SinkMachine {
 
     /// `Staging`: read the batch `[lower, upper)` and write its files (the writer). A new
     /// sink's first batch is the relation's snapshot as of `upper`, however large.
-    async fn stage(&mut self, mut session: TableSession, upper: Timestamp) -> Result<State, SinkError> {
+    async fn stage(
+        &mut self,
+        mut session: TableSession,
+        upper: Timestamp,
+    ) -> Result<State, SinkError> {
         let lower = session.lower;
         let cx = StageContext {
             table: &session.table,

@@ -161,7 +161,8 @@ pub struct FoundProgress {
 /// properties, which survives the expiry of that snapshot.
 pub fn latest_progress(table: &LoadedTable) -> Result<Option<FoundProgress>, SinkError> {
     let from_snapshots = latest_snapshot_progress(table)?;
-    let from_properties = match SnapshotProgress::from_table_properties(table.metadata.properties()) {
+    let from_properties = match SnapshotProgress::from_table_properties(table.metadata.properties())
+    {
         Some(progress) => Some(progress?),
         None => None,
     };

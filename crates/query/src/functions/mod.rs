@@ -7,6 +7,7 @@
 //! parses and prints values everywhere else in floe (`floe_repr::strconv`).
 
 pub mod arithmetic;
+mod array;
 mod cast;
 pub mod jsonb;
 pub mod single;
@@ -38,6 +39,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
         .chain(system::functions())
+        .chain(array::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });

@@ -849,3 +849,72 @@ async fn tokio_postgres_prepares_every_type() {
     assert_eq!(row.get::<_, u32>(2), 16_462);
     assert_eq!(row.get::<_, String>(3), "mz_catalog");
 }
+
+/// The PostgreSQL JDBC driver (Debian's `libpostgresql-jdbc-java`, installed by
+/// scripts/test) as a JDBC tool uses it: tables and columns with their types (the
+/// driver's type lookup runs `generate_series` over `array_upper(current_schemas(..))`),
+/// every value of a row, and a batch of inserts committed together at its Sync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jdbc_reads_metadata_values_and_batches() {
+    const DRIVER: &str = "/usr/share/java/postgresql.jar";
+    assert!(
+        Path::new(DRIVER).exists(),
+        "{DRIVER} is missing: scripts/test installs libpostgresql-jdbc-java"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    for sql in [
+        "CREATE TABLE t (a int, b text, c numeric(10,2), d uint8, e jsonb, f int list, g timestamp)",
+        r#"INSERT INTO t VALUES (1, 'x', 1.50, 18446744073709551615, '{"k": [1, 2]}', '{1,2}', '2026-12-02 10:00:00')"#,
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jdbc/Probe.java");
+    let compiled = Command::new("javac")
+        .args(["-cp", DRIVER, "-d"])
+        .arg(dir.path())
+        .arg(&source)
+        .output()
+        .expect("javac runs");
+    assert!(compiled.status.success(), "{}", stderr(&compiled));
+    let classpath = format!("{DRIVER}:{}", dir.path().display());
+    let port = floe.port().to_string();
+    let probe = tokio::task::spawn_blocking(move || {
+        Command::new("java")
+            .args(["-cp", &classpath, "Probe", &port])
+            .output()
+            .expect("java runs")
+    })
+    .await
+    .unwrap();
+    assert!(
+        probe.status.success(),
+        "{}\n{}",
+        stdout(&probe),
+        stderr(&probe)
+    );
+    let lines: Vec<String> = stdout(&probe).lines().map(str::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "table t",
+            "column a int4",
+            "column b text",
+            "column c numeric",
+            "column d uint8",
+            "column e jsonb",
+            "column f list",
+            "column g timestamp",
+            "value a = 1",
+            "value b = x",
+            "value c = 1.50",
+            "value d = 18446744073709551615",
+            r#"value e = {"k": [1, 2]}"#,
+            "value f = {1,2}",
+            "value g = 2026-12-02 10:00:00.0",
+            "batch 2",
+            "count 3",
+        ]
+    );
+}
