@@ -93,7 +93,8 @@ fn relations<'a>(context: &'a SystemContext) -> Vec<Relation<'a>> {
 }
 
 fn user_relation(item: &CatalogItem) -> Option<Relation<'_>> {
-    let desc = item.definition.desc()?;
+    // Plain views too: psql's `\dv` and `\d v` read them from pg_class.
+    let desc = item.definition.relation_desc()?;
     let kind = match item.definition.kind() {
         ItemKind::View => 'v',
         ItemKind::MaterializedView => 'm',
@@ -662,6 +663,10 @@ fn proc_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
                 Datum::Bool(false),
                 oid(function.returns),
                 int2(function.arguments.len() as i64),
+                // proisagg, proiswindow: psql's `\df` reads them from a server
+                // that reports version 9.5, as floe does.
+                Datum::Bool(false),
+                Datum::Bool(false),
                 text(
                     function
                         .arguments
@@ -912,6 +917,8 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("proretset", Bool, false),
             ("prorettype", Oid, false),
             ("pronargs", Int2, false),
+            ("proisagg", Bool, false),
+            ("proiswindow", Bool, false),
             ("proargtypes", Text, false),
             ("prosrc", Text, false),
         ],

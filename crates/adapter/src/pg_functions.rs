@@ -162,6 +162,25 @@ fn string(value: Option<&ScalarValue>) -> Option<String> {
     }
 }
 
+/// A size in bytes as PostgreSQL 15's `pg_size_pretty` writes it: bytes below
+/// 10 kB, then the largest unit under 20 of the next, rounded half away from zero.
+fn size_pretty(bytes: i64) -> String {
+    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+    if bytes.unsigned_abs() < 10 * 1024 {
+        return format!("{bytes} bytes");
+    }
+    // Half-units: one more bit than the unit, for rounding.
+    let mut halves = bytes / 512;
+    for (index, unit) in UNITS.iter().enumerate() {
+        if halves.unsigned_abs() < 20 * 1024 - 1 || index == UNITS.len() - 1 {
+            let rounded = (halves + if halves < 0 { -1 } else { 1 }) / 2;
+            return format!("{rounded} {unit}");
+        }
+        halves /= 1024;
+    }
+    format!("{bytes} bytes")
+}
+
 fn oid_argument(arguments: &[ScalarValue], index: usize) -> Option<u32> {
     number(arguments.get(index)).and_then(|n| u32::try_from(n).ok())
 }
@@ -400,6 +419,39 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
             ScalarValue::Int32(Some(i32::try_from(std::process::id()).unwrap_or(0)))
         }),
     },
+    // A relation's size on disk: floe's relations are not PostgreSQL files, so
+    // the size is unknown (NULL), which psql's `\dt+` prints as an empty Size.
+    FunctionInfo {
+        oid: 2997,
+        name: "pg_table_size",
+        arguments: &[2205],
+        returns: 20,
+        body: Body::Value(|_, _| ScalarValue::Int64(None)),
+    },
+    FunctionInfo {
+        oid: 2325,
+        name: "pg_relation_size",
+        arguments: &[2205],
+        returns: 20,
+        body: Body::Value(|_, _| ScalarValue::Int64(None)),
+    },
+    FunctionInfo {
+        oid: 2286,
+        name: "pg_total_relation_size",
+        arguments: &[2205],
+        returns: 20,
+        body: Body::Value(|_, _| ScalarValue::Int64(None)),
+    },
+    FunctionInfo {
+        oid: 3166,
+        name: "pg_size_pretty",
+        arguments: &[20],
+        returns: 25,
+        body: Body::Value(|_, args| match number(args.first()) {
+            Some(bytes) => text_value(size_pretty(bytes)),
+            None => ScalarValue::Utf8(None),
+        }),
+    },
     FunctionInfo {
         oid: 3494,
         name: "to_regclass",
@@ -613,4 +665,24 @@ pub fn oid_parameters(
         })
     });
     found
+}
+
+#[cfg(test)]
+mod tests {
+    /// PostgreSQL 15's own answers (`SELECT pg_size_pretty(n::bigint)`).
+    #[test]
+    fn sizes_print_as_postgres_prints_them() {
+        for (bytes, expected) in [
+            (0, "0 bytes"),
+            (10239, "10239 bytes"),
+            (10240, "10 kB"),
+            (-10240, "-10 kB"),
+            (20971008, "20 MB"),
+            (20971520, "20 MB"),
+            (1_000_000_000_000, "931 GB"),
+            (i64::MAX, "8192 PB"),
+        ] {
+            assert_eq!(super::size_pretty(bytes), expected, "{bytes}");
+        }
+    }
 }

@@ -72,6 +72,19 @@ struct CatalogSpellings {
 impl VisitorMut for CatalogSpellings {
     type Break = ();
 
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> std::ops::ControlFlow<()> {
+        // `FROM pg_catalog.unnest(...)` (psql's `\d+`) is the function `unnest`.
+        if let TableFactor::Table {
+            name,
+            args: Some(_),
+            ..
+        } = factor
+        {
+            strip_catalog_schema(name);
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
         let replacement = match expr {
             Expr::BinaryOp { op, left, right } => {

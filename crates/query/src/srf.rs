@@ -22,6 +22,7 @@ use crate::naming::normalize;
 
 /// The set-returning functions floe knows, by the name Postgres uses.
 const GENERATE_SERIES: &str = "generate_series";
+const UNNEST: &str = "unnest";
 
 /// The alias of the call inside the derived table (a private-use character,
 /// which no client writes), marking it as already rewritten.
@@ -33,6 +34,12 @@ const ENGINE_COLUMN: &str = "value";
 /// Rewrites `FROM generate_series(...) [AS alias [(column)]]` into a derived
 /// table with Postgres' column name; `None` leaves `factor` as it is.
 pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
+    if let TableFactor::UNNEST {
+        alias, array_exprs, ..
+    } = factor
+    {
+        return name_unnest_column(factor, alias.as_ref(), array_exprs);
+    }
     let TableFactor::Table {
         name,
         alias,
@@ -42,7 +49,16 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
     else {
         return None;
     };
-    let function = single_unquoted(name)?;
+    // floe's name resolution quotes the names it qualified
+    // (`pg_catalog.unnest` is `"unnest"` by now): a table function's name is
+    // its folded name either way.
+    let function = match name.0.as_slice() {
+        [part] => normalize(part.as_ident()?),
+        _ => return None,
+    };
+    if function == UNNEST {
+        return unnest_table(args, alias.as_ref());
+    }
     // The rewritten call itself carries the inner alias: left as it is.
     if function != GENERATE_SERIES || alias.as_ref().is_some_and(|a| a.name.value == INNER_ALIAS) {
         return None;
@@ -116,6 +132,71 @@ fn calls_function(expr: &Expr) -> bool {
         Expr::BinaryOp { left, right, .. } => calls_function(left) || calls_function(right),
         _ => false,
     }
+}
+
+/// `FROM unnest(array) [AS alias [(column)]]` as DataFusion's `UNNEST`
+/// table factor, its column named as Postgres names it (after the alias, or
+/// `unnest`). DataFusion has no `unnest` table function, and its `UNNEST`
+/// plans the argument against the outer query, so a column of an outer
+/// relation (`array(SELECT ... FROM unnest(tc.reloptions) x)`, psql's `\d+`)
+/// is a correlation the subquery runner supplies.
+fn unnest_table(
+    args: &sqlparser::ast::TableFunctionArgs,
+    alias: Option<&TableAlias>,
+) -> Option<TableFactor> {
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] = args.args.as_slice() else {
+        return None;
+    };
+    let relation = alias
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| Ident::new(UNNEST));
+    let column = alias
+        .and_then(|a| a.columns.first().cloned())
+        .unwrap_or_else(|| sqlparser::ast::TableAliasColumnDef {
+            name: relation.clone(),
+            data_type: None,
+        });
+    Some(TableFactor::UNNEST {
+        alias: Some(TableAlias {
+            explicit: true,
+            name: relation,
+            columns: vec![column],
+            at: None,
+        }),
+        array_exprs: vec![array.clone()],
+        with_offset: false,
+        with_offset_alias: None,
+        with_ordinality: false,
+    })
+}
+
+/// Names the column of the parser's `UNNEST(array) [AS alias]` as Postgres
+/// does (DataFusion names it after the call's text); `None` when it is named
+/// already or unnests several arrays.
+fn name_unnest_column(
+    factor: &TableFactor,
+    alias: Option<&TableAlias>,
+    array_exprs: &[Expr],
+) -> Option<TableFactor> {
+    if array_exprs.len() != 1 || alias.is_some_and(|a| !a.columns.is_empty()) {
+        return None;
+    }
+    let relation = alias
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| Ident::new(UNNEST));
+    let mut named = factor.clone();
+    if let TableFactor::UNNEST { alias, .. } = &mut named {
+        *alias = Some(TableAlias {
+            explicit: true,
+            name: relation.clone(),
+            columns: vec![sqlparser::ast::TableAliasColumnDef {
+                name: relation,
+                data_type: None,
+            }],
+            at: None,
+        });
+    }
+    Some(named)
 }
 
 /// Unnests the set-returning calls of a select list, so that each value is a

@@ -713,6 +713,13 @@ fn psql_describe_commands() {
         None,
     );
     assert!(created.status.success(), "{}", stderr(&created));
+    for create in [
+        "CREATE VIEW v AS SELECT a, b FROM t",
+        "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t",
+    ] {
+        let output = floe.psql(&["-c", create], None);
+        assert!(output.status.success(), "{create}: {}", stderr(&output));
+    }
     let describe = |command: &str| {
         let output = floe.psql(&["-c", command], None);
         assert!(
@@ -723,9 +730,62 @@ fn psql_describe_commands() {
         );
         normalized_lines(&stdout(&output))
     };
-    let expectations: [(&str, &[&str]); 6] = [
+    let expectations: [(&str, &[&str]); 13] = [
         ("\\dt", &["public | t | table | materialize", "(1 row)"]),
-        ("\\d", &["public | t | table | materialize", "(1 row)"]),
+        (
+            "\\d",
+            &[
+                "public | m | materialized view | materialize",
+                "public | t | table | materialize",
+                "public | v | view | materialize",
+                "(3 rows)",
+            ],
+        ),
+        ("\\dv", &["public | v | view | materialize", "(1 row)"]),
+        (
+            "\\dm",
+            &["public | m | materialized view | materialize", "(1 row)"],
+        ),
+        // Sizes are unknown (NULL): floe's relations are not PostgreSQL files.
+        (
+            "\\dt+",
+            &[
+                "Schema | Name | Type | Owner | Persistence | Size | Description",
+                "public | t | table | materialize | permanent | |",
+            ],
+        ),
+        (
+            "\\dp",
+            &[
+                "public | m | materialized view | materialize=r/materialize | |",
+                "public | t | table | materialize=arwd/materialize | |",
+                "public | v | view | materialize=r/materialize | |",
+            ],
+        ),
+        // psql reads pg_proc's 9.5 columns (proisagg, proiswindow) of a server
+        // reporting version 9.5; user functions do not exist.
+        (
+            "\\df",
+            &[
+                "Schema | Name | Result data type | Argument data types | Type",
+                "(0 rows)",
+            ],
+        ),
+        (
+            "\\d v",
+            &[
+                "View \"public.v\"",
+                "a | integer | | not null |",
+                "b | text | | |",
+            ],
+        ),
+        (
+            "\\d m",
+            &[
+                "Materialized view \"public.m\"",
+                "n | bigint | | not null |",
+            ],
+        ),
         ("\\dn", &["public | materialize"]),
         (
             "\\du",
