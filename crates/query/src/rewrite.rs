@@ -377,9 +377,10 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
     }
 }
 
-/// Gives the NULLs and string literals of a VALUES column the type another
-/// row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`), as
-/// Postgres resolves them; DataFusion would see rows of different types.
+/// Gives the NULLs, string and number literals of a VALUES column the type
+/// another row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`,
+/// `VALUES (1.50::numeric(10,2)), (2.25)`), as Postgres resolves them;
+/// DataFusion would see rows of different types.
 fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     if rows.len() < 2 {
         return;
@@ -399,7 +400,10 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
         for row in rows.iter_mut() {
             if let Some(cell) = row.content.get_mut(column)
                 && let Expr::Value(value) = cell
-                && matches!(value.value, Value::Null | Value::SingleQuotedString(_))
+                && matches!(
+                    value.value,
+                    Value::Null | Value::SingleQuotedString(_) | Value::Number(..)
+                )
             {
                 *cell = Expr::Cast {
                     kind: CastKind::DoubleColon,
