@@ -213,6 +213,14 @@ fn rewrite_cast(inner: &mut Expr, data_type: &mut SqlType) -> Option<Expr> {
                 "int4" => SqlType::Int(None),
                 "int8" => SqlType::BigInt(None),
                 "bool" => SqlType::Bool,
+                // Any other `pg_catalog.`-qualified type is its plain name
+                // (`'20001'::pg_catalog.oid`, psql's `\d+` of a view).
+                _ if qualified => {
+                    if let SqlType::Custom(name, _) = data_type {
+                        name.0.drain(..name.0.len().saturating_sub(1));
+                    }
+                    return None;
+                }
                 _ => return None,
             };
             // Only qualified spellings and `"char"`/`name` need help.
@@ -515,6 +523,10 @@ mod tests {
         assert_eq!(
             rewritten("SELECT typinput = 'pg_catalog.array_in'::regproc FROM t"),
             "SELECT typinput = 'array_in' FROM t"
+        );
+        assert_eq!(
+            rewritten("SELECT pg_get_viewdef('20001'::pg_catalog.oid, true)"),
+            "SELECT pg_get_viewdef('20001'::oid, true)"
         );
         // Outside catalog queries a text literal stays text.
         assert_eq!(

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
@@ -134,11 +134,47 @@ fn returns_one_row(plan: &LogicalPlan) -> bool {
 
 fn rewrite_subquery(subquery: Subquery, schema: &DFSchema) -> DfResult<Subquery> {
     let plan = rewrite_plan(Arc::unwrap_or_clone(subquery.subquery), schema)?;
+    let plan = without_relation_subqueries(plan)?;
+    let outer_ref_columns = with_unrecorded_outer_references(subquery.outer_ref_columns, &plan);
     Ok(Subquery {
         subquery: Arc::new(plan),
-        outer_ref_columns: subquery.outer_ref_columns,
+        outer_ref_columns,
         spans: subquery.spans,
     })
+}
+
+/// A subquery's plan without the `Subquery` nodes DataFusion wraps around a
+/// FROM item that reads outer columns (`FROM unnest(outer.a) x`): its
+/// decorrelation takes such a node for a boundary it need not look past, so
+/// it joins the subquery as an uncorrelated one and the outer column reaches
+/// the physical planner. Unwrapped, the subquery stays correlated and is run
+/// per outer values ([`crate::subquery`]). The node adds nothing else: its
+/// schema is its input's.
+fn without_relation_subqueries(plan: LogicalPlan) -> DfResult<LogicalPlan> {
+    plan.transform_up(|node| match node {
+        LogicalPlan::Subquery(inner) => Ok(Transformed::yes(Arc::unwrap_or_clone(inner.subquery))),
+        other => Ok(Transformed::no(other)),
+    })
+    .map(|t| t.data)
+}
+
+/// The outer columns DataFusion recorded for a subquery, with those its own
+/// nodes read that DataFusion did not record: the argument of an `UNNEST` in
+/// its FROM clause (`(SELECT array_agg(x) FROM unnest(outer.a) x)`, psql's
+/// `\d+`). Unrecorded, the subquery passes for uncorrelated and is joined
+/// as one, and the outer column reaches the physical planner.
+fn with_unrecorded_outer_references(mut recorded: Vec<Expr>, plan: &LogicalPlan) -> Vec<Expr> {
+    let _ = plan.apply(|node| {
+        node.apply_expressions(|expr| {
+            expr.apply(|inner| {
+                if matches!(inner, Expr::OuterReferenceColumn(..)) && !recorded.contains(inner) {
+                    recorded.push(inner.clone());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    recorded
 }
 
 fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {

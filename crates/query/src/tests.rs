@@ -353,3 +353,14 @@ async fn array_bounds_and_computed_series_bounds() {
     );
     assert_eq!(error("SELECT array_upper('a', 1)").await.0, "42883");
 }
+
+/// A subquery whose FROM unnests an outer column runs per outer row (psql's
+/// `\d+` reads `array(SELECT ... FROM unnest(tc.reloptions) x)`); DataFusion
+/// would join it as uncorrelated and fail on the outer column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subqueries_unnest_outer_columns() {
+    assert_eq!(
+        rows("SELECT a, (SELECT string_agg(y::text, ',') FROM unnest(make_array(a, b)) y) FROM t1 ORDER BY a").await,
+        table(&[&["1", "1,2"], &["3", "3,4"], &["5", "5"]])
+    );
+}

@@ -730,7 +730,20 @@ fn psql_describe_commands() {
         );
         normalized_lines(&stdout(&output))
     };
-    let expectations: [(&str, &[&str]); 13] = [
+    let expectations: [(&str, &[&str]); 15] = [
+        // `\\d+` reads `array(SELECT ... FROM unnest(tc.reloptions) x)`, a
+        // subquery correlated through its FROM clause.
+        (
+            "\\d+ t",
+            &[
+                "Column | Type | Collation | Nullable | Default | Storage | Stats target | Description",
+                "a | integer | | not null | | plain | |",
+            ],
+        ),
+        (
+            "\\d+ v",
+            &["View \"public.v\"", "a | integer | | not null | | plain |"],
+        ),
         ("\\dt", &["public | t | table | materialize", "(1 row)"]),
         (
             "\\d",
