@@ -44,6 +44,8 @@ pub(crate) struct ItemEntry {
     pub id: floe_repr::GlobalId,
     pub kind: floe_sql::catalog::ItemKind,
     pub name: floe_sql::catalog::QualifiedName,
+    /// A view's or materialized view's query, as `mz_views.definition` shows it.
+    pub definition: Option<String>,
 }
 
 impl Lookup {
@@ -75,6 +77,13 @@ impl Lookup {
                     id: item.id,
                     kind: item.definition.kind(),
                     name: item.name.clone(),
+                    definition: match &item.definition {
+                        floe_sql::catalog::ItemDefinition::View(view)
+                        | floe_sql::catalog::ItemDefinition::MaterializedView(view) => {
+                            Some(view.query.clone())
+                        }
+                        _ => None,
+                    },
                 })
                 .collect(),
             schemas,
@@ -305,7 +314,17 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_viewdef",
         arguments: &[26, 16],
         returns: 25,
-        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
+        // The stored query (psql's `\d+` of a view prints it), as Materialize
+        // answers with `mz_views.definition`; NULL for anything else.
+        body: Body::Value(|lookup, args| {
+            ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| {
+                lookup
+                    .items
+                    .iter()
+                    .find(|item| item.oid == oid)
+                    .and_then(|item| item.definition.clone())
+            }))
+        }),
     },
     FunctionInfo {
         oid: 6121,

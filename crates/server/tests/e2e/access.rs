@@ -742,7 +742,13 @@ fn psql_describe_commands() {
         ),
         (
             "\\d+ v",
-            &["View \"public.v\"", "a | integer | | not null | | plain |"],
+            &[
+                "View \"public.v\"",
+                "a | integer | | not null | | plain |",
+                // The stored query, as mz_views.definition shows it.
+                "View definition:",
+                "SELECT a, b FROM \"public\".\"t\"",
+            ],
         ),
         ("\\dt", &["public | t | table | materialize", "(1 row)"]),
         (
