@@ -68,11 +68,13 @@ pub enum ExecuteResponse {
         columns: usize,
         lines: Vec<Vec<u8>>,
     },
-    /// `COPY (SUBSCRIBE ...) TO STDOUT`: lines as they come, each sent at once, until
-    /// the client goes away or the subscription fails.
+    /// `SUBSCRIBE ...`: rows as they come, each sent at once, until the client goes
+    /// away, the query is canceled or the subscription fails; as COPY text lines
+    /// (`copy`) for `COPY (SUBSCRIBE ...) TO STDOUT`.
     Subscribe {
-        columns: usize,
-        lines: crate::subscribe::SubscribeLines,
+        columns: Vec<ColumnDesc>,
+        copy: bool,
+        rows: crate::subscribe::SubscribeLines,
     },
 }
 
@@ -480,6 +482,30 @@ impl Coordinator {
         statement: Statement,
         notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
+        // Cursors belong to the session's transaction block, not to a plan.
+        let statement = match statement {
+            Statement::Declare(declare) => {
+                return self.declare_cursor(session, declare, notices).await;
+            }
+            Statement::Fetch(fetch) => return self.fetch(session, fetch).await,
+            Statement::Close(name) => return self.close_cursor(session, &name),
+            statement => statement,
+        };
+        let (plan, actor) = self.plan_checked(session, statement, notices).await?;
+        // What the statement creates is owned by the session's role.
+        crate::rbac::ACTOR
+            .scope(actor, self.sequence(session, plan, notices))
+            .await
+    }
+
+    /// Plans a statement and checks the session's role may run the plan; the role is
+    /// the one the plan acts as.
+    pub(crate) async fn plan_checked(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+        notices: &mut Vec<Notice>,
+    ) -> Result<(Plan, floe_repr::RoleId), AdapterError> {
         let plan = {
             let catalog = self.catalog.lock().await;
             let context =
@@ -492,11 +518,7 @@ impl Coordinator {
             crate::rbac::check_plan(catalog.state(), &session.user, role, &plan)?;
             (plan, role)
         };
-        let (plan, actor) = plan;
-        // What the statement creates is owned by the session's role.
-        crate::rbac::ACTOR
-            .scope(actor, self.sequence(session, plan, notices))
-            .await
+        Ok(plan)
     }
 
     /// The result shape of a statement, without running it (extended
@@ -547,6 +569,21 @@ impl Coordinator {
         if crate::transaction::ddl_in_transaction(&statement).is_some() {
             return Ok(None);
         }
+        match &statement {
+            Statement::Fetch(fetch) => {
+                return crate::cursor::fetch_columns(session, &fetch.name)
+                    .map(Some)
+                    .ok_or_else(|| AdapterError::Query {
+                        code: floe_repr::SqlState::INVALID_CURSOR_NAME,
+                        message: format!(
+                            "cursor \"{}\" does not exist",
+                            floe_sql::planner::normalize_ident(&fetch.name)
+                        ),
+                    });
+            }
+            Statement::Declare(_) | Statement::Close(_) => return Ok(None),
+            _ => {}
+        }
         let catalog = self.catalog.lock().await;
         let context = SessionContext::new(session.get("cluster")?, &session.get("search_path")?);
         let mut notices = Vec::new();
@@ -559,6 +596,10 @@ impl Coordinator {
                 Ok(Some(query::describe(&plan)))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
+            Plan::Subscribe(subscribe) if !subscribe.copy => {
+                drop(catalog);
+                Ok(Some(self.subscribe_columns(subscribe).await?))
+            }
             Plan::Insert(insert) if insert.returning.is_none() => {
                 // `VALUES ($1, $2)`: each parameter takes its column's type.
                 *parameters = crate::params::insert_parameter_types(&insert);

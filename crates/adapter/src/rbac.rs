@@ -223,7 +223,14 @@ impl Checker<'_> {
         match plan {
             Plan::Select(select) => self.require_select(&select.query),
             Plan::CopyTo(copy) => self.require_select(&copy.query),
-            Plan::Subscribe(subscribe) => self.require(item(&subscribe.id), Privilege::Select),
+            Plan::Subscribe(subscribe) => match &subscribe.from {
+                floe_sql::subscribe::SubscribeFrom::Relation { id, .. } => {
+                    self.require(item(id), Privilege::Select)
+                }
+                floe_sql::subscribe::SubscribeFrom::Query { query, .. } => {
+                    self.require_select(query)
+                }
+            },
             Plan::AlterTableAddColumn(plan) => self.require_owner(item(&plan.id)),
             Plan::Insert(insert) => {
                 self.require(item(&insert.table), Privilege::Insert)?;

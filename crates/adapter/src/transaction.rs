@@ -58,6 +58,9 @@ pub struct Transaction {
     /// The session's variables when the transaction began: ROLLBACK puts
     /// them back, as in Postgres and Materialize.
     pub(crate) variables: VariableValues,
+    /// Its cursors (`DECLARE c CURSOR FOR SUBSCRIBE ...`), by name: they end with it,
+    /// and dropping one ends its subscription.
+    pub(crate) cursors: std::collections::BTreeMap<String, crate::cursor::Cursor>,
 }
 
 /// What the transaction has done so far; it decides what it may do next.
@@ -171,6 +174,7 @@ impl Transaction {
             read_only,
             ops: TransactionOps::None,
             variables,
+            cursors: std::collections::BTreeMap::new(),
         }
     }
 
@@ -295,7 +299,10 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         | Statement::SetVariable(_)
         | Statement::ResetVariable(_)
         | Statement::Unsupported(_)
-        | Statement::Subscribe(_) => None,
+        | Statement::Subscribe(_)
+        | Statement::Declare(_)
+        | Statement::Fetch(_)
+        | Statement::Close(_) => None,
     }
 }
 

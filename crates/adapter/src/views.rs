@@ -66,7 +66,7 @@ pub(crate) fn compute_error(error: ComputeError) -> AdapterError {
 }
 
 /// An error in a view's contents, as a query reading the view fails with it.
-fn dataflow_error(error: &DataflowError) -> AdapterError {
+pub(crate) fn dataflow_error(error: &DataflowError) -> AdapterError {
     AdapterError::Query {
         code: dataflow_error_code(error),
         message: crate::error::lowercase_first(error.message.trim()),
@@ -136,11 +136,40 @@ fn workers_for_size(size: &str) -> usize {
 /// A view's dataflow input: a relation's change log, held back from compaction
 /// at what the view has read. Rows are cut to the `width` the dataflow was
 /// planned with: a table's column added while the view runs is not its.
-struct StorageInput {
-    storage: Arc<Storage>,
-    id: GlobalId,
-    holder: String,
-    width: usize,
+pub(crate) struct StorageInput {
+    pub storage: Arc<Storage>,
+    pub id: GlobalId,
+    pub holder: String,
+    pub width: usize,
+    /// Whether the hold lasts only while the process runs (a subscription's) rather
+    /// than being written down (a materialized view's).
+    pub transient: bool,
+}
+
+impl StorageInput {
+    /// The logs of a dataflow's inputs (`inputs`, in the order of `spec`'s), each read
+    /// on behalf of `holder`.
+    pub(crate) fn logs(
+        storage: &Arc<Storage>,
+        inputs: &[GlobalId],
+        spec: &DataflowSpec,
+        holder: &str,
+        transient: bool,
+    ) -> Vec<Arc<dyn InputLog>> {
+        inputs
+            .iter()
+            .zip(&spec.inputs)
+            .map(|(input, input_spec)| {
+                Arc::new(StorageInput {
+                    storage: storage.clone(),
+                    id: *input,
+                    holder: holder.to_string(),
+                    width: input_spec.desc.columns.len(),
+                    transient,
+                }) as Arc<dyn InputLog>
+            })
+            .collect()
+    }
 }
 
 impl InputLog for StorageInput {
@@ -170,9 +199,14 @@ impl InputLog for StorageInput {
             )
             .map_err(|e| ComputeError::log(e.to_string()))?;
         result.map_err(ComputeError::log)?;
-        self.storage
-            .set_read_hold(self.id, &self.holder, Timestamp(upper))
-            .map_err(|e| ComputeError::log(e.to_string()))?;
+        let held = if self.transient {
+            self.storage
+                .set_transient_read_hold(self.id, &self.holder, Timestamp(upper))
+        } else {
+            self.storage
+                .set_read_hold(self.id, &self.holder, Timestamp(upper))
+        };
+        held.map_err(|e| ComputeError::log(e.to_string()))?;
         Ok(updates)
     }
 }
@@ -286,18 +320,7 @@ impl Views {
         };
         let (spec, inputs) = dataflow_spec(catalog, id, &item.name, &view.query)?;
         let replica = self.replica(cluster.id, &size)?;
-        let logs = inputs
-            .iter()
-            .zip(&spec.inputs)
-            .map(|(input, input_spec)| {
-                Arc::new(StorageInput {
-                    storage: storage.clone(),
-                    id: *input,
-                    holder: holder(id),
-                    width: input_spec.desc.columns.len(),
-                }) as Arc<dyn InputLog>
-            })
-            .collect();
+        let logs = StorageInput::logs(storage, &inputs, &spec, &holder(id), false);
         let output = StorageOutput {
             storage: storage.clone(),
             id,
@@ -386,7 +409,11 @@ impl Views {
     }
 
     /// The cluster's replica, started with the workers its size gives.
-    fn replica(&self, cluster: ClusterId, size: &str) -> Result<Arc<Replica>, AdapterError> {
+    pub(crate) fn replica(
+        &self,
+        cluster: ClusterId,
+        size: &str,
+    ) -> Result<Arc<Replica>, AdapterError> {
         let mut replicas = lock(&self.replicas);
         if let Some(replica) = replicas.get(&cluster)
             && replica.check().is_ok()
@@ -446,9 +473,23 @@ fn dataflow_spec(
         floe_sql::alter_table::pin_table_versions(catalog, &mut statement, &view.table_versions);
     }
     let inlined = floe_sql::view::inline_views(catalog, statement)?;
+    let number = match id {
+        GlobalId::User(n) | GlobalId::System(n) => n,
+    };
+    Ok(query_dataflow_spec(catalog, number, &name.item, &inlined))
+}
+
+/// The dataflow of a query whose plain views are inlined, and the change logs it
+/// reads (in the order of the spec's inputs).
+pub(crate) fn query_dataflow_spec(
+    catalog: &floe_catalog::CatalogState,
+    number: u64,
+    name: &str,
+    inlined: &sqlparser::ast::Statement,
+) -> (DataflowSpec, Vec<GlobalId>) {
     let mut inputs = Vec::new();
     let mut specs = Vec::new();
-    let _ = sqlparser::ast::visit_relations(&inlined, |relation| {
+    let _ = sqlparser::ast::visit_relations(inlined, |relation| {
         if let Some(found) = resolved_item(catalog, relation)
             && let Some(desc) = found.definition.desc()
             && !inputs.contains(&found.id)
@@ -461,19 +502,16 @@ fn dataflow_spec(
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
-    let number = match id {
-        GlobalId::User(n) | GlobalId::System(n) => n,
-    };
-    Ok((
+    (
         DataflowSpec {
             id: number,
-            name: name.item.clone(),
+            name: name.to_string(),
             query: inlined.to_string(),
             inputs: specs,
             as_of: 0,
         },
         inputs,
-    ))
+    )
 }
 
 /// A materialized view and the materialized views it reads, directly or through plain

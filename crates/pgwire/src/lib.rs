@@ -40,6 +40,7 @@ use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
 use pgwire::messages::simplequery::Query;
+use pgwire::messages::startup::ParameterStatus;
 use tokio::net::TcpListener;
 use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
@@ -319,47 +320,83 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
     }
 }
 
-/// Streams a subscription's lines as COPY data, each flushed as it comes (the library's
-/// COPY OUT flushes at the end, and a subscription has none). Ends when the
-/// subscription fails (an ErrorResponse ends the copy) or the client goes away (a send
-/// fails, which drops the lines and so stops the subscription).
+/// Streams a subscription's rows as they come, each flushed at once (the library's
+/// responses flush at the end, and a subscription has none): as COPY data for
+/// `COPY (SUBSCRIBE ...) TO STDOUT`, else as data rows in `format`, after a row
+/// description when `describe` (the simple protocol; the extended one described the
+/// portal). Ends when the subscription fails (an ErrorResponse), the client goes away
+/// (a send fails) or the query is canceled (the library drops this future): each drops
+/// the rows and so stops the subscription.
+/// How long a subscription's stream may be silent before the socket is probed.
+const SUBSCRIBE_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn stream_subscribe<C>(
     client: &mut C,
-    columns: usize,
-    lines: &floe_adapter::subscribe::SubscribeLines,
+    columns: Vec<ColumnDesc>,
+    copy: bool,
+    rows: &floe_adapter::subscribe::SubscribeLines,
+    format: &Format,
+    describe: bool,
 ) -> PgWireResult<Response>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    let Some(mut lines) = lines.take() else {
+    let Some(mut rows) = rows.take() else {
         return Ok(Response::EmptyQuery);
     };
-    let columns = i16::try_from(columns).unwrap_or(i16::MAX);
-    client
-        .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-            0,
-            columns,
-            vec![0; columns.max(0) as usize],
-        )))
-        .await?;
-    let mut rows = 0;
-    while let Some(line) = lines.recv().await {
-        match line {
-            Ok(line) => {
-                client
-                    .send(PgWireBackendMessage::CopyData(CopyData::new(line.into())))
-                    .await?;
-                rows += 1;
-            }
-            Err(error) => return Ok(Response::Error(Box::new(error_info(&error)))),
-        }
+    let fields = field_infos(&columns, format);
+    if copy {
+        let width = i16::try_from(columns.len()).unwrap_or(i16::MAX);
+        let message = CopyOutResponse::new(0, width, vec![0; columns.len()]);
+        client
+            .send(PgWireBackendMessage::CopyOutResponse(message))
+            .await?;
+    } else if describe {
+        let description =
+            pgwire::messages::data::RowDescription::new(fields.iter().map(Into::into).collect());
+        client
+            .send(PgWireBackendMessage::RowDescription(description))
+            .await?;
     }
-    client
-        .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
-        .await?;
-    Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
+    let mut sent = 0;
+    // The connection does not read while a statement runs, so a client that went away
+    // is noticed only when a write fails: while no row comes, a message every client
+    // takes at any time and ignores (a parameter's unchanged value) probes the socket.
+    let mut probe = tokio::time::interval(SUBSCRIBE_PROBE);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let row = tokio::select! {
+            row = rows.recv() => row,
+            _ = probe.tick() => {
+                let unchanged = ParameterStatus::new("server_encoding".into(), "UTF8".into());
+                client.send(PgWireBackendMessage::ParameterStatus(unchanged)).await?;
+                continue;
+            }
+        };
+        let row = match row {
+            None => break,
+            Some(Ok(row)) => row,
+            Some(Err(error)) => return Ok(Response::Error(Box::new(error_info(&error)))),
+        };
+        probe.reset();
+        let message = if copy {
+            let line = floe_adapter::subscribe::copy_line(row);
+            PgWireBackendMessage::CopyData(CopyData::new(line.into()))
+        } else {
+            PgWireBackendMessage::DataRow(data_row(&row, &fields))
+        };
+        client.send(message).await?;
+        sent += 1;
+    }
+    if copy {
+        client
+            .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
+            .await?;
+        return Ok(Response::Execution(Tag::new("COPY").with_rows(sent)));
+    }
+    Ok(Response::Execution(Tag::new("SUBSCRIBE").with_rows(sent)))
 }
 
 #[async_trait]
@@ -434,8 +471,15 @@ impl SimpleQueryHandler for Handlers {
             };
             send_notices(client, notices).await?;
             match result {
-                Ok(ExecuteResponse::Subscribe { columns, lines }) => {
-                    responses.push(stream_subscribe(client, columns, &lines).await?);
+                Ok(ExecuteResponse::Subscribe {
+                    columns,
+                    copy,
+                    rows,
+                }) => {
+                    let format = Format::UnifiedText;
+                    let response =
+                        stream_subscribe(client, columns, copy, &rows, &format, true).await?;
+                    responses.push(response);
                 }
                 Ok(result) => responses.push(to_response(result, &Format::UnifiedText)),
                 Err(error) => {
@@ -825,8 +869,13 @@ impl ExtendedQueryHandler for Handlers {
         };
         send_notices(client, notices).await?;
         match result {
-            Ok(ExecuteResponse::Subscribe { columns, lines }) => {
-                stream_subscribe(client, columns, &lines).await
+            Ok(ExecuteResponse::Subscribe {
+                columns,
+                copy,
+                rows,
+            }) => {
+                let format = &portal.result_column_format;
+                stream_subscribe(client, columns, copy, &rows, format, false).await
             }
             Ok(result) => Ok(to_response(result, &portal.result_column_format)),
             Err(error) => Err(user_error(&error)),

@@ -47,6 +47,7 @@ impl SqlState {
     pub const INVALID_AUTHORIZATION_SPECIFICATION: SqlState = SqlState("28000");
     pub const INVALID_PASSWORD: SqlState = SqlState("28P01");
     pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
+    pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
     pub const INVALID_CATALOG_NAME: SqlState = SqlState("3D000");
     pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
     pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
@@ -59,6 +60,7 @@ impl SqlState {
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
     pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
     pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
+    pub const DUPLICATE_CURSOR: SqlState = SqlState("42P03");
     pub const RESERVED_NAME: SqlState = SqlState("42939");
     pub const GROUPING_ERROR: SqlState = SqlState("42803");
     pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");

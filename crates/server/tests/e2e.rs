@@ -19,6 +19,8 @@ mod semantics;
 mod sink_safety;
 #[path = "e2e/statements.rs"]
 mod statements;
+#[path = "e2e/subscribe.rs"]
+mod subscribe;
 mod support;
 #[path = "e2e/transactions.rs"]
 mod transactions;

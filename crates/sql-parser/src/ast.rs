@@ -39,28 +39,98 @@ pub enum Statement {
     ResetVariable(ResetVariableStatement),
     /// A statement floe recognises but does not support; the text names it.
     Unsupported(String),
-    /// `COPY (SUBSCRIBE [TO] name [WITH (...)]) TO STDOUT`.
+    /// `SUBSCRIBE ...` and `COPY (SUBSCRIBE ...) TO STDOUT`.
     Subscribe(SubscribeStatement),
+    Declare(DeclareStatement),
+    Fetch(FetchStatement),
+    /// `CLOSE name`: ends a cursor's subscription.
+    Close(Ident),
 }
 
-/// `COPY (SUBSCRIBE [TO] name [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]) TO STDOUT`:
-/// the relation's contents, then its changes as they happen.
+/// `SUBSCRIBE [TO] name | (query) [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]`, on its
+/// own or as `COPY (SUBSCRIBE ...) TO STDOUT`: the relation's contents, then its changes
+/// as they happen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscribeStatement {
-    pub name: ObjectName,
+    pub relation: SubscribeRelation,
     /// Whether the contents as of the start come first (`SNAPSHOT`, default true).
     pub snapshot: bool,
     /// Whether progress rows tell how far the changes are complete (`PROGRESS`).
     pub progress: bool,
+    /// Whether it is the query of `COPY (...) TO STDOUT` (rows as COPY text lines).
+    pub copy: bool,
+}
+
+/// What a SUBSCRIBE follows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SubscribeRelation {
+    /// A table, source, view or materialized view.
+    Name(ObjectName),
+    /// `SUBSCRIBE (SELECT ...)`: a query maintained for the subscription alone.
+    Query(Box<sqlparser::ast::Query>),
+}
+
+impl fmt::Display for SubscribeRelation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SubscribeRelation::Name(name) => write!(f, "{name}"),
+            SubscribeRelation::Query(query) => write!(f, "({query})"),
+        }
+    }
 }
 
 impl fmt::Display for SubscribeStatement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "COPY (SUBSCRIBE {} WITH (SNAPSHOT = {}, PROGRESS = {})) TO STDOUT",
-            self.name, self.snapshot, self.progress
-        )
+        let subscribe = format!(
+            "SUBSCRIBE {} WITH (SNAPSHOT = {}, PROGRESS = {})",
+            self.relation, self.snapshot, self.progress
+        );
+        if self.copy {
+            write!(f, "COPY ({subscribe}) TO STDOUT")
+        } else {
+            f.write_str(&subscribe)
+        }
+    }
+}
+
+/// `DECLARE name CURSOR [WITHOUT HOLD] FOR SUBSCRIBE ...`: a subscription read with FETCH
+/// inside a transaction block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclareStatement {
+    pub name: Ident,
+    pub statement: Box<Statement>,
+}
+
+impl fmt::Display for DeclareStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DECLARE {} CURSOR FOR {}", self.name, self.statement)
+    }
+}
+
+/// `FETCH [FORWARD] [count | ALL] [FROM | IN] name [WITH (TIMEOUT = 'interval')]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FetchStatement {
+    pub name: Ident,
+    /// At most this many rows; `None` is `ALL`.
+    pub count: Option<u64>,
+    /// How long to wait for the first row (`TIMEOUT`); `None` waits until one comes.
+    pub timeout: Option<String>,
+}
+
+impl fmt::Display for FetchStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.count {
+            Some(count) => write!(f, "FETCH {count} {}", self.name)?,
+            None => write!(f, "FETCH ALL {}", self.name)?,
+        }
+        if let Some(timeout) = &self.timeout {
+            write!(
+                f,
+                " WITH (TIMEOUT = {})",
+                sqlparser::ast::Value::SingleQuotedString(timeout.clone())
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -1010,6 +1080,9 @@ impl fmt::Display for Statement {
             Statement::ResetVariable(s) => write!(f, "{s}"),
             Statement::Unsupported(s) => f.write_str(s),
             Statement::Subscribe(s) => write!(f, "{s}"),
+            Statement::Declare(s) => write!(f, "{s}"),
+            Statement::Fetch(s) => write!(f, "{s}"),
+            Statement::Close(name) => write!(f, "CLOSE {name}"),
         }
     }
 }

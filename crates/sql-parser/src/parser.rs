@@ -83,11 +83,8 @@ const UNSUPPORTED_LEADERS: &[&[&str]] = &[
     &["ALTER", "SYSTEM"],
     &["GRANT"],
     &["REVOKE"],
-    &["SUBSCRIBE"],
     &["EXPLAIN"],
     &["REASSIGN", "OWNED"],
-    &["DECLARE"],
-    &["FETCH"],
     &["PREPARE"],
     &["EXECUTE"],
     &["TRUNCATE"],
@@ -222,6 +219,9 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         && peek_word(parser, 2).as_deref() == Some("SUBSCRIBE")
     {
         return parse_copy_subscribe(parser);
+    }
+    if let Some(statement) = parse_subscription_statement(parser) {
+        return statement;
     }
     if let Some(statement) = role::parse_role_statement(parser) {
         return statement;
@@ -1260,19 +1260,47 @@ fn parse_column_type(parser: &mut Parser) -> Result<sqlparser::ast::DataType, Pa
     }
 }
 
-/// `COPY (SUBSCRIBE [TO] name [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]) TO STDOUT`.
+/// `COPY (SUBSCRIBE ...) TO STDOUT`.
 fn parse_copy_subscribe(parser: &mut Parser) -> Result<Statement, ParserError> {
     expect_words(parser, &["COPY"])?;
     expect_token(parser, Token::LParen)?;
+    let mut subscribe = parse_subscribe(parser)?;
+    expect_token(parser, Token::RParen)?;
+    expect_words(parser, &["TO", "STDOUT"])?;
+    subscribe.copy = true;
+    Ok(Statement::Subscribe(subscribe))
+}
+
+/// `SUBSCRIBE`, `DECLARE`, `FETCH` and `CLOSE`, by their leading word.
+fn parse_subscription_statement(parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+    match peek_word(parser, 0).as_deref() {
+        Some("SUBSCRIBE") => Some(parse_subscribe(parser).map(Statement::Subscribe)),
+        Some("DECLARE") => Some(parse_declare(parser)),
+        Some("FETCH") => Some(parse_fetch(parser)),
+        Some("CLOSE") => {
+            parser.next_token();
+            Some(
+                parser
+                    .parse_identifier()
+                    .map(Statement::Close)
+                    .map_err(Into::into),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// `SUBSCRIBE [TO] name | (query) [WITH (SNAPSHOT [= bool], PROGRESS [= bool])]`.
+fn parse_subscribe(parser: &mut Parser) -> Result<SubscribeStatement, ParserError> {
     expect_words(parser, &["SUBSCRIBE"])?;
     parse_words(parser, &["TO"]);
-    if parser.peek_token().token == Token::LParen {
-        skip_statement(parser);
-        return Err(ParserError::unsupported(
-            "SUBSCRIBE to a query is not supported; subscribe to a table, source or materialized view",
-        ));
-    }
-    let name = parser.parse_object_name(false)?;
+    let relation = if parser.consume_token(&Token::LParen) {
+        let query = parser.parse_query()?;
+        expect_token(parser, Token::RParen)?;
+        SubscribeRelation::Query(query)
+    } else {
+        SubscribeRelation::Name(parser.parse_object_name(false)?)
+    };
     let (mut snapshot, mut progress) = (true, false);
     if parse_words(parser, &["WITH"]) {
         expect_token(parser, Token::LParen)?;
@@ -1302,11 +1330,72 @@ fn parse_copy_subscribe(parser: &mut Parser) -> Result<Statement, ParserError> {
         }
         expect_token(parser, Token::RParen)?;
     }
-    expect_token(parser, Token::RParen)?;
-    expect_words(parser, &["TO", "STDOUT"])?;
-    Ok(Statement::Subscribe(SubscribeStatement {
-        name,
+    Ok(SubscribeStatement {
+        relation,
         snapshot,
         progress,
+        copy: false,
+    })
+}
+
+/// `DECLARE name CURSOR [WITHOUT HOLD] FOR SUBSCRIBE ...`.
+fn parse_declare(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["DECLARE"])?;
+    let name = parser.parse_identifier()?;
+    expect_words(parser, &["CURSOR"])?;
+    parse_words(parser, &["WITHOUT", "HOLD"]);
+    expect_words(parser, &["FOR"])?;
+    if peek_word(parser, 0).as_deref() != Some("SUBSCRIBE") {
+        skip_statement(parser);
+        return Err(ParserError::unsupported(
+            "DECLARE CURSOR for a statement other than SUBSCRIBE is not supported",
+        ));
+    }
+    let subscribe = parse_subscribe(parser)?;
+    Ok(Statement::Declare(DeclareStatement {
+        name,
+        statement: Box::new(Statement::Subscribe(subscribe)),
+    }))
+}
+
+/// `FETCH [FORWARD] [count | ALL] [FROM | IN] name [WITH (TIMEOUT [=] 'interval')]`.
+fn parse_fetch(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["FETCH"])?;
+    parse_words(parser, &["FORWARD"]);
+    let count = if parse_words(parser, &["ALL"]) {
+        None
+    } else if let Token::Number(number, _) = parser.peek_token().token {
+        parser.next_token();
+        match number.parse::<u64>() {
+            Ok(count) => Some(count),
+            Err(_) => {
+                return Err(ParserError::syntax(format!(
+                    "invalid FETCH count: {number}"
+                )));
+            }
+        }
+    } else {
+        Some(1)
+    };
+    if !parse_words(parser, &["FROM"]) {
+        parse_words(parser, &["IN"]);
+    }
+    let name = parser.parse_identifier()?;
+    let mut timeout = None;
+    if parse_words(parser, &["WITH"]) {
+        expect_token(parser, Token::LParen)?;
+        expect_words(parser, &["TIMEOUT"])?;
+        let _ = parser.consume_token(&Token::Eq);
+        timeout = Some(match parser.next_token().token {
+            Token::SingleQuotedString(text) => text,
+            Token::Number(number, _) => number,
+            _ => return expected(parser, "an interval"),
+        });
+        expect_token(parser, Token::RParen)?;
+    }
+    Ok(Statement::Fetch(FetchStatement {
+        name,
+        count,
+        timeout,
     }))
 }

@@ -109,7 +109,6 @@ fn unsupported_statements_are_named_not_syntax_errors() {
             "ALTER MATERIALIZED VIEW v RENAME TO w",
             "ALTER MATERIALIZED VIEW",
         ),
-        ("SUBSCRIBE TO t", "SUBSCRIBE"),
         ("CREATE INDEX i ON t (a)", "CREATE INDEX"),
         (
             "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')",
@@ -297,23 +296,73 @@ fn comment_on_round_trips() {
     }
 }
 
+fn subscribe_of(sql: &str) -> SubscribeStatement {
+    match parse_statement(sql).unwrap() {
+        Statement::Subscribe(subscribe) => subscribe,
+        other => panic!("not a SUBSCRIBE: {other:?}"),
+    }
+}
+
 #[test]
-fn copy_subscribe_parses_its_relation_and_options() {
-    let Statement::Subscribe(subscribe) =
-        parse_statement("COPY (SUBSCRIBE TO v WITH (SNAPSHOT = false, PROGRESS)) TO STDOUT")
-            .unwrap()
-    else {
-        panic!("not a SUBSCRIBE");
-    };
-    assert_eq!(subscribe.name.to_string(), "v");
-    assert!(!subscribe.snapshot && subscribe.progress);
-    let Statement::Subscribe(plain) =
-        parse_statement("copy (subscribe public.t) to stdout").unwrap()
-    else {
-        panic!("not a SUBSCRIBE");
-    };
+fn subscribe_parses_its_relation_and_options() {
+    let subscribe =
+        subscribe_of("COPY (SUBSCRIBE TO v WITH (SNAPSHOT = false, PROGRESS)) TO STDOUT");
+    assert_eq!(subscribe.relation.to_string(), "v");
+    assert!(!subscribe.snapshot && subscribe.progress && subscribe.copy);
+    let plain = subscribe_of("copy (subscribe public.t) to stdout");
     assert!(plain.snapshot && !plain.progress);
-    let error = parse_statement("COPY (SUBSCRIBE (SELECT 1)) TO STDOUT").unwrap_err();
-    assert_eq!(error.kind, ParserErrorKind::Unsupported);
+    let statement = subscribe_of("SUBSCRIBE t WITH (PROGRESS = true)");
+    assert!(!statement.copy && statement.progress);
+    let query = subscribe_of("SUBSCRIBE (SELECT a, count(*) FROM t GROUP BY a)");
+    assert!(matches!(query.relation, SubscribeRelation::Query(_)));
+    assert!(subscribe_of("COPY (SUBSCRIBE (SELECT 1)) TO STDOUT").copy);
     assert!(parse_statement("COPY (SUBSCRIBE t WITH (LIMIT 1)) TO STDOUT").is_err());
+    assert!(parse_statement("SUBSCRIBE (SELECT 1").is_err());
+    // Each prints SQL that parses back to itself.
+    for sql in [
+        "SUBSCRIBE TO v WITH (SNAPSHOT = false)",
+        "COPY (SUBSCRIBE (SELECT a FROM t WHERE a > 1) WITH (PROGRESS)) TO STDOUT",
+    ] {
+        let statement = parse_statement(sql).unwrap();
+        assert_eq!(parse_statement(&statement.to_string()).unwrap(), statement);
+    }
+}
+
+#[test]
+fn cursors_over_subscriptions_parse() {
+    let Statement::Declare(declare) =
+        parse_statement("DECLARE c CURSOR WITHOUT HOLD FOR SUBSCRIBE (SELECT 1)").unwrap()
+    else {
+        panic!("not a DECLARE");
+    };
+    assert_eq!(declare.name.value, "c");
+    assert!(matches!(*declare.statement, Statement::Subscribe(_)));
+    let error = parse_statement("DECLARE c CURSOR FOR SELECT 1").unwrap_err();
+    assert_eq!(error.kind, ParserErrorKind::Unsupported);
+    for (sql, count, timeout) in [
+        ("FETCH c", Some(1), None),
+        ("FETCH 10 c", Some(10), None),
+        ("FETCH ALL FROM c WITH (TIMEOUT = '1s')", None, Some("1s")),
+        (
+            "FETCH FORWARD 2 IN c WITH (TIMEOUT '0s')",
+            Some(2),
+            Some("0s"),
+        ),
+    ] {
+        let Statement::Fetch(fetch) = parse_statement(sql).unwrap() else {
+            panic!("not a FETCH: {sql}");
+        };
+        assert_eq!(fetch.name.value, "c", "{sql}");
+        assert_eq!(fetch.count, count, "{sql}");
+        assert_eq!(fetch.timeout.as_deref(), timeout, "{sql}");
+        assert_eq!(
+            parse_statement(&fetch.to_string()).unwrap(),
+            Statement::Fetch(fetch)
+        );
+    }
+    assert!(parse_statement("FETCH -1 c").is_err());
+    assert_eq!(
+        parse_statement("close c").unwrap(),
+        Statement::Close(sqlparser::ast::Ident::new("c"))
+    );
 }

@@ -54,7 +54,7 @@ pub struct DeletePlan {
     pub returning: Option<Vec<SelectItem>>,
 }
 
-fn parse_query(sql: &str) -> Result<Statement, PlanError> {
+pub(crate) fn parse_query(sql: &str) -> Result<Statement, PlanError> {
     Parser::new(&PostgreSqlDialect {})
         .try_with_sql(sql)
         .and_then(|mut parser| parser.parse_statement())

@@ -125,7 +125,10 @@ pub fn plan(
         }
         Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
         Statement::Standard(s) => plan_standard(catalog, *s, notices),
-        Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, s),
+        Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, session, s),
+        Statement::Declare(_) | Statement::Fetch(_) | Statement::Close(_) => Err(
+            PlanError::unsupported("cursors are not supported".to_string()),
+        ),
     }
 }
 

@@ -1082,6 +1082,23 @@ impl Storage {
         Ok(())
     }
 
+    /// Holds back compaction of `id` at `frontier` on behalf of `holder` for as long as
+    /// this process runs, without writing it down: a subscription's hold, which a crash
+    /// must not leave behind (its subscription ends with the connection).
+    pub fn set_transient_read_hold(
+        &self,
+        id: GlobalId,
+        holder: &str,
+        frontier: Timestamp,
+    ) -> Result<(), StorageError> {
+        let mut collections = self.collections_write();
+        let collection = collections
+            .get_mut(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        collection.holds.insert(holder.to_string(), frontier.0);
+        Ok(())
+    }
+
     /// Releases `holder`'s hold on `id`.
     pub fn drop_read_hold(&self, id: GlobalId, holder: &str) -> Result<(), StorageError> {
         let writer = self.writer();
