@@ -109,9 +109,13 @@ pub struct Coordinator {
     pub(crate) config: CoordinatorConfig,
     /// Tables' and sources' change logs.
     pub(crate) storage: Arc<Storage>,
-    /// Serializes writes: a write reads the table and writes the change
-    /// under this lock, so concurrent UPDATEs cannot lose each other.
-    pub(crate) write_lock: Mutex<()>,
+    /// Orders writes: a write that reads a table (UPDATE, DELETE, INSERT ... SELECT, a
+    /// transaction's COMMIT, ALTER TABLE) holds it exclusively, so that it writes on what
+    /// it read and concurrent UPDATEs cannot lose each other. A write that reads no table
+    /// (INSERT ... VALUES, COPY) holds it shared: its changes do not depend on other
+    /// writes, storage checks its keys as it appends, and concurrent ones share one
+    /// durable commit.
+    pub(crate) write_lock: tokio::sync::RwLock<()>,
     /// Tables converted for the query engine, by contents version.
     pub(crate) batches: BatchCache,
     /// The sink tasks and what they report.
@@ -172,7 +176,7 @@ impl Coordinator {
             config,
             sinks,
             storage,
-            write_lock: Mutex::new(()),
+            write_lock: tokio::sync::RwLock::new(()),
             batches: BatchCache::default(),
             generators: Default::default(),
             metrics: Default::default(),
@@ -220,7 +224,8 @@ impl Coordinator {
         let sink = match &event {
             crate::sinks::SinkEvent::Status { sink, .. }
             | crate::sinks::SinkEvent::Statistics { sink, .. }
-            | crate::sinks::SinkEvent::Progress { sink, .. } => *sink,
+            | crate::sinks::SinkEvent::Progress { sink, .. }
+            | crate::sinks::SinkEvent::Maintenance { sink, .. } => *sink,
         };
         // A dropped sink's last words are not recorded.
         if catalog.state().item(sink).is_none() {
@@ -320,7 +325,9 @@ impl Coordinator {
         let usage = self.storage.usage();
         let progress = self.sinks.progress();
         let source_statistics = self.postgres_sources.statistics();
+        let maintenance = self.sinks.maintenance();
         let mut system = self.system_context(&catalog, &history, &usage, &progress);
+        system.sink_maintenance = &maintenance;
         system.source_status_history = &source_history;
         system.source_statistics = &source_statistics;
         system.arrangement_sizes = &arrangement_sizes;
@@ -369,7 +376,8 @@ impl Coordinator {
                 tables::copy_in(&engine, &mut target, &copy.plan, rows).await
             }
             None => {
-                let _write = self.write_lock.lock().await;
+                // Shared: a COPY reads no table.
+                let _write = self.write_lock.read().await;
                 let engine = self.engine_reading(Some(Default::default())).await?;
                 let mut target = tables::WriteTarget::Storage(&self.storage);
                 tables::copy_in(&engine, &mut target, &copy.plan, rows).await
@@ -648,6 +656,7 @@ impl Coordinator {
             source_statistics: crate::system::no_source_statistics(),
             now_ms: Timestamp::now().millis(),
             arrangement_sizes: &[],
+            sink_maintenance: crate::system::no_sink_maintenance(),
         }
     }
 }

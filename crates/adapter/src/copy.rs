@@ -2,6 +2,8 @@
 //! chunk by chunk as the client sends them. Rows are written in one append
 //! when the client ends the copy, so a COPY lands whole or not at all.
 
+use std::borrow::Cow;
+
 use floe_repr::{Datum, Row, SqlState};
 use floe_sql::dml::{CopyFormat, CopyFromPlan};
 
@@ -139,7 +141,7 @@ impl CopyState {
     }
 
     /// Turns one line's fields into a row.
-    fn push(&mut self, fields: Vec<Option<String>>) {
+    fn push(&mut self, fields: Vec<Option<Cow<'_, str>>>) {
         if fields.len() != self.plan.columns.len() {
             let message = if fields.len() < self.plan.columns.len() {
                 "missing data for a column".to_string()
@@ -150,13 +152,14 @@ impl CopyState {
             return;
         }
         let mut row: Row = vec![Datum::Null; self.plan.desc.columns.len()];
-        for (field, column) in fields.into_iter().zip(self.plan.columns.clone()) {
+        for (field, column) in fields.into_iter().zip(&self.plan.columns) {
             let Some(text) = field else { continue };
-            let (name, column_type) = &self.plan.desc.columns[column];
+            let (name, column_type) = &self.plan.desc.columns[*column];
             match floe_repr::strconv::parse_datum(&text, &column_type.scalar_type) {
-                Ok(datum) => row[column] = datum,
+                Ok(datum) => row[*column] = datum,
                 Err(e) => {
-                    self.fail(e.code, format!("{} for column \"{name}\"", e.message));
+                    let message = format!("{} for column \"{name}\"", e.message);
+                    self.fail(e.code, message);
                     return;
                 }
             }
@@ -166,32 +169,34 @@ impl CopyState {
 }
 
 /// Splits a text-format line into fields, undoing backslash escapes; a field
-/// equal to the NULL string (before unescaping) is NULL.
-fn split_text_line(line: &str, delimiter: char, null: &str) -> Vec<Option<String>> {
-    let mut fields = Vec::new();
-    let mut raw = String::new();
-    let mut chars = line.chars().peekable();
-    let finish = |raw: &mut String, fields: &mut Vec<Option<String>>| {
+/// equal to the NULL string (before unescaping) is NULL. A field without escapes is
+/// borrowed from the line.
+fn split_text_line<'a>(line: &'a str, delimiter: char, null: &str) -> Vec<Option<Cow<'a, str>>> {
+    let field = |raw: &'a str| {
         if raw == null {
-            fields.push(None);
+            None
+        } else if raw.contains('\\') {
+            Some(Cow::Owned(unescape_text(raw)))
         } else {
-            fields.push(Some(unescape_text(raw)));
+            Some(Cow::Borrowed(raw))
         }
-        raw.clear();
     };
-    while let Some(c) = chars.next() {
+    if !line.contains('\\') {
+        return line.split(delimiter).map(field).collect();
+    }
+    // A backslash may escape the delimiter: split where a delimiter is not escaped.
+    let mut fields = Vec::new();
+    let mut start = 0;
+    let mut chars = line.char_indices();
+    while let Some((at, c)) = chars.next() {
         if c == '\\' {
-            raw.push(c);
-            if let Some(next) = chars.next() {
-                raw.push(next);
-            }
+            chars.next();
         } else if c == delimiter {
-            finish(&mut raw, &mut fields);
-        } else {
-            raw.push(c);
+            fields.push(field(&line[start..at]));
+            start = at + c.len_utf8();
         }
     }
-    finish(&mut raw, &mut fields);
+    fields.push(field(&line[start..]));
     fields
 }
 
@@ -267,44 +272,66 @@ fn csv_complete_prefix(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Splits complete CSV text into records of fields, each with whether it
-/// was quoted (a quoted field is never NULL).
-fn csv_records(text: &str, delimiter: char) -> Vec<Vec<(String, bool)>> {
+/// was quoted (a quoted field is never NULL). A field without quotes is borrowed
+/// from the text.
+fn csv_records(text: &str, delimiter: char) -> Vec<Vec<(Cow<'_, str>, bool)>> {
     let mut records = Vec::new();
     let mut record = Vec::new();
-    let mut field = String::new();
+    // The field being read: where it starts, and its text once a quote made it differ
+    // from the slice of the input.
+    let mut start = 0;
+    let mut owned: Option<String> = None;
     let mut quoted = false;
     let mut in_quotes = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+    let mut chars = text.char_indices().peekable();
+    let field = |start: usize, end: usize, owned: &mut Option<String>| match owned.take() {
+        Some(value) => Cow::Owned(value),
+        None => Cow::Borrowed(&text[start..end]),
+    };
+    while let Some((at, c)) = chars.next() {
         if in_quotes {
             if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    field.push('"');
+                if chars.peek().map(|(_, next)| *next) == Some('"') {
+                    owned.get_or_insert_with(String::new).push('"');
                     chars.next();
                 } else {
                     in_quotes = false;
                 }
             } else {
-                field.push(c);
+                owned.get_or_insert_with(String::new).push(c);
             }
             continue;
         }
         match c {
             '"' => {
+                // From here on the field is built, not sliced.
+                owned.get_or_insert_with(|| text[start..at].to_string());
                 in_quotes = true;
                 quoted = true;
             }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' => {
-                record.push((std::mem::take(&mut field), quoted));
-                quoted = false;
+            '\r' if chars.peek().map(|(_, next)| *next) == Some('\n') => {
+                record.push((field(start, at, &mut owned), quoted));
                 records.push(std::mem::take(&mut record));
+                quoted = false;
+                chars.next();
+                start = at + 2;
+            }
+            '\n' => {
+                record.push((field(start, at, &mut owned), quoted));
+                records.push(std::mem::take(&mut record));
+                quoted = false;
+                start = at + 1;
             }
             c if c == delimiter => {
-                record.push((std::mem::take(&mut field), quoted));
+                record.push((field(start, at, &mut owned), quoted));
                 quoted = false;
+                start = at + c.len_utf8();
             }
-            c => field.push(c),
+            c => {
+                if let Some(value) = owned.as_mut() {
+                    value.push(c);
+                }
+            }
         }
     }
     records
@@ -326,11 +353,25 @@ mod tests {
             ]
         );
         assert_eq!(unescape_text("\\x41\\101\\n"), "AA\n");
+        assert_eq!(
+            split_text_line("a\\\tb\tc", '\t', "\\N"),
+            vec![Some("a\tb".into()), Some("c".into())],
+            "an escaped delimiter is data"
+        );
     }
 
     #[test]
     fn csv_records_handle_quotes_and_nulls() {
-        let records = csv_records("1,\"a,b\",,\"\"\n2,\"line\nbreak\",\"q\"\"q\",x\n", ',');
+        let records: Vec<Vec<(String, bool)>> =
+            csv_records("1,\"a,b\",,\"\"\r\n2,\"line\nbreak\",\"q\"\"q\",x\n", ',')
+                .into_iter()
+                .map(|record| {
+                    record
+                        .into_iter()
+                        .map(|(value, quoted)| (value.into_owned(), quoted))
+                        .collect()
+                })
+                .collect();
         let owned = |v: &[(&str, bool)]| {
             v.iter()
                 .map(|(s, q)| (s.to_string(), *q))

@@ -86,9 +86,9 @@ impl AdapterError {
                 | floe_storage::StorageError::UpperMismatch { .. } => SqlState::INTERNAL_ERROR,
                 floe_storage::StorageError::Corrupt { .. }
                 | floe_storage::StorageError::Thread(_) => SqlState::INTERNAL_ERROR,
-                floe_storage::StorageError::Sqlite(_) | floe_storage::StorageError::Io { .. } => {
-                    SqlState::IO_ERROR
-                }
+                floe_storage::StorageError::Sqlite(_)
+                | floe_storage::StorageError::Io { .. }
+                | floe_storage::StorageError::WriteFailed { .. } => SqlState::IO_ERROR,
             },
             AdapterError::UniqueViolation { .. } => SqlState::UNIQUE_VIOLATION,
             AdapterError::Query { code, .. } => *code,

@@ -69,6 +69,9 @@ pub enum Implication {
     },
     /// Start or restart a sink's task on its cluster (`paused` without a replica).
     StartSink(GlobalId),
+    /// Hand a running sink its new maintenance settings (ALTER SINK SET
+    /// (SNAPSHOT RETENTION | TARGET FILE SIZE)): no restart, no new version.
+    UpdateSinkMaintenance(GlobalId),
     /// Start a sink its owner may now run, stop one it may no longer run (a
     /// sink runs with its owner's privileges).
     RecheckSinkAccess(GlobalId),
@@ -112,7 +115,7 @@ impl Implication {
             Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
             Implication::StartSink(_) | Implication::StartPostgresSource(_) => 8,
-            Implication::RecheckSinkAccess(_) => 8,
+            Implication::RecheckSinkAccess(_) | Implication::UpdateSinkMaintenance(_) => 8,
             Implication::ReportInconsistent { .. } => 9,
         }
     }
@@ -262,9 +265,18 @@ fn item_updated(
                 desc: table.desc.clone(),
             });
         }
-        // ALTER SINK: the new version restarts and commits everything pending.
-        ItemDefinition::Sink(_) if old.definition != new.definition => {
-            effects.push(Implication::StartSink(new.id));
+        // ALTER SINK: the new version restarts and commits everything pending;
+        // new maintenance settings alone reach the running sink.
+        ItemDefinition::Sink(sink) if old.definition != new.definition => {
+            let maintenance_only = match &old.definition {
+                ItemDefinition::Sink(old_sink) => &old_sink.with_maintenance_of(sink) == sink,
+                _ => false,
+            };
+            effects.push(if maintenance_only {
+                Implication::UpdateSinkMaintenance(new.id)
+            } else {
+                Implication::StartSink(new.id)
+            });
         }
         // ALTER CONNECTION: the sinks using it restart with its new settings
         // (a rotated inline credential restarts them through `SecretRotated`).
@@ -486,6 +498,13 @@ impl Coordinator {
                 if let Some((status, error)) = self.sinks.start(catalog, *sink)? {
                     catalog
                         .record_sink_status_if_changed(&status_event(*sink, status, error, None))?;
+                }
+            }
+            Implication::UpdateSinkMaintenance(sink) => {
+                if let Some(ItemDefinition::Sink(definition)) =
+                    catalog.state().item(*sink).map(|i| &i.definition)
+                {
+                    self.sinks.update_maintenance(*sink, definition);
                 }
             }
             Implication::RecheckSinkAccess(sink) => {

@@ -15,6 +15,8 @@ pub mod metrics;
 pub mod params;
 pub mod pg_catalog;
 pub mod pg_functions;
+pub mod pg_indexes;
+mod pg_keywords;
 mod pg_privileges;
 pub mod pg_rewrite;
 pub mod postgres_sources;
@@ -41,3 +43,11 @@ pub use coordinator::{
 };
 pub use error::AdapterError;
 pub use session::{Session, TransactionStatus};
+
+/// The stack of the threads of a runtime that runs a coordinator (floe's main, and tests
+/// that run one in process). Planning a query recurses once per level of
+/// nesting (DataFusion's SQL planner, with views expanded into the query), with large
+/// frames in a debug build: views over views over nested subqueries overflowed tokio's
+/// default 2 MiB and aborted the process (the randomized view test's seed 105). The
+/// memory is reserved, and only used as deep as a plan goes.
+pub const RUNTIME_STACK: usize = 16 * 1024 * 1024;

@@ -11,6 +11,7 @@
 use floe_repr::{Datum, PgType, SqlScalarType};
 use floe_sql::catalog::{CatalogItem, ItemKind, PlanCatalog};
 
+use crate::pg_indexes::primary_keys;
 use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, schema_oid};
 use crate::system_roles::{owner_oid, pg_acl};
 use floe_sql::privilege::ObjectRef;
@@ -21,6 +22,8 @@ use PgType::*;
 pub const BUILTIN_OID_BASE: u32 = 17_000;
 /// The superuser's role OID (`pg_roles`, every `*owner` column).
 pub const SUPERUSER_OID: u32 = 16_661;
+/// The btree access method's OID (`pg_am`), every index's.
+const BTREE_OID: u32 = 403;
 /// The one database's OID, as `mz_databases` shows it.
 pub const DATABASE_OID: u32 = 16_384;
 
@@ -364,9 +367,13 @@ pub fn format_type(oid: u32, sql_type: Option<&SqlScalarType>) -> String {
 
 /// Every relation's OID, schema and name (for `regclass` and visibility).
 pub fn relation_names(context: &SystemContext) -> Vec<(u32, String, String)> {
+    let indexes = primary_keys(context.catalog.items())
+        .map(|key| (key.index_oid, key.schema.clone(), key.name))
+        .collect::<Vec<_>>();
     relations(context)
         .into_iter()
         .map(|r| (r.oid, r.schema.to_string(), r.name.to_string()))
+        .chain(indexes)
         .collect()
 }
 
@@ -434,46 +441,154 @@ fn description_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
 }
 
 fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
-    relations(context)
+    let keys: Vec<_> = primary_keys(context.catalog.items()).collect();
+    let mut rows: Vec<Vec<Datum>> = relations(context)
         .into_iter()
         .map(|relation| {
-            vec![
-                oid(relation.oid),
-                text(relation.name),
-                oid(namespace_oid(context, relation.schema)),
-                oid(0),
-                oid(0),
-                match relation.id {
-                    Some(id) => owner_oid(context, &ObjectRef::Item(id)),
-                    None => oid(SUPERUSER_OID),
+            let item = relation.id.map(ObjectRef::Item);
+            class_row(
+                context,
+                ClassRow {
+                    oid: relation.oid,
+                    name: relation.name,
+                    schema: relation.schema,
+                    item: item.as_ref(),
+                    access_method: 0,
+                    has_index: keys.iter().any(|key| key.table_oid == relation.oid),
+                    kind: relation.kind,
+                    columns: relation.columns.len(),
                 },
-                oid(0),
-                oid(0),
-                oid(0),
-                Datum::Int32(0),
-                Datum::Float32(-1.0),
-                Datum::Int32(0),
-                oid(0),
-                Datum::Bool(false),
-                Datum::Bool(false),
-                char('p'),
-                char(relation.kind),
-                int2(relation.columns.len() as i64),
-                int2(0),
-                Datum::Bool(false),
-                Datum::Bool(false),
-                Datum::Bool(false),
-                Datum::Bool(false),
-                Datum::Bool(false),
+            )
+        })
+        .collect();
+    // Each primary key's index, owned as its table is.
+    for key in &keys {
+        let table = ObjectRef::Item(key.table_id);
+        rows.push(class_row(
+            context,
+            ClassRow {
+                oid: key.index_oid,
+                name: &key.name,
+                schema: &key.schema,
+                item: Some(&table),
+                access_method: BTREE_OID,
+                has_index: false,
+                kind: 'i',
+                columns: key.columns.len(),
+            },
+        ));
+    }
+    rows
+}
+
+/// What differs between the `pg_class` rows of relations and indexes.
+struct ClassRow<'a> {
+    oid: u32,
+    name: &'a str,
+    schema: &'a str,
+    /// The user item whose owner and grants the row shows (`None`: builtin).
+    item: Option<&'a ObjectRef>,
+    /// `relam`: btree for an index, none for a relation.
+    access_method: u32,
+    has_index: bool,
+    kind: char,
+    columns: usize,
+}
+
+fn class_row(context: &SystemContext, row: ClassRow<'_>) -> Vec<Datum> {
+    vec![
+        oid(row.oid),
+        text(row.name),
+        oid(namespace_oid(context, row.schema)),
+        oid(0),
+        oid(0),
+        match row.item {
+            Some(item) => owner_oid(context, item),
+            None => oid(SUPERUSER_OID),
+        },
+        oid(row.access_method),
+        oid(0),
+        oid(0),
+        Datum::Int32(0),
+        Datum::Float32(-1.0),
+        Datum::Int32(0),
+        oid(0),
+        Datum::Bool(row.has_index),
+        Datum::Bool(false),
+        char('p'),
+        char(row.kind),
+        int2(row.columns as i64),
+        int2(0),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(false),
+        Datum::Bool(true),
+        char('d'),
+        Datum::Bool(false),
+        match row.item {
+            Some(item) if row.kind != 'i' => pg_acl(context, item),
+            _ => Datum::Null,
+        },
+        Datum::Null,
+        Datum::Null,
+    ]
+}
+
+/// `pg_index`: each table's primary key (see [`crate::pg_indexes`]).
+fn index_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    primary_keys(context.catalog.items())
+        .map(|key| {
+            vec![
+                oid(key.index_oid),
+                oid(key.table_oid),
+                int2(key.columns.len() as i64),
+                int2(key.columns.len() as i64),
+                Datum::Bool(true),
+                Datum::Bool(true),
                 Datum::Bool(false),
                 Datum::Bool(true),
-                char('d'),
                 Datum::Bool(false),
-                match relation.id {
-                    Some(id) => pg_acl(context, &ObjectRef::Item(id)),
-                    None => Datum::Null,
-                },
+                Datum::Bool(true),
+                Datum::Bool(false),
+                Datum::Bool(true),
+                Datum::Bool(true),
+                Datum::Bool(false),
+                text(key.column_numbers()),
+                text(vec!["0"; key.columns.len()].join(" ")),
                 Datum::Null,
+                Datum::Null,
+            ]
+        })
+        .collect()
+}
+
+/// `pg_constraint`: each table's `PRIMARY KEY`.
+fn constraint_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    primary_keys(context.catalog.items())
+        .map(|key| {
+            vec![
+                oid(key.constraint_oid),
+                text(&key.name),
+                oid(namespace_oid(context, &key.schema)),
+                char('p'),
+                Datum::Bool(false),
+                Datum::Bool(false),
+                oid(key.table_oid),
+                oid(key.index_oid),
+                oid(0),
+                // Foreign-key actions and match type: blank for other constraints.
+                char(' '),
+                char(' '),
+                char(' '),
+                Datum::List(
+                    key.columns
+                        .iter()
+                        .map(|c| Datum::Int16(i16::try_from(c + 1).unwrap_or(i16::MAX)))
+                        .collect(),
+                ),
                 Datum::Null,
             ]
         })
@@ -482,37 +597,54 @@ fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
 
 fn attribute_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
     let mut rows = Vec::new();
-    for relation in relations(context) {
+    let relations = relations(context);
+    for relation in &relations {
         for (index, column) in relation.columns.iter().enumerate() {
-            let type_oid = column.pg_type.oid();
-            let len = type_info(type_oid).map_or(-1, |t| t.len);
-            rows.push(vec![
-                oid(relation.oid),
-                text(&column.name),
-                oid(type_oid),
-                Datum::Int32(-1),
-                int2(i64::from(len)),
-                int2(index as i64 + 1),
-                Datum::Int32(i32::from(column.pg_type == TextArray)),
-                Datum::Int32(-1),
-                Datum::Int32(type_modifier(column.sql_type.as_ref())),
-                Datum::Bool(len > 0 && len <= 8),
-                char('i'),
-                char(if len > 0 { 'p' } else { 'x' }),
-                Datum::Bool(!column.nullable),
-                Datum::Bool(column.default.is_some()),
-                char(' '),
-                char(' '),
-                Datum::Bool(false),
-                Datum::Bool(true),
-                Datum::Int32(0),
-                oid(0),
-                Datum::Null,
-                Datum::Null,
-            ]);
+            rows.push(attribute_row(relation.oid, index, column));
+        }
+    }
+    // A primary key's index has the key's columns, in key order.
+    for key in primary_keys(context.catalog.items()) {
+        let Some(table) = relations.iter().find(|r| r.oid == key.table_oid) else {
+            continue;
+        };
+        for (position, column) in key.columns.iter().enumerate() {
+            if let Some(column) = table.columns.get(*column) {
+                rows.push(attribute_row(key.index_oid, position, column));
+            }
         }
     }
     rows
+}
+
+/// The `pg_attribute` row of column `index` (from 0) of relation `relation`.
+fn attribute_row(relation: u32, index: usize, column: &Column) -> Vec<Datum> {
+    let type_oid = column.pg_type.oid();
+    let len = type_info(type_oid).map_or(-1, |t| t.len);
+    vec![
+        oid(relation),
+        text(&column.name),
+        oid(type_oid),
+        Datum::Int32(-1),
+        int2(i64::from(len)),
+        int2(index as i64 + 1),
+        Datum::Int32(i32::from(matches!(column.pg_type, TextArray | Int2Array))),
+        Datum::Int32(-1),
+        Datum::Int32(type_modifier(column.sql_type.as_ref())),
+        Datum::Bool(len > 0 && len <= 8),
+        char('i'),
+        char(if len > 0 { 'p' } else { 'x' }),
+        Datum::Bool(!column.nullable),
+        Datum::Bool(column.default.is_some()),
+        char(' '),
+        char(' '),
+        Datum::Bool(false),
+        Datum::Bool(true),
+        Datum::Int32(0),
+        oid(0),
+        Datum::Null,
+        Datum::Null,
+    ]
 }
 
 fn attrdef_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
@@ -613,38 +745,93 @@ fn database_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
     ]]
 }
 
+/// Settings fixed when the server was built, which tools read to size their
+/// catalog queries (pgjdbc's foreign-key lookup iterates up to `max_index_keys`):
+/// name, value and description, as PostgreSQL reports them.
+const PRESET_SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "max_index_keys",
+        "32",
+        "Shows the maximum number of index keys.",
+    ),
+    (
+        "max_identifier_length",
+        "63",
+        "Shows the maximum identifier length.",
+    ),
+];
+
+/// `pg_settings`: the session variables (as a new session has them), then the
+/// preset settings.
 fn setting_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
-    crate::session::Session::new(crate::auth::SUPERUSER)
+    let session = crate::session::Session::new(crate::auth::SUPERUSER)
         .all()
         .into_iter()
         .map(|(name, value)| {
-            vec![
-                text(name),
-                text(value.clone()),
-                Datum::Null,
-                text("Client Connection Defaults"),
-                text(""),
-                Datum::Null,
-                text("user"),
-                text("string"),
-                text("default"),
-                Datum::Null,
-                Datum::Null,
-                Datum::Null,
-                text(value.clone()),
-                text(value),
-                Datum::Null,
-                Datum::Null,
-                Datum::Bool(false),
-            ]
-        })
-        .collect()
+            setting_row(
+                name,
+                value,
+                "Client Connection Defaults",
+                "",
+                "user",
+                "string",
+            )
+        });
+    let presets = PRESET_SETTINGS.iter().map(|(name, value, description)| {
+        setting_row(
+            name,
+            value.to_string(),
+            "Preset Options",
+            description,
+            "internal",
+            "integer",
+        )
+    });
+    session.chain(presets).collect()
+}
+
+fn setting_row(
+    name: &str,
+    value: String,
+    category: &str,
+    description: &str,
+    context: &str,
+    kind: &str,
+) -> Vec<Datum> {
+    vec![
+        text(name),
+        text(value.clone()),
+        Datum::Null,
+        text(category),
+        text(description),
+        Datum::Null,
+        text(context),
+        text(kind),
+        text("default"),
+        Datum::Null,
+        Datum::Null,
+        Datum::Null,
+        text(value.clone()),
+        text(value),
+        Datum::Null,
+        Datum::Null,
+        Datum::Bool(false),
+    ]
 }
 
 fn access_method_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
-    [(2u32, "heap", 't'), (403, "btree", 'i')]
+    [(2u32, "heap", 't'), (BTREE_OID, "btree", 'i')]
         .into_iter()
-        .map(|(id, name, kind)| vec![oid(id), text(name), text("-"), char(kind)])
+        .map(|(id, name, kind)| {
+            let ordered = id == BTREE_OID;
+            vec![
+                oid(id),
+                text(name),
+                text("-"),
+                char(kind),
+                Datum::Bool(ordered),
+            ]
+        })
         .collect()
 }
 
@@ -675,6 +862,9 @@ fn proc_rows(_: &SystemContext) -> Vec<Vec<Datum>> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
+                Datum::Null,
+                Datum::Null,
+                Datum::Null,
                 text(function.name),
             ]
         })
@@ -920,6 +1110,11 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("proisagg", Bool, false),
             ("proiswindow", Bool, false),
             ("proargtypes", Text, false),
+            // Argument names, modes and all types (out ones too): NULL, as
+            // PostgreSQL has them for functions of unnamed input arguments only.
+            ("proargnames", TextArray, true),
+            ("proargmodes", TextArray, true),
+            ("proallargtypes", TextArray, true),
             ("prosrc", Text, false),
         ],
         rows: proc_rows,
@@ -1017,6 +1212,10 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("amname", Text, false),
             ("amhandler", Text, false),
             ("amtype", Char, false),
+            // Whether the method's indexes keep their keys in order: pgjdbc asks
+            // it of a server of version 9.5 (floe's) for `getIndexInfo`'s
+            // ASC_OR_DESC.
+            ("amcanorder", Bool, false),
         ],
         rows: access_method_rows,
     },
@@ -1027,14 +1226,24 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("indexrelid", Oid, false),
             ("indrelid", Oid, false),
             ("indnatts", Int2, false),
+            ("indnkeyatts", Int2, false),
             ("indisunique", Bool, false),
             ("indisprimary", Bool, false),
+            ("indisexclusion", Bool, false),
+            ("indimmediate", Bool, false),
             ("indisclustered", Bool, false),
             ("indisvalid", Bool, false),
+            ("indcheckxmin", Bool, false),
+            ("indisready", Bool, false),
+            ("indislive", Bool, false),
             ("indisreplident", Bool, false),
+            // int2vectors, in their text form (`1 2`).
             ("indkey", Text, false),
+            ("indoption", Text, false),
+            ("indexprs", Text, true),
+            ("indpred", Text, true),
         ],
-        rows: no_rows,
+        rows: index_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",
@@ -1049,9 +1258,13 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("conrelid", Oid, false),
             ("conindid", Oid, false),
             ("confrelid", Oid, false),
-            ("conkey", TextArray, true),
+            ("confupdtype", Char, false),
+            ("confdeltype", Char, false),
+            ("confmatchtype", Char, false),
+            ("conkey", Int2Array, true),
+            ("confkey", Int2Array, true),
         ],
-        rows: no_rows,
+        rows: constraint_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",

@@ -15,6 +15,7 @@ use datafusion::logical_expr::{
 };
 use floe_repr::PgType;
 use floe_sql::PlanError;
+use floe_sql::catalog::PlanCatalog;
 
 use crate::pg_catalog::format_type_with_modifier;
 use crate::system::SystemContext;
@@ -35,6 +36,11 @@ pub struct Lookup {
     pub(crate) items: Vec<ItemEntry>,
     /// Every schema's OID and name, builtin ones included.
     pub(crate) schemas: Vec<(u32, String)>,
+    /// Every table's primary key (`pg_get_indexdef`, `pg_get_constraintdef`).
+    primary_keys: Vec<crate::pg_indexes::PrimaryKey>,
+    /// `COMMENT ON` texts: the relation's OID, the column's position from 1
+    /// (`None` for the relation itself) and the text.
+    comments: Vec<(u32, Option<usize>, String)>,
 }
 
 /// A user item as the privilege functions find it.
@@ -87,6 +93,41 @@ impl Lookup {
                 })
                 .collect(),
             schemas,
+            primary_keys: crate::pg_indexes::primary_keys(system.catalog.items()).collect(),
+            comments: system
+                .catalog
+                .comments()
+                .filter_map(|(id, column, text)| {
+                    Some((system.catalog.item(id)?.oid, column, text.to_string()))
+                })
+                .collect(),
+        }
+    }
+
+    /// The comment on a relation (`column` `None`) or one of its columns.
+    fn comment(&self, oid: u32, column: Option<usize>) -> Option<String> {
+        self.comments
+            .iter()
+            .find(|(o, c, _)| *o == oid && *c == column)
+            .map(|(_, _, text)| text.clone())
+    }
+
+    /// The definition of the primary key index or constraint with this OID, or with
+    /// `column` above 0 that column of the index.
+    fn definition(&self, oid: u32, column: i64) -> Option<String> {
+        let key = self
+            .primary_keys
+            .iter()
+            .find(|key| key.index_oid == oid || key.constraint_oid == oid)?;
+        let is_index = key.index_oid == oid;
+        match (column > 0, is_index) {
+            (false, true) => Some(key.index_definition()),
+            (false, false) => Some(key.constraint_definition()),
+            (true, true) => key
+                .column_names
+                .get(usize::try_from(column - 1).ok()?)
+                .cloned(),
+            (true, false) => None,
         }
     }
 
@@ -142,6 +183,27 @@ enum Body {
     /// A function that can fail (an unknown role or object name, a privilege
     /// it does not know), with the error PostgreSQL gives.
     Checked(fn(&Lookup, &[ScalarValue]) -> Result<ScalarValue, PlanError>),
+}
+
+/// `current_user` and `session_user`: the name of the session's role.
+fn session_role(lookup: &Lookup, _: &[ScalarValue]) -> ScalarValue {
+    ScalarValue::Utf8(
+        lookup
+            .current_role
+            .and_then(|role| lookup.access.role(role))
+            .map(|role| role.name.clone()),
+    )
+}
+
+/// `pg_get_indexdef(oid, column, pretty)` and `pg_get_constraintdef(oid, pretty)`: the
+/// definition of a primary key's index or constraint, or with `column` above 0 that
+/// column of the index; NULL for any other OID.
+fn definition_of(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
+    let column = match args.get(1) {
+        Some(ScalarValue::Boolean(_)) | None => 0,
+        value => number(value).unwrap_or(0),
+    };
+    ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| lookup.definition(oid, column)))
 }
 
 fn text_value(text: impl Into<String>) -> ScalarValue {
@@ -203,6 +265,22 @@ fn visible_schema(schema: &str) -> bool {
 
 /// The functions, with PostgreSQL's OIDs (`pg_proc` lists them).
 pub static FUNCTIONS: &[FunctionInfo] = &[
+    // The session's role: floe has no SET ROLE, so the current and the session
+    // user are one. NULL outside a statement (a query only described).
+    FunctionInfo {
+        oid: 745,
+        name: "current_user",
+        arguments: &[],
+        returns: 25,
+        body: Body::Value(session_role),
+    },
+    FunctionInfo {
+        oid: 746,
+        name: "session_user",
+        arguments: &[],
+        returns: 25,
+        body: Body::Value(session_role),
+    },
     FunctionInfo {
         oid: 1642,
         name: "pg_get_userbyid",
@@ -279,14 +357,29 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "obj_description",
         arguments: &[26, 25],
         returns: 25,
-        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
+        // Comments are kept on relations (`COMMENT ON TABLE ...`) only.
+        body: Body::Value(|lookup, args| {
+            let on_relation = matches!(string(args.get(1)).as_deref(), None | Some("pg_class"));
+            ScalarValue::Utf8(
+                oid_argument(args, 0)
+                    .filter(|_| on_relation)
+                    .and_then(|oid| lookup.comment(oid, None)),
+            )
+        }),
     },
     FunctionInfo {
         oid: 1216,
         name: "col_description",
         arguments: &[26, 23],
         returns: 25,
-        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
+        body: Body::Value(|lookup, args| {
+            let column = number(args.get(1)).and_then(|n| usize::try_from(n).ok());
+            ScalarValue::Utf8(
+                oid_argument(args, 0)
+                    .zip(column.filter(|c| *c > 0))
+                    .and_then(|(oid, column)| lookup.comment(oid, Some(column))),
+            )
+        }),
     },
     FunctionInfo {
         oid: 1993,
@@ -300,14 +393,14 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "pg_get_indexdef",
         arguments: &[26, 23, 16],
         returns: 25,
-        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
+        body: Body::Value(definition_of),
     },
     FunctionInfo {
         oid: 1387,
         name: "pg_get_constraintdef",
         arguments: &[26, 16],
         returns: 25,
-        body: Body::Value(|_, _| ScalarValue::Utf8(None)),
+        body: Body::Value(definition_of),
     },
     FunctionInfo {
         oid: 1641,
@@ -515,6 +608,15 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
             }))
         }),
     },
+    // The first schema of the search path that exists: `public`, floe's one
+    // search path (`SHOW search_path`). DBeaver and pgjdbc's `getSchema` ask it.
+    FunctionInfo {
+        oid: 1402,
+        name: "current_schema",
+        arguments: &[],
+        returns: 19,
+        body: Body::Value(|_, _| text_value("public")),
+    },
     FunctionInfo {
         oid: 1403,
         name: "current_schemas",
@@ -628,6 +730,10 @@ impl ScalarUDFImpl for CatalogFunction {
 
 /// Registers the catalog functions on a query engine session.
 pub fn register(context: &SessionContext, system: &SystemContext) {
+    context.register_udtf(
+        crate::pg_keywords::NAME,
+        Arc::new(crate::pg_keywords::Keywords),
+    );
     let lookup = Arc::new(Lookup::new(system));
     for info in FUNCTIONS {
         let signature = if info.arguments.is_empty() {

@@ -4,7 +4,8 @@
 //! Everywhere (each turns an error into PostgreSQL's meaning):
 //! - `OPERATOR(pg_catalog.~)` and friends are the plain operators;
 //! - `COLLATE pg_catalog.default` is dropped (there are no other collations);
-//! - `pg_catalog.f(...)` is `f(...)`, and `::pg_catalog.text` is `::text`;
+//! - `pg_catalog.f(...)` and `information_schema.f(...)` are `f(...)`, and
+//!   `::pg_catalog.text` is `::text`;
 //! - `'name'::regclass` is the relation's OID (`regclassin`), `'t'::regtype` the
 //!   type's, `'pg_catalog.f'::regproc` the function's name; an OID cast to a `reg*`
 //!   type stays the OID;
@@ -73,7 +74,9 @@ impl VisitorMut for CatalogSpellings {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> std::ops::ControlFlow<()> {
-        // `FROM pg_catalog.unnest(...)` (psql's `\d+`) is the function `unnest`.
+        // `FROM pg_catalog.unnest(...)` (psql's `\d+`) is the function `unnest`,
+        // and `FROM pg_catalog.pg_get_keywords()` (pgjdbc) the table function
+        // `pg_get_keywords`.
         if let TableFactor::Table {
             name,
             args: Some(_),
@@ -114,6 +117,14 @@ impl VisitorMut for CatalogSpellings {
                 array_subquery(function, self.catalog)
             }
             Expr::Subquery(query) if self.catalog => scalar_subquery(query),
+            // `current_schema` without parentheses is the function, as in
+            // PostgreSQL (where the word is reserved).
+            Expr::Identifier(ident)
+                if ident.quote_style.is_none()
+                    && ident.value.eq_ignore_ascii_case("current_schema") =>
+            {
+                Some(nullary_call("current_schema"))
+            }
             _ => None,
         };
         if let Some(replacement) = replacement {
@@ -141,11 +152,13 @@ fn plain_operator(name: &str) -> Option<BinaryOperator> {
     })
 }
 
-/// `pg_catalog.f(...)` is `f(...)`.
+/// `pg_catalog.f(...)` is `f(...)`, and so is `information_schema.f(...)`
+/// (`information_schema._pg_expandarray`, which pgjdbc calls).
 fn strip_catalog_schema(name: &mut ObjectName) {
     if name.0.len() == 2
         && let Some(ObjectNamePart::Identifier(schema)) = name.0.first()
-        && schema.value.eq_ignore_ascii_case("pg_catalog")
+        && (schema.value.eq_ignore_ascii_case("pg_catalog")
+            || schema.value.eq_ignore_ascii_case("information_schema"))
     {
         name.0.remove(0);
     }
@@ -159,6 +172,14 @@ fn last_name(name: &ObjectName) -> Option<String> {
 }
 
 fn call(name: &str, argument: Expr) -> Expr {
+    call_with(name, vec![argument])
+}
+
+fn nullary_call(name: &str) -> Expr {
+    call_with(name, vec![])
+}
+
+fn call_with(name: &str, arguments: Vec<Expr>) -> Expr {
     use sqlparser::ast::{Function, FunctionArg, FunctionArgExpr, FunctionArgumentList};
     Expr::Function(Function {
         name: ObjectName::from(vec![Ident::new(name)]),
@@ -166,7 +187,10 @@ fn call(name: &str, argument: Expr) -> Expr {
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(FunctionArgumentList {
             duplicate_treatment: None,
-            args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(argument))],
+            args: arguments
+                .into_iter()
+                .map(|argument| FunctionArg::Unnamed(FunctionArgExpr::Expr(argument)))
+                .collect(),
             clauses: vec![],
         }),
         filter: None,
@@ -527,6 +551,11 @@ mod tests {
         assert_eq!(
             rewritten("SELECT pg_get_viewdef('20001'::pg_catalog.oid, true)"),
             "SELECT pg_get_viewdef('20001'::oid, true)"
+        );
+        // `current_schema` is the function; a quoted name is a column.
+        assert_eq!(
+            rewritten(r#"SELECT current_schema, "current_schema" FROM t"#),
+            r#"SELECT current_schema(), "current_schema" FROM t"#
         );
         // Outside catalog queries a text literal stays text.
         assert_eq!(

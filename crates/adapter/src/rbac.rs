@@ -210,6 +210,14 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// `privilege` on each of `items`.
+    fn require_all(&self, items: &[GlobalId], privilege: Privilege) -> Result<(), PlanError> {
+        for id in items {
+            self.require(ObjectRef::Item(*id), privilege)?;
+        }
+        Ok(())
+    }
+
     /// SELECT on every user relation a query names.
     fn require_select(&self, query: &sqlparser::ast::Statement) -> Result<(), PlanError> {
         for id in relations_read(self.state, query) {
@@ -221,14 +229,14 @@ impl Checker<'_> {
     fn check(&self, plan: &Plan) -> Result<(), PlanError> {
         let item = |id: &GlobalId| ObjectRef::Item(*id);
         match plan {
-            Plan::Select(select) => self.require_select(&select.query),
+            Plan::Select(select) => self.require_all(&select.reads, Privilege::Select),
             Plan::CopyTo(copy) => self.require_select(&copy.query),
             Plan::Subscribe(subscribe) => match &subscribe.from {
                 floe_sql::subscribe::SubscribeFrom::Relation { id, .. } => {
                     self.require(item(id), Privilege::Select)
                 }
-                floe_sql::subscribe::SubscribeFrom::Query { query, .. } => {
-                    self.require_select(query)
+                floe_sql::subscribe::SubscribeFrom::Query { reads, .. } => {
+                    self.require_all(reads, Privilege::Select)
                 }
             },
             Plan::AlterTableAddColumn(plan) => self.require_owner(item(&plan.id)),

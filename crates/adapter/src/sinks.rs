@@ -9,13 +9,16 @@ use floe_catalog::{Catalog, ObjectStatus, SinkStatusEvent, StoredSinkProgress};
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
 use floe_sink::Namespace;
 use floe_sink::input::SinkInput;
+use floe_sink::maintenance::{MaintenanceOptions, MaintenanceReport};
 use floe_sink::sink::{
     Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, spawn_sink,
 };
-use floe_sql::catalog::{ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope};
+use floe_sql::catalog::{
+    ItemDefinition, PlanCatalog, SinkDefinition, SinkEnvelope, SnapshotRetention,
+};
 use floe_storage::Storage;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{info, warn};
 
 use crate::connection_config::sink_catalog_config;
@@ -40,6 +43,10 @@ pub enum SinkEvent {
     Progress {
         sink: GlobalId,
         report: ProgressReport,
+    },
+    Maintenance {
+        sink: GlobalId,
+        report: MaintenanceReport,
     },
 }
 
@@ -74,6 +81,51 @@ impl SinkReporter for Reporter {
             report,
         });
     }
+
+    fn maintenance(&self, report: MaintenanceReport) {
+        let _ = self.events.send(SinkEvent::Maintenance {
+            sink: self.sink,
+            report,
+        });
+    }
+}
+
+/// What `mz_internal.mz_sink_maintenance` shows of a sink: the totals of its
+/// maintenance runs since floe started, and the last run's time and error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkMaintenance {
+    pub last_run_at: u64,
+    pub data_files_rewritten: u64,
+    pub delete_files_applied: u64,
+    pub snapshots_expired: u64,
+    pub bytes_rewritten: u64,
+    pub error: Option<String>,
+}
+
+impl SinkMaintenance {
+    fn add(&mut self, report: &MaintenanceReport) {
+        self.last_run_at = report.run_at_ms;
+        self.data_files_rewritten += report.data_files_rewritten;
+        self.delete_files_applied += report.delete_files_applied;
+        self.snapshots_expired += report.snapshots_expired;
+        self.bytes_rewritten += report.bytes_rewritten;
+        self.error = report.error.clone();
+    }
+}
+
+/// A sink definition's maintenance settings as the sink engine takes them.
+pub fn maintenance_options(definition: &SinkDefinition) -> MaintenanceOptions {
+    let defaults = MaintenanceOptions::default();
+    MaintenanceOptions {
+        snapshot_retention: match definition.snapshot_retention {
+            None => defaults.snapshot_retention,
+            Some(SnapshotRetention::Off) => None,
+            Some(SnapshotRetention::Keep { ms }) => Some(std::time::Duration::from_millis(ms)),
+        },
+        target_file_size: definition
+            .target_file_size
+            .unwrap_or(defaults.target_file_size),
+    }
 }
 
 /// Running sink tasks and their latest reports.
@@ -91,6 +143,10 @@ pub struct SinkManager {
     progress: Mutex<HashMap<GlobalId, StoredSinkProgress>>,
     /// Materialized views' run-time errors, which stall the views' sinks.
     view_errors: crate::view_errors::ViewErrors,
+    /// Each running sink's maintenance settings, which ALTER SINK changes live.
+    maintenance_options: Mutex<HashMap<GlobalId, watch::Sender<MaintenanceOptions>>>,
+    /// What each sink's maintenance did since floe started.
+    maintenance: Mutex<HashMap<GlobalId, SinkMaintenance>>,
 }
 
 impl SinkManager {
@@ -112,6 +168,8 @@ impl SinkManager {
                 generations: Mutex::new(HashMap::new()),
                 progress: Mutex::new(progress),
                 view_errors,
+                maintenance_options: Mutex::new(HashMap::new()),
+                maintenance: Mutex::new(HashMap::new()),
             },
             receiver,
         )
@@ -177,6 +235,37 @@ impl SinkManager {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&sink);
+        self.maintenance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sink);
+        self.maintenance_options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sink);
+    }
+
+    /// What every sink's maintenance did (`mz_internal.mz_sink_maintenance`).
+    pub fn maintenance(&self) -> HashMap<GlobalId, SinkMaintenance> {
+        self.maintenance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Hands a running sink its definition's maintenance settings (a sink that
+    /// is not running takes them when it starts).
+    pub fn update_maintenance(&self, sink: GlobalId, definition: &SinkDefinition) {
+        let options = maintenance_options(definition);
+        if let Some(sender) = self
+            .maintenance_options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sink)
+        {
+            sender.send_replace(options);
+        }
+        info!(%sink, ?options, "sink maintenance settings changed");
     }
 
     /// (Re)starts a sink on its cluster, or pauses it when the cluster has no
@@ -253,7 +342,13 @@ impl SinkManager {
             generation: self.generation(sink),
             events: self.events.clone(),
         });
-        let settings: SinkSettings = self.credentials.sink_settings();
+        let mut settings: SinkSettings = self.credentials.sink_settings();
+        let (options, receiver) = watch::channel(maintenance_options(definition));
+        settings.maintenance.options = receiver;
+        self.maintenance_options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(sink, options);
         let handle = spawn_sink(connection, spec, input, reporter, settings);
         self.running
             .lock()
@@ -300,7 +395,12 @@ impl SinkManager {
             namespace,
             table: definition.table.clone(),
             envelope: sink_envelope(definition.envelope),
+            delete_mode: match definition.delete_mode {
+                floe_sql::catalog::DeleteMode::Equality => floe_sink::DeleteMode::Equality,
+                floe_sql::catalog::DeleteMode::Position => floe_sink::DeleteMode::Position,
+            },
             key_columns: definition.key.clone().unwrap_or_default(),
+            partition_by: partition_columns(definition)?,
             commit_interval_ms: definition.commit_interval_ms,
             environment_id: catalog.environment_id().to_string(),
             table_uuid,
@@ -359,6 +459,15 @@ impl SinkManager {
                 entry.messages_committed += update.messages_committed;
                 entry.bytes_committed += update.bytes_committed;
                 (None, Some((*sink, entry.clone())))
+            }
+            SinkEvent::Maintenance { sink, report } => {
+                self.maintenance
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(*sink)
+                    .or_default()
+                    .add(report);
+                (None, None)
             }
             SinkEvent::Progress { sink, report } => {
                 let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
@@ -424,6 +533,33 @@ pub fn sinks_on_cluster(
 }
 
 /// The sink engine's envelope of a planned sink's.
+/// The sink's `PARTITION BY` (checked at CREATE SINK) as the sink engine takes it.
+fn partition_columns(
+    definition: &SinkDefinition,
+) -> Result<Vec<floe_sink::PartitionColumn>, AdapterError> {
+    use floe_sink::PartitionTransform as Transform;
+    use floe_sql::partition::PartitionTransform;
+    let Some(text) = &definition.partition_by else {
+        return Ok(Vec::new());
+    };
+    let fields = floe_sql::partition::parse_partition_by(text).map_err(AdapterError::from)?;
+    Ok(fields
+        .into_iter()
+        .map(|field| floe_sink::PartitionColumn {
+            column: field.column,
+            transform: match field.transform {
+                PartitionTransform::Identity => Transform::Identity,
+                PartitionTransform::Bucket(n) => Transform::Bucket(n),
+                PartitionTransform::Truncate(width) => Transform::Truncate(width),
+                PartitionTransform::Year => Transform::Year,
+                PartitionTransform::Month => Transform::Month,
+                PartitionTransform::Day => Transform::Day,
+                PartitionTransform::Hour => Transform::Hour,
+            },
+        })
+        .collect())
+}
+
 pub(crate) fn sink_envelope(envelope: SinkEnvelope) -> Envelope {
     match envelope {
         SinkEnvelope::Append => Envelope::Append,

@@ -173,7 +173,6 @@ pub fn copy_line(row: Vec<Datum>) -> Vec<u8> {
 pub(crate) struct LogSubscription {
     pub storage: Arc<Storage>,
     pub id: GlobalId,
-    pub name: String,
     pub shape: RowShape,
     pub snapshot: bool,
     /// For a materialized view: its errors, and the views whose errors are its own.
@@ -205,7 +204,7 @@ fn run(
     } = subscription;
     // As of where the log is complete now (the caller moved tables' uppers to now),
     // held there: compaction cannot pass what the subscription has yet to read.
-    let mut lower = readable_upper(subscription)?;
+    let mut lower = readable_upper(subscription, Timestamp(u64::MAX))?;
     storage.set_transient_read_hold(*id, holder, lower)?;
     if subscription.snapshot {
         let mut updates = Vec::new();
@@ -231,7 +230,7 @@ fn run(
         if sender.is_closed() {
             return Ok(());
         }
-        let upper = readable_upper(subscription)?;
+        let upper = readable_upper(subscription, lower)?;
         if upper <= lower {
             continue;
         }
@@ -258,20 +257,22 @@ fn run(
 }
 
 /// How far the relation can be read: its log's upper, and for a materialized view no
-/// further than where its errors began (an error ends the subscription).
-fn readable_upper(subscription: &LogSubscription) -> Result<Timestamp, AdapterError> {
+/// further than where its errors began. An error ends the subscription at its time:
+/// once every change before it was sent (`sent`: the subscription's lower; the
+/// greatest time when it starts, as of now).
+fn readable_upper(
+    subscription: &LogSubscription,
+    sent: Timestamp,
+) -> Result<Timestamp, AdapterError> {
     let upper = subscription.storage.upper(subscription.id)?;
     let Some((errors, upstream)) = &subscription.errors else {
         return Ok(upper);
     };
-    if let Some((_, error)) = errors.holding_of(upstream) {
-        return Err(AdapterError::Query {
-            code: crate::views::dataflow_error_code(&error),
-            message: format!(
-                "error in materialized view \"{}\": {error}",
-                subscription.name
-            ),
-        });
+    if let Some((since, error)) = errors.holding_of(upstream)
+        && since <= sent.0
+    {
+        // The error SELECT of the view answers.
+        return Err(crate::views::dataflow_error(&error));
     }
     Ok(match errors.readable_upper_of(upstream) {
         Some(readable) => upper.min(Timestamp(readable)),

@@ -7,12 +7,18 @@
 //! holds, once the connection stops taking rows or the dataflow fails (the failure is
 //! the subscription's last message). A failed dataflow is not restarted: what it sent
 //! cannot be taken back, so a restart would repeat or lose changes.
+//!
+//! An error is the subscription's last message at its time, as SELECT answers at
+//! each time and a sink stalls there: an error of its own query ends it after the
+//! changes before the error's time; one in a materialized view it reads (held in
+//! memory, not in the view's log) holds its inputs back at the time the error began
+//! (`ErrorBoundedInput`), and ends it once every change before that time is sent.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use floe_compute::maintain::{Maintainer, OutputBatch, OutputContents, OutputLog, View};
+use floe_compute::maintain::{InputLog, Maintainer, OutputBatch, OutputContents, OutputLog, View};
 use floe_compute::replica::{DataflowSpec, Replica};
 use floe_compute::{ComputeError, DataflowError};
 use floe_repr::{GlobalId, Timestamp};
@@ -67,9 +73,13 @@ pub(crate) fn start(subscription: QuerySubscription) -> Result<SubscribeLines, A
             return Err(error.into());
         }
     }
-    let logs = StorageInput::logs(&storage, &inputs, &spec, &holder, true);
+    let logs = StorageInput::logs(&storage, &inputs, &spec, &holder, true)
+        .into_iter()
+        .map(|log| ErrorBoundedInput::wrap(log, &errors, &upstream))
+        .collect();
     let (sender, rows) = mpsc::channel(CHANNEL_ROWS);
     let ended = Arc::new(AtomicBool::new(false));
+    let sent_upper = Arc::new(AtomicU64::new(as_of));
     let output = SubscribeOutput {
         as_of,
         sender: sender.clone(),
@@ -78,6 +88,7 @@ pub(crate) fn start(subscription: QuerySubscription) -> Result<SubscribeLines, A
         started: false,
         last_progress: Instant::now(),
         ended: ended.clone(),
+        sent_upper: sent_upper.clone(),
     };
     let maintainer = Maintainer::start(
         replica,
@@ -88,7 +99,12 @@ pub(crate) fn start(subscription: QuerySubscription) -> Result<SubscribeLines, A
         },
     );
     let watch = move || {
-        watch(&maintainer, &sender, &ended, &errors, &upstream);
+        let upstream = UpstreamErrors {
+            errors,
+            views: upstream,
+            sent_upper,
+        };
+        watch(&maintainer, &sender, &ended, &upstream);
         maintainer.stop();
         release(&storage, &inputs, &holder);
     };
@@ -120,15 +136,85 @@ fn as_of(storage: &Storage, inputs: &[GlobalId]) -> Result<u64, AdapterError> {
     })
 }
 
+/// The errors of the materialized views a subscription reads, and how far it sent.
+struct UpstreamErrors {
+    errors: ViewErrors,
+    /// The materialized views the query reads, with theirs.
+    views: Vec<GlobalId>,
+    /// Every change before this time has been sent (the as-of before the first
+    /// output: the snapshot is at the as-of).
+    sent_upper: Arc<AtomicU64>,
+}
+
+impl UpstreamErrors {
+    /// The error the subscription ends with now: one that began at a time whose
+    /// changes before it have all been sent (at or before the as-of, at once).
+    fn due(&self) -> Option<DataflowError> {
+        let (since, error) = self.errors.holding_of(&self.views)?;
+        (since <= self.sent_upper.load(Ordering::SeqCst)).then_some(error)
+    }
+}
+
+/// An input of a query subscription that reads materialized views: readable no further
+/// than where their errors began, so that no change at or after an error's time is
+/// sent. (A view's errors are in memory, not in its log, whose upper goes on.)
+struct ErrorBoundedInput {
+    log: Arc<dyn InputLog>,
+    errors: ViewErrors,
+    upstream: Vec<GlobalId>,
+    /// The upper last reported: an upper never goes back, even when a restarted
+    /// view's errors count from time 0 (the subscription then ends at once).
+    reported: AtomicU64,
+}
+
+impl ErrorBoundedInput {
+    fn wrap(
+        log: Arc<dyn InputLog>,
+        errors: &ViewErrors,
+        upstream: &[GlobalId],
+    ) -> Arc<dyn InputLog> {
+        if upstream.is_empty() {
+            return log;
+        }
+        Arc::new(ErrorBoundedInput {
+            log,
+            errors: errors.clone(),
+            upstream: upstream.to_vec(),
+            reported: AtomicU64::new(0),
+        })
+    }
+}
+
+impl InputLog for ErrorBoundedInput {
+    fn upper(&self) -> Result<u64, ComputeError> {
+        let upper = self.log.upper()?;
+        let bounded = match self.errors.readable_upper_of(&self.upstream) {
+            Some(readable) => upper.min(readable),
+            None => upper,
+        };
+        Ok(self
+            .reported
+            .fetch_max(bounded, Ordering::SeqCst)
+            .max(bounded))
+    }
+
+    fn read(
+        &self,
+        lower: u64,
+        upper: u64,
+    ) -> Result<Vec<(floe_repr::Row, u64, i64)>, ComputeError> {
+        self.log.read(lower, upper)
+    }
+}
+
 /// Returns once the subscription is over: nobody takes its rows any more, its output
 /// ended it (an error in its contents), its dataflow failed, or a materialized view
-/// it reads holds an error.
+/// it reads holds an error and every change before the error's time was sent.
 fn watch(
     maintainer: &Maintainer,
     sender: &RowSender,
     ended: &AtomicBool,
-    errors: &ViewErrors,
-    upstream: &[GlobalId],
+    upstream: &UpstreamErrors,
 ) {
     let fail = |error: AdapterError| {
         if !ended.swap(true, Ordering::SeqCst) {
@@ -145,7 +231,7 @@ fn watch(
                 "the subscription's dataflow failed: {error}"
             )));
         }
-        if let Some(error) = errors.first_of(upstream) {
+        if let Some(error) = upstream.due() {
             return fail(crate::views::dataflow_error(&error));
         }
     }
@@ -163,6 +249,8 @@ struct SubscribeOutput {
     last_progress: Instant,
     /// Set once the subscription's last message (an error) is sent.
     ended: Arc<AtomicBool>,
+    /// Every change before this time has been sent (read by the watcher).
+    sent_upper: Arc<AtomicU64>,
 }
 
 impl SubscribeOutput {
@@ -191,20 +279,28 @@ impl OutputLog for SubscribeOutput {
         Ok(OutputContents::default())
     }
 
+    /// Sends the batch's changes; an error ends the subscription after the changes
+    /// before its time.
     fn append(&mut self, batch: OutputBatch) -> Result<(), ComputeError> {
         self.started = true;
-        if let Some((error, _, _)) = batch.errors.iter().find(|(_, _, diff)| *diff > 0) {
-            return Err(self.end(error));
-        }
+        let error = batch
+            .errors
+            .iter()
+            .filter(|(_, _, diff)| *diff > 0)
+            .min_by(|(a, at, _), (b, bt, _)| (at, a).cmp(&(bt, b)));
+        let until = error.map_or(u64::MAX, |(_, time, _)| *time);
         let as_of = self.as_of;
         let rows: Vec<_> = batch
             .rows
             .into_iter()
-            .filter(|(_, time, _)| self.snapshot || *time > as_of)
+            .filter(|(_, time, _)| (self.snapshot || *time > as_of) && *time < until)
             .collect();
         let changed = !rows.is_empty();
         if !self.shape.send_changes(&self.sender, rows) {
             return Err(ComputeError::log("the subscription ended"));
+        }
+        if let Some((error, _, _)) = error {
+            return Err(self.end(error));
         }
         let idle = self.last_progress.elapsed() >= IDLE_PROGRESS;
         if self.shape.progress && (changed || idle || batch.lower <= as_of) {
@@ -213,6 +309,7 @@ impl OutputLog for SubscribeOutput {
             }
             self.last_progress = Instant::now();
         }
+        self.sent_upper.store(batch.upper, Ordering::SeqCst);
         Ok(())
     }
 }

@@ -28,6 +28,8 @@ pub struct SystemContext<'a> {
     pub now_ms: u64,
     /// The arrangements of materialized views' dataflows (only when a query reads them).
     pub arrangement_sizes: &'a [crate::views::ViewArrangementSize],
+    /// What each sink's table maintenance did.
+    pub sink_maintenance: &'a std::collections::HashMap<GlobalId, crate::sinks::SinkMaintenance>,
 }
 
 /// A builtin relation.
@@ -87,6 +89,11 @@ fn item_schema_id(context: &SystemContext, schema: &str) -> String {
         Some(created) => created.id_text(),
         None => schema_id(schema).to_string(),
     }
+}
+
+/// A count as `int8` (saturating: counts past i64::MAX do not occur in practice).
+fn count(value: u64) -> Datum {
+    Datum::Int64(i64::try_from(value).unwrap_or(i64::MAX))
 }
 
 pub(crate) fn text(s: impl Into<String>) -> Datum {
@@ -654,13 +661,51 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                         .get(&item.id)
                         .cloned()
                         .unwrap_or_default();
-                    let count = |v: u64| Datum::Int64(i64::try_from(v).unwrap_or(i64::MAX));
                     vec![
                         text(item.id.to_string()),
                         count(progress.messages_staged),
                         count(progress.messages_committed),
                         count(progress.bytes_staged),
                         count(progress.bytes_committed),
+                    ]
+                })
+                .collect()
+        },
+    },
+    BuiltinRelation {
+        schema: "mz_internal",
+        name: "mz_sink_maintenance",
+        columns: &[
+            ("sink_id", Text, false),
+            ("last_run_at", TimestampTz, true),
+            ("data_files_rewritten", Int8, false),
+            ("delete_files_applied", Int8, false),
+            ("snapshots_expired", Int8, false),
+            ("bytes_rewritten", Int8, false),
+            ("error", Text, true),
+        ],
+        // One row per sink; a sink whose maintenance has not run yet has zeros.
+        rows: |context| {
+            items(context)
+                .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
+                .map(|item| {
+                    let done = context
+                        .sink_maintenance
+                        .get(&item.id)
+                        .cloned()
+                        .unwrap_or_default();
+                    vec![
+                        text(item.id.to_string()),
+                        if done.last_run_at == 0 {
+                            Datum::Null
+                        } else {
+                            Datum::TimestampTz(millis_to_micros(done.last_run_at))
+                        },
+                        count(done.data_files_rewritten),
+                        count(done.delete_files_applied),
+                        count(done.snapshots_expired),
+                        count(done.bytes_rewritten),
+                        done.error.map_or(Datum::Null, text),
                     ]
                 })
                 .collect()
@@ -717,8 +762,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
                 .map(|usage| {
                     vec![
                         text(usage.id.to_string()),
-                        Datum::Int64(i64::try_from(usage.updates).unwrap_or(i64::MAX)),
-                        Datum::Int64(i64::try_from(usage.bytes).unwrap_or(i64::MAX)),
+                        count(usage.updates),
+                        count(usage.bytes),
                         Datum::TimestampTz(millis_to_micros(usage.since.0)),
                         Datum::TimestampTz(millis_to_micros(usage.upper.0)),
                     ]
@@ -763,7 +808,6 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         // Each arrangement of each materialized view's dataflow on each worker: the
         // updates it holds and their bytes.
         rows: |context| {
-            let count = |v: u64| Datum::Int64(i64::try_from(v).unwrap_or(i64::MAX));
             context
                 .arrangement_sizes
                 .iter()
@@ -947,6 +991,15 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         },
     },
 ];
+
+/// The maintenance of no sink (for contexts built before any is read).
+pub fn no_sink_maintenance()
+-> &'static std::collections::HashMap<GlobalId, crate::sinks::SinkMaintenance> {
+    static EMPTY: std::sync::OnceLock<
+        std::collections::HashMap<GlobalId, crate::sinks::SinkMaintenance>,
+    > = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Default::default)
+}
 
 /// The statistics of no source (for contexts built before any are read).
 pub fn no_source_statistics()

@@ -22,15 +22,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Date32Array, Decimal128Array,
-    FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
-    IntervalMonthDayNanoArray, ListArray, MapArray, NullArray, StringArray, StructArray,
-    Time64MicrosecondArray, TimestampMicrosecondArray, UInt16Array, UInt32Array, UInt64Array,
+    Array, ArrayRef, AsArray, ListArray, MapArray, NullArray, StringArray, StructArray,
 };
-use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{
-    DataType, Field, FieldRef, Fields, IntervalMonthDayNano, IntervalUnit, Schema, SchemaRef,
-    TimeUnit,
+    DataType, Field, FieldRef, Fields, IntervalUnit, Schema, SchemaRef, TimeUnit,
 };
 use arrow::record_batch::RecordBatch;
 use floe_repr::strconv::{Decimal, ValueError, format_datum};
@@ -39,6 +34,9 @@ use floe_repr::{
 };
 
 pub use arrow;
+pub use build::build_array as build_field_array;
+
+mod build;
 
 /// Field metadata: the column's SQL type, as JSON.
 pub const SQL_TYPE_METADATA: &str = "floe.sql_type";
@@ -176,6 +174,9 @@ pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
         PgType::TextArray => S::List {
             element: Box::new(S::Text),
         },
+        PgType::Int2Array => S::List {
+            element: Box::new(S::Int16),
+        },
         PgType::Int4Range => range_of(S::Int32),
         PgType::Int8Range => range_of(S::Int64),
         PgType::NumRange => range_of(S::Numeric {
@@ -216,6 +217,7 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
     let field = typed_field(name, &scalar_type_of_pg(pg_type), nullable);
     let marker = match pg_type {
         PgType::TextArray => "text[]",
+        PgType::Int2Array => "int2[]",
         PgType::Char => "char",
         _ => return field,
     };
@@ -258,8 +260,10 @@ pub fn pg_type_of(field: &Field) -> PgType {
     if is_text_array(field) {
         return PgType::TextArray;
     }
-    if field.metadata().get(PG_TYPE_METADATA).map(String::as_str) == Some("char") {
-        return PgType::Char;
+    match field.metadata().get(PG_TYPE_METADATA).map(String::as_str) {
+        Some("char") => return PgType::Char,
+        Some("int2[]") => return PgType::Int2Array,
+        _ => {}
     }
     if let Some(ty) = sql_type_of(field) {
         return PgType::from_scalar(&ty);
@@ -417,293 +421,136 @@ fn coerce<'a>(
     }
 }
 
-/// The i128 of an exact decimal at `scale`, or an error if it does not fit
-/// decimal(38, scale) exactly.
-pub fn numeric_to_i128(text: &str, scale: i8) -> Result<i128, ValueError> {
-    let not_exact = || {
+/// The unscaled integer of exact decimal text (`-12.340`, `1.5e3`) at `scale`, refusing
+/// (22003) anything that would need rounding or more than `precision` digits: floe
+/// never rounds a value it stores or writes.
+pub fn decimal_to_i128(text: &str, precision: u8, scale: i8) -> Result<i128, ValueError> {
+    let refuse = |why: &str| {
         ValueError::out_of_range(format!(
-            "numeric value {text} cannot be represented exactly as decimal(38,{scale})"
+            "numeric value {text} does not fit decimal({precision},{scale}) exactly: {why}"
         ))
     };
-    let decimal = Decimal::parse(text)?.ok_or_else(not_exact)?;
-    let scale = scale.max(0) as usize;
-    let fraction = decimal.fraction.trim_end_matches('0');
-    if fraction.len() > scale {
-        return Err(not_exact());
-    }
-    let digits = format!("{}{:0<scale$}", decimal.integer, fraction);
-    let digits = digits.trim_start_matches('0');
-    if digits.len() > 38 {
-        return Err(not_exact());
-    }
-    let magnitude: i128 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().map_err(|_| not_exact())?
+    let trimmed = text.trim();
+    let (negative, unsigned) = match trimmed.as_bytes().first() {
+        Some(b'-') => (true, &trimmed[1..]),
+        Some(b'+') => (false, &trimmed[1..]),
+        _ => (false, trimmed),
     };
-    Ok(if decimal.negative {
-        -magnitude
-    } else {
-        magnitude
-    })
-}
-
-fn nulls_of(values: &[&Datum]) -> Option<NullBuffer> {
-    if values.iter().any(|d| matches!(d, Datum::Null)) {
-        Some(NullBuffer::from_iter(
-            values.iter().map(|d| !matches!(d, Datum::Null)),
-        ))
-    } else {
-        None
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (
+            &unsigned[..at],
+            unsigned[at + 1..]
+                .parse::<i32>()
+                .map_err(|_| refuse("not a finite number"))?,
+        ),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(refuse("not a finite number"));
     }
+    // All digits (without copying them), and the power of ten of the last one.
+    let (whole, fraction) = (whole.as_bytes(), fraction.as_bytes());
+    let count = whole.len() + fraction.len();
+    let digit = |i: usize| -> u8 {
+        if i < whole.len() {
+            whole[i] - b'0'
+        } else {
+            fraction[i - whole.len()] - b'0'
+        }
+    };
+    let last_power = exponent.saturating_sub(i32::try_from(fraction.len()).unwrap_or(i32::MAX));
+    // Digits below the target scale must be zeros; drop them.
+    let target = -i32::from(scale);
+    let below = usize::try_from(i64::from(target) - i64::from(last_power)).unwrap_or(0);
+    let kept = count.saturating_sub(below);
+    if (kept..count).any(|i| digit(i) != 0) {
+        return Err(refuse("it would be rounded"));
+    }
+    let last_power = last_power.max(target);
+    let mut value: i128 = 0;
+    for i in (0..kept).skip_while(|i| digit(*i) == 0) {
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(i128::from(digit(i))))
+            .ok_or_else(|| refuse("too many digits"))?;
+    }
+    for _ in target..last_power {
+        value = value
+            .checked_mul(10)
+            .ok_or_else(|| refuse("too many digits"))?;
+    }
+    // More than `precision` digits: at least 10^precision (no limit past u128's range).
+    if 10u128
+        .checked_pow(u32::from(precision))
+        .is_some_and(|limit| value.unsigned_abs() >= limit)
+    {
+        return Err(refuse("too many digits"));
+    }
+    Ok(if negative { -value } else { value })
 }
 
-/// Builds an Arrow array of SQL type `ty` from datums.
+/// Builds an Arrow array of SQL type `ty` (its form [`arrow_data_type`]) from datums,
+/// casting each value (and each element, field and bound of a nested one) to its
+/// type first, as an assignment does.
 pub fn build_array(ty: &SqlScalarType, values: &[&Datum]) -> Result<ArrayRef, ValueError> {
-    use SqlScalarType as S;
     let coerced: Vec<std::borrow::Cow<'_, Datum>> = values
         .iter()
-        .map(|d| coerce(d, ty))
+        .map(|d| coerce_deep(d, ty))
         .collect::<Result<_, _>>()?;
     let values: Vec<&Datum> = coerced.iter().map(|c| c.as_ref()).collect();
-    macro_rules! primitive {
-        ($array:ty, $pattern:pat => $value:expr) => {{
-            let array: $array = values
+    build::build_array(&typed_field("", ty, true), &values)
+}
+
+/// [`coerce`], into nested values too.
+fn coerce_deep<'a>(
+    datum: &'a Datum,
+    ty: &SqlScalarType,
+) -> Result<std::borrow::Cow<'a, Datum>, ValueError> {
+    use SqlScalarType as S;
+    use std::borrow::Cow;
+    let owned = |d: &Datum, ty: &SqlScalarType| coerce_deep(d, ty).map(Cow::into_owned);
+    let top = coerce(datum, ty)?;
+    Ok(match (top.as_ref(), ty) {
+        (Datum::List(items), S::List { element }) => Cow::Owned(Datum::List(
+            items
                 .iter()
-                .map(|d| match d {
-                    $pattern => Some($value),
-                    _ => None,
-                })
-                .collect();
-            Arc::new(array) as ArrayRef
-        }};
-    }
-    Ok(match ty {
-        S::Bool => primitive!(BooleanArray, Datum::Bool(v) => *v),
-        S::Int16 => primitive!(Int16Array, Datum::Int16(v) => *v),
-        S::Int32 => primitive!(Int32Array, Datum::Int32(v) => *v),
-        S::Int64 => primitive!(Int64Array, Datum::Int64(v) => *v),
-        S::UInt16 => primitive!(UInt16Array, Datum::UInt16(v) => *v),
-        S::UInt32 => primitive!(UInt32Array, Datum::UInt32(v) => *v),
-        S::Oid => primitive!(UInt32Array, Datum::Oid(v) => *v),
-        S::UInt64 => primitive!(UInt64Array, Datum::UInt64(v) => *v),
-        S::Float32 => primitive!(Float32Array, Datum::Float32(v) => *v),
-        S::Float64 => primitive!(Float64Array, Datum::Float64(v) => *v),
-        S::Date => primitive!(Date32Array, Datum::Date(v) => *v),
-        S::Time => primitive!(Time64MicrosecondArray, Datum::Time(v) => *v),
-        S::Timestamp => primitive!(TimestampMicrosecondArray, Datum::Timestamp(v) => *v),
-        S::TimestampTz => Arc::new(
-            values
-                .iter()
-                .map(|d| match d {
-                    Datum::TimestampTz(v) => Some(*v),
-                    _ => None,
-                })
-                .collect::<TimestampMicrosecondArray>()
-                .with_timezone("+00:00"),
-        ),
-        S::Text | S::VarChar { .. } | S::Jsonb => primitive!(
-            StringArray,
-            Datum::Text(s) | Datum::Jsonb(s) => s.as_str()
-        ),
-        S::Bytes => primitive!(BinaryArray, Datum::Bytes(b) => b.as_slice()),
-        S::Uuid => {
-            let array = FixedSizeBinaryArray::try_from_sparse_iter_with_size(
-                values.iter().map(|d| match d {
-                    Datum::Uuid(u) => Some(u.as_slice()),
-                    _ => None,
-                }),
-                16,
-            )
-            .map_err(|e| internal(e.to_string()))?;
-            Arc::new(array)
-        }
-        S::Interval => {
-            let mut out = Vec::with_capacity(values.len());
-            for d in &values {
-                out.push(match d {
-                    Datum::Interval {
-                        months,
-                        days,
-                        micros,
-                    } => Some(IntervalMonthDayNano::new(
-                        *months,
-                        *days,
-                        micros.checked_mul(1000).ok_or_else(|| {
-                            ValueError::new(
-                                SqlState::DATETIME_FIELD_OVERFLOW,
-                                "interval out of range",
-                            )
-                        })?,
-                    )),
-                    _ => None,
-                });
-            }
-            Arc::new(IntervalMonthDayNanoArray::from(out))
-        }
-        S::Numeric { max_scale, .. } => {
-            let scale = numeric_scale(*max_scale);
-            let mut out = Vec::with_capacity(values.len());
-            for d in &values {
-                out.push(match d {
-                    Datum::Numeric(s) => Some(numeric_to_i128(s, scale)?),
-                    _ => None,
-                });
-            }
-            let array = Decimal128Array::from(out)
-                .with_precision_and_scale(NUMERIC_PRECISION, scale)
-                .map_err(|e| internal(e.to_string()))?;
-            Arc::new(array)
-        }
-        S::List { element } => {
-            let mut offsets = Vec::with_capacity(values.len() + 1);
-            offsets.push(0i32);
-            let mut children: Vec<std::borrow::Cow<'_, Datum>> = Vec::new();
-            for d in &values {
-                match d {
-                    Datum::List(items) => {
-                        children.extend(items.iter().map(std::borrow::Cow::Borrowed))
-                    }
-                    Datum::TextArray(items) => children.extend(items.iter().map(|i| {
-                        std::borrow::Cow::Owned(i.clone().map(Datum::Text).unwrap_or(Datum::Null))
-                    })),
-                    _ => {}
-                }
-                let len =
-                    i32::try_from(children.len()).map_err(|_| internal("list column too large"))?;
-                offsets.push(len);
-            }
-            let child_refs: Vec<&Datum> = children.iter().map(|c| c.as_ref()).collect();
-            let child = build_array(element, &child_refs)?;
-            let field = Arc::new(typed_field("item", element, true));
-            Arc::new(
-                ListArray::try_new(
-                    field,
-                    OffsetBuffer::new(offsets.into()),
-                    child,
-                    nulls_of(&values),
-                )
-                .map_err(|e| internal(e.to_string()))?,
-            )
-        }
-        S::Map { value } => {
-            let mut offsets = Vec::with_capacity(values.len() + 1);
-            offsets.push(0i32);
-            let mut keys: Vec<&str> = Vec::new();
-            let mut vals: Vec<&Datum> = Vec::new();
-            for d in &values {
-                if let Datum::Map(entries) = d {
-                    for (k, v) in entries {
-                        keys.push(k);
-                        vals.push(v);
-                    }
-                }
-                let len =
-                    i32::try_from(keys.len()).map_err(|_| internal("map column too large"))?;
-                offsets.push(len);
-            }
-            let key_array: ArrayRef = Arc::new(StringArray::from(keys));
-            let value_array = build_array(value, &vals)?;
-            let entries_field = map_entries_field(value);
-            let DataType::Struct(entry_fields) = entries_field.data_type().clone() else {
-                return Err(internal("map entries are not a struct"));
-            };
-            let entries = StructArray::try_new(entry_fields, vec![key_array, value_array], None)
-                .map_err(|e| internal(e.to_string()))?;
-            Arc::new(
-                MapArray::try_new(
-                    entries_field,
-                    OffsetBuffer::new(offsets.into()),
-                    entries,
-                    nulls_of(&values),
-                    false,
-                )
-                .map_err(|e| internal(e.to_string()))?,
-            )
-        }
-        S::Record { fields } => {
-            let mut children = Vec::with_capacity(fields.len());
-            for (i, (_, field_ty, _)) in fields.iter().enumerate() {
-                let column: Vec<&Datum> = values
+                .map(|item| owned(item, element))
+                .collect::<Result<_, _>>()?,
+        )),
+        (Datum::TextArray(items), S::List { element }) if **element != S::Text => {
+            Cow::Owned(Datum::List(
+                items
                     .iter()
-                    .map(|d| match d {
-                        Datum::Record(items) => items.get(i).unwrap_or(&Datum::Null),
-                        _ => &Datum::Null,
-                    })
-                    .collect();
-                children.push(build_array(field_ty, &column)?);
-            }
-            let DataType::Struct(struct_fields) = arrow_data_type(ty) else {
-                return Err(internal("record is not a struct"));
-            };
-            if fields.is_empty() {
-                Arc::new(StructArray::new_empty_fields(
-                    values.len(),
-                    nulls_of(&values),
-                ))
-            } else {
-                Arc::new(
-                    StructArray::try_new(struct_fields, children, nulls_of(&values))
-                        .map_err(|e| internal(e.to_string()))?,
-                )
-            }
+                    .map(|item| owned(&item.clone().map_or(Datum::Null, Datum::Text), element))
+                    .collect::<Result<_, _>>()?,
+            ))
         }
-        S::Range { element } => {
-            fn bounds(d: &Datum) -> Option<&RangeBounds> {
-                match d {
-                    Datum::Range(Some(b)) => Some(b.as_ref()),
-                    _ => None,
-                }
-            }
-            let lower: Vec<&Datum> = values
+        (Datum::Record(items), S::Record { fields }) => Cow::Owned(Datum::Record(
+            items
                 .iter()
-                .map(|d| {
-                    bounds(d)
-                        .and_then(|b| b.lower.as_ref())
-                        .unwrap_or(&Datum::Null)
-                })
-                .collect();
-            let upper: Vec<&Datum> = values
+                .zip(fields)
+                .map(|(item, (_, field, _))| owned(item, field))
+                .collect::<Result<_, _>>()?,
+        )),
+        (Datum::Map(entries), S::Map { value }) => Cow::Owned(Datum::Map(
+            entries
                 .iter()
-                .map(|d| {
-                    bounds(d)
-                        .and_then(|b| b.upper.as_ref())
-                        .unwrap_or(&Datum::Null)
-                })
-                .collect();
-            let flag = |f: fn(&RangeBounds) -> bool| -> ArrayRef {
-                Arc::new(
-                    values
-                        .iter()
-                        .map(|d| match d {
-                            Datum::Range(Some(b)) => Some(f(b)),
-                            Datum::Range(None) => Some(false),
-                            _ => None,
-                        })
-                        .collect::<BooleanArray>(),
-                )
-            };
-            let empty: ArrayRef = Arc::new(
-                values
-                    .iter()
-                    .map(|d| match d {
-                        Datum::Range(r) => Some(r.is_none()),
-                        _ => None,
-                    })
-                    .collect::<BooleanArray>(),
-            );
-            let children = vec![
-                build_array(element, &lower)?,
-                build_array(element, &upper)?,
-                flag(|b| b.lower_inclusive),
-                flag(|b| b.upper_inclusive),
-                empty,
-            ];
-            Arc::new(
-                StructArray::try_new(range_fields(element), children, nulls_of(&values))
-                    .map_err(|e| internal(e.to_string()))?,
-            )
+                .map(|(key, item)| Ok((key.clone(), owned(item, value)?)))
+                .collect::<Result<_, ValueError>>()?,
+        )),
+        (Datum::Range(Some(bounds)), S::Range { element }) => {
+            let bound = |b: &Option<Datum>| b.as_ref().map(|d| owned(d, element)).transpose();
+            Cow::Owned(Datum::Range(Some(Box::new(RangeBounds {
+                lower: bound(&bounds.lower)?,
+                upper: bound(&bounds.upper)?,
+                ..bounds.as_ref().clone()
+            }))))
         }
+        _ => top,
     })
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use arrow::array::{Decimal128Array, UInt32Array};
 use floe_repr::parse_datum;
 
 use SqlScalarType as S;
@@ -208,8 +209,8 @@ fn inexact_numerics_are_errors() {
     assert!(err.message.contains("column \"n\""), "{}", err.message);
     assert!(rows_to_batch(&desc, &[vec![Datum::Numeric("NaN".into())]]).is_err());
     assert!(rows_to_batch(&desc, &[vec![Datum::Numeric("1e30".into())]]).is_err());
-    assert_eq!(numeric_to_i128("-1.5", 2).unwrap(), -150);
-    assert_eq!(numeric_to_i128("0", 10).unwrap(), 0);
+    assert_eq!(decimal_to_i128("-1.5", 38, 2).unwrap(), -150);
+    assert_eq!(decimal_to_i128("0", 38, 10).unwrap(), 0);
 }
 
 #[test]
@@ -334,4 +335,24 @@ fn builtin_columns_keep_their_types() {
         array_to_datums(&array, &jsonb).unwrap(),
         vec![Datum::Jsonb("{}".into()), Datum::Null]
     );
+}
+
+/// Exact decimals: every digit kept or refused (22003), never rounded.
+#[test]
+fn decimals_parse_exactly() {
+    assert_eq!(decimal_to_i128("12.34", 38, 2).unwrap(), 1234);
+    assert_eq!(decimal_to_i128("-12.3", 38, 2).unwrap(), -1230);
+    assert_eq!(decimal_to_i128("12.3400", 38, 2).unwrap(), 1234);
+    assert_eq!(decimal_to_i128("1.5e3", 38, 0).unwrap(), 1500);
+    assert_eq!(decimal_to_i128(".5", 38, 1).unwrap(), 5);
+    assert_eq!(
+        decimal_to_i128("18446744073709551615", 20, 0).unwrap(),
+        18446744073709551615
+    );
+    let err = decimal_to_i128("1.235", 38, 2).unwrap_err();
+    assert_eq!(err.code, SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+    assert!(decimal_to_i128("NaN", 38, 2).is_err());
+    assert!(decimal_to_i128(&"9".repeat(39), 38, 0).is_err());
+    assert!(decimal_to_i128(&"9".repeat(37), 38, 2).is_err());
+    assert!(decimal_to_i128(&"9".repeat(36), 38, 2).is_ok());
 }

@@ -384,7 +384,7 @@ fn definitions_are_stored_with_their_format() {
 
 use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
 use floe_sql::catalog::{
-    ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType, SinkDefinition,
+    ConnectionDefinition, DeleteMode, IcebergCatalogConnection, IcebergCatalogType, SinkDefinition,
     SinkEnvelope, TableDefinition,
 };
 
@@ -434,6 +434,10 @@ fn sink(catalog: &Catalog, from: GlobalId, connection: GlobalId) -> ItemDefiniti
         version: 0,
         takes_over: None,
         from_version: 0,
+        delete_mode: DeleteMode::Equality,
+        snapshot_retention: None,
+        target_file_size: None,
+        partition_by: None,
     })
 }
 

@@ -10,9 +10,6 @@ mod basics;
 #[path = "compute/refusals.rs"]
 mod refusals;
 
-#[path = "compute/grammar.rs"]
-mod grammar;
-
 #[path = "compute/random.rs"]
 mod random;
 

@@ -3,7 +3,7 @@
 //! | path | what | authentication |
 //! | --- | --- | --- |
 //! | `/api/livez` | the process answers | none (for probes) |
-//! | `/api/readyz` | the catalog is loaded and the listeners are up | none (for probes) |
+//! | `/api/readyz` | the catalog is loaded and the listeners are up (503 before) | none (for probes) |
 //! | `/metrics` | Prometheus text: sinks, sources, sessions, storage | the wire's |
 //! | `/` | the status page: sinks and sources, their lag over the last hour | the wire's |
 //! | `/api/status` | what the status page draws, as JSON | the wire's |
@@ -12,14 +12,18 @@
 //! (`--authenticator password|sasl`), these paths ask for the same user and
 //! password with HTTP basic authentication, checked against the same verifiers
 //! and throttled the same way.
+//!
+//! The server answers from before the data directory is opened: the probes say the
+//! process lives and is not ready yet, the other paths answer 503 until the catalog is
+//! loaded (a Kubernetes readiness probe then sees a starting server, not a dead port).
 
 mod history;
 mod prometheus;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use base64::Engine;
@@ -42,21 +46,37 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What the server reports from.
 pub struct HttpState {
-    coordinator: Arc<Coordinator>,
-    authenticator: Arc<Authenticator>,
+    /// What the status paths read and check credentials with; set once the catalog is
+    /// loaded (until then those paths answer 503).
+    loaded: OnceLock<Loaded>,
     /// Set once the catalog is loaded and every listener is up.
     ready: AtomicBool,
     history: LagHistory,
 }
 
+/// The server's state once its data directory is open.
+struct Loaded {
+    coordinator: Arc<Coordinator>,
+    authenticator: Arc<Authenticator>,
+}
+
 impl HttpState {
-    pub fn new(coordinator: Arc<Coordinator>, authenticator: Arc<Authenticator>) -> Arc<HttpState> {
+    /// The state of a server still opening its data directory.
+    pub fn starting() -> Arc<HttpState> {
         Arc::new(HttpState {
-            coordinator,
-            authenticator,
+            loaded: OnceLock::new(),
             ready: AtomicBool::new(false),
             history: LagHistory::new(Duration::from_secs(3600), SAMPLE_INTERVAL),
         })
+    }
+
+    /// The catalog is loaded: the status paths answer from `coordinator`, behind
+    /// `authenticator` (a second call changes nothing).
+    pub fn loaded(&self, coordinator: Arc<Coordinator>, authenticator: Arc<Authenticator>) {
+        let _ = self.loaded.set(Loaded {
+            coordinator,
+            authenticator,
+        });
     }
 
     /// Marks the server ready (`/api/readyz` answers 200 from now on).
@@ -116,7 +136,10 @@ async fn sample_lag(state: std::sync::Weak<HttpState>) {
         let Some(state) = state.upgrade() else {
             return;
         };
-        match state.coordinator.operational_status().await {
+        let Some(loaded) = state.loaded.get() else {
+            continue;
+        };
+        match loaded.coordinator.operational_status().await {
             Ok(status) => state.history.record(&status),
             Err(e) => warn!(error = %e, "sampling lag for the status page failed"),
         }
@@ -135,17 +158,20 @@ async fn route(state: &HttpState, peer: SocketAddr, request: Request<Incoming>) 
         "/api/readyz" if state.is_ready() => text(StatusCode::OK, "ready\n"),
         "/api/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
         "/metrics" | "/" | "/api/status" => {
-            if let Err(denied) = authenticate(state, peer, &request).await {
+            let Some(loaded) = state.loaded.get() else {
+                return text(StatusCode::SERVICE_UNAVAILABLE, "starting\n");
+            };
+            if let Err(denied) = authenticate(loaded, peer, &request).await {
                 return denied;
             }
             match path.as_str() {
-                "/metrics" => metrics(state).await,
+                "/metrics" => metrics(state, loaded).await,
                 "/" => respond(
                     StatusCode::OK,
                     "text/html; charset=utf-8",
                     include_str!("status.html"),
                 ),
-                _ => status_json(state).await,
+                _ => status_json(state, loaded).await,
             }
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
@@ -154,7 +180,7 @@ async fn route(state: &HttpState, peer: SocketAddr, request: Request<Incoming>) 
 
 /// Checks HTTP basic credentials when the wire authenticates its clients.
 async fn authenticate(
-    state: &HttpState,
+    state: &Loaded,
     peer: SocketAddr,
     request: &Request<Incoming>,
 ) -> Result<(), HttpResponse> {
@@ -201,12 +227,12 @@ fn unauthorized() -> HttpResponse {
     response
 }
 
-async fn metrics(state: &HttpState) -> HttpResponse {
-    match state.coordinator.operational_status().await {
+async fn metrics(state: &HttpState, loaded: &Loaded) -> HttpResponse {
+    match loaded.coordinator.operational_status().await {
         Ok(status) => respond(
             StatusCode::OK,
             floe_metrics::TextEncoder::CONTENT_TYPE,
-            prometheus::render(&status, state.authenticator.failures(), state.is_ready()),
+            prometheus::render(&status, loaded.authenticator.failures(), state.is_ready()),
         ),
         Err(e) => text(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -215,8 +241,8 @@ async fn metrics(state: &HttpState) -> HttpResponse {
     }
 }
 
-async fn status_json(state: &HttpState) -> HttpResponse {
-    match state.coordinator.operational_status().await {
+async fn status_json(state: &HttpState, loaded: &Loaded) -> HttpResponse {
+    match loaded.coordinator.operational_status().await {
         Ok(status) => respond(
             StatusCode::OK,
             "application/json",

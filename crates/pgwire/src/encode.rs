@@ -479,7 +479,9 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
             }
         }
         PgType::Uuid => Datum::Uuid(r.array()?),
-        PgType::TextArray | PgType::List => decode_array(&mut r, pg_type, depth)?,
+        PgType::TextArray | PgType::Int2Array | PgType::List => {
+            decode_array(&mut r, pg_type, depth)?
+        }
         PgType::Map => decode_map(&mut r, depth)?,
         PgType::Record => decode_record(&mut r, depth)?,
         PgType::Int4Range

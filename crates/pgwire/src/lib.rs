@@ -320,6 +320,9 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
     }
 }
 
+/// How long a subscription's stream may be silent before the socket is probed.
+const SUBSCRIBE_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Streams a subscription's rows as they come, each flushed at once (the library's
 /// responses flush at the end, and a subscription has none): as COPY data for
 /// `COPY (SUBSCRIBE ...) TO STDOUT`, else as data rows in `format`, after a row
@@ -327,9 +330,6 @@ fn to_response(result: ExecuteResponse, format: &Format) -> Response {
 /// portal). Ends when the subscription fails (an ErrorResponse), the client goes away
 /// (a send fails) or the query is canceled (the library drops this future): each drops
 /// the rows and so stops the subscription.
-/// How long a subscription's stream may be silent before the socket is probed.
-const SUBSCRIBE_PROBE: std::time::Duration = std::time::Duration::from_secs(1);
-
 async fn stream_subscribe<C>(
     client: &mut C,
     columns: Vec<ColumnDesc>,
@@ -397,6 +397,37 @@ where
         return Ok(Response::Execution(Tag::new("COPY").with_rows(sent)));
     }
     Ok(Response::Execution(Tag::new("SUBSCRIBE").with_rows(sent)))
+}
+
+/// A subscription executed with a row limit (Execute's `max_rows`, as JDBC's fetch
+/// size sends it): a portal whose rows the library takes `max_rows` at a time,
+/// waiting for them as they come, then suspends (PortalSuspended) until the next
+/// Execute, as Postgres and Materialize do. The subscription runs while the portal
+/// holds the rows: closing the portal, or the transaction ending, stops it. Its error
+/// ends the portal with an ErrorResponse.
+fn suspendable_subscription(
+    columns: &[ColumnDesc],
+    rows: &floe_adapter::subscribe::SubscribeLines,
+    format: &Format,
+) -> Response {
+    let Some(receiver) = rows.take() else {
+        return Response::EmptyQuery;
+    };
+    let fields = Arc::new(field_infos(columns, format));
+    let row_fields = fields.clone();
+    let data_rows = stream::unfold(receiver, move |mut receiver| {
+        let fields = row_fields.clone();
+        async move {
+            let row = match receiver.recv().await? {
+                Ok(row) => Ok(data_row(&row, &fields)),
+                Err(error) => Err(user_error(&error)),
+            };
+            Some((row, receiver))
+        }
+    });
+    let mut response = QueryResponse::new(fields, data_rows);
+    response.set_command_tag("SUBSCRIBE");
+    Response::Query(response)
 }
 
 #[async_trait]
@@ -822,7 +853,7 @@ impl ExtendedQueryHandler for Handlers {
         &self,
         client: &mut C,
         portal: &Portal<Self::Statement>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -875,6 +906,9 @@ impl ExtendedQueryHandler for Handlers {
                 rows,
             }) => {
                 let format = &portal.result_column_format;
+                if max_rows > 0 && !copy {
+                    return Ok(suspendable_subscription(&columns, &rows, format));
+                }
                 stream_subscribe(client, columns, copy, &rows, format, false).await
             }
             Ok(result) => Ok(to_response(result, &portal.result_column_format)),

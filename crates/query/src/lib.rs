@@ -154,18 +154,35 @@ pub async fn plan(
     statement: sqlparser::ast::Statement,
 ) -> Result<Query, QueryError> {
     guard(async {
-        let statement = rewrite::rewrite(statement)?;
         let state = context.state();
-        let plan = state
-            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+        let to_plan = |statement: sqlparser::ast::Statement| {
+            state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
                 statement,
             )))
-            .await
-            .map_err(QueryError::from_datafusion)?;
+        };
+        let plan = match to_plan(rewrite::rewrite(statement.clone())?).await {
+            // Postgres allows output columns of one name; when a wildcard
+            // expands to a name the select list also names, plan again with
+            // that column renamed for the engine (clients see its name).
+            Err(error) if duplicate_names(&error) => {
+                to_plan(rewrite::rewrite_beside_wildcards(statement)?).await
+            }
+            planned => planned,
+        }
+        .map_err(QueryError::from_datafusion)?;
         let columns = describe(&plan);
         Ok(Query { plan, columns })
     })
     .await
+}
+
+/// Whether the engine refused a select list for output columns of one name.
+fn duplicate_names(error: &datafusion::error::DataFusionError) -> bool {
+    error
+        .find_root()
+        .to_string()
+        .to_lowercase()
+        .contains("projections require unique expression names")
 }
 
 /// The client-visible columns of a plan's output.

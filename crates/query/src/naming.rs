@@ -9,7 +9,8 @@
 //! before the client sees it.
 
 use sqlparser::ast::{
-    DataType, Expr, Ident, ObjectName, Query, Select, SelectItem, SetExpr, TrimWhereField, Value,
+    DataType, Expr, Ident, ObjectName, Query, Select, SelectItem, SelectItemQualifiedWildcardKind,
+    SetExpr, TableFactor, TrimWhereField, Value,
 };
 
 /// Starts the engine-only suffix of a duplicate name (a private-use
@@ -210,9 +211,18 @@ pub fn type_column_name(data_type: &DataType) -> String {
 
 /// Names the items of a select list as Postgres does, aliasing each
 /// computed item, and makes the names unique for the engine.
-pub fn name_select_items(select: &mut Select) {
+pub fn name_select_items(select: &mut Select, beside_wildcards: bool) {
+    // The names a wildcard expands to are the engine's to know: when they are
+    // known to clash, every column named from a column gets an engine-only name.
+    let rename_columns = beside_wildcards
+        && select.projection.iter().any(|item| {
+            matches!(
+                item,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        });
     let mut taken: Vec<String> = Vec::with_capacity(select.projection.len());
-    for item in &mut select.projection {
+    for (position, item) in select.projection.iter_mut().enumerate() {
         let (expr, name, explicit) = match item {
             SelectItem::UnnamedExpr(expr) => {
                 let name = column_name(expr);
@@ -230,6 +240,9 @@ pub fn name_select_items(select: &mut Select) {
         }
         taken.push(unique.clone());
         let plain_column = matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+        if rename_columns && !explicit && plain_column {
+            unique = format!("{name}{MARKER}w{position}");
+        }
         if unique == name && (explicit || plain_column) {
             // The engine already names it so.
             continue;
@@ -238,5 +251,60 @@ pub fn name_select_items(select: &mut Select) {
             expr,
             alias: Ident::with_quote('"', unique),
         };
+    }
+}
+
+/// `t.*` over a table named `schema.t` (as resolution writes every table's name)
+/// is the table's columns, as in Postgres: DataFusion matches a wildcard's
+/// qualifier with the table's name exactly, so the qualifier is completed to the
+/// name the FROM clause gives the table when it has no alias.
+pub fn qualify_wildcards(select: &mut Select) {
+    let tables: Vec<&ObjectName> = select
+        .from
+        .iter()
+        .flat_map(|from| {
+            std::iter::once(&from.relation).chain(from.joins.iter().map(|j| &j.relation))
+        })
+        .filter_map(|factor| match factor {
+            TableFactor::Table {
+                name, alias: None, ..
+            } => Some(name),
+            _ => None,
+        })
+        .collect();
+    let parts = |name: &ObjectName| -> Vec<String> {
+        name.0
+            .iter()
+            .filter_map(|p| p.as_ident())
+            .map(normalize)
+            .collect()
+    };
+    let mut completions = Vec::new();
+    for (index, item) in select.projection.iter().enumerate() {
+        let SelectItem::QualifiedWildcard(
+            SelectItemQualifiedWildcardKind::ObjectName(qualifier),
+            _,
+        ) = item
+        else {
+            continue;
+        };
+        let wanted = parts(qualifier);
+        let mut matches = tables.iter().filter(|table| {
+            let full = parts(table);
+            full.len() > wanted.len() && full.ends_with(&wanted)
+        });
+        // One table only: an ambiguous qualifier is left for the engine to refuse.
+        if let (Some(table), None) = (matches.next(), matches.next()) {
+            completions.push((index, (*table).clone()));
+        }
+    }
+    for (index, table) in completions {
+        if let Some(SelectItem::QualifiedWildcard(
+            SelectItemQualifiedWildcardKind::ObjectName(qualifier),
+            _,
+        )) = select.projection.get_mut(index)
+        {
+            *qualifier = table;
+        }
     }
 }

@@ -33,10 +33,26 @@ pub const MAP_CONSTRUCTOR: &str = "floe_map";
 const KEEP: &str = "\u{E001}";
 
 /// Rewrites a statement for DataFusion (see the module documentation).
-pub fn rewrite(mut statement: Statement) -> Result<Statement, QueryError> {
+pub fn rewrite(statement: Statement) -> Result<Statement, QueryError> {
+    rewrite_naming(statement, false)
+}
+
+/// [`rewrite`], with the columns a select list names beside a wildcard renamed
+/// for the engine ([`naming::name_select_items`]): for a statement the engine
+/// refused for output columns of one name (`SELECT n.oid, n.* ...`, as DBeaver
+/// reads the catalog), which Postgres allows.
+pub fn rewrite_beside_wildcards(statement: Statement) -> Result<Statement, QueryError> {
+    rewrite_naming(statement, true)
+}
+
+fn rewrite_naming(
+    mut statement: Statement,
+    beside_wildcards: bool,
+) -> Result<Statement, QueryError> {
     let mut rewriter = Rewriter {
         error: None,
         scalar_subquery_bodies: Vec::new(),
+        beside_wildcards,
     };
     let _ = VisitMut::visit(&mut statement, &mut rewriter);
     if let Some(error) = rewriter.error {
@@ -56,6 +72,9 @@ struct Rewriter {
     /// aggregate (`column "count" does not exist`; 82 records of the classic
     /// select1/select3 corpus).
     scalar_subquery_bodies: Vec<usize>,
+    /// Columns named beside a wildcard get engine-only names
+    /// ([`rewrite_beside_wildcards`]).
+    beside_wildcards: bool,
 }
 
 impl Rewriter {
@@ -112,8 +131,9 @@ impl VisitorMut for Rewriter {
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         let address = select as *const Select as usize;
         if !self.scalar_subquery_bodies.contains(&address) {
-            naming::name_select_items(select);
+            naming::name_select_items(select, self.beside_wildcards);
         }
+        naming::qualify_wildcards(select);
         crate::srf::unnest_select_items(&mut select.projection);
         if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
             for expr in exprs {
@@ -212,6 +232,8 @@ impl VisitorMut for Rewriter {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        crate::srf::unnest_record_function(expr);
+        name_field_access(expr);
         if let Expr::Value(value) = expr
             && let Value::Number(digits, _) = &value.value
             && let Some(typed) = typed_integer(digits)
@@ -271,6 +293,26 @@ impl VisitorMut for Rewriter {
             }
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// `(expr).field` is a field of a record: the engine takes a field's name as a string
+/// (`(expr)['field']`), and reads a bare name after `.` as a column. `t.c` and
+/// `s.t.c` stay names (their root is an identifier).
+fn name_field_access(expr: &mut Expr) {
+    let Expr::CompoundFieldAccess { root, access_chain } = expr else {
+        return;
+    };
+    if matches!(root.as_ref(), Expr::Identifier(_)) {
+        return;
+    }
+    for access in access_chain {
+        if let sqlparser::ast::AccessExpr::Dot(Expr::Identifier(field)) = access {
+            let name = naming::normalize(field);
+            *access = sqlparser::ast::AccessExpr::Dot(Expr::Value(ValueWithSpan::from(
+                Value::SingleQuotedString(name),
+            )));
+        }
     }
 }
 

@@ -19,10 +19,12 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
-    BinaryExpr, Exists, InSubquery, SetComparison, SetQuantifier,
+    BinaryExpr, Exists, GetFieldAccess, InSubquery, SetComparison, SetQuantifier,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
-use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
+use datafusion::logical_expr::planner::{
+    ExprPlanner, PlannerResult, RawBinaryExpr, RawFieldAccessExpr,
+};
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
     Cast, Expr, ExprSchemable, LogicalPlan, Operator, Subquery, TryCast, lit,
@@ -399,6 +401,36 @@ impl ExprPlanner for PgOperatorPlanner {
         let call = functions::call(name, vec![expr.left, expr.right])
             .map_err(crate::QueryError::into_datafusion)?;
         Ok(PlannerResult::Planned(call))
+    }
+
+    /// `text[i]`: floe's catalog spells int2vectors (`pg_index.indkey`,
+    /// `indoption`) as text, so a subscript of text is one of an int2vector,
+    /// counted from 0 (text that is no int2vector errors as in Postgres).
+    fn plan_field_access(
+        &self,
+        expr: RawFieldAccessExpr,
+        schema: &DFSchema,
+    ) -> DfResult<PlannerResult<RawFieldAccessExpr>> {
+        let is_text = expr
+            .expr
+            .to_field(schema)
+            .is_ok_and(|(_, f)| functions::sql_type(&f) == SqlScalarType::Text);
+        match expr.field_access {
+            GetFieldAccess::ListIndex { key } if is_text => {
+                let call = functions::call(functions::VECTOR_ELEMENT, vec![expr.expr, *key])
+                    .map_err(crate::QueryError::into_datafusion)?;
+                Ok(PlannerResult::Planned(call))
+            }
+            _ if is_text => Err(crate::QueryError::new(
+                floe_repr::SqlState::DATATYPE_MISMATCH,
+                "cannot subscript type text because it does not support subscripting",
+            )
+            .into_datafusion()),
+            field_access => Ok(PlannerResult::Original(RawFieldAccessExpr {
+                field_access,
+                expr: expr.expr,
+            })),
+        }
     }
 }
 

@@ -49,9 +49,7 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
     else {
         return None;
     };
-    // floe's name resolution quotes the names it qualified
-    // (`pg_catalog.unnest` is `"unnest"` by now): a table function's name is
-    // its folded name either way.
+    // A table function's name is its folded name, quoted or not.
     let function = match name.0.as_slice() {
         [part] => normalize(part.as_ident()?),
         _ => return None,
@@ -242,6 +240,23 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
             unnested
         };
     }
+}
+
+/// `_pg_expandarray(array)` anywhere in an expression produces a row per element:
+/// the function returns a list of records, unnested here (Postgres expands
+/// set-returning calls in the select list; two of them in one list run in step).
+pub fn unnest_record_function(expr: &mut Expr) {
+    let Expr::Function(function) = expr else {
+        return;
+    };
+    let name = match function.name.0.as_slice() {
+        [part] => part.as_ident().map(normalize),
+        _ => None,
+    };
+    if function.over.is_some() || name.as_deref() != Some(crate::functions::EXPAND_ARRAY) {
+        return;
+    }
+    *expr = crate::rewrite::function_call(UNNEST, vec![expr.clone()]);
 }
 
 /// Whether every argument is an integer literal that fits `integer` (what

@@ -364,3 +364,90 @@ async fn subqueries_unnest_outer_columns() {
         table(&[&["1", "1,2"], &["3", "3,4"], &["5", "5"]])
     );
 }
+
+/// pgjdbc's `getPrimaryKeys`: `_pg_expandarray` over `pg_index.indkey` (an int2vector,
+/// text in floe) in the select list, a field of its record, and a field of the record a
+/// derived table passes on. PostgreSQL 15 answers the same over `'3 1'::int2vector`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expanded_arrays_are_records_with_positions() {
+    assert_eq!(
+        rows("SELECT (_pg_expandarray('3 1')).x, (_pg_expandarray('3 1')).n").await,
+        table(&[&["3", "1"], &["1", "2"]])
+    );
+    assert_eq!(
+        rows("SELECT r.a, (r.keys).n FROM (SELECT a, _pg_expandarray('5 3') AS keys FROM t1) r WHERE r.a = (r.keys).x ORDER BY 1").await,
+        table(&[&["3", "2"], &["5", "1"]])
+    );
+    assert_eq!(
+        rows("SELECT (_pg_expandarray(make_array('p', 'q'))).x").await,
+        table(&[&["p"], &["q"]])
+    );
+    assert_eq!(error("SELECT _pg_expandarray(1)").await.0, "42883");
+}
+
+/// `t.*` over a table its FROM clause names in full (as name resolution writes
+/// every table's name) is the table's columns, as in Postgres; beside a join's
+/// other table's, and an alias still qualifies only by the alias.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcards_qualified_by_a_table_name_suffix() {
+    assert_eq!(
+        rows("SELECT t1.* FROM materialize.public.t1 WHERE a = 1").await,
+        table(&[&["1", "2", "x"]])
+    );
+    assert_eq!(
+        rows("SELECT public.t1.*, x.a FROM materialize.public.t1 JOIN materialize.public.t1 x ON x.a = t1.a WHERE t1.a = 3").await,
+        table(&[&["3", "4", "NULL", "3"]])
+    );
+    assert!(
+        error("SELECT t1.* FROM materialize.public.t1 x")
+            .await
+            .1
+            .contains("t1")
+    );
+}
+
+/// A column named beside a wildcard that names it too (DBeaver's `SELECT n.oid, n.*`):
+/// both columns, under one name, as Postgres answers; an outer query still reads the
+/// derived table's columns by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_named_beside_a_wildcard_keep_their_names() {
+    let (names, result) = query("SELECT t1.a, t1.*, s FROM t1 WHERE a = 1")
+        .await
+        .unwrap();
+    assert_eq!(names, ["a", "a", "b", "s", "s"]);
+    assert_eq!(result, table(&[&["1", "1", "2", "x", "x"]]));
+    assert_eq!(
+        rows("SELECT d.b FROM (SELECT x.a, x.* FROM t1 x) d ORDER BY d.b").await,
+        table(&[&["2"], &["4"], &["NULL"]])
+    );
+}
+
+/// pgjdbc's `getIndexInfo`: `indoption[position - 1]` subscripts an int2vector (text
+/// in floe) from 0, NULL past either end, as PostgreSQL 15 answers over
+/// `'3 1'::int2vector`; other text cannot be subscripted, in PostgreSQL's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn int2vector_subscripts_count_from_zero() {
+    assert_eq!(
+        rows("SELECT v[0], v[1], v[2], v[-1], v[a - 1] & 1::smallint FROM (SELECT '3 1' AS v, 1 AS a) s").await,
+        table(&[&["3", "1", "NULL", "NULL", "1"]])
+    );
+    let (code, message) = error("SELECT ('abc')[1]").await;
+    assert_eq!(
+        (code.as_str(), message.as_str()),
+        (
+            "42804",
+            "cannot subscript type text because it does not support subscripting"
+        )
+    );
+    assert_eq!(error("SELECT ('1 2')['x']").await.0, "42804");
+}
+
+/// `T[]` casts: floe's one-dimensional arrays are lists (pgjdbc's `getSQLKeywords`
+/// compares with `<> ALL ('{...}'::text[])`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_type_casts_are_lists() {
+    assert_eq!(
+        rows("SELECT '{b,c}'::text[], 'a' <> ALL ('{b,c}'::text[]), 'b' <> ALL ('{b,c}'::text[]), ('{1,2}'::int[])[2] + 1").await,
+        table(&[&["{b,c}", "t", "f", "3"]])
+    );
+}

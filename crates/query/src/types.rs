@@ -3,7 +3,7 @@
 //! Types DataFusion has natively (booleans, integers, floats, text, dates,
 //! times, timestamps, intervals, bytea) plan to DataFusion's plain Arrow
 //! types. Every other floe type (`numeric(p,s)`, `varchar(n)`, `jsonb`,
-//! `uuid`, `uint2/4/8`, `oid`, ranges, `T list`, `map[text=>T]`) plans to
+//! `uuid`, `uint2/4/8`, `oid`, ranges, `T list`, `T[]` (a list), `map[text=>T]`) plans to
 //! its floe-arrow representation with the SQL type in the field's metadata,
 //! so casts and functions know a `jsonb` from a `text`.
 
@@ -90,6 +90,11 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
         D::JSON | D::JSONB => S::Jsonb,
         D::Uuid => S::Uuid,
         D::Regclass => S::Oid,
+        // `text[]`, `int[]`: floe's one-dimensional arrays are lists (the text
+        // form `{a,b}` is the same).
+        D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::List {
+            element: Box::new(scalar_type(element)?),
+        },
         D::Custom(name, modifiers) if modifiers.is_empty() => {
             let name = name.to_string().to_lowercase();
             match name.trim_matches('"') {

@@ -23,6 +23,9 @@ pub enum PgType {
     Oid,
     /// Text arrays (`privileges` columns).
     TextArray,
+    /// `smallint[]`: column numbers in the PostgreSQL catalog
+    /// (`pg_constraint.conkey`), a `Datum::List` of `Int16`s.
+    Int2Array,
     /// `character varying`.
     VarChar,
     /// Materialize's unsigned integers.
@@ -66,6 +69,7 @@ const TYPE_OIDS: &[(PgType, u32)] = &[
     (PgType::Oid, 26),
     (PgType::Float4, 700),
     (PgType::Float8, 701),
+    (PgType::Int2Array, 1005),
     (PgType::TextArray, 1009),
     (PgType::VarChar, 1043),
     (PgType::Date, 1082),

@@ -231,6 +231,7 @@ fn main() -> anyhow::Result<ExitCode> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(floe_adapter::RUNTIME_STACK)
         .build()
         .context("starting the async runtime")?;
     match args.command.take() {
@@ -288,6 +289,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let http_listener = bind_internal_http(&args.access).await?;
+    // The probes answer (not ready) while the data directory opens.
+    let http = start_internal_http(http_listener);
     let data_dir = absolute_data_dir(&args.data_dir)?;
     let coordinator = Coordinator::open(CoordinatorConfig {
         data_dir: data_dir.clone(),
@@ -311,7 +314,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         )),
         ..security
     };
-    let http = start_internal_http(http_listener, &coordinator, &security);
+    http.loaded(coordinator.clone(), security.authenticator.clone());
     info!(
         address = %listener.local_addr()?,
         version = env!("CARGO_PKG_VERSION"),
@@ -426,16 +429,12 @@ async fn bind_internal_http(access: &AccessArgs) -> anyhow::Result<TcpListener> 
         .with_context(|| format!("listening on {address} (--internal-http-listen)"))
 }
 
-/// Starts the internal HTTP server on its bound port.
-fn start_internal_http(
-    listener: TcpListener,
-    coordinator: &std::sync::Arc<Coordinator>,
-    security: &floe_pgwire::WireSecurity,
-) -> std::sync::Arc<floe_http::HttpState> {
+/// Starts the internal HTTP server on its bound port, for a server still starting.
+fn start_internal_http(listener: TcpListener) -> std::sync::Arc<floe_http::HttpState> {
     if let Ok(address) = listener.local_addr() {
         info!(%address, "internal HTTP server listening: /metrics, /api/livez, /api/readyz, /");
     }
-    let state = floe_http::HttpState::new(coordinator.clone(), security.authenticator.clone());
+    let state = floe_http::HttpState::starting();
     tokio::spawn(floe_http::serve(
         listener,
         state.clone(),

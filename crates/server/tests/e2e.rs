@@ -7,10 +7,16 @@ mod access;
 mod consistency;
 #[path = "e2e/first_hour.rs"]
 mod first_hour;
+#[path = "e2e/maintenance.rs"]
+mod maintenance;
+#[path = "e2e/partition.rs"]
+mod partition;
 #[path = "e2e/postgres_sources.rs"]
 mod postgres_sources;
 #[path = "e2e/production.rs"]
 mod production;
+#[path = "e2e/random_views.rs"]
+mod random_views;
 #[path = "e2e/roles.rs"]
 mod roles;
 #[path = "e2e/semantics.rs"]

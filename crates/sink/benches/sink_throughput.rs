@@ -37,8 +37,9 @@ use floe_repr::{ColumnType, Datum, RelationDesc, Row, SqlScalarType, Timestamp};
 use floe_sink::input::{READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
-    CatalogConfig, ClientCredentials, Envelope, Namespace, ProgressReport, SinkConnection,
-    SinkError, SinkReporter, SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate, spawn_sink,
+    CatalogConfig, ClientCredentials, DeleteMode, Envelope, Namespace, ProgressReport,
+    SinkConnection, SinkError, SinkReporter, SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate,
+    spawn_sink,
 };
 use floe_testkit::SeaweedFs;
 use futures::future::BoxFuture;
@@ -602,7 +603,7 @@ impl Env {
         }
     }
 
-    fn spec(&self, table: &str, envelope: Envelope) -> SinkSpec {
+    fn spec(&self, table: &str, envelope: Envelope, delete_mode: DeleteMode) -> SinkSpec {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         SinkSpec {
             sink_id: format!("u{}", 100 + n),
@@ -610,10 +611,12 @@ impl Env {
             namespace: Namespace::parse(&self.namespace).unwrap(),
             table: table.into(),
             envelope,
+            delete_mode,
             key_columns: match envelope {
                 Envelope::Upsert => vec!["id".into()],
                 Envelope::Append => vec![],
             },
+            partition_by: Vec::new(),
             commit_interval_ms: INTERVAL,
             environment_id: "bench".into(),
             table_uuid: None,
@@ -642,7 +645,7 @@ struct Drain {
     table: String,
     /// Changes in the log (an update counts once: its -1 and +1 are one change).
     changes: u64,
-    /// Rows the sink wrote (data + equality deletes; APPEND: one per change row).
+    /// Rows the sink wrote (data + equality or position deletes; APPEND: one per change row).
     messages: u64,
     bytes: u64,
     elapsed: Duration,
@@ -669,7 +672,7 @@ async fn drain_snapshot(
 ) -> Drain {
     let end = entries.last().map_or(START, |e| e.ts) / INTERVAL * INTERVAL + INTERVAL;
     let table = format!("{name}_{}", env.counter.load(Ordering::Relaxed));
-    let spec = env.spec(&table, envelope);
+    let spec = env.spec(&table, envelope, DeleteMode::Equality);
     let input = BenchInput::new(env.rows.clone(), entries.to_vec(), end, false);
     measure_drain(env, name, table, spec, input, end, changes, max_batch_rows).await
 }
@@ -684,9 +687,29 @@ async fn drain_catch_up(
     envelope: Envelope,
     max_batch_rows: usize,
 ) -> Drain {
+    drain_catch_up_with(
+        env,
+        name,
+        entries,
+        changes,
+        (envelope, DeleteMode::Equality),
+        max_batch_rows,
+    )
+    .await
+}
+
+/// [`drain_catch_up`] with a delete mode.
+async fn drain_catch_up_with(
+    env: &Env,
+    name: &str,
+    entries: &[Entry],
+    changes: u64,
+    (envelope, delete_mode): (Envelope, DeleteMode),
+    max_batch_rows: usize,
+) -> Drain {
     let end = entries.last().map_or(START, |e| e.ts) / INTERVAL * INTERVAL + INTERVAL;
     let table = format!("{name}_{}", env.counter.load(Ordering::Relaxed));
-    let spec = env.spec(&table, envelope);
+    let spec = env.spec(&table, envelope, delete_mode);
     let input = BenchInput::new(env.rows.clone(), entries.to_vec(), START, false);
     // The sink's first run: creates the table and commits the empty snapshot at START.
     {
@@ -1025,7 +1048,7 @@ async fn end_to_end(env: &Env, rate: u64) -> EndToEnd {
     let probe = MemoryProbe::start();
     let handle = spawn_sink(
         env.connection(),
-        env.spec("end_to_end", Envelope::Append),
+        env.spec("end_to_end", Envelope::Append, DeleteMode::Equality),
         input.clone(),
         recorder.clone(),
         settings(SinkSettings::default().max_batch_rows),
@@ -1219,6 +1242,13 @@ fn main() {
         let upsert_catch_up_small =
             drain_catch_up(&env, "upsert_catch_up_small", &upsert, n, Envelope::Upsert, small)
                 .await;
+        let position = (Envelope::Upsert, DeleteMode::Position);
+        let upsert_position_catch_up =
+            drain_catch_up_with(&env, "upsert_position_catch_up", &upsert, n, position, default_batch)
+                .await;
+        let upsert_position_catch_up_small =
+            drain_catch_up_with(&env, "upsert_position_catch_up_small", &upsert, n, position, small)
+                .await;
         eprintln!("ceiling (parquet crate to the same S3) ...");
         let ceiling = ceiling(&env, &append_snapshot.table, &append).await;
         let peer = if env.config.peer {
@@ -1262,6 +1292,8 @@ fn main() {
             &append_catch_up_small,
             &upsert_catch_up,
             &upsert_catch_up_small,
+            &upsert_position_catch_up,
+            &upsert_position_catch_up_small,
         ];
         for d in drains {
             println!(
@@ -1318,6 +1350,7 @@ fn main() {
             ("APPEND snapshot", &append_snapshot, 0.70),
             ("APPEND catch-up", &append_catch_up, 0.70),
             ("UPSERT catch-up", &upsert_catch_up, 0.50),
+            ("UPSERT position", &upsert_position_catch_up, 0.50),
         ] {
             let ratio = d.rate() / ceiling_rate;
             println!(

@@ -54,6 +54,13 @@ pub trait CommitIntent: Send + Sync {
     fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError>;
 }
 
+/// The turn to commit to a sink's table, shared by the sink task and its maintenance
+/// task: their commits are serialized, so a compaction never races the sink's commits
+/// (it would lose every race to a sink committing faster than a compaction is built
+/// again) and a sink commit waits at most for one maintenance commit, never for the
+/// rewrite before it.
+pub type CommitTurn = std::sync::Arc<tokio::sync::Mutex<()>>;
+
 /// Commits one intent to one table, with bounded attempts and backoff.
 pub struct Committer<'a> {
     pub catalog: &'a SinkCatalog,
@@ -64,11 +71,34 @@ pub struct Committer<'a> {
     /// Wait before the second attempt, doubled up to `max_backoff`.
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
+    /// Held for the whole commit (every attempt).
+    pub turn: &'a tokio::sync::Mutex<()>,
 }
 
 impl Committer<'_> {
     /// Commits `intent` on top of `base`.
     pub async fn commit(
+        &self,
+        base: LoadedTable,
+        intent: &dyn CommitIntent,
+    ) -> Result<Committed, SinkError> {
+        let _turn = self.turn.lock().await;
+        self.attempt(base, intent).await
+    }
+
+    /// Commits `intent` on top of the table as it is once this committer has its turn
+    /// (`before`: the table as the caller last saw it, which it must still be).
+    pub async fn commit_on_latest(
+        &self,
+        before: &LoadedTable,
+        intent: &dyn CommitIntent,
+    ) -> Result<Committed, SinkError> {
+        let _turn = self.turn.lock().await;
+        let latest = self.reload(before).await?;
+        self.attempt(latest, intent).await
+    }
+
+    async fn attempt(
         &self,
         base: LoadedTable,
         intent: &dyn CommitIntent,

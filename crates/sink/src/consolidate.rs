@@ -59,6 +59,19 @@ pub struct KeyConsolidation {
 pub struct KeyChange<'a> {
     pub key: &'a [Datum],
     pub value: Option<&'a [Datum]>,
+    /// The key's distinct rows in the batch.
+    rows: &'a [RowState],
+}
+
+impl<'a> KeyChange<'a> {
+    /// The rows the batch retracts from the key (its previous value, which a partitioned
+    /// table holds in the partition of that row).
+    pub fn retracted(&self) -> impl Iterator<Item = &'a [Datum]> + use<'a> {
+        self.rows
+            .iter()
+            .filter(|row| row.diff < 0)
+            .map(|row| row.row.as_slice())
+    }
 }
 
 impl KeyConsolidation {
@@ -192,6 +205,7 @@ impl KeyConsolidation {
             Some(KeyChange {
                 key: &state.key,
                 value,
+                rows: &state.rows,
             })
         })
     }

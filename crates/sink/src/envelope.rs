@@ -12,10 +12,14 @@ use floe_repr::{Datum, Timestamp};
 use iceberg::spec::SchemaRef;
 
 use crate::consolidate::KeyConsolidation;
+use crate::equality::{EqualityDeletes, live_data_specs};
 use crate::error::SinkError;
 use crate::input::{SinkInput, UpdateStream};
-use crate::sink::{Envelope, SinkSettings};
-use crate::snapshot::table_may_hold_rows;
+use crate::partition::{Fanout, MakeWriter, Partitioning};
+use crate::position::{
+    DeleteFiles, KeyOutcome, PositionBatchWriter, PositionDeletes, StagedPositions,
+};
+use crate::sink::{DeleteMode, Envelope, SinkSettings};
 use crate::table::LoadedTable;
 use crate::types::{DIFF_COLUMN, TIMESTAMP_COLUMN, row_bytes};
 use crate::writer::{FileContent, FileWriter, PipelinedWriter};
@@ -24,13 +28,47 @@ use crate::writer::{FileContent, FileWriter, PipelinedWriter};
 pub(crate) struct StagedBatch {
     pub lower: Timestamp,
     pub upper: Timestamp,
-    /// The partition spec the files were written with.
+    /// The partition spec the data files were written with (delete files of position
+    /// deletes carry the spec of the data files they point into).
     pub spec_id: i32,
     pub data: Vec<iceberg::spec::DataFile>,
     pub deletes: Vec<iceberg::spec::DataFile>,
+    /// The spec of each file not of `spec_id`, by path (see `RowDelta::file_specs`).
+    pub file_specs: std::collections::BTreeMap<String, i32>,
     /// Rows written (data and delete rows).
     pub messages: u64,
     pub bytes: u64,
+    /// In `DELETE MODE = 'position'`: what the key index needs once the batch is
+    /// committed.
+    pub positions: Option<StagedPositions>,
+}
+
+impl StagedBatch {
+    /// A batch of `[lower, upper)` written as `data` and `deletes` files.
+    fn written(
+        cx: &StageContext<'_>,
+        (lower, upper): (Timestamp, Timestamp),
+        data: Vec<iceberg::spec::DataFile>,
+        deletes: Vec<iceberg::spec::DataFile>,
+        messages: u64,
+    ) -> StagedBatch {
+        let bytes = data
+            .iter()
+            .chain(&deletes)
+            .map(|f| f.file_size_in_bytes())
+            .sum();
+        StagedBatch {
+            lower,
+            upper,
+            spec_id: cx.spec_id,
+            data,
+            deletes,
+            file_specs: Default::default(),
+            messages,
+            bytes,
+            positions: None,
+        }
+    }
 }
 
 /// What a handler needs to write one batch.
@@ -38,13 +76,18 @@ pub(crate) struct StageContext<'a> {
     pub table: &'a LoadedTable,
     /// The table's schema (field ids from the catalog).
     pub schema: &'a SchemaRef,
-    /// The partition spec new files are written with (see `writer::writable_partition_spec`).
+    /// The partition spec new files are written with (see `writer::writing_partition_spec`).
     pub spec_id: i32,
+    /// How rows are partitioned under that spec (`None`: unpartitioned).
+    pub partitioning: Option<Arc<Partitioning>>,
     pub input: &'a Arc<dyn SinkInput>,
     pub settings: &'a SinkSettings,
     pub commit_interval_ms: u64,
     /// Unique name prefix of this batch's files.
     pub file_prefix: String,
+    /// The batch replaces the table's contents (a sink taking over a dropped sink's
+    /// table): nothing it holds needs deleting.
+    pub replaces_contents: bool,
 }
 
 impl StageContext<'_> {
@@ -54,17 +97,55 @@ impl StageContext<'_> {
         content: FileContent,
         suffix: &str,
     ) -> Result<PipelinedWriter, SinkError> {
-        Ok(PipelinedWriter::spawn(FileWriter::new(
-            self.table,
+        self.writer_with_spec(
             schema,
             content,
-            self.spec_id,
-            format!("{}{suffix}", self.file_prefix),
-            self.settings.target_file_size,
-        )?))
+            suffix,
+            (self.spec_id, self.partitioning.clone()),
+        )
     }
 
-    fn limits(&self) -> BatchLimits {
+    /// A writer of files of spec `spec_id`, partitioned by `partitioning`.
+    pub(crate) fn writer_with_spec(
+        &self,
+        schema: SchemaRef,
+        content: FileContent,
+        suffix: &str,
+        (spec_id, partitioning): (i32, Option<Arc<Partitioning>>),
+    ) -> Result<PipelinedWriter, SinkError> {
+        let arrow_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).map_err(
+            |err| SinkError::internal(format!("cannot convert the schema to Arrow: {err}")),
+        )?);
+        let table = self.table.clone();
+        let prefix = format!("{}{suffix}", self.file_prefix);
+        let target_file_size = self.settings.target_file_size;
+        // One writer per partition (see `Fanout`), each naming its files apart.
+        let make: MakeWriter = Box::new(move |made, key| {
+            let prefix = match made {
+                0 => prefix.clone(),
+                n => format!("{prefix}-{n}"),
+            };
+            let writer = FileWriter::new(
+                &table,
+                schema.clone(),
+                content.clone(),
+                spec_id,
+                prefix,
+                target_file_size,
+            )?;
+            Ok(match key {
+                Some(key) => writer.in_partition(key),
+                None => writer,
+            })
+        });
+        Ok(PipelinedWriter::spawn(
+            Fanout::new(make, partitioning.clone()),
+            arrow_schema,
+            partitioning,
+        ))
+    }
+
+    pub(crate) fn limits(&self) -> BatchLimits {
         BatchLimits {
             rows: self.settings.write_batch_rows.max(1),
             bytes: self.settings.write_batch_bytes.max(1),
@@ -103,6 +184,17 @@ pub(crate) trait EnvelopeHandler: Send {
 
     /// Forgets work done ahead: the sink continues from another frontier.
     fn reset(&mut self) {}
+
+    /// `batch` is committed and `table` is the table afterwards; `ours` says whether its
+    /// head is a snapshot this sink made of the batch (not another instance's).
+    fn committed(
+        &mut self,
+        _batch: &mut StagedBatch,
+        _table: &LoadedTable,
+        _ours: bool,
+    ) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 /// The columns a table of `envelope` holds besides the relation's.
@@ -115,15 +207,25 @@ pub fn extra_columns(envelope: Envelope) -> &'static [&'static str] {
 
 /// The handler of `envelope`. UPSERT needs the key: its columns' indexes in the relation,
 /// their field ids and the key's schema (the projection equality deletes are written in).
-pub(crate) fn handler(envelope: Envelope, key: Option<UpsertKey>) -> Box<dyn EnvelopeHandler> {
-    match (envelope, key) {
+pub(crate) fn handler(
+    envelope: Envelope,
+    delete_mode: DeleteMode,
+    key: Option<UpsertKey>,
+) -> Result<Box<dyn EnvelopeHandler>, SinkError> {
+    Ok(match (envelope, key) {
         (Envelope::Upsert, Some(key)) => Box::new(UpsertEnvelope {
+            positions: match delete_mode {
+                DeleteMode::Equality => None,
+                DeleteMode::Position => {
+                    Some(PositionDeletes::new(&key.schema, key.field_ids.clone())?)
+                }
+            },
             key,
             next_batch: None,
         }),
         // Without a key an UPSERT sink is refused before a handler is made.
         _ => Box::new(AppendEnvelope),
-    }
+    })
 }
 
 // -------------------------------------------------------------------------------------
@@ -151,7 +253,7 @@ impl BatchLimits {
 
 /// Rows (borrowed) gathered for one Arrow batch, each repeated some number of times, with
 /// extra trailing values per row (APPEND's `_mz_diff`, `_mz_timestamp`).
-struct RowBatch<'a> {
+pub(crate) struct RowBatch<'a> {
     /// Each row's values, its extra values, and how many copies of it the batch holds.
     runs: Vec<(&'a [Datum], [Datum; 2], usize)>,
     rows: usize,
@@ -160,7 +262,7 @@ struct RowBatch<'a> {
 }
 
 impl<'a> RowBatch<'a> {
-    fn new(limits: BatchLimits) -> RowBatch<'a> {
+    pub(crate) fn new(limits: BatchLimits) -> RowBatch<'a> {
         RowBatch {
             runs: Vec::new(),
             rows: 0,
@@ -170,7 +272,13 @@ impl<'a> RowBatch<'a> {
     }
 
     /// Adds up to `copies` copies of `row` (of `bytes` bytes); returns how many fit.
-    fn add(&mut self, row: &'a [Datum], extra: [Datum; 2], copies: u64, bytes: usize) -> u64 {
+    pub(crate) fn add(
+        &mut self,
+        row: &'a [Datum],
+        extra: [Datum; 2],
+        copies: u64,
+        bytes: usize,
+    ) -> u64 {
         let room = self.limits.room(self.rows, self.bytes, bytes);
         let taken = copies.min(room as u64);
         if taken > 0 {
@@ -185,7 +293,7 @@ impl<'a> RowBatch<'a> {
 
     /// Converts the batch (the columns `projection` of each row, then `extras` of the
     /// extra values) and hands it to `writer`; the batch is empty afterwards.
-    async fn flush(
+    pub(crate) async fn flush(
         &mut self,
         writer: &mut PipelinedWriter,
         projection: &[usize],
@@ -206,8 +314,26 @@ impl<'a> RowBatch<'a> {
                 column.extend(std::iter::repeat_n(datum, *copies));
             }
         }
+        // A partitioned writer takes each row's partition sources: positions in the row
+        // as given (a delete's full row), then in its extra values (APPEND's own columns).
+        let sources = writer.partition_sources().map(|positions| {
+            positions
+                .iter()
+                .map(|position| {
+                    let mut column = Vec::with_capacity(self.rows);
+                    for (row, extra, copies) in &self.runs {
+                        let datum = row
+                            .get(*position)
+                            .or_else(|| extra.get(position.wrapping_sub(row.len())))
+                            .unwrap_or(&Datum::Null);
+                        column.extend(std::iter::repeat_n(datum, *copies));
+                    }
+                    column
+                })
+                .collect()
+        });
         let rows = self.rows;
-        let result = writer.write(columns, rows).await;
+        let result = writer.write(columns, sources, rows).await;
         self.runs.clear();
         self.rows = 0;
         self.bytes = 0;
@@ -216,7 +342,7 @@ impl<'a> RowBatch<'a> {
 }
 
 /// A row's values are all of it: nothing is added.
-const NO_EXTRA: [Datum; 2] = [Datum::Null, Datum::Null];
+pub(crate) const NO_EXTRA: [Datum; 2] = [Datum::Null, Datum::Null];
 
 // -------------------------------------------------------------------------------------
 // APPEND.
@@ -290,16 +416,13 @@ async fn append_stream(
     }
     let messages = writer.rows();
     let data = writer.close().await?;
-    let bytes = data.iter().map(|f| f.file_size_in_bytes()).sum();
-    Ok(StagedBatch {
-        lower,
-        upper: cut.upper(),
-        spec_id: cx.spec_id,
+    Ok(StagedBatch::written(
+        cx,
+        (lower, cut.upper()),
         data,
-        deletes: Vec::new(),
+        Vec::new(),
         messages,
-        bytes,
-    })
+    ))
 }
 
 // -------------------------------------------------------------------------------------
@@ -320,9 +443,12 @@ pub(crate) struct UpsertKey {
 }
 
 /// UPSERT: a batch is consolidated per key; every key it touches gets an equality delete
-/// (when the table may hold rows) and its final value, if any, one data row.
+/// (when the table may hold rows), or in position mode a position delete of its current
+/// row, and its final value, if any, one data row.
 struct UpsertEnvelope {
     key: UpsertKey,
+    /// The key index of `DELETE MODE = 'position'`; `None` for equality deletes.
+    positions: Option<PositionDeletes>,
     /// The next batch, consolidated ahead while catching up.
     next_batch: Option<NextBatch>,
 }
@@ -338,6 +464,9 @@ impl EnvelopeHandler for UpsertEnvelope {
             .input
             .snapshot(upper, cx.settings.read_chunk_rows)
             .await?;
+        if self.positions.is_some() && self.key.unique_in_relation {
+            return self.stage_position_snapshot(cx, upper, snapshot).await;
+        }
         if !self.key.unique_in_relation {
             // A key the relation does not enforce (`NOT ENFORCED`) may come with several
             // rows: consolidate per key so that the table gets one row per key.
@@ -354,24 +483,19 @@ impl EnvelopeHandler for UpsertEnvelope {
             return staged;
         }
         // A consolidated snapshot holds one row per key: it streams into data files.
-        let needs_deletes = table_may_hold_rows(cx.table).await?;
-        let (mut data_writer, mut delete_writer) = self.writers(cx)?;
+        let (mut data_writer, delete_specs) = self.writers(cx).await?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
+        let mut delete_files = Vec::new();
+        let mut file_specs = std::collections::BTreeMap::new();
+        let mut delete_rows = 0;
         while let Some(chunk) = snapshot.next().await? {
             let mut data = RowBatch::new(cx.limits());
-            let mut keys = RowBatch::new(cx.limits());
+            // Per chunk (its rows are borrowed): the deletes of a snapshot are rare (a
+            // table taken over holds rows), so a few more files are of no concern.
+            let mut deletes = self.deletes(cx, &delete_specs)?;
             for update in chunk.iter().filter(|update| update.diff > 0) {
                 let bytes = row_bytes(&update.row);
-                if needs_deletes {
-                    add_row(
-                        &mut keys,
-                        &mut delete_writer,
-                        &self.key.indexes,
-                        &update.row,
-                        bytes,
-                    )
-                    .await?;
-                }
+                deletes.delete_row(&update.row).await?;
                 add_row(
                     &mut data,
                     &mut data_writer,
@@ -381,10 +505,22 @@ impl EnvelopeHandler for UpsertEnvelope {
                 )
                 .await?;
             }
-            keys.flush(&mut delete_writer, &self.key.indexes, 0).await?;
             data.flush(&mut data_writer, &all_columns, 0).await?;
+            delete_rows += deletes.rows();
+            let (files, specs) = deletes.close().await?;
+            delete_files.extend(files);
+            file_specs.extend(specs);
         }
-        finish_upsert(cx, Timestamp(0), upper, data_writer, delete_writer).await
+        let messages = data_writer.rows() + delete_rows;
+        let mut staged = StagedBatch::written(
+            cx,
+            (Timestamp(0), upper),
+            data_writer.close().await?,
+            delete_files,
+            messages,
+        );
+        staged.file_specs = file_specs;
+        Ok(staged)
     }
 
     async fn stage_changes(
@@ -430,65 +566,203 @@ impl EnvelopeHandler for UpsertEnvelope {
 
     fn reset(&mut self) {
         self.next_batch = None;
+        if let Some(positions) = &mut self.positions {
+            positions.reset();
+        }
+    }
+
+    fn committed(
+        &mut self,
+        batch: &mut StagedBatch,
+        table: &LoadedTable,
+        ours: bool,
+    ) -> Result<(), SinkError> {
+        match (&mut self.positions, batch.positions.take()) {
+            (Some(index), Some(staged)) => {
+                index.committed(staged, (batch.spec_id, &batch.data), table, ours)
+            }
+            _ => Ok(()),
+        }
     }
 }
 
 impl UpsertEnvelope {
-    /// The data and equality delete writers of a batch.
-    fn writers(
+    /// The data writer of a batch, and the specs of the data files the table holds (which
+    /// equality deletes go to; none when it may hold no rows).
+    async fn writers(
         &self,
         cx: &StageContext<'_>,
-    ) -> Result<(PipelinedWriter, PipelinedWriter), SinkError> {
+    ) -> Result<(PipelinedWriter, std::collections::BTreeSet<i32>), SinkError> {
         let data = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
-        let deletes = cx.writer(
-            self.key.schema.clone(),
-            FileContent::EqualityDeletes(self.key.field_ids.clone()),
-            "-deletes",
-        )?;
-        Ok((data, deletes))
+        Ok((data, live_data_specs(cx.table).await?))
+    }
+
+    /// The equality delete writers of a batch into a table with data files of `specs`.
+    fn deletes<'a>(
+        &self,
+        cx: &StageContext<'_>,
+        specs: &std::collections::BTreeSet<i32>,
+    ) -> Result<EqualityDeletes<'a>, SinkError> {
+        EqualityDeletes::new(
+            cx,
+            specs,
+            &self.key.schema,
+            &self.key.field_ids,
+            &self.key.indexes,
+        )
     }
 
     /// A consolidated batch: an equality delete per key touched (when the table may hold
     /// it) and a data row per final value.
     async fn write_consolidated(
-        &self,
+        &mut self,
         cx: &StageContext<'_>,
         lower: Timestamp,
         upper: Timestamp,
         consolidation: &KeyConsolidation,
     ) -> Result<StagedBatch, SinkError> {
-        let needs_deletes = table_may_hold_rows(cx.table).await?;
-        let (mut data_writer, mut delete_writer) = self.writers(cx)?;
+        if self.positions.is_some() {
+            let outcomes: Vec<KeyOutcome<'_>> = consolidation
+                .changes()
+                .map(|change| (change.key, change.value))
+                .collect();
+            let key_columns: Vec<usize> = (0..self.key.indexes.len()).collect();
+            return self
+                .write_positions(cx, lower, upper, &outcomes, &key_columns)
+                .await;
+        }
+        // Each key touched is deleted wherever the table may hold its rows (see
+        // `crate::equality`), and its new value written.
+        let (mut data_writer, delete_specs) = self.writers(cx).await?;
+        let mut deletes = self.deletes(cx, &delete_specs)?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
-        // The changes' keys hold the key columns only.
-        let key_columns: Vec<usize> = (0..self.key.indexes.len()).collect();
         let mut data = RowBatch::new(cx.limits());
-        let mut keys = RowBatch::new(cx.limits());
         for change in consolidation.changes() {
-            if needs_deletes {
-                let bytes = row_bytes(change.key);
-                add_row(
-                    &mut keys,
-                    &mut delete_writer,
-                    &key_columns,
-                    change.key,
-                    bytes,
-                )
-                .await?;
-            }
+            deletes.delete_change(&change).await?;
             if let Some(row) = change.value {
                 let bytes = row_bytes(row);
                 add_row(&mut data, &mut data_writer, &all_columns, row, bytes).await?;
             }
         }
-        keys.flush(&mut delete_writer, &key_columns, 0).await?;
         data.flush(&mut data_writer, &all_columns, 0).await?;
-        finish_upsert(cx, lower, upper, data_writer, delete_writer).await
+        let messages = data_writer.rows() + deletes.rows();
+        let ((delete_files, file_specs), data_files) =
+            futures::try_join!(deletes.close(), data_writer.close())?;
+        let mut staged =
+            StagedBatch::written(cx, (lower, upper), data_files, delete_files, messages);
+        staged.file_specs = file_specs;
+        Ok(staged)
+    }
+}
+
+impl UpsertEnvelope {
+    /// Position mode: the outcomes of a batch's keys (their keys at `key_projection`).
+    async fn write_positions(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+        outcomes: &[KeyOutcome<'_>],
+        key_projection: &[usize],
+    ) -> Result<StagedBatch, SinkError> {
+        let mut writer = self.position_writer(cx).await?;
+        let (index, encoder) = self.position_index(cx).await?;
+        writer
+            .write(index, encoder, outcomes, key_projection)
+            .await?;
+        self.finish_positions(cx, lower, upper, writer).await
+    }
+
+    /// Position mode, a new sink's snapshot with a unique key: streamed into data files,
+    /// each row deleting the key's row the table holds, if any (none unless it replaces).
+    async fn stage_position_snapshot(
+        &mut self,
+        cx: &StageContext<'_>,
+        upper: Timestamp,
+        mut snapshot: UpdateStream,
+    ) -> Result<StagedBatch, SinkError> {
+        let mut writer = self.position_writer(cx).await?;
+        let key_indexes = self.key.indexes.clone();
+        while let Some(chunk) = snapshot.next().await? {
+            let outcomes: Vec<KeyOutcome<'_>> = chunk
+                .iter()
+                .filter(|update| update.diff > 0)
+                .map(|update| (update.row.as_slice(), Some(update.row.as_slice())))
+                .collect();
+            let (index, encoder) = self.position_index(cx).await?;
+            writer
+                .write(index, encoder, &outcomes, &key_indexes)
+                .await?;
+        }
+        self.finish_positions(cx, Timestamp(0), upper, writer).await
+    }
+
+    async fn position_index(
+        &mut self,
+        cx: &StageContext<'_>,
+    ) -> Result<
+        (
+            &crate::position::PositionIndex,
+            &crate::position::KeyEncoder,
+        ),
+        SinkError,
+    > {
+        let positions = self
+            .positions
+            .as_mut()
+            .ok_or_else(|| SinkError::internal("position deletes without a key index"))?;
+        if cx.replaces_contents {
+            // The batch replaces everything the table holds: no row of it is deleted.
+            return Ok(positions.empty_index_for(cx.table));
+        }
+        positions.index_for(cx.table).await
+    }
+
+    async fn position_writer(
+        &mut self,
+        cx: &StageContext<'_>,
+    ) -> Result<PositionBatchWriter, SinkError> {
+        crate::position::check_format_version(cx.table)?;
+        let data = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
+        let (index, _) = self.position_index(cx).await?;
+        Ok(PositionBatchWriter::new(
+            data,
+            index,
+            cx.limits(),
+            cx.columns(),
+        ))
+    }
+
+    async fn finish_positions(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+        writer: PositionBatchWriter,
+    ) -> Result<StagedBatch, SinkError> {
+        let files = DeleteFiles {
+            table: cx.table,
+            spec_id: cx.spec_id,
+            prefix: format!("{}-deletes", cx.file_prefix),
+            target_file_size: cx.settings.target_file_size,
+        };
+        let (index, _) = self.position_index(cx).await?;
+        let finished = writer.finish(index, files).await?;
+        let mut staged = StagedBatch::written(
+            cx,
+            (lower, upper),
+            finished.data,
+            finished.deletes,
+            finished.messages,
+        );
+        staged.file_specs = finished.file_specs;
+        staged.positions = Some(finished.positions);
+        Ok(staged)
     }
 }
 
 /// Adds one row to `batch`, flushing it into `writer` first when it is full.
-async fn add_row<'a>(
+pub(crate) async fn add_row<'a>(
     batch: &mut RowBatch<'a>,
     writer: &mut PipelinedWriter,
     projection: &[usize],
@@ -500,32 +774,6 @@ async fn add_row<'a>(
         batch.add(row, NO_EXTRA, 1, bytes);
     }
     Ok(())
-}
-
-/// Closes an UPSERT batch's writers and describes the batch.
-async fn finish_upsert(
-    cx: &StageContext<'_>,
-    lower: Timestamp,
-    upper: Timestamp,
-    data_writer: PipelinedWriter,
-    delete_writer: PipelinedWriter,
-) -> Result<StagedBatch, SinkError> {
-    let messages = data_writer.rows() + delete_writer.rows();
-    let (data, deletes) = futures::try_join!(data_writer.close(), delete_writer.close())?;
-    let bytes = data
-        .iter()
-        .chain(&deletes)
-        .map(|f| f.file_size_in_bytes())
-        .sum();
-    Ok(StagedBatch {
-        lower,
-        upper,
-        spec_id: cx.spec_id,
-        data,
-        deletes,
-        messages,
-        bytes,
-    })
 }
 
 /// Reads the batch of changes from `lower` up to its cut, consolidating it per key as it

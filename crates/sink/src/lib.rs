@@ -3,17 +3,22 @@
 
 pub mod allocator;
 mod auth;
+pub mod bounds;
 pub mod catalog;
 pub mod commit;
 pub mod config;
 pub mod consolidate;
 mod envelope;
+mod equality;
 pub mod error;
 pub mod http;
 pub mod input;
 pub mod local;
+pub mod maintenance;
 pub mod namespace;
 mod oauth;
+pub mod partition;
+mod position;
 pub mod rest;
 pub mod rest_catalog;
 pub mod sigv4;
@@ -29,13 +34,16 @@ pub use catalog::{Catalog, EmbeddedCatalog, RestCatalog};
 pub use config::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
 pub use error::{ErrorKind, SinkError};
 pub use http::HttpSettings;
+pub use iceberg::spec::Transform as PartitionTransform;
 pub use local::LocalCatalog;
+pub use maintenance::{MaintenanceOptions, MaintenanceReport, MaintenanceSettings};
 pub use namespace::Namespace;
+pub use partition::PartitionColumn;
 pub use rest::{LoadTableResponse, RestCatalogClient};
 pub use sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
 pub use sink::{
-    Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings, SinkSpec,
-    SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
+    DeleteMode, Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings,
+    SinkSpec, SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
 };
 pub use sts::{AssumeRoleProvider, AwsEnvironment, PrincipalSource, StsClient, StsSettings};
 pub use validate::{validate_catalog, validate_catalog_with, validate_catalog_with_credentials};

@@ -19,7 +19,8 @@ use floe_repr::{RelationDesc, Timestamp};
 use iceberg::spec::SchemaRef;
 
 use crate::commit::{
-    Committed, Committer, ProgressIntent, TakeOverIntent, backoff, check_progress_owner, table_gone,
+    CommitTurn, Committed, Committer, ProgressIntent, TakeOverIntent, backoff,
+    check_progress_owner, table_gone,
 };
 use crate::config::CatalogConfig;
 use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, extra_columns};
@@ -27,11 +28,13 @@ use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::input::SinkInput;
 use crate::namespace::Namespace;
+use crate::partition::PartitionColumn;
+use crate::position::PositionGuard;
 use crate::sigv4::AwsCredentialsProvider;
 use crate::snapshot::{RowDelta, SnapshotProgress, latest_progress, table_may_hold_rows};
 use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog};
 use crate::types::sink_schema;
-use crate::writer::{key_schema, writable_partition_spec};
+use crate::writer::{key_schema, writing_partition_spec};
 
 /// How changes become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,17 @@ pub enum Envelope {
     Append,
     /// One row per key: equality deletes plus the key's final value.
     Upsert,
+}
+
+/// How an UPSERT sink removes a key's previous row (`WITH (DELETE MODE = ...)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeleteMode {
+    /// An equality delete on the key columns per key touched.
+    #[default]
+    Equality,
+    /// A position delete naming the data file and row of the key's current row, found in
+    /// the sink's key index (see [`crate::position`]).
+    Position,
 }
 
 /// What one sink writes where: everything the engine needs from `CREATE SINK`.
@@ -52,8 +66,13 @@ pub struct SinkSpec {
     pub namespace: Namespace,
     pub table: String,
     pub envelope: Envelope,
+    /// How UPSERT deletes (ignored by APPEND).
+    pub delete_mode: DeleteMode,
     /// Upsert key column names (empty for APPEND).
     pub key_columns: Vec<String>,
+    /// `PARTITION BY`: the partition spec of the table the sink creates (empty:
+    /// unpartitioned). A table that exists keeps its own spec.
+    pub partition_by: Vec<PartitionColumn>,
     /// Batch bounds are multiples of this many milliseconds since the epoch.
     pub commit_interval_ms: u64,
     /// The data directory's unique prefix, marked on the table with the sink id.
@@ -108,6 +127,9 @@ pub struct SinkSettings {
     /// Reload the table (refreshing vended storage credentials) when they expire within
     /// this margin.
     pub credential_refresh_margin: Duration,
+    /// The table's maintenance (snapshot expiry; `TARGET FILE SIZE` also replaces
+    /// `target_file_size` above as it changes).
+    pub maintenance: crate::maintenance::MaintenanceSettings,
 }
 
 impl Default for SinkSettings {
@@ -125,6 +147,7 @@ impl Default for SinkSettings {
             max_backoff: Duration::from_secs(60),
             commit_attempts: 8,
             credential_refresh_margin: Duration::from_secs(300),
+            maintenance: crate::maintenance::MaintenanceSettings::default(),
         }
     }
 }
@@ -167,6 +190,8 @@ pub trait SinkReporter: Send + Sync + 'static {
     fn status(&self, status: SinkStatus);
     fn statistics(&self, update: StatisticsUpdate);
     fn progress(&self, report: ProgressReport);
+    /// A maintenance run of the sink's table (see [`crate::maintenance`]).
+    fn maintenance(&self, _report: crate::maintenance::MaintenanceReport) {}
 }
 
 /// Where the catalog and its credentials come from.
@@ -252,6 +277,16 @@ async fn supervise(
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
 ) -> Result<(), SinkError> {
+    // The table's maintenance runs beside the sink task for as long as the sink does,
+    // taking turns with it to commit.
+    let turn = CommitTurn::default();
+    let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
+        connection.clone(),
+        spec.clone(),
+        reporter.clone(),
+        settings.clone(),
+        turn.clone(),
+    )));
     let mut failures: u32 = 0;
     loop {
         let started = Instant::now();
@@ -261,6 +296,7 @@ async fn supervise(
             input.clone(),
             reporter.clone(),
             settings.clone(),
+            turn.clone(),
         )));
         let error = match (&mut run.0).await {
             // Sealed: nothing more to do.
@@ -456,6 +492,7 @@ pub async fn run_sink(
     input: Arc<dyn SinkInput>,
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
+    turn: CommitTurn,
 ) -> Result<(), SinkError> {
     if spec.commit_interval_ms == 0 {
         return Err(SinkError::new(
@@ -471,6 +508,7 @@ pub async fn run_sink(
         input,
         reporter,
         settings,
+        turn,
         known_uuid: None,
         reported_status: Some(SinkStatus::Starting),
     };
@@ -529,6 +567,8 @@ struct SinkMachine {
     input: Arc<dyn SinkInput>,
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
+    /// Shared with the maintenance task: one commit at a time.
+    turn: CommitTurn,
     /// The table's uuid once seen in this run (or given by the spec).
     known_uuid: Option<uuid::Uuid>,
     reported_status: Option<SinkStatus>,
@@ -713,7 +753,56 @@ impl SinkMachine {
             return Err(table_gone(&spec.qualified_table(), "replaced"));
         }
         self.known_uuid = Some(table.metadata.uuid());
-        Ok(table)
+        self.partition_new_table(catalog, table).await
+    }
+
+    /// Gives the table this sink created its `PARTITION BY` spec, bound to the schema the
+    /// catalog returned (whose field ids may differ from those sent): `add-spec` and
+    /// `set-default-spec` in one commit, required to apply to the table as created. A
+    /// table that ever had a snapshot or another spec keeps its own; a crash between the
+    /// creation and this commit is completed at the next start.
+    async fn partition_new_table(
+        &self,
+        catalog: &SinkCatalog,
+        table: LoadedTable,
+    ) -> Result<LoadedTable, SinkError> {
+        let metadata = &table.metadata;
+        let as_created = metadata.snapshots().next().is_none()
+            && metadata.partition_specs_iter().count() == 1
+            && metadata.default_partition_spec().is_unpartitioned();
+        if self.spec.partition_by.is_empty() || !as_created || self.replaces_dropped_sink(&table) {
+            return Ok(table);
+        }
+        let spec =
+            crate::partition::partition_spec(metadata.current_schema(), &self.spec.partition_by)?;
+        let requirements = vec![
+            iceberg::TableRequirement::UuidMatch {
+                uuid: metadata.uuid(),
+            },
+            iceberg::TableRequirement::DefaultSpecIdMatch {
+                default_spec_id: metadata.default_partition_spec_id(),
+            },
+            iceberg::TableRequirement::RefSnapshotIdMatch {
+                r#ref: crate::snapshot::MAIN_BRANCH.to_string(),
+                snapshot_id: None,
+            },
+        ];
+        let updates = vec![
+            iceberg::TableUpdate::AddSpec { spec },
+            // -1: the spec just added.
+            iceberg::TableUpdate::SetDefaultSpec { spec_id: -1 },
+        ];
+        let partitioned = catalog
+            .commit(
+                &self.spec.namespace,
+                &self.spec.table,
+                &table,
+                requirements,
+                updates,
+            )
+            .await?;
+        tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), spec = ?partitioned.metadata.default_partition_spec(), "partitioned the sink's new table");
+        Ok(partitioned)
     }
 
     fn check_owner(&self, table: &LoadedTable) -> Result<(), SinkError> {
@@ -777,6 +866,7 @@ impl SinkMachine {
             attempts: self.settings.commit_attempts,
             initial_backoff: self.settings.initial_backoff,
             max_backoff: self.settings.max_backoff,
+            turn: &self.turn,
         }
     }
 
@@ -871,17 +961,21 @@ impl SinkMachine {
         upper: Timestamp,
     ) -> Result<State, SinkError> {
         let lower = session.lower;
+        // `TARGET FILE SIZE` as the sink's options say now (ALTER SINK changes it live).
+        self.settings.target_file_size =
+            usize::try_from(self.settings.maintenance.options.borrow().target_file_size)
+                .unwrap_or(usize::MAX);
+        let (spec_id, partitioning) = writing_partition_spec(&session.table.metadata)?;
         let cx = StageContext {
             table: &session.table,
             schema: &session.schema,
-            spec_id: writable_partition_spec(
-                &session.table.metadata,
-                &self.spec.qualified_table(),
-            )?,
+            spec_id,
+            partitioning,
             input: &self.input,
             settings: &self.settings,
             commit_interval_ms: self.spec.commit_interval_ms,
             file_prefix: file_prefix(&self.spec, upper),
+            replaces_contents: session.replaces_contents,
         };
         let staged = if lower == Timestamp(0) {
             session.envelope.stage_snapshot(&cx, upper).await?
@@ -924,7 +1018,7 @@ impl SinkMachine {
     async fn commit(
         &mut self,
         mut session: TableSession,
-        batch: StagedBatch,
+        mut batch: StagedBatch,
     ) -> Result<State, SinkError> {
         tracing::debug!(sink = %self.spec.sink_id, lower = %batch.lower, upper = %batch.upper, files = batch.data.len() + batch.deletes.len(), "committing a batch");
         let intent = ProgressIntent {
@@ -932,6 +1026,7 @@ impl SinkMachine {
                 spec_id: batch.spec_id,
                 data: &batch.data,
                 deletes: &batch.deletes,
+                file_specs: &batch.file_specs,
                 replaces_contents: session.replaces_contents,
             },
             progress: SnapshotProgress {
@@ -947,14 +1042,28 @@ impl SinkMachine {
                 .clone()
                 .filter(|_| session.replaces_contents),
         };
+        let intent = PositionGuard::new(&intent, batch.positions.as_ref());
         let committer = self.committer(&session.catalog);
-        let table = match committer.commit(session.table.clone(), &intent).await? {
-            Committed::Done(table) => table,
-            Committed::Superseded(table) => return self.resync(session, table).await,
+        let table = match committer.commit(session.table.clone(), &intent).await {
+            Ok(Committed::Done(table)) => table,
+            Ok(Committed::Superseded(table)) => return self.resync(session, table).await,
+            Err(err) if crate::position::is_rewritten(&err) => {
+                return self.restage(session, batch).await;
+            }
+            Err(err) => return Err(err),
         };
+        let ours = intent.made_head_of(&table);
+        if let Err(err) = session.envelope.committed(&mut batch, &table, ours) {
+            // The key index is built again from the table before the next batch.
+            tracing::warn!(sink = %self.spec.sink_id, error = %err.message, "the position index could not follow the commit");
+            session.envelope.reset();
+        }
         if session.replaces_contents {
             tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), dropped = ?self.spec.takes_over, "replaced the contents of the dropped sink's table");
         }
+        let replaced =
+            crate::maintenance::metadata::replaced_metadata_files(&session.table, &table);
+        crate::maintenance::metadata::delete_in_background(&table, replaced);
         session.table = table;
         session.lower = batch.upper;
         session.committed = Some(batch.upper);
@@ -974,6 +1083,29 @@ impl SinkMachine {
         });
         self.release_history(batch.upper).await;
         Ok(State::Waiting(session))
+    }
+
+    /// A compaction rewrote data files the batch's position deletes point into while it
+    /// was being committed: the batch is staged again against the table as it is now (its
+    /// key index built again), without a stall. Its files were never part of a snapshot
+    /// (every attempt was refused before it was sent, or judged not to have landed while
+    /// `main` moved on past its base, where it can no longer land), so they are deleted.
+    async fn restage(
+        &mut self,
+        mut session: TableSession,
+        batch: StagedBatch,
+    ) -> Result<State, SinkError> {
+        tracing::info!(sink = %self.spec.sink_id, upper = %batch.upper, "a compaction rewrote the files the batch deletes from: staging it again");
+        session.table = session
+            .catalog
+            .load_table(&self.spec.namespace, &self.spec.table)
+            .await?;
+        for file in batch.data.iter().chain(&batch.deletes) {
+            if let Err(err) = session.table.file_io.delete(file.file_path()).await {
+                tracing::warn!(file = %file.file_path(), error = %err, "deleting a file of a batch staged again failed; it stays as an orphan");
+            }
+        }
+        Ok(State::Staging(session, batch.upper))
     }
 
     /// Another writer of this sink committed further than the batch's base while it was
@@ -1105,6 +1237,6 @@ fn table_layout(
             })
         }
     };
-    let envelope = crate::envelope::handler(spec.envelope, key);
+    let envelope = crate::envelope::handler(spec.envelope, spec.delete_mode, key)?;
     Ok((schema, envelope))
 }

@@ -5,7 +5,7 @@
 //! The crate's transactions cannot add delete files and silently rebase on conflicts, so the
 //! sink builds snapshots itself and commits them with requirements it chose.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use floe_repr::Timestamp;
 use iceberg::spec::{
@@ -219,7 +219,7 @@ pub async fn table_may_hold_rows(table: &LoadedTable) -> Result<bool, SinkError>
     }))
 }
 
-async fn read_manifest_list(
+pub(crate) async fn read_manifest_list(
     table: &LoadedTable,
     location: &str,
 ) -> Result<Vec<ManifestFile>, SinkError> {
@@ -242,16 +242,24 @@ pub struct PreparedCommit {
     pub updates: Vec<TableUpdate>,
 }
 
-/// The files a row-delta snapshot adds, all written with partition spec `spec_id`.
+/// The files a row-delta snapshot adds. `spec_id` is the spec the batch was written with;
+/// each file names its own spec (position deletes into files of an older spec carry that
+/// spec), and the manifests are written per spec.
 #[derive(Debug, Clone, Copy)]
 pub struct RowDelta<'a> {
     pub spec_id: i32,
     pub data: &'a [DataFile],
     pub deletes: &'a [DataFile],
+    /// The spec of each file not written with `spec_id`, by path (position deletes into
+    /// data files of an older spec carry that spec; `DataFile` keeps its spec private).
+    pub file_specs: &'a BTreeMap<String, i32>,
     /// The snapshot holds only these files: everything the table held before is gone from
     /// it (a sink taking over the table of a dropped sink replaces its contents).
     pub replaces_contents: bool,
 }
+
+/// No file of another spec.
+pub static NO_FILE_SPECS: BTreeMap<String, i32> = BTreeMap::new();
 
 impl RowDelta<'_> {
     /// A snapshot that adds nothing (progress only, or another writer's empty commit).
@@ -260,6 +268,7 @@ impl RowDelta<'_> {
             spec_id: table.metadata.default_partition_spec_id(),
             data: &[],
             deletes: &[],
+            file_specs: &NO_FILE_SPECS,
             replaces_contents: false,
         }
     }
@@ -284,42 +293,39 @@ pub async fn prepare_commit(
         )
         .with_retryable(false));
     }
-    // The files' own spec, which the table keeps even when its current spec changed since
-    // they were written: a manifest lists files of one spec.
-    let spec = metadata
-        .partition_spec_by_id(delta.spec_id)
-        .cloned()
-        .ok_or_else(|| {
-            SinkError::internal(format!(
-                "the Iceberg table has no partition spec {} (the spec the files were written with)",
-                delta.spec_id
-            ))
-        })?;
     let parent = metadata.snapshot_for_ref(MAIN_BRANCH).cloned();
     let snapshot_id = unique_snapshot_id(base);
-    let sequence_number = metadata.next_sequence_number();
     let commit_uuid = uuid::Uuid::new_v4();
     let schema = metadata.current_schema().clone();
     let metadata_folder = format!("{}/metadata", metadata.location().trim_end_matches('/'));
 
-    // The parent's manifests stay as they are: nothing is removed by a sink commit, except
+    // The parent's manifests are carried over: nothing is removed by a sink commit, except
     // by the one that replaces the table's contents (its files stay in older snapshots).
-    let mut manifests: Vec<ManifestFile> = Vec::new();
+    // They are merged below when the list would hold too many.
+    let mut carried: Vec<ManifestFile> = Vec::new();
     if let Some(parent) = parent.as_ref().filter(|_| !delta.replaces_contents) {
-        manifests.extend(read_manifest_list(base, parent.manifest_list()).await?);
+        carried.extend(read_manifest_list(base, parent.manifest_list()).await?);
     }
+    let mut manifests: Vec<ManifestFile> = Vec::new();
 
     let mut summary = SnapshotSummaryCollector::default();
-    for (index, (files, content)) in [
+    let groups = [
         (delta.data, ManifestContentType::Data),
         (delta.deletes, ManifestContentType::Deletes),
     ]
     .into_iter()
-    .enumerate()
-    {
-        if files.is_empty() {
-            continue;
-        }
+    .flat_map(|(files, content)| by_spec(&delta, files, content));
+    for (index, (spec_id, files, content)) in groups.enumerate() {
+        // The files' own spec, which the table keeps even when its current spec changed
+        // since they were written: a manifest lists files of one spec.
+        let spec = metadata
+            .partition_spec_by_id(spec_id)
+            .cloned()
+            .ok_or_else(|| {
+                SinkError::internal(format!(
+                    "the Iceberg table has no partition spec {spec_id} (the spec files were written with)"
+                ))
+            })?;
         let path = format!("{metadata_folder}/{commit_uuid}-m{index}.avro");
         let output = base
             .file_io
@@ -354,6 +360,81 @@ pub async fn prepare_commit(
         );
     }
 
+    let merge_prefix = format!("{metadata_folder}/{commit_uuid}");
+    let target = crate::maintenance::manifests::MergeTarget {
+        snapshot_id,
+        path_prefix: &merge_prefix,
+    };
+    let mut carried =
+        crate::maintenance::manifests::carry_over(base, carried, manifests.len(), &target).await?;
+    carried.append(&mut manifests);
+    let manifests = carried;
+
+    let mut properties = summary.build();
+    let parent_summary = parent.as_ref().map(|p| &p.summary().additional_properties);
+    if delta.replaces_contents {
+        add_removed(&mut properties, parent_summary);
+        add_totals(&mut properties, None);
+    } else {
+        add_totals(&mut properties, parent_summary);
+    }
+    let replaced_rows = delta.replaces_contents && parent.is_some();
+    let operation = if delta.deletes.is_empty() && !replaced_rows {
+        Operation::Append
+    } else {
+        Operation::Overwrite
+    };
+    write_snapshot(
+        base,
+        NewSnapshot {
+            snapshot_id,
+            commit_uuid,
+            manifests,
+            operation,
+            summary: properties,
+            progress,
+        },
+    )
+    .await
+}
+
+/// A snapshot of the table's main branch about to be written: its manifests and its
+/// summary (without progress, which [`write_snapshot`] adds).
+pub(crate) struct NewSnapshot<'a> {
+    pub snapshot_id: i64,
+    /// Names the snapshot's metadata files.
+    pub commit_uuid: uuid::Uuid,
+    pub manifests: Vec<ManifestFile>,
+    pub operation: Operation,
+    pub summary: HashMap<String, String>,
+    /// The sink's progress (its summary properties and table properties); `None` for
+    /// others' commits and maintenance.
+    pub progress: Option<&'a SnapshotProgress>,
+}
+
+/// Writes the manifest list of `snapshot` on top of `base`'s main branch and returns the
+/// commit: `AddSnapshot`, `SetSnapshotRef` (keeping `main`'s retention settings) and,
+/// with progress, `SetProperties`, under the requirements that the table is still the
+/// same one (uuid) and its main branch still points where it pointed when `base` was
+/// loaded.
+pub(crate) async fn write_snapshot(
+    base: &LoadedTable,
+    snapshot: NewSnapshot<'_>,
+) -> Result<PreparedCommit, SinkError> {
+    let metadata = &base.metadata;
+    let NewSnapshot {
+        snapshot_id,
+        commit_uuid,
+        manifests,
+        operation,
+        summary: mut properties,
+        progress,
+    } = snapshot;
+    let parent_id = metadata
+        .snapshot_for_ref(MAIN_BRANCH)
+        .map(|p| p.snapshot_id());
+    let sequence_number = metadata.next_sequence_number();
+    let metadata_folder = format!("{}/metadata", metadata.location().trim_end_matches('/'));
     let list_path = format!("{metadata_folder}/snap-{snapshot_id}-0-{commit_uuid}.avro");
     let output = base
         .file_io
@@ -362,7 +443,6 @@ pub async fn prepare_commit(
         .writer()
         .await
         .map_err(|err| storage_error(format!("cannot write {list_path}"), err))?;
-    let parent_id = parent.as_ref().map(|p| p.snapshot_id());
     let mut list = match metadata.format_version() {
         FormatVersion::V1 => ManifestListWriter::v1(output, snapshot_id, parent_id),
         FormatVersion::V2 => {
@@ -383,23 +463,9 @@ pub async fn prepare_commit(
         .await
         .map_err(|err| storage_error(format!("cannot write {list_path}"), err))?;
 
-    let mut properties = summary.build();
-    let parent_summary = parent.as_ref().map(|p| &p.summary().additional_properties);
-    if delta.replaces_contents {
-        add_removed(&mut properties, parent_summary);
-        add_totals(&mut properties, None);
-    } else {
-        add_totals(&mut properties, parent_summary);
-    }
     if let Some(progress) = progress {
         properties.extend(progress.properties());
     }
-    let replaced_rows = delta.replaces_contents && parent.is_some();
-    let operation = if delta.deletes.is_empty() && !replaced_rows {
-        Operation::Append
-    } else {
-        Operation::Overwrite
-    };
     let builder = Snapshot::builder()
         .with_snapshot_id(snapshot_id)
         .with_parent_snapshot_id(parent_id)
@@ -444,6 +510,27 @@ pub async fn prepare_commit(
     })
 }
 
+/// `files` grouped by the partition spec each was written with (a batch's files are of
+/// the table's default spec, except position deletes into files of older specs).
+fn by_spec<'a>(
+    delta: &RowDelta<'_>,
+    files: &'a [DataFile],
+    content: ManifestContentType,
+) -> impl Iterator<Item = (i32, Vec<&'a DataFile>, ManifestContentType)> + use<'a> {
+    let mut groups: BTreeMap<i32, Vec<&DataFile>> = BTreeMap::new();
+    for file in files {
+        let spec_id = delta
+            .file_specs
+            .get(file.file_path())
+            .copied()
+            .unwrap_or(delta.spec_id);
+        groups.entry(spec_id).or_default().push(file);
+    }
+    groups
+        .into_iter()
+        .map(move |(spec_id, files)| (spec_id, files, content))
+}
+
 /// The retention settings of the `main` branch, sent back with every commit that moves it:
 /// catalogs that rebuild the ref from a `set-snapshot-ref` update would otherwise drop
 /// them. iceberg-rust keeps a table's refs private, so they are read from the metadata's
@@ -465,31 +552,55 @@ fn main_retention(metadata: &TableMetadata) -> Result<SnapshotRetention, SinkErr
     }
 }
 
-/// `total-*` summary properties: the parent's totals plus what this snapshot adds. A
-/// total the parent does not state (another writer left it out) is left out too: counting
-/// it from 0 would state a wrong total.
-fn add_totals(properties: &mut HashMap<String, String>, parent: Option<&HashMap<String, String>>) {
-    for (total, added) in [
-        ("total-data-files", "added-data-files"),
-        ("total-delete-files", "added-delete-files"),
-        ("total-records", "added-records"),
-        ("total-files-size", "added-files-size"),
-        ("total-position-deletes", "added-position-deletes"),
-        ("total-equality-deletes", "added-equality-deletes"),
+/// `total-*` summary properties: the parent's totals plus what this snapshot adds, minus
+/// what it removes (a compaction's). `None` counts from an empty table. A total the parent does not state (another writer
+/// left it out) is left out too: counting it from 0 would state a wrong total.
+pub(crate) fn add_totals(
+    properties: &mut HashMap<String, String>,
+    parent: Option<&HashMap<String, String>>,
+) {
+    for (total, added, removed) in [
+        ("total-data-files", "added-data-files", "deleted-data-files"),
+        (
+            "total-delete-files",
+            "added-delete-files",
+            "removed-delete-files",
+        ),
+        ("total-records", "added-records", "deleted-records"),
+        ("total-files-size", "added-files-size", "removed-files-size"),
+        (
+            "total-position-deletes",
+            "added-position-deletes",
+            "removed-position-deletes",
+        ),
+        (
+            "total-equality-deletes",
+            "added-equality-deletes",
+            "removed-equality-deletes",
+        ),
     ] {
         let parent_total = match parent {
             None => Some(0),
             Some(parent) => parent.get(total).and_then(|v| v.parse::<u64>().ok()),
         };
-        let added = properties
-            .get(added)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
+        let count = |key: &str| {
+            properties
+                .get(key)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        // Without a parent the totals are what this snapshot holds (a snapshot replacing
+        // the table's contents states what it removed from the parent as well).
+        let removed = if parent.is_some() { count(removed) } else { 0 };
+        let added = count(added);
         match parent_total {
             Some(parent_total) => {
                 properties.insert(
                     total.to_string(),
-                    parent_total.saturating_add(added).to_string(),
+                    parent_total
+                        .saturating_add(added)
+                        .saturating_sub(removed)
+                        .to_string(),
                 );
             }
             None => {
@@ -515,7 +626,7 @@ fn add_removed(properties: &mut HashMap<String, String>, parent: Option<&HashMap
     }
 }
 
-fn unique_snapshot_id(table: &LoadedTable) -> i64 {
+pub(crate) fn unique_snapshot_id(table: &LoadedTable) -> i64 {
     loop {
         let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
         let id = ((high ^ low) & (i64::MAX as u64)) as i64;

@@ -6,14 +6,8 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
-    Float32Builder, Float64Builder, Int32Builder, Int64Builder, LargeBinaryBuilder,
-    LargeStringBuilder, StringBuilder, Time64MicrosecondBuilder, TimestampMicrosecondBuilder,
-};
-use arrow_array::{ArrayRef, ListArray, MapArray, RecordBatch, StructArray};
-use arrow_schema::{DataType, Field, Fields, SchemaRef as ArrowSchemaRef, TimeUnit};
-use floe_repr::datum::format_interval;
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, SchemaRef as ArrowSchemaRef};
 use floe_repr::{Datum, RelationDesc, SqlScalarType};
 use iceberg::spec::{
     ListType, MapType, NestedField, NestedFieldRef, PrimitiveType, Schema, StructType, Type,
@@ -172,11 +166,11 @@ fn conversion(column: &str, what: String) -> SinkError {
     .with_retryable(false)
 }
 
-/// A placeholder for the children of NULL parents.
-static NULL: Datum = Datum::Null;
-
 /// Builds a record batch of `schema` from columns of values (one `Vec` per top-level field,
-/// all of the same length).
+/// all of the same length), with floe's one Datum-to-Arrow conversion
+/// ([`floe_arrow::build_field_array`]): Iceberg's types hold floe's (unsigned integers in
+/// wider signed ones or decimals, intervals and jsonb as text); times past Iceberg's last
+/// time of day are clamped first.
 pub fn record_batch(
     schema: &ArrowSchemaRef,
     columns: Vec<Vec<&Datum>>,
@@ -184,286 +178,59 @@ pub fn record_batch(
 ) -> Result<RecordBatch, SinkError> {
     let mut arrays = Vec::with_capacity(columns.len());
     for (field, values) in schema.fields().iter().zip(columns) {
-        arrays.push(build_array(field, &values, field.name())?);
+        let array = if holds_time(field.data_type()) {
+            let clamped: Vec<Datum> = values.iter().map(|d| iceberg_times(d)).collect();
+            let references: Vec<&Datum> = clamped.iter().collect();
+            floe_arrow::build_field_array(field, &references)
+        } else {
+            floe_arrow::build_field_array(field, &values)
+        };
+        arrays.push(array.map_err(|error| value_error(field.name(), error))?);
     }
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(schema.clone(), arrays, &options)
         .map_err(|err| internal(format!("cannot assemble a record batch: {err}")))
 }
 
-/// One Arrow array of `field`'s type from `values`; `path` names the column in errors.
-fn build_array(field: &Field, values: &[&Datum], path: &str) -> Result<ArrayRef, SinkError> {
-    let mismatch = |datum: &Datum| {
-        internal(format!(
-            "column \"{path}\" of type {} cannot hold {datum:?}",
-            field.data_type()
-        ))
-    };
-    macro_rules! primitive {
-        ($builder:expr, $convert:expr) => {{
-            let mut builder = $builder;
-            for datum in values {
-                match datum {
-                    Datum::Null => builder.append_null(),
-                    datum => builder.append_value($convert(*datum).ok_or_else(|| mismatch(datum))?),
-                }
-            }
-            Arc::new(builder.finish()) as ArrayRef
-        }};
+/// A conversion's error: a value Iceberg's type cannot hold exactly is the data's fault
+/// (not retryable), anything else floe's own.
+fn value_error(column: &str, error: floe_repr::strconv::ValueError) -> SinkError {
+    if error.code == floe_repr::SqlState::INTERNAL_ERROR {
+        internal(error.message)
+    } else {
+        conversion(column, error.message)
     }
-    let array: ArrayRef = match field.data_type() {
-        DataType::Boolean => primitive!(BooleanBuilder::new(), |d: &Datum| match d {
-            Datum::Bool(b) => Some(*b),
-            _ => None,
-        }),
-        DataType::Int32 => primitive!(Int32Builder::new(), |d: &Datum| match d {
-            Datum::Int16(v) => Some(i32::from(*v)),
-            Datum::Int32(v) => Some(*v),
-            Datum::UInt16(v) => Some(i32::from(*v)),
-            _ => None,
-        }),
-        DataType::Int64 => primitive!(Int64Builder::new(), |d: &Datum| match d {
-            Datum::Int64(v) => Some(*v),
-            Datum::UInt32(v) => Some(i64::from(*v)),
-            Datum::Oid(v) => Some(i64::from(*v)),
-            Datum::Int32(v) => Some(i64::from(*v)),
-            _ => None,
-        }),
-        DataType::Float32 => primitive!(Float32Builder::new(), |d: &Datum| match d {
-            Datum::Float32(v) => Some(*v),
-            _ => None,
-        }),
-        DataType::Float64 => primitive!(Float64Builder::new(), |d: &Datum| match d {
-            Datum::Float64(v) => Some(*v),
-            _ => None,
-        }),
-        DataType::Decimal128(precision, scale) => {
-            let (precision, scale) = (*precision, *scale);
-            let mut builder = Decimal128Builder::new();
-            for datum in values {
-                match datum {
-                    Datum::Null => builder.append_null(),
-                    Datum::Numeric(text) => {
-                        builder.append_value(parse_decimal(text, precision, scale, path)?)
-                    }
-                    Datum::UInt64(v) => builder.append_value(i128::from(*v)),
-                    datum => return Err(mismatch(datum)),
-                }
-            }
-            Arc::new(
-                builder
-                    .finish()
-                    .with_precision_and_scale(precision, scale)
-                    .map_err(|err| internal(format!("decimal column \"{path}\": {err}")))?,
-            )
-        }
-        DataType::Date32 => primitive!(Date32Builder::new(), |d: &Datum| match d {
-            Datum::Date(v) => Some(*v),
-            _ => None,
-        }),
-        DataType::Time64(TimeUnit::Microsecond) => {
-            primitive!(Time64MicrosecondBuilder::new(), |d: &Datum| match d {
-                Datum::Time(v) => Some(iceberg_time(*v)),
-                _ => None,
-            })
-        }
-        DataType::Timestamp(TimeUnit::Microsecond, zone) => {
-            let builder = TimestampMicrosecondBuilder::new();
-            let array = primitive!(builder, |d: &Datum| match d {
-                Datum::Timestamp(v) | Datum::TimestampTz(v) => Some(*v),
-                _ => None,
-            });
-            match zone {
-                Some(zone) => {
-                    let array = array
-                        .as_any()
-                        .downcast_ref::<arrow_array::TimestampMicrosecondArray>()
-                        .expect("built as a timestamp array")
-                        .clone()
-                        .with_timezone(zone.clone());
-                    Arc::new(array)
-                }
-                None => array,
-            }
-        }
-        DataType::Utf8 => primitive!(StringBuilder::new(), text_of),
-        DataType::LargeUtf8 => primitive!(LargeStringBuilder::new(), text_of),
-        DataType::Binary => primitive!(BinaryBuilder::new(), |d: &Datum| match d {
-            Datum::Bytes(v) => Some(v.clone()),
-            _ => None,
-        }),
-        DataType::LargeBinary => primitive!(LargeBinaryBuilder::new(), |d: &Datum| match d {
-            Datum::Bytes(v) => Some(v.clone()),
-            _ => None,
-        }),
-        DataType::FixedSizeBinary(16) => {
-            let mut builder = FixedSizeBinaryBuilder::new(16);
-            for datum in values {
-                match datum {
-                    Datum::Null => builder.append_null(),
-                    Datum::Uuid(bytes) => builder
-                        .append_value(bytes)
-                        .map_err(|err| internal(format!("uuid column \"{path}\": {err}")))?,
-                    datum => return Err(mismatch(datum)),
-                }
-            }
-            Arc::new(builder.finish())
-        }
-        DataType::Struct(fields) => build_struct(fields, values, path, &mismatch)?,
-        DataType::List(element) => {
-            let mut offsets = vec![0i32];
-            let mut elements: Vec<&Datum> = Vec::new();
-            let mut validity = Vec::with_capacity(values.len());
-            for datum in values {
-                match datum {
-                    Datum::Null => validity.push(false),
-                    Datum::List(items) => {
-                        validity.push(true);
-                        elements.extend(items.iter());
-                    }
-                    datum => return Err(mismatch(datum)),
-                }
-                offsets
-                    .push(i32::try_from(elements.len()).map_err(|_| {
-                        conversion(path, "list too long for one batch".to_string())
-                    })?);
-            }
-            let child = build_array(element, &elements, &format!("{path}.element"))?;
-            Arc::new(
-                ListArray::try_new(
-                    element.clone(),
-                    arrow_buffer::OffsetBuffer::new(offsets.into()),
-                    child,
-                    Some(validity.into()),
-                )
-                .map_err(|err| internal(format!("list column \"{path}\": {err}")))?,
-            )
-        }
-        DataType::Map(entries, sorted) => {
-            let DataType::Struct(entry_fields) = entries.data_type() else {
-                return Err(internal(format!(
-                    "map column \"{path}\" has no entry struct"
-                )));
-            };
-            let mut offsets = vec![0i32];
-            let mut keys: Vec<Datum> = Vec::new();
-            let mut map_values: Vec<&Datum> = Vec::new();
-            let mut validity = Vec::with_capacity(values.len());
-            for datum in values {
-                match datum {
-                    Datum::Null => validity.push(false),
-                    Datum::Map(pairs) => {
-                        validity.push(true);
-                        for (key, value) in pairs {
-                            keys.push(Datum::Text(key.clone()));
-                            map_values.push(value);
-                        }
-                    }
-                    datum => return Err(mismatch(datum)),
-                }
-                offsets
-                    .push(i32::try_from(keys.len()).map_err(|_| {
-                        conversion(path, "map too large for one batch".to_string())
-                    })?);
-            }
-            let key_refs: Vec<&Datum> = keys.iter().collect();
-            let key_array = build_array(&entry_fields[0], &key_refs, &format!("{path}.key"))?;
-            let value_array = build_array(&entry_fields[1], &map_values, &format!("{path}.value"))?;
-            let entries_array =
-                StructArray::try_new(entry_fields.clone(), vec![key_array, value_array], None)
-                    .map_err(|err| internal(format!("map column \"{path}\": {err}")))?;
-            Arc::new(
-                MapArray::try_new(
-                    entries.clone(),
-                    arrow_buffer::OffsetBuffer::new(offsets.into()),
-                    entries_array,
-                    Some(validity.into()),
-                    *sorted,
-                )
-                .map_err(|err| internal(format!("map column \"{path}\": {err}")))?,
-            )
-        }
-        other => {
-            return Err(internal(format!(
-                "column \"{path}\" has unsupported Arrow type {other}"
-            )));
-        }
-    };
-    Ok(array)
 }
 
-/// A struct array from records (one child per field) or ranges (lower, upper,
-/// lower_inclusive, upper_inclusive, empty).
-fn build_struct(
-    fields: &Fields,
-    values: &[&Datum],
-    path: &str,
-    mismatch: &dyn Fn(&Datum) -> SinkError,
-) -> Result<ArrayRef, SinkError> {
-    // Range flags are computed values; keep them alive while their references are used.
-    let mut flags: Vec<[Datum; 3]> = Vec::with_capacity(values.len());
-    for datum in values {
-        if let Datum::Range(bounds) = datum {
-            flags.push(match bounds {
-                None => [Datum::Bool(false), Datum::Bool(false), Datum::Bool(true)],
-                Some(bounds) => [
-                    Datum::Bool(bounds.lower_inclusive),
-                    Datum::Bool(bounds.upper_inclusive),
-                    Datum::Bool(false),
-                ],
-            });
-        }
+/// Whether values of `data_type` hold times (at any depth).
+fn holds_time(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Time64(_) => true,
+        DataType::List(field) | DataType::Map(field, _) => holds_time(field.data_type()),
+        DataType::Struct(fields) => fields.iter().any(|f| holds_time(f.data_type())),
+        _ => false,
     }
-    let mut children: Vec<Vec<&Datum>> = vec![Vec::with_capacity(values.len()); fields.len()];
-    let mut validity = Vec::with_capacity(values.len());
-    let mut range_index = 0;
-    for datum in values {
-        match datum {
-            Datum::Null => {
-                validity.push(false);
-                for child in &mut children {
-                    child.push(&NULL);
-                }
-            }
-            Datum::Record(items) if items.len() == fields.len() => {
-                validity.push(true);
-                for (child, item) in children.iter_mut().zip(items) {
-                    child.push(item);
-                }
-            }
-            Datum::Range(bounds) if fields.len() == 5 => {
-                validity.push(true);
-                let (lower, upper) = match bounds {
-                    None => (&NULL, &NULL),
-                    Some(bounds) => (
-                        bounds.lower.as_ref().unwrap_or(&NULL),
-                        bounds.upper.as_ref().unwrap_or(&NULL),
-                    ),
-                };
-                children[0].push(lower);
-                children[1].push(upper);
-                let [lower_inclusive, upper_inclusive, empty] = &flags[range_index];
-                children[2].push(lower_inclusive);
-                children[3].push(upper_inclusive);
-                children[4].push(empty);
-                range_index += 1;
-            }
-            datum => return Err(mismatch(datum)),
-        }
+}
+
+/// `datum` with every time in it as Iceberg can hold it ([`iceberg_time`]).
+fn iceberg_times(datum: &Datum) -> Datum {
+    match datum {
+        Datum::Time(micros) => Datum::Time(iceberg_time(*micros)),
+        Datum::List(items) => Datum::List(items.iter().map(iceberg_times).collect()),
+        Datum::Record(items) => Datum::Record(items.iter().map(iceberg_times).collect()),
+        Datum::Map(entries) => Datum::Map(
+            entries
+                .iter()
+                .map(|(key, value)| (key.clone(), iceberg_times(value)))
+                .collect(),
+        ),
+        Datum::Range(Some(bounds)) => Datum::Range(Some(Box::new(floe_repr::RangeBounds {
+            lower: bounds.lower.as_ref().map(iceberg_times),
+            upper: bounds.upper.as_ref().map(iceberg_times),
+            ..bounds.as_ref().clone()
+        }))),
+        other => other.clone(),
     }
-    let mut arrays = Vec::with_capacity(fields.len());
-    for (field, child) in fields.iter().zip(&children) {
-        arrays.push(build_array(
-            field,
-            child,
-            &format!("{path}.{}", field.name()),
-        )?);
-    }
-    let nulls = validity.iter().any(|valid| !valid).then(|| validity.into());
-    Ok(Arc::new(
-        StructArray::try_new(fields.clone(), arrays, nulls)
-            .map_err(|err| internal(format!("struct column \"{path}\": {err}")))?,
-    ))
 }
 
 /// The last microsecond of a day: Iceberg's `time` ends there, where SQL's `time` allows
@@ -514,101 +281,6 @@ fn datum_bytes(datum: &Datum) -> usize {
     }
 }
 
-/// The Postgres text form of values Iceberg stores as strings.
-fn text_of(datum: &Datum) -> Option<std::borrow::Cow<'_, str>> {
-    match datum {
-        // Borrowed: the builder copies the bytes anyway.
-        Datum::Text(text) | Datum::Jsonb(text) => Some(std::borrow::Cow::Borrowed(text)),
-        Datum::Interval {
-            months,
-            days,
-            micros,
-        } => Some(std::borrow::Cow::Owned(format_interval(
-            *months, *days, *micros,
-        ))),
-        _ => None,
-    }
-}
-
-/// Parses exact decimal text (`-12.340`, `1.5e3`) as an unscaled integer of `scale`, refusing
-/// anything that would need rounding or more than `precision` digits.
-pub fn parse_decimal(
-    text: &str,
-    precision: u8,
-    scale: i8,
-    column: &str,
-) -> Result<i128, SinkError> {
-    let refuse = |why: &str| {
-        conversion(
-            column,
-            format!(
-                "numeric value {text} does not fit decimal({precision},{scale}) exactly: {why}"
-            ),
-        )
-    };
-    let trimmed = text.trim();
-    let (negative, unsigned) = match trimmed.as_bytes().first() {
-        Some(b'-') => (true, &trimmed[1..]),
-        Some(b'+') => (false, &trimmed[1..]),
-        _ => (false, trimmed),
-    };
-    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
-        Some(at) => (
-            &unsigned[..at],
-            unsigned[at + 1..]
-                .parse::<i32>()
-                .map_err(|_| refuse("not a finite number"))?,
-        ),
-        None => (unsigned, 0),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if whole.is_empty() && fraction.is_empty()
-        || !whole.bytes().all(|b| b.is_ascii_digit())
-        || !fraction.bytes().all(|b| b.is_ascii_digit())
-    {
-        return Err(refuse("not a finite number"));
-    }
-    // All digits (without copying them), and the power of ten of the last one.
-    let (whole, fraction) = (whole.as_bytes(), fraction.as_bytes());
-    let count = whole.len() + fraction.len();
-    let digit = |i: usize| -> u8 {
-        if i < whole.len() {
-            whole[i] - b'0'
-        } else {
-            fraction[i - whole.len()] - b'0'
-        }
-    };
-    let last_power = exponent - i32::try_from(fraction.len()).unwrap_or(i32::MAX);
-    // Digits below the target scale must be zeros; drop them.
-    let target = -i32::from(scale);
-    let below = usize::try_from(i64::from(target) - i64::from(last_power)).unwrap_or(0);
-    let kept = count.saturating_sub(below);
-    if (kept..count).any(|i| digit(i) != 0) {
-        return Err(refuse("it would be rounded"));
-    }
-    let last_power = last_power.max(target);
-    let mut value: i128 = 0;
-    for i in (0..kept).skip_while(|i| digit(*i) == 0) {
-        value = value
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(i128::from(digit(i))))
-            .ok_or_else(|| refuse("too many digits"))?;
-    }
-    for _ in target..last_power {
-        value = value
-            .checked_mul(10)
-            .ok_or_else(|| refuse("too many digits"))?;
-    }
-    // More than `precision` digits: at least 10^precision (no limit past u128's range).
-    if 10u128
-        .checked_pow(u32::from(precision))
-        .is_some_and(|limit| value.unsigned_abs() >= limit)
-    {
-        return Err(refuse("too many digits"));
-    }
-    Ok(if negative { -value } else { value })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,25 +296,40 @@ mod tests {
         )
     }
 
+    /// A numeric the table's decimal cannot hold exactly is refused naming the column, as
+    /// the data's fault; a `24:00:00` time is Iceberg's last time of day.
     #[test]
-    fn decimals_parse_exactly() {
-        assert_eq!(parse_decimal("12.34", 38, 2, "c").unwrap(), 1234);
-        assert_eq!(parse_decimal("-12.3", 38, 2, "c").unwrap(), -1230);
-        assert_eq!(parse_decimal("12.3400", 38, 2, "c").unwrap(), 1234);
-        assert_eq!(parse_decimal("1.5e3", 38, 0, "c").unwrap(), 1500);
-        assert_eq!(parse_decimal("0", 38, 10, "c").unwrap(), 0);
-        assert_eq!(parse_decimal(".5", 38, 1, "c").unwrap(), 5);
-        assert_eq!(
-            parse_decimal("18446744073709551615", 20, 0, "c").unwrap(),
-            18446744073709551615
-        );
-        let err = parse_decimal("1.235", 38, 2, "price").unwrap_err();
+    fn inexact_decimals_are_refused_and_midnight_clamped() {
+        let desc = RelationDesc {
+            columns: vec![
+                column(
+                    "price",
+                    SqlScalarType::Numeric {
+                        precision: None,
+                        max_scale: Some(2),
+                    },
+                    true,
+                ),
+                column("at", SqlScalarType::Time, true),
+            ],
+            unique_keys: vec![],
+        };
+        let schema = sink_schema(&desc, false, &[]).unwrap();
+        let arrow = Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).unwrap());
+        let midnight = Datum::Time(86_400_000_000);
+        let exact = Datum::Numeric("1.50".into());
+        let batch = record_batch(&arrow, vec![vec![&exact], vec![&midnight]], 1).unwrap();
+        let times = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<arrow_array::Time64MicrosecondArray>()
+            .unwrap();
+        assert_eq!(times.value(0), LAST_TIME_OF_DAY);
+        let rounded = Datum::Numeric("1.235".into());
+        let err = record_batch(&arrow, vec![vec![&rounded], vec![&midnight]], 1).unwrap_err();
         assert_eq!(err.kind, ErrorKind::DataConversion);
         assert!(err.message.contains("\"price\""), "{}", err.message);
-        assert!(parse_decimal("NaN", 38, 2, "c").is_err());
-        assert!(parse_decimal(&"9".repeat(39), 38, 0, "c").is_err());
-        assert!(parse_decimal(&"9".repeat(37), 38, 2, "c").is_err());
-        assert!(parse_decimal(&"9".repeat(36), 38, 2, "c").is_ok());
+        assert!(err.message.contains("rounded"), "{}", err.message);
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Parquet data and equality delete files, written through the `iceberg` crate's rolling
 //! Parquet writer so every file carries complete column statistics (value counts, null
-//! counts, exact lower and upper bounds, column sizes).
+//! counts, lower and upper bounds, column sizes).
 
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef as ArrowSchemaRef;
 use floe_repr::Datum;
-use iceberg::spec::{DataContentType, DataFile, DataFileFormat, Schema, SchemaRef, TableMetadata};
+use iceberg::spec::{
+    DataContentType, DataFile, DataFileFormat, PartitionKey, Schema, SchemaRef, TableMetadata,
+};
 use iceberg::writer::file_writer::ParquetWriterBuilder;
 use iceberg::writer::file_writer::location_generator::{
     DefaultFileNameGenerator, DefaultLocationGenerator,
@@ -18,7 +20,8 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::error::{ErrorKind, SinkError};
+use crate::error::SinkError;
+use crate::partition::{Fanout, Partitioning};
 use crate::table::{LoadedTable, storage_error};
 use crate::types::record_batch;
 
@@ -31,6 +34,8 @@ pub enum FileContent {
     Data,
     /// Equality deletes on these field ids.
     EqualityDeletes(Vec<i32>),
+    /// Position deletes (`file_path`, `pos`; see [`crate::position`]).
+    PositionDeletes,
 }
 
 /// Writes rows of one schema into rolling Parquet files under the table's `data/` folder.
@@ -39,13 +44,16 @@ pub struct FileWriter {
     arrow_schema: ArrowSchemaRef,
     content: FileContent,
     spec_id: i32,
+    /// The partition the file belongs to (`None`: an unpartitioned spec).
+    partition: Option<PartitionKey>,
     rows: u64,
 }
 
 impl FileWriter {
     /// A writer of `schema` (the table's schema, or the projection on the key columns for
     /// equality deletes) whose files are named `<prefix>-<n>.parquet` and written with
-    /// partition spec `spec_id` (see [`writable_partition_spec`]).
+    /// partition spec `spec_id` (see [`writing_partition_spec`]), unpartitioned unless
+    /// placed in a partition with [`FileWriter::in_partition`].
     pub fn new(
         table: &LoadedTable,
         schema: SchemaRef,
@@ -61,7 +69,8 @@ impl FileWriter {
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             // Exact bounds for every column: readers prune with them, and equality deletes
-            // are matched against them.
+            // are matched against them (the file's bounds of long strings and binaries are
+            // then truncated as Iceberg's `truncate(16)`, see `crate::bounds`).
             .set_statistics_enabled(EnabledStatistics::Chunk)
             .set_statistics_truncate_length(None)
             .build();
@@ -81,8 +90,22 @@ impl FileWriter {
             arrow_schema,
             content,
             spec_id,
+            partition: None,
             rows: 0,
         })
+    }
+
+    /// The writer of files of partition `key` (placed under its partition path, and
+    /// carrying its tuple and spec id).
+    pub fn in_partition(mut self, key: PartitionKey) -> FileWriter {
+        self.spec_id = key.spec().spec_id();
+        self.partition = Some(key);
+        self
+    }
+
+    /// The Arrow schema of the batches this writer takes.
+    pub fn arrow_schema(&self) -> ArrowSchemaRef {
+        self.arrow_schema.clone()
     }
 
     /// Writes a batch of the writer's Arrow schema.
@@ -96,7 +119,7 @@ impl FileWriter {
             .as_mut()
             .ok_or_else(|| internal("file writer used after close".into()))?;
         rolling
-            .write(&None, &batch)
+            .write(&self.partition, &batch)
             .await
             .map_err(|err| storage_error("writing a Parquet file failed".into(), err))?;
         self.rows += rows as u64;
@@ -118,6 +141,9 @@ impl FileWriter {
         let mut files = Vec::with_capacity(builders.len());
         for mut builder in builders {
             builder.partition_spec_id(self.spec_id);
+            if let Some(key) = &self.partition {
+                builder.partition(key.data().clone());
+            }
             match &self.content {
                 FileContent::Data => {
                     builder.content(DataContentType::Data);
@@ -127,12 +153,21 @@ impl FileWriter {
                         .content(DataContentType::EqualityDeletes)
                         .equality_ids(Some(ids.clone()));
                 }
+                FileContent::PositionDeletes => {
+                    builder.content(DataContentType::PositionDeletes);
+                }
             }
-            files.push(
+            let describe = |builder: &iceberg::spec::DataFileBuilder| {
                 builder
                     .build()
-                    .map_err(|err| internal(format!("cannot describe a written file: {err}")))?,
-            );
+                    .map_err(|err| internal(format!("cannot describe a written file: {err}")))
+            };
+            let mut file = describe(&builder)?;
+            if let Some((lower, upper)) = crate::bounds::truncated_bounds(&file) {
+                builder.lower_bounds(lower).upper_bounds(upper);
+                file = describe(&builder)?;
+            }
+            files.push(file);
         }
         Ok(files)
     }
@@ -143,12 +178,14 @@ impl FileWriter {
 /// cores). At most [`PIPELINE_BATCHES`] converted batches wait between the stages, so
 /// memory stays a few batches.
 pub struct PipelinedWriter {
-    /// `None` once closed; dropping it ends the writer task's input.
-    sender: Option<mpsc::Sender<RecordBatch>>,
+    /// `None` once closed; dropping it ends the writer task's input. Each batch comes
+    /// with its rows' partition sources when the spec partitions.
+    sender: Option<mpsc::Sender<(RecordBatch, Option<RecordBatch>)>>,
     /// The writer task: returns the files written. Aborted if this writer is dropped
     /// unclosed (a failed batch), so no upload continues for nothing.
     task: Option<JoinHandle<Result<Vec<DataFile>, SinkError>>>,
     arrow_schema: ArrowSchemaRef,
+    partitioning: Option<Arc<Partitioning>>,
     rows: u64,
 }
 
@@ -156,35 +193,64 @@ pub struct PipelinedWriter {
 pub const PIPELINE_BATCHES: usize = 2;
 
 impl PipelinedWriter {
-    pub fn spawn(mut writer: FileWriter) -> PipelinedWriter {
-        let arrow_schema = writer.arrow_schema.clone();
-        let (sender, mut receiver) = mpsc::channel::<RecordBatch>(PIPELINE_BATCHES);
+    /// A writer task over `fanout`, which takes batches of `arrow_schema` and splits them
+    /// per partition of `partitioning`, if any.
+    pub fn spawn(
+        mut fanout: Fanout,
+        arrow_schema: ArrowSchemaRef,
+        partitioning: Option<Arc<Partitioning>>,
+    ) -> PipelinedWriter {
+        let (sender, mut receiver) =
+            mpsc::channel::<(RecordBatch, Option<RecordBatch>)>(PIPELINE_BATCHES);
         let task = tokio::spawn(async move {
-            while let Some(batch) = receiver.recv().await {
-                writer.write_batch(batch).await?;
+            while let Some((batch, sources)) = receiver.recv().await {
+                fanout.write(batch, sources).await?;
             }
-            writer.close().await
+            fanout.close().await
         });
         PipelinedWriter {
             sender: Some(sender),
             task: Some(task),
             arrow_schema,
+            partitioning,
             rows: 0,
         }
     }
 
+    /// When the spec partitions: per partition field, the position of its source among
+    /// the values of the rows given to [`PipelinedWriter::write`] (which may hold more
+    /// columns than the writer writes, as a delete's full row holds its key).
+    pub fn partition_sources(&self) -> Option<&[usize]> {
+        self.partitioning.as_deref().map(Partitioning::sources)
+    }
+
     /// Converts rows given column by column (all columns of the writer's schema) and hands
-    /// them to the writer task.
-    pub async fn write(&mut self, columns: Vec<Vec<&Datum>>, rows: usize) -> Result<(), SinkError> {
+    /// them to the writer task, with their partition sources (column by column, see
+    /// [`PipelinedWriter::partition_sources`]) when the spec partitions.
+    pub async fn write(
+        &mut self,
+        columns: Vec<Vec<&Datum>>,
+        sources: Option<Vec<Vec<&Datum>>>,
+        rows: usize,
+    ) -> Result<(), SinkError> {
         if rows == 0 {
             return Ok(());
         }
         let batch = record_batch(&self.arrow_schema, columns, rows)?;
+        let sources = match (&self.partitioning, sources) {
+            (Some(partitioning), Some(sources)) => Some(partitioning.source_batch(sources, rows)?),
+            (Some(_), None) => {
+                return Err(internal(
+                    "rows of a partitioned table came without their partition values".into(),
+                ));
+            }
+            (None, _) => None,
+        };
         let sender = self
             .sender
             .as_ref()
             .ok_or_else(|| internal("file writer used after close".into()))?;
-        if sender.send(batch).await.is_err() {
+        if sender.send((batch, sources)).await.is_err() {
             // The writer task stopped: it failed, and its error says why.
             self.sender = None;
             return Err(self.join().await.err().unwrap_or_else(|| {
@@ -226,41 +292,16 @@ impl Drop for PipelinedWriter {
     }
 }
 
-/// The partition spec new files of `table` are written with: the table's current one,
-/// which floe writes only when it is unpartitioned (a sink creates its tables unpartitioned;
-/// partitioned writing is yet to come). A table whose current spec partitions, because it
-/// was changed outside floe, is an error naming the spec: a file written unpartitioned
-/// under a partitioned spec would carry no partition values.
-pub fn writable_partition_spec(
+/// The partition spec new files of `table` are written with: the table's default spec,
+/// whichever it is now (a spec someone changed with `add-spec` and `set-default-spec` is
+/// written from the next batch on), with the partitioning of rows under it (`None` when
+/// it is unpartitioned).
+pub fn writing_partition_spec(
     metadata: &TableMetadata,
-    qualified_table: &str,
-) -> Result<i32, SinkError> {
+) -> Result<(i32, Option<Arc<Partitioning>>), SinkError> {
     let spec = metadata.default_partition_spec();
-    if spec.is_unpartitioned() {
-        return Ok(spec.spec_id());
-    }
-    let fields: Vec<String> = spec
-        .fields()
-        .iter()
-        .map(|field| {
-            let source = metadata
-                .current_schema()
-                .field_by_id(field.source_id)
-                .map_or_else(|| format!("field {}", field.source_id), |f| f.name.clone());
-            format!("{}({source})", field.transform)
-        })
-        .collect();
-    Err(SinkError::new(
-        ErrorKind::InvalidConfig,
-        format!(
-            "Iceberg table \"{qualified_table}\" is partitioned by spec {} ({}), which floe cannot write",
-            spec.spec_id(),
-            fields.join(", ")
-        ),
-    )
-    .with_detail("The table's partition spec was changed outside floe; floe writes its tables unpartitioned.")
-    .with_hint("Set the table's partition spec back to unpartitioned, or drop and recreate the sink.")
-    .with_retryable(false))
+    let partitioning = Partitioning::new(spec, metadata.current_schema())?;
+    Ok((spec.spec_id(), partitioning.map(Arc::new)))
 }
 
 /// The projection of `schema` on the fields `ids` (top-level columns), for equality

@@ -19,10 +19,23 @@ use floe_testkit::{FaultProxy, SeaweedFs, UnityFront, seaweedfs_shared, unique_n
 #[path = "engine/sink.rs"]
 mod sink_engine;
 
+/// floe's own maintenance of its tables: manifest merging, snapshot expiry.
+#[path = "engine/maintenance.rs"]
+mod sink_maintenance;
+
 /// The sink against foreign maintenance, lost and late commit answers, other instances,
 /// panics, and the limits of its memory.
 #[path = "engine/safety.rs"]
 mod sink_safety;
+
+/// UPSERT sinks writing position deletes, read by pyiceberg and DuckDB.
+#[path = "engine/position.rs"]
+mod sink_position;
+
+/// Partitioned targets: files per partition, deletes in the right partitions, a spec
+/// changed by someone else.
+#[path = "engine/partition.rs"]
+mod sink_partition;
 
 /// A `rest` connection to SeaweedFS with its OAuth2 endpoint.
 fn seaweed_rest(sw: &SeaweedFs, url: &str, secret: &str) -> CatalogConfig {

@@ -99,6 +99,7 @@ option_names!(
     SinkConnectionOptionName {
         Namespace => "NAMESPACE",
         Table => "TABLE",
+        PartitionBy => "PARTITION BY",
     }
 );
 
@@ -106,6 +107,9 @@ option_names!(
     /// `CREATE SINK ... WITH (...)` and `ALTER SINK ... SET | RESET (...)`.
     SinkWithOptionName {
         CommitInterval => "COMMIT INTERVAL",
+        DeleteMode => "DELETE MODE",
+        SnapshotRetention => "SNAPSHOT RETENTION",
+        TargetFileSize => "TARGET FILE SIZE",
     }
 );
 

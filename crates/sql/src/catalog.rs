@@ -279,6 +279,28 @@ pub enum SinkEnvelope {
     Append,
 }
 
+/// How an upsert sink removes a key's previous row: `WITH (DELETE MODE = ...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DeleteMode {
+    /// Equality deletes on the key columns (Materialize's behaviour).
+    #[default]
+    Equality,
+    /// Position deletes naming the data file and row of the key's previous row, which
+    /// every reader applies (pyiceberg, Snowflake and Unity Catalog take no equality
+    /// deletes).
+    Position,
+}
+
+impl DeleteMode {
+    /// The option's value as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeleteMode::Equality => "equality",
+            DeleteMode::Position => "position",
+        }
+    }
+}
+
 impl SinkEnvelope {
     /// `mz_sinks.envelope_type`.
     pub fn name(self) -> &'static str {
@@ -301,6 +323,9 @@ pub struct SinkDefinition {
     /// Key column names (upsert only), in the order given.
     pub key: Option<Vec<String>>,
     pub key_not_enforced: bool,
+    /// How an upsert sink deletes (always `Equality` for APPEND, which deletes nothing).
+    #[serde(default)]
+    pub delete_mode: DeleteMode,
     pub commit_interval_ms: u64,
     /// Bumped by every real `ALTER SINK`; written to each snapshot as
     /// `mz-sink-version` so an older writer is fenced off.
@@ -314,6 +339,39 @@ pub struct SinkDefinition {
     /// Iceberg table was created with, whatever `ADD COLUMN` added since.
     #[serde(default)]
     pub from_version: u64,
+    /// `SNAPSHOT RETENTION` as written (`None`: not written, the default applies).
+    /// Changed by ALTER SINK without a new version: maintenance settings do not change
+    /// what the sink writes.
+    #[serde(default)]
+    pub snapshot_retention: Option<SnapshotRetention>,
+    /// `TARGET FILE SIZE` in bytes as written (`None`: not written, the default applies).
+    #[serde(default)]
+    pub target_file_size: Option<u64>,
+    /// `PARTITION BY` as written (`None`: the table is created unpartitioned). Checked at
+    /// CREATE SINK (see `crate::partition`); only a table the sink creates gets it.
+    #[serde(default)]
+    pub partition_by: Option<String>,
+}
+
+/// How long a sink's table keeps the snapshots its maintenance may expire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SnapshotRetention {
+    /// `'off'`: every snapshot is kept.
+    Off,
+    /// Snapshots older than this many milliseconds are expired.
+    Keep { ms: u64 },
+}
+
+impl SinkDefinition {
+    /// The definition with the maintenance settings of `other`: whether two definitions
+    /// differ in anything but them (which a running sink takes on without restarting).
+    pub fn with_maintenance_of(&self, other: &SinkDefinition) -> SinkDefinition {
+        SinkDefinition {
+            snapshot_retention: other.snapshot_retention,
+            target_file_size: other.target_file_size,
+            ..self.clone()
+        }
+    }
 }
 
 /// A table.

@@ -242,6 +242,7 @@ extracted_options!(
     SinkConnectionOptions(SinkConnectionOptionName) {
         Namespace => namespace: String,
         Table => table: String,
+        PartitionBy => partition_by: String,
     }
 );
 
@@ -249,6 +250,9 @@ extracted_options!(
     /// `CREATE SINK ... WITH (...)`, `ALTER SINK ... SET (...)`.
     SinkWithOptions(SinkWithOptionName) {
         CommitInterval => commit_interval: String,
+        DeleteMode => delete_mode: String,
+        SnapshotRetention => snapshot_retention: String,
+        TargetFileSize => target_file_size: String,
     }
 );
 

@@ -105,7 +105,10 @@ pub struct CreateSinkPlan {
 pub struct AlterSinkPlan {
     pub id: GlobalId,
     pub commit_interval_ms: u64,
-    /// The sink's statement with the new interval.
+    /// The maintenance settings after the change (`None`: the default).
+    pub snapshot_retention: Option<crate::catalog::SnapshotRetention>,
+    pub target_file_size: Option<u64>,
+    /// The sink's statement with the new settings.
     pub create_sql: String,
 }
 
@@ -181,10 +184,15 @@ pub struct DropObjectsPlan {
 /// (system relations qualified with their schema).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SelectPlan {
+    /// Names resolved and plain views inlined.
     pub query: Box<sqlparser::ast::Statement>,
     /// The expected shape, when the planner knows it (SHOW statements);
     /// otherwise the engine derives it.
     pub desc: Option<RelationDesc>,
+    /// The user relations the statement names, a plain view as itself and not
+    /// what its query reads (a view reads as its owner): the session needs
+    /// SELECT on each.
+    pub reads: Vec<GlobalId>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

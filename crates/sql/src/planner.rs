@@ -20,6 +20,7 @@ use crate::interval::{format_duration, parse_duration};
 use crate::options::*;
 use crate::plan::*;
 use crate::show;
+use crate::sink_maintenance::MaintenanceOptions;
 
 /// The session state planning depends on.
 #[derive(Debug, Clone)]
@@ -826,13 +827,13 @@ fn plan_alter_connection(
 /// Columns MODE APPEND adds to the Iceberg table.
 pub const APPEND_COLUMNS: &[&str] = &["_mz_diff", "_mz_timestamp"];
 
-fn commit_interval(options: SinkWithOptions) -> Result<u64, PlanError> {
-    let Some(text) = options.commit_interval else {
+fn commit_interval(options: &SinkWithOptions) -> Result<u64, PlanError> {
+    let Some(text) = options.commit_interval.as_deref() else {
         return Err(PlanError::invalid(
             "Iceberg sink must specify COMMIT INTERVAL",
         ));
     };
-    let Some(duration) = parse_duration(&text) else {
+    let Some(duration) = parse_duration(text) else {
         return Err(PlanError::new(
             SqlState::INVALID_DATETIME_FORMAT,
             format!("invalid input syntax for type interval: \"{text}\""),
@@ -845,6 +846,24 @@ fn commit_interval(options: SinkWithOptions) -> Result<u64, PlanError> {
     }
     u64::try_from(duration.as_millis())
         .map_err(|_| PlanError::invalid("COMMIT INTERVAL is too large"))
+}
+
+/// `DELETE MODE`: upsert sinks only, `'equality'` unless given.
+fn delete_mode(options: &SinkWithOptions, envelope: SinkEnvelope) -> Result<DeleteMode, PlanError> {
+    let Some(text) = &options.delete_mode else {
+        return Ok(DeleteMode::Equality);
+    };
+    if envelope != SinkEnvelope::Upsert {
+        return Err(PlanError::invalid(
+            "DELETE MODE is only valid with MODE UPSERT",
+        ));
+    }
+    match text.to_lowercase().as_str() {
+        "equality" => Ok(DeleteMode::Equality),
+        "position" => Ok(DeleteMode::Position),
+        _ => Err(PlanError::invalid(format!("invalid DELETE MODE: '{text}'"))
+            .with_hint("DELETE MODE is 'equality' or 'position'.")),
+    }
 }
 
 fn plan_create_sink(
@@ -898,7 +917,9 @@ fn plan_create_sink(
             "Iceberg sinks do not support WITH option {unknown}"
         ))
     })?;
-    let commit_interval_ms = commit_interval(with_options)?;
+    let delete_mode = delete_mode(&with_options, envelope)?;
+    let commit_interval_ms = commit_interval(&with_options)?;
+    let maintenance = MaintenanceOptions::from_with_options(&with_options)?;
 
     let connection_options =
         SinkConnectionOptions::extract(&statement.connection_options, |unknown, _| {
@@ -914,15 +935,19 @@ fn plan_create_sink(
         .table
         .filter(|s| !s.is_empty())
         .ok_or_else(|| PlanError::invalid("Iceberg sink must specify TABLE"))?;
+    if let Some(text) = &connection_options.partition_by {
+        let fields = crate::partition::parse_partition_by(text)?;
+        crate::partition::check_partition_by(&fields, desc)?;
+    }
 
     let key = match &statement.key {
         None => None,
         Some(key) => Some(sink_key(desc, &from.name, key, notices)?),
     };
 
-    check_envelope(envelope, desc, connection)?;
+    check_envelope(envelope, delete_mode, desc, connection)?;
 
-    let definition = SinkDefinition {
+    let mut definition = SinkDefinition {
         from: from.id,
         connection: connection_item.id,
         cluster: cluster.id,
@@ -931,6 +956,7 @@ fn plan_create_sink(
         envelope,
         key,
         key_not_enforced: statement.key.as_ref().is_some_and(|k| k.not_enforced),
+        delete_mode,
         commit_interval_ms,
         version: 0,
         takes_over: None,
@@ -938,7 +964,11 @@ fn plan_create_sink(
             ItemDefinition::Table(table) => table.version,
             _ => 0,
         },
+        snapshot_retention: None,
+        target_file_size: None,
+        partition_by: connection_options.partition_by,
     };
+    maintenance.apply_to(&mut definition);
     let create_sql = sink_create_sql(catalog, &name, &definition)?;
     Ok(Plan::CreateSink(CreateSinkPlan {
         name,
@@ -1076,6 +1106,7 @@ fn sink_key(
 /// adds columns of its own, Unity Catalog takes no equality deletes.
 fn check_envelope(
     envelope: SinkEnvelope,
+    delete_mode: DeleteMode,
     desc: &floe_repr::RelationDesc,
     connection: &IcebergCatalogConnection,
 ) -> Result<(), PlanError> {
@@ -1089,14 +1120,17 @@ fn check_envelope(
             }
         }
     }
-    if envelope == SinkEnvelope::Upsert && connection.is_unity() {
+    if envelope == SinkEnvelope::Upsert
+        && delete_mode == DeleteMode::Equality
+        && connection.is_unity()
+    {
         return Err(PlanError::unsupported(
-            "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
+            "MODE UPSERT with equality deletes is not supported for Unity Catalog",
         )
         .with_detail(
-            "Upsert sinks write Iceberg equality delete files, which Unity Catalog managed tables do not accept.",
+            "Upsert sinks write Iceberg equality delete files by default, which Unity Catalog managed tables do not accept.",
         )
-        .with_hint("Use MODE APPEND."));
+        .with_hint("Add WITH (DELETE MODE = 'position') to write position deletes, which Unity Catalog accepts, or use MODE APPEND."));
     }
     Ok(())
 }
@@ -1132,7 +1166,13 @@ pub fn sink_create_sql(
                 name: ast::OptionName(SinkConnectionOptionName::Table.sql_name().into()),
                 value: Some(OptionValue::String(definition.table.clone())),
             },
-        ],
+        ]
+        .into_iter()
+        .chain(definition.partition_by.as_ref().map(|text| SqlOption {
+            name: ast::OptionName(SinkConnectionOptionName::PartitionBy.sql_name().into()),
+            value: Some(OptionValue::String(text.clone())),
+        }))
+        .collect(),
         key: definition.key.as_ref().map(|columns| ast::SinkKey {
             columns: columns
                 .iter()
@@ -1144,14 +1184,43 @@ pub fn sink_create_sql(
             SinkEnvelope::Upsert => SinkMode::Upsert,
             SinkEnvelope::Append => SinkMode::Append,
         }),
-        with_options: vec![SqlOption {
-            name: ast::OptionName(SinkWithOptionName::CommitInterval.sql_name().into()),
-            value: Some(OptionValue::String(format_duration(
-                std::time::Duration::from_millis(definition.commit_interval_ms),
-            ))),
-        }],
+        with_options: sink_with_options(definition),
     };
     Ok(statement.to_string())
+}
+
+/// The WITH options of a sink's normalized statement. `DELETE MODE` is shown when it is
+/// not the default, so the statements of sinks made before it existed stay as they were.
+fn sink_with_options(definition: &SinkDefinition) -> Vec<SqlOption> {
+    let mut options = vec![SqlOption {
+        name: ast::OptionName(SinkWithOptionName::CommitInterval.sql_name().into()),
+        value: Some(OptionValue::String(format_duration(
+            std::time::Duration::from_millis(definition.commit_interval_ms),
+        ))),
+    }];
+    if definition.delete_mode != DeleteMode::Equality {
+        options.push(SqlOption {
+            name: ast::OptionName(SinkWithOptionName::DeleteMode.sql_name().into()),
+            value: Some(OptionValue::String(definition.delete_mode.name().into())),
+        });
+    }
+    options.extend(crate::sink_maintenance::written_options(definition));
+    options
+}
+
+/// `ALTER SINK ... SET | RESET (DELETE MODE ...)`: the table's deletes are of one kind for
+/// good (the position index and the readers' expectations depend on it).
+fn cannot_change_delete_mode() -> PlanError {
+    PlanError::invalid("cannot change DELETE MODE of a sink")
+        .with_hint("Drop the sink and create it again with the DELETE MODE you want.")
+}
+
+/// `ALTER SINK ... SET | RESET (PARTITION BY ...)`: the table was created with its spec,
+/// which is the table's own from then on (like DELETE MODE, fixed for the sink's life).
+fn cannot_change_partition_by() -> PlanError {
+    PlanError::invalid("cannot change PARTITION BY of a sink").with_hint(
+        "Drop the sink and create it again into a new TABLE with the PARTITION BY you want.",
+    )
 }
 
 fn plan_alter_sink(
@@ -1173,35 +1242,64 @@ fn plan_alter_sink(
     let ItemDefinition::Sink(sink) = &item.definition else {
         return Err(PlanError::internal("sink without a sink definition"));
     };
+    let mut definition = sink.clone();
     match statement.action {
         AlterOptionsAction::Reset(names) => {
-            if let Some(name) = names.iter().find(|n| {
-                SinkWithOptionName::from_sql_name(&n.0) != Some(SinkWithOptionName::CommitInterval)
+            if names.iter().any(|n| {
+                SinkConnectionOptionName::from_sql_name(&n.0)
+                    == Some(SinkConnectionOptionName::PartitionBy)
             }) {
-                return Err(PlanError::invalid(format!(
-                    "ALTER SINK does not support {name}"
-                )));
+                return Err(cannot_change_partition_by());
             }
-            Err(PlanError::invalid("Iceberg sink must specify COMMIT INTERVAL")
-                .with_hint("COMMIT INTERVAL cannot be reset: set a new value with ALTER SINK ... SET (COMMIT INTERVAL = '...')."))
+            if names.iter().any(|n| {
+                SinkWithOptionName::from_sql_name(&n.0) == Some(SinkWithOptionName::DeleteMode)
+            }) {
+                return Err(cannot_change_delete_mode());
+            }
+            for name in &names {
+                match SinkWithOptionName::from_sql_name(&name.0) {
+                    Some(SinkWithOptionName::CommitInterval) => {
+                        return Err(PlanError::invalid("Iceberg sink must specify COMMIT INTERVAL")
+                            .with_hint("COMMIT INTERVAL cannot be reset: set a new value with ALTER SINK ... SET (COMMIT INTERVAL = '...')."));
+                    }
+                    Some(option) if crate::sink_maintenance::reset(&mut definition, option) => {}
+                    _ => {
+                        return Err(PlanError::invalid(format!(
+                            "ALTER SINK does not support {name}"
+                        )));
+                    }
+                }
+            }
         }
         AlterOptionsAction::Set(options) => {
+            if options.iter().any(|option| {
+                SinkConnectionOptionName::from_sql_name(&option.name.0)
+                    == Some(SinkConnectionOptionName::PartitionBy)
+            }) {
+                return Err(cannot_change_partition_by());
+            }
             let options = SinkWithOptions::extract(&options, |unknown, _| {
                 PlanError::invalid(format!("ALTER SINK does not support {unknown}"))
             })?;
-            let commit_interval_ms = commit_interval(options)?;
-            if commit_interval_ms == sink.commit_interval_ms {
-                return Ok(Plan::NoOp { tag: "ALTER SINK" });
+            if options.delete_mode.is_some() {
+                return Err(cannot_change_delete_mode());
             }
-            let mut definition = sink.clone();
-            definition.commit_interval_ms = commit_interval_ms;
-            Ok(Plan::AlterSink(AlterSinkPlan {
-                id: item.id,
-                commit_interval_ms,
-                create_sql: sink_create_sql(catalog, &item.name, &definition)?,
-            }))
+            if options.commit_interval.is_some() {
+                definition.commit_interval_ms = commit_interval(&options)?;
+            }
+            MaintenanceOptions::from_with_options(&options)?.apply_to(&mut definition);
         }
     }
+    if &definition == sink {
+        return Ok(Plan::NoOp { tag: "ALTER SINK" });
+    }
+    Ok(Plan::AlterSink(AlterSinkPlan {
+        id: item.id,
+        commit_interval_ms: definition.commit_interval_ms,
+        snapshot_retention: definition.snapshot_retention,
+        target_file_size: definition.target_file_size,
+        create_sql: sink_create_sql(catalog, &item.name, &definition)?,
+    }))
 }
 
 // ---------------------------------------------------------------------------
@@ -1591,13 +1689,15 @@ fn plan_standard(
 ) -> Result<Plan, PlanError> {
     use sqlparser::ast::Statement as S;
     match statement {
-        S::Query(_) => Ok(Plan::Select(SelectPlan {
-            query: Box::new(crate::view::inline_views(
-                catalog,
-                resolve_relations(catalog, statement)?,
-            )?),
-            desc: None,
-        })),
+        S::Query(_) => {
+            let resolved = resolve_relations(catalog, statement)?;
+            let reads = crate::view::relations_used(catalog, &resolved)?;
+            Ok(Plan::Select(SelectPlan {
+                query: Box::new(crate::view::inline_views(catalog, resolved)?),
+                desc: None,
+                reads,
+            }))
+        }
         S::CreateTable(create) => crate::table::plan_create_table(catalog, create),
         S::AlterTable(alter) => crate::alter_table::plan_alter_table(catalog, alter, notices),
         S::CreateSchema {
@@ -1653,13 +1753,29 @@ pub fn resolve_relations(
     struct Qualifier<'a> {
         catalog: &'a dyn PlanCatalog,
         ctes: BTreeSet<String>,
+        /// The next name visited is a table function's (`FROM f(...)`), which is
+        /// no catalog relation: left as written for the engine.
+        function_next: bool,
     }
     impl VisitorMut for Qualifier<'_> {
         type Break = PlanError;
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut sqlparser::ast::TableFactor,
+        ) -> std::ops::ControlFlow<Self::Break> {
+            self.function_next = matches!(
+                factor,
+                sqlparser::ast::TableFactor::Table { args: Some(_), .. }
+            );
+            std::ops::ControlFlow::Continue(())
+        }
         fn pre_visit_relation(
             &mut self,
             relation: &mut ObjectName,
         ) -> std::ops::ControlFlow<Self::Break> {
+            if std::mem::take(&mut self.function_next) {
+                return std::ops::ControlFlow::Continue(());
+            }
             let Ok(parts) = name_parts(relation) else {
                 return std::ops::ControlFlow::Continue(());
             };
@@ -1706,6 +1822,7 @@ pub fn resolve_relations(
         &mut Qualifier {
             catalog,
             ctes: ctes.0,
+            function_next: false,
         },
     ) {
         return Err(error);

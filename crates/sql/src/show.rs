@@ -77,9 +77,11 @@ pub(crate) fn plan_show(
         .try_with_sql(&sql)
         .and_then(|mut p| p.parse_statement())
         .map_err(|e| PlanError::syntax(e.to_string()))?;
+    // SHOW reads builtin relations only, which need no privilege.
     Ok(Plan::Select(SelectPlan {
         query: Box::new(resolve_relations(catalog, statement)?),
         desc: None,
+        reads: Vec::new(),
     }))
 }
 

@@ -37,6 +37,9 @@ pub enum SubscribeFrom {
         /// Names resolved and plain views inlined, as a materialized view's query.
         query: Box<sqlparser::ast::Statement>,
         cluster: ClusterId,
+        /// The user relations the query names (a plain view as itself): the
+        /// session needs SELECT on each.
+        reads: Vec<GlobalId>,
     },
 }
 
@@ -85,10 +88,12 @@ pub(crate) fn plan_subscribe(
         )
     })?;
     let resolved = resolve_relations(catalog, sqlparser::ast::Statement::Query(query))?;
+    let reads = crate::view::relations_used(catalog, &resolved)?;
     Ok(Plan::Subscribe(SubscribePlan {
         from: SubscribeFrom::Query {
             query: Box::new(crate::view::inline_views(catalog, resolved)?),
             cluster: cluster.id,
+            reads,
         },
         snapshot: statement.snapshot,
         progress: statement.progress,

@@ -594,8 +594,39 @@ fn sinks() {
             "CREATE SINK n FROM counter INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = 'ns', TABLE = 'n') KEY (counter) MODE UPSERT WITH (COMMIT INTERVAL = '1s')".into(),
             Error(
                 SqlState::FEATURE_NOT_SUPPORTED,
-                "MODE UPSERT is not supported for Unity Catalog: Unity managed tables accept only MODE APPEND sinks",
+                "MODE UPSERT with equality deletes is not supported for Unity Catalog",
             ),
+        ),
+        (
+            "CREATE SINK n FROM counter INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = 'ns', TABLE = 'n') KEY (counter) MODE UPSERT WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'equality')".into(),
+            Error(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "MODE UPSERT with equality deletes is not supported for Unity Catalog",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM counter INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = 'ns', TABLE = 'n') KEY (counter) MODE UPSERT WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'position')".into(),
+            Planned,
+        ),
+        (
+            with("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'position')"),
+            Planned,
+        ),
+        (
+            with("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s', DELETE MODE 'equality')"),
+            Planned,
+        ),
+        (
+            with("MODE APPEND WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'position')"),
+            Error(INVALID, "DELETE MODE is only valid with MODE UPSERT"),
+        ),
+        (
+            with("MODE APPEND WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'equality')"),
+            Error(INVALID, "DELETE MODE is only valid with MODE UPSERT"),
+        ),
+        (
+            with("KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'vectors')"),
+            Error(INVALID, "invalid DELETE MODE: 'vectors'"),
         ),
         (
             "CREATE SINK n FROM mz_sinks INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s')".into(),
@@ -641,8 +672,102 @@ fn sinks() {
             "ALTER SINK k SET (NAMESPACE = 'other')".into(),
             Error(INVALID, "ALTER SINK does not support NAMESPACE"),
         ),
+        (
+            "ALTER SINK k SET (DELETE MODE = 'position')".into(),
+            Error(INVALID, "cannot change DELETE MODE of a sink"),
+        ),
+        (
+            "ALTER SINK k SET (COMMIT INTERVAL = '20s', DELETE MODE = 'equality')".into(),
+            Error(INVALID, "cannot change DELETE MODE of a sink"),
+        ),
+        (
+            "ALTER SINK k RESET (DELETE MODE)".into(),
+            Error(INVALID, "cannot change DELETE MODE of a sink"),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s', SNAPSHOT RETENTION = '9s')".into(),
+            Error(INVALID, "SNAPSHOT RETENTION must be at least 10s"),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s', SNAPSHOT RETENTION = 'a while')".into(),
+            Error(
+                SqlState::INVALID_DATETIME_FORMAT,
+                "invalid input syntax for type interval: \"a while\"",
+            ),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s', TARGET FILE SIZE = 'huge')".into(),
+            Error(INVALID, "invalid TARGET FILE SIZE: \"huge\""),
+        ),
+        (
+            "CREATE SINK n FROM t INTO ICEBERG CATALOG CONNECTION rest (NAMESPACE = 'ns', TABLE = 'n') MODE APPEND WITH (COMMIT INTERVAL = '1s', SNAPSHOT RETENTION = 'off', TARGET FILE SIZE = '64MB')".into(),
+            Planned,
+        ),
+        ("ALTER SINK k SET (SNAPSHOT RETENTION = '10s')".into(), Planned),
+        ("ALTER SINK k SET (TARGET FILE SIZE = '1GB')".into(), Planned),
+        ("ALTER SINK k RESET (SNAPSHOT RETENTION, TARGET FILE SIZE)".into(), NoOp),
+        (
+            "ALTER SINK k SET (SNAPSHOT RETENTION = '1s')".into(),
+            Error(INVALID, "SNAPSHOT RETENTION must be at least 10s"),
+        ),
     ];
     check(&cases);
+}
+
+#[test]
+fn maintenance_options_are_kept_as_written_and_altered_without_a_new_version() {
+    let mut catalog = TestCatalog::fixture();
+    let (plan, _) = catalog
+        .run(&format!(
+            "{SINK_T} MODE APPEND WITH (COMMIT INTERVAL = '1m', SNAPSHOT RETENTION = '2 hours', TARGET FILE SIZE = '256 MB')"
+        ))
+        .unwrap();
+    let Plan::CreateSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(
+        plan.definition.snapshot_retention,
+        Some(SnapshotRetention::Keep { ms: 7_200_000 })
+    );
+    assert_eq!(plan.definition.target_file_size, Some(256 << 20));
+    assert!(
+        plan.create_sql.ends_with(
+            "WITH (COMMIT INTERVAL = '1m', SNAPSHOT RETENTION = '2h', TARGET FILE SIZE = '256MB')"
+        ),
+        "{}",
+        plan.create_sql
+    );
+    // Not written: not shown, and the defaults apply.
+    let (plan, _) = catalog
+        .run(
+            &format!("{SINK_T} MODE APPEND WITH (COMMIT INTERVAL = '1m')")
+                .replace("SINK n", "SINK m"),
+        )
+        .unwrap();
+    let Plan::CreateSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.definition.snapshot_retention, None);
+    assert!(
+        !plan.create_sql.contains("RETENTION"),
+        "{}",
+        plan.create_sql
+    );
+    // ALTER: the maintenance settings change, the commit interval stays.
+    let (plan, _) = catalog
+        .run("ALTER SINK k SET (SNAPSHOT RETENTION = 'off')")
+        .unwrap();
+    let Plan::AlterSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.snapshot_retention, Some(SnapshotRetention::Off));
+    assert_eq!(plan.commit_interval_ms, 10_000);
+    assert!(
+        plan.create_sql
+            .ends_with("WITH (COMMIT INTERVAL = '10s', SNAPSHOT RETENTION = 'off')"),
+        "{}",
+        plan.create_sql
+    );
 }
 
 #[test]
@@ -667,6 +792,54 @@ fn a_key_not_enforced_plans_with_a_notice() {
             .collect::<Vec<_>>(),
         ["upsert key (name) is not validated as unique"]
     );
+}
+
+#[test]
+fn a_position_delete_mode_is_kept_and_shown() {
+    let mut catalog = TestCatalog::fixture();
+    let (plan, _) = catalog
+        .run(&format!(
+            "{SINK_T} KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1m', DELETE MODE = 'Position')"
+        ))
+        .unwrap();
+    let Plan::CreateSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.definition.delete_mode, DeleteMode::Position);
+    assert!(
+        plan.create_sql
+            .ends_with("MODE UPSERT WITH (COMMIT INTERVAL = '1m', DELETE MODE = 'position')"),
+        "{}",
+        plan.create_sql
+    );
+    // The default is not written out: statements of sinks made before the option stay.
+    let (plan, _) = catalog
+        .run(&format!(
+            "{} KEY (id) MODE UPSERT WITH (COMMIT INTERVAL = '1m')",
+            SINK_T.replacen("SINK n", "SINK n2", 1)
+        ))
+        .unwrap();
+    let Plan::CreateSink(plan) = plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(plan.definition.delete_mode, DeleteMode::Equality);
+    assert!(
+        plan.create_sql
+            .ends_with("MODE UPSERT WITH (COMMIT INTERVAL = '1m')"),
+        "{}",
+        plan.create_sql
+    );
+}
+
+#[test]
+fn unity_refuses_equality_deletes_with_a_hint_naming_position() {
+    let mut catalog = TestCatalog::fixture();
+    let err = catalog
+        .run("CREATE SINK n FROM counter INTO ICEBERG CATALOG CONNECTION unity (NAMESPACE = 'ns', TABLE = 'n') KEY (counter) MODE UPSERT WITH (COMMIT INTERVAL = '1s')")
+        .unwrap_err();
+    assert_eq!(err.code, SqlState::FEATURE_NOT_SUPPORTED);
+    let hint = err.hint.unwrap_or_default();
+    assert!(hint.contains("DELETE MODE = 'position'"), "{hint}");
 }
 
 #[test]

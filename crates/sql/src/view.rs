@@ -179,7 +179,7 @@ fn check_replaceable(
 
 /// The user items a resolved statement names as relations. Items that are not
 /// relations (a sink, a secret) are refused.
-fn relations_used(
+pub(crate) fn relations_used(
     catalog: &dyn PlanCatalog,
     statement: &sqlparser::ast::Statement,
 ) -> Result<Vec<GlobalId>, PlanError> {

@@ -13,16 +13,21 @@
 //! - the current **contents**, consolidated in memory for queries and key
 //!   checks, rebuilt from the log at start-up.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use floe_repr::codec::{decode_row, encode_row};
-use floe_repr::{GlobalId, RelationDesc, Row, Timestamp};
+use floe_repr::codec::{decode_row, encode_datum, encode_row};
+use floe_repr::{Datum, GlobalId, RelationDesc, Row, Timestamp};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub mod generator;
+mod group_commit;
+mod parts;
+
+use parts::{PartUpdates, PartWriter, update_size};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +62,10 @@ pub enum StorageError {
         upper: u64,
         frontier: u64,
     },
+    /// The durable write of a group commit failed (the writer's error, as text: the
+    /// group's other appends get it too).
+    #[error("storage write failed: {message}")]
+    WriteFailed { message: String },
     /// The blocking thread running a storage call panicked or was cancelled.
     #[error("storage call failed on its thread: {0}")]
     Thread(String),
@@ -103,96 +112,241 @@ pub struct CollectionUsage {
     pub appended_bytes: u64,
 }
 
-/// The consolidated current contents of a collection.
+/// Maps keyed by encoded rows or keys: foldhash, seeded per process (SipHash took a
+/// tenth of an append's time).
+type BytesMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Segments of a collection's contents. Rows are spread over them by a hash of their
+/// encoding, and each segment remembers the version of its last change, so a reader that
+/// keeps a form of each segment (the query engine's Arrow batches) redoes only those a
+/// write touched, not the whole table.
+pub const SEGMENTS: usize = 64;
+
+/// Which segment an encoded row belongs to (the same in every process).
+fn segment_of(encoded: &[u8]) -> usize {
+    use std::hash::BuildHasher;
+    const HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(0x5e6);
+    (HASHER.hash_one(encoded) % SEGMENTS as u64) as usize
+}
+
+/// Encoded row -> (row, multiplicity). Shared pointers, so a snapshot can take the
+/// whole contents under the lock without copying a row.
+type RowMap = BytesMap<Arc<[u8]>, (Arc<Row>, i64)>;
+
+/// One segment of the contents.
 #[derive(Debug, Default)]
+struct Segment {
+    rows: RowMap,
+    /// The contents' version when a row of the segment last changed.
+    version: u64,
+}
+
+/// The consolidated current contents of a collection.
+#[derive(Debug)]
 struct Contents {
-    /// Encoded row -> (row, multiplicity). Shared pointers, so a snapshot can take the
-    /// whole contents under the lock without copying a row.
-    rows: HashMap<Arc<[u8]>, (Arc<Row>, i64)>,
+    /// [`SEGMENTS`] segments.
+    segments: Vec<Segment>,
     /// The primary key's columns, if the collection has one.
     key: Option<Vec<usize>>,
     /// Encoded key -> how many rows carry it (at most 1 when consistent).
-    key_counts: HashMap<Vec<u8>, i64>,
+    key_counts: BytesMap<Vec<u8>, i64>,
     /// Bumped on every change, so callers can cache derived forms.
     version: u64,
 }
 
-/// The key columns of a row, encoded.
+impl Default for Contents {
+    fn default() -> Self {
+        Contents {
+            segments: (0..SEGMENTS).map(|_| Segment::default()).collect(),
+            key: None,
+            key_counts: BytesMap::default(),
+            version: 0,
+        }
+    }
+}
+
+/// One change to a collection, with the encodings that checking, logging and applying
+/// it need, each computed once.
+struct Change {
+    /// The row's encoding: what the log stores and the contents are keyed by.
+    encoded: Vec<u8>,
+    /// The primary key's encoding, when the collection has a key.
+    key: Option<Vec<u8>>,
+    row: Row,
+    diff: i64,
+}
+
+/// One segment of a collection's contents, as [`Storage::changed_segments`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContentsSegment {
+    pub index: usize,
+    pub version: u64,
+    pub rows: Vec<Row>,
+}
+
+/// Pushes `row` onto `rows` as many times as its multiplicity says.
+fn repeat_row(row: &Row, count: i64, rows: &mut Vec<Row>) {
+    for _ in 0..count.max(0) {
+        rows.push(Row::clone(row));
+    }
+}
+
+/// The key columns of a row, encoded: an in-memory identity only (never stored), so the
+/// datums are written one after the other without a row header.
 fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
-    let key_row: Row = key
-        .iter()
-        .map(|i| row.get(*i).cloned().unwrap_or(floe_repr::Datum::Null))
-        .collect();
-    encode(&key_row)
+    let mut bytes = Vec::with_capacity(16);
+    for column in key {
+        encode_datum(row.get(*column).unwrap_or(&Datum::Null), &mut bytes);
+    }
+    bytes
 }
 
 impl Contents {
-    fn apply(&mut self, encoded: Vec<u8>, row: &Row, diff: i64) {
-        if let Some(key) = &self.key {
-            let key_bytes = encode_key(row, key);
-            let count = self.key_counts.entry(key_bytes.clone()).or_insert(0);
-            *count += diff;
-            if *count == 0 {
-                self.key_counts.remove(&key_bytes);
+    /// The change of `row` by `diff`, `encoded` being the row's encoding.
+    fn change(&self, encoded: Vec<u8>, row: Row, diff: i64) -> Change {
+        Change {
+            key: self.key.as_deref().map(|key| encode_key(&row, key)),
+            encoded,
+            row,
+            diff,
+        }
+    }
+
+    fn apply(&mut self, change: Change) {
+        let Change {
+            encoded,
+            key,
+            row,
+            diff,
+        } = change;
+        if let Some(key) = key {
+            match self.key_counts.entry(key) {
+                Entry::Occupied(mut count) => {
+                    *count.get_mut() += diff;
+                    if *count.get() == 0 {
+                        count.remove();
+                    }
+                }
+                Entry::Vacant(count) => {
+                    if diff != 0 {
+                        count.insert(diff);
+                    }
+                }
             }
         }
-        match self.rows.get_mut(encoded.as_slice()) {
+        let segment = &mut self.segments[segment_of(&encoded)];
+        segment.version = self.version;
+        match segment.rows.get_mut(encoded.as_slice()) {
             Some(entry) => {
                 entry.1 += diff;
                 // Consolidated-away rows leave, so memory follows the contents.
                 if entry.1 == 0 {
-                    self.rows.remove(encoded.as_slice());
+                    segment.rows.remove(encoded.as_slice());
                 }
             }
             None => {
                 if diff != 0 {
-                    self.rows
-                        .insert(Arc::from(encoded), (Arc::new(row.clone()), diff));
+                    segment
+                        .rows
+                        .insert(Arc::from(encoded), (Arc::new(row), diff));
                 }
             }
         }
     }
-}
 
-/// Consolidates a batch: an insert and a delete of the same row cancel.
-fn consolidate(updates: Vec<(Row, i64)>) -> Vec<(Vec<u8>, Row, i64)> {
-    let mut consolidated: HashMap<Vec<u8>, (Row, i64)> = HashMap::new();
-    for (row, diff) in updates {
-        let bytes = encode(&row);
-        consolidated.entry(bytes).or_insert((row, 0)).1 += diff;
+    /// The row encoded as `encoded` and its multiplicity, if present.
+    fn get(&self, encoded: &[u8]) -> Option<&(Arc<Row>, i64)> {
+        self.segments[segment_of(encoded)].rows.get(encoded)
     }
-    consolidated
-        .into_iter()
-        .filter(|(_, (_, diff))| *diff != 0)
-        .map(|(bytes, (row, diff))| (bytes, row, diff))
-        .collect()
-}
 
-/// Refuses changes that would break the primary key or retract rows that
-/// are not there.
-fn check_changes(contents: &Contents, changes: &[(Vec<u8>, Row, i64)]) -> Result<(), AppendError> {
-    if let Some(key) = &contents.key {
-        let mut deltas: HashMap<Vec<u8>, (i64, &Row)> = HashMap::new();
-        for (_, row, diff) in changes {
-            deltas.entry(encode_key(row, key)).or_insert((0, row)).0 += diff;
+    /// Every row: encoding, row and multiplicity.
+    fn iter(&self) -> impl Iterator<Item = (&Arc<[u8]>, &(Arc<Row>, i64))> {
+        self.segments.iter().flat_map(|segment| segment.rows.iter())
+    }
+
+    fn len(&self) -> usize {
+        self.segments.iter().map(|segment| segment.rows.len()).sum()
+    }
+
+    /// A batch as changes: an insert and a delete of the same row cancel. A batch of
+    /// inserts only is taken as it is (a row inserted twice is logged twice, which
+    /// means the same as once with multiplicity 2), saving a map of the whole batch.
+    fn changes(&self, updates: Vec<(Row, i64)>) -> Vec<Change> {
+        if updates.iter().all(|(_, diff)| *diff > 0) {
+            return updates
+                .into_iter()
+                .map(|(row, diff)| self.change(encode(&row), row, diff))
+                .collect();
         }
-        for (key_bytes, (delta, row)) in deltas {
-            let existing = contents.key_counts.get(&key_bytes).copied().unwrap_or(0);
-            if existing + delta > 1 {
-                let key_values = key
-                    .iter()
-                    .map(|i| row.get(*i).cloned().unwrap_or(floe_repr::Datum::Null))
-                    .collect();
-                return Err(AppendError::UniqueViolation { key: key_values });
+        let mut consolidated: BytesMap<Vec<u8>, (Row, i64)> = BytesMap::default();
+        for (row, diff) in updates {
+            consolidated.entry(encode(&row)).or_insert((row, 0)).1 += diff;
+        }
+        consolidated
+            .into_iter()
+            .filter(|(_, (_, diff))| *diff != 0)
+            .map(|(encoded, (row, diff))| self.change(encoded, row, diff))
+            .collect()
+    }
+
+    /// Refuses changes that would break the primary key or retract rows that are not
+    /// there, given the changes `accepted` before them in the same group commit.
+    fn check(&self, changes: &[Change], accepted: &Accepted) -> Result<(), AppendError> {
+        if let Some(key) = &self.key {
+            let mut deltas: BytesMap<&[u8], (i64, &Row)> = BytesMap::default();
+            for change in changes {
+                let key_bytes = change.key.as_deref().unwrap_or_default();
+                deltas.entry(key_bytes).or_insert((0, &change.row)).0 += change.diff;
+            }
+            for (key_bytes, (delta, row)) in deltas {
+                let existing = self.key_counts.get(key_bytes).copied().unwrap_or(0)
+                    + accepted.keys.get(key_bytes).copied().unwrap_or(0);
+                if existing + delta > 1 {
+                    let key_values = key
+                        .iter()
+                        .map(|i| row.get(*i).cloned().unwrap_or(Datum::Null))
+                        .collect();
+                    return Err(AppendError::UniqueViolation { key: key_values });
+                }
             }
         }
+        for change in changes {
+            let present = self
+                .get(change.encoded.as_slice())
+                .map_or(0, |(_, count)| *count)
+                + accepted
+                    .rows
+                    .get(change.encoded.as_slice())
+                    .copied()
+                    .unwrap_or(0);
+            if change.diff < 0 && present + change.diff < 0 {
+                return Err(AppendError::RetractionOfAbsentRow);
+            }
+        }
+        Ok(())
     }
-    for (encoded, _, diff) in changes {
-        if *diff < 0 && contents.rows.get(encoded.as_slice()).map_or(0, |(_, c)| *c) + diff < 0 {
-            return Err(AppendError::RetractionOfAbsentRow);
+}
+
+/// The changes to one collection accepted earlier in a group commit: checked, about to
+/// be written, not yet in the contents. Later appends of the group are checked against
+/// the contents and these.
+#[derive(Default)]
+struct Accepted {
+    /// Encoded key -> net change of the rows carrying it.
+    keys: BytesMap<Vec<u8>, i64>,
+    /// Encoded row -> net change.
+    rows: BytesMap<Vec<u8>, i64>,
+}
+
+impl Accepted {
+    fn add(&mut self, changes: &[Change]) {
+        for change in changes {
+            if let Some(key) = &change.key {
+                *self.keys.entry(key.clone()).or_insert(0) += change.diff;
+            }
+            *self.rows.entry(change.encoded.clone()).or_insert(0) += change.diff;
         }
     }
-    Ok(())
 }
 
 fn encode(row: &Row) -> Vec<u8> {
@@ -206,7 +360,7 @@ fn encode(row: &Row) -> Vec<u8> {
 fn padded(row: &Row, width: usize) -> Row {
     let mut row = row.clone();
     if row.len() < width {
-        row.resize(width, floe_repr::Datum::Null);
+        row.resize(width, Datum::Null);
     }
     row
 }
@@ -218,28 +372,174 @@ fn pad_logged_rows(
     id: GlobalId,
     width: usize,
 ) -> Result<usize, StorageError> {
-    let mut narrow = Vec::new();
+    let mut rewritten = Vec::new();
+    let mut padded_rows = 0;
     {
-        let mut statement =
-            transaction.prepare("SELECT rowid, row FROM updates WHERE collection_id = ?1")?;
-        let mut rows = statement.query(params![id.to_string()])?;
-        while let Some(record) = rows.next()? {
-            let rowid: i64 = record.get(0)?;
-            let bytes: Vec<u8> = record.get(1)?;
-            let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
-                collection: id,
-                message: e.to_string(),
-            })?;
-            if row.len() < width {
-                narrow.push((rowid, encode(&padded(&row, width))));
+        let mut statement = transaction.prepare(
+            "SELECT d.id, d.data FROM parts p JOIN part_data d ON d.id = p.data_id
+             WHERE p.collection_id = ?1",
+        )?;
+        let mut records = statement.query(params![id.to_string()])?;
+        while let Some(record) = records.next()? {
+            let data_id: i64 = record.get(0)?;
+            let data = record
+                .get_ref(1)?
+                .as_blob()
+                .map_err(|e| corrupt(id, e.to_string()))?;
+            let mut narrow = 0;
+            let mut wide = Vec::with_capacity(data.len());
+            for update in PartUpdates::new(data) {
+                let (ts, diff, bytes) = update.map_err(|message| corrupt(id, message))?;
+                let row = decode_row(bytes).map_err(|e| corrupt(id, e.to_string()))?;
+                if row.len() < width {
+                    narrow += 1;
+                    parts::encode_update(&mut wide, ts, diff, &encode(&padded(&row, width)));
+                } else {
+                    parts::encode_update(&mut wide, ts, diff, bytes);
+                }
+            }
+            if narrow > 0 {
+                padded_rows += narrow;
+                rewritten.push((data_id, wide));
             }
         }
     }
-    let mut update = transaction.prepare("UPDATE updates SET row = ?2 WHERE rowid = ?1")?;
-    for (rowid, bytes) in &narrow {
-        update.execute(params![rowid, bytes])?;
+    let mut update = transaction.prepare("UPDATE part_data SET data = ?2 WHERE id = ?1")?;
+    for (data_id, data) in &rewritten {
+        update.execute(params![data_id, data])?;
     }
-    Ok(narrow.len())
+    Ok(padded_rows)
+}
+
+/// The error for a log that does not decode.
+fn corrupt(collection: GlobalId, message: String) -> StorageError {
+    StorageError::Corrupt {
+        collection,
+        message,
+    }
+}
+
+/// Why a scan of the log stopped early.
+enum ScanStop {
+    /// The reader's callback asked to stop, with its reason.
+    Reader(String),
+    Storage(StorageError),
+}
+
+impl From<rusqlite::Error> for ScanStop {
+    fn from(error: rusqlite::Error) -> Self {
+        ScanStop::Storage(error.into())
+    }
+}
+
+impl From<StorageError> for ScanStop {
+    fn from(error: StorageError) -> Self {
+        ScanStop::Storage(error)
+    }
+}
+
+/// A scan's outcome as the read calls answer it: a storage error, or whether the reader
+/// stopped.
+fn scan_outcome(scanned: Result<(), ScanStop>) -> Result<Result<(), String>, StorageError> {
+    match scanned {
+        Ok(()) => Ok(Ok(())),
+        Err(ScanStop::Reader(message)) => Ok(Err(message)),
+        Err(ScanStop::Storage(error)) => Err(error),
+    }
+}
+
+/// What a scan calls for each update: `(ts, diff, row bytes)`.
+type UpdateVisitor<'a> = dyn FnMut(u64, i64, &[u8]) -> Result<(), ScanStop> + 'a;
+
+/// Calls `each(ts, diff, row bytes)` for every update of `id` with `lower <= ts < upper`,
+/// in time order (parts in order of their lowest time, each in its own order).
+fn scan_updates(
+    connection: &Connection,
+    id: GlobalId,
+    lower: u64,
+    upper: u64,
+    each: &mut UpdateVisitor<'_>,
+) -> Result<(), ScanStop> {
+    let mut statement = connection.prepare_cached(
+        "SELECT d.data FROM parts p INDEXED BY parts_by_time
+         JOIN part_data d ON d.id = p.data_id
+         WHERE p.collection_id = ?1 AND p.lower_ts < ?3 AND p.max_ts >= ?2
+         ORDER BY p.lower_ts",
+    )?;
+    let mut records = statement.query(params![id.to_string(), to_i64(lower), to_i64(upper)])?;
+    while let Some(record) = records.next()? {
+        let data = record
+            .get_ref(0)?
+            .as_blob()
+            .map_err(|e| corrupt(id, e.to_string()))?;
+        for update in PartUpdates::new(data) {
+            let (ts, diff, bytes) = update.map_err(|message| corrupt(id, message))?;
+            if lower <= ts && ts < upper {
+                each(ts, diff, bytes)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gathers decoded updates into chunks of at most `max_rows` for a reader, checking each
+/// row's width.
+struct Chunks<'a> {
+    id: GlobalId,
+    arity: usize,
+    max_rows: usize,
+    buffer: Vec<LogUpdate>,
+    chunk: &'a mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+}
+
+impl<'a> Chunks<'a> {
+    fn new(
+        id: GlobalId,
+        arity: usize,
+        max_rows: usize,
+        chunk: &'a mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
+    ) -> Chunks<'a> {
+        let max_rows = max_rows.max(1);
+        Chunks {
+            id,
+            arity,
+            max_rows,
+            buffer: Vec::with_capacity(max_rows.min(65_536)),
+            chunk,
+        }
+    }
+
+    fn push_encoded(&mut self, ts: Timestamp, diff: i64, bytes: &[u8]) -> Result<(), ScanStop> {
+        let row = decode_row(bytes).map_err(|e| corrupt(self.id, e.to_string()))?;
+        self.push(ts, diff, row)
+    }
+
+    fn push(&mut self, ts: Timestamp, diff: i64, row: Row) -> Result<(), ScanStop> {
+        if row.len() != self.arity {
+            return Err(ScanStop::Storage(corrupt(
+                self.id,
+                format!(
+                    "a row of {} columns in a relation of {}",
+                    row.len(),
+                    self.arity
+                ),
+            )));
+        }
+        self.buffer.push(LogUpdate { row, ts, diff });
+        if self.buffer.len() >= self.max_rows {
+            (self.chunk)(std::mem::take(&mut self.buffer)).map_err(ScanStop::Reader)?;
+        }
+        Ok(())
+    }
+
+    /// Hands over the last, partial chunk.
+    fn finish(self, scanned: Result<(), ScanStop>) -> Result<Result<(), String>, StorageError> {
+        let outcome = scan_outcome(scanned)?;
+        if outcome.is_err() || self.buffer.is_empty() {
+            return Ok(outcome);
+        }
+        Ok((self.chunk)(self.buffer))
+    }
 }
 
 /// A collection's state.
@@ -262,19 +562,41 @@ struct Collection {
     appended_bytes: u64,
 }
 
-/// Updates rewritten per write transaction when compacting: each slice holds the writer
-/// lock for milliseconds, so appends, read holds and the ticker go on between slices.
-const COMPACTION_SLICE: usize = 4_096;
+impl Collection {
+    /// Durable appended changes at `ts`: into the contents and the counters, and the
+    /// upper past `ts`.
+    fn apply_appended(&mut self, changes: Vec<Change>, ts: u64) {
+        let bytes: u64 = changes.iter().map(|c| update_size(c.encoded.len())).sum();
+        self.appended_updates += changes.len() as u64;
+        self.log_updates += changes.len() as u64;
+        // A write with no changes only moves the upper: the contents (and what queries
+        // cached of them) stay valid.
+        if bytes > 0 {
+            self.contents.version += 1;
+        }
+        for change in changes {
+            self.contents.apply(change);
+        }
+        self.log_bytes += bytes;
+        self.appended_bytes += bytes;
+        self.upper = self.upper.max(ts + 1);
+    }
+}
 
-/// One distinct row's updates in the history being compacted.
+/// Blobs written or freed per transaction when compacting: each slice holds the writer
+/// lock for milliseconds, so appends, read holds and the ticker go on between slices.
+const COMPACTION_SLICE_PARTS: usize = 8;
+
+/// The history a compaction rewrites.
 #[derive(Default)]
-struct HistoryGroup {
-    /// Where its updates are stored.
-    rowids: Vec<i64>,
-    /// Their summed multiplicity.
-    net: i64,
-    /// A single update, already where compaction puts it.
-    settled: bool,
+struct History {
+    /// The `parts` rows it replaces.
+    parts: Vec<i64>,
+    /// Their updates and bytes.
+    updates: u64,
+    bytes: u64,
+    /// Encoded row -> summed multiplicity.
+    net: BytesMap<Vec<u8>, i64>,
 }
 
 /// The writer lock, held by [`Storage::hold_writes`].
@@ -302,6 +624,9 @@ pub struct Storage {
     /// How long durable appends take (the writer lock, the SQLite transaction and
     /// its fsync).
     write_latency: floe_metrics::Histogram,
+    /// Appends waiting for the writer: whichever takes it first writes them all in one
+    /// durable transaction (group commit).
+    queued_appends: Mutex<Vec<group_commit::QueuedAppend>>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -316,15 +641,6 @@ const SCHEMA: &str = "
         upper INTEGER NOT NULL,
         since INTEGER NOT NULL
     );
-    CREATE TABLE IF NOT EXISTS updates (
-        collection_id TEXT NOT NULL,
-        ts INTEGER NOT NULL,
-        diff INTEGER NOT NULL,
-        row BLOB NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS updates_by_time ON updates (collection_id, ts);
-    -- Retractions only (small): tells whether a snapshot needs consolidating.
-    CREATE INDEX IF NOT EXISTS updates_retractions ON updates (collection_id, ts) WHERE diff < 0;
     CREATE TABLE IF NOT EXISTS read_holds (
         collection_id TEXT NOT NULL,
         holder_id TEXT NOT NULL,
@@ -357,8 +673,20 @@ impl Storage {
             source,
         })?;
         let path = data_dir.join("storage.db");
-        let connection = open_connection(&path)?;
+        let mut connection = open_connection(&path)?;
         connection.execute_batch(SCHEMA)?;
+        connection.execute_batch(parts::SCHEMA)?;
+        let migrated = parts::migrate_row_log(&mut connection)?;
+        if migrated > 0 {
+            tracing::info!(
+                updates = migrated,
+                "the change log was rewritten into parts"
+            );
+        }
+        // Blobs of a compaction that a crash cut short.
+        let transaction = connection.transaction()?;
+        parts::delete_garbage(&transaction, usize::MAX)?;
+        transaction.commit()?;
         Ok(Arc::new(Storage {
             path,
             writer: Mutex::new(connection),
@@ -366,6 +694,7 @@ impl Storage {
             collections: RwLock::new(HashMap::new()),
             self_timed: Mutex::new(Default::default()),
             write_latency: floe_metrics::Histogram::default(),
+            queued_appends: Mutex::new(Vec::new()),
         }))
     }
 
@@ -448,29 +777,23 @@ impl Storage {
         let mut log_bytes = 0;
         let width = desc.columns.len();
         let mut narrow = false;
-        {
-            let mut statement =
-                writer.prepare("SELECT diff, row FROM updates WHERE collection_id = ?1")?;
-            let mut rows = statement.query(params![id.to_string()])?;
-            while let Some(record) = rows.next()? {
-                let diff: i64 = record.get(0)?;
-                let bytes: Vec<u8> = record.get(1)?;
-                log_updates += 1;
-                log_bytes += bytes.len() as u64 + 16;
-                let row = decode_row(&bytes).map_err(|e| StorageError::Corrupt {
-                    collection: id,
-                    message: e.to_string(),
-                })?;
-                if row.len() < width {
-                    // Written before an ADD COLUMN whose widening a crash cut short.
-                    narrow = true;
-                    let row = padded(&row, width);
-                    contents.apply(encode(&row), &row, diff);
-                } else {
-                    contents.apply(bytes, &row, diff);
-                }
+        let scanned = scan_updates(&writer, id, 0, u64::MAX, &mut |_, diff, bytes| {
+            log_updates += 1;
+            log_bytes += update_size(bytes.len());
+            let row = decode_row(bytes).map_err(|e| corrupt(id, e.to_string()))?;
+            if row.len() < width {
+                // Written before an ADD COLUMN whose widening a crash cut short.
+                narrow = true;
+                let row = padded(&row, width);
+                let change = contents.change(encode(&row), row, diff);
+                contents.apply(change);
+            } else {
+                let change = contents.change(bytes.to_vec(), row, diff);
+                contents.apply(change);
             }
-        }
+            Ok(())
+        });
+        scan_outcome(scanned)?.map_err(|message| corrupt(id, message))?;
         if narrow {
             let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
             pad_logged_rows(&transaction, id, width)?;
@@ -525,9 +848,10 @@ impl Storage {
             version: collection.contents.version + 1,
             ..Contents::default()
         };
-        for (row, count) in collection.contents.rows.values() {
+        for (_, (row, count)) in collection.contents.iter() {
             let row = padded(row, width);
-            contents.apply(encode(&row), &row, *count);
+            let change = contents.change(encode(&row), row, *count);
+            contents.apply(change);
         }
         collection.contents = contents;
         collection.desc = desc;
@@ -538,7 +862,11 @@ impl Storage {
     pub fn drop_collection(&self, id: GlobalId) -> Result<(), StorageError> {
         let mut writer = self.writer();
         let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for table in ["updates", "read_holds"] {
+        transaction.execute(
+            "DELETE FROM part_data WHERE id IN (SELECT data_id FROM parts WHERE collection_id = ?1)",
+            params![id.to_string()],
+        )?;
+        for table in ["parts", "read_holds"] {
             transaction.execute(
                 &format!("DELETE FROM {table} WHERE collection_id = ?1"),
                 params![id.to_string()],
@@ -566,78 +894,6 @@ impl Storage {
         self.append_many(vec![(id, updates)])
     }
 
-    /// Appends to several collections in one transaction at one timestamp:
-    /// all of it becomes durable and visible, or none of it.
-    pub fn append_many(
-        &self,
-        batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
-    ) -> Result<Result<Timestamp, AppendError>, StorageError> {
-        let started = std::time::Instant::now();
-        let mut writer = self.writer();
-        let mut prepared = Vec::with_capacity(batches.len());
-        let mut upper = 0;
-        {
-            let collections = self.collections_read();
-            for (id, updates) in batches {
-                let collection = collections
-                    .get(&id)
-                    .ok_or(StorageError::UnknownCollection(id))?;
-                let changes = consolidate(updates);
-                if let Err(e) = check_changes(&collection.contents, &changes) {
-                    return Ok(Err(e));
-                }
-                upper = upper.max(collection.upper);
-                prepared.push((id, changes));
-            }
-        }
-        let ts = Timestamp::now().millis().max(upper);
-        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut bytes_written = Vec::with_capacity(prepared.len());
-        {
-            let mut insert = transaction.prepare_cached(
-                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for (id, changes) in &prepared {
-                let id_text = id.to_string();
-                let mut bytes = 0;
-                for (encoded, _, diff) in changes {
-                    insert.execute(params![id_text, to_i64(ts), diff, encoded])?;
-                    bytes += encoded.len() as u64 + 16;
-                }
-                bytes_written.push(bytes);
-            }
-        }
-        for (id, _) in &prepared {
-            transaction.execute(
-                "UPDATE collections SET upper = max(upper, ?2) WHERE id = ?1",
-                params![id.to_string(), to_i64(ts + 1)],
-            )?;
-        }
-        transaction.commit()?;
-        self.write_latency.observe(started.elapsed());
-        // Durable: now visible to queries and, through the upper, to sinks.
-        let mut collections = self.collections_write();
-        for ((id, changes), bytes) in prepared.into_iter().zip(bytes_written) {
-            let collection = collections
-                .get_mut(&id)
-                .ok_or(StorageError::UnknownCollection(id))?;
-            collection.appended_updates += changes.len() as u64;
-            for (encoded, row, diff) in changes {
-                collection.contents.apply(encoded, &row, diff);
-                collection.log_updates += 1;
-            }
-            collection.log_bytes += bytes;
-            collection.appended_bytes += bytes;
-            // A write with no changes only moves the upper: the contents (and what
-            // queries cached of them) stay valid.
-            if bytes > 0 {
-                collection.contents.version += 1;
-            }
-            collection.upper = collection.upper.max(ts + 1);
-        }
-        Ok(Ok(Timestamp(ts)))
-    }
-
     /// Checks updates as [`Storage::append`] would (primary key, retractions of
     /// rows that are there), without writing them: a transaction checks its
     /// changes when a statement makes them and writes them at COMMIT.
@@ -650,10 +906,8 @@ impl Storage {
         let collection = collections
             .get(&id)
             .ok_or(StorageError::UnknownCollection(id))?;
-        Ok(check_changes(
-            &collection.contents,
-            &consolidate(updates.to_vec()),
-        ))
+        let changes = collection.contents.changes(updates.to_vec());
+        Ok(collection.contents.check(&changes, &Accepted::default()))
     }
 
     /// The current contents, each row repeated by its multiplicity, and the
@@ -663,13 +917,42 @@ impl Storage {
         let collection = collections
             .get(&id)
             .ok_or(StorageError::UnknownCollection(id))?;
-        let mut rows = Vec::with_capacity(collection.contents.rows.len());
-        for (row, count) in collection.contents.rows.values() {
-            for _ in 0..(*count).max(0) {
-                rows.push(Row::clone(row));
-            }
+        let mut rows = Vec::with_capacity(collection.contents.len());
+        for (_, (row, count)) in collection.contents.iter() {
+            repeat_row(row, *count, &mut rows);
         }
         Ok((rows, collection.contents.version))
+    }
+
+    /// The segments of the contents whose version is not the one in `known` (a segment
+    /// index -> version map of what the caller holds): each one's index, version and
+    /// rows (each repeated by its multiplicity); and the contents' version, read at once.
+    pub fn changed_segments(
+        &self,
+        id: GlobalId,
+        known: &[u64],
+    ) -> Result<(Vec<ContentsSegment>, u64), StorageError> {
+        let collections = self.collections_read();
+        let contents = &collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?
+            .contents;
+        let mut changed = Vec::new();
+        for (index, segment) in contents.segments.iter().enumerate() {
+            if known.get(index) == Some(&segment.version) {
+                continue;
+            }
+            let mut rows = Vec::with_capacity(segment.rows.len());
+            for (row, count) in segment.rows.values() {
+                repeat_row(row, *count, &mut rows);
+            }
+            changed.push(ContentsSegment {
+                index,
+                version: segment.version,
+                rows,
+            });
+        }
+        Ok((changed, contents.version))
     }
 
     /// The version of the contents (changes on every write).
@@ -744,23 +1027,21 @@ impl Storage {
                 frontier,
             });
         }
-        let encoded: Vec<(Vec<u8>, Row, u64, i64)> = updates
+        let mut encoded: Vec<(Vec<u8>, Row, u64, i64)> = updates
             .into_iter()
             .filter(|(_, ts, diff)| *diff != 0 && lower <= *ts && *ts < upper)
             .map(|(row, ts, diff)| (encode(&row), row, ts.0, diff))
             .collect();
-        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // A part holds its updates in time order.
+        encoded.sort_by_key(|(_, _, ts, _)| *ts);
+        let mut part_writer = PartWriter::default();
         let mut bytes = 0;
-        {
-            let mut insert = transaction.prepare_cached(
-                "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let id_text = id.to_string();
-            for (row, _, ts, diff) in &encoded {
-                insert.execute(params![id_text, to_i64(*ts), diff, row])?;
-                bytes += row.len() as u64 + 16;
-            }
+        for (row, _, ts, diff) in &encoded {
+            part_writer.push(*ts, *diff, row);
+            bytes += update_size(row.len());
         }
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        parts::insert_parts(&transaction, &id.to_string(), &part_writer.finish())?;
         transaction.execute(
             "UPDATE collections SET upper = ?2 WHERE id = ?1",
             params![id.to_string(), to_i64(upper.0)],
@@ -774,7 +1055,8 @@ impl Storage {
             collection.contents.version += 1;
         }
         for (bytes, row, _, diff) in encoded {
-            collection.contents.apply(bytes, &row, diff);
+            let change = collection.contents.change(bytes, row, diff);
+            collection.contents.apply(change);
             collection.log_updates += 1;
         }
         collection.log_bytes += bytes;
@@ -860,24 +1142,18 @@ impl Storage {
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
         let (arity, _) = self.check_readable(id, lower, upper)?;
-        // A connection of its own: WAL readers do not block the writer. The time index
-        // yields the rows in time order without a sort.
+        // A connection of its own: WAL readers do not block the writer.
         let connection = open_connection(&self.path)?;
         let transaction = connection.unchecked_transaction()?;
-        let mut statement = transaction.prepare(
-            "SELECT ts, diff, row FROM updates INDEXED BY updates_by_time
-             WHERE collection_id = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
-        )?;
-        let rows = statement.query(params![id.to_string(), to_i64(lower.0), to_i64(upper.0)])?;
-        Self::read_chunks(
+        let mut chunks = Chunks::new(id, arity, max_rows, chunk);
+        let scanned = scan_updates(
+            &transaction,
             id,
-            rows,
-            2,
-            arity,
-            max_rows,
-            |record| Ok((Timestamp(to_u64(record.get(0)?)), record.get(1)?)),
-            chunk,
-        )
+            lower.0,
+            upper.0,
+            &mut |ts, diff, bytes| chunks.push_encoded(Timestamp(ts), diff, bytes),
+        );
+        chunks.finish(scanned)
     }
 
     /// The contents as of `upper` (every update with `ts < upper`), consolidated: rows
@@ -910,26 +1186,20 @@ impl Storage {
         let connection = open_connection(&self.path)?;
         {
             let transaction = connection.unchecked_transaction()?;
+            // A part that reaches past `upper` with retractions counts: it may hold
+            // them before `upper` (the contents then answer, which is right too).
             let retracted: bool = transaction.query_row(
-                "SELECT EXISTS (SELECT 1 FROM updates INDEXED BY updates_retractions
-                 WHERE collection_id = ?1 AND ts < ?2 AND diff < 0)",
+                "SELECT EXISTS (SELECT 1 FROM parts
+                 WHERE collection_id = ?1 AND lower_ts < ?2 AND retractions > 0)",
                 params![id.to_string(), to_i64(upper.0)],
                 |record| record.get(0),
             )?;
             if !retracted {
-                let mut statement = transaction.prepare(
-                    "SELECT diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2",
-                )?;
-                let rows = statement.query(params![id.to_string(), to_i64(upper.0)])?;
-                return Self::read_chunks(
-                    id,
-                    rows,
-                    1,
-                    arity,
-                    max_rows,
-                    |record| Ok((as_of, record.get(0)?)),
-                    chunk,
-                );
+                let mut chunks = Chunks::new(id, arity, max_rows, chunk);
+                let scanned = scan_updates(&transaction, id, 0, upper.0, &mut |_, diff, bytes| {
+                    chunks.push_encoded(as_of, diff, bytes)
+                });
+                return chunks.finish(scanned);
             }
         }
         // Consolidating the log would sort all of it: take the consolidated contents
@@ -942,7 +1212,6 @@ impl Storage {
                 .ok_or(StorageError::UnknownCollection(id))?;
             let contents: Vec<(Arc<[u8]>, Arc<Row>, i64)> = collection
                 .contents
-                .rows
                 .iter()
                 .map(|(bytes, (row, count))| (bytes.clone(), row.clone(), *count))
                 .collect();
@@ -952,114 +1221,36 @@ impl Storage {
         let mut later: HashMap<Vec<u8>, i64> = HashMap::new();
         if contents_upper > upper.0 {
             let transaction = connection.unchecked_transaction()?;
-            let mut statement = transaction.prepare(
-                "SELECT diff, row FROM updates INDEXED BY updates_by_time
-                 WHERE collection_id = ?1 AND ts >= ?2 AND ts < ?3",
-            )?;
-            let mut rows = statement.query(params![
-                id.to_string(),
-                to_i64(upper.0),
-                to_i64(contents_upper)
-            ])?;
-            while let Some(record) = rows.next()? {
-                *later.entry(record.get(1)?).or_insert(0) += record.get::<_, i64>(0)?;
-            }
+            let scanned = scan_updates(
+                &transaction,
+                id,
+                upper.0,
+                contents_upper,
+                &mut |_, diff, bytes| {
+                    *later.entry(bytes.to_vec()).or_insert(0) += diff;
+                    Ok(())
+                },
+            );
+            scan_outcome(scanned)?.map_err(|message| corrupt(id, message))?;
         }
-        let max_rows = max_rows.max(1);
-        let mut buffer = Vec::with_capacity(max_rows.min(65_536));
-        let streamed = {
-            let mut push = |row: Row, diff: i64, buffer: &mut Vec<LogUpdate>| {
-                if row.len() != arity {
-                    return Err(Err(StorageError::Corrupt {
-                        collection: id,
-                        message: format!("a row of {} columns in a relation of {arity}", row.len()),
-                    }));
+        let mut chunks = Chunks::new(id, arity, max_rows, chunk);
+        let stream = || -> Result<(), ScanStop> {
+            for (bytes, row, count) in contents {
+                let count = count - later.remove(&*bytes).unwrap_or(0);
+                if count > 0 {
+                    chunks.push(as_of, count, Row::clone(&row))?;
                 }
-                buffer.push(LogUpdate {
-                    row,
-                    ts: as_of,
-                    diff,
-                });
-                if buffer.len() >= max_rows {
-                    // `Ok(message)`: the reader stopped.
-                    chunk(std::mem::take(buffer)).map_err(Ok)?;
+            }
+            // What is left was removed since `upper`: there then, gone from the contents.
+            for (bytes, diff) in later {
+                if diff < 0 {
+                    chunks.push_encoded(as_of, -diff, &bytes)?;
                 }
-                Ok(())
-            };
-            let stream = || -> Result<(), Result<String, StorageError>> {
-                for (bytes, row, count) in contents {
-                    let count = count - later.remove(&*bytes).unwrap_or(0);
-                    if count > 0 {
-                        push(Row::clone(&row), count, &mut buffer)?;
-                    }
-                }
-                // What is left was removed since `upper`: there then, gone from the contents.
-                for (bytes, diff) in later {
-                    if diff < 0 {
-                        let row = decode_row(&bytes).map_err(|e| {
-                            Err(StorageError::Corrupt {
-                                collection: id,
-                                message: e.to_string(),
-                            })
-                        })?;
-                        push(row, -diff, &mut buffer)?;
-                    }
-                }
-                Ok(())
-            };
-            stream()
+            }
+            Ok(())
         };
-        match streamed {
-            Ok(()) if buffer.is_empty() => Ok(Ok(())),
-            Ok(()) => Ok(chunk(buffer)),
-            Err(Ok(stopped)) => Ok(Err(stopped)),
-            Err(Err(error)) => Err(error),
-        }
-    }
-
-    /// Decodes records into chunks of updates: the encoded row is column `row_column`,
-    /// `time_and_diff` reads the rest of a record.
-    fn read_chunks(
-        id: GlobalId,
-        mut rows: rusqlite::Rows<'_>,
-        row_column: usize,
-        arity: usize,
-        max_rows: usize,
-        time_and_diff: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(Timestamp, i64)>,
-        chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
-    ) -> Result<Result<(), String>, StorageError> {
-        let max_rows = max_rows.max(1);
-        let mut buffer = Vec::with_capacity(max_rows.min(65_536));
-        while let Some(record) = rows.next()? {
-            let corrupt = |message: String| StorageError::Corrupt {
-                collection: id,
-                message,
-            };
-            let bytes = record
-                .get_ref(row_column)?
-                .as_blob()
-                .map_err(|e| corrupt(e.to_string()))?;
-            let row = decode_row(bytes).map_err(|e| corrupt(e.to_string()))?;
-            if row.len() != arity {
-                return Err(corrupt(format!(
-                    "a row of {} columns in a relation of {arity}",
-                    row.len()
-                )));
-            }
-            let (ts, diff) = time_and_diff(record)?;
-            buffer.push(LogUpdate { row, ts, diff });
-            if buffer.len() >= max_rows
-                && let Err(e) = chunk(std::mem::take(&mut buffer))
-            {
-                return Ok(Err(e));
-            }
-        }
-        if !buffer.is_empty()
-            && let Err(e) = chunk(buffer)
-        {
-            return Ok(Err(e));
-        }
-        Ok(Ok(()))
+        let streamed = stream();
+        chunks.finish(streamed)
     }
 
     /// Holds back compaction of `id` at `frontier` on behalf of `holder`.
@@ -1147,96 +1338,156 @@ impl Storage {
         Ok(compacted)
     }
 
-    /// Consolidates every update before `target` into rows at `target - 1`, in slices:
-    /// the compaction frontier moves first (reads below `target` are refused from then
-    /// on), the history is read and grouped per distinct row without the writer lock, and
-    /// each slice of groups is rewritten in a short transaction of its own (a group's
-    /// updates deleted and its net inserted together), so every commit leaves the
-    /// contents as of any time from `target - 1` on unchanged and writers wait for one
-    /// slice at most. A crash between slices leaves a log that is correct and only
-    /// partly compacted.
+    /// Consolidates every part wholly before `target` into parts at `target - 1`. The
+    /// compaction frontier moves first (reads below `target` are refused from then on);
+    /// the history is read and consolidated without the writer lock; the new blobs are
+    /// stored a few per transaction (garbage until used); then one short transaction
+    /// swaps the old parts for the new; the old blobs are freed in slices. Writers wait
+    /// for one slice at most, and a crash at any point leaves a log that is correct.
     pub fn compact_collection(&self, id: GlobalId, target: u64) -> Result<(), StorageError> {
         let id_text = id.to_string();
-        {
+        let width = {
             let writer = self.writer();
             writer.execute(
                 "UPDATE collections SET since = max(since, ?2) WHERE id = ?1",
                 params![id_text, to_i64(target)],
             )?;
-            if let Some(collection) = self.collections_write().get_mut(&id) {
-                collection.since = collection.since.max(target);
+            let mut collections = self.collections_write();
+            let collection = collections
+                .get_mut(&id)
+                .ok_or(StorageError::UnknownCollection(id))?;
+            collection.since = collection.since.max(target);
+            collection.desc.columns.len()
+        };
+        let settled_at = target.saturating_sub(1);
+        let Some(history) = self.history(id, target, settled_at)? else {
+            return Ok(());
+        };
+        let mut part_writer = PartWriter::default();
+        for (bytes, net) in &history.net {
+            if *net != 0 {
+                part_writer.push(settled_at, *net, bytes);
             }
         }
-        let settled_at = target.saturating_sub(1);
-        let groups = self.history_groups(id, target, settled_at)?;
-        let mut groups = groups.into_iter().peekable();
-        while groups.peek().is_some() {
+        let outputs = part_writer.finish();
+        let mut data_ids = Vec::with_capacity(outputs.len());
+        for slice in outputs.chunks(COMPACTION_SLICE_PARTS) {
             let mut writer = self.writer();
             let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let (mut removed, mut removed_bytes, mut added, mut added_bytes) =
-                (0u64, 0u64, 0u64, 0u64);
-            {
-                let mut delete =
-                    transaction.prepare_cached("DELETE FROM updates WHERE rowid = ?1")?;
-                let mut insert = transaction.prepare_cached(
-                    "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, ?2, ?3, ?4)",
-                )?;
-                while (removed as usize) < COMPACTION_SLICE {
-                    let Some((bytes, group)) = groups.next() else {
-                        break;
-                    };
-                    let size = bytes.len() as u64 + 16;
-                    for rowid in &group.rowids {
-                        delete.execute(params![rowid])?;
-                    }
-                    removed += group.rowids.len() as u64;
-                    removed_bytes += size * group.rowids.len() as u64;
-                    if group.net != 0 {
-                        insert.execute(params![id_text, to_i64(settled_at), group.net, bytes])?;
-                        added += 1;
-                        added_bytes += size;
-                    }
-                }
+            for part in slice {
+                data_ids.push(parts::insert_data(&transaction, &part.data)?);
             }
             transaction.commit()?;
             drop(writer);
             self.let_writers_pass();
+        }
+        if self.swap_parts(id, width, &history.parts, &outputs, &data_ids)? {
+            let added: u64 = outputs.iter().map(|p| p.updates).sum();
+            let added_bytes: u64 = outputs.iter().map(|p| p.data.len() as u64).sum();
             if let Some(collection) = self.collections_write().get_mut(&id) {
-                collection.log_updates = (collection.log_updates + added).saturating_sub(removed);
+                collection.log_updates =
+                    (collection.log_updates + added).saturating_sub(history.updates);
                 collection.log_bytes =
-                    (collection.log_bytes + added_bytes).saturating_sub(removed_bytes);
+                    (collection.log_bytes + added_bytes).saturating_sub(history.bytes);
+                collection.updates_after_compaction = collection.log_updates;
             }
         }
-        if let Some(collection) = self.collections_write().get_mut(&id) {
-            collection.updates_after_compaction = collection.log_updates;
-        }
-        Ok(())
+        self.collect_garbage()
     }
 
-    /// The updates of `id` before `target`, grouped per distinct row (encoded), read on a
-    /// connection of its own: WAL readers neither take nor wait for the writer lock.
-    /// A row's single update already at `settled_at` is left out: nothing to rewrite.
-    fn history_groups(
+    /// Replaces the parts `inputs` of `id` by the stored blobs `data_ids` of `outputs`,
+    /// in one transaction; `false` (nothing changed) if the collection was dropped or
+    /// widened meanwhile, or an input is gone.
+    fn swap_parts(
+        &self,
+        id: GlobalId,
+        width: usize,
+        inputs: &[i64],
+        outputs: &[parts::EncodedPart],
+        data_ids: &[i64],
+    ) -> Result<bool, StorageError> {
+        let mut writer = self.writer();
+        let unchanged = self
+            .collections_read()
+            .get(&id)
+            .is_some_and(|c| c.desc.columns.len() == width);
+        if !unchanged {
+            return Ok(false);
+        }
+        let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut delete = transaction.prepare_cached("DELETE FROM parts WHERE rowid = ?1")?;
+            for rowid in inputs {
+                if delete.execute(params![rowid])? != 1 {
+                    return Ok(false);
+                }
+            }
+        }
+        let id_text = id.to_string();
+        for (part, data_id) in outputs.iter().zip(data_ids) {
+            parts::insert_part_row(&transaction, &id_text, part, *data_id)?;
+        }
+        transaction.commit()?;
+        Ok(true)
+    }
+
+    /// Frees the blobs no part points at, a slice per transaction.
+    fn collect_garbage(&self) -> Result<(), StorageError> {
+        loop {
+            let mut writer = self.writer();
+            let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let deleted = parts::delete_garbage(&transaction, COMPACTION_SLICE_PARTS)?;
+            transaction.commit()?;
+            drop(writer);
+            if deleted < COMPACTION_SLICE_PARTS {
+                return Ok(());
+            }
+            self.let_writers_pass();
+        }
+    }
+
+    /// The parts of `id` wholly before `target` and their updates consolidated per
+    /// distinct row, read on a connection of its own (WAL readers neither take nor wait
+    /// for the writer lock). `None` when there is nothing to rewrite: no parts, or one
+    /// already at `settled_at`.
+    fn history(
         &self,
         id: GlobalId,
         target: u64,
         settled_at: u64,
-    ) -> Result<HashMap<Vec<u8>, HistoryGroup>, StorageError> {
+    ) -> Result<Option<History>, StorageError> {
         let connection = open_connection(&self.path)?;
         let transaction = connection.unchecked_transaction()?;
         let mut statement = transaction.prepare(
-            "SELECT rowid, ts, diff, row FROM updates WHERE collection_id = ?1 AND ts < ?2",
+            "SELECT p.rowid, p.lower_ts, d.data FROM parts p JOIN part_data d ON d.id = p.data_id
+             WHERE p.collection_id = ?1 AND p.max_ts < ?2",
         )?;
-        let mut rows = statement.query(params![id.to_string(), to_i64(target)])?;
-        let mut groups: HashMap<Vec<u8>, HistoryGroup> = HashMap::new();
-        while let Some(record) = rows.next()? {
-            let group = groups.entry(record.get(3)?).or_default();
-            group.rowids.push(record.get(0)?);
-            group.net += record.get::<_, i64>(2)?;
-            group.settled = group.rowids.len() == 1 && to_u64(record.get(1)?) == settled_at;
+        let mut records = statement.query(params![id.to_string(), to_i64(target)])?;
+        let mut history = History::default();
+        let mut settled = true;
+        while let Some(record) = records.next()? {
+            history.parts.push(record.get(0)?);
+            settled &= to_u64(record.get(1)?) == settled_at;
+            let data = record
+                .get_ref(2)?
+                .as_blob()
+                .map_err(|e| corrupt(id, e.to_string()))?;
+            history.bytes += data.len() as u64;
+            for update in PartUpdates::new(data) {
+                let (_, diff, bytes) = update.map_err(|message| corrupt(id, message))?;
+                history.updates += 1;
+                match history.net.get_mut(bytes) {
+                    Some(net) => *net += diff,
+                    None => {
+                        history.net.insert(bytes.to_vec(), diff);
+                    }
+                }
+            }
         }
-        groups.retain(|_, group| !group.settled);
-        Ok(groups)
+        if history.parts.is_empty() || (history.parts.len() == 1 && settled) {
+            return Ok(None);
+        }
+        Ok(Some(history))
     }
 
     /// The ids of every collection with a log on disk.

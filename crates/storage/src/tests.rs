@@ -371,13 +371,12 @@ fn a_row_of_the_wrong_shape_on_disk_is_corruption_not_a_panic() {
     // A valid encoding of a one-column row, written behind storage's back.
     let mut bytes = Vec::new();
     encode_row(&vec![Datum::Int32(2)], &mut bytes);
-    let connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
-    connection
-        .execute(
-            "INSERT INTO updates (collection_id, ts, diff, row) VALUES (?1, 1, 1, ?2)",
-            rusqlite::params![id.to_string(), bytes],
-        )
-        .unwrap();
+    let mut connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+    let mut part = parts::PartWriter::default();
+    part.push(1, 1, &bytes);
+    let transaction = connection.transaction().unwrap();
+    parts::insert_parts(&transaction, &id.to_string(), &part.finish()).unwrap();
+    transaction.commit().unwrap();
     let upper = storage.upper(id).unwrap();
     let read = storage.read(id, Timestamp(0), upper, 10, &mut |_| Ok(()));
     assert!(
@@ -463,17 +462,16 @@ fn snapshots_with_retractions_equal_replaying_the_log() {
     }
 }
 
-/// Compaction rewrites history in slices and lets writers through between them: an append
-/// made while a long compaction runs returns before the compaction ends, and the log is
-/// right afterwards (every row inserted and deleted is gone, the later append kept).
+/// Compaction rewrites history without holding the writer for the whole of it: appends
+/// made by another thread while it runs go through and are kept, the history is
+/// consolidated away, and no blob is left that no part points at.
 #[test]
-fn compaction_lets_appends_through_between_its_slices() {
+fn appends_made_while_compaction_runs_are_kept() {
     let dir = tempfile::tempdir().unwrap();
     let id = GlobalId::User(1);
     let storage = Storage::open(dir.path()).unwrap();
     storage.register(id, desc_with_key()).unwrap();
     let rows: i32 = 50_000;
-    assert!(2 * rows as usize > 10 * COMPACTION_SLICE, "many slices");
     for start in (0..rows).step_by(2_000) {
         let batch = (start..start + 2_000).map(|i| (row(i, "x"), 1)).collect();
         storage.append(id, batch).unwrap().unwrap();
@@ -484,39 +482,131 @@ fn compaction_lets_appends_through_between_its_slices() {
     }
     let target = storage.upper(id).unwrap();
     storage.set_read_hold(id, "sink-u1", target).unwrap();
-    let history = storage.usage()[0].updates;
-    assert_eq!(history, 2 * rows as u64);
+    assert_eq!(storage.usage()[0].updates, 2 * rows as u64);
 
     let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    let appended = std::thread::scope(|scope| {
         scope.spawn(|| {
             storage.compact_collection(id, target.0).unwrap();
             done.store(true, Ordering::SeqCst);
         });
-        // Once the first slice is committed, an append gets through before the last.
-        while storage.usage()[0].updates == history {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        let mut appended = 0;
+        while !done.load(Ordering::SeqCst) || appended == 0 {
+            appended += 1;
+            storage
+                .append(id, vec![(row(-appended, "later"), 1)])
+                .unwrap()
+                .unwrap();
         }
-        storage
-            .append(id, vec![(row(-1, "later"), 1)])
-            .unwrap()
-            .unwrap();
-        assert!(
-            !done.load(Ordering::SeqCst),
-            "the append waited for the whole compaction"
-        );
+        appended
     });
     assert_eq!(storage.since(id).unwrap(), target);
     let all = read_all(&storage, id, 0);
+    assert_eq!(all.len(), appended as usize, "history consolidated away");
+    assert!(all.iter().all(|u| u.diff == 1 && u.ts >= target));
+    assert_eq!(storage.usage()[0].updates, appended as u64);
+    assert_eq!(storage.contents(id).unwrap().0.len(), appended as usize);
+    assert_eq!(garbage_blobs(dir.path()), 0);
+    drop(storage);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    assert_eq!(storage.contents(id).unwrap().0.len(), appended as usize);
+}
+
+/// Blobs of the log that no part points at.
+fn garbage_blobs(dir: &std::path::Path) -> i64 {
+    let connection = rusqlite::Connection::open(dir.join("storage.db")).unwrap();
+    connection
+        .query_row(
+            "SELECT count(*) FROM part_data
+             WHERE NOT EXISTS (SELECT 1 FROM parts WHERE parts.data_id = part_data.id)",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap()
+}
+
+/// A compaction cut short after storing its new blobs and before swapping them in (a
+/// crash) leaves the log as it was; opening the storage frees the orphaned blobs.
+#[test]
+fn blobs_of_a_compaction_cut_short_are_freed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    storage.append(id, vec![(row(1, "a"), 1)]).unwrap().unwrap();
+    drop(storage);
+    {
+        let mut connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+        let transaction = connection.transaction().unwrap();
+        parts::insert_data(&transaction, b"an orphan").unwrap();
+        transaction.commit().unwrap();
+    }
+    assert_eq!(garbage_blobs(dir.path()), 1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    assert_eq!(garbage_blobs(dir.path()), 0);
+    assert_eq!(storage.contents(id).unwrap().0, vec![row(1, "a")]);
+}
+
+/// A data directory whose log has a row per update (floe before parts) is rewritten
+/// into parts when opened: the same contents, history and frontiers.
+#[test]
+fn a_log_of_rows_is_rewritten_into_parts_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    {
+        let connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE collections (id TEXT PRIMARY KEY, upper INTEGER NOT NULL,
+                     since INTEGER NOT NULL);
+                 CREATE TABLE updates (collection_id TEXT NOT NULL, ts INTEGER NOT NULL,
+                     diff INTEGER NOT NULL, row BLOB NOT NULL);
+                 CREATE INDEX updates_by_time ON updates (collection_id, ts);
+                 INSERT INTO collections VALUES ('u1', 10, 0);",
+            )
+            .unwrap();
+        for (ts, diff, r) in [
+            (3, 1, row(1, "a")),
+            (5, 1, row(2, "b")),
+            (7, -1, row(1, "a")),
+        ] {
+            let mut bytes = Vec::new();
+            encode_row(&r, &mut bytes);
+            connection
+                .execute(
+                    "INSERT INTO updates VALUES ('u1', ?1, ?2, ?3)",
+                    rusqlite::params![ts, diff, bytes],
+                )
+                .unwrap();
+        }
+    }
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    assert_eq!(storage.contents(id).unwrap().0, vec![row(2, "b")]);
+    assert_eq!(storage.upper(id).unwrap(), Timestamp(10));
+    let history: Vec<_> = read_all(&storage, id, 0)
+        .into_iter()
+        .map(|u| (u.ts.0, u.diff, u.row))
+        .collect();
     assert_eq!(
-        all.len(),
-        1,
-        "history consolidated away: {:?}",
-        &all[..all.len().min(3)]
+        history,
+        vec![
+            (3, 1, row(1, "a")),
+            (5, 1, row(2, "b")),
+            (7, -1, row(1, "a"))
+        ]
     );
-    assert_eq!(all[0].row, row(-1, "later"));
-    assert_eq!(storage.usage()[0].updates, 1);
-    assert_eq!(storage.contents(id).unwrap().0, vec![row(-1, "later")]);
+    let connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+    let old_table: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'updates'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(old_table, 0);
 }
 
 /// A self-timed collection (a Postgres source's) keeps the upper its writer gave it:
@@ -698,4 +788,124 @@ fn registering_wider_than_the_log_pads_it_as_widening_would() {
     // And the old row can be retracted at its new width.
     storage.append(id, vec![(padded, -1)]).unwrap().unwrap();
     assert!(storage.contents(id).unwrap().0.is_empty());
+}
+
+/// Appends that wait for the writer together are written in one durable transaction, in
+/// the order they came, each checked against the ones before it: of two inserts of one
+/// key the second is refused alone, a retraction of a row inserted earlier in the group
+/// is accepted, and everything accepted is there after reopening.
+#[test]
+fn appends_waiting_together_share_one_durable_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    let commits_before = storage.write_latency().count();
+    let appends: Vec<Vec<(Row, i64)>> = vec![
+        vec![(row(1, "a"), 1)],
+        vec![(row(2, "b"), 1)],
+        // The same key as the first: refused.
+        vec![(row(1, "again"), 1)],
+        // Retracts the second's row and takes its key: accepted.
+        vec![(row(2, "b"), -1), (row(2, "c"), 1)],
+        vec![(row(3, "d"), 1)],
+    ];
+    let count = appends.len();
+    let outcomes = std::thread::scope(|scope| {
+        let held = storage.hold_writes();
+        let mut threads = Vec::new();
+        for (position, updates) in appends.into_iter().enumerate() {
+            let storage = &storage;
+            threads.push(scope.spawn(move || storage.append(id, updates).unwrap()));
+            // Queued in this order before the next one starts.
+            while storage.queued_appends.lock().unwrap().len() < position + 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        drop(held);
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(
+        storage.write_latency().count() - commits_before,
+        1,
+        "{count} appends in one durable transaction"
+    );
+    let ts = outcomes[0].clone().unwrap();
+    for (position, outcome) in outcomes.iter().enumerate() {
+        match position {
+            2 => assert_eq!(
+                outcome,
+                &Err(AppendError::UniqueViolation {
+                    key: vec![Datum::Int32(1)]
+                })
+            ),
+            _ => assert_eq!(
+                outcome,
+                &Ok(ts),
+                "append {position} at the group's timestamp"
+            ),
+        }
+    }
+    let mut expected = vec![row(1, "a"), row(2, "c"), row(3, "d")];
+    expected.sort_by_key(|r| format!("{r:?}"));
+    let sorted = |mut rows: Vec<Row>| {
+        rows.sort_by_key(|r| format!("{r:?}"));
+        rows
+    };
+    assert_eq!(sorted(storage.contents(id).unwrap().0), expected);
+    assert_eq!(storage.upper(id).unwrap(), Timestamp(ts.0 + 1));
+    drop(storage);
+    let reopened = Storage::open(dir.path()).unwrap();
+    reopened.register(id, desc_with_key()).unwrap();
+    assert_eq!(sorted(reopened.contents(id).unwrap().0), expected);
+}
+
+/// A reader that keeps a form of each segment of the contents learns from
+/// `changed_segments` which ones a write touched: one row written changes one segment,
+/// and the segments it returns, with the ones kept, are the whole contents.
+#[test]
+fn a_write_changes_only_the_segments_of_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    let batch = (0..5_000).map(|i| (row(i, "x"), 1)).collect();
+    storage.append(id, batch).unwrap().unwrap();
+    let (all, version) = storage.changed_segments(id, &[]).unwrap();
+    assert_eq!(all.len(), SEGMENTS, "5,000 rows fill every segment");
+    let mut known = vec![0; SEGMENTS];
+    let mut held: Vec<Vec<Row>> = vec![Vec::new(); SEGMENTS];
+    for segment in all {
+        known[segment.index] = segment.version;
+        held[segment.index] = segment.rows;
+    }
+    assert_eq!(
+        storage.changed_segments(id, &known).unwrap(),
+        (vec![], version)
+    );
+
+    storage
+        .append(id, vec![(row(7, "x"), -1), (row(7, "y"), 1)])
+        .unwrap()
+        .unwrap();
+    let (changed, newer) = storage.changed_segments(id, &known).unwrap();
+    assert!(newer > version);
+    assert!(
+        (1..=2).contains(&changed.len()),
+        "an update touches the segments of its old and new row: {}",
+        changed.len()
+    );
+    for segment in changed {
+        assert_eq!(segment.version, newer);
+        held[segment.index] = segment.rows;
+    }
+    let mut rebuilt: Vec<Row> = held.into_iter().flatten().collect();
+    let mut contents = storage.contents(id).unwrap().0;
+    rebuilt.sort_by_key(|r| format!("{r:?}"));
+    contents.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(rebuilt, contents);
+    assert!(contents.contains(&row(7, "y")) && !contents.contains(&row(7, "x")));
 }

@@ -5,12 +5,20 @@ Usage: reader.py < REQUEST.json > RESULT.json
 REQUEST: {"location": "<metadata.json: local path, file:// or s3:// URL>",
           "s3": {"endpoint": "http://127.0.0.1:PORT", "access_key_id": "..",
                  "secret_access_key": "..", "session_token": null, "region": "us-east-1"},
-          "query": "SELECT ... FROM t"   (optional; t is the table as DuckDB reads it)}
+          "query": "SELECT ... FROM t"   (optional; t is the table as DuckDB reads it),
+          "engine": "pyiceberg"   (optional: the rows of pyiceberg's scan instead of DuckDB's),
+          "row_filter": "id = 3"   (optional, with pyiceberg: the scan's filter; the files
+                                    its plan reads are listed as "planned_files"),
+          "repeat": n   (optional: run DuckDB's query n times, for timing)}
 
 RESULT: {"columns": [{"name", "type"}], "rows": [{column: value}],
          "metadata": <the metadata.json document>, "snapshots": [...],
          "current_snapshot_id": int|null,
-         "files": [live data and delete files of the current snapshot]}
+         "files": [live data and delete files of the current snapshot],
+         "manifests": [the current snapshot's manifests: path, content, partition_spec_id,
+                       partitions (per field: contains_null, contains_nan, bounds as hex)],
+         "planned_files": [paths of the data files pyiceberg's filtered scan reads],
+         "query_seconds": [seconds each run of the query took]}
 
 Rows are read by DuckDB's iceberg extension (equality and position deletes applied). The
 extensions are loaded from the pip packages' files (httpfs, then avro, then iceberg);
@@ -107,19 +115,38 @@ def connect(req, tmp):
 
 
 def duckdb_rows(req, tmp):
+    """The query's columns and rows, and the seconds each of its `repeat` runs took (the
+    connection made and the extensions loaded before the first)."""
+    import time
+
     con = connect(req, tmp)
-    rel = con.sql(req.get("query") or "SELECT * FROM t")
+    seconds = []
+    for _ in range(max(1, int(req.get("repeat") or 1))):
+        started = time.perf_counter()
+        rel = con.sql(req.get("query") or "SELECT * FROM t")
+        fetched = rel.fetchall()
+        seconds.append(time.perf_counter() - started)
     columns = [{"name": n, "type": str(ty)} for n, ty in zip(rel.columns, rel.types)]
-    rows = [
-        {c["name"]: to_json(v) for c, v in zip(columns, row)} for row in rel.fetchall()
-    ]
+    rows = [{c["name"]: to_json(v) for c, v in zip(columns, row)} for row in fetched]
     con.close()
-    return columns, rows
+    return columns, rows, seconds
 
 
-def file_io(req):
-    from pyiceberg.io import load_file_io
+def pyiceberg_rows(req):
+    """The rows as pyiceberg's own scan reads them (position deletes applied; it refuses
+    equality deletes with an error)."""
+    from pyiceberg.table import StaticTable
 
+    table = StaticTable.from_metadata(req["location"], properties=io_properties(req))
+    scan = table.scan(row_filter=req["row_filter"]) if req.get("row_filter") else table.scan()
+    planned = sorted(task.file.file_path for task in scan.plan_files())
+    arrow = scan.to_arrow()
+    columns = [{"name": f.name, "type": str(f.type)} for f in arrow.schema]
+    rows = [{c["name"]: to_json(row[c["name"]]) for c in columns} for row in arrow.to_pylist()]
+    return columns, rows, planned
+
+
+def io_properties(req):
     props = {}
     s3 = req.get("s3")
     if s3:
@@ -132,7 +159,13 @@ def file_io(req):
         }
         if s3.get("session_token"):
             props["s3.session-token"] = s3["session_token"]
-    return load_file_io(props, req["location"])
+    return props
+
+
+def file_io(req):
+    from pyiceberg.io import load_file_io
+
+    return load_file_io(io_properties(req), req["location"])
 
 
 def b64_or_hex(value):
@@ -150,15 +183,34 @@ def metadata_and_files(req):
     doc = json.loads(raw)
     metadata = TableMetadataUtil.parse_raw(raw)
     files = []
+    manifests = []
     snapshot = metadata.current_snapshot()
     if snapshot is not None:
         for manifest in snapshot.manifests(io):
+            manifests.append(
+                {
+                    "manifest_path": manifest.manifest_path,
+                    "content": {0: "data", 1: "deletes"}[int(manifest.content)],
+                    "partition_spec_id": manifest.partition_spec_id,
+                    "partitions": [
+                        {
+                            "contains_null": p.contains_null,
+                            "contains_nan": p.contains_nan,
+                            "lower_bound": b64_or_hex(p.lower_bound),
+                            "upper_bound": b64_or_hex(p.upper_bound),
+                        }
+                        for p in (manifest.partitions or [])
+                    ],
+                }
+            )
             for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
                 df = entry.data_file
                 files.append(
                     {
                         "content": {0: "data", 1: "position_deletes", 2: "equality_deletes"}[int(df.content)],
                         "file_path": df.file_path,
+                        "spec_id": df.spec_id,
+                        "partition": [to_json(v) for v in df.partition],
                         "file_format": str(df.file_format.name).lower(),
                         "record_count": df.record_count,
                         "file_size_in_bytes": df.file_size_in_bytes,
@@ -176,14 +228,19 @@ def metadata_and_files(req):
                         "upper_bounds": {str(k): b64_or_hex(v) for k, v in (df.upper_bounds or {}).items()},
                     }
                 )
-    return doc, files
+    return doc, files, manifests
 
 
 def main():
     req = json.load(sys.stdin)
-    doc, files = metadata_and_files(req)
-    with tempfile.TemporaryDirectory(prefix="floe-reader-") as tmp:
-        columns, rows = duckdb_rows(req, tmp)
+    doc, files, manifests = metadata_and_files(req)
+    seconds = []
+    planned = []
+    if req.get("engine") == "pyiceberg":
+        columns, rows, planned = pyiceberg_rows(req)
+    else:
+        with tempfile.TemporaryDirectory(prefix="floe-reader-") as tmp:
+            columns, rows, seconds = duckdb_rows(req, tmp)
     out = {
         "columns": columns,
         "rows": rows,
@@ -191,6 +248,9 @@ def main():
         "snapshots": doc.get("snapshots", []),
         "current_snapshot_id": doc.get("current-snapshot-id"),
         "files": files,
+        "manifests": manifests,
+        "planned_files": planned,
+        "query_seconds": seconds,
     }
     json.dump(out, sys.stdout)
 

@@ -18,17 +18,21 @@
 //! | [`Moto`] | STS/IAM/S3 with IAM enforcement, plus a front strict about `sts:ExternalId` |
 //! | [`OAuthServer`] | OAuth2 client-credentials server (oauth2-mock-server) |
 //! | [`UnityFront`] | Unity-Catalog-shaped front for SeaweedFS's REST catalog |
+//! | [`ContainerCredentials`], [`InstanceMetadata`] | ECS container credentials and EC2 IMDSv2, strict, serving a moto session |
 //! | [`AwsFront`] | STS as strict as AWS (moto decides, SeaweedFS mints) and S3, on one endpoint |
 //! | [`FaultProxy`] | HTTP(S) proxy with switchable faults and request counts |
 //! | [`Reader`] | DuckDB (+ pyiceberg metadata) reading of an Iceberg table |
 //! | [`Postgres`] | PostgreSQL with logical replication (optionally TLS), run as `postgres` under root |
+//! | [`grammar::Gen`] | random queries from a grammar of the constructs views maintain |
 //! | [`maintenance::maintain`] | foreign maintenance (pyiceberg): compaction, expiry, spec and property changes |
 //!
 //! See `docs/testing.md` for the details.
 
 pub mod aws;
 pub mod aws_front;
+pub mod credential_endpoints;
 pub mod fault_proxy;
+pub mod grammar;
 pub mod http;
 pub mod maintenance;
 pub mod moto;
@@ -44,8 +48,9 @@ pub mod walkthrough;
 
 pub use aws::AwsCredentials;
 pub use aws_front::AwsFront;
+pub use credential_endpoints::{ContainerCredentials, EndpointRequest, InstanceMetadata};
 pub use fault_proxy::{FaultProxy, Outcome, RequestRecord};
-pub use moto::{AssumedRole, Moto, MotoRole, WebIdentityRole, moto_shared};
+pub use moto::{AssumedRole, Moto, MotoRole, WebIdentityRole, WorkloadSession, moto_shared};
 pub use oauth::{Grant, OAuthServer};
 pub use ports::free_port;
 pub use postgres::{Postgres, postgres_shared};

@@ -40,6 +40,19 @@ pub struct WebIdentityRole {
     pub role_name: String,
 }
 
+/// A session of a workload's role (an ECS task role, an EC2 instance profile), as those
+/// services hand it to the workload.
+#[derive(Clone, Debug)]
+pub struct WorkloadSession {
+    pub role_arn: String,
+    pub role_name: String,
+    /// `arn:aws:sts::<account>:assumed-role/<role>/<session>`: who these credentials are.
+    pub session_arn: String,
+    pub credentials: AwsCredentials,
+    /// When the credentials expire (ISO 8601, as STS answers it).
+    pub expiration: String,
+}
+
 /// A session moto handed out (`sts.AssumedRole[]` of `/moto-api/data.json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssumedRole {
@@ -247,6 +260,40 @@ impl Moto {
         WebIdentityRole {
             role_arn,
             role_name,
+        }
+    }
+
+    /// A new role the admin may assume and whose sessions may assume other roles, and a
+    /// one-hour session `session_name` of it: what ECS or EC2 hands a workload.
+    pub fn create_workload_session(&self, session_name: &str) -> WorkloadSession {
+        let role_name = crate::unique_name("workload");
+        let role_arn = format!("arn:aws:iam::{ACCOUNT_ID}:role/{role_name}");
+        let admin_arn = format!("arn:aws:iam::{ACCOUNT_ID}:user/testkit-admin");
+        self.put_role(
+            &role_name,
+            &trust_statement(&admin_arn, None),
+            &json!({"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}),
+        );
+        // At moto itself: the strict front's record stays floe's.
+        let response = aws::assume_role(
+            &self.endpoint(),
+            REGION,
+            &self.admin,
+            &role_arn,
+            session_name,
+            None,
+            Some(3600),
+        );
+        assert_eq!(response.status, 200, "AssumeRole: {}", response.text());
+        let expiration = aws::xml_value(&response.text(), "Expiration").expect("Expiration");
+        WorkloadSession {
+            session_arn: format!(
+                "arn:aws:sts::{ACCOUNT_ID}:assumed-role/{role_name}/{session_name}"
+            ),
+            credentials: aws::parse_assume_role(&response),
+            role_arn,
+            role_name,
+            expiration,
         }
     }
 

@@ -59,6 +59,12 @@ pub struct TableRead {
     /// "sequence_number", "manifest_content", "column_sizes", "value_counts",
     /// "null_value_counts", "lower_bounds", "upper_bounds" (hex), ...}`.
     pub files: Vec<Value>,
+    /// The current snapshot's manifests: `{"manifest_path", "content", "partition_spec_id",
+    /// "partitions": [{"contains_null", "contains_nan", "lower_bound", "upper_bound"}]}`
+    /// (bounds in hex, as Iceberg serializes single values).
+    pub manifests: Vec<Value>,
+    /// With [`Reader::read_filtered_with_pyiceberg`]: the data files its scan plan reads.
+    pub planned_files: Vec<String>,
 }
 
 impl TableRead {
@@ -124,6 +130,40 @@ impl Reader {
         })
     }
 
+    /// Like [`Reader::read`], but the rows are those pyiceberg's own scan reads (it
+    /// applies position deletes and refuses equality deletes).
+    pub fn read_with_pyiceberg(&self, metadata_location: &str) -> TableRead {
+        let mut request = self.request(metadata_location, None);
+        request["engine"] = json!("pyiceberg");
+        self.run_request(&request)
+    }
+
+    /// pyiceberg's scan with `row_filter` (such as `"id = 3"`): its rows, and in
+    /// `planned_files` the data files its plan reads (partition pruning shows there).
+    pub fn read_filtered_with_pyiceberg(
+        &self,
+        metadata_location: &str,
+        row_filter: &str,
+    ) -> TableRead {
+        let mut request = self.request(metadata_location, None);
+        request["engine"] = json!("pyiceberg");
+        request["row_filter"] = json!(row_filter);
+        self.run_request(&request)
+    }
+
+    /// How long DuckDB takes to run `sql` (as in [`Reader::query`]) on the table, `repeat`
+    /// times in one connection (extensions loaded before the first): each run's time.
+    /// For benchmarks.
+    pub fn time_query(&self, metadata_location: &str, sql: &str, repeat: usize) -> Vec<f64> {
+        let mut request = self.request(metadata_location, Some(sql));
+        request["repeat"] = json!(repeat);
+        let out = run_python("reader.py", &request, TIMEOUT);
+        out["query_seconds"]
+            .as_array()
+            .map(|runs| runs.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    }
+
     fn request(&self, location: &str, query: Option<&str>) -> Value {
         let s3 = self.s3.as_ref().map(|s| {
             json!({
@@ -150,7 +190,11 @@ impl Reader {
     }
 
     fn run(&self, location: &str, sql: Option<&str>) -> TableRead {
-        let out = run_python("reader.py", &self.request(location, sql), TIMEOUT);
+        self.run_request(&self.request(location, sql))
+    }
+
+    fn run_request(&self, request: &Value) -> TableRead {
+        let out = run_python("reader.py", request, TIMEOUT);
         TableRead {
             columns: out["columns"]
                 .as_array()
@@ -167,6 +211,16 @@ impl Reader {
             snapshots: out["snapshots"].as_array().cloned().unwrap_or_default(),
             current_snapshot_id: out["current_snapshot_id"].as_i64().filter(|id| *id >= 0),
             files: out["files"].as_array().cloned().unwrap_or_default(),
+            manifests: out["manifests"].as_array().cloned().unwrap_or_default(),
+            planned_files: out["planned_files"]
+                .as_array()
+                .map(|files| {
+                    files
+                        .iter()
+                        .filter_map(|f| f.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
             metadata: out["metadata"].clone(),
         }
     }

@@ -57,15 +57,19 @@ impl Coordinator {
         Ok(ExecuteResponse::CopyIn { columns })
     }
 
-    /// Writes outside a transaction run under the write lock, so that a write
-    /// reads what the previous one wrote; in a transaction they wait for
-    /// COMMIT (`sequence::transaction`).
+    /// Writes outside a transaction run under the write lock (see
+    /// `Coordinator::write_lock`), so that a write reads what the previous one wrote; in a
+    /// transaction they wait for COMMIT (`sequence::transaction`).
     pub(super) async fn sequence_insert(
         &self,
         session: &mut Session,
         plan: InsertPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock_outside_transaction(session).await;
+        // Names no relation: reads nothing (no catalog lookup on the INSERT's hot path).
+        let reads_relations = !crate::coordinator::referenced_names(&plan.source).is_empty();
+        let _write = self
+            .write_lock_outside_transaction(session, reads_relations)
+            .await;
         let (engine, mut target) = self.engine_for_write(session, &plan.source).await?;
         tables::insert(&engine, &mut target, plan).await
     }
@@ -75,7 +79,7 @@ impl Coordinator {
         session: &mut Session,
         plan: UpdatePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock_outside_transaction(session).await;
+        let _write = self.write_lock_outside_transaction(session, true).await;
         let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
         tables::update(&engine, &mut target, plan).await
     }
@@ -85,19 +89,36 @@ impl Coordinator {
         session: &mut Session,
         plan: DeletePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock_outside_transaction(session).await;
+        let _write = self.write_lock_outside_transaction(session, true).await;
         let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
         tables::delete(&engine, &mut target, plan).await
     }
 
-    /// The write lock, for a write that commits alone.
+    /// The write lock, for a write that commits alone: exclusive when the write reads
+    /// a table, shared otherwise.
     async fn write_lock_outside_transaction(
         &self,
         session: &Session,
-    ) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        match session.transaction {
-            None => Some(self.write_lock.lock().await),
-            Some(_) => None,
+        reads_relations: bool,
+    ) -> Option<WriteLockGuard<'_>> {
+        match (&session.transaction, reads_relations) {
+            (Some(_), _) => None,
+            (None, true) => Some(WriteLockGuard::Exclusive {
+                _guard: self.write_lock.write().await,
+            }),
+            (None, false) => Some(WriteLockGuard::Shared {
+                _guard: self.write_lock.read().await,
+            }),
         }
     }
+}
+
+/// The write lock as a write holds it.
+enum WriteLockGuard<'a> {
+    Exclusive {
+        _guard: tokio::sync::RwLockWriteGuard<'a, ()>,
+    },
+    Shared {
+        _guard: tokio::sync::RwLockReadGuard<'a, ()>,
+    },
 }

@@ -66,8 +66,11 @@ impl Coordinator {
         command("CREATE SINK")
     }
 
-    /// A real change bumps the sink's version; the diff restarts the sink,
-    /// which commits everything pending in one catch-up commit.
+    /// A new COMMIT INTERVAL bumps the sink's version; the diff restarts the
+    /// sink, which commits everything pending in one catch-up commit. The
+    /// maintenance settings (SNAPSHOT RETENTION, TARGET FILE SIZE) change
+    /// nothing the sink writes: no new version, and the running sink takes
+    /// them on without a restart.
     pub(super) async fn sequence_alter_sink(
         &self,
         plan: AlterSinkPlan,
@@ -78,8 +81,12 @@ impl Coordinator {
         else {
             return Err(AdapterError::Internal(format!("{} is not a sink", plan.id)));
         };
-        sink.commit_interval_ms = plan.commit_interval_ms;
-        sink.version += 1;
+        if sink.commit_interval_ms != plan.commit_interval_ms {
+            sink.commit_interval_ms = plan.commit_interval_ms;
+            sink.version += 1;
+        }
+        sink.snapshot_retention = plan.snapshot_retention;
+        sink.target_file_size = plan.target_file_size;
         self.catalog_transact(
             &mut catalog,
             vec![Op::UpdateItem {

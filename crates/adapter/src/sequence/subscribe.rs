@@ -57,7 +57,7 @@ impl Coordinator {
                     .await?;
                 Ok((desc, shape, rows))
             }
-            SubscribeFrom::Query { query, cluster } => {
+            SubscribeFrom::Query { query, cluster, .. } => {
                 self.subscribe_query(*query, cluster, plan.progress, plan.snapshot)
                     .await
             }
@@ -96,7 +96,6 @@ impl Coordinator {
         Ok(crate::subscribe::start(LogSubscription {
             storage: self.storage.clone(),
             id,
-            name,
             shape,
             snapshot,
             errors: upstream.map(|upstream| (self.views.errors(), upstream)),

@@ -35,7 +35,7 @@ impl Coordinator {
         &self,
         plan: AlterTableAddColumnPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock.lock().await;
+        let _write = self.write_lock.write().await;
         let mut catalog = self.catalog.lock().await;
         self.catalog_transact(
             &mut catalog,

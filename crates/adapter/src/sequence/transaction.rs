@@ -177,7 +177,7 @@ impl Coordinator {
     /// transaction, after checking, under the write lock, that the tables
     /// still exist as written and that none a statement read has changed.
     async fn commit_writes(&self, writes: PendingWrites) -> Result<(), AdapterError> {
-        let _write = self.write_lock.lock().await;
+        let _write = self.write_lock.write().await;
         let read_versions = writes.read_versions().clone();
         let tables = writes.into_tables();
         {

@@ -5,10 +5,10 @@
 
 use floe_repr::{ClusterId, ColumnType, GlobalId, RelationDesc, SqlScalarType};
 use floe_sql::catalog::{
-    AwsAuth, AwsConnection, ConnectionDefinition, IcebergCatalogConnection, IcebergCatalogType,
-    Ingestion, ItemDefinition, PostgresColumn, PostgresConnection, PostgresSslMode, PostgresTable,
-    SinkDefinition, SinkEnvelope, SourceDefinition, StringOrSecret, TableDefinition,
-    ViewDefinition,
+    AwsAuth, AwsConnection, ConnectionDefinition, DeleteMode, IcebergCatalogConnection,
+    IcebergCatalogType, Ingestion, ItemDefinition, PostgresColumn, PostgresConnection,
+    PostgresSslMode, PostgresTable, SinkDefinition, SinkEnvelope, SnapshotRetention,
+    SourceDefinition, StringOrSecret, TableDefinition, ViewDefinition,
 };
 
 use super::{FORMAT, decode_definition, encode_definition};
@@ -113,6 +113,10 @@ fn sink(envelope: SinkEnvelope, key: Option<Vec<String>>) -> SinkDefinition {
         version: 3,
         takes_over: None,
         from_version: 0,
+        delete_mode: DeleteMode::Equality,
+        snapshot_retention: None,
+        target_file_size: None,
+        partition_by: None,
     }
 }
 
@@ -290,6 +294,35 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
             "sink_taking_over",
             ItemDefinition::Sink(SinkDefinition {
                 takes_over: Some(GlobalId::User(9)),
+                ..sink(SinkEnvelope::Append, None)
+            }),
+        ),
+        (
+            "sink_upsert_position_deletes",
+            ItemDefinition::Sink(SinkDefinition {
+                delete_mode: DeleteMode::Position,
+                ..sink(SinkEnvelope::Upsert, Some(vec!["id".into()]))
+            }),
+        ),
+        (
+            "sink_maintained",
+            ItemDefinition::Sink(SinkDefinition {
+                snapshot_retention: Some(SnapshotRetention::Keep { ms: 600_000 }),
+                target_file_size: Some(64 << 20),
+                ..sink(SinkEnvelope::Upsert, Some(vec!["id".into()]))
+            }),
+        ),
+        (
+            "sink_partitioned",
+            ItemDefinition::Sink(SinkDefinition {
+                partition_by: Some("day(placed_at), bucket(16, id)".into()),
+                ..sink(SinkEnvelope::Upsert, Some(vec!["id".into()]))
+            }),
+        ),
+        (
+            "sink_keeping_every_snapshot",
+            ItemDefinition::Sink(SinkDefinition {
+                snapshot_retention: Some(SnapshotRetention::Off),
                 ..sink(SinkEnvelope::Append, None)
             }),
         ),

@@ -161,6 +161,18 @@ pub(crate) enum SinkEnvelope {
     Append,
 }
 
+/// Joined format 1 with `DELETE MODE` (absent means equality).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub(crate) enum SinkDeleteMode {
+    #[default]
+    Equality,
+    Position,
+}
+
+fn is_equality(mode: &SinkDeleteMode) -> bool {
+    *mode == SinkDeleteMode::Equality
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SinkDefinition {
     from: Id,
@@ -179,6 +191,41 @@ pub(crate) struct SinkDefinition {
     /// Joined format 1 with `ALTER TABLE ... ADD COLUMN` (absent means 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     from_version: u64,
+    #[serde(default, skip_serializing_if = "is_equality")]
+    delete_mode: SinkDeleteMode,
+    /// Joined format 1 with the sink's maintenance options (absent means not written:
+    /// the default applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    snapshot_retention: Option<SnapshotRetention>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target_file_size: Option<u64>,
+    /// Joined format 1 with `PARTITION BY` (absent means unpartitioned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partition_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) enum SnapshotRetention {
+    Off,
+    KeepMs(u64),
+}
+
+impl From<plan::SnapshotRetention> for SnapshotRetention {
+    fn from(retention: plan::SnapshotRetention) -> SnapshotRetention {
+        match retention {
+            plan::SnapshotRetention::Off => SnapshotRetention::Off,
+            plan::SnapshotRetention::Keep { ms } => SnapshotRetention::KeepMs(ms),
+        }
+    }
+}
+
+impl From<SnapshotRetention> for plan::SnapshotRetention {
+    fn from(retention: SnapshotRetention) -> plan::SnapshotRetention {
+        match retention {
+            SnapshotRetention::Off => plan::SnapshotRetention::Off,
+            SnapshotRetention::KeepMs(ms) => plan::SnapshotRetention::Keep { ms },
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,6 +356,13 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                 version: s.version,
                 takes_over: s.takes_over.map(Into::into),
                 from_version: s.from_version,
+                delete_mode: match s.delete_mode {
+                    plan::DeleteMode::Equality => SinkDeleteMode::Equality,
+                    plan::DeleteMode::Position => SinkDeleteMode::Position,
+                },
+                snapshot_retention: s.snapshot_retention.map(Into::into),
+                target_file_size: s.target_file_size,
+                partition_by: s.partition_by.clone(),
             }),
             plan::ItemDefinition::View(v) => ItemDefinition::View(v.into()),
             plan::ItemDefinition::MaterializedView(v) => ItemDefinition::MaterializedView(v.into()),
@@ -530,6 +584,13 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 version: s.version,
                 takes_over: s.takes_over.map(Id::item),
                 from_version: s.from_version,
+                delete_mode: match s.delete_mode {
+                    SinkDeleteMode::Equality => plan::DeleteMode::Equality,
+                    SinkDeleteMode::Position => plan::DeleteMode::Position,
+                },
+                snapshot_retention: s.snapshot_retention.map(Into::into),
+                target_file_size: s.target_file_size,
+                partition_by: s.partition_by,
             }),
             ItemDefinition::View(v) => plan::ItemDefinition::View(v.into()),
             ItemDefinition::MaterializedView(v) => plan::ItemDefinition::MaterializedView(v.into()),

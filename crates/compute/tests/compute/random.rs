@@ -2,23 +2,12 @@
 //! equal DataFusion's batch evaluation of the same query after every round.
 
 use floe_compute::planner::plan_query;
-use floe_repr::{Row, SqlScalarType};
+use floe_repr::{Datum, Row, SqlScalarType};
+use floe_testkit::grammar::{Gen, Query, random_values, seeds};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::grammar::{Gen, Query, random_row};
 use crate::support::*;
-
-/// The seeds to run: `FLOE_COMPUTE_SEEDS=first..end` widens the search.
-fn seeds() -> std::ops::Range<u64> {
-    std::env::var("FLOE_COMPUTE_SEEDS")
-        .ok()
-        .and_then(|s| {
-            let (a, b) = s.split_once("..")?;
-            Some(a.parse().ok()?..b.parse().ok()?)
-        })
-        .unwrap_or(0..3)
-}
 
 pub fn tables() -> (Table, Table) {
     let columns = |i: &'static str, t: &'static str| {
@@ -32,6 +21,14 @@ pub fn tables() -> (Table, Table) {
         Table::new("t1", &columns("b", "c")),
         Table::new("t2", &columns("d", "e")),
     )
+}
+
+/// A random row of `t1` or `t2`, from the grammar's domains.
+fn random_row(rng: &mut StdRng) -> Row {
+    let (a, b, text) = random_values(rng);
+    let int = |value: Option<i64>| value.map_or(Datum::Null, Datum::Int64);
+    let text = text.map_or(Datum::Null, |t| Datum::Text(t.into()));
+    vec![int(a), int(b), text]
 }
 
 /// Inserts and deletes a few random rows, in one write.
@@ -114,7 +111,8 @@ pub fn check(view: &Maintained, query: &Query, tables: &[&Table], context: &str)
 
 #[test]
 fn random_views_equal_batch_evaluation_after_every_round() {
-    for seed in seeds() {
+    // `FLOE_COMPUTE_SEEDS=first..end` widens the search.
+    for seed in seeds("FLOE_COMPUTE_SEEDS", 0..3) {
         let mut rng = StdRng::seed_from_u64(seed);
         let replica = replica(2);
         let (t1, t2) = tables();

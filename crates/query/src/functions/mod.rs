@@ -30,6 +30,7 @@ use floe_repr::{ColumnType, Datum, SqlScalarType};
 
 use crate::error::QueryError;
 
+pub use array::{EXPAND_ARRAY, VECTOR_ELEMENT};
 pub use cast::{PG_CAST, cast_expr};
 
 /// Every function floe defines, by name.
@@ -242,13 +243,25 @@ impl ScalarUDFImpl for RowFunction {
         }
         let array = build(&ty, &results)?;
         if all_scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
+            Ok(ColumnarValue::Scalar(first_scalar(&array)?))
         } else {
             Ok(ColumnarValue::Array(array))
         }
     }
+}
+
+/// The first value of `array` as a scalar. A list stays the list array it is:
+/// DataFusion's conversion rebuilds its item field without the metadata that
+/// carries the item's SQL type, which then differs from the type promised at
+/// planning.
+fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
+    use datafusion::arrow::array::{Array, AsArray};
+    if let DataType::List(_) = array.data_type() {
+        return Ok(ScalarValue::List(Arc::new(
+            array.as_list::<i32>().slice(0, 1),
+        )));
+    }
+    ScalarValue::try_from_array(array, 0)
 }
 
 /// An Arrow array of `ty` from datums.

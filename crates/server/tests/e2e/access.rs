@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use floe_adapter::auth::LoginThrottle;
 use floe_testkit::TestCa;
 
 use crate::support::Floe;
@@ -260,6 +261,64 @@ async fn scram_and_cleartext_passwords() {
     );
 }
 
+/// Login throttling on the wire: each wrong password in a row (SCRAM, tokio-postgres) is
+/// answered later than the one before; the right password still connects afterwards, and
+/// after it a wrong password is answered as soon as the first one was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_wrong_passwords_are_slowed_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = start(
+        &dir.path().join("throttle"),
+        &["--authenticator".into(), "sasl".into()],
+        true,
+    );
+    let attempt = |password: &'static str| {
+        let config = format!(
+            "host=127.0.0.1 port={} user=materialize dbname=materialize password='{password}'",
+            floe.port
+        );
+        async move {
+            let started = Instant::now();
+            let outcome = tokio_postgres::connect(&config, tokio_postgres::NoTls).await;
+            (started.elapsed(), outcome)
+        }
+    };
+    // A first, right login warms both ends (the first connection of a debug build paid
+    // 400 ms of its own in CI, more than one step of the delay).
+    let (_, warm_up) = attempt(PASSWORD).await;
+    drop(warm_up.expect("the right password connects"));
+    let mut latencies = Vec::new();
+    for _ in 0..4 {
+        let (latency, outcome) = attempt("wrong").await;
+        let error = outcome.err().expect("a wrong password fails");
+        assert_eq!(error.as_db_error().map(|e| e.code().code()), Some("28P01"));
+        latencies.push(latency);
+    }
+    // Each failure waits at least its delay (250 ms, doubling); the fourth waits 1.75 s
+    // longer than the first, far beyond any connection's own cost.
+    for (failures, latency) in (1..).zip(&latencies) {
+        assert!(
+            *latency >= LoginThrottle::delay(failures),
+            "failure {failures} not delayed: {latencies:?}"
+        );
+    }
+    assert!(
+        latencies[3] > latencies[0] + Duration::from_secs(1),
+        "not slowed down: {latencies:?}"
+    );
+    let (_, outcome) = attempt(PASSWORD).await;
+    let (client, connection) = outcome.expect("the right password after failures");
+    tokio::spawn(connection);
+    let one: i32 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
+    assert_eq!(one, 1);
+    let (after_success, outcome) = attempt("wrong").await;
+    assert!(outcome.is_err());
+    assert!(
+        after_success < latencies[2],
+        "a success did not reset the delay: {after_success:?} after {latencies:?}"
+    );
+}
+
 /// New certificate files are served after SIGHUP: psql verifying against the new CA
 /// connects, against the old one it no longer does.
 #[test]
@@ -359,6 +418,51 @@ fn client_certificates_are_verified() {
         &output,
         "FATAL:  certificate authentication failed for user \"alice\"",
         "another user's certificate",
+    );
+}
+
+/// `--tls-mode verify-ca`: a client certificate chaining to `--tls-ca` is required (none,
+/// or one from another authority, is refused), but unlike `verify-full` its common name
+/// need not be the user: a role other than the certificate's name connects with it.
+#[test]
+fn client_certificates_are_verified_against_the_ca_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, other_ca) = (TestCa::generate(), TestCa::generate());
+    let mut args = tls_args(&ca, "verify-ca");
+    args.extend(["--tls-ca".into(), path(&ca.ca_bundle_path()).into()]);
+    let floe = start(dir.path(), &args, false);
+    let conninfo = |user: &str, certificate: Option<&TestCa>| {
+        let mut text = format!(
+            "host=127.0.0.1 port={} user={user} dbname=materialize sslmode=require",
+            floe.port
+        );
+        if let Some(issuer) = certificate {
+            text.push_str(&format!(
+                " sslcert={} sslkey={}",
+                path(&issuer.client_cert_path()),
+                path(&issuer.client_key_path())
+            ));
+        }
+        text
+    };
+    let output = psql(
+        &conninfo("materialize", Some(&ca)),
+        "CREATE ROLE alice LOGIN",
+        None,
+    );
+    assert_succeeds(&output, "the CA's certificate");
+    // (verify-full refuses this: the certificate names materialize.)
+    let output = psql(&conninfo("alice", Some(&ca)), "SELECT 'alice in'", None);
+    assert_eq!(
+        assert_succeeds(&output, "another role with the CA's certificate").trim(),
+        "alice in"
+    );
+    let output = psql(&conninfo("materialize", None), "SELECT 1", None);
+    assert!(!output.status.success(), "connected without a certificate");
+    let output = psql(&conninfo("materialize", Some(&other_ca)), "SELECT 1", None);
+    assert!(
+        !output.status.success(),
+        "connected with another authority's certificate"
     );
 }
 
@@ -561,6 +665,46 @@ async fn metrics_and_health_endpoints() {
     drop(client);
 }
 
+/// `/api/readyz` answers 503 while the data directory is still opening (its secrets key
+/// is a FIFO whose read blocks, as a key on a hung volume would), while `/api/livez`
+/// answers and the status paths say the server is starting; once the key can be read,
+/// readyz answers 200 and SQL is served.
+#[test]
+fn not_ready_until_the_catalog_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let key = data.join("secrets.key");
+    let made = Command::new("mkfifo").arg(&key).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let floe = Floe::start(&data);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", floe.http_port)).is_err() {
+        assert!(Instant::now() < deadline, "no HTTP server:\n{}", floe.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        assert_eq!(http_get(floe.http_port, "/api/readyz", None).0, 503);
+        assert_eq!(http_get(floe.http_port, "/api/livez", None).0, 200);
+        let (status, _, body) = http_get(floe.http_port, "/metrics", None);
+        assert_eq!((status, body.as_str()), (503, "starting\n"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The key arrives (opening the FIFO for writing meets floe's waiting read).
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_get(floe.http_port, "/api/readyz", None).0 != 200 {
+        assert!(Instant::now() < deadline, "never ready:\n{}", floe.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = psql(&floe.connection_string(), "SELECT 'open'", None);
+    assert_eq!(
+        assert_succeeds(&output, "after the catalog loaded").trim(),
+        "open"
+    );
+}
+
 /// The status page in a real headless browser (Debian's Chromium): it lists each sink
 /// with its status and draws its lag over the last hour. The screenshot is kept under
 /// target/e2e-artifacts/.
@@ -568,18 +712,37 @@ async fn metrics_and_health_endpoints() {
 async fn status_page_renders_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let floe = Floe::start_with(&dir.path().join("data"), &["--quickstart"]);
+    // A third sink stalls on an error in the view it reads; a secret's value must never
+    // reach the page.
+    let client = floe.connect().await;
+    crate::support::execute_each(
+        &client,
+        "CREATE SECRET page_secret AS 'never-on-the-page-7c1d';
+         CREATE CONNECTION upstream TO POSTGRES (HOST '127.0.0.1', USER 'u', PASSWORD SECRET page_secret, DATABASE 'd') WITH (VALIDATE = false);
+         CREATE TABLE divisors (x int);
+         INSERT INTO divisors VALUES (0);
+         CREATE MATERIALIZED VIEW quotients AS SELECT 1 / x AS q FROM divisors;
+         CREATE SINK broken FROM quotients INTO ICEBERG CATALOG CONNECTION quickstart_catalog (NAMESPACE = 'quickstart', TABLE = 'quotients') KEY (q) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL '1s')",
+    )
+    .await
+    .unwrap();
     // Two lag samples (one per 5 s) make a line; wait until the page's data has them.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let (_, _, body) = http_get(floe.http_port, "/api/status", None);
-        let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+        // 503 while the data directory is still opening.
+        let (code, _, body) = http_get(floe.http_port, "/api/status", None);
+        let status: serde_json::Value = match code {
+            503 => serde_json::Value::Null,
+            _ => serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}")),
+        };
         let ready = status["sinks"].as_array().is_some_and(|sinks| {
-            sinks.len() == 2
+            sinks.len() == 3
                 && sinks.iter().all(|s| {
-                    s["status"] == "running"
-                        && s["lag_history"]
-                            .as_array()
-                            .is_some_and(|h| h.iter().filter(|p| !p[1].is_null()).count() >= 2)
+                    s["name"] == "public.broken" && s["status"] == "stalled"
+                        || s["status"] == "running"
+                            && s["lag_history"]
+                                .as_array()
+                                .is_some_and(|h| h.iter().filter(|p| !p[1].is_null()).count() >= 2)
                 })
         });
         if ready {
@@ -615,7 +778,19 @@ async fn status_page_renders_in_chromium() {
                 .iter()
                 .all(|(x, y)| (0.0..=240.0).contains(x) && (0.0..=48.0).contains(y))
         );
+        // "Committed up to": the frontier as a time of today.
+        assert!(row.contains(&today()), "{sink} shows no frontier:\n{row}");
     }
+    let broken = element_with(&dom, "<tr", "data-name=\"public.broken\"")
+        .unwrap_or_else(|| panic!("no row for the stalled sink in:\n{dom}"));
+    assert!(
+        broken.contains("status-stalled") && broken.contains("division by zero"),
+        "the stalled sink's status and last error are not shown:\n{broken}"
+    );
+    assert!(
+        !dom.contains("never-on-the-page-7c1d"),
+        "a secret's value is on the page"
+    );
     assert!(
         element_with(&dom, "<tr", "data-name=\"public.bids\"").is_some(),
         "no source row:\n{dom}"
@@ -708,7 +883,7 @@ fn psql_describe_commands() {
     let created = floe.psql(
         &[
             "-c",
-            "CREATE TABLE t (a int NOT NULL, b text DEFAULT 'x', c varchar(5), d numeric(10,2), e uint4, f int list)",
+            "CREATE TABLE t (a int NOT NULL, b text DEFAULT 'x', c varchar(5), d numeric(10,2), e uint4, f int list, PRIMARY KEY (a))",
         ],
         None,
     );
@@ -716,6 +891,8 @@ fn psql_describe_commands() {
     for create in [
         "CREATE VIEW v AS SELECT a, b FROM t",
         "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t",
+        "COMMENT ON TABLE t IS 'the orders'",
+        "COMMENT ON COLUMN t.b IS 'what was bought'",
     ] {
         let output = floe.psql(&["-c", create], None);
         assert!(output.status.success(), "{create}: {}", stderr(&output));
@@ -730,7 +907,7 @@ fn psql_describe_commands() {
         );
         normalized_lines(&stdout(&output))
     };
-    let expectations: [(&str, &[&str]); 15] = [
+    let expectations: [(&str, &[&str]); 16] = [
         // `\\d+` reads `array(SELECT ... FROM unnest(tc.reloptions) x)`, a
         // subquery correlated through its FROM clause.
         (
@@ -738,6 +915,8 @@ fn psql_describe_commands() {
             &[
                 "Column | Type | Collation | Nullable | Default | Storage | Stats target | Description",
                 "a | integer | | not null | | plain | |",
+                // COMMENT ON COLUMN (col_description).
+                "b | text | | | 'x' | extended | | what was bought",
             ],
         ),
         (
@@ -770,7 +949,8 @@ fn psql_describe_commands() {
             "\\dt+",
             &[
                 "Schema | Name | Type | Owner | Persistence | Size | Description",
-                "public | t | table | materialize | permanent | |",
+                // COMMENT ON TABLE (obj_description).
+                "public | t | table | materialize | permanent | | the orders",
             ],
         ),
         (
@@ -805,6 +985,16 @@ fn psql_describe_commands() {
                 "n | bigint | | not null |",
             ],
         ),
+        // The primary key's index (pg_index, its pg_attribute rows, pg_get_indexdef of
+        // one column).
+        (
+            "\\d t_pkey",
+            &[
+                "Index \"public.t_pkey\"",
+                "a | integer | a",
+                "primary key, btree, for table \"public.t\"",
+            ],
+        ),
         ("\\dn", &["public | materialize"]),
         (
             "\\du",
@@ -829,6 +1019,10 @@ fn psql_describe_commands() {
                 "e | uint4 | | |",
                 // Every list has the one wire OID of Materialize's `list` family.
                 "f | list | | |",
+                // The primary key, as PostgreSQL shows it (pg_index, pg_constraint,
+                // pg_get_indexdef).
+                "Indexes:",
+                "\"t_pkey\" PRIMARY KEY, btree (a)",
             ],
         ),
     ];
@@ -932,7 +1126,14 @@ async fn tokio_postgres_prepares_every_type() {
 /// The PostgreSQL JDBC driver (Debian's `libpostgresql-jdbc-java`, installed by
 /// scripts/test) as a JDBC tool uses it: tables and columns with their types (the
 /// driver's type lookup runs `generate_series` over `array_upper(current_schemas(..))`),
-/// every value of a row, and a batch of inserts committed together at its Sync.
+/// every value of a row, and a batch of inserts committed together at its Sync; and
+/// what a tool's navigator (DBeaver's) reads besides: a table's primary key
+/// (`information_schema._pg_expandarray` over `pg_index`), foreign keys,
+/// schemas, table types and the server's keywords (`pg_get_keywords()`); and what
+/// DBeaver reads on connecting and opening a table or materialized view: the server's
+/// version, the search path and current schema, catalogs, the view's columns, the
+/// table's index (`getIndexInfo` subscripts `pg_index.indoption` and reads
+/// `pg_am.amcanorder`, as pgjdbc does of a 9.5 server), types and functions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jdbc_reads_metadata_values_and_batches() {
     const DRIVER: &str = "/usr/share/java/postgresql.jar";
@@ -946,6 +1147,8 @@ async fn jdbc_reads_metadata_values_and_batches() {
     for sql in [
         "CREATE TABLE t (a int, b text, c numeric(10,2), d uint8, e jsonb, f int list, g timestamp)",
         r#"INSERT INTO t VALUES (1, 'x', 1.50, 18446744073709551615, '{"k": [1, 2]}', '{1,2}', '2026-12-02 10:00:00')"#,
+        "CREATE TABLE k (n int, region text NOT NULL, id int NOT NULL, PRIMARY KEY (region, id))",
+        "CREATE MATERIALIZED VIEW m AS SELECT region, count(*) AS c FROM k GROUP BY region",
     ] {
         client.batch_execute(sql).await.unwrap();
     }
@@ -973,10 +1176,22 @@ async fn jdbc_reads_metadata_values_and_batches() {
         stdout(&probe),
         stderr(&probe)
     );
-    let lines: Vec<String> = stdout(&probe).lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = stdout(&probe).lines().map(str::to_string).collect();
+    // The version names the platform and floe's release: checked apart.
+    if let Some(version) = lines.iter_mut().find(|l| l.starts_with("SELECT version()")) {
+        let rest = version.trim_start_matches("SELECT version() = PostgreSQL 9.5.0 on ");
+        assert!(
+            rest.len() < version.len()
+                && rest.contains(" (Materialize v")
+                && rest.ends_with(" (floe))"),
+            "{version}"
+        );
+        *version = "SELECT version() = PostgreSQL 9.5.0 (Materialize (floe))".to_string();
+    }
     assert_eq!(
         lines,
         [
+            "table k",
             "table t",
             "column a int4",
             "column b text",
@@ -985,6 +1200,29 @@ async fn jdbc_reads_metadata_values_and_batches() {
             "column e jsonb",
             "column f list",
             "column g timestamp",
+            "key k region 1 k_pkey",
+            "key k id 2 k_pkey",
+            "imported keys 0",
+            "schemas information_schema mz_catalog mz_internal pg_catalog public",
+            "table types true",
+            "keywords true",
+            "SELECT version() = PostgreSQL 9.5.0 (Materialize (floe))",
+            "SHOW search_path = public",
+            "SELECT current_schema() = public",
+            "SELECT current_schema = public",
+            "schema public",
+            "catalog materialize",
+            "materialized view m",
+            "column m.region text NO 1",
+            "column m.c int8 NO 2",
+            "index k k_pkey unique true 1 region A",
+            "index k k_pkey unique true 2 id A",
+            "exported keys 0",
+            "types int4=4 text=12 uint8=1111",
+            "procedures 0",
+            "functions 0",
+            "function columns 0",
+            "function pg_catalog.current_schema",
             "value a = 1",
             "value b = x",
             "value c = 1.50",
@@ -996,4 +1234,15 @@ async fn jdbc_reads_metadata_values_and_batches() {
             "count 3",
         ]
     );
+}
+
+/// Today's date in UTC, as the status page prints times (`2026-12-02 ...`).
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400;
+    let (year, month, day) = floe_repr::strconv::civil_from_days(days as i64);
+    format!("{year:04}-{month:02}-{day:02}")
 }

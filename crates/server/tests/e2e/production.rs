@@ -155,6 +155,77 @@ async fn wait_for_status(
     }
 }
 
+/// An upsert sink with `DELETE MODE = 'position'` into a Unity catalog: accepted, shown by
+/// SHOW CREATE SINK, not alterable, and its table read exactly by pyiceberg (which refuses
+/// equality deletes) and DuckDB after updates (one key twice in one commit) and deletes.
+async fn unity_accepts_a_position_mode_upsert_sink(
+    client: &tokio_postgres::Client,
+    server: &Server,
+    sw: &SeaweedFs,
+    namespace: &str,
+) {
+    crate::support::execute_each(
+        client,
+        &format!(
+            "CREATE TABLE accounts (id bigint NOT NULL, balance int);
+             INSERT INTO accounts VALUES (1, 10), (2, 20), (3, 30);
+             CREATE SINK accounts_sink IN CLUSTER sink_cluster FROM accounts
+               INTO ICEBERG CATALOG CONNECTION iceberg_catalog_connection (
+                 NAMESPACE = '{namespace}', TABLE = 'accounts'
+               )
+               KEY (id) NOT ENFORCED MODE UPSERT
+               WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'position');"
+        ),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}\n{}", server.log()));
+    let shown = rows(client, "SHOW CREATE SINK accounts_sink").await;
+    let statement = shown[0][1].clone().unwrap_or_default();
+    assert!(
+        statement.ends_with("WITH (COMMIT INTERVAL = '1s', DELETE MODE = 'position')"),
+        "{statement}"
+    );
+    let (message, _, _) = error_of(
+        client,
+        "ALTER SINK accounts_sink SET (DELETE MODE = 'equality')",
+    )
+    .await;
+    assert_eq!(message, "cannot change DELETE MODE of a sink");
+    wait_for_status(client, "accounts_sink", "running", server).await;
+    wait_for_delivery(client, "accounts_sink", SystemTime::now(), server).await;
+    // One transaction: key 1 updated twice, key 2 deleted, key 4 inserted.
+    client
+        .batch_execute(
+            "UPDATE accounts SET balance = balance + 1 WHERE id = 1;
+             UPDATE accounts SET balance = balance + 1 WHERE id = 1;
+             DELETE FROM accounts WHERE id = 2;
+             INSERT INTO accounts VALUES (4, 40);",
+        )
+        .await
+        .unwrap();
+    wait_for_delivery(client, "accounts_sink", SystemTime::now(), server).await;
+    // Then key 1 again and key 4, written by the previous commit, deleted.
+    client
+        .batch_execute(
+            "UPDATE accounts SET balance = balance + 1 WHERE id = 1;
+             DELETE FROM accounts WHERE id = 4;",
+        )
+        .await
+        .unwrap();
+    let location = wait_for_delivery(client, "accounts_sink", SystemTime::now(), server).await;
+    let expected = vec![
+        json!({"id": 1, "balance": 13}),
+        json!({"id": 3, "balance": 30}),
+    ];
+    let reader = Reader::for_seaweedfs(sw);
+    let duckdb = reader.read(&location);
+    assert_eq!(duckdb.sorted_rows(&["id"]), expected);
+    let pyiceberg = reader.read_with_pyiceberg(&location);
+    assert_eq!(pyiceberg.sorted_rows(&["id"]), expected);
+    assert!(duckdb.files_with_content("equality_deletes").is_empty());
+    assert!(!duckdb.files_with_content("position_deletes").is_empty());
+}
+
 /// Waits until the sink delivered everything written before `written_at`; returns its
 /// table's metadata location.
 async fn wait_for_delivery(
@@ -454,62 +525,14 @@ async fn web_identity_principal_assumes_roles_without_static_keys() {
     let nowhere = dir.path().join("no-such-file");
     let (token_file, nowhere) = (token_file.to_str().unwrap(), nowhere.to_str().unwrap());
     let sts = moto.sts_endpoint();
-    let server = Server::start(
-        &dir.path().join("data"),
-        &[],
-        &[
-            ("AWS_WEB_IDENTITY_TOKEN_FILE", token_file),
-            ("AWS_ROLE_ARN", &web.role_arn),
-            ("AWS_ROLE_SESSION_NAME", "floe-eks"),
-            ("AWS_ENDPOINT_URL_STS", &sts),
-            ("AWS_REGION", moto.region()),
-            ("AWS_CONFIG_FILE", nowhere),
-            ("AWS_SHARED_CREDENTIALS_FILE", nowhere),
-            ("AWS_EC2_METADATA_DISABLED", "true"),
-        ],
-    );
-    let client = server.connect().await;
-    client
-        .batch_execute(&format!(
-            "CREATE CONNECTION aws_connection TO AWS (ASSUME ROLE ARN = '{target}', REGION = '{}')",
-            moto.region()
-        ))
-        .await
-        .unwrap();
-
-    // The principal floe shows is the web identity's session.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let principal = loop {
-        let found = rows(
-            &client,
-            "SELECT principal, external_id FROM mz_internal.mz_aws_connections",
-        )
-        .await;
-        if let [row] = found.as_slice()
-            && let Some(principal) = &row[0]
-        {
-            assert_eq!(row[1].as_deref(), Some(external.as_str()));
-            break principal.clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no principal: {found:?}\n{}\n{}",
-            server.log(),
-            moto.log_tail(40)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(principal, session_arn);
-
-    // The role is assumed from that session with the external id, and not without it.
-    client
-        .batch_execute("VALIDATE CONNECTION aws_connection")
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}\n{}\n{}", server.log(), moto.log_tail(40)));
-    assert_eq!(
-        moto.recorded_external_ids(&target),
-        vec![Some(external.clone())]
-    );
+    let sources = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", token_file),
+        ("AWS_ROLE_ARN", web.role_arn.as_str()),
+        ("AWS_ROLE_SESSION_NAME", "floe-eks"),
+    ];
+    let env = chain_environment(&moto, &sts, nowhere, &sources);
+    let server = Server::start(&dir.path().join("data"), &[], &env);
+    let signers = principal_assumes_role(&server, &moto, &target, &external, &session_arn).await;
     let sessions: Vec<String> = moto
         .assumed_roles()
         .into_iter()
@@ -528,22 +551,241 @@ async fn web_identity_principal_assumes_roles_without_static_keys() {
         assert_eq!(call["signed"], json!(false), "{call}");
         assert_eq!(call["params"]["RoleArn"], json!(web.role_arn));
     }
+    for key in signers {
+        assert!(
+            sessions.contains(&key),
+            "AssumeRole signed by {key}, not by a web identity session {sessions:?}"
+        );
+    }
+    assert!(!server.log().contains(&token), "the token reached the log");
+}
+
+/// In a floe started with some principal in its environment: creates the AWS connection
+/// `aws_connection` (the first object: external id `u1`) for `target`, checks that floe
+/// shows `principal_arn` as its principal in `mz_aws_connections`, and that VALIDATE
+/// CONNECTION assumes `target` with the external id and is refused without it. Returns the
+/// access key ids that signed the two `AssumeRole` calls of `target`.
+async fn principal_assumes_role(
+    server: &Server,
+    moto: &Moto,
+    target: &str,
+    external: &str,
+    principal_arn: &str,
+) -> Vec<String> {
+    let client = server.connect().await;
+    client
+        .batch_execute(&format!(
+            "CREATE CONNECTION aws_connection TO AWS (ASSUME ROLE ARN = '{target}', REGION = '{}')",
+            moto.region()
+        ))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let principal = loop {
+        let found = rows(
+            &client,
+            "SELECT principal, external_id FROM mz_internal.mz_aws_connections",
+        )
+        .await;
+        if let [row] = found.as_slice()
+            && let Some(principal) = &row[0]
+        {
+            assert_eq!(row[1].as_deref(), Some(external));
+            break principal.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no principal: {found:?}\n{}\n{}",
+            server.log(),
+            moto.log_tail(40)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(principal, principal_arn);
+
+    client
+        .batch_execute("VALIDATE CONNECTION aws_connection")
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}\n{}\n{}", server.log(), moto.log_tail(40)));
+    assert_eq!(
+        moto.recorded_external_ids(target),
+        vec![Some(external.to_string())]
+    );
+    let requests = moto.sts_requests();
     let attempts: Vec<&serde_json::Value> = requests
         .iter()
-        .filter(|r| r["params"]["RoleArn"] == target.as_str())
+        .filter(|r| r["params"]["RoleArn"] == target)
         .collect();
     assert_eq!(attempts.len(), 2, "{attempts:?}");
     assert_eq!(attempts[0]["params"]["ExternalId"], json!(external));
     assert!(attempts[1]["params"].get("ExternalId").is_none());
     assert_eq!(attempts[1]["denied_by_front"], json!(true));
-    for attempt in attempts {
-        let key = attempt["access_key_id"].as_str().unwrap_or_default();
-        assert!(
-            sessions.iter().any(|session| session == key),
-            "AssumeRole signed by {key}, not by a web identity session {sessions:?}"
-        );
+    attempts
+        .iter()
+        .map(|attempt| {
+            attempt["access_key_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The environment of a floe whose principal comes from one source of the chain: the STS
+/// endpoint and region, and every other source of the chain switched off (no profile
+/// files, no instance metadata) but those `sources` gives, which take precedence.
+fn chain_environment<'a>(
+    moto: &'a Moto,
+    sts: &'a str,
+    nowhere: &'a str,
+    sources: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![
+        ("AWS_ENDPOINT_URL_STS", sts),
+        ("AWS_REGION", moto.region()),
+        ("AWS_CONFIG_FILE", nowhere),
+        ("AWS_SHARED_CREDENTIALS_FILE", nowhere),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    for (name, value) in sources {
+        env.retain(|(existing, _)| existing != name);
+        env.push((name, value));
     }
-    assert!(!server.log().contains(&token), "the token reached the log");
+    env
+}
+
+/// floe's principal from a shared credentials file's named profile (`AWS_PROFILE`), no key
+/// in the environment: the profile's IAM user (not the `default` profile's, which holds
+/// other valid keys) is floe's principal and assumes the role with the external id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profile_file_principal_assumes_roles() {
+    let moto = Moto::start();
+    let external = external_id("u1");
+    let role = moto.create_role_with_external_id(&external);
+    let admin = moto.admin_credentials();
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n\n\
+             [floe-prod]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            admin.access_key_id,
+            admin.secret_access_key,
+            role.principal.access_key_id,
+            role.principal.secret_access_key
+        ),
+    )
+    .unwrap();
+    let nowhere = dir.path().join("no-such-file");
+    let (credentials, nowhere) = (credentials.to_str().unwrap(), nowhere.to_str().unwrap());
+    let sts = moto.sts_endpoint();
+    let env = chain_environment(
+        &moto,
+        &sts,
+        nowhere,
+        &[
+            ("AWS_SHARED_CREDENTIALS_FILE", credentials),
+            ("AWS_PROFILE", "floe-prod"),
+        ],
+    );
+    let server = Server::start(&dir.path().join("data"), &[], &env);
+    let signers = principal_assumes_role(
+        &server,
+        &moto,
+        &role.role_arn,
+        &external,
+        &role.principal_arn,
+    )
+    .await;
+    assert_eq!(signers, vec![role.principal.access_key_id.clone(); 2]);
+    assert!(!server.log().contains(&role.principal.secret_access_key));
+}
+
+/// floe's principal from ECS container credentials (`AWS_CONTAINER_CREDENTIALS_FULL_URI`
+/// at a loopback endpoint, with the `AWS_CONTAINER_AUTHORIZATION_TOKEN` check ECS does):
+/// the task role's session is floe's principal and assumes a role that trusts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn container_credentials_principal_assumes_roles() {
+    let moto = Moto::start();
+    let session = moto.create_workload_session("ecs-task");
+    let external = external_id("u1");
+    let target = moto.create_role_trusting(&session.session_arn, &external);
+    let token = format!("ecs-{}", floe_testkit::random_hex(16));
+    let ecs = floe_testkit::ContainerCredentials::start(&session, Some(&token));
+    // As strict as ECS: no token, or another one, gets nothing.
+    let uri = ecs.full_uri();
+    assert_eq!(floe_testkit::http::get(&uri).send().unwrap().status, 401);
+    let wrong = floe_testkit::http::get(&uri).header("Authorization", "ecs-other");
+    assert_eq!(wrong.send().unwrap().status, 401);
+
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("no-such-file");
+    let sts = moto.sts_endpoint();
+    let sources = [
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", uri.as_str()),
+        ("AWS_CONTAINER_AUTHORIZATION_TOKEN", token.as_str()),
+    ];
+    let env = chain_environment(&moto, &sts, nowhere.to_str().unwrap(), &sources);
+    let server = Server::start(&dir.path().join("data"), &[], &env);
+    let signers =
+        principal_assumes_role(&server, &moto, &target, &external, &session.session_arn).await;
+    assert_eq!(signers, vec![session.credentials.access_key_id.clone(); 2]);
+    let served: Vec<_> = ecs.requests().into_iter().skip(2).collect();
+    assert!(!served.is_empty());
+    assert!(served.iter().all(|r| r.status == 200), "{served:?}");
+    let log = server.log();
+    assert!(!log.contains(&token) && !log.contains(&session.credentials.secret_access_key));
+}
+
+/// floe's principal from EC2 instance metadata in its IMDSv2 form
+/// (`AWS_EC2_METADATA_SERVICE_ENDPOINT`): a token first, then the instance profile's role
+/// and credentials with it; the session is floe's principal and assumes a role trusting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instance_metadata_principal_assumes_roles() {
+    let moto = Moto::start();
+    let session = moto.create_workload_session("i-0f10e");
+    let external = external_id("u1");
+    let target = moto.create_role_trusting(&session.session_arn, &external);
+    let imds = floe_testkit::InstanceMetadata::start(&session);
+    // As strict as IMDS with tokens required: an IMDSv1 GET gets nothing.
+    let endpoint = imds.endpoint();
+    let v1 = floe_testkit::http::get(&format!(
+        "{endpoint}/latest/meta-data/iam/security-credentials/"
+    ));
+    assert_eq!(v1.send().unwrap().status, 401);
+
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("no-such-file");
+    let sts = moto.sts_endpoint();
+    let sources = [
+        ("AWS_EC2_METADATA_DISABLED", "false"),
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.as_str()),
+    ];
+    let env = chain_environment(&moto, &sts, nowhere.to_str().unwrap(), &sources);
+    let server = Server::start(&dir.path().join("data"), &[], &env);
+    let signers =
+        principal_assumes_role(&server, &moto, &target, &external, &session.session_arn).await;
+    assert_eq!(signers, vec![session.credentials.access_key_id.clone(); 2]);
+    let served: Vec<_> = imds.requests().into_iter().skip(1).collect();
+    let token_puts = served
+        .iter()
+        .filter(|r| r.method == "PUT" && r.path == "/latest/api/token" && r.status == 200);
+    assert!(token_puts.count() >= 1, "{served:?}");
+    assert!(served.iter().all(|r| r.status == 200), "{served:?}");
+    let credentials_path = format!(
+        "/latest/meta-data/iam/security-credentials/{}",
+        session.role_name
+    );
+    assert!(
+        served.iter().any(|r| r.path == credentials_path),
+        "{served:?}"
+    );
+    assert!(
+        !server
+            .log()
+            .contains(&session.credentials.secret_access_key)
+    );
 }
 
 /// A REST catalog connection with neither vended credentials nor an AWS connection: the
@@ -1114,7 +1356,8 @@ async fn unity_catalog_document_and_troubleshooting() {
         "{requests:?}"
     );
 
-    // Unity managed tables accept only append sinks.
+    // Unity managed tables take no equality deletes: plain upsert sinks are refused, with
+    // a hint naming the position deletes they accept.
     let (message, _, hint) = error_of(
         &client,
         &format!(
@@ -1123,10 +1366,15 @@ async fn unity_catalog_document_and_troubleshooting() {
     )
     .await;
     assert!(
-        message.contains("Unity") && message.contains("MODE APPEND"),
+        message.contains("Unity") && message.contains("equality deletes"),
         "{message}"
     );
-    assert_eq!(hint.as_deref(), Some("Use MODE APPEND."));
+    assert!(
+        hint.as_deref()
+            .is_some_and(|hint| hint.contains("DELETE MODE = 'position'")),
+        "{hint:?}"
+    );
+    unity_accepts_a_position_mode_upsert_sink(&client, &server, sw, &namespace).await;
 
     // Token exchange failure: the OAuth secret was rotated in Databricks but not in floe.
     client

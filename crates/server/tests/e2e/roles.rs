@@ -534,6 +534,84 @@ async fn privilege_matrix() {
     assert_allowed(&admin, &["DROP ROLE alice"]).await;
 }
 
+/// The matrix beyond tables: SELECT on views, materialized views and sources; USAGE
+/// on secrets; CREATE on clusters. A view reads as its owner, so SELECT on the view
+/// is enough without SELECT on its table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn privileges_on_views_sources_secrets_and_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let admin = floe.connect().await;
+    execute_each(
+        &admin,
+        "CREATE TABLE t (a int);
+         INSERT INTO t VALUES (1);
+         CREATE VIEW v AS SELECT a FROM t;
+         CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t;
+         CREATE SOURCE counter FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms');
+         CREATE SECRET s AS 'x';
+         CREATE CLUSTER c (SIZE = '25cc');
+         CREATE ROLE alice LOGIN;
+         GRANT CREATE ON SCHEMA public TO alice",
+    )
+    .await
+    .unwrap();
+    let alice = connect_as(&floe, "alice").await;
+    // The session's role, as psql and drivers ask for it.
+    assert_eq!(
+        rows(&alice, "SELECT current_user, session_user").await,
+        vec![vec![Some("alice".to_string()), Some("alice".to_string())]]
+    );
+    let connection = "CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', USER 'u', PASSWORD SECRET s, DATABASE 'd') WITH (VALIDATE = false)";
+    let in_cluster = "CREATE MATERIALIZED VIEW mine IN CLUSTER c AS SELECT 1 AS one";
+    assert_denied(
+        &alice,
+        &[
+            (
+                "SELECT * FROM v",
+                "permission denied for VIEW \"materialize.public.v\"",
+            ),
+            (
+                "SELECT n FROM m",
+                "permission denied for MATERIALIZED VIEW \"materialize.public.m\"",
+            ),
+            (
+                "SELECT count(*) FROM counter",
+                "permission denied for SOURCE \"materialize.public.counter\"",
+            ),
+            (
+                connection,
+                "permission denied for SECRET \"materialize.public.s\"",
+            ),
+            (in_cluster, "permission denied for CLUSTER \"c\""),
+        ],
+    )
+    .await;
+    execute_each(
+        &admin,
+        "GRANT SELECT ON v TO alice;
+         GRANT SELECT ON m TO alice;
+         GRANT SELECT ON counter TO alice;
+         GRANT USAGE ON SECRET s TO alice;
+         GRANT CREATE ON CLUSTER c TO alice",
+    )
+    .await
+    .unwrap();
+    assert_allowed(
+        &alice,
+        &[
+            "SELECT * FROM v",
+            "SELECT n FROM m",
+            "SELECT count(*) FROM counter",
+            connection,
+            in_cluster,
+        ],
+    )
+    .await;
+    // The view's table itself stays out of reach.
+    assert_denied(&alice, &[("SELECT * FROM t", T)]).await;
+}
+
 /// A sink runs with its owner's privileges: created by a role with the grants it
 /// needs, it runs; revoking SELECT on its relation from the owner stalls it with
 /// the reason; granting it back runs it again.
@@ -626,7 +704,12 @@ async fn sessions_of_a_dropped_role_have_no_privileges() {
 async fn dropped_role_case(floe: &Floe, authenticator: &str) {
     let admin = connect(floe, "materialize", SUPERUSER_PASSWORD)
         .await
-        .expect("the superuser logs in");
+        .unwrap_or_else(|e| {
+            panic!(
+                "{authenticator}: the superuser logs in: {e}; log:\n{}",
+                floe.log()
+            )
+        });
     execute_each(
         &admin,
         &format!(

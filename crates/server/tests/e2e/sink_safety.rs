@@ -33,8 +33,9 @@ const KILLS: usize = 50;
 /// (d) floe killed with SIGKILL 50 times at random instants across commits (a commit every
 /// second, the shortest interval): some kills land while a commit is held by the proxy (it reaches the catalog
 /// while floe is down or restarting), and every tenth restart follows a compaction plus an
-/// expiry of every older snapshot by pyiceberg. The UPSERT table ends equal to the
-/// relation, and the APPEND table holds every change exactly once.
+/// expiry of every older snapshot by pyiceberg. The UPSERT tables (equality and position
+/// deletes) end equal to the relation, the position one as pyiceberg reads it too, and the
+/// APPEND table holds every change exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sinks_stay_exact_through_fifty_kills() {
     let seaweedfs = floe_testkit::seaweedfs_shared();
@@ -56,6 +57,9 @@ async fn sinks_stay_exact_through_fifty_kills() {
         format!(
             "CREATE SINK ap FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'ap') MODE APPEND WITH (COMMIT INTERVAL '1s')"
         ),
+        format!(
+            "CREATE SINK pos FROM t INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE '{namespace}', TABLE 'pos') KEY (id) MODE UPSERT WITH (COMMIT INTERVAL '1s', DELETE MODE 'position')"
+        ),
     ];
     for statement in &setup {
         client.batch_execute(statement).await.unwrap();
@@ -76,7 +80,7 @@ async fn sinks_stay_exact_through_fifty_kills() {
         tokio::time::sleep(Duration::from_millis(rng.random_range(0..1_200))).await;
         floe.kill9();
         if kill % 10 == 9 {
-            for table in ["up", "ap"] {
+            for table in ["up", "ap", "pos"] {
                 maintain(
                     seaweedfs,
                     &namespace,
@@ -89,7 +93,7 @@ async fn sinks_stay_exact_through_fifty_kills() {
         client = floe.connect().await;
     }
     let written_at = std::time::SystemTime::now();
-    let locations = wait_for_sinks(&client, &["up", "ap"], written_at).await;
+    let locations = wait_for_sinks(&client, &["up", "ap", "pos"], written_at).await;
     let statuses = rows(
         &client,
         "SELECT count(*) FROM mz_internal.mz_sink_status_history h JOIN mz_sinks s ON s.id = h.sink_id WHERE h.status = 'stalled' AND h.error LIKE '%another writer%'",
@@ -101,7 +105,14 @@ async fn sinks_stay_exact_through_fifty_kills() {
         "never taken for another writer"
     );
     let reader = floe_testkit::Reader::for_seaweedfs(seaweedfs);
-    assert_sinks_exact(&reader, &locations[0], &locations[1], &model);
+    let upsert = assert_sinks_exact(&reader, &locations[0], &locations[1], &model);
+    // The position-delete table: the same rows in DuckDB and in pyiceberg, which refuses
+    // equality deletes.
+    let position = reader.read(&locations[2]);
+    assert_eq!(position.sorted_rows(&["id"]), upsert.sorted_rows(&["id"]));
+    assert!(position.files_with_content("equality_deletes").is_empty());
+    let pyiceberg = reader.read_with_pyiceberg(&locations[2]);
+    assert_eq!(pyiceberg.sorted_rows(&["id"]), upsert.sorted_rows(&["id"]));
 }
 
 /// (f) While a test hook holds storage's writer lock, work that needs it piles up (four
@@ -110,8 +121,21 @@ async fn sinks_stay_exact_through_fifty_kills() {
 /// waits for storage. floe runs in this process on ONE worker thread, so a statement that
 /// waited for storage on it would stop every session; the clients run on threads and
 /// runtimes of their own, so what they see does not depend on floe's worker.
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn statements_answer_while_the_storage_writer_is_held() {
+///
+/// The runtime is built here rather than by `#[tokio::test]` so its one worker has the
+/// stack floe's own runtime has: sink tasks of a debug build overflow tokio's default.
+#[test]
+fn statements_answer_while_the_storage_writer_is_held() {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_stack_size(floe_adapter::RUNTIME_STACK)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(storage_writer_held_case());
+}
+
+async fn storage_writer_held_case() {
     let dir = tempfile::tempdir().unwrap();
     let coordinator = floe_adapter::Coordinator::open(floe_adapter::CoordinatorConfig {
         data_dir: dir.path().join("data"),

@@ -1,12 +1,14 @@
-//! `SUBSCRIBE` as a statement of its own (simple and extended protocol), to a query
-//! (`SUBSCRIBE (SELECT ...)`, a dataflow of its own) and to a plain view; its end by
-//! cancel, disconnect or error, and the read holds it keeps on its inputs meanwhile.
+//! `SUBSCRIBE` as a statement of its own (simple and extended protocol, Execute with
+//! a row limit), to a query (`SUBSCRIBE (SELECT ...)`, a dataflow of its own) and to a
+//! plain view; its end by cancel, disconnect or error (at the error's time), and the
+//! read holds it keeps on its inputs meanwhile.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio_postgres::{SimpleQueryMessage, SimpleQueryStream};
 
+use crate::support::wire::{Message, WireClient, outcome};
 use crate::support::{Floe, execute_each, rows};
 
 /// The next data row of a simple-protocol subscription, as text.
@@ -27,13 +29,27 @@ async fn next_row(stream: &mut std::pin::Pin<Box<SimpleQueryStream>>) -> Vec<Opt
 
 /// The error a subscription ends with (rows before it skipped).
 async fn ending_error(stream: &mut std::pin::Pin<Box<SimpleQueryStream>>) -> tokio_postgres::Error {
+    changes_then_error(stream).await.1
+}
+
+/// The changes (without their timestamps) a subscription sends until it ends with an
+/// error, and the error.
+async fn changes_then_error(
+    stream: &mut std::pin::Pin<Box<SimpleQueryStream>>,
+) -> (Vec<Vec<Option<String>>>, tokio_postgres::Error) {
+    let mut changes = Vec::new();
     loop {
         match tokio::time::timeout(Duration::from_secs(60), stream.next())
             .await
             .expect("the subscription ends within a minute")
         {
+            Some(Ok(SimpleQueryMessage::Row(row))) => changes.push(
+                (1..row.len())
+                    .map(|i| row.get(i).map(str::to_string))
+                    .collect(),
+            ),
             Some(Ok(_)) => continue,
-            Some(Err(error)) => return error,
+            Some(Err(error)) => return (changes, error),
             None => panic!("the subscription ended without an error"),
         }
     }
@@ -585,6 +601,211 @@ async fn compaction_waits_for_a_running_subscription() {
     assert_eq!(
         rows(&client, "SELECT count(*) FROM t").await,
         [[Some("36201".to_string())]]
+    );
+    assert!(!floe.log().contains("panicked"), "{}", floe.log());
+}
+
+/// Runs `step` on the wire client on a blocking thread (the client blocks on its
+/// socket), handing the client back with what the step returned.
+async fn on_wire<T: Send + 'static>(
+    mut wire: WireClient,
+    step: impl FnOnce(&mut WireClient) -> T + Send + 'static,
+) -> (WireClient, T) {
+    tokio::task::spawn_blocking(move || {
+        let out = step(&mut wire);
+        (wire, out)
+    })
+    .await
+    .unwrap()
+}
+
+/// The kinds of `messages`, and the last column of each data row.
+fn kinds_and_values(messages: &[Message]) -> (String, Vec<Option<String>>) {
+    let kinds = messages.iter().map(|m| m.kind as char).collect();
+    let values = messages
+        .iter()
+        .filter(|m| m.kind == b'D')
+        .map(|m| m.values().pop().flatten())
+        .collect();
+    (kinds, values)
+}
+
+/// Execute with a row limit over a subscription (what JDBC's fetch size sends): that
+/// many rows, then PortalSuspended, for as long as the subscription runs (the rows
+/// wait for changes), as Postgres and Materialize answer a portal; an error ends the
+/// portal with an ErrorResponse; Sync closes the portal and ends the subscription.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_with_a_row_limit_suspends_a_subscription() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    execute_each(
+        &client,
+        "CREATE TABLE t (a int NOT NULL);
+         INSERT INTO t VALUES (1), (2), (3);",
+    )
+    .await
+    .unwrap();
+    let port = floe.port();
+    let (wire, bound) = tokio::task::spawn_blocking(move || {
+        let mut wire = WireClient::connect(port);
+        let bound = wire.bind("SUBSCRIBE (SELECT 12 / a AS q FROM t)");
+        (wire, bound)
+    })
+    .await
+    .unwrap();
+    assert_eq!(kinds_and_values(&bound).0, "12");
+
+    let (wire, first) = on_wire(wire, |w| w.execute(2)).await;
+    let (kinds, mut values) = kinds_and_values(&first);
+    assert_eq!(kinds, "DDs");
+    await_holds(&client, "t", 1).await;
+    // The third row is there; the fourth waits for a change.
+    let second = tokio::spawn(on_wire(wire, |w| w.execute(2)));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !second.is_finished(),
+        "a suspended portal returned before its rows came"
+    );
+    client
+        .batch_execute("INSERT INTO t VALUES (4)")
+        .await
+        .unwrap();
+    let (wire, second) = second.await.unwrap();
+    let (kinds, more) = kinds_and_values(&second);
+    assert_eq!(kinds, "DDs");
+    values.extend(more);
+    values.sort();
+    let expected: Vec<Option<String>> = ["12", "3", "4", "6"]
+        .iter()
+        .map(|v| Some(v.to_string()))
+        .collect();
+    assert_eq!(values, expected);
+
+    // An error in the subscription's contents ends the portal with it.
+    client
+        .batch_execute("INSERT INTO t VALUES (0)")
+        .await
+        .unwrap();
+    let (wire, failed) = on_wire(wire, |w| w.execute(5)).await;
+    assert_eq!(outcome(&failed), ["E:22012"]);
+    let (wire, synced) = on_wire(wire, |w| w.sync()).await;
+    assert_eq!(outcome(&synced), ["Z:I"]);
+    await_holds(&client, "t", 0).await;
+    client
+        .batch_execute("DELETE FROM t WHERE a = 0")
+        .await
+        .unwrap();
+
+    // Sync closes the unnamed portal: the subscription ends with it.
+    let (wire, bound) = on_wire(wire, |w| w.bind("SUBSCRIBE t")).await;
+    assert_eq!(kinds_and_values(&bound).0, "12");
+    let (wire, one) = on_wire(wire, |w| w.execute(1)).await;
+    assert_eq!(kinds_and_values(&one).0, "Ds");
+    await_holds(&client, "t", 1).await;
+    let (_wire, synced) = on_wire(wire, |w| w.sync()).await;
+    assert_eq!(outcome(&synced), ["Z:I"]);
+    await_holds(&client, "t", 0).await;
+    assert!(!floe.log().contains("panicked"), "{}", floe.log());
+}
+
+/// A subscription reading a materialized view that holds an error behaves as SELECT
+/// and the view's sinks do: every change before the error's time, then the error
+/// (SELECT's), both to the view and to a query over it; one started while the error
+/// holds fails at once; once the row goes, subscriptions run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_end_at_the_time_of_an_error_in_a_view_they_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    execute_each(
+        &client,
+        "CREATE TABLE r (a int NOT NULL, b int NOT NULL);
+         INSERT INTO r VALUES (10, 2);
+         CREATE MATERIALIZED VIEW q AS SELECT a, a / b AS quotient FROM r;",
+    )
+    .await
+    .unwrap();
+    let (view_subscriber, query_subscriber) = (floe.connect().await, floe.connect().await);
+    let mut to_view = Box::pin(
+        view_subscriber
+            .simple_query_raw("SUBSCRIBE q")
+            .await
+            .unwrap(),
+    );
+    let mut to_query = Box::pin(
+        query_subscriber
+            .simple_query_raw("SUBSCRIBE (SELECT a, quotient * 2 AS d FROM q)")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        next_changes(&mut to_view, 1).await,
+        [text(&["1", "10", "5"])]
+    );
+    assert_eq!(
+        next_changes(&mut to_query, 1).await,
+        [text(&["1", "10", "10"])]
+    );
+
+    // Two writes back to back: the change before the error comes, then the error.
+    client
+        .batch_execute("INSERT INTO r VALUES (6, 3)")
+        .await
+        .unwrap();
+    client
+        .batch_execute("INSERT INTO r VALUES (1, 0)")
+        .await
+        .unwrap();
+    let select = client.simple_query("SELECT * FROM q").await.unwrap_err();
+    let select = select.as_db_error().unwrap();
+    assert_eq!(select.code().code(), "22012");
+    for (stream, change) in [
+        (&mut to_view, ["1", "6", "2"]),
+        (&mut to_query, ["1", "6", "4"]),
+    ] {
+        let (changes, error) = changes_then_error(stream).await;
+        assert_eq!(changes, [text(&change)]);
+        let error = error.as_db_error().expect("a database error");
+        assert_eq!(
+            (error.code(), error.message()),
+            (select.code(), select.message())
+        );
+    }
+
+    // Started while the error holds: the error at once.
+    for sql in ["SUBSCRIBE q", "SUBSCRIBE (SELECT a FROM q)"] {
+        let answer = tokio::time::timeout(Duration::from_secs(60), client.simple_query(sql))
+            .await
+            .expect("the subscription ends within a minute");
+        let error = answer.expect_err(sql);
+        assert_eq!(error.code(), Some(select.code()), "{sql}: {error:?}");
+    }
+
+    // The row goes: both subscribe again.
+    client
+        .batch_execute("DELETE FROM r WHERE b = 0")
+        .await
+        .unwrap();
+    let mut to_view = Box::pin(
+        view_subscriber
+            .simple_query_raw("SUBSCRIBE q")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        next_changes(&mut to_view, 2).await,
+        [text(&["1", "10", "5"]), text(&["1", "6", "2"])]
+    );
+    let mut to_query = Box::pin(
+        query_subscriber
+            .simple_query_raw("SUBSCRIBE (SELECT a FROM q)")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        next_changes(&mut to_query, 2).await,
+        [text(&["1", "10"]), text(&["1", "6"])]
     );
     assert!(!floe.log().contains("panicked"), "{}", floe.log());
 }

@@ -116,6 +116,9 @@ fn copy_tree(source: &Path, target: &Path) {
     }
 }
 
+/// What floe logs once it has bound its SQL port and then its internal HTTP port.
+const BOTH_PORTS_BOUND: &str = "internal HTTP server listening";
+
 impl Floe {
     /// Starts floe on a free port with `data_dir`, and waits until it accepts
     /// connections.
@@ -221,9 +224,14 @@ impl Floe {
                 log: log.to_path_buf(),
                 group,
             };
+            // Ready once floe itself says it holds both ports: a connection that
+            // succeeds could reach another process on a port floe then fails to bind
+            // (it exits, and the test's next connection is reset).
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                if floe.log().contains(BOTH_PORTS_BOUND)
+                    && TcpStream::connect(("127.0.0.1", port)).is_ok()
+                {
                     return floe;
                 }
                 if let Some(Ok(Some(_))) = floe.child.as_mut().map(|c| c.try_wait()) {

@@ -26,6 +26,26 @@ impl Message {
         }
     }
 
+    /// A DataRow's values as text (NULL as `None`).
+    pub fn values(&self) -> Vec<Option<String>> {
+        let mut values = Vec::new();
+        let mut at = 2;
+        while let Some(length) = self.body.get(at..at + 4) {
+            let length = i32::from_be_bytes([length[0], length[1], length[2], length[3]]);
+            at += 4;
+            if length < 0 {
+                values.push(None);
+                continue;
+            }
+            let end = at + length as usize;
+            values.push(Some(
+                String::from_utf8_lossy(&self.body[at..end]).into_owned(),
+            ));
+            at = end;
+        }
+        values
+    }
+
     /// A field of an ErrorResponse or NoticeResponse.
     pub fn field(&self, code: u8) -> Option<String> {
         self.body
@@ -50,6 +70,32 @@ fn message(kind: u8, body: &[u8]) -> Vec<u8> {
 fn cstring(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(text.as_bytes());
     out.push(0);
+}
+
+/// Parse and Bind of `sql` into the unnamed statement and portal (no parameters,
+/// results as text).
+fn parse_and_bind(sql: &str) -> Vec<u8> {
+    let mut parse = Vec::new();
+    cstring(&mut parse, "");
+    cstring(&mut parse, sql);
+    parse.extend_from_slice(&0i16.to_be_bytes());
+    let mut out = message(b'P', &parse);
+    let mut bind = Vec::new();
+    cstring(&mut bind, "");
+    cstring(&mut bind, "");
+    for _ in 0..3 {
+        bind.extend_from_slice(&0i16.to_be_bytes());
+    }
+    out.extend(message(b'B', &bind));
+    out
+}
+
+/// Execute of the unnamed portal for at most `max_rows` rows (0: all).
+fn execute(max_rows: i32) -> Vec<u8> {
+    let mut execute = Vec::new();
+    cstring(&mut execute, "");
+    execute.extend_from_slice(&max_rows.to_be_bytes());
+    message(b'E', &execute)
 }
 
 impl WireClient {
@@ -80,25 +126,47 @@ impl WireClient {
     pub fn pipeline(&mut self, statements: &[&str]) -> Vec<Message> {
         let mut out = Vec::new();
         for sql in statements {
-            let mut parse = Vec::new();
-            cstring(&mut parse, "");
-            cstring(&mut parse, sql);
-            parse.extend_from_slice(&0i16.to_be_bytes());
-            out.extend(message(b'P', &parse));
-            let mut bind = Vec::new();
-            cstring(&mut bind, "");
-            cstring(&mut bind, "");
-            for _ in 0..3 {
-                bind.extend_from_slice(&0i16.to_be_bytes());
-            }
-            out.extend(message(b'B', &bind));
-            let mut execute = Vec::new();
-            cstring(&mut execute, "");
-            execute.extend_from_slice(&0i32.to_be_bytes());
-            out.extend(message(b'E', &execute));
+            out.extend(parse_and_bind(sql));
+            out.extend(execute(0));
         }
         out.extend(message(b'S', &[]));
         self.stream.write_all(&out).unwrap();
+        self.read_until_ready()
+    }
+
+    /// Parses and binds `sql` into the unnamed portal, then Flush (no Sync: the
+    /// portal stays); the ParseComplete and BindComplete (or an error).
+    pub fn bind(&mut self, sql: &str) -> Vec<Message> {
+        let mut out = parse_and_bind(sql);
+        out.extend(message(b'H', &[]));
+        self.stream.write_all(&out).unwrap();
+        let mut messages = Vec::new();
+        while messages.len() < 2 && !messages.iter().any(|m: &Message| m.kind == b'E') {
+            messages.push(self.read_message());
+        }
+        messages
+    }
+
+    /// Executes the unnamed portal for at most `max_rows` rows (0: all), then Flush;
+    /// the messages up to PortalSuspended, CommandComplete or an ErrorResponse.
+    pub fn execute(&mut self, max_rows: i32) -> Vec<Message> {
+        let mut out = execute(max_rows);
+        out.extend(message(b'H', &[]));
+        self.stream.write_all(&out).unwrap();
+        let mut messages = Vec::new();
+        loop {
+            let next = self.read_message();
+            let done = matches!(next.kind, b's' | b'C' | b'E');
+            messages.push(next);
+            if done {
+                return messages;
+            }
+        }
+    }
+
+    /// Sync; every message up to ReadyForQuery.
+    pub fn sync(&mut self) -> Vec<Message> {
+        self.stream.write_all(&message(b'S', &[])).unwrap();
         self.read_until_ready()
     }
 
@@ -110,19 +178,24 @@ impl WireClient {
         self.read_until_ready()
     }
 
+    fn read_message(&mut self) -> Message {
+        let mut header = [0u8; 5];
+        self.stream.read_exact(&mut header).unwrap();
+        let length = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+        let mut body = vec![0u8; (length - 4) as usize];
+        self.stream.read_exact(&mut body).unwrap();
+        Message {
+            kind: header[0],
+            body,
+        }
+    }
+
     fn read_until_ready(&mut self) -> Vec<Message> {
         let mut messages = Vec::new();
         loop {
-            let mut header = [0u8; 5];
-            self.stream.read_exact(&mut header).unwrap();
-            let length = i32::from_be_bytes([header[1], header[2], header[3], header[4]]);
-            let mut body = vec![0u8; (length - 4) as usize];
-            self.stream.read_exact(&mut body).unwrap();
-            let done = header[0] == b'Z';
-            messages.push(Message {
-                kind: header[0],
-                body,
-            });
+            let next = self.read_message();
+            let done = next.kind == b'Z';
+            messages.push(next);
             if done {
                 return messages;
             }

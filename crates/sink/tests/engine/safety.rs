@@ -425,48 +425,6 @@ async fn a_panicking_sink_task_stalls_with_its_cause_and_restarts() {
     );
 }
 
-/// (e) A partition spec changed outside floe stalls the sink with an error naming the
-/// spec; nothing is committed with it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_foreign_partition_spec_stalls_naming_the_spec() {
-    let sw = seaweedfs_shared();
-    let ns = sw.unique_namespace("respec");
-    let connection = seaweed_connection(sw, &sw.catalog_url());
-    let input = MemoryInput::new(workload_desc());
-    let mut workload = Workload::new(167);
-    let reporter = Arc::new(Recorder::default());
-    drive(&input, &mut workload, 2);
-    let handle = start(
-        &connection,
-        spec(&ns, "t", Envelope::Upsert),
-        &input,
-        &reporter,
-    );
-    let upper = drive(&input, &mut workload, 2);
-    reporter.wait_for_frontier(upper).await;
-    maintain(
-        sw,
-        &ns,
-        "t",
-        &[Maintenance::PartitionByIdentity("id".into())],
-    );
-    // A batch staged before the sink sees the change commits its files under the spec
-    // they were written with (spec 0 stays valid); the next one sees the new spec.
-    let upper = push_nonempty(&input, &mut workload);
-    reporter.wait_for_frontier(upper).await;
-    let before = read(sw, &ns).current_snapshot_id;
-    push_nonempty(&input, &mut workload);
-    let error = reporter.wait_for_stall().await;
-    assert_eq!(
-        error,
-        format!(
-            "iceberg: Iceberg table \"{ns}.t\" is partitioned by spec 1 (identity(id)), which floe cannot write"
-        )
-    );
-    assert!(!handle.is_finished(), "a stall, not an end");
-    assert_eq!(read(sw, &ns).current_snapshot_id, before);
-}
-
 /// (e) More than 2 GiB of text in one change (a 1 MiB row of multiplicity 2,100): written in
 /// batches cut by bytes, never one Arrow batch whose 32-bit offsets overflow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,15 @@
 //! Random queries from a grammar of the constructs views maintain, over two
-//! tables `t1(a, b, c)` and `t2(a, d, e)` (bigint, bigint, text), and random
-//! changes to those tables.
+//! tables `t1(a, b, c)` and `t2(a, d, e)` (bigint, bigint, text) and, when given,
+//! views defined earlier (views over views).
+//!
+//! Shared by floe-compute's randomized test (views against DataFusion's batch
+//! answer) and the server's end-to-end test (views against floe's SELECT and
+//! PostgreSQL), so that both draw from one grammar of the supported constructs:
+//! projections and filters over scalar expressions, inner and outer joins,
+//! GROUP BY with count/sum/avg/min/max/bool_and/bool_or/string_agg/
+//! count(DISTINCT), DISTINCT, UNION/EXCEPT/INTERSECT, top-k, IN/EXISTS
+//! subqueries, scalar subqueries and CTEs.
 
-use floe_repr::{Datum, Row};
 use rand::Rng;
 use rand::rngs::StdRng;
 
@@ -29,23 +36,77 @@ pub struct Query {
 pub struct Gen<'a> {
     pub rng: &'a mut StdRng,
     next_alias: usize,
+    /// Views defined earlier that queries may select from besides the tables.
+    relations: Vec<Source>,
+    /// Only what PostgreSQL also runs: its FULL JOIN needs a condition that is an
+    /// equality of a column on each side and nothing else (merge- or hash-joinable).
+    postgres: bool,
+    /// Whether integer expressions may divide (by zero for some rows: the grammar's
+    /// run-time error).
+    divisions: bool,
 }
 
-fn table(name: &str) -> Source {
-    let (i, t) = if name == "t1" { ("b", "c") } else { ("d", "e") };
-    Source {
-        sql: name.to_string(),
-        columns: vec![
-            ("a".into(), Ty::Int),
-            (i.into(), Ty::Int),
-            (t.into(), Ty::Text),
-        ],
+impl Source {
+    /// The base table `t1(a, b, c)` or `t2(a, d, e)`.
+    pub fn table(name: &str) -> Source {
+        let (i, t) = if name == "t1" { ("b", "c") } else { ("d", "e") };
+        Source {
+            sql: name.to_string(),
+            columns: vec![
+                ("a".into(), Ty::Int),
+                (i.into(), Ty::Int),
+                (t.into(), Ty::Text),
+            ],
+        }
     }
+
+    /// A view named `name` over `query`: its columns are the query's `c0, c1, ...`.
+    pub fn view(name: &str, query: &Query) -> Source {
+        Source {
+            sql: name.to_string(),
+            columns: numbered_columns(&query.columns),
+        }
+    }
+}
+
+/// The columns `c0, c1, ...` every query of the grammar names its outputs.
+fn numbered_columns(types: &[Ty]) -> Vec<(String, Ty)> {
+    types
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| (format!("c{i}"), *ty))
+        .collect()
 }
 
 impl<'a> Gen<'a> {
     pub fn new(rng: &'a mut StdRng) -> Gen<'a> {
-        Gen { rng, next_alias: 0 }
+        Gen {
+            rng,
+            next_alias: 0,
+            relations: Vec::new(),
+            postgres: false,
+            divisions: true,
+        }
+    }
+
+    /// Draws queries that never divide, so never fail at run time.
+    pub fn without_division(mut self) -> Gen<'a> {
+        self.divisions = false;
+        self
+    }
+
+    /// Draws only queries PostgreSQL runs too (it is the oracle of the server's test).
+    pub fn postgres(mut self) -> Gen<'a> {
+        self.postgres = true;
+        self
+    }
+
+    /// A generator whose queries may also select from `relations` (views).
+    pub fn with_relations(rng: &'a mut StdRng, relations: Vec<Source>) -> Gen<'a> {
+        Gen {
+            relations,
+            ..Gen::new(rng)
+        }
     }
 
     fn alias(&mut self) -> String {
@@ -79,25 +140,24 @@ impl<'a> Gen<'a> {
         Some(format!("{qualifier}.{name}"))
     }
 
-    /// A source: a base table, or (with depth left) a derived table.
+    /// A source: a base table, a view given to the generator, or (with depth
+    /// left) a derived table.
     fn source(&mut self, depth: usize) -> Source {
         if depth > 0 && self.chance(40) {
             let inner = self.query(depth - 1);
-            let columns = inner
-                .columns
-                .iter()
-                .enumerate()
-                .map(|(i, ty)| (format!("c{i}"), *ty))
-                .collect();
             return Source {
                 sql: format!("({})", inner.sql),
-                columns,
+                columns: numbered_columns(&inner.columns),
             };
         }
+        if !self.relations.is_empty() && self.chance(40) {
+            let at = self.rng.random_range(0..self.relations.len());
+            return self.relations[at].clone();
+        }
         if self.chance(50) {
-            table("t1")
+            Source::table("t1")
         } else {
-            table("t2")
+            Source::table("t2")
         }
     }
 
@@ -126,14 +186,17 @@ impl<'a> Gen<'a> {
             5 => format!("abs({col})"),
             6 => format!("({col} % 3)"),
             // Division by zero happens for some rows: an error in the view.
-            7 => format!("({other} / ({col} - {}))", self.rng.random_range(0..3)),
+            7 if self.divisions => {
+                format!("({other} / ({col} - {}))", self.rng.random_range(0..3))
+            }
             _ => col,
         }
     }
 
     pub fn text_expr(&mut self, source: &Source, q: &str, depth: usize) -> String {
         let Some(col) = self.column(source, q, Ty::Text) else {
-            return "'k'".into();
+            // Not a bare literal: PostgreSQL refuses a text constant in GROUP BY.
+            return "('k' || '')".into();
         };
         if depth == 0 {
             return col;
@@ -326,18 +389,22 @@ impl<'a> Gen<'a> {
         let left = self.source(depth);
         let right = self.source(depth);
         let (l, r) = (self.alias(), self.alias());
-        let kind = *self.pick(&["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "CROSS JOIN"]);
+        let mut kind = *self.pick(&["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "CROSS JOIN"]);
         let on = if kind == "CROSS JOIN" {
             String::new()
         } else {
-            let lk = self
-                .column(&left, &l, Ty::Int)
-                .unwrap_or_else(|| "0".into());
-            let rk = self
-                .column(&right, &r, Ty::Int)
-                .unwrap_or_else(|| "0".into());
+            let lk = self.column(&left, &l, Ty::Int);
+            let rk = self.column(&right, &r, Ty::Int);
+            let postgres_full = self.postgres && kind == "FULL JOIN";
+            if postgres_full && (lk.is_none() || rk.is_none()) {
+                kind = "LEFT JOIN";
+            }
+            let (lk, rk) = (
+                lk.unwrap_or_else(|| "0".into()),
+                rk.unwrap_or_else(|| "0".into()),
+            );
             let mut on = format!(" ON {lk} = {rk}");
-            if self.chance(40) {
+            if !postgres_full && self.chance(40) {
                 let li = self.int_expr(&left, &l, 0);
                 let ri = self.int_expr(&right, &r, 0);
                 on.push_str(&format!(" AND {li} <= {ri}"));
@@ -436,9 +503,16 @@ impl<'a> Gen<'a> {
         }
     }
 
-    fn subquery(&mut self, depth: usize) -> Query {
+    /// An outer source and the inner one of a subquery, with their aliases and an
+    /// integer key of each.
+    fn correlated(&mut self, depth: usize) -> Correlated {
         let outer = self.source(depth);
-        let inner = self.source(0);
+        let mut inner = self.source(0);
+        // The inner side is correlated on a column of its own: a condition on the outer
+        // row alone (`0 = outer.c`) is a subquery no engine turns into a join.
+        if !inner.columns.iter().any(|(_, ty)| *ty == Ty::Int) {
+            inner = Source::table("t1");
+        }
         let (o, i) = (self.alias(), self.alias());
         let ok = self
             .column(&outer, &o, Ty::Int)
@@ -446,6 +520,25 @@ impl<'a> Gen<'a> {
         let ik = self
             .column(&inner, &i, Ty::Int)
             .unwrap_or_else(|| "0".into());
+        Correlated {
+            outer,
+            inner,
+            o,
+            i,
+            ok,
+            ik,
+        }
+    }
+
+    fn subquery(&mut self, depth: usize) -> Query {
+        let Correlated {
+            outer,
+            inner,
+            o,
+            i,
+            ok,
+            ik,
+        } = self.correlated(depth);
         let inner_filter = self.predicate(&inner, &i, 0);
         let condition = match self.rng.random_range(0..4) {
             0 => format!(
@@ -477,15 +570,14 @@ impl<'a> Gen<'a> {
     }
 
     fn scalar_subquery(&mut self, depth: usize) -> Query {
-        let outer = self.source(depth);
-        let inner = self.source(0);
-        let (o, i) = (self.alias(), self.alias());
-        let ok = self
-            .column(&outer, &o, Ty::Int)
-            .unwrap_or_else(|| "0".into());
-        let ik = self
-            .column(&inner, &i, Ty::Int)
-            .unwrap_or_else(|| "0".into());
+        let Correlated {
+            outer,
+            inner,
+            o,
+            i,
+            ok,
+            ik,
+        } = self.correlated(depth);
         let value = self.int_expr(&inner, &i, 0);
         let aggregate = *self.pick(&["max", "min", "sum", "count"]);
         Query {
@@ -516,26 +608,48 @@ impl<'a> Gen<'a> {
     }
 }
 
+/// See [`Gen::correlated`].
+struct Correlated {
+    outer: Source,
+    inner: Source,
+    /// The aliases of the outer and inner source.
+    o: String,
+    i: String,
+    /// An integer column of each (`0` when it has none).
+    ok: String,
+    ik: String,
+}
+
 fn source_sql(source: &Source, alias: &str) -> String {
     format!("{} AS {alias}", source.sql)
 }
 
-/// A random row of `t1` or `t2`: small domains so that joins and groups meet.
-pub fn random_row(rng: &mut StdRng) -> Row {
-    let int = |rng: &mut StdRng, range: std::ops::Range<i64>| {
-        if rng.random_range(0..10) == 0 {
-            Datum::Null
-        } else {
-            Datum::Int64(rng.random_range(range))
-        }
+/// The values of a random row of `t1` or `t2` (`a`, then `b` or `d`, then `c` or
+/// `e`): small domains so that joins and groups meet, NULLs among them.
+pub fn random_values(rng: &mut StdRng) -> (Option<i64>, Option<i64>, Option<&'static str>) {
+    let mut int = |range: std::ops::Range<i64>| {
+        (rng.random_range(0..10) != 0).then(|| rng.random_range(range))
     };
-    let text = |rng: &mut StdRng| match rng.random_range(0..6) {
-        0 => Datum::Null,
-        1 => Datum::Text("x".into()),
-        2 => Datum::Text("y".into()),
-        3 => Datum::Text("xy".into()),
-        4 => Datum::Text("z".into()),
-        _ => Datum::Text("".into()),
+    let (a, b) = (int(0..4), int(-2..6));
+    let text = match rng.random_range(0..6) {
+        0 => None,
+        1 => Some("x"),
+        2 => Some("y"),
+        3 => Some("xy"),
+        4 => Some("z"),
+        _ => Some(""),
     };
-    vec![int(rng, 0..4), int(rng, -2..6), text(rng)]
+    (a, b, text)
+}
+
+/// The seeds a randomized test runs: `first..end` from the environment variable
+/// `variable` (to widen the search or rerun a failure), else `default`.
+pub fn seeds(variable: &str, default: std::ops::Range<u64>) -> std::ops::Range<u64> {
+    std::env::var(variable)
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once("..")?;
+            Some(a.parse().ok()?..b.parse().ok()?)
+        })
+        .unwrap_or(default)
 }

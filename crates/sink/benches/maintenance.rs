@@ -1,0 +1,539 @@
+//! What built-in maintenance buys a table committed to once per interval: commit latency
+//! at commit 10 and at commit N, and DuckDB's read time after N UPSERT commits, with
+//! snapshot expiry on and off, next to the same rows written once (one snapshot, one
+//! file). Against SeaweedFS (REST catalog + S3); DuckDB reads through its Iceberg
+//! extension, deletes applied.
+//!
+//! A benchmark, not a test: it prints figures and asserts nothing about timings.
+//!
+//!     cargo bench --bench maintenance                        # N = 1,000 commits
+//!     FLOE_BENCH_COMMITS=300 cargo bench --bench maintenance
+//!
+//! Environment: `FLOE_BENCH_COMMITS` (N, default 1,000), `FLOE_BENCH_KEYS` (rows of the
+//! relation, default 10,000), `FLOE_BENCH_UPDATES` (keys updated per commit, default 100).
+//!
+//! Each commit is one interval of a synthetic timeline (COMMIT INTERVAL 1 s on it): the
+//! benchmark pushes the interval's updates and waits for its commit, so N commits take as
+//! long as N commits take, not N seconds. Manifest merging is part of every commit and has
+//! no switch: "expiry off" still merges (its figures show what expiry adds); the written-once
+//! table is the reference for reads. Expiry runs with `SNAPSHOT RETENTION = '10s'`, SQL's
+//! minimum, once per 10 s.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
+use floe_sink::input::{SinkInput, Update, UpdateStream};
+use floe_sink::table::{LoadedTable, SinkCatalog};
+use floe_sink::{
+    CatalogConfig, ClientCredentials, DeleteMode, Envelope, MaintenanceOptions,
+    MaintenanceSettings, Namespace, ProgressReport, SinkConnection, SinkError, SinkReporter,
+    SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate, spawn_sink,
+};
+use floe_testkit::{Reader, SeaweedFs};
+use iceberg::spec::{ManifestContentType, ManifestList};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The floe binary's allocator, so the figures are the server's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Where the synthetic timeline starts (a multiple of the interval).
+const START: u64 = 1_764_460_800_000;
+/// COMMIT INTERVAL on the synthetic timeline.
+const INTERVAL: u64 = 1_000;
+/// DuckDB's query: every column of every row, so every file and delete is read.
+const READ_QUERY: &str = "SELECT count(*) AS n, sum(length(value)) AS l, sum(amount) AS a FROM t";
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+fn desc() -> RelationDesc {
+    let column = |name: &str, scalar_type, nullable| {
+        (
+            name.to_string(),
+            ColumnType {
+                scalar_type,
+                nullable,
+            },
+        )
+    };
+    RelationDesc {
+        columns: vec![
+            column("id", SqlScalarType::Int64, false),
+            column("value", SqlScalarType::Text, true),
+            column("amount", SqlScalarType::Int64, true),
+        ],
+        unique_keys: vec![vec![0]],
+    }
+}
+
+fn row(id: i64, version: u64) -> Vec<Datum> {
+    vec![
+        Datum::Int64(id),
+        Datum::Text(format!("value {id} version {version}")),
+        Datum::Int64((id * 7 + version as i64) % 1_000),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
+// An in-memory change log; history before the sink's frontier is dropped.
+
+struct LogInput {
+    state: Mutex<(Vec<Update>, Timestamp)>,
+    desc: RelationDesc,
+}
+
+#[async_trait]
+impl SinkInput for LogInput {
+    fn desc(&self) -> &RelationDesc {
+        &self.desc
+    }
+    async fn upper(&self) -> Result<Timestamp, SinkError> {
+        Ok(self.state.lock().unwrap().1)
+    }
+    async fn since(&self) -> Result<Timestamp, SinkError> {
+        Ok(Timestamp(0))
+    }
+    async fn read(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+    ) -> Result<UpdateStream, SinkError> {
+        let state = self.state.lock().unwrap();
+        let mut selected: Vec<Update> = state
+            .0
+            .iter()
+            .filter(|u| u.ts >= lower && u.ts < upper)
+            .cloned()
+            .collect();
+        selected.sort_by_key(|u| u.ts);
+        Ok(UpdateStream::from_updates(selected, max_rows))
+    }
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        // The log before the first commit holds inserts only.
+        let state = self.state.lock().unwrap();
+        let rows = state
+            .0
+            .iter()
+            .filter(|u| u.ts < upper)
+            .map(|u| Update {
+                row: u.row.clone(),
+                ts: Timestamp(upper.0 - 1),
+                diff: u.diff,
+            })
+            .collect();
+        Ok(UpdateStream::from_updates(rows, max_rows))
+    }
+    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
+        self.state.lock().unwrap().0.retain(|u| u.ts >= frontier);
+        Ok(())
+    }
+}
+
+impl LogInput {
+    fn push(&self, updates: Vec<Update>, upper: u64) {
+        let mut state = self.state.lock().unwrap();
+        state.0.extend(updates);
+        state.1 = Timestamp(upper);
+    }
+}
+
+/// Records when each frontier was reported.
+#[derive(Default)]
+struct Progress {
+    frontiers: Mutex<Vec<(u64, Instant, String)>>,
+    stalls: Mutex<Vec<String>>,
+}
+
+impl SinkReporter for Progress {
+    fn status(&self, status: SinkStatus) {
+        if let SinkStatus::Stalled { error, .. } = status {
+            self.stalls.lock().unwrap().push(error);
+        }
+    }
+    fn statistics(&self, _update: StatisticsUpdate) {}
+    fn progress(&self, report: ProgressReport) {
+        if report.in_table {
+            self.frontiers.lock().unwrap().push((
+                report.frontier.0,
+                Instant::now(),
+                report.metadata_location,
+            ));
+        }
+    }
+}
+
+impl Progress {
+    /// Waits until `frontier` is committed; returns when and the metadata location.
+    async fn wait(&self, frontier: u64) -> (Instant, String) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some((_, at, location)) = self
+                .frontiers
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(f, _, _)| *f >= frontier)
+            {
+                return (*at, location.clone());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the sink did not commit {frontier}: {:?}",
+                self.stalls.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs.
+
+struct Env {
+    sw: SeaweedFs,
+    namespace: String,
+}
+
+impl Env {
+    fn connection(&self) -> SinkConnection {
+        let url = self.sw.catalog_url();
+        SinkConnection {
+            catalog: CatalogConfig::Rest {
+                url: url.clone(),
+                warehouse: Some(self.sw.warehouse()),
+                credentials: Some(ClientCredentials {
+                    client_id: self.sw.access_key().to_string(),
+                    client_secret: self.sw.secret_key().to_string(),
+                }),
+                scope: "catalog".into(),
+                oauth2_server_url: format!("{url}/v1/oauth/tokens"),
+                vended_credentials: true,
+                aws: None,
+            },
+            aws_credentials: None,
+        }
+    }
+
+    fn spec(&self, table: &str) -> SinkSpec {
+        SinkSpec {
+            sink_id: format!("u-{table}"),
+            version: 1,
+            namespace: Namespace::parse(&self.namespace).unwrap(),
+            table: table.into(),
+            envelope: Envelope::Upsert,
+            key_columns: vec!["id".into()],
+            partition_by: Vec::new(),
+            delete_mode: DeleteMode::Equality,
+            commit_interval_ms: INTERVAL,
+            environment_id: "bench".into(),
+            table_uuid: None,
+            resume_frontier: None,
+            takes_over: None,
+        }
+    }
+
+    async fn load(&self, table: &str) -> LoadedTable {
+        let catalog = SinkCatalog::connect(
+            &self.connection().catalog,
+            &floe_sink::HttpSettings::default(),
+            None,
+        )
+        .await
+        .unwrap();
+        catalog
+            .load_table(&Namespace::parse(&self.namespace).unwrap(), table)
+            .await
+            .unwrap()
+    }
+}
+
+fn settings(retention: Option<Duration>) -> SinkSettings {
+    SinkSettings {
+        max_poll_interval: Duration::from_millis(1),
+        maintenance: MaintenanceSettings::fixed(MaintenanceOptions {
+            snapshot_retention: retention,
+            ..MaintenanceOptions::default()
+        }),
+        ..SinkSettings::default()
+    }
+}
+
+/// What one run measured.
+struct Run {
+    /// Commit latency (push of the interval to its commit) of every commit.
+    latencies: Vec<Duration>,
+    location: String,
+    shape: Shape,
+}
+
+/// The table's shape at the end.
+struct Shape {
+    snapshots: usize,
+    most_manifests: usize,
+    data_files: u64,
+    delete_files: u64,
+    metadata_bytes: u64,
+}
+
+async fn shape(table: &LoadedTable) -> Shape {
+    let mut most_manifests = 0;
+    for snapshot in table.metadata.snapshots() {
+        let bytes = table
+            .file_io
+            .new_input(snapshot.manifest_list())
+            .unwrap()
+            .read()
+            .await
+            .unwrap();
+        let list =
+            ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
+        most_manifests = most_manifests.max(list.entries().len());
+    }
+    let (mut data_files, mut delete_files) = (0, 0);
+    if let Some(head) = table.metadata.current_snapshot() {
+        let bytes = table
+            .file_io
+            .new_input(head.manifest_list())
+            .unwrap()
+            .read()
+            .await
+            .unwrap();
+        let list =
+            ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
+        for manifest in list.entries() {
+            let live = u64::from(manifest.added_files_count.unwrap_or(0))
+                + u64::from(manifest.existing_files_count.unwrap_or(0));
+            match manifest.content {
+                ManifestContentType::Data => data_files += live,
+                ManifestContentType::Deletes => delete_files += live,
+            }
+        }
+    }
+    let metadata_bytes = table
+        .file_io
+        .new_input(&table.metadata_location)
+        .unwrap()
+        .metadata()
+        .await
+        .unwrap()
+        .size;
+    Shape {
+        snapshots: table.metadata.snapshots().count(),
+        most_manifests,
+        data_files,
+        delete_files,
+        metadata_bytes,
+    }
+}
+
+/// N commits of `updates` random keys each over a relation of `keys` rows.
+async fn upsert_run(env: &Env, table: &str, retention: Option<Duration>, config: &Config) -> Run {
+    let input = Arc::new(LogInput {
+        state: Mutex::new((Vec::new(), Timestamp(START))),
+        desc: desc(),
+    });
+    let initial = (0..config.keys as i64)
+        .map(|id| Update {
+            row: row(id, 0),
+            ts: Timestamp(START),
+            diff: 1,
+        })
+        .collect();
+    input.push(initial, START + INTERVAL);
+    let progress = Arc::new(Progress::default());
+    let _handle = spawn_sink(
+        env.connection(),
+        env.spec(table),
+        input.clone(),
+        progress.clone(),
+        settings(retention),
+    );
+    progress.wait(START + INTERVAL).await;
+    let mut rng = StdRng::seed_from_u64(14);
+    let mut versions: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut latencies = Vec::with_capacity(config.commits);
+    let mut location = String::new();
+    for commit in 1..=config.commits as u64 {
+        let lower = START + commit * INTERVAL;
+        let mut updates = Vec::new();
+        for _ in 0..config.updates {
+            let id = rng.random_range(0..config.keys as i64);
+            let version = versions.entry(id).or_insert(0);
+            updates.push(Update {
+                row: row(id, *version),
+                ts: Timestamp(lower),
+                diff: -1,
+            });
+            *version += 1;
+            updates.push(Update {
+                row: row(id, *version),
+                ts: Timestamp(lower),
+                diff: 1,
+            });
+        }
+        let pushed = Instant::now();
+        input.push(updates, lower + INTERVAL);
+        let (at, committed) = progress.wait(lower + INTERVAL).await;
+        latencies.push(at.saturating_duration_since(pushed));
+        location = committed;
+    }
+    let table = env.load(table).await;
+    Run {
+        latencies,
+        location,
+        shape: shape(&table).await,
+    }
+}
+
+/// The final rows of a run, written once: one snapshot.
+async fn written_once(env: &Env, config: &Config) -> String {
+    // The same updates replayed into a model, then written as one snapshot.
+    let mut rng = StdRng::seed_from_u64(14);
+    let mut versions: BTreeMap<i64, u64> = BTreeMap::new();
+    for _ in 0..config.commits {
+        for _ in 0..config.updates {
+            *versions
+                .entry(rng.random_range(0..config.keys as i64))
+                .or_insert(0) += 1;
+        }
+    }
+    let rows = (0..config.keys as i64)
+        .map(|id| Update {
+            row: row(id, versions.get(&id).copied().unwrap_or(0)),
+            ts: Timestamp(START),
+            diff: 1,
+        })
+        .collect();
+    let input = Arc::new(LogInput {
+        state: Mutex::new((rows, Timestamp(START + INTERVAL))),
+        desc: desc(),
+    });
+    let progress = Arc::new(Progress::default());
+    let _handle = spawn_sink(
+        env.connection(),
+        env.spec("once"),
+        input,
+        progress.clone(),
+        settings(None),
+    );
+    progress.wait(START + INTERVAL).await.1
+}
+
+struct Config {
+    commits: usize,
+    keys: u64,
+    updates: u64,
+}
+
+fn median(values: &[Duration]) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1_000.0)
+}
+
+fn main() {
+    let config = Config {
+        commits: env_num("FLOE_BENCH_COMMITS", 1_000).max(20) as usize,
+        keys: env_num("FLOE_BENCH_KEYS", 10_000).max(1),
+        updates: env_num("FLOE_BENCH_UPDATES", 100).max(1),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sw = SeaweedFs::start();
+    let namespace = format!("bench_maintenance_{}", std::process::id());
+    sw.create_namespace(&namespace);
+    let env = Env { sw, namespace };
+    println!(
+        "maintenance benchmark: {} UPSERT commits of {} updates over {} keys (SeaweedFS, DuckDB)",
+        config.commits, config.updates, config.keys
+    );
+    let runs = runtime.block_on(async {
+        let on = upsert_run(&env, "expiry_on", Some(Duration::from_secs(10)), &config).await;
+        let off = upsert_run(&env, "expiry_off", None, &config).await;
+        let once = written_once(&env, &config).await;
+        (on, off, once)
+    });
+    let (on, off, once) = runs;
+    let window = |run: &Run, end: usize| {
+        let start = end.saturating_sub(10);
+        median(&run.latencies[start..end.min(run.latencies.len())])
+    };
+    println!();
+    println!(
+        "{:<34} {:>16} {:>16} {:>16}",
+        "", "expiry on", "expiry off", "written once"
+    );
+    println!(
+        "{:<34} {:>16} {:>16} {:>16}",
+        "commit latency, commits 6-15",
+        ms(window(&on, 15)),
+        ms(window(&off, 15)),
+        "-"
+    );
+    println!(
+        "{:<34} {:>16} {:>16} {:>16}",
+        format!("commit latency, last 10 of {}", config.commits),
+        ms(window(&on, config.commits)),
+        ms(window(&off, config.commits)),
+        "-"
+    );
+    for (label, value) in [
+        ("snapshots", |s: &Shape| s.snapshots as u64),
+        ("most manifests in a list", |s: &Shape| {
+            s.most_manifests as u64
+        }),
+        ("live data files", |s: &Shape| s.data_files),
+        ("live delete files", |s: &Shape| s.delete_files),
+        ("metadata file bytes", |s: &Shape| s.metadata_bytes),
+    ] as [(&str, fn(&Shape) -> u64); 5]
+    {
+        println!(
+            "{:<34} {:>16} {:>16} {:>16}",
+            label,
+            value(&on.shape),
+            value(&off.shape),
+            "-"
+        );
+    }
+    let reader = Reader::for_seaweedfs(&env.sw);
+    let best = |location: &str| {
+        reader
+            .time_query(location, READ_QUERY, 3)
+            .into_iter()
+            .map(Duration::from_secs_f64)
+            .min()
+            .unwrap_or_default()
+    };
+    let (read_on, read_off, read_once) = (best(&on.location), best(&off.location), best(&once));
+    println!(
+        "{:<34} {:>16} {:>16} {:>16}",
+        "DuckDB read (best of 3)",
+        ms(read_on),
+        ms(read_off),
+        ms(read_once)
+    );
+    println!(
+        "{:<34} {:>16} {:>16} {:>16}",
+        "  read vs written once",
+        format!("{:.2}x", read_on.as_secs_f64() / read_once.as_secs_f64()),
+        format!("{:.2}x", read_off.as_secs_f64() / read_once.as_secs_f64()),
+        "1.00x"
+    );
+}

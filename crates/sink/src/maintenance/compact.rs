@@ -1,0 +1,903 @@
+//! Small-file compaction: the data files of a sink's table that are small, or that many
+//! delete files apply to, are rewritten together into files near the target size, with
+//! the deletes that apply to them applied, and committed as a `replace` snapshot.
+//!
+//! - Files are picked per partition (partition spec id and partition tuple: a rewritten
+//!   file holds rows of one partition), oldest data sequence number first, at most
+//!   [`step_bytes`] per step, so a step's work is bounded whatever the table's size.
+//! - The rewritten files keep the data sequence number of the snapshot they were read
+//!   from (the step's base): the deletes committed up to it were applied and do not apply
+//!   to them any more, and every equality delete committed after it (a sink commit that
+//!   lands while the step runs) still does. Their file sequence number is the new
+//!   snapshot's.
+//! - Delete files that apply to no live data file any more (an equality delete whose data
+//!   sequence number is not above any live data file's of its partition, a position
+//!   delete whose data files are all gone) are removed by the same snapshot, so an UPSERT
+//!   table keeps a handful of live delete files.
+//! - The commit goes through the sink's [`Committer`]. When a sink commit lands first, the
+//!   compaction is built again on the new head if nothing there contradicts it: every file
+//!   it rewrites must still be live, and no position delete committed since its base may
+//!   point into them (those rows would come back). Otherwise it is dropped and its files
+//!   deleted (it never landed: its refusal happens only on a head none of its attempts was
+//!   built on). The rewritten files stay until snapshot expiry deletes them with the last
+//!   snapshot that references them.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{Array, RecordBatch, StringArray};
+use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
+use iceberg::arrow::ArrowReaderBuilder;
+use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
+use iceberg::spec::{
+    DataContentType, DataFile, FormatVersion, Manifest, ManifestContentType, ManifestFile,
+    Operation, SnapshotSummaryCollector, Struct,
+};
+
+use crate::commit::{CommitIntent, Committed, Committer, Verdict};
+use crate::error::{ErrorKind, SinkError};
+use crate::maintenance::manifests::{MergeTarget, carry_over, manifest_writer};
+use crate::maintenance::remap::{RewrittenInput, RowMap};
+use crate::position::{
+    FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, unreadable,
+};
+use crate::snapshot::{
+    MAIN_BRANCH, NewSnapshot, PreparedCommit, add_totals, read_manifest_list, unique_snapshot_id,
+    write_snapshot,
+};
+use crate::table::{LoadedTable, storage_error};
+use crate::writer::{FileContent, FileWriter};
+
+/// A data file below this share of the target size (in percent) is small. Not the whole
+/// target: the rolling writer's files end near the target, a little under or over, and
+/// rewriting a file of 99 % of the target again and again would gain nothing (Iceberg's
+/// `min-file-size-bytes` default is the same 75 %).
+const SMALL_PERCENT: u64 = 75;
+/// A partition is compacted once it holds this many small files (fewer gain too little
+/// for a rewrite; Iceberg's `min-input-files` default is 5).
+const MIN_INPUT_FILES: usize = 5;
+/// A data file that this many delete files apply to is rewritten whatever its size: its
+/// reads pay for every one of them, and those deletes stay live as long as it does.
+const DELETES_PER_FILE: usize = 8;
+/// Once this many delete files are live, every data file one of them applies to is
+/// rewritten (a step at a time): an UPSERT table then holds only the delete files
+/// committed since the last step, well under the 32 it may hold in steady state.
+const DELETE_FILES_PRESSURE: usize = 16;
+/// A step reads at least this much (a small target must not make compaction crawl).
+const MIN_STEP_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The most bytes of data files one step rewrites: four target files' worth.
+pub fn step_bytes(target_file_size: u64) -> u64 {
+    target_file_size.saturating_mul(4).max(MIN_STEP_BYTES)
+}
+
+/// What a compaction step did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionOutcome {
+    pub data_files_rewritten: u64,
+    /// Delete files applied to the rewritten data files.
+    pub delete_files_applied: u64,
+    /// Delete files removed from the table (they applied to no live data file any more).
+    pub delete_files_removed: u64,
+    /// Bytes of the data files rewritten.
+    pub bytes_rewritten: u64,
+    pub files_written: u64,
+}
+
+/// A live file of a snapshot, with what its manifest entry says about it.
+#[derive(Debug, Clone)]
+struct LiveFile {
+    file: DataFile,
+    spec_id: i32,
+    /// Data sequence number.
+    sequence_number: i64,
+}
+
+impl LiveFile {
+    fn path(&self) -> &str {
+        self.file.file_path()
+    }
+
+    /// The partition the file belongs to.
+    fn partition(&self) -> (i32, &Struct) {
+        (self.spec_id, self.file.partition())
+    }
+}
+
+/// The live files of a table's main branch.
+struct LiveFiles {
+    /// The head's manifests, each with its entries (carried into the compaction's
+    /// snapshot).
+    manifests: Vec<(ManifestFile, Arc<Manifest>)>,
+    data: Vec<LiveFile>,
+    deletes: Vec<LiveFile>,
+}
+
+async fn live_files(
+    table: &LoadedTable,
+    state: &CompactionState,
+) -> Result<Option<LiveFiles>, SinkError> {
+    let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+        return Ok(None);
+    };
+    let mut live = LiveFiles {
+        manifests: Vec::new(),
+        data: Vec::new(),
+        deletes: Vec::new(),
+    };
+    for manifest in read_manifest_list(table, head.manifest_list()).await? {
+        let loaded = state.manifest(table, &manifest).await?;
+        for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
+            let sequence_number = entry.sequence_number().ok_or_else(|| {
+                SinkError::internal(format!(
+                    "an entry of manifest {} has no sequence number",
+                    manifest.manifest_path
+                ))
+            })?;
+            let file = LiveFile {
+                file: entry.data_file().clone(),
+                spec_id: manifest.partition_spec_id,
+                sequence_number,
+            };
+            match manifest.content {
+                ManifestContentType::Data => live.data.push(file),
+                ManifestContentType::Deletes => live.deletes.push(file),
+            }
+        }
+        live.manifests.push((manifest, loaded));
+    }
+    Ok(Some(live))
+}
+
+/// What compaction keeps between steps and between the attempts of a commit: manifests
+/// and the data files each position delete file points into, read once each (neither
+/// ever changes once written), so that building a commit again on a new head reads only
+/// what the new head added.
+#[derive(Default)]
+pub struct CompactionState {
+    manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+    targets: Mutex<HashMap<String, Arc<HashSet<String>>>>,
+}
+
+impl CompactionState {
+    async fn manifest(
+        &self,
+        table: &LoadedTable,
+        manifest: &ManifestFile,
+    ) -> Result<Arc<Manifest>, SinkError> {
+        if let Some(known) = lock(&self.manifests).get(&manifest.manifest_path) {
+            return Ok(known.clone());
+        }
+        let loaded = Arc::new(load_manifest(table, manifest).await?);
+        lock(&self.manifests).insert(manifest.manifest_path.clone(), loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The data files position delete file `delete` points into.
+    async fn targets(
+        &self,
+        table: &LoadedTable,
+        delete: &DataFile,
+    ) -> Result<Arc<HashSet<String>>, SinkError> {
+        let path = delete.file_path();
+        if let Some(known) = lock(&self.targets).get(path) {
+            return Ok(known.clone());
+        }
+        let mut targets = HashSet::new();
+        let mut batches = read_columns(
+            table,
+            path,
+            delete.file_size_in_bytes(),
+            &[FILE_PATH_FIELD_ID],
+        )
+        .await?;
+        while let Some(columns) = batches.next().await? {
+            let paths = columns
+                .first()
+                .and_then(|column| column.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(|| unreadable(path, "file_path is not a string"))?;
+            targets.extend(paths.iter().flatten().map(str::to_string));
+        }
+        let targets = Arc::new(targets);
+        lock(&self.targets).insert(path.to_string(), targets.clone());
+        Ok(targets)
+    }
+
+    /// Forgets what `live` (the newest head seen) no longer holds.
+    fn retain(&self, live: &LiveFiles) {
+        let manifests: HashSet<&str> = live
+            .manifests
+            .iter()
+            .map(|(m, _)| m.manifest_path.as_str())
+            .collect();
+        lock(&self.manifests).retain(|path, _| manifests.contains(path.as_str()));
+        let deletes: HashSet<&str> = live.deletes.iter().map(LiveFile::path).collect();
+        lock(&self.targets).retain(|path, _| deletes.contains(path.as_str()));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The live delete files with, for position deletes, the data files they point into.
+struct DeleteFiles<'a> {
+    files: Vec<(&'a LiveFile, Option<Arc<HashSet<String>>>)>,
+}
+
+impl<'a> DeleteFiles<'a> {
+    async fn of(
+        table: &LoadedTable,
+        live: &'a LiveFiles,
+        state: &CompactionState,
+    ) -> Result<DeleteFiles<'a>, SinkError> {
+        let mut files = Vec::with_capacity(live.deletes.len());
+        for delete in &live.deletes {
+            let paths = match delete.file.content_type() {
+                DataContentType::PositionDeletes => Some(state.targets(table, &delete.file).await?),
+                _ => None,
+            };
+            files.push((delete, paths));
+        }
+        Ok(DeleteFiles { files })
+    }
+
+    /// The delete files that apply to a data file of partition `partition` with data
+    /// sequence number `sequence_number` at `path` (Iceberg's scan rules).
+    fn applying_to(
+        &self,
+        path: &str,
+        partition: (i32, &Struct),
+        sequence_number: i64,
+    ) -> Vec<&'a LiveFile> {
+        self.files
+            .iter()
+            .filter(|(delete, targets)| {
+                let same_partition = delete.partition() == partition;
+                match delete.file.content_type() {
+                    // An equality delete of an unpartitioned spec applies to every partition.
+                    DataContentType::EqualityDeletes => {
+                        sequence_number < delete.sequence_number
+                            && (same_partition || delete.file.partition().fields().is_empty())
+                    }
+                    DataContentType::PositionDeletes => {
+                        sequence_number <= delete.sequence_number
+                            && targets.as_ref().is_none_or(|paths| paths.contains(path))
+                    }
+                    DataContentType::Data => false,
+                }
+            })
+            .map(|(delete, _)| *delete)
+            .collect()
+    }
+}
+
+/// The data files of one partition a step rewrites, each with the deletes to apply.
+struct Plan {
+    spec_id: i32,
+    /// The partition of every file of the plan (and of the files written).
+    partition: Struct,
+    files: Vec<(LiveFile, Vec<LiveFile>)>,
+}
+
+impl Plan {
+    fn bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|(file, _)| file.file.file_size_in_bytes())
+            .sum()
+    }
+
+    fn deletes_applied(&self) -> u64 {
+        let distinct: HashSet<&str> = self
+            .files
+            .iter()
+            .flat_map(|(_, deletes)| deletes.iter().map(LiveFile::path))
+            .collect();
+        distinct.len() as u64
+    }
+}
+
+/// A data file worth rewriting, with the delete files that apply to it.
+type Candidate<'a> = (&'a LiveFile, Vec<&'a LiveFile>);
+
+/// Picks the files of the partition whose oldest candidate is the oldest; `None` when no
+/// partition needs compacting. Only partitions of unpartitioned specs are rewritten for
+/// now: a partitioned position-mode table read wrong after compactions in a test, which
+/// is not understood yet (the grouping and the partition placement are in place).
+fn plan(
+    live: &LiveFiles,
+    deletes: &DeleteFiles<'_>,
+    target: u64,
+    table: &LoadedTable,
+) -> Option<Plan> {
+    let small = target.saturating_mul(SMALL_PERCENT) / 100;
+    let pressure = live.deletes.len() >= DELETE_FILES_PRESSURE;
+    // Whether a file's deletes alone make it worth rewriting.
+    let laden = |applying: &[&LiveFile]| {
+        applying.len() >= DELETES_PER_FILE || (pressure && !applying.is_empty())
+    };
+    let mut groups: HashMap<(i32, &Struct), Vec<Candidate<'_>>> = HashMap::new();
+    for file in &live.data {
+        let applying = deletes.applying_to(file.path(), file.partition(), file.sequence_number);
+        if file.file.file_size_in_bytes() < small || laden(&applying) {
+            groups
+                .entry(file.partition())
+                .or_default()
+                .push((file, applying));
+        }
+    }
+    let mut chosen: Option<Vec<Candidate<'_>>> = None;
+    for ((spec_id, _), mut candidates) in groups {
+        let known = table
+            .metadata
+            .partition_spec_by_id(spec_id)
+            .is_some_and(|spec| spec.is_unpartitioned());
+        let any_laden = candidates.iter().any(|(_, applying)| laden(applying));
+        if !known || (candidates.len() < MIN_INPUT_FILES && !any_laden) {
+            continue;
+        }
+        candidates.sort_by_key(|(file, _)| (file.sequence_number, file.path().to_string()));
+        let oldest = |group: &[Candidate<'_>]| group.first().map(|(file, _)| file.sequence_number);
+        if chosen
+            .as_ref()
+            .is_none_or(|c| oldest(&candidates) < oldest(c))
+        {
+            chosen = Some(candidates);
+        }
+    }
+    let candidates = chosen?;
+    let (spec_id, partition) = candidates
+        .first()
+        .map(|(file, _)| (file.spec_id, file.file.partition().clone()))?;
+    let budget = step_bytes(target);
+    let mut bytes = 0u64;
+    let mut files = Vec::new();
+    for (file, applying) in candidates {
+        let size = file.file.file_size_in_bytes();
+        if !files.is_empty() && bytes.saturating_add(size) > budget {
+            break;
+        }
+        bytes = bytes.saturating_add(size);
+        files.push((file.clone(), applying.into_iter().cloned().collect()));
+    }
+    // One file without deletes gains nothing from a rewrite.
+    if files.len() < 2
+        && files
+            .iter()
+            .all(|(_, deletes): &(LiveFile, Vec<LiveFile>)| deletes.is_empty())
+    {
+        return None;
+    }
+    Some(Plan {
+        spec_id,
+        partition,
+        files,
+    })
+}
+
+/// Reads the plan's files with their deletes applied and writes the rows left into new
+/// files of the table's current schema near `target` bytes each.
+async fn rewrite(
+    table: &LoadedTable,
+    plan: &Plan,
+    target: u64,
+) -> Result<Vec<DataFile>, SinkError> {
+    let metadata = &table.metadata;
+    let schema = metadata.current_schema().clone();
+    let spec = metadata
+        .partition_spec_by_id(plan.spec_id)
+        .cloned()
+        .ok_or_else(|| {
+            SinkError::internal(format!("the table has no partition spec {}", plan.spec_id))
+        })?;
+    let field_ids: Vec<i32> = schema.as_struct().fields().iter().map(|f| f.id).collect();
+    let tasks: Vec<iceberg::Result<FileScanTask>> = plan
+        .files
+        .iter()
+        .map(|(file, deletes)| {
+            let size = file.file.file_size_in_bytes();
+            Ok(FileScanTask {
+                file_size_in_bytes: size,
+                start: 0,
+                length: size,
+                record_count: Some(file.file.record_count()),
+                data_file_path: file.path().to_string(),
+                data_file_format: file.file.file_format(),
+                schema: schema.clone(),
+                project_field_ids: field_ids.clone(),
+                predicate: None,
+                deletes: deletes.iter().map(scan_delete).collect(),
+                partition: Some(file.file.partition().clone()),
+                partition_spec: Some(spec.clone()),
+                name_mapping: None,
+                case_sensitive: true,
+            })
+        })
+        .collect();
+    let runtime = iceberg::Runtime::try_current().map_err(|err| {
+        SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
+    })?;
+    // One file at a time: memory stays a few batches whatever the step's size.
+    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
+        .with_data_file_concurrency_limit(1)
+        .build();
+    let mut batches = reader
+        .read(futures::stream::iter(tasks).boxed())
+        .map_err(|err| storage_error("cannot read the files to compact".into(), err))?
+        .stream();
+    let writer = FileWriter::new(
+        table,
+        schema.clone(),
+        FileContent::Data,
+        plan.spec_id,
+        format!("compacted-{}", uuid::Uuid::new_v4()),
+        usize::try_from(target).unwrap_or(usize::MAX),
+    )?;
+    let mut writer = placed_in_partition(table, writer, plan.spec_id, &plan.partition)?;
+    let arrow_schema = writer.arrow_schema();
+    while let Some(batch) = batches
+        .try_next()
+        .await
+        .map_err(|err| storage_error("cannot read the files to compact".into(), err))?
+    {
+        // The reader's batches hold the schema's columns in order; the writer wants its
+        // own Arrow schema (with the field ids) on them.
+        let batch = RecordBatch::try_new(arrow_schema.clone(), batch.columns().to_vec()).map_err(
+            |err| SinkError::internal(format!("cannot rewrite a batch read for compaction: {err}")),
+        )?;
+        writer.write_batch(batch).await?;
+    }
+    writer.close().await
+}
+
+fn scan_delete(delete: &LiveFile) -> FileScanTaskDeleteFile {
+    FileScanTaskDeleteFile {
+        file_path: delete.path().to_string(),
+        file_size_in_bytes: delete.file.file_size_in_bytes(),
+        file_type: delete.file.content_type(),
+        partition_spec_id: delete.spec_id,
+        equality_ids: delete.file.equality_ids(),
+    }
+}
+
+/// The row map of `plan`'s rewrite, when no equality delete applies to its files.
+async fn row_map(table: &LoadedTable, plan: &Plan) -> Result<Option<RowMap>, SinkError> {
+    let mut inputs = Vec::with_capacity(plan.files.len());
+    for (file, deletes) in &plan.files {
+        let mut position_deletes = Vec::new();
+        for delete in deletes {
+            if delete.file.content_type() != DataContentType::PositionDeletes {
+                return Ok(None);
+            }
+            position_deletes.push((delete.path().to_string(), delete.file.file_size_in_bytes()));
+        }
+        inputs.push(RewrittenInput {
+            path: file.path().to_string(),
+            record_count: file.file.record_count(),
+            position_deletes,
+        });
+    }
+    RowMap::read(table, &inputs).await
+}
+
+/// Why a compaction is dropped (see [`CompactionIntent::prepare`]).
+const OUTDATED: &str = "the files a compaction rewrote changed meanwhile";
+
+/// One compaction step on `table` (the table as last loaded): plans, rewrites and
+/// commits; an outcome of zeros when nothing needs compacting or the step was dropped
+/// because the table changed under it (tried again next time).
+pub async fn compact(
+    committer: &Committer<'_>,
+    table: LoadedTable,
+    target: u64,
+    state: &CompactionState,
+) -> Result<CompactionOutcome, SinkError> {
+    // Format 1 has no sequence numbers: deletes cannot be told apart by age.
+    if table.metadata.format_version() == FormatVersion::V1 {
+        return Ok(CompactionOutcome::default());
+    }
+    let Some(live) = live_files(&table, state).await? else {
+        return Ok(CompactionOutcome::default());
+    };
+    state.retain(&live);
+    let deletes = DeleteFiles::of(&table, &live, state).await?;
+    let Some(plan) = plan(&live, &deletes, target, &table) else {
+        return Ok(CompactionOutcome::default());
+    };
+    let Some(base) = table.metadata.snapshot_for_ref(MAIN_BRANCH).cloned() else {
+        return Ok(CompactionOutcome::default());
+    };
+    let mut row_map = row_map(&table, &plan).await?;
+    let written = rewrite(&table, &plan, target).await?;
+    if let Some(map) = row_map.as_mut()
+        && !map.written(&written)
+    {
+        tracing::warn!(table = %table.metadata_location, "a compaction wrote other rows than it expected; position deletes committed meanwhile will drop it");
+        row_map = None;
+    }
+    let intent = CompactionIntent {
+        base_snapshot_id: base.snapshot_id(),
+        data_sequence_number: base.sequence_number(),
+        rewritten: plan
+            .files
+            .iter()
+            .map(|(f, _)| f.path().to_string())
+            .collect(),
+        known_deletes: live.deletes.iter().map(|d| d.path().to_string()).collect(),
+        spec_id: plan.spec_id,
+        partition: plan.partition.clone(),
+        written: written.clone(),
+        state,
+        built: Mutex::new(Vec::new()),
+        removed_deletes: Mutex::new(0),
+        row_map,
+        carried: Mutex::new(Vec::new()),
+    };
+    match committer.commit_on_latest(&table, &intent).await {
+        Ok(Committed::Done(after) | Committed::Superseded(after)) => {
+            intent
+                .forget_attempts(&after, intent.landed_in(&after))
+                .await;
+        }
+        Err(err) if err.kind == ErrorKind::CommitConflict && err.message == OUTDATED => {
+            intent.forget_attempts(&table, None).await;
+            // Never in a snapshot (see the module's documentation): its files go.
+            for file in &written {
+                if let Err(error) = table.file_io.delete(file.file_path()).await {
+                    tracing::warn!(file = %file.file_path(), %error, "deleting a file of a dropped compaction failed; it stays as an orphan");
+                }
+            }
+            tracing::info!(table = %table.metadata_location, "a compaction was dropped: the table changed under it");
+            return Ok(CompactionOutcome::default());
+        }
+        Err(err) => return Err(err),
+    }
+    let outcome = CompactionOutcome {
+        data_files_rewritten: plan.files.len() as u64,
+        delete_files_applied: plan.deletes_applied(),
+        delete_files_removed: *lock(&intent.removed_deletes),
+        bytes_rewritten: plan.bytes(),
+        files_written: written.len() as u64,
+    };
+    tracing::info!(table = %table.metadata_location, data_files_rewritten = outcome.data_files_rewritten, files_written = outcome.files_written, delete_files_applied = outcome.delete_files_applied, delete_files_removed = outcome.delete_files_removed, bytes_rewritten = outcome.bytes_rewritten, "compacted the table's small files");
+    Ok(outcome)
+}
+
+/// A compaction's commit: replaces `rewritten` by `written` on the table's head as it is
+/// when the commit is built.
+struct CompactionIntent<'a> {
+    /// The snapshot the rewritten files were read from.
+    base_snapshot_id: i64,
+    /// Its sequence number: the data sequence number of the files written.
+    data_sequence_number: i64,
+    rewritten: HashSet<String>,
+    /// The delete files live in the base (any other was committed since).
+    known_deletes: HashSet<String>,
+    spec_id: i32,
+    /// The partition of the files rewritten and written.
+    partition: Struct,
+    written: Vec<DataFile>,
+    state: &'a CompactionState,
+    /// The snapshots built, to recognise one that landed despite an error.
+    built: Mutex<Vec<i64>>,
+    /// How many delete files the last snapshot built removes.
+    removed_deletes: Mutex<u64>,
+    /// Where the rewritten rows went, to carry over position deletes committed meanwhile
+    /// (`None` when the rows an equality delete removed are not known).
+    row_map: Option<RowMap>,
+    /// The position delete files each attempt (by snapshot id) carried over.
+    carried: Mutex<Vec<(i64, Vec<String>)>>,
+}
+
+impl CompactionIntent<'_> {
+    /// Whether the compaction still holds on `head`'s live files: every rewritten file
+    /// is live there, and the position delete files committed since the base that point
+    /// into one (returned) can be carried over to the rewritten rows. `None` when it no
+    /// longer holds.
+    async fn position_deletes_since(
+        &self,
+        table: &LoadedTable,
+        live: &LiveFiles,
+    ) -> Result<Option<Vec<DataFile>>, SinkError> {
+        let live_paths: HashSet<&str> = live.data.iter().map(LiveFile::path).collect();
+        if !self
+            .rewritten
+            .iter()
+            .all(|path| live_paths.contains(path.as_str()))
+        {
+            return Ok(None);
+        }
+        let mut touching = Vec::new();
+        for delete in &live.deletes {
+            if self.known_deletes.contains(delete.path())
+                || delete.file.content_type() != DataContentType::PositionDeletes
+            {
+                continue;
+            }
+            let targets = self.state.targets(table, &delete.file).await?;
+            if targets.iter().any(|path| self.rewritten.contains(path)) {
+                if self.row_map.is_none() {
+                    return Ok(None);
+                }
+                touching.push(delete.file.clone());
+            }
+        }
+        Ok(Some(touching))
+    }
+
+    /// Deletes the position delete files carried over by attempts that did not land
+    /// (`landed`: the snapshot that did, if one did). No such attempt can land later: it
+    /// was built on a head `main` has left.
+    async fn forget_attempts(&self, table: &LoadedTable, landed: Option<i64>) {
+        let attempts = std::mem::take(&mut *lock(&self.carried));
+        for (snapshot_id, files) in attempts {
+            if Some(snapshot_id) == landed {
+                continue;
+            }
+            for file in files {
+                if let Err(error) = table.file_io.delete(&file).await {
+                    tracing::warn!(file = %file, %error, "deleting a file of a compaction attempt failed; it stays as an orphan");
+                }
+            }
+        }
+    }
+
+    fn landed_in(&self, table: &LoadedTable) -> Option<i64> {
+        lock(&self.built)
+            .iter()
+            .copied()
+            .find(|id| table.metadata.snapshot_by_id(*id).is_some())
+    }
+}
+
+#[async_trait]
+impl CommitIntent for CompactionIntent<'_> {
+    async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError> {
+        let live = live_files(base, self.state).await?.ok_or_else(|| {
+            SinkError::new(ErrorKind::CommitConflict, OUTDATED).with_retryable(false)
+        })?;
+        let head = base
+            .metadata
+            .snapshot_for_ref(MAIN_BRANCH)
+            .map(|s| s.snapshot_id());
+        let touching = if head == Some(self.base_snapshot_id) {
+            Some(Vec::new())
+        } else {
+            self.position_deletes_since(base, &live).await?
+        };
+        let Some(touching) = touching else {
+            return Err(SinkError::new(ErrorKind::CommitConflict, OUTDATED)
+                .with_detail("It is planned again from the table as it is now.")
+                .with_retryable(false));
+        };
+        let carried = match &self.row_map {
+            Some(map) if !touching.is_empty() => {
+                map.carry_over(base, self.spec_id, &self.partition, &touching)
+                    .await?
+            }
+            _ => Vec::new(),
+        };
+        // The data files once the rewrite is in, and the delete files still needed by one.
+        let written: Vec<LiveFile> = self
+            .written
+            .iter()
+            .map(|file| LiveFile {
+                file: file.clone(),
+                spec_id: self.spec_id,
+                sequence_number: self.data_sequence_number,
+            })
+            .collect();
+        let remaining = live
+            .data
+            .iter()
+            .filter(|file| !self.rewritten.contains(file.path()))
+            .chain(&written);
+        let deletes = DeleteFiles::of(base, &live, self.state).await?;
+        let mut needed: HashSet<&str> = HashSet::new();
+        for file in remaining {
+            for delete in deletes.applying_to(file.path(), file.partition(), file.sequence_number) {
+                needed.insert(delete.path());
+            }
+        }
+        let removed: HashSet<&str> = self
+            .rewritten
+            .iter()
+            .map(String::as_str)
+            .chain(
+                live.deletes
+                    .iter()
+                    .map(LiveFile::path)
+                    .filter(|p| !needed.contains(p)),
+            )
+            .collect();
+        let removed_deletes = live.deletes.len() - needed.len().min(live.deletes.len());
+        let prepared = self.write(base, &live, &removed, &carried).await?;
+        lock(&self.carried).push((
+            prepared.snapshot_id,
+            carried.iter().map(|f| f.file_path().to_string()).collect(),
+        ));
+        *self
+            .removed_deletes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = removed_deletes as u64;
+        self.built
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(prepared.snapshot_id);
+        Ok(prepared)
+    }
+
+    fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError> {
+        let built = lock(&self.built);
+        Ok(
+            if built
+                .iter()
+                .any(|id| reloaded.metadata.snapshot_by_id(*id).is_some())
+            {
+                Verdict::Landed
+            } else {
+                Verdict::Retry
+            },
+        )
+    }
+}
+
+impl CompactionIntent<'_> {
+    /// Writes the `replace` snapshot on `base`: the manifests holding a `removed` file
+    /// rewritten into one per kind (content and partition spec), the removed files
+    /// `deleted` in it and the others `existing`; a manifest of the written files; the
+    /// other manifests carried over (merged to the bound).
+    async fn write(
+        &self,
+        base: &LoadedTable,
+        live: &LiveFiles,
+        removed: &HashSet<&str>,
+        carried_deletes: &[DataFile],
+    ) -> Result<PreparedCommit, SinkError> {
+        let metadata = &base.metadata;
+        let snapshot_id = unique_snapshot_id(base);
+        let commit_uuid = uuid::Uuid::new_v4();
+        let prefix = format!(
+            "{}/metadata/{commit_uuid}",
+            metadata.location().trim_end_matches('/')
+        );
+        let schema = metadata.current_schema().clone();
+        let mut summary = SnapshotSummaryCollector::default();
+        let mut carried = Vec::with_capacity(live.manifests.len());
+        let mut touched: BTreeMap<(bool, i32), Vec<(&ManifestFile, &Manifest)>> = BTreeMap::new();
+        for (manifest, loaded) in &live.manifests {
+            let touches = loaded
+                .entries()
+                .iter()
+                .any(|entry| entry.is_alive() && removed.contains(entry.file_path()));
+            if touches {
+                let kind = (
+                    manifest.content == ManifestContentType::Deletes,
+                    manifest.partition_spec_id,
+                );
+                touched.entry(kind).or_default().push((manifest, loaded));
+            } else {
+                carried.push(manifest.clone());
+            }
+        }
+        for (index, ((_, spec_id), manifests)) in touched.into_iter().enumerate() {
+            let spec = metadata
+                .partition_spec_by_id(spec_id)
+                .cloned()
+                .ok_or_else(|| {
+                    SinkError::internal(format!(
+                        "a manifest names partition spec {spec_id}, which the table does not have"
+                    ))
+                })?;
+            let path = format!("{prefix}-r{index}.avro");
+            let content = &manifests
+                .first()
+                .map(|(m, _)| m.content)
+                .unwrap_or(ManifestContentType::Data);
+            let mut writer = manifest_writer(base, spec_id, content, &path, snapshot_id)?;
+            for (manifest, loaded) in manifests {
+                for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
+                    let missing = || {
+                        SinkError::internal(format!(
+                            "an entry of manifest {} has no sequence number or snapshot id",
+                            manifest.manifest_path
+                        ))
+                    };
+                    let sequence_number = entry.sequence_number().ok_or_else(missing)?;
+                    let file_sequence_number = entry.file_sequence_number.or(Some(sequence_number));
+                    let added = if removed.contains(entry.file_path()) {
+                        summary.remove_file(entry.data_file(), schema.clone(), spec.clone());
+                        writer.add_delete_file(
+                            entry.data_file().clone(),
+                            sequence_number,
+                            file_sequence_number,
+                        )
+                    } else {
+                        let entry_snapshot = entry.snapshot_id().ok_or_else(missing)?;
+                        writer.add_existing_file(
+                            entry.data_file().clone(),
+                            entry_snapshot,
+                            sequence_number,
+                            file_sequence_number,
+                        )
+                    };
+                    added.map_err(|err| {
+                        storage_error(format!("cannot add a file to {path}"), err)
+                    })?;
+                }
+            }
+            carried.push(
+                writer
+                    .write_manifest_file()
+                    .await
+                    .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
+            );
+        }
+        let spec = metadata
+            .partition_spec_by_id(self.spec_id)
+            .cloned()
+            .ok_or_else(|| {
+                SinkError::internal(format!("the table has no partition spec {}", self.spec_id))
+            })?;
+        // The written files keep the base's sequence number as their data sequence
+        // number; the carried-over deletes get this snapshot's (-1: inherited).
+        let mut manifests = Vec::new();
+        for (index, (content, files, sequence_number)) in [
+            (
+                ManifestContentType::Data,
+                &self.written[..],
+                self.data_sequence_number,
+            ),
+            (ManifestContentType::Deletes, carried_deletes, -1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if files.is_empty() {
+                continue;
+            }
+            let path = format!("{prefix}-m{index}.avro");
+            let mut writer = manifest_writer(base, self.spec_id, &content, &path, snapshot_id)?;
+            for file in files {
+                summary.add_file(file, schema.clone(), spec.clone());
+                writer
+                    .add_file(file.clone(), sequence_number)
+                    .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
+            }
+            manifests.push(
+                writer
+                    .write_manifest_file()
+                    .await
+                    .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
+            );
+        }
+        let target = MergeTarget {
+            snapshot_id,
+            path_prefix: &prefix,
+        };
+        let mut carried = carry_over(base, carried, manifests.len(), &target).await?;
+        carried.append(&mut manifests);
+        let mut properties = summary.build();
+        let parent = metadata.snapshot_for_ref(MAIN_BRANCH);
+        add_totals(
+            &mut properties,
+            parent.map(|p| &p.summary().additional_properties),
+        );
+        write_snapshot(
+            base,
+            NewSnapshot {
+                snapshot_id,
+                commit_uuid,
+                manifests: carried,
+                operation: Operation::Replace,
+                summary: properties,
+                progress: None,
+            },
+        )
+        .await
+    }
+}

@@ -1,0 +1,188 @@
+//! Manifest merging: the manifest list of every snapshot a sink commits holds at most
+//! [`MAX_MANIFESTS`] manifests.
+//!
+//! Every commit adds one or two small manifests (its data files, its delete files). When
+//! carrying the parent's manifests over would pass the bound, the small ones of each kind
+//! (content and partition spec: a manifest holds files of one of each) are rewritten into
+//! one: entries deleted in them are dropped, live ones are carried as `existing` with the
+//! snapshot id and the data and file sequence numbers they had (so equality deletes apply
+//! to exactly the files they applied to before). The new manifest's partition summaries and
+//! minimum sequence number are computed from its entries. Why in the sink's commit: it is
+//! bounded work (the small manifests' entries), and a manifest list that is short from the
+//! moment it is written needs no later rewrite; Iceberg's own writers merge the same way.
+
+use std::collections::BTreeMap;
+
+use iceberg::spec::{
+    FormatVersion, ManifestContentType, ManifestFile, ManifestStatus, ManifestWriter,
+    ManifestWriterBuilder,
+};
+
+use crate::error::SinkError;
+use crate::table::{LoadedTable, storage_error};
+
+/// The most manifests a snapshot's manifest list holds after a sink commit.
+pub const MAX_MANIFESTS: usize = 32;
+/// Manifests below this size are merged first; larger ones only when merging the small
+/// ones is not enough.
+const SMALL_MANIFEST_BYTES: i64 = 8 * 1024 * 1024;
+
+/// Where a commit writes the manifests it merges.
+pub struct MergeTarget<'a> {
+    pub snapshot_id: i64,
+    /// `<table>/metadata/<commit uuid>`: merged manifests are `<prefix>-merged-<n>.avro`.
+    pub path_prefix: &'a str,
+}
+
+/// The parent's manifests to carry into a snapshot that adds `added` manifests of its own,
+/// merged so that the list holds at most [`MAX_MANIFESTS`]. Returns them with how many
+/// were rewritten.
+pub async fn carry_over(
+    base: &LoadedTable,
+    carried: Vec<ManifestFile>,
+    added: usize,
+    target: &MergeTarget<'_>,
+) -> Result<Vec<ManifestFile>, SinkError> {
+    // Format 1 has no sequence numbers to carry; such tables are left as they are.
+    if carried.len() + added <= MAX_MANIFESTS || base.metadata.format_version() == FormatVersion::V1
+    {
+        return Ok(carried);
+    }
+    let mut groups: BTreeMap<(u8, i32), Vec<ManifestFile>> = BTreeMap::new();
+    for manifest in carried {
+        let content = match manifest.content {
+            ManifestContentType::Data => 0,
+            ManifestContentType::Deletes => 1,
+        };
+        groups
+            .entry((content, manifest.partition_spec_id))
+            .or_default()
+            .push(manifest);
+    }
+    // First only the small manifests of each kind; all of them if that is not enough.
+    let small_only = count_after_merge(&groups, true) + added <= MAX_MANIFESTS;
+    let mut result = Vec::new();
+    for (index, manifests) in groups.into_values().enumerate() {
+        let (merge, keep): (Vec<ManifestFile>, Vec<ManifestFile>) = manifests
+            .into_iter()
+            .partition(|m| !small_only || m.manifest_length < SMALL_MANIFEST_BYTES);
+        result.extend(keep);
+        if merge.len() < 2 {
+            result.extend(merge);
+            continue;
+        }
+        let path = format!("{}-merged-{index}.avro", target.path_prefix);
+        if let Some(merged) = merge_manifests(base, &merge, &path, target.snapshot_id).await? {
+            result.push(merged);
+        }
+    }
+    Ok(result)
+}
+
+/// How many manifests `groups` would hold once merged (the small ones, or all).
+fn count_after_merge(groups: &BTreeMap<(u8, i32), Vec<ManifestFile>>, small_only: bool) -> usize {
+    groups
+        .values()
+        .map(|manifests| {
+            let merged = manifests
+                .iter()
+                .filter(|m| !small_only || m.manifest_length < SMALL_MANIFEST_BYTES)
+                .count();
+            let kept = manifests.len() - merged;
+            kept + usize::from(merged > 0)
+        })
+        .sum()
+}
+
+/// A writer of a manifest of `content` and partition spec `spec_id` at `path`, owned by
+/// snapshot `snapshot_id`, in the table's format version.
+pub(crate) fn manifest_writer(
+    base: &LoadedTable,
+    spec_id: i32,
+    content: &ManifestContentType,
+    path: &str,
+    snapshot_id: i64,
+) -> Result<ManifestWriter, SinkError> {
+    let metadata = &base.metadata;
+    let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+        SinkError::internal(format!(
+            "a manifest of the table names partition spec {spec_id}, which the table does not have"
+        ))
+    })?;
+    let output = base
+        .file_io
+        .new_output(path)
+        .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
+    let builder = ManifestWriterBuilder::new(
+        output,
+        Some(snapshot_id),
+        metadata.current_schema().clone(),
+        spec.as_ref().clone(),
+    );
+    Ok(match (metadata.format_version(), content) {
+        (FormatVersion::V3, ManifestContentType::Data) => builder.build_v3_data(),
+        (FormatVersion::V3, ManifestContentType::Deletes) => builder.build_v3_deletes(),
+        (_, ManifestContentType::Data) => builder.build_v2_data(),
+        (_, ManifestContentType::Deletes) => builder.build_v2_deletes(),
+    })
+}
+
+/// Rewrites `manifests` (one content, one partition spec) into one manifest at `path`
+/// owned by snapshot `snapshot_id`; `None` when none of their entries is live.
+async fn merge_manifests(
+    base: &LoadedTable,
+    manifests: &[ManifestFile],
+    path: &str,
+    snapshot_id: i64,
+) -> Result<Option<ManifestFile>, SinkError> {
+    let Some(first) = manifests.first() else {
+        return Ok(None);
+    };
+    let mut writer = manifest_writer(
+        base,
+        first.partition_spec_id,
+        &first.content,
+        path,
+        snapshot_id,
+    )?;
+    let mut live = 0usize;
+    for manifest in manifests {
+        let loaded = manifest.load_manifest(&base.file_io).await.map_err(|err| {
+            storage_error(
+                format!("cannot read manifest {}", manifest.manifest_path),
+                err,
+            )
+        })?;
+        for entry in loaded.entries() {
+            if entry.status() == ManifestStatus::Deleted {
+                continue;
+            }
+            let missing = || {
+                SinkError::internal(format!(
+                    "an entry of manifest {} has no sequence number or snapshot id",
+                    manifest.manifest_path
+                ))
+            };
+            let sequence_number = entry.sequence_number().ok_or_else(missing)?;
+            let file_sequence_number = entry.file_sequence_number.or(Some(sequence_number));
+            let entry_snapshot = entry.snapshot_id().ok_or_else(missing)?;
+            writer
+                .add_existing_file(
+                    entry.data_file().clone(),
+                    entry_snapshot,
+                    sequence_number,
+                    file_sequence_number,
+                )
+                .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
+            live += 1;
+        }
+    }
+    if live == 0 {
+        return Ok(None);
+    }
+    let merged = writer
+        .write_manifest_file()
+        .await
+        .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
+    Ok(Some(merged))
+}

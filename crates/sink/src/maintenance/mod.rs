@@ -1,0 +1,284 @@
+//! Built-in maintenance of the tables floe's sinks own: what keeps a table that is
+//! committed to every second as fast to read and to commit to on its millionth commit as
+//! on its tenth.
+//!
+//! - Manifest merging ([`manifests`]): every snapshot a sink commits has a manifest list
+//!   of at most [`manifests::MAX_MANIFESTS`] manifests. It is part of the sink's own
+//!   commit (bounded work: the small manifests of earlier commits are rewritten into one).
+//! - Snapshot expiry ([`expire`]): snapshots older than the sink's `SNAPSHOT RETENTION`
+//!   are removed from the table, then the files only they referenced are deleted. It runs
+//!   on a task of its own beside the sink task ([`run_maintenance`]), whose commits go
+//!   through the sink's [`crate::commit::Committer`] with their own intent: an expiry
+//!   never moves `main`, so it never supersedes a sink commit, and a sink commit that
+//!   lands first only makes the expiry build again on the new head.
+//! - Small-file compaction ([`compact`]): every period, one bounded step rewrites the
+//!   small data files of a partition (and those many deletes apply to), with their
+//!   deletes applied, into files near `TARGET FILE SIZE`, as a `replace` snapshot that
+//!   also drops the delete files no live data file needs any more. It runs on the same
+//!   task; its commit takes turns with the sink's ([`crate::commit::CommitTurn`]), and the
+//!   rewrite before it never holds the sink up.
+//! - Old metadata files ([`metadata`]): when the table property
+//!   `write.metadata.delete-after-commit.enabled` is `true`, the metadata files that leave
+//!   the table's metadata log with a sink commit are deleted after it.
+//!
+//! Each run is reported ([`MaintenanceReport`], `mz_internal.mz_sink_maintenance`) and
+//! logged. A failing run is reported with its error and tried again at the next period;
+//! it never stalls the sink.
+
+pub mod compact;
+pub mod expire;
+pub mod manifests;
+pub mod metadata;
+mod remap;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::commit::{CommitTurn, Committer};
+use crate::error::{ErrorKind, SinkError};
+use crate::sink::{SinkConnection, SinkReporter, SinkSettings, SinkSpec};
+use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog, now_ms};
+
+/// A sink's maintenance settings, as its WITH options give them. ALTER SINK changes them
+/// on the running sink (through [`MaintenanceSettings::options`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaintenanceOptions {
+    /// Snapshots older than this are expired; `None` (`'off'`) keeps every snapshot.
+    pub snapshot_retention: Option<Duration>,
+    /// Data files below this size are small (`TARGET FILE SIZE`).
+    pub target_file_size: u64,
+}
+
+/// `SNAPSHOT RETENTION`'s default.
+pub const DEFAULT_SNAPSHOT_RETENTION: Duration = Duration::from_secs(3600);
+/// `TARGET FILE SIZE`'s default.
+pub const DEFAULT_TARGET_FILE_SIZE: u64 = 128 * 1024 * 1024;
+
+impl Default for MaintenanceOptions {
+    fn default() -> MaintenanceOptions {
+        MaintenanceOptions {
+            snapshot_retention: Some(DEFAULT_SNAPSHOT_RETENTION),
+            target_file_size: DEFAULT_TARGET_FILE_SIZE,
+        }
+    }
+}
+
+/// How a sink's maintenance runs.
+#[derive(Debug, Clone)]
+pub struct MaintenanceSettings {
+    /// The sink's current options; a change reaches the running maintenance task at once.
+    pub options: watch::Receiver<MaintenanceOptions>,
+    /// Expiry runs once per retention period, but at most this often: a snapshot past
+    /// the retention is gone within one more retention period, or this long if longer.
+    pub min_period: Duration,
+}
+
+impl MaintenanceSettings {
+    /// Settings with fixed options (a sink whose options never change while it runs).
+    pub fn fixed(options: MaintenanceOptions) -> MaintenanceSettings {
+        MaintenanceSettings {
+            options: watch::channel(options).1,
+            min_period: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Default for MaintenanceSettings {
+    fn default() -> MaintenanceSettings {
+        MaintenanceSettings::fixed(MaintenanceOptions::default())
+    }
+}
+
+/// What one maintenance run did (`mz_internal.mz_sink_maintenance` accumulates them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MaintenanceReport {
+    /// When the run ended (ms since the epoch).
+    pub run_at_ms: u64,
+    pub data_files_rewritten: u64,
+    pub delete_files_applied: u64,
+    pub snapshots_expired: u64,
+    /// Bytes of the data and delete files rewritten.
+    pub bytes_rewritten: u64,
+    /// Files deleted because no live snapshot references them any more.
+    pub files_deleted: u64,
+    /// Why the run failed, if it did (`iceberg: <message>`).
+    pub error: Option<String>,
+}
+
+/// The maintenance task of one sink: a compaction step every period, and an expiry
+/// once per retention period (at most once per period), until it is aborted (with the
+/// sink's supervisor). Failures are reported and retried at the next period.
+pub async fn run_maintenance(
+    connection: SinkConnection,
+    spec: SinkSpec,
+    reporter: Arc<dyn SinkReporter>,
+    settings: SinkSettings,
+    turn: CommitTurn,
+) {
+    let mut options_changes = settings.maintenance.options.clone();
+    let mut options_live = true;
+    let mut maintainer = Maintainer {
+        spec,
+        settings,
+        catalog: None,
+        expiry: expire::ExpiryState::default(),
+        compaction: compact::CompactionState::default(),
+        last_expiry: Instant::now(),
+        turn,
+    };
+    loop {
+        let options = *options_changes.borrow_and_update();
+        // A changed option takes effect at once (a shorter retention, say). Options
+        // whose sender is gone (fixed ones) stay as they are.
+        tokio::select! {
+            _ = tokio::time::sleep(maintainer.settings.maintenance.min_period) => {}
+            changed = options_changes.changed(), if options_live => {
+                options_live = changed.is_ok();
+                continue;
+            }
+        }
+        let report = match maintainer.run(&connection, options).await {
+            Ok(Some(report)) => report,
+            Ok(None) => continue,
+            Err(error) => {
+                // A new connection next time (credentials may have been the cause).
+                maintainer.catalog = None;
+                tracing::warn!(sink = %maintainer.spec.sink_id, table = %maintainer.qualified_table(), error = %error.message, "iceberg table maintenance failed; trying again at the next period");
+                MaintenanceReport {
+                    run_at_ms: now_ms().max(0) as u64,
+                    error: Some(format!("iceberg: {}", error.message)),
+                    ..MaintenanceReport::default()
+                }
+            }
+        };
+        if report.error.is_none() {
+            tracing::info!(sink = %maintainer.spec.sink_id, table = %maintainer.qualified_table(), snapshots_expired = report.snapshots_expired, files_deleted = report.files_deleted, data_files_rewritten = report.data_files_rewritten, delete_files_applied = report.delete_files_applied, bytes_rewritten = report.bytes_rewritten, "iceberg table maintenance ran");
+        }
+        reporter.maintenance(report);
+    }
+}
+
+/// The maintenance task's state between runs.
+struct Maintainer {
+    spec: SinkSpec,
+    settings: SinkSettings,
+    catalog: Option<Arc<SinkCatalog>>,
+    expiry: expire::ExpiryState,
+    /// What compaction reads once and keeps.
+    compaction: compact::CompactionState,
+    /// When expiry last ran (or the task started).
+    last_expiry: Instant,
+    /// Taken in turns with the sink task to commit.
+    turn: CommitTurn,
+}
+
+impl Maintainer {
+    fn qualified_table(&self) -> String {
+        format!("{}.{}", self.spec.namespace, self.spec.table)
+    }
+
+    /// Whether expiry is due: once per retention period, at most once per period.
+    fn expiry_due(&self, options: &MaintenanceOptions) -> Option<Duration> {
+        let retention = options.snapshot_retention?;
+        let period = retention.max(self.settings.maintenance.min_period);
+        (self.last_expiry.elapsed() >= period).then_some(retention)
+    }
+
+    async fn catalog(
+        &mut self,
+        connection: &SinkConnection,
+    ) -> Result<Arc<SinkCatalog>, SinkError> {
+        if let Some(catalog) = &self.catalog {
+            return Ok(catalog.clone());
+        }
+        let catalog = Arc::new(
+            SinkCatalog::connect(
+                &connection.catalog,
+                &self.settings.http,
+                connection.aws_credentials.clone(),
+            )
+            .await?,
+        );
+        self.catalog = Some(catalog.clone());
+        Ok(catalog)
+    }
+
+    /// One run: a compaction step, then expiry when it is due; `None` when there was
+    /// nothing to do (or nothing to maintain yet: no table, or a table that is not this
+    /// sink's, which the sink task reports).
+    async fn run(
+        &mut self,
+        connection: &SinkConnection,
+        options: MaintenanceOptions,
+    ) -> Result<Option<MaintenanceReport>, SinkError> {
+        let catalog = self.catalog(connection).await?;
+        let table = match catalog
+            .load_table(&self.spec.namespace, &self.spec.table)
+            .await
+        {
+            Ok(table) => table,
+            Err(error) if error.kind == ErrorKind::TableNotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        if !self.owns(&table) {
+            return Ok(None);
+        }
+        // No backoff between attempts: maintenance conflicts only with the sink's own
+        // commits, which come once per interval; building a commit again is computation
+        // (and a few small reads), so it is sent right after the reload, before the
+        // sink's next commit.
+        let committer = Committer {
+            catalog: &catalog,
+            namespace: &self.spec.namespace,
+            table: &self.spec.table,
+            attempts: self.settings.commit_attempts,
+            initial_backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+            turn: &self.turn,
+        };
+        let target = target_file_size(&options, &table);
+        let compaction = compact::compact(&committer, table, target, &self.compaction).await?;
+        let mut report = MaintenanceReport {
+            data_files_rewritten: compaction.data_files_rewritten,
+            delete_files_applied: compaction.delete_files_applied,
+            bytes_rewritten: compaction.bytes_rewritten,
+            ..MaintenanceReport::default()
+        };
+        let expired = match self.expiry_due(&options) {
+            Some(retention) => {
+                self.last_expiry = Instant::now();
+                // Loaded again: the compaction may have moved the table.
+                let table = catalog
+                    .load_table(&self.spec.namespace, &self.spec.table)
+                    .await?;
+                let outcome = self
+                    .expiry
+                    .expire(&committer, table, retention, now_ms())
+                    .await?;
+                report.snapshots_expired = outcome.snapshots_expired;
+                report.files_deleted = outcome.files_deleted;
+                true
+            }
+            None => false,
+        };
+        if !expired && compaction == compact::CompactionOutcome::default() {
+            return Ok(None);
+        }
+        report.run_at_ms = now_ms().max(0) as u64;
+        Ok(Some(report))
+    }
+
+    /// Whether the table bears this sink's mark (floe maintains only its own tables).
+    fn owns(&self, table: &LoadedTable) -> bool {
+        let properties = table.metadata.properties();
+        properties.get(SINK_ID_PROPERTY) == Some(&self.spec.sink_id)
+            && properties.get(ENVIRONMENT_ID_PROPERTY) == Some(&self.spec.environment_id)
+    }
+}
+
+/// The size compaction aims at: the sink's `TARGET FILE SIZE`.
+fn target_file_size(options: &MaintenanceOptions, _table: &LoadedTable) -> u64 {
+    options.target_file_size.max(1)
+}

@@ -1,0 +1,208 @@
+//! Position deletes that land while a compaction runs: a sink in `DELETE MODE =
+//! 'position'` deletes rows of the very files a compaction is rewriting, every commit, so
+//! a compaction dropped whenever one did would never land. Instead the compaction knows
+//! where each row it rewrote went (the rewrite keeps the rows' order: files one after the
+//! other, rows in file order, minus the rows the deletes applied removed), and carries
+//! those deletes over to the rewritten rows in a position delete file of its own commit.
+//!
+//! Only for files no equality delete applied to: which rows an equality delete removes is
+//! known only by reading them, so such a compaction is dropped on a conflict instead.
+
+use std::collections::{HashMap, HashSet};
+
+use iceberg::spec::{DataFile, Struct};
+
+use crate::error::SinkError;
+use crate::position::{
+    placed_in_partition, position_delete_writer, read_position_deletes, write_position_deletes,
+};
+use crate::table::LoadedTable;
+
+/// A data file a compaction rewrites, as the row map needs it.
+pub(crate) struct RewrittenInput {
+    pub path: String,
+    pub record_count: u64,
+    /// The position delete files applied to it: path and size.
+    pub position_deletes: Vec<(String, u64)>,
+}
+
+/// Where each surviving row of the rewritten files went.
+pub(crate) struct RowMap {
+    /// Per rewritten file: the index of its first surviving row among all rows written,
+    /// its row count, and its positions the deletes removed (sorted).
+    files: HashMap<String, RewrittenRows>,
+    /// The rows the rewrite writes.
+    total: u64,
+    /// The files written, in order, with the index of their first row.
+    written: Vec<(String, u64)>,
+}
+
+struct RewrittenRows {
+    start: u64,
+    record_count: u64,
+    deleted: Vec<u32>,
+}
+
+impl RowMap {
+    /// Reads the positions `inputs`' deletes remove; `None` when a file has more rows
+    /// than a position delete can name here (see [`crate::position`]).
+    pub async fn read(
+        table: &LoadedTable,
+        inputs: &[RewrittenInput],
+    ) -> Result<Option<RowMap>, SinkError> {
+        let mut files = HashMap::with_capacity(inputs.len());
+        let mut total = 0u64;
+        for input in inputs {
+            if input.record_count > u64::from(u32::MAX) {
+                return Ok(None);
+            }
+            let live = HashSet::from([input.path.as_str()]);
+            let mut deleted = read_position_deletes(table, &input.position_deletes, &live)
+                .await?
+                .remove(input.path.as_str())
+                .unwrap_or_default();
+            deleted.dedup();
+            deleted.retain(|pos| u64::from(*pos) < input.record_count);
+            let rows = RewrittenRows {
+                start: total,
+                record_count: input.record_count,
+                deleted,
+            };
+            total += input.record_count - rows.deleted.len() as u64;
+            files.insert(input.path.clone(), rows);
+        }
+        Ok(Some(RowMap {
+            files,
+            total,
+            written: Vec::new(),
+        }))
+    }
+
+    /// Records the files written, in the order written; `false` (the map is unusable)
+    /// when they do not hold exactly the rows the map expects.
+    pub fn written(&mut self, written: &[DataFile]) -> bool {
+        let mut start = 0u64;
+        self.written = written
+            .iter()
+            .map(|file| {
+                let first = start;
+                start += file.record_count();
+                (file.file_path().to_string(), first)
+            })
+            .collect();
+        start == self.total
+    }
+
+    /// Where row `pos` of rewritten file `path` went; `None` when the rewrite dropped it
+    /// (a delete applied) or it is not one of the rewritten rows.
+    fn new_position(&self, path: &str, pos: u32) -> Option<(&str, u32)> {
+        let rows = self.files.get(path)?;
+        if u64::from(pos) >= rows.record_count || rows.deleted.binary_search(&pos).is_ok() {
+            return None;
+        }
+        let before = rows.deleted.partition_point(|d| *d < pos) as u64;
+        let row = rows.start + u64::from(pos) - before;
+        let index = self.written.partition_point(|(_, first)| *first <= row);
+        let (file, first) = self.written.get(index.checked_sub(1)?)?;
+        u32::try_from(row - first).ok().map(|p| (file.as_str(), p))
+    }
+
+    /// Writes the rows that the position delete files `deletes` (committed after the
+    /// compaction read its files) remove from rewritten files as position deletes of the
+    /// rows they became; no file when they remove none.
+    pub async fn carry_over(
+        &self,
+        table: &LoadedTable,
+        spec_id: i32,
+        partition: &Struct,
+        deletes: &[DataFile],
+    ) -> Result<Vec<DataFile>, SinkError> {
+        let rewritten: HashSet<&str> = self.files.keys().map(String::as_str).collect();
+        let located: Vec<(String, u64)> = deletes
+            .iter()
+            .map(|d| (d.file_path().to_string(), d.file_size_in_bytes()))
+            .collect();
+        let removed = read_position_deletes(table, &located, &rewritten).await?;
+        let mut moved: Vec<(&str, u32)> = removed
+            .iter()
+            .flat_map(|(path, positions)| {
+                positions
+                    .iter()
+                    .filter_map(|pos| self.new_position(path, *pos))
+            })
+            .collect();
+        if moved.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Position delete files are sorted by file and position.
+        moved.sort_unstable();
+        moved.dedup();
+        let writer = position_delete_writer(
+            table,
+            spec_id,
+            format!("compacted-{}-deletes", uuid::Uuid::new_v4()),
+            usize::MAX,
+        )?;
+        let writer = placed_in_partition(table, writer, spec_id, partition)?;
+        write_position_deletes(writer, &moved).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data_file(path: &str, rows: u64) -> DataFile {
+        iceberg::spec::DataFileBuilder::default()
+            .content(iceberg::spec::DataContentType::Data)
+            .file_path(path.to_string())
+            .file_format(iceberg::spec::DataFileFormat::Parquet)
+            .partition(iceberg::spec::Struct::empty())
+            .record_count(rows)
+            .file_size_in_bytes(100)
+            .partition_spec_id(0)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn rows_are_followed_to_where_the_rewrite_put_them() {
+        // a: 5 rows, 1 and 3 deleted; b: 4 rows, 0 deleted. Survivors in order:
+        // a0 a2 a4 b1 b2 b3, written as x (4 rows) then y (2 rows).
+        let mut map = RowMap {
+            files: HashMap::from([
+                (
+                    "a".to_string(),
+                    RewrittenRows {
+                        start: 0,
+                        record_count: 5,
+                        deleted: vec![1, 3],
+                    },
+                ),
+                (
+                    "b".to_string(),
+                    RewrittenRows {
+                        start: 3,
+                        record_count: 4,
+                        deleted: vec![0],
+                    },
+                ),
+            ]),
+            total: 6,
+            written: Vec::new(),
+        };
+        assert!(!map.written(&[data_file("x", 4), data_file("y", 1)]));
+        assert!(map.written(&[data_file("x", 4), data_file("y", 2)]));
+        assert_eq!(map.new_position("a", 0), Some(("x", 0)));
+        assert_eq!(map.new_position("a", 2), Some(("x", 1)));
+        assert_eq!(map.new_position("a", 4), Some(("x", 2)));
+        assert_eq!(map.new_position("b", 1), Some(("x", 3)));
+        assert_eq!(map.new_position("b", 2), Some(("y", 0)));
+        assert_eq!(map.new_position("b", 3), Some(("y", 1)));
+        // Rows the rewrite dropped, rows past the end, files not rewritten.
+        assert_eq!(map.new_position("a", 1), None);
+        assert_eq!(map.new_position("b", 0), None);
+        assert_eq!(map.new_position("a", 5), None);
+        assert_eq!(map.new_position("c", 0), None);
+    }
+}

@@ -1,0 +1,1085 @@
+//! Position deletes for UPSERT sinks in `DELETE MODE = 'position'`.
+//!
+//! Instead of an equality delete per key (which pyiceberg, Snowflake and Unity Catalog do not
+//! apply), a batch removes each touched key's current row by naming its data file and row
+//! position. floe finds them in a [`PositionIndex`]: key -> (data file, row), built from the
+//! table's live data files (their key columns and row positions, minus the table's position
+//! deletes) whenever the sink starts or the table's head is not the one the index describes,
+//! and moved forward by each of the sink's own commits once it is in the table. The index is
+//! never written anywhere: what the table holds is its only source, so a crash at any instant
+//! leaves nothing to reconcile.
+//!
+//! Memory per key is bounded: a key is a 128-bit [`KeyId`] (its canonical bytes themselves
+//! when they fit, else a keyed hash of them) and its row a `(u32, u32)` pair.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::SchemaRef as ArrowSchemaRef;
+use floe_repr::Datum;
+use futures::TryStreamExt;
+use iceberg::arrow::ArrowFileReader;
+use iceberg::io::FileMetadata;
+use iceberg::spec::{
+    DataContentType, DataFile, NestedField, PrimitiveType, Schema, SchemaRef, Struct, Type,
+};
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+
+use async_trait::async_trait;
+
+use crate::commit::{CommitIntent, Verdict};
+use crate::envelope::{BatchLimits, RowBatch, add_row};
+use crate::error::{ErrorKind, SinkError};
+use crate::snapshot::{MAIN_BRANCH, PreparedCommit, read_manifest_list};
+use crate::table::{LoadedTable, storage_error};
+use crate::types::record_batch;
+use crate::writer::{FileContent, FileWriter, PipelinedWriter};
+
+/// Iceberg's reserved field id of a position delete's `file_path`.
+pub const FILE_PATH_FIELD_ID: i32 = 2147483546;
+/// Iceberg's reserved field id of a position delete's `pos`.
+pub const POS_FIELD_ID: i32 = 2147483545;
+
+/// Rows read or keyed per Arrow batch.
+const KEY_BATCH_ROWS: usize = 8_192;
+
+/// A key's identity: its canonical bytes (Arrow's row format of the key columns) packed
+/// with their length when they fit in 15 bytes (integer keys: exact), else a 120-bit keyed
+/// hash of them tagged `0xFF` (two different keys share one with probability about
+/// n^2 / 2^121, 10^-18 for a billion keys). Two `u64`s rather than a `u128`, whose 16-byte
+/// alignment would pad every index entry from 24 to 32 bytes.
+pub(crate) type KeyId = [u64; 2];
+
+/// A data file's partition: its spec id and partition tuple.
+type FilePartition = (i32, Struct);
+
+/// Where a key's current row is: an index into [`PositionIndex::files`] and a row position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RowSlot {
+    file: u32,
+    pos: u32,
+}
+
+/// Turns key columns (as Arrow arrays) into [`KeyId`]s, the same way whether the values
+/// come from the relation or from a data file of the table.
+pub(crate) struct KeyEncoder {
+    /// The key's Arrow schema (as the sink writes it); columns read back are cast to it.
+    schema: ArrowSchemaRef,
+    converter: RowConverter,
+    /// Two independently seeded hashers: 128 bits for keys longer than 15 bytes.
+    high: foldhash::quality::RandomState,
+    low: foldhash::quality::RandomState,
+}
+
+impl KeyEncoder {
+    /// An encoder of keys of `key_schema` (the table's schema projected on the key).
+    pub fn new(key_schema: &Schema) -> Result<KeyEncoder, SinkError> {
+        let schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(key_schema).map_err(
+            |err| SinkError::internal(format!("cannot convert the key schema to Arrow: {err}")),
+        )?);
+        let fields = schema
+            .fields()
+            .iter()
+            .map(|field| SortField::new(field.data_type().clone()))
+            .collect();
+        let converter = RowConverter::new(fields).map_err(|err| {
+            SinkError::new(
+                ErrorKind::InvalidConfig,
+                format!("the key's types cannot be indexed for position deletes: {err}"),
+            )
+            .with_retryable(false)
+        })?;
+        Ok(KeyEncoder {
+            schema,
+            converter,
+            high: foldhash::quality::RandomState::default(),
+            low: foldhash::quality::RandomState::default(),
+        })
+    }
+
+    /// The ids of the rows of `columns` (the key columns, in key order).
+    pub fn ids(&self, columns: &[ArrayRef]) -> Result<Vec<KeyId>, SinkError> {
+        let cast = columns
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(column.clone())
+                } else {
+                    arrow_cast::cast(column, field.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| SinkError::internal(format!("cannot read key values: {err}")))?;
+        let rows = self
+            .converter
+            .convert_columns(&cast)
+            .map_err(|err| SinkError::internal(format!("cannot encode key values: {err}")))?;
+        Ok(rows.iter().map(|row| self.id(row.as_ref())).collect())
+    }
+
+    /// The ids of the keys of `rows` (each key's values at `projection`).
+    pub fn ids_of_rows(
+        &self,
+        rows: &[&[Datum]],
+        projection: &[usize],
+    ) -> Result<Vec<KeyId>, SinkError> {
+        let columns: Vec<Vec<&Datum>> = projection
+            .iter()
+            .map(|index| {
+                rows.iter()
+                    .map(|row| row.get(*index).unwrap_or(&Datum::Null))
+                    .collect()
+            })
+            .collect();
+        let batch = record_batch(&self.schema, columns, rows.len())?;
+        self.ids(batch.columns())
+    }
+
+    fn id(&self, bytes: &[u8]) -> KeyId {
+        if bytes.len() <= 15 {
+            let mut packed = [0u8; 16];
+            packed[0] = bytes.len() as u8;
+            packed[1..=bytes.len()].copy_from_slice(bytes);
+            let (first, second) = packed.split_at(8);
+            let word = |half: &[u8]| {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(half);
+                u64::from_le_bytes(word)
+            };
+            [word(first), word(second)]
+        } else {
+            // The low byte 0xFF tells a hash from packed bytes (whose low byte is 0..=15).
+            [self.high.hash_one(bytes) | 0xFF, self.low.hash_one(bytes)]
+        }
+    }
+}
+
+type IdMap<V> = HashMap<KeyId, V, foldhash::fast::RandomState>;
+
+/// Key -> the data file and row of its current row in the table, as of one snapshot of
+/// its main branch.
+pub(crate) struct PositionIndex {
+    /// The main branch's head this index describes (`None`: an empty table).
+    snapshot_id: Option<i64>,
+    /// Data file paths, by the index a [`RowSlot`] names.
+    files: Vec<String>,
+    /// Each file's partition (spec id and tuple), by the same index: a position delete
+    /// goes into the partition of the file it points into.
+    partitions: Vec<FilePartition>,
+    rows: IdMap<RowSlot>,
+    /// Further live rows of a key (a table that holds a key twice, which floe never
+    /// writes): deleted with the key's next change, so the table heals.
+    duplicates: IdMap<Vec<RowSlot>>,
+}
+
+impl PositionIndex {
+    fn empty(snapshot_id: Option<i64>) -> PositionIndex {
+        PositionIndex {
+            snapshot_id,
+            files: Vec::new(),
+            partitions: Vec::new(),
+            rows: IdMap::default(),
+            duplicates: IdMap::default(),
+        }
+    }
+
+    /// The rows of key `id` in the table.
+    fn rows_of(&self, id: KeyId) -> impl Iterator<Item = RowSlot> + '_ {
+        self.rows
+            .get(&id)
+            .copied()
+            .into_iter()
+            .chain(self.duplicates.get(&id).into_iter().flatten().copied())
+    }
+
+    fn add_file(&mut self, path: String, partition: (i32, Struct)) -> Result<u32, SinkError> {
+        let index = u32::try_from(self.files.len())
+            .map_err(|_| SinkError::internal("the position index holds too many files"))?;
+        self.files.push(path);
+        self.partitions.push(partition);
+        Ok(index)
+    }
+
+    /// Records `id`'s row at `slot`; a key already present keeps its older row as a
+    /// duplicate to delete.
+    fn insert(&mut self, id: KeyId, slot: RowSlot) -> bool {
+        match self.rows.insert(id, slot) {
+            Some(older) => {
+                self.duplicates.entry(id).or_default().push(older);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves the index past a commit of this sink: `update`'s keys lost their rows, and
+    /// those with a new value have it at its row in `data` (the batch's data files, in the
+    /// order their rows were written).
+    fn apply(
+        &mut self,
+        update: IndexUpdate,
+        (spec_id, data): (i32, &[DataFile]),
+        snapshot_id: Option<i64>,
+    ) -> Result<(), SinkError> {
+        let mut firsts = Vec::with_capacity(data.len());
+        let mut first_row = 0u64;
+        for file in data {
+            let partition = (spec_id, file.partition().clone());
+            firsts.push((
+                first_row,
+                self.add_file(file.file_path().to_string(), partition)?,
+            ));
+            first_row += file.record_count();
+        }
+        if first_row != update.rows_written {
+            return Err(SinkError::internal(format!(
+                "the batch's data files hold {first_row} rows but {} were written",
+                update.rows_written
+            )));
+        }
+        for id in update.removed {
+            self.rows.remove(&id);
+            self.duplicates.remove(&id);
+        }
+        for (id, row) in update.added {
+            self.duplicates.remove(&id);
+            // The file holding global row `row`: the last whose first row is at most it.
+            let at = firsts.partition_point(|(first, _)| *first <= row);
+            let Some((first, file)) = at.checked_sub(1).and_then(|at| firsts.get(at)) else {
+                return Err(SinkError::internal("a written row lies in no data file"));
+            };
+            self.rows.insert(id, slot(*file, row - first)?);
+        }
+        self.snapshot_id = snapshot_id;
+        Ok(())
+    }
+}
+
+fn slot(file: u32, pos: u64) -> Result<RowSlot, SinkError> {
+    let pos = u32::try_from(pos).map_err(|_| {
+        SinkError::internal(format!(
+            "a data file holds more than {} rows, more than the position index addresses",
+            u32::MAX
+        ))
+    })?;
+    Ok(RowSlot { file, pos })
+}
+
+/// What a staged batch does to the index once it is committed.
+#[derive(Default)]
+pub(crate) struct IndexUpdate {
+    /// Keys whose row the batch deletes without writing a new one.
+    removed: Vec<KeyId>,
+    /// Keys with a new row, at this position among the rows written.
+    added: Vec<(KeyId, u64)>,
+    rows_written: u64,
+}
+
+/// The part of a staged batch the position index needs at commit.
+pub(crate) struct StagedPositions {
+    /// The main branch's head the deletes were resolved against.
+    pub base_snapshot_id: Option<i64>,
+    /// The data files the batch's position deletes point into (sorted).
+    pub referenced: Vec<String>,
+    update: IndexUpdate,
+}
+
+/// The position-delete state of an UPSERT sink: the key encoder and the index, built
+/// when first needed and dropped on a reset.
+pub(crate) struct PositionDeletes {
+    encoder: KeyEncoder,
+    key_field_ids: Vec<i32>,
+    index: Option<PositionIndex>,
+}
+
+impl PositionDeletes {
+    pub fn new(key_schema: &Schema, key_field_ids: Vec<i32>) -> Result<PositionDeletes, SinkError> {
+        Ok(PositionDeletes {
+            encoder: KeyEncoder::new(key_schema)?,
+            key_field_ids,
+            index: None,
+        })
+    }
+
+    /// Forgets the index: it is built again from the table before the next batch.
+    pub fn reset(&mut self) {
+        self.index = None;
+    }
+
+    /// The index as of `table`'s main branch (built again when it describes another head:
+    /// a first batch, or another writer's commit such as a compaction).
+    pub async fn index_for(
+        &mut self,
+        table: &LoadedTable,
+    ) -> Result<(&PositionIndex, &KeyEncoder), SinkError> {
+        let head = table
+            .metadata
+            .snapshot_for_ref(MAIN_BRANCH)
+            .map(|s| s.snapshot_id());
+        let current = match self.index.take() {
+            Some(index) if index.snapshot_id == head => index,
+            _ => build_index(table, &self.encoder, &self.key_field_ids).await?,
+        };
+        let index = self.index.insert(current);
+        Ok((index, &self.encoder))
+    }
+
+    /// An empty index as of `table`'s main branch, for a batch that replaces the
+    /// table's contents.
+    pub fn empty_index_for(&mut self, table: &LoadedTable) -> (&PositionIndex, &KeyEncoder) {
+        let head = table
+            .metadata
+            .snapshot_for_ref(MAIN_BRANCH)
+            .map(|s| s.snapshot_id());
+        let index = self.index.insert(PositionIndex::empty(head));
+        (index, &self.encoder)
+    }
+
+    /// The batch with `positions` and `data` is in `table`: moves the index forward when
+    /// the table's head is the snapshot this sink made of it (`ours`), else forgets it
+    /// (another instance's snapshot landed for the batch: its files are not ours).
+    pub fn committed(
+        &mut self,
+        positions: StagedPositions,
+        data: (i32, &[DataFile]),
+        table: &LoadedTable,
+        ours: bool,
+    ) -> Result<(), SinkError> {
+        let head_snapshot = table.metadata.snapshot_for_ref(MAIN_BRANCH);
+        let head = head_snapshot.map(|s| s.snapshot_id());
+        // The commit must have landed right on the snapshot the index describes: one
+        // built again on a newer head (a compaction's, which moved rows the batch does
+        // not touch) leaves the index pointing at files that are gone.
+        let parent = head_snapshot.and_then(|s| s.parent_snapshot_id());
+        match self.index.as_mut() {
+            Some(index)
+                if ours
+                    && index.snapshot_id == positions.base_snapshot_id
+                    && parent == positions.base_snapshot_id =>
+            {
+                if let Err(err) = index.apply(positions.update, data, head) {
+                    self.index = None;
+                    return Err(err);
+                }
+            }
+            _ => self.index = None,
+        }
+        Ok(())
+    }
+}
+
+// -------------------------------------------------------------------------------------
+// Building the index from the table.
+
+/// A live data file of the table.
+struct LiveDataFile {
+    sequence_number: i64,
+    path: String,
+    size: u64,
+    /// Its spec id and partition tuple.
+    partition: (i32, Struct),
+}
+
+/// Reads the index from `table`'s main branch: every live data file's key columns with
+/// their row positions, leaving out the rows its position deletes remove.
+async fn build_index(
+    table: &LoadedTable,
+    encoder: &KeyEncoder,
+    key_field_ids: &[i32],
+) -> Result<PositionIndex, SinkError> {
+    let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+        return Ok(PositionIndex::empty(None));
+    };
+    let started = std::time::Instant::now();
+    let mut data = Vec::new();
+    let mut deletes = Vec::new();
+    for manifest in read_manifest_list(table, head.manifest_list()).await? {
+        let manifest = load_manifest(table, &manifest).await?;
+        let spec_id = manifest.metadata().partition_spec().spec_id();
+        for entry in manifest.entries().iter().filter(|entry| entry.is_alive()) {
+            let file = entry.data_file();
+            match file.content_type() {
+                DataContentType::Data => data.push(LiveDataFile {
+                    sequence_number: entry.sequence_number().unwrap_or(0),
+                    path: file.file_path().to_string(),
+                    size: file.file_size_in_bytes(),
+                    partition: (spec_id, file.partition().clone()),
+                }),
+                DataContentType::PositionDeletes => {
+                    deletes.push((file.file_path().to_string(), file.file_size_in_bytes()));
+                }
+                DataContentType::EqualityDeletes => {
+                    return Err(SinkError::new(
+                        ErrorKind::InvalidConfig,
+                        "the Iceberg table holds equality delete files, which a sink with DELETE MODE = 'position' cannot index",
+                    )
+                    .with_detail(format!("Delete file {} holds equality deletes.", file.file_path()))
+                    .with_hint("Rewrite the table's data files applying its deletes (a compaction), or drop and recreate the sink into a new table.")
+                    .with_retryable(false));
+                }
+            }
+        }
+    }
+    // Older files first: should a key have two live rows, the newest is its current one.
+    data.sort_by_key(|file| file.sequence_number);
+    let live: HashSet<&str> = data.iter().map(|file| file.path.as_str()).collect();
+    let deleted = read_position_deletes(table, &deletes, &live).await?;
+    let mut index = PositionIndex::empty(Some(head.snapshot_id()));
+    let mut duplicates = 0u64;
+    for file in &data {
+        let removed = deleted.get(file.path.as_str());
+        let file_index = index.add_file(file.path.clone(), file.partition.clone())?;
+        let mut batches = read_columns(table, &file.path, file.size, key_field_ids).await?;
+        let mut pos = 0u64;
+        while let Some(columns) = batches.next().await? {
+            let rows = columns.first().map_or(0, |c| c.len()) as u64;
+            for (offset, id) in encoder.ids(&columns)?.into_iter().enumerate() {
+                let slot = slot(file_index, pos + offset as u64)?;
+                if removed.is_some_and(|rows| rows.binary_search(&slot.pos).is_ok()) {
+                    continue;
+                }
+                if index.insert(id, slot) {
+                    duplicates += 1;
+                }
+            }
+            pos += rows;
+        }
+    }
+    if duplicates > 0 {
+        tracing::warn!(table = %table.metadata_location, duplicates, "the sink's table holds keys more than once; their next change deletes every copy");
+    }
+    tracing::info!(
+        keys = index.rows.len(),
+        files = index.files.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "built the position index of the sink's table"
+    );
+    Ok(index)
+}
+
+/// The rows the position delete files `deletes` remove from the files `live`, by file
+/// path (sorted positions; a row past `u32::MAX` cannot be indexed anyway, see [`slot`]).
+pub(crate) async fn read_position_deletes<'a>(
+    table: &LoadedTable,
+    deletes: &[(String, u64)],
+    live: &HashSet<&'a str>,
+) -> Result<HashMap<&'a str, Vec<u32>>, SinkError> {
+    let mut deleted: HashMap<&'a str, Vec<u32>> = HashMap::new();
+    for (path, size) in deletes {
+        let mut batches =
+            read_columns(table, path, *size, &[FILE_PATH_FIELD_ID, POS_FIELD_ID]).await?;
+        while let Some(columns) = batches.next().await? {
+            let (Some(paths), Some(positions)) = (
+                columns[0].as_any().downcast_ref::<StringArray>(),
+                columns[1].as_any().downcast_ref::<Int64Array>(),
+            ) else {
+                return Err(unreadable(
+                    path,
+                    "file_path and pos are not string and long",
+                ));
+            };
+            for (file, pos) in paths.iter().zip(positions.iter()) {
+                if let (Some(file), Some(pos)) = (file, pos)
+                    && let Some(live) = live.get(file)
+                    && let Ok(pos) = u32::try_from(pos)
+                {
+                    deleted.entry(live).or_default().push(pos);
+                }
+            }
+        }
+    }
+    for positions in deleted.values_mut() {
+        positions.sort_unstable();
+    }
+    Ok(deleted)
+}
+
+pub(crate) async fn load_manifest(
+    table: &LoadedTable,
+    manifest: &iceberg::spec::ManifestFile,
+) -> Result<iceberg::spec::Manifest, SinkError> {
+    manifest.load_manifest(&table.file_io).await.map_err(|err| {
+        storage_error(
+            format!("cannot read manifest {}", manifest.manifest_path),
+            err,
+        )
+    })
+}
+
+fn parquet_error(path: &str, err: parquet::errors::ParquetError) -> SinkError {
+    SinkError::caused_by(ErrorKind::Storage, format!("cannot read {path}"), err)
+}
+
+pub(crate) fn unreadable(path: &str, why: &str) -> SinkError {
+    SinkError::new(
+        ErrorKind::UnexpectedResponse,
+        format!("cannot read the table's file {path}: {why}"),
+    )
+}
+
+/// A stream of a Parquet file's top-level columns `field_ids` (in that order), read
+/// column chunk by column chunk.
+pub(crate) struct ColumnReader {
+    stream: parquet::arrow::async_reader::ParquetRecordBatchStream<ArrowFileReader>,
+    /// For each wanted field id, its column in the batches read.
+    order: Vec<usize>,
+    path: String,
+}
+
+impl ColumnReader {
+    pub(crate) async fn next(&mut self) -> Result<Option<Vec<ArrayRef>>, SinkError> {
+        let Some(batch): Option<RecordBatch> = self
+            .stream
+            .try_next()
+            .await
+            .map_err(|err| parquet_error(&self.path, err))?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(
+            self.order
+                .iter()
+                .map(|at| batch.column(*at).clone())
+                .collect(),
+        ))
+    }
+}
+
+pub(crate) async fn read_columns(
+    table: &LoadedTable,
+    path: &str,
+    size: u64,
+    field_ids: &[i32],
+) -> Result<ColumnReader, SinkError> {
+    let input = table
+        .file_io
+        .new_input(path)
+        .map_err(|err| storage_error(format!("cannot open {path}"), err))?;
+    let reader = input
+        .reader()
+        .await
+        .map_err(|err| storage_error(format!("cannot open {path}"), err))?;
+    let builder =
+        ParquetRecordBatchStreamBuilder::new(ArrowFileReader::new(FileMetadata { size }, reader))
+            .await
+            .map_err(|err| parquet_error(path, err))?;
+    let roots = builder.parquet_schema().root_schema().get_fields();
+    let mut wanted = Vec::with_capacity(field_ids.len());
+    for id in field_ids {
+        let root = roots
+            .iter()
+            .position(|field| {
+                let info = field.get_basic_info();
+                info.has_id() && info.id() == *id
+            })
+            .ok_or_else(|| unreadable(path, &format!("it has no column with field id {id}")))?;
+        wanted.push(root);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), wanted.iter().copied());
+    // The batches hold the projected roots in file order.
+    let mut sorted = wanted.clone();
+    sorted.sort_unstable();
+    let order = wanted
+        .iter()
+        .map(|root| sorted.binary_search(root).unwrap_or(0))
+        .collect();
+    let stream = builder
+        .with_projection(mask)
+        .with_batch_size(KEY_BATCH_ROWS)
+        .build()
+        .map_err(|err| parquet_error(path, err))?;
+    Ok(ColumnReader {
+        stream,
+        order,
+        path: path.to_string(),
+    })
+}
+
+// -------------------------------------------------------------------------------------
+// Writing a batch.
+
+/// The schema of position delete files: Iceberg's reserved `file_path` and `pos`.
+pub fn position_delete_schema() -> Result<SchemaRef, SinkError> {
+    Schema::builder()
+        .with_fields(vec![
+            Arc::new(NestedField::required(
+                FILE_PATH_FIELD_ID,
+                "file_path",
+                Type::Primitive(PrimitiveType::String),
+            )),
+            Arc::new(NestedField::required(
+                POS_FIELD_ID,
+                "pos",
+                Type::Primitive(PrimitiveType::Long),
+            )),
+        ])
+        .build()
+        .map(Arc::new)
+        .map_err(|err| {
+            SinkError::internal(format!("cannot build the position delete schema: {err}"))
+        })
+}
+
+/// One key's outcome in a batch: the row holding its values (at the writer's key
+/// projection) and its new row, if any.
+pub(crate) type KeyOutcome<'a> = (&'a [Datum], Option<&'a [Datum]>);
+
+/// Writes one UPSERT batch in position mode: new rows into data files, and for every key
+/// touched a position delete of its current row.
+pub(crate) struct PositionBatchWriter {
+    data: PipelinedWriter,
+    /// The current rows of the keys touched.
+    deletes: Vec<RowSlot>,
+    update: IndexUpdate,
+    base_snapshot_id: Option<i64>,
+    limits: BatchLimits,
+    columns: usize,
+}
+
+impl PositionBatchWriter {
+    pub fn new(
+        data: PipelinedWriter,
+        index: &PositionIndex,
+        limits: BatchLimits,
+        columns: usize,
+    ) -> PositionBatchWriter {
+        PositionBatchWriter {
+            data,
+            deletes: Vec::new(),
+            update: IndexUpdate::default(),
+            base_snapshot_id: index.snapshot_id,
+            limits,
+            columns,
+        }
+    }
+
+    /// Writes the outcomes of some keys (each key once per batch), their keys at
+    /// `key_projection` of the rows given.
+    pub async fn write(
+        &mut self,
+        index: &PositionIndex,
+        encoder: &KeyEncoder,
+        outcomes: &[KeyOutcome<'_>],
+        key_projection: &[usize],
+    ) -> Result<(), SinkError> {
+        let all_columns: Vec<usize> = (0..self.columns).collect();
+        for group in outcomes.chunks(KEY_BATCH_ROWS) {
+            let keys: Vec<&[Datum]> = group.iter().map(|(key, _)| *key).collect();
+            let ids = encoder.ids_of_rows(&keys, key_projection)?;
+            let mut rows = RowBatch::new(self.limits);
+            for ((_, value), id) in group.iter().zip(ids) {
+                self.deletes.extend(index.rows_of(id));
+                match value {
+                    Some(row) => {
+                        let bytes = crate::types::row_bytes(row);
+                        add_row(&mut rows, &mut self.data, &all_columns, row, bytes).await?;
+                        self.update.added.push((id, self.update.rows_written));
+                        self.update.rows_written += 1;
+                    }
+                    None => self.update.removed.push(id),
+                }
+            }
+            rows.flush(&mut self.data, &all_columns, 0).await?;
+        }
+        Ok(())
+    }
+
+    /// Closes the data files and writes the position delete files (sorted by file path
+    /// and position, as the spec requires), one set per partition of the files they point
+    /// into (a position delete file belongs to the partition and spec of its data files).
+    pub async fn finish(
+        self,
+        index: &PositionIndex,
+        files: DeleteFiles<'_>,
+    ) -> Result<FinishedPositions, SinkError> {
+        let data = self.data.close().await?;
+        let mut deletes: Vec<(&str, u32, u32)> = self
+            .deletes
+            .iter()
+            .map(|slot| {
+                index
+                    .files
+                    .get(slot.file as usize)
+                    .map(|path| (path.as_str(), slot.pos, slot.file))
+                    .ok_or_else(|| SinkError::internal("a position names no indexed file"))
+            })
+            .collect::<Result<_, _>>()?;
+        deletes.sort_unstable();
+        deletes.dedup();
+        let mut referenced: Vec<String> = Vec::new();
+        for (path, _, _) in &deletes {
+            if referenced.last().map(String::as_str) != Some(*path) {
+                referenced.push(path.to_string());
+            }
+        }
+        let delete_rows = deletes.len() as u64;
+        // Per partition, in order of first appearance; each keeps the sorted order.
+        let mut groups: Vec<(&FilePartition, Vec<(&str, u32)>)> = Vec::new();
+        for (path, pos, file) in &deletes {
+            let partition = index
+                .partitions
+                .get(*file as usize)
+                .ok_or_else(|| SinkError::internal("a position names no indexed file"))?;
+            match groups.iter_mut().find(|(p, _)| *p == partition) {
+                Some((_, rows)) => rows.push((path, *pos)),
+                None => groups.push((partition, vec![(path, *pos)])),
+            }
+        }
+        let mut delete_files = Vec::new();
+        let mut file_specs = std::collections::BTreeMap::new();
+        for (made, ((spec_id, tuple), rows)) in groups.into_iter().enumerate() {
+            let writer = files.writer(made, *spec_id, tuple)?;
+            let written = write_position_deletes(writer, &rows).await?;
+            if *spec_id != files.spec_id {
+                file_specs.extend(
+                    written
+                        .iter()
+                        .map(|f| (f.file_path().to_string(), *spec_id)),
+                );
+            }
+            delete_files.extend(written);
+        }
+        let messages = self.update.rows_written + delete_rows;
+        Ok(FinishedPositions {
+            data,
+            deletes: delete_files,
+            file_specs,
+            positions: StagedPositions {
+                base_snapshot_id: self.base_snapshot_id,
+                referenced,
+                update: self.update,
+            },
+            messages,
+        })
+    }
+}
+
+/// A batch's files in position mode, written by [`PositionBatchWriter::finish`].
+pub(crate) struct FinishedPositions {
+    pub data: Vec<DataFile>,
+    pub deletes: Vec<DataFile>,
+    /// The spec of each delete file not of the batch's spec, by path.
+    pub file_specs: std::collections::BTreeMap<String, i32>,
+    pub positions: StagedPositions,
+    /// Rows written (data and delete rows).
+    pub messages: u64,
+}
+
+/// Where a batch's position delete files go: the table, the batch's spec and file names.
+pub(crate) struct DeleteFiles<'a> {
+    pub table: &'a LoadedTable,
+    /// The spec the batch's data files are written with.
+    pub spec_id: i32,
+    pub prefix: String,
+    pub target_file_size: usize,
+}
+
+impl DeleteFiles<'_> {
+    /// The writer of the position deletes into data files of spec `spec_id` and partition
+    /// `tuple` (the `made`-th writer of the batch, which names its files apart).
+    fn writer(&self, made: usize, spec_id: i32, tuple: &Struct) -> Result<FileWriter, SinkError> {
+        let prefix = match made {
+            0 => self.prefix.clone(),
+            n => format!("{}-{n}", self.prefix),
+        };
+        let writer = position_delete_writer(self.table, spec_id, prefix, self.target_file_size)?;
+        placed_in_partition(self.table, writer, spec_id, tuple)
+    }
+}
+
+/// `writer`, writing files of partition `tuple` of spec `spec_id` (as they are).
+pub(crate) fn placed_in_partition(
+    table: &LoadedTable,
+    writer: FileWriter,
+    spec_id: i32,
+    tuple: &Struct,
+) -> Result<FileWriter, SinkError> {
+    let metadata = &table.metadata;
+    let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+        SinkError::internal(format!(
+            "the Iceberg table has no partition spec {spec_id}, which a data file names"
+        ))
+    })?;
+    if spec.is_unpartitioned() {
+        return Ok(writer);
+    }
+    let schema = metadata.current_schema();
+    // The key's path is computed from the spec's partition type: it must bind.
+    spec.partition_type(schema).map_err(|err| {
+        SinkError::caused_by(
+            ErrorKind::InvalidConfig,
+            format!("partition spec {spec_id} no longer binds to the table's schema"),
+            err,
+        )
+        .with_retryable(false)
+    })?;
+    Ok(writer.in_partition(iceberg::spec::PartitionKey::new(
+        spec.as_ref().clone(),
+        schema.clone(),
+        tuple.clone(),
+    )))
+}
+
+/// Position delete files may go into format version 2 tables only: version 3 takes
+/// deletion vectors instead (which floe does not write yet), and version 1 no deletes.
+pub(crate) fn check_format_version(table: &LoadedTable) -> Result<(), SinkError> {
+    use iceberg::spec::FormatVersion;
+    let version = match table.metadata.format_version() {
+        FormatVersion::V2 => return Ok(()),
+        FormatVersion::V1 => 1,
+        FormatVersion::V3 => 3,
+    };
+    Err(SinkError::new(
+        ErrorKind::InvalidConfig,
+        format!(
+            "DELETE MODE = 'position' cannot write position deletes into an Iceberg table of format version {version}"
+        ),
+    )
+    .with_detail("Position delete files belong to format version 2; version 3 tables take deletion vectors, which floe does not write yet.")
+    .with_hint("Drop the sink and create it again into a new TABLE: floe creates its tables with format version 2.")
+    .with_retryable(false))
+}
+
+/// A writer of position delete files for a batch.
+pub(crate) fn position_delete_writer(
+    table: &LoadedTable,
+    spec_id: i32,
+    prefix: String,
+    target_file_size: usize,
+) -> Result<FileWriter, SinkError> {
+    FileWriter::new(
+        table,
+        position_delete_schema()?,
+        FileContent::PositionDeletes,
+        spec_id,
+        prefix,
+        target_file_size,
+    )
+}
+
+pub(crate) async fn write_position_deletes(
+    mut writer: FileWriter,
+    deletes: &[(&str, u32)],
+) -> Result<Vec<DataFile>, SinkError> {
+    let schema = writer.arrow_schema();
+    for chunk in deletes.chunks(KEY_BATCH_ROWS) {
+        let paths: StringArray = chunk.iter().map(|(path, _)| Some(*path)).collect();
+        let positions: Int64Array = chunk.iter().map(|(_, pos)| Some(i64::from(*pos))).collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(paths) as ArrayRef, Arc::new(positions) as ArrayRef],
+        )
+        .map_err(|err| SinkError::internal(format!("cannot build position deletes: {err}")))?;
+        writer.write_batch(batch).await?;
+    }
+    writer.close().await
+}
+
+/// Whether every data file in `referenced` is still live in `table`'s main branch: a
+/// batch whose deletes were resolved on an older head may be committed on a newer one only
+/// then (another writer, a compaction, may have rewritten the rows they point at).
+pub(crate) async fn files_still_live(
+    table: &LoadedTable,
+    referenced: &[String],
+) -> Result<bool, SinkError> {
+    if referenced.is_empty() {
+        return Ok(true);
+    }
+    let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+        return Ok(false);
+    };
+    let mut missing: HashSet<&str> = referenced.iter().map(String::as_str).collect();
+    for manifest in read_manifest_list(table, head.manifest_list()).await? {
+        if manifest.content != iceberg::spec::ManifestContentType::Data {
+            continue;
+        }
+        let manifest = load_manifest(table, &manifest).await?;
+        for entry in manifest.entries().iter().filter(|entry| entry.is_alive()) {
+            missing.remove(entry.data_file().file_path());
+        }
+        if missing.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(missing.is_empty())
+}
+
+/// Why a batch with position deletes cannot be committed on the table's new head (see
+/// [`is_rewritten`]).
+const FILES_REWRITTEN: &str =
+    "the data files the batch's position deletes point into were rewritten meanwhile";
+
+/// Whether a commit failed because the data files its position deletes point into were
+/// rewritten meanwhile (a compaction): the batch must be staged again, from the index
+/// built again on the table's new head.
+pub(crate) fn is_rewritten(error: &SinkError) -> bool {
+    error.kind == ErrorKind::CommitConflict && error.message == FILES_REWRITTEN
+}
+
+/// A sink commit with position deletes: the commit's own intent, which may be built again
+/// on a newer head only while every data file its deletes point into is still live there,
+/// and which remembers the snapshots it built (to tell its own from another instance's).
+pub(crate) struct PositionGuard<'a> {
+    inner: &'a (dyn CommitIntent + 'a),
+    positions: Option<&'a StagedPositions>,
+    prepared: Mutex<Vec<i64>>,
+}
+
+impl<'a> PositionGuard<'a> {
+    pub fn new(
+        inner: &'a (dyn CommitIntent + 'a),
+        positions: Option<&'a StagedPositions>,
+    ) -> PositionGuard<'a> {
+        PositionGuard {
+            inner,
+            positions,
+            prepared: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether `table`'s main branch points at a snapshot built by this commit.
+    pub fn made_head_of(&self, table: &LoadedTable) -> bool {
+        let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+            return false;
+        };
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(&head.snapshot_id())
+    }
+}
+
+#[async_trait]
+impl CommitIntent for PositionGuard<'_> {
+    async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError> {
+        if let Some(positions) = self.positions {
+            let head = base
+                .metadata
+                .snapshot_for_ref(MAIN_BRANCH)
+                .map(|s| s.snapshot_id());
+            if head != positions.base_snapshot_id
+                && !files_still_live(base, &positions.referenced).await?
+            {
+                return Err(SinkError::new(ErrorKind::CommitConflict, FILES_REWRITTEN)
+                    .with_detail("The batch is written again against the table as it is now.")
+                    .with_retryable(true));
+            }
+        }
+        let prepared = self.inner.prepare(base).await?;
+        self.prepared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(prepared.snapshot_id);
+        Ok(prepared)
+    }
+
+    fn judge(&self, reloaded: &LoadedTable) -> Result<Verdict, SinkError> {
+        self.inner.judge(reloaded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iceberg::spec::{NestedField, PrimitiveType, Type};
+
+    fn key_schema(primitive: PrimitiveType) -> Schema {
+        Schema::builder()
+            .with_fields(vec![Arc::new(NestedField::required(
+                1,
+                "id",
+                Type::Primitive(primitive),
+            ))])
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn short_keys_are_kept_exactly_and_long_ones_hashed() {
+        let encoder = KeyEncoder::new(&key_schema(PrimitiveType::Long)).unwrap();
+        let rows: Vec<Vec<Datum>> = (0..1_000).map(|i| vec![Datum::Int64(i)]).collect();
+        let refs: Vec<&[Datum]> = rows.iter().map(Vec::as_slice).collect();
+        let ids = encoder.ids_of_rows(&refs, &[0]).unwrap();
+        let distinct: HashSet<KeyId> = ids.iter().copied().collect();
+        assert_eq!(distinct.len(), 1_000);
+        // Packed, not hashed: the low byte is the length.
+        assert!(ids.iter().all(|id| (id[0] & 0xFF) <= 15));
+        // The same values give the same ids.
+        assert_eq!(encoder.ids_of_rows(&refs, &[0]).unwrap(), ids);
+
+        let encoder = KeyEncoder::new(&key_schema(PrimitiveType::String)).unwrap();
+        let rows: Vec<Vec<Datum>> = (0..1_000)
+            .map(|i| vec![Datum::Text(format!("a key long enough to be hashed {i}"))])
+            .collect();
+        let refs: Vec<&[Datum]> = rows.iter().map(Vec::as_slice).collect();
+        let ids = encoder.ids_of_rows(&refs, &[0]).unwrap();
+        assert!(ids.iter().all(|id| id[0] & 0xFF == 0xFF));
+        assert_eq!(ids.iter().copied().collect::<HashSet<_>>().len(), 1_000);
+        assert_eq!(encoder.ids_of_rows(&refs, &[0]).unwrap(), ids);
+    }
+
+    #[test]
+    fn an_index_entry_is_24_bytes() {
+        // The bound on memory per key (plus the hash table's control byte and free room).
+        assert_eq!(std::mem::size_of::<(KeyId, RowSlot)>(), 24);
+    }
+
+    #[test]
+    fn an_update_moves_keys_to_their_new_rows() {
+        let mut index = PositionIndex::empty(Some(1));
+        let old = index
+            .add_file("old.parquet".into(), (0, Struct::empty()))
+            .unwrap();
+        index.insert([7, 0], RowSlot { file: old, pos: 3 });
+        index.insert([8, 0], RowSlot { file: old, pos: 4 });
+        // A duplicate of 8 (a table that held it twice).
+        assert!(index.insert([8, 0], RowSlot { file: old, pos: 5 }));
+        assert_eq!(index.rows_of([8, 0]).count(), 2);
+        let update = IndexUpdate {
+            removed: vec![[7, 0]],
+            added: vec![([8, 0], 0), ([9, 0], 1), ([10, 0], 2)],
+            rows_written: 3,
+        };
+        let files = [data_file("a.parquet", 2), data_file("b.parquet", 1)];
+        index.apply(update, (0, &files), Some(2)).unwrap();
+        assert_eq!(index.rows_of([7, 0]).count(), 0);
+        let path = |slot: RowSlot| (index.files[slot.file as usize].clone(), slot.pos);
+        assert_eq!(
+            index.rows_of([8, 0]).map(path).collect::<Vec<_>>(),
+            [("a.parquet".to_string(), 0)]
+        );
+        assert_eq!(
+            index.rows_of([9, 0]).map(path).collect::<Vec<_>>(),
+            [("a.parquet".to_string(), 1)]
+        );
+        assert_eq!(
+            index.rows_of([10, 0]).map(path).collect::<Vec<_>>(),
+            [("b.parquet".to_string(), 0)]
+        );
+        assert_eq!(index.snapshot_id, Some(2));
+        // Files that do not hold the rows written are an error, never a wrong index.
+        let update = IndexUpdate {
+            removed: vec![],
+            added: vec![([11, 0], 0)],
+            rows_written: 1,
+        };
+        assert!(index.apply(update, (0, &[]), Some(3)).is_err());
+    }
+
+    fn data_file(path: &str, rows: u64) -> DataFile {
+        iceberg::spec::DataFileBuilder::default()
+            .content(DataContentType::Data)
+            .file_path(path.to_string())
+            .file_format(iceberg::spec::DataFileFormat::Parquet)
+            .partition(iceberg::spec::Struct::empty())
+            .record_count(rows)
+            .file_size_in_bytes(100)
+            .partition_spec_id(0)
+            .build()
+            .unwrap()
+    }
+}

@@ -1,0 +1,381 @@
+//! UPSERT sinks in `DELETE MODE = 'position'` against SeaweedFS: the table is read by
+//! pyiceberg (which refuses equality deletes) and DuckDB, exactly; restarts at any point,
+//! a lost commit answer and foreign compactions leave the key index matching the table.
+
+use std::sync::Arc;
+
+use floe_repr::{Datum, RelationDesc, SqlScalarType, Timestamp};
+use floe_sink::input::Update;
+use floe_sink::table::SinkCatalog;
+use floe_sink::{DeleteMode, Envelope, Namespace, SinkSpec, spawn_sink};
+use floe_testkit::maintenance::{Maintenance, maintain};
+use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
+use iceberg::spec::FormatVersion;
+use iceberg::{TableRequirement, TableUpdate};
+use serde_json::{Value, json};
+
+use crate::sink_engine::{
+    INTERVAL, MemoryInput, Recorder, Workload, column, drive, push_nonempty, seaweed_connection,
+    settings, sink_frontiers, spec, workload_desc,
+};
+
+fn position_spec(namespace: &str, table: &str) -> SinkSpec {
+    SinkSpec {
+        delete_mode: DeleteMode::Position,
+        ..spec(namespace, table, Envelope::Upsert)
+    }
+}
+
+/// Reads the table with both engines and checks each returns exactly `expected` (sorted
+/// by id), and that the table holds no equality deletes.
+fn assert_read_exactly(sw: &SeaweedFs, location: &str, expected: &[Value]) -> TableRead {
+    let reader = Reader::for_seaweedfs(sw);
+    let duckdb = reader.read(location);
+    assert_eq!(duckdb.sorted_rows(&["id"]), expected, "DuckDB's rows");
+    let pyiceberg = reader.read_with_pyiceberg(location);
+    assert_eq!(pyiceberg.sorted_rows(&["id"]), expected, "pyiceberg's rows");
+    assert!(
+        duckdb.files_with_content("equality_deletes").is_empty(),
+        "position mode writes no equality deletes"
+    );
+    duckdb
+}
+
+fn row(id: i64, value: &str, amount: &str) -> Vec<Datum> {
+    vec![
+        Datum::Int64(id),
+        Datum::Text(value.into()),
+        Datum::Numeric(amount.into()),
+    ]
+}
+
+fn change(id: i64, value: &str, ts: u64, diff: i64) -> Update {
+    Update {
+        row: row(id, value, "1.00"),
+        ts: Timestamp(ts),
+        diff,
+    }
+}
+
+/// One commit that updates a key three times, deletes a key, inserts and deletes a key it
+/// never wrote and re-inserts a key with its own value: each key changed that the table
+/// holds gets exactly one position delete, of its current row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_commit_deletes_each_touched_keys_current_row_once() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("position_one");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let reporter = Arc::new(Recorder::default());
+    let start = input.upper_now();
+    // The snapshot: keys 1 to 5.
+    input.push(
+        (1..=5).map(|id| change(id, "a", start, 1)).collect(),
+        start + INTERVAL,
+    );
+    let handle = spawn_sink(
+        connection.clone(),
+        position_spec(&ns, "t"),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(start + INTERVAL).await;
+    let lower = start + INTERVAL;
+    input.push(
+        vec![
+            // Key 1, three times.
+            change(1, "a", lower, -1),
+            change(1, "b", lower, 1),
+            change(1, "b", lower + 1, -1),
+            change(1, "c", lower + 1, 1),
+            change(1, "c", lower + 2, -1),
+            change(1, "d", lower + 2, 1),
+            // Key 2 deleted.
+            change(2, "a", lower + 3, -1),
+            // Key 9 inserted and deleted within the commit: never written.
+            change(9, "x", lower + 4, 1),
+            change(9, "x", lower + 5, -1),
+            // Key 3 deleted and re-inserted with the same value: no change at all.
+            change(3, "a", lower + 6, -1),
+            change(3, "a", lower + 6, 1),
+            // Key 4 updated and a new key 6.
+            change(4, "a", lower + 7, -1),
+            change(4, "e", lower + 7, 1),
+            change(6, "f", lower + 8, 1),
+        ],
+        lower + INTERVAL,
+    );
+    reporter.wait_for_frontier(lower + INTERVAL).await;
+    // A restart: the index is built from the table, whose position deletes already remove
+    // key 1's older rows, so its next update deletes one row, not every row it ever had.
+    handle.abort();
+    drop(handle);
+    let handle = spawn_sink(
+        connection,
+        position_spec(&ns, "t"),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    // The next commit updates key 1 again: its row of the previous commit is the one deleted.
+    let lower = lower + INTERVAL;
+    input.push(
+        vec![change(1, "d", lower, -1), change(1, "g", lower, 1)],
+        lower + INTERVAL,
+    );
+    reporter.wait_for_frontier(lower + INTERVAL).await;
+    drop(handle);
+    reporter.assert_never_stalled();
+
+    let expected: Vec<Value> = [(1, "g"), (3, "a"), (4, "e"), (5, "a"), (6, "f")]
+        .iter()
+        .map(|(id, value)| json!({"id": id, "value": value, "amount": "1.00"}))
+        .collect();
+    let read = assert_read_exactly(sw, &sw.metadata_location(&ns, "t"), &expected);
+    let deletes = read.files_with_content("position_deletes");
+    let delete_rows: u64 = deletes
+        .iter()
+        .map(|f| f["record_count"].as_u64().unwrap())
+        .sum();
+    // Keys 1, 2 and 4 in the first commit, key 1 in the second (after the restart).
+    assert_eq!(delete_rows, 4, "{deletes:?}");
+    let data_rows: u64 = read
+        .files_with_content("data")
+        .iter()
+        .map(|f| f["record_count"].as_u64().unwrap())
+        .sum();
+    // 5 snapshot rows, 3 rows of the first commit (keys 1, 4, 6), 1 of the second.
+    assert_eq!(data_rows, 9);
+    // The position delete files carry bounds on file_path (readers prune with them).
+    for file in deletes {
+        assert!(
+            file["lower_bounds"]
+                .as_object()
+                .is_some_and(|b| b.contains_key("2147483546")),
+            "{file}"
+        );
+    }
+}
+
+/// A random workload (updates, several per key and commit, deletes, inserts deleted within
+/// a commit) with restarts at random points, a lost commit answer and foreign compactions
+/// while the sink runs: both readers see exactly the relation, and every batch is
+/// committed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_workload_with_restarts_lost_answers_and_compactions() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("position_random");
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let connection = seaweed_connection(sw, &proxy.url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(23);
+    let reporter = Arc::new(Recorder::default());
+    let start = || {
+        spawn_sink(
+            connection.clone(),
+            position_spec(&ns, "t"),
+            input.clone(),
+            reporter.clone(),
+            settings(),
+        )
+    };
+    drive(&input, &mut workload, 3);
+    let mut upper;
+    let mut handle = start();
+    for round in 0..4 {
+        upper = drive(&input, &mut workload, 6);
+        reporter.wait_for_frontier(upper).await;
+        // Stop mid-flight (the index in memory is lost with the task) and start again.
+        drive(&input, &mut workload, 2);
+        handle.abort();
+        drop(handle);
+        if round == 1 {
+            // A foreign compaction rewrites every data file (applying the deletes) while
+            // the sink is down; the index is built again from the rewritten files.
+            maintain(sw, &ns, "t", &[Maintenance::compact()]);
+        }
+        handle = start();
+    }
+    // The catalog applies a commit whose answer never arrives.
+    proxy.drop_next_commit_response();
+    upper = push_nonempty(&input, &mut workload);
+    reporter.wait_for_frontier(upper).await;
+    let dropped = proxy
+        .requests()
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::ResponseDropped(_)))
+        .count();
+    assert_eq!(dropped, 1, "the commit's answer was dropped");
+    upper = drive(&input, &mut workload, 4);
+    reporter.wait_for_frontier(upper).await;
+    // A compaction while the sink runs: commits built on the old files are refused by the
+    // guard and written again against the new ones.
+    maintain(sw, &ns, "t", &[Maintenance::compact()]);
+    for _ in 0..6 {
+        upper = push_nonempty(&input, &mut workload);
+        reporter.wait_for_frontier(upper).await;
+    }
+    drop(handle);
+
+    let read = assert_read_exactly(sw, &sw.metadata_location(&ns, "t"), &workload.expected());
+    assert!(!read.files_with_content("position_deletes").is_empty());
+    sink_frontiers(&read);
+    eprintln!(
+        "position upsert: {} keys, {} changes, {} statuses",
+        workload.model.len(),
+        workload.change_rows,
+        reporter.statuses.lock().unwrap().len()
+    );
+}
+
+/// A text key long enough to be indexed by its hash, and a nullable key column (`NOT
+/// ENFORCED` keys may be null): the ids computed from the relation's values and from the
+/// table's files after a restart agree, so each change deletes exactly the key's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_and_null_keys_are_found_again_after_a_restart() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("position_text");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let desc = RelationDesc {
+        columns: vec![
+            column("name", SqlScalarType::Text, true),
+            column("n", SqlScalarType::Int64, false),
+        ],
+        unique_keys: vec![],
+    };
+    let input = MemoryInput::new(desc);
+    let reporter = Arc::new(Recorder::default());
+    let name = |i: i64| Datum::Text(format!("a customer name longer than fifteen bytes #{i}"));
+    let update = |key: Datum, n: i64, ts: u64, diff: i64| Update {
+        row: vec![key, Datum::Int64(n)],
+        ts: Timestamp(ts),
+        diff,
+    };
+    let spec = SinkSpec {
+        key_columns: vec!["name".into()],
+        ..position_spec(&ns, "t")
+    };
+    let start = input.upper_now();
+    let mut snapshot: Vec<Update> = (0..50).map(|i| update(name(i), 0, start, 1)).collect();
+    snapshot.push(update(Datum::Null, 0, start, 1));
+    input.push(snapshot, start + INTERVAL);
+    let sink = || {
+        spawn_sink(
+            connection.clone(),
+            spec.clone(),
+            input.clone(),
+            reporter.clone(),
+            settings(),
+        )
+    };
+    let mut upper = start + INTERVAL;
+    for round in 1..=3 {
+        let handle = sink();
+        reporter.wait_for_frontier(upper).await;
+        // Every even key and the null key change; the index was built from the table.
+        let mut changes = Vec::new();
+        for i in (0..50).step_by(2) {
+            changes.push(update(name(i), round - 1, upper, -1));
+            changes.push(update(name(i), round, upper, 1));
+        }
+        changes.push(update(Datum::Null, round - 1, upper, -1));
+        changes.push(update(Datum::Null, round, upper, 1));
+        input.push(changes, upper + INTERVAL);
+        upper += INTERVAL;
+        reporter.wait_for_frontier(upper).await;
+        handle.abort();
+        drop(handle);
+    }
+    reporter.assert_never_stalled();
+    let reader = Reader::for_seaweedfs(sw);
+    let location = sw.metadata_location(&ns, "t");
+    let mut expected: Vec<Value> = (0..50)
+        .map(|i| {
+            let Datum::Text(name) = name(i) else {
+                unreachable!()
+            };
+            json!({"name": name, "n": if i % 2 == 0 { 3 } else { 0 }})
+        })
+        .collect();
+    expected.push(json!({"name": null, "n": 3}));
+    let sorted = |read: TableRead| {
+        let mut rows = read.rows;
+        rows.sort_by_key(|row| row.to_string());
+        rows
+    };
+    expected.sort_by_key(|row| row.to_string());
+    let duckdb = reader.read(&location);
+    let deletes: u64 = duckdb
+        .files_with_content("position_deletes")
+        .iter()
+        .map(|f| f["record_count"].as_u64().unwrap())
+        .sum();
+    // 26 keys changed in each of 3 commits, each deleting exactly its one current row.
+    assert_eq!(deletes, 3 * 26);
+    assert_eq!(sorted(duckdb), expected, "DuckDB's rows");
+    assert_eq!(
+        sorted(reader.read_with_pyiceberg(&location)),
+        expected,
+        "pyiceberg's rows"
+    );
+}
+
+/// A table someone upgraded to format version 3 (which takes deletion vectors, not
+/// position delete files) stalls the sink with an error saying so, writing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_format_version_3_table_stalls_the_sink_with_the_reason() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("position_v3");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(29);
+    let reporter = Arc::new(Recorder::default());
+    let upper = drive(&input, &mut workload, 2);
+    let handle = spawn_sink(
+        connection.clone(),
+        position_spec(&ns, "t"),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(upper).await;
+    handle.abort();
+    drop(handle);
+    let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    let namespace = Namespace::parse(&ns).unwrap();
+    let base = catalog.load_table(&namespace, "t").await.unwrap();
+    catalog
+        .commit(
+            &namespace,
+            "t",
+            &base,
+            vec![TableRequirement::UuidMatch {
+                uuid: base.metadata.uuid(),
+            }],
+            vec![TableUpdate::UpgradeFormatVersion {
+                format_version: FormatVersion::V3,
+            }],
+        )
+        .await
+        .unwrap();
+    let before = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
+    push_nonempty(&input, &mut workload);
+    let _handle = spawn_sink(
+        connection,
+        position_spec(&ns, "t"),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let error = reporter.wait_for_stall().await;
+    assert!(
+        error.contains("DELETE MODE = 'position' cannot write position deletes")
+            && error.contains("format version 3"),
+        "{error}"
+    );
+    let after = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));
+    assert_eq!(after.current_snapshot_id, before.current_snapshot_id);
+}
