@@ -61,22 +61,36 @@ impl BatchCache {
     ) -> Result<EngineTable, AdapterError> {
         let version = storage.contents_version(id).map_err(storage_error)?;
         let schema = relation_schema(desc);
-        let cached = self
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&id)
-            .filter(|cached| cached.schema == schema)
-            .cloned();
-        if let Some(cached) = &cached
-            && cached.version == version
-        {
-            return Ok(EngineTable {
-                name: name.clone(),
-                schema,
-                batches: cached.batches.clone(),
-            });
-        }
+        // The entry is cloned (its segments) only when it is about to be converted; a
+        // current one gives just its batches (reference-counted columns).
+        let cached = {
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(cached) = entries.get(&id).filter(|cached| cached.schema == schema) else {
+                drop(entries);
+                return self.convert(storage, id, name, desc, schema, None);
+            };
+            if cached.version == version {
+                return Ok(EngineTable {
+                    name: name.clone(),
+                    schema,
+                    batches: cached.batches.clone(),
+                });
+            }
+            cached.clone()
+        };
+        self.convert(storage, id, name, desc, schema, Some(cached))
+    }
+
+    /// Converts what changed since `cached` and keeps the result for the next query.
+    fn convert(
+        &self,
+        storage: &Storage,
+        id: GlobalId,
+        name: &QualifiedName,
+        desc: &RelationDesc,
+        schema: SchemaRef,
+        cached: Option<CachedBatches>,
+    ) -> Result<EngineTable, AdapterError> {
         let converted = convert_changed_segments(storage, id, name, desc, schema, cached)?;
         let table = EngineTable {
             name: name.clone(),

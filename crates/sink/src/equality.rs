@@ -75,11 +75,7 @@ impl<'a> EqualityDeletes<'a> {
             let partitioning = if *spec_id == cx.spec_id {
                 cx.partitioning.clone()
             } else {
-                let spec = metadata.partition_spec_by_id(*spec_id).ok_or_else(|| {
-                    SinkError::internal(format!(
-                        "the Iceberg table has no partition spec {spec_id}, which a manifest names"
-                    ))
-                })?;
+                let spec = crate::partition::spec_by_id(metadata, *spec_id)?;
                 Partitioning::new(spec, metadata.current_schema())?.map(Arc::new)
             };
             let writer = cx.writer_with_spec(

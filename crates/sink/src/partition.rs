@@ -14,14 +14,27 @@ use arrow_array::{ArrayRef, RecordBatch, StructArray, UInt32Array};
 use arrow_schema::{DataType, Fields, Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use floe_repr::Datum;
 use iceberg::spec::{
-    DataFile, Literal, PartitionKey, PartitionSpec, SchemaRef, Struct, StructType, Transform, Type,
-    UnboundPartitionSpec,
+    DataFile, Literal, PartitionKey, PartitionSpec, PartitionSpecRef, SchemaRef, Struct,
+    StructType, TableMetadata, Transform, Type, UnboundPartitionSpec,
 };
 use iceberg::transform::{BoxedTransformFunction, create_transform_function};
 
 use crate::error::{ErrorKind, SinkError};
 use crate::types::record_batch;
 use crate::writer::FileWriter;
+
+/// The table's partition spec `spec_id`, which a manifest or data file names: an error
+/// (the table's metadata is inconsistent) when the table has no such spec.
+pub(crate) fn spec_by_id(
+    metadata: &TableMetadata,
+    spec_id: i32,
+) -> Result<&PartitionSpecRef, SinkError> {
+    metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
+        SinkError::internal(format!(
+            "the Iceberg table has no partition spec {spec_id}, which its files or manifests name"
+        ))
+    })
+}
 
 /// One field of `PARTITION BY`: a transform of a column of the relation.
 #[derive(Debug, Clone, PartialEq, Eq)]

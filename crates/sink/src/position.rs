@@ -799,11 +799,7 @@ pub(crate) fn placed_in_partition(
     tuple: &Struct,
 ) -> Result<FileWriter, SinkError> {
     let metadata = &table.metadata;
-    let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
-        SinkError::internal(format!(
-            "the Iceberg table has no partition spec {spec_id}, which a data file names"
-        ))
-    })?;
+    let spec = crate::partition::spec_by_id(metadata, spec_id)?;
     if spec.is_unpartitioned() {
         return Ok(writer);
     }

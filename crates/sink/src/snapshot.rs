@@ -318,14 +318,7 @@ pub async fn prepare_commit(
     for (index, (spec_id, files, content)) in groups.enumerate() {
         // The files' own spec, which the table keeps even when its current spec changed
         // since they were written: a manifest lists files of one spec.
-        let spec = metadata
-            .partition_spec_by_id(spec_id)
-            .cloned()
-            .ok_or_else(|| {
-                SinkError::internal(format!(
-                    "the Iceberg table has no partition spec {spec_id} (the spec files were written with)"
-                ))
-            })?;
+        let spec = crate::partition::spec_by_id(metadata, spec_id)?.clone();
         let path = format!("{metadata_folder}/{commit_uuid}-m{index}.avro");
         let output = base
             .file_io

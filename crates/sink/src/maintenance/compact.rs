@@ -37,8 +37,11 @@ use iceberg::spec::{
 
 use crate::commit::{CommitIntent, Committed, Committer, Verdict};
 use crate::error::{ErrorKind, SinkError};
-use crate::maintenance::manifests::{MergeTarget, carry_over, manifest_writer};
+use crate::maintenance::manifests::{
+    MergeTarget, carry_entry, carry_over, entry_sequence_numbers, manifest_writer,
+};
 use crate::maintenance::remap::{RewrittenInput, RowMap};
+use crate::partition::spec_by_id;
 use crate::position::{
     FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, unreadable,
 };
@@ -129,12 +132,7 @@ async fn live_files(
     for manifest in read_manifest_list(table, head.manifest_list()).await? {
         let loaded = state.manifest(table, &manifest).await?;
         for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
-            let sequence_number = entry.sequence_number().ok_or_else(|| {
-                SinkError::internal(format!(
-                    "an entry of manifest {} has no sequence number",
-                    manifest.manifest_path
-                ))
-            })?;
+            let (sequence_number, _) = entry_sequence_numbers(&manifest, entry)?;
             let file = LiveFile {
                 file: entry.data_file().clone(),
                 spec_id: manifest.partition_spec_id,
@@ -388,12 +386,7 @@ async fn rewrite(
 ) -> Result<Vec<DataFile>, SinkError> {
     let metadata = &table.metadata;
     let schema = metadata.current_schema().clone();
-    let spec = metadata
-        .partition_spec_by_id(plan.spec_id)
-        .cloned()
-        .ok_or_else(|| {
-            SinkError::internal(format!("the table has no partition spec {}", plan.spec_id))
-        })?;
+    let spec = spec_by_id(metadata, plan.spec_id)?.clone();
     let field_ids: Vec<i32> = schema.as_struct().fields().iter().map(|f| f.id).collect();
     let tasks: Vec<iceberg::Result<FileScanTask>> = plan
         .files
@@ -785,14 +778,7 @@ impl CompactionIntent<'_> {
             }
         }
         for (index, ((_, spec_id), manifests)) in touched.into_iter().enumerate() {
-            let spec = metadata
-                .partition_spec_by_id(spec_id)
-                .cloned()
-                .ok_or_else(|| {
-                    SinkError::internal(format!(
-                        "a manifest names partition spec {spec_id}, which the table does not have"
-                    ))
-                })?;
+            let spec = spec_by_id(metadata, spec_id)?.clone();
             let path = format!("{prefix}-r{index}.avro");
             let content = &manifests
                 .first()
@@ -801,33 +787,22 @@ impl CompactionIntent<'_> {
             let mut writer = manifest_writer(base, spec_id, content, &path, snapshot_id)?;
             for (manifest, loaded) in manifests {
                 for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
-                    let missing = || {
-                        SinkError::internal(format!(
-                            "an entry of manifest {} has no sequence number or snapshot id",
-                            manifest.manifest_path
-                        ))
-                    };
-                    let sequence_number = entry.sequence_number().ok_or_else(missing)?;
-                    let file_sequence_number = entry.file_sequence_number.or(Some(sequence_number));
-                    let added = if removed.contains(entry.file_path()) {
-                        summary.remove_file(entry.data_file(), schema.clone(), spec.clone());
-                        writer.add_delete_file(
+                    if !removed.contains(entry.file_path()) {
+                        carry_entry(&mut writer, manifest, entry, &path)?;
+                        continue;
+                    }
+                    let (sequence_number, file_sequence_number) =
+                        entry_sequence_numbers(manifest, entry)?;
+                    summary.remove_file(entry.data_file(), schema.clone(), spec.clone());
+                    writer
+                        .add_delete_file(
                             entry.data_file().clone(),
                             sequence_number,
                             file_sequence_number,
                         )
-                    } else {
-                        let entry_snapshot = entry.snapshot_id().ok_or_else(missing)?;
-                        writer.add_existing_file(
-                            entry.data_file().clone(),
-                            entry_snapshot,
-                            sequence_number,
-                            file_sequence_number,
-                        )
-                    };
-                    added.map_err(|err| {
-                        storage_error(format!("cannot add a file to {path}"), err)
-                    })?;
+                        .map_err(|err| {
+                            storage_error(format!("cannot add a file to {path}"), err)
+                        })?;
                 }
             }
             carried.push(
@@ -837,12 +812,7 @@ impl CompactionIntent<'_> {
                     .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
             );
         }
-        let spec = metadata
-            .partition_spec_by_id(self.spec_id)
-            .cloned()
-            .ok_or_else(|| {
-                SinkError::internal(format!("the table has no partition spec {}", self.spec_id))
-            })?;
+        let spec = spec_by_id(metadata, self.spec_id)?.clone();
         // The written files keep the base's sequence number as their data sequence
         // number; the carried-over deletes get this snapshot's (-1: inherited).
         let mut manifests = Vec::new();

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 use iceberg::spec::{
-    FormatVersion, ManifestContentType, ManifestFile, ManifestStatus, ManifestWriter,
-    ManifestWriterBuilder,
+    FormatVersion, ManifestContentType, ManifestEntry, ManifestFile, ManifestStatus,
+    ManifestWriter, ManifestWriterBuilder,
 };
 
 use crate::error::SinkError;
@@ -104,11 +104,7 @@ pub(crate) fn manifest_writer(
     snapshot_id: i64,
 ) -> Result<ManifestWriter, SinkError> {
     let metadata = &base.metadata;
-    let spec = metadata.partition_spec_by_id(spec_id).ok_or_else(|| {
-        SinkError::internal(format!(
-            "a manifest of the table names partition spec {spec_id}, which the table does not have"
-        ))
-    })?;
+    let spec = crate::partition::spec_by_id(metadata, spec_id)?;
     let output = base
         .file_io
         .new_output(path)
@@ -125,6 +121,50 @@ pub(crate) fn manifest_writer(
         (_, ManifestContentType::Data) => builder.build_v2_data(),
         (_, ManifestContentType::Deletes) => builder.build_v2_deletes(),
     })
+}
+
+/// Carries the live `entry` of `manifest` into the manifest `writer` writes at `path`, as
+/// `existing` with the snapshot id and the data and file sequence numbers it had.
+pub(crate) fn carry_entry(
+    writer: &mut ManifestWriter,
+    manifest: &ManifestFile,
+    entry: &ManifestEntry,
+    path: &str,
+) -> Result<(), SinkError> {
+    let (sequence_number, file_sequence_number) = entry_sequence_numbers(manifest, entry)?;
+    let entry_snapshot = entry
+        .snapshot_id()
+        .ok_or_else(|| entry_incomplete(manifest))?;
+    writer
+        .add_existing_file(
+            entry.data_file().clone(),
+            entry_snapshot,
+            sequence_number,
+            file_sequence_number,
+        )
+        .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))
+}
+
+/// The data and file sequence numbers of a live `entry` of `manifest` (an entry read from
+/// a manifest has them: inherited ones are filled in as it is read).
+pub(crate) fn entry_sequence_numbers(
+    manifest: &ManifestFile,
+    entry: &ManifestEntry,
+) -> Result<(i64, Option<i64>), SinkError> {
+    let sequence_number = entry
+        .sequence_number()
+        .ok_or_else(|| entry_incomplete(manifest))?;
+    Ok((
+        sequence_number,
+        entry.file_sequence_number.or(Some(sequence_number)),
+    ))
+}
+
+fn entry_incomplete(manifest: &ManifestFile) -> SinkError {
+    SinkError::internal(format!(
+        "an entry of manifest {} has no sequence number or snapshot id",
+        manifest.manifest_path
+    ))
 }
 
 /// Rewrites `manifests` (one content, one partition spec) into one manifest at `path`
@@ -157,23 +197,7 @@ async fn merge_manifests(
             if entry.status() == ManifestStatus::Deleted {
                 continue;
             }
-            let missing = || {
-                SinkError::internal(format!(
-                    "an entry of manifest {} has no sequence number or snapshot id",
-                    manifest.manifest_path
-                ))
-            };
-            let sequence_number = entry.sequence_number().ok_or_else(missing)?;
-            let file_sequence_number = entry.file_sequence_number.or(Some(sequence_number));
-            let entry_snapshot = entry.snapshot_id().ok_or_else(missing)?;
-            writer
-                .add_existing_file(
-                    entry.data_file().clone(),
-                    entry_snapshot,
-                    sequence_number,
-                    file_sequence_number,
-                )
-                .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
+            carry_entry(&mut writer, manifest, entry, path)?;
             live += 1;
         }
     }
