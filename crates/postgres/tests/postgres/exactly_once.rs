@@ -9,7 +9,7 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use floe_postgres::TableSelection;
@@ -94,14 +94,28 @@ async fn workload_tables(prefix: &str) -> Upstream {
 }
 
 /// Runs 400 random transactions on their own connection; `done` is set at the end.
-async fn start_workload(upstream: &Upstream, seed: u64) -> (JoinHandle<()>, Arc<AtomicBool>) {
+/// The workload: at least [`WORKLOAD_TRANSACTIONS`] transactions, and on until the test
+/// has interrupted the source [`INTERRUPTIONS`] times (it counts them in the returned
+/// counter): on a quick machine 400 transactions take less than the test's first few
+/// interruptions, which then would not happen during the workload.
+async fn start_workload(
+    upstream: &Upstream,
+    seed: u64,
+) -> (JoinHandle<()>, Arc<AtomicBool>, Arc<AtomicUsize>) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let client = Upstream::connect(floe_testkit::postgres_shared(), &upstream.database).await;
     let done = Arc::new(AtomicBool::new(false));
     let finished = done.clone();
+    let interruptions = Arc::new(AtomicUsize::new(0));
+    let interrupted = interruptions.clone();
     let task = tokio::spawn(async move {
         let mut next_id = 10_000;
-        for _ in 0..400 {
+        for transaction in 0..WORKLOAD_TRANSACTIONS * 20 {
+            if transaction >= WORKLOAD_TRANSACTIONS
+                && interrupted.load(Ordering::SeqCst) >= INTERRUPTIONS
+            {
+                break;
+            }
             let sql = random_transaction(&mut rng, &mut next_id);
             client
                 .batch_execute(&sql)
@@ -113,8 +127,13 @@ async fn start_workload(upstream: &Upstream, seed: u64) -> (JoinHandle<()>, Arc<
         }
         finished.store(true, Ordering::SeqCst);
     });
-    (task, done)
+    (task, done, interruptions)
 }
+
+/// Transactions the workload runs at least.
+const WORKLOAD_TRANSACTIONS: usize = 400;
+/// Interruptions of the source (aborts, kills) during the workload.
+const INTERRUPTIONS: usize = 3;
 
 /// Waits until the slot is confirmed up to the end of the WAL (up to the padding after
 /// the last record), so nothing piles up upstream, and checks what it holds back.
@@ -161,7 +180,7 @@ async fn random_workloads_arrive_exactly_once_while_the_source_is_aborted_at_ran
     let upstream = workload_tables("aborted").await;
     let floe = Floe::create(&upstream, "p", TableSelection::All).await;
     let slot = floe.spec.slot_name.clone();
-    let (workload, done) = start_workload(&upstream, seed).await;
+    let (workload, done, interruptions) = start_workload(&upstream, seed).await;
     let mut restarts = 0;
     let mut first_confirmed = None;
     while !done.load(Ordering::SeqCst) {
@@ -170,6 +189,7 @@ async fn random_workloads_arrive_exactly_once_while_the_source_is_aborted_at_ran
         // Dropping the handle aborts the task wherever it is; the next one starts at once.
         drop(source);
         restarts += 1;
+        interruptions.fetch_add(1, Ordering::SeqCst);
         if first_confirmed.is_none() {
             first_confirmed = upstream.confirmed_flush(&slot).await;
         }
@@ -181,7 +201,10 @@ async fn random_workloads_arrive_exactly_once_while_the_source_is_aborted_at_ran
     floe.wait_equal(&upstream, floe.id("dupes"), "SELECT k, v FROM dupes")
         .await;
     eprintln!("{restarts} restarts");
-    assert!(restarts >= 3, "the workload outlasted a few restarts");
+    assert!(
+        restarts >= INTERRUPTIONS,
+        "the workload outlasted a few restarts"
+    );
     let confirmed = assert_slot_caught_up(&upstream, &slot, first_confirmed).await;
     wait_until(Duration::from_secs(10), || {
         let progress = floe.progress().unwrap_or(0);
@@ -232,7 +255,7 @@ async fn random_workloads_arrive_exactly_once_while_the_source_process_is_killed
     let upstream = workload_tables("killed").await;
     let data = tempfile::tempdir().unwrap();
     let slot = floe_postgres::slot_name(&floe_testkit::random_hex(6), GlobalId::User(1));
-    let (workload, done) = start_workload(&upstream, seed).await;
+    let (workload, done, interruptions) = start_workload(&upstream, seed).await;
     let mut kills = 0;
     let mut first_confirmed = None;
     while !done.load(Ordering::SeqCst) {
@@ -240,6 +263,7 @@ async fn random_workloads_arrive_exactly_once_while_the_source_process_is_killed
         tokio::time::sleep(Duration::from_millis(rng.random_range(100..1500))).await;
         kill_9(child);
         kills += 1;
+        interruptions.fetch_add(1, Ordering::SeqCst);
         if first_confirmed.is_none() {
             first_confirmed = upstream.confirmed_flush(&slot).await;
         }
@@ -251,7 +275,7 @@ async fn random_workloads_arrive_exactly_once_while_the_source_process_is_killed
     assert_slot_caught_up(&upstream, &slot, first_confirmed).await;
     kill_9(child);
     eprintln!("{kills} kills");
-    assert!(kills >= 3, "the workload outlasted a few kills");
+    assert!(kills >= INTERRUPTIONS, "the workload outlasted a few kills");
     // Read what the killed processes left, as the next start would.
     // The process numbers subsources u3, u4, ... in purification order, as `Floe` does.
     let floe = Floe::create(&upstream, "p", TableSelection::All).await;
