@@ -666,9 +666,9 @@ impl UpsertEnvelope {
         key_projection: &[usize],
     ) -> Result<StagedBatch, SinkError> {
         let mut writer = self.position_writer(cx).await?;
-        let (index, encoder) = self.position_index(cx).await?;
+        let (index, keys) = self.position_index(cx).await?;
         writer
-            .write(index, encoder, outcomes, key_projection)
+            .write(index, keys.encoder, outcomes, key_projection)
             .await?;
         self.finish_positions(cx, lower, upper, writer).await
     }
@@ -689,9 +689,9 @@ impl UpsertEnvelope {
                 .filter(|update| update.diff > 0)
                 .map(|update| (update.row.as_slice(), Some(update.row.as_slice())))
                 .collect();
-            let (index, encoder) = self.position_index(cx).await?;
+            let (index, keys) = self.position_index(cx).await?;
             writer
-                .write(index, encoder, &outcomes, &key_indexes)
+                .write(index, keys.encoder, &outcomes, &key_indexes)
                 .await?;
         }
         self.finish_positions(cx, Timestamp(0), upper, writer).await
@@ -703,7 +703,7 @@ impl UpsertEnvelope {
     ) -> Result<
         (
             &crate::position::PositionIndex,
-            &crate::position::KeyEncoder,
+            crate::position::KeyColumns<'_>,
         ),
         SinkError,
     > {
@@ -746,8 +746,8 @@ impl UpsertEnvelope {
             prefix: format!("{}-deletes", cx.file_prefix),
             target_file_size: cx.settings.target_file_size,
         };
-        let (index, _) = self.position_index(cx).await?;
-        let finished = writer.finish(index, files).await?;
+        let (index, keys) = self.position_index(cx).await?;
+        let finished = writer.finish(index, keys, files).await?;
         let mut staged = StagedBatch::written(
             cx,
             (lower, upper),

@@ -217,8 +217,8 @@ impl PositionIndex {
     }
 
     /// Moves the index past a commit of this sink: `update`'s keys lost their rows, and
-    /// those with a new value have it at its row in `data` (the batch's data files, in the
-    /// order their rows were written).
+    /// those with a new value have it where `update` places it in `data` (the batch's data
+    /// files: read back when they span partitions, else in the order rows were written).
     fn apply(
         &mut self,
         update: IndexUpdate,
@@ -245,14 +245,24 @@ impl PositionIndex {
             self.rows.remove(&id);
             self.duplicates.remove(&id);
         }
-        for (id, row) in update.added {
-            self.duplicates.remove(&id);
-            // The file holding global row `row`: the last whose first row is at most it.
-            let at = firsts.partition_point(|(first, _)| *first <= row);
-            let Some((first, file)) = at.checked_sub(1).and_then(|at| firsts.get(at)) else {
-                return Err(SinkError::internal("a written row lies in no data file"));
-            };
-            self.rows.insert(id, slot(*file, row - first)?);
+        if let Some(placed) = update.placed {
+            for (id, at, pos) in placed {
+                let Some((_, file)) = firsts.get(at as usize) else {
+                    return Err(SinkError::internal("a key was read back from no data file"));
+                };
+                self.duplicates.remove(&id);
+                self.rows.insert(id, slot(*file, pos)?);
+            }
+        } else {
+            for (id, row) in update.added {
+                self.duplicates.remove(&id);
+                // The file holding global row `row`: the last whose first row is at most it.
+                let at = firsts.partition_point(|(first, _)| *first <= row);
+                let Some((first, file)) = at.checked_sub(1).and_then(|at| firsts.get(at)) else {
+                    return Err(SinkError::internal("a written row lies in no data file"));
+                };
+                self.rows.insert(id, slot(*file, row - first)?);
+            }
         }
         self.snapshot_id = snapshot_id;
         Ok(())
@@ -277,6 +287,11 @@ pub(crate) struct IndexUpdate {
     /// Keys with a new row, at this position among the rows written.
     added: Vec<(KeyId, u64)>,
     rows_written: u64,
+    /// Where the keys with a new row are, as read back from the batch's data files: the
+    /// data file (its index among them) and the row. Set when the files span partitions:
+    /// the writer fans rows out into a file per partition, so the order they were written
+    /// in does not say where they are.
+    placed: Option<Vec<(KeyId, u32, u64)>>,
 }
 
 /// The part of a staged batch the position index needs at commit.
@@ -315,7 +330,7 @@ impl PositionDeletes {
     pub async fn index_for(
         &mut self,
         table: &LoadedTable,
-    ) -> Result<(&PositionIndex, &KeyEncoder), SinkError> {
+    ) -> Result<(&PositionIndex, KeyColumns<'_>), SinkError> {
         let head = table
             .metadata
             .snapshot_for_ref(MAIN_BRANCH)
@@ -325,18 +340,26 @@ impl PositionDeletes {
             _ => build_index(table, &self.encoder, &self.key_field_ids).await?,
         };
         let index = self.index.insert(current);
-        Ok((index, &self.encoder))
+        let keys = KeyColumns {
+            encoder: &self.encoder,
+            field_ids: &self.key_field_ids,
+        };
+        Ok((index, keys))
     }
 
     /// An empty index as of `table`'s main branch, for a batch that replaces the
     /// table's contents.
-    pub fn empty_index_for(&mut self, table: &LoadedTable) -> (&PositionIndex, &KeyEncoder) {
+    pub fn empty_index_for(&mut self, table: &LoadedTable) -> (&PositionIndex, KeyColumns<'_>) {
         let head = table
             .metadata
             .snapshot_for_ref(MAIN_BRANCH)
             .map(|s| s.snapshot_id());
         let index = self.index.insert(PositionIndex::empty(head));
-        (index, &self.encoder)
+        let keys = KeyColumns {
+            encoder: &self.encoder,
+            field_ids: &self.key_field_ids,
+        };
+        (index, keys)
     }
 
     /// The batch with `positions` and `data` is in `table`: moves the index forward when
@@ -692,11 +715,19 @@ impl PositionBatchWriter {
     /// and position, as the spec requires), one set per partition of the files they point
     /// into (a position delete file belongs to the partition and spec of its data files).
     pub async fn finish(
-        self,
+        mut self,
         index: &PositionIndex,
+        keys: KeyColumns<'_>,
         files: DeleteFiles<'_>,
     ) -> Result<FinishedPositions, SinkError> {
         let data = self.data.close().await?;
+        let spans_partitions = data
+            .windows(2)
+            .any(|pair| pair[0].partition() != pair[1].partition());
+        if spans_partitions {
+            let placed = read_back_placements(files.table, keys, &data, &self.update.added).await?;
+            self.update.placed = Some(placed);
+        }
         let mut deletes: Vec<(&str, u32, u32)> = self
             .deletes
             .iter()
@@ -756,6 +787,54 @@ impl PositionBatchWriter {
             messages,
         })
     }
+}
+
+/// How keys are read from the table's data files: the encoder and the key's field ids.
+pub(crate) struct KeyColumns<'a> {
+    pub encoder: &'a KeyEncoder,
+    pub field_ids: &'a [i32],
+}
+
+/// Where each key of `added` is in `data`, read from the files' key columns: the data file
+/// (its index in `data`) and the row. A batch holds each key once.
+async fn read_back_placements(
+    table: &LoadedTable,
+    keys: KeyColumns<'_>,
+    data: &[DataFile],
+    added: &[(KeyId, u64)],
+) -> Result<Vec<(KeyId, u32, u64)>, SinkError> {
+    let wanted: HashSet<KeyId> = added.iter().map(|(id, _)| *id).collect();
+    let mut placed = Vec::with_capacity(added.len());
+    for (at, file) in data.iter().enumerate() {
+        let at = u32::try_from(at)
+            .map_err(|_| SinkError::internal("a batch wrote too many data files"))?;
+        let mut batches = read_columns(
+            table,
+            file.file_path(),
+            file.file_size_in_bytes(),
+            keys.field_ids,
+        )
+        .await?;
+        let mut pos = 0u64;
+        while let Some(columns) = batches.next().await? {
+            let ids = keys.encoder.ids(&columns)?;
+            let rows = ids.len() as u64;
+            for (offset, id) in ids.into_iter().enumerate() {
+                if wanted.contains(&id) {
+                    placed.push((id, at, pos + offset as u64));
+                }
+            }
+            pos += rows;
+        }
+    }
+    if placed.len() != added.len() {
+        return Err(SinkError::internal(format!(
+            "the batch's data files hold {} of the {} keys it wrote",
+            placed.len(),
+            added.len()
+        )));
+    }
+    Ok(placed)
 }
 
 /// A batch's files in position mode, written by [`PositionBatchWriter::finish`].
@@ -1039,6 +1118,7 @@ mod tests {
             removed: vec![[7, 0]],
             added: vec![([8, 0], 0), ([9, 0], 1), ([10, 0], 2)],
             rows_written: 3,
+            placed: None,
         };
         let files = [data_file("a.parquet", 2), data_file("b.parquet", 1)];
         index.apply(update, (0, &files), Some(2)).unwrap();
@@ -1062,8 +1142,29 @@ mod tests {
             removed: vec![],
             added: vec![([11, 0], 0)],
             rows_written: 1,
+            placed: None,
         };
         assert!(index.apply(update, (0, &[]), Some(3)).is_err());
+    }
+
+    #[test]
+    fn keys_read_back_from_fanned_out_files_go_where_they_were_found() {
+        let mut index = PositionIndex::empty(Some(1));
+        // Written in the order 20, 21, 22, but 21 went into the second partition's file:
+        // its place comes from reading the files back, not from the order.
+        let update = IndexUpdate {
+            removed: vec![],
+            added: vec![([20, 0], 0), ([21, 0], 1), ([22, 0], 2)],
+            rows_written: 3,
+            placed: Some(vec![([20, 0], 0, 0), ([22, 0], 0, 1), ([21, 0], 1, 0)]),
+        };
+        let files = [data_file("p0.parquet", 2), data_file("p1.parquet", 1)];
+        index.apply(update, (0, &files), Some(2)).unwrap();
+        let path = |slot: RowSlot| (index.files[slot.file as usize].clone(), slot.pos);
+        let place = |id: u64| index.rows_of([id, 0]).map(path).collect::<Vec<_>>();
+        assert_eq!(place(20), [("p0.parquet".to_string(), 0)]);
+        assert_eq!(place(22), [("p0.parquet".to_string(), 1)]);
+        assert_eq!(place(21), [("p1.parquet".to_string(), 0)]);
     }
 
     fn data_file(path: &str, rows: u64) -> DataFile {

@@ -629,3 +629,71 @@ async fn more_partitions_than_open_files_rotate_files() {
         assert_eq!(ids["high"], file["partition"][0], "{file}");
     }
 }
+
+/// Position mode across batches without a restart: the sink moves its key index forward
+/// with each commit, and a batch's rows land in a file per partition (not in the order
+/// they were written), so each batch must find the keys where the previous ones put them.
+/// Forty keys over twelve partitions; each batch updates another subset of them, so a
+/// delete that hits another key's row leaves a key with two rows, or none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn position_deletes_find_keys_an_earlier_batch_fanned_out() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("partition_follow");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(desc());
+    let reporter = Arc::new(Recorder::default());
+    let handle = spawn_sink(
+        connection,
+        partitioned(&ns, Envelope::Upsert, DeleteMode::Position),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    let batches: [(&str, fn(i64) -> bool); 4] = [
+        ("a", |_| true),
+        ("b", |id| id % 2 == 0),
+        ("c", |id| id % 3 == 0),
+        ("d", |id| id % 5 == 0 || id % 7 == 1),
+    ];
+    // Each key's current note.
+    let mut current: Vec<(i64, &str)> = Vec::new();
+    for (note, touched) in batches {
+        let lower = input.upper_now();
+        let mut updates = Vec::new();
+        for id in (1..=40).filter(|id| touched(*id)) {
+            match current.iter_mut().find(|(key, _)| *key == id) {
+                Some((_, old)) => {
+                    updates.push(change((id, id % 3, old), lower, -1));
+                    *old = note;
+                }
+                None => current.push((id, note)),
+            }
+            updates.push(change((id, id % 3, note), lower, 1));
+        }
+        input.push(updates, lower + INTERVAL);
+        reporter.wait_for_frontier(lower + INTERVAL).await;
+    }
+    drop(handle);
+    reporter.assert_never_stalled();
+    let location = sw.metadata_location(&ns, "t");
+    let reader = Reader::for_seaweedfs(sw);
+    let expected: Vec<(i64, String)> = current
+        .iter()
+        .map(|(id, note)| (*id, note.to_string()))
+        .collect();
+    for (engine, read) in [
+        ("DuckDB", reader.read(&location)),
+        ("pyiceberg", reader.read_with_pyiceberg(&location)),
+    ] {
+        let mut rows: Vec<(i64, String)> = read
+            .rows
+            .iter()
+            .map(|r| {
+                let note = r["note"].as_str().unwrap_or_default().to_string();
+                (r["id"].as_i64().unwrap(), note)
+            })
+            .collect();
+        rows.sort();
+        assert_eq!(rows, expected, "{engine} reads one current row per key");
+    }
+}
