@@ -2,9 +2,11 @@
 //! delete files apply to, are rewritten together into files near the target size, with
 //! the deletes that apply to them applied, and committed as a `replace` snapshot.
 //!
-//! - Files are picked per partition (partition spec id and partition tuple: a rewritten
-//!   file holds rows of one partition), oldest data sequence number first, at most
-//!   [`step_bytes`] per step, so a step's work is bounded whatever the table's size.
+//! - Files are grouped per partition (partition spec id and partition tuple: a rewritten
+//!   file holds rows of one partition), oldest data sequence number first. A step takes
+//!   the partitions that need it, of one spec, oldest first, at most [`step_bytes`] in
+//!   all, so a step's work is bounded whatever the table's size, and a partitioned table
+//!   (which gets files in many partitions with each commit) is compacted in one commit.
 //! - The rewritten files keep the data sequence number of the snapshot they were read
 //!   from (the step's base): the deletes committed up to it were applied and do not apply
 //!   to them any more, and every equality delete committed after it (a sink commit that
@@ -288,30 +290,32 @@ impl Plan {
             .map(|(file, _)| file.file.file_size_in_bytes())
             .sum()
     }
+}
 
-    fn deletes_applied(&self) -> u64 {
-        let distinct: HashSet<&str> = self
-            .files
-            .iter()
-            .flat_map(|(_, deletes)| deletes.iter().map(LiveFile::path))
-            .collect();
-        distinct.len() as u64
-    }
+/// The distinct delete files applied by a step's `plans`.
+fn deletes_applied(plans: &[Plan]) -> u64 {
+    let distinct: HashSet<&str> = plans
+        .iter()
+        .flat_map(|plan| plan.files.iter())
+        .flat_map(|(_, deletes)| deletes.iter().map(LiveFile::path))
+        .collect();
+    distinct.len() as u64
 }
 
 /// A data file worth rewriting, with the delete files that apply to it.
 type Candidate<'a> = (&'a LiveFile, Vec<&'a LiveFile>);
 
-/// Picks the files of the partition whose oldest candidate is the oldest; `None` when no
-/// partition needs compacting. Only partitions of unpartitioned specs are rewritten for
-/// now: a partitioned position-mode table read wrong after compactions in a test, which
-/// is not understood yet (the grouping and the partition placement are in place).
+/// Picks the files a step rewrites: the partitions that need compacting, oldest candidate
+/// first, all of the spec of the oldest (one manifest of written files), as many as the
+/// step's bytes allow (at least one partition). Empty when no partition needs it. A
+/// partitioned table gets files in every partition with each commit, so a step of one
+/// partition would fall behind.
 fn plan(
     live: &LiveFiles,
     deletes: &DeleteFiles<'_>,
     target: u64,
     table: &LoadedTable,
-) -> Option<Plan> {
+) -> Vec<Plan> {
     let small = target.saturating_mul(SMALL_PERCENT) / 100;
     let pressure = live.deletes.len() >= DELETE_FILES_PRESSURE;
     // Whether a file's deletes alone make it worth rewriting.
@@ -328,48 +332,72 @@ fn plan(
                 .push((file, applying));
         }
     }
-    let mut chosen: Option<Vec<Candidate<'_>>> = None;
-    for ((spec_id, _), mut candidates) in groups {
-        let known = table
-            .metadata
-            .partition_spec_by_id(spec_id)
-            .is_some_and(|spec| spec.is_unpartitioned());
-        let any_laden = candidates.iter().any(|(_, applying)| laden(applying));
-        if !known || (candidates.len() < MIN_INPUT_FILES && !any_laden) {
+    let mut due: Vec<Vec<Candidate<'_>>> = groups
+        .into_iter()
+        .filter(|((spec_id, _), candidates)| {
+            let known = table.metadata.partition_spec_by_id(*spec_id).is_some();
+            let any_laden = candidates.iter().any(|(_, applying)| laden(applying));
+            known && (candidates.len() >= MIN_INPUT_FILES || any_laden)
+        })
+        .map(|(_, mut candidates)| {
+            candidates.sort_by_key(|(file, _)| (file.sequence_number, file.path().to_string()));
+            candidates
+        })
+        .collect();
+    // Oldest first (the partition tuple breaks ties, for a stable order).
+    let oldest = |group: &[Candidate<'_>]| {
+        group
+            .first()
+            .map(|(file, _)| (file.sequence_number, file.path().to_string()))
+    };
+    due.sort_by_cached_key(|group| oldest(group));
+    let Some(spec_id) = due
+        .first()
+        .and_then(|g| g.first())
+        .map(|(file, _)| file.spec_id)
+    else {
+        return Vec::new();
+    };
+    let mut budget = step_bytes(target);
+    let mut plans = Vec::new();
+    for candidates in due {
+        if budget == 0 {
+            break;
+        }
+        if candidates.first().map(|(file, _)| file.spec_id) != Some(spec_id) {
             continue;
         }
-        candidates.sort_by_key(|(file, _)| (file.sequence_number, file.path().to_string()));
-        let oldest = |group: &[Candidate<'_>]| group.first().map(|(file, _)| file.sequence_number);
-        if chosen
-            .as_ref()
-            .is_none_or(|c| oldest(&candidates) < oldest(c))
-        {
-            chosen = Some(candidates);
+        if let Some(plan) = partition_plan(candidates, &mut budget, plans.is_empty()) {
+            plans.push(plan);
         }
     }
-    let candidates = chosen?;
+    plans
+}
+
+/// The files of one partition's `candidates` (oldest first) that fit in `budget` (which
+/// they use up), or all of the first file when `first` (a step rewrites something);
+/// `None` when that would be one file without deletes, which gains nothing.
+fn partition_plan(candidates: Vec<Candidate<'_>>, budget: &mut u64, first: bool) -> Option<Plan> {
     let (spec_id, partition) = candidates
         .first()
         .map(|(file, _)| (file.spec_id, file.file.partition().clone()))?;
-    let budget = step_bytes(target);
-    let mut bytes = 0u64;
     let mut files = Vec::new();
+    let mut left = *budget;
     for (file, applying) in candidates {
         let size = file.file.file_size_in_bytes();
-        if !files.is_empty() && bytes.saturating_add(size) > budget {
+        if size > left && !(first && files.is_empty()) {
             break;
         }
-        bytes = bytes.saturating_add(size);
-        files.push((file.clone(), applying.into_iter().cloned().collect()));
+        left = left.saturating_sub(size);
+        files.push((
+            file.clone(),
+            applying.into_iter().cloned().collect::<Vec<_>>(),
+        ));
     }
-    // One file without deletes gains nothing from a rewrite.
-    if files.len() < 2
-        && files
-            .iter()
-            .all(|(_, deletes): &(LiveFile, Vec<LiveFile>)| deletes.is_empty())
-    {
+    if files.len() < 2 && files.iter().all(|(_, deletes)| deletes.is_empty()) {
         return None;
     }
+    *budget = left;
     Some(Plan {
         spec_id,
         partition,
@@ -477,6 +505,44 @@ async fn row_map(table: &LoadedTable, plan: &Plan) -> Result<Option<RowMap>, Sin
     RowMap::read(table, &inputs).await
 }
 
+/// One partition's part of a step once rewritten.
+struct RewrittenPartition {
+    partition: Struct,
+    /// The paths of the files rewritten.
+    rewritten: HashSet<String>,
+    /// The files written, in the order of the rows read.
+    written: Vec<DataFile>,
+    /// Where the rewritten rows went, to carry over position deletes committed meanwhile
+    /// (`None` when the rows an equality delete removed are not known).
+    row_map: Option<RowMap>,
+}
+
+/// Rewrites one partition's files of a step.
+async fn rewrite_partition(
+    table: &LoadedTable,
+    plan: &Plan,
+    target: u64,
+) -> Result<RewrittenPartition, SinkError> {
+    let mut row_map = row_map(table, plan).await?;
+    let written = rewrite(table, plan, target).await?;
+    if let Some(map) = row_map.as_mut()
+        && !map.written(&written)
+    {
+        tracing::warn!(table = %table.metadata_location, "a compaction wrote other rows than it expected; position deletes committed meanwhile will drop it");
+        row_map = None;
+    }
+    Ok(RewrittenPartition {
+        partition: plan.partition.clone(),
+        rewritten: plan
+            .files
+            .iter()
+            .map(|(f, _)| f.path().to_string())
+            .collect(),
+        written,
+        row_map,
+    })
+}
+
 /// Why a compaction is dropped (see [`CompactionIntent::prepare`]).
 const OUTDATED: &str = "the files a compaction rewrote changed meanwhile";
 
@@ -498,36 +564,31 @@ pub async fn compact(
     };
     state.retain(&live);
     let deletes = DeleteFiles::of(&table, &live, state).await?;
-    let Some(plan) = plan(&live, &deletes, target, &table) else {
+    let plans = plan(&live, &deletes, target, &table);
+    let Some(spec_id) = plans.first().map(|plan| plan.spec_id) else {
         return Ok(CompactionOutcome::default());
     };
     let Some(base) = table.metadata.snapshot_for_ref(MAIN_BRANCH).cloned() else {
         return Ok(CompactionOutcome::default());
     };
-    let mut row_map = row_map(&table, &plan).await?;
-    let written = rewrite(&table, &plan, target).await?;
-    if let Some(map) = row_map.as_mut()
-        && !map.written(&written)
-    {
-        tracing::warn!(table = %table.metadata_location, "a compaction wrote other rows than it expected; position deletes committed meanwhile will drop it");
-        row_map = None;
+    let mut parts = Vec::with_capacity(plans.len());
+    for plan in &plans {
+        parts.push(rewrite_partition(&table, plan, target).await?);
     }
+    let written: Vec<DataFile> = parts.iter().flat_map(|p| p.written.clone()).collect();
     let intent = CompactionIntent {
         base_snapshot_id: base.snapshot_id(),
         data_sequence_number: base.sequence_number(),
-        rewritten: plan
-            .files
+        rewritten: plans
             .iter()
-            .map(|(f, _)| f.path().to_string())
+            .flat_map(|plan| plan.files.iter().map(|(f, _)| f.path().to_string()))
             .collect(),
         known_deletes: live.deletes.iter().map(|d| d.path().to_string()).collect(),
-        spec_id: plan.spec_id,
-        partition: plan.partition.clone(),
-        written: written.clone(),
+        spec_id,
+        parts,
         state,
         built: Mutex::new(Vec::new()),
         removed_deletes: Mutex::new(0),
-        row_map,
         carried: Mutex::new(Vec::new()),
     };
     match committer.commit_on_latest(&table, &intent).await {
@@ -550,10 +611,10 @@ pub async fn compact(
         Err(err) => return Err(err),
     }
     let outcome = CompactionOutcome {
-        data_files_rewritten: plan.files.len() as u64,
-        delete_files_applied: plan.deletes_applied(),
+        data_files_rewritten: plans.iter().map(|p| p.files.len() as u64).sum(),
+        delete_files_applied: deletes_applied(&plans),
         delete_files_removed: *lock(&intent.removed_deletes),
-        bytes_rewritten: plan.bytes(),
+        bytes_rewritten: plans.iter().map(Plan::bytes).sum(),
         files_written: written.len() as u64,
     };
     tracing::info!(table = %table.metadata_location, data_files_rewritten = outcome.data_files_rewritten, files_written = outcome.files_written, delete_files_applied = outcome.delete_files_applied, delete_files_removed = outcome.delete_files_removed, bytes_rewritten = outcome.bytes_rewritten, "compacted the table's small files");
@@ -570,18 +631,15 @@ struct CompactionIntent<'a> {
     rewritten: HashSet<String>,
     /// The delete files live in the base (any other was committed since).
     known_deletes: HashSet<String>,
+    /// The spec of the files rewritten and written.
     spec_id: i32,
-    /// The partition of the files rewritten and written.
-    partition: Struct,
-    written: Vec<DataFile>,
+    /// Per partition rewritten: the files written and where the rows went.
+    parts: Vec<RewrittenPartition>,
     state: &'a CompactionState,
     /// The snapshots built, to recognise one that landed despite an error.
     built: Mutex<Vec<i64>>,
     /// How many delete files the last snapshot built removes.
     removed_deletes: Mutex<u64>,
-    /// Where the rewritten rows went, to carry over position deletes committed meanwhile
-    /// (`None` when the rows an equality delete removed are not known).
-    row_map: Option<RowMap>,
     /// The position delete files each attempt (by snapshot id) carried over.
     carried: Mutex<Vec<(i64, Vec<String>)>>,
 }
@@ -612,10 +670,16 @@ impl CompactionIntent<'_> {
                 continue;
             }
             let targets = self.state.targets(table, &delete.file).await?;
-            if targets.iter().any(|path| self.rewritten.contains(path)) {
-                if self.row_map.is_none() {
-                    return Ok(None);
+            let mut touches = false;
+            for part in &self.parts {
+                if targets.iter().any(|path| part.rewritten.contains(path)) {
+                    if part.row_map.is_none() {
+                        return Ok(None);
+                    }
+                    touches = true;
                 }
+            }
+            if touches {
                 touching.push(delete.file.clone());
             }
         }
@@ -637,6 +701,11 @@ impl CompactionIntent<'_> {
                 }
             }
         }
+    }
+
+    /// The files the step wrote, partition after partition.
+    fn written(&self) -> impl Iterator<Item = &DataFile> {
+        self.parts.iter().flat_map(|part| &part.written)
     }
 
     fn landed_in(&self, table: &LoadedTable) -> Option<i64> {
@@ -667,17 +736,18 @@ impl CommitIntent for CompactionIntent<'_> {
                 .with_detail("It is planned again from the table as it is now.")
                 .with_retryable(false));
         };
-        let carried = match &self.row_map {
-            Some(map) if !touching.is_empty() => {
-                map.carry_over(base, self.spec_id, &self.partition, &touching)
-                    .await?
+        let mut carried = Vec::new();
+        for part in self.parts.iter().filter(|_| !touching.is_empty()) {
+            if let Some(map) = &part.row_map {
+                let moved = map
+                    .carry_over(base, self.spec_id, &part.partition, &touching)
+                    .await?;
+                carried.extend(moved);
             }
-            _ => Vec::new(),
-        };
+        }
         // The data files once the rewrite is in, and the delete files still needed by one.
         let written: Vec<LiveFile> = self
-            .written
-            .iter()
+            .written()
             .map(|file| LiveFile {
                 file: file.clone(),
                 spec_id: self.spec_id,
@@ -816,10 +886,11 @@ impl CompactionIntent<'_> {
         // The written files keep the base's sequence number as their data sequence
         // number; the carried-over deletes get this snapshot's (-1: inherited).
         let mut manifests = Vec::new();
+        let written: Vec<DataFile> = self.written().cloned().collect();
         for (index, (content, files, sequence_number)) in [
             (
                 ManifestContentType::Data,
-                &self.written[..],
+                &written[..],
                 self.data_sequence_number,
             ),
             (ManifestContentType::Deletes, carried_deletes, -1),

@@ -480,3 +480,26 @@ async fn an_append_table_stays_bounded_and_exact_under_maintenance_and_kills() {
     let reader = Reader::for_seaweedfs(sw);
     assert_append_table(&reader, &location, &workload, &taken, frontier);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kills() {
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 24,
+        delete_old_metadata: false,
+        target_file_size: MaintenanceOptions::default().target_file_size,
+        partition_by: vec![PartitionColumn {
+            column: "id".to_string(),
+            transform: iceberg::spec::Transform::Bucket(4),
+        }],
+        restart_every: Some(25),
+    };
+    let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
+    let reader = Reader::for_seaweedfs(sw);
+    let duckdb = reader.read(&location);
+    assert_upsert_table(&duckdb, &workload);
+    let pyiceberg = reader.read_with_pyiceberg(&location);
+    assert_upsert_table(&pyiceberg, &workload);
+}
