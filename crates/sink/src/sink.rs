@@ -525,8 +525,9 @@ enum State {
     Waiting(TableSession),
     /// Read and stage the batch `[lower, upper)` as files (the writer).
     Staging(TableSession, Timestamp),
-    /// Commit a staged batch (the committer).
-    Committing(TableSession, StagedBatch),
+    /// Commit a staged batch (the committer). Boxed: a staged batch is the largest state
+    /// by far, and the state moves on every step.
+    Committing(TableSession, Box<StagedBatch>),
     /// A failure: report it, back off, start over.
     Stalled(SinkError),
     /// Nothing more to do (fenced off, or the input is sealed).
@@ -598,7 +599,7 @@ impl SinkMachine {
                     Ok(next) => next,
                     Err(err) => State::Stalled(err),
                 },
-                State::Committing(session, batch) => match self.commit(session, batch).await {
+                State::Committing(session, batch) => match self.commit(session, *batch).await {
                     Ok(next) => {
                         // A commit is the proof of health after a stall.
                         failures = 0;
@@ -993,7 +994,7 @@ impl SinkMachine {
             bytes_staged: staged.bytes,
             ..StatisticsUpdate::default()
         });
-        Ok(State::Committing(session, staged))
+        Ok(State::Committing(session, Box::new(staged)))
     }
 
     /// An interval without changes: commit progress only about once per
@@ -1002,7 +1003,7 @@ impl SinkMachine {
         if session.committed.is_none()
             || session.last_commit.elapsed() >= self.settings.empty_progress_interval
         {
-            return State::Committing(session, staged);
+            return State::Committing(session, Box::new(staged));
         }
         session.lower = staged.upper;
         self.reporter.progress(ProgressReport {

@@ -649,7 +649,9 @@ async fn position_deletes_find_keys_an_earlier_batch_fanned_out() {
         reporter.clone(),
         settings(),
     );
-    let batches: [(&str, fn(i64) -> bool); 4] = [
+    /// A batch: its note, and which keys it updates.
+    type Batch = (&'static str, fn(i64) -> bool);
+    let batches: [Batch; 4] = [
         ("a", |_| true),
         ("b", |id| id % 2 == 0),
         ("c", |id| id % 3 == 0),
