@@ -122,9 +122,7 @@ pub fn maintenance_options(definition: &SinkDefinition) -> MaintenanceOptions {
             Some(SnapshotRetention::Off) => None,
             Some(SnapshotRetention::Keep { ms }) => Some(std::time::Duration::from_millis(ms)),
         },
-        target_file_size: definition
-            .target_file_size
-            .unwrap_or(defaults.target_file_size),
+        target_file_size: definition.target_file_size,
     }
 }
 

@@ -962,10 +962,12 @@ impl SinkMachine {
         upper: Timestamp,
     ) -> Result<State, SinkError> {
         let lower = session.lower;
-        // `TARGET FILE SIZE` as the sink's options say now (ALTER SINK changes it live).
-        self.settings.target_file_size =
-            usize::try_from(self.settings.maintenance.options.borrow().target_file_size)
-                .unwrap_or(usize::MAX);
+        // `TARGET FILE SIZE` as the sink's options say now (ALTER SINK changes it live),
+        // else the table's own property, as compaction sizes files.
+        let options = *self.settings.maintenance.options.borrow();
+        let target =
+            crate::maintenance::target_file_size(&options, session.table.metadata.properties());
+        self.settings.target_file_size = usize::try_from(target).unwrap_or(usize::MAX);
         let (spec_id, partitioning) = writing_partition_spec(&session.table.metadata)?;
         let cx = StageContext {
             table: &session.table,

@@ -154,7 +154,7 @@ def apply(req, table, op):
 
 
 def main():
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
 
     req = json.load(sys.stdin)
     cat = catalog(req)
@@ -162,12 +162,14 @@ def main():
     for op in req["ops"]:
         # Each operation commits on top of the table it loaded; when a writer (floe)
         # committed in between, it is refused and done again on the new head, as Spark's
-        # and S3 Tables' maintenance retry.
+        # and S3 Tables' maintenance retry. pyiceberg retries a refused commit itself
+        # first, and its overwrite validation then fails on the files floe added
+        # (ValidationException): also a refusal, done again from the new head.
         for _ in range(20):
             try:
                 apply(req, cat.load_table(identifier), op)
                 break
-            except CommitFailedException:
+            except (CommitFailedException, ValidationException):
                 continue
         else:
             raise SystemExit("%r was refused 20 times" % op)

@@ -47,8 +47,10 @@ use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkC
 pub struct MaintenanceOptions {
     /// Snapshots older than this are expired; `None` (`'off'`) keeps every snapshot.
     pub snapshot_retention: Option<Duration>,
-    /// Data files below this size are small (`TARGET FILE SIZE`).
-    pub target_file_size: u64,
+    /// The size compaction writes files near, and below which a file is small (`TARGET
+    /// FILE SIZE`); `None` when not written: the table's own
+    /// `write.target-file-size-bytes`, else [`DEFAULT_TARGET_FILE_SIZE`].
+    pub target_file_size: Option<u64>,
 }
 
 /// `SNAPSHOT RETENTION`'s default.
@@ -60,7 +62,7 @@ impl Default for MaintenanceOptions {
     fn default() -> MaintenanceOptions {
         MaintenanceOptions {
             snapshot_retention: Some(DEFAULT_SNAPSHOT_RETENTION),
-            target_file_size: DEFAULT_TARGET_FILE_SIZE,
+            target_file_size: None,
         }
     }
 }
@@ -238,7 +240,7 @@ impl Maintainer {
             max_backoff: Duration::ZERO,
             turn: &self.turn,
         };
-        let target = target_file_size(&options, &table);
+        let target = target_file_size(&options, table.metadata.properties());
         let compaction = compact::compact(&committer, table, target, &self.compaction).await?;
         let mut report = MaintenanceReport {
             data_files_rewritten: compaction.data_files_rewritten,
@@ -278,7 +280,71 @@ impl Maintainer {
     }
 }
 
-/// The size compaction aims at: the sink's `TARGET FILE SIZE`.
-fn target_file_size(options: &MaintenanceOptions, _table: &LoadedTable) -> u64 {
-    options.target_file_size.max(1)
+/// The table property Iceberg's writers (Spark, pyiceberg) size data files by.
+pub const TARGET_FILE_SIZE_PROPERTY: &str = "write.target-file-size-bytes";
+
+/// The size compaction aims at: the sink's `TARGET FILE SIZE` when written, else the
+/// table's own `write.target-file-size-bytes` (so a table tuned for its other writers is
+/// compacted to the same size), else the default. A property that is not a positive
+/// number of bytes is ignored (as Iceberg's writers would fail on it, the default is the
+/// safer reading). Used for the sink's own files too, so both agree.
+pub(crate) fn target_file_size(
+    options: &MaintenanceOptions,
+    properties: &std::collections::HashMap<String, String>,
+) -> u64 {
+    if let Some(size) = options.target_file_size {
+        return size.max(1);
+    }
+    let Some(text) = properties.get(TARGET_FILE_SIZE_PROPERTY) else {
+        return DEFAULT_TARGET_FILE_SIZE;
+    };
+    match text.trim().parse::<u64>() {
+        Ok(size) if size > 0 => size,
+        _ => DEFAULT_TARGET_FILE_SIZE,
+    }
+}
+
+#[cfg(test)]
+mod target_tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn properties(value: Option<&str>) -> HashMap<String, String> {
+        value
+            .map(|v| (TARGET_FILE_SIZE_PROPERTY.to_string(), v.to_string()))
+            .into_iter()
+            .collect()
+    }
+
+    #[test]
+    fn the_option_wins_then_the_table_property_then_the_default() {
+        let written = MaintenanceOptions {
+            target_file_size: Some(4096),
+            ..MaintenanceOptions::default()
+        };
+        let unwritten = MaintenanceOptions::default();
+        assert_eq!(
+            target_file_size(&written, &properties(Some("1048576"))),
+            4096
+        );
+        assert_eq!(
+            target_file_size(&unwritten, &properties(Some("1048576"))),
+            1048576
+        );
+        assert_eq!(
+            target_file_size(&unwritten, &properties(Some(" 512 "))),
+            512
+        );
+        assert_eq!(
+            target_file_size(&unwritten, &properties(None)),
+            DEFAULT_TARGET_FILE_SIZE
+        );
+        for bad in ["0", "-5", "128MB", ""] {
+            assert_eq!(
+                target_file_size(&unwritten, &properties(Some(bad))),
+                DEFAULT_TARGET_FILE_SIZE,
+                "{bad}"
+            );
+        }
+    }
 }

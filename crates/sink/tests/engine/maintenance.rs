@@ -73,7 +73,7 @@ struct Case {
     seed: u64,
     delete_old_metadata: bool,
     /// `TARGET FILE SIZE`.
-    target_file_size: u64,
+    target_file_size: Option<u64>,
     /// `PARTITION BY` of the table.
     partition_by: Vec<PartitionColumn>,
     /// Kill the sink and its maintenance (abort their tasks at whatever point they are)
@@ -81,7 +81,7 @@ struct Case {
     restart_every: Option<usize>,
 }
 
-fn maintained_settings(target_file_size: u64) -> SinkSettings {
+fn maintained_settings(target_file_size: Option<u64>) -> SinkSettings {
     let options = MaintenanceOptions {
         snapshot_retention: Some(RETENTION),
         target_file_size,
@@ -434,7 +434,7 @@ async fn an_upsert_table_stays_bounded_and_exact_under_maintenance() {
         delete_old_metadata: false,
         // Small enough that compacted files pass it and are rewritten only for the
         // equality deletes that pile up on them.
-        target_file_size: 4 * 1024,
+        target_file_size: Some(4 * 1024),
         partition_by: Vec::new(),
         restart_every: None,
     };
@@ -451,7 +451,7 @@ async fn a_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kil
         delete_mode: DeleteMode::Position,
         seed: 23,
         delete_old_metadata: false,
-        target_file_size: MaintenanceOptions::default().target_file_size,
+        target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(25),
     };
@@ -472,7 +472,7 @@ async fn an_append_table_stays_bounded_and_exact_under_maintenance_and_kills() {
         delete_mode: DeleteMode::Equality,
         seed: 22,
         delete_old_metadata: true,
-        target_file_size: MaintenanceOptions::default().target_file_size,
+        target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(30),
     };
@@ -489,7 +489,7 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
         delete_mode: DeleteMode::Position,
         seed: 24,
         delete_old_metadata: false,
-        target_file_size: MaintenanceOptions::default().target_file_size,
+        target_file_size: None,
         partition_by: vec![PartitionColumn {
             column: "id".to_string(),
             transform: iceberg::spec::Transform::Bucket(4),
