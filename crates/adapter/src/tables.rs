@@ -467,9 +467,13 @@ pub async fn copy_in(
 pub async fn insert(
     context: &SessionContext,
     target: &mut WriteTarget<'_>,
-    plan: InsertPlan,
+    mut plan: InsertPlan,
 ) -> Result<ExecuteResponse, AdapterError> {
     let (source_desc, source_rows) = run(context, *plan.source).await?;
+    if !plan.columns_named {
+        // No column list: the source fills the table's first columns.
+        plan.columns.truncate(source_desc.len());
+    }
     if source_desc.len() > plan.columns.len() {
         return Err(AdapterError::Query {
             code: SqlState::SYNTAX_ERROR,

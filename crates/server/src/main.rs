@@ -164,11 +164,18 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Logs to standard error at `filter`, else `RUST_LOG`, else `default`.
+/// Added to the default log filter: the AWS SDK warns about every credential source it
+/// probes and finds empty (instance metadata on a machine outside EC2, at each start),
+/// while floe logs the outcome itself (its principal, or why it stays unknown). An
+/// explicit filter (`--log-filter`, `RUST_LOG`) shows them again.
+const QUIET_BY_DEFAULT: &str = "aws_config=error";
+
 fn init_logging(filter: Option<&str>, default: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match filter {
         Some(f) => EnvFilter::new(f),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default)),
+        None => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(format!("{default},{QUIET_BY_DEFAULT}"))),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)

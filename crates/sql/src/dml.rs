@@ -22,6 +22,10 @@ pub struct InsertPlan {
     pub desc: RelationDesc,
     /// For each output column of `source`, the table column it fills.
     pub columns: Vec<usize>,
+    /// Whether the statement names its target columns. Without a list, a source with
+    /// fewer columns than the table fills the first ones (the others take their
+    /// defaults), as PostgreSQL does.
+    pub columns_named: bool,
     /// The query producing the rows.
     pub source: Box<Statement>,
     /// Default expressions (SQL text) per table column.
@@ -209,6 +213,7 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
         table: item.id,
         name: item.name.clone(),
         desc,
+        columns_named: !names.is_empty(),
         columns,
         source: Box::new(source),
         defaults,
