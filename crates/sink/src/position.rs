@@ -1058,7 +1058,7 @@ impl CommitIntent for PositionGuard<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use iceberg::spec::{NestedField, PrimitiveType, Type};
 
@@ -1167,7 +1167,8 @@ mod tests {
         assert_eq!(place(21), [("p1.parquet".to_string(), 0)]);
     }
 
-    fn data_file(path: &str, rows: u64) -> DataFile {
+    /// A data file of the unpartitioned spec 0 holding `rows` rows (for unit tests).
+    pub(crate) fn data_file(path: &str, rows: u64) -> DataFile {
         iceberg::spec::DataFileBuilder::default()
             .content(DataContentType::Data)
             .file_path(path.to_string())

@@ -10,12 +10,13 @@ use std::collections::{BTreeMap, HashMap};
 use floe_repr::Timestamp;
 use iceberg::spec::{
     DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestList, ManifestListWriter,
-    ManifestWriterBuilder, Operation, Snapshot, SnapshotReference, SnapshotRetention,
-    SnapshotSummaryCollector, Summary, TableMetadata,
+    Operation, Snapshot, SnapshotReference, SnapshotRetention, SnapshotSummaryCollector, Summary,
+    TableMetadata,
 };
 use iceberg::{TableRequirement, TableUpdate};
 
 use crate::error::{ErrorKind, SinkError};
+use crate::maintenance::manifests::{manifest_writer, write_manifest};
 use crate::table::{LoadedTable, storage_error};
 
 /// The branch floe commits to.
@@ -320,37 +321,10 @@ pub async fn prepare_commit(
         // since they were written: a manifest lists files of one spec.
         let spec = crate::partition::spec_by_id(metadata, spec_id)?.clone();
         let path = format!("{metadata_folder}/{commit_uuid}-m{index}.avro");
-        let output = base
-            .file_io
-            .new_output(&path)
-            .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
-        let builder = ManifestWriterBuilder::new(
-            output,
-            Some(snapshot_id),
-            schema.clone(),
-            spec.as_ref().clone(),
-        );
-        let mut writer = match (metadata.format_version(), &content) {
-            (FormatVersion::V1, _) => builder.build_v1(),
-            (FormatVersion::V2, ManifestContentType::Data) => builder.build_v2_data(),
-            (FormatVersion::V2, ManifestContentType::Deletes) => builder.build_v2_deletes(),
-            (FormatVersion::V3, ManifestContentType::Data) => builder.build_v3_data(),
-            (FormatVersion::V3, ManifestContentType::Deletes) => builder.build_v3_deletes(),
-        };
-        for file in files {
-            summary.add_file(file, schema.clone(), spec.clone());
-            // A negative sequence number leaves it to be inherited from the manifest list,
-            // which assigns this snapshot's.
-            writer
-                .add_file(file.clone(), -1)
-                .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
-        }
-        manifests.push(
-            writer
-                .write_manifest_file()
-                .await
-                .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
-        );
+        let writer = manifest_writer(base, spec_id, &content, &path, snapshot_id)?;
+        // The files' sequence number is inherited: this snapshot's.
+        let stats = (&mut summary, &schema, &spec);
+        manifests.push(write_manifest(writer, files, -1, stats, &path).await?);
     }
 
     let merge_prefix = format!("{metadata_folder}/{commit_uuid}");

@@ -40,7 +40,7 @@ use iceberg::spec::{
 use crate::commit::{CommitIntent, Committed, Committer, Verdict};
 use crate::error::{ErrorKind, SinkError};
 use crate::maintenance::manifests::{
-    MergeTarget, carry_entry, carry_over, entry_sequence_numbers, manifest_writer,
+    MergeTarget, carry_entry, carry_over, entry_sequence_numbers, manifest_writer, write_manifest,
 };
 use crate::maintenance::remap::{RewrittenInput, RowMap};
 use crate::partition::spec_by_id;
@@ -902,19 +902,9 @@ impl CompactionIntent<'_> {
                 continue;
             }
             let path = format!("{prefix}-m{index}.avro");
-            let mut writer = manifest_writer(base, self.spec_id, &content, &path, snapshot_id)?;
-            for file in files {
-                summary.add_file(file, schema.clone(), spec.clone());
-                writer
-                    .add_file(file.clone(), sequence_number)
-                    .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
-            }
-            manifests.push(
-                writer
-                    .write_manifest_file()
-                    .await
-                    .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
-            );
+            let writer = manifest_writer(base, self.spec_id, &content, &path, snapshot_id)?;
+            let stats = (&mut summary, &schema, &spec);
+            manifests.push(write_manifest(writer, files, sequence_number, stats, &path).await?);
         }
         let target = MergeTarget {
             snapshot_id,

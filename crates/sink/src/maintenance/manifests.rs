@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 use iceberg::spec::{
-    FormatVersion, ManifestContentType, ManifestEntry, ManifestFile, ManifestStatus,
-    ManifestWriter, ManifestWriterBuilder,
+    DataFile, FormatVersion, ManifestContentType, ManifestEntry, ManifestFile, ManifestStatus,
+    ManifestWriter, ManifestWriterBuilder, PartitionSpecRef, SchemaRef, SnapshotSummaryCollector,
 };
 
 use crate::error::SinkError;
@@ -116,11 +116,34 @@ pub(crate) fn manifest_writer(
         spec.as_ref().clone(),
     );
     Ok(match (metadata.format_version(), content) {
+        (FormatVersion::V1, _) => builder.build_v1(),
         (FormatVersion::V3, ManifestContentType::Data) => builder.build_v3_data(),
         (FormatVersion::V3, ManifestContentType::Deletes) => builder.build_v3_deletes(),
         (_, ManifestContentType::Data) => builder.build_v2_data(),
         (_, ManifestContentType::Deletes) => builder.build_v2_deletes(),
     })
+}
+
+/// Adds `files` (of the spec `writer` writes, which is `spec`) to `writer` with
+/// `sequence_number` (negative: inherited from the manifest list, which assigns the
+/// snapshot's own) and to the snapshot's `summary`, and writes the manifest at `path`.
+pub(crate) async fn write_manifest<'a>(
+    mut writer: ManifestWriter,
+    files: impl IntoIterator<Item = &'a DataFile>,
+    sequence_number: i64,
+    (summary, schema, spec): (&mut SnapshotSummaryCollector, &SchemaRef, &PartitionSpecRef),
+    path: &str,
+) -> Result<ManifestFile, SinkError> {
+    for file in files {
+        summary.add_file(file, schema.clone(), spec.clone());
+        writer
+            .add_file(file.clone(), sequence_number)
+            .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
+    }
+    writer
+        .write_manifest_file()
+        .await
+        .map_err(|err| storage_error(format!("cannot write {path}"), err))
 }
 
 /// Carries the live `entry` of `manifest` into the manifest `writer` writes at `path`, as

@@ -151,19 +151,7 @@ impl RowMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn data_file(path: &str, rows: u64) -> DataFile {
-        iceberg::spec::DataFileBuilder::default()
-            .content(iceberg::spec::DataContentType::Data)
-            .file_path(path.to_string())
-            .file_format(iceberg::spec::DataFileFormat::Parquet)
-            .partition(iceberg::spec::Struct::empty())
-            .record_count(rows)
-            .file_size_in_bytes(100)
-            .partition_spec_id(0)
-            .build()
-            .unwrap()
-    }
+    use crate::position::tests::data_file;
 
     #[test]
     fn rows_are_followed_to_where_the_rewrite_put_them() {
