@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod cursor;
 pub mod error;
 pub mod implications;
+mod literal_insert;
 pub mod login;
 pub mod metrics;
 pub mod params;

@@ -469,18 +469,31 @@ pub async fn insert(
     target: &mut WriteTarget<'_>,
     mut plan: InsertPlan,
 ) -> Result<ExecuteResponse, AdapterError> {
-    let (source_desc, source_rows) = run(context, *plan.source).await?;
+    // Rows of literals are read off the statement (see `literal_insert`); the engine runs
+    // anything else.
+    let targets: Vec<&floe_repr::SqlScalarType> = plan
+        .columns
+        .iter()
+        .map(|column| &plan.desc.columns[*column].1.scalar_type)
+        .collect();
+    let (width, source_rows) = match crate::literal_insert::literal_rows(&plan.source, &targets) {
+        Some(rows) => (rows.first().map_or(0, Vec::len), rows),
+        None => {
+            let (source_desc, rows) = run(context, *plan.source).await?;
+            (source_desc.len(), rows)
+        }
+    };
     if !plan.columns_named {
         // No column list: the source fills the table's first columns.
-        plan.columns.truncate(source_desc.len());
+        plan.columns.truncate(width);
     }
-    if source_desc.len() > plan.columns.len() {
+    if width > plan.columns.len() {
         return Err(AdapterError::Query {
             code: SqlState::SYNTAX_ERROR,
             message: "INSERT has more expressions than target columns".into(),
         });
     }
-    if source_desc.len() < plan.columns.len() && !source_rows.is_empty() {
+    if width < plan.columns.len() && !source_rows.is_empty() {
         return Err(AdapterError::Query {
             code: SqlState::SYNTAX_ERROR,
             message: "INSERT has more target columns than expressions".into(),
