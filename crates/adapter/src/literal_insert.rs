@@ -57,18 +57,11 @@ pub fn literal_rows(source: &Statement, targets: &[&SqlScalarType]) -> Option<Ve
 /// The column types whose values this module reads: their input does not depend on the
 /// session.
 fn handled_type(ty: &SqlScalarType) -> bool {
-    matches!(
-        ty,
-        SqlScalarType::Bool
-            | SqlScalarType::Int16
-            | SqlScalarType::Int32
-            | SqlScalarType::Int64
-            | SqlScalarType::Float32
-            | SqlScalarType::Float64
-            | SqlScalarType::Numeric { .. }
-            | SqlScalarType::Text
-            | SqlScalarType::VarChar { .. }
-    )
+    numeric_target(ty)
+        || matches!(
+            ty,
+            SqlScalarType::Bool | SqlScalarType::Text | SqlScalarType::VarChar { .. }
+        )
 }
 
 fn numeric_target(ty: &SqlScalarType) -> bool {
