@@ -261,14 +261,24 @@ async fn run_maintained_sink(
     // commit interval the bounds are promised for; above, the sink committed as fast as
     // it could, several times a second, while a compaction step of a debug build on a
     // busy machine takes seconds).
+    //
+    // The wait ends once the task started after the last kill has reported both a
+    // compaction and an expiry that removed snapshots: a kill cuts a run short before
+    // its report, and a compaction step can outlast the retention, so neither is
+    // certain to have been reported before.
     let reports_before = reporter.reports.lock().unwrap().len();
     let deadline = Instant::now() + RETENTION + PERIOD * 4;
     let give_up = Instant::now() + Duration::from_secs(120);
     loop {
-        let compacted = reporter.reports.lock().unwrap()[reports_before..]
-            .iter()
-            .any(|r| r.data_files_rewritten > 0);
-        if (compacted && Instant::now() >= deadline) || Instant::now() >= give_up {
+        let (compacted, expired) = {
+            let reports = reporter.reports.lock().unwrap();
+            let since_last_kill = &reports[reports_before..];
+            (
+                since_last_kill.iter().any(|r| r.data_files_rewritten > 0),
+                since_last_kill.iter().any(|r| r.snapshots_expired > 0),
+            )
+        };
+        if (compacted && expired && Instant::now() >= deadline) || Instant::now() >= give_up {
             break;
         }
         let upper = push_nonempty(&input, &mut workload);
