@@ -8,10 +8,12 @@
 //! type exactly as it casts what the engine answers (PostgreSQL coerces each value of an
 //! INSERT's VALUES list to its target column in the same way).
 //!
-//! Only what cannot depend on session settings is taken: numbers, strings, booleans and
-//! NULL, into boolean, integer, floating point, numeric and text columns. Anything else
-//! (expressions, other literal forms, dates and times, whose text depends on the session's
-//! time zone and date style) goes through the engine as before.
+//! What is taken is what the engine would answer as the same datum: NULL and quoted
+//! strings into any column (the engine answers a string literal as text, which the
+//! column's cast reads: a date, a timestamp, jsonb, ...), booleans into boolean columns,
+//! numbers into number columns, and bound parameters of number and boolean types.
+//! Anything else (expressions, other literal forms, a number into a text column, whose
+//! printed form is the engine's to decide) goes through the engine as before.
 
 use floe_repr::{Datum, Row, SqlScalarType};
 use sqlparser::ast::{CastKind, DataType, Expr, SetExpr, Statement, UnaryOperator, Value};
@@ -31,7 +33,7 @@ pub fn literal_rows(source: &Statement, targets: &[&SqlScalarType]) -> Option<Ve
     let SetExpr::Values(values) = query.body.as_ref() else {
         return None;
     };
-    if !plain || !targets.iter().all(|ty| handled_type(ty)) {
+    if !plain {
         return None;
     }
     let width = values.rows.first()?.len();
@@ -52,16 +54,6 @@ pub fn literal_rows(source: &Statement, targets: &[&SqlScalarType]) -> Option<Ve
                 .collect()
         })
         .collect()
-}
-
-/// The column types whose values this module reads: their input does not depend on the
-/// session.
-fn handled_type(ty: &SqlScalarType) -> bool {
-    numeric_target(ty)
-        || matches!(
-            ty,
-            SqlScalarType::Bool | SqlScalarType::Text | SqlScalarType::VarChar { .. }
-        )
 }
 
 fn numeric_target(ty: &SqlScalarType) -> bool {
@@ -218,6 +210,22 @@ mod tests {
             rows("VALUES (true)", &[SqlScalarType::Bool]),
             Some(vec![vec![Datum::Bool(true)]])
         );
+        // A string into any column is its text, for the column's cast to read.
+        assert_eq!(
+            rows(
+                "VALUES ('2025-01-01', '2025-11-30 00:00:00+00', NULL)",
+                &[
+                    SqlScalarType::Date,
+                    SqlScalarType::TimestampTz,
+                    SqlScalarType::Jsonb
+                ]
+            ),
+            Some(vec![vec![
+                Datum::Text("2025-01-01".into()),
+                Datum::Text("2025-11-30 00:00:00+00".into()),
+                Datum::Null
+            ]])
+        );
     }
 
     #[test]
@@ -245,8 +253,8 @@ mod tests {
             ),
             None
         );
-        // Columns whose input depends on the session, and numbers into text.
-        assert_eq!(rows("VALUES ('2025-01-01')", &[SqlScalarType::Date]), None);
+        // Numbers into text, booleans into numbers.
         assert_eq!(rows("VALUES (1)", &[SqlScalarType::Text]), None);
+        assert_eq!(rows("VALUES (true)", &int), None);
     }
 }

@@ -464,24 +464,58 @@ pub async fn copy_in(
     Ok(count)
 }
 
-pub async fn insert(
-    context: &SessionContext,
-    target: &mut WriteTarget<'_>,
-    mut plan: InsertPlan,
-) -> Result<ExecuteResponse, AdapterError> {
-    // Rows of literals are read off the statement (see `literal_insert`); the engine runs
-    // anything else.
+/// Where an INSERT's rows come from.
+pub enum InsertSource<'a> {
+    /// Read off the statement, and no column left out has a default to evaluate: the
+    /// INSERT needs no query engine at all (see `literal_insert`).
+    Literal(Vec<Row>),
+    /// The engine computes what the statement's literals do not give.
+    Engine(&'a SessionContext),
+}
+
+/// The rows of an INSERT that needs no query engine: rows of literals (see
+/// `literal_insert`) leaving out no column that has a default expression.
+pub fn literal_insert(plan: &InsertPlan) -> Option<Vec<Row>> {
+    let rows = literal_rows(plan)?;
+    let width = rows.first().map_or(0, Vec::len);
+    let given = if plan.columns_named {
+        &plan.columns[..]
+    } else {
+        &plan.columns[..width.min(plan.columns.len())]
+    };
+    let defaults_needed = plan
+        .defaults
+        .iter()
+        .enumerate()
+        .any(|(column, default)| default.is_some() && !given.contains(&column));
+    (!defaults_needed).then_some(rows)
+}
+
+fn literal_rows(plan: &InsertPlan) -> Option<Vec<Row>> {
     let targets: Vec<&floe_repr::SqlScalarType> = plan
         .columns
         .iter()
         .map(|column| &plan.desc.columns[*column].1.scalar_type)
         .collect();
-    let (width, source_rows) = match crate::literal_insert::literal_rows(&plan.source, &targets) {
-        Some(rows) => (rows.first().map_or(0, Vec::len), rows),
-        None => {
-            let (source_desc, rows) = run(context, *plan.source).await?;
-            (source_desc.len(), rows)
-        }
+    crate::literal_insert::literal_rows(&plan.source, &targets)
+}
+
+pub async fn insert(
+    source: InsertSource<'_>,
+    target: &mut WriteTarget<'_>,
+    mut plan: InsertPlan,
+) -> Result<ExecuteResponse, AdapterError> {
+    // Rows of literals are read off the statement (see `literal_insert`); the engine runs
+    // anything else.
+    let (engine, width, source_rows) = match source {
+        InsertSource::Literal(rows) => (None, rows.first().map_or(0, Vec::len), rows),
+        InsertSource::Engine(context) => match literal_rows(&plan) {
+            Some(rows) => (Some(context), rows.first().map_or(0, Vec::len), rows),
+            None => {
+                let (source_desc, rows) = run(context, *plan.source).await?;
+                (Some(context), source_desc.len(), rows)
+            }
+        },
     };
     if !plan.columns_named {
         // No column list: the source fills the table's first columns.
@@ -499,7 +533,11 @@ pub async fn insert(
             message: "INSERT has more target columns than expressions".into(),
         });
     }
-    let defaults = evaluate_defaults(context, &plan.defaults, &plan.columns).await?;
+    let defaults = match engine {
+        // `literal_insert` made sure no default is needed.
+        None => HashMap::new(),
+        Some(context) => evaluate_defaults(context, &plan.defaults, &plan.columns).await?,
+    };
     let mut written = Vec::with_capacity(source_rows.len());
     for source_row in source_rows {
         let mut row: Row = (0..plan.desc.columns.len())

@@ -70,8 +70,13 @@ impl Coordinator {
         let _write = self
             .write_lock_outside_transaction(session, reads_relations)
             .await;
+        if let Some(rows) = tables::literal_insert(&plan) {
+            // Nothing for the engine to compute: no session context is built.
+            let mut target = self.write_target(session)?;
+            return tables::insert(tables::InsertSource::Literal(rows), &mut target, plan).await;
+        }
         let (engine, mut target) = self.engine_for_write(session, &plan.source).await?;
-        tables::insert(&engine, &mut target, plan).await
+        tables::insert(tables::InsertSource::Engine(&engine), &mut target, plan).await
     }
 
     pub(super) async fn sequence_update(

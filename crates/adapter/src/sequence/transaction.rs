@@ -318,20 +318,29 @@ impl Coordinator {
     /// write is admitted and sees the committed tables with the transaction's
     /// own changes applied, and the versions of the tables it reads are
     /// recorded for COMMIT to check.
+    /// Where a write that reads no relation goes: storage, or the open transaction's
+    /// pending writes.
+    pub(crate) fn write_target<'a>(
+        &'a self,
+        session: &'a mut Session,
+    ) -> Result<tables::WriteTarget<'a>, AdapterError> {
+        Ok(match transaction_writes(session)? {
+            Some(pending) => tables::WriteTarget::Transaction {
+                storage: &self.storage,
+                pending,
+            },
+            None => tables::WriteTarget::Storage(&self.storage),
+        })
+    }
+
     pub(crate) async fn engine_for_write<'a>(
         &'a self,
         session: &'a mut Session,
         query: &sqlparser::ast::Statement,
     ) -> Result<(SessionContext, tables::WriteTarget<'a>), AdapterError> {
-        let Some(transaction) = session.transaction.as_mut() else {
+        let Some(pending) = transaction_writes(session)? else {
             let engine = self.engine_for(query).await?;
             return Ok((engine, tables::WriteTarget::Storage(&self.storage)));
-        };
-        transaction.admit(Access::Write)?;
-        let Some(pending) = transaction.writes_mut() else {
-            return Err(AdapterError::Internal(
-                "a write transaction without writes".into(),
-            ));
         };
         let reads = self.reads(query).await;
         for id in &reads.tables {
@@ -354,6 +363,21 @@ impl Coordinator {
                 pending,
             },
         ))
+    }
+}
+
+/// The open transaction's pending writes, once it admits a write; `None` outside a
+/// transaction.
+fn transaction_writes(session: &mut Session) -> Result<Option<&mut PendingWrites>, AdapterError> {
+    let Some(transaction) = session.transaction.as_mut() else {
+        return Ok(None);
+    };
+    transaction.admit(Access::Write)?;
+    match transaction.writes_mut() {
+        Some(pending) => Ok(Some(pending)),
+        None => Err(AdapterError::Internal(
+            "a write transaction without writes".into(),
+        )),
     }
 }
 
