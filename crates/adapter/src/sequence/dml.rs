@@ -119,7 +119,7 @@ impl Coordinator {
 }
 
 /// The write lock as a write holds it.
-enum WriteLockGuard<'a> {
+pub(super) enum WriteLockGuard<'a> {
     Exclusive {
         _guard: tokio::sync::RwLockWriteGuard<'a, ()>,
     },

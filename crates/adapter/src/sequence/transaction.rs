@@ -177,9 +177,24 @@ impl Coordinator {
     /// transaction, after checking, under the write lock, that the tables
     /// still exist as written and that none a statement read has changed.
     async fn commit_writes(&self, writes: PendingWrites) -> Result<(), AdapterError> {
-        let _write = self.write_lock.write().await;
         let read_versions = writes.read_versions().clone();
         let tables = writes.into_tables();
+        // Blind writes into one table (a driver's batch of INSERTs, which the extended
+        // protocol commits at Sync) depend on no other write: they share the lock, so
+        // concurrent ones share storage's durable commit, and storage's own key check
+        // at the append refuses a key taken meanwhile, as for an INSERT outside a
+        // transaction. Anything that read, or spans tables, commits alone.
+        let blind = read_versions.is_empty() && tables.len() == 1;
+        let _write = if blind {
+            super::dml::WriteLockGuard::Shared {
+                _guard: self.write_lock.read().await,
+            }
+        } else {
+            super::dml::WriteLockGuard::Exclusive {
+                _guard: self.write_lock.write().await,
+            }
+        };
+        let single_table = blind.then(|| (tables[0].1.clone(), tables[0].2.clone()));
         {
             let catalog = self.catalog.lock().await;
             let state = catalog.state();
@@ -229,9 +244,11 @@ impl Coordinator {
             .blocking(move |storage| storage.append_many(batches))
             .await
             .map_err(storage_error)?;
-        match appended {
-            Ok(_) => Ok(()),
-            Err(refused) => Err(AdapterError::Internal(format!(
+        match (appended, single_table) {
+            (Ok(_), _) => Ok(()),
+            // A concurrent blind write took a key after the check above.
+            (Err(refused), Some((name, desc))) => Err(tables::append_error(&name, &desc, refused)),
+            (Err(refused), None) => Err(AdapterError::Internal(format!(
                 "a checked transaction was refused: {refused:?}"
             ))),
         }
