@@ -332,4 +332,33 @@ mod tests {
         assert_eq!(file_key("file://localhost/w/t/x"), "file:///w/t/x");
         assert_eq!(file_key("file:///w/t/x"), "file:///w/t/x");
     }
+
+    #[test]
+    fn a_local_table_lists_its_old_unreferenced_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "data/a.parquet",
+            "data/id=1/b.parquet",
+            "metadata/c.avro",
+            "other/d",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"x").unwrap();
+        }
+        let uri = |file: &str| format!("file://{}", root.join(file).display());
+        let referenced: HashSet<String> = [file_key(&uri("data/a.parquet"))].into();
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let mut old = list_old_local_files(root, later, &referenced).unwrap();
+        old.sort();
+        assert_eq!(old, [uri("data/id=1/b.parquet"), uri("metadata/c.avro")]);
+        // Younger than the cutoff: kept.
+        let earlier = SystemTime::now() - Duration::from_secs(3600);
+        assert!(
+            list_old_local_files(root, earlier, &referenced)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }
