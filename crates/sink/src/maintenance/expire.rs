@@ -161,7 +161,7 @@ impl ExpiryState {
         Ok(deleted)
     }
 
-    async fn manifest_list(
+    pub(super) async fn manifest_list(
         &mut self,
         table: &LoadedTable,
         path: &str,
@@ -183,7 +183,7 @@ impl ExpiryState {
         Ok(list)
     }
 
-    async fn manifest_files(
+    pub(super) async fn manifest_files(
         &mut self,
         table: &LoadedTable,
         manifest: &ManifestFile,

@@ -20,6 +20,9 @@
 //! - Old metadata files ([`metadata`]): when the table property
 //!   `write.metadata.delete-after-commit.enabled` is `true`, the metadata files that leave
 //!   the table's metadata log with a sink commit are deleted after it.
+//! - Orphan files ([`orphans`]): once per orphan period, the files under the table's
+//!   `data/` and `metadata/` folders that nothing in the table references and that are
+//!   older than a safe age (left by aborted writes) are deleted.
 //!
 //! Each run is reported ([`MaintenanceReport`], `mz_internal.mz_sink_maintenance`) and
 //! logged. A failing run is reported with its error and tried again at the next period;
@@ -29,6 +32,7 @@ pub mod compact;
 pub mod expire;
 pub mod manifests;
 pub mod metadata;
+pub mod orphans;
 mod remap;
 
 use std::sync::Arc;
@@ -75,6 +79,11 @@ pub struct MaintenanceSettings {
     /// Expiry runs once per retention period, but at most this often: a snapshot past
     /// the retention is gone within one more retention period, or this long if longer.
     pub min_period: Duration,
+    /// How often orphan files are looked for (at most once per `min_period` too).
+    pub orphan_period: Duration,
+    /// Unreferenced files younger than this are kept: they may belong to a write that is
+    /// still going on.
+    pub orphan_min_age: Duration,
 }
 
 impl MaintenanceSettings {
@@ -83,6 +92,8 @@ impl MaintenanceSettings {
         MaintenanceSettings {
             options: watch::channel(options).1,
             min_period: Duration::from_secs(10),
+            orphan_period: orphans::DEFAULT_ORPHAN_PERIOD,
+            orphan_min_age: orphans::DEFAULT_ORPHAN_MIN_AGE,
         }
     }
 }
@@ -103,14 +114,16 @@ pub struct MaintenanceReport {
     pub snapshots_expired: u64,
     /// Bytes of the data and delete files rewritten.
     pub bytes_rewritten: u64,
-    /// Files deleted because no live snapshot references them any more.
+    /// Files deleted because no live snapshot references them any more, and orphan files
+    /// (that nothing in the table references) deleted.
     pub files_deleted: u64,
     /// Why the run failed, if it did (`iceberg: <message>`).
     pub error: Option<String>,
 }
 
-/// The maintenance task of one sink: a compaction step every period, and an expiry
-/// once per retention period (at most once per period), until it is aborted (with the
+/// The maintenance task of one sink: a compaction step every period, an expiry once per
+/// retention period and an orphan sweep once per orphan period (each at most once per
+/// period), until it is aborted (with the
 /// sink's supervisor). Failures are reported and retried at the next period.
 pub async fn run_maintenance(
     connection: SinkConnection,
@@ -128,6 +141,7 @@ pub async fn run_maintenance(
         expiry: expire::ExpiryState::default(),
         compaction: compact::CompactionState::default(),
         last_expiry: Instant::now(),
+        last_orphan_sweep: None,
         turn,
     };
     loop {
@@ -172,6 +186,8 @@ struct Maintainer {
     compaction: compact::CompactionState,
     /// When expiry last ran (or the task started).
     last_expiry: Instant,
+    /// When orphan files were last looked for (`None`: not yet by this task).
+    last_orphan_sweep: Option<Instant>,
     /// Taken in turns with the sink task to commit.
     turn: CommitTurn,
 }
@@ -186,6 +202,19 @@ impl Maintainer {
         let retention = options.snapshot_retention?;
         let period = retention.max(self.settings.maintenance.min_period);
         (self.last_expiry.elapsed() >= period).then_some(retention)
+    }
+
+    /// Whether orphan files are due to be looked for: once per orphan period, and once
+    /// when the task starts (a sink restarted more often than the period still gets its
+    /// orphans deleted).
+    fn orphan_sweep_due(&self) -> bool {
+        let period = self
+            .settings
+            .maintenance
+            .orphan_period
+            .max(self.settings.maintenance.min_period);
+        self.last_orphan_sweep
+            .is_none_or(|last| last.elapsed() >= period)
     }
 
     async fn catalog(
@@ -207,7 +236,8 @@ impl Maintainer {
         Ok(catalog)
     }
 
-    /// One run: a compaction step, then expiry when it is due; `None` when there was
+    /// One run: a compaction step, then expiry and the orphan sweep when they are due;
+    /// `None` when there was
     /// nothing to do (or nothing to maintain yet: no table, or a table that is not this
     /// sink's, which the sink task reports).
     async fn run(
@@ -265,7 +295,34 @@ impl Maintainer {
             }
             None => false,
         };
-        if !expired && compaction == compact::CompactionOutcome::default() {
+        let mut swept = false;
+        if self.orphan_sweep_due() {
+            self.last_orphan_sweep = Some(Instant::now());
+            // After compaction and expiry, which may leave orphans of their own when a
+            // delete fails.
+            // A failure (say credentials that may not list) is reported without losing
+            // what compaction and expiry did, and tried again next orphan period.
+            match orphans::delete_orphans(
+                &catalog,
+                &self.spec.namespace,
+                &self.spec.table,
+                &mut self.expiry,
+                self.settings.maintenance.orphan_min_age,
+            )
+            .await
+            {
+                Ok(deleted) => {
+                    report.files_deleted += deleted;
+                    swept = deleted > 0;
+                }
+                Err(error) => {
+                    tracing::warn!(sink = %self.spec.sink_id, table = %self.qualified_table(), error = %error.message, "deleting orphan files failed; trying again at the next orphan period");
+                    report.error = Some(format!("iceberg: {}", error.message));
+                    swept = true;
+                }
+            }
+        }
+        if !expired && !swept && compaction == compact::CompactionOutcome::default() {
             return Ok(None);
         }
         report.run_at_ms = now_ms().max(0) as u64;

@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use floe_sink::maintenance::expire::ExpiryState;
 use floe_sink::maintenance::manifests::MAX_MANIFESTS;
 use floe_sink::maintenance::metadata::DELETE_AFTER_COMMIT_PROPERTY;
 
@@ -512,4 +513,143 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
     assert_upsert_table(&duckdb, &workload);
     let pyiceberg = reader.read_with_pyiceberg(&location);
     assert_upsert_table(&pyiceberg, &workload);
+}
+
+/// The files of aborted writes a test leaves under a table's folders: data files (one in
+/// a nested folder, as partitioned tables have), a manifest, a manifest list and a
+/// metadata file that no commit ever referenced.
+async fn write_orphans(table: &LoadedTable, tag: &str) -> Vec<String> {
+    let location = table.metadata.location().trim_end_matches('/');
+    let paths = vec![
+        format!("{location}/data/orphan-{tag}.parquet"),
+        format!("{location}/data/id_bucket=3/orphan-{tag}.parquet"),
+        format!("{location}/metadata/orphan-{tag}-m0.avro"),
+        format!("{location}/metadata/snap-orphan-{tag}.avro"),
+        format!("{location}/metadata/99999-orphan-{tag}.metadata.json"),
+    ];
+    for path in &paths {
+        let output = table.file_io.new_output(path).unwrap();
+        output
+            .write(bytes::Bytes::from_static(b"an aborted write"))
+            .await
+            .unwrap();
+    }
+    paths
+}
+
+async fn existing(table: &LoadedTable, paths: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for path in paths {
+        if table.file_io.exists(path).await.unwrap() {
+            found.push(path.clone());
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("orphans");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(31);
+    let reporter = Arc::new(MaintenanceRecorder::default());
+    let sink_spec = SinkSpec {
+        delete_mode: DeleteMode::Position,
+        ..spec(&ns, "t", Envelope::Upsert)
+    };
+    // Commits with compaction and expiry (the default safe age: nothing is old enough).
+    let handle = spawn_sink(
+        connection.clone(),
+        sink_spec.clone(),
+        input.clone(),
+        reporter.clone(),
+        maintained_settings(Some(4 * 1024)),
+    );
+    reporter.sink.wait_for_frontier(input.upper_now()).await;
+    for _ in 0..40 {
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.sink.wait_for_frontier(upper).await;
+    }
+    // Stopped: from here on no write is in flight, so a short safe age is safe.
+    drop(handle);
+
+    let table = load(&connection, &ns).await;
+    let orphans = write_orphans(&table, "old").await;
+    assert_eq!(existing(&table, &orphans).await, orphans);
+    // Younger than the safe age: kept.
+    let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    let namespace = Namespace::parse(&ns).unwrap();
+    let deleted = floe_sink::maintenance::orphans::delete_orphans(
+        &catalog,
+        &namespace,
+        "t",
+        &mut ExpiryState::default(),
+        Duration::from_secs(3600),
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted, 0);
+    assert_eq!(existing(&table, &orphans).await, orphans);
+
+    // Past a short safe age, the maintenance task deletes them.
+    const SAFE_AGE: Duration = Duration::from_secs(2);
+    tokio::time::sleep(SAFE_AGE + Duration::from_secs(1)).await;
+    let mut orphan_settings = maintained_settings(Some(4 * 1024));
+    orphan_settings.maintenance.orphan_period = PERIOD;
+    orphan_settings.maintenance.orphan_min_age = SAFE_AGE;
+    let handle = spawn_sink(
+        connection.clone(),
+        sink_spec.clone(),
+        input.clone(),
+        reporter.clone(),
+        orphan_settings,
+    );
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while !existing(&table, &orphans).await.is_empty() {
+        assert!(
+            Instant::now() < give_up,
+            "orphans still there: {:?}; maintenance reported {:?}",
+            existing(&table, &orphans).await,
+            reporter.reports.lock().unwrap()
+        );
+        tokio::time::sleep(PERIOD).await;
+    }
+    drop(handle);
+    reporter.sink.assert_never_stalled();
+    let reports = reporter.reports.lock().unwrap().clone();
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+    let deleted: u64 = reports.iter().map(|r| r.files_deleted).sum();
+    assert!(deleted >= orphans.len() as u64, "{reports:?}");
+
+    // Everything the table references is still there, and reads exactly the relation.
+    let table = load(&connection, &ns).await;
+    let live = referenced(&table).await;
+    assert!(live.paths.len() > 3, "{:?}", live.paths);
+    for path in live
+        .paths
+        .iter()
+        .chain(
+            table
+                .metadata
+                .metadata_log()
+                .iter()
+                .map(|e| &e.metadata_file),
+        )
+        .chain([&table.metadata_location])
+    {
+        assert!(
+            table.file_io.exists(path).await.unwrap(),
+            "{path} is referenced by the table but was deleted"
+        );
+    }
+    let reader = Reader::for_seaweedfs(sw);
+    assert_upsert_table(&reader.read(&table.metadata_location), &workload);
+    assert_upsert_table(
+        &reader.read_with_pyiceberg(&table.metadata_location),
+        &workload,
+    );
 }
