@@ -469,35 +469,37 @@ pub enum InsertSource<'a> {
     /// Read off the statement, and no column left out has a default to evaluate: the
     /// INSERT needs no query engine at all (see `literal_insert`).
     Literal(Vec<Row>),
-    /// The engine computes what the statement's literals do not give.
-    Engine(&'a SessionContext),
+    /// The engine computes what the statement's literals (`literal`, when they were
+    /// read) do not give.
+    Engine {
+        context: &'a SessionContext,
+        literal: Option<Vec<Row>>,
+    },
 }
 
-/// The rows of an INSERT that needs no query engine: rows of literals (see
-/// `literal_insert`) leaving out no column that has a default expression.
-pub fn literal_insert(plan: &InsertPlan) -> Option<Vec<Row>> {
-    let rows = literal_rows(plan)?;
-    let width = rows.first().map_or(0, Vec::len);
-    let given = if plan.columns_named {
-        &plan.columns[..]
-    } else {
-        &plan.columns[..width.min(plan.columns.len())]
-    };
-    let defaults_needed = plan
-        .defaults
-        .iter()
-        .enumerate()
-        .any(|(column, default)| default.is_some() && !given.contains(&column));
-    (!defaults_needed).then_some(rows)
-}
-
-fn literal_rows(plan: &InsertPlan) -> Option<Vec<Row>> {
+/// The rows of `plan`'s source when they are literals (see `literal_insert`).
+pub fn literal_rows(plan: &InsertPlan) -> Option<Vec<Row>> {
     let targets: Vec<&floe_repr::SqlScalarType> = plan
         .columns
         .iter()
         .map(|column| &plan.desc.columns[*column].1.scalar_type)
         .collect();
     crate::literal_insert::literal_rows(&plan.source, &targets)
+}
+
+/// Whether an INSERT of `rows` of literals leaves out a column that has a default
+/// expression (which the engine evaluates).
+pub fn defaults_needed(plan: &InsertPlan, rows: &[Row]) -> bool {
+    let width = rows.first().map_or(0, Vec::len);
+    let given = if plan.columns_named {
+        &plan.columns[..]
+    } else {
+        &plan.columns[..width.min(plan.columns.len())]
+    };
+    plan.defaults
+        .iter()
+        .enumerate()
+        .any(|(column, default)| default.is_some() && !given.contains(&column))
 }
 
 pub async fn insert(
@@ -509,7 +511,7 @@ pub async fn insert(
     // anything else.
     let (engine, width, source_rows) = match source {
         InsertSource::Literal(rows) => (None, rows.first().map_or(0, Vec::len), rows),
-        InsertSource::Engine(context) => match literal_rows(&plan) {
+        InsertSource::Engine { context, literal } => match literal {
             Some(rows) => (Some(context), rows.first().map_or(0, Vec::len), rows),
             None => {
                 let (source_desc, rows) = run(context, *plan.source).await?;

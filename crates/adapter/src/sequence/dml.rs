@@ -70,13 +70,21 @@ impl Coordinator {
         let _write = self
             .write_lock_outside_transaction(session, reads_relations)
             .await;
-        if let Some(rows) = tables::literal_insert(&plan) {
+        let literal = tables::literal_rows(&plan);
+        if let Some(rows) = literal.as_ref()
+            && !tables::defaults_needed(&plan, rows)
+        {
             // Nothing for the engine to compute: no session context is built.
             let mut target = self.write_target(session)?;
+            let rows = literal.unwrap_or_default();
             return tables::insert(tables::InsertSource::Literal(rows), &mut target, plan).await;
         }
         let (engine, mut target) = self.engine_for_write(session, &plan.source).await?;
-        tables::insert(tables::InsertSource::Engine(&engine), &mut target, plan).await
+        let source = tables::InsertSource::Engine {
+            context: &engine,
+            literal,
+        };
+        tables::insert(source, &mut target, plan).await
     }
 
     pub(super) async fn sequence_update(

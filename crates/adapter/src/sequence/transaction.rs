@@ -330,11 +330,6 @@ impl Coordinator {
         Ok(engine)
     }
 
-    /// The engine a write computes its changes on, and where they go: outside a
-    /// transaction, storage (the caller holds the write lock); in one, the
-    /// write is admitted and sees the committed tables with the transaction's
-    /// own changes applied, and the versions of the tables it reads are
-    /// recorded for COMMIT to check.
     /// Where a write that reads no relation goes: storage, or the open transaction's
     /// pending writes.
     pub(crate) fn write_target<'a>(
@@ -350,6 +345,11 @@ impl Coordinator {
         })
     }
 
+    /// The engine a write computes its changes on, and where they go: outside a
+    /// transaction, storage (the caller holds the write lock); in one, the
+    /// write is admitted and sees the committed tables with the transaction's
+    /// own changes applied, and the versions of the tables it reads are
+    /// recorded for COMMIT to check.
     pub(crate) async fn engine_for_write<'a>(
         &'a self,
         session: &'a mut Session,
