@@ -325,6 +325,21 @@ async fn grouping_by_constants_over_no_rows_returns_no_rows() {
     );
 }
 
+/// A CASE branch that can never be taken made DataFusion's logical and physical
+/// schemas of an aggregate's input disagree on nullability (an internal error).
+/// Found by the differential test (seed 1571258463906110551).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case_never_taken_under_an_aggregate() {
+    assert_eq!(
+        rows("SELECT count(*), sum(coalesce(CASE WHEN b NOT IN (NULL::int, 1, a) THEN a ELSE -1 END, nullif(a, NULL::int))), max(b) FROM t1").await,
+        table(&[&["3", "-3", "4"]])
+    );
+    assert_eq!(
+        rows("SELECT sum(x) FROM (SELECT CASE WHEN b NOT IN (NULL::int, a) THEN a ELSE -1 END AS x FROM t1) AS s").await,
+        table(&[&["-3"]])
+    );
+}
+
 /// DataFusion's decorrelation lost an aliased aggregate of a scalar subquery
 /// correlated by `<` (`column "count" does not exist`: 82 records of the
 /// classic select1/select3 corpus).
