@@ -641,6 +641,11 @@ pub struct ParsedStatement {
     pub statement: Statement,
     /// How many `$n` parameters the text uses.
     pub parameter_count: usize,
+    /// The parameter types the engine inferred the first time the statement was
+    /// described. As in PostgreSQL, a prepared statement's parameter types are
+    /// fixed once known; keeping them spares each Execute a second planning of
+    /// the statement (and a turn at the catalog lock) before its own.
+    pub inferred_parameters: std::sync::OnceLock<Vec<Option<floe_repr::PgType>>>,
 }
 
 /// Parses extended-protocol statements with floe's parser.
@@ -695,6 +700,7 @@ impl QueryParser for FloeQueryParser {
             1 => Ok(Some(ParsedStatement {
                 statement: statements.remove(0),
                 parameter_count: count_parameters(sql),
+                inferred_parameters: std::sync::OnceLock::new(),
             })),
             _ => Err(user_error(&AdapterError::Query {
                 code: floe_repr::SqlState::SYNTAX_ERROR,
@@ -731,6 +737,9 @@ impl Handlers {
             .describe(&mut session, statement.statement.clone())
             .await
             .map_err(|e| user_error(&e))?;
+        let _ = statement
+            .inferred_parameters
+            .set(described.parameters.clone());
         Ok((
             described.columns.map(|d| field_infos(&d, format)),
             described.parameters,
@@ -863,9 +872,15 @@ impl ExtendedQueryHandler for Handlers {
     {
         let mut statement = portal.statement.statement.statement.clone();
         if portal.statement.statement.parameter_count > 0 {
-            let (_, inferred) = self
-                .describe_fields(client, &portal.statement.statement, &Format::UnifiedText)
-                .await?;
+            let parsed = &portal.statement.statement;
+            let inferred = match parsed.inferred_parameters.get() {
+                Some(inferred) => inferred.clone(),
+                None => {
+                    self.describe_fields(client, parsed, &Format::UnifiedText)
+                        .await?
+                        .1
+                }
+            };
             let types = Handlers::parameter_types(&portal.statement, &inferred);
             let mut values = Vec::with_capacity(portal.parameters.len());
             for (index, bytes) in portal.parameters.iter().enumerate() {
