@@ -303,22 +303,47 @@ pub(crate) fn find_item<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &ObjectName,
 ) -> Result<Option<&'a CatalogItem>, PlanError> {
-    let parts = name_parts(name)?;
-    let qualified = match parts.as_slice() {
-        [item] => qualify_unqualified(catalog, item),
-        [schema, item] => QualifiedName {
+    let Some(qualified) = qualify_parts(catalog, &name_parts(name)?) else {
+        return Ok(None);
+    };
+    Ok(catalog.item_by_name(&qualified))
+}
+
+/// The name `[schema, item]` or `[database, schema, item]` spells out in full (`None` for
+/// any other number of parts): one place for what every lookup by name starts from.
+pub fn fully_qualified(parts: &[String]) -> Option<QualifiedName> {
+    match parts {
+        [schema, item] => Some(QualifiedName {
             database: DATABASE.into(),
             schema: schema.clone(),
             item: item.clone(),
-        },
-        [database, schema, item] => QualifiedName {
+        }),
+        [database, schema, item] => Some(QualifiedName {
             database: database.clone(),
             schema: schema.clone(),
             item: item.clone(),
-        },
-        _ => return Ok(None),
-    };
-    Ok(catalog.item_by_name(&qualified))
+        }),
+        _ => None,
+    }
+}
+
+/// The name one, two or three `parts` stand for, a lone item found along the search path
+/// (see `qualify_unqualified`); `None` for any other number of parts.
+pub(crate) fn qualify_parts(catalog: &dyn PlanCatalog, parts: &[String]) -> Option<QualifiedName> {
+    match parts {
+        [item] => Some(qualify_unqualified(catalog, item)),
+        _ => fully_qualified(parts),
+    }
+}
+
+/// A name's identifier parts, normalized; any other kind of part is skipped (where
+/// `name_parts` would reject the name).
+pub fn identifier_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .filter_map(|part| part.as_ident())
+        .map(normalize_ident)
+        .collect()
 }
 
 pub(crate) fn resolve_item<'a>(

@@ -210,25 +210,9 @@ fn show_create(
             )));
         }
     };
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(normalize_ident)
-        .collect();
-    let qualified = match parts.as_slice() {
-        [item] => crate::planner::qualify_unqualified(catalog, item),
-        [schema, item] => crate::catalog::QualifiedName {
-            database: crate::catalog::DATABASE.into(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        [database, schema, item] => crate::catalog::QualifiedName {
-            database: database.clone(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        _ => return Err(PlanError::syntax("improper qualified name")),
+    let parts = crate::planner::identifier_parts(name);
+    let Some(qualified) = crate::planner::qualify_parts(catalog, &parts) else {
+        return Err(PlanError::syntax("improper qualified name"));
     };
     let item = catalog.item_by_name(&qualified).ok_or_else(|| {
         PlanError::new(
