@@ -82,9 +82,13 @@ pub fn plan(
     }
     match statement {
         Statement::CreateSecret(s) => plan_create_secret(catalog, s),
-        Statement::AlterSecret(s) => plan_alter_secret(catalog, s, notices),
+        Statement::AlterSecret(s) => {
+            plan_alter(catalog, s, notices, |item, s, _| plan_alter_secret(item, s))
+        }
         Statement::CreateConnection(s) => plan_create_connection(catalog, s),
-        Statement::AlterConnection(s) => plan_alter_connection(catalog, s, notices),
+        Statement::AlterConnection(s) => plan_alter(catalog, s, notices, |item, s, _| {
+            plan_alter_connection(catalog, item, s)
+        }),
         Statement::ValidateConnection(s) => {
             let item = resolve_item(catalog, &s.name)?;
             expect_kind(item, ItemKind::Connection)?;
@@ -94,7 +98,9 @@ pub fn plan(
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
         Statement::CreateView(s) => crate::view::plan_create_view(catalog, session, s),
-        Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
+        Statement::AlterSink(s) => plan_alter(catalog, s, notices, |item, s, _| {
+            plan_alter_sink(catalog, item, s)
+        }),
         Statement::CreateSource(s) => {
             crate::source::plan_create_source(catalog, &session.cluster, s)
         }
@@ -124,7 +130,9 @@ pub fn plan(
         Statement::CreatePostgresSource(s) => {
             crate::postgres::plan_create_postgres_source(catalog, &session.cluster, s)
         }
-        Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
+        Statement::AlterSource(s) => plan_alter(catalog, s, notices, |source, s, notices| {
+            crate::postgres::plan_alter_source(catalog, source, s, notices)
+        }),
         Statement::Standard(s) => plan_standard(catalog, *s, notices),
         Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, session, s),
         Statement::Declare(_) | Statement::Fetch(_) | Statement::Close(_) => Err(
@@ -286,6 +294,51 @@ pub(crate) fn find_for_alter<'a>(
     };
     expect_kind(item, kind)?;
     Ok(Ok(item))
+}
+
+/// What an `ALTER [IF EXISTS]` statement names (the item, and whether IF EXISTS was
+/// said), and the kind of item and the command tag it is about: what `plan_alter` finds
+/// the item by.
+pub(crate) trait AlterStatement {
+    const KIND: ItemKind;
+    const TAG: &'static str;
+    fn target(&self) -> (&ObjectName, bool);
+}
+
+/// Implements `AlterStatement` for statements with `name` and `if_exists` fields (a field
+/// of several types is what a function cannot reach).
+macro_rules! alter_statement {
+    ($($statement:ty => $kind:ident, $tag:literal;)*) => {$(
+        impl AlterStatement for $statement {
+            const KIND: ItemKind = ItemKind::$kind;
+            const TAG: &'static str = $tag;
+            fn target(&self) -> (&ObjectName, bool) {
+                (&self.name, self.if_exists)
+            }
+        }
+    )*};
+}
+
+alter_statement! {
+    ast::AlterSecretStatement => Secret, "ALTER SECRET";
+    ast::AlterConnectionStatement => Connection, "ALTER CONNECTION";
+    ast::AlterSinkStatement => Sink, "ALTER SINK";
+    ast::AlterSourceStatement => Source, "ALTER SOURCE";
+}
+
+/// Plans an `ALTER [IF EXISTS]`: finds the item (see `find_for_alter`), then `plan` plans
+/// the change to it; a missing item under IF EXISTS is the no-op.
+fn plan_alter<'a, S: AlterStatement>(
+    catalog: &'a dyn PlanCatalog,
+    statement: S,
+    notices: &mut Vec<PlanNotice>,
+    plan: impl FnOnce(&'a CatalogItem, S, &mut Vec<PlanNotice>) -> Result<Plan, PlanError>,
+) -> Result<Plan, PlanError> {
+    let (name, if_exists) = statement.target();
+    match find_for_alter(catalog, name, if_exists, S::KIND, S::TAG, notices)? {
+        Ok(item) => plan(item, statement, notices),
+        Err(no_op) => Ok(no_op),
+    }
 }
 
 pub(crate) fn unknown_item(name: &ObjectName) -> PlanError {
@@ -516,21 +569,9 @@ fn plan_create_secret(
 }
 
 fn plan_alter_secret(
-    catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterSecretStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Secret,
-        "ALTER SECRET",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let OptionValue::String(value) = statement.value else {
         return Err(PlanError::invalid("secret value must be a string"));
     };
@@ -821,20 +862,9 @@ fn plan_local_iceberg_connection(
 
 fn plan_alter_connection(
     catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterConnectionStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Connection,
-        "ALTER CONNECTION",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let kind = match &item.definition {
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
         ItemDefinition::Connection(ConnectionDefinition::Postgres(_)) => "POSTGRES",
@@ -1250,20 +1280,9 @@ fn cannot_change_partition_by() -> PlanError {
 
 fn plan_alter_sink(
     catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterSinkStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Sink,
-        "ALTER SINK",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let ItemDefinition::Sink(sink) = &item.definition else {
         return Err(PlanError::internal("sink without a sink definition"));
     };

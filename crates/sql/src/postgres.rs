@@ -16,9 +16,9 @@ use crate::error::PlanError;
 use crate::options::{PostgresConnectionOptions, Written};
 use crate::plan::Plan;
 use crate::planner::{
-    PlanNotice, ResolvedStringOrSecret, dependency_error, display_name, exists_check,
-    find_for_alter, find_item, name_parts, normalize_ident, qualified, resolve_item,
-    resolve_secret_ref, resolve_string_or_secret, unknown_item, with_dependents,
+    PlanNotice, ResolvedStringOrSecret, dependency_error, display_name, exists_check, find_item,
+    name_parts, normalize_ident, qualified, resolve_item, resolve_secret_ref,
+    resolve_string_or_secret, unknown_item, with_dependents,
 };
 
 /// `CREATE CONNECTION ... TO POSTGRES (...)`: the options resolved, defaults
@@ -392,20 +392,10 @@ fn postgres_part(item: &CatalogItem) -> Option<(GlobalId, &Ingestion)> {
 
 pub(crate) fn plan_alter_source(
     catalog: &dyn PlanCatalog,
+    source: &CatalogItem,
     statement: AlterSourceStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let source = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Source,
-        "ALTER SOURCE",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let (connection, publication) = match postgres_part(source) {
         Some((
             _,
