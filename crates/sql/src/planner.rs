@@ -73,6 +73,7 @@ pub fn plan(
     statement: Statement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
+    use crate::source::plan_new_source;
     let catalog = &SessionCatalog {
         catalog,
         search_path: session.search_path.clone(),
@@ -101,9 +102,12 @@ pub fn plan(
         Statement::AlterSink(s) => plan_alter(catalog, s, notices, |item, s, _| {
             plan_alter_sink(catalog, item, s)
         }),
-        Statement::CreateSource(s) => {
-            crate::source::plan_create_source(catalog, &session.cluster, s)
-        }
+        Statement::CreateSource(s) => plan_new_source(
+            catalog,
+            &session.cluster,
+            s,
+            crate::source::plan_create_source,
+        ),
         Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
         Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
         Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
@@ -127,9 +131,12 @@ pub fn plan(
         Statement::Unsupported(what) => {
             Err(PlanError::unsupported(format!("{what} is not supported")))
         }
-        Statement::CreatePostgresSource(s) => {
-            crate::postgres::plan_create_postgres_source(catalog, &session.cluster, s)
-        }
+        Statement::CreatePostgresSource(s) => plan_new_source(
+            catalog,
+            &session.cluster,
+            s,
+            crate::postgres::plan_create_postgres_source,
+        ),
         Statement::AlterSource(s) => plan_alter(catalog, s, notices, |source, s, notices| {
             crate::postgres::plan_alter_source(catalog, source, s, notices)
         }),
