@@ -212,6 +212,32 @@ fn definition_of(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
     ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| lookup.definition(oid, column)))
 }
 
+/// `obj_description(oid, catalog)`: the comment on a relation. Comments are kept on
+/// relations (`COMMENT ON TABLE ...`) only.
+fn relation_comment(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
+    let on_relation = matches!(string(args.get(1)).as_deref(), None | Some("pg_class"));
+    if on_relation {
+        comment_value(lookup, args, None)
+    } else {
+        ScalarValue::Utf8(None)
+    }
+}
+
+/// `col_description(oid, column)`: the comment on a relation's column (counted from 1).
+fn column_comment(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
+    let column = number(args.get(1)).and_then(|n| usize::try_from(n).ok());
+    match column.filter(|c| *c > 0) {
+        Some(column) => comment_value(lookup, args, Some(column)),
+        None => ScalarValue::Utf8(None),
+    }
+}
+
+/// The comment on the relation whose OID is the first argument, or on its `column`:
+/// where both description functions look.
+fn comment_value(lookup: &Lookup, args: &[ScalarValue], column: Option<usize>) -> ScalarValue {
+    ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| lookup.comment(oid, column)))
+}
+
 fn text_value(text: impl Into<String>) -> ScalarValue {
     ScalarValue::Utf8(Some(text.into()))
 }
@@ -363,29 +389,14 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "obj_description",
         arguments: &[26, 25],
         returns: 25,
-        // Comments are kept on relations (`COMMENT ON TABLE ...`) only.
-        body: Body::Value(|lookup, args| {
-            let on_relation = matches!(string(args.get(1)).as_deref(), None | Some("pg_class"));
-            ScalarValue::Utf8(
-                oid_argument(args, 0)
-                    .filter(|_| on_relation)
-                    .and_then(|oid| lookup.comment(oid, None)),
-            )
-        }),
+        body: Body::Value(relation_comment),
     },
     FunctionInfo {
         oid: 1216,
         name: "col_description",
         arguments: &[26, 23],
         returns: 25,
-        body: Body::Value(|lookup, args| {
-            let column = number(args.get(1)).and_then(|n| usize::try_from(n).ok());
-            ScalarValue::Utf8(
-                oid_argument(args, 0)
-                    .zip(column.filter(|c| *c > 0))
-                    .and_then(|(oid, column)| lookup.comment(oid, Some(column))),
-            )
-        }),
+        body: Body::Value(column_comment),
     },
     FunctionInfo {
         oid: 1993,
