@@ -1419,41 +1419,8 @@ mod tests {
 
     #[test]
     fn every_wire_type_has_a_pg_type_row() {
-        use PgType::*;
-        for pg_type in [
-            Bool,
-            Int2,
-            Int4,
-            Int8,
-            Float4,
-            Float8,
-            Numeric,
-            Text,
-            Bytea,
-            Date,
-            Time,
-            Timestamp,
-            TimestampTz,
-            Interval,
-            Jsonb,
-            Uuid,
-            Oid,
-            TextArray,
-            VarChar,
-            UInt2,
-            UInt4,
-            UInt8,
-            Int4Range,
-            Int8Range,
-            NumRange,
-            DateRange,
-            TsRange,
-            TstzRange,
-            List,
-            Map,
-            Record,
-            Char,
-        ] {
+        // Every type but `smallint[]` (`Int2Array`), which this test has never covered.
+        for pg_type in PgType::all().filter(|pg_type| *pg_type != PgType::Int2Array) {
             assert!(type_info(pg_type.oid()).is_some(), "{pg_type:?}");
         }
     }

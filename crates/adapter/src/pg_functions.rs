@@ -14,10 +14,10 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use floe_repr::PgType;
-use floe_sql::PlanError;
 use floe_sql::catalog::PlanCatalog;
 
 use crate::pg_catalog::format_type_with_modifier;
+use crate::pg_privileges as inquiry;
 use crate::system::SystemContext;
 
 /// What the functions look names up in: every relation's OID, schema and name,
@@ -180,9 +180,15 @@ pub struct FunctionInfo {
 /// How a function computes its value for one row's arguments.
 enum Body {
     Value(fn(&Lookup, &[ScalarValue]) -> ScalarValue),
-    /// A function that can fail (an unknown role or object name, a privilege
-    /// it does not know), with the error PostgreSQL gives.
-    Checked(fn(&Lookup, &[ScalarValue]) -> Result<ScalarValue, PlanError>),
+    /// A privilege inquiry, answered by `crate::pg_privileges::answer`: the arguments it
+    /// skips between the object and the privileges, how it finds the object, and the
+    /// privileges it knows. It can fail (an unknown role or object name, a privilege it
+    /// does not know), with the error PostgreSQL gives.
+    Privilege(
+        usize,
+        inquiry::Resolver,
+        &'static [(&'static str, inquiry::Requirement)],
+    ),
 }
 
 /// `current_user` and `session_user`: the name of the session's role.
@@ -204,6 +210,32 @@ fn definition_of(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
         value => number(value).unwrap_or(0),
     };
     ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| lookup.definition(oid, column)))
+}
+
+/// `obj_description(oid, catalog)`: the comment on a relation. Comments are kept on
+/// relations (`COMMENT ON TABLE ...`) only.
+fn relation_comment(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
+    let on_relation = matches!(string(args.get(1)).as_deref(), None | Some("pg_class"));
+    if on_relation {
+        comment_value(lookup, args, None)
+    } else {
+        ScalarValue::Utf8(None)
+    }
+}
+
+/// `col_description(oid, column)`: the comment on a relation's column (counted from 1).
+fn column_comment(lookup: &Lookup, args: &[ScalarValue]) -> ScalarValue {
+    let column = number(args.get(1)).and_then(|n| usize::try_from(n).ok());
+    match column.filter(|c| *c > 0) {
+        Some(column) => comment_value(lookup, args, Some(column)),
+        None => ScalarValue::Utf8(None),
+    }
+}
+
+/// The comment on the relation whose OID is the first argument, or on its `column`:
+/// where both description functions look.
+fn comment_value(lookup: &Lookup, args: &[ScalarValue], column: Option<usize>) -> ScalarValue {
+    ScalarValue::Utf8(oid_argument(args, 0).and_then(|oid| lookup.comment(oid, column)))
 }
 
 fn text_value(text: impl Into<String>) -> ScalarValue {
@@ -357,29 +389,14 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "obj_description",
         arguments: &[26, 25],
         returns: 25,
-        // Comments are kept on relations (`COMMENT ON TABLE ...`) only.
-        body: Body::Value(|lookup, args| {
-            let on_relation = matches!(string(args.get(1)).as_deref(), None | Some("pg_class"));
-            ScalarValue::Utf8(
-                oid_argument(args, 0)
-                    .filter(|_| on_relation)
-                    .and_then(|oid| lookup.comment(oid, None)),
-            )
-        }),
+        body: Body::Value(relation_comment),
     },
     FunctionInfo {
         oid: 1216,
         name: "col_description",
         arguments: &[26, 23],
         returns: 25,
-        body: Body::Value(|lookup, args| {
-            let column = number(args.get(1)).and_then(|n| usize::try_from(n).ok());
-            ScalarValue::Utf8(
-                oid_argument(args, 0)
-                    .zip(column.filter(|c| *c > 0))
-                    .and_then(|(oid, column)| lookup.comment(oid, Some(column))),
-            )
-        }),
+        body: Body::Value(column_comment),
     },
     FunctionInfo {
         oid: 1993,
@@ -464,63 +481,63 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         name: "has_table_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_table_privilege),
+        body: Body::Privilege(0, Lookup::relation, inquiry::TABLE),
     },
     FunctionInfo {
         oid: 3020,
         name: "has_column_privilege",
         arguments: &[25, 25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_column_privilege),
+        body: Body::Privilege(1, Lookup::relation, inquiry::COLUMN),
     },
     FunctionInfo {
         oid: 3028,
         name: "has_any_column_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_any_column_privilege),
+        body: Body::Privilege(0, Lookup::relation, inquiry::COLUMN),
     },
     FunctionInfo {
         oid: 2272,
         name: "has_schema_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_schema_privilege),
+        body: Body::Privilege(0, Lookup::schema, inquiry::USAGE_CREATE),
     },
     FunctionInfo {
         oid: 2254,
         name: "has_database_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_database_privilege),
+        body: Body::Privilege(0, Lookup::database, inquiry::DATABASE),
     },
     FunctionInfo {
         oid: 2709,
         name: "pg_has_role",
         arguments: &[19, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::pg_has_role),
+        body: Body::Privilege(0, Lookup::role_target, inquiry::ROLE),
     },
     FunctionInfo {
         oid: 16_600,
         name: "has_cluster_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_cluster_privilege),
+        body: Body::Privilege(0, Lookup::cluster, inquiry::USAGE_CREATE),
     },
     FunctionInfo {
         oid: 16_601,
         name: "has_connection_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_connection_privilege),
+        body: Body::Privilege(0, Lookup::connection, inquiry::USAGE),
     },
     FunctionInfo {
         oid: 16_602,
         name: "has_secret_privilege",
         arguments: &[25, 25],
         returns: 16,
-        body: Body::Checked(crate::pg_privileges::has_secret_privilege),
+        body: Body::Privilege(0, Lookup::secret, inquiry::USAGE),
     },
     FunctionInfo {
         oid: 2026,
@@ -710,12 +727,17 @@ impl ScalarUDFImpl for CatalogFunction {
                 .iter()
                 .map(|column| ScalarValue::try_from_array(column, row))
                 .collect::<DataFusionResult<_>>()?;
-            results.push(match self.info.body {
-                Body::Value(body) => body(&self.lookup, &values),
-                Body::Checked(body) => body(&self.lookup, &values).map_err(|e| {
+            let result = match self.info.body {
+                Body::Value(body) => Ok(body(&self.lookup, &values)),
+                Body::Privilege(extra, resolve, known) => {
+                    inquiry::answer(&self.lookup, &values, extra, resolve, known)
+                }
+            };
+            results.push(
+                result.map_err(|e| {
                     floe_query::QueryError::new(e.code, e.message).into_datafusion()
                 })?,
-            });
+            );
         }
         let data_type = self.result_field().data_type().clone();
         if results.is_empty() {

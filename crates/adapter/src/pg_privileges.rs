@@ -23,7 +23,7 @@ use crate::pg_functions::Lookup;
 
 /// What a privilege word asks of a role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Requirement {
+pub(crate) enum Requirement {
     Privilege(Privilege),
     /// A PostgreSQL privilege floe never grants (`TRUNCATE`, `REFERENCES`, ...):
     /// held by the owner alone.
@@ -37,7 +37,7 @@ enum Requirement {
 
 use Requirement::*;
 
-const TABLE: &[(&str, Requirement)] = &[
+pub(crate) const TABLE: &[(&str, Requirement)] = &[
     ("SELECT", Privilege(Privilege::Select)),
     ("INSERT", Privilege(Privilege::Insert)),
     ("UPDATE", Privilege(Privilege::Update)),
@@ -46,25 +46,26 @@ const TABLE: &[(&str, Requirement)] = &[
     ("REFERENCES", OwnerOnly),
     ("TRIGGER", OwnerOnly),
 ];
-const COLUMN: &[(&str, Requirement)] = &[
+pub(crate) const COLUMN: &[(&str, Requirement)] = &[
     ("SELECT", Privilege(Privilege::Select)),
     ("INSERT", Privilege(Privilege::Insert)),
     ("UPDATE", Privilege(Privilege::Update)),
     ("REFERENCES", OwnerOnly),
 ];
-const USAGE_CREATE: &[(&str, Requirement)] = &[
+pub(crate) const USAGE_CREATE: &[(&str, Requirement)] = &[
     ("USAGE", Privilege(Privilege::Usage)),
     ("CREATE", Privilege(Privilege::Create)),
 ];
-const DATABASE: &[(&str, Requirement)] = &[
+pub(crate) const DATABASE: &[(&str, Requirement)] = &[
     ("USAGE", Privilege(Privilege::Usage)),
     ("CREATE", Privilege(Privilege::Create)),
     ("CONNECT", Everyone),
     ("TEMPORARY", Everyone),
     ("TEMP", Everyone),
 ];
-const USAGE: &[(&str, Requirement)] = &[("USAGE", Privilege(Privilege::Usage))];
-const ROLE: &[(&str, Requirement)] = &[("MEMBER", Member), ("USAGE", Member), ("SET", Member)];
+pub(crate) const USAGE: &[(&str, Requirement)] = &[("USAGE", Privilege(Privilege::Usage))];
+pub(crate) const ROLE: &[(&str, Requirement)] =
+    &[("MEMBER", Member), ("USAGE", Member), ("SET", Member)];
 
 /// The privileges a list names, each with whether it asks for the grant
 /// (admin) option. An empty or unknown word is refused as PostgreSQL does.
@@ -105,7 +106,7 @@ enum Who {
 }
 
 /// What a call asks about.
-enum Target {
+pub(crate) enum Target {
     Object(ObjectRef),
     /// A builtin relation or schema: readable and usable by everyone, changed
     /// by superusers only.
@@ -168,7 +169,7 @@ impl Lookup {
     }
 
     /// A relation by name (a user relation, else a builtin one) or OID.
-    fn relation(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+    pub(crate) fn relation(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
         let is_relation = |kind: ItemKind| {
             matches!(
                 kind,
@@ -192,7 +193,7 @@ impl Lookup {
     }
 
     /// A schema by name or OID.
-    fn schema(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+    pub(crate) fn schema(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
         let name = match name_or_oid(value) {
             None => return Ok(None),
             Some(NameOrOid::Name(name)) => name,
@@ -210,7 +211,7 @@ impl Lookup {
         }
     }
 
-    fn database(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+    pub(crate) fn database(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
         match name_or_oid(value) {
             None => Ok(None),
             Some(NameOrOid::Name(name)) if name == floe_sql::catalog::DATABASE => {
@@ -225,7 +226,7 @@ impl Lookup {
         }
     }
 
-    fn cluster(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+    pub(crate) fn cluster(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
         match name_or_oid(value) {
             None | Some(NameOrOid::Oid(_)) => Ok(None),
             Some(NameOrOid::Name(name)) => self
@@ -325,11 +326,11 @@ impl Lookup {
     }
 }
 
-type Resolver = fn(&Lookup, &ScalarValue) -> Result<Option<Target>, PlanError>;
+pub(crate) type Resolver = fn(&Lookup, &ScalarValue) -> Result<Option<Target>, PlanError>;
 
 /// One call: `[role,] object, privileges` (`extra` arguments between the object
 /// and the privileges are skipped: a column, for the column functions).
-fn answer(
+pub(crate) fn answer(
     lookup: &Lookup,
     args: &[ScalarValue],
     extra: usize,
@@ -362,84 +363,23 @@ fn answer(
     ))))
 }
 
-pub(crate) fn has_table_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 0, Lookup::relation, TABLE)
-}
+impl Lookup {
+    /// `has_connection_privilege`'s object.
+    pub(crate) fn connection(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+        self.item_of_kind(value, ItemKind::Connection)
+    }
 
-pub(crate) fn has_column_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 1, Lookup::relation, COLUMN)
-}
+    /// `has_secret_privilege`'s object.
+    pub(crate) fn secret(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+        self.item_of_kind(value, ItemKind::Secret)
+    }
 
-pub(crate) fn has_any_column_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 0, Lookup::relation, COLUMN)
-}
-
-pub(crate) fn has_schema_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 0, Lookup::schema, USAGE_CREATE)
-}
-
-pub(crate) fn has_database_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 0, Lookup::database, DATABASE)
-}
-
-pub(crate) fn has_cluster_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(lookup, args, 0, Lookup::cluster, USAGE_CREATE)
-}
-
-pub(crate) fn has_connection_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(
-        lookup,
-        args,
-        0,
-        |lookup, value| lookup.item_of_kind(value, ItemKind::Connection),
-        USAGE,
-    )
-}
-
-pub(crate) fn has_secret_privilege(
-    lookup: &Lookup,
-    args: &[ScalarValue],
-) -> Result<ScalarValue, PlanError> {
-    answer(
-        lookup,
-        args,
-        0,
-        |lookup, value| lookup.item_of_kind(value, ItemKind::Secret),
-        USAGE,
-    )
-}
-
-pub(crate) fn pg_has_role(lookup: &Lookup, args: &[ScalarValue]) -> Result<ScalarValue, PlanError> {
-    answer(
-        lookup,
-        args,
-        0,
-        |lookup, value| match lookup.who(value)? {
+    /// `pg_has_role`'s object: a role (`public` is none).
+    pub(crate) fn role_target(&self, value: &ScalarValue) -> Result<Option<Target>, PlanError> {
+        match self.who(value)? {
             Some(Who::Role(role)) => Ok(Some(Target::Role(role))),
             Some(Who::Public) => Err(unknown_role("public")),
             None => Ok(None),
-        },
-        ROLE,
-    )
+        }
+    }
 }

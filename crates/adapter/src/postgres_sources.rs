@@ -14,12 +14,12 @@ use std::time::Duration;
 use floe_catalog::{Catalog, CatalogState, SourceStatusEvent};
 use floe_postgres::{
     PgConnectionConfig, SourceHandle, SourceReporter, SourceSettings, SourceSpec, SourceStatistics,
-    SourceStatus, SslMode, StatisticsSnapshot, SubsourceSpec, UpstreamColumn, UpstreamTable,
+    SourceStatus, SslMode, StatisticsSnapshot, SubsourceSpec,
 };
 use floe_repr::{GlobalId, ReplicaId, Timestamp};
 use floe_sql::catalog::{
-    Ingestion, ItemDefinition, PlanCatalog, PostgresColumn, PostgresConnection, PostgresSslMode,
-    PostgresTable, SourceDefinition, StringOrSecret,
+    Ingestion, ItemDefinition, PlanCatalog, PostgresConnection, PostgresSslMode, SourceDefinition,
+    StringOrSecret,
 };
 use floe_storage::Storage;
 use tokio::sync::mpsc;
@@ -360,7 +360,7 @@ fn source_spec(catalog: &Catalog, source: GlobalId) -> Result<SourceSpec, Adapte
                 ..
             })) => subsources.push(SubsourceSpec {
                 id: part,
-                table: upstream_table(table),
+                table: table.clone(),
             }),
             _ => {}
         }
@@ -433,46 +433,4 @@ pub fn resolve_connection(
         .map(|id| catalog.secret(id, "value"))
         .transpose()?;
     Ok(config)
-}
-
-/// A subsource's table as the source task takes it.
-pub fn upstream_table(table: &PostgresTable) -> UpstreamTable {
-    UpstreamTable {
-        oid: table.oid,
-        schema: table.schema.clone(),
-        name: table.name.clone(),
-        columns: table
-            .columns
-            .iter()
-            .map(|c| UpstreamColumn {
-                name: c.name.clone(),
-                type_oid: c.type_oid,
-                type_modifier: c.type_modifier,
-                scalar_type: c.scalar_type.clone(),
-                nullable: c.nullable,
-            })
-            .collect(),
-        primary_key: table.primary_key.clone(),
-    }
-}
-
-/// A purified table as the catalog keeps it.
-pub fn postgres_table(table: &UpstreamTable) -> PostgresTable {
-    PostgresTable {
-        oid: table.oid,
-        schema: table.schema.clone(),
-        name: table.name.clone(),
-        columns: table
-            .columns
-            .iter()
-            .map(|c| PostgresColumn {
-                name: c.name.clone(),
-                type_oid: c.type_oid,
-                type_modifier: c.type_modifier,
-                scalar_type: c.scalar_type.clone(),
-                nullable: c.nullable,
-            })
-            .collect(),
-        primary_key: table.primary_key.clone(),
-    }
 }

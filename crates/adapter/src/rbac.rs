@@ -393,25 +393,10 @@ pub fn check_plan(
 fn relations_read(state: &CatalogState, query: &sqlparser::ast::Statement) -> Vec<GlobalId> {
     let mut ids = Vec::new();
     let _ = sqlparser::ast::visit_relations(query, |relation| {
-        let parts: Vec<String> = relation
-            .0
-            .iter()
-            .filter_map(|part| part.as_ident())
-            .map(floe_sql::planner::normalize_ident)
-            .collect();
+        let parts = floe_sql::planner::identifier_parts(relation);
         let name = match parts.as_slice() {
             [item] => Some(QualifiedName::public(item.clone())),
-            [schema, item] => Some(QualifiedName {
-                database: floe_sql::catalog::DATABASE.into(),
-                schema: schema.clone(),
-                item: item.clone(),
-            }),
-            [database, schema, item] => Some(QualifiedName {
-                database: database.clone(),
-                schema: schema.clone(),
-                item: item.clone(),
-            }),
-            _ => None,
+            _ => floe_sql::planner::fully_qualified(&parts),
         };
         if let Some(item) = name.and_then(|name| state.item_by_name(&name))
             && !ids.contains(&item.id)

@@ -90,14 +90,7 @@ pub(crate) fn start(subscription: QuerySubscription) -> Result<SubscribeLines, A
         ended: ended.clone(),
         sent_upper: sent_upper.clone(),
     };
-    let maintainer = Maintainer::start(
-        replica,
-        View {
-            spec,
-            inputs: logs,
-            output: Box::new(output),
-        },
-    );
+    let maintainer = Maintainer::start(replica, View::new(spec, logs, output));
     let watch = move || {
         let upstream = UpstreamErrors {
             errors,

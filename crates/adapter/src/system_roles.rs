@@ -54,17 +54,27 @@ pub(crate) fn pg_roles_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
 
 /// The rows of PostgreSQL's `pg_auth_members`.
 pub(crate) fn pg_auth_members_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    membership_rows(context, |id| role_oid(context, id), &[Datum::Bool(false)])
+}
+
+/// One row per role membership: its role, member and grantor as `role` shows them, then
+/// the `extra` columns. `mz_role_members` and `pg_auth_members` differ only so.
+fn membership_rows(
+    context: &SystemContext,
+    role: impl Fn(floe_repr::RoleId) -> Datum,
+    extra: &[Datum],
+) -> Vec<Vec<Datum>> {
     context
         .catalog
         .role_memberships()
         .iter()
         .map(|membership| {
-            vec![
-                role_oid(context, membership.role),
-                role_oid(context, membership.member),
-                role_oid(context, membership.grantor),
-                Datum::Bool(false),
-            ]
+            let roles = [membership.role, membership.member, membership.grantor];
+            roles
+                .into_iter()
+                .map(&role)
+                .chain(extra.iter().cloned())
+                .collect()
         })
         .collect()
 }
@@ -104,20 +114,7 @@ pub static ROLE_BUILTINS: &[BuiltinRelation] = &[
             ("member", Text, false),
             ("grantor", Text, false),
         ],
-        rows: |context| {
-            context
-                .catalog
-                .role_memberships()
-                .iter()
-                .map(|membership| {
-                    vec![
-                        Datum::Text(membership.role.to_string()),
-                        Datum::Text(membership.member.to_string()),
-                        Datum::Text(membership.grantor.to_string()),
-                    ]
-                })
-                .collect()
-        },
+        rows: |context| membership_rows(context, |id| Datum::Text(id.to_string()), &[]),
     },
 ];
 

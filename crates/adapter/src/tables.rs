@@ -556,23 +556,9 @@ pub async fn insert(
         check_not_null(&plan.name, &plan.desc, &row)?;
         written.push(row);
     }
-    let count = written.len();
-    append(
-        target,
-        plan.table,
-        &plan.name,
-        &plan.desc,
-        written.iter().map(|r| (r.clone(), 1)).collect(),
-    )
-    .await?;
-    respond(
-        format!("INSERT 0 {count}"),
-        &plan.name,
-        &plan.desc,
-        plan.returning,
-        written,
-    )
-    .await
+    let changes = written.iter().map(|r| (r.clone(), 1)).collect();
+    let table = (plan.table, &plan.name, &plan.desc);
+    append_and_respond(target, table, changes, "INSERT 0", plan.returning, written).await
 }
 
 pub async fn update(
@@ -600,16 +586,8 @@ pub async fn update(
         changes.push((new.clone(), 1));
         written.push(new);
     }
-    let count = written.len();
-    append(target, plan.table, &plan.name, &plan.desc, changes).await?;
-    respond(
-        format!("UPDATE {count}"),
-        &plan.name,
-        &plan.desc,
-        plan.returning,
-        written,
-    )
-    .await
+    let table = (plan.table, &plan.name, &plan.desc);
+    append_and_respond(target, table, changes, "UPDATE", plan.returning, written).await
 }
 
 pub async fn delete(
@@ -622,23 +600,26 @@ pub async fn delete(
         .into_iter()
         .map(|row| as_stored(&plan.desc, row))
         .collect::<Result<Vec<_>, _>>()?;
-    let count = rows.len();
-    append(
-        target,
-        plan.table,
-        &plan.name,
-        &plan.desc,
-        rows.iter().map(|r| (r.clone(), -1)).collect(),
-    )
-    .await?;
-    respond(
-        format!("DELETE {count}"),
-        &plan.name,
-        &plan.desc,
-        plan.returning,
-        rows,
-    )
-    .await
+    let changes = rows.iter().map(|r| (r.clone(), -1)).collect();
+    let table = (plan.table, &plan.name, &plan.desc);
+    append_and_respond(target, table, changes, "DELETE", plan.returning, rows).await
+}
+
+/// Appends `changes` to the `table` (id, name, relation) and answers with `tag` and the
+/// count of `written` rows, RETURNING evaluated over them: how INSERT, UPDATE and DELETE
+/// end.
+async fn append_and_respond(
+    target: &mut WriteTarget<'_>,
+    table: (GlobalId, &QualifiedName, &RelationDesc),
+    changes: Vec<(Row, i64)>,
+    tag: &str,
+    returning: Option<Vec<SelectItem>>,
+    written: Vec<Row>,
+) -> Result<ExecuteResponse, AdapterError> {
+    let (id, name, desc) = table;
+    let tag = format!("{tag} {}", written.len());
+    append(target, id, name, desc, changes).await?;
+    respond(tag, name, desc, returning, written).await
 }
 
 /// The tables and sources the storage layer holds, from the catalog.

@@ -586,25 +586,25 @@ impl PendingWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use floe_repr::{ColumnType, Datum, SqlScalarType};
+    use floe_repr::{Datum, SqlScalarType};
 
     fn desc(key: bool) -> RelationDesc {
-        let column = |name: &str, scalar_type, nullable| {
-            (
-                name.to_string(),
-                ColumnType {
-                    scalar_type,
-                    nullable,
-                },
-            )
-        };
-        RelationDesc {
-            columns: vec![
-                column("id", SqlScalarType::Int32, false),
-                column("v", SqlScalarType::Text, true),
+        RelationDesc::from_columns(
+            &[
+                ("id", SqlScalarType::Int32, false),
+                ("v", SqlScalarType::Text, true),
             ],
-            unique_keys: if key { vec![vec![0]] } else { Vec::new() },
-        }
+            if key { vec![vec![0]] } else { Vec::new() },
+        )
+    }
+
+    /// Writes pending for one table `public.t` (id `u1`, keyed by `id` when `key`), with
+    /// `changes` staged: where the tests of pending writes start.
+    fn staged(key: bool, changes: Vec<(Row, i64)>) -> (GlobalId, PendingWrites) {
+        let mut writes = PendingWrites::default();
+        let id = GlobalId::User(1);
+        writes.stage(id, &QualifiedName::public("t"), &desc(key), changes);
+        (id, writes)
     }
 
     fn row(id: i32, v: &str) -> Row {
@@ -660,15 +660,8 @@ mod tests {
 
     #[test]
     fn related_changes_cover_the_same_rows_and_keys() {
-        let mut writes = PendingWrites::default();
-        let id = GlobalId::User(1);
+        let (id, mut writes) = staged(true, vec![(row(1, "a"), 1), (row(2, "b"), 1)]);
         let name = QualifiedName::public("t");
-        writes.stage(
-            id,
-            &name,
-            &desc(true),
-            vec![(row(1, "a"), 1), (row(2, "b"), 1)],
-        );
         // A new row with key 1 bears on the pending (1, 'a'), not on (2, 'b').
         let check = writes.to_check(id, &[(row(1, "z"), 1)]);
         assert_eq!(check, vec![(row(1, "a"), 1), (row(1, "z"), 1)]);
@@ -682,15 +675,7 @@ mod tests {
 
     #[test]
     fn overlay_applies_pending_changes() {
-        let mut writes = PendingWrites::default();
-        let id = GlobalId::User(1);
-        let name = QualifiedName::public("t");
-        writes.stage(
-            id,
-            &name,
-            &desc(false),
-            vec![(row(1, "a"), -1), (row(3, "c"), 2)],
-        );
+        let (id, writes) = staged(false, vec![(row(1, "a"), -1), (row(3, "c"), 2)]);
         let mut rows = writes.overlay(id, vec![row(1, "a"), row(2, "b")]);
         rows.sort_by_key(|r| format!("{r:?}"));
         assert_eq!(rows, vec![row(2, "b"), row(3, "c"), row(3, "c")]);

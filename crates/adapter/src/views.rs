@@ -326,14 +326,7 @@ impl Views {
             id,
             errors: self.errors.clone(),
         };
-        let maintainer = Maintainer::start(
-            replica,
-            View {
-                spec,
-                inputs: logs,
-                output: Box::new(output),
-            },
-        );
+        let maintainer = Maintainer::start(replica, View::new(spec, logs, output));
         lock(&self.running).insert(id, Running { maintainer, inputs });
         Ok(())
     }

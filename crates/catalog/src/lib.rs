@@ -360,24 +360,9 @@ fn write_secret(
 
 fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
     let mut state = CatalogState::default();
-    let mut statement = connection.prepare(
-        "SELECT id, oid, database_name, schema_name, name, definition_format, definition, create_sql
-         FROM items",
-    )?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, u32>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, String>(3)?,
-            row.get::<_, String>(4)?,
-            row.get::<_, u32>(5)?,
-            row.get::<_, String>(6)?,
-            row.get::<_, String>(7)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, oid, database, schema, item, format, definition, create_sql) = row?;
+    for_each_row(connection, "SELECT id, oid, database_name, schema_name, name, definition_format, definition, create_sql
+         FROM items", |row: (String, u32, String, String, String, u32, String, String)| {
+        let (id, oid, database, schema, item, format, definition, create_sql) = row;
         let id: GlobalId = stored_id(&id, "item id")?;
         let definition = durable::decode_definition(&id, format, &definition)?;
         state.insert_item(CatalogItem {
@@ -391,53 +376,43 @@ fn load_state(connection: &Connection) -> Result<CatalogState, CatalogError> {
             definition,
             create_sql,
         });
-    }
+        Ok(())
+    })?;
     load_schemas_and_comments(connection, &mut state)?;
-    let mut statement =
-        connection.prepare("SELECT id, name, managed, size, replication_factor FROM clusters")?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, bool>(2)?,
-            row.get::<_, Option<String>>(3)?,
-            row.get::<_, Option<u32>>(4)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, name, managed, size, replication_factor) = row?;
-        let id: ClusterId = stored_id(&id, "cluster id")?;
-        state.clusters.insert(
-            id,
-            Cluster {
+    for_each_row(
+        connection,
+        "SELECT id, name, managed, size, replication_factor FROM clusters",
+        |row: (String, String, bool, Option<String>, Option<u32>)| {
+            let (id, name, managed, size, replication_factor) = row;
+            let id: ClusterId = stored_id(&id, "cluster id")?;
+            state.clusters.insert(
                 id,
-                name,
-                managed,
-                size,
-                replication_factor,
-                replicas: Vec::new(),
-            },
-        );
-    }
-    let mut statement = connection
-        .prepare("SELECT id, cluster_id, name, size FROM cluster_replicas ORDER BY name")?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, String>(3)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, cluster_id, name, size) = row?;
-        let id: ReplicaId = stored_id(&id, "replica id")?;
-        let cluster_id: ClusterId = stored_id(&cluster_id, "cluster id")?;
-        let cluster = state.clusters.get_mut(&cluster_id).ok_or_else(|| {
-            CatalogError::Corrupt(format!("replica {id} of unknown cluster {cluster_id}"))
-        })?;
-        cluster.replicas.push(Replica { id, name, size });
-    }
+                Cluster {
+                    id,
+                    name,
+                    managed,
+                    size,
+                    replication_factor,
+                    replicas: Vec::new(),
+                },
+            );
+            Ok(())
+        },
+    )?;
+    for_each_row(
+        connection,
+        "SELECT id, cluster_id, name, size FROM cluster_replicas ORDER BY name",
+        |row: (String, String, String, String)| {
+            let (id, cluster_id, name, size) = row;
+            let id: ReplicaId = stored_id(&id, "replica id")?;
+            let cluster_id: ClusterId = stored_id(&cluster_id, "cluster id")?;
+            let cluster = state.clusters.get_mut(&cluster_id).ok_or_else(|| {
+                CatalogError::Corrupt(format!("replica {id} of unknown cluster {cluster_id}"))
+            })?;
+            cluster.replicas.push(Replica { id, name, size });
+            Ok(())
+        },
+    )?;
     transact::load_roles(connection, &mut state)?;
     Ok(state)
 }
@@ -458,21 +433,34 @@ fn load_schemas_and_comments(
         let schema = schema?;
         state.schemas.insert(schema.name.clone(), schema);
     }
-    let mut statement =
-        connection.prepare("SELECT object_id, column_position, comment FROM comments")?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, usize>(1)?,
-            row.get::<_, String>(2)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, position, comment) = row?;
-        let id: GlobalId = stored_id(&id, "commented object id")?;
-        state
-            .comments
-            .insert((id, (position > 0).then_some(position)), comment);
+    for_each_row(
+        connection,
+        "SELECT object_id, column_position, comment FROM comments",
+        |row: (String, usize, String)| {
+            let (id, position, comment) = row;
+            let id: GlobalId = stored_id(&id, "commented object id")?;
+            state
+                .comments
+                .insert((id, (position > 0).then_some(position)), comment);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// Calls `each` with every row `sql` selects, read as the tuple `T` of its columns: the
+/// catalog loads each of its tables so. Stops at the first error, a row's or `each`'s.
+pub(crate) fn for_each_row<T>(
+    connection: &Connection,
+    sql: &str,
+    mut each: impl FnMut(T) -> Result<(), CatalogError>,
+) -> Result<(), CatalogError>
+where
+    T: for<'row> TryFrom<&'row rusqlite::Row<'row>, Error = rusqlite::Error>,
+{
+    let mut statement = connection.prepare(sql)?;
+    for row in statement.query_map([], |row| T::try_from(row))? {
+        each(row?)?;
     }
     Ok(())
 }

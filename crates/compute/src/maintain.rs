@@ -69,6 +69,22 @@ pub struct View {
     pub output: Box<dyn OutputLog>,
 }
 
+impl View {
+    /// The view of `spec` over `inputs` (one per input, in order) into `output`: how the
+    /// adapter hands its materialized views and subscriptions to a maintainer.
+    pub fn new(
+        spec: DataflowSpec,
+        inputs: Vec<Arc<dyn InputLog>>,
+        output: impl OutputLog + 'static,
+    ) -> View {
+        View {
+            spec,
+            inputs,
+            output: Box::new(output),
+        }
+    }
+}
+
 /// How a maintainer is doing.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {

@@ -493,26 +493,11 @@ impl SimpleQueryHandler for Handlers {
             self.coordinator.start_implicit_transaction(&mut session);
         }
         for statement in statements {
-            let mut notices = Vec::new();
-            let result = {
-                let mut session = session.lock().await;
-                self.coordinator
-                    .execute(&mut session, statement, &mut notices)
-                    .await
-            };
-            send_notices(client, notices).await?;
+            let result = self
+                .run_statement(client, &session, statement, &Format::UnifiedText, None)
+                .await?;
             match result {
-                Ok(ExecuteResponse::Subscribe {
-                    columns,
-                    copy,
-                    rows,
-                }) => {
-                    let format = Format::UnifiedText;
-                    let response =
-                        stream_subscribe(client, columns, copy, &rows, &format, true).await?;
-                    responses.push(response);
-                }
-                Ok(result) => responses.push(to_response(result, &Format::UnifiedText)),
+                Ok(response) => responses.push(response),
                 Err(error) => {
                     responses.push(Response::Error(Box::new(error_info(&error))));
                     // The rest of a multi-statement string is not run.
@@ -584,6 +569,61 @@ fn wire_transaction_status(session: &Session) -> TransactionStatus {
 }
 
 impl Handlers {
+    /// Runs one statement for either protocol: executes it in the session, sends the notices
+    /// it raised and makes its response. `max_rows` is `None` for the simple protocol and
+    /// the extended protocol's row limit of an Execute. `Ok(Err(error))` is the statement's
+    /// own error.
+    async fn run_statement<C>(
+        &self,
+        client: &mut C,
+        session: &SharedSession,
+        statement: Statement,
+        format: &Format,
+        max_rows: Option<usize>,
+    ) -> PgWireResult<Result<Response, AdapterError>>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let extended = max_rows.is_some();
+        let mut notices = Vec::new();
+        let result = {
+            let mut session = session.lock().await;
+            // The writes executed before a Sync commit together, as in Postgres (a
+            // driver's batch is all or nothing): the first write begins an implicit
+            // transaction that Sync ends; what follows it up to the Sync joins it.
+            // Reads and DDL outside it run alone, as a one-statement query string.
+            if extended
+                && session.transaction.is_none()
+                && floe_adapter::transaction::writes_tables(&statement)
+            {
+                self.coordinator.start_implicit_transaction(&mut session);
+            }
+            self.coordinator
+                .execute(&mut session, statement, &mut notices)
+                .await
+        };
+        send_notices(client, notices).await?;
+        let response = match result {
+            Ok(ExecuteResponse::Subscribe {
+                columns,
+                copy,
+                rows,
+            }) => {
+                // A portal fetched a few rows at a time keeps the subscription open.
+                if max_rows.is_some_and(|max_rows| max_rows > 0) && !copy {
+                    suspendable_subscription(&columns, &rows, format)
+                } else {
+                    stream_subscribe(client, columns, copy, &rows, format, !extended).await?
+                }
+            }
+            Ok(result) => to_response(result, format),
+            Err(error) => return Ok(Err(error)),
+        };
+        Ok(Ok(response))
+    }
+
     /// Tells the client the connection is ready, with the session's transaction
     /// status.
     async fn send_ready_for_query<C>(&self, client: &mut C) -> PgWireResult<()>
@@ -898,36 +938,9 @@ impl ExtendedQueryHandler for Handlers {
                 .map_err(|e| user_error(&e))?;
         }
         let session = session_of(client)?;
-        let mut notices = Vec::new();
-        let result = {
-            let mut session = session.lock().await;
-            // The writes executed before a Sync commit together, as in Postgres (a
-            // driver's batch is all or nothing): the first write begins an implicit
-            // transaction that Sync ends; what follows it up to the Sync joins it.
-            // Reads and DDL outside it run alone, as a one-statement query string.
-            if session.transaction.is_none() && floe_adapter::transaction::writes_tables(&statement)
-            {
-                self.coordinator.start_implicit_transaction(&mut session);
-            }
-            self.coordinator
-                .execute(&mut session, statement, &mut notices)
-                .await
-        };
-        send_notices(client, notices).await?;
-        match result {
-            Ok(ExecuteResponse::Subscribe {
-                columns,
-                copy,
-                rows,
-            }) => {
-                let format = &portal.result_column_format;
-                if max_rows > 0 && !copy {
-                    return Ok(suspendable_subscription(&columns, &rows, format));
-                }
-                stream_subscribe(client, columns, copy, &rows, format, false).await
-            }
-            Ok(result) => Ok(to_response(result, &portal.result_column_format)),
-            Err(error) => Err(user_error(&error)),
-        }
+        let format = &portal.result_column_format;
+        self.run_statement(client, &session, statement, format, Some(max_rows))
+            .await?
+            .map_err(|error| user_error(&error))
     }
 }

@@ -5,64 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
+use floe_repr::{SqlScalarType, SqlState};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{PgConnectionConfig, connect};
 use crate::error::{ErrorKind, PgError};
 use crate::types::{TypeInfo, scalar_type};
 
-/// One column of an upstream table as the source replicates it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpstreamColumn {
-    pub name: String,
-    /// `pg_attribute.atttypid` and `atttypmod`: a Relation message naming another type
-    /// for this column is an incompatible schema change.
-    pub type_oid: u32,
-    pub type_modifier: i32,
-    /// What values become in floe (`text` for TEXT COLUMNS).
-    pub scalar_type: SqlScalarType,
-    pub nullable: bool,
-}
-
-/// An upstream table as the source replicates it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpstreamTable {
-    /// The table's oid: pgoutput names relations by oid.
-    pub oid: u32,
-    pub schema: String,
-    pub name: String,
-    pub columns: Vec<UpstreamColumn>,
-    /// The primary key's columns (indexes into `columns`), when all of them are kept.
-    pub primary_key: Option<Vec<usize>>,
-}
-
-impl UpstreamTable {
-    /// `schema.table`, as errors name it.
-    pub fn qualified_name(&self) -> String {
-        format!("{}.{}", self.schema, self.name)
-    }
-
-    /// The subsource's relation: the kept columns, keyed by the upstream primary key.
-    pub fn desc(&self) -> RelationDesc {
-        RelationDesc {
-            columns: self
-                .columns
-                .iter()
-                .map(|c| {
-                    (
-                        c.name.clone(),
-                        ColumnType {
-                            scalar_type: c.scalar_type.clone(),
-                            nullable: c.nullable,
-                        },
-                    )
-                })
-                .collect(),
-            unique_keys: self.primary_key.iter().cloned().collect(),
-        }
-    }
-}
+pub use floe_repr::upstream::{UpstreamColumn, UpstreamTable};
 
 /// A subsource CREATE SOURCE will create: its name in floe and the table it replicates.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

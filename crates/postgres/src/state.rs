@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use floe_repr::{ColumnType, Datum, GlobalId, RelationDesc, Row, SqlScalarType};
+use floe_repr::{Datum, GlobalId, RelationDesc, Row, SqlScalarType};
 use floe_storage::Storage;
 
 use crate::error::PgError;
@@ -18,38 +18,20 @@ use crate::lsn::Lsn;
 
 /// The progress collection's relation: `(lsn uint8)`.
 pub fn progress_desc() -> RelationDesc {
-    RelationDesc {
-        columns: vec![(
-            "lsn".to_string(),
-            ColumnType {
-                scalar_type: SqlScalarType::UInt64,
-                nullable: false,
-            },
-        )],
-        unique_keys: vec![],
-    }
+    RelationDesc::from_columns(&[("lsn", SqlScalarType::UInt64, false)], vec![])
 }
 
 /// The source's own relation: `(subsource text, snapshot_lsn uint8, error text)`, one row
 /// per subsource, keyed by the subsource's id.
 pub fn source_desc() -> RelationDesc {
-    let column = |name: &str, scalar_type: SqlScalarType, nullable: bool| {
-        (
-            name.to_string(),
-            ColumnType {
-                scalar_type,
-                nullable,
-            },
-        )
-    };
-    RelationDesc {
-        columns: vec![
-            column("subsource", SqlScalarType::Text, false),
-            column("snapshot_lsn", SqlScalarType::UInt64, false),
-            column("error", SqlScalarType::Text, true),
+    RelationDesc::from_columns(
+        &[
+            ("subsource", SqlScalarType::Text, false),
+            ("snapshot_lsn", SqlScalarType::UInt64, false),
+            ("error", SqlScalarType::Text, true),
         ],
-        unique_keys: vec![vec![0]],
-    }
+        vec![vec![0]],
+    )
 }
 
 /// A subsource's durable state.
@@ -246,16 +228,7 @@ mod tests {
         storage
             .register(
                 table,
-                RelationDesc {
-                    columns: vec![(
-                        "a".into(),
-                        ColumnType {
-                            scalar_type: SqlScalarType::Int32,
-                            nullable: true,
-                        },
-                    )],
-                    unique_keys: vec![],
-                },
+                RelationDesc::from_columns(&[("a", SqlScalarType::Int32, true)], vec![]),
             )
             .unwrap();
         let mut durable = DurableState::read(&storage, source, progress).unwrap();

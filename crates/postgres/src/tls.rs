@@ -43,8 +43,14 @@ pub(crate) fn client_config(
 ) -> Result<Option<Arc<ClientConfig>>, PgError> {
     let verifier: Arc<dyn ServerCertVerifier> = match config.ssl_mode {
         SslMode::Disable => return Ok(None),
-        SslMode::Require => Arc::new(AnyCertificate(provider().signature_verification_algorithms)),
-        SslMode::VerifyCa => Arc::new(AnyHostName(webpki_verifier(config)?)),
+        SslMode::Require => Arc::new(LenientVerifier {
+            algorithms: provider().signature_verification_algorithms,
+            chain: None,
+        }),
+        SslMode::VerifyCa => Arc::new(LenientVerifier {
+            algorithms: provider().signature_verification_algorithms,
+            chain: Some(webpki_verifier(config)?),
+        }),
         SslMode::VerifyFull => webpki_verifier(config)?,
     };
     let builder = ClientConfig::builder_with_provider(provider())
@@ -112,50 +118,18 @@ fn webpki_verifier(config: &PgConnectionConfig) -> Result<Arc<WebPkiServerVerifi
         .map_err(|e| tls_error(format!("TLS setup failed: {e}")))
 }
 
-/// `require`: any certificate (the handshake's signatures are still checked).
+/// `require` and `verify-ca`, one verifier as they differ only in the certificate they
+/// accept; the handshake's signatures are always checked.
 #[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct LenientVerifier {
+    /// The crypto provider's algorithms (what a `WebPkiServerVerifier` checks with too).
+    algorithms: WebPkiSupportedAlgorithms,
+    /// `verify-ca`: the chain must verify, a certificate for another host name is
+    /// accepted. `None` for `require`: any certificate.
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-/// `verify-ca`: the chain must verify; a certificate for another host name is accepted.
-#[derive(Debug)]
-struct AnyHostName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyHostName {
+impl ServerCertVerifier for LenientVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -164,11 +138,11 @@ impl ServerCertVerifier for AnyHostName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
         // webpki checks the chain before the name, so a name error means the chain held.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -182,7 +156,7 @@ impl ServerCertVerifier for AnyHostName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -191,11 +165,11 @@ impl ServerCertVerifier for AnyHostName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 

@@ -103,6 +103,11 @@ impl PgType {
             .map_or(0, |(_, oid)| *oid)
     }
 
+    /// Every type, in OID order: the one list of them beside the enum.
+    pub fn all() -> impl Iterator<Item = PgType> {
+        TYPE_OIDS.iter().map(|(pg_type, _)| *pg_type)
+    }
+
     /// The type of an OID, if floe has it.
     pub fn from_oid(oid: u32) -> Option<PgType> {
         TYPE_OIDS.iter().find(|(_, o)| *o == oid).map(|(t, _)| *t)

@@ -12,6 +12,7 @@ pub mod sqlstate;
 pub mod strconv;
 pub mod timestamp;
 pub mod types;
+pub mod upstream;
 
 pub use cast::cast_datum;
 pub use codec::{CodecError, decode_row, encode_row};

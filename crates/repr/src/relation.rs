@@ -23,6 +23,27 @@ pub struct RelationDesc {
 }
 
 impl RelationDesc {
+    /// A relation of the `columns` (name, type, nullable) keyed by `unique_keys`: the
+    /// short way to spell out a fixed relation.
+    pub fn from_columns(
+        columns: &[(&str, SqlScalarType, bool)],
+        unique_keys: Vec<Vec<usize>>,
+    ) -> RelationDesc {
+        RelationDesc {
+            columns: columns
+                .iter()
+                .map(|(name, scalar_type, nullable)| {
+                    let column_type = ColumnType {
+                        scalar_type: scalar_type.clone(),
+                        nullable: *nullable,
+                    };
+                    (name.to_string(), column_type)
+                })
+                .collect(),
+            unique_keys,
+        }
+    }
+
     /// The index of the column with this name, if any.
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|(n, _)| n == name)

@@ -148,31 +148,16 @@ pub fn format_datum(datum: &Datum) -> String {
 }
 
 fn write_datum(out: &mut String, datum: &Datum) {
-    use std::fmt::Write;
     match datum {
         Datum::Null => out.push_str("NULL"),
         Datum::Bool(b) => out.push(if *b { 't' } else { 'f' }),
-        Datum::Int16(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::Int32(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::Int64(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::UInt16(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::UInt32(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::UInt64(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Datum::Oid(v) => {
-            let _ = write!(out, "{v}");
-        }
+        Datum::Int16(v) => push_display(out, v),
+        Datum::Int32(v) => push_display(out, v),
+        Datum::Int64(v) => push_display(out, v),
+        Datum::UInt16(v) => push_display(out, v),
+        Datum::UInt32(v) => push_display(out, v),
+        Datum::UInt64(v) => push_display(out, v),
+        Datum::Oid(v) => push_display(out, v),
         Datum::Float32(v) => out.push_str(&format_float32(*v)),
         Datum::Float64(v) => out.push_str(&format_float64(*v)),
         Datum::Numeric(s) | Datum::Text(s) | Datum::Jsonb(s) => out.push_str(s),
@@ -188,53 +173,25 @@ fn write_datum(out: &mut String, datum: &Datum) {
         } => out.push_str(&format_interval(*months, *days, *micros)),
         Datum::Uuid(bytes) => out.push_str(&format_uuid(bytes)),
         Datum::TextArray(elements) => {
-            out.push('{');
-            for (i, element) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                match element {
-                    None => out.push_str("NULL"),
-                    Some(s) => push_quoted_element(out, s, ElementKind::Array),
-                }
-            }
-            out.push('}');
+            push_delimited(out, ('{', '}'), elements, |out, element| match element {
+                None => out.push_str("NULL"),
+                Some(s) => push_quoted_element(out, s, ElementKind::Array),
+            })
         }
-        Datum::List(elements) => {
-            out.push('{');
-            for (i, element) in elements.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_element(out, element, ElementKind::List);
+        Datum::List(elements) => push_delimited(out, ('{', '}'), elements, |out, element| {
+            write_element(out, element, ElementKind::List)
+        }),
+        Datum::Map(entries) => push_delimited(out, ('{', '}'), entries, |out, (key, value)| {
+            push_quoted_element(out, key, ElementKind::Map);
+            out.push_str("=>");
+            write_element(out, value, ElementKind::Map);
+        }),
+        Datum::Record(fields) => push_delimited(out, ('(', ')'), fields, |out, field| {
+            if !matches!(field, Datum::Null) {
+                let text = format_datum(field);
+                push_quoted_composite(out, &text, b"(),\"\\");
             }
-            out.push('}');
-        }
-        Datum::Map(entries) => {
-            out.push('{');
-            for (i, (key, value)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_quoted_element(out, key, ElementKind::Map);
-                out.push_str("=>");
-                write_element(out, value, ElementKind::Map);
-            }
-            out.push('}');
-        }
-        Datum::Record(fields) => {
-            out.push('(');
-            for (i, field) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                if !matches!(field, Datum::Null) {
-                    let text = format_datum(field);
-                    push_quoted_composite(out, &text, b"(),\"\\");
-                }
-            }
-            out.push(')');
-        }
+        }),
         Datum::Range(None) => out.push_str("empty"),
         Datum::Range(Some(bounds)) => {
             let lower_inclusive = bounds.lower_inclusive && bounds.lower.is_some();
@@ -250,6 +207,30 @@ fn write_datum(out: &mut String, datum: &Datum) {
             out.push(if upper_inclusive { ']' } else { ')' });
         }
     }
+}
+
+/// Writes a value by its `Display` form: the integers and oids print so.
+fn push_display(out: &mut String, value: impl fmt::Display) {
+    use std::fmt::Write;
+    let _ = write!(out, "{value}");
+}
+
+/// Writes `items` comma-separated between the `brackets`, each by `write_item`: arrays,
+/// lists, maps and records all print so.
+fn push_delimited<'a, T: 'a>(
+    out: &mut String,
+    brackets: (char, char),
+    items: impl IntoIterator<Item = &'a T>,
+    mut write_item: impl FnMut(&mut String, &'a T),
+) {
+    out.push(brackets.0);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_item(out, item);
+    }
+    out.push(brackets.1);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -282,14 +263,20 @@ fn push_quoted_element(out: &mut String, text: &str, kind: ElementKind) {
     };
     let needs_quotes =
         text.is_empty() || text.eq_ignore_ascii_case("null") || text.chars().any(special);
-    if !needs_quotes {
+    if needs_quotes {
+        push_quoted(out, text, Some('\\'));
+    } else {
         out.push_str(text);
-        return;
     }
+}
+
+/// Writes `text` in double quotes, each quote and backslash in it escaped by `escape`
+/// before it, or doubled when `escape` is `None`: elements and composite fields quote so.
+fn push_quoted(out: &mut String, text: &str, escape: Option<char>) {
     out.push('"');
     for c in text.chars() {
         if c == '"' || c == '\\' {
-            out.push('\\');
+            out.push(escape.unwrap_or(c));
         }
         out.push(c);
     }
@@ -303,18 +290,11 @@ fn push_quoted_composite(out: &mut String, text: &str, specials: &[u8]) {
         || text
             .chars()
             .any(|c| c.is_whitespace() || (c.is_ascii() && specials.contains(&(c as u8))));
-    if !needs_quotes {
+    if needs_quotes {
+        push_quoted(out, text, None);
+    } else {
         out.push_str(text);
-        return;
     }
-    out.push('"');
-    for c in text.chars() {
-        if c == '"' || c == '\\' {
-            out.push(c);
-        }
-        out.push(c);
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

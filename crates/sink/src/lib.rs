@@ -43,7 +43,7 @@ pub use rest::{LoadTableResponse, RestCatalogClient};
 pub use sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
 pub use sink::{
     DeleteMode, Envelope, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings,
-    SinkSpec, SinkStatus, StatisticsUpdate, TableState, check_sink_table, run_sink, spawn_sink,
+    SinkSpec, SinkStatus, StatisticsUpdate, TableState, check_sink_table, spawn_sink,
 };
 pub use sts::{AssumeRoleProvider, AwsEnvironment, PrincipalSource, StsClient, StsSettings};
 pub use validate::{validate_catalog, validate_catalog_with, validate_catalog_with_credentials};

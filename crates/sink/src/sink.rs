@@ -257,8 +257,60 @@ pub fn spawn_sink(
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
 ) -> SinkHandle {
-    let task = tokio::spawn(supervise(connection, spec, input, reporter, settings));
-    SinkHandle { task }
+    let supervisor = async move {
+        // The table's maintenance runs beside the sink task for as long as the sink does,
+        // taking turns with it to commit.
+        let turn = CommitTurn::default();
+        let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
+            connection.clone(),
+            spec.clone(),
+            reporter.clone(),
+            settings.clone(),
+            turn.clone(),
+        )));
+        let mut failures: u32 = 0;
+        loop {
+            let started = Instant::now();
+            let machine = SinkMachine {
+                connection: connection.clone(),
+                spec: spec.clone(),
+                input: input.clone(),
+                reporter: reporter.clone(),
+                settings: settings.clone(),
+                turn: turn.clone(),
+                known_uuid: None,
+                reported_status: Some(SinkStatus::Starting),
+            };
+            let mut run = AbortOnDrop(tokio::spawn(machine.run_to_end()));
+            let error = match (&mut run.0).await {
+                // Sealed: nothing more to do.
+                Ok(Ok(())) => return Ok(()),
+                // Fenced off for good; the sink reported it.
+                Ok(Err(err)) if err.kind == ErrorKind::Fenced => return Err(err),
+                Ok(Err(err)) => err,
+                Err(join) => task_failure(join),
+            };
+            tracing::error!(sink = %spec.sink_id, error = %error.message, "iceberg sink task failed; restarting it");
+            reporter.status(SinkStatus::Stalled {
+                error: format!("iceberg: {}", error.message),
+                hint: error.hint.clone(),
+            });
+            // A task that ran a while before failing starts over without a long wait.
+            if started.elapsed() >= settings.max_backoff {
+                failures = 0;
+            }
+            tokio::time::sleep(backoff(
+                settings.initial_backoff,
+                settings.max_backoff,
+                failures,
+            ))
+            .await;
+            failures = failures.saturating_add(1);
+        }
+    };
+    SinkHandle {
+        task: tokio::spawn(supervisor),
+    }
 }
 
 /// Aborts a task when dropped (the supervisor's own abort reaches the sink task).
@@ -267,61 +319,6 @@ struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-async fn supervise(
-    connection: SinkConnection,
-    spec: SinkSpec,
-    input: Arc<dyn SinkInput>,
-    reporter: Arc<dyn SinkReporter>,
-    settings: SinkSettings,
-) -> Result<(), SinkError> {
-    // The table's maintenance runs beside the sink task for as long as the sink does,
-    // taking turns with it to commit.
-    let turn = CommitTurn::default();
-    let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
-        connection.clone(),
-        spec.clone(),
-        reporter.clone(),
-        settings.clone(),
-        turn.clone(),
-    )));
-    let mut failures: u32 = 0;
-    loop {
-        let started = Instant::now();
-        let mut run = AbortOnDrop(tokio::spawn(run_sink(
-            connection.clone(),
-            spec.clone(),
-            input.clone(),
-            reporter.clone(),
-            settings.clone(),
-            turn.clone(),
-        )));
-        let error = match (&mut run.0).await {
-            // Sealed: nothing more to do.
-            Ok(Ok(())) => return Ok(()),
-            // Fenced off for good; the sink reported it.
-            Ok(Err(err)) if err.kind == ErrorKind::Fenced => return Err(err),
-            Ok(Err(err)) => err,
-            Err(join) => task_failure(join),
-        };
-        tracing::error!(sink = %spec.sink_id, error = %error.message, "iceberg sink task failed; restarting it");
-        reporter.status(SinkStatus::Stalled {
-            error: format!("iceberg: {}", error.message),
-            hint: error.hint.clone(),
-        });
-        // A task that ran a while before failing starts over without a long wait.
-        if started.elapsed() >= settings.max_backoff {
-            failures = 0;
-        }
-        tokio::time::sleep(backoff(
-            settings.initial_backoff,
-            settings.max_backoff,
-            failures,
-        ))
-        .await;
-        failures = failures.saturating_add(1);
     }
 }
 
@@ -483,38 +480,6 @@ pub fn already_exists(namespace: &Namespace, table: &str) -> SinkError {
     .with_retryable(false)
 }
 
-/// Runs a sink until it is fenced off or sealed; failures stall it and it retries with
-/// backoff. Cancel it by dropping the future (or aborting its task). Unsupervised: use
-/// [`spawn_sink`] to run a sink.
-pub async fn run_sink(
-    connection: SinkConnection,
-    spec: SinkSpec,
-    input: Arc<dyn SinkInput>,
-    reporter: Arc<dyn SinkReporter>,
-    settings: SinkSettings,
-    turn: CommitTurn,
-) -> Result<(), SinkError> {
-    if spec.commit_interval_ms == 0 {
-        return Err(SinkError::new(
-            ErrorKind::InvalidConfig,
-            "COMMIT INTERVAL must be at least 1 millisecond",
-        )
-        .with_retryable(false));
-    }
-    reporter.status(SinkStatus::Starting);
-    let mut machine = SinkMachine {
-        connection,
-        spec,
-        input,
-        reporter,
-        settings,
-        turn,
-        known_uuid: None,
-        reported_status: Some(SinkStatus::Starting),
-    };
-    machine.run().await
-}
-
 /// The states of a sink. Each step consumes one state and returns the next; any error
 /// leads to `Stalled`, whose recovery starts over at `Start` (reload everything from the
 /// table, which is the truth).
@@ -576,6 +541,21 @@ struct SinkMachine {
 }
 
 impl SinkMachine {
+    /// Runs the sink until it is fenced off or sealed; failures stall it and it retries
+    /// with backoff. Cancel it by dropping the future (or aborting its task). Unsupervised:
+    /// `spawn_sink` runs one in a task it supervises.
+    async fn run_to_end(mut self) -> Result<(), SinkError> {
+        if self.spec.commit_interval_ms == 0 {
+            return Err(SinkError::new(
+                ErrorKind::InvalidConfig,
+                "COMMIT INTERVAL must be at least 1 millisecond",
+            )
+            .with_retryable(false));
+        }
+        self.reporter.status(SinkStatus::Starting);
+        self.run().await
+    }
+
     async fn run(&mut self) -> Result<(), SinkError> {
         let mut state = State::Start;
         let mut failures: u32 = 0;

@@ -519,6 +519,18 @@ fn main_retention(metadata: &TableMetadata) -> Result<SnapshotRetention, SinkErr
     }
 }
 
+/// What a snapshot summary counts, as Iceberg names it (`total-<counted>`,
+/// `added-<counted>`, and `deleted-` or `removed-<counted>` by the second field), and whether
+/// a snapshot that replaces the table's contents states the removal (`add_removed`).
+const SUMMARY_COUNTS: [(&str, &str, bool); 6] = [
+    ("data-files", "deleted", true),
+    ("delete-files", "removed", true),
+    ("records", "deleted", true),
+    ("files-size", "removed", true),
+    ("position-deletes", "removed", false),
+    ("equality-deletes", "removed", false),
+];
+
 /// `total-*` summary properties: the parent's totals plus what this snapshot adds, minus
 /// what it removes (a compaction's). `None` counts from an empty table. A total the parent does not state (another writer
 /// left it out) is left out too: counting it from 0 would state a wrong total.
@@ -526,29 +538,13 @@ pub(crate) fn add_totals(
     properties: &mut HashMap<String, String>,
     parent: Option<&HashMap<String, String>>,
 ) {
-    for (total, added, removed) in [
-        ("total-data-files", "added-data-files", "deleted-data-files"),
-        (
-            "total-delete-files",
-            "added-delete-files",
-            "removed-delete-files",
-        ),
-        ("total-records", "added-records", "deleted-records"),
-        ("total-files-size", "added-files-size", "removed-files-size"),
-        (
-            "total-position-deletes",
-            "added-position-deletes",
-            "removed-position-deletes",
-        ),
-        (
-            "total-equality-deletes",
-            "added-equality-deletes",
-            "removed-equality-deletes",
-        ),
-    ] {
+    for (counted, removal, _) in SUMMARY_COUNTS {
+        let total = format!("total-{counted}");
+        let added = format!("added-{counted}");
+        let removed = format!("{removal}-{counted}");
         let parent_total = match parent {
             None => Some(0),
-            Some(parent) => parent.get(total).and_then(|v| v.parse::<u64>().ok()),
+            Some(parent) => parent.get(&total).and_then(|v| v.parse::<u64>().ok()),
         };
         let count = |key: &str| {
             properties
@@ -558,12 +554,12 @@ pub(crate) fn add_totals(
         };
         // Without a parent the totals are what this snapshot holds (a snapshot replacing
         // the table's contents states what it removed from the parent as well).
-        let removed = if parent.is_some() { count(removed) } else { 0 };
-        let added = count(added);
+        let removed = if parent.is_some() { count(&removed) } else { 0 };
+        let added = count(&added);
         match parent_total {
             Some(parent_total) => {
                 properties.insert(
-                    total.to_string(),
+                    total.clone(),
                     parent_total
                         .saturating_add(added)
                         .saturating_sub(removed)
@@ -571,7 +567,7 @@ pub(crate) fn add_totals(
                 );
             }
             None => {
-                properties.remove(total);
+                properties.remove(&total);
             }
         }
     }
@@ -581,14 +577,11 @@ pub(crate) fn add_totals(
 /// parent's totals, where it states them.
 fn add_removed(properties: &mut HashMap<String, String>, parent: Option<&HashMap<String, String>>) {
     let Some(parent) = parent else { return };
-    for (total, deleted) in [
-        ("total-data-files", "deleted-data-files"),
-        ("total-records", "deleted-records"),
-        ("total-delete-files", "removed-delete-files"),
-        ("total-files-size", "removed-files-size"),
-    ] {
-        if let Some(value) = parent.get(total).filter(|v| v.parse::<u64>().is_ok()) {
-            properties.insert(deleted.to_string(), value.clone());
+    let stated = SUMMARY_COUNTS.iter().filter(|(_, _, stated)| *stated);
+    for (counted, removal, _) in stated {
+        let total = format!("total-{counted}");
+        if let Some(value) = parent.get(&total).filter(|v| v.parse::<u64>().is_ok()) {
+            properties.insert(format!("{removal}-{counted}"), value.clone());
         }
     }
 }

@@ -692,6 +692,37 @@ pub fn missing_principal_error() -> SinkError {
     )
 }
 
+/// How an AWS connection authenticates, read once for providing and for validating its
+/// credentials: static keys, or a role assumed from floe's principal.
+enum Authentication<'a> {
+    Keys(&'a AwsKeys),
+    Role(RoleToAssume),
+}
+
+impl<'a> Authentication<'a> {
+    /// An error when the connection assumes a role and floe has no principal to assume it
+    /// from.
+    fn of(config: &'a AwsConfig, environment: &AwsEnvironment) -> Result<Self, SinkError> {
+        match &config.auth {
+            AwsAuthConfig::Keys(keys) => Ok(Authentication::Keys(keys)),
+            AwsAuthConfig::AssumeRole {
+                arn,
+                session_name,
+                external_id,
+            } => {
+                if !environment.has_principal() {
+                    return Err(missing_principal_error());
+                }
+                Ok(Authentication::Role(RoleToAssume {
+                    arn: arn.clone(),
+                    session_name: session_name.clone(),
+                    external_id: external_id.clone(),
+                }))
+            }
+        }
+    }
+}
+
 /// The credentials provider of an AWS connection: static keys, or a role assumed from
 /// floe's principal in `environment` with the connection's external id.
 pub fn aws_credentials_provider(
@@ -699,28 +730,14 @@ pub fn aws_credentials_provider(
     environment: &Arc<AwsEnvironment>,
     sts: &StsSettings,
 ) -> Result<Arc<dyn AwsCredentialsProvider>, SinkError> {
-    match &config.auth {
-        AwsAuthConfig::Keys(keys) => Ok(Arc::new(StaticAwsCredentials::new(keys.clone()))),
-        AwsAuthConfig::AssumeRole {
-            arn,
-            session_name,
-            external_id,
-        } => {
-            if !environment.has_principal() {
-                return Err(missing_principal_error());
-            }
-            let role = RoleToAssume {
-                arn: arn.clone(),
-                session_name: session_name.clone(),
-                external_id: external_id.clone(),
-            };
-            Ok(Arc::new(AssumeRoleProvider::new(
-                environment.clone(),
-                config,
-                role,
-                sts.clone(),
-            )))
-        }
+    match Authentication::of(config, environment)? {
+        Authentication::Keys(keys) => Ok(Arc::new(StaticAwsCredentials::new(keys.clone()))),
+        Authentication::Role(role) => Ok(Arc::new(AssumeRoleProvider::new(
+            environment.clone(),
+            config,
+            role,
+            sts.clone(),
+        ))),
     }
 }
 
@@ -732,8 +749,8 @@ pub async fn validate_aws_connection(
     environment: &AwsEnvironment,
 ) -> Result<(), SinkError> {
     let (endpoint, region) = (config.endpoint.as_deref(), config.region.as_deref());
-    match &config.auth {
-        AwsAuthConfig::Keys(keys) => {
+    match Authentication::of(config, environment)? {
+        Authentication::Keys(keys) => {
             let client = environment.sts_with_keys(endpoint, region, keys).await?;
             client.get_caller_identity().await.map_err(|failure| {
                 SinkError::new(
@@ -750,16 +767,9 @@ pub async fn validate_aws_connection(
             })?;
             Ok(())
         }
-        AwsAuthConfig::AssumeRole {
-            arn,
-            session_name,
-            external_id,
-        } => {
-            if !environment.has_principal() {
-                return Err(missing_principal_error());
-            }
+        Authentication::Role(role) => {
             let client = environment.sts(endpoint, region).await?;
-            validate_role(&client, arn, session_name, external_id).await
+            validate_role(&client, &role.arn, &role.session_name, &role.external_id).await
         }
     }
 }
@@ -839,30 +849,32 @@ mod tests {
     /// The SDK's endpoints: regional by default, FIPS and dual-stack when asked for.
     #[test]
     fn regional_fips_and_dual_stack_endpoints() {
-        assert_eq!(
-            resolve_endpoint("eu-west-1", false, false),
-            "https://sts.eu-west-1.amazonaws.com"
-        );
-        assert_eq!(
-            resolve_endpoint("us-east-1", false, false),
-            "https://sts.us-east-1.amazonaws.com"
-        );
-        assert_eq!(
-            resolve_endpoint("us-west-2", true, false),
-            "https://sts-fips.us-west-2.amazonaws.com"
-        );
-        assert_eq!(
-            resolve_endpoint("eu-west-1", false, true),
-            "https://sts.eu-west-1.api.aws"
-        );
-        assert_eq!(
-            resolve_endpoint("us-gov-west-1", true, true),
-            "https://sts-fips.us-gov-west-1.api.aws"
-        );
-        assert_eq!(
-            resolve_endpoint("cn-north-1", false, false),
-            "https://sts.cn-north-1.amazonaws.com.cn"
-        );
+        let cases = [
+            (
+                ("eu-west-1", false, false),
+                "https://sts.eu-west-1.amazonaws.com",
+            ),
+            (
+                ("us-east-1", false, false),
+                "https://sts.us-east-1.amazonaws.com",
+            ),
+            (
+                ("us-west-2", true, false),
+                "https://sts-fips.us-west-2.amazonaws.com",
+            ),
+            (("eu-west-1", false, true), "https://sts.eu-west-1.api.aws"),
+            (
+                ("us-gov-west-1", true, true),
+                "https://sts-fips.us-gov-west-1.api.aws",
+            ),
+            (
+                ("cn-north-1", false, false),
+                "https://sts.cn-north-1.amazonaws.com.cn",
+            ),
+        ];
+        for ((region, fips, dual_stack), endpoint) in cases {
+            assert_eq!(resolve_endpoint(region, fips, dual_stack), endpoint);
+        }
     }
 
     #[test]

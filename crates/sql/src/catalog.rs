@@ -476,40 +476,8 @@ pub enum Ingestion {
     Progress,
 }
 
-/// An upstream table as its subsource replicates it, fixed when the subsource
-/// is created (purification): the relation it has in floe and what the
-/// replication stream must keep sending for it (an upstream change of a column's
-/// type is an incompatible schema change).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PostgresTable {
-    /// The table's oid upstream: the stream names tables by oid.
-    pub oid: u32,
-    pub schema: String,
-    pub name: String,
-    /// The replicated columns (TEXT COLUMNS as text, EXCLUDE COLUMNS left out).
-    pub columns: Vec<PostgresColumn>,
-    /// The primary key's columns (indexes into `columns`), when all are kept.
-    pub primary_key: Option<Vec<usize>>,
-}
-
-impl PostgresTable {
-    /// `schema.table`, as errors and `mz_sources` name it.
-    pub fn qualified_name(&self) -> String {
-        format!("{}.{}", self.schema, self.name)
-    }
-}
-
-/// A replicated column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PostgresColumn {
-    pub name: String,
-    /// `pg_attribute.atttypid` and `atttypmod` upstream.
-    pub type_oid: u32,
-    pub type_modifier: i32,
-    /// What the values become in floe.
-    pub scalar_type: floe_repr::SqlScalarType,
-    pub nullable: bool,
-}
+/// An upstream table as its subsource replicates it (the source task's `UpstreamTable`).
+pub use floe_repr::upstream::{UpstreamColumn as PostgresColumn, UpstreamTable as PostgresTable};
 
 /// A view or a materialized view: a query over other relations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

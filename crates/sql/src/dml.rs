@@ -77,25 +77,9 @@ fn write_target<'a>(
     ),
     PlanError,
 > {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(normalize_ident)
-        .collect();
-    let qualified = match parts.as_slice() {
-        [item] => crate::planner::qualify_unqualified(catalog, item),
-        [schema, item] => QualifiedName {
-            database: crate::catalog::DATABASE.into(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        [database, schema, item] => QualifiedName {
-            database: database.clone(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        _ => return Err(PlanError::syntax(format!("improper relation name {name}"))),
+    let parts = crate::planner::identifier_parts(name);
+    let Some(qualified) = crate::planner::qualify_parts(catalog, &parts) else {
+        return Err(PlanError::syntax(format!("improper relation name {name}")));
     };
     if let [schema, item] | [_, schema, item] = parts.as_slice()
         && catalog.is_system_relation(schema, item)

@@ -73,6 +73,7 @@ pub fn plan(
     statement: Statement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
+    use crate::source::plan_new_source;
     let catalog = &SessionCatalog {
         catalog,
         search_path: session.search_path.clone(),
@@ -82,9 +83,13 @@ pub fn plan(
     }
     match statement {
         Statement::CreateSecret(s) => plan_create_secret(catalog, s),
-        Statement::AlterSecret(s) => plan_alter_secret(catalog, s, notices),
+        Statement::AlterSecret(s) => {
+            plan_alter(catalog, s, notices, |item, s, _| plan_alter_secret(item, s))
+        }
         Statement::CreateConnection(s) => plan_create_connection(catalog, s),
-        Statement::AlterConnection(s) => plan_alter_connection(catalog, s, notices),
+        Statement::AlterConnection(s) => plan_alter(catalog, s, notices, |item, s, _| {
+            plan_alter_connection(catalog, item, s)
+        }),
         Statement::ValidateConnection(s) => {
             let item = resolve_item(catalog, &s.name)?;
             expect_kind(item, ItemKind::Connection)?;
@@ -94,10 +99,15 @@ pub fn plan(
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
         Statement::CreateView(s) => crate::view::plan_create_view(catalog, session, s),
-        Statement::AlterSink(s) => plan_alter_sink(catalog, s, notices),
-        Statement::CreateSource(s) => {
-            crate::source::plan_create_source(catalog, &session.cluster, s)
-        }
+        Statement::AlterSink(s) => plan_alter(catalog, s, notices, |item, s, _| {
+            plan_alter_sink(catalog, item, s)
+        }),
+        Statement::CreateSource(s) => plan_new_source(
+            catalog,
+            &session.cluster,
+            s,
+            crate::source::plan_create_source,
+        ),
         Statement::CreateCluster(s) => plan_create_cluster(catalog, s),
         Statement::AlterCluster(s) => plan_alter_cluster(catalog, s, notices),
         Statement::CreateClusterReplica(s) => plan_create_cluster_replica(catalog, s),
@@ -121,10 +131,15 @@ pub fn plan(
         Statement::Unsupported(what) => {
             Err(PlanError::unsupported(format!("{what} is not supported")))
         }
-        Statement::CreatePostgresSource(s) => {
-            crate::postgres::plan_create_postgres_source(catalog, &session.cluster, s)
-        }
-        Statement::AlterSource(s) => crate::postgres::plan_alter_source(catalog, s, notices),
+        Statement::CreatePostgresSource(s) => plan_new_source(
+            catalog,
+            &session.cluster,
+            s,
+            crate::postgres::plan_create_postgres_source,
+        ),
+        Statement::AlterSource(s) => plan_alter(catalog, s, notices, |source, s, notices| {
+            crate::postgres::plan_alter_source(catalog, source, s, notices)
+        }),
         Statement::Standard(s) => plan_standard(catalog, *s, notices),
         Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, session, s),
         Statement::Declare(_) | Statement::Fetch(_) | Statement::Close(_) => Err(
@@ -288,6 +303,51 @@ pub(crate) fn find_for_alter<'a>(
     Ok(Ok(item))
 }
 
+/// What an `ALTER [IF EXISTS]` statement names (the item, and whether IF EXISTS was
+/// said), and the kind of item and the command tag it is about: what `plan_alter` finds
+/// the item by.
+pub(crate) trait AlterStatement {
+    const KIND: ItemKind;
+    const TAG: &'static str;
+    fn target(&self) -> (&ObjectName, bool);
+}
+
+/// Implements `AlterStatement` for statements with `name` and `if_exists` fields (a field
+/// of several types is what a function cannot reach).
+macro_rules! alter_statement {
+    ($($statement:ty => $kind:ident, $tag:literal;)*) => {$(
+        impl AlterStatement for $statement {
+            const KIND: ItemKind = ItemKind::$kind;
+            const TAG: &'static str = $tag;
+            fn target(&self) -> (&ObjectName, bool) {
+                (&self.name, self.if_exists)
+            }
+        }
+    )*};
+}
+
+alter_statement! {
+    ast::AlterSecretStatement => Secret, "ALTER SECRET";
+    ast::AlterConnectionStatement => Connection, "ALTER CONNECTION";
+    ast::AlterSinkStatement => Sink, "ALTER SINK";
+    ast::AlterSourceStatement => Source, "ALTER SOURCE";
+}
+
+/// Plans an `ALTER [IF EXISTS]`: finds the item (see `find_for_alter`), then `plan` plans
+/// the change to it; a missing item under IF EXISTS is the no-op.
+fn plan_alter<'a, S: AlterStatement>(
+    catalog: &'a dyn PlanCatalog,
+    statement: S,
+    notices: &mut Vec<PlanNotice>,
+    plan: impl FnOnce(&'a CatalogItem, S, &mut Vec<PlanNotice>) -> Result<Plan, PlanError>,
+) -> Result<Plan, PlanError> {
+    let (name, if_exists) = statement.target();
+    match find_for_alter(catalog, name, if_exists, S::KIND, S::TAG, notices)? {
+        Ok(item) => plan(item, statement, notices),
+        Err(no_op) => Ok(no_op),
+    }
+}
+
 pub(crate) fn unknown_item(name: &ObjectName) -> PlanError {
     PlanError::unknown_item(display_name(name))
 }
@@ -303,22 +363,47 @@ pub(crate) fn find_item<'a>(
     catalog: &'a dyn PlanCatalog,
     name: &ObjectName,
 ) -> Result<Option<&'a CatalogItem>, PlanError> {
-    let parts = name_parts(name)?;
-    let qualified = match parts.as_slice() {
-        [item] => qualify_unqualified(catalog, item),
-        [schema, item] => QualifiedName {
+    let Some(qualified) = qualify_parts(catalog, &name_parts(name)?) else {
+        return Ok(None);
+    };
+    Ok(catalog.item_by_name(&qualified))
+}
+
+/// The name `[schema, item]` or `[database, schema, item]` spells out in full (`None` for
+/// any other number of parts): one place for what every lookup by name starts from.
+pub fn fully_qualified(parts: &[String]) -> Option<QualifiedName> {
+    match parts {
+        [schema, item] => Some(QualifiedName {
             database: DATABASE.into(),
             schema: schema.clone(),
             item: item.clone(),
-        },
-        [database, schema, item] => QualifiedName {
+        }),
+        [database, schema, item] => Some(QualifiedName {
             database: database.clone(),
             schema: schema.clone(),
             item: item.clone(),
-        },
-        _ => return Ok(None),
-    };
-    Ok(catalog.item_by_name(&qualified))
+        }),
+        _ => None,
+    }
+}
+
+/// The name one, two or three `parts` stand for, a lone item found along the search path
+/// (see `qualify_unqualified`); `None` for any other number of parts.
+pub(crate) fn qualify_parts(catalog: &dyn PlanCatalog, parts: &[String]) -> Option<QualifiedName> {
+    match parts {
+        [item] => Some(qualify_unqualified(catalog, item)),
+        _ => fully_qualified(parts),
+    }
+}
+
+/// A name's identifier parts, normalized; any other kind of part is skipped (where
+/// `name_parts` would reject the name).
+pub fn identifier_parts(name: &ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .filter_map(|part| part.as_ident())
+        .map(normalize_ident)
+        .collect()
 }
 
 pub(crate) fn resolve_item<'a>(
@@ -491,21 +576,9 @@ fn plan_create_secret(
 }
 
 fn plan_alter_secret(
-    catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterSecretStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Secret,
-        "ALTER SECRET",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let OptionValue::String(value) = statement.value else {
         return Err(PlanError::invalid("secret value must be a string"));
     };
@@ -796,20 +869,9 @@ fn plan_local_iceberg_connection(
 
 fn plan_alter_connection(
     catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterConnectionStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Connection,
-        "ALTER CONNECTION",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let kind = match &item.definition {
         ItemDefinition::Connection(ConnectionDefinition::IcebergCatalog(_)) => "ICEBERG CATALOG",
         ItemDefinition::Connection(ConnectionDefinition::Postgres(_)) => "POSTGRES",
@@ -1225,20 +1287,9 @@ fn cannot_change_partition_by() -> PlanError {
 
 fn plan_alter_sink(
     catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
     statement: ast::AlterSinkStatement,
-    notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let item = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Sink,
-        "ALTER SINK",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let ItemDefinition::Sink(sink) = &item.definition else {
         return Err(PlanError::internal("sink without a sink definition"));
     };

@@ -16,10 +16,11 @@ use crate::error::PlanError;
 use crate::options::{PostgresConnectionOptions, Written};
 use crate::plan::Plan;
 use crate::planner::{
-    PlanNotice, ResolvedStringOrSecret, dependency_error, display_name, exists_check,
-    find_for_alter, find_item, name_parts, normalize_ident, qualified, resolve_item,
-    resolve_secret_ref, resolve_string_or_secret, unknown_item, with_dependents,
+    PlanNotice, ResolvedStringOrSecret, dependency_error, display_name, find_item, name_parts,
+    normalize_ident, qualified, resolve_item, resolve_secret_ref, resolve_string_or_secret,
+    unknown_item, with_dependents,
 };
+use crate::source::NewSource;
 
 /// `CREATE CONNECTION ... TO POSTGRES (...)`: the options resolved, defaults
 /// applied. Secret values stay in their secrets: a password or client key written
@@ -175,26 +176,9 @@ pub enum AlterSourcePlan {
 
 pub(crate) fn plan_create_postgres_source(
     catalog: &dyn PlanCatalog,
-    session_cluster: &str,
+    created: NewSource<'_>,
     statement: CreatePostgresSourceStatement,
 ) -> Result<Plan, PlanError> {
-    let name = crate::planner::create_name(catalog, &statement.name)?;
-    if exists_check(catalog, &name, statement.if_not_exists)? {
-        return Ok(Plan::NoOp {
-            tag: "CREATE SOURCE",
-        });
-    }
-    let cluster_name = statement
-        .in_cluster
-        .as_ref()
-        .map(normalize_ident)
-        .unwrap_or_else(|| session_cluster.to_string());
-    let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-        PlanError::new(
-            SqlState::UNDEFINED_OBJECT,
-            format!("unknown cluster '{cluster_name}'"),
-        )
-    })?;
     let connection_item = resolve_item(catalog, &statement.connection)?;
     let ItemDefinition::Connection(ConnectionDefinition::Postgres(connection)) =
         &connection_item.definition
@@ -223,19 +207,19 @@ pub(crate) fn plan_create_postgres_source(
         }
     };
     let progress_name = QualifiedName {
-        item: format!("{}_progress", name.item),
-        ..name.clone()
+        item: format!("{}_progress", created.name.item),
+        ..created.name.clone()
     };
     check_subsource_names(catalog, std::iter::once(&progress_name))?;
     let mut normalized = statement.clone();
-    normalized.name = qualified(&name);
+    normalized.name = qualified(&created.name);
     normalized.if_not_exists = false;
-    normalized.in_cluster = Some(Ident::with_quote('"', cluster.name.clone()));
+    normalized.in_cluster = Some(Ident::with_quote('"', created.cluster.name.clone()));
     normalized.connection = qualified(&connection_item.name);
     Ok(Plan::CreatePostgresSource(CreatePostgresSourcePlan {
-        name,
+        name: created.name,
         if_not_exists: statement.if_not_exists,
-        cluster: cluster.id,
+        cluster: created.cluster.id,
         connection: connection_item.id,
         request: UpstreamRequest {
             publication,
@@ -392,20 +376,10 @@ fn postgres_part(item: &CatalogItem) -> Option<(GlobalId, &Ingestion)> {
 
 pub(crate) fn plan_alter_source(
     catalog: &dyn PlanCatalog,
+    source: &CatalogItem,
     statement: AlterSourceStatement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
-    let source = match find_for_alter(
-        catalog,
-        &statement.name,
-        statement.if_exists,
-        ItemKind::Source,
-        "ALTER SOURCE",
-        notices,
-    )? {
-        Ok(item) => item,
-        Err(no_op) => return Ok(no_op),
-    };
     let (connection, publication) = match postgres_part(source) {
         Some((
             _,

@@ -88,60 +88,42 @@ pub(crate) fn plan_show(
 /// The query of `SHOW <objects>`; objects that live in a schema are those of
 /// `schema_id` (the `FROM` schema, else the current one), with their comments.
 fn objects_query(object_type: ShowObjectType, schema_id: &str) -> String {
-    let in_schema = |alias: &str| format!("{alias}.schema_id = {}", quote_string(schema_id));
-    // The comment of the object itself (not of one of its columns).
-    let comment = |alias: &str| {
-        format!(
-            "COALESCE(cm.comment, '') AS comment FROM mz_catalog.{{}} {alias} \
-             LEFT JOIN mz_internal.mz_comments cm ON cm.id = {alias}.id AND cm.object_sub_id IS NULL"
-        )
-    };
-    let from = |relation: &str, alias: &str| comment(alias).replace("{}", relation);
+    // An object of a schema: `columns` of `relation` (as `alias`), its comment, and its
+    // cluster's name when `with_cluster`; `filter` narrows it beside the schema.
+    let in_schema =
+        |columns: &str, relation: &str, alias: &str, with_cluster: bool, filter: &str| {
+            let (cluster, join) = if with_cluster {
+                (
+                    "c.name AS cluster, ",
+                    format!(" LEFT JOIN mz_catalog.mz_clusters c ON {alias}.cluster_id = c.id"),
+                )
+            } else {
+                ("", String::new())
+            };
+            format!(
+                "SELECT {columns}, {cluster}COALESCE(cm.comment, '') AS comment \
+             FROM mz_catalog.{relation} {alias} LEFT JOIN mz_internal.mz_comments cm \
+             ON cm.id = {alias}.id AND cm.object_sub_id IS NULL{join} \
+             WHERE {filter}{alias}.schema_id = {}",
+                quote_string(schema_id)
+            )
+        };
+    let user_objects = "o.id LIKE 'u%' AND ";
     match object_type {
-        ShowObjectType::Secrets => format!(
-            "SELECT o.name, {} WHERE {}",
-            from("mz_secrets", "o"),
-            in_schema("o")
-        ),
-        ShowObjectType::Connections => format!(
-            "SELECT o.name, o.type, {} WHERE {}",
-            from("mz_connections", "o"),
-            in_schema("o")
-        ),
-        ShowObjectType::Sinks => format!(
-            "SELECT s.name, s.type, c.name AS cluster, {} \
-             LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id WHERE {}",
-            from("mz_sinks", "s"),
-            in_schema("s")
-        ),
-        ShowObjectType::Sources => format!(
-            "SELECT s.name, s.type, c.name AS cluster, {} \
-             LEFT JOIN mz_catalog.mz_clusters c ON s.cluster_id = c.id \
-             WHERE s.id LIKE 'u%' AND {}",
-            from("mz_sources", "s"),
-            in_schema("s")
-        ),
-        ShowObjectType::Tables => format!(
-            "SELECT o.name, {} WHERE o.id LIKE 'u%' AND {}",
-            from("mz_tables", "o"),
-            in_schema("o")
-        ),
-        ShowObjectType::Views => format!(
-            "SELECT o.name, {} WHERE o.type = 'view' AND {}",
-            from("mz_objects", "o"),
-            in_schema("o")
-        ),
-        ShowObjectType::MaterializedViews => format!(
-            "SELECT v.name, c.name AS cluster, {} \
-             LEFT JOIN mz_catalog.mz_clusters c ON v.cluster_id = c.id WHERE {}",
-            from("mz_materialized_views", "v"),
-            in_schema("v")
-        ),
-        ShowObjectType::Objects => format!(
-            "SELECT o.name, o.type, {} WHERE o.id LIKE 'u%' AND {}",
-            from("mz_objects", "o"),
-            in_schema("o")
-        ),
+        ShowObjectType::Secrets => in_schema("o.name", "mz_secrets", "o", false, ""),
+        ShowObjectType::Connections => in_schema("o.name, o.type", "mz_connections", "o", false, ""),
+        ShowObjectType::Sinks => in_schema("s.name, s.type", "mz_sinks", "s", true, ""),
+        ShowObjectType::Sources => {
+            in_schema("s.name, s.type", "mz_sources", "s", true, "s.id LIKE 'u%' AND ")
+        }
+        ShowObjectType::Tables => in_schema("o.name", "mz_tables", "o", false, user_objects),
+        ShowObjectType::Views => {
+            in_schema("o.name", "mz_objects", "o", false, "o.type = 'view' AND ")
+        }
+        ShowObjectType::MaterializedViews => {
+            in_schema("v.name", "mz_materialized_views", "v", true, "")
+        }
+        ShowObjectType::Objects => in_schema("o.name, o.type", "mz_objects", "o", false, user_objects),
         ShowObjectType::Clusters => "SELECT c.name, \
              COALESCE(string_agg(r.name || ' (' || r.size || ')', ', ' ORDER BY r.name), '') AS replicas, \
              '' AS comment \
@@ -210,25 +192,9 @@ fn show_create(
             )));
         }
     };
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .filter_map(|p| p.as_ident())
-        .map(normalize_ident)
-        .collect();
-    let qualified = match parts.as_slice() {
-        [item] => crate::planner::qualify_unqualified(catalog, item),
-        [schema, item] => crate::catalog::QualifiedName {
-            database: crate::catalog::DATABASE.into(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        [database, schema, item] => crate::catalog::QualifiedName {
-            database: database.clone(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        _ => return Err(PlanError::syntax("improper qualified name")),
+    let parts = crate::planner::identifier_parts(name);
+    let Some(qualified) = crate::planner::qualify_parts(catalog, &parts) else {
+        return Err(PlanError::syntax("improper qualified name"));
     };
     let item = catalog.item_by_name(&qualified).ok_or_else(|| {
         PlanError::new(

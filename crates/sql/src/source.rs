@@ -1,9 +1,10 @@
 //! `CREATE SOURCE ... FROM LOAD GENERATOR`: Materialize's demo generators.
 
 use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
-use floe_sql_parser::ast::{CreateSourceStatement, OptionValue};
+use floe_sql_parser::ast::{CreatePostgresSourceStatement, CreateSourceStatement, OptionValue};
+use sqlparser::ast::{Ident, ObjectName};
 
-use crate::catalog::{PlanCatalog, QualifiedName, SourceDefinition};
+use crate::catalog::{Cluster, PlanCatalog, QualifiedName, SourceDefinition};
 use crate::error::PlanError;
 use crate::interval::parse_duration;
 use crate::options::{LoadGeneratorOptions, Written};
@@ -93,25 +94,62 @@ pub fn auction_outputs() -> Vec<(&'static str, RelationDesc)> {
     ]
 }
 
-pub(crate) fn plan_create_source(
-    catalog: &dyn PlanCatalog,
+/// Where a CREATE SOURCE puts the new source: its name and the cluster it runs in.
+pub(crate) struct NewSource<'a> {
+    pub name: QualifiedName,
+    pub cluster: &'a Cluster,
+}
+
+/// What every CREATE SOURCE statement says of the source itself: its name, whether IF
+/// NOT EXISTS was said, and `IN CLUSTER`.
+pub(crate) trait CreateSource {
+    fn target(&self) -> (&ObjectName, bool, Option<&Ident>);
+}
+
+/// Implements `CreateSource` for statements with `name`, `if_not_exists` and `in_cluster`
+/// fields (a field of several types is what a function cannot reach).
+macro_rules! create_source {
+    ($($statement:ty),*) => {$(
+        impl CreateSource for $statement {
+            fn target(&self) -> (&ObjectName, bool, Option<&Ident>) {
+                (&self.name, self.if_not_exists, self.in_cluster.as_ref())
+            }
+        }
+    )*};
+}
+
+create_source!(CreateSourceStatement, CreatePostgresSourceStatement);
+
+/// Plans a CREATE SOURCE of either kind: the name it creates and the cluster it runs in
+/// (`IN CLUSTER`, else the session's) are found alike, then `plan` plans the rest. A
+/// taken name under IF NOT EXISTS is the no-op.
+pub(crate) fn plan_new_source<'a, S: CreateSource>(
+    catalog: &'a dyn PlanCatalog,
     session_cluster: &str,
-    statement: CreateSourceStatement,
+    statement: S,
+    plan: fn(&'a dyn PlanCatalog, NewSource<'a>, S) -> Result<Plan, PlanError>,
 ) -> Result<Plan, PlanError> {
-    let name = crate::planner::create_name(catalog, &statement.name)?;
-    if exists_check(catalog, &name, statement.if_not_exists)? {
+    let (name, if_not_exists, in_cluster) = statement.target();
+    let name = crate::planner::create_name(catalog, name)?;
+    if exists_check(catalog, &name, if_not_exists)? {
         return Ok(Plan::NoOp {
             tag: "CREATE SOURCE",
         });
     }
-    let cluster_name = statement
-        .in_cluster
-        .as_ref()
+    let cluster_name = in_cluster
         .map(normalize_ident)
         .unwrap_or_else(|| session_cluster.to_string());
     let cluster = catalog
         .cluster_by_name(&cluster_name)
         .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
+    plan(catalog, NewSource { name, cluster }, statement)
+}
+
+pub(crate) fn plan_create_source(
+    catalog: &dyn PlanCatalog,
+    created: NewSource<'_>,
+    statement: CreateSourceStatement,
+) -> Result<Plan, PlanError> {
     let options = LoadGeneratorOptions::extract(&statement.options, |unknown, _| {
         PlanError::invalid(format!("LOAD GENERATOR does not support {unknown} values"))
     })?;
@@ -171,7 +209,7 @@ pub(crate) fn plan_create_source(
             for (output, desc) in auction_outputs() {
                 let subsource_name = QualifiedName {
                     item: output.to_string(),
-                    ..name.clone()
+                    ..created.name.clone()
                 };
                 exists_check(catalog, &subsource_name, false)?;
                 subsources.push((subsource_name, output.to_string(), desc));
@@ -192,16 +230,19 @@ pub(crate) fn plan_create_source(
         }
     };
     let mut normalized = statement.clone();
-    normalized.name = crate::planner::qualified(&name);
+    normalized.name = crate::planner::qualified(&created.name);
     normalized.if_not_exists = false;
-    normalized.in_cluster = Some(sqlparser::ast::Ident::with_quote('"', cluster.name.clone()));
+    normalized.in_cluster = Some(sqlparser::ast::Ident::with_quote(
+        '"',
+        created.cluster.name.clone(),
+    ));
     Ok(Plan::CreateSource(CreateSourcePlan {
-        name,
+        name: created.name,
         if_not_exists: statement.if_not_exists,
         definition: SourceDefinition {
             generator: statement.generator.clone(),
             tick_interval_ms,
-            cluster: cluster.id,
+            cluster: created.cluster.id,
             desc,
             up_to,
             parent: None,

@@ -221,20 +221,7 @@ pub(crate) fn user_item<'a>(
         .iter()
         .filter_map(|part| part.as_ident().map(|ident| ident.value.clone()))
         .collect();
-    let qualified = match parts.as_slice() {
-        [schema, item] => QualifiedName {
-            database: DATABASE.into(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        [database, schema, item] => QualifiedName {
-            database: database.clone(),
-            schema: schema.clone(),
-            item: item.clone(),
-        },
-        _ => return None,
-    };
-    catalog.item_by_name(&qualified)
+    catalog.item_by_name(&crate::planner::fully_qualified(&parts)?)
 }
 
 /// How deep views may nest in one another.

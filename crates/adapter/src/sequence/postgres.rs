@@ -25,7 +25,7 @@ use super::command;
 use crate::coordinator::{Coordinator, ExecuteResponse, Notice};
 use crate::error::AdapterError;
 use crate::postgres_sources::{
-    SLOT_DROP_TIMEOUT, connection_config, postgres_source, postgres_table, resolve_connection,
+    SLOT_DROP_TIMEOUT, connection_config, postgres_source, resolve_connection,
 };
 
 /// A replication slot to remove upstream once its source is dropped.
@@ -120,7 +120,7 @@ impl Coordinator {
                 name.clone(),
                 subsource.table.desc(),
                 Some((source, subsource.table.qualified_name())),
-                Ingestion::PostgresTable(postgres_table(&subsource.table)),
+                Ingestion::PostgresTable(subsource.table.clone()),
                 subsource_create_sql(&name, &plan.name, &config.database, subsource),
             ));
         }
@@ -211,7 +211,7 @@ impl Coordinator {
                     definition: ItemDefinition::Source(SourceDefinition {
                         desc: subsource.table.desc(),
                         parent: Some((source, subsource.table.qualified_name())),
-                        ingestion: Some(Ingestion::PostgresTable(postgres_table(&subsource.table))),
+                        ingestion: Some(Ingestion::PostgresTable(subsource.table.clone())),
                         ..definition.clone()
                     }),
                     secrets: Vec::new(),

@@ -5,7 +5,7 @@
 
 use floe_catalog::{Op, RoleOp, Verifier};
 use floe_sql::catalog::PlanCatalog;
-use floe_sql::privilege::{NamedObject, Privilege, PrivilegePlan};
+use floe_sql::privilege::{Grantee, NamedObject, Privilege, PrivilegePlan};
 use floe_sql::role::{PlainPassword, RolePlan};
 use tracing::info;
 
@@ -23,6 +23,24 @@ fn applicable(privileges: &[Privilege], object: &NamedObject) -> Vec<Privilege> 
         .copied()
         .filter(|privilege| object.kind.privileges().contains(privilege))
         .collect()
+}
+
+/// One op per object and grantee, made by `op` with the `privileges` that apply to the
+/// object; none for an object none of them apply to. GRANT and REVOKE expand so.
+fn privilege_ops(
+    objects: &[NamedObject],
+    privileges: &[Privilege],
+    grantees: &[Grantee],
+    op: impl Fn(&NamedObject, Grantee, Vec<Privilege>) -> RoleOp,
+) -> Vec<RoleOp> {
+    let mut ops = Vec::new();
+    for object in objects {
+        let privileges = applicable(privileges, object);
+        for grantee in grantees.iter().filter(|_| !privileges.is_empty()) {
+            ops.push(op(object, *grantee, privileges.clone()));
+        }
+    }
+    ops
 }
 
 fn verifier(password: Option<PlainPassword>) -> Option<Verifier> {
@@ -107,19 +125,18 @@ impl Coordinator {
                 privileges,
                 grantees,
             } => {
-                let mut ops = Vec::new();
-                for object in objects {
-                    let grantor = catalog.state().owner(&object.object);
-                    let privileges = applicable(&privileges, &object);
-                    for grantee in grantees.iter().filter(|_| !privileges.is_empty()) {
-                        ops.push(RoleOp::GrantPrivileges {
-                            object: object.object.clone(),
-                            grantee: *grantee,
-                            grantor,
-                            privileges: privileges.clone(),
-                        });
-                    }
-                }
+                let state = catalog.state();
+                let ops = privilege_ops(
+                    &objects,
+                    &privileges,
+                    &grantees,
+                    |object, grantee, privileges| RoleOp::GrantPrivileges {
+                        object: object.object.clone(),
+                        grantee,
+                        grantor: state.owner(&object.object),
+                        privileges,
+                    },
+                );
                 (ops, "GRANT".to_string())
             }
             PrivilegePlan::Revoke {
@@ -127,17 +144,16 @@ impl Coordinator {
                 privileges,
                 grantees,
             } => {
-                let mut ops = Vec::new();
-                for object in objects {
-                    let privileges = applicable(&privileges, &object);
-                    for grantee in grantees.iter().filter(|_| !privileges.is_empty()) {
-                        ops.push(RoleOp::RevokePrivileges {
-                            object: object.object.clone(),
-                            grantee: *grantee,
-                            privileges: privileges.clone(),
-                        });
-                    }
-                }
+                let ops = privilege_ops(
+                    &objects,
+                    &privileges,
+                    &grantees,
+                    |object, grantee, privileges| RoleOp::RevokePrivileges {
+                        object: object.object.clone(),
+                        grantee,
+                        privileges,
+                    },
+                );
                 (ops, "REVOKE".to_string())
             }
             PrivilegePlan::AlterOwner { object, new_owner } => {

@@ -355,53 +355,40 @@ pub(crate) fn load_roles(
     connection: &rusqlite::Connection,
     state: &mut crate::CatalogState,
 ) -> Result<(), CatalogError> {
-    let mut statement = connection.prepare(
+    crate::for_each_row(
+        connection,
         "SELECT id, oid, name, login, superuser, inherit, password IS NOT NULL FROM roles",
-    )?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, u32>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, bool>(3)?,
-            row.get::<_, bool>(4)?,
-            row.get::<_, bool>(5)?,
-            row.get::<_, bool>(6)?,
-        ))
-    })?;
-    for row in rows {
-        let (id, oid, name, login, superuser, inherit, has_password) = row?;
-        let id: RoleId = crate::stored_id(&id, "role id")?;
-        state.roles.insert(
-            id,
-            Role {
+        |row: (String, u32, String, bool, bool, bool, bool)| {
+            let (id, oid, name, login, superuser, inherit, has_password) = row;
+            let id: RoleId = crate::stored_id(&id, "role id")?;
+            state.roles.insert(
                 id,
-                oid,
-                name,
-                login,
-                superuser,
-                inherit,
-                has_password,
-            },
-        );
-    }
-    let mut statement =
-        connection.prepare("SELECT role_id, member_id, grantor_id FROM role_members")?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, String>(2)?,
-        ))
-    })?;
-    for row in rows {
-        let (role, member, grantor) = row?;
-        state.role_memberships.push(RoleMembership {
-            role: crate::stored_id(&role, "role id")?,
-            member: crate::stored_id(&member, "role id")?,
-            grantor: crate::stored_id(&grantor, "role id")?,
-        });
-    }
+                Role {
+                    id,
+                    oid,
+                    name,
+                    login,
+                    superuser,
+                    inherit,
+                    has_password,
+                },
+            );
+            Ok(())
+        },
+    )?;
+    crate::for_each_row(
+        connection,
+        "SELECT role_id, member_id, grantor_id FROM role_members",
+        |row: (String, String, String)| {
+            let (role, member, grantor) = row;
+            state.role_memberships.push(RoleMembership {
+                role: crate::stored_id(&role, "role id")?,
+                member: crate::stored_id(&member, "role id")?,
+                grantor: crate::stored_id(&grantor, "role id")?,
+            });
+            Ok(())
+        },
+    )?;
     state.role_memberships.sort();
     load_access(connection, state)
 }
@@ -419,45 +406,41 @@ fn load_access(
     state: &mut crate::CatalogState,
 ) -> Result<(), CatalogError> {
     let corrupt = |e: String| CatalogError::Corrupt(e);
-    let mut statement = connection.prepare("SELECT object, owner_id FROM object_owners")?;
-    let rows = statement.query_map([], |row| {
-        Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
-    })?;
-    for row in rows {
-        let (object, owner) = row?;
-        let object: ObjectRef = object.parse().map_err(corrupt)?;
-        state
-            .owners
-            .insert(object, crate::stored_id(&owner, "role id")?);
-    }
-    let mut statement = connection
-        .prepare("SELECT object, grantee_id, grantor_id, privileges FROM object_privileges")?;
-    let rows = statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, String>(2)?,
-            row.get::<_, String>(3)?,
-        ))
-    })?;
-    for row in rows {
-        let (object, grantee, grantor, letters) = row?;
-        let object: ObjectRef = object.parse().map_err(corrupt)?;
-        let privileges = letters
-            .chars()
-            .map(|c| {
-                privilege_of_char(c)
-                    .ok_or_else(|| CatalogError::Corrupt(format!("unknown privilege {c:?}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let acl = state.grants.entry(object).or_default();
-        acl.push(AclItem {
-            grantee: grantee.parse().map_err(corrupt)?,
-            grantor: crate::stored_id(&grantor, "role id")?,
-            privileges,
-        });
-        acl.sort();
-    }
+    crate::for_each_row(
+        connection,
+        "SELECT object, owner_id FROM object_owners",
+        |row: (String, String)| {
+            let (object, owner) = row;
+            let object: ObjectRef = object.parse().map_err(corrupt)?;
+            state
+                .owners
+                .insert(object, crate::stored_id(&owner, "role id")?);
+            Ok(())
+        },
+    )?;
+    crate::for_each_row(
+        connection,
+        "SELECT object, grantee_id, grantor_id, privileges FROM object_privileges",
+        |row: (String, String, String, String)| {
+            let (object, grantee, grantor, letters) = row;
+            let object: ObjectRef = object.parse().map_err(corrupt)?;
+            let privileges = letters
+                .chars()
+                .map(|c| {
+                    privilege_of_char(c)
+                        .ok_or_else(|| CatalogError::Corrupt(format!("unknown privilege {c:?}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let acl = state.grants.entry(object).or_default();
+            acl.push(AclItem {
+                grantee: grantee.parse().map_err(corrupt)?,
+                grantor: crate::stored_id(&grantor, "role id")?,
+                privileges,
+            });
+            acl.sort();
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 

@@ -141,15 +141,17 @@ pub(super) fn scan_element(
     }
 }
 
-pub(super) fn parse_list(
+/// Reads `{item,item,...}` as the type `type_name` (`list` or `map`), each item by
+/// `read_item`: lists and maps share their braces, separators and errors.
+fn parse_braced(
     text: &str,
-    element: &SqlScalarType,
-    depth: usize,
-) -> Result<Datum, ValueError> {
+    type_name: &str,
+    mut read_item: impl FnMut(&mut Scanner<'_>, &dyn Fn(&str) -> ValueError) -> Result<(), ValueError>,
+) -> Result<(), ValueError> {
     let malformed = |detail: &str| {
         ValueError::new(
             SqlState::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type list: {detail}: \"{text}\""),
+            format!("invalid input syntax for type {type_name}: {detail}: \"{text}\""),
         )
     };
     let mut scanner = Scanner { text, at: 0 };
@@ -157,20 +159,10 @@ pub(super) fn parse_list(
     if !scanner.eat('{') {
         return Err(malformed("expected '{'"));
     }
-    let nested = matches!(
-        element,
-        SqlScalarType::List { .. } | SqlScalarType::Map { .. }
-    );
-    let mut elements = Vec::new();
     scanner.skip_ws();
     if !scanner.eat('}') {
         loop {
-            let item = scan_element(&mut scanner, nested, &[',', '}'])
-                .ok_or_else(|| malformed("malformed element"))?;
-            elements.push(match item {
-                None => Datum::Null,
-                Some((text, _)) => parse_nested(&text, element, depth + 1)?,
-            });
+            read_item(&mut scanner, &malformed)?;
             match scanner.bump() {
                 Some(',') => continue,
                 Some('}') => break,
@@ -182,6 +174,28 @@ pub(super) fn parse_list(
     if !scanner.rest().is_empty() {
         return Err(malformed("junk after closing right brace"));
     }
+    Ok(())
+}
+
+pub(super) fn parse_list(
+    text: &str,
+    element: &SqlScalarType,
+    depth: usize,
+) -> Result<Datum, ValueError> {
+    let nested = matches!(
+        element,
+        SqlScalarType::List { .. } | SqlScalarType::Map { .. }
+    );
+    let mut elements = Vec::new();
+    parse_braced(text, "list", |scanner, malformed| {
+        let item = scan_element(scanner, nested, &[',', '}'])
+            .ok_or_else(|| malformed("malformed element"))?;
+        elements.push(match item {
+            None => Datum::Null,
+            Some((text, _)) => parse_nested(&text, element, depth + 1)?,
+        });
+        Ok(())
+    })?;
     Ok(Datum::List(elements))
 }
 
@@ -190,62 +204,40 @@ pub(super) fn parse_map(
     value: &SqlScalarType,
     depth: usize,
 ) -> Result<Datum, ValueError> {
-    let malformed = |detail: &str| {
-        ValueError::new(
-            SqlState::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type map: {detail}: \"{text}\""),
-        )
-    };
-    let mut scanner = Scanner { text, at: 0 };
-    scanner.skip_ws();
-    if !scanner.eat('{') {
-        return Err(malformed("expected '{'"));
-    }
     let nested = matches!(
         value,
         SqlScalarType::Map { .. } | SqlScalarType::List { .. }
     );
     let mut entries: BTreeMap<String, Datum> = BTreeMap::new();
-    scanner.skip_ws();
-    if !scanner.eat('}') {
-        loop {
+    parse_braced(text, "map", |scanner, malformed| {
+        scanner.skip_ws();
+        let key = if scanner.peek() == Some('"') {
+            let key = scanner
+                .quoted(false)
+                .ok_or_else(|| malformed("unterminated quoted key"))?;
             scanner.skip_ws();
-            let key = if scanner.peek() == Some('"') {
-                let key = scanner
-                    .quoted(false)
-                    .ok_or_else(|| malformed("unterminated quoted key"))?;
-                scanner.skip_ws();
-                key
-            } else {
-                let key = scanner
-                    .unquoted(&['=', ',', '}'])
-                    .ok_or_else(|| malformed("expected \"=>\""))?;
-                if key.is_empty() {
-                    return Err(malformed("expected key"));
-                }
-                key
-            };
-            if !(scanner.eat('=') && scanner.eat('>')) {
-                return Err(malformed("expected \"=>\""));
+            key
+        } else {
+            let key = scanner
+                .unquoted(&['=', ',', '}'])
+                .ok_or_else(|| malformed("expected \"=>\""))?;
+            if key.is_empty() {
+                return Err(malformed("expected key"));
             }
-            let item = scan_element(&mut scanner, nested, &[',', '}'])
-                .ok_or_else(|| malformed("malformed value"))?;
-            let value = match item {
-                None => Datum::Null,
-                Some((text, _)) => parse_nested(&text, value, depth + 1)?,
-            };
-            entries.insert(key, value);
-            match scanner.bump() {
-                Some(',') => continue,
-                Some('}') => break,
-                _ => return Err(malformed("expected ',' or '}'")),
-            }
+            key
+        };
+        if !(scanner.eat('=') && scanner.eat('>')) {
+            return Err(malformed("expected \"=>\""));
         }
-    }
-    scanner.skip_ws();
-    if !scanner.rest().is_empty() {
-        return Err(malformed("junk after closing right brace"));
-    }
+        let item = scan_element(scanner, nested, &[',', '}'])
+            .ok_or_else(|| malformed("malformed value"))?;
+        let value = match item {
+            None => Datum::Null,
+            Some((text, _)) => parse_nested(&text, value, depth + 1)?,
+        };
+        entries.insert(key, value);
+        Ok(())
+    })?;
     Ok(Datum::Map(entries.into_iter().collect()))
 }
 

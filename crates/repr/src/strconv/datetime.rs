@@ -168,16 +168,7 @@ pub(super) fn parse_clock(text: &str) -> Option<i64> {
     let minutes = number(minutes, 2)?;
     let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
     let whole = number(whole, 2)?;
-    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let mut micros: i64 = 0;
-    for (i, b) in fraction.bytes().take(6).enumerate() {
-        micros += i64::from(b - b'0') * 10i64.pow(5 - i as u32);
-    }
-    if fraction.as_bytes().get(6).is_some_and(|b| *b >= b'5') {
-        micros += 1;
-    }
+    let micros = fraction_micros(fraction)?;
     if hours > 24 || minutes > 59 || whole > 60 {
         return None;
     }
@@ -354,4 +345,21 @@ pub fn format_timestamptz(micros: i64) -> String {
         out.push_str(" BC");
     }
     out
+}
+
+/// The microseconds a fraction of a second's digits (after the `.`) stand for, rounded
+/// half up at the seventh digit; `None` when it holds anything but digits. Times and
+/// intervals read their seconds' fractions alike.
+pub(super) fn fraction_micros(fraction: &str) -> Option<i64> {
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut micros: i64 = 0;
+    for (i, b) in fraction.bytes().take(6).enumerate() {
+        micros += i64::from(b - b'0') * 10i64.pow(5 - i as u32);
+    }
+    if fraction.as_bytes().get(6).is_some_and(|b| *b >= b'5') {
+        micros += 1;
+    }
+    Some(micros)
 }

@@ -190,19 +190,10 @@ pub(super) fn parse_interval_clock(clock: &str) -> Option<i64> {
     if whole.is_empty() || whole.len() > 2 || !whole.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
+    let micros = super::datetime::fraction_micros(fraction)?;
     let whole: i64 = whole.parse().ok()?;
     if minutes > 59 || whole > 59 {
         return None;
-    }
-    let mut micros: i64 = 0;
-    for (i, b) in fraction.bytes().take(6).enumerate() {
-        micros += i64::from(b - b'0') * 10i64.pow(5 - i as u32);
-    }
-    if fraction.as_bytes().get(6).is_some_and(|b| *b >= b'5') {
-        micros += 1;
     }
     hours
         .checked_mul(3600 * MICROS_PER_SECOND)?
