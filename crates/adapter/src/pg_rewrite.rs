@@ -26,9 +26,8 @@
 use std::collections::HashSet;
 
 use sqlparser::ast::{
-    BinaryOperator, DataType as SqlType, Expr, FunctionArguments, Ident, ObjectName,
-    ObjectNamePart, Query, SelectItem, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor,
-    VisitorMut,
+    BinaryOperator, DataType as SqlType, Expr, FunctionArguments, ObjectName, ObjectNamePart,
+    Query, SelectItem, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 /// Rewrites a statement in place.
@@ -172,32 +171,11 @@ fn last_name(name: &ObjectName) -> Option<String> {
 }
 
 fn call(name: &str, argument: Expr) -> Expr {
-    call_with(name, vec![argument])
+    floe_query::rewrite::function_call(name, vec![argument])
 }
 
 fn nullary_call(name: &str) -> Expr {
-    call_with(name, vec![])
-}
-
-fn call_with(name: &str, arguments: Vec<Expr>) -> Expr {
-    use sqlparser::ast::{Function, FunctionArg, FunctionArgExpr, FunctionArgumentList};
-    Expr::Function(Function {
-        name: ObjectName::from(vec![Ident::new(name)]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: arguments
-                .into_iter()
-                .map(|argument| FunctionArg::Unnamed(FunctionArgExpr::Expr(argument)))
-                .collect(),
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    })
+    floe_query::rewrite::function_call(name, vec![])
 }
 
 fn string_literal(expr: &Expr) -> Option<&str> {

@@ -331,8 +331,9 @@ fn cast_call(operand: Expr, ty: &floe_repr::SqlScalarType) -> Expr {
     )
 }
 
-/// A plain call `name(args)`.
-pub(crate) fn function_call(name: &str, args: Vec<Expr>) -> Expr {
+/// A plain call `name(args)`; public so the adapter's catalog rewrites build
+/// calls the same way.
+pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     Expr::Function(sqlparser::ast::Function {
         name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]),
         uses_odbc_syntax: false,

@@ -334,19 +334,32 @@ impl OpWriter<'_> {
                 verifier.as_ref().map(|v| v.0.clone())
             ],
         )?;
-        self.state.roles.insert(
-            id,
-            Role {
-                id,
-                oid,
-                name,
-                login,
-                superuser,
-                inherit,
-                has_password: verifier.is_some(),
-            },
-        );
+        let role = role_row(id, oid, name, login, superuser, inherit, verifier.is_some());
+        self.state.roles.insert(id, role);
         Ok(())
+    }
+}
+
+/// The in-memory role for one row of the `roles` table (`has_password`: its
+/// `password` column is set). Creating a role and loading the catalog both build
+/// it here, so the two cannot disagree on the mapping.
+fn role_row(
+    id: RoleId,
+    oid: u32,
+    name: String,
+    login: bool,
+    superuser: bool,
+    inherit: bool,
+    has_password: bool,
+) -> Role {
+    Role {
+        id,
+        oid,
+        name,
+        login,
+        superuser,
+        inherit,
+        has_password,
     }
 }
 
@@ -361,18 +374,8 @@ pub(crate) fn load_roles(
         |row: (String, u32, String, bool, bool, bool, bool)| {
             let (id, oid, name, login, superuser, inherit, has_password) = row;
             let id: RoleId = crate::stored_id(&id, "role id")?;
-            state.roles.insert(
-                id,
-                Role {
-                    id,
-                    oid,
-                    name,
-                    login,
-                    superuser,
-                    inherit,
-                    has_password,
-                },
-            );
+            let role = role_row(id, oid, name, login, superuser, inherit, has_password);
+            state.roles.insert(id, role);
             Ok(())
         },
     )?;

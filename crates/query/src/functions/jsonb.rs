@@ -335,29 +335,44 @@ fn set_path(json: &mut Json, path: &[String], value: Json, create: bool) {
                 set_path(child, rest, value, create);
             }
         }
-        Json::Array(items) => {
-            let Ok(index) = first.parse::<i64>() else {
-                return;
-            };
-            let len = items.len() as i64;
-            let position = if index < 0 { len + index } else { index };
-            if position >= 0 && position < len {
-                let child = &mut items[position as usize];
+        Json::Array(items) => match array_step(first, items.len()) {
+            Some(ArrayStep::Element(position)) => {
+                let child = &mut items[position];
                 if rest.is_empty() {
                     *child = value;
                 } else {
                     set_path(child, rest, value, create);
                 }
-            } else if rest.is_empty() && create {
-                if position < 0 {
-                    items.insert(0, value);
-                } else {
-                    items.push(value);
-                }
             }
-        }
+            Some(ArrayStep::BeforeStart) if rest.is_empty() && create => items.insert(0, value),
+            Some(ArrayStep::AfterEnd) if rest.is_empty() && create => items.push(value),
+            _ => {}
+        },
         _ => {}
     }
+}
+
+/// Where a path step lands in an array (see [`array_step`]).
+enum ArrayStep {
+    Element(usize),
+    BeforeStart,
+    AfterEnd,
+}
+
+/// Where the path step `step` lands in an array of `len` elements: an element (a
+/// negative step counts from the end), or before or after them; `None` when the step is
+/// not a number. `jsonb_set` and `#-` walk arrays alike.
+fn array_step(step: &str, len: usize) -> Option<ArrayStep> {
+    let index = step.parse::<i64>().ok()?;
+    let len = len as i64;
+    let position = if index < 0 { len + index } else { index };
+    Some(if position < 0 {
+        ArrayStep::BeforeStart
+    } else if position >= len {
+        ArrayStep::AfterEnd
+    } else {
+        ArrayStep::Element(position as usize)
+    })
 }
 
 /// `jsonb_strip_nulls`: without object fields whose value is null.
@@ -433,6 +448,24 @@ fn arg(row: &[Datum], index: usize) -> &Datum {
     row.get(index).unwrap_or(&Datum::Null)
 }
 
+/// `jsonb_extract_path` and `jsonb_extract_path_text`: the value of the first
+/// argument at the path the remaining (variadic) ones spell, as `render` shows it;
+/// the two differ only in that rendering.
+fn extract_path(row: &[Datum], render: fn(&Json) -> Datum) -> Result<Datum, QueryError> {
+    let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
+    Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, render))
+}
+
+/// Whether the document in argument `outer` contains the one in argument `inner`:
+/// `@>` and `<@` are this test with the operands swapped.
+fn argument_contains(row: &[Datum], outer: usize, inner: usize) -> Result<Datum, QueryError> {
+    Ok(Datum::Bool(contains(
+        &document(arg(row, outer))?,
+        &document(arg(row, inner))?,
+        true,
+    )))
+}
+
 fn build_object(row: &[Datum]) -> Result<Json, QueryError> {
     if !row.len().is_multiple_of(2) {
         return Err(QueryError::new(
@@ -504,31 +537,21 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         )
         .udf(),
         RowFunction::new("jsonb_extract_path", immutable, jsonb_type, |row, _| {
-            let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
-            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, jsonb))
+            extract_path(row, jsonb)
         })
         .lenient()
         .udf(),
         RowFunction::new("jsonb_extract_path_text", immutable, text_type, |row, _| {
-            let path: Vec<Option<String>> = row[1..].iter().map(text_of).collect();
-            Ok(get_path(&document(arg(row, 0))?, &path).map_or(Datum::Null, as_text))
+            extract_path(row, as_text)
         })
         .lenient()
         .udf(),
         RowFunction::new("floe_jsonb_contains", immutable, bool_type, |row, _| {
-            Ok(Datum::Bool(contains(
-                &document(arg(row, 0))?,
-                &document(arg(row, 1))?,
-                true,
-            )))
+            argument_contains(row, 0, 1)
         })
         .udf(),
         RowFunction::new("floe_jsonb_contained", immutable, bool_type, |row, _| {
-            Ok(Datum::Bool(contains(
-                &document(arg(row, 1))?,
-                &document(arg(row, 0))?,
-                true,
-            )))
+            argument_contains(row, 1, 0)
         })
         .udf(),
         RowFunction::new("floe_jsonb_exists", immutable, bool_type, |row, _| {
@@ -694,16 +717,11 @@ fn delete_path(json: &mut Json, path: &[String]) {
             }
         }
         Json::Array(items) => {
-            let Ok(index) = first.parse::<i64>() else {
-                return;
-            };
-            let len = items.len() as i64;
-            let position = if index < 0 { len + index } else { index };
-            if position >= 0 && position < len {
+            if let Some(ArrayStep::Element(position)) = array_step(first, items.len()) {
                 if rest.is_empty() {
-                    items.remove(position as usize);
+                    items.remove(position);
                 } else {
-                    delete_path(&mut items[position as usize], rest);
+                    delete_path(&mut items[position], rest);
                 }
             }
         }
