@@ -65,33 +65,24 @@ impl BatchCache {
         // current one gives just its batches (reference-counted columns).
         let cached = {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(cached) = entries.get(&id).filter(|cached| cached.schema == schema) else {
-                drop(entries);
-                return self.convert(storage, id, name, desc, schema, None);
-            };
-            if cached.version == version {
-                return Ok(EngineTable {
-                    name: name.clone(),
-                    schema,
-                    batches: cached.batches.clone(),
-                });
+            match entries.get(&id).filter(|cached| cached.schema == schema) {
+                Some(cached) if cached.version == version => {
+                    return Ok(EngineTable {
+                        name: name.clone(),
+                        schema,
+                        batches: cached.batches.clone(),
+                    });
+                }
+                Some(cached) => Some(cached.clone()),
+                None => None,
             }
-            cached.clone()
         };
-        self.convert(storage, id, name, desc, schema, Some(cached))
+        let converted = convert_changed_segments(storage, id, name, desc, schema, cached)?;
+        Ok(self.keep(id, name, converted))
     }
 
-    /// Converts what changed since `cached` and keeps the result for the next query.
-    fn convert(
-        &self,
-        storage: &Storage,
-        id: GlobalId,
-        name: &QualifiedName,
-        desc: &RelationDesc,
-        schema: SchemaRef,
-        cached: Option<CachedBatches>,
-    ) -> Result<EngineTable, AdapterError> {
-        let converted = convert_changed_segments(storage, id, name, desc, schema, cached)?;
+    /// Keeps what was just converted for the next query, and gives the engine its view.
+    fn keep(&self, id: GlobalId, name: &QualifiedName, converted: CachedBatches) -> EngineTable {
         let table = EngineTable {
             name: name.clone(),
             schema: converted.schema.clone(),
@@ -101,7 +92,7 @@ impl BatchCache {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, converted);
-        Ok(table)
+        table
     }
 
     pub fn forget(&self, id: GlobalId) {
@@ -561,48 +552,79 @@ pub async fn insert(
     append_and_respond(target, table, changes, "INSERT 0", plan.returning, written).await
 }
 
-pub async fn update(
+/// An UPDATE or a DELETE: a write that reads the rows it changes with a query over its
+/// table (Materialize's read-then-write), then turns each row read into changes.
+pub enum ReadThenWrite {
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+impl ReadThenWrite {
+    /// The query that reads the rows the write changes.
+    pub fn query(&self) -> &sqlparser::ast::Statement {
+        match self {
+            ReadThenWrite::Update(plan) => &plan.query,
+            ReadThenWrite::Delete(plan) => &plan.query,
+        }
+    }
+}
+
+/// Runs an UPDATE or a DELETE: the rows its query reads become changes to its table.
+pub async fn read_then_write(
     context: &SessionContext,
     target: &mut WriteTarget<'_>,
-    plan: UpdatePlan,
+    write: ReadThenWrite,
 ) -> Result<ExecuteResponse, AdapterError> {
-    let (_, rows) = run(context, *plan.query).await?;
-    let width = plan.desc.columns.len();
+    match write {
+        ReadThenWrite::Update(plan) => {
+            let (_, rows) = run(context, *plan.query).await?;
+            let (changes, written) = updated_rows(&plan.name, &plan.desc, &plan.assigned, rows)?;
+            let table = (plan.table, &plan.name, &plan.desc);
+            append_and_respond(target, table, changes, "UPDATE", plan.returning, written).await
+        }
+        ReadThenWrite::Delete(plan) => {
+            let (_, rows) = run(context, *plan.query).await?;
+            let rows = rows
+                .into_iter()
+                .map(|row| as_stored(&plan.desc, row))
+                .collect::<Result<Vec<_>, _>>()?;
+            let changes = rows.iter().map(|r| (r.clone(), -1)).collect();
+            let table = (plan.table, &plan.name, &plan.desc);
+            append_and_respond(target, table, changes, "DELETE", plan.returning, rows).await
+        }
+    }
+}
+
+/// Rows added (`+1`) and retracted (`-1`), as a write appends them.
+type Changes = Vec<(Row, i64)>;
+
+/// An UPDATE's changes and its new rows: each row its query read is the table's columns
+/// followed by the values of the `assigned` columns; the old row is retracted and the
+/// new one added.
+fn updated_rows(
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    assigned: &[usize],
+    rows: Vec<Row>,
+) -> Result<(Changes, Vec<Row>), AdapterError> {
+    let width = desc.columns.len();
     let mut changes = Vec::with_capacity(rows.len() * 2);
     let mut written = Vec::with_capacity(rows.len());
     for row in rows {
         let (old, values) = row.split_at(width.min(row.len()));
-        let old = as_stored(&plan.desc, old.to_vec())?;
+        let old = as_stored(desc, old.to_vec())?;
         let mut new = old.clone();
-        for (column, value) in plan.assigned.iter().zip(values) {
-            new[*column] = floe_repr::cast::cast_datum(
-                value.clone(),
-                &plan.desc.columns[*column].1.scalar_type,
-            )
-            .map_err(value_error)?;
+        for (column, value) in assigned.iter().zip(values) {
+            new[*column] =
+                floe_repr::cast::cast_datum(value.clone(), &desc.columns[*column].1.scalar_type)
+                    .map_err(value_error)?;
         }
-        check_not_null(&plan.name, &plan.desc, &new)?;
+        check_not_null(name, desc, &new)?;
         changes.push((old, -1));
         changes.push((new.clone(), 1));
         written.push(new);
     }
-    let table = (plan.table, &plan.name, &plan.desc);
-    append_and_respond(target, table, changes, "UPDATE", plan.returning, written).await
-}
-
-pub async fn delete(
-    context: &SessionContext,
-    target: &mut WriteTarget<'_>,
-    plan: DeletePlan,
-) -> Result<ExecuteResponse, AdapterError> {
-    let (_, rows) = run(context, *plan.query).await?;
-    let rows = rows
-        .into_iter()
-        .map(|row| as_stored(&plan.desc, row))
-        .collect::<Result<Vec<_>, _>>()?;
-    let changes = rows.iter().map(|r| (r.clone(), -1)).collect();
-    let table = (plan.table, &plan.name, &plan.desc);
-    append_and_respond(target, table, changes, "DELETE", plan.returning, rows).await
+    Ok((changes, written))
 }
 
 /// Appends `changes` to the `table` (id, name, relation) and answers with `tag` and the

@@ -1,6 +1,6 @@
 //! SELECT, INSERT, UPDATE, DELETE, COPY FROM STDIN, COPY TO STDOUT.
 
-use floe_sql::dml::{CopyFromPlan, CopyToPlan, DeletePlan, InsertPlan, UpdatePlan};
+use floe_sql::dml::{CopyFromPlan, CopyToPlan, InsertPlan};
 use floe_sql::plan::SelectPlan;
 
 use crate::coordinator::{Coordinator, ExecuteResponse};
@@ -87,24 +87,16 @@ impl Coordinator {
         tables::insert(source, &mut target, plan).await
     }
 
-    pub(super) async fn sequence_update(
+    /// UPDATE and DELETE: their query reads the table, so outside a transaction they
+    /// hold the write lock exclusively.
+    pub(super) async fn sequence_read_then_write(
         &self,
         session: &mut Session,
-        plan: UpdatePlan,
+        write: tables::ReadThenWrite,
     ) -> Result<ExecuteResponse, AdapterError> {
         let _write = self.write_lock_outside_transaction(session, true).await;
-        let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
-        tables::update(&engine, &mut target, plan).await
-    }
-
-    pub(super) async fn sequence_delete(
-        &self,
-        session: &mut Session,
-        plan: DeletePlan,
-    ) -> Result<ExecuteResponse, AdapterError> {
-        let _write = self.write_lock_outside_transaction(session, true).await;
-        let (engine, mut target) = self.engine_for_write(session, &plan.query).await?;
-        tables::delete(&engine, &mut target, plan).await
+        let (engine, mut target) = self.engine_for_write(session, write.query()).await?;
+        tables::read_then_write(&engine, &mut target, write).await
     }
 
     /// The write lock, for a write that commits alone: exclusive when the write reads

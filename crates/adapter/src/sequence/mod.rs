@@ -67,8 +67,14 @@ impl Coordinator {
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
             Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,
-            Plan::Update(plan) => self.sequence_update(session, plan).await,
-            Plan::Delete(plan) => self.sequence_delete(session, plan).await,
+            Plan::Update(plan) => {
+                let write = crate::tables::ReadThenWrite::Update(plan);
+                self.sequence_read_then_write(session, write).await
+            }
+            Plan::Delete(plan) => {
+                let write = crate::tables::ReadThenWrite::Delete(plan);
+                self.sequence_read_then_write(session, write).await
+            }
             Plan::CreateCluster(plan) => self.sequence_create_cluster(plan).await,
             Plan::AlterCluster(plan) => self.sequence_alter_cluster(plan).await,
             Plan::CreateClusterReplica(plan) => self.sequence_create_cluster_replica(plan).await,
