@@ -6,9 +6,16 @@
 //! - concurrent single-row writers: 32 clients, each 200 INSERTs (floe's INSERTs share
 //!   durable commits, PostgreSQL's group their WAL flushes);
 //! - the first query of the loaded table, and the same query after a one-row INSERT
-//!   into it (floe converts again only the part of the table the INSERT touched).
+//!   into it (floe converts again only the part of the table the INSERT touched);
+//! - right after the COPY, a new APPEND sink and then a new UPSERT sink of the copied
+//!   table into SeaweedFS (REST catalog + S3), each timed from `CREATE SINK` until the
+//!   catalog's current snapshot holds every row, with floe's peak RSS meanwhile; the
+//!   reference is pyiceberg appending the same rows (read from the same text, not
+//!   timed) as one Arrow table into the same catalog, timed from its table creation to
+//!   its committed append (`FLOE_BENCH_NO_SINKS=1` skips this part).
 //!
-//! Prints figures and floe's ratio to PostgreSQL; asserts nothing about time.
+//! Prints figures and floe's ratio to PostgreSQL and to pyiceberg; asserts nothing about
+//! time.
 //!
 //!     cargo bench --workspace --bench ingest                # 1M rows
 //!     FLOE_BENCH_ROWS=100000 cargo bench --workspace --bench ingest
@@ -50,8 +57,20 @@ fn values(i: u64) -> String {
     )
 }
 
+/// The copied table's columns as the pyiceberg reference reads them (`CREATE`'s types).
+const COLUMNS: [(&str, &str); 6] = [
+    ("id", "bigint"),
+    ("name", "text"),
+    ("score", "double"),
+    ("count", "bigint"),
+    ("at", "timestamptz"),
+    ("amount", "numeric(12,2)"),
+];
+
 /// What one server measured.
 struct Figures {
+    /// floe only: the new sinks of the copied table.
+    sinks: Option<SinkFigures>,
     copy: Duration,
     insert: Duration,
     concurrent: Duration,
@@ -59,8 +78,9 @@ struct Figures {
     query_after_write: Duration,
 }
 
-/// Runs every measurement against one server; `connect` opens a new session.
-async fn measure<F, Fut>(rows: u64, connect: F) -> Figures
+/// Runs every measurement against one server; `connect` opens a new session; `sinks`
+/// (floe only) measures new sinks of the copied table right after the COPY.
+async fn measure<F, Fut>(rows: u64, connect: F, sinks: Option<&SinkBench<'_>>) -> Figures
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Client>,
@@ -73,6 +93,10 @@ where
             .expect("table");
     }
     let copy = copy(&client, rows).await;
+    let sinks = match sinks {
+        Some(bench) => Some(bench.measure(&client, rows).await),
+        None => None,
+    };
     let insert_rows = (rows / 10).max(1_000);
     let started = Instant::now();
     for start in (0..insert_rows).step_by(1_000) {
@@ -111,6 +135,7 @@ where
     let expected = count + i64::from(new_row_counts);
     assert_eq!(after, expected, "the query sees the inserted row");
     Figures {
+        sinks,
         copy,
         insert,
         concurrent,
@@ -179,6 +204,174 @@ where
     started.elapsed()
 }
 
+/// New sinks of the copied table, measured in floe against SeaweedFS.
+struct SinkBench<'a> {
+    seaweedfs: &'a floe_testkit::SeaweedFs,
+    namespace: String,
+    /// floe's process, whose peak RSS each sink's snapshot is measured by.
+    pid: Option<u32>,
+}
+
+/// What the sink phase measured.
+struct SinkFigures {
+    append: Duration,
+    upsert: Duration,
+    /// floe's peak RSS (bytes) during each sink's first snapshot.
+    append_peak: Option<u64>,
+    upsert_peak: Option<u64>,
+}
+
+impl SinkBench<'_> {
+    async fn measure(&self, client: &Client, rows: u64) -> SinkFigures {
+        // DDL runs one statement at a time (not in a multi-statement string).
+        for statement in [
+            format!(
+                "CREATE SECRET bench_credential AS '{}:{}'",
+                self.seaweedfs.access_key(),
+                self.seaweedfs.secret_key()
+            ),
+            format!(
+                "CREATE CONNECTION bench_catalog TO ICEBERG CATALOG (CATALOG TYPE 'rest', URL '{}', WAREHOUSE '{}', CREDENTIAL SECRET bench_credential, ACCESS DELEGATION 'vended-credentials')",
+                self.seaweedfs.catalog_url(),
+                self.seaweedfs.warehouse()
+            ),
+        ] {
+            client
+                .batch_execute(&statement)
+                .await
+                .expect("catalog connection");
+        }
+        let (append, append_peak) = self
+            .first_snapshot(client, "appended", "MODE APPEND", rows)
+            .await;
+        let (upsert, upsert_peak) = self
+            .first_snapshot(client, "upserted", "KEY (id) MODE UPSERT", rows)
+            .await;
+        SinkFigures {
+            append,
+            upsert,
+            append_peak,
+            upsert_peak,
+        }
+    }
+
+    /// Creates a sink of `copied` into table `name` and waits until the catalog's
+    /// current snapshot holds `rows` rows; then drops the sink, so that it costs the
+    /// later measurements nothing.
+    async fn first_snapshot(
+        &self,
+        client: &Client,
+        name: &str,
+        mode: &str,
+        rows: u64,
+    ) -> (Duration, Option<u64>) {
+        reset_peak_rss(self.pid);
+        let started = Instant::now();
+        client
+            .batch_execute(&format!(
+                "CREATE SINK {name} FROM copied INTO ICEBERG CATALOG CONNECTION bench_catalog (NAMESPACE '{}', TABLE '{name}') {mode} WITH (COMMIT INTERVAL '1s')",
+                self.namespace
+            ))
+            .await
+            .expect("CREATE SINK");
+        while committed_rows(self.seaweedfs, &self.namespace, name) < rows {
+            assert!(
+                started.elapsed() < Duration::from_secs(600),
+                "sink {name} did not commit its snapshot"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let elapsed = started.elapsed();
+        let peak = peak_rss(self.pid);
+        client
+            .batch_execute(&format!("DROP SINK {name}"))
+            .await
+            .expect("DROP SINK");
+        (elapsed, peak)
+    }
+
+    /// pyiceberg appending the rows the COPY loaded (`line(0..rows)`), as one Arrow
+    /// table, into the same catalog; its table creation and append are timed.
+    fn pyiceberg(&self, rows: u64, dir: &std::path::Path) -> Duration {
+        let path = dir.join("rows.tsv");
+        let mut text = String::new();
+        for i in 0..rows {
+            text.push_str(&line(i));
+        }
+        std::fs::write(&path, text).expect("rows file");
+        let request = serde_json::json!({
+            "catalog_url": self.seaweedfs.catalog_url(),
+            "client_id": self.seaweedfs.access_key(),
+            "client_secret": self.seaweedfs.secret_key(),
+            "warehouse": self.seaweedfs.warehouse(),
+            "s3_endpoint": self.seaweedfs.s3_endpoint(),
+            "region": self.seaweedfs.region(),
+            "namespace": self.namespace,
+            "table": "pyiceberg_append",
+            "tsv": path.to_string_lossy(),
+            "columns": COLUMNS,
+        });
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sink/benches/pyiceberg_append.py");
+        let mut child =
+            std::process::Command::new(floe_testkit::peers_dir().join("venv/bin/python"))
+                .arg(script)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("pyiceberg runs (scripts/install-peers installs it)");
+        std::io::Write::write_all(
+            &mut child.stdin.take().expect("stdin"),
+            request.to_string().as_bytes(),
+        )
+        .expect("request");
+        let output = child.wait_with_output().expect("pyiceberg ends");
+        assert!(output.status.success(), "pyiceberg failed");
+        let result: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("pyiceberg's result");
+        assert_eq!(
+            result["rows"].as_u64(),
+            Some(rows),
+            "pyiceberg appended every row"
+        );
+        let seconds = |key: &str| result[key].as_f64().expect("a time");
+        Duration::from_secs_f64(seconds("create_seconds") + seconds("append_seconds"))
+    }
+}
+
+/// The `total-records` of the current snapshot of `namespace.table` in the catalog (0
+/// while the table or its first snapshot does not exist).
+fn committed_rows(seaweedfs: &floe_testkit::SeaweedFs, namespace: &str, table: &str) -> u64 {
+    let Some(loaded) = seaweedfs.try_load_table(namespace, table, false) else {
+        return 0;
+    };
+    let metadata = &loaded["metadata"];
+    let current = &metadata["current-snapshot-id"];
+    metadata["snapshots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|snapshot| &snapshot["snapshot-id"] == current)
+        .and_then(|snapshot| snapshot["summary"]["total-records"].as_str())
+        .and_then(|total| total.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Resets the kernel's peak RSS of `pid` (`/proc/<pid>/clear_refs`, value 5).
+fn reset_peak_rss(pid: Option<u32>) {
+    if let Some(pid) = pid {
+        let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+    }
+}
+
+/// The peak RSS (`VmHWM`) of `pid` in bytes.
+fn peak_rss(pid: Option<u32>) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let rows: u64 = std::env::var("FLOE_BENCH_ROWS")
@@ -187,8 +380,18 @@ async fn main() {
         .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().expect("temporary directory");
     let floe = support::Floe::start(&dir.path().join("data"));
-    let floe_figures = measure(rows, || floe.connect()).await;
+    let sinks = std::env::var_os("FLOE_BENCH_NO_SINKS").is_none();
+    let seaweedfs = sinks.then(floe_testkit::SeaweedFs::start);
+    let sink_bench = seaweedfs.as_ref().map(|seaweedfs| SinkBench {
+        seaweedfs,
+        namespace: seaweedfs.unique_namespace("bench"),
+        pid: floe.pid(),
+    });
+    let floe_figures = measure(rows, || floe.connect(), sink_bench.as_ref()).await;
     drop(floe);
+    let pyiceberg = sink_bench
+        .as_ref()
+        .map(|bench| bench.pyiceberg(rows, dir.path()));
 
     let postgres = floe_testkit::Postgres::builder()
         .setting("fsync", "on")
@@ -203,7 +406,7 @@ async fn main() {
         tokio::spawn(connection);
         client
     };
-    let postgres_figures = measure(rows, connect).await;
+    let postgres_figures = measure(rows, connect, None).await;
 
     let insert_rows = (rows / 10).max(1_000);
     let writes = WRITERS * INSERTS_PER_WRITER;
@@ -263,4 +466,42 @@ async fn main() {
         postgres_figures.query_after_write,
     );
     println!("  (ratio: PostgreSQL's time / floe's; above 1 floe is faster)");
+    if let (Some(sinks), Some(pyiceberg)) = (&floe_figures.sinks, pyiceberg) {
+        print_sinks(rows, sinks, pyiceberg);
+    }
+}
+
+/// The sink phase's lines: each sink's first snapshot against pyiceberg's append.
+fn print_sinks(rows: u64, sinks: &SinkFigures, pyiceberg: Duration) {
+    println!(
+        "a new sink's first snapshot of the copied table ({rows} rows), SeaweedFS: floe vs pyiceberg 0.12 append, same run"
+    );
+    println!(
+        "  {:<34} {:>14} {:>14} {:>8} {:>12}",
+        "", "floe", "pyiceberg", "ratio", "floe peak RSS"
+    );
+    let rate = |d: Duration| rows as f64 / d.as_secs_f64();
+    let mib =
+        |bytes: Option<u64>| bytes.map_or("-".to_string(), |b| format!("{} MiB", b / (1 << 20)));
+    for (what, floe, peak) in [
+        (
+            "APPEND sink, CREATE to snapshot",
+            sinks.append,
+            sinks.append_peak,
+        ),
+        (
+            "UPSERT sink, CREATE to snapshot",
+            sinks.upsert,
+            sinks.upsert_peak,
+        ),
+    ] {
+        println!(
+            "  {what:<34} {:>10.0} r/s {:>10.0} r/s {:>7.2}x {:>12}",
+            rate(floe),
+            rate(pyiceberg),
+            pyiceberg.as_secs_f64() / floe.as_secs_f64(),
+            mib(peak)
+        );
+    }
+    println!("  (ratio: pyiceberg's time / floe's; above 1 floe is faster)");
 }

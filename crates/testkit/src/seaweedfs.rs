@@ -380,19 +380,29 @@ impl SeaweedFs {
 
     /// loadTable, optionally asking for vended credentials; panics unless 200.
     pub fn load_table(&self, namespace: &str, table: &str, vended: bool) -> Value {
+        self.try_load_table(namespace, table, vended)
+            .unwrap_or_else(|| panic!("load table {namespace}.{table}: no such table"))
+    }
+
+    /// loadTable: `None` while the table does not exist (404); panics on any other
+    /// answer but 200.
+    pub fn try_load_table(&self, namespace: &str, table: &str, vended: bool) -> Option<Value> {
         let resp = self.rest(
             "GET",
             &format!("/v1/{TABLE_BUCKET}/namespaces/{namespace}/tables/{table}"),
             None,
             vended,
         );
+        if resp.status == 404 {
+            return None;
+        }
         assert_eq!(
             resp.status,
             200,
             "load table {namespace}.{table}: {}",
             resp.text()
         );
-        resp.json()
+        Some(resp.json())
     }
 
     /// Sets the table bucket's resource policy (S3 Tables `PutTableBucketPolicy`, signed

@@ -248,6 +248,13 @@ impl Floe {
         panic!("floe could not find a free port");
     }
 
+    /// The process id of what was started (floe itself, or `runuser` when started as
+    /// another user). Used by the ingest benchmark (peak RSS), not by the tests.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The port floe listens on (127.0.0.1).
     pub fn port(&self) -> u16 {
         self.port
