@@ -895,12 +895,22 @@ impl SinkMachine {
         let mut held_by_input = false;
         loop {
             let upper = self.input.upper().await?;
-            let boundary = Timestamp(upper.0 / interval * interval);
-            // A new sink's snapshot is taken as of a boundary at or past the input's
-            // compaction frontier: history compacted to `since - 1` lies before it, so the
-            // next batch can read on from it.
-            let ready = boundary > session.lower
-                && (session.lower != Timestamp(0) || boundary >= self.input.since().await?);
+            let mut boundary = Timestamp(upper.0 / interval * interval);
+            // A new sink's snapshot is taken as of a time at or past the input's compaction
+            // frontier: history compacted to `since - 1` lies before it, so the next batch
+            // can read on from it. The last interval boundary when it is past `since`; else
+            // (a write just compacted the input past it) the input's upper itself, rather
+            // than waiting up to an interval for the next boundary: later batches end at
+            // boundaries again.
+            let mut past_since = true;
+            if session.lower == Timestamp(0) {
+                let since = self.input.since().await?;
+                if boundary < since && upper >= since {
+                    boundary = upper;
+                }
+                past_since = boundary >= since;
+            }
+            let ready = boundary > session.lower && past_since;
             // An input holding an error (a materialized view's `division by zero`) keeps
             // its upper where the error began: the sink is stalled by it, without starting
             // over, and runs again as soon as the rows causing it are gone.

@@ -1345,8 +1345,9 @@ async fn a_failing_data_file_write_stalls_and_recovers() {
     );
 }
 
-/// A new sink on a relation compacted within the current interval takes its snapshot as
-/// of the next boundary (past the compaction frontier), so it can read on from it.
+/// A new sink on a relation compacted within the current interval takes its snapshot at
+/// once, as of the input's upper (at the compaction frontier, so that it can read on from
+/// it), instead of waiting for the next interval boundary; later batches end at boundaries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     let dir = tempfile::tempdir().unwrap();
@@ -1358,8 +1359,9 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     let boundary = push_nonempty(&input, &mut workload);
     // The upper is mid-interval and history up to it is compacted: a snapshot as of
     // `boundary` would miss the compacted rows.
-    input.push(Vec::new(), boundary + INTERVAL / 2);
-    input.compact_to(boundary + INTERVAL / 2);
+    let compacted = boundary + INTERVAL / 2;
+    input.push(Vec::new(), compacted);
+    input.compact_to(compacted);
     let handle = spawn_sink(
         connection,
         spec("compacted", "t", Envelope::Upsert),
@@ -1367,12 +1369,13 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
         reporter.clone(),
         settings(),
     );
-    // The sink runs and polls the input while the upper stays in the compacted interval.
-    reporter
-        .wait_for_status(|s| matches!(s, SinkStatus::Running))
-        .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(reporter.frontier(), 0, "nothing committed yet");
+    // The upper stays in the compacted interval: the snapshot is committed all the same.
+    reporter.wait_for_frontier(compacted).await;
+    assert_eq!(
+        reporter.frontier(),
+        compacted,
+        "the snapshot is as of the input's upper"
+    );
     let upper = drive(&input, &mut workload, 4).div_ceil(INTERVAL) * INTERVAL;
     input.push(Vec::new(), upper);
     reporter.wait_for_frontier(upper).await;
@@ -1380,9 +1383,14 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     reporter.assert_never_stalled();
     let read = Reader::local().read(reporter.metadata_location().trim_start_matches("file://"));
     assert_upsert_table(&read, &workload);
+    let frontiers = sink_frontiers(&read);
+    assert_eq!(
+        frontiers[0], compacted,
+        "the snapshot is as of the compaction frontier"
+    );
     assert!(
-        sink_frontiers(&read)[0] > boundary + INTERVAL / 2,
-        "the snapshot is as of a time past the compaction frontier"
+        frontiers[1..].iter().all(|f| f % INTERVAL == 0),
+        "later batches end at interval boundaries: {frontiers:?}"
     );
 }
 
