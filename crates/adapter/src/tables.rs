@@ -11,7 +11,7 @@ use datafusion::execution::context::SessionContext;
 use floe_repr::{ColumnDesc, Datum, GlobalId, RelationDesc, Row, SqlState};
 use floe_sql::catalog::{ItemDefinition, QualifiedName};
 use floe_sql::dml::{DeletePlan, InsertPlan, UpdatePlan, returning_query};
-use floe_storage::{AppendError, Storage};
+use floe_storage::{AppendError, ContentsSegment, Storage};
 use sqlparser::ast::SelectItem;
 
 use crate::coordinator::ExecuteResponse;
@@ -121,10 +121,9 @@ fn convert_changed_segments(
     let (changed, version) = storage
         .changed_segments(id, &known)
         .map_err(storage_error)?;
-    for segment in changed {
-        let table = engine_table(name, desc, &segment.rows)?;
-        if let Some(slot) = segments.get_mut(segment.index) {
-            *slot = (segment.version, table.batches);
+    for (index, version, batches) in convert_segments(name, desc, changed)? {
+        if let Some(slot) = segments.get_mut(index) {
+            *slot = (version, batches);
         }
     }
     let mut batches: Vec<RecordBatch> = segments
@@ -143,6 +142,58 @@ fn convert_changed_segments(
         schema,
         segments,
         batches,
+    })
+}
+
+/// Below this many rows, segments are converted on the calling thread: starting threads
+/// would cost more than they save.
+const PARALLEL_CONVERSION_ROWS: usize = 65_536;
+
+/// Each changed segment decoded and converted to Arrow batches (index, version, batches),
+/// on one thread per core when there are many rows: a table's first query after a bulk
+/// load converts all of it.
+fn convert_segments(
+    name: &QualifiedName,
+    desc: &RelationDesc,
+    changed: Vec<ContentsSegment>,
+) -> Result<Vec<(usize, u64, Vec<RecordBatch>)>, AdapterError> {
+    let convert = |segment: ContentsSegment| -> Result<_, AdapterError> {
+        let (index, version) = (segment.index, segment.version);
+        let rows = segment.rows().map_err(storage_error)?;
+        Ok((index, version, engine_table(name, desc, &rows)?.batches))
+    };
+    let rows: usize = changed.iter().map(ContentsSegment::distinct_rows).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(changed.len());
+    if threads <= 1 || rows < PARALLEL_CONVERSION_ROWS {
+        return changed.into_iter().map(convert).collect();
+    }
+    let mut shares: Vec<Vec<ContentsSegment>> = (0..threads).map(|_| Vec::new()).collect();
+    for (position, segment) in changed.into_iter().enumerate() {
+        shares[position % threads].push(segment);
+    }
+    let convert = &convert;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                scope.spawn(move || {
+                    share
+                        .into_iter()
+                        .map(convert)
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        let mut converted = Vec::new();
+        for handle in handles {
+            let share = handle.join().map_err(|_| {
+                AdapterError::Internal(format!("converting {name}: a conversion thread panicked"))
+            })?;
+            converted.extend(share?);
+        }
+        Ok(converted)
     })
 }
 

@@ -148,8 +148,10 @@ impl Storage {
         let mut part_writers: BTreeMap<GlobalId, PartWriter> = BTreeMap::new();
         for (id, changes) in &accepted {
             let part_writer = part_writers.entry(*id).or_default();
+            let name = id.to_string();
             for change in changes {
                 part_writer.push(ts, change.diff, &change.encoded);
+                part_writer.insert_closed(&transaction, &name)?;
             }
         }
         let touched: Vec<GlobalId> = part_writers.keys().copied().collect();

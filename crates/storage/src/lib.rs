@@ -129,9 +129,11 @@ fn segment_of(encoded: &[u8]) -> usize {
     (HASHER.hash_one(encoded) % SEGMENTS as u64) as usize
 }
 
-/// Encoded row -> (row, multiplicity). Shared pointers, so a snapshot can take the
-/// whole contents under the lock without copying a row.
-type RowMap = BytesMap<Arc<[u8]>, (Arc<Row>, i64)>;
+/// Encoded row -> multiplicity. Only the encoding is kept (readers decode what they
+/// take): a decoded `Row` beside it tripled a row's memory, and allocating and zeroing
+/// that memory was most of a bulk load's time. Shared pointers, so a snapshot can take
+/// the whole contents under the lock without copying a row.
+type RowMap = BytesMap<Arc<[u8]>, i64>;
 
 /// One segment of the contents.
 #[derive(Debug, Default)]
@@ -168,11 +170,13 @@ impl Default for Contents {
 /// One change to a collection, with the encodings that checking, logging and applying
 /// it need, each computed once.
 struct Change {
-    /// The row's encoding: what the log stores and the contents are keyed by.
-    encoded: Vec<u8>,
+    /// The row's encoding: what the log stores and the contents are keyed by (allocated
+    /// once, at its exact size, and shared by the contents and the group commit).
+    encoded: Arc<[u8]>,
     /// The primary key's encoding, when the collection has a key.
     key: Option<Vec<u8>>,
-    row: Row,
+    /// No decoded row: a bulk write's rows are freed as they are encoded, and their
+    /// memory reused for the encodings (a refused key decodes its row again).
     diff: i64,
 }
 
@@ -181,14 +185,41 @@ struct Change {
 pub struct ContentsSegment {
     pub index: usize,
     pub version: u64,
-    pub rows: Vec<Row>,
+    collection: GlobalId,
+    taken: TakenRows,
 }
 
-/// Pushes `row` onto `rows` as many times as its multiplicity says.
-fn repeat_row(row: &Row, count: i64, rows: &mut Vec<Row>) {
-    for _ in 0..count.max(0) {
-        rows.push(Row::clone(row));
+impl ContentsSegment {
+    /// The segment's rows, each repeated by its multiplicity: decoded here, by the
+    /// caller (on as many threads as it likes), not under the storage lock.
+    pub fn rows(self) -> Result<Vec<Row>, StorageError> {
+        decode_taken(self.collection, self.taken)
     }
+
+    /// How many distinct rows the segment holds.
+    pub fn distinct_rows(&self) -> usize {
+        self.taken.len()
+    }
+}
+
+/// Rows of the contents as a reader takes them under the lock: encodings (shared, not
+/// copied) and multiplicities, decoded once the lock is released.
+type TakenRows = Vec<(Arc<[u8]>, i64)>;
+
+/// The rows of `taken`, each repeated by its multiplicity.
+fn decode_taken(collection: GlobalId, taken: TakenRows) -> Result<Vec<Row>, StorageError> {
+    let mut rows = Vec::with_capacity(taken.len());
+    for (encoded, count) in taken {
+        if count <= 0 {
+            continue;
+        }
+        let row = decode_row(&encoded).map_err(|e| corrupt(collection, e.to_string()))?;
+        for _ in 1..count {
+            rows.push(Row::clone(&row));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
 }
 
 /// The key columns of a row, encoded: an in-memory identity only (never stored), so the
@@ -203,22 +234,16 @@ fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
 
 impl Contents {
     /// The change of `row` by `diff`, `encoded` being the row's encoding.
-    fn change(&self, encoded: Vec<u8>, row: Row, diff: i64) -> Change {
+    fn change(&self, encoded: &[u8], row: &Row, diff: i64) -> Change {
         Change {
-            key: self.key.as_deref().map(|key| encode_key(&row, key)),
-            encoded,
-            row,
+            key: self.key.as_deref().map(|key| encode_key(row, key)),
+            encoded: Arc::from(encoded),
             diff,
         }
     }
 
     fn apply(&mut self, change: Change) {
-        let Change {
-            encoded,
-            key,
-            row,
-            diff,
-        } = change;
+        let Change { encoded, key, diff } = change;
         if let Some(key) = key {
             match self.key_counts.entry(key) {
                 Entry::Occupied(mut count) => {
@@ -236,36 +261,47 @@ impl Contents {
         }
         let segment = &mut self.segments[segment_of(&encoded)];
         segment.version = self.version;
-        match segment.rows.get_mut(encoded.as_slice()) {
-            Some(entry) => {
-                entry.1 += diff;
+        match segment.rows.get_mut(&*encoded) {
+            Some(count) => {
+                *count += diff;
                 // Consolidated-away rows leave, so memory follows the contents.
-                if entry.1 == 0 {
-                    segment.rows.remove(encoded.as_slice());
+                if *count == 0 {
+                    segment.rows.remove(&*encoded);
                 }
             }
             None => {
                 if diff != 0 {
-                    segment
-                        .rows
-                        .insert(Arc::from(encoded), (Arc::new(row), diff));
+                    segment.rows.insert(encoded, diff);
                 }
             }
         }
     }
 
-    /// The row encoded as `encoded` and its multiplicity, if present.
-    fn get(&self, encoded: &[u8]) -> Option<&(Arc<Row>, i64)> {
-        self.segments[segment_of(encoded)].rows.get(encoded)
+    /// Room for `changes` more rows and keys, taken at once: a bulk load into maps that
+    /// grew by doubling allocated (and had the kernel zero) about twice what they end up
+    /// holding.
+    fn reserve(&mut self, changes: usize) {
+        if self.key.is_some() {
+            self.key_counts.reserve(changes);
+        }
+        let per_segment = changes.div_ceil(SEGMENTS);
+        for segment in &mut self.segments {
+            segment.rows.reserve(per_segment);
+        }
     }
 
-    /// Every row: encoding, row and multiplicity.
-    fn iter(&self) -> impl Iterator<Item = (&Arc<[u8]>, &(Arc<Row>, i64))> {
+    /// The multiplicity of the row encoded as `encoded` (0 when absent).
+    fn count(&self, encoded: &[u8]) -> i64 {
+        self.segments[segment_of(encoded)]
+            .rows
+            .get(encoded)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Every row: encoding and multiplicity.
+    fn iter(&self) -> impl Iterator<Item = (&Arc<[u8]>, &i64)> {
         self.segments.iter().flat_map(|segment| segment.rows.iter())
-    }
-
-    fn len(&self) -> usize {
-        self.segments.iter().map(|segment| segment.rows.len()).sum()
     }
 
     /// A batch as changes: an insert and a delete of the same row cancel. A batch of
@@ -273,9 +309,15 @@ impl Contents {
     /// means the same as once with multiplicity 2), saving a map of the whole batch.
     fn changes(&self, updates: Vec<(Row, i64)>) -> Vec<Change> {
         if updates.iter().all(|(_, diff)| *diff > 0) {
+            // Each row is encoded into one reused buffer, then copied once at its size.
+            let mut encoded = Vec::new();
             return updates
                 .into_iter()
-                .map(|(row, diff)| self.change(encode(&row), row, diff))
+                .map(|(row, diff)| {
+                    encoded.clear();
+                    encode_row(&row, &mut encoded);
+                    self.change(&encoded, &row, diff)
+                })
                 .collect();
         }
         let mut consolidated: BytesMap<Vec<u8>, (Row, i64)> = BytesMap::default();
@@ -285,7 +327,7 @@ impl Contents {
         consolidated
             .into_iter()
             .filter(|(_, (_, diff))| *diff != 0)
-            .map(|(encoded, (row, diff))| self.change(encoded, row, diff))
+            .map(|(encoded, (row, diff))| self.change(&encoded, &row, diff))
             .collect()
     }
 
@@ -293,15 +335,19 @@ impl Contents {
     /// there, given the changes `accepted` before them in the same group commit.
     fn check(&self, changes: &[Change], accepted: &Accepted) -> Result<(), AppendError> {
         if let Some(key) = &self.key {
-            let mut deltas: BytesMap<&[u8], (i64, &Row)> = BytesMap::default();
+            // Encoded key -> (net change, the encoding of a row carrying it).
+            let mut deltas: BytesMap<&[u8], (i64, &[u8])> =
+                BytesMap::with_capacity_and_hasher(changes.len(), Default::default());
             for change in changes {
                 let key_bytes = change.key.as_deref().unwrap_or_default();
-                deltas.entry(key_bytes).or_insert((0, &change.row)).0 += change.diff;
+                deltas.entry(key_bytes).or_insert((0, &change.encoded)).0 += change.diff;
             }
-            for (key_bytes, (delta, row)) in deltas {
+            for (key_bytes, (delta, encoded)) in deltas {
                 let existing = self.key_counts.get(key_bytes).copied().unwrap_or(0)
                     + accepted.keys.get(key_bytes).copied().unwrap_or(0);
                 if existing + delta > 1 {
+                    // The row was encoded from a `Row` just before: it decodes.
+                    let row = decode_row(encoded).unwrap_or_default();
                     let key_values = key
                         .iter()
                         .map(|i| row.get(*i).cloned().unwrap_or(Datum::Null))
@@ -311,14 +357,8 @@ impl Contents {
             }
         }
         for change in changes {
-            let present = self
-                .get(change.encoded.as_slice())
-                .map_or(0, |(_, count)| *count)
-                + accepted
-                    .rows
-                    .get(change.encoded.as_slice())
-                    .copied()
-                    .unwrap_or(0);
+            let present = self.count(&change.encoded)
+                + accepted.rows.get(&*change.encoded).copied().unwrap_or(0);
             if change.diff < 0 && present + change.diff < 0 {
                 return Err(AppendError::RetractionOfAbsentRow);
             }
@@ -335,7 +375,7 @@ struct Accepted {
     /// Encoded key -> net change of the rows carrying it.
     keys: BytesMap<Vec<u8>, i64>,
     /// Encoded row -> net change.
-    rows: BytesMap<Vec<u8>, i64>,
+    rows: BytesMap<Arc<[u8]>, i64>,
 }
 
 impl Accepted {
@@ -574,6 +614,7 @@ impl Collection {
         if bytes > 0 {
             self.contents.version += 1;
         }
+        self.contents.reserve(changes.len());
         for change in changes {
             self.contents.apply(change);
         }
@@ -785,10 +826,10 @@ impl Storage {
                 // Written before an ADD COLUMN whose widening a crash cut short.
                 narrow = true;
                 let row = padded(&row, width);
-                let change = contents.change(encode(&row), row, diff);
+                let change = contents.change(&encode(&row), &row, diff);
                 contents.apply(change);
             } else {
-                let change = contents.change(bytes.to_vec(), row, diff);
+                let change = contents.change(bytes, &row, diff);
                 contents.apply(change);
             }
             Ok(())
@@ -848,9 +889,10 @@ impl Storage {
             version: collection.contents.version + 1,
             ..Contents::default()
         };
-        for (_, (row, count)) in collection.contents.iter() {
-            let row = padded(row, width);
-            let change = contents.change(encode(&row), row, *count);
+        for (encoded, count) in collection.contents.iter() {
+            let row = decode_row(encoded).map_err(|e| corrupt(id, e.to_string()))?;
+            let row = padded(&row, width);
+            let change = contents.change(&encode(&row), &row, *count);
             contents.apply(change);
         }
         collection.contents = contents;
@@ -913,46 +955,54 @@ impl Storage {
     /// The current contents, each row repeated by its multiplicity, and the
     /// contents' version.
     pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {
-        let collections = self.collections_read();
-        let collection = collections
-            .get(&id)
-            .ok_or(StorageError::UnknownCollection(id))?;
-        let mut rows = Vec::with_capacity(collection.contents.len());
-        for (_, (row, count)) in collection.contents.iter() {
-            repeat_row(row, *count, &mut rows);
-        }
-        Ok((rows, collection.contents.version))
+        let (taken, version) = {
+            let collections = self.collections_read();
+            let contents = &collections
+                .get(&id)
+                .ok_or(StorageError::UnknownCollection(id))?
+                .contents;
+            let taken: TakenRows = contents.iter().map(|(e, c)| (e.clone(), *c)).collect();
+            (taken, contents.version)
+        };
+        Ok((decode_taken(id, taken)?, version))
     }
 
     /// The segments of the contents whose version is not the one in `known` (a segment
     /// index -> version map of what the caller holds): each one's index, version and
-    /// rows (each repeated by its multiplicity); and the contents' version, read at once.
+    /// rows (to decode); and the contents' version, read at once.
     pub fn changed_segments(
         &self,
         id: GlobalId,
         known: &[u64],
     ) -> Result<(Vec<ContentsSegment>, u64), StorageError> {
-        let collections = self.collections_read();
-        let contents = &collections
-            .get(&id)
-            .ok_or(StorageError::UnknownCollection(id))?
-            .contents;
-        let mut changed = Vec::new();
-        for (index, segment) in contents.segments.iter().enumerate() {
-            if known.get(index) == Some(&segment.version) {
-                continue;
-            }
-            let mut rows = Vec::with_capacity(segment.rows.len());
-            for (row, count) in segment.rows.values() {
-                repeat_row(row, *count, &mut rows);
-            }
-            changed.push(ContentsSegment {
+        let (taken, version) = {
+            let collections = self.collections_read();
+            let contents = &collections
+                .get(&id)
+                .ok_or(StorageError::UnknownCollection(id))?
+                .contents;
+            let taken: Vec<(usize, u64, TakenRows)> = contents
+                .segments
+                .iter()
+                .enumerate()
+                .filter(|(index, segment)| known.get(*index) != Some(&segment.version))
+                .map(|(index, segment)| {
+                    let rows = segment.rows.iter().map(|(e, c)| (e.clone(), *c)).collect();
+                    (index, segment.version, rows)
+                })
+                .collect();
+            (taken, contents.version)
+        };
+        let changed = taken
+            .into_iter()
+            .map(|(index, version, taken)| ContentsSegment {
                 index,
-                version: segment.version,
-                rows,
-            });
-        }
-        Ok((changed, contents.version))
+                version,
+                collection: id,
+                taken,
+            })
+            .collect();
+        Ok((changed, version))
     }
 
     /// The version of the contents (changes on every write).
@@ -1055,7 +1105,7 @@ impl Storage {
             collection.contents.version += 1;
         }
         for (bytes, row, _, diff) in encoded {
-            let change = collection.contents.change(bytes, row, diff);
+            let change = collection.contents.change(&bytes, &row, diff);
             collection.contents.apply(change);
             collection.log_updates += 1;
         }
@@ -1210,10 +1260,10 @@ impl Storage {
             let collection = collections
                 .get(&id)
                 .ok_or(StorageError::UnknownCollection(id))?;
-            let contents: Vec<(Arc<[u8]>, Arc<Row>, i64)> = collection
+            let contents: TakenRows = collection
                 .contents
                 .iter()
-                .map(|(bytes, (row, count))| (bytes.clone(), row.clone(), *count))
+                .map(|(bytes, count)| (bytes.clone(), *count))
                 .collect();
             (contents, collection.upper)
         };
@@ -1235,10 +1285,10 @@ impl Storage {
         }
         let mut chunks = Chunks::new(id, arity, max_rows, chunk);
         let stream = || -> Result<(), ScanStop> {
-            for (bytes, row, count) in contents {
+            for (bytes, count) in contents {
                 let count = count - later.remove(&*bytes).unwrap_or(0);
                 if count > 0 {
-                    chunks.push(as_of, count, Row::clone(&row))?;
+                    chunks.push_encoded(as_of, count, &bytes)?;
                 }
             }
             // What is left was removed since `upper`: there then, gone from the contents.

@@ -83,6 +83,19 @@ impl PartWriter {
         encode_update(&mut part.data, ts, diff, row);
     }
 
+    /// Stores the parts closed so far in `transaction` and frees their blobs: a large
+    /// write then holds about one part in memory, not all of its log.
+    pub fn insert_closed(
+        &mut self,
+        transaction: &Transaction<'_>,
+        id: &str,
+    ) -> rusqlite::Result<()> {
+        if self.done.is_empty() {
+            return Ok(());
+        }
+        insert_parts(transaction, id, &std::mem::take(&mut self.done))
+    }
+
     pub fn finish(mut self) -> Vec<EncodedPart> {
         if self.current.updates > 0 {
             self.done.push(self.current);

@@ -514,6 +514,56 @@ fn appends_made_while_compaction_runs_are_kept() {
 }
 
 /// Blobs of the log that no part points at.
+/// A write larger than a part is stored part by part in its one transaction (each
+/// part's blob freed once stored): every row is in the log, in parts of at most
+/// [`parts::PART_BYTES`], and a duplicate key in a later write names the key's values.
+#[test]
+fn a_write_of_many_parts_is_whole_and_keys_hold_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(9);
+    let filler = "f".repeat(200);
+    let rows = 30_000;
+    {
+        let storage = Storage::open(dir.path()).unwrap();
+        storage.register(id, desc_with_key()).unwrap();
+        let batch = (0..rows).map(|i| (row(i, &filler), 1)).collect();
+        storage.append(id, batch).unwrap().unwrap();
+    }
+    let connection = rusqlite::Connection::open(dir.path().join("storage.db")).unwrap();
+    let (parts, updates, largest): (i64, i64, i64) = connection
+        .query_row(
+            "SELECT count(*), sum(p.updates), max(length(d.data))
+             FROM parts p JOIN part_data d ON d.id = p.data_id WHERE p.collection_id = ?1",
+            [id.to_string()],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert!(
+        parts >= 6,
+        "30,000 rows of ~210 bytes span several parts: {parts}"
+    );
+    assert_eq!(updates, i64::from(rows));
+    assert!(largest as usize <= parts::PART_BYTES + parts::UPDATE_HEADER);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    let (mut read, _) = storage.contents(id).unwrap();
+    read.sort_by_key(|r| match r[0] {
+        Datum::Int32(i) => i,
+        _ => -1,
+    });
+    let expected: Vec<Row> = (0..rows).map(|i| row(i, &filler)).collect();
+    assert!(
+        read == expected,
+        "the contents after reopening are the rows written"
+    );
+    assert_eq!(
+        storage.append(id, vec![(row(29_999, "again"), 1)]).unwrap(),
+        Err(AppendError::UniqueViolation {
+            key: vec![Datum::Int32(29_999)]
+        })
+    );
+}
+
 fn garbage_blobs(dir: &std::path::Path) -> i64 {
     let connection = rusqlite::Connection::open(dir.join("storage.db")).unwrap();
     connection
@@ -880,7 +930,8 @@ fn a_write_changes_only_the_segments_of_its_rows() {
     let mut held: Vec<Vec<Row>> = vec![Vec::new(); SEGMENTS];
     for segment in all {
         known[segment.index] = segment.version;
-        held[segment.index] = segment.rows;
+        let index = segment.index;
+        held[index] = segment.rows().unwrap();
     }
     assert_eq!(
         storage.changed_segments(id, &known).unwrap(),
@@ -900,7 +951,8 @@ fn a_write_changes_only_the_segments_of_its_rows() {
     );
     for segment in changed {
         assert_eq!(segment.version, newer);
-        held[segment.index] = segment.rows;
+        let index = segment.index;
+        held[index] = segment.rows().unwrap();
     }
     let mut rebuilt: Vec<Row> = held.into_iter().flatten().collect();
     let mut contents = storage.contents(id).unwrap().0;
