@@ -24,6 +24,17 @@ pub use crate::rest_catalog::RestCatalog;
 use crate::sigv4::AwsCredentialsProvider;
 use crate::table::LoadedTable;
 
+/// One optimistic commit to a table.
+pub struct TableCommit<'a> {
+    pub namespace: &'a Namespace,
+    pub table: &'a str,
+    /// The table as last loaded: what the requirements were made against.
+    pub base: &'a LoadedTable,
+    /// What must still hold of the table for the updates to apply.
+    pub requirements: Vec<TableRequirement>,
+    pub updates: Vec<TableUpdate>,
+}
+
 /// An Iceberg catalog as floe uses it.
 #[async_trait]
 pub trait Catalog: Send + Sync + fmt::Debug {
@@ -55,18 +66,11 @@ pub trait Catalog: Send + Sync + fmt::Debug {
         properties: BTreeMap<String, String>,
     ) -> Result<LoadedTable, SinkError>;
 
-    /// Commits `updates` under `requirements`, based on `base` (the table as last loaded),
-    /// and returns the table as the catalog has it afterwards. Requirements that no longer
-    /// hold are [`ErrorKind::CommitConflict`]; an unknown outcome is
-    /// [`ErrorKind::Unavailable`]: the caller reloads and decides.
-    async fn commit(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        base: &LoadedTable,
-        requirements: Vec<TableRequirement>,
-        updates: Vec<TableUpdate>,
-    ) -> Result<LoadedTable, SinkError>;
+    /// Commits the commit's updates under its requirements, and returns the table as the
+    /// catalog has it afterwards. Requirements that no longer hold are
+    /// [`ErrorKind::CommitConflict`]; an unknown outcome is [`ErrorKind::Unavailable`]:
+    /// the caller reloads and decides.
+    async fn commit(&self, commit: TableCommit<'_>) -> Result<LoadedTable, SinkError>;
 
     /// `table` with fresh storage credentials in its file IO, its metadata unchanged.
     /// Catalogs whose credentials never expire return it as it is.

@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use floe_repr::Timestamp;
 
+use crate::catalog::TableCommit;
 use crate::error::{ErrorKind, SinkError};
 use crate::namespace::Namespace;
 use crate::snapshot::{FoundProgress, PreparedCommit, SnapshotProgress, latest_progress};
@@ -110,13 +111,13 @@ impl Committer<'_> {
             let prepared = intent.prepare(&table).await?;
             let error = match self
                 .catalog
-                .commit(
-                    self.namespace,
-                    self.table,
-                    &table,
-                    prepared.requirements,
-                    prepared.updates,
-                )
+                .commit(TableCommit {
+                    namespace: self.namespace,
+                    table: self.table,
+                    base: &table,
+                    requirements: prepared.requirements,
+                    updates: prepared.updates,
+                })
                 .await
             {
                 Ok(committed) => return Ok(Committed::Done(committed)),

@@ -20,10 +20,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use iceberg::io::FileIO;
 use iceberg::spec::{Schema, TableMetadata, TableMetadataBuilder};
-use iceberg::{TableRequirement, TableUpdate};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, TableCommit};
 use crate::error::{ErrorKind, SinkError};
 use crate::namespace::Namespace;
 use crate::table::{LoadedTable, now_ms, storage_error};
@@ -532,14 +531,14 @@ impl Catalog for EmbeddedCatalog {
 
     /// Checks the requirements against `base`, writes the next metadata file and swaps the
     /// catalog's pointer to it if the table still points at `base`'s (compare and swap).
-    async fn commit(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        base: &LoadedTable,
-        requirements: Vec<TableRequirement>,
-        updates: Vec<TableUpdate>,
-    ) -> Result<LoadedTable, SinkError> {
+    async fn commit(&self, commit: TableCommit<'_>) -> Result<LoadedTable, SinkError> {
+        let TableCommit {
+            namespace,
+            table,
+            base,
+            requirements,
+            updates,
+        } = commit;
         for requirement in &requirements {
             requirement.check(Some(&base.metadata)).map_err(|err| {
                 SinkError::new(

@@ -17,10 +17,9 @@ use std::time::UNIX_EPOCH;
 use async_trait::async_trait;
 use iceberg::io::{FileIO, FileIOBuilder};
 use iceberg::spec::{Schema, TableMetadata};
-use iceberg::{TableRequirement, TableUpdate};
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, TableCommit};
 use crate::config::{AwsAuthConfig, AwsConfig, CatalogConfig};
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
@@ -278,18 +277,12 @@ impl Catalog for RestCatalog {
         self.table_from(response, namespace, table).await
     }
 
-    async fn commit(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        base: &LoadedTable,
-        requirements: Vec<TableRequirement>,
-        updates: Vec<TableUpdate>,
-    ) -> Result<LoadedTable, SinkError> {
+    async fn commit(&self, commit: TableCommit<'_>) -> Result<LoadedTable, SinkError> {
+        let (namespace, table) = (commit.namespace, commit.table);
         let request = serde_json::json!({
             "identifier": {"namespace": namespace.levels(), "name": table},
-            "requirements": requirements,
-            "updates": updates,
+            "requirements": commit.requirements,
+            "updates": commit.updates,
         });
         let response = self.client.commit_table(namespace, table, request).await?;
         // The commit answer carries no storage credentials: keep the ones we have.
@@ -303,7 +296,7 @@ impl Catalog for RestCatalog {
         Ok(LoadedTable {
             metadata: Arc::new(metadata),
             metadata_location: location,
-            ..base.clone()
+            ..commit.base.clone()
         })
     }
 

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use floe_repr::{RelationDesc, Timestamp};
 use iceberg::spec::SchemaRef;
 
+use crate::catalog::TableCommit;
 use crate::commit::{
     CommitTurn, Committed, Committer, ProgressIntent, TakeOverIntent, backoff,
     check_progress_owner, table_gone,
@@ -774,13 +775,13 @@ impl SinkMachine {
             iceberg::TableUpdate::SetDefaultSpec { spec_id: -1 },
         ];
         let partitioned = catalog
-            .commit(
-                &self.spec.namespace,
-                &self.spec.table,
-                &table,
+            .commit(TableCommit {
+                namespace: &self.spec.namespace,
+                table: &self.spec.table,
+                base: &table,
                 requirements,
                 updates,
-            )
+            })
             .await?;
         tracing::info!(sink = %self.spec.sink_id, table = %self.spec.qualified_table(), spec = ?partitioned.metadata.default_partition_spec(), "partitioned the sink's new table");
         Ok(partitioned)

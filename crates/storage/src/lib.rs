@@ -784,6 +784,19 @@ impl Storage {
         self.collections.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `read` of collection `id`, under the read lock.
+    fn read_collection<T>(
+        &self,
+        id: GlobalId,
+        read: impl FnOnce(&Collection) -> T,
+    ) -> Result<T, StorageError> {
+        let collections = self.collections_read();
+        let collection = collections
+            .get(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        Ok(read(collection))
+    }
+
     fn collections_write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<GlobalId, Collection>> {
         self.collections.write().unwrap_or_else(|e| e.into_inner())
     }
@@ -944,26 +957,20 @@ impl Storage {
         id: GlobalId,
         updates: &[(Row, i64)],
     ) -> Result<Result<(), AppendError>, StorageError> {
-        let collections = self.collections_read();
-        let collection = collections
-            .get(&id)
-            .ok_or(StorageError::UnknownCollection(id))?;
-        let changes = collection.contents.changes(updates.to_vec());
-        Ok(collection.contents.check(&changes, &Accepted::default()))
+        self.read_collection(id, |collection| {
+            let changes = collection.contents.changes(updates.to_vec());
+            collection.contents.check(&changes, &Accepted::default())
+        })
     }
 
     /// The current contents, each row repeated by its multiplicity, and the
     /// contents' version.
     pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {
-        let (taken, version) = {
-            let collections = self.collections_read();
-            let contents = &collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?
-                .contents;
+        let (taken, version) = self.read_collection(id, |collection| {
+            let contents = &collection.contents;
             let taken: TakenRows = contents.iter().map(|(e, c)| (e.clone(), *c)).collect();
             (taken, contents.version)
-        };
+        })?;
         Ok((decode_taken(id, taken)?, version))
     }
 
@@ -975,12 +982,8 @@ impl Storage {
         id: GlobalId,
         known: &[u64],
     ) -> Result<(Vec<ContentsSegment>, u64), StorageError> {
-        let (taken, version) = {
-            let collections = self.collections_read();
-            let contents = &collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?
-                .contents;
+        let (taken, version) = self.read_collection(id, |collection| {
+            let contents = &collection.contents;
             let taken: Vec<(usize, u64, TakenRows)> = contents
                 .segments
                 .iter()
@@ -992,7 +995,7 @@ impl Storage {
                 })
                 .collect();
             (taken, contents.version)
-        };
+        })?;
         let changed = taken
             .into_iter()
             .map(|(index, version, taken)| ContentsSegment {
@@ -1007,42 +1010,20 @@ impl Storage {
 
     /// The version of the contents (changes on every write).
     pub fn contents_version(&self, id: GlobalId) -> Result<u64, StorageError> {
-        let collections = self.collections_read();
-        Ok(collections
-            .get(&id)
-            .ok_or(StorageError::UnknownCollection(id))?
-            .contents
-            .version)
+        self.read_collection(id, |collection| collection.contents.version)
     }
 
     /// The collection's shape.
     pub fn desc(&self, id: GlobalId) -> Result<RelationDesc, StorageError> {
-        let collections = self.collections_read();
-        Ok(collections
-            .get(&id)
-            .ok_or(StorageError::UnknownCollection(id))?
-            .desc
-            .clone())
+        self.read_collection(id, |collection| collection.desc.clone())
     }
 
     pub fn upper(&self, id: GlobalId) -> Result<Timestamp, StorageError> {
-        let collections = self.collections_read();
-        Ok(Timestamp(
-            collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?
-                .upper,
-        ))
+        self.read_collection(id, |collection| Timestamp(collection.upper))
     }
 
     pub fn since(&self, id: GlobalId) -> Result<Timestamp, StorageError> {
-        let collections = self.collections_read();
-        Ok(Timestamp(
-            collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?
-                .since,
-        ))
+        self.read_collection(id, |collection| Timestamp(collection.since))
     }
 
     /// Whether the ticker advances `id` (the default) or its writer moves its upper

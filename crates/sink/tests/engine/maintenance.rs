@@ -19,7 +19,7 @@ use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
     DeleteMode, Envelope, MaintenanceOptions, MaintenanceReport, MaintenanceSettings, Namespace,
     PartitionColumn, ProgressReport, SinkConnection, SinkReporter, SinkSettings, SinkSpec,
-    SinkStatus, StatisticsUpdate, spawn_sink,
+    SinkStatus, StatisticsUpdate, TableCommit, spawn_sink,
 };
 use floe_testkit::{Reader, SeaweedFs, seaweedfs_shared};
 use iceberg::spec::{DataContentType, ManifestList, ManifestStatus};
@@ -409,17 +409,17 @@ async fn set_property(connection: &SinkConnection, ns: &str, name: &str, value: 
     let namespace = Namespace::parse(ns).unwrap();
     let table = catalog.load_table(&namespace, "t").await.unwrap();
     catalog
-        .commit(
-            &namespace,
-            "t",
-            &table,
-            vec![TableRequirement::UuidMatch {
+        .commit(TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &table,
+            requirements: vec![TableRequirement::UuidMatch {
                 uuid: table.metadata.uuid(),
             }],
-            vec![TableUpdate::SetProperties {
+            updates: vec![TableUpdate::SetProperties {
                 updates: [(name.to_string(), value.to_string())].into(),
             }],
-        )
+        })
         .await
         .unwrap();
 }

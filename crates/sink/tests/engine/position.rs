@@ -7,7 +7,7 @@ use std::sync::Arc;
 use floe_repr::{Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::Update;
 use floe_sink::table::SinkCatalog;
-use floe_sink::{DeleteMode, Envelope, Namespace, SinkSpec, spawn_sink};
+use floe_sink::{DeleteMode, Envelope, Namespace, SinkSpec, TableCommit, spawn_sink};
 use floe_testkit::maintenance::{Maintenance, maintain};
 use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use iceberg::spec::FormatVersion;
@@ -348,17 +348,17 @@ async fn a_format_version_3_table_stalls_the_sink_with_the_reason() {
     let namespace = Namespace::parse(&ns).unwrap();
     let base = catalog.load_table(&namespace, "t").await.unwrap();
     catalog
-        .commit(
-            &namespace,
-            "t",
-            &base,
-            vec![TableRequirement::UuidMatch {
+        .commit(TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &base,
+            requirements: vec![TableRequirement::UuidMatch {
                 uuid: base.metadata.uuid(),
             }],
-            vec![TableUpdate::UpgradeFormatVersion {
+            updates: vec![TableUpdate::UpgradeFormatVersion {
                 format_version: FormatVersion::V3,
             }],
-        )
+        })
         .await
         .unwrap();
     let before = Reader::for_seaweedfs(sw).read(&sw.metadata_location(&ns, "t"));

@@ -13,7 +13,7 @@ use floe_sink::snapshot::{RowDelta, SnapshotProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     Envelope, ErrorKind, HttpSettings, Namespace, SinkConnection, SinkHandle, SinkSettings,
-    SinkSpec, SinkStatus, spawn_sink,
+    SinkSpec, SinkStatus, TableCommit, spawn_sink,
 };
 use floe_testkit::fault_proxy::Outcome;
 use floe_testkit::maintenance::{Maintenance, maintain};
@@ -512,13 +512,13 @@ async fn a_parent_without_totals_does_not_make_the_table_look_empty() {
         }
     }
     catalog
-        .commit(
-            &namespace,
-            "t",
-            &base,
-            foreign.requirements,
-            foreign.updates,
-        )
+        .commit(TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &base,
+            requirements: foreign.requirements,
+            updates: foreign.updates,
+        })
         .await
         .unwrap();
     // An empty interval: a progress-only commit on top of the foreign snapshot.
@@ -627,7 +627,13 @@ async fn another_sinks_newer_snapshot_is_not_a_fence() {
         .await
         .unwrap();
     catalog
-        .commit(&namespace, "t", &base, commit.requirements, commit.updates)
+        .commit(TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &base,
+            requirements: commit.requirements,
+            updates: commit.updates,
+        })
         .await
         .unwrap();
     push_nonempty(&input, &mut workload);

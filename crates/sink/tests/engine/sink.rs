@@ -17,7 +17,7 @@ use floe_sink::table::SinkCatalog;
 use floe_sink::{
     CatalogConfig, ClientCredentials, DeleteMode, Envelope, ErrorKind, HttpSettings, LocalCatalog,
     Namespace, ProgressReport, SinkConnection, SinkError, SinkReporter, SinkSettings, SinkSpec,
-    SinkStatus, StatisticsUpdate, TableState, check_sink_table, spawn_sink,
+    SinkStatus, StatisticsUpdate, TableCommit, TableState, check_sink_table, spawn_sink,
 };
 use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use rand::rngs::StdRng;
@@ -859,13 +859,13 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
             .await
             .unwrap();
         other
-            .commit(
-                &namespace,
-                "t",
-                &base,
-                foreign.requirements,
-                foreign.updates,
-            )
+            .commit(TableCommit {
+                namespace: &namespace,
+                table: "t",
+                base: &base,
+                requirements: foreign.requirements,
+                updates: foreign.updates,
+            })
             .await
             .unwrap();
         upper = push_nonempty(&input, &mut workload);
@@ -895,7 +895,13 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
         .await
         .unwrap();
     other
-        .commit(&namespace, "t", &base, fence.requirements, fence.updates)
+        .commit(TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &base,
+            requirements: fence.requirements,
+            updates: fence.updates,
+        })
         .await
         .unwrap();
     push_nonempty(&input, &mut workload);
