@@ -22,6 +22,7 @@ pub use crate::local::EmbeddedCatalog;
 use crate::namespace::Namespace;
 pub use crate::rest_catalog::RestCatalog;
 use crate::sigv4::AwsCredentialsProvider;
+use crate::snapshot::PreparedCommit;
 use crate::table::LoadedTable;
 
 /// One optimistic commit to a table.
@@ -33,6 +34,24 @@ pub struct TableCommit<'a> {
     /// What must still hold of the table for the updates to apply.
     pub requirements: Vec<TableRequirement>,
     pub updates: Vec<TableUpdate>,
+}
+
+impl<'a> TableCommit<'a> {
+    /// The commit of `prepared`, made against `base`.
+    pub fn prepared(
+        namespace: &'a Namespace,
+        table: &'a str,
+        base: &'a LoadedTable,
+        prepared: PreparedCommit,
+    ) -> TableCommit<'a> {
+        TableCommit {
+            namespace,
+            table,
+            base,
+            requirements: prepared.requirements,
+            updates: prepared.updates,
+        }
+    }
 }
 
 /// An Iceberg catalog as floe uses it.

@@ -111,13 +111,12 @@ impl Committer<'_> {
             let prepared = intent.prepare(&table).await?;
             let error = match self
                 .catalog
-                .commit(TableCommit {
-                    namespace: self.namespace,
-                    table: self.table,
-                    base: &table,
-                    requirements: prepared.requirements,
-                    updates: prepared.updates,
-                })
+                .commit(TableCommit::prepared(
+                    self.namespace,
+                    self.table,
+                    &table,
+                    prepared,
+                ))
                 .await
             {
                 Ok(committed) => return Ok(Committed::Done(committed)),

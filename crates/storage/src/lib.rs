@@ -206,6 +206,12 @@ impl ContentsSegment {
 /// copied) and multiplicities, decoded once the lock is released.
 type TakenRows = Vec<(Arc<[u8]>, i64)>;
 
+/// Takes `rows` (of the contents, or of one segment) under the lock.
+fn take<'a>(rows: impl Iterator<Item = (&'a Arc<[u8]>, &'a i64)>) -> TakenRows {
+    rows.map(|(encoded, count)| (encoded.clone(), *count))
+        .collect()
+}
+
 /// The rows of `taken`, each repeated by its multiplicity.
 fn decode_taken(collection: GlobalId, taken: TakenRows) -> Result<Vec<Row>, StorageError> {
     let mut rows = Vec::with_capacity(taken.len());
@@ -279,7 +285,8 @@ impl Contents {
 
     /// Room for `changes` more rows and keys, taken at once: a bulk load into maps that
     /// grew by doubling allocated (and had the kernel zero) about twice what they end up
-    /// holding.
+    /// holding. Only for writes of at least [`BULK_WRITE_CHANGES`]: a small one would
+    /// visit every segment for nothing.
     fn reserve(&mut self, changes: usize) {
         if self.key.is_some() {
             self.key_counts.reserve(changes);
@@ -614,7 +621,9 @@ impl Collection {
         if bytes > 0 {
             self.contents.version += 1;
         }
-        self.contents.reserve(changes.len());
+        if changes.len() >= BULK_WRITE_CHANGES {
+            self.contents.reserve(changes.len());
+        }
         for change in changes {
             self.contents.apply(change);
         }
@@ -623,6 +632,10 @@ impl Collection {
         self.upper = self.upper.max(ts + 1);
     }
 }
+
+/// Changes from which a write reserves room in the contents at once (see
+/// `Contents::reserve`).
+const BULK_WRITE_CHANGES: usize = 4_096;
 
 /// Blobs written or freed per transaction when compacting: each slice holds the writer
 /// lock for milliseconds, so appends, read holds and the ticker go on between slices.
@@ -968,8 +981,7 @@ impl Storage {
     pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {
         let (taken, version) = self.read_collection(id, |collection| {
             let contents = &collection.contents;
-            let taken: TakenRows = contents.iter().map(|(e, c)| (e.clone(), *c)).collect();
-            (taken, contents.version)
+            (take(contents.iter()), contents.version)
         })?;
         Ok((decode_taken(id, taken)?, version))
     }
@@ -989,10 +1001,7 @@ impl Storage {
                 .iter()
                 .enumerate()
                 .filter(|(index, segment)| known.get(*index) != Some(&segment.version))
-                .map(|(index, segment)| {
-                    let rows = segment.rows.iter().map(|(e, c)| (e.clone(), *c)).collect();
-                    (index, segment.version, rows)
-                })
+                .map(|(index, segment)| (index, segment.version, take(segment.rows.iter())))
                 .collect();
             (taken, contents.version)
         })?;
@@ -1236,18 +1245,9 @@ impl Storage {
         // Consolidating the log would sort all of it: take the consolidated contents
         // instead (as of the collection's upper, shared, under the lock), and take back
         // out the changes since `upper`.
-        let (contents, contents_upper) = {
-            let collections = self.collections_read();
-            let collection = collections
-                .get(&id)
-                .ok_or(StorageError::UnknownCollection(id))?;
-            let contents: TakenRows = collection
-                .contents
-                .iter()
-                .map(|(bytes, count)| (bytes.clone(), *count))
-                .collect();
-            (contents, collection.upper)
-        };
+        let (contents, contents_upper) = self.read_collection(id, |collection| {
+            (take(collection.contents.iter()), collection.upper)
+        })?;
         // A read transaction begun after the copy sees every change the contents hold.
         let mut later: HashMap<Vec<u8>, i64> = HashMap::new();
         if contents_upper > upper.0 {

@@ -513,7 +513,6 @@ fn appends_made_while_compaction_runs_are_kept() {
     assert_eq!(storage.contents(id).unwrap().0.len(), appended as usize);
 }
 
-/// Blobs of the log that no part points at.
 /// A write larger than a part is stored part by part in its one transaction (each
 /// part's blob freed once stored): every row is in the log, in parts of at most
 /// [`parts::PART_BYTES`], and a duplicate key in a later write names the key's values.
@@ -564,6 +563,7 @@ fn a_write_of_many_parts_is_whole_and_keys_hold_after_reopening() {
     );
 }
 
+/// Blobs of the log that no part points at.
 fn garbage_blobs(dir: &std::path::Path) -> i64 {
     let connection = rusqlite::Connection::open(dir.join("storage.db")).unwrap();
     connection

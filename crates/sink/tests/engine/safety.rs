@@ -512,13 +512,7 @@ async fn a_parent_without_totals_does_not_make_the_table_look_empty() {
         }
     }
     catalog
-        .commit(TableCommit {
-            namespace: &namespace,
-            table: "t",
-            base: &base,
-            requirements: foreign.requirements,
-            updates: foreign.updates,
-        })
+        .commit(TableCommit::prepared(&namespace, "t", &base, foreign))
         .await
         .unwrap();
     // An empty interval: a progress-only commit on top of the foreign snapshot.
@@ -627,13 +621,7 @@ async fn another_sinks_newer_snapshot_is_not_a_fence() {
         .await
         .unwrap();
     catalog
-        .commit(TableCommit {
-            namespace: &namespace,
-            table: "t",
-            base: &base,
-            requirements: commit.requirements,
-            updates: commit.updates,
-        })
+        .commit(TableCommit::prepared(&namespace, "t", &base, commit))
         .await
         .unwrap();
     push_nonempty(&input, &mut workload);

@@ -859,13 +859,7 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
             .await
             .unwrap();
         other
-            .commit(TableCommit {
-                namespace: &namespace,
-                table: "t",
-                base: &base,
-                requirements: foreign.requirements,
-                updates: foreign.updates,
-            })
+            .commit(TableCommit::prepared(&namespace, "t", &base, foreign))
             .await
             .unwrap();
         upper = push_nonempty(&input, &mut workload);
@@ -895,13 +889,7 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
         .await
         .unwrap();
     other
-        .commit(TableCommit {
-            namespace: &namespace,
-            table: "t",
-            base: &base,
-            requirements: fence.requirements,
-            updates: fence.updates,
-        })
+        .commit(TableCommit::prepared(&namespace, "t", &base, fence))
         .await
         .unwrap();
     push_nonempty(&input, &mut workload);
