@@ -296,7 +296,7 @@ impl Coordinator {
     /// (`(schema, name)`; every one when `None`): building a relation or converting a
     /// table nobody reads would only cost time (the sink status history grows for as
     /// long as the server runs).
-    async fn engine_reading(
+    pub(crate) async fn engine_reading(
         &self,
         referenced: Option<std::collections::BTreeSet<(String, String)>>,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
@@ -364,23 +364,19 @@ impl Coordinator {
             session.fail_transaction();
             return Err(error);
         }
-        let rows = std::mem::take(&mut copy.rows);
-        // Only defaults are evaluated: no user table is read.
         let result = match session.transaction.as_mut().and_then(|t| t.writes_mut()) {
             Some(pending) => {
-                let engine = self.engine_reading(Some(Default::default())).await?;
                 let mut target = tables::WriteTarget::Transaction {
                     storage: &self.storage,
                     pending,
                 };
-                tables::copy_in(&engine, &mut target, &copy.plan, rows).await
+                tables::copy_in(&mut target, &copy.plan, copy.rows).await
             }
             None => {
                 // Shared: a COPY reads no table.
                 let _write = self.write_lock.read().await;
-                let engine = self.engine_reading(Some(Default::default())).await?;
                 let mut target = tables::WriteTarget::Storage(&self.storage);
-                tables::copy_in(&engine, &mut target, &copy.plan, rows).await
+                tables::copy_in(&mut target, &copy.plan, copy.rows).await
             }
         };
         if result.is_err() {

@@ -1,23 +1,57 @@
 //! `COPY ... FROM STDIN`: decoding the text and CSV formats into rows, fed
-//! chunk by chunk as the client sends them. Rows are written in one append
-//! when the client ends the copy, so a COPY lands whole or not at all.
+//! chunk by chunk as the client sends them. Each row is finished (defaults,
+//! NOT NULL) as it arrives; the rows are written in one append when the client
+//! ends the copy, so a COPY lands whole or not at all.
 
 use std::borrow::Cow;
 
 use floe_repr::{Datum, Row, SqlState};
 use floe_sql::dml::{CopyFormat, CopyFromPlan};
+use floe_storage::EncodedInserts;
 
 use crate::error::AdapterError;
 
+/// Where a COPY's finished rows wait for the end of the copy.
+#[derive(Debug)]
+pub enum CopyRows {
+    /// Outside a transaction: encoded for storage as they arrive, so that the copy
+    /// holds them only in the form the table will (see [`EncodedInserts`]).
+    Encoded(EncodedInserts),
+    /// In a transaction: rows, staged with the transaction's other writes.
+    Decoded(Vec<Row>),
+}
+
+impl CopyRows {
+    pub fn len(&self) -> usize {
+        match self {
+            CopyRows::Encoded(inserts) => inserts.len(),
+            CopyRows::Decoded(rows) => rows.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&mut self, row: Row) {
+        match self {
+            CopyRows::Encoded(inserts) => inserts.push(&row),
+            CopyRows::Decoded(rows) => rows.push(row),
+        }
+    }
+}
+
 /// A COPY in progress on a session.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CopyState {
     pub plan: CopyFromPlan,
+    /// The values of the columns the copy does not give that have a default,
+    /// evaluated once when it began, as the columns' types.
+    defaults: Vec<(usize, Datum)>,
     /// Bytes of an incomplete line (or CSV record) from the last chunk.
     pending: Vec<u8>,
-    /// Decoded rows, in table column order, missing columns NULL (defaults
-    /// are applied at the end).
-    pub rows: Vec<Row>,
+    /// The finished rows.
+    pub rows: CopyRows,
     /// The first error (code and message), reported when the copy ends.
     error: Option<(SqlState, String)>,
     /// Lines seen, for error messages.
@@ -27,11 +61,12 @@ pub struct CopyState {
 }
 
 impl CopyState {
-    pub fn new(plan: CopyFromPlan) -> CopyState {
+    pub fn new(plan: CopyFromPlan, defaults: Vec<(usize, Datum)>, rows: CopyRows) -> CopyState {
         CopyState {
             plan,
+            defaults,
             pending: Vec::new(),
-            rows: Vec::new(),
+            rows,
             error: None,
             line: 0,
             ended: false,
@@ -140,7 +175,7 @@ impl CopyState {
         }
     }
 
-    /// Turns one line's fields into a row.
+    /// Turns one line's fields into a row of the table.
     fn push(&mut self, fields: Vec<Option<Cow<'_, str>>>) {
         if fields.len() != self.plan.columns.len() {
             let message = if fields.len() < self.plan.columns.len() {
@@ -163,6 +198,15 @@ impl CopyState {
                     return;
                 }
             }
+        }
+        for (column, value) in &self.defaults {
+            row[*column] = value.clone();
+        }
+        if let Some(message) =
+            crate::tables::not_null_violation(&self.plan.name, &self.plan.desc, &row)
+        {
+            self.fail(SqlState::NOT_NULL_VIOLATION, message);
+            return;
         }
         self.rows.push(row);
     }

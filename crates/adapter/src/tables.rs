@@ -284,18 +284,27 @@ fn check_not_null(
     desc: &RelationDesc,
     row: &Row,
 ) -> Result<(), AdapterError> {
-    for ((column, column_type), datum) in desc.columns.iter().zip(row) {
-        if !column_type.nullable && matches!(datum, Datum::Null) {
-            return Err(AdapterError::Query {
-                code: SqlState::NOT_NULL_VIOLATION,
-                message: format!(
-                    "null value in column \"{column}\" of relation \"{}\" violates not-null constraint",
-                    name.item
-                ),
-            });
-        }
+    match not_null_violation(name, desc, row) {
+        None => Ok(()),
+        Some(message) => Err(AdapterError::Query {
+            code: SqlState::NOT_NULL_VIOLATION,
+            message,
+        }),
     }
-    Ok(())
+}
+
+/// The message of a NULL in a NOT NULL column of `row`, if there is one.
+pub fn not_null_violation(name: &QualifiedName, desc: &RelationDesc, row: &Row) -> Option<String> {
+    let (column, _) = desc
+        .columns
+        .iter()
+        .zip(row)
+        .find(|((_, column_type), datum)| !column_type.nullable && matches!(datum, Datum::Null))?
+        .0;
+    Some(format!(
+        "null value in column \"{column}\" of relation \"{}\" violates not-null constraint",
+        name.item
+    ))
 }
 
 /// Where a write's changes go.
@@ -481,29 +490,62 @@ async fn evaluate_defaults(
     Ok(values)
 }
 
-/// Writes the rows of a finished `COPY ... FROM STDIN`.
-pub async fn copy_in(
+/// The values a `COPY ... FROM STDIN` fills in the columns it is not given that have a
+/// default: evaluated once, when the copy begins, as the columns' types.
+pub async fn copy_defaults(
     context: &SessionContext,
+    plan: &floe_sql::dml::CopyFromPlan,
+) -> Result<Vec<(usize, Datum)>, AdapterError> {
+    let defaults = evaluate_defaults(context, &plan.defaults, &plan.columns).await?;
+    let mut values = Vec::with_capacity(defaults.len());
+    for (column, value) in defaults {
+        let scalar_type = &plan.desc.columns[column].1.scalar_type;
+        let value = floe_repr::cast::cast_datum(value, scalar_type).map_err(value_error)?;
+        values.push((column, value));
+    }
+    Ok(values)
+}
+
+/// Whether a `COPY ... FROM STDIN` leaves out a column that has a default.
+pub fn copy_needs_defaults(plan: &floe_sql::dml::CopyFromPlan) -> bool {
+    plan.defaults
+        .iter()
+        .enumerate()
+        .any(|(column, default)| default.is_some() && !plan.columns.contains(&column))
+}
+
+/// Writes the rows of a finished `COPY ... FROM STDIN`, whole or not at all; returns
+/// how many.
+pub async fn copy_in(
     target: &mut WriteTarget<'_>,
     plan: &floe_sql::dml::CopyFromPlan,
-    rows: Vec<Row>,
+    rows: crate::copy::CopyRows,
 ) -> Result<usize, AdapterError> {
-    let defaults = evaluate_defaults(context, &plan.defaults, &plan.columns).await?;
-    let mut written = Vec::with_capacity(rows.len());
-    for mut row in rows {
-        for (index, value) in &defaults {
-            row[*index] = floe_repr::cast::cast_datum(
-                value.clone(),
-                &plan.desc.columns[*index].1.scalar_type,
-            )
-            .map_err(value_error)?;
+    let count = rows.len();
+    let refused = match (rows, target) {
+        (crate::copy::CopyRows::Encoded(inserts), WriteTarget::Storage(storage)) => storage
+            .blocking(move |storage| storage.append_inserts(inserts))
+            .await
+            .map_err(storage_error)?
+            .err(),
+        (crate::copy::CopyRows::Decoded(rows), target) => {
+            let changes = rows.into_iter().map(|row| (row, 1)).collect();
+            return append(target, plan.table, &plan.name, &plan.desc, changes)
+                .await
+                .map(|()| count);
         }
-        check_not_null(&plan.name, &plan.desc, &row)?;
-        written.push((row, 1));
+        (crate::copy::CopyRows::Encoded(_), WriteTarget::Transaction { .. }) => {
+            // The form is chosen when the copy begins, and no statement can open a
+            // transaction while it runs.
+            return Err(AdapterError::Internal(
+                "a COPY begun outside a transaction ended in one".into(),
+            ));
+        }
+    };
+    match refused {
+        None => Ok(count),
+        Some(refused) => Err(append_error(&plan.name, &plan.desc, refused)),
     }
-    let count = written.len();
-    append(target, plan.table, &plan.name, &plan.desc, written).await?;
-    Ok(count)
 }
 
 /// Where an INSERT's rows come from.

@@ -14,17 +14,25 @@ use floe_repr::{GlobalId, Row, Timestamp};
 use rusqlite::{TransactionBehavior, params};
 
 use crate::parts::{self, PartWriter};
-use crate::{Accepted, AppendError, Change, Storage, StorageError, to_i64};
+use crate::{Accepted, AppendError, Change, EncodedInserts, Storage, StorageError, to_i64};
 
 /// What an append is answered.
-type AppendResult = Result<Result<Timestamp, AppendError>, StorageError>;
+pub(crate) type AppendResult = Result<Result<Timestamp, AppendError>, StorageError>;
 
 /// Where the writer of a group leaves an append's answer.
 type AnswerSlot = Arc<Mutex<Option<AppendResult>>>;
 
+/// The updates of one collection in an append.
+pub(crate) enum Updates {
+    /// Rows and their changes in multiplicity (consolidated when checked).
+    Rows(Vec<(Row, i64)>),
+    /// A bulk load, encoded as it arrived.
+    Encoded(EncodedInserts),
+}
+
 /// An append waiting in the queue for the writer.
 pub(crate) struct QueuedAppend {
-    batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
+    batches: Vec<(GlobalId, Updates)>,
     answer: AnswerSlot,
 }
 
@@ -44,6 +52,15 @@ impl Storage {
     /// becomes durable and visible, or none of it. Concurrent appends share the durable
     /// transaction (see the module's comment).
     pub fn append_many(&self, batches: Vec<(GlobalId, Vec<(Row, i64)>)>) -> AppendResult {
+        let batches = batches
+            .into_iter()
+            .map(|(id, rows)| (id, Updates::Rows(rows)))
+            .collect();
+        self.append_updates(batches)
+    }
+
+    /// [`Storage::append_many`] of updates in either form.
+    pub(crate) fn append_updates(&self, batches: Vec<(GlobalId, Updates)>) -> AppendResult {
         let answer: AnswerSlot = Arc::new(Mutex::new(None));
         self.queued_appends
             .lock()
@@ -91,7 +108,19 @@ impl Storage {
                     refusal = Some(Refusal::Failed(StorageError::UnknownCollection(id)));
                     break;
                 };
-                let changes = collection.contents.changes(updates);
+                let changes = match updates {
+                    Updates::Rows(rows) => collection.contents.changes(rows),
+                    Updates::Encoded(inserts) => {
+                        let width = collection.desc.columns.len();
+                        match inserts.into_changes(&collection.contents, width) {
+                            Ok(changes) => changes,
+                            Err(error) => {
+                                refusal = Some(Refusal::Failed(error));
+                                break;
+                            }
+                        }
+                    }
+                };
                 let earlier = accepted.entry(id).or_default();
                 if let Err(refused) = collection.contents.check(&changes, earlier) {
                     refusal = Some(Refusal::Refused(refused));

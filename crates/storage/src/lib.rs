@@ -25,7 +25,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub mod generator;
 mod group_commit;
+mod inserts;
 mod parts;
+
+pub use inserts::EncodedInserts;
 
 use parts::{PartUpdates, PartWriter, update_size};
 
@@ -238,14 +241,20 @@ fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
     bytes
 }
 
+/// The change of `row` by `diff` in a collection keyed by `key`, `encoded` being the
+/// row's encoding.
+fn change_of(key: Option<&[usize]>, encoded: &[u8], row: &Row, diff: i64) -> Change {
+    Change {
+        key: key.map(|key| encode_key(row, key)),
+        encoded: Arc::from(encoded),
+        diff,
+    }
+}
+
 impl Contents {
     /// The change of `row` by `diff`, `encoded` being the row's encoding.
     fn change(&self, encoded: &[u8], row: &Row, diff: i64) -> Change {
-        Change {
-            key: self.key.as_deref().map(|key| encode_key(row, key)),
-            encoded: Arc::from(encoded),
-            diff,
-        }
+        change_of(self.key.as_deref(), encoded, row, diff)
     }
 
     fn apply(&mut self, change: Change) {

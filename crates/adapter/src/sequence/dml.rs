@@ -44,16 +44,34 @@ impl Coordinator {
     }
 
     /// The rows arrive as `COPY` data; `copy_done` writes them.
-    pub(super) fn sequence_copy_from(
+    pub(super) async fn sequence_copy_from(
         &self,
         session: &mut Session,
         plan: CopyFromPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        if let Some(transaction) = session.transaction.as_mut() {
-            transaction.admit(Access::Write)?;
-        }
+        let rows = match session.transaction.as_mut() {
+            Some(transaction) => {
+                transaction.admit(Access::Write)?;
+                crate::copy::CopyRows::Decoded(Vec::new())
+            }
+            None => {
+                let inserts = self
+                    .storage
+                    .inserts(plan.table)
+                    .map_err(tables::storage_error)?;
+                crate::copy::CopyRows::Encoded(inserts)
+            }
+        };
+        let defaults = if tables::copy_needs_defaults(&plan) {
+            // Only defaults are evaluated: no user table is read.
+            let engine = self.engine_reading(Some(Default::default())).await?;
+            tables::copy_defaults(&engine, &plan).await?
+        } else {
+            Vec::new()
+        };
         let columns = plan.columns.len();
-        session.copy = Some(Box::new(crate::copy::CopyState::new(plan)));
+        let copy = crate::copy::CopyState::new(plan, defaults, rows);
+        session.copy = Some(Box::new(copy));
         Ok(ExecuteResponse::CopyIn { columns })
     }
 

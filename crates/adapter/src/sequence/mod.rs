@@ -64,7 +64,7 @@ impl Coordinator {
             }
             Plan::AlterSource(plan) => self.sequence_alter_source(plan).await,
             Plan::CreateView(plan) => self.sequence_create_view(plan).await,
-            Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan),
+            Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan).await,
             Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,
             Plan::Update(plan) => {

@@ -114,3 +114,89 @@ async fn copy_to_stdout_in_text_and_csv() {
         "{error}"
     );
 }
+
+/// `COPY ... FROM STDIN` through tokio-postgres, in and out of a transaction: the
+/// columns it is not given take their defaults, a NULL in a NOT NULL column fails the
+/// copy naming its line (23502), a repeated key fails it with the key (23505), and a
+/// failed copy loads no row. In a transaction the copied rows land at COMMIT, and
+/// not after ROLLBACK.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
+    use futures::SinkExt;
+    use tokio_postgres::error::SqlState;
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute(
+            "CREATE TABLE d (id int PRIMARY KEY, name text NOT NULL, n int DEFAULT 40 + 2, note text DEFAULT 'none')",
+        )
+        .await
+        .unwrap();
+    let copy = |data: &'static str| {
+        let client = &client;
+        async move {
+            let sink = client.copy_in("COPY d (id, name) FROM STDIN").await?;
+            futures::pin_mut!(sink);
+            sink.send(bytes::Bytes::from_static(data.as_bytes()))
+                .await?;
+            sink.finish().await
+        }
+    };
+    assert_eq!(copy("1\tone\n2\ttwo\n").await.unwrap(), 2);
+    assert_eq!(
+        support::rows(&client, "SELECT id, name, n, note FROM d ORDER BY id").await,
+        [
+            [
+                Some("1".into()),
+                Some("one".into()),
+                Some("42".into()),
+                Some("none".into())
+            ],
+            [
+                Some("2".into()),
+                Some("two".into()),
+                Some("42".into()),
+                Some("none".into())
+            ],
+        ]
+    );
+
+    let error = copy("3\tthree\n4\t\\N\n5\tfive\n").await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::NOT_NULL_VIOLATION), "{error}");
+    let message = error
+        .as_db_error()
+        .map(|e| e.message().to_string())
+        .unwrap_or_default();
+    assert!(
+        message.contains("null value in column \"name\"") && message.contains("line 2"),
+        "{message}"
+    );
+    let error = copy("3\tthree\n1\tagain\n").await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    assert_eq!(
+        error.as_db_error().and_then(|e| e.detail()),
+        Some("Key (id)=(1) already exists.")
+    );
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM d").await,
+        [[Some("2".to_string())]],
+        "the failed copies loaded nothing"
+    );
+
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy("10\tten\n11\televen\n").await.unwrap(), 2);
+    client.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM d").await,
+        [[Some("2".to_string())]],
+        "rolled back"
+    );
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy("10\tten\n").await.unwrap(), 1);
+    client.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT id, n, note FROM d WHERE id = 10").await,
+        [[Some("10".into()), Some("42".into()), Some("none".into())]]
+    );
+}
