@@ -90,22 +90,15 @@ pub async fn run_generator(
         }
         let next = tick + 1;
         let batches = tick_batches(&definition, &outputs, next, Timestamp::now().millis());
-        let storage_for_write = storage.clone();
-        let result =
-            tokio::task::spawn_blocking(move || storage_for_write.append_many(batches)).await;
-        match result {
-            Ok(Ok(Ok(_))) => tick = next,
-            Ok(Ok(Err(e))) => {
+        match storage.append_many_async(batches).await {
+            Ok(Ok(_)) => tick = next,
+            Ok(Err(e)) => {
                 warn!(source = %outputs.source, error = ?e, "load generator tick refused; stopping");
                 return;
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 // Storage is failing (disk full, say): retry the same tick.
                 warn!(source = %outputs.source, error = %e, "load generator tick failed; retrying");
-            }
-            Err(e) => {
-                warn!(source = %outputs.source, error = %e, "load generator task failed");
-                return;
             }
         }
     }

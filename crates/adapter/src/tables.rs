@@ -321,9 +321,8 @@ pub enum WriteTarget<'a> {
 }
 
 /// Writes the changes and turns a refused append into the client's error.
-/// A durable write waits for storage's writer lock (another statement's
-/// write, a source's batch, compaction): it waits on a blocking thread, so
-/// that the async workers keep answering other sessions meanwhile.
+/// A durable write waits for its group commit, which storage writes on a thread of
+/// its own: the async workers keep answering other sessions meanwhile.
 async fn append(
     target: &mut WriteTarget<'_>,
     id: GlobalId,
@@ -333,7 +332,7 @@ async fn append(
 ) -> Result<(), AdapterError> {
     let refused = match target {
         WriteTarget::Storage(storage) => storage
-            .blocking(move |storage| storage.append(id, changes))
+            .append_many_async(vec![(id, changes)])
             .await
             .map_err(storage_error)?
             .err(),
@@ -524,7 +523,7 @@ pub async fn copy_in(
     let count = rows.len();
     let refused = match (rows, target) {
         (crate::copy::CopyRows::Encoded(inserts), WriteTarget::Storage(storage)) => storage
-            .blocking(move |storage| storage.append_inserts(inserts))
+            .append_inserts(inserts)
             .await
             .map_err(storage_error)?
             .err(),

@@ -169,7 +169,7 @@ impl Batch {
     /// instead of writing twice. `durable` becomes the new state on success.
     pub fn write(
         self,
-        storage: &Storage,
+        storage: &std::sync::Arc<Storage>,
         source_id: GlobalId,
         progress_id: GlobalId,
         durable: &mut DurableState,

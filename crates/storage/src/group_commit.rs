@@ -1,14 +1,21 @@
-//! Group commit: appends that arrive while another is being made durable wait for the
-//! writer together, and the first of them to take it writes them all in one SQLite
-//! transaction, paying one fsync for the group instead of one each.
+//! Group commit: appends that arrive while another is being made durable wait in a
+//! queue, and one drainer at a time writes everything queued in one SQLite
+//! transaction, paying one fsync for the group instead of one each, then the next
+//! group, until the queue is empty.
 //!
 //! Each append still stands alone: it is checked (primary key, retractions) against the
 //! contents and the appends accepted before it in the group, refused alone if it fails,
 //! and answered only once the group's transaction is durable. A group shares one
 //! timestamp.
+//!
+//! The appender that finds no drainer becomes it: an async caller hands the drain to a
+//! blocking thread and awaits its answer, so the other appends of a group occupy no
+//! thread while they wait (32 sessions inserting at once had 32 blocking threads queue on
+//! the writer lock, each woken in turn only to find its answer); a caller on a thread
+//! of its own drains there.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use floe_repr::{GlobalId, Row, Timestamp};
 use rusqlite::{TransactionBehavior, params};
@@ -19,8 +26,28 @@ use crate::{Accepted, AppendError, Change, EncodedInserts, Storage, StorageError
 /// What an append is answered.
 pub(crate) type AppendResult = Result<Result<Timestamp, AppendError>, StorageError>;
 
-/// Where the writer of a group leaves an append's answer.
-type AnswerSlot = Arc<Mutex<Option<AppendResult>>>;
+/// Where an append's answer goes.
+enum Answer {
+    /// A caller blocked on its own thread.
+    Thread(std::sync::mpsc::SyncSender<AppendResult>),
+    /// An async caller awaiting it.
+    Task(tokio::sync::oneshot::Sender<AppendResult>),
+}
+
+impl Answer {
+    fn send(self, result: AppendResult) {
+        // A caller that went away (a cancelled statement) needs no answer: its append
+        // stands or falls with its group all the same.
+        match self {
+            Answer::Thread(sender) => {
+                let _ = sender.send(result);
+            }
+            Answer::Task(sender) => {
+                let _ = sender.send(result);
+            }
+        }
+    }
+}
 
 /// The updates of one collection in an append.
 pub(crate) enum Updates {
@@ -31,14 +58,31 @@ pub(crate) enum Updates {
 }
 
 /// An append waiting in the queue for the writer.
-pub(crate) struct QueuedAppend {
+struct QueuedAppend {
     batches: Vec<(GlobalId, Updates)>,
-    answer: AnswerSlot,
+    answer: Answer,
+}
+
+/// The appends waiting for the drainer.
+#[derive(Default)]
+pub(crate) struct AppendQueue {
+    appends: Vec<QueuedAppend>,
+    /// Whether a drainer is writing or about to: it empties the queue before it stops, so
+    /// an append queued meanwhile needs no drainer of its own.
+    draining: bool,
+}
+
+impl AppendQueue {
+    /// How many appends wait (for tests that line appends up).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.appends.len()
+    }
 }
 
 /// An append of the group, checked: its changes per collection, or why it was refused.
 struct Checked {
-    answer: AnswerSlot,
+    answer: Answer,
     outcome: Result<Vec<(GlobalId, Vec<Change>)>, Refusal>,
 }
 
@@ -47,50 +91,128 @@ enum Refusal {
     Failed(StorageError),
 }
 
+/// The answer of an append whose drainer failed before answering it.
+fn unanswered() -> AppendResult {
+    Err(StorageError::Thread(
+        "the group commit ended without answering an append".into(),
+    ))
+}
+
+/// Fails what waits in the queue if a drainer unwinds, so that later appends start a
+/// drainer again instead of waiting for ever.
+struct DrainGuard<'a>(&'a Storage);
+
+impl Drop for DrainGuard<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        self.0.fail_queued();
+    }
+}
+
 impl Storage {
     /// Appends to several collections in one transaction at one timestamp: all of it
     /// becomes durable and visible, or none of it. Concurrent appends share the durable
-    /// transaction (see the module's comment).
-    pub fn append_many(&self, batches: Vec<(GlobalId, Vec<(Row, i64)>)>) -> AppendResult {
-        let batches = batches
-            .into_iter()
-            .map(|(id, rows)| (id, Updates::Rows(rows)))
-            .collect();
-        self.append_updates(batches)
+    /// transaction (see the module's comment). Blocks: from async code, use
+    /// [`Storage::append_many_async`].
+    pub fn append_many(
+        self: &Arc<Self>,
+        batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
+    ) -> AppendResult {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        if self.enqueue(rows_updates(batches), Answer::Thread(sender)) {
+            self.start_drainer();
+        }
+        receiver.recv().unwrap_or_else(|_| unanswered())
     }
 
-    /// [`Storage::append_many`] of updates in either form.
-    pub(crate) fn append_updates(&self, batches: Vec<(GlobalId, Updates)>) -> AppendResult {
-        let answer: AnswerSlot = Arc::new(Mutex::new(None));
-        self.queued_appends
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(QueuedAppend {
-                batches,
-                answer: answer.clone(),
-            });
-        let mut writer = self.writer();
-        // A writer before us may have written our append with its group.
-        if let Some(done) = take_answer(&answer) {
-            return done;
+    /// [`Storage::append_many`] for async code: waits for its group without a thread.
+    pub async fn append_many_async(
+        self: &Arc<Self>,
+        batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
+    ) -> AppendResult {
+        self.append_updates(rows_updates(batches)).await
+    }
+
+    /// Queues an append in either form and awaits its answer.
+    pub(crate) async fn append_updates(
+        self: &Arc<Self>,
+        batches: Vec<(GlobalId, Updates)>,
+    ) -> AppendResult {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        if self.enqueue(batches, Answer::Task(sender)) {
+            self.start_drainer();
         }
-        let queued = std::mem::take(
-            &mut *self
-                .queued_appends
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-        let started = std::time::Instant::now();
-        let group = self.check_group(queued);
-        let written = self.write_group(&mut writer, &group);
-        self.write_latency.observe(started.elapsed());
-        self.answer_group(group, written);
-        drop(writer);
-        take_answer(&answer).unwrap_or_else(|| {
-            Err(StorageError::Thread(
-                "a group commit left an append unanswered".into(),
-            ))
-        })
+        receiver.await.unwrap_or_else(|_| unanswered())
+    }
+
+    /// Drains the queue on a thread of its own: the drain waits for the writer lock and
+    /// the disk, and goes on for as long as appends keep coming, which no caller should
+    /// wait for. A blocking thread of the runtime when there is one.
+    fn start_drainer(self: &Arc<Self>) {
+        let storage = self.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(move || storage.drain());
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("floe-group-commit".into())
+            .spawn(move || storage.drain());
+        if let Err(error) = spawned {
+            // No thread to drain on: what is queued is failed, not left waiting.
+            tracing::error!(%error, "no thread for the group commit");
+            self.fail_queued();
+        }
+    }
+
+    /// Fails every queued append and marks the queue undrained, so that the next append
+    /// starts a drainer again.
+    fn fail_queued(&self) {
+        let waiting = {
+            let mut queue = self.append_queue();
+            queue.draining = false;
+            std::mem::take(&mut queue.appends)
+        };
+        for append in waiting {
+            append.answer.send(unanswered());
+        }
+    }
+
+    pub(crate) fn append_queue(&self) -> std::sync::MutexGuard<'_, AppendQueue> {
+        self.append_queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues an append; returns whether the caller must drain the queue (no drainer
+    /// is at work).
+    fn enqueue(&self, batches: Vec<(GlobalId, Updates)>, answer: Answer) -> bool {
+        let mut queue = self.append_queue();
+        queue.appends.push(QueuedAppend { batches, answer });
+        !std::mem::replace(&mut queue.draining, true)
+    }
+
+    /// Writes what is queued, group after group, until the queue is empty.
+    fn drain(&self) {
+        let _guard = DrainGuard(self);
+        loop {
+            let mut writer = self.writer();
+            let queued = {
+                let mut queue = self.append_queue();
+                if queue.appends.is_empty() {
+                    queue.draining = false;
+                    return;
+                }
+                std::mem::take(&mut queue.appends)
+            };
+            let started = std::time::Instant::now();
+            let group = self.check_group(queued);
+            let written = self.write_group(&mut writer, &group);
+            self.write_latency.observe(started.elapsed());
+            self.answer_group(group, written);
+            // The writer lock is let go between groups: compaction and registrations
+            // wait for it too.
+            drop(writer);
+        }
     }
 
     /// Checks each append of the group in order, against the contents and the changes
@@ -217,11 +339,15 @@ impl Storage {
                     Ok(Ok(Timestamp(*ts)))
                 }
             };
-            *checked.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(answer);
+            checked.answer.send(answer);
         }
     }
 }
 
-fn take_answer(answer: &AnswerSlot) -> Option<AppendResult> {
-    answer.lock().unwrap_or_else(|e| e.into_inner()).take()
+/// Appends of rows, as the queue takes them.
+fn rows_updates(batches: Vec<(GlobalId, Vec<(Row, i64)>)>) -> Vec<(GlobalId, Updates)> {
+    batches
+        .into_iter()
+        .map(|(id, rows)| (id, Updates::Rows(rows)))
+        .collect()
 }

@@ -7,6 +7,8 @@
 //! table it fills is one row's decoded form at a time. It is still appended whole, so a
 //! load lands all or nothing.
 
+use std::sync::Arc;
+
 use floe_repr::codec::{decode_row, encode_row};
 use floe_repr::{GlobalId, Row};
 
@@ -100,7 +102,9 @@ impl Storage {
 
     /// Appends a bulk load at one new timestamp, durably, as [`Storage::append`] appends
     /// rows: checked whole (a repeated primary key refuses all of it) and written whole.
-    pub fn append_inserts(&self, inserts: EncodedInserts) -> AppendResult {
-        self.append_updates(vec![(inserts.collection, Updates::Encoded(inserts))])
+    pub async fn append_inserts(self: &Arc<Self>, inserts: EncodedInserts) -> AppendResult {
+        let id = inserts.collection;
+        self.append_updates(vec![(id, Updates::Encoded(inserts))])
+            .await
     }
 }

@@ -687,9 +687,9 @@ pub struct Storage {
     /// How long durable appends take (the writer lock, the SQLite transaction and
     /// its fsync).
     write_latency: floe_metrics::Histogram,
-    /// Appends waiting for the writer: whichever takes it first writes them all in one
-    /// durable transaction (group commit).
-    queued_appends: Mutex<Vec<group_commit::QueuedAppend>>,
+    /// Appends waiting for the writer: a drainer writes them all in one durable
+    /// transaction (group commit).
+    append_queue: Mutex<group_commit::AppendQueue>,
 }
 
 impl std::fmt::Debug for Storage {
@@ -757,7 +757,7 @@ impl Storage {
             collections: RwLock::new(HashMap::new()),
             self_timed: Mutex::new(Default::default()),
             write_latency: floe_metrics::Histogram::default(),
-            queued_appends: Mutex::new(Vec::new()),
+            append_queue: Mutex::new(Default::default()),
         }))
     }
 
@@ -964,7 +964,7 @@ impl Storage {
     /// the same row cancel). A batch that would leave two rows with the same
     /// primary key is refused whole with [`AppendError::UniqueViolation`].
     pub fn append(
-        &self,
+        self: &Arc<Self>,
         id: GlobalId,
         updates: Vec<(Row, i64)>,
     ) -> Result<Result<Timestamp, AppendError>, StorageError> {

@@ -868,7 +868,7 @@ fn appends_waiting_together_share_one_durable_commit() {
             let storage = &storage;
             threads.push(scope.spawn(move || storage.append(id, updates).unwrap()));
             // Queued in this order before the next one starts.
-            while storage.queued_appends.lock().unwrap().len() < position + 1 {
+            while storage.append_queue().len() < position + 1 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
@@ -965,8 +965,8 @@ fn a_write_changes_only_the_segments_of_its_rows() {
 /// A bulk load encoded as it arrives is appended whole: a key it repeats (within the load
 /// or against the table) refuses all of it and writes nothing; a load that passes is in
 /// the contents and the log, read back the same after reopening.
-#[test]
-fn encoded_inserts_land_whole_or_not_at_all() {
+#[tokio::test]
+async fn encoded_inserts_land_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let id = GlobalId::User(11);
     let storage = Storage::open(dir.path()).unwrap();
@@ -984,7 +984,7 @@ fn encoded_inserts_land_whole_or_not_at_all() {
     load.push(&row(0, "clash"));
     assert_eq!(load.len(), 5_001);
     assert_eq!(
-        storage.append_inserts(load).unwrap(),
+        storage.append_inserts(load).await.unwrap(),
         Err(AppendError::UniqueViolation {
             key: vec![Datum::Int32(0)]
         }),
@@ -994,7 +994,7 @@ fn encoded_inserts_land_whole_or_not_at_all() {
     load.push(&row(7, "a"));
     load.push(&row(7, "b"));
     assert_eq!(
-        storage.append_inserts(load).unwrap(),
+        storage.append_inserts(load).await.unwrap(),
         Err(AppendError::UniqueViolation {
             key: vec![Datum::Int32(7)]
         }),
@@ -1012,7 +1012,7 @@ fn encoded_inserts_land_whole_or_not_at_all() {
     for i in 1..=5_000 {
         load.push(&row(i, "new"));
     }
-    let ts = storage.append_inserts(load).unwrap().unwrap();
+    let ts = storage.append_inserts(load).await.unwrap().unwrap();
     assert!(ts.0 >= upper.0);
     drop(storage);
     let storage = Storage::open(dir.path()).unwrap();
@@ -1030,8 +1030,8 @@ fn encoded_inserts_land_whole_or_not_at_all() {
 
 /// A column added while a load was being encoded: the load's rows are appended at the
 /// table's new width (NULL in the added column), as rows appended then would be.
-#[test]
-fn encoded_inserts_take_a_column_added_during_the_load() {
+#[tokio::test]
+async fn encoded_inserts_take_a_column_added_during_the_load() {
     let dir = tempfile::tempdir().unwrap();
     let id = GlobalId::User(12);
     let storage = Storage::open(dir.path()).unwrap();
@@ -1039,7 +1039,7 @@ fn encoded_inserts_take_a_column_added_during_the_load() {
     let mut load = storage.inserts(id).unwrap();
     load.push(&row(1, "narrow"));
     storage.widen(id, widened(&desc_with_key())).unwrap();
-    storage.append_inserts(load).unwrap().unwrap();
+    storage.append_inserts(load).await.unwrap().unwrap();
     let wide = vec![Datum::Int32(1), Datum::Text("narrow".into()), Datum::Null];
     assert_eq!(storage.contents(id).unwrap().0, vec![wide.clone()]);
     assert_eq!(

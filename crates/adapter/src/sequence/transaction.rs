@@ -238,10 +238,10 @@ impl Coordinator {
         if batches.is_empty() {
             return Ok(());
         }
-        // On a blocking thread: the durable write may wait for storage's writer.
+        // Awaited: the group commit writes it on a thread of its own.
         let appended = self
             .storage
-            .blocking(move |storage| storage.append_many(batches))
+            .append_many_async(batches)
             .await
             .map_err(storage_error)?;
         match (appended, single_table) {
