@@ -1,6 +1,7 @@
 //! The Postgres wire protocol front end (simple and extended query), built on
 //! the `pgwire` crate. Protocol only: every statement goes to the adapter.
 
+mod deferred_flush;
 pub mod encode;
 pub mod startup;
 pub mod tls;
@@ -35,7 +36,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::data::DataRow;
-use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::extendedquery::{Bind, Describe, Execute, Parse, Sync as PgSync};
 use pgwire::messages::response::{
     EmptyQueryResponse, NoticeResponse, ReadyForQuery, TransactionStatus,
 };
@@ -49,6 +50,7 @@ use floe_adapter::{AdapterError, Coordinator, ExecuteResponse, Notice, Session};
 use floe_repr::{ColumnDesc, Datum};
 use floe_sql_parser::ast::Statement;
 
+use crate::deferred_flush::DeferredFlush;
 use crate::encode::{encode_binary, encode_text, wire_type};
 
 /// The handlers of one server; connections share them.
@@ -843,6 +845,51 @@ impl ExtendedQueryHandler for Handlers {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         self.parser.clone()
+    }
+
+    // Parse, Bind, Describe and Execute answer into the connection's buffer, sent at the
+    // client's Sync or Flush (see `deferred_flush`).
+
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        deferred_flush::parse(client, self.query_parser(), message).await
+    }
+
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        deferred_flush::bind(client, message).await
+    }
+
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self._on_describe(&mut DeferredFlush::new(client), message)
+            .await
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self._on_execute(&mut DeferredFlush::new(client), message)
+            .await
     }
 
     async fn do_describe_statement<C>(

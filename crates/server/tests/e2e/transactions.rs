@@ -404,3 +404,48 @@ async fn concurrent_writers_keep_every_acknowledged_row_once() {
         .get(0);
     assert_eq!(n, INCREMENTS, "no increment lost");
 }
+
+/// The extended protocol's acknowledgements wait for the client's Sync or Flush, as
+/// PostgreSQL's do (one send per statement instead of one per message): after Parse,
+/// Bind and Execute alone nothing arrives; a Flush brings ParseComplete, BindComplete and
+/// the CommandComplete; a Sync the ReadyForQuery, after which the INSERT is committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_protocol_replies_wait_for_sync_or_flush() {
+    use std::time::Duration;
+    use support::wire::WireClient;
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute("CREATE TABLE t (a int PRIMARY KEY)")
+        .await
+        .unwrap();
+    let port = floe.port();
+    let (early, flushed, later, synced) = tokio::task::spawn_blocking(move || {
+        let mut wire = WireClient::connect(port);
+        wire.send_unsynced("INSERT INTO t VALUES (1)");
+        let early = wire.anything_within(Duration::from_millis(500));
+        let flushed: Vec<u8> = wire.flush(3).iter().map(|m| m.kind).collect();
+        wire.send_unsynced("INSERT INTO t VALUES (2)");
+        let later = wire.anything_within(Duration::from_millis(500));
+        let synced: Vec<String> = wire.sync().iter().map(|m| m.summary()).collect();
+        (early, flushed, later, synced)
+    })
+    .await
+    .unwrap();
+    assert!(
+        !early,
+        "replies were sent before the client's Flush or Sync"
+    );
+    assert_eq!(
+        flushed,
+        [b'1', b'2', b'C'],
+        "ParseComplete, BindComplete, CommandComplete"
+    );
+    assert!(!later, "replies were sent before the client's Sync");
+    assert_eq!(synced, ["1", "2", "INSERT 0 1", "Z:I"]);
+    assert_eq!(
+        support::rows(&client, "SELECT a FROM t ORDER BY a").await,
+        [[Some("1".to_string())], [Some("2".to_string())]]
+    );
+}

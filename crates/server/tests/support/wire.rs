@@ -164,6 +164,31 @@ impl WireClient {
         }
     }
 
+    /// Sends Parse, Bind and Execute of `sql` and nothing after them (no Sync, no
+    /// Flush).
+    pub fn send_unsynced(&mut self, sql: &str) {
+        let mut out = parse_and_bind(sql);
+        out.extend(execute(0));
+        self.stream.write_all(&out).unwrap();
+    }
+
+    /// Whether any byte arrives from the server within `wait`.
+    pub fn anything_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut byte = [0u8; 1];
+        let arrived = matches!(self.stream.peek(&mut byte), Ok(n) if n > 0);
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        arrived
+    }
+
+    /// Flush; the next `count` messages.
+    pub fn flush(&mut self, count: usize) -> Vec<Message> {
+        self.stream.write_all(&message(b'H', &[])).unwrap();
+        (0..count).map(|_| self.read_message()).collect()
+    }
+
     /// Sync; every message up to ReadyForQuery.
     pub fn sync(&mut self) -> Vec<Message> {
         self.stream.write_all(&message(b'S', &[])).unwrap();
