@@ -11,36 +11,6 @@ use floe_storage::EncodedInserts;
 
 use crate::error::AdapterError;
 
-/// Where a COPY's finished rows wait for the end of the copy.
-#[derive(Debug)]
-pub enum CopyRows {
-    /// Outside a transaction: encoded for storage as they arrive, so that the copy
-    /// holds them only in the form the table will (see [`EncodedInserts`]).
-    Encoded(EncodedInserts),
-    /// In a transaction: rows, staged with the transaction's other writes.
-    Decoded(Vec<Row>),
-}
-
-impl CopyRows {
-    pub fn len(&self) -> usize {
-        match self {
-            CopyRows::Encoded(inserts) => inserts.len(),
-            CopyRows::Decoded(rows) => rows.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn push(&mut self, row: Row) {
-        match self {
-            CopyRows::Encoded(inserts) => inserts.push(&row),
-            CopyRows::Decoded(rows) => rows.push(row),
-        }
-    }
-}
-
 /// A COPY in progress on a session.
 #[derive(Debug)]
 pub struct CopyState {
@@ -50,8 +20,9 @@ pub struct CopyState {
     defaults: Vec<(usize, Datum)>,
     /// Bytes of an incomplete line (or CSV record) from the last chunk.
     pending: Vec<u8>,
-    /// The finished rows.
-    pub rows: CopyRows,
+    /// The finished rows, encoded for storage as they arrive, so that the copy holds
+    /// them only in the form the table will (see [`EncodedInserts`]).
+    pub rows: EncodedInserts,
     /// The first error (code and message), reported when the copy ends.
     error: Option<(SqlState, String)>,
     /// Lines seen, for error messages.
@@ -61,7 +32,11 @@ pub struct CopyState {
 }
 
 impl CopyState {
-    pub fn new(plan: CopyFromPlan, defaults: Vec<(usize, Datum)>, rows: CopyRows) -> CopyState {
+    pub fn new(
+        plan: CopyFromPlan,
+        defaults: Vec<(usize, Datum)>,
+        rows: EncodedInserts,
+    ) -> CopyState {
         CopyState {
             plan,
             defaults,
@@ -208,7 +183,7 @@ impl CopyState {
             self.fail(SqlState::NOT_NULL_VIOLATION, message);
             return;
         }
-        self.rows.push(row);
+        self.rows.push(&row);
     }
 }
 

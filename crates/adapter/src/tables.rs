@@ -514,31 +514,40 @@ pub fn copy_needs_defaults(plan: &floe_sql::dml::CopyFromPlan) -> bool {
 }
 
 /// Writes the rows of a finished `COPY ... FROM STDIN`, whole or not at all; returns
-/// how many.
+/// how many. In a transaction they are checked now and written at COMMIT: kept
+/// encoded when the transaction has not changed the table otherwise, else joined to
+/// its changes as rows.
 pub async fn copy_in(
     target: &mut WriteTarget<'_>,
     plan: &floe_sql::dml::CopyFromPlan,
-    rows: crate::copy::CopyRows,
+    rows: floe_storage::EncodedInserts,
 ) -> Result<usize, AdapterError> {
     let count = rows.len();
-    let refused = match (rows, target) {
-        (crate::copy::CopyRows::Encoded(inserts), WriteTarget::Storage(storage)) => storage
-            .append_inserts(inserts)
+    let refused = match target {
+        WriteTarget::Storage(storage) => storage
+            .append_inserts(rows)
             .await
             .map_err(storage_error)?
             .err(),
-        (crate::copy::CopyRows::Decoded(rows), target) => {
+        WriteTarget::Transaction { pending, .. } if pending.writes(plan.table) => {
+            pending.settle_loads().map_err(storage_error)?;
+            let rows = rows.into_rows().map_err(storage_error)?;
             let changes = rows.into_iter().map(|row| (row, 1)).collect();
             return append(target, plan.table, &plan.name, &plan.desc, changes)
                 .await
                 .map(|()| count);
         }
-        (crate::copy::CopyRows::Encoded(_), WriteTarget::Transaction { .. }) => {
-            // The form is chosen when the copy begins, and no statement can open a
-            // transaction while it runs.
-            return Err(AdapterError::Internal(
-                "a COPY begun outside a transaction ended in one".into(),
-            ));
+        WriteTarget::Transaction { storage, pending } => {
+            let refused = storage.check_inserts(&rows).map_err(storage_error)?.err();
+            if refused.is_none() {
+                let load = crate::transaction::TableLoad {
+                    name: plan.name.clone(),
+                    desc: plan.desc.clone(),
+                    inserts: rows,
+                };
+                pending.stage_load(plan.table, load);
+            }
+            refused
         }
     };
     match refused {

@@ -30,6 +30,7 @@ use floe_repr::codec::encode_row;
 use floe_repr::{GlobalId, RelationDesc, Row, SqlState};
 use floe_sql::catalog::QualifiedName;
 use floe_sql_parser::ast::{ObjectType, OptionValue, Statement};
+use floe_storage::{EncodedInserts, StorageError};
 
 use crate::error::AdapterError;
 use crate::session::VariableValues;
@@ -407,10 +408,23 @@ pub type TableChanges = (GlobalId, QualifiedName, RelationDesc, Vec<(Row, i64)>)
 #[derive(Debug, Default)]
 pub struct PendingWrites {
     tables: BTreeMap<GlobalId, PendingTable>,
+    /// The COPY into a table the transaction had not otherwise changed, kept encoded as
+    /// storage stores it (checked when the copy ended), not as rows consolidated
+    /// here: a large load would be held several times over. Another change to the
+    /// table turns it into pending rows first (`settle_loads`).
+    loads: BTreeMap<GlobalId, TableLoad>,
     /// The contents version of every table a statement read to compute its
     /// changes (UPDATE, DELETE, INSERT ... SELECT), as first read: COMMIT is
     /// refused if one has changed since.
     read_versions: BTreeMap<GlobalId, u64>,
+}
+
+/// A COPY's rows waiting for COMMIT (see `PendingWrites::loads`).
+#[derive(Debug)]
+pub struct TableLoad {
+    pub name: QualifiedName,
+    pub desc: RelationDesc,
+    pub inserts: EncodedInserts,
 }
 
 /// One table's pending changes, consolidated.
@@ -507,7 +521,28 @@ impl PendingTable {
 impl PendingWrites {
     /// Whether the transaction has changed `table`.
     pub fn writes(&self, table: GlobalId) -> bool {
-        self.tables.contains_key(&table)
+        self.tables.contains_key(&table) || self.loads.contains_key(&table)
+    }
+
+    /// Stages a checked COPY into a table the transaction has not changed otherwise.
+    pub fn stage_load(&mut self, table: GlobalId, load: TableLoad) {
+        self.loads.insert(table, load);
+    }
+
+    /// Turns the staged loads into pending rows: a statement other than a first COPY is
+    /// about to change (or read) a table, and checks and consolidates against rows.
+    pub fn settle_loads(&mut self) -> Result<(), StorageError> {
+        for (table, load) in std::mem::take(&mut self.loads) {
+            let rows = load.inserts.into_rows()?;
+            let changes = rows.into_iter().map(|row| (row, 1)).collect();
+            self.stage(table, &load.name, &load.desc, changes);
+        }
+        Ok(())
+    }
+
+    /// Takes the staged loads (COMMIT appends them with the tables' changes).
+    pub fn take_loads(&mut self) -> BTreeMap<GlobalId, TableLoad> {
+        std::mem::take(&mut self.loads)
     }
 
     /// Records the version of a table a statement reads to compute its

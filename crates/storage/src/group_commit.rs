@@ -50,7 +50,8 @@ impl Answer {
 }
 
 /// The updates of one collection in an append.
-pub(crate) enum Updates {
+#[derive(Debug)]
+pub enum Updates {
     /// Rows and their changes in multiplicity (consolidated when checked).
     Rows(Vec<(Row, i64)>),
     /// A bulk load, encoded as it arrived.
@@ -135,8 +136,9 @@ impl Storage {
         self.append_updates(rows_updates(batches)).await
     }
 
-    /// Queues an append in either form and awaits its answer.
-    pub(crate) async fn append_updates(
+    /// [`Storage::append_many_async`] of updates in either form: a transaction's rows and
+    /// the loads of its COPYs.
+    pub async fn append_updates(
         self: &Arc<Self>,
         batches: Vec<(GlobalId, Updates)>,
     ) -> AppendResult {

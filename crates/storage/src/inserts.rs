@@ -13,7 +13,9 @@ use floe_repr::codec::{decode_row, encode_row};
 use floe_repr::{GlobalId, Row};
 
 use crate::group_commit::{AppendResult, Updates};
-use crate::{Change, Contents, Storage, StorageError, change_of, corrupt, padded};
+use crate::{
+    Accepted, AppendError, Change, Contents, Storage, StorageError, change_of, corrupt, padded,
+};
 
 /// Rows to insert into one collection, encoded as they are pushed, then appended whole
 /// by [`Storage::append_inserts`].
@@ -60,24 +62,36 @@ impl EncodedInserts {
         self.collection
     }
 
+    /// The rows pushed, decoded again (a load that joins a transaction's other changes
+    /// to its table).
+    pub fn into_rows(self) -> Result<Vec<Row>, StorageError> {
+        let collection = self.collection;
+        self.changes
+            .iter()
+            .map(|change| {
+                decode_row(&change.encoded).map_err(|error| corrupt(collection, error.to_string()))
+            })
+            .collect()
+    }
+
+    /// Whether the inserts were encoded for the shape `contents` of `width` columns has.
+    fn fits(&self, contents: &Contents, width: usize) -> bool {
+        self.width == width && self.key == contents.key
+    }
+
     /// The inserts as changes of `contents`, whose rows have `width` columns.
     pub(crate) fn into_changes(
         self,
         contents: &Contents,
         width: usize,
     ) -> Result<Vec<Change>, StorageError> {
-        if self.width == width && self.key == contents.key {
+        if self.fits(contents, width) {
             return Ok(self.changes);
         }
         // The collection changed shape during the load: its rows are decoded, padded
         // to the new width and encoded again, as an append of rows would have been.
-        let mut rows = Vec::with_capacity(self.changes.len());
-        for change in self.changes {
-            let row = decode_row(&change.encoded)
-                .map_err(|error| corrupt(self.collection, error.to_string()))?;
-            rows.push((padded(&row, width), change.diff));
-        }
-        Ok(contents.changes(rows))
+        let rows = self.into_rows()?;
+        Ok(contents.changes(rows.iter().map(|row| (padded(row, width), 1)).collect()))
     }
 }
 
@@ -98,6 +112,32 @@ impl Storage {
             changes: Vec::new(),
             buffer: Vec::new(),
         })
+    }
+
+    /// Checks a bulk load as [`Storage::append_inserts`] would (its keys against the
+    /// contents and each other), without writing it: a transaction checks its COPY when
+    /// the copy ends and writes it at COMMIT.
+    pub fn check_inserts(
+        &self,
+        inserts: &EncodedInserts,
+    ) -> Result<Result<(), AppendError>, StorageError> {
+        self.read_collection(inserts.collection, |collection| {
+            let contents = &collection.contents;
+            let width = collection.desc.columns.len();
+            if inserts.fits(contents, width) {
+                return Ok(contents.check(&inserts.changes, &Accepted::default()));
+            }
+            let rows = inserts
+                .changes
+                .iter()
+                .map(|change| {
+                    let row = decode_row(&change.encoded)
+                        .map_err(|error| corrupt(inserts.collection, error.to_string()))?;
+                    Ok((padded(&row, width), 1))
+                })
+                .collect::<Result<Vec<_>, StorageError>>()?;
+            Ok(contents.check(&contents.changes(rows), &Accepted::default()))
+        })?
     }
 
     /// Appends a bulk load at one new timestamp, durably, as [`Storage::append`] appends

@@ -28,6 +28,7 @@ mod group_commit;
 mod inserts;
 mod parts;
 
+pub use group_commit::Updates;
 pub use inserts::EncodedInserts;
 
 use parts::{PartUpdates, PartWriter, update_size};

@@ -49,19 +49,13 @@ impl Coordinator {
         session: &mut Session,
         plan: CopyFromPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
-        let rows = match session.transaction.as_mut() {
-            Some(transaction) => {
-                transaction.admit(Access::Write)?;
-                crate::copy::CopyRows::Decoded(Vec::new())
-            }
-            None => {
-                let inserts = self
-                    .storage
-                    .inserts(plan.table)
-                    .map_err(tables::storage_error)?;
-                crate::copy::CopyRows::Encoded(inserts)
-            }
-        };
+        if let Some(transaction) = session.transaction.as_mut() {
+            transaction.admit(Access::Write)?;
+        }
+        let rows = self
+            .storage
+            .inserts(plan.table)
+            .map_err(tables::storage_error)?;
         let defaults = if tables::copy_needs_defaults(&plan) {
             // Only defaults are evaluated: no user table is read.
             let engine = self.engine_reading(Some(Default::default())).await?;

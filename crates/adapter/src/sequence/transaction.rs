@@ -3,9 +3,10 @@
 //! the commit of its writes (`crate::transaction` has the rules themselves).
 
 use datafusion::execution::context::SessionContext;
-use floe_repr::GlobalId;
+use floe_repr::{GlobalId, RelationDesc};
 use floe_sql::catalog::{ItemDefinition, PlanCatalog, QualifiedName};
 use floe_sql_parser::ast::Statement;
+use floe_storage::Updates;
 use sqlparser::ast::{TransactionAccessMode, TransactionMode};
 
 use crate::coordinator::{Coordinator, ExecuteResponse, Notice, referenced_names};
@@ -176,15 +177,16 @@ impl Coordinator {
     /// Appends every table's changes at one timestamp in one durable storage
     /// transaction, after checking, under the write lock, that the tables
     /// still exist as written and that none a statement read has changed.
-    async fn commit_writes(&self, writes: PendingWrites) -> Result<(), AdapterError> {
+    async fn commit_writes(&self, mut writes: PendingWrites) -> Result<(), AdapterError> {
         let read_versions = writes.read_versions().clone();
+        let loads = writes.take_loads();
         let tables = writes.into_tables();
         // Blind writes into one table (a driver's batch of INSERTs, which the extended
         // protocol commits at Sync) depend on no other write: they share the lock, so
         // concurrent ones share storage's durable commit, and storage's own key check
         // at the append refuses a key taken meanwhile, as for an INSERT outside a
         // transaction. Anything that read, or spans tables, commits alone.
-        let blind = read_versions.is_empty() && tables.len() == 1;
+        let blind = read_versions.is_empty() && tables.len() + loads.len() == 1;
         let _write = if blind {
             super::dml::WriteLockGuard::Shared {
                 _guard: self.write_lock.read().await,
@@ -194,7 +196,12 @@ impl Coordinator {
                 _guard: self.write_lock.write().await,
             }
         };
-        let single_table = blind.then(|| (tables[0].1.clone(), tables[0].2.clone()));
+        let written: Vec<(GlobalId, &QualifiedName, &RelationDesc)> = tables
+            .iter()
+            .map(|(id, name, desc, _)| (*id, name, desc))
+            .chain(loads.iter().map(|(id, load)| (*id, &load.name, &load.desc)))
+            .collect();
+        let single_table = blind.then(|| (written[0].1.clone(), written[0].2.clone()));
         {
             let catalog = self.catalog.lock().await;
             let state = catalog.state();
@@ -209,10 +216,10 @@ impl Coordinator {
                     .into());
                 }
             }
-            for (id, name, desc, _) in &tables {
+            for (id, name, desc) in &written {
                 match state.item(*id).map(|item| &item.definition) {
                     None => return Err(TransactionError::UnknownItem(*id).into()),
-                    Some(ItemDefinition::Table(table)) if table.desc == *desc => {}
+                    Some(ItemDefinition::Table(table)) if table.desc == **desc => {}
                     Some(_) => {
                         return Err(TransactionError::Conflict {
                             detail: format!(
@@ -230,10 +237,22 @@ impl Coordinator {
                 return Err(tables::append_error(name, desc, refused));
             }
         }
-        let batches: Vec<_> = tables
+        for load in loads.values() {
+            let checked = self.storage.check_inserts(&load.inserts);
+            if let Err(refused) = checked.map_err(storage_error)? {
+                return Err(tables::append_error(&load.name, &load.desc, refused));
+            }
+        }
+        drop(written);
+        let batches: Vec<(GlobalId, Updates)> = tables
             .into_iter()
             .filter(|(_, _, _, changes)| !changes.is_empty())
-            .map(|(id, _, _, changes)| (id, changes))
+            .map(|(id, _, _, changes)| (id, Updates::Rows(changes)))
+            .chain(
+                loads
+                    .into_iter()
+                    .map(|(id, load)| (id, Updates::Encoded(load.inserts))),
+            )
             .collect();
         if batches.is_empty() {
             return Ok(());
@@ -241,7 +260,7 @@ impl Coordinator {
         // Awaited: the group commit writes it on a thread of its own.
         let appended = self
             .storage
-            .append_many_async(batches)
+            .append_updates(batches)
             .await
             .map_err(storage_error)?;
         match (appended, single_table) {
@@ -391,7 +410,11 @@ fn transaction_writes(session: &mut Session) -> Result<Option<&mut PendingWrites
     };
     transaction.admit(Access::Write)?;
     match transaction.writes_mut() {
-        Some(pending) => Ok(Some(pending)),
+        Some(pending) => {
+            // A statement's changes are checked and consolidated against rows.
+            pending.settle_loads().map_err(storage_error)?;
+            Ok(Some(pending))
+        }
         None => Err(AdapterError::Internal(
             "a write transaction without writes".into(),
         )),

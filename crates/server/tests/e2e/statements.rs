@@ -119,7 +119,7 @@ async fn copy_to_stdout_in_text_and_csv() {
 /// columns it is not given take their defaults, a NULL in a NOT NULL column fails the
 /// copy naming its line (23502), a repeated key fails it with the key (23505), and a
 /// failed copy loads no row. In a transaction the copied rows land at COMMIT, and
-/// not after ROLLBACK.
+/// not after ROLLBACK, and keys are checked between copies and other writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
     use futures::SinkExt;
@@ -198,5 +198,46 @@ async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
     assert_eq!(
         support::rows(&client, "SELECT id, n, note FROM d WHERE id = 10").await,
         [[Some("10".into()), Some("42".into()), Some("none".into())]]
+    );
+
+    // In one transaction, a copy and the transaction's other changes to its table are
+    // checked against each other, in either order.
+    client
+        .batch_execute("BEGIN; INSERT INTO d (id, name) VALUES (20, 'inserted')")
+        .await
+        .unwrap();
+    assert_eq!(copy("21\tcopied\n").await.unwrap(), 1);
+    let error = copy("20\tagain\n").await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    client.batch_execute("ROLLBACK").await.unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy("30\tcopied\n31\tcopied\n").await.unwrap(), 2);
+    let error = client
+        .batch_execute("INSERT INTO d (id, name) VALUES (31, 'again')")
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    client.batch_execute("ROLLBACK").await.unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy("40\tfirst\n").await.unwrap(), 1);
+    assert_eq!(copy("41\tsecond\n").await.unwrap(), 1);
+    let error = copy("40\tagain\n").await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    client.batch_execute("ROLLBACK").await.unwrap();
+    client.batch_execute("BEGIN").await.unwrap();
+    assert_eq!(copy("40\tfirst\n").await.unwrap(), 1);
+    assert_eq!(copy("41\tsecond\n").await.unwrap(), 1);
+    client
+        .batch_execute("INSERT INTO d (id, name) VALUES (42, 'inserted'); COMMIT")
+        .await
+        .unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT id FROM d WHERE id >= 20 ORDER BY id").await,
+        [
+            [Some("40".to_string())],
+            [Some("41".to_string())],
+            [Some("42".to_string())]
+        ],
+        "only the committed transaction's rows"
     );
 }
