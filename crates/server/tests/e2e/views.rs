@@ -358,6 +358,30 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
         sorted(&client, "SELECT g, total FROM sums").await,
         expected(&[("1", "30"), ("2", "12"), ("3", "1")])
     );
+    // The view's log holds bigints: a sum beyond bigint's range is the view's
+    // error, as it was before (not a failure to read its rows as bigints).
+    execute_each(
+        &client,
+        "INSERT INTO t VALUES (4, 9223372036854775807), (4, 1)",
+    )
+    .await
+    .unwrap();
+    let error = client
+        .simple_query("SELECT g, total FROM sums")
+        .await
+        .unwrap_err();
+    let error = error.as_db_error().expect("a database error");
+    assert_eq!(
+        (error.code().code(), error.message()),
+        ("22003", "bigint out of range")
+    );
+    execute_each(&client, "DELETE FROM t WHERE g = 4")
+        .await
+        .unwrap();
+    assert_eq!(
+        sorted(&client, "SELECT g, total FROM sums").await,
+        expected(&[("1", "30"), ("2", "12"), ("3", "1")])
+    );
     // A view made today of the same query sums to numeric.
     execute_each(
         &client,
