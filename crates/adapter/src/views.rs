@@ -542,6 +542,55 @@ fn keep_stored_types(spec: &mut DataflowSpec, stored: &RelationDesc) {
     }
 }
 
+/// Updates giving plain views made by an older floe the shape their queries
+/// plan to today (the sum of bigints was a bigint before it was numeric). A
+/// plain view holds no rows and is inlined into every query that reads it,
+/// so it answers with today's types; its stored shape is what the catalog
+/// shows (`mz_columns`, psql's `\d`), and follows. A materialized view keeps
+/// its stored types instead ([`keep_stored_types`]). A view whose query does
+/// not plan here (one reading the system catalog) is left as it is.
+pub(crate) fn refreshed_view_shapes(state: &floe_catalog::CatalogState) -> Vec<floe_catalog::Op> {
+    let mut ops = Vec::new();
+    for item in state.items() {
+        let ItemDefinition::View(view) = &item.definition else {
+            continue;
+        };
+        let Ok(floe_sql_parser::ast::Statement::Standard(statement)) =
+            floe_sql_parser::parser::parse_statement(&view.query)
+        else {
+            continue;
+        };
+        let mut statement = *statement;
+        floe_sql::alter_table::pin_table_versions(state, &mut statement, &view.table_versions);
+        let Ok(inlined) = floe_sql::view::inline_views(state, statement) else {
+            continue;
+        };
+        let (spec, _) = query_dataflow_spec(state, 0, &item.name.item, &inlined);
+        let Some(planned) = planned_desc(&spec) else {
+            continue;
+        };
+        if planned.columns.len() != view.desc.columns.len()
+            || planned
+                .columns
+                .iter()
+                .zip(&view.desc.columns)
+                .all(|((_, p), (_, s))| p.scalar_type == s.scalar_type)
+        {
+            continue;
+        }
+        let mut refreshed = view.clone();
+        for ((_, stored), (_, today)) in refreshed.desc.columns.iter_mut().zip(planned.columns) {
+            *stored = today;
+        }
+        ops.push(floe_catalog::Op::UpdateItem {
+            id: item.id,
+            definition: ItemDefinition::View(refreshed),
+            create_sql: item.create_sql.clone(),
+        });
+    }
+    ops
+}
+
 /// The shape a dataflow's query plans to today.
 fn planned_desc(spec: &DataflowSpec) -> Option<RelationDesc> {
     let context = crate::query::empty_context().ok()?;

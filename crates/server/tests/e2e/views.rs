@@ -287,7 +287,8 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
         &client,
         "CREATE TABLE t (g int, x bigint);
          INSERT INTO t VALUES (1, 10), (1, 20), (2, 5);
-         CREATE MATERIALIZED VIEW sums AS SELECT g, sum(x)::bigint AS total FROM t GROUP BY g;",
+         CREATE MATERIALIZED VIEW sums AS SELECT g, sum(x)::bigint AS total FROM t GROUP BY g;
+         CREATE VIEW plain_sums AS SELECT g, sum(x)::bigint AS total FROM t GROUP BY g;",
     )
     .await
     .unwrap();
@@ -304,24 +305,30 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
     floe.terminate();
 
     let catalog = rusqlite::Connection::open(data_dir.join("catalog.db")).unwrap();
-    let (definition, create_sql): (String, String) = catalog
-        .query_row(
-            "SELECT definition, create_sql FROM items WHERE name = 'sums'",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    assert!(
-        definition.contains("Int64"),
-        "stored as bigint: {definition}"
-    );
-    let changed = catalog
-        .execute(
-            "UPDATE items SET definition = ?1, create_sql = ?2 WHERE name = 'sums'",
-            [without_cast(&definition), without_cast(&create_sql)],
-        )
-        .unwrap();
-    assert_eq!(changed, 1);
+    for view in ["sums", "plain_sums"] {
+        let (definition, create_sql): (String, String) = catalog
+            .query_row(
+                "SELECT definition, create_sql FROM items WHERE name = ?1",
+                [view],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert!(
+            definition.contains("Int64"),
+            "stored as bigint: {definition}"
+        );
+        let changed = catalog
+            .execute(
+                "UPDATE items SET definition = ?1, create_sql = ?2 WHERE name = ?3",
+                [
+                    without_cast(&definition),
+                    without_cast(&create_sql),
+                    view.into(),
+                ],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
     drop(catalog);
 
     let floe = Floe::start(&data_dir);
@@ -349,6 +356,25 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
         )
         .await,
         [[Some("bigint".to_string())]]
+    );
+    // A plain view holds no rows: it answers with today's type, and the
+    // catalog shows that type.
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT pg_typeof(total)::text, total FROM plain_sums WHERE g = 1"
+        )
+        .await,
+        [[Some("numeric".to_string()), Some("30".to_string())]]
+    );
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+             WHERE o.name = 'plain_sums' AND c.name = 'total'"
+        )
+        .await,
+        [[Some("numeric".to_string())]]
     );
     // The view is maintained: new rows reach it, as bigints.
     execute_each(&client, "INSERT INTO t VALUES (2, 7), (3, 1)")
