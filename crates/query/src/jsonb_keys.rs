@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::Field;
 use datafusion::common::metadata::FieldMetadata;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::config::ConfigOptions;
 use datafusion::functions_aggregate::expr_fn::min;
@@ -40,19 +40,6 @@ pub struct JsonbByValue;
 
 impl AnalyzerRule for JsonbByValue {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        let mut has_jsonb = false;
-        plan.apply_with_subqueries(|node| {
-            has_jsonb = node.schema().fields().iter().any(|f| is_jsonb(f));
-            Ok(if has_jsonb {
-                datafusion::common::tree_node::TreeNodeRecursion::Stop
-            } else {
-                datafusion::common::tree_node::TreeNodeRecursion::Continue
-            })
-        })?;
-        // Most queries read no jsonb: leave their plans as they are.
-        if !has_jsonb {
-            return Ok(plan);
-        }
         let mut rewrites = 0;
         plan.transform_up_with_subqueries(|node| {
             let rewritten = by_value(node)?;
@@ -79,8 +66,10 @@ fn is_jsonb(field: &Field) -> bool {
     functions::sql_type(field) == SqlScalarType::Jsonb
 }
 
-fn expr_is_jsonb(expr: &Expr, schema: &DFSchema) -> DfResult<bool> {
-    Ok(is_jsonb(&expr.to_field(schema)?.1))
+/// Whether `expr` is a document (an expression the rule cannot type is left
+/// to DataFusion, which reports what is wrong with it).
+fn expr_is_jsonb(expr: &Expr, schema: &DFSchema) -> bool {
+    expr.to_field(schema).is_ok_and(|(_, field)| is_jsonb(&field))
 }
 
 /// The document's comparison key.
@@ -89,9 +78,27 @@ fn key(expr: Expr) -> DfResult<Expr> {
 }
 
 fn by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-    let schema = merge_schema(&node.inputs());
-    node.map_expressions(|expr| expr.transform_up(|e| compare_by_value(e, &schema)))?
-        .transform_data(keys_by_value)
+    let mut compares = false;
+    node.apply_expressions(|expr| {
+        compares = expr.exists(|e| {
+            Ok(matches!(
+                e,
+                Expr::InList(_) | Expr::InSubquery(_) | Expr::SetComparison(_)
+            ))
+        })?;
+        Ok(if compares {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    })?;
+    let node = if compares {
+        let schema = merge_schema(&node.inputs());
+        node.map_expressions(|expr| expr.transform_up(|e| compare_by_value(e, &schema)))?
+    } else {
+        Transformed::no(node)
+    };
+    node.transform_data(keys_by_value)
 }
 
 /// Groups and join keys of documents by their keys.
@@ -115,8 +122,8 @@ fn keys_by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         LogicalPlan::Join(mut join) => {
             let mut changed = false;
             for (left, right) in join.on.iter_mut() {
-                if expr_is_jsonb(left, join.left.schema())?
-                    || expr_is_jsonb(right, join.right.schema())?
+                if expr_is_jsonb(left, join.left.schema())
+                    || expr_is_jsonb(right, join.right.schema())
                 {
                     *left = key(left.clone())?;
                     *right = key(right.clone())?;
@@ -141,7 +148,7 @@ fn compare_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>
             expr,
             list,
             negated,
-        }) if expr_is_jsonb(&expr, schema)? => {
+        }) if expr_is_jsonb(&expr, schema) => {
             let list = list.into_iter().map(key).collect::<DfResult<_>>()?;
             Ok(Transformed::yes(Expr::InList(InList {
                 expr: Box::new(key(*expr)?),
@@ -153,7 +160,7 @@ fn compare_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>
             expr,
             subquery,
             negated,
-        }) if expr_is_jsonb(&expr, schema)? => Ok(Transformed::yes(Expr::InSubquery(
+        }) if expr_is_jsonb(&expr, schema) => Ok(Transformed::yes(Expr::InSubquery(
             InSubquery::new(Box::new(key(*expr)?), keyed_subquery(subquery)?, negated),
         ))),
         Expr::SetComparison(SetComparison {
@@ -161,7 +168,7 @@ fn compare_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>
             subquery,
             op: op @ (Operator::Eq | Operator::NotEq),
             quantifier,
-        }) if expr_is_jsonb(&expr, schema)? => {
+        }) if expr_is_jsonb(&expr, schema) => {
             Ok(Transformed::yes(Expr::SetComparison(SetComparison {
                 expr: Box::new(key(*expr)?),
                 subquery: keyed_subquery(subquery)?,
@@ -195,7 +202,7 @@ fn count_distinct_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transforme
         {
             let mut changed = false;
             for argument in function.params.args.iter_mut() {
-                if expr_is_jsonb(argument, schema)? {
+                if expr_is_jsonb(argument, schema) {
                     *argument = key(argument.clone())?;
                     changed = true;
                 }
@@ -223,11 +230,11 @@ fn group_by_value(aggregate: Aggregate) -> DfResult<Transformed<LogicalPlan>> {
         return unchanged(aggregate);
     }
     let input_schema = aggregate.input.schema().clone();
-    let documents = aggregate
+    let documents: Vec<bool> = aggregate
         .group_expr
         .iter()
         .map(|e| expr_is_jsonb(e, &input_schema))
-        .collect::<DfResult<Vec<bool>>>()?;
+        .collect();
     let mut aggregates = Vec::with_capacity(aggregate.aggr_expr.len());
     let mut counts_documents = false;
     for expr in &aggregate.aggr_expr {
