@@ -69,7 +69,8 @@ fn is_jsonb(field: &Field) -> bool {
 /// Whether `expr` is a document (an expression the rule cannot type is left
 /// to DataFusion, which reports what is wrong with it).
 fn expr_is_jsonb(expr: &Expr, schema: &DFSchema) -> bool {
-    expr.to_field(schema).is_ok_and(|(_, field)| is_jsonb(&field))
+    expr.to_field(schema)
+        .is_ok_and(|(_, field)| is_jsonb(&field))
 }
 
 /// The document's comparison key.
