@@ -208,6 +208,12 @@ impl Coordinator {
             .try_lock()
             .map_err(|_| AdapterError::Internal("catalog locked during start-up".into()))?;
         crate::implications::drop_orphaned_collections(&self.storage, catalog.state())?;
+        let refreshed = crate::views::refreshed_view_shapes(catalog.state());
+        if !refreshed.is_empty()
+            && let Err(error) = catalog.transact(refreshed)
+        {
+            warn!(error = %error, "the shapes of older views were not refreshed");
+        }
         let diff = floe_catalog::CatalogDiff::from_empty(catalog.state());
         if let Err(error) = self.apply_implications(&mut catalog, &diff) {
             warn!(error = %error, "not every catalog object started");

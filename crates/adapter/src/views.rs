@@ -462,14 +462,145 @@ fn dataflow_spec(
         }
     };
     let mut statement = statement;
-    if let Some(ItemDefinition::MaterializedView(view)) = catalog.item(id).map(|i| &i.definition) {
+    let view = match catalog.item(id).map(|i| &i.definition) {
+        Some(ItemDefinition::MaterializedView(view)) => Some(view),
+        _ => None,
+    };
+    if let Some(view) = view {
         floe_sql::alter_table::pin_table_versions(catalog, &mut statement, &view.table_versions);
     }
     let inlined = floe_sql::view::inline_views(catalog, statement)?;
     let number = match id {
         GlobalId::User(n) | GlobalId::System(n) => n,
     };
-    Ok(query_dataflow_spec(catalog, number, &name.item, &inlined))
+    let (mut spec, inputs) = query_dataflow_spec(catalog, number, &name.item, &inlined);
+    if let Some(view) = view {
+        keep_stored_types(&mut spec, &view.desc);
+    }
+    Ok((spec, inputs))
+}
+
+/// A view made by an older floe whose query now plans to other column types
+/// (the sum of bigints was a bigint before floe typed it numeric, as
+/// Postgres does) keeps the types it was created with: its log holds rows of
+/// those types and what reads it (queries, sinks, other views) was planned
+/// with them. Its query's columns are cast to the stored types; a query that
+/// does not plan is left for the replica to report.
+fn keep_stored_types(spec: &mut DataflowSpec, stored: &RelationDesc) {
+    let Some(planned) = planned_desc(spec) else {
+        return;
+    };
+    if planned.columns.len() != stored.columns.len()
+        || planned
+            .columns
+            .iter()
+            .zip(&stored.columns)
+            .all(|((_, p), (_, s))| p.scalar_type == s.scalar_type)
+    {
+        return;
+    }
+    let quote = |name: &str| sqlparser::ast::Ident::with_quote('"', name).to_string();
+    let positional = |index: usize| quote(&format!("column{}", index + 1));
+    let select: Vec<String> = planned
+        .columns
+        .iter()
+        .zip(&stored.columns)
+        .enumerate()
+        .map(|(index, ((_, planned), (name, column)))| {
+            if planned.scalar_type == column.scalar_type {
+                format!("{} AS {}", positional(index), quote(name))
+            } else {
+                format!(
+                    "CAST({} AS {}) AS {}",
+                    positional(index),
+                    column.scalar_type,
+                    quote(name)
+                )
+            }
+        })
+        .collect();
+    let columns: Vec<String> = (0..stored.columns.len()).map(positional).collect();
+    let cast = DataflowSpec {
+        query: format!(
+            "SELECT {} FROM ({}) AS floe_stored_types ({})",
+            select.join(", "),
+            spec.query,
+            columns.join(", ")
+        ),
+        ..spec.clone()
+    };
+    // A type without a cast from today's (or without a SQL spelling) keeps
+    // the query as it is.
+    let planned_cast = planned_desc(&cast);
+    if planned_cast.is_some_and(|desc| {
+        desc.columns
+            .iter()
+            .zip(&stored.columns)
+            .all(|((_, c), (_, s))| c.scalar_type == s.scalar_type)
+    }) {
+        *spec = cast;
+    }
+}
+
+/// Updates giving plain views made by an older floe the shape their queries
+/// plan to today (the sum of bigints was a bigint before it was numeric). A
+/// plain view holds no rows and is inlined into every query that reads it,
+/// so it answers with today's types; its stored shape is what the catalog
+/// shows (`mz_columns`, psql's `\d`), and follows. A materialized view keeps
+/// its stored types instead ([`keep_stored_types`]). A view whose query does
+/// not plan here (one reading the system catalog) is left as it is.
+pub(crate) fn refreshed_view_shapes(state: &floe_catalog::CatalogState) -> Vec<floe_catalog::Op> {
+    let mut ops = Vec::new();
+    for item in state.items() {
+        let ItemDefinition::View(view) = &item.definition else {
+            continue;
+        };
+        let Ok(floe_sql_parser::ast::Statement::Standard(statement)) =
+            floe_sql_parser::parser::parse_statement(&view.query)
+        else {
+            continue;
+        };
+        let mut statement = *statement;
+        floe_sql::alter_table::pin_table_versions(state, &mut statement, &view.table_versions);
+        let Ok(inlined) = floe_sql::view::inline_views(state, statement) else {
+            continue;
+        };
+        let (spec, _) = query_dataflow_spec(state, 0, &item.name.item, &inlined);
+        let Some(planned) = planned_desc(&spec) else {
+            continue;
+        };
+        if planned.columns.len() != view.desc.columns.len()
+            || planned
+                .columns
+                .iter()
+                .zip(&view.desc.columns)
+                .all(|((_, p), (_, s))| p.scalar_type == s.scalar_type)
+        {
+            continue;
+        }
+        let mut refreshed = view.clone();
+        for ((_, stored), (_, today)) in refreshed.desc.columns.iter_mut().zip(planned.columns) {
+            *stored = today;
+        }
+        ops.push(floe_catalog::Op::UpdateItem {
+            id: item.id,
+            definition: ItemDefinition::View(refreshed),
+            create_sql: item.create_sql.clone(),
+        });
+    }
+    ops
+}
+
+/// The shape a dataflow's query plans to today.
+fn planned_desc(spec: &DataflowSpec) -> Option<RelationDesc> {
+    let context = crate::query::empty_context().ok()?;
+    floe_compute::planner::register_inputs(&context, spec).ok()?;
+    let statement = match floe_sql_parser::parser::parse_statement(&spec.query) {
+        Ok(floe_sql_parser::ast::Statement::Standard(statement)) => *statement,
+        _ => return None,
+    };
+    let plan = futures::executor::block_on(crate::query::logical_plan(&context, statement)).ok()?;
+    relation_desc(&plan.plan).ok()
 }
 
 /// The dataflow of a query whose plain views are inlined, and the change logs it

@@ -61,7 +61,10 @@ impl QueryError {
 
     /// A value conversion error from floe's own code.
     pub fn from_value(error: ValueError) -> QueryError {
-        QueryError::new(error.code, error.message)
+        QueryError {
+            detail: error.detail,
+            ..QueryError::new(error.code, error.message)
+        }
     }
 
     /// This error, carried through DataFusion (as an external error) so

@@ -17,6 +17,9 @@
 //! - [`semantics`] is an analyzer rule over DataFusion's logical plan: casts
 //!   with Postgres' rules and messages, integer arithmetic that fails on
 //!   overflow, operators on floe's types.
+//! - [`jsonb_keys`] is an analyzer rule that groups, joins and compares
+//!   jsonb by value (`1.5` and `1.50` are one number) where DataFusion
+//!   would compare the text.
 //! - [`functions`] holds the functions Postgres and Materialize have and
 //!   DataFusion lacks or defines differently.
 //! - [`subquery`] runs the correlated subqueries DataFusion cannot
@@ -28,6 +31,7 @@
 
 pub mod error;
 pub mod functions;
+pub mod jsonb_keys;
 pub mod naming;
 pub mod rewrite;
 pub mod semantics;
@@ -106,6 +110,7 @@ impl Engine {
         // casts and operators are the ones coercion sees.
         let mut analyzer = datafusion::optimizer::Analyzer::new();
         analyzer.rules.insert(0, Arc::new(semantics::PgSemantics));
+        analyzer.rules.insert(1, Arc::new(jsonb_keys::JsonbByValue));
         *builder.analyzer() = Some(analyzer);
         // DataFusion turns a GROUP BY of constants into an aggregate without
         // grouping, which returns a row for an empty input; Postgres returns

@@ -383,6 +383,28 @@ impl ExprPlanner for PgOperatorPlanner {
             return Ok(PlannerResult::Original(expr));
         }
         use sqlparser::ast::BinaryOperator as B;
+        // jsonb against jsonb or text (a quoted literal is a document).
+        let document = |t: &DfResult<SqlScalarType>| {
+            matches!(t, Ok(SqlScalarType::Jsonb | SqlScalarType::Text))
+        };
+        // jsonb keeps a number's scale, so documents equal by value may differ
+        // as text: compare their keys (an equality of keys stays a join key).
+        if document(&left) && document(&right) && matches!(expr.op, B::Eq | B::NotEq) {
+            let key = |side: Expr| {
+                functions::call(functions::jsonb::JSONB_KEY, vec![side])
+                    .map_err(crate::QueryError::into_datafusion)
+            };
+            let op = if matches!(expr.op, B::Eq) {
+                Operator::Eq
+            } else {
+                Operator::NotEq
+            };
+            return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(key(expr.left)?),
+                op,
+                Box::new(key(expr.right)?),
+            ))));
+        }
         let name = match &expr.op {
             B::Arrow if is_jsonb(&left) => "floe_jsonb_get",
             B::LongArrow if is_jsonb(&left) => "floe_jsonb_get_text",

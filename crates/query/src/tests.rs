@@ -226,6 +226,39 @@ async fn jsonb_operators_and_functions() {
     );
 }
 
+/// Documents equal by value (1.5 and 1.50) group, join and compare as one,
+/// each printed as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jsonb_groups_and_joins_by_value() {
+    let documents = r#"(VALUES ('{"a": 1.50}'::jsonb, 1), ('{"a": 1.5}'::jsonb, 2), ('[2.0]'::jsonb, 3), ('[2.0]'::jsonb, 4))"#;
+    assert_eq!(
+        json_rows(&format!(
+            "SELECT d, count(*), sum(n) FROM {documents} v(d, n) GROUP BY d ORDER BY 3"
+        ))
+        .await,
+        table(&[&[r#"{"a": 1.50}"#, "2", "3"], &["[2.0]", "2", "7"]])
+    );
+    assert_eq!(
+        rows(&format!(
+            "SELECT count(*), count(DISTINCT d) FROM (SELECT DISTINCT d FROM {documents} v(d, n)) x"
+        ))
+        .await,
+        table(&[&["2", "2"]])
+    );
+    assert_eq!(
+        rows(&format!(
+            r#"SELECT v.n FROM {documents} v(d, n) JOIN (VALUES ('[2]'::jsonb)) w(d) ON v.d = w.d ORDER BY 1"#
+        ))
+        .await,
+        table(&[&["3"], &["4"]])
+    );
+    assert_eq!(
+        rows(r#"SELECT '1.5'::jsonb = '1.50', '[1]'::jsonb <> '[1.0]', '1.5'::jsonb IN ('2', '1.500')"#)
+            .await,
+        table(&[&["t", "f", "t"]])
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_returning_functions_name_columns_and_produce_rows() {
     assert_eq!(

@@ -1,18 +1,26 @@
 //! `jsonb` operators and functions as Postgres has them.
 //!
 //! Inside the engine a `jsonb` value is its normalized text (floe-repr's
-//! `parse_jsonb`: compact, one value per key, keys in order), so equal
-//! documents are equal strings. [`postgres_text`] prints a document as
+//! `parse_jsonb`: compact, one value per key, keys in order, numbers with
+//! their scale). Numbers keep their scale as Postgres prints them (`1.50`),
+//! so documents equal by value may differ as text: `=`, `<>`, grouping,
+//! DISTINCT and join keys compare their [`JSONB_KEY`] (numbers in their
+//! shortest form; see [`crate::jsonb_keys`]), containment
+//! compares parsed documents. [`postgres_text`] prints a document as
 //! Postgres does (`{"a": [1, 2]}`, shorter keys first).
 
 use std::collections::BTreeMap;
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
-use floe_repr::strconv::{Json, json_text, parse_json};
+use floe_repr::strconv::{Json, json_key_text, json_text, jsonb_key_text, parse_json};
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
 use super::{Arguments, RowFunction, expect_arguments, no_such_function};
 use crate::error::QueryError;
+
+/// The function giving a document's comparison key: its text with every
+/// number in its shortest form, equal for documents equal by value.
+pub const JSONB_KEY: &str = "floe_jsonb_key";
 
 /// A document as Postgres prints it.
 pub fn postgres_text(normalized: &str) -> String {
@@ -545,6 +553,16 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             extract_path(row, as_text)
         })
         .lenient()
+        .udf(),
+        RowFunction::new(JSONB_KEY, immutable, text_type, |row, _| {
+            let key = match arg(row, 0) {
+                Datum::Jsonb(normalized) => jsonb_key_text(normalized),
+                // A quoted literal compared with a document is a document.
+                Datum::Text(text) => parse_json(text).map(|json| json_key_text(&json)),
+                other => Ok(json_key_text(&to_json(other))),
+            };
+            key.map(Datum::Text).map_err(QueryError::from_value)
+        })
         .udf(),
         RowFunction::new("floe_jsonb_contains", immutable, bool_type, |row, _| {
             argument_contains(row, 0, 1)

@@ -11,6 +11,7 @@ mod array;
 mod cast;
 pub mod jsonb;
 pub mod single;
+mod sum;
 mod system;
 
 use std::collections::HashMap;
@@ -51,6 +52,7 @@ pub fn register(state: &mut SessionState) {
         // Registering over an existing name replaces DataFusion's function.
         let _ = state.register_udf(function.clone());
     }
+    let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
 }
 
 /// A call of floe's function `name` (which must exist).

@@ -1,10 +1,12 @@
-//! `jsonb`: parsing and the normalized text Materialize prints.
+//! `jsonb`: parsing (with Postgres' errors) and the normalized text floe
+//! keeps inside the engine.
 
 use super::*;
 
 /// A JSON value as `jsonb` holds it: objects keep one value per key (the
-/// last given) in key order; numbers are exact decimals.
-#[derive(Debug, Clone, PartialEq)]
+/// last given) in key order; numbers are exact decimals that keep their
+/// scale, as Postgres' numeric does (`1.50` stays `1.50`, `1e2` is `100`).
+#[derive(Debug, Clone)]
 pub enum Json {
     Null,
     Bool(bool),
@@ -14,234 +16,380 @@ pub enum Json {
     Object(BTreeMap<String, Json>),
 }
 
+/// Numbers are equal by value (`1.5` and `1.50` are the same number), as
+/// Postgres compares jsonb.
+impl PartialEq for Json {
+    fn eq(&self, other: &Json) -> bool {
+        match (self, other) {
+            (Json::Null, Json::Null) => true,
+            (Json::Bool(a), Json::Bool(b)) => a == b,
+            (Json::Number(a), Json::Number(b)) => {
+                a == b
+                    || matches!((Decimal::parse(a), Decimal::parse(b)),
+                        (Ok(Some(x)), Ok(Some(y))) if x.cmp(&y) == Ordering::Equal)
+            }
+            (Json::String(a), Json::String(b)) => a == b,
+            (Json::Array(a), Json::Array(b)) => a == b,
+            (Json::Object(a), Json::Object(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A token of JSON text.
+enum Token {
+    ObjectStart,
+    ObjectEnd,
+    ArrayStart,
+    ArrayEnd,
+    Comma,
+    Colon,
+    String(String),
+    Number(String),
+    /// `true`, `false` or `null`.
+    Word(Json),
+    End,
+}
+
+/// A token and the bytes of the input it spans (messages quote them).
+struct Lexed {
+    token: Token,
+    start: usize,
+    end: usize,
+}
+
+/// Postgres' JSON lexer and parser, with its messages: an error names the
+/// offending token (`Token "tru" is invalid.`, `Expected ":", but found
+/// "1".`) in the DETAIL of `invalid input syntax for type json`.
 pub(super) struct JsonParser<'a> {
     bytes: &'a [u8],
     text: &'a str,
     at: usize,
 }
 
+/// The characters Postgres' lexer reads as one word (bytes of non-ASCII
+/// characters included), so `truex` and `01` are one invalid token.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+fn syntax_error(detail: impl Into<String>) -> ValueError {
+    ValueError::new(
+        SqlState::INVALID_TEXT_REPRESENTATION,
+        "invalid input syntax for type json",
+    )
+    .with_detail(detail)
+}
+
+fn low_surrogate_expected() -> ValueError {
+    syntax_error("Unicode low surrogate must follow a high surrogate.")
+}
+
 impl<'a> JsonParser<'a> {
-    fn error(&self, what: &str) -> ValueError {
-        ValueError::new(
-            SqlState::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type jsonb: {what}"),
-        )
-        .with_detail(format!("at byte {} of \"{}\"", self.at, self.text))
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn invalid_token(&self, start: usize, end: usize) -> ValueError {
+        syntax_error(format!("Token \"{}\" is invalid.", &self.text[start..end]))
+    }
+
+    /// The error for a token the parser did not expect here.
+    fn unexpected(&self, lexed: &Lexed, expected: &str) -> ValueError {
+        if let Token::End = lexed.token {
+            return syntax_error("The input string ended unexpectedly.");
+        }
+        let found = &self.text[lexed.start..lexed.end];
+        syntax_error(format!("{expected}, but found \"{found}\"."))
     }
 
     fn skip_ws(&mut self) {
         while self
-            .bytes
-            .get(self.at)
+            .peek()
             .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
         {
             self.at += 1;
         }
     }
 
-    fn literal(&mut self, word: &str, value: Json) -> Result<Json, ValueError> {
-        if self.bytes[self.at..].starts_with(word.as_bytes()) {
-            self.at += word.len();
-            Ok(value)
-        } else {
-            Err(self.error("unexpected token"))
+    /// Skips a run of bytes `accept` takes; how many it skipped.
+    fn skip_while(&mut self, accept: impl Fn(u8) -> bool) -> usize {
+        let from = self.at;
+        while self.peek().is_some_and(&accept) {
+            self.at += 1;
+        }
+        self.at - from
+    }
+
+    fn lex(&mut self) -> Result<Lexed, ValueError> {
+        self.skip_ws();
+        let start = self.at;
+        let structural = match self.peek() {
+            None => Some(Token::End),
+            Some(b'{') => Some(Token::ObjectStart),
+            Some(b'}') => Some(Token::ObjectEnd),
+            Some(b'[') => Some(Token::ArrayStart),
+            Some(b']') => Some(Token::ArrayEnd),
+            Some(b',') => Some(Token::Comma),
+            Some(b':') => Some(Token::Colon),
+            _ => None,
+        };
+        let token = match structural {
+            Some(token) => {
+                if !matches!(token, Token::End) {
+                    self.at += 1;
+                }
+                token
+            }
+            None => match self.peek() {
+                Some(b'"') => Token::String(self.string(start)?),
+                Some(b'-' | b'0'..=b'9') => Token::Number(self.number(start)?),
+                _ => Token::Word(self.word(start)?),
+            },
+        };
+        Ok(Lexed {
+            token,
+            start,
+            end: self.at,
+        })
+    }
+
+    fn word(&mut self, start: usize) -> Result<Json, ValueError> {
+        if self.skip_while(is_word_byte) == 0 {
+            // A lone punctuation character is a token of its own.
+            return Err(self.invalid_token(start, start + 1));
+        }
+        match &self.text[start..self.at] {
+            "true" => Ok(Json::Bool(true)),
+            "false" => Ok(Json::Bool(false)),
+            "null" => Ok(Json::Null),
+            _ => Err(self.invalid_token(start, self.at)),
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Json, ValueError> {
+    /// A number's text as Postgres' numeric prints it (its scale kept).
+    fn number(&mut self, start: usize) -> Result<String, ValueError> {
+        let digit = |b: u8| b.is_ascii_digit();
+        let mut valid = true;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => {
+                self.skip_while(digit);
+            }
+            _ => valid = false,
+        }
+        if valid && self.peek() == Some(b'.') {
+            self.at += 1;
+            valid = self.skip_while(digit) > 0;
+        }
+        if valid && matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            valid = self.skip_while(digit) > 0;
+        }
+        // Letters or digits right after a number make it one invalid token.
+        if self.skip_while(is_word_byte) > 0 || !valid {
+            return Err(self.invalid_token(start, self.at));
+        }
+        let text = &self.text[start..self.at];
+        let decimal = Decimal::parse(text)?.ok_or_else(|| self.invalid_token(start, self.at))?;
+        check_bare_numeric(&decimal)?;
+        Ok(decimal.format(Some(decimal.fraction.len())))
+    }
+
+    /// The four hex digits of a `\u` escape; the string started at `start`.
+    fn hex4(&mut self, start: usize) -> Result<u32, ValueError> {
+        let mut value = 0;
+        for _ in 0..4 {
+            let Some(b) = self.peek() else {
+                return Err(self.invalid_token(start, self.bytes.len()));
+            };
+            let digit = (b as char).to_digit(16).ok_or_else(|| {
+                syntax_error("\"\\u\" must be followed by four hexadecimal digits.")
+            })?;
+            value = value * 16 + digit;
+            self.at += 1;
+        }
+        Ok(value)
+    }
+
+    /// A `\u` escape's code point into `out`, pairing surrogates through
+    /// `high` (a high surrogate waiting for its low one).
+    fn unicode_escape(
+        &mut self,
+        start: usize,
+        out: &mut String,
+        high: &mut Option<u32>,
+    ) -> Result<(), ValueError> {
+        let code = self.hex4(start)?;
+        let code = match code {
+            0xD800..=0xDBFF => {
+                if high.replace(code).is_some() {
+                    return Err(syntax_error(
+                        "Unicode high surrogate must not follow a high surrogate.",
+                    ));
+                }
+                return Ok(());
+            }
+            0xDC00..=0xDFFF => {
+                let first = high.take().ok_or_else(low_surrogate_expected)?;
+                0x10000 + ((first - 0xD800) << 10) + (code - 0xDC00)
+            }
+            _ if high.is_some() => return Err(low_surrogate_expected()),
+            0 => {
+                return Err(ValueError::new(
+                    SqlState::UNTRANSLATABLE_CHARACTER,
+                    "unsupported Unicode escape sequence",
+                )
+                .with_detail("\\u0000 cannot be converted to text."));
+            }
+            code => code,
+        };
+        out.push(char::from_u32(code).ok_or_else(low_surrogate_expected)?);
+        Ok(())
+    }
+
+    fn string(&mut self, start: usize) -> Result<String, ValueError> {
+        self.at += 1;
+        let mut out = String::new();
+        let mut high = None;
+        loop {
+            let Some(b) = self.peek() else {
+                // An unterminated string is one invalid token to the end.
+                return Err(self.invalid_token(start, self.bytes.len()));
+            };
+            if b != b'\\' && high.is_some() {
+                return Err(low_surrogate_expected());
+            }
+            match b {
+                b'"' => {
+                    self.at += 1;
+                    return Ok(out);
+                }
+                b'\\' => {
+                    self.at += 1;
+                    self.escape(start, &mut out, &mut high)?;
+                }
+                b if b < 0x20 => {
+                    return Err(syntax_error(format!(
+                        "Character with value 0x{b:02x} must be escaped."
+                    )));
+                }
+                _ => {
+                    let from = self.at;
+                    self.skip_while(|b| b != b'"' && b != b'\\' && b >= 0x20);
+                    out.push_str(&self.text[from..self.at]);
+                }
+            }
+        }
+    }
+
+    /// The escape after a backslash into `out`.
+    fn escape(
+        &mut self,
+        start: usize,
+        out: &mut String,
+        high: &mut Option<u32>,
+    ) -> Result<(), ValueError> {
+        let Some(escape) = self.text[self.at..].chars().next() else {
+            return Err(self.invalid_token(start, self.bytes.len()));
+        };
+        self.at += escape.len_utf8();
+        if escape == 'u' {
+            return self.unicode_escape(start, out, high);
+        }
+        if high.is_some() {
+            return Err(low_surrogate_expected());
+        }
+        out.push(match escape {
+            '"' => '"',
+            '\\' => '\\',
+            '/' => '/',
+            'b' => '\u{8}',
+            'f' => '\u{c}',
+            'n' => '\n',
+            'r' => '\r',
+            't' => '\t',
+            other => {
+                return Err(syntax_error(format!(
+                    "Escape sequence \"\\{other}\" is invalid."
+                )));
+            }
+        });
+        Ok(())
+    }
+
+    /// The value that starts with `lexed`.
+    fn value(&mut self, lexed: Lexed, depth: usize) -> Result<Json, ValueError> {
+        match lexed.token {
+            Token::String(s) => Ok(Json::String(s)),
+            Token::Number(n) => Ok(Json::Number(n)),
+            Token::Word(json) => Ok(json),
+            Token::ArrayStart => self.array(depth + 1),
+            Token::ObjectStart => self.object(depth + 1),
+            _ => Err(self.unexpected(&lexed, "Expected JSON value")),
+        }
+    }
+
+    fn check_depth(depth: usize) -> Result<(), ValueError> {
         if depth > MAX_NESTING {
             return Err(ValueError::new(
                 SqlState::PROGRAM_LIMIT_EXCEEDED,
                 "jsonb value is too deeply nested",
             ));
         }
-        self.skip_ws();
-        match self.bytes.get(self.at) {
-            None => Err(self.error("unexpected end of input")),
-            Some(b'n') => self.literal("null", Json::Null),
-            Some(b't') => self.literal("true", Json::Bool(true)),
-            Some(b'f') => self.literal("false", Json::Bool(false)),
-            Some(b'"') => Ok(Json::String(self.string()?)),
-            Some(b'[') => {
-                self.at += 1;
-                let mut items = Vec::new();
-                self.skip_ws();
-                if self.bytes.get(self.at) == Some(&b']') {
-                    self.at += 1;
-                    return Ok(Json::Array(items));
-                }
-                loop {
-                    items.push(self.value(depth + 1)?);
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b']') => {
-                            self.at += 1;
-                            return Ok(Json::Array(items));
-                        }
-                        _ => return Err(self.error("expected \",\" or \"]\"")),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.at += 1;
-                let mut object = BTreeMap::new();
-                self.skip_ws();
-                if self.bytes.get(self.at) == Some(&b'}') {
-                    self.at += 1;
-                    return Ok(Json::Object(object));
-                }
-                loop {
-                    self.skip_ws();
-                    if self.bytes.get(self.at) != Some(&b'"') {
-                        return Err(self.error("expected a string key"));
-                    }
-                    let key = self.string()?;
-                    self.skip_ws();
-                    if self.bytes.get(self.at) != Some(&b':') {
-                        return Err(self.error("expected \":\""));
-                    }
-                    self.at += 1;
-                    let value = self.value(depth + 1)?;
-                    object.insert(key, value);
-                    self.skip_ws();
-                    match self.bytes.get(self.at) {
-                        Some(b',') => self.at += 1,
-                        Some(b'}') => {
-                            self.at += 1;
-                            return Ok(Json::Object(object));
-                        }
-                        _ => return Err(self.error("expected \",\" or \"}\"")),
-                    }
-                }
-            }
-            Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(_) => Err(self.error("unexpected token")),
-        }
+        Ok(())
     }
 
-    fn number(&mut self) -> Result<Json, ValueError> {
-        let start = self.at;
-        let digits = |p: &mut Self| {
-            let from = p.at;
-            while p.bytes.get(p.at).is_some_and(u8::is_ascii_digit) {
-                p.at += 1;
-            }
-            p.at - from
-        };
-        if self.bytes.get(self.at) == Some(&b'-') {
-            self.at += 1;
+    fn array(&mut self, depth: usize) -> Result<Json, ValueError> {
+        Self::check_depth(depth)?;
+        let mut items = Vec::new();
+        let mut next = self.lex()?;
+        if let Token::ArrayEnd = next.token {
+            return Ok(Json::Array(items));
         }
-        let int_start = self.at;
-        let n = digits(self);
-        if n == 0 || (n > 1 && self.bytes[int_start] == b'0') {
-            return Err(self.error("invalid number"));
-        }
-        if self.bytes.get(self.at) == Some(&b'.') {
-            self.at += 1;
-            if digits(self) == 0 {
-                return Err(self.error("invalid number"));
-            }
-        }
-        if matches!(self.bytes.get(self.at), Some(b'e' | b'E')) {
-            self.at += 1;
-            if matches!(self.bytes.get(self.at), Some(b'+' | b'-')) {
-                self.at += 1;
-            }
-            if digits(self) == 0 {
-                return Err(self.error("invalid number"));
-            }
-        }
-        let text = &self.text[start..self.at];
-        let decimal = Decimal::parse(text)?.ok_or_else(|| self.error("invalid number"))?;
-        check_bare_numeric(&decimal)?;
-        Ok(Json::Number(decimal.format(None)))
-    }
-
-    fn hex4(&mut self) -> Result<u32, ValueError> {
-        let digits = self
-            .bytes
-            .get(self.at..self.at + 4)
-            .ok_or_else(|| self.error("invalid unicode escape"))?;
-        let mut value = 0;
-        for d in digits {
-            value = value * 16
-                + (*d as char)
-                    .to_digit(16)
-                    .ok_or_else(|| self.error("invalid unicode escape"))?;
-        }
-        self.at += 4;
-        Ok(value)
-    }
-
-    fn string(&mut self) -> Result<String, ValueError> {
-        self.at += 1;
-        let mut out = String::new();
         loop {
-            let start = self.at;
-            while self
-                .bytes
-                .get(self.at)
-                .is_some_and(|b| *b != b'"' && *b != b'\\' && *b >= 0x20)
-            {
-                self.at += 1;
+            items.push(self.value(next, depth)?);
+            let separator = self.lex()?;
+            match separator.token {
+                Token::Comma => next = self.lex()?,
+                Token::ArrayEnd => return Ok(Json::Array(items)),
+                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"]\"")),
             }
-            out.push_str(&self.text[start..self.at]);
-            match self.bytes.get(self.at) {
-                None => return Err(self.error("unterminated string")),
-                Some(b'"') => {
-                    self.at += 1;
-                    return Ok(out);
-                }
-                Some(b'\\') => {
-                    self.at += 1;
-                    let escape = self
-                        .bytes
-                        .get(self.at)
-                        .copied()
-                        .ok_or_else(|| self.error("unterminated string"))?;
-                    self.at += 1;
-                    match escape {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'u' => {
-                            let first = self.hex4()?;
-                            let code = if (0xD800..0xDC00).contains(&first) {
-                                if !self.bytes[self.at..].starts_with(b"\\u") {
-                                    return Err(self.error("invalid unicode surrogate pair"));
-                                }
-                                self.at += 2;
-                                let second = self.hex4()?;
-                                if !(0xDC00..0xE000).contains(&second) {
-                                    return Err(self.error("invalid unicode surrogate pair"));
-                                }
-                                0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                            } else {
-                                first
-                            };
-                            if code == 0 {
-                                return Err(ValueError::new(
-                                    SqlState::UNTRANSLATABLE_CHARACTER,
-                                    "unsupported Unicode escape sequence",
-                                )
-                                .with_detail("\\u0000 cannot be converted to text."));
-                            }
-                            out.push(
-                                char::from_u32(code)
-                                    .ok_or_else(|| self.error("invalid unicode escape"))?,
-                            );
-                        }
-                        _ => return Err(self.error("invalid escape")),
-                    }
-                }
-                Some(_) => return Err(self.error("control character in string")),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Json, ValueError> {
+        Self::check_depth(depth)?;
+        let mut object = BTreeMap::new();
+        let mut next = self.lex()?;
+        if let Token::ObjectEnd = next.token {
+            return Ok(Json::Object(object));
+        }
+        // The first key may also be the end of an empty object.
+        let mut expected = "Expected string or \"}\"";
+        loop {
+            let Token::String(key) = next.token else {
+                return Err(self.unexpected(&next, expected));
+            };
+            let colon = self.lex()?;
+            if !matches!(colon.token, Token::Colon) {
+                return Err(self.unexpected(&colon, "Expected \":\""));
             }
+            let start = self.lex()?;
+            object.insert(key, self.value(start, depth)?);
+            let separator = self.lex()?;
+            match separator.token {
+                Token::Comma => next = self.lex()?,
+                Token::ObjectEnd => return Ok(Json::Object(object)),
+                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"}\"")),
+            }
+            expected = "Expected string";
         }
     }
 }
@@ -302,10 +450,11 @@ pub fn parse_json(text: &str) -> Result<Json, ValueError> {
         text,
         at: 0,
     };
-    let json = parser.value(0)?;
-    parser.skip_ws();
-    if parser.at != parser.bytes.len() {
-        return Err(parser.error("trailing characters"));
+    let first = parser.lex()?;
+    let json = parser.value(first, 0)?;
+    let last = parser.lex()?;
+    if !matches!(last.token, Token::End) {
+        return Err(parser.unexpected(&last, "Expected end of input"));
     }
     Ok(json)
 }
@@ -317,9 +466,45 @@ pub fn json_text(json: &Json) -> String {
     out
 }
 
-/// `jsonb` input, normalized the way Materialize prints jsonb: no
-/// insignificant whitespace, object keys in order with the last of
-/// duplicates kept, numbers as exact decimals (`1.0` is `1`, `1e2` is `100`).
+/// The text [`Json`] values equal by value share (`1.50` and `1.5` are one
+/// number): the normalized text with every number in its shortest form.
+/// Grouping, DISTINCT and joins compare it, as Postgres compares jsonb by
+/// value while printing each number as written.
+pub fn json_key_text(json: &Json) -> String {
+    json_text(&shortest_numbers(json))
+}
+
+/// [`json_key_text`] of normalized text ([`parse_jsonb`]'s output).
+pub fn jsonb_key_text(normalized: &str) -> Result<String, ValueError> {
+    // Numbers read from text are written as numeric prints them, so only a
+    // fraction can hold zeros another spelling leaves out; a float's
+    // conversion (`to_jsonb`) may also write an exponent (`1e+20`).
+    if !normalized.contains('.') && !normalized.contains("e+") && !normalized.contains("e-") {
+        return Ok(normalized.to_string());
+    }
+    parse_json(normalized).map(|json| json_key_text(&json))
+}
+
+fn shortest_numbers(json: &Json) -> Json {
+    match json {
+        Json::Number(text) => match Decimal::parse(text) {
+            Ok(Some(decimal)) => Json::Number(decimal.format(None)),
+            _ => json.clone(),
+        },
+        Json::Array(items) => Json::Array(items.iter().map(shortest_numbers).collect()),
+        Json::Object(object) => Json::Object(
+            object
+                .iter()
+                .map(|(key, value)| (key.clone(), shortest_numbers(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `jsonb` input, normalized: no insignificant whitespace, object keys in
+/// order with the last of duplicates kept, numbers as Postgres' numeric
+/// prints them (`1.50` stays `1.50`, `1e2` is `100`).
 pub fn parse_jsonb(text: &str) -> Result<String, ValueError> {
     parse_json(text).map(|json| json_text(&json))
 }

@@ -348,11 +348,16 @@ fn jsonb_is_normalized() {
     round_trip(
         r#"{"b": 1, "a": [1, 2.50, "x"]}"#,
         &S::Jsonb,
-        r#"{"a":[1,2.5,"x"],"b":1}"#,
+        r#"{"a":[1,2.50,"x"],"b":1}"#,
     );
     round_trip(r#"{"a": 1, "a": 2}"#, &S::Jsonb, r#"{"a":2}"#);
     round_trip("1e2", &S::Jsonb, "100");
-    round_trip("-0.0", &S::Jsonb, "0");
+    round_trip("-0.0", &S::Jsonb, "0.0");
+    round_trip("1.50e1", &S::Jsonb, "15.0");
+    round_trip("0.00001e5", &S::Jsonb, "1");
+    round_trip("-1E-2", &S::Jsonb, "-0.01");
+    assert_eq!(parse_json("[1.5]").unwrap(), parse_json("[1.50]").unwrap());
+    assert_ne!(parse_json("[1.5]").unwrap(), parse_json("[1.51]").unwrap());
     round_trip(" null ", &S::Jsonb, "null");
     round_trip(
         r#""\u00e9\n\"q\"\\ \ud83d\ude00""#,
@@ -378,6 +383,43 @@ fn jsonb_is_normalized() {
     ] {
         let e = error(bad, &S::Jsonb);
         assert_eq!(e.code, SqlState::INVALID_TEXT_REPRESENTATION, "{bad}");
+    }
+    for (bad, detail) in [
+        ("", "The input string ended unexpectedly."),
+        ("{\"a\":", "The input string ended unexpectedly."),
+        ("[1,]", "Expected JSON value, but found \"]\"."),
+        ("01", "Token \"01\" is invalid."),
+        ("1.x", "Token \"1.x\" is invalid."),
+        ("1.5.5", "Token \".\" is invalid."),
+        ("truex", "Token \"truex\" is invalid."),
+        ("\"ab", "Token \"\"ab\" is invalid."),
+        ("{\"a\" 1}", "Expected \":\", but found \"1\"."),
+        ("{1:2}", "Expected string or \"}\", but found \"1\"."),
+        ("{\"a\":1,}", "Expected string, but found \"}\"."),
+        (
+            "{\"a\":1 \"b\":2}",
+            "Expected \",\" or \"}\", but found \"\"b\"\".",
+        ),
+        ("[1 2]", "Expected \",\" or \"]\", but found \"2\"."),
+        ("true false", "Expected end of input, but found \"false\"."),
+        ("\"\\x\"", "Escape sequence \"\\x\" is invalid."),
+        (
+            "\"\\u12\"",
+            "\"\\u\" must be followed by four hexadecimal digits.",
+        ),
+        (
+            "\"\\ud800x\"",
+            "Unicode low surrogate must follow a high surrogate.",
+        ),
+        (
+            "\"\\ud800\\ud800\"",
+            "Unicode high surrogate must not follow a high surrogate.",
+        ),
+        ("\"a\tb\"", "Character with value 0x09 must be escaped."),
+    ] {
+        let e = error(bad, &S::Jsonb);
+        assert_eq!(e.message, "invalid input syntax for type json", "{bad}");
+        assert_eq!(e.detail.as_deref(), Some(detail), "{bad}");
     }
     assert_eq!(
         error(r#""\u0000""#, &S::Jsonb).code,
@@ -610,4 +652,23 @@ fn garbage_never_panics() {
             let _ = parse_datum(input, ty);
         }
     }
+}
+
+/// Documents equal by value share a key, whatever their numbers' scale or
+/// spelling; documents that differ do not.
+#[test]
+fn jsonb_keys_are_equal_for_documents_equal_by_value() {
+    let key = |text: &str| jsonb_key_text(&parse_jsonb(text).unwrap()).unwrap();
+    assert_eq!(key("1.50"), "1.5");
+    assert_eq!(key("[1.0, {\"a\": 2.500}]"), key("[1, {\"a\": 2.5}]"));
+    assert_eq!(key("-0.0"), key("0"));
+    assert_eq!(key("1.5e1"), key("15"));
+    assert_ne!(key("[1.5]"), key("[1.51]"));
+    assert_ne!(key("\"1.50\""), key("\"1.5\""), "strings keep their text");
+    // A float's conversion writes an exponent, which the key reads as a number.
+    assert_eq!(
+        jsonb_key_text("[1e+20]").unwrap(),
+        key("[100000000000000000000]")
+    );
+    assert_eq!(jsonb_key_text("{\"a\":true}").unwrap(), "{\"a\":true}");
 }

@@ -59,7 +59,9 @@ type Answer = Result<Vec<Vec<Option<String>>>, (String, String)>;
 /// - Integers, text and NULLs compare exactly.
 fn normalize(value: Option<&str>) -> Option<String> {
     let value = value?;
-    if value == "-0" {
+    // Python prints a decimal zero of scale 10 (a sum of bigints is numeric)
+    // as `0E-10`.
+    if value == "-0" || value.trim_start_matches('-').starts_with("0E") {
         return Some("0".to_string());
     }
     let fractional = value.contains('.')

@@ -260,3 +260,172 @@ async fn subscribe_streams_a_snapshot_then_changes() {
     assert_eq!(error.code().map(|c| c.code()), Some("42704"));
     assert!(!floe.log().contains("panicked"), "{}", floe.log());
 }
+
+/// A stored view's text without its `::bigint`: the view then reads as the
+/// older floe stored it.
+fn without_cast(text: &str) -> String {
+    let start = text
+        .to_lowercase()
+        .find("::bigint")
+        .unwrap_or_else(|| panic!("the stored text casts the sum: {text}"));
+    format!("{}{}", &text[..start], &text[start + "::bigint".len()..])
+}
+
+/// A data directory made before floe typed the sum of bigints numeric (as
+/// Postgres does) holds materialized views whose sum columns are stored as
+/// bigint, with bigints in their logs. It opens, and such a view keeps its
+/// column type and is maintained as before. The older view is made as that
+/// floe made it: the same rows and column types, and its query stored without
+/// the cast that gives today's plan the older type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    execute_each(
+        &client,
+        "CREATE TABLE t (g int, x bigint);
+         INSERT INTO t VALUES (1, 10), (1, 20), (2, 5);
+         CREATE MATERIALIZED VIEW sums AS SELECT g, sum(x)::bigint AS total FROM t GROUP BY g;
+         CREATE VIEW plain_sums AS SELECT g, sum(x)::bigint AS total FROM t GROUP BY g;",
+    )
+    .await
+    .unwrap();
+    let expected = |rows: &[(&str, &str)]| -> Vec<Vec<Option<String>>> {
+        rows.iter()
+            .map(|(g, total)| vec![Some(g.to_string()), Some(total.to_string())])
+            .collect()
+    };
+    assert_eq!(
+        sorted(&client, "SELECT g, total FROM sums").await,
+        expected(&[("1", "30"), ("2", "5")])
+    );
+    drop(client);
+    floe.terminate();
+
+    let catalog = rusqlite::Connection::open(data_dir.join("catalog.db")).unwrap();
+    for view in ["sums", "plain_sums"] {
+        let (definition, create_sql): (String, String) = catalog
+            .query_row(
+                "SELECT definition, create_sql FROM items WHERE name = ?1",
+                [view],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        assert!(
+            definition.contains("Int64"),
+            "stored as bigint: {definition}"
+        );
+        let changed = catalog
+            .execute(
+                "UPDATE items SET definition = ?1, create_sql = ?2 WHERE name = ?3",
+                [
+                    without_cast(&definition),
+                    without_cast(&create_sql),
+                    view.into(),
+                ],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+    drop(catalog);
+
+    let floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    assert_eq!(
+        rows(&client, "SHOW CREATE MATERIALIZED VIEW sums").await[0][1]
+            .as_deref()
+            .map(|sql| sql.to_lowercase().contains("bigint")),
+        Some(false),
+        "the view's query is the older one"
+    );
+    assert_eq!(
+        sorted(&client, "SELECT g, total FROM sums").await,
+        expected(&[("1", "30"), ("2", "5")])
+    );
+    assert_eq!(
+        rows(&client, "SELECT pg_typeof(total)::text FROM sums LIMIT 1").await,
+        [[Some("bigint".to_string())]]
+    );
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+             WHERE o.name = 'sums' AND c.name = 'total'"
+        )
+        .await,
+        [[Some("bigint".to_string())]]
+    );
+    // A plain view holds no rows: it answers with today's type, and the
+    // catalog shows that type.
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT pg_typeof(total)::text, total FROM plain_sums WHERE g = 1"
+        )
+        .await,
+        [[Some("numeric".to_string()), Some("30".to_string())]]
+    );
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+             WHERE o.name = 'plain_sums' AND c.name = 'total'"
+        )
+        .await,
+        [[Some("numeric".to_string())]]
+    );
+    // The view is maintained: new rows reach it, as bigints.
+    execute_each(&client, "INSERT INTO t VALUES (2, 7), (3, 1)")
+        .await
+        .unwrap();
+    assert_eq!(
+        sorted(&client, "SELECT g, total FROM sums").await,
+        expected(&[("1", "30"), ("2", "12"), ("3", "1")])
+    );
+    // The view's log holds bigints: a sum beyond bigint's range is the view's
+    // error, as it was before (not a failure to read its rows as bigints).
+    execute_each(
+        &client,
+        "INSERT INTO t VALUES (4, 9223372036854775807), (4, 1)",
+    )
+    .await
+    .unwrap();
+    let error = client
+        .simple_query("SELECT g, total FROM sums")
+        .await
+        .unwrap_err();
+    let error = error.as_db_error().expect("a database error");
+    assert_eq!(
+        (error.code().code(), error.message()),
+        ("22003", "bigint out of range")
+    );
+    execute_each(&client, "DELETE FROM t WHERE g = 4")
+        .await
+        .unwrap();
+    assert_eq!(
+        sorted(&client, "SELECT g, total FROM sums").await,
+        expected(&[("1", "30"), ("2", "12"), ("3", "1")])
+    );
+    // A view made today of the same query sums to numeric.
+    execute_each(
+        &client,
+        "CREATE MATERIALIZED VIEW new_sums AS SELECT g, sum(x) AS total FROM t GROUP BY g",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT pg_typeof(total)::text, total FROM new_sums WHERE g = 2"
+        )
+        .await,
+        [[Some("numeric".to_string()), Some("12".to_string())]]
+    );
+    let log = floe.log();
+    assert!(
+        !log.contains("panicked") && !log.contains("side effect failed"),
+        "{log}"
+    );
+}
