@@ -462,9 +462,7 @@ async fn evaluate_defaults(
     defaults: &[Option<String>],
     given: &[usize],
 ) -> Result<HashMap<usize, Datum>, AdapterError> {
-    let missing: Vec<usize> = (0..defaults.len())
-        .filter(|i| !given.contains(i) && defaults[*i].is_some())
-        .collect();
+    let missing = missing_defaults(defaults, given);
     let mut values = HashMap::new();
     if missing.is_empty() {
         return Ok(values);
@@ -507,10 +505,14 @@ pub async fn copy_defaults(
 
 /// Whether a `COPY ... FROM STDIN` leaves out a column that has a default.
 pub fn copy_needs_defaults(plan: &floe_sql::dml::CopyFromPlan) -> bool {
-    plan.defaults
-        .iter()
-        .enumerate()
-        .any(|(column, default)| default.is_some() && !plan.columns.contains(&column))
+    !missing_defaults(&plan.defaults, &plan.columns).is_empty()
+}
+
+/// The columns a write does not give (`given`) that have a default expression.
+fn missing_defaults(defaults: &[Option<String>], given: &[usize]) -> Vec<usize> {
+    (0..defaults.len())
+        .filter(|i| !given.contains(i) && defaults[*i].is_some())
+        .collect()
 }
 
 /// Writes the rows of a finished `COPY ... FROM STDIN`, whole or not at all; returns
@@ -531,7 +533,7 @@ pub async fn copy_in(
             .err(),
         WriteTarget::Transaction { pending, .. } if pending.writes(plan.table) => {
             pending.settle_loads().map_err(storage_error)?;
-            let rows = rows.into_rows().map_err(storage_error)?;
+            let rows = rows.decoded_rows().map_err(storage_error)?;
             let changes = rows.into_iter().map(|row| (row, 1)).collect();
             return append(target, plan.table, &plan.name, &plan.desc, changes)
                 .await

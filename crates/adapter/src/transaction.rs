@@ -533,7 +533,7 @@ impl PendingWrites {
     /// about to change (or read) a table, and checks and consolidates against rows.
     pub fn settle_loads(&mut self) -> Result<(), StorageError> {
         for (table, load) in std::mem::take(&mut self.loads) {
-            let rows = load.inserts.into_rows()?;
+            let rows = load.inserts.decoded_rows()?;
             let changes = rows.into_iter().map(|row| (row, 1)).collect();
             self.stage(table, &load.name, &load.desc, changes);
         }

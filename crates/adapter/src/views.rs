@@ -490,13 +490,7 @@ fn keep_stored_types(spec: &mut DataflowSpec, stored: &RelationDesc) {
     let Some(planned) = planned_desc(spec) else {
         return;
     };
-    if planned.columns.len() != stored.columns.len()
-        || planned
-            .columns
-            .iter()
-            .zip(&stored.columns)
-            .all(|((_, p), (_, s))| p.scalar_type == s.scalar_type)
-    {
+    if planned.columns.len() != stored.columns.len() || column_types_match(&planned, stored) {
         return;
     }
     let quote = |name: &str| sqlparser::ast::Ident::with_quote('"', name).to_string();
@@ -532,12 +526,7 @@ fn keep_stored_types(spec: &mut DataflowSpec, stored: &RelationDesc) {
     // A type without a cast from today's (or without a SQL spelling) keeps
     // the query as it is.
     let planned_cast = planned_desc(&cast);
-    if planned_cast.is_some_and(|desc| {
-        desc.columns
-            .iter()
-            .zip(&stored.columns)
-            .all(|((_, c), (_, s))| c.scalar_type == s.scalar_type)
-    }) {
+    if planned_cast.is_some_and(|desc| column_types_match(&desc, stored)) {
         *spec = cast;
     }
 }
@@ -570,11 +559,7 @@ pub(crate) fn refreshed_view_shapes(state: &floe_catalog::CatalogState) -> Vec<f
             continue;
         };
         if planned.columns.len() != view.desc.columns.len()
-            || planned
-                .columns
-                .iter()
-                .zip(&view.desc.columns)
-                .all(|((_, p), (_, s))| p.scalar_type == s.scalar_type)
+            || column_types_match(&planned, &view.desc)
         {
             continue;
         }
@@ -589,6 +574,15 @@ pub(crate) fn refreshed_view_shapes(state: &floe_catalog::CatalogState) -> Vec<f
         });
     }
     ops
+}
+
+/// Whether each column of `planned` has the type of the same column of `stored`.
+fn column_types_match(planned: &RelationDesc, stored: &RelationDesc) -> bool {
+    planned
+        .columns
+        .iter()
+        .zip(&stored.columns)
+        .all(|((_, planned), (_, stored))| planned.scalar_type == stored.scalar_type)
 }
 
 /// The shape a dataflow's query plans to today.

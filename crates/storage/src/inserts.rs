@@ -64,12 +64,12 @@ impl EncodedInserts {
 
     /// The rows pushed, decoded again (a load that joins a transaction's other changes
     /// to its table).
-    pub fn into_rows(self) -> Result<Vec<Row>, StorageError> {
-        let collection = self.collection;
+    pub fn decoded_rows(&self) -> Result<Vec<Row>, StorageError> {
         self.changes
             .iter()
             .map(|change| {
-                decode_row(&change.encoded).map_err(|error| corrupt(collection, error.to_string()))
+                decode_row(&change.encoded)
+                    .map_err(|error| corrupt(self.collection, error.to_string()))
             })
             .collect()
     }
@@ -88,9 +88,14 @@ impl EncodedInserts {
         if self.fits(contents, width) {
             return Ok(self.changes);
         }
-        // The collection changed shape during the load: its rows are decoded, padded
-        // to the new width and encoded again, as an append of rows would have been.
-        let rows = self.into_rows()?;
+        self.reshaped(contents, width)
+    }
+
+    /// The inserts as changes of a collection that changed shape during the load: the
+    /// rows are decoded, padded to the new width and encoded again, as an append of rows
+    /// would have been.
+    fn reshaped(&self, contents: &Contents, width: usize) -> Result<Vec<Change>, StorageError> {
+        let rows = self.decoded_rows()?;
         Ok(contents.changes(rows.iter().map(|row| (padded(row, width), 1)).collect()))
     }
 }
@@ -127,16 +132,8 @@ impl Storage {
             if inserts.fits(contents, width) {
                 return Ok(contents.check(&inserts.changes, &Accepted::default()));
             }
-            let rows = inserts
-                .changes
-                .iter()
-                .map(|change| {
-                    let row = decode_row(&change.encoded)
-                        .map_err(|error| corrupt(inserts.collection, error.to_string()))?;
-                    Ok((padded(&row, width), 1))
-                })
-                .collect::<Result<Vec<_>, StorageError>>()?;
-            Ok(contents.check(&contents.changes(rows), &Accepted::default()))
+            let reshaped = inserts.reshaped(contents, width)?;
+            Ok(contents.check(&reshaped, &Accepted::default()))
         })?
     }
 
