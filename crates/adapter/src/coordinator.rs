@@ -502,10 +502,12 @@ impl Coordinator {
             statement => statement,
         };
         let (plan, actor) = self.plan_checked(session, statement, notices).await?;
-        // What the statement creates is owned by the session's role.
-        crate::rbac::ACTOR
-            .scope(actor, self.sequence(session, plan, notices))
-            .await
+        let search_path = floe_sql::planner::parse_search_path(&session.get("search_path")?);
+        // What the statement creates is owned by the session's role; its
+        // `current_schema()` follows the session's search path.
+        let sequenced = crate::pg_functions::SEARCH_PATH
+            .scope(search_path, self.sequence(session, plan, notices));
+        crate::rbac::ACTOR.scope(actor, sequenced).await
     }
 
     /// Plans a statement and checks the session's role may run the plan; the role is
@@ -659,6 +661,7 @@ impl Coordinator {
             now_ms: Timestamp::now().millis(),
             arrangement_sizes: &[],
             sink_maintenance: crate::system::no_sink_maintenance(),
+            table_scans: self.batches.scan_counts(),
         }
     }
 }

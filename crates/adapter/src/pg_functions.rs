@@ -3,6 +3,7 @@
 //! session through `query::session_context`; and the typing of `$n` parameters
 //! compared with `oid` columns. `pg_rewrite` handles the spellings tools use.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, new_empty_array};
@@ -41,6 +42,15 @@ pub struct Lookup {
     /// `COMMENT ON` texts: the relation's OID, the column's position from 1
     /// (`None` for the relation itself) and the text.
     comments: Vec<(u32, Option<usize>, String)>,
+    /// The engine's scans of each relation (by OID) since the server started.
+    scans: HashMap<u32, u64>,
+    /// The statement's search path (`current_schema()`).
+    search_path: Vec<String>,
+}
+
+tokio::task_local! {
+    /// The search path of the statement being sequenced, as its session has it.
+    pub static SEARCH_PATH: Vec<String>;
 }
 
 /// A user item as the privilege functions find it.
@@ -101,7 +111,35 @@ impl Lookup {
                     Some((system.catalog.item(id)?.oid, column, text.to_string()))
                 })
                 .collect(),
+            scans: system
+                .catalog
+                .items()
+                .filter_map(|item| Some((item.oid, *system.table_scans.get(&item.id)?)))
+                .collect(),
+            // Outside a statement (a query only described) the default path.
+            search_path: SEARCH_PATH
+                .try_with(Clone::clone)
+                .unwrap_or_else(|_| vec!["public".to_string()]),
         }
+    }
+
+    /// The schemas of the search path that exist, in its order.
+    fn existing_search_path(&self) -> impl Iterator<Item = &String> {
+        self.search_path
+            .iter()
+            .filter(|name| self.schemas.iter().any(|(_, schema)| schema == *name))
+    }
+
+    /// `current_schemas(include_implicit)`: with the implicit schemas, those floe
+    /// searches before the path unless the path names them (as Materialize does).
+    fn current_schemas(&self, include_implicit: bool) -> Vec<String> {
+        let implicit = ["mz_catalog", "pg_catalog"]
+            .into_iter()
+            .filter(|name| include_implicit && !self.search_path.iter().any(|s| s == name))
+            .map(str::to_string);
+        implicit
+            .chain(self.existing_search_path().cloned())
+            .collect()
     }
 
     /// The comment on a relation (`column` `None`) or one of its columns.
@@ -625,27 +663,46 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
             }))
         }),
     },
-    // The first schema of the search path that exists: `public`, floe's one
-    // search path (`SHOW search_path`). DBeaver and pgjdbc's `getSchema` ask it.
+    // The first schema of the session's search path that exists (NULL if none
+    // does). DBeaver and pgjdbc's `getSchema` ask it.
     FunctionInfo {
         oid: 1402,
         name: "current_schema",
         arguments: &[],
         returns: 19,
-        body: Body::Value(|_, _| text_value("public")),
+        body: Body::Value(|lookup, _| {
+            ScalarValue::Utf8(lookup.existing_search_path().next().cloned())
+        }),
     },
     FunctionInfo {
         oid: 1403,
         name: "current_schemas",
         arguments: &[16],
         returns: 1009,
-        body: Body::Value(|_, args| {
-            let schemas: &[&str] = match args.first() {
-                Some(ScalarValue::Boolean(Some(true))) => &["mz_catalog", "pg_catalog", "public"],
-                _ => &["public"],
-            };
-            let values: Vec<ScalarValue> = schemas.iter().map(|s| text_value(*s)).collect();
+        body: Body::Value(|lookup, args| {
+            let include_implicit = matches!(args.first(), Some(ScalarValue::Boolean(Some(true))));
+            let values: Vec<ScalarValue> = lookup
+                .current_schemas(include_implicit)
+                .into_iter()
+                .map(text_value)
+                .collect();
             ScalarValue::List(ScalarValue::new_list_nullable(&values, &DataType::Utf8))
+        }),
+    },
+    // Scans of a relation since the server started, as PostgreSQL's statistics
+    // count them: a table's, view's or source's scans by queries; an index's are
+    // 0, as floe answers no query through an index (DBeaver reads this of each
+    // index, and PostgreSQL's `pg_stat_all_tables` of each table).
+    FunctionInfo {
+        oid: 1928,
+        name: "pg_stat_get_numscans",
+        arguments: &[26],
+        returns: 20,
+        body: Body::Value(|lookup, args| {
+            ScalarValue::Int64(oid_argument(args, 0).map(|oid| {
+                let scans = lookup.scans.get(&oid).copied().unwrap_or(0);
+                i64::try_from(scans).unwrap_or(i64::MAX)
+            }))
         }),
     },
 ];

@@ -30,6 +30,8 @@ pub struct SystemContext<'a> {
     pub arrangement_sizes: &'a [crate::views::ViewArrangementSize],
     /// What each sink's table maintenance did.
     pub sink_maintenance: &'a std::collections::HashMap<GlobalId, crate::sinks::SinkMaintenance>,
+    /// The engine's scans of each relation since the server started.
+    pub table_scans: std::collections::HashMap<GlobalId, u64>,
 }
 
 /// A builtin relation.

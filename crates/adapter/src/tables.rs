@@ -2,6 +2,7 @@
 //! DELETE: the engine computes the rows, the storage layer writes them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
@@ -24,6 +25,9 @@ pub struct EngineTable {
     pub name: QualifiedName,
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
+    /// Counts the engine's scans of the table (`pg_stat_get_numscans`); a table that is
+    /// not a relation of the catalog (RETURNING's rows) has a counter of its own.
+    pub scans: Arc<AtomicU64>,
 }
 
 /// Arrow batches of each table, cached by the contents' version so repeated queries of
@@ -33,6 +37,9 @@ pub struct EngineTable {
 #[derive(Default)]
 pub struct BatchCache {
     entries: Mutex<HashMap<GlobalId, CachedBatches>>,
+    /// Scans of each relation since the server started, as PostgreSQL's statistics
+    /// count sequential scans (kept here because every query's tables come from here).
+    scans: Mutex<HashMap<GlobalId, Arc<AtomicU64>>>,
 }
 
 /// A table's Arrow form.
@@ -71,6 +78,7 @@ impl BatchCache {
                         name: name.clone(),
                         schema,
                         batches: cached.batches.clone(),
+                        scans: self.scan_counter(id),
                     });
                 }
                 Some(cached) => Some(cached.clone()),
@@ -81,12 +89,28 @@ impl BatchCache {
         Ok(self.keep(id, name, converted))
     }
 
+    /// The counter of a relation's scans, shared by every engine that reads it.
+    pub fn scan_counter(&self, id: GlobalId) -> Arc<AtomicU64> {
+        let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
+        scans.entry(id).or_default().clone()
+    }
+
+    /// How many times the engine has scanned each relation since the server started.
+    pub fn scan_counts(&self) -> HashMap<GlobalId, u64> {
+        let scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
+        scans
+            .iter()
+            .map(|(id, count)| (*id, count.load(Ordering::Relaxed)))
+            .collect()
+    }
+
     /// Keeps what was just converted for the next query, and gives the engine its view.
     fn keep(&self, id: GlobalId, name: &QualifiedName, converted: CachedBatches) -> EngineTable {
         let table = EngineTable {
             name: name.clone(),
             schema: converted.schema.clone(),
             batches: converted.batches.clone(),
+            scans: self.scan_counter(id),
         };
         self.entries
             .lock()
@@ -214,6 +238,7 @@ pub fn engine_table(
         name: name.clone(),
         schema: relation_schema(desc),
         batches,
+        scans: Arc::default(),
     })
 }
 
@@ -248,6 +273,10 @@ pub fn register_tables(
         };
         let provider = MemTable::try_new(table.schema, vec![table.batches])
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        let provider = CountedScans {
+            table: provider,
+            scans: table.scans,
+        };
         // Registering again replaces (a transaction's view of a table).
         schema
             .deregister_table(&table.name.item)
@@ -399,6 +428,7 @@ fn returning_context(
             name: name.clone(),
             schema: relation_schema(desc),
             batches: vec![batch],
+            scans: Arc::default(),
         }],
     )?;
     Ok(returning_context)
@@ -764,4 +794,60 @@ pub fn storage_collections(
             _ => None,
         })
         .collect()
+}
+
+/// A table that counts the engine's scans of it, as PostgreSQL's statistics count a
+/// relation's sequential scans (`pg_stat_get_numscans`, which tools such as DBeaver
+/// read). A query that is only described is planned but not scanned, so it counts
+/// nothing.
+#[derive(Debug)]
+struct CountedScans {
+    table: MemTable,
+    scans: Arc<AtomicU64>,
+}
+
+#[async_trait::async_trait]
+impl datafusion::catalog::TableProvider for CountedScans {
+    fn schema(&self) -> SchemaRef {
+        self.table.schema()
+    }
+
+    fn constraints(&self) -> Option<&datafusion::common::Constraints> {
+        self.table.constraints()
+    }
+
+    fn table_type(&self) -> datafusion::logical_expr::TableType {
+        self.table.table_type()
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&datafusion::logical_expr::Expr],
+    ) -> datafusion::error::Result<Vec<datafusion::logical_expr::TableProviderFilterPushDown>> {
+        self.table.supports_filters_pushdown(filters)
+    }
+
+    fn statistics(&self) -> Option<datafusion::common::Statistics> {
+        self.table.statistics()
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[datafusion::logical_expr::Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        self.table.scan(state, projection, filters, limit).await
+    }
+
+    async fn scan_with_args<'a>(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        args: datafusion::catalog::ScanArgs<'a>,
+    ) -> datafusion::error::Result<datafusion::catalog::ScanResult> {
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        self.table.scan_with_args(state, args).await
+    }
 }

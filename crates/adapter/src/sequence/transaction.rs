@@ -388,7 +388,9 @@ impl Coordinator {
         for (id, name, desc) in &reads.collections {
             if pending.writes(*id) {
                 let (rows, _) = self.storage.contents(*id).map_err(storage_error)?;
-                overlays.push(engine_table(name, desc, &pending.overlay(*id, rows))?);
+                let mut overlay = engine_table(name, desc, &pending.overlay(*id, rows))?;
+                overlay.scans = self.batches.scan_counter(*id);
+                overlays.push(overlay);
             }
         }
         register_tables(&engine, overlays)?;

@@ -1236,6 +1236,115 @@ async fn jdbc_reads_metadata_values_and_batches() {
     );
 }
 
+/// What a tool reads of the session and of a relation's use: `current_schema()` and
+/// `current_schemas()` follow the session's `search_path` (the first schema that
+/// exists; NULL when none does), and `pg_stat_get_numscans` counts the queries that
+/// scanned a table (a statement only described scans nothing; a self-join scans
+/// twice), with 0 for a primary key's index, in the index query DBeaver runs when a
+/// table is opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_read_the_search_path_and_scan_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    for sql in [
+        "CREATE SCHEMA sales",
+        "CREATE TABLE sales.orders (id int PRIMARY KEY, amount int)",
+        "INSERT INTO sales.orders VALUES (1, 10), (2, 20)",
+    ] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let schemas =
+        "SELECT current_schema(), current_schemas(false)::text, current_schemas(true)::text";
+    let text = |row: &[&str]| vec![row.iter().map(|v| Some(v.to_string())).collect::<Vec<_>>()];
+    assert_eq!(
+        crate::support::rows(&client, schemas).await,
+        text(&["public", "{public}", "{mz_catalog,pg_catalog,public}"])
+    );
+    client
+        .batch_execute("SET search_path = sales, public")
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::support::rows(&client, schemas).await,
+        text(&[
+            "sales",
+            "{sales,public}",
+            "{mz_catalog,pg_catalog,sales,public}"
+        ])
+    );
+    client
+        .batch_execute("SET search_path = nowhere, pg_catalog")
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::support::rows(&client, schemas).await,
+        text(&["pg_catalog", "{pg_catalog}", "{mz_catalog,pg_catalog}"])
+    );
+    client
+        .batch_execute("SET search_path = nowhere")
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::support::rows(&client, "SELECT current_schema() IS NULL").await,
+        text(&["t"])
+    );
+    client.batch_execute("RESET search_path").await.unwrap();
+
+    let scans = "SELECT pg_stat_get_numscans('sales.orders'::regclass)";
+    assert_eq!(crate::support::rows(&client, scans).await, text(&["0"]));
+    // Described (Parse and Describe) but never executed: no scan.
+    client.prepare("SELECT * FROM sales.orders").await.unwrap();
+    assert_eq!(crate::support::rows(&client, scans).await, text(&["0"]));
+    client
+        .query("SELECT * FROM sales.orders", &[])
+        .await
+        .unwrap();
+    client
+        .simple_query("SELECT a.id FROM sales.orders a JOIN sales.orders b ON a.id = b.id")
+        .await
+        .unwrap();
+    assert_eq!(crate::support::rows(&client, scans).await, text(&["3"]));
+
+    // DBeaver's index query for an opened table, as it sends it.
+    let index_query = "SELECT i.*,i.indkey as keys,c.relname,c.relnamespace,c.relam,c.reltablespace,\
+        tc.relname as tabrelname,dsc.description,pg_catalog.pg_get_expr(i.indpred, i.indrelid) as pred_expr,\
+        pg_catalog.pg_get_expr(i.indexprs, i.indrelid, true) as expr,\
+        pg_catalog.pg_relation_size(i.indexrelid) as index_rel_size,\
+        pg_catalog.pg_stat_get_numscans(i.indexrelid) as index_num_scans\n\
+        FROM pg_catalog.pg_index i\n\
+        INNER JOIN pg_catalog.pg_class c ON c.oid=i.indexrelid\n\
+        INNER JOIN pg_catalog.pg_class tc ON tc.oid=i.indrelid\n\
+        LEFT OUTER JOIN pg_catalog.pg_description dsc ON i.indexrelid=dsc.objoid\n\
+        WHERE  i.indrelid=$1 ORDER BY c.relname";
+    let oid: u32 = client
+        .query_one("SELECT 'sales.orders'::regclass::oid", &[])
+        .await
+        .unwrap()
+        .get(0);
+    // pgjdbc's `setLong` declares the parameter bigint.
+    let statement = client
+        .prepare_typed(index_query, &[tokio_postgres::types::Type::INT8])
+        .await
+        .unwrap();
+    let indexes = client.query(&statement, &[&i64::from(oid)]).await.unwrap();
+    let found: Vec<(String, String, Option<i64>, i64)> = indexes
+        .iter()
+        .map(|row| {
+            (
+                row.get("relname"),
+                row.get("tabrelname"),
+                row.get("index_rel_size"),
+                row.get("index_num_scans"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("orders_pkey".to_string(), "orders".to_string(), None, 0)]
+    );
+}
+
 /// Today's date in UTC, as the status page prints times (`2026-12-02 ...`).
 fn today() -> String {
     let days = std::time::SystemTime::now()
