@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use floe_repr::Row;
+use floe_storage::EncodedInserts;
 use futures::StreamExt;
 
 use crate::decode::CopyDecoder;
@@ -14,16 +14,30 @@ use crate::error::PgError;
 use crate::replication::{quote_identifier, quote_literal};
 use crate::statistics::SourceStatistics;
 
-/// A table's snapshot: its rows, or the error that stops its subsource.
-pub(crate) type TableSnapshot = Result<Vec<Row>, PgError>;
+/// A table's snapshot: its rows, encoded for its subsource as they arrived, or the
+/// error that stops its subsource.
+pub(crate) type TableSnapshot = Result<EncodedInserts, PgError>;
 
-/// Reads `tables` (by subsource index) as of the exported snapshot `snapshot_name`.
+/// A table to read and the load of its subsource its rows go into: each row is
+/// encoded as it is decoded, so a snapshot holds its rows once, in the form storage
+/// keeps, not decoded beside it.
+pub(crate) struct SnapshotTarget<'a> {
+    /// The subsource's index in the source.
+    pub index: usize,
+    pub table: &'a UpstreamTable,
+    pub inserts: EncodedInserts,
+}
+
+/// Reads `targets` as of the exported snapshot `snapshot_name`; each result carries
+/// its target's subsource index.
 pub(crate) async fn read_snapshot(
     client: &tokio_postgres::Client,
     snapshot_name: &str,
-    tables: &[(usize, &UpstreamTable)],
+    targets: Vec<SnapshotTarget<'_>>,
     statistics: &SourceStatistics,
 ) -> Result<Vec<(usize, TableSnapshot)>, PgError> {
+    let tables: Vec<(usize, &UpstreamTable)> = targets.iter().map(|t| (t.index, t.table)).collect();
+    let tables = tables.as_slice();
     client
         .batch_execute(&format!(
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}",
@@ -35,16 +49,16 @@ pub(crate) async fn read_snapshot(
     SourceStatistics::set(&statistics.snapshot_records_known, estimate);
     let mut results = Vec::with_capacity(tables.len());
     let mut total = 0;
-    for (index, table) in tables {
-        if let Some(error) = mismatches.get(&table.oid) {
-            results.push((*index, Err(error.clone())));
+    for target in targets {
+        if let Some(error) = mismatches.get(&target.table.oid) {
+            results.push((target.index, Err(error.clone())));
             continue;
         }
-        let snapshot = copy_table(client, table, statistics).await?;
-        if let Ok(rows) = &snapshot {
-            total += rows.len() as u64;
+        let snapshot = copy_table(client, target.table, target.inserts, statistics).await?;
+        if let Ok(inserts) = &snapshot {
+            total += inserts.len() as u64;
         }
-        results.push((*index, snapshot));
+        results.push((target.index, snapshot));
     }
     client.batch_execute("COMMIT").await?;
     SourceStatistics::set(&statistics.snapshot_records_known, total);
@@ -118,6 +132,7 @@ async fn row_estimate(
 async fn copy_table(
     client: &tokio_postgres::Client,
     table: &UpstreamTable,
+    mut inserts: EncodedInserts,
     statistics: &SourceStatistics,
 ) -> Result<TableSnapshot, PgError> {
     let columns: Vec<String> = table
@@ -142,19 +157,19 @@ async fn copy_table(
         if failure.is_some() {
             continue;
         }
-        let before = rows.len();
         if let Err(error) = decoder.feed(&chunk, &mut rows) {
             failure = Some(error);
             continue;
         }
-        SourceStatistics::add(
-            &statistics.snapshot_records_staged,
-            (rows.len() - before) as u64,
-        );
+        SourceStatistics::add(&statistics.snapshot_records_staged, rows.len() as u64);
+        // The chunk's rows, decoded, live only until they are encoded.
+        for row in rows.drain(..) {
+            inserts.push(&row);
+        }
     }
     if let Some(error) = failure {
         return Ok(Err(error));
     }
     decoder.finish()?;
-    Ok(Ok(rows))
+    Ok(Ok(inserts))
 }

@@ -29,7 +29,7 @@ use crate::discovery::UpstreamTable;
 use crate::error::PgError;
 use crate::lsn::Lsn;
 use crate::replication::ReplicationConnection;
-use crate::snapshot::{TableSnapshot, read_snapshot};
+use crate::snapshot::{SnapshotTarget, TableSnapshot, read_snapshot};
 use crate::state::{Batch, DurableState, SubsourceState};
 use crate::statistics::SourceStatistics;
 use crate::stream::{Decoder, StreamEvent, read_stream};
@@ -358,7 +358,7 @@ impl Writer {
         let snapshots = read_snapshot(
             client,
             &slot.snapshot_name,
-            &tables,
+            self.snapshot_targets(tables)?,
             &self.context.statistics,
         )
         .await?;
@@ -394,12 +394,35 @@ impl Writer {
         let snapshots = read_snapshot(
             client,
             &slot.snapshot_name,
-            &missing,
+            self.snapshot_targets(missing)?,
             &self.context.statistics,
         )
         .await?;
         let batch = self.snapshot_batch(snapshots, slot.consistent_point);
         self.commit(batch).await
+    }
+
+    /// The tables to read for a snapshot (by subsource index), each with an empty load
+    /// of its subsource.
+    fn snapshot_targets<'a>(
+        &self,
+        tables: Vec<(usize, &'a UpstreamTable)>,
+    ) -> Result<Vec<SnapshotTarget<'a>>, PgError> {
+        let storage = &self.context.storage;
+        tables
+            .into_iter()
+            .filter_map(|(index, table)| {
+                let id = self.context.subsource_id(index)?;
+                let inserts = storage
+                    .inserts(id)
+                    .map_err(|e| PgError::storage(e.to_string()));
+                Some(inserts.map(|inserts| SnapshotTarget {
+                    index,
+                    table,
+                    inserts,
+                }))
+            })
+            .collect()
     }
 
     fn snapshot_batch(&self, snapshots: Vec<(usize, TableSnapshot)>, lsn: Lsn) -> Batch {
@@ -409,8 +432,8 @@ impl Writer {
                 continue;
             };
             let error = match snapshot {
-                Ok(rows) => {
-                    batch.extend(id, rows);
+                Ok(inserts) => {
+                    batch.load(inserts);
                     None
                 }
                 Err(error) => Some(error.message),

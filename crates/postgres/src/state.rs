@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use floe_repr::{Datum, GlobalId, RelationDesc, Row, SqlScalarType};
-use floe_storage::Storage;
+use floe_storage::{EncodedInserts, Storage, Updates};
 
 use crate::error::PgError;
 use crate::lsn::Lsn;
@@ -124,6 +124,8 @@ impl DurableState {
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     pub updates: BTreeMap<GlobalId, Vec<(Row, i64)>>,
+    /// Snapshots' rows, encoded as they were read, each into its own subsource.
+    pub loads: Vec<EncodedInserts>,
     /// The progress after this batch (when it moves).
     pub progress: Option<Lsn>,
     /// Subsource states after this batch (new subsources, new errors).
@@ -145,13 +147,10 @@ impl Batch {
         self.update_count += 1;
     }
 
-    /// Adds many insertions to one collection (a snapshot's rows).
-    pub fn extend(&mut self, id: GlobalId, rows: Vec<Row>) {
-        self.update_count += rows.len() as u64;
-        self.updates
-            .entry(id)
-            .or_default()
-            .extend(rows.into_iter().map(|row| (row, 1)));
+    /// Adds a table's snapshot, loaded into its subsource.
+    pub fn load(&mut self, inserts: EncodedInserts) {
+        self.update_count += inserts.len() as u64;
+        self.loads.push(inserts);
     }
 
     /// Whether anything beyond moving the progress is in it.
@@ -174,13 +173,19 @@ impl Batch {
         progress_id: GlobalId,
         durable: &mut DurableState,
     ) -> Result<(), PgError> {
-        let mut batches: Vec<(GlobalId, Vec<(Row, i64)>)> = self.updates.into_iter().collect();
+        let mut batches: Vec<(GlobalId, Updates)> = self
+            .updates
+            .into_iter()
+            .map(|(id, rows)| (id, Updates::Rows(rows)))
+            .collect();
+        let loads = self.loads.into_iter();
+        batches.extend(loads.map(|load| (load.collection(), Updates::Encoded(load))));
         if let Some(progress) = self.progress {
             let mut changes = vec![(progress_row(progress), 1)];
             if let Some(old) = durable.progress {
                 changes.push((progress_row(old), -1));
             }
-            batches.push((progress_id, changes));
+            batches.push((progress_id, Updates::Rows(changes)));
         }
         if !self.states.is_empty() {
             let mut changes = Vec::new();
@@ -190,14 +195,14 @@ impl Batch {
                 }
                 changes.push((state.row(*id), 1));
             }
-            batches.push((source_id, changes));
+            batches.push((source_id, Updates::Rows(changes)));
         }
         for id in self.advance {
             if !batches.iter().any(|(written, _)| *written == id) {
-                batches.push((id, Vec::new()));
+                batches.push((id, Updates::Rows(Vec::new())));
             }
         }
-        match storage.append_many(batches) {
+        match storage.append_updates_blocking(batches) {
             Ok(Ok(_)) => {}
             Ok(Err(refused)) => {
                 return Err(PgError::storage(format!(

@@ -121,8 +121,17 @@ impl Storage {
         self: &Arc<Self>,
         batches: Vec<(GlobalId, Vec<(Row, i64)>)>,
     ) -> AppendResult {
+        self.append_updates_blocking(rows_updates(batches))
+    }
+
+    /// [`Storage::append_many`] of updates in either form (a source's snapshot is loads,
+    /// its progress rows): blocks until the group is durable.
+    pub fn append_updates_blocking(
+        self: &Arc<Self>,
+        batches: Vec<(GlobalId, Updates)>,
+    ) -> AppendResult {
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-        if self.enqueue(rows_updates(batches), Answer::Thread(sender)) {
+        if self.enqueue(batches, Answer::Thread(sender)) {
             self.start_drainer();
         }
         receiver.recv().unwrap_or_else(|_| unanswered())
