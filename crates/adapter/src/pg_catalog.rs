@@ -12,7 +12,7 @@ use floe_repr::{Datum, PgType, SqlScalarType};
 use floe_sql::catalog::{CatalogItem, ItemKind, PlanCatalog};
 
 use crate::pg_indexes::primary_keys;
-use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, schema_oid};
+use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, item_comments, schema_oid};
 use crate::system_roles::{owner_oid, pg_acl};
 use floe_sql::privilege::ObjectRef;
 
@@ -182,22 +182,31 @@ const fn array_of(oid: u32, name: &'static str, element: u32) -> TypeInfo {
     }
 }
 
-const fn other(
-    oid: u32,
-    name: &'static str,
-    schema: &'static str,
-    kind: char,
-    category: char,
-) -> TypeInfo {
+/// A range type of PostgreSQL's, with its array type.
+const fn range(oid: u32, name: &'static str, array: u32) -> TypeInfo {
     TypeInfo {
-        oid,
-        name,
+        array,
+        kind: 'r',
+        category: 'R',
+        ..array_of(oid, name, 0)
+    }
+}
+
+/// A pseudo type (`any`, `record`, Materialize's `list` and `map`).
+const fn pseudo(oid: u32, name: &'static str, schema: &'static str) -> TypeInfo {
+    TypeInfo {
         schema,
-        len: -1,
-        kind,
-        category,
-        element: 0,
-        array: 0,
+        kind: 'p',
+        category: 'P',
+        ..array_of(oid, name, 0)
+    }
+}
+
+/// One of Materialize's unsigned integer types, with its array type.
+const fn unsigned(oid: u32, name: &'static str, len: i16, array: u32) -> TypeInfo {
+    TypeInfo {
+        schema: "mz_catalog",
+        ..base(oid, name, len, 'N', array)
     }
 }
 
@@ -256,60 +265,30 @@ pub static TYPES: &[TypeInfo] = &[
     array_of(3911, "_tstzrange", 3910),
     array_of(3913, "_daterange", 3912),
     array_of(3927, "_int8range", 3926),
-    TypeInfo {
-        array: 3905,
-        ..other(3904, "int4range", "pg_catalog", 'r', 'R')
-    },
-    TypeInfo {
-        array: 3907,
-        ..other(3906, "numrange", "pg_catalog", 'r', 'R')
-    },
-    TypeInfo {
-        array: 3909,
-        ..other(3908, "tsrange", "pg_catalog", 'r', 'R')
-    },
-    TypeInfo {
-        array: 3911,
-        ..other(3910, "tstzrange", "pg_catalog", 'r', 'R')
-    },
-    TypeInfo {
-        array: 3913,
-        ..other(3912, "daterange", "pg_catalog", 'r', 'R')
-    },
-    TypeInfo {
-        array: 3927,
-        ..other(3926, "int8range", "pg_catalog", 'r', 'R')
-    },
+    range(3904, "int4range", 3905),
+    range(3906, "numrange", 3907),
+    range(3908, "tsrange", 3909),
+    range(3910, "tstzrange", 3911),
+    range(3912, "daterange", 3913),
+    range(3926, "int8range", 3927),
     TypeInfo {
         array: 2287,
-        ..other(2249, "record", "pg_catalog", 'p', 'P')
+        ..pseudo(2249, "record", "pg_catalog")
     },
-    other(2276, "any", "pg_catalog", 'p', 'P'),
-    other(2277, "anyarray", "pg_catalog", 'p', 'P'),
-    other(2278, "void", "pg_catalog", 'p', 'P'),
-    other(2283, "anyelement", "pg_catalog", 'p', 'P'),
-    TypeInfo {
-        len: 2,
-        array: 16_461,
-        ..other(16_460, "uint2", "mz_catalog", 'b', 'N')
-    },
+    pseudo(2276, "any", "pg_catalog"),
+    pseudo(2277, "anyarray", "pg_catalog"),
+    pseudo(2278, "void", "pg_catalog"),
+    pseudo(2283, "anyelement", "pg_catalog"),
+    unsigned(16_460, "uint2", 2, 16_461),
     array_of_mz(16_461, "_uint2", 16_460),
-    TypeInfo {
-        len: 4,
-        array: 16_463,
-        ..other(16_462, "uint4", "mz_catalog", 'b', 'N')
-    },
+    unsigned(16_462, "uint4", 4, 16_463),
     array_of_mz(16_463, "_uint4", 16_462),
-    TypeInfo {
-        len: 8,
-        array: 16_465,
-        ..other(16_464, "uint8", "mz_catalog", 'b', 'N')
-    },
+    unsigned(16_464, "uint8", 8, 16_465),
     array_of_mz(16_465, "_uint8", 16_464),
     // Materialize's polymorphic families; every `T list` and `map[text=>T]` value
     // goes on the wire with these OIDs.
-    other(16_384, "list", "mz_catalog", 'p', 'P'),
-    other(16_385, "map", "mz_catalog", 'p', 'P'),
+    pseudo(16_384, "list", "mz_catalog"),
+    pseudo(16_385, "map", "mz_catalog"),
 ];
 
 const fn array_of_mz(oid: u32, name: &'static str, element: u32) -> TypeInfo {
@@ -425,17 +404,14 @@ fn namespace_oid(context: &SystemContext, schema: &str) -> u32 {
 /// `COMMENT ON` texts as `pg_description` rows (`pg_class` objects).
 fn description_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
     const PG_CLASS_OID: u32 = 1259;
-    context
-        .catalog
-        .comments()
-        .filter_map(|(id, column, comment)| {
-            let item = context.catalog.item(id)?;
-            Some(vec![
+    item_comments(context)
+        .map(|(item, column, comment)| {
+            vec![
                 oid(item.oid),
                 oid(PG_CLASS_OID),
-                Datum::Int32(column.and_then(|c| i32::try_from(c).ok()).unwrap_or(0)),
+                Datum::Int32(column.unwrap_or(0)),
                 text(comment),
-            ])
+            ]
         })
         .collect()
 }

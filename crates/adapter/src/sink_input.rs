@@ -16,6 +16,36 @@ pub struct CollectionInput {
     collection: GlobalId,
     sink: GlobalId,
     desc: RelationDesc,
+    /// A materialized view's run-time errors, which hold its upper back (`None`: any
+    /// other relation).
+    view_errors: Option<ViewErrorGate>,
+}
+
+/// What holds the change log of a materialized view back for its sinks: the upper stops
+/// where the view's run-time errors began (`division by zero` in one of its rows), so the
+/// sink stalls naming the error and goes on once the rows causing it are gone, writing
+/// nothing computed while the view held an error.
+pub struct ViewErrorGate {
+    pub errors: crate::view_errors::ViewErrors,
+    /// The view and the materialized views it reads, whose errors are its errors.
+    pub upstream: Vec<GlobalId>,
+    /// The view's name, for the error the sink stalls with.
+    pub name: String,
+}
+
+impl ViewErrorGate {
+    /// The error the sink stalls with while the view holds one.
+    fn error(&self) -> Option<SinkError> {
+        self.errors.holding_of(&self.upstream).map(|(_, error)| {
+            SinkError::new(
+                ErrorKind::RelationError,
+                format!("error in materialized view \"{}\": {error}", self.name),
+            )
+            .with_hint(
+                "The sink goes on by itself once the rows causing the error are gone from the view's inputs.",
+            )
+        })
+    }
 }
 
 impl CollectionInput {
@@ -30,6 +60,15 @@ impl CollectionInput {
             collection,
             sink,
             desc,
+            view_errors: None,
+        }
+    }
+
+    /// This input, held back by a materialized view's errors.
+    pub fn held_back_by(self, gate: ViewErrorGate) -> CollectionInput {
+        CollectionInput {
+            view_errors: Some(gate),
+            ..self
         }
     }
 
@@ -107,7 +146,16 @@ impl SinkInput for CollectionInput {
     }
 
     async fn upper(&self) -> Result<Timestamp, SinkError> {
-        self.storage.upper(self.collection).map_err(sink_error)
+        // The errors first: an error's time is recorded before the log's upper passes it.
+        let readable = self
+            .view_errors
+            .as_ref()
+            .and_then(|gate| gate.errors.readable_upper_of(&gate.upstream));
+        let upper = self.storage.upper(self.collection).map_err(sink_error)?;
+        Ok(match readable {
+            Some(readable) => upper.min(Timestamp(readable)),
+            None => upper,
+        })
     }
 
     async fn since(&self) -> Result<Timestamp, SinkError> {
@@ -131,6 +179,10 @@ impl SinkInput for CollectionInput {
         }))
     }
 
+    async fn error(&self) -> Result<Option<SinkError>, SinkError> {
+        Ok(self.view_errors.as_ref().and_then(ViewErrorGate::error))
+    }
+
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
         let (collection, holder) = (self.collection, CollectionInput::holder(self.sink));
         // A durable write behind the writer lock: on a blocking thread.
@@ -138,87 +190,5 @@ impl SinkInput for CollectionInput {
             .blocking(move |storage| storage.set_read_hold(collection, &holder, frontier))
             .await
             .map_err(sink_error)
-    }
-}
-
-/// The change log of a materialized view, read by a sink: a [`CollectionInput`] whose
-/// upper stops where the view's run-time errors began (`division by zero` in one of its
-/// rows), so the sink stalls naming the error and goes on once the rows causing it are
-/// gone, writing nothing computed while the view held an error.
-pub struct ViewInput {
-    collection: CollectionInput,
-    errors: crate::view_errors::ViewErrors,
-    /// The view and the materialized views it reads, whose errors are its errors.
-    upstream: Vec<GlobalId>,
-    /// The view's name, for the error the sink stalls with.
-    name: String,
-}
-
-impl ViewInput {
-    pub fn new(
-        collection: CollectionInput,
-        errors: crate::view_errors::ViewErrors,
-        upstream: Vec<GlobalId>,
-        name: String,
-    ) -> ViewInput {
-        ViewInput {
-            collection,
-            errors,
-            upstream,
-            name,
-        }
-    }
-}
-
-#[async_trait]
-impl SinkInput for ViewInput {
-    fn desc(&self) -> &RelationDesc {
-        self.collection.desc()
-    }
-
-    async fn upper(&self) -> Result<Timestamp, SinkError> {
-        // The errors first: an error's time is recorded before the log's upper passes it.
-        let readable = self.errors.readable_upper_of(&self.upstream);
-        let upper = self.collection.upper().await?;
-        Ok(match readable {
-            Some(readable) => upper.min(Timestamp(readable)),
-            None => upper,
-        })
-    }
-
-    async fn since(&self) -> Result<Timestamp, SinkError> {
-        self.collection.since().await
-    }
-
-    async fn read(
-        &self,
-        lower: Timestamp,
-        upper: Timestamp,
-        max_rows: usize,
-    ) -> Result<UpdateStream, SinkError> {
-        self.collection.read(lower, upper, max_rows).await
-    }
-
-    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
-        self.collection.snapshot(upper, max_rows).await
-    }
-
-    async fn error(&self) -> Result<Option<SinkError>, SinkError> {
-        Ok(self
-            .errors
-.holding_of(&self.upstream)
-            .map(|(_, error)| {
-                SinkError::new(
-                    ErrorKind::RelationError,
-                    format!("error in materialized view \"{}\": {error}", self.name),
-                )
-                .with_hint(
-                    "The sink goes on by itself once the rows causing the error are gone from the view's inputs.",
-                )
-            }))
-    }
-
-    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
-        self.collection.allow_compaction(frontier).await
     }
 }

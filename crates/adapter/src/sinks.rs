@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use crate::connection_config::sink_catalog_config;
 use crate::credentials::Credentials;
 use crate::error::AdapterError;
-use crate::sink_input::{CollectionInput, ViewInput};
+use crate::sink_input::{CollectionInput, ViewErrorGate};
 
 /// What sink tasks report, in order, to the coordinator's event loop.
 #[derive(Debug)]
@@ -325,12 +325,11 @@ impl SinkManager {
         let collection = CollectionInput::new(self.storage.clone(), definition.from, sink, desc);
         let input: Arc<dyn SinkInput> = match state.item(definition.from) {
             Some(view) if matches!(view.definition, ItemDefinition::MaterializedView(_)) => {
-                Arc::new(ViewInput::new(
-                    collection,
-                    self.view_errors.clone(),
-                    crate::views::view_and_upstream(state, view.id),
-                    view.name.item.clone(),
-                ))
+                Arc::new(collection.held_back_by(ViewErrorGate {
+                    errors: self.view_errors.clone(),
+                    upstream: crate::views::view_and_upstream(state, view.id),
+                    name: view.name.item.clone(),
+                }))
             }
             _ => Arc::new(collection),
         };

@@ -125,6 +125,79 @@ fn items<'a>(context: &'a SystemContext) -> impl Iterator<Item = &'a CatalogItem
     context.catalog.items()
 }
 
+/// Each `COMMENT ON` text with the item it is on and its column number (`None`:
+/// the item itself), for `mz_comments` and `pg_description`. Comments whose
+/// item is gone are skipped.
+pub(crate) fn item_comments<'a>(
+    context: &'a SystemContext,
+) -> impl Iterator<Item = (&'a CatalogItem, Option<i32>, &'a str)> {
+    context
+        .catalog
+        .comments()
+        .filter_map(|(id, column, comment)| {
+            let item = context.catalog.item(id)?;
+            Some((item, column.and_then(|c| i32::try_from(c).ok()), comment))
+        })
+}
+
+/// The columns of a relation listing catalog items: `id`, `oid`, `schema_id` and
+/// `name`, which [`item_rows`] fills, then the relation's own.
+macro_rules! item_columns {
+    ($($column:expr),* $(,)?) => {
+        &[
+            ("id", Text, false),
+            ("oid", Oid, false),
+            ("schema_id", Text, false),
+            ("name", Text, false),
+            $($column),*
+        ]
+    };
+}
+
+/// The rows of a relation listing catalog items (see `item_columns!`): a row for
+/// each item `own_columns` lists (`None`: not of the relation's kind), its `id`,
+/// `oid`, `schema_id` and `name`, then the columns `own_columns` gives.
+fn item_rows(
+    context: &SystemContext,
+    own_columns: impl Fn(&CatalogItem) -> Option<Vec<Datum>>,
+) -> Vec<Vec<Datum>> {
+    items(context)
+        .filter_map(|item| {
+            let mut row = vec![
+                text(item.id.to_string()),
+                Datum::Oid(item.oid),
+                text(item_schema_id(context, &item.name.schema)),
+                text(&item.name.item),
+            ];
+            row.extend(own_columns(item)?);
+            Some(row)
+        })
+        .collect()
+}
+
+/// `owner_id`, `privileges`, `create_sql` and `redacted_create_sql` (the same
+/// text): the columns most relations listing items end with.
+fn ownership_and_sql(context: &SystemContext, item: &CatalogItem) -> [Datum; 4] {
+    [
+        owner_id(context, &ObjectRef::Item(item.id)),
+        privileges(context, &ObjectRef::Item(item.id)),
+        text(&item.create_sql),
+        text(&item.create_sql),
+    ]
+}
+
+/// The columns of `mz_sink_statuses` and `mz_source_statuses`: each object's
+/// latest status.
+const STATUS_COLUMNS: &[(&str, PgType, bool)] = &[
+    ("id", Text, false),
+    ("name", Text, false),
+    ("type", Text, false),
+    ("last_status_change_at", TimestampTz, true),
+    ("status", Text, false),
+    ("error", Text, true),
+    ("details", Jsonb, true),
+];
+
 /// Every builtin relation, in id order (`s1`, `s2`, ...).
 pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
@@ -191,35 +264,14 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_connections",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("type", Text, false),
             ("owner_id", Text, false),
             ("privileges", TextArray, false),
             ("create_sql", Text, false),
             ("redacted_create_sql", Text, false),
         ],
-        rows: |context| {
-            items(context)
-                .filter_map(|item| match &item.definition {
-                    ItemDefinition::Connection(connection) => Some(vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        text(connection.type_name()),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                    ]),
-                    _ => None,
-                })
-                .collect()
-        },
+        rows: connection_rows,
     },
     BuiltinRelation {
         schema: "mz_internal",
@@ -253,38 +305,13 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_secrets",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
-            ("owner_id", Text, false),
-            ("privileges", TextArray, false),
-        ],
-        rows: |context| {
-            items(context)
-                .filter(|item| matches!(item.definition, ItemDefinition::Secret))
-                .map(|item| {
-                    vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                    ]
-                })
-                .collect()
-        },
+        columns: item_columns![("owner_id", Text, false), ("privileges", TextArray, false)],
+        rows: secret_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_sinks",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("type", Text, false),
             ("connection_id", Text, true),
             ("size", Text, true),
@@ -297,36 +324,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("create_sql", Text, false),
             ("redacted_create_sql", Text, false),
         ],
-        rows: |context| {
-            items(context)
-                .filter_map(|item| match &item.definition {
-                    ItemDefinition::Sink(sink) => Some(vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        text("iceberg"),
-                        text(sink.connection.to_string()),
-                        opt_text(
-                            context
-                                .catalog
-                                .clusters()
-                                .find(|c| c.id == sink.cluster)
-                                .and_then(|c| c.size.clone()),
-                        ),
-                        text(sink.envelope.name()),
-                        Datum::Null,
-                        Datum::Null,
-                        Datum::Null,
-                        text(sink.cluster.to_string()),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                    ]),
-                    _ => None,
-                })
-                .collect()
-        },
+        rows: sink_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
@@ -365,75 +363,30 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_objects",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("type", Text, false),
             ("owner_id", Text, false),
             ("cluster_id", Text, true),
             ("privileges", TextArray, false),
         ],
-        rows: |context| {
-            items(context)
-                .map(|item| {
-                    let cluster = item.definition.cluster().map(|c| c.to_string());
-                    vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        text(item.definition.kind().name()),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        opt_text(cluster),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                    ]
-                })
-                .collect()
-        },
+        rows: object_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_tables",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("owner_id", Text, false),
             ("privileges", TextArray, false),
             ("create_sql", Text, true),
             ("redacted_create_sql", Text, true),
             ("source_id", Text, true),
         ],
-        rows: |context| {
-            items(context)
-                .filter(|item| matches!(item.definition, ItemDefinition::Table(_)))
-                .map(|item| {
-                    vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                        Datum::Null,
-                    ]
-                })
-                .collect()
-        },
+        rows: table_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_sources",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("type", Text, false),
             ("connection_id", Text, true),
             ("size", Text, true),
@@ -446,30 +399,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("create_sql", Text, true),
             ("redacted_create_sql", Text, true),
         ],
-        rows: |context| {
-            items(context)
-                .filter_map(|item| match &item.definition {
-                    ItemDefinition::Source(source) => Some(vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        text(source.type_name()),
-                        opt_text(crate::source_views::connection_id(source)),
-                        Datum::Null,
-                        Datum::Null,
-                        Datum::Null,
-                        Datum::Null,
-                        text(source.cluster.to_string()),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                    ]),
-                    _ => None,
-                })
-                .collect()
-        },
+        rows: source_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
@@ -576,15 +506,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_internal",
         name: "mz_sink_statuses",
-        columns: &[
-            ("id", Text, false),
-            ("name", Text, false),
-            ("type", Text, false),
-            ("last_status_change_at", TimestampTz, true),
-            ("status", Text, false),
-            ("error", Text, true),
-            ("details", Jsonb, true),
-        ],
+        columns: STATUS_COLUMNS,
         rows: |context| {
             items(context)
                 .filter(|item| matches!(item.definition, ItemDefinition::Sink(_)))
@@ -838,15 +760,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_internal",
         name: "mz_source_statuses",
-        columns: &[
-            ("id", Text, false),
-            ("name", Text, false),
-            ("type", Text, false),
-            ("last_status_change_at", TimestampTz, true),
-            ("status", Text, false),
-            ("error", Text, true),
-            ("details", Jsonb, true),
-        ],
+        columns: STATUS_COLUMNS,
         rows: crate::source_views::source_statuses,
     },
     BuiltinRelation {
@@ -881,44 +795,19 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_views",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("definition", Text, false),
             ("owner_id", Text, false),
             ("privileges", TextArray, false),
             ("create_sql", Text, true),
             ("redacted_create_sql", Text, true),
         ],
-        rows: |context| {
-            items(context)
-                .filter_map(|item| match &item.definition {
-                    ItemDefinition::View(view) => Some(vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        text(&view.query),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                    ]),
-                    _ => None,
-                })
-                .collect()
-        },
+        rows: view_rows,
     },
     BuiltinRelation {
         schema: "mz_catalog",
         name: "mz_materialized_views",
-        columns: &[
-            ("id", Text, false),
-            ("oid", Oid, false),
-            ("schema_id", Text, false),
-            ("name", Text, false),
+        columns: item_columns![
             ("cluster_id", Text, false),
             ("definition", Text, false),
             ("owner_id", Text, false),
@@ -926,25 +815,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("create_sql", Text, true),
             ("redacted_create_sql", Text, true),
         ],
-        rows: |context| {
-            items(context)
-                .filter_map(|item| match &item.definition {
-                    ItemDefinition::MaterializedView(view) => Some(vec![
-                        text(item.id.to_string()),
-                        Datum::Oid(item.oid),
-                        text(item_schema_id(context, &item.name.schema)),
-                        text(&item.name.item),
-                        opt_text(view.cluster.map(|c| c.to_string())),
-                        text(&view.query),
-                        owner_id(context, &ObjectRef::Item(item.id)),
-                        privileges(context, &ObjectRef::Item(item.id)),
-                        text(&item.create_sql),
-                        text(&item.create_sql),
-                    ]),
-                    _ => None,
-                })
-                .collect()
-        },
+        rows: materialized_view_rows,
     },
     BuiltinRelation {
         schema: "mz_internal",
@@ -974,25 +845,132 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("comment", Text, false),
         ],
         rows: |context| {
-            context
-                .catalog
-                .comments()
-                .filter_map(|(id, column, comment)| {
-                    let item = context.catalog.item(id)?;
-                    Some(vec![
-                        text(id.to_string()),
+            item_comments(context)
+                .map(|(item, column, comment)| {
+                    vec![
+                        text(item.id.to_string()),
                         text(item.definition.kind().name()),
-                        column
-                            .and_then(|c| i32::try_from(c).ok())
-                            .map(Datum::Int32)
-                            .unwrap_or(Datum::Null),
+                        column.map(Datum::Int32).unwrap_or(Datum::Null),
                         text(comment),
-                    ])
+                    ]
                 })
                 .collect()
         },
     },
 ];
+
+fn connection_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Connection(connection) => {
+            let mut own = vec![text(connection.type_name())];
+            own.extend(ownership_and_sql(context, item));
+            Some(own)
+        }
+        _ => None,
+    })
+}
+
+fn secret_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Secret => Some(vec![
+            owner_id(context, &ObjectRef::Item(item.id)),
+            privileges(context, &ObjectRef::Item(item.id)),
+        ]),
+        _ => None,
+    })
+}
+
+fn sink_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Sink(sink) => Some(vec![
+            text("iceberg"),
+            text(sink.connection.to_string()),
+            opt_text(
+                context
+                    .catalog
+                    .clusters()
+                    .find(|c| c.id == sink.cluster)
+                    .and_then(|c| c.size.clone()),
+            ),
+            text(sink.envelope.name()),
+            Datum::Null,
+            Datum::Null,
+            Datum::Null,
+            text(sink.cluster.to_string()),
+            owner_id(context, &ObjectRef::Item(item.id)),
+            text(&item.create_sql),
+            text(&item.create_sql),
+        ]),
+        _ => None,
+    })
+}
+
+fn object_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| {
+        let cluster = item.definition.cluster().map(|c| c.to_string());
+        Some(vec![
+            text(item.definition.kind().name()),
+            owner_id(context, &ObjectRef::Item(item.id)),
+            opt_text(cluster),
+            privileges(context, &ObjectRef::Item(item.id)),
+        ])
+    })
+}
+
+fn table_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Table(_) => {
+            let mut own = ownership_and_sql(context, item).to_vec();
+            own.push(Datum::Null);
+            Some(own)
+        }
+        _ => None,
+    })
+}
+
+fn source_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Source(source) => {
+            let mut own = vec![
+                text(source.type_name()),
+                opt_text(crate::source_views::connection_id(source)),
+                Datum::Null,
+                Datum::Null,
+                Datum::Null,
+                Datum::Null,
+                text(source.cluster.to_string()),
+            ];
+            own.extend(ownership_and_sql(context, item));
+            Some(own)
+        }
+        _ => None,
+    })
+}
+
+fn view_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::View(view) => {
+            let mut own = vec![text(&view.query)];
+            own.extend(ownership_and_sql(context, item));
+            Some(own)
+        }
+        _ => None,
+    })
+}
+
+fn materialized_view_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::MaterializedView(view) => {
+            let mut own = vec![
+                opt_text(view.cluster.map(|c| c.to_string())),
+                text(&view.query),
+            ];
+            own.extend(ownership_and_sql(context, item));
+            Some(own)
+        }
+        _ => None,
+    })
+}
 
 /// The maintenance of no sink (for contexts built before any is read).
 pub fn no_sink_maintenance()

@@ -5,6 +5,7 @@
 use floe_repr::{GlobalId, ReplicaId};
 use rusqlite::{OptionalExtension, params};
 
+use crate::status::{StatusHistory, StatusRow};
 use crate::{Catalog, CatalogError};
 
 /// One entry of `mz_source_status_history`.
@@ -25,6 +26,12 @@ pub struct SourceStatusEvent {
 /// year must not grow the history (and every read of `mz_source_statuses`) without end.
 pub const SOURCE_STATUS_HISTORY_PER_SOURCE: usize = 1_000;
 
+const SOURCE_STATUS_HISTORY: StatusHistory = StatusHistory {
+    table: "source_status_history",
+    object_column: "source_id",
+    kept: SOURCE_STATUS_HISTORY_PER_SOURCE,
+};
+
 impl Catalog {
     /// Appends a status change unless the object's latest status already has this
     /// status and error; the object's changes beyond the newest
@@ -36,34 +43,20 @@ impl Catalog {
     ) -> Result<bool, CatalogError> {
         let source_id = event.source_id.to_string();
         let transaction = self.connection.transaction()?;
-        let latest: Option<(String, Option<String>)> = transaction
-            .query_row(
-                "SELECT status, error FROM source_status_history WHERE source_id = ?1
-                 ORDER BY sequence DESC LIMIT 1",
-                params![source_id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?;
+        let latest = SOURCE_STATUS_HISTORY.latest(&transaction, &source_id)?;
         if latest.is_some_and(|(status, error)| status == event.status && error == event.error) {
             return Ok(false);
         }
-        transaction.execute(
-            "INSERT INTO source_status_history (occurred_at, source_id, status, error, details, replica_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
-                source_id,
-                event.status,
-                event.error,
-                event.details,
-                event.replica_id.map(|r| r.to_string())
-            ],
-        )?;
-        transaction.execute(
-            "DELETE FROM source_status_history WHERE source_id = ?1 AND sequence <= (
-                 SELECT sequence FROM source_status_history WHERE source_id = ?1
-                 ORDER BY sequence DESC LIMIT 1 OFFSET ?2)",
-            params![source_id, SOURCE_STATUS_HISTORY_PER_SOURCE as i64],
+        SOURCE_STATUS_HISTORY.append(
+            &transaction,
+            StatusRow {
+                occurred_at: event.occurred_at,
+                object_id: &source_id,
+                status: &event.status,
+                error: &event.error,
+                details: &event.details,
+                replica_id: event.replica_id,
+            },
         )?;
         transaction.commit()?;
         Ok(true)

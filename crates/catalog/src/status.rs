@@ -108,6 +108,95 @@ pub struct SinkStatusEvent {
 /// must not make the history (and every read of `mz_sink_statuses`) grow without end.
 pub const SINK_STATUS_HISTORY_PER_SINK: usize = 1_000;
 
+/// A status history table: `sink_status_history` and `source_status_history` share
+/// their columns but for the object's, and are appended to and pruned alike.
+pub(crate) struct StatusHistory {
+    pub(crate) table: &'static str,
+    /// The column of the object whose status changed.
+    pub(crate) object_column: &'static str,
+    /// Status changes kept per object.
+    pub(crate) kept: usize,
+}
+
+/// A row of a status history table.
+pub(crate) struct StatusRow<'a> {
+    /// Milliseconds since the Unix epoch.
+    pub occurred_at: u64,
+    pub object_id: &'a str,
+    pub status: &'a str,
+    pub error: &'a Option<String>,
+    pub details: &'a Option<String>,
+    pub replica_id: Option<ReplicaId>,
+}
+
+pub(crate) const SINK_STATUS_HISTORY: StatusHistory = StatusHistory {
+    table: "sink_status_history",
+    object_column: "sink_id",
+    kept: SINK_STATUS_HISTORY_PER_SINK,
+};
+
+impl StatusHistory {
+    /// Appends `row`, and forgets the object's changes beyond the newest `kept`, in
+    /// `transaction`.
+    pub(crate) fn append(
+        &self,
+        transaction: &rusqlite::Transaction<'_>,
+        row: StatusRow<'_>,
+    ) -> Result<(), CatalogError> {
+        let StatusHistory {
+            table,
+            object_column,
+            kept,
+        } = self;
+        transaction.execute(
+            &format!(
+                "INSERT INTO {table} (occurred_at, {object_column}, status, error, details, replica_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ),
+            params![
+                i64::try_from(row.occurred_at).unwrap_or(i64::MAX),
+                row.object_id,
+                row.status,
+                row.error,
+                row.details,
+                row.replica_id.map(|r| r.to_string())
+            ],
+        )?;
+        transaction.execute(
+            &format!(
+                "DELETE FROM {table} WHERE {object_column} = ?1 AND sequence <= (
+                     SELECT sequence FROM {table} WHERE {object_column} = ?1
+                     ORDER BY sequence DESC LIMIT 1 OFFSET ?2)"
+            ),
+            params![row.object_id, *kept as i64],
+        )?;
+        Ok(())
+    }
+
+    /// The object's latest status and error, if it has any.
+    pub(crate) fn latest(
+        &self,
+        connection: &rusqlite::Connection,
+        object_id: &str,
+    ) -> Result<Option<(String, Option<String>)>, CatalogError> {
+        let StatusHistory {
+            table,
+            object_column,
+            ..
+        } = self;
+        Ok(connection
+            .query_row(
+                &format!(
+                    "SELECT status, error FROM {table} WHERE {object_column} = ?1
+                     ORDER BY sequence DESC LIMIT 1"
+                ),
+                params![object_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?)
+    }
+}
+
 impl Catalog {
     /// Appends a sink status change, and forgets the sink's changes beyond the newest
     /// [`SINK_STATUS_HISTORY_PER_SINK`] in the same transaction. A change the
@@ -127,23 +216,16 @@ impl Catalog {
         }
         let transaction = self.connection.transaction()?;
         let sink_id = event.sink_id.to_string();
-        transaction.execute(
-            "INSERT INTO sink_status_history (occurred_at, sink_id, status, error, details, replica_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                i64::try_from(event.occurred_at).unwrap_or(i64::MAX),
-                sink_id,
-                event.status.as_str(),
-                event.error,
-                event.details,
-                event.replica_id.map(|r| r.to_string())
-            ],
-        )?;
-        transaction.execute(
-            "DELETE FROM sink_status_history WHERE sink_id = ?1 AND sequence <= (
-                 SELECT sequence FROM sink_status_history WHERE sink_id = ?1
-                 ORDER BY sequence DESC LIMIT 1 OFFSET ?2)",
-            params![sink_id, SINK_STATUS_HISTORY_PER_SINK as i64],
+        SINK_STATUS_HISTORY.append(
+            &transaction,
+            StatusRow {
+                occurred_at: event.occurred_at,
+                object_id: &sink_id,
+                status: event.status.as_str(),
+                error: &event.error,
+                details: &event.details,
+                replica_id: event.replica_id,
+            },
         )?;
         transaction.commit()?;
         Ok(())
@@ -214,16 +296,8 @@ impl Catalog {
         &self,
         sink: GlobalId,
     ) -> Result<Option<(ObjectStatus, Option<String>)>, CatalogError> {
-        let latest: Option<(String, Option<String>)> = self
-            .connection
-            .query_row(
-                "SELECT status, error FROM sink_status_history WHERE sink_id = ?1
-                 ORDER BY sequence DESC LIMIT 1",
-                params![sink.to_string()],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .optional()?;
-        latest
+        SINK_STATUS_HISTORY
+            .latest(&self.connection, &sink.to_string())?
             .map(|(status, error)| Ok((stored_status(&status)?, error)))
             .transpose()
     }

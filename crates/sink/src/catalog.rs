@@ -25,6 +25,15 @@ use crate::sigv4::AwsCredentialsProvider;
 use crate::snapshot::PreparedCommit;
 use crate::table::LoadedTable;
 
+/// A new table: an unpartitioned format-v2 table with `schema` and `properties`
+/// (one value, as a [`TableCommit`] is, so that the catalogs share its signature).
+pub struct TableCreation<'a> {
+    pub namespace: &'a Namespace,
+    pub table: &'a str,
+    pub schema: &'a Schema,
+    pub properties: BTreeMap<String, String>,
+}
+
 /// One optimistic commit to a table.
 pub struct TableCommit<'a> {
     pub namespace: &'a Namespace,
@@ -75,15 +84,9 @@ pub trait Catalog: Send + Sync + fmt::Debug {
         table: &str,
     ) -> Result<LoadedTable, SinkError>;
 
-    /// Creates an unpartitioned format-v2 table with `schema` and `properties`, and loads
-    /// it back (the catalog may have assigned other field ids than those sent).
-    async fn create_table(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        schema: &Schema,
-        properties: BTreeMap<String, String>,
-    ) -> Result<LoadedTable, SinkError>;
+    /// Creates the table, and loads it back (the catalog may have assigned other field
+    /// ids than those sent).
+    async fn create_table(&self, creation: TableCreation<'_>) -> Result<LoadedTable, SinkError>;
 
     /// Commits the commit's updates under its requirements, and returns the table as the
     /// catalog has it afterwards. Requirements that no longer hold are

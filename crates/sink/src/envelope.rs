@@ -91,6 +91,14 @@ pub(crate) struct StageContext<'a> {
 }
 
 impl StageContext<'_> {
+    /// The input's snapshot at `upper`, read in chunks of the configured size: where
+    /// every envelope starts a sink.
+    async fn snapshot(&self, upper: Timestamp) -> Result<UpdateStream, SinkError> {
+        self.input
+            .snapshot(upper, self.settings.read_chunk_rows)
+            .await
+    }
+
     fn writer(
         &self,
         schema: SchemaRef,
@@ -359,10 +367,7 @@ impl EnvelopeHandler for AppendEnvelope {
         cx: &StageContext<'_>,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
-        let mut snapshot = cx
-            .input
-            .snapshot(upper, cx.settings.read_chunk_rows)
-            .await?;
+        let mut snapshot = cx.snapshot(upper).await?;
         append_stream(cx, &mut snapshot, Timestamp(0), BatchCut::none(upper)).await
     }
 
@@ -460,10 +465,7 @@ impl EnvelopeHandler for UpsertEnvelope {
         cx: &StageContext<'_>,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
-        let mut snapshot = cx
-            .input
-            .snapshot(upper, cx.settings.read_chunk_rows)
-            .await?;
+        let mut snapshot = cx.snapshot(upper).await?;
         if self.positions.is_some() && self.key.unique_in_relation {
             return self.stage_position_snapshot(cx, upper, snapshot).await;
         }

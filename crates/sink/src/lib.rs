@@ -30,7 +30,7 @@ pub mod types;
 pub mod validate;
 pub mod writer;
 
-pub use catalog::{Catalog, EmbeddedCatalog, RestCatalog, TableCommit};
+pub use catalog::{Catalog, EmbeddedCatalog, RestCatalog, TableCommit, TableCreation};
 pub use config::{AwsAuthConfig, AwsConfig, AwsKeys, CatalogConfig, ClientCredentials};
 pub use error::{ErrorKind, SinkError};
 pub use http::HttpSettings;

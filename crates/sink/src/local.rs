@@ -22,7 +22,7 @@ use iceberg::io::FileIO;
 use iceberg::spec::{Schema, TableMetadata, TableMetadataBuilder};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::catalog::{Catalog, TableCommit};
+use crate::catalog::{Catalog, TableCommit, TableCreation};
 use crate::error::{ErrorKind, SinkError};
 use crate::namespace::Namespace;
 use crate::table::{LoadedTable, now_ms, storage_error};
@@ -504,15 +504,10 @@ impl Catalog for EmbeddedCatalog {
         })
     }
 
-    async fn create_table(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        schema: &Schema,
-        properties: BTreeMap<String, String>,
-    ) -> Result<LoadedTable, SinkError> {
+    async fn create_table(&self, creation: TableCreation<'_>) -> Result<LoadedTable, SinkError> {
+        let (namespace, table) = (creation.namespace, creation.table);
         let location = self.catalog.default_table_location(namespace, table);
-        let metadata = new_local_metadata(schema, &location, properties)?;
+        let metadata = new_local_metadata(creation.schema, &location, creation.properties)?;
         let metadata_location = format!(
             "{location}/metadata/00000-{}.metadata.json",
             uuid::Uuid::new_v4()

@@ -16,10 +16,10 @@ use std::time::UNIX_EPOCH;
 
 use async_trait::async_trait;
 use iceberg::io::{FileIO, FileIOBuilder};
-use iceberg::spec::{Schema, TableMetadata};
+use iceberg::spec::TableMetadata;
 use iceberg_storage_opendal::OpenDalStorageFactory;
 
-use crate::catalog::{Catalog, TableCommit};
+use crate::catalog::{Catalog, TableCommit, TableCreation};
 use crate::config::{AwsAuthConfig, AwsConfig, CatalogConfig};
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
@@ -256,18 +256,13 @@ impl Catalog for RestCatalog {
         self.table_from(response, namespace, table).await
     }
 
-    async fn create_table(
-        &self,
-        namespace: &Namespace,
-        table: &str,
-        schema: &Schema,
-        properties: BTreeMap<String, String>,
-    ) -> Result<LoadedTable, SinkError> {
-        let mut properties = properties;
+    async fn create_table(&self, creation: TableCreation<'_>) -> Result<LoadedTable, SinkError> {
+        let (namespace, table) = (creation.namespace, creation.table);
+        let mut properties = creation.properties;
         properties.insert("format-version".into(), "2".into());
         let request = serde_json::json!({
             "name": table,
-            "schema": schema,
+            "schema": creation.schema,
             "partition-spec": {"spec-id": 0, "fields": []},
             "write-order": {"order-id": 0, "fields": []},
             "stage-create": false,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use floe_repr::{RelationDesc, Timestamp};
 use iceberg::spec::SchemaRef;
 
-use crate::catalog::TableCommit;
+use crate::catalog::{TableCommit, TableCreation};
 use crate::commit::{
     CommitTurn, Committed, Committer, ProgressIntent, TakeOverIntent, backoff,
     check_progress_owner, table_gone,
@@ -715,10 +715,13 @@ impl SinkMachine {
                         spec.environment_id.clone(),
                     ),
                 ]);
-                match catalog
-                    .create_table(&spec.namespace, &spec.table, &schema, properties)
-                    .await
-                {
+                let creation = TableCreation {
+                    namespace: &spec.namespace,
+                    table: &spec.table,
+                    schema: &schema,
+                    properties,
+                };
+                match catalog.create_table(creation).await {
                     Ok(table) => table,
                     // Someone created it meanwhile (maybe our own lost answer): look again.
                     Err(err) if err.kind == ErrorKind::AlreadyExists => {

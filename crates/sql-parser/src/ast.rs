@@ -225,6 +225,26 @@ fn if_not_exists(flag: bool) -> &'static str {
     if flag { "IF NOT EXISTS " } else { "" }
 }
 
+/// `CREATE {object} [IF NOT EXISTS] name [IN CLUSTER c]`: how the statements creating
+/// the objects that run on a cluster (sinks, sources) begin.
+fn write_create_in_cluster(
+    f: &mut fmt::Formatter<'_>,
+    object: &str,
+    if_not_exists_flag: bool,
+    name: &ObjectName,
+    in_cluster: &Option<Ident>,
+) -> fmt::Result {
+    write!(
+        f,
+        "CREATE {object} {}{name}",
+        if_not_exists(if_not_exists_flag)
+    )?;
+    if let Some(cluster) = in_cluster {
+        write!(f, " IN CLUSTER {cluster}")?;
+    }
+    Ok(())
+}
+
 fn if_exists(flag: bool) -> &'static str {
     if flag { "IF EXISTS " } else { "" }
 }
@@ -447,15 +467,7 @@ pub struct CreateSinkStatement {
 
 impl fmt::Display for CreateSinkStatement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "CREATE SINK {}{}",
-            if_not_exists(self.if_not_exists),
-            self.name
-        )?;
-        if let Some(cluster) = &self.in_cluster {
-            write!(f, " IN CLUSTER {cluster}")?;
-        }
+        write_create_in_cluster(f, "SINK", self.if_not_exists, &self.name, &self.in_cluster)?;
         write!(
             f,
             " FROM {} INTO ICEBERG CATALOG CONNECTION {} ({})",
@@ -546,15 +558,13 @@ pub struct CreateSourceStatement {
 
 impl fmt::Display for CreateSourceStatement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        write_create_in_cluster(
             f,
-            "CREATE SOURCE {}{}",
-            if_not_exists(self.if_not_exists),
-            self.name
+            "SOURCE",
+            self.if_not_exists,
+            &self.name,
+            &self.in_cluster,
         )?;
-        if let Some(cluster) = &self.in_cluster {
-            write!(f, " IN CLUSTER {cluster}")?;
-        }
         write!(f, " FROM LOAD GENERATOR {}", self.generator)?;
         if !self.options.is_empty() {
             write!(f, " ({})", Options(&self.options))?;
@@ -656,15 +666,13 @@ pub struct CreatePostgresSourceStatement {
 
 impl fmt::Display for CreatePostgresSourceStatement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
+        write_create_in_cluster(
             f,
-            "CREATE SOURCE {}{}",
-            if_not_exists(self.if_not_exists),
-            self.name
+            "SOURCE",
+            self.if_not_exists,
+            &self.name,
+            &self.in_cluster,
         )?;
-        if let Some(cluster) = &self.in_cluster {
-            write!(f, " IN CLUSTER {cluster}")?;
-        }
         write!(
             f,
             " FROM POSTGRES CONNECTION {} ({}) {}",
