@@ -22,6 +22,10 @@ use crate::error::QueryError;
 /// number in its shortest form, equal for documents equal by value.
 pub const JSONB_KEY: &str = "floe_jsonb_key";
 
+/// The function giving a document's sort key: text that compares as
+/// Postgres orders jsonb (see [`super::jsonb_order`]).
+pub const JSONB_SORT_KEY: &str = "floe_jsonb_sort_key";
+
 /// A document as Postgres prints it.
 pub fn postgres_text(normalized: &str) -> String {
     match parse_json(normalized) {
@@ -562,6 +566,12 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
                 other => Ok(json_key_text(&to_json(other))),
             };
             key.map(Datum::Text).map_err(QueryError::from_value)
+        })
+        .udf(),
+        RowFunction::new(JSONB_SORT_KEY, immutable, text_type, |row, _| {
+            // A quoted literal compared with a document is a document.
+            let json = document(arg(row, 0))?;
+            Ok(Datum::Text(super::jsonb_order::sort_key_text(&json)))
         })
         .udf(),
         RowFunction::new("floe_jsonb_contains", immutable, bool_type, |row, _| {
