@@ -99,6 +99,9 @@ fn sort_key(expr: Expr) -> DfResult<Expr> {
 }
 
 fn by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
+    if !node.expressions().iter().any(compares) {
+        return keys_by_value(node);
+    }
     let schema = merge_schema(&node.inputs());
     // Where an expression names an output column, a rewritten one keeps it.
     let keeps_names = matches!(
@@ -115,6 +118,28 @@ fn by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         })
     })?;
     node.transform_data(keys_by_value)
+}
+
+/// Whether `expr` holds a comparison [`compare_by_value`] may rewrite (a
+/// cheap test that spares most nodes typing their expressions).
+fn compares(expr: &Expr) -> bool {
+    expr.exists(|e| {
+        Ok(match e {
+            Expr::InList(_)
+            | Expr::InSubquery(_)
+            | Expr::SetComparison(_)
+            | Expr::Between(_)
+            | Expr::WindowFunction(_)
+            | Expr::AggregateFunction(_) => true,
+            Expr::Case(case) => case.expr.is_some(),
+            Expr::BinaryExpr(binary) => matches!(
+                binary.op,
+                Operator::IsDistinctFrom | Operator::IsNotDistinctFrom
+            ),
+            _ => false,
+        })
+    })
+    .unwrap_or(true)
 }
 
 /// Groups and join keys of documents by their keys.
