@@ -14,6 +14,7 @@
 //! - join keys (USING, NATURAL, INTERSECT, EXCEPT), `IN (list)`,
 //!   `IN (subquery)`, `= ANY`/`< ALL (subquery)`, `CASE d WHEN`,
 //!   `BETWEEN`, `IS DISTINCT FROM` and window partitions compare keys;
+//! - `greatest` and `least` of documents pick by the sort key;
 //! - ORDER BY, window and aggregate orders sort by the sort key;
 //! - DISTINCT aggregates keep one document per value
 //!   ([`functions::distinct`]); `min` and `max` of jsonb do not exist, as
@@ -46,7 +47,7 @@ use floe_repr::SqlScalarType;
 use crate::QueryError;
 use crate::functions::{
     self,
-    jsonb::{JSONB_KEY, JSONB_SORT_KEY},
+    jsonb::{JSONB_GREATEST, JSONB_KEY, JSONB_LEAST, JSONB_SORT_KEY},
 };
 
 /// The analyzer rule (see the module documentation).
@@ -132,6 +133,9 @@ fn compares(expr: &Expr) -> bool {
             | Expr::WindowFunction(_)
             | Expr::AggregateFunction(_) => true,
             Expr::Case(case) => case.expr.is_some(),
+            Expr::ScalarFunction(function) => {
+                matches!(function.func.name(), "greatest" | "least")
+            }
             Expr::BinaryExpr(binary) => matches!(
                 binary.op,
                 Operator::IsDistinctFrom | Operator::IsNotDistinctFrom
@@ -193,8 +197,8 @@ fn keys_by_value(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
 
 /// Comparisons of documents DataFusion makes itself, comparing keys:
 /// `IN`, `= ANY` and `< ALL` (subqueries), `CASE d WHEN`, `BETWEEN`,
-/// `IS DISTINCT FROM`, and the partitions and orders of windows and
-/// ordered aggregates.
+/// `IS DISTINCT FROM`, `greatest` and `least`, and the partitions and
+/// orders of windows and ordered aggregates.
 fn compare_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
     let is_document = |e: &Expr| expr_is_jsonb(e, schema);
     match expr {
@@ -268,6 +272,18 @@ fn compare_by_value(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>
                 when_then_expr,
                 else_expr,
             })))
+        }
+        Expr::ScalarFunction(function)
+            if matches!(function.func.name(), "greatest" | "least")
+                && function.args.iter().any(is_document) =>
+        {
+            let name = if function.func.name() == "greatest" {
+                JSONB_GREATEST
+            } else {
+                JSONB_LEAST
+            };
+            let call = functions::call(name, function.args).map_err(QueryError::into_datafusion)?;
+            Ok(Transformed::yes(call))
         }
         Expr::WindowFunction(window) => window_by_value(*window, schema),
         Expr::AggregateFunction(function) => aggregate_by_value(function, schema),

@@ -314,6 +314,14 @@ async fn jsonb_orders_and_compares_as_postgres() {
             &[&["t", "t"]],
         ),
         (
+            r#"SELECT greatest('10'::jsonb, '9', NULL), least('[1]'::jsonb, '2', '"z"'), greatest('1.50'::jsonb, '1.5'), least('1.5'::jsonb, '1.50'), greatest(NULL::jsonb, NULL), greatest('{"a":1}'::jsonb, '[1,2,3]')"#,
+            &[&["10", r#""z""#, "1.50", "1.5", "NULL", r#"{"a": 1}"#]],
+        ),
+        (
+            r#"SELECT greatest(j, '9') FROM (VALUES ('10'::jsonb), ('8.0'), (NULL)) v(j)"#,
+            &[&["10"], &["9"], &["9"]],
+        ),
+        (
             r#"SELECT n, rank() OVER (ORDER BY d) FROM (VALUES ('10'::jsonb, 1), ('9', 2), ('1.50', 3), ('1.5', 4), ('"9"', 5)) v(d, n) ORDER BY n"#,
             &[
                 &["1", "5"],
@@ -331,6 +339,11 @@ async fn jsonb_orders_and_compares_as_postgres() {
     for (sql, expected) in cases {
         assert_eq!(json_rows(sql).await, table(expected), "{sql}");
     }
+    assert_eq!(
+        names(r#"SELECT greatest('1'::jsonb, '2'), least(j, j) FROM (VALUES ('1'::jsonb)) v(j)"#)
+            .await,
+        ["greatest", "least"]
+    );
     assert_eq!(
         error("SELECT max(j) FROM (VALUES ('1'::jsonb)) v(j)").await,
         (
