@@ -389,15 +389,12 @@ impl ExprPlanner for PgOperatorPlanner {
         };
         // jsonb keeps a number's scale, so documents equal by value may differ
         // as text: compare their keys (an equality of keys stays a join key).
-        if document(&left) && document(&right) && matches!(expr.op, B::Eq | B::NotEq) {
+        if document(&left)
+            && document(&right)
+            && let Some((key, op)) = document_comparison(&expr.op)
+        {
             let key = |side: Expr| {
-                functions::call(functions::jsonb::JSONB_KEY, vec![side])
-                    .map_err(crate::QueryError::into_datafusion)
-            };
-            let op = if matches!(expr.op, B::Eq) {
-                Operator::Eq
-            } else {
-                Operator::NotEq
+                functions::call(key, vec![side]).map_err(crate::QueryError::into_datafusion)
             };
             return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
                 Box::new(key(expr.left)?),
@@ -454,6 +451,23 @@ impl ExprPlanner for PgOperatorPlanner {
             })),
         }
     }
+}
+
+/// How two documents compare under `op`: equality by their keys (which
+/// stay join keys), order by their sort keys (Postgres' btree order of
+/// jsonb, not the text's).
+fn document_comparison(op: &sqlparser::ast::BinaryOperator) -> Option<(&'static str, Operator)> {
+    use functions::jsonb::{JSONB_KEY, JSONB_SORT_KEY};
+    use sqlparser::ast::BinaryOperator as B;
+    Some(match op {
+        B::Eq => (JSONB_KEY, Operator::Eq),
+        B::NotEq => (JSONB_KEY, Operator::NotEq),
+        B::Lt => (JSONB_SORT_KEY, Operator::Lt),
+        B::LtEq => (JSONB_SORT_KEY, Operator::LtEq),
+        B::Gt => (JSONB_SORT_KEY, Operator::Gt),
+        B::GtEq => (JSONB_SORT_KEY, Operator::GtEq),
+        _ => return None,
+    })
 }
 
 /// A literal of `value` (a helper for rules that build expressions).

@@ -22,6 +22,37 @@ use crate::error::QueryError;
 /// number in its shortest form, equal for documents equal by value.
 pub const JSONB_KEY: &str = "floe_jsonb_key";
 
+/// The function giving a document's sort key: text that compares as
+/// Postgres orders jsonb (see [`super::jsonb_order`]).
+pub const JSONB_SORT_KEY: &str = "floe_jsonb_sort_key";
+
+/// The function `greatest` of documents is, in Postgres' order of jsonb.
+pub const JSONB_GREATEST: &str = "floe_jsonb_greatest";
+/// The function `least` of documents is.
+pub const JSONB_LEAST: &str = "floe_jsonb_least";
+
+/// The greatest (or least) of the non-NULL documents in `row`, the first of
+/// equals as Postgres keeps it; NULL when all are NULL.
+fn extreme(row: &[Datum], greatest: bool) -> Result<Datum, QueryError> {
+    let mut best: Option<(Vec<u8>, Datum)> = None;
+    for datum in row.iter().filter(|d| !matches!(d, Datum::Null)) {
+        let json = document(datum)?;
+        let key = super::jsonb_order::sort_key(&json);
+        let better =
+            best.as_ref()
+                .is_none_or(|(best, _)| if greatest { key > *best } else { key < *best });
+        if better {
+            // A quoted literal among documents is a document.
+            let value = match datum {
+                Datum::Jsonb(_) => datum.clone(),
+                _ => jsonb(&json),
+            };
+            best = Some((key, value));
+        }
+    }
+    Ok(best.map_or(Datum::Null, |(_, value)| value))
+}
+
 /// A document as Postgres prints it.
 pub fn postgres_text(normalized: &str) -> String {
     match parse_json(normalized) {
@@ -563,6 +594,22 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             };
             key.map(Datum::Text).map_err(QueryError::from_value)
         })
+        .udf(),
+        RowFunction::new(JSONB_SORT_KEY, immutable, text_type, |row, _| {
+            // A quoted literal compared with a document is a document.
+            let json = document(arg(row, 0))?;
+            Ok(Datum::Text(super::jsonb_order::sort_key_text(&json)))
+        })
+        .udf(),
+        RowFunction::new(JSONB_GREATEST, immutable, jsonb_type, |row, _| {
+            extreme(row, true)
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new(JSONB_LEAST, immutable, jsonb_type, |row, _| {
+            extreme(row, false)
+        })
+        .lenient()
         .udf(),
         RowFunction::new("floe_jsonb_contains", immutable, bool_type, |row, _| {
             argument_contains(row, 0, 1)

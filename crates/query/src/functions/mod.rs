@@ -9,7 +9,9 @@
 pub mod arithmetic;
 mod array;
 mod cast;
+pub mod distinct;
 pub mod jsonb;
+mod jsonb_order;
 pub mod single;
 mod sum;
 mod system;
