@@ -354,9 +354,12 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
 }
 
 /// Aggregates Postgres has and DataFusion lacks, in terms of DataFusion's:
-/// `jsonb_agg(x)` collects with `array_agg` (which keeps NULLs and orders
-/// by the call's `ORDER BY`) and converts the list; `jsonb_object_agg(k, v)`
-/// collects keys and values alike; `every` is `bool_and`.
+/// `jsonb_agg(x)` collects each value's document (`to_jsonb(x)`) with `array_agg`
+/// (which keeps NULLs and orders by the call's `ORDER BY`) and reads the list's
+/// items as documents: `array_agg` does not keep its items' jsonb type, so a list
+/// of jsonb values would otherwise arrive as text and become JSON strings;
+/// `jsonb_object_agg(k, v)` collects keys and values' documents alike; `every` is
+/// `bool_and`.
 fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     let name = naming::normalize(function.name.0.last()?.as_ident()?);
     let renamed = |function: &sqlparser::ast::Function, name: &str| {
@@ -365,11 +368,22 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         renamed
     };
     let call = function_call;
+    // `array_agg` of the documents of the call's arguments.
+    let documents = |function: &sqlparser::ast::Function| {
+        let mut collected = renamed(function, "array_agg");
+        if let FunctionArguments::List(list) = &mut collected.args {
+            for arg in &mut list.args {
+                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) = arg {
+                    *expr = call("to_jsonb", vec![expr.clone()]);
+                }
+            }
+        }
+        Expr::Function(collected)
+    };
     match name.as_str() {
-        "jsonb_agg" | "json_agg" => Some(call(
-            "floe_jsonb_from_list",
-            vec![Expr::Function(renamed(function, "array_agg"))],
-        )),
+        "jsonb_agg" | "json_agg" => {
+            Some(call("floe_jsonb_from_documents", vec![documents(function)]))
+        }
         "jsonb_object_agg" | "json_object_agg" => {
             let FunctionArguments::List(list) = &function.args else {
                 return None;
@@ -384,9 +398,13 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
                 }
                 Expr::Function(one)
             };
+            let values = match single(value) {
+                Expr::Function(values) => documents(&values),
+                other => other,
+            };
             Some(call(
                 "floe_jsonb_object_from_lists",
-                vec![single(key), single(value)],
+                vec![single(key), values],
             ))
         }
         "every" => Some(Expr::Function(renamed(function, "bool_and"))),

@@ -409,6 +409,34 @@ async fn jsonb_partitions_cases_and_grouping_sets_by_value() {
     }
 }
 
+/// `jsonb_agg` and `jsonb_object_agg` of jsonb values keep them as documents (they
+/// came out as JSON strings of their text); text stays a string, NULL is null.
+/// Expected answers are PostgreSQL 15's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jsonb_aggregates_keep_documents() {
+    let cases: &[(&str, &[&[&str]])] = &[
+        (
+            r#"SELECT jsonb_agg(d) FROM (VALUES (1, '10'::jsonb), (2, '"x"'), (3, NULL), (4, '{"a": 1.50}')) v(n, d)"#,
+            &[&[r#"[10, "x", null, {"a": 1.50}]"#]],
+        ),
+        (
+            r#"SELECT jsonb_agg(d ORDER BY n DESC) FROM (VALUES (1, '[1, 2]'::jsonb), (2, 'true')) v(n, d)"#,
+            &[&["[true, [1, 2]]"]],
+        ),
+        (
+            r#"SELECT jsonb_agg(t) FROM (VALUES (1, 'x'), (2, NULL)) v(n, t)"#,
+            &[&[r#"["x", null]"#]],
+        ),
+        (
+            r#"SELECT jsonb_object_agg(k, d) FROM (VALUES ('a', '[1, 2]'::jsonb), ('b', 'null'), ('c', NULL)) v(k, d)"#,
+            &[&[r#"{"a": [1, 2], "b": null, "c": null}"#]],
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(json_rows(sql).await, table(expected), "{sql}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_returning_functions_name_columns_and_produce_rows() {
     assert_eq!(

@@ -38,9 +38,9 @@ fn extreme(row: &[Datum], greatest: bool) -> Result<Datum, QueryError> {
     for datum in row.iter().filter(|d| !matches!(d, Datum::Null)) {
         let json = document(datum)?;
         let key = super::jsonb_order::sort_key(&json);
-        let better =
-            best.as_ref()
-                .is_none_or(|(best, _)| if greatest { key > *best } else { key < *best });
+        let better = best
+            .as_ref()
+            .is_none_or(|(best, _)| if greatest { key > *best } else { key < *best });
         if better {
             // A quoted literal among documents is a document.
             let value = match datum {
@@ -711,9 +711,17 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(jsonb(&json))
         })
         .udf(),
-        RowFunction::new("floe_jsonb_from_list", immutable, jsonb_type, |row, _| {
-            Ok(jsonb(&to_json(arg(row, 0))))
-        })
+        // `jsonb_agg`'s list of documents (each value's `to_jsonb`, NULL for SQL NULL).
+        RowFunction::new(
+            "floe_jsonb_from_documents",
+            immutable,
+            jsonb_type,
+            |row, _| {
+                let items = list_items(arg(row, 0));
+                let documents = items.iter().map(document_or_null);
+                Ok(jsonb(&Json::Array(documents.collect::<Result<_, _>>()?)))
+            },
+        )
         .udf(),
         RowFunction::new(
             "floe_jsonb_object_from_lists",
@@ -730,13 +738,21 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
                             "field name must not be null",
                         ));
                     };
-                    object.insert(key, to_json(value));
+                    object.insert(key, document_or_null(value)?);
                 }
                 Ok(jsonb(&Json::Object(object)))
             },
         )
         .udf(),
     ]
+}
+
+/// An item of a list of documents: SQL NULL is JSON null.
+fn document_or_null(item: &Datum) -> Result<Json, QueryError> {
+    match item {
+        Datum::Null => Ok(Json::Null),
+        item => document(item),
+    }
 }
 
 /// The elements of a list value (a text list arrives as a text array).
