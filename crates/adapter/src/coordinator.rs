@@ -661,7 +661,7 @@ impl Coordinator {
             now_ms: Timestamp::now().millis(),
             arrangement_sizes: &[],
             sink_maintenance: crate::system::no_sink_maintenance(),
-            table_scans: self.batches.scan_counts(),
+            table_scans: self.batches.scans(),
         }
     }
 }

@@ -450,7 +450,7 @@ impl Coordinator {
             Implication::DropCollection(id) => {
                 self.generators.stop(*id);
                 off_worker(|| self.storage.drop_collection(*id))?;
-                self.batches.forget(*id);
+                self.batches.drop_relation(*id);
             }
             Implication::RegisterCollection { id, desc } => {
                 off_worker(|| self.storage.register(*id, desc.clone()))?;

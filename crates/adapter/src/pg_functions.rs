@@ -3,7 +3,6 @@
 //! session through `query::session_context`; and the typing of `$n` parameters
 //! compared with `oid` columns. `pg_rewrite` handles the spellings tools use.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, new_empty_array};
@@ -42,8 +41,8 @@ pub struct Lookup {
     /// `COMMENT ON` texts: the relation's OID, the column's position from 1
     /// (`None` for the relation itself) and the text.
     comments: Vec<(u32, Option<usize>, String)>,
-    /// The engine's scans of each relation (by OID) since the server started.
-    scans: HashMap<u32, u64>,
+    /// The engine's scans of each relation since the server started.
+    scans: crate::tables::ScanCounts,
     /// The statement's search path (`current_schema()`).
     search_path: Vec<String>,
 }
@@ -111,11 +110,7 @@ impl Lookup {
                     Some((system.catalog.item(id)?.oid, column, text.to_string()))
                 })
                 .collect(),
-            scans: system
-                .catalog
-                .items()
-                .filter_map(|item| Some((item.oid, *system.table_scans.get(&item.id)?)))
-                .collect(),
+            scans: system.table_scans.clone(),
             // Outside a statement (a query only described) the default path.
             search_path: SEARCH_PATH
                 .try_with(Clone::clone)
@@ -700,7 +695,8 @@ pub static FUNCTIONS: &[FunctionInfo] = &[
         returns: 20,
         body: Body::Value(|lookup, args| {
             ScalarValue::Int64(oid_argument(args, 0).map(|oid| {
-                let scans = lookup.scans.get(&oid).copied().unwrap_or(0);
+                let item = lookup.items.iter().find(|item| item.oid == oid);
+                let scans = item.map_or(0, |item| lookup.scans.get(item.id));
                 i64::try_from(scans).unwrap_or(i64::MAX)
             }))
         }),

@@ -31,7 +31,7 @@ pub struct SystemContext<'a> {
     /// What each sink's table maintenance did.
     pub sink_maintenance: &'a std::collections::HashMap<GlobalId, crate::sinks::SinkMaintenance>,
     /// The engine's scans of each relation since the server started.
-    pub table_scans: std::collections::HashMap<GlobalId, u64>,
+    pub table_scans: crate::tables::ScanCounts,
 }
 
 /// A builtin relation.

@@ -37,9 +37,32 @@ pub struct EngineTable {
 #[derive(Default)]
 pub struct BatchCache {
     entries: Mutex<HashMap<GlobalId, CachedBatches>>,
-    /// Scans of each relation since the server started, as PostgreSQL's statistics
-    /// count sequential scans (kept here because every query's tables come from here).
-    scans: Mutex<HashMap<GlobalId, Arc<AtomicU64>>>,
+    /// Scans of each relation since the server started (kept here because every
+    /// query's tables come from here).
+    scans: ScanCounts,
+}
+
+/// The engine's scans of each relation since the server started, as PostgreSQL's
+/// statistics count sequential scans (`pg_stat_get_numscans`): shared by the tables
+/// handed to the engine, which count, and the catalog functions, which read them when
+/// called (nothing is copied per query).
+#[derive(Clone, Debug, Default)]
+pub struct ScanCounts(Arc<Mutex<HashMap<GlobalId, Arc<AtomicU64>>>>);
+
+impl ScanCounts {
+    /// The counter of a relation's scans, shared by every engine that reads it.
+    fn counter(&self, id: GlobalId) -> Arc<AtomicU64> {
+        let mut scans = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        scans.entry(id).or_default().clone()
+    }
+
+    /// How many times the engine has scanned relation `id`.
+    pub fn get(&self, id: GlobalId) -> u64 {
+        let scans = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        scans
+            .get(&id)
+            .map_or(0, |count| count.load(Ordering::Relaxed))
+    }
 }
 
 /// A table's Arrow form.
@@ -91,17 +114,12 @@ impl BatchCache {
 
     /// The counter of a relation's scans, shared by every engine that reads it.
     pub fn scan_counter(&self, id: GlobalId) -> Arc<AtomicU64> {
-        let mut scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
-        scans.entry(id).or_default().clone()
+        self.scans.counter(id)
     }
 
-    /// How many times the engine has scanned each relation since the server started.
-    pub fn scan_counts(&self) -> HashMap<GlobalId, u64> {
-        let scans = self.scans.lock().unwrap_or_else(|e| e.into_inner());
-        scans
-            .iter()
-            .map(|(id, count)| (*id, count.load(Ordering::Relaxed)))
-            .collect()
+    /// The scans of every relation, for the catalog functions.
+    pub fn scans(&self) -> ScanCounts {
+        self.scans.clone()
     }
 
     /// Keeps what was just converted for the next query, and gives the engine its view.
@@ -124,6 +142,14 @@ impl BatchCache {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
+    }
+
+    /// Forgets a dropped relation: its batches and its scans (a widened one keeps its
+    /// scans, as PostgreSQL's statistics survive `ALTER TABLE`).
+    pub fn drop_relation(&self, id: GlobalId) {
+        self.forget(id);
+        let mut scans = self.scans.0.lock().unwrap_or_else(|e| e.into_inner());
+        scans.remove(&id);
     }
 }
 

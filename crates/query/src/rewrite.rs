@@ -368,43 +368,37 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         renamed
     };
     let call = function_call;
-    // `array_agg` of the documents of the call's arguments.
-    let documents = |function: &sqlparser::ast::Function| {
+    // An argument's document: `to_jsonb(arg)`.
+    let document = |arg: &FunctionArg| match arg {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(call("to_jsonb", vec![expr.clone()])))
+        }
+        other => other.clone(),
+    };
+    // The call as `array_agg` of `args` (its ORDER BY, FILTER and DISTINCT kept).
+    let collect = |args: Vec<FunctionArg>| {
         let mut collected = renamed(function, "array_agg");
         if let FunctionArguments::List(list) = &mut collected.args {
-            for arg in &mut list.args {
-                if let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) = arg {
-                    *expr = call("to_jsonb", vec![expr.clone()]);
-                }
-            }
+            list.args = args;
         }
         Expr::Function(collected)
     };
+    let args: &[FunctionArg] = match &function.args {
+        FunctionArguments::List(list) => &list.args,
+        _ => &[],
+    };
     match name.as_str() {
-        "jsonb_agg" | "json_agg" => {
-            Some(call("floe_jsonb_from_documents", vec![documents(function)]))
-        }
+        "jsonb_agg" | "json_agg" => Some(call(
+            "floe_jsonb_from_documents",
+            vec![collect(args.iter().map(document).collect())],
+        )),
         "jsonb_object_agg" | "json_object_agg" => {
-            let FunctionArguments::List(list) = &function.args else {
+            let [key, value] = args else {
                 return None;
-            };
-            let [key, value] = list.args.as_slice() else {
-                return None;
-            };
-            let single = |arg: &FunctionArg| {
-                let mut one = renamed(function, "array_agg");
-                if let FunctionArguments::List(list) = &mut one.args {
-                    list.args = vec![arg.clone()];
-                }
-                Expr::Function(one)
-            };
-            let values = match single(value) {
-                Expr::Function(values) => documents(&values),
-                other => other,
             };
             Some(call(
                 "floe_jsonb_object_from_lists",
-                vec![single(key), values],
+                vec![collect(vec![key.clone()]), collect(vec![document(value)])],
             ))
         }
         "every" => Some(Expr::Function(renamed(function, "bool_and"))),
