@@ -293,7 +293,8 @@ fn main() {
     // inputs every few milliseconds, so it is mostly waiting); CPU time is the work the
     // whole process did meanwhile, which is what maintaining costs.
     let (mut maintain_walls, mut maintain_cpus) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
+    let rounds = env("FLOE_BENCH_COST_ROUNDS", 5);
+    for _ in 0..rounds {
         let (started, cpu) = (Instant::now(), cpu_time());
         let time = bench.change(1_000);
         bench.tick();
@@ -318,7 +319,7 @@ fn main() {
     let (recompute, recompute_cpu) = recompute(&bench, &spec);
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
     println!(
-        "1,000 changes maintained (median of 5): wall {maintain:.2?}, CPU {maintain_cpu:.2?}  |  DataFusion recomputing the query: wall {recompute:.2?}, CPU {recompute_cpu:.2?}  |  {:.0}x cheaper in CPU, {:.0}x in wall time (goal >= 100x)",
+        "1,000 changes maintained (median of {rounds}): wall {maintain:.2?}, CPU {maintain_cpu:.2?}  |  DataFusion recomputing the query: wall {recompute:.2?}, CPU {recompute_cpu:.2?}  |  {:.0}x cheaper in CPU, {:.0}x in wall time (goal >= 100x)",
         ratio(recompute_cpu, maintain_cpu),
         ratio(recompute, maintain)
     );
@@ -338,8 +339,8 @@ fn main() {
     );
     for size in sizes.iter().filter(|s| s.records > 0) {
         println!(
-            "  worker {} {:<28} {:>10} updates {:>12} bytes",
-            size.worker, size.operator, size.records, size.bytes
+            "  worker {} {:<28} {:>10} updates {:>12} bytes {:>4} batches",
+            size.worker, size.operator, size.records, size.bytes, size.batches
         );
     }
     maintainer.stop();

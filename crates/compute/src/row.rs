@@ -18,28 +18,100 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::ComputeError;
 
 /// One row in Arrow's row format (or a key: a row of the key's columns).
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Row(Box<[u8]>);
+///
+/// Rows of up to [`INLINE`] bytes (most keys, and rows of a few numbers or short
+/// strings) are held inline: an arrangement stores them side by side in its vector,
+/// so a merge copies them without an allocation and a lookup compares them without
+/// following a pointer to wherever the allocator put each one. Equality, order and
+/// hash are those of the bytes, whichever way a row is held.
+#[derive(Clone)]
+pub struct Row(Repr);
+
+/// The longest row held inline. 30 bytes plus a length and the variant's tag make
+/// a row 32 bytes, as large as a boxed slice with its 16-byte heap block.
+const INLINE: usize = 30;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
 
 impl Row {
     pub fn from_bytes(bytes: &[u8]) -> Row {
-        Row(bytes.into())
+        if bytes.len() <= INLINE {
+            let mut inline = [0; INLINE];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            // The length fits: it is at most INLINE.
+            Row(Repr::Inline {
+                len: bytes.len() as u8,
+                bytes: inline,
+            })
+        } else {
+            Row(Repr::Heap(bytes.into()))
+        }
+    }
+
+    fn from_vec(bytes: Vec<u8>) -> Row {
+        if bytes.len() <= INLINE {
+            Row::from_bytes(&bytes)
+        } else {
+            Row(Repr::Heap(bytes.into_boxed_slice()))
+        }
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Heap(bytes) => bytes,
+        }
     }
 
-    /// The heap bytes this row holds (for arrangement sizes).
+    /// The heap bytes this row holds (for arrangement sizes): none when inline.
     pub fn heap_size(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Repr::Inline { .. } => 0,
+            Repr::Heap(bytes) => bytes.len(),
+        }
+    }
+}
+
+impl Default for Row {
+    fn default() -> Row {
+        Row::from_bytes(&[])
+    }
+}
+
+impl PartialEq for Row {
+    fn eq(&self, other: &Row) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Row {}
+
+impl PartialOrd for Row {
+    fn partial_cmp(&self, other: &Row) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Row {
+    fn cmp(&self, other: &Row) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl std::hash::Hash for Row {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
     }
 }
 
 impl fmt::Debug for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Row(")?;
-        for byte in self.0.iter() {
+        for byte in self.as_bytes() {
             write!(f, "{byte:02x}")?;
         }
         write!(f, ")")
@@ -49,7 +121,7 @@ impl fmt::Debug for Row {
 // Rows cross process boundaries as one byte string, not as a sequence of u8 values.
 impl Serialize for Row {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.0)
+        serializer.serialize_bytes(self.as_bytes())
     }
 }
 
@@ -65,14 +137,14 @@ impl<'de> Deserialize<'de> for Row {
                 Ok(Row::from_bytes(bytes))
             }
             fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<Row, E> {
-                Ok(Row(bytes.into_boxed_slice()))
+                Ok(Row::from_vec(bytes))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Row, A::Error> {
                 let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
                 while let Some(byte) = seq.next_element::<u8>()? {
                     bytes.push(byte);
                 }
-                Ok(Row(bytes.into_boxed_slice()))
+                Ok(Row::from_vec(bytes))
             }
         }
         deserializer.deserialize_bytes(Visitor)
@@ -202,4 +274,54 @@ pub fn batch(
         &RecordBatchOptions::new().with_row_count(Some(rows)),
     )
     .map_err(ComputeError::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::{BuildHasher, RandomState};
+
+    /// Byte strings on both sides of the inline limit, and prefixes of each other.
+    fn samples() -> Vec<Vec<u8>> {
+        let mut samples = vec![vec![], vec![0], vec![0, 0], vec![1], vec![255]];
+        for len in [INLINE - 1, INLINE, INLINE + 1, 100] {
+            samples.push(vec![7; len]);
+            let mut bigger = vec![7; len];
+            bigger[len - 1] = 8;
+            samples.push(bigger);
+        }
+        samples
+    }
+
+    #[test]
+    fn rows_compare_and_hash_as_their_bytes() {
+        let hasher = RandomState::new();
+        for a in samples() {
+            let row_a = Row::from_bytes(&a);
+            assert_eq!(row_a.as_bytes(), &a[..]);
+            assert_eq!(
+                row_a.heap_size(),
+                if a.len() > INLINE { a.len() } else { 0 }
+            );
+            for b in samples() {
+                let row_b = Row::from_vec(b.clone());
+                assert_eq!(row_a.cmp(&row_b), a.cmp(&b), "{a:?} against {b:?}");
+                assert_eq!(row_a == row_b, a == b);
+                if a == b {
+                    assert_eq!(hasher.hash_one(&row_a), hasher.hash_one(&row_b));
+                }
+            }
+        }
+        assert_eq!(Row::default().as_bytes(), &[] as &[u8]);
+    }
+
+    #[test]
+    fn rows_round_trip_through_serde() {
+        for bytes in samples() {
+            let row = Row::from_bytes(&bytes);
+            let encoded = bincode::serialize(&row).expect("serialize");
+            let decoded: Row = bincode::deserialize(&encoded).expect("deserialize");
+            assert_eq!(decoded, row);
+        }
+    }
 }

@@ -28,6 +28,9 @@ pub struct ArrangementSize {
     pub records: u64,
     /// Bytes held: the entries plus the heap bytes of keys and values.
     pub bytes: u64,
+    /// Batches in the arrangement's spine: a lookup probes each one, so many small
+    /// batches (merges not yet done) make every lookup slower.
+    pub batches: u64,
 }
 
 /// Heap bytes owned by a value (beyond its inline size).
@@ -107,7 +110,7 @@ impl<T: HeapSize> HeapSize for Option<T> {
 /// Something whose size can be reported.
 trait Probe {
     fn name(&self) -> &str;
-    fn measure(&mut self) -> (u64, u64);
+    fn measure(&mut self) -> (u64, u64, u64);
 }
 
 struct ValProbe<
@@ -129,12 +132,14 @@ where
         &self.name
     }
 
-    fn measure(&mut self) -> (u64, u64) {
+    fn measure(&mut self) -> (u64, u64, u64) {
         let mut records = 0u64;
         let mut bytes = 0usize;
+        let mut batches = 0u64;
         let entry = std::mem::size_of::<(u64, R)>();
         self.trace.map_spans(|span| {
             let Some(batch) = &span.inner else { return };
+            batches += 1;
             let mut cursor = batch.cursor();
             while cursor.key_valid(batch) {
                 bytes += std::mem::size_of::<K>() + cursor.key(batch).heap_size();
@@ -149,7 +154,7 @@ where
                 cursor.step_key(batch);
             }
         });
-        (records, bytes as u64)
+        (records, bytes as u64, batches)
     }
 }
 
@@ -182,13 +187,14 @@ impl Arrangements {
         self.probes
             .iter_mut()
             .map(|probe| {
-                let (records, bytes) = probe.measure();
+                let (records, bytes, batches) = probe.measure();
                 ArrangementSize {
                     dataflow,
                     operator: probe.name().to_string(),
                     worker,
                     records,
                     bytes,
+                    batches,
                 }
             })
             .collect()
