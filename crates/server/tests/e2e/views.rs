@@ -331,6 +331,26 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
     }
     drop(catalog);
 
+    // The catalog records that this floe's version planned its plain views, so
+    // starting again does not plan them: the edited shape stays as stored.
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    let plain_type = "SELECT c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+                      WHERE o.name = 'plain_sums' AND c.name = 'total'";
+    assert_eq!(
+        rows(&client, plain_type).await,
+        [[Some("bigint".to_string())]]
+    );
+    drop(client);
+    floe.terminate();
+    // floe 0.1.0 recorded no version: the next start plans the views again.
+    let catalog = rusqlite::Connection::open(data_dir.join("catalog.db")).unwrap();
+    let recorded = catalog
+        .execute("DELETE FROM settings WHERE name = 'views_planned_by'", [])
+        .unwrap();
+    assert_eq!(recorded, 1);
+    drop(catalog);
+
     let floe = Floe::start(&data_dir);
     let client = floe.connect().await;
     assert_eq!(
