@@ -32,6 +32,10 @@ pub use transact::{
     CatalogChange, CatalogDiff, NewItem, NewReplica, Op, RoleOp, SecretValue, Verifier,
 };
 
+/// The setting naming the floe version whose planning the stored shapes of plain
+/// views are (see [`Catalog::views_planned_by`]).
+const VIEWS_PLANNED_BY: &str = "views_planned_by";
+
 /// The first object id Materialize gives user objects.
 const FIRST_USER_OID: u32 = 20_000;
 
@@ -297,6 +301,30 @@ impl Catalog {
 
     pub fn environment_id(&self) -> &str {
         &self.environment_id
+    }
+
+    /// The version of the floe that last brought the stored shapes of plain views
+    /// up to date with its planning (`None` before any did: a catalog of floe
+    /// 0.1.0, or one never opened by a floe that records it).
+    pub fn views_planned_by(&self) -> Result<Option<String>, CatalogError> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT value FROM settings WHERE name = ?1",
+                [VIEWS_PLANNED_BY],
+                |row| row.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Records that the stored shapes of plain views are what `version` plans.
+    pub fn set_views_planned_by(&mut self, version: &str) -> Result<(), CatalogError> {
+        self.connection.execute(
+            "INSERT INTO settings (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            params![VIEWS_PLANNED_BY, version],
+        )?;
+        Ok(())
     }
 
     /// The decrypted value of a secret slot.

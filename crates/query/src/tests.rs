@@ -580,6 +580,83 @@ async fn array_bounds_and_computed_series_bounds() {
     assert_eq!(error("SELECT array_upper('a', 1)").await.0, "42883");
 }
 
+/// The functions on an array's shape answer `integer` (`integer[]`), as in
+/// Postgres, in every position of a select list and in WHERE; DataFusion's own
+/// answer `uint8`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_shape_functions_answer_integers() {
+    let types = "SELECT pg_typeof(array_length(ARRAY[1, 2], 1)), pg_typeof(cardinality(ARRAY[1, 2])), \
+         pg_typeof(array_upper(ARRAY[1], 1)), pg_typeof(array_lower(ARRAY[1], 1)), \
+         pg_typeof(array_ndims(ARRAY[1])), pg_typeof(array_position(ARRAY[1, 2], 2)), \
+         pg_typeof(array_positions(ARRAY[1, 2], 2)), pg_typeof(array_dims(ARRAY[1])), \
+         pg_typeof(list_length(ARRAY[1]))";
+    // Every session is built from the engine's template; each must resolve the
+    // names to floe's functions (they once did only in some sessions).
+    for _ in 0..16 {
+        assert_eq!(
+            rows(types).await,
+            table(&[&[
+                "integer",
+                "integer",
+                "integer",
+                "integer",
+                "integer",
+                "integer",
+                "integer list",
+                "text",
+                "integer"
+            ]])
+        );
+    }
+    assert_eq!(
+        rows("SELECT array_length(ARRAY[1, 2], 1), array_length(ARRAY[1, 2], 2), array_length(ARRAY[]::int[], 1), array_length(ARRAY[1], 0), array_length(NULL::int[], 1)").await,
+        table(&[&["2", "NULL", "NULL", "NULL", "NULL"]])
+    );
+    assert_eq!(
+        rows("SELECT cardinality(ARRAY[1, 2, 3]), cardinality(ARRAY[]::text[]), array_ndims(ARRAY['a']), array_ndims(ARRAY[]::int[]), array_dims(ARRAY[5, 6]), array_dims(ARRAY[]::int[])").await,
+        table(&[&["3", "0", "1", "NULL", "[1:2]", "NULL"]])
+    );
+    assert_eq!(
+        rows("SELECT array_position(ARRAY[1, 2, 2], 2), array_position(ARRAY[1, 2, 2], 2, 3), array_position(ARRAY[1], 9), array_positions(ARRAY[1, 2, 1], 1), array_positions(ARRAY[1], 9)").await,
+        table(&[&["2", "3", "NULL", "{1,3}", "{}"]])
+    );
+    assert_eq!(
+        rows("SELECT a FROM t1 WHERE array_length(make_array(a, b), 1) = 2 AND cardinality(make_array(a)) = 1 ORDER BY a").await,
+        table(&[&["1"], &["3"], &["5"]])
+    );
+    assert_eq!(error("SELECT array_length(ARRAY[1])").await.0, "42883");
+    assert_eq!(error("SELECT cardinality(1)").await.0, "42883");
+}
+
+/// Each of floe's functions is the one every session resolves its name to, and no
+/// session holds DataFusion's function of that name under another name, from
+/// which building a session would register it again over floe's.
+#[test]
+fn sessions_resolve_floe_functions_by_name_and_alias() {
+    let engine = Engine::new();
+    for _ in 0..16 {
+        let context = engine.context(catalogs());
+        let state = context.state();
+        for (key, function) in state.scalar_functions() {
+            let Some(floe) = crate::functions::floe_function(function.name()) else {
+                continue;
+            };
+            assert!(
+                Arc::ptr_eq(function, &floe),
+                "{key} names DataFusion's {}",
+                function.name()
+            );
+        }
+        for name in ["array_length", "cardinality", "array_position"] {
+            let resolved = state.scalar_functions().get(name).expect(name);
+            assert!(Arc::ptr_eq(
+                resolved,
+                &crate::functions::floe_function(name).expect(name)
+            ));
+        }
+    }
+}
+
 /// A subquery whose FROM unnests an outer column runs per outer row (psql's
 /// `\d+` reads `array(SELECT ... FROM unnest(tc.reloptions) x)`); DataFusion
 /// would join it as uncorrelated and fail on the outer column.

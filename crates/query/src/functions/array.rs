@@ -1,8 +1,9 @@
 //! Postgres' array functions that drivers' catalog queries call: the bound functions
 //! (pgjdbc's type lookup asks `array_upper(current_schemas(false), 1)`) and
 //! `information_schema._pg_expandarray` (pgjdbc's `getPrimaryKeys` and `getIndexInfo`
-//! expand `pg_index.indkey` with it). floe's arrays and lists have one dimension,
-//! indexed from 1: an empty one has no bounds (NULL), as in Postgres.
+//! expand `pg_index.indkey` with it), and the functions on an array's shape, which
+//! answer `integer` as in Postgres (DataFusion's answer `uint8`). Arrays are indexed
+//! from 1: an empty one has no bounds and no dimensions (NULL), as in Postgres.
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::{Datum, SqlScalarType};
@@ -26,6 +27,40 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             |row, _| Ok(bound(row, |_| 1)),
         )
         .udf(),
+        RowFunction::new(
+            "array_length",
+            Volatility::Immutable,
+            length_type,
+            |row, _| Ok(length(row)),
+        )
+        .udf(),
+        RowFunction::new(
+            "cardinality",
+            Volatility::Immutable,
+            cardinality_type,
+            |row, _| Ok(cardinality(row)),
+        )
+        .udf(),
+        RowFunction::new(
+            "array_ndims",
+            Volatility::Immutable,
+            ndims_type,
+            |row, _| Ok(ndims(row)),
+        )
+        .udf(),
+        RowFunction::new("array_dims", Volatility::Immutable, dims_type, |row, _| {
+            Ok(dims(row))
+        })
+        .udf(),
+        RowFunction::new(
+            "list_length",
+            Volatility::Immutable,
+            list_length_type,
+            |row, _| Ok(list_length(row)),
+        )
+        .udf(),
+        super::integer_result::array_position(),
+        super::integer_result::array_positions(),
         RowFunction::new(
             EXPAND_ARRAY,
             Volatility::Immutable,
@@ -172,6 +207,123 @@ fn bound(row: &[Datum], of_length: fn(usize) -> i64) -> Datum {
     };
     match i32::try_from(of_length(length)) {
         Ok(bound) if dimension == 1 && length > 0 => Datum::Int32(bound),
+        _ => Datum::Null,
+    }
+}
+
+/// The lengths of an array's dimensions, outermost first: a nested array's are
+/// its first element's, as Postgres' arrays are rectangular. Empty for an empty
+/// array (which has no dimensions in Postgres), `None` for a value that is none.
+fn dimensions(value: &Datum) -> Option<Vec<usize>> {
+    let (length, first) = match value {
+        Datum::List(items) => (items.len(), items.first()),
+        Datum::TextArray(items) => (items.len(), None),
+        _ => return None,
+    };
+    if length == 0 {
+        return Some(Vec::new());
+    }
+    let mut lengths = vec![length];
+    if let Some(first @ (Datum::List(_) | Datum::TextArray(_))) = first {
+        let inner = dimensions(first)?;
+        // Arrays of empty arrays are the empty array.
+        if inner.is_empty() {
+            return Some(Vec::new());
+        }
+        lengths.extend(inner);
+    }
+    Some(lengths)
+}
+
+fn integer(value: usize) -> Datum {
+    i32::try_from(value).map_or(Datum::Null, Datum::Int32)
+}
+
+fn length_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    bound_type("array_length", arguments)
+}
+
+/// `array_length(array, dimension)`: NULL for an empty array or a dimension it
+/// does not have (never 0, as in Postgres).
+fn length(row: &[Datum]) -> Datum {
+    let dimension = match row.get(1) {
+        Some(Datum::Int16(d)) => i64::from(*d),
+        Some(Datum::Int32(d)) => i64::from(*d),
+        Some(Datum::Int64(d)) => *d,
+        _ => return Datum::Null,
+    };
+    let lengths = row.first().and_then(dimensions).unwrap_or_default();
+    usize::try_from(dimension)
+        .ok()
+        .and_then(|d| d.checked_sub(1))
+        .and_then(|index| lengths.get(index))
+        .map_or(Datum::Null, |length| integer(*length))
+}
+
+/// `(array) -> integer`, the rule of the functions of one array.
+fn of_array(name: &str, arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    match arguments.types.as_slice() {
+        [SqlScalarType::List { .. }] => Ok(SqlScalarType::Int32),
+        types => Err(no_such_function(name, types)),
+    }
+}
+
+fn cardinality_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    of_array("cardinality", arguments)
+}
+
+/// `cardinality(array)`: the number of elements in all dimensions; 0 when empty.
+fn cardinality(row: &[Datum]) -> Datum {
+    match row.first().and_then(dimensions) {
+        Some(lengths) if lengths.is_empty() => Datum::Int32(0),
+        Some(lengths) => lengths
+            .iter()
+            .try_fold(1usize, |product, length| product.checked_mul(*length))
+            .map_or(Datum::Null, integer),
+        None => Datum::Null,
+    }
+}
+
+fn ndims_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    of_array("array_ndims", arguments)
+}
+
+/// `array_ndims(array)`: NULL for an empty array.
+fn ndims(row: &[Datum]) -> Datum {
+    match row.first().and_then(dimensions) {
+        Some(lengths) if !lengths.is_empty() => integer(lengths.len()),
+        _ => Datum::Null,
+    }
+}
+
+fn dims_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    of_array("array_dims", arguments).map(|_| SqlScalarType::Text)
+}
+
+/// `array_dims(array)`: each dimension's bounds as text, `[1:3][1:2]`; NULL for
+/// an empty array.
+fn dims(row: &[Datum]) -> Datum {
+    match row.first().and_then(dimensions) {
+        Some(lengths) if !lengths.is_empty() => Datum::Text(
+            lengths
+                .iter()
+                .map(|length| format!("[1:{length}]"))
+                .collect(),
+        ),
+        _ => Datum::Null,
+    }
+}
+
+fn list_length_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    of_array("list_length", arguments)
+}
+
+/// Materialize's `list_length(list)`: the number of the list's own elements (a
+/// list of lists counts its lists), `integer` as Materialize answers.
+fn list_length(row: &[Datum]) -> Datum {
+    match row.first() {
+        Some(Datum::List(items)) => integer(items.len()),
+        Some(Datum::TextArray(items)) => integer(items.len()),
         _ => Datum::Null,
     }
 }

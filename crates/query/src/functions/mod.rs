@@ -10,6 +10,7 @@ pub mod arithmetic;
 mod array;
 mod cast;
 pub mod distinct;
+mod integer_result;
 pub mod jsonb;
 mod jsonb_order;
 pub mod single;
@@ -48,13 +49,31 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Registers floe's functions in a session template.
+/// Registers floe's functions in a session template, in place of DataFusion's
+/// functions of their names and of those functions' aliases.
+///
+/// Registering over a name alone leaves DataFusion's function under its aliases
+/// (`array_length` under `list_length`), and every session built from the template
+/// registers each function it holds again by its name
+/// (`SessionStateBuilder::new_from_existing`), in the order of a hash map: in some
+/// sessions DataFusion's function took its name back, so a query's `array_length`
+/// was floe's or DataFusion's at random. DataFusion's aliases are its own
+/// spellings, not Postgres' or Materialize's, and go with it. All are removed
+/// before any is registered, so removing one function's aliases cannot remove a
+/// function of floe's of that name (`list_length`).
 pub fn register(state: &mut SessionState) {
+    for name in FUNCTIONS.keys() {
+        let _ = state.deregister_udf(name);
+    }
     for function in FUNCTIONS.values() {
-        // Registering over an existing name replaces DataFusion's function.
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+}
+
+/// floe's function `name`, if floe defines one.
+pub fn floe_function(name: &str) -> Option<Arc<ScalarUDF>> {
+    FUNCTIONS.get(name).cloned()
 }
 
 /// A call of floe's function `name` (which must exist).

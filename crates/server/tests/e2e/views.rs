@@ -331,6 +331,26 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
     }
     drop(catalog);
 
+    // The catalog records that this floe's version planned its plain views, so
+    // starting again does not plan them: the edited shape stays as stored.
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    let plain_type = "SELECT c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+                      WHERE o.name = 'plain_sums' AND c.name = 'total'";
+    assert_eq!(
+        rows(&client, plain_type).await,
+        [[Some("bigint".to_string())]]
+    );
+    drop(client);
+    floe.terminate();
+    // floe 0.1.0 recorded no version: the next start plans the views again.
+    let catalog = rusqlite::Connection::open(data_dir.join("catalog.db")).unwrap();
+    let recorded = catalog
+        .execute("DELETE FROM settings WHERE name = 'views_planned_by'", [])
+        .unwrap();
+    assert_eq!(recorded, 1);
+    drop(catalog);
+
     let floe = Floe::start(&data_dir);
     let client = floe.connect().await;
     assert_eq!(
@@ -427,5 +447,70 @@ async fn a_materialized_view_of_an_older_sum_type_opens_and_keeps_its_type() {
     assert!(
         !log.contains("panicked") && !log.contains("side effect failed"),
         "{log}"
+    );
+}
+
+/// The functions on an array's shape answer `integer` (OID 23), as in Postgres, in a
+/// query (select list and WHERE), a plain view and a materialized view, in text and
+/// binary results. They answered DataFusion's `uint8`, and once floe had its own
+/// `array_length`, a query got floe's or DataFusion's at random.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn array_shape_functions_answer_int4_in_queries_and_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    let shape = "array_length(ARRAY[a, b], 1) AS n, cardinality(ARRAY[a]) AS c, \
+                 array_upper(ARRAY[a, b], 1) AS u, array_position(ARRAY[a, b], a) AS p, \
+                 array_ndims(ARRAY[a]) AS d";
+    execute_each(
+        &client,
+        &format!(
+            "CREATE TABLE t (a int, b int); INSERT INTO t VALUES (1, 2), (3, 4); \
+             CREATE VIEW v AS SELECT a, {shape} FROM t; \
+             CREATE MATERIALIZED VIEW mv AS SELECT a, {shape} FROM t"
+        ),
+    )
+    .await
+    .unwrap();
+    let queries = [
+        format!("SELECT a, {shape} FROM t WHERE array_length(ARRAY[a, b], 1) = 2 ORDER BY a"),
+        "SELECT * FROM v ORDER BY a".to_string(),
+        "SELECT * FROM mv ORDER BY a".to_string(),
+    ];
+    let expected: Vec<Vec<i32>> = vec![vec![1, 2, 1, 2, 1, 1], vec![3, 2, 1, 2, 1, 1]];
+    for query in &queries {
+        // The extended protocol: binary results, typed by the columns' OIDs.
+        let found = client.query(query.as_str(), &[]).await.unwrap();
+        for column in found[0].columns() {
+            assert_eq!(column.type_().oid(), 23, "{query}: {}", column.name());
+        }
+        let values: Vec<Vec<i32>> = found
+            .iter()
+            .map(|row| (0..row.len()).map(|i| row.get::<_, i32>(i)).collect())
+            .collect();
+        assert_eq!(values, expected, "{query}");
+        // The simple protocol: text.
+        let text: Vec<Vec<i32>> = rows(&client, query)
+            .await
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|v| v.as_deref().unwrap().parse().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(text, expected, "{query}");
+    }
+    assert_eq!(
+        rows(
+            &client,
+            "SELECT c.name, c.type FROM mz_columns c JOIN mz_objects o ON c.id = o.id \
+             WHERE o.name = 'mv' AND c.name IN ('n', 'c') ORDER BY c.name"
+        )
+        .await,
+        [
+            [Some("c".to_string()), Some("integer".to_string())],
+            [Some("n".to_string()), Some("integer".to_string())]
+        ]
     );
 }
