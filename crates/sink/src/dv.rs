@@ -18,9 +18,6 @@
 //! where the bitmap is Roaring's portable 64-bit serialization (`RoaringTreemap`'s own).
 
 use iceberg::spec::{DataContentType, DataFile, DataFileBuilder, DataFileFormat, Struct};
-use iceberg::writer::file_writer::location_generator::{
-    DefaultLocationGenerator, LocationGenerator,
-};
 use roaring::RoaringTreemap;
 
 use crate::error::{ErrorKind, SinkError};
@@ -149,7 +146,7 @@ pub(crate) struct DvTarget<'a> {
 }
 
 /// Writes the DV deleting `positions` of `target`'s data file into a Puffin file of its
-/// own under the table's data folder, and returns its delete file entry.
+/// own under the table's metadata folder, and returns its delete file entry.
 pub(crate) async fn write_deletion_vector(
     table: &LoadedTable,
     target: DvTarget<'_>,
@@ -158,10 +155,16 @@ pub(crate) async fn write_deletion_vector(
     let cardinality = positions.len();
     let blob = encode_blob(positions)?;
     let bytes = puffin_file(&blob, target.data_file, cardinality)?;
-    let location = DefaultLocationGenerator::new(&table.metadata)
-        .map_err(|err| SinkError::internal(format!("cannot place deletion vectors: {err}")))?;
-    let name = format!("{}-{}.puffin", target.prefix, uuid::Uuid::new_v4());
-    let path = location.generate_location(None, &name);
+    // In the metadata folder and named `.stats`, as Iceberg's own Puffin files (its
+    // statistics files) are: stores with S3 Tables' rules (SeaweedFS) refuse any other
+    // name there and any Puffin file among the data files; readers go by the entry's file
+    // format, never by the name.
+    let path = format!(
+        "{}/metadata/{}-{}.stats",
+        table.metadata.location().trim_end_matches('/'),
+        target.prefix,
+        uuid::Uuid::new_v4()
+    );
     let size = bytes.len() as u64;
     table
         .file_io
