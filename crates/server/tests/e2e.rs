@@ -5,6 +5,8 @@
 mod access;
 #[path = "e2e/consistency.rs"]
 mod consistency;
+#[path = "e2e/deletion_vectors.rs"]
+mod deletion_vectors;
 #[path = "e2e/first_hour.rs"]
 mod first_hour;
 #[path = "e2e/maintenance.rs"]

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod commit;
 pub mod config;
 pub mod consolidate;
+mod dv;
 mod envelope;
 mod equality;
 pub mod error;

@@ -174,6 +174,17 @@ pub(crate) struct PositionIndex {
     /// Further live rows of a key (a table that holds a key twice, which floe never
     /// writes): deleted with the key's next change, so the table heals.
     duplicates: IdMap<Vec<RowSlot>>,
+    /// In a format version 3 table, the deleted rows of each file that has any, with its
+    /// deletion vector: a new one holds these too and replaces it.
+    vectors: HashMap<u32, FileDeletes>,
+}
+
+/// The deleted rows of a data file of a format version 3 table, and its live deletion
+/// vector (`None` when only position delete files of an older format delete its rows).
+#[derive(Debug, Clone)]
+pub(crate) struct FileDeletes {
+    positions: roaring::RoaringTreemap,
+    vector: Option<DataFile>,
 }
 
 impl PositionIndex {
@@ -184,7 +195,15 @@ impl PositionIndex {
             partitions: Vec::new(),
             rows: IdMap::default(),
             duplicates: IdMap::default(),
+            vectors: HashMap::new(),
         }
+    }
+
+    /// The partition (spec id and tuple) of indexed file `file`.
+    fn partition_of(&self, file: u32) -> Result<&FilePartition, SinkError> {
+        self.partitions
+            .get(file as usize)
+            .ok_or_else(|| SinkError::internal("a position names no indexed file"))
     }
 
     /// The rows of key `id` in the table.
@@ -245,6 +264,7 @@ impl PositionIndex {
             self.rows.remove(&id);
             self.duplicates.remove(&id);
         }
+        self.vectors.extend(update.vectors);
         if let Some(placed) = update.placed {
             for (id, at, pos) in placed {
                 let Some((_, file)) = firsts.get(at as usize) else {
@@ -292,6 +312,9 @@ pub(crate) struct IndexUpdate {
     /// the writer fans rows out into a file per partition, so the order they were written
     /// in does not say where they are.
     placed: Option<Vec<(KeyId, u32, u64)>>,
+    /// The deleted rows and new deletion vector of each file the batch deletes rows of,
+    /// in a format version 3 table.
+    vectors: Vec<(u32, FileDeletes)>,
 }
 
 /// The part of a staged batch the position index needs at commit.
@@ -300,6 +323,9 @@ pub(crate) struct StagedPositions {
     pub base_snapshot_id: Option<i64>,
     /// The data files the batch's position deletes point into (sorted).
     pub referenced: Vec<String>,
+    /// The deletion vectors the batch's replace (their rows are in the new ones): the
+    /// commit removes them.
+    pub replaced: Vec<DataFile>,
     update: IndexUpdate,
 }
 
@@ -432,9 +458,7 @@ async fn build_index(
                     size: file.file_size_in_bytes(),
                     partition: (spec_id, file.partition().clone()),
                 }),
-                DataContentType::PositionDeletes => {
-                    deletes.push((file.file_path().to_string(), file.file_size_in_bytes()));
-                }
+                DataContentType::PositionDeletes => deletes.push(file.clone()),
                 DataContentType::EqualityDeletes => {
                     return Err(SinkError::new(
                         ErrorKind::InvalidConfig,
@@ -452,10 +476,18 @@ async fn build_index(
     let live: HashSet<&str> = data.iter().map(|file| file.path.as_str()).collect();
     let deleted = read_position_deletes(table, &deletes, &live).await?;
     let mut index = PositionIndex::empty(Some(head.snapshot_id()));
+    let mut vectors = takes_deletion_vectors(table).then(|| live_vectors(&deletes));
     let mut duplicates = 0u64;
     for file in &data {
         let removed = deleted.get(file.path.as_str());
         let file_index = index.add_file(file.path.clone(), file.partition.clone())?;
+        if let (Some(vectors), Some(removed)) = (vectors.as_mut(), removed) {
+            let deletes = FileDeletes {
+                positions: removed.iter().map(|pos| u64::from(*pos)).collect(),
+                vector: vectors.remove(file.path.as_str()),
+            };
+            index.vectors.insert(file_index, deletes);
+        }
         let mut batches = read_columns(table, &file.path, file.size, key_field_ids).await?;
         let mut pos = 0u64;
         while let Some(columns) = batches.next().await? {
@@ -484,41 +516,81 @@ async fn build_index(
     Ok(index)
 }
 
-/// The rows the position delete files `deletes` remove from the files `live`, by file
-/// path (sorted positions; a row past `u32::MAX` cannot be indexed anyway, see [`slot`]).
+/// Whether position deletes go into `table` as deletion vectors: format version 3 takes
+/// them instead of position delete files.
+pub(crate) fn takes_deletion_vectors(table: &LoadedTable) -> bool {
+    table.metadata.format_version() == iceberg::spec::FormatVersion::V3
+}
+
+/// The live deletion vectors among `deletes`, by the data file each applies to.
+fn live_vectors(deletes: &[DataFile]) -> HashMap<String, DataFile> {
+    deletes
+        .iter()
+        .filter(|file| crate::dv::is_deletion_vector(file))
+        .filter_map(|file| Some((file.referenced_data_file()?, file.clone())))
+        .collect()
+}
+
+/// The rows the position deletes `deletes` (position delete files and deletion vectors)
+/// remove from the files `live`, by file path (sorted, each once; a row past `u32::MAX`
+/// cannot be indexed anyway, see [`slot`]).
 pub(crate) async fn read_position_deletes<'a>(
     table: &LoadedTable,
-    deletes: &[(String, u64)],
+    deletes: &[DataFile],
     live: &HashSet<&'a str>,
 ) -> Result<HashMap<&'a str, Vec<u32>>, SinkError> {
     let mut deleted: HashMap<&'a str, Vec<u32>> = HashMap::new();
-    for (path, size) in deletes {
-        let mut batches =
-            read_columns(table, path, *size, &[FILE_PATH_FIELD_ID, POS_FIELD_ID]).await?;
-        while let Some(columns) = batches.next().await? {
-            let (Some(paths), Some(positions)) = (
-                columns[0].as_any().downcast_ref::<StringArray>(),
-                columns[1].as_any().downcast_ref::<Int64Array>(),
-            ) else {
-                return Err(unreadable(
-                    path,
-                    "file_path and pos are not string and long",
-                ));
+    for delete in deletes {
+        if crate::dv::is_deletion_vector(delete) {
+            let target = delete.referenced_data_file();
+            let Some(live) = target.as_deref().and_then(|path| live.get(path)) else {
+                continue;
             };
-            for (file, pos) in paths.iter().zip(positions.iter()) {
-                if let (Some(file), Some(pos)) = (file, pos)
-                    && let Some(live) = live.get(file)
-                    && let Ok(pos) = u32::try_from(pos)
-                {
-                    deleted.entry(live).or_default().push(pos);
-                }
-            }
+            let positions = crate::dv::read_deletion_vector(table, delete).await?;
+            let rows = deleted.entry(live).or_default();
+            rows.extend(positions.iter().map_while(|pos| u32::try_from(pos).ok()));
+            continue;
         }
+        read_position_delete_file(table, delete, live, &mut deleted).await?;
     }
     for positions in deleted.values_mut() {
         positions.sort_unstable();
+        positions.dedup();
     }
     Ok(deleted)
+}
+
+/// Adds the rows the position delete file `delete` removes from the files `live` to
+/// `deleted`.
+async fn read_position_delete_file<'a>(
+    table: &LoadedTable,
+    delete: &DataFile,
+    live: &HashSet<&'a str>,
+    deleted: &mut HashMap<&'a str, Vec<u32>>,
+) -> Result<(), SinkError> {
+    let path = delete.file_path();
+    let size = delete.file_size_in_bytes();
+    let mut batches = read_columns(table, path, size, &[FILE_PATH_FIELD_ID, POS_FIELD_ID]).await?;
+    while let Some(columns) = batches.next().await? {
+        let (Some(paths), Some(positions)) = (
+            columns[0].as_any().downcast_ref::<StringArray>(),
+            columns[1].as_any().downcast_ref::<Int64Array>(),
+        ) else {
+            return Err(unreadable(
+                path,
+                "file_path and pos are not string and long",
+            ));
+        };
+        for (file, pos) in paths.iter().zip(positions.iter()) {
+            if let (Some(file), Some(pos)) = (file, pos)
+                && let Some(live) = live.get(file)
+                && let Ok(pos) = u32::try_from(pos)
+            {
+                deleted.entry(live).or_default().push(pos);
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) async fn load_manifest(
@@ -748,45 +820,124 @@ impl PositionBatchWriter {
             }
         }
         let delete_rows = deletes.len() as u64;
-        // Per partition, in order of first appearance; each keeps the sorted order.
-        let mut groups: Vec<(&FilePartition, Vec<(&str, u32)>)> = Vec::new();
-        for (path, pos, file) in &deletes {
-            let partition = index
-                .partitions
-                .get(*file as usize)
-                .ok_or_else(|| SinkError::internal("a position names no indexed file"))?;
-            match groups.iter_mut().find(|(p, _)| *p == partition) {
-                Some((_, rows)) => rows.push((path, *pos)),
-                None => groups.push((partition, vec![(path, *pos)])),
-            }
-        }
-        let mut delete_files = Vec::new();
-        let mut file_specs = std::collections::BTreeMap::new();
-        for (made, ((spec_id, tuple), rows)) in groups.into_iter().enumerate() {
-            let writer = files.writer(made, *spec_id, tuple)?;
-            let written = write_position_deletes(writer, &rows).await?;
-            if *spec_id != files.spec_id {
-                file_specs.extend(
-                    written
-                        .iter()
-                        .map(|f| (f.file_path().to_string(), *spec_id)),
-                );
-            }
-            delete_files.extend(written);
-        }
+        let written = if takes_deletion_vectors(files.table) {
+            let (written, vectors) = write_vectors(index, &files, &deletes).await?;
+            self.update.vectors = vectors;
+            written
+        } else {
+            write_delete_files(index, &files, &deletes).await?
+        };
         let messages = self.update.rows_written + delete_rows;
         Ok(FinishedPositions {
             data,
-            deletes: delete_files,
-            file_specs,
+            deletes: written.files,
+            file_specs: written.file_specs,
             positions: StagedPositions {
                 base_snapshot_id: self.base_snapshot_id,
                 referenced,
+                replaced: written.replaced,
                 update: self.update,
             },
             messages,
         })
     }
+}
+
+/// Writes `deletes` (file path, row, file index; sorted) as position delete files, one set
+/// per partition of the files they point into (a position delete file belongs to the
+/// partition and spec of its data files).
+async fn write_delete_files(
+    index: &PositionIndex,
+    files: &DeleteFiles<'_>,
+    deletes: &[(&str, u32, u32)],
+) -> Result<WrittenDeletes, SinkError> {
+    // Per partition, in order of first appearance; each keeps the sorted order.
+    let mut groups: Vec<(&FilePartition, Vec<(&str, u32)>)> = Vec::new();
+    for (path, pos, file) in deletes {
+        let partition = index.partition_of(*file)?;
+        match groups.iter_mut().find(|(p, _)| *p == partition) {
+            Some((_, rows)) => rows.push((path, *pos)),
+            None => groups.push((partition, vec![(path, *pos)])),
+        }
+    }
+    let mut written = WrittenDeletes::default();
+    for (made, ((spec_id, tuple), rows)) in groups.into_iter().enumerate() {
+        let writer = files.writer(made, *spec_id, tuple)?;
+        written.add(
+            write_position_deletes(writer, &rows).await?,
+            *spec_id,
+            files.spec_id,
+        );
+    }
+    Ok(written)
+}
+
+/// Deletion vectors written at once by a batch.
+const VECTOR_WRITES: usize = 8;
+
+/// Writes `deletes` (file path, row, file index; sorted) as a deletion vector per data
+/// file, each holding the file's rows deleted before too, and returns them with the
+/// vectors they replace and the index's new state of each file.
+async fn write_vectors(
+    index: &PositionIndex,
+    files: &DeleteFiles<'_>,
+    deletes: &[(&str, u32, u32)],
+) -> Result<(WrittenDeletes, Vec<(u32, FileDeletes)>), SinkError> {
+    let mut per_file: Vec<(u32, &str, roaring::RoaringTreemap)> = Vec::new();
+    for (path, pos, file) in deletes {
+        match per_file.last_mut() {
+            Some((last, _, positions)) if last == file => {
+                positions.insert(u64::from(*pos));
+            }
+            _ => per_file.push((*file, path, [u64::from(*pos)].into_iter().collect())),
+        }
+    }
+    let mut done = Vec::with_capacity(per_file.len());
+    for chunk in per_file.chunks(VECTOR_WRITES) {
+        let writes = chunk
+            .iter()
+            .map(|(file, path, positions)| write_vector(index, files, *file, path, positions));
+        done.extend(futures::future::try_join_all(writes).await?);
+    }
+    let mut written = WrittenDeletes::default();
+    let mut states = Vec::with_capacity(done.len());
+    for (file, spec_id, vector, replaced, state) in done {
+        written.add(vec![vector], spec_id, files.spec_id);
+        written.replaced.extend(replaced);
+        states.push((file, state));
+    }
+    Ok((written, states))
+}
+
+/// Writes the deletion vector of indexed file `file` (at `path`) deleting `new` and the
+/// rows deleted before: the file, its spec, the vector, the vector it replaces and the
+/// file's new state in the index.
+async fn write_vector(
+    index: &PositionIndex,
+    files: &DeleteFiles<'_>,
+    file: u32,
+    path: &str,
+    new: &roaring::RoaringTreemap,
+) -> Result<(u32, i32, DataFile, Option<DataFile>, FileDeletes), SinkError> {
+    let before = index.vectors.get(&file);
+    let mut positions = new.clone();
+    if let Some(before) = before {
+        positions |= &before.positions;
+    }
+    let (spec_id, tuple) = index.partition_of(file)?;
+    let target = crate::dv::DvTarget {
+        data_file: path,
+        spec_id: *spec_id,
+        partition: tuple,
+        prefix: &files.prefix,
+    };
+    let vector = crate::dv::write_deletion_vector(files.table, target, &positions).await?;
+    let replaced = before.and_then(|before| before.vector.clone());
+    let state = FileDeletes {
+        positions,
+        vector: Some(vector.clone()),
+    };
+    Ok((file, *spec_id, vector, replaced, state))
 }
 
 /// How keys are read from the table's data files: the encoder and the key's field ids.
@@ -848,6 +999,25 @@ pub(crate) struct FinishedPositions {
     pub messages: u64,
 }
 
+/// A batch's delete files: the files written, the spec of those not of the batch's spec
+/// (by path), and the deletion vectors they replace.
+#[derive(Default)]
+struct WrittenDeletes {
+    files: Vec<DataFile>,
+    file_specs: std::collections::BTreeMap<String, i32>,
+    replaced: Vec<DataFile>,
+}
+
+impl WrittenDeletes {
+    fn add(&mut self, written: Vec<DataFile>, spec_id: i32, batch_spec_id: i32) {
+        if spec_id != batch_spec_id {
+            self.file_specs
+                .extend(written.iter().map(|f| (f.file_path().to_string(), spec_id)));
+        }
+        self.files.extend(written);
+    }
+}
+
 /// Where a batch's position delete files go: the table, the batch's spec and file names.
 pub(crate) struct DeleteFiles<'a> {
     pub table: &'a LoadedTable,
@@ -899,22 +1069,18 @@ pub(crate) fn placed_in_partition(
     )))
 }
 
-/// Position delete files may go into format version 2 tables only: version 3 takes
-/// deletion vectors instead (which floe does not write yet), and version 1 no deletes.
+/// Position deletes go into format version 2 tables as position delete files and into
+/// version 3 tables as deletion vectors; version 1 tables hold no deletes.
 pub(crate) fn check_format_version(table: &LoadedTable) -> Result<(), SinkError> {
     use iceberg::spec::FormatVersion;
-    let version = match table.metadata.format_version() {
-        FormatVersion::V2 => return Ok(()),
-        FormatVersion::V1 => 1,
-        FormatVersion::V3 => 3,
-    };
+    if table.metadata.format_version() != FormatVersion::V1 {
+        return Ok(());
+    }
     Err(SinkError::new(
         ErrorKind::InvalidConfig,
-        format!(
-            "DELETE MODE = 'position' cannot write position deletes into an Iceberg table of format version {version}"
-        ),
+        "DELETE MODE = 'position' cannot write position deletes into an Iceberg table of format version 1",
     )
-    .with_detail("Position delete files belong to format version 2; version 3 tables take deletion vectors, which floe does not write yet.")
+    .with_detail("Format version 1 tables hold no delete files; version 2 takes position delete files and version 3 deletion vectors.")
     .with_hint("Drop the sink and create it again into a new TABLE: floe creates its tables with format version 2.")
     .with_retryable(false))
 }
@@ -954,33 +1120,61 @@ pub(crate) async fn write_position_deletes(
     writer.close().await
 }
 
-/// Whether every data file in `referenced` is still live in `table`'s main branch: a
-/// batch whose deletes were resolved on an older head may be committed on a newer one only
-/// then (another writer, a compaction, may have rewritten the rows they point at).
-pub(crate) async fn files_still_live(
+/// Whether `positions` still holds on `table`'s main branch: the data files its deletes
+/// point into are live, and each one's deletion vector is still the one the batch's new
+/// vector replaces (another writer's vector for one of them would be lost otherwise).
+async fn positions_still_hold(
     table: &LoadedTable,
-    referenced: &[String],
+    positions: &StagedPositions,
 ) -> Result<bool, SinkError> {
-    if referenced.is_empty() {
-        return Ok(true);
-    }
-    let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+    let vectors = takes_deletion_vectors(table);
+    let Some((missing, live_vectors)) = live_state(table, &positions.referenced, vectors).await?
+    else {
+        return Ok(positions.referenced.is_empty());
+    };
+    if !missing.is_empty() {
         return Ok(false);
+    }
+    let mut replaced: Vec<&str> = positions.replaced.iter().map(|f| f.file_path()).collect();
+    replaced.sort_unstable();
+    let mut live: Vec<&str> = live_vectors.iter().map(String::as_str).collect();
+    live.sort_unstable();
+    Ok(replaced == live)
+}
+
+/// The data files of `referenced` not live in `table`'s main branch and, when `vectors`,
+/// the paths of the live deletion vectors of those that are; `None` for an empty table.
+async fn live_state<'a>(
+    table: &LoadedTable,
+    referenced: &'a [String],
+    vectors: bool,
+) -> Result<Option<(HashSet<&'a str>, Vec<String>)>, SinkError> {
+    let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
+        return Ok(None);
     };
     let mut missing: HashSet<&str> = referenced.iter().map(String::as_str).collect();
+    let wanted = missing.clone();
+    let mut live_vectors = Vec::new();
     for manifest in read_manifest_list(table, head.manifest_list()).await? {
-        if manifest.content != iceberg::spec::ManifestContentType::Data {
+        let is_data = manifest.content == iceberg::spec::ManifestContentType::Data;
+        if !is_data && !vectors {
             continue;
         }
         let manifest = load_manifest(table, &manifest).await?;
         for entry in manifest.entries().iter().filter(|entry| entry.is_alive()) {
-            missing.remove(entry.data_file().file_path());
-        }
-        if missing.is_empty() {
-            return Ok(true);
+            let file = entry.data_file();
+            if is_data {
+                missing.remove(file.file_path());
+            } else if crate::dv::is_deletion_vector(file)
+                && file
+                    .referenced_data_file()
+                    .is_some_and(|target| wanted.contains(target.as_str()))
+            {
+                live_vectors.push(file.file_path().to_string());
+            }
         }
     }
-    Ok(missing.is_empty())
+    Ok(Some((missing, live_vectors)))
 }
 
 /// Why a batch with position deletes cannot be committed on the table's new head (see
@@ -1036,9 +1230,7 @@ impl CommitIntent for PositionGuard<'_> {
                 .metadata
                 .snapshot_for_ref(MAIN_BRANCH)
                 .map(|s| s.snapshot_id());
-            if head != positions.base_snapshot_id
-                && !files_still_live(base, &positions.referenced).await?
-            {
+            if head != positions.base_snapshot_id && !positions_still_hold(base, positions).await? {
                 return Err(SinkError::new(ErrorKind::CommitConflict, FILES_REWRITTEN)
                     .with_detail("The batch is written again against the table as it is now.")
                     .with_retryable(true));
@@ -1119,6 +1311,7 @@ pub(crate) mod tests {
             added: vec![([8, 0], 0), ([9, 0], 1), ([10, 0], 2)],
             rows_written: 3,
             placed: None,
+            vectors: Vec::new(),
         };
         let files = [data_file("a.parquet", 2), data_file("b.parquet", 1)];
         index.apply(update, (0, &files), Some(2)).unwrap();
@@ -1143,6 +1336,7 @@ pub(crate) mod tests {
             added: vec![([11, 0], 0)],
             rows_written: 1,
             placed: None,
+            vectors: Vec::new(),
         };
         assert!(index.apply(update, (0, &[]), Some(3)).is_err());
     }
@@ -1157,6 +1351,7 @@ pub(crate) mod tests {
             added: vec![([20, 0], 0), ([21, 0], 1), ([22, 0], 2)],
             rows_written: 3,
             placed: Some(vec![([20, 0], 0, 0), ([22, 0], 0, 1), ([21, 0], 1, 0)]),
+            vectors: Vec::new(),
         };
         let files = [data_file("p0.parquet", 2), data_file("p1.parquet", 1)];
         index.apply(update, (0, &files), Some(2)).unwrap();

@@ -1023,6 +1023,10 @@ impl SinkMachine {
                 spec_id: batch.spec_id,
                 data: &batch.data,
                 deletes: &batch.deletes,
+                removes: batch
+                    .positions
+                    .as_ref()
+                    .map_or(&[], |positions| &positions.replaced[..]),
                 file_specs: &batch.file_specs,
                 replaces_contents: session.replaces_contents,
             },

@@ -251,6 +251,8 @@ pub struct RowDelta<'a> {
     pub spec_id: i32,
     pub data: &'a [DataFile],
     pub deletes: &'a [DataFile],
+    /// Delete files the snapshot removes (deletion vectors that `deletes` replace).
+    pub removes: &'a [DataFile],
     /// The spec of each file not written with `spec_id`, by path (position deletes into
     /// data files of an older spec carry that spec; `DataFile` keeps its spec private).
     pub file_specs: &'a BTreeMap<String, i32>,
@@ -269,6 +271,7 @@ impl RowDelta<'_> {
             spec_id: table.metadata.default_partition_spec_id(),
             data: &[],
             deletes: &[],
+            removes: &[],
             file_specs: &NO_FILE_SPECS,
             replaces_contents: false,
         }
@@ -328,6 +331,17 @@ pub async fn prepare_commit(
     }
 
     let merge_prefix = format!("{metadata_folder}/{commit_uuid}");
+    if !delta.removes.is_empty() {
+        carried = remove_replaced(
+            base,
+            carried,
+            delta.removes,
+            snapshot_id,
+            &merge_prefix,
+            &mut summary,
+        )
+        .await?;
+    }
     let target = crate::maintenance::manifests::MergeTarget {
         snapshot_id,
         path_prefix: &merge_prefix,
@@ -363,6 +377,38 @@ pub async fn prepare_commit(
         },
     )
     .await
+}
+
+/// The parent's manifests `carried` once the delete files `removes` are removed from
+/// them: the delete manifests holding one rewritten (see
+/// [`crate::maintenance::manifests::remove_entries`]), every other manifest as it is.
+async fn remove_replaced(
+    base: &LoadedTable,
+    carried: Vec<ManifestFile>,
+    removes: &[DataFile],
+    snapshot_id: i64,
+    path_prefix: &str,
+    summary: &mut SnapshotSummaryCollector,
+) -> Result<Vec<ManifestFile>, SinkError> {
+    let (deletes, mut kept): (Vec<ManifestFile>, Vec<ManifestFile>) = carried
+        .into_iter()
+        .partition(|m| m.content == ManifestContentType::Deletes);
+    let mut loaded = Vec::with_capacity(deletes.len());
+    for manifest in deletes {
+        let entries = crate::position::load_manifest(base, &manifest).await?;
+        loaded.push((manifest, std::sync::Arc::new(entries)));
+    }
+    let removed: std::collections::HashSet<&str> =
+        removes.iter().map(|file| file.file_path()).collect();
+    let removal = crate::maintenance::manifests::Removal {
+        removed: &removed,
+        snapshot_id,
+        path_prefix,
+    };
+    kept.extend(
+        crate::maintenance::manifests::remove_entries(base, &loaded, &removal, summary).await?,
+    );
+    Ok(kept)
 }
 
 /// A snapshot of the table's main branch about to be written: its manifests and its

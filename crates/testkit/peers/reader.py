@@ -174,6 +174,44 @@ def b64_or_hex(value):
     return to_json(value)
 
 
+def v3_field(data_file, index):
+    """A version 3 field of a data file read with the version 3 schema (pyiceberg's
+    `DataFile` has no accessors for them): 17 referenced_data_file, 18 content_offset,
+    19 content_size_in_bytes."""
+    values = getattr(data_file, "_data", [])
+    return values[index] if len(values) > index else None
+
+
+def live_entries(manifest, io, format_version):
+    """The manifest's live entries. pyiceberg reads every manifest with the version 2
+    schema, which drops version 3's fields (a deletion vector's `referenced_data_file`,
+    `content_offset`, `content_size_in_bytes`): a version 3 table's are read with its own."""
+    if format_version < 3:
+        return manifest.fetch_manifest_entry(io, discard_deleted=True)
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.manifest import (
+        MANIFEST_ENTRY_SCHEMAS,
+        DataFile,
+        DataFileContent,
+        FileFormat,
+        ManifestEntry,
+        ManifestEntryStatus,
+        _inherit_from_manifest,
+    )
+
+    with AvroFile[ManifestEntry](
+        io.new_input(manifest.manifest_path),
+        MANIFEST_ENTRY_SCHEMAS[3],
+        read_types={-1: ManifestEntry, 2: DataFile},
+        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+    ) as reader:
+        return [
+            _inherit_from_manifest(entry, manifest)
+            for entry in reader
+            if entry.status != ManifestEntryStatus.DELETED
+        ]
+
+
 def metadata_and_files(req):
     from pyiceberg.table.metadata import TableMetadataUtil
 
@@ -203,7 +241,7 @@ def metadata_and_files(req):
                     ],
                 }
             )
-            for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
+            for entry in live_entries(manifest, io, doc.get("format-version", 2)):
                 df = entry.data_file
                 files.append(
                     {
@@ -215,6 +253,10 @@ def metadata_and_files(req):
                         "record_count": df.record_count,
                         "file_size_in_bytes": df.file_size_in_bytes,
                         "equality_ids": list(df.equality_ids) if df.equality_ids else None,
+                        # Deletion vectors (format version 3): the data file and the blob.
+                        "referenced_data_file": v3_field(df, 17),
+                        "content_offset": v3_field(df, 18),
+                        "content_size_in_bytes": v3_field(df, 19),
                         "status": entry.status.name.lower(),
                         "snapshot_id": entry.snapshot_id,
                         "sequence_number": entry.sequence_number,

@@ -378,6 +378,26 @@ impl SeaweedFs {
         resp.json()
     }
 
+    /// Upgrades a table to Iceberg format version `version` with a commit of its own
+    /// (panics unless the catalog says 200).
+    pub fn upgrade_format_version(&self, namespace: &str, table: &str, version: u8) {
+        let resp = self.rest(
+            "POST",
+            &format!("/v1/{TABLE_BUCKET}/namespaces/{namespace}/tables/{table}"),
+            Some(&json!({
+                "requirements": [],
+                "updates": [{"action": "upgrade-format-version", "format-version": version}],
+            })),
+            false,
+        );
+        assert_eq!(
+            resp.status,
+            200,
+            "upgrade {namespace}.{table} to format version {version}: {}",
+            resp.text()
+        );
+    }
+
     /// loadTable, optionally asking for vended credentials; panics unless 200.
     pub fn load_table(&self, namespace: &str, table: &str, vended: bool) -> Value {
         self.try_load_table(namespace, table, vended)

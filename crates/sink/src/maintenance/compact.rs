@@ -24,10 +24,10 @@
 //!   built on). The rewritten files stay until snapshot expiry deletes them with the last
 //!   snapshot that references them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::arrow::ArrowReaderBuilder;
@@ -38,14 +38,17 @@ use iceberg::spec::{
 };
 
 use crate::commit::{CommitIntent, Committed, Committer, Verdict};
+use crate::dv::is_deletion_vector;
 use crate::error::{ErrorKind, SinkError};
 use crate::maintenance::manifests::{
-    MergeTarget, carry_entry, carry_over, entry_sequence_numbers, manifest_writer, write_manifest,
+    MergeTarget, Removal, carry_over, entry_sequence_numbers, manifest_writer, remove_entries,
+    write_manifest,
 };
 use crate::maintenance::remap::{RewrittenInput, RowMap};
 use crate::partition::spec_by_id;
 use crate::position::{
-    FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, unreadable,
+    FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, read_position_deletes,
+    unreadable,
 };
 use crate::snapshot::{
     MAIN_BRANCH, NewSnapshot, PreparedCommit, add_totals, read_manifest_list, unique_snapshot_id,
@@ -183,6 +186,12 @@ impl CompactionState {
         let path = delete.file_path();
         if let Some(known) = lock(&self.targets).get(path) {
             return Ok(known.clone());
+        }
+        // A deletion vector names its one data file in its entry.
+        if crate::dv::is_deletion_vector(delete) {
+            let targets = Arc::new(delete.referenced_data_file().into_iter().collect());
+            lock(&self.targets).insert(path.to_string(), Arc::clone(&targets));
+            return Ok(targets);
         }
         let mut targets = HashSet::new();
         let mut batches = read_columns(
@@ -325,6 +334,9 @@ fn plan(
     let mut groups: HashMap<(i32, &Struct), Vec<Candidate<'_>>> = HashMap::new();
     for file in &live.data {
         let applying = deletes.applying_to(file.path(), file.partition(), file.sequence_number);
+        if !rewritable(&applying) {
+            continue;
+        }
         if file.file.file_size_in_bytes() < small || laden(&applying) {
             groups
                 .entry(file.partition())
@@ -374,6 +386,17 @@ fn plan(
     plans
 }
 
+/// Whether a data file with the deletes `applying` can be rewritten: its deletion vector
+/// is applied by position, which equality deletes applied with it would shift (a table
+/// floe writes never holds both; another writer's is left as it is).
+fn rewritable(applying: &[&LiveFile]) -> bool {
+    let vector = applying.iter().any(|d| is_deletion_vector(&d.file));
+    let equality = applying
+        .iter()
+        .any(|d| d.file.content_type() == DataContentType::EqualityDeletes);
+    !(vector && equality)
+}
+
 /// The files of one partition's `candidates` (oldest first) that fit in `budget` (which
 /// they use up), or all of the first file when `first` (a step rewrites something);
 /// `None` when that would be one file without deletes, which gains nothing.
@@ -406,7 +429,7 @@ fn partition_plan(candidates: Vec<Candidate<'_>>, budget: &mut u64, first: bool)
 }
 
 /// Reads the plan's files with their deletes applied and writes the rows left into new
-/// files of the table's current schema near `target` bytes each.
+/// files of the table's current schema near `target` bytes each, in the order read.
 async fn rewrite(
     table: &LoadedTable,
     plan: &Plan,
@@ -414,42 +437,6 @@ async fn rewrite(
 ) -> Result<Vec<DataFile>, SinkError> {
     let metadata = &table.metadata;
     let schema = metadata.current_schema().clone();
-    let spec = spec_by_id(metadata, plan.spec_id)?.clone();
-    let field_ids: Vec<i32> = schema.as_struct().fields().iter().map(|f| f.id).collect();
-    let tasks: Vec<iceberg::Result<FileScanTask>> = plan
-        .files
-        .iter()
-        .map(|(file, deletes)| {
-            let size = file.file.file_size_in_bytes();
-            Ok(FileScanTask {
-                file_size_in_bytes: size,
-                start: 0,
-                length: size,
-                record_count: Some(file.file.record_count()),
-                data_file_path: file.path().to_string(),
-                data_file_format: file.file.file_format(),
-                schema: schema.clone(),
-                project_field_ids: field_ids.clone(),
-                predicate: None,
-                deletes: deletes.iter().map(scan_delete).collect(),
-                partition: Some(file.file.partition().clone()),
-                partition_spec: Some(spec.clone()),
-                name_mapping: None,
-                case_sensitive: true,
-            })
-        })
-        .collect();
-    let runtime = iceberg::Runtime::try_current().map_err(|err| {
-        SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
-    })?;
-    // One file at a time: memory stays a few batches whatever the step's size.
-    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
-        .with_data_file_concurrency_limit(1)
-        .build();
-    let mut batches = reader
-        .read(futures::stream::iter(tasks).boxed())
-        .map_err(|err| storage_error("cannot read the files to compact".into(), err))?
-        .stream();
     let writer = FileWriter::new(
         table,
         schema.clone(),
@@ -459,7 +446,48 @@ async fn rewrite(
         usize::try_from(target).unwrap_or(usize::MAX),
     )?;
     let mut writer = placed_in_partition(table, writer, plan.spec_id, &plan.partition)?;
+    for (file, deletes) in &plan.files {
+        rewrite_file(table, plan, (file, deletes), &mut writer).await?;
+    }
+    writer.close().await
+}
+
+/// Reads one of `plan`'s files with `deletes` applied into `writer`. iceberg-rust's reader
+/// applies position delete files and equality deletes but not deletion vectors: a file
+/// with one is read whole and its deleted positions (the vector's and any position delete
+/// file's) are filtered out here.
+async fn rewrite_file(
+    table: &LoadedTable,
+    plan: &Plan,
+    (file, deletes): (&LiveFile, &[LiveFile]),
+    writer: &mut FileWriter,
+) -> Result<(), SinkError> {
+    let by_position = deletes.iter().any(|d| is_deletion_vector(&d.file));
+    let deleted = if by_position {
+        let positional: Vec<DataFile> = deletes
+            .iter()
+            .filter(|d| d.file.content_type() == DataContentType::PositionDeletes)
+            .map(|d| d.file.clone())
+            .collect();
+        let live = HashSet::from([file.path()]);
+        let mut read = read_position_deletes(table, &positional, &live).await?;
+        read.remove(file.path()).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let task = scan_task(table, plan, file, if by_position { &[] } else { deletes })?;
+    let runtime = iceberg::Runtime::try_current().map_err(|err| {
+        SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
+    })?;
+    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
+        .with_data_file_concurrency_limit(1)
+        .build();
+    let mut batches = reader
+        .read(futures::stream::iter([Ok(task)]).boxed())
+        .map_err(|err| storage_error("cannot read the files to compact".into(), err))?
+        .stream();
     let arrow_schema = writer.arrow_schema();
+    let mut position = 0u64;
     while let Some(batch) = batches
         .try_next()
         .await
@@ -470,9 +498,60 @@ async fn rewrite(
         let batch = RecordBatch::try_new(arrow_schema.clone(), batch.columns().to_vec()).map_err(
             |err| SinkError::internal(format!("cannot rewrite a batch read for compaction: {err}")),
         )?;
+        let rows = batch.num_rows() as u64;
+        let batch = without_positions(batch, position, &deleted)?;
+        position += rows;
         writer.write_batch(batch).await?;
     }
-    writer.close().await
+    Ok(())
+}
+
+/// The scan task reading `file` of `plan` whole, with `deletes` applied.
+fn scan_task(
+    table: &LoadedTable,
+    plan: &Plan,
+    file: &LiveFile,
+    deletes: &[LiveFile],
+) -> Result<FileScanTask, SinkError> {
+    let schema = table.metadata.current_schema().clone();
+    let spec = spec_by_id(&table.metadata, plan.spec_id)?.clone();
+    let size = file.file.file_size_in_bytes();
+    Ok(FileScanTask {
+        file_size_in_bytes: size,
+        start: 0,
+        length: size,
+        record_count: Some(file.file.record_count()),
+        data_file_path: file.path().to_string(),
+        data_file_format: file.file.file_format(),
+        project_field_ids: schema.as_struct().fields().iter().map(|f| f.id).collect(),
+        schema,
+        predicate: None,
+        deletes: deletes.iter().map(scan_delete).collect(),
+        partition: Some(file.file.partition().clone()),
+        partition_spec: Some(spec),
+        name_mapping: None,
+        case_sensitive: true,
+    })
+}
+
+/// `batch` (rows `first`.. of its file) without the rows at `deleted` (sorted).
+fn without_positions(
+    batch: RecordBatch,
+    first: u64,
+    deleted: &[u32],
+) -> Result<RecordBatch, SinkError> {
+    let end = first + batch.num_rows() as u64;
+    let from = deleted.partition_point(|pos| u64::from(*pos) < first);
+    let to = deleted.partition_point(|pos| u64::from(*pos) < end);
+    if from == to {
+        return Ok(batch);
+    }
+    let mut keep = vec![true; batch.num_rows()];
+    for pos in &deleted[from..to] {
+        keep[(u64::from(*pos) - first) as usize] = false;
+    }
+    arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))
+        .map_err(|err| SinkError::internal(format!("cannot drop deleted rows: {err}")))
 }
 
 fn scan_delete(delete: &LiveFile) -> FileScanTaskDeleteFile {
@@ -494,7 +573,7 @@ async fn row_map(table: &LoadedTable, plan: &Plan) -> Result<Option<RowMap>, Sin
             if delete.file.content_type() != DataContentType::PositionDeletes {
                 return Ok(None);
             }
-            position_deletes.push((delete.path().to_string(), delete.file.file_size_in_bytes()));
+            position_deletes.push(delete.file.clone());
         }
         inputs.push(RewrittenInput {
             path: file.path().to_string(),
@@ -830,58 +909,12 @@ impl CompactionIntent<'_> {
         );
         let schema = metadata.current_schema().clone();
         let mut summary = SnapshotSummaryCollector::default();
-        let mut carried = Vec::with_capacity(live.manifests.len());
-        let mut touched: BTreeMap<(bool, i32), Vec<(&ManifestFile, &Manifest)>> = BTreeMap::new();
-        for (manifest, loaded) in &live.manifests {
-            let touches = loaded
-                .entries()
-                .iter()
-                .any(|entry| entry.is_alive() && removed.contains(entry.file_path()));
-            if touches {
-                let kind = (
-                    manifest.content == ManifestContentType::Deletes,
-                    manifest.partition_spec_id,
-                );
-                touched.entry(kind).or_default().push((manifest, loaded));
-            } else {
-                carried.push(manifest.clone());
-            }
-        }
-        for (index, ((_, spec_id), manifests)) in touched.into_iter().enumerate() {
-            let spec = spec_by_id(metadata, spec_id)?.clone();
-            let path = format!("{prefix}-r{index}.avro");
-            let content = &manifests
-                .first()
-                .map(|(m, _)| m.content)
-                .unwrap_or(ManifestContentType::Data);
-            let mut writer = manifest_writer(base, spec_id, content, &path, snapshot_id)?;
-            for (manifest, loaded) in manifests {
-                for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
-                    if !removed.contains(entry.file_path()) {
-                        carry_entry(&mut writer, manifest, entry, &path)?;
-                        continue;
-                    }
-                    let (sequence_number, file_sequence_number) =
-                        entry_sequence_numbers(manifest, entry)?;
-                    summary.remove_file(entry.data_file(), schema.clone(), spec.clone());
-                    writer
-                        .add_delete_file(
-                            entry.data_file().clone(),
-                            sequence_number,
-                            file_sequence_number,
-                        )
-                        .map_err(|err| {
-                            storage_error(format!("cannot add a file to {path}"), err)
-                        })?;
-                }
-            }
-            carried.push(
-                writer
-                    .write_manifest_file()
-                    .await
-                    .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
-            );
-        }
+        let removal = Removal {
+            removed,
+            snapshot_id,
+            path_prefix: &prefix,
+        };
+        let carried = remove_entries(base, &live.manifests, &removal, &mut summary).await?;
         let spec = spec_by_id(metadata, self.spec_id)?.clone();
         // The written files keep the base's sequence number as their data sequence
         // number; the carried-over deletes get this snapshot's (-1: inherited).

@@ -11,11 +11,13 @@
 //! bounded work (the small manifests' entries), and a manifest list that is short from the
 //! moment it is written needs no later rewrite; Iceberg's own writers merge the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use iceberg::spec::{
-    DataFile, FormatVersion, ManifestContentType, ManifestEntry, ManifestFile, ManifestStatus,
-    ManifestWriter, ManifestWriterBuilder, PartitionSpecRef, SchemaRef, SnapshotSummaryCollector,
+    DataFile, FormatVersion, Manifest, ManifestContentType, ManifestEntry, ManifestFile,
+    ManifestStatus, ManifestWriter, ManifestWriterBuilder, PartitionSpecRef, SchemaRef,
+    SnapshotSummaryCollector,
 };
 
 use crate::error::SinkError;
@@ -77,6 +79,79 @@ pub async fn carry_over(
         }
     }
     Ok(result)
+}
+
+/// Files a snapshot removes, by path, and where it writes the manifests it rewrites.
+pub(crate) struct Removal<'a> {
+    pub removed: &'a HashSet<&'a str>,
+    pub snapshot_id: i64,
+    /// `<table>/metadata/<commit uuid>`: rewritten manifests are `<prefix>-r<n>.avro`.
+    pub path_prefix: &'a str,
+}
+
+/// The manifests of a snapshot that removes `removal.removed` from the parent's
+/// `manifests` (each with its entries): those holding a removed file rewritten into one
+/// per kind (content and partition spec), the removed files `deleted` in it (and in
+/// `summary`) and the others `existing`; the rest as they are.
+pub(crate) async fn remove_entries(
+    base: &LoadedTable,
+    manifests: &[(ManifestFile, Arc<Manifest>)],
+    removal: &Removal<'_>,
+    summary: &mut SnapshotSummaryCollector,
+) -> Result<Vec<ManifestFile>, SinkError> {
+    let metadata = &base.metadata;
+    let schema = metadata.current_schema().clone();
+    let mut carried = Vec::with_capacity(manifests.len());
+    let mut touched: BTreeMap<(bool, i32), Vec<(&ManifestFile, &Manifest)>> = BTreeMap::new();
+    for (manifest, loaded) in manifests {
+        let touches = loaded
+            .entries()
+            .iter()
+            .any(|entry| entry.is_alive() && removal.removed.contains(entry.file_path()));
+        if touches {
+            let kind = (
+                manifest.content == ManifestContentType::Deletes,
+                manifest.partition_spec_id,
+            );
+            touched.entry(kind).or_default().push((manifest, loaded));
+        } else {
+            carried.push(manifest.clone());
+        }
+    }
+    for (index, ((_, spec_id), manifests)) in touched.into_iter().enumerate() {
+        let spec = crate::partition::spec_by_id(metadata, spec_id)?.clone();
+        let path = format!("{}-r{index}.avro", removal.path_prefix);
+        let content = &manifests
+            .first()
+            .map(|(m, _)| m.content)
+            .unwrap_or(ManifestContentType::Data);
+        let mut writer = manifest_writer(base, spec_id, content, &path, removal.snapshot_id)?;
+        for (manifest, loaded) in manifests {
+            for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
+                if !removal.removed.contains(entry.file_path()) {
+                    carry_entry(&mut writer, manifest, entry, &path)?;
+                    continue;
+                }
+                let (sequence_number, file_sequence_number) =
+                    entry_sequence_numbers(manifest, entry)?;
+                summary.remove_file(entry.data_file(), schema.clone(), spec.clone());
+                writer
+                    .add_delete_file(
+                        entry.data_file().clone(),
+                        sequence_number,
+                        file_sequence_number,
+                    )
+                    .map_err(|err| storage_error(format!("cannot add a file to {path}"), err))?;
+            }
+        }
+        carried.push(
+            writer
+                .write_manifest_file()
+                .await
+                .map_err(|err| storage_error(format!("cannot write {path}"), err))?,
+        );
+    }
+    Ok(carried)
 }
 
 /// How many manifests `groups` would hold once merged (the small ones, or all).

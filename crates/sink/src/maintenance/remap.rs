@@ -12,9 +12,13 @@ use std::collections::{HashMap, HashSet};
 
 use iceberg::spec::{DataFile, Struct};
 
+use roaring::RoaringTreemap;
+
+use crate::dv::{DvTarget, write_deletion_vector};
 use crate::error::SinkError;
 use crate::position::{
-    placed_in_partition, position_delete_writer, read_position_deletes, write_position_deletes,
+    placed_in_partition, position_delete_writer, read_position_deletes, takes_deletion_vectors,
+    write_position_deletes,
 };
 use crate::table::LoadedTable;
 
@@ -22,8 +26,8 @@ use crate::table::LoadedTable;
 pub(crate) struct RewrittenInput {
     pub path: String,
     pub record_count: u64,
-    /// The position delete files applied to it: path and size.
-    pub position_deletes: Vec<(String, u64)>,
+    /// The position deletes applied to it (position delete files, deletion vectors).
+    pub position_deletes: Vec<DataFile>,
 }
 
 /// Where each surviving row of the rewritten files went.
@@ -118,11 +122,7 @@ impl RowMap {
         deletes: &[DataFile],
     ) -> Result<Vec<DataFile>, SinkError> {
         let rewritten: HashSet<&str> = self.files.keys().map(String::as_str).collect();
-        let located: Vec<(String, u64)> = deletes
-            .iter()
-            .map(|d| (d.file_path().to_string(), d.file_size_in_bytes()))
-            .collect();
-        let removed = read_position_deletes(table, &located, &rewritten).await?;
+        let removed = read_position_deletes(table, deletes, &rewritten).await?;
         let mut moved: Vec<(&str, u32)> = removed
             .iter()
             .flat_map(|(path, positions)| {
@@ -137,15 +137,39 @@ impl RowMap {
         // Position delete files are sorted by file and position.
         moved.sort_unstable();
         moved.dedup();
-        let writer = position_delete_writer(
-            table,
-            spec_id,
-            format!("compacted-{}-deletes", uuid::Uuid::new_v4()),
-            usize::MAX,
-        )?;
+        let prefix = format!("compacted-{}-deletes", uuid::Uuid::new_v4());
+        if takes_deletion_vectors(table) {
+            return write_vectors(table, (spec_id, partition), &prefix, &moved).await;
+        }
+        let writer = position_delete_writer(table, spec_id, prefix, usize::MAX)?;
         let writer = placed_in_partition(table, writer, spec_id, partition)?;
         write_position_deletes(writer, &moved).await
     }
+}
+
+/// Writes `moved` (rows of the files written, sorted) as a deletion vector per file:
+/// the files are the compaction's own, so no other vector applies to them.
+async fn write_vectors(
+    table: &LoadedTable,
+    (spec_id, partition): (i32, &Struct),
+    prefix: &str,
+    moved: &[(&str, u32)],
+) -> Result<Vec<DataFile>, SinkError> {
+    let mut vectors = Vec::new();
+    for group in moved.chunk_by(|a, b| a.0 == b.0) {
+        let Some((data_file, _)) = group.first() else {
+            continue;
+        };
+        let positions: RoaringTreemap = group.iter().map(|(_, pos)| u64::from(*pos)).collect();
+        let target = DvTarget {
+            data_file,
+            spec_id,
+            partition,
+            prefix,
+        };
+        vectors.push(write_deletion_vector(table, target, &positions).await?);
+    }
+    Ok(vectors)
 }
 
 #[cfg(test)]
