@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use async_trait::async_trait;
 use futures::{StreamExt, TryStreamExt};
-use iceberg::arrow::ArrowReaderBuilder;
+use iceberg::arrow::{ArrowReader, ArrowReaderBuilder};
 use iceberg::scan::{FileScanTask, FileScanTaskDeleteFile};
 use iceberg::spec::{
     DataContentType, DataFile, FormatVersion, Manifest, ManifestContentType, ManifestFile,
@@ -446,8 +446,17 @@ async fn rewrite(
         usize::try_from(target).unwrap_or(usize::MAX),
     )?;
     let mut writer = placed_in_partition(table, writer, plan.spec_id, &plan.partition)?;
+    let runtime = iceberg::Runtime::try_current().map_err(|err| {
+        SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
+    })?;
+    // One reader for the step: its clones share the delete files it has loaded, so an
+    // equality delete file that applies to every file of the step is read once, not once
+    // per file.
+    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
+        .with_data_file_concurrency_limit(1)
+        .build();
     for (file, deletes) in &plan.files {
-        rewrite_file(table, plan, (file, deletes), &mut writer).await?;
+        rewrite_file(table, plan, (file, deletes), &reader, &mut writer).await?;
     }
     writer.close().await
 }
@@ -460,6 +469,7 @@ async fn rewrite_file(
     table: &LoadedTable,
     plan: &Plan,
     (file, deletes): (&LiveFile, &[LiveFile]),
+    reader: &ArrowReader,
     writer: &mut FileWriter,
 ) -> Result<(), SinkError> {
     let by_position = deletes.iter().any(|d| is_deletion_vector(&d.file));
@@ -476,13 +486,8 @@ async fn rewrite_file(
         Vec::new()
     };
     let task = scan_task(table, plan, file, if by_position { &[] } else { deletes })?;
-    let runtime = iceberg::Runtime::try_current().map_err(|err| {
-        SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
-    })?;
-    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
-        .with_data_file_concurrency_limit(1)
-        .build();
     let mut batches = reader
+        .clone()
         .read(futures::stream::iter([Ok(task)]).boxed())
         .map_err(|err| storage_error("cannot read the files to compact".into(), err))?
         .stream();
