@@ -71,11 +71,38 @@ fn tick_batches(
     }
 }
 
+/// Why each generator is not making progress, for as long as it is not: the source's
+/// status shows it instead of pointing at the server log.
+type Stalls = Arc<std::sync::Mutex<std::collections::HashMap<GlobalId, String>>>;
+
+/// A generator's handle on its entry in [`Stalls`].
+struct StallReport {
+    source: GlobalId,
+    stalls: Stalls,
+}
+
+impl StallReport {
+    fn set(&self, cause: String) {
+        lock_stalls(&self.stalls).insert(self.source, cause);
+    }
+
+    fn clear(&self) {
+        lock_stalls(&self.stalls).remove(&self.source);
+    }
+}
+
+fn lock_stalls(
+    stalls: &Stalls,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<GlobalId, String>> {
+    stalls.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs a generator until the task is aborted or `UP TO` is reached.
-pub async fn run_generator(
+async fn run_generator(
     storage: Arc<Storage>,
     definition: SourceDefinition,
     outputs: GeneratorOutputs,
+    stall: StallReport,
 ) {
     let mut tick = last_tick(&storage, outputs.source);
     info!(source = %outputs.source, generator = %definition.generator, resume_after = tick, "load generator started");
@@ -91,14 +118,22 @@ pub async fn run_generator(
         let next = tick + 1;
         let batches = tick_batches(&definition, &outputs, next, Timestamp::now().millis());
         match storage.append_many_async(batches).await {
-            Ok(Ok(_)) => tick = next,
+            Ok(Ok(_)) => {
+                tick = next;
+                stall.clear();
+            }
             Ok(Err(e)) => {
+                // A refused tick would be refused again: the generator stops, and says why.
                 warn!(source = %outputs.source, error = ?e, "load generator tick refused; stopping");
+                stall.set(format!(
+                    "the load generator stopped: storage refused tick {next}: {e:?}"
+                ));
                 return;
             }
             Err(e) => {
                 // Storage is failing (disk full, say): retry the same tick.
                 warn!(source = %outputs.source, error = %e, "load generator tick failed; retrying");
+                stall.set(format!("the load generator cannot write tick {next}: {e}"));
             }
         }
     }
@@ -108,6 +143,8 @@ pub async fn run_generator(
 #[derive(Default)]
 pub struct Generators {
     tasks: std::sync::Mutex<std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>,
+    /// Why a generator is stalled, while it is (written by its task).
+    stalls: Stalls,
 }
 
 impl Generators {
@@ -138,7 +175,12 @@ impl Generators {
             source: id,
             subsources,
         };
-        let task = runtime.spawn(run_generator(storage.clone(), definition, outputs));
+        let stall = StallReport {
+            source: id,
+            stalls: self.stalls.clone(),
+        };
+        stall.clear();
+        let task = runtime.spawn(run_generator(storage.clone(), definition, outputs, stall));
         if let Some(previous) = self.lock().insert(id, task) {
             previous.abort();
         }
@@ -149,6 +191,7 @@ impl Generators {
         if let Some(task) = self.lock().remove(&id) {
             task.abort();
         }
+        lock_stalls(&self.stalls).remove(&id);
     }
 
     /// Whether the generator of source `id` ran and has stopped.
@@ -156,10 +199,82 @@ impl Generators {
         self.lock().get(&id).is_some_and(|task| task.is_finished())
     }
 
+    /// Why the generator of source `id` is stalled, if it says.
+    pub fn stall_cause(&self, id: GlobalId) -> Option<String> {
+        lock_stalls(&self.stalls).get(&id).cloned()
+    }
+
     fn lock(
         &self,
     ) -> std::sync::MutexGuard<'_, std::collections::HashMap<GlobalId, tokio::task::JoinHandle<()>>>
     {
         self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use floe_repr::{ClusterId, RelationDesc, SqlScalarType};
+
+    /// Polls `condition` for up to 10 seconds.
+    async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+        for _ in 0..200 {
+            if condition() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    /// A generator whose writes fail says why, for its source's status, while they
+    /// fail; the stall clears once a tick goes through.
+    #[test]
+    fn a_generator_that_cannot_write_says_why() {
+        let dir = std::env::temp_dir().join(format!("floe-generator-stall-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let storage = Storage::open(&dir).expect("storage");
+        let source = GlobalId::User(7);
+        let desc =
+            RelationDesc::from_columns(&[("counter", SqlScalarType::Int64, false)], Vec::new());
+        let definition = SourceDefinition {
+            generator: "COUNTER".into(),
+            tick_interval_ms: 20,
+            cluster: ClusterId::User(1),
+            desc: desc.clone(),
+            up_to: None,
+            parent: None,
+            ingestion: None,
+        };
+        let generators = Generators::default();
+        let stall = StallReport {
+            source,
+            stalls: generators.stalls.clone(),
+        };
+        let outputs = GeneratorOutputs {
+            source,
+            subsources: Vec::new(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            // The source's log does not exist yet: every tick fails.
+            let task = tokio::spawn(run_generator(storage.clone(), definition, outputs, stall));
+            assert!(eventually(|| generators.stall_cause(source).is_some()).await);
+            let cause = generators.stall_cause(source).unwrap_or_default();
+            assert!(
+                cause.starts_with("the load generator cannot write tick 1: ")
+                    && cause.contains("unknown collection u7"),
+                "{cause}"
+            );
+            storage.register(source, desc).expect("register");
+            assert!(eventually(|| generators.stall_cause(source).is_none()).await);
+            assert!(eventually(|| last_tick(&storage, source) >= 1).await);
+            task.abort();
+        });
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -150,14 +150,17 @@ impl Coordinator {
         })
     }
 
-    /// A load generator runs until it reaches `UP TO`; one that stopped before is
-    /// stalled (the server log has its cause).
+    /// A load generator runs until it reaches `UP TO`; one that cannot write, or
+    /// stopped before, is stalled, with the cause it gave.
     fn generator_status(
         &self,
         generator: GlobalId,
         up_to: Option<u64>,
     ) -> (&'static str, Option<String>) {
-        if self.generators.finished(generator) && up_to.is_none() {
+        if let Some(cause) = self.generators.stall_cause(generator) {
+            ("stalled", Some(cause))
+        } else if self.generators.finished(generator) && up_to.is_none() {
+            // A task that ended without saying why (it panicked).
             (
                 "stalled",
                 Some("the load generator stopped; the server log has the cause".into()),
