@@ -23,7 +23,7 @@ use floe_sink::{
     PartitionColumn, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings,
     SinkSpec, SinkStatus, StatisticsUpdate, TableCommit, spawn_sink,
 };
-use floe_testkit::{FaultProxy, Reader, SeaweedFs, seaweedfs_shared};
+use floe_testkit::{FaultProxy, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use iceberg::spec::{DataContentType, ManifestList, ManifestStatus, Operation, StatisticsFile};
 use iceberg::{TableRequirement, TableUpdate};
 
@@ -494,8 +494,13 @@ fn carrying_compactions(table: &LoadedTable) -> Vec<i64> {
 /// Reads `location` with DuckDB and pyiceberg, both exactly the workload's relation; in a
 /// version 3 table every position delete is a deletion vector, one at most per live data
 /// file (none of a rewritten file stays live), and at most [`MAX_LIVE_DELETE_FILES`] are
-/// live.
-fn assert_read_exactly(sw: &SeaweedFs, location: &str, workload: &Workload, format_version: u8) {
+/// live. Returns DuckDB's read.
+fn assert_read_exactly(
+    sw: &SeaweedFs,
+    location: &str,
+    workload: &Workload,
+    format_version: u8,
+) -> TableRead {
     let reader = Reader::for_seaweedfs(sw);
     let duckdb = reader.read(location);
     assert_upsert_table(&duckdb, workload);
@@ -526,6 +531,7 @@ fn assert_read_exactly(sw: &SeaweedFs, location: &str, workload: &Workload, form
         );
     }
     assert_upsert_table(&reader.read_with_pyiceberg(location), workload);
+    duckdb
 }
 
 /// Deletes the table's orphan files whatever their age: only while nothing writes.
@@ -753,7 +759,7 @@ async fn a_partitioned_v3_position_mode_table_stays_bounded_and_exact_under_main
         check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
-    let read = Reader::for_seaweedfs(sw).read(&location);
+    let read = assert_read_exactly(sw, &location, &workload, 3);
     let partition_of = |path: &str| {
         read.files
             .iter()
@@ -771,7 +777,6 @@ async fn a_partitioned_v3_position_mode_table_stays_bounded_and_exact_under_main
             "a deletion vector lies in its data file's partition"
         );
     }
-    assert_read_exactly(sw, &location, &workload, 3);
 }
 
 /// The files of aborted writes a test leaves under a table's folders: data files (one in
