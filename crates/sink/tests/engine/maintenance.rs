@@ -7,7 +7,7 @@
 //! position deletes) reads exactly the relation, also when the sink and its maintenance
 //! are killed at arbitrary points along the way.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,7 @@ use floe_sink::{
 use floe_testkit::{FaultProxy, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use iceberg::spec::{DataContentType, ManifestList, ManifestStatus, Operation, StatisticsFile};
 use iceberg::{TableRequirement, TableUpdate};
+use serde_json::Value;
 
 use crate::sink_engine::{
     INTERVAL, MemoryInput, Recorder, SnapshotTaken, Workload, assert_append_table,
@@ -69,6 +70,19 @@ const MAX_LIVE_DELETE_FILES: usize = 32;
 /// they hold one or more per commit, over [`COMMITS`]).
 const MAX_LIVE_DATA_FILES: usize = 60;
 
+/// A test table's format, which decides what its position deletes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Version 2, as floe creates tables: position delete files.
+    V2,
+    /// Upgraded to version 3 after this many commits (0: before any row): deletion
+    /// vectors from then on (position delete files written before stay live until
+    /// compaction rewrites their data files).
+    V3 { upgraded_after: usize },
+}
+
+const V3_FROM_THE_START: Format = Format::V3 { upgraded_after: 0 };
+
 /// One maintained sink to run.
 struct Case {
     envelope: Envelope,
@@ -82,9 +96,7 @@ struct Case {
     /// Kill the sink and its maintenance (abort their tasks at whatever point they are)
     /// and start them again every this many commits.
     restart_every: Option<usize>,
-    /// The table's Iceberg format version: 3 upgrades it after the sink created it and
-    /// before any row (position deletes are then deletion vectors).
-    format_version: u8,
+    format: Format,
     /// Read the table with DuckDB and pyiceberg every this many commits too.
     check_every: Option<usize>,
 }
@@ -217,7 +229,7 @@ async fn run_maintained_sink(
         target_file_size,
         partition_by,
         restart_every,
-        format_version,
+        format,
         check_every,
     } = case;
     let ns = sw.unique_namespace("maintained");
@@ -244,9 +256,6 @@ async fn run_maintained_sink(
     // The sink's first commit is the (empty) relation's snapshot as of the input's upper.
     let snapshot_frontier = input.upper_now();
     reporter.sink.wait_for_frontier(snapshot_frontier).await;
-    if format_version == 3 {
-        handle = upgraded_to_v3(sw, &ns, handle, start);
-    }
     if delete_old_metadata {
         set_property(&connection, &ns, DELETE_AFTER_COMMIT_PROPERTY, "true").await;
     }
@@ -260,6 +269,13 @@ async fn run_maintained_sink(
     let mut early_metadata = String::new();
     let mut restarts = 0;
     for commit in 0..COMMITS {
+        if format
+            == (Format::V3 {
+                upgraded_after: commit,
+            })
+        {
+            handle = upgraded_to_v3(sw, &ns, handle, start);
+        }
         let upper = push_nonempty(&input, &mut workload);
         if let Some(every) = restart_every
             && commit % every == every - 1
@@ -273,14 +289,14 @@ async fn run_maintained_sink(
         }
         reporter.sink.wait_for_frontier(upper).await;
         // Expiry keeps a snapshot for the retention, a few commits.
-        if format_version == 3 && commit % 4 == 0 {
+        if format != Format::V2 && commit % 4 == 0 {
             carried_over.extend(carrying_compactions(&load(&connection, &ns).await));
         }
         if let Some(every) = check_every
             && commit % every == every - 1
         {
             let table = load(&connection, &ns).await;
-            assert_read_exactly(sw, &table.metadata_location, &workload, format_version);
+            assert_read_exactly(sw, &table.metadata_location, &workload, format);
         }
         if commit == COMMITS / 4 {
             // Only the metadata: expiry may delete the files of these snapshots meanwhile.
@@ -440,7 +456,7 @@ async fn run_maintained_sink(
         live.most_manifests,
         COMMITS / 4
     );
-    if format_version == 3 {
+    if format != Format::V2 {
         assert!(
             !carried_over.is_empty(),
             "no compaction carried over deletion vectors committed while it ran"
@@ -492,27 +508,31 @@ fn carrying_compactions(table: &LoadedTable) -> Vec<i64> {
 }
 
 /// Reads `location` with DuckDB and pyiceberg, both exactly the workload's relation; in a
-/// version 3 table every position delete is a deletion vector, one at most per live data
-/// file (none of a rewritten file stays live), and at most [`MAX_LIVE_DELETE_FILES`] are
-/// live. Returns DuckDB's read.
+/// version 3 table one deletion vector at most is live per live data file (none of a
+/// rewritten file), at most [`MAX_LIVE_DELETE_FILES`] are, and every position delete is
+/// one unless the table had rows before its upgrade. Returns DuckDB's read.
 fn assert_read_exactly(
     sw: &SeaweedFs,
     location: &str,
     workload: &Workload,
-    format_version: u8,
+    format: Format,
 ) -> TableRead {
     let reader = Reader::for_seaweedfs(sw);
     let duckdb = reader.read(location);
     assert_upsert_table(&duckdb, workload);
     assert!(duckdb.files_with_content("equality_deletes").is_empty());
-    if format_version == 3 {
+    if let Format::V3 { upgraded_after } = format {
         assert_eq!(duckdb.metadata["format-version"], 3);
         let data: HashSet<&str> = duckdb
             .files_with_content("data")
             .iter()
             .map(|f| f["file_path"].as_str().unwrap())
             .collect();
-        let vectors = duckdb.deletion_vectors_by_data_file();
+        let vectors = if upgraded_after == 0 {
+            duckdb.deletion_vectors_by_data_file()
+        } else {
+            vectors_only(&duckdb)
+        };
         for (target, dvs) in &vectors {
             assert_eq!(
                 dvs.len(),
@@ -532,6 +552,18 @@ fn assert_read_exactly(
     }
     assert_upsert_table(&reader.read_with_pyiceberg(location), workload);
     duckdb
+}
+
+/// The live deletion vectors of `read` by data file, leaving out position delete files.
+fn vectors_only(read: &TableRead) -> HashMap<String, Vec<&Value>> {
+    let mut by_file: HashMap<String, Vec<&Value>> = HashMap::new();
+    for file in read.files_with_content("position_deletes") {
+        if file["file_format"] == "puffin" {
+            let target = file["referenced_data_file"].as_str().unwrap().to_string();
+            by_file.entry(target).or_default().push(file);
+        }
+    }
+    by_file
 }
 
 /// Deletes the table's orphan files whatever their age: only while nothing writes.
@@ -639,7 +671,7 @@ async fn an_upsert_table_stays_bounded_and_exact_under_maintenance() {
         target_file_size: Some(4 * 1024),
         partition_by: Vec::new(),
         restart_every: None,
-        format_version: 2,
+        format: Format::V2,
         check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
@@ -658,7 +690,7 @@ async fn a_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kil
         target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(25),
-        format_version: 2,
+        format: Format::V2,
         check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
@@ -681,7 +713,7 @@ async fn an_append_table_stays_bounded_and_exact_under_maintenance_and_kills() {
         target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(30),
-        format_version: 2,
+        format: Format::V2,
         check_every: None,
     };
     let (location, workload, taken, frontier, _) = run_maintained_sink(sw, case).await;
@@ -703,7 +735,7 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
             transform: iceberg::spec::Transform::Bucket(4),
         }],
         restart_every: Some(25),
-        format_version: 2,
+        format: Format::V2,
         check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
@@ -731,11 +763,33 @@ async fn a_v3_position_mode_table_stays_bounded_and_exact_under_maintenance_and_
         target_file_size: Some(4 * 1024),
         partition_by: Vec::new(),
         restart_every: Some(25),
-        format_version: 3,
+        format: Format::V3 { upgraded_after: 0 },
         check_every: Some(50),
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
-    assert_read_exactly(sw, &location, &workload, 3);
+    assert_read_exactly(sw, &location, &workload, V3_FROM_THE_START);
+}
+
+/// A table someone upgrades to format version 3 after 40 commits of position delete
+/// files and compactions: the sink goes on with deletion vectors (the first of a file
+/// holding its older position deletes), compaction applies both kinds, and expiry reads
+/// the manifest lists written before the upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_mode_table_upgraded_to_v3_while_maintained_stays_bounded_and_exact() {
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 27,
+        delete_old_metadata: false,
+        target_file_size: None,
+        partition_by: Vec::new(),
+        restart_every: None,
+        format: Format::V3 { upgraded_after: 40 },
+        check_every: Some(50),
+    };
+    let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
+    assert_read_exactly(sw, &location, &workload, Format::V3 { upgraded_after: 40 });
 }
 
 /// The same into a version 3 table partitioned by `bucket(4, id)`: vectors in their data
@@ -755,11 +809,11 @@ async fn a_partitioned_v3_position_mode_table_stays_bounded_and_exact_under_main
             transform: iceberg::spec::Transform::Bucket(4),
         }],
         restart_every: Some(25),
-        format_version: 3,
+        format: Format::V3 { upgraded_after: 0 },
         check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
-    let read = assert_read_exactly(sw, &location, &workload, 3);
+    let read = assert_read_exactly(sw, &location, &workload, V3_FROM_THE_START);
     let partition_of = |path: &str| {
         read.files
             .iter()
@@ -813,7 +867,7 @@ async fn existing(table: &LoadedTable, paths: &[String]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
-    orphans_past_the_safe_age_are_deleted(2).await;
+    orphans_past_the_safe_age_are_deleted(Format::V2).await;
 }
 
 /// In a version 3 table too: the deletion vectors (Puffin files in the metadata folder)
@@ -822,7 +876,7 @@ async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
 /// wrote (a Puffin file there too) never.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_deletion_vectors_are_deleted_and_statistics_files_kept_in_a_v3_table() {
-    orphans_past_the_safe_age_are_deleted(3).await;
+    orphans_past_the_safe_age_are_deleted(V3_FROM_THE_START).await;
 }
 
 /// Updates the first `n` keys of the workload in one interval; returns the new upper.
@@ -909,7 +963,7 @@ async fn abort_a_commit(
     staged
 }
 
-async fn orphans_past_the_safe_age_are_deleted(format_version: u8) {
+async fn orphans_past_the_safe_age_are_deleted(format: Format) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("orphans");
     let proxy = FaultProxy::start(&sw.catalog_url());
@@ -933,7 +987,7 @@ async fn orphans_past_the_safe_age_are_deleted(format_version: u8) {
     };
     let mut handle = start();
     reporter.sink.wait_for_frontier(input.upper_now()).await;
-    if format_version == 3 {
+    if format != Format::V2 {
         handle = upgraded_to_v3(sw, &ns, handle, start);
     }
     let mut early = None;
@@ -983,7 +1037,7 @@ async fn orphans_past_the_safe_age_are_deleted(format_version: u8) {
 
     // A commit that never lands leaves its batch's files, its deletes among them.
     let aborted = abort_a_commit(sw, &proxy, &connection, &ns, &start, &input, &mut workload).await;
-    if format_version == 3 {
+    if format != Format::V2 {
         assert!(
             aborted.iter().any(|p| p.ends_with(".stats")),
             "the aborted batch wrote deletion vectors: {aborted:?}"
@@ -1083,10 +1137,10 @@ async fn orphans_past_the_safe_age_are_deleted(format_version: u8) {
             "{path} is referenced by the table but was deleted"
         );
     }
-    if format_version == 3 {
+    if format != Format::V2 {
         assert_puffin_files_referenced(sw, &table, &live, std::slice::from_ref(&statistics)).await;
     }
-    assert_read_exactly(sw, &table.metadata_location, &workload, format_version);
+    assert_read_exactly(sw, &table.metadata_location, &workload, format);
 }
 
 /// Writes a table statistics file (Iceberg's `statistics` in the table metadata) for the
