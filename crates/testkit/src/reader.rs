@@ -15,6 +15,7 @@ use crate::process::run_python;
 use crate::seaweedfs::SeaweedFs;
 use serde_json::{Value, json};
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -95,6 +96,24 @@ impl TableRead {
             .iter()
             .filter(|f| f["content"] == content)
             .collect()
+    }
+
+    /// The live deletion vectors of a format version 3 table, by the data file each
+    /// applies to; panics on a position delete file that is no deletion vector (a v3
+    /// table takes none) or a vector that names no data file.
+    pub fn deletion_vectors_by_data_file(&self) -> HashMap<String, Vec<&Value>> {
+        let mut by_file: HashMap<String, Vec<&Value>> = HashMap::new();
+        for file in self.files_with_content("position_deletes") {
+            assert_eq!(
+                file["file_format"], "puffin",
+                "a v3 table takes no position delete files: {file}"
+            );
+            let target = file["referenced_data_file"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a deletion vector names its data file: {file}"));
+            by_file.entry(target.to_string()).or_default().push(file);
+        }
+        by_file
     }
 }
 

@@ -467,6 +467,39 @@ impl SeaweedFs {
         }));
     }
 
+    /// The objects under `prefix` (an `s3://bucket/key-prefix` URI), as `s3://` URIs,
+    /// from S3 ListObjectsV2 signed with the key pair (every page).
+    pub fn list_objects(&self, prefix: &str) -> Vec<String> {
+        let rest = prefix
+            .strip_prefix("s3://")
+            .unwrap_or_else(|| panic!("not an s3:// URI: {prefix}"));
+        let (bucket, key_prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut query = format!("list-type=2&prefix={}", http::form_encode(key_prefix));
+            if let Some(token) = &token {
+                query.push_str(&format!("&continuation-token={}", http::form_encode(token)));
+            }
+            let url = format!("{}/{bucket}?{query}", self.s3_endpoint());
+            let resp = crate::aws::sign(http::get(&url), &self.credentials(), REGION, "s3")
+                .send()
+                .expect("ListObjectsV2");
+            let body = resp.text();
+            assert_eq!(resp.status, 200, "ListObjectsV2 {prefix}: {body}");
+            keys.extend(
+                body.split("<Key>")
+                    .skip(1)
+                    .filter_map(|part| part.split_once("</Key>"))
+                    .map(|(key, _)| format!("s3://{bucket}/{}", xml_unescape(key))),
+            );
+            token = crate::aws::xml_value(&body, "NextContinuationToken");
+            if token.is_none() {
+                return keys;
+            }
+        }
+    }
+
     /// The table's current `metadata-location`.
     pub fn metadata_location(&self, namespace: &str, table: &str) -> String {
         self.load_table(namespace, table, false)["metadata-location"]
@@ -516,4 +549,13 @@ fn iam_config(access_key: &str, secret_key: &str) -> Value {
             }
         }]
     })
+}
+
+/// The text of an XML element with its five predefined entities resolved.
+fn xml_unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }

@@ -1,9 +1,7 @@
 //! `DELETE MODE = 'position'` into a format version 3 table (issue 14): position deletes
 //! are deletion vectors there, read back by DuckDB (and pyiceberg) exactly.
 
-use std::collections::{BTreeMap, HashMap};
-
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::support::{Floe, execute_each};
 use super::{expected_rows, wait_for_sinks};
@@ -22,22 +20,6 @@ async fn round(
     change(model);
     let written_at = std::time::SystemTime::now();
     wait_for_sinks(client, &["dv"], written_at).await.remove(0)
-}
-
-/// The live deletion vectors of a read, by the data file each applies to.
-fn vectors_by_data_file(files: &[Value]) -> HashMap<String, Vec<&Value>> {
-    let mut by_file: HashMap<String, Vec<&Value>> = HashMap::new();
-    for file in files.iter().filter(|f| f["content"] == "position_deletes") {
-        assert_eq!(
-            file["file_format"], "puffin",
-            "a v3 table takes no position delete files: {file}"
-        );
-        let target = file["referenced_data_file"]
-            .as_str()
-            .unwrap_or_else(|| panic!("a deletion vector names its data file: {file}"));
-        by_file.entry(target.to_string()).or_default().push(file);
-    }
-    by_file
 }
 
 /// An UPSERT sink in position mode into a table upgraded to format version 3 before any
@@ -125,7 +107,7 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
     )
     .await;
     let read = reader.read(&third);
-    let vectors = vectors_by_data_file(&read.files);
+    let vectors = read.deletion_vectors_by_data_file();
     assert_eq!(vectors[&first_file].len(), 1);
     // 7 rows of the first commit's changes and 4 of this one's: merged into one vector.
     assert_eq!(vectors[&first_file][0]["record_count"], 11);
@@ -155,7 +137,7 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
         expected_rows(&model),
         "DuckDB's rows"
     );
-    let vectors = vectors_by_data_file(&read.files);
+    let vectors = read.deletion_vectors_by_data_file();
     let live: Vec<&str> = read
         .files_with_content("data")
         .iter()

@@ -7,7 +7,7 @@
 //! position deletes) reads exactly the relation, also when the sink and its maintenance
 //! are killed at arbitrary points along the way.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,19 +15,22 @@ use floe_sink::maintenance::expire::ExpiryState;
 use floe_sink::maintenance::manifests::MAX_MANIFESTS;
 use floe_sink::maintenance::metadata::DELETE_AFTER_COMMIT_PROPERTY;
 
+use floe_repr::Timestamp;
+use floe_sink::input::Update;
 use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
     DeleteMode, Envelope, MaintenanceOptions, MaintenanceReport, MaintenanceSettings, Namespace,
-    PartitionColumn, ProgressReport, SinkConnection, SinkReporter, SinkSettings, SinkSpec,
-    SinkStatus, StatisticsUpdate, TableCommit, spawn_sink,
+    PartitionColumn, ProgressReport, SinkConnection, SinkHandle, SinkReporter, SinkSettings,
+    SinkSpec, SinkStatus, StatisticsUpdate, TableCommit, spawn_sink,
 };
-use floe_testkit::{Reader, SeaweedFs, seaweedfs_shared};
-use iceberg::spec::{DataContentType, ManifestList, ManifestStatus};
+use floe_testkit::{FaultProxy, Reader, SeaweedFs, TableRead, seaweedfs_shared};
+use iceberg::spec::{DataContentType, ManifestList, ManifestStatus, Operation, StatisticsFile};
 use iceberg::{TableRequirement, TableUpdate};
+use serde_json::Value;
 
 use crate::sink_engine::{
-    MemoryInput, Recorder, SnapshotTaken, Workload, assert_append_table, assert_upsert_table,
-    push_nonempty, seaweed_connection, settings, spec, workload_desc,
+    INTERVAL, MemoryInput, Recorder, SnapshotTaken, Workload, assert_append_table,
+    assert_upsert_table, push_nonempty, seaweed_connection, settings, spec, workload_desc,
 };
 
 /// The retention of the test sinks (floe's SQL refuses less than 10 s; the engine takes
@@ -67,6 +70,19 @@ const MAX_LIVE_DELETE_FILES: usize = 32;
 /// they hold one or more per commit, over [`COMMITS`]).
 const MAX_LIVE_DATA_FILES: usize = 60;
 
+/// A test table's format, which decides what its position deletes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Version 2, as floe creates tables: position delete files.
+    V2,
+    /// Upgraded to version 3 after this many commits (0: before any row): deletion
+    /// vectors from then on (position delete files written before stay live until
+    /// compaction rewrites their data files).
+    V3 { upgraded_after: usize },
+}
+
+const V3_FROM_THE_START: Format = Format::V3 { upgraded_after: 0 };
+
 /// One maintained sink to run.
 struct Case {
     envelope: Envelope,
@@ -80,6 +96,9 @@ struct Case {
     /// Kill the sink and its maintenance (abort their tasks at whatever point they are)
     /// and start them again every this many commits.
     restart_every: Option<usize>,
+    format: Format,
+    /// Read the table with DuckDB and pyiceberg every this many commits too.
+    check_every: Option<usize>,
 }
 
 fn maintained_settings(target_file_size: Option<u64>) -> SinkSettings {
@@ -110,6 +129,8 @@ async fn load(connection: &SinkConnection, ns: &str) -> LoadedTable {
 /// them; and the most manifests one list holds.
 struct Referenced {
     paths: BTreeSet<String>,
+    /// Files only deleted entries name (a reader of these snapshots never opens them).
+    deleted_entries: BTreeSet<String>,
     lists: BTreeSet<String>,
     most_manifests: usize,
 }
@@ -117,6 +138,7 @@ struct Referenced {
 async fn referenced(table: &LoadedTable) -> Referenced {
     let mut found = Referenced {
         paths: BTreeSet::new(),
+        deleted_entries: BTreeSet::new(),
         lists: BTreeSet::new(),
         most_manifests: 0,
     };
@@ -140,8 +162,11 @@ async fn referenced(table: &LoadedTable) -> Referenced {
             }
             let loaded = manifest.load_manifest(&table.file_io).await.unwrap();
             for entry in loaded.entries() {
-                if entry.status() != ManifestStatus::Deleted {
-                    found.paths.insert(entry.file_path().to_string());
+                let path = entry.file_path().to_string();
+                if entry.status() == ManifestStatus::Deleted {
+                    found.deleted_entries.insert(path);
+                } else {
+                    found.paths.insert(path);
                 }
             }
             found.paths.insert(manifest.manifest_path.clone());
@@ -150,12 +175,15 @@ async fn referenced(table: &LoadedTable) -> Referenced {
         found.lists.insert(list_path);
     }
     found
+        .deleted_entries
+        .retain(|path| !found.paths.contains(path));
+    found
 }
 
-/// The live data and delete files of the table's current snapshot.
-async fn live_files(table: &LoadedTable) -> (usize, usize) {
+/// How many data files the table's current snapshot holds, and its live delete files.
+async fn live_files(table: &LoadedTable) -> (usize, BTreeSet<String>) {
     let Some(head) = table.metadata.current_snapshot() else {
-        return (0, 0);
+        return (0, BTreeSet::new());
     };
     let bytes = table
         .file_io
@@ -165,13 +193,15 @@ async fn live_files(table: &LoadedTable) -> (usize, usize) {
         .await
         .unwrap();
     let list = ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
-    let (mut data, mut deletes) = (0, 0);
+    let (mut data, mut deletes) = (0, BTreeSet::new());
     for manifest in list.entries() {
         let loaded = manifest.load_manifest(&table.file_io).await.unwrap();
         for entry in loaded.entries().iter().filter(|e| e.is_alive()) {
             match entry.content_type() {
                 DataContentType::Data => data += 1,
-                _ => deletes += 1,
+                _ => {
+                    deletes.insert(entry.file_path().to_string());
+                }
             }
         }
     }
@@ -199,6 +229,8 @@ async fn run_maintained_sink(
         target_file_size,
         partition_by,
         restart_every,
+        format,
+        check_every,
     } = case;
     let ns = sw.unique_namespace("maintained");
     let connection = seaweed_connection(sw, &sw.catalog_url());
@@ -227,12 +259,23 @@ async fn run_maintained_sink(
     if delete_old_metadata {
         set_property(&connection, &ns, DELETE_AFTER_COMMIT_PROPERTY, "true").await;
     }
-    // Manifest lists of snapshots seen early on: expiry must delete them later.
+    // Manifest lists and delete files of snapshots seen early on: expiry must delete
+    // them later.
     let mut early_lists = BTreeSet::new();
+    let mut early_deletes = BTreeSet::new();
+    // Compactions that carried over deletes committed while they ran.
+    let mut carried_over = BTreeSet::new();
     let mut early_metadata_size = 0;
     let mut early_metadata = String::new();
     let mut restarts = 0;
     for commit in 0..COMMITS {
+        if format
+            == (Format::V3 {
+                upgraded_after: commit,
+            })
+        {
+            handle = upgraded_to_v3(sw, &ns, handle, start);
+        }
         let upper = push_nonempty(&input, &mut workload);
         if let Some(every) = restart_every
             && commit % every == every - 1
@@ -245,6 +288,16 @@ async fn run_maintained_sink(
             restarts += 1;
         }
         reporter.sink.wait_for_frontier(upper).await;
+        // Expiry keeps a snapshot for the retention, a few commits.
+        if format != Format::V2 && commit % 4 == 0 {
+            carried_over.extend(carrying_compactions(&load(&connection, &ns).await));
+        }
+        if let Some(every) = check_every
+            && commit % every == every - 1
+        {
+            let table = load(&connection, &ns).await;
+            assert_read_exactly(sw, &table.metadata_location, &workload, format);
+        }
         if commit == COMMITS / 4 {
             // Only the metadata: expiry may delete the files of these snapshots meanwhile.
             let table = load(&connection, &ns).await;
@@ -254,6 +307,7 @@ async fn run_maintained_sink(
                 .map(|s| s.manifest_list().to_string())
                 .collect();
             early_metadata_size = metadata_size(&table).await;
+            early_deletes = live_files(&table).await.1;
             early_metadata = table.metadata_location.clone();
         }
     }
@@ -293,6 +347,7 @@ async fn run_maintained_sink(
     assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
     let table = load(&connection, &ns).await;
     let (data_files, delete_files) = live_files(&table).await;
+    let delete_files = delete_files.len();
     let rewritten: u64 = reports.iter().map(|r| r.data_files_rewritten).sum();
     let applied: u64 = reports.iter().map(|r| r.delete_files_applied).sum();
     let bytes_rewritten: u64 = reports.iter().map(|r| r.bytes_rewritten).sum();
@@ -338,6 +393,15 @@ async fn run_maintained_sink(
             !table.file_io.exists(list).await.unwrap(),
             "{list} belongs to an expired snapshot only, yet it is still there"
         );
+    }
+    // So are the delete files (deletion vectors too) only expired snapshots held live.
+    for path in early_deletes.iter().filter(|_| restarts == 0) {
+        if !live.paths.contains(path) {
+            assert!(
+                !table.file_io.exists(path).await.unwrap(),
+                "{path} was live in expired snapshots only, yet it is still there"
+            );
+        }
     }
     // Old metadata files: deleted once out of the log when the table asks for it, kept
     // otherwise; the log's files are all there.
@@ -392,6 +456,17 @@ async fn run_maintained_sink(
         live.most_manifests,
         COMMITS / 4
     );
+    if format != Format::V2 {
+        assert!(
+            !carried_over.is_empty(),
+            "no compaction carried over deletion vectors committed while it ran"
+        );
+        // Stopped, so the kills' aborted writes (deletion vectors among them) are orphans
+        // at once: a sweep leaves exactly the Puffin files the table references. Last:
+        // old metadata files are orphans too.
+        sweep_orphans_now(&connection, &ns).await;
+        assert_puffin_files_referenced(sw, &table, &live, &[]).await;
+    }
     (
         table.metadata_location.clone(),
         workload,
@@ -401,8 +476,158 @@ async fn run_maintained_sink(
     )
 }
 
+/// Stops the sink started by `start` (its `handle`), upgrades its table to format version
+/// 3 and starts it again: floe creates version 2 tables.
+fn upgraded_to_v3(
+    sw: &SeaweedFs,
+    ns: &str,
+    handle: SinkHandle,
+    start: impl Fn() -> SinkHandle,
+) -> SinkHandle {
+    handle.abort();
+    drop(handle);
+    sw.upgrade_format_version(ns, "t", 3);
+    start()
+}
+
+/// The compaction snapshots of `table` that add delete files: deletes committed while
+/// the compaction ran, carried over to the rows it wrote.
+fn carrying_compactions(table: &LoadedTable) -> Vec<i64> {
+    table
+        .metadata
+        .snapshots()
+        .filter(|s| s.summary().operation == Operation::Replace)
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .get("added-delete-files")
+                .is_some_and(|n| n != "0")
+        })
+        .map(|s| s.snapshot_id())
+        .collect()
+}
+
+/// Reads `location` with DuckDB and pyiceberg, both exactly the workload's relation; in a
+/// version 3 table one deletion vector at most is live per live data file (none of a
+/// rewritten file), at most [`MAX_LIVE_DELETE_FILES`] are, and every position delete is
+/// one unless the table had rows before its upgrade. Returns DuckDB's read.
+fn assert_read_exactly(
+    sw: &SeaweedFs,
+    location: &str,
+    workload: &Workload,
+    format: Format,
+) -> TableRead {
+    let reader = Reader::for_seaweedfs(sw);
+    let duckdb = reader.read(location);
+    assert_upsert_table(&duckdb, workload);
+    assert!(duckdb.files_with_content("equality_deletes").is_empty());
+    if let Format::V3 { upgraded_after } = format {
+        assert_eq!(duckdb.metadata["format-version"], 3);
+        let data: HashSet<&str> = duckdb
+            .files_with_content("data")
+            .iter()
+            .map(|f| f["file_path"].as_str().unwrap())
+            .collect();
+        let vectors = if upgraded_after == 0 {
+            duckdb.deletion_vectors_by_data_file()
+        } else {
+            vectors_only(&duckdb)
+        };
+        for (target, dvs) in &vectors {
+            assert_eq!(
+                dvs.len(),
+                1,
+                "one live deletion vector for {target}: {dvs:?}"
+            );
+            assert!(
+                data.contains(target.as_str()),
+                "the live deletion vector {dvs:?} is of {target}, which is not live"
+            );
+        }
+        assert!(
+            vectors.len() <= MAX_LIVE_DELETE_FILES,
+            "{} live deletion vectors",
+            vectors.len()
+        );
+    }
+    assert_upsert_table(&reader.read_with_pyiceberg(location), workload);
+    duckdb
+}
+
+/// The live deletion vectors of `read` by data file, leaving out position delete files.
+fn vectors_only(read: &TableRead) -> HashMap<String, Vec<&Value>> {
+    let mut by_file: HashMap<String, Vec<&Value>> = HashMap::new();
+    for file in read.files_with_content("position_deletes") {
+        if file["file_format"] == "puffin" {
+            let target = file["referenced_data_file"].as_str().unwrap().to_string();
+            by_file.entry(target).or_default().push(file);
+        }
+    }
+    by_file
+}
+
+/// Deletes the table's orphan files whatever their age: only while nothing writes.
+async fn sweep_orphans_now(connection: &SinkConnection, ns: &str) -> u64 {
+    let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    floe_sink::maintenance::orphans::delete_orphans(
+        &catalog,
+        &Namespace::parse(ns).unwrap(),
+        "t",
+        &mut ExpiryState::default(),
+        Duration::ZERO,
+    )
+    .await
+    .unwrap()
+}
+
+/// The Puffin files (`.stats`) under the table's metadata folder in the object store:
+/// every deletion vector a remaining snapshot holds live is there, and every one there is
+/// named by a remaining snapshot (live or as a deleted entry) or is one of `statistics`.
+async fn assert_puffin_files_referenced(
+    sw: &SeaweedFs,
+    table: &LoadedTable,
+    live: &Referenced,
+    statistics: &[String],
+) {
+    let listed = puffin_files(sw, table);
+    let vectors: BTreeSet<&String> = live
+        .paths
+        .iter()
+        .filter(|p| p.ends_with(".stats"))
+        .collect();
+    assert!(!vectors.is_empty(), "the table holds deletion vectors");
+    for path in &vectors {
+        assert!(listed.contains(*path), "{path} is referenced but gone");
+    }
+    for path in &listed {
+        assert!(
+            live.paths.contains(path)
+                || live.deleted_entries.contains(path)
+                || statistics.contains(path),
+            "{path} is in the metadata folder but nothing references it"
+        );
+    }
+}
+
+/// The `.stats` files under the table's metadata folder, listed from the object store.
+fn puffin_files(sw: &SeaweedFs, table: &LoadedTable) -> BTreeSet<String> {
+    let location = table.metadata.location().trim_end_matches('/');
+    sw.list_objects(&format!("{location}/metadata/"))
+        .into_iter()
+        .filter(|path| path.ends_with(".stats"))
+        .collect()
+}
+
 /// Sets a table property, as a user (or Spark) would.
 async fn set_property(connection: &SinkConnection, ns: &str, name: &str, value: &str) {
+    let updates = [(name.to_string(), value.to_string())].into();
+    commit_updates(connection, ns, vec![TableUpdate::SetProperties { updates }]).await;
+}
+
+/// Commits `updates` to the table, as another writer would.
+async fn commit_updates(connection: &SinkConnection, ns: &str, updates: Vec<TableUpdate>) {
     let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
         .await
         .unwrap();
@@ -416,9 +641,7 @@ async fn set_property(connection: &SinkConnection, ns: &str, name: &str, value: 
             requirements: vec![TableRequirement::UuidMatch {
                 uuid: table.metadata.uuid(),
             }],
-            updates: vec![TableUpdate::SetProperties {
-                updates: [(name.to_string(), value.to_string())].into(),
-            }],
+            updates,
         })
         .await
         .unwrap();
@@ -448,6 +671,8 @@ async fn an_upsert_table_stays_bounded_and_exact_under_maintenance() {
         target_file_size: Some(4 * 1024),
         partition_by: Vec::new(),
         restart_every: None,
+        format: Format::V2,
+        check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
     let read = Reader::for_seaweedfs(sw).read(&location);
@@ -465,6 +690,8 @@ async fn a_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kil
         target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(25),
+        format: Format::V2,
+        check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
     let reader = Reader::for_seaweedfs(sw);
@@ -486,6 +713,8 @@ async fn an_append_table_stays_bounded_and_exact_under_maintenance_and_kills() {
         target_file_size: None,
         partition_by: Vec::new(),
         restart_every: Some(30),
+        format: Format::V2,
+        check_every: None,
     };
     let (location, workload, taken, frontier, _) = run_maintained_sink(sw, case).await;
     let reader = Reader::for_seaweedfs(sw);
@@ -506,6 +735,8 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
             transform: iceberg::spec::Transform::Bucket(4),
         }],
         restart_every: Some(25),
+        format: Format::V2,
+        check_every: None,
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
     let reader = Reader::for_seaweedfs(sw);
@@ -513,6 +744,93 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
     assert_upsert_table(&duckdb, &workload);
     let pyiceberg = reader.read_with_pyiceberg(&location);
     assert_upsert_table(&pyiceberg, &workload);
+}
+
+/// Position mode into a format version 3 table: every commit updates and deletes keys of
+/// earlier files, so data files get deletion vectors, replaced commit after commit;
+/// compaction (under pressure: the target is small, so only the deletes make files worth
+/// rewriting) applies them while the sink goes on committing vectors into the files it
+/// rewrites, which it carries over; kills rebuild the key index from the vectors. Read
+/// exactly by DuckDB and pyiceberg every 50 commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v3_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kills() {
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 25,
+        delete_old_metadata: false,
+        target_file_size: Some(4 * 1024),
+        partition_by: Vec::new(),
+        restart_every: Some(25),
+        format: Format::V3 { upgraded_after: 0 },
+        check_every: Some(50),
+    };
+    let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
+    assert_read_exactly(sw, &location, &workload, V3_FROM_THE_START);
+}
+
+/// A table someone upgrades to format version 3 after 40 commits of position delete
+/// files and compactions: the sink goes on with deletion vectors (the first of a file
+/// holding its older position deletes), compaction applies both kinds, and expiry reads
+/// the manifest lists written before the upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_mode_table_upgraded_to_v3_while_maintained_stays_bounded_and_exact() {
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 27,
+        delete_old_metadata: false,
+        target_file_size: None,
+        partition_by: Vec::new(),
+        restart_every: None,
+        format: Format::V3 { upgraded_after: 40 },
+        check_every: Some(50),
+    };
+    let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
+    assert_read_exactly(sw, &location, &workload, Format::V3 { upgraded_after: 40 });
+}
+
+/// The same into a version 3 table partitioned by `bucket(4, id)`: vectors in their data
+/// files' partitions, compacted per partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_v3_position_mode_table_stays_bounded_and_exact_under_maintenance_and_kills()
+{
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 26,
+        delete_old_metadata: false,
+        target_file_size: None,
+        partition_by: vec![PartitionColumn {
+            column: "id".to_string(),
+            transform: iceberg::spec::Transform::Bucket(4),
+        }],
+        restart_every: Some(25),
+        format: Format::V3 { upgraded_after: 0 },
+        check_every: None,
+    };
+    let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
+    let read = assert_read_exactly(sw, &location, &workload, V3_FROM_THE_START);
+    let partition_of = |path: &str| {
+        read.files
+            .iter()
+            .find(|f| f["file_path"] == path)
+            .map(|f| f["partition"].clone())
+    };
+    for file in read.files_with_content("data") {
+        let partition = file["partition"].as_array().unwrap();
+        assert!(partition.len() == 1 && partition[0].is_i64(), "{file}");
+    }
+    for (target, vectors) in read.deletion_vectors_by_data_file() {
+        assert_eq!(
+            Some(vectors[0]["partition"].clone()),
+            partition_of(&target),
+            "a deletion vector lies in its data file's partition"
+        );
+    }
 }
 
 /// The files of aborted writes a test leaves under a table's folders: data files (one in
@@ -549,9 +867,107 @@ async fn existing(table: &LoadedTable, paths: &[String]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
+    orphans_past_the_safe_age_are_deleted(Format::V2).await;
+}
+
+/// In a version 3 table too: the deletion vectors (Puffin files in the metadata folder)
+/// of expired snapshots are deleted once no remaining snapshot holds them, those of an
+/// aborted commit once past the safe age, and a table statistics file someone else
+/// wrote (a Puffin file there too) never.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphan_deletion_vectors_are_deleted_and_statistics_files_kept_in_a_v3_table() {
+    orphans_past_the_safe_age_are_deleted(V3_FROM_THE_START).await;
+}
+
+/// Updates the first `n` keys of the workload in one interval; returns the new upper.
+fn update_first_keys(input: &MemoryInput, workload: &mut Workload, n: usize) -> u64 {
+    let upper = input.upper_now();
+    let ids: Vec<i64> = workload.model.keys().take(n).copied().collect();
+    let mut updates = Vec::new();
+    for id in ids {
+        let old = workload.model[&id].clone();
+        let new = (format!("{}-again", old.0), old.1.clone());
+        for (value, diff) in [(&old, -1), (&new, 1)] {
+            updates.push(Update {
+                row: Workload::row(id, value),
+                ts: Timestamp(upper),
+                diff,
+            });
+        }
+        workload.model.insert(id, new);
+    }
+    input.push(updates, upper + INTERVAL);
+    upper + INTERVAL
+}
+
+/// The files under the table's folders that `table` does not reference.
+async fn unreferenced_files(sw: &SeaweedFs, table: &LoadedTable) -> BTreeSet<String> {
+    let live = referenced(table).await;
+    let location = table.metadata.location().trim_end_matches('/');
+    ["data", "metadata"]
+        .iter()
+        .flat_map(|folder| sw.list_objects(&format!("{location}/{folder}/")))
+        .filter(|path| {
+            !live.paths.contains(path)
+                && !live.deleted_entries.contains(path)
+                && *path != table.metadata_location
+                && !table
+                    .metadata
+                    .metadata_log()
+                    .iter()
+                    .any(|e| e.metadata_file == *path)
+        })
+        .collect()
+}
+
+/// A sink whose commits the catalog refuses (503) is killed while it retries: the files
+/// of its batch stay, never committed. Returns them.
+async fn abort_a_commit(
+    sw: &SeaweedFs,
+    proxy: &FaultProxy,
+    connection: &SinkConnection,
+    ns: &str,
+    start: impl Fn() -> SinkHandle,
+    input: &MemoryInput,
+    workload: &mut Workload,
+) -> BTreeSet<String> {
+    let before = unreferenced_files(sw, &load(connection, ns).await).await;
+    proxy.fail_next_matching("POST", "/v1/*/namespaces/*/tables/*", 100_000, 503, None);
+    let handle = start();
+    update_first_keys(input, workload, 3);
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let staged = loop {
+        let table = load(connection, ns).await;
+        let staged: BTreeSet<String> = unreferenced_files(sw, &table)
+            .await
+            .difference(&before)
+            .cloned()
+            .collect();
+        // Its data file and its deletes (deletion vectors or a position delete file).
+        let deletes = staged
+            .iter()
+            .filter(|p| p.ends_with(".stats") || p.contains("delete"))
+            .count();
+        if staged.iter().any(|p| p.ends_with(".parquet")) && deletes > 0 && proxy.commit_count() > 0
+        {
+            break staged;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the sink never staged its batch: {staged:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(handle);
+    proxy.reset();
+    staged
+}
+
+async fn orphans_past_the_safe_age_are_deleted(format: Format) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("orphans");
-    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let connection = seaweed_connection(sw, &proxy.url());
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(31);
     let reporter = Arc::new(MaintenanceRecorder::default());
@@ -560,23 +976,85 @@ async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
         ..spec(&ns, "t", Envelope::Upsert)
     };
     // Commits with compaction and expiry (the default safe age: nothing is old enough).
-    let handle = spawn_sink(
-        connection.clone(),
-        sink_spec.clone(),
-        input.clone(),
-        reporter.clone(),
-        maintained_settings(Some(4 * 1024)),
-    );
+    let start = || {
+        spawn_sink(
+            connection.clone(),
+            sink_spec.clone(),
+            input.clone(),
+            reporter.clone(),
+            maintained_settings(Some(4 * 1024)),
+        )
+    };
+    let mut handle = start();
     reporter.sink.wait_for_frontier(input.upper_now()).await;
-    for _ in 0..40 {
+    if format != Format::V2 {
+        handle = upgraded_to_v3(sw, &ns, handle, start);
+    }
+    let mut early = None;
+    for commit in 0..40 {
         let upper = push_nonempty(&input, &mut workload);
         reporter.sink.wait_for_frontier(upper).await;
+        if commit == 10 {
+            let table = load(&connection, &ns).await;
+            let snapshots: BTreeSet<i64> = table
+                .metadata
+                .snapshots()
+                .map(|s| s.snapshot_id())
+                .collect();
+            early = Some((snapshots, live_files(&table).await.1));
+        }
+    }
+    // Expiry deletes the delete files (deletion vectors) live only in expired snapshots;
+    // the sink goes on until the early snapshots are gone.
+    let (early_snapshots, early_deletes) = early.unwrap();
+    assert!(!early_deletes.is_empty());
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let table = load(&connection, &ns).await;
+        let live = referenced(&table).await;
+        let mut left = Vec::new();
+        for path in early_deletes.iter().filter(|p| !live.paths.contains(*p)) {
+            if table.file_io.exists(path).await.unwrap() {
+                left.push(path.clone());
+            }
+        }
+        let expired = early_snapshots
+            .iter()
+            .all(|id| table.metadata.snapshot_by_id(*id).is_none());
+        if expired && left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "files live only in expired snapshots are still there: {left:?}"
+        );
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.sink.wait_for_frontier(upper).await;
+        tokio::time::sleep(PERIOD).await;
     }
     // Stopped: from here on no write is in flight, so a short safe age is safe.
     drop(handle);
 
+    // A commit that never lands leaves its batch's files, its deletes among them.
+    let aborted = abort_a_commit(sw, &proxy, &connection, &ns, &start, &input, &mut workload).await;
+    if format != Format::V2 {
+        assert!(
+            aborted.iter().any(|p| p.ends_with(".stats")),
+            "the aborted batch wrote deletion vectors: {aborted:?}"
+        );
+    }
+    // The sink commits the batch again (with files of its own), then stops.
+    let handle = start();
+    reporter.sink.wait_for_frontier(input.upper_now()).await;
+    drop(handle);
+
     let table = load(&connection, &ns).await;
-    let orphans = write_orphans(&table, "old").await;
+    // A table statistics file someone else wrote (a Puffin file named `.stats` in the
+    // metadata folder, as floe's deletion vectors are), for the snapshot that carries
+    // the sink's progress (expiry keeps it while the sink is idle).
+    let statistics = write_statistics(&connection, &ns, &table).await;
+    let mut orphans = write_orphans(&table, "old").await;
+    orphans.extend(aborted);
     assert_eq!(existing(&table, &orphans).await, orphans);
     // Younger than the safe age: kept.
     let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
@@ -618,6 +1096,8 @@ async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
         );
         tokio::time::sleep(PERIOD).await;
     }
+    // A few more sweeps: the statistics file stays.
+    tokio::time::sleep(PERIOD * 4).await;
     drop(handle);
     reporter.sink.assert_never_stalled();
     let reports = reporter.reports.lock().unwrap().clone();
@@ -627,6 +1107,17 @@ async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
 
     // Everything the table references is still there, and reads exactly the relation.
     let table = load(&connection, &ns).await;
+    assert!(
+        table
+            .metadata
+            .statistics_iter()
+            .any(|s| s.statistics_path == statistics),
+        "the catalog keeps the statistics file in the table's metadata"
+    );
+    assert!(
+        table.file_io.exists(&statistics).await.unwrap(),
+        "{statistics} was deleted"
+    );
     let live = referenced(&table).await;
     assert!(live.paths.len() > 3, "{:?}", live.paths);
     for path in live
@@ -646,10 +1137,60 @@ async fn orphan_files_past_the_safe_age_are_deleted_and_nothing_else() {
             "{path} is referenced by the table but was deleted"
         );
     }
-    let reader = Reader::for_seaweedfs(sw);
-    assert_upsert_table(&reader.read(&table.metadata_location), &workload);
-    assert_upsert_table(
-        &reader.read_with_pyiceberg(&table.metadata_location),
-        &workload,
+    if format != Format::V2 {
+        assert_puffin_files_referenced(sw, &table, &live, std::slice::from_ref(&statistics)).await;
+    }
+    assert_read_exactly(sw, &table.metadata_location, &workload, format);
+}
+
+/// Writes a table statistics file (Iceberg's `statistics` in the table metadata) for the
+/// snapshot carrying the sink's newest progress and commits it, as an engine computing
+/// statistics (Spark's `compute_table_stats`) would; returns its path.
+async fn write_statistics(connection: &SinkConnection, ns: &str, table: &LoadedTable) -> String {
+    let snapshot = table
+        .metadata
+        .snapshots()
+        .filter(|s| {
+            s.summary()
+                .additional_properties
+                .contains_key("mz-frontier")
+        })
+        .max_by_key(|s| s.sequence_number())
+        .unwrap();
+    let path = format!(
+        "{}/metadata/{}-{}.stats",
+        table.metadata.location().trim_end_matches('/'),
+        snapshot.snapshot_id(),
+        uuid::Uuid::new_v4()
     );
+    // An empty Puffin file: magic, an empty footer, its length and flags, magic.
+    let footer = br#"{"blobs":[]}"#;
+    let mut bytes = b"PFA1PFA1".to_vec();
+    bytes.extend_from_slice(footer);
+    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&[0; 4]);
+    bytes.extend_from_slice(b"PFA1");
+    let size = bytes.len() as i64;
+    table
+        .file_io
+        .new_output(&path)
+        .unwrap()
+        .write(bytes.into())
+        .await
+        .unwrap();
+    let statistics = StatisticsFile {
+        snapshot_id: snapshot.snapshot_id(),
+        statistics_path: path.clone(),
+        file_size_in_bytes: size,
+        file_footer_size_in_bytes: size - 4,
+        key_metadata: None,
+        blob_metadata: Vec::new(),
+    };
+    commit_updates(
+        connection,
+        ns,
+        vec![TableUpdate::SetStatistics { statistics }],
+    )
+    .await;
+    path
 }
