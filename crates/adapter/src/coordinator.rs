@@ -718,16 +718,14 @@ pub(crate) fn show_variable_desc(name: &str) -> Vec<ColumnDesc> {
 }
 
 /// Brings the stored shapes of plain views up to date with this floe's planning
-/// ([`crate::views::refreshed_view_shapes`]) once per floe version: planning every
+/// ([`crate::views::refreshed_view_shapes`]) once per build of floe: planning every
 /// view is most of start-up with many views (200 views: 1.2-1.9 s of a debug
-/// build's start, 0.1 s without), and a floe plans a query as the floe of its
-/// version that stored the shape did. Builds between releases share a version, so a development build
-/// that changes a query's types leaves older shapes of its data directory as they
-/// were (only the catalog's report of a view's columns; queries inline the view).
+/// build's start, 0.1 s without), and a build plans a query as it did when it
+/// stored the shape.
 fn refresh_view_shapes(catalog: &mut floe_catalog::Catalog) {
-    let version = env!("CARGO_PKG_VERSION");
+    let build = planner_build();
     match catalog.views_planned_by() {
-        Ok(Some(planned_by)) if planned_by == version => return,
+        Ok(Some(planned_by)) if planned_by == build => return,
         Ok(_) => {}
         Err(error) => warn!(error = %error, "the version that planned the views is unknown"),
     }
@@ -739,7 +737,28 @@ fn refresh_view_shapes(catalog: &mut floe_catalog::Catalog) {
         warn!(error = %error, "the shapes of older views were not refreshed");
         return;
     }
-    if let Err(error) = catalog.set_views_planned_by(version) {
+    if let Err(error) = catalog.set_views_planned_by(&build) {
         warn!(error = %error, "the version that planned the views was not recorded");
+    }
+}
+
+/// Which build of floe planned the stored view shapes: its version, and its
+/// executable's size and modification time. Builds between releases share a version,
+/// and one that changes a query's types must plan the views again; a copy of the same
+/// executable plans them once more, which costs one slower start.
+fn planner_build() -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let executable = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .ok()
+        .and_then(|metadata| {
+            let modified = metadata.modified().ok()?;
+            let since_epoch = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(format!("{}-{}", metadata.len(), since_epoch.as_nanos()))
+        });
+    match executable {
+        Some(executable) => format!("{version}+{executable}"),
+        // No executable to tell builds apart by: the version alone.
+        None => version.to_string(),
     }
 }

@@ -303,8 +303,8 @@ impl Catalog {
         &self.environment_id
     }
 
-    /// The version of the floe that last brought the stored shapes of plain views
-    /// up to date with its planning (`None` before any did: a catalog of floe
+    /// The build of floe that last brought the stored shapes of plain views up to
+    /// date with its planning (`None` before any did: a catalog of floe
     /// 0.1.0, or one never opened by a floe that records it).
     pub fn views_planned_by(&self) -> Result<Option<String>, CatalogError> {
         Ok(self
@@ -317,12 +317,12 @@ impl Catalog {
             .optional()?)
     }
 
-    /// Records that the stored shapes of plain views are what `version` plans.
-    pub fn set_views_planned_by(&mut self, version: &str) -> Result<(), CatalogError> {
+    /// Records that the stored shapes of plain views are what `build` plans.
+    pub fn set_views_planned_by(&mut self, build: &str) -> Result<(), CatalogError> {
         self.connection.execute(
             "INSERT INTO settings (name, value) VALUES (?1, ?2)
              ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-            params![VIEWS_PLANNED_BY, version],
+            params![VIEWS_PLANNED_BY, build],
         )?;
         Ok(())
     }
