@@ -24,7 +24,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_sts::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
-use aws_sdk_sts::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_sts::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
@@ -411,7 +411,7 @@ impl StsClient {
                 principal: None,
             };
         }
-        let text = redact(&DisplayErrorContext(&err).to_string(), &secrets);
+        let text = redact(&error_chain(&err), &secrets);
         match credentials_error(&err) {
             Some(CredentialsError::CredentialsNotLoaded(_)) => StsFailure {
                 status: None,
@@ -651,6 +651,24 @@ impl AwsCredentialsProvider for AssumeRoleProvider {
     }
 }
 
+/// An error and its sources' messages, joined: what went wrong in one sentence,
+/// without the debug dump of the request and response (headers, bodies) that the SDK's
+/// `DisplayErrorContext` appends and that floe's log and errors have no use for.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        // Some errors repeat their source's message in their own.
+        if !text.ends_with(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 fn unavailable(what: &str, failure: &StsFailure) -> SinkError {
     SinkError::new(
         ErrorKind::Unavailable,
@@ -821,6 +839,42 @@ async fn validate_role(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error whose source says why, twice nested, like the SDK's credential errors.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1
+                .as_deref()
+                .map(|l| l as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    #[test]
+    fn errors_read_as_their_chain_of_causes_without_debug_dumps() {
+        let err = Layer(
+            "dispatch failure",
+            Some(Box::new(Layer(
+                "failed to load IMDS session token",
+                Some(Box::new(Layer("request forbidden", None))),
+            ))),
+        );
+        assert_eq!(
+            error_chain(&err),
+            "dispatch failure: failed to load IMDS session token: request forbidden"
+        );
+        // A message that already ends with its source's is not repeated.
+        let repeated = Layer("io error: refused", Some(Box::new(Layer("refused", None))));
+        assert_eq!(error_chain(&repeated), "io error: refused");
+    }
 
     #[test]
     fn refresh_times() {
