@@ -135,6 +135,19 @@ struct Referenced {
     most_manifests: usize,
 }
 
+/// The bytes of `path`, or `None` when the file is gone: the sink's expiry may remove a
+/// snapshot, and delete its manifest list and manifests, after `table` was loaded.
+async fn read_unless_expired(table: &LoadedTable, path: &str) -> Option<Vec<u8>> {
+    match table.file_io.new_input(path).unwrap().read().await {
+        Ok(bytes) => Some(bytes.to_vec()),
+        Err(error) if !table.file_io.exists(path).await.unwrap() => {
+            eprintln!("{path} was expired while being read: {error}");
+            None
+        }
+        Err(error) => panic!("cannot read {path}: {error}"),
+    }
+}
+
 async fn referenced(table: &LoadedTable) -> Referenced {
     let mut found = Referenced {
         paths: BTreeSet::new(),
@@ -145,13 +158,9 @@ async fn referenced(table: &LoadedTable) -> Referenced {
     let mut manifests_seen = HashSet::new();
     for snapshot in table.metadata.snapshots() {
         let list_path = snapshot.manifest_list().to_string();
-        let bytes = table
-            .file_io
-            .new_input(&list_path)
-            .unwrap()
-            .read()
-            .await
-            .unwrap();
+        let Some(bytes) = read_unless_expired(table, &list_path).await else {
+            continue;
+        };
         let list =
             ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
         let manifests = list.entries();
@@ -160,7 +169,10 @@ async fn referenced(table: &LoadedTable) -> Referenced {
             if !manifests_seen.insert(manifest.manifest_path.clone()) {
                 continue;
             }
-            let loaded = manifest.load_manifest(&table.file_io).await.unwrap();
+            let Some(bytes) = read_unless_expired(table, &manifest.manifest_path).await else {
+                continue;
+            };
+            let loaded = iceberg::spec::Manifest::parse_avro(&bytes).unwrap();
             for entry in loaded.entries() {
                 let path = entry.file_path().to_string();
                 if entry.status() == ManifestStatus::Deleted {
