@@ -18,11 +18,12 @@ use floe_sql_parser::ast::Statement;
 use tokio::sync::Mutex;
 use tracing::{info, warn};
 
+use crate::batch_cache::BatchCache;
 use crate::error::AdapterError;
 use crate::query;
 use crate::session::{Session, TransactionStatus};
 use crate::system::SystemContext;
-use crate::tables::{self, BatchCache, register_tables, storage_collections};
+use crate::tables::{self, register_tables, storage_collections};
 use floe_storage::Storage;
 
 mod status;

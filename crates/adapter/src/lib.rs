@@ -2,6 +2,7 @@
 //! catalog, and query execution over the system catalog.
 
 pub mod auth;
+pub mod batch_cache;
 pub mod connection_config;
 pub mod coordinator;
 pub mod copy;

@@ -12,9 +12,10 @@ use datafusion::execution::context::SessionContext;
 use floe_repr::{ColumnDesc, Datum, GlobalId, RelationDesc, Row, SqlState};
 use floe_sql::catalog::{ItemDefinition, QualifiedName};
 use floe_sql::dml::{DeletePlan, InsertPlan, UpdatePlan, returning_query};
-use floe_storage::{AppendError, ContentsSegment, Storage};
+use floe_storage::{AppendError, Storage};
 use sqlparser::ast::SelectItem;
 
+use crate::batch_cache::BATCH_ROWS;
 use crate::coordinator::ExecuteResponse;
 use crate::error::AdapterError;
 use crate::query;
@@ -30,18 +31,6 @@ pub struct EngineTable {
     pub scans: Arc<AtomicU64>,
 }
 
-/// Arrow batches of each table, cached by the contents' version so repeated queries of
-/// an unchanged table do not convert it again, and kept per segment of the contents so a
-/// write converts again only the segments it touched (a one-row INSERT into a 1M-row
-/// table converts about 1/64 of it, not all).
-#[derive(Default)]
-pub struct BatchCache {
-    entries: Mutex<HashMap<GlobalId, CachedBatches>>,
-    /// Scans of each relation since the server started (kept here because every
-    /// query's tables come from here).
-    scans: ScanCounts,
-}
-
 /// The engine's scans of each relation since the server started, as PostgreSQL's
 /// statistics count sequential scans (`pg_stat_get_numscans`): shared by the tables
 /// handed to the engine, which count, and the catalog functions, which read them when
@@ -51,7 +40,7 @@ pub struct ScanCounts(Arc<Mutex<HashMap<GlobalId, Arc<AtomicU64>>>>);
 
 impl ScanCounts {
     /// The counter of a relation's scans, shared by every engine that reads it.
-    fn counter(&self, id: GlobalId) -> Arc<AtomicU64> {
+    pub(crate) fn counter(&self, id: GlobalId) -> Arc<AtomicU64> {
         let mut scans = self.0.lock().unwrap_or_else(|e| e.into_inner());
         scans.entry(id).or_default().clone()
     }
@@ -63,188 +52,12 @@ impl ScanCounts {
             .get(&id)
             .map_or(0, |count| count.load(Ordering::Relaxed))
     }
-}
 
-/// A table's Arrow form.
-#[derive(Clone)]
-struct CachedBatches {
-    /// The contents version `batches` show.
-    version: u64,
-    schema: SchemaRef,
-    /// Per segment of the contents: the segment's version and its batches.
-    segments: Vec<(u64, Vec<RecordBatch>)>,
-    /// What the engine gets: every segment's batches, or one batch for a small table.
-    batches: Vec<RecordBatch>,
-}
-
-/// Rows per Arrow batch handed to the engine.
-const BATCH_ROWS: usize = 8_192;
-
-impl BatchCache {
-    /// The engine's view of a table's current contents.
-    pub fn table(
-        &self,
-        storage: &Storage,
-        id: GlobalId,
-        name: &QualifiedName,
-        desc: &RelationDesc,
-    ) -> Result<EngineTable, AdapterError> {
-        let version = storage.contents_version(id).map_err(storage_error)?;
-        let schema = relation_schema(desc);
-        // The entry is cloned (its segments) only when it is about to be converted; a
-        // current one gives just its batches (reference-counted columns).
-        let cached = {
-            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            match entries.get(&id).filter(|cached| cached.schema == schema) {
-                Some(cached) if cached.version == version => {
-                    return Ok(EngineTable {
-                        name: name.clone(),
-                        schema,
-                        batches: cached.batches.clone(),
-                        scans: self.scan_counter(id),
-                    });
-                }
-                Some(cached) => Some(cached.clone()),
-                None => None,
-            }
-        };
-        let converted = convert_changed_segments(storage, id, name, desc, schema, cached)?;
-        Ok(self.keep(id, name, converted))
-    }
-
-    /// The counter of a relation's scans, shared by every engine that reads it.
-    pub fn scan_counter(&self, id: GlobalId) -> Arc<AtomicU64> {
-        self.scans.counter(id)
-    }
-
-    /// The scans of every relation, for the catalog functions.
-    pub fn scans(&self) -> ScanCounts {
-        self.scans.clone()
-    }
-
-    /// Keeps what was just converted for the next query, and gives the engine its view.
-    fn keep(&self, id: GlobalId, name: &QualifiedName, converted: CachedBatches) -> EngineTable {
-        let table = EngineTable {
-            name: name.clone(),
-            schema: converted.schema.clone(),
-            batches: converted.batches.clone(),
-            scans: self.scan_counter(id),
-        };
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, converted);
-        table
-    }
-
-    pub fn forget(&self, id: GlobalId) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-    }
-
-    /// Forgets a dropped relation: its batches and its scans (a widened one keeps its
-    /// scans, as PostgreSQL's statistics survive `ALTER TABLE`).
-    pub fn drop_relation(&self, id: GlobalId) {
-        self.forget(id);
-        let mut scans = self.scans.0.lock().unwrap_or_else(|e| e.into_inner());
+    /// Forgets a dropped relation's scans.
+    pub(crate) fn remove(&self, id: GlobalId) {
+        let mut scans = self.0.lock().unwrap_or_else(|e| e.into_inner());
         scans.remove(&id);
     }
-}
-
-/// `cached` brought up to the current contents: the segments whose version changed are
-/// converted again, the others kept.
-fn convert_changed_segments(
-    storage: &Storage,
-    id: GlobalId,
-    name: &QualifiedName,
-    desc: &RelationDesc,
-    schema: SchemaRef,
-    cached: Option<CachedBatches>,
-) -> Result<CachedBatches, AdapterError> {
-    let mut segments = match cached {
-        Some(cached) => cached.segments,
-        None => vec![(u64::MAX, Vec::new()); floe_storage::SEGMENTS],
-    };
-    let known: Vec<u64> = segments.iter().map(|(version, _)| *version).collect();
-    let (changed, version) = storage
-        .changed_segments(id, &known)
-        .map_err(storage_error)?;
-    for (index, version, batches) in convert_segments(name, desc, changed)? {
-        if let Some(slot) = segments.get_mut(index) {
-            *slot = (version, batches);
-        }
-    }
-    let mut batches: Vec<RecordBatch> = segments
-        .iter()
-        .flat_map(|(_, batches)| batches.iter().cloned())
-        .collect();
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    if batches.len() > 1 && rows <= BATCH_ROWS {
-        // A small table as one batch: the engine pays per batch.
-        let combined = datafusion::arrow::compute::concat_batches(&schema, &batches)
-            .map_err(|e| AdapterError::Internal(format!("converting {name}: {e}")))?;
-        batches = vec![combined];
-    }
-    Ok(CachedBatches {
-        version,
-        schema,
-        segments,
-        batches,
-    })
-}
-
-/// Below this many rows, segments are converted on the calling thread: starting threads
-/// would cost more than they save.
-const PARALLEL_CONVERSION_ROWS: usize = 65_536;
-
-/// Each changed segment decoded and converted to Arrow batches (index, version, batches),
-/// on one thread per core when there are many rows: a table's first query after a bulk
-/// load converts all of it.
-fn convert_segments(
-    name: &QualifiedName,
-    desc: &RelationDesc,
-    changed: Vec<ContentsSegment>,
-) -> Result<Vec<(usize, u64, Vec<RecordBatch>)>, AdapterError> {
-    let convert = |segment: ContentsSegment| -> Result<_, AdapterError> {
-        let (index, version) = (segment.index, segment.version);
-        let rows = segment.rows().map_err(storage_error)?;
-        Ok((index, version, engine_table(name, desc, &rows)?.batches))
-    };
-    let rows: usize = changed.iter().map(ContentsSegment::distinct_rows).sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(changed.len());
-    if threads <= 1 || rows < PARALLEL_CONVERSION_ROWS {
-        return changed.into_iter().map(convert).collect();
-    }
-    let mut shares: Vec<Vec<ContentsSegment>> = (0..threads).map(|_| Vec::new()).collect();
-    for (position, segment) in changed.into_iter().enumerate() {
-        shares[position % threads].push(segment);
-    }
-    let convert = &convert;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                scope.spawn(move || {
-                    share
-                        .into_iter()
-                        .map(convert)
-                        .collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .collect();
-        let mut converted = Vec::new();
-        for handle in handles {
-            let share = handle.join().map_err(|_| {
-                AdapterError::Internal(format!("converting {name}: a conversion thread panicked"))
-            })?;
-            converted.extend(share?);
-        }
-        Ok(converted)
-    })
 }
 
 /// Rows as the engine's view of a table.
@@ -268,11 +81,14 @@ pub fn engine_table(
     })
 }
 
-fn relation_schema(desc: &RelationDesc) -> SchemaRef {
+pub(crate) fn relation_schema(desc: &RelationDesc) -> SchemaRef {
     floe_arrow::arrow_schema(desc)
 }
 
-fn relation_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, AdapterError> {
+pub(crate) fn relation_batch(
+    desc: &RelationDesc,
+    rows: &[Row],
+) -> Result<RecordBatch, AdapterError> {
     floe_arrow::rows_to_batch(desc, rows).map_err(value_error)
 }
 

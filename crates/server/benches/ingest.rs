@@ -5,8 +5,9 @@
 //! - multi-row INSERT, 1,000 rows a statement;
 //! - concurrent single-row writers: 32 clients, each 200 INSERTs (floe's INSERTs share
 //!   durable commits, PostgreSQL's group their WAL flushes);
-//! - the first query of the loaded table, and the same query after a one-row INSERT
-//!   into it (floe converts again only the part of the table the INSERT touched);
+//! - the first query of the loaded table, the same query after a one-row INSERT into
+//!   it, and after a 1,000-row INSERT (which touches every segment of floe's contents:
+//!   floe converts only the rows a write brought, not the table again);
 //! - right after the COPY, a new APPEND sink and then a new UPSERT sink of the copied
 //!   table into SeaweedFS (REST catalog + S3), each timed from `CREATE SINK` until the
 //!   catalog's current snapshot holds every row, with floe's peak RSS meanwhile; the
@@ -76,6 +77,7 @@ struct Figures {
     concurrent: Duration,
     query: Duration,
     query_after_write: Duration,
+    query_after_bulk_write: Duration,
 }
 
 /// Runs every measurement against one server; `connect` opens a new session; `sinks`
@@ -134,6 +136,26 @@ where
     let new_row_counts = ((rows + 1) % 10_000) * 100 + (rows + 1) % 100 > 1_000;
     let expected = count + i64::from(new_row_counts);
     assert_eq!(after, expected, "the query sees the inserted row");
+    let batch: Vec<String> = (rows + 2..rows + 1_002).map(values).collect();
+    client
+        .batch_execute(&format!("INSERT INTO copied VALUES {}", batch.join(", ")))
+        .await
+        .expect("1,000-row INSERT");
+    let started = Instant::now();
+    let after_bulk: i64 = client
+        .query_one(count_query, &[])
+        .await
+        .expect("query after the 1,000-row INSERT")
+        .get(0);
+    let query_after_bulk_write = started.elapsed();
+    let bulk_counted = (rows + 2..rows + 1_002)
+        .filter(|i| (i % 10_000) * 100 + i % 100 > 1_000)
+        .count() as i64;
+    assert_eq!(
+        after_bulk,
+        after + bulk_counted,
+        "the query sees the 1,000 rows"
+    );
     Figures {
         sinks,
         copy,
@@ -141,6 +163,7 @@ where
         concurrent,
         query,
         query_after_write,
+        query_after_bulk_write,
     }
 }
 
@@ -464,6 +487,11 @@ async fn main() {
         "same query after a 1-row INSERT",
         floe_figures.query_after_write,
         postgres_figures.query_after_write,
+    );
+    seconds(
+        "same query after a 1,000-row INSERT",
+        floe_figures.query_after_bulk_write,
+        postgres_figures.query_after_bulk_write,
     );
     println!("  (ratio: PostgreSQL's time / floe's; above 1 floe is faster)");
     if let (Some(sinks), Some(pyiceberg)) = (&floe_figures.sinks, pyiceberg) {

@@ -1,10 +1,13 @@
 //! Change log throughput: appending 1M rows of a 6-column table in batches,
 //! reading them back from a frontier (what a sink does), and reading from a
 //! frontier in the middle, and the consolidated snapshot a new sink reads (insert-only,
-//! then after updating a tenth of the rows). Prints figures; asserts nothing about time.
+//! then after updating a tenth of the rows), and a bulk load (`COPY FROM STDIN` and a
+//! Postgres source's snapshot: the rows encoded as they arrive, then appended whole) into
+//! a table with a primary key. Prints figures; asserts nothing about time.
 //!
 //!     cargo bench -p floe-storage --bench change_log          # 1M rows
 //!     FLOE_BENCH_ROWS=100000 cargo bench -p floe-storage --bench change_log
+//!     FLOE_BENCH_BULK_ONLY=1 cargo bench -p floe-storage --bench change_log  # to profile it
 
 use std::time::Instant;
 
@@ -64,6 +67,10 @@ fn main() {
     let batch: i64 = 10_000;
     let dir = tempfile::tempdir().expect("temporary directory");
     let storage = Storage::open(dir.path()).expect("storage opens");
+    if std::env::var_os("FLOE_BENCH_BULK_ONLY").is_some() {
+        bulk_load(&storage, rows);
+        return;
+    }
     let id = GlobalId::User(1);
     storage.register(id, desc()).expect("collection registers");
 
@@ -170,5 +177,41 @@ fn main() {
         "  log size          {} updates, {:.1} MiB",
         usage.updates,
         usage.bytes as f64 / (1024.0 * 1024.0)
+    );
+    bulk_load(&storage, rows);
+}
+
+/// A bulk load of `rows` rows into a new keyed collection: encoding as the rows arrive,
+/// then the one durable append, timed apart.
+fn bulk_load(storage: &std::sync::Arc<Storage>, rows: i64) {
+    let id = GlobalId::User(2);
+    let keyed = RelationDesc {
+        unique_keys: vec![vec![0]],
+        ..desc()
+    };
+    storage.register(id, keyed).expect("collection registers");
+    let started = Instant::now();
+    let mut inserts = storage.inserts(id).expect("inserts");
+    for i in 0..rows {
+        inserts.push(&row(i));
+    }
+    let encoded = started.elapsed();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .expect("runtime");
+    let appending = Instant::now();
+    runtime
+        .block_on(storage.append_inserts(inserts))
+        .expect("append")
+        .expect("no key conflict");
+    let appended = appending.elapsed();
+    let total = started.elapsed();
+    println!(
+        "  bulk load         {:>10.0} rows/s  ({:.2} s: encode {:.2} s, append {:.2} s)",
+        rows as f64 / total.as_secs_f64(),
+        total.as_secs_f64(),
+        encoded.as_secs_f64(),
+        appended.as_secs_f64()
     );
 }

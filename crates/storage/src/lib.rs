@@ -204,6 +204,19 @@ impl ContentsSegment {
     pub fn distinct_rows(&self) -> usize {
         self.taken.len()
     }
+
+    /// The segment's rows as the contents hold them: each encoding with its
+    /// multiplicity. An encoding is the contents' own allocation, the same for as long as
+    /// the row stays: a reader that keeps a segment's encodings tells a kept row from a
+    /// new one by address and decodes only the new ones.
+    pub fn shared_rows(&self) -> &[(Arc<[u8]>, i64)] {
+        &self.taken
+    }
+
+    /// Decodes one of [`ContentsSegment::shared_rows`].
+    pub fn decode(&self, encoded: &[u8]) -> Result<Row, StorageError> {
+        decode_row(encoded).map_err(|e| corrupt(self.collection, e.to_string()))
+    }
 }
 
 /// Rows of the contents as a reader takes them under the lock: encodings (shared, not
