@@ -26,7 +26,9 @@ use floe_sql::catalog::QualifiedName;
 use floe_storage::{ContentsSegment, Storage};
 
 use crate::error::AdapterError;
-use crate::tables::{EngineTable, ScanCounts, relation_batch, relation_schema, storage_error};
+use crate::tables::{
+    EngineTable, ScanCounts, relation_batch, relation_schema, storage_error, value_error,
+};
 
 /// Arrow batches of each table, cached by the contents' version so repeated queries of
 /// an unchanged table do not convert it again, and kept per segment of the contents.
@@ -277,23 +279,19 @@ impl CachedSegment {
                 .map(|(encoding, _)| encoding.clone()),
         );
         let mut batches = kept_batches(&self.batches, &keep).map_err(|e| arrow_error(name, e))?;
-        let mut rows: Vec<Row> = Vec::with_capacity(arrived.len());
+        let shown = encodings.len();
         for (encoding, count) in arrived {
-            let row = current.decode(encoding).map_err(storage_error)?;
-            for _ in 1..count {
+            for _ in 0..count {
                 encodings.push(encoding.clone());
-                rows.push(row.clone());
             }
-            encodings.push(encoding.clone());
-            rows.push(row);
         }
-        for chunk in rows.chunks(BATCH_ROWS) {
-            batches.push(relation_batch(desc, chunk)?);
+        for chunk in encodings[shown..].chunks(BATCH_ROWS) {
+            batches.push(converted(&current, desc, chunk)?);
         }
         if batches.len() > encodings.len().div_ceil(BATCH_ROWS) + EXTRA_BATCHES {
             batches = rebatched(&batches).map_err(|e| arrow_error(name, e))?;
         }
-        let decoded = rows.len();
+        let decoded = encodings.len() - shown;
         let refreshed = CachedSegment {
             version: current.version,
             encodings: encodings.into(),
@@ -301,6 +299,25 @@ impl CachedSegment {
         };
         Ok((refreshed, decoded))
     }
+}
+
+/// Rows of `segment` (`encodings`) as a batch: read straight from their encodings, or
+/// decoded into rows first when a value needs that way (see `encoded_rows_to_batch`).
+fn converted(
+    segment: &ContentsSegment,
+    desc: &RelationDesc,
+    encodings: &[Arc<[u8]>],
+) -> Result<RecordBatch, AdapterError> {
+    let encoded: Vec<&[u8]> = encodings.iter().map(|encoding| &encoding[..]).collect();
+    if let Some(batch) = floe_arrow::encoded_rows_to_batch(desc, &encoded) {
+        return batch.map_err(value_error);
+    }
+    let rows = encoded
+        .iter()
+        .map(|encoding| segment.decode(encoding))
+        .collect::<Result<Vec<Row>, _>>()
+        .map_err(storage_error)?;
+    relation_batch(desc, &rows)
 }
 
 /// Which of the rows a segment's batches show (by their `held` encodings) are still in

@@ -134,7 +134,7 @@ pub fn storage_error(error: floe_storage::StorageError) -> AdapterError {
     AdapterError::Storage(error)
 }
 
-fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError {
+pub(crate) fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError {
     AdapterError::Query {
         code: error.code,
         message: error.message,

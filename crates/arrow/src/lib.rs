@@ -37,6 +37,9 @@ pub use arrow;
 pub use build::build_array as build_field_array;
 
 mod build;
+mod encoded;
+
+pub use encoded::encoded_rows_to_batch;
 
 /// Field metadata: the column's SQL type, as JSON.
 pub const SQL_TYPE_METADATA: &str = "floe.sql_type";

@@ -356,3 +356,105 @@ fn decimals_parse_exactly() {
     assert!(decimal_to_i128(&"9".repeat(37), 38, 2).is_err());
     assert!(decimal_to_i128(&"9".repeat(36), 38, 2).is_ok());
 }
+
+/// Encodings of `rows`, as storage keeps them.
+fn encodings(rows: &[Row]) -> Vec<Vec<u8>> {
+    rows.iter().map(floe_repr::codec::row_to_bytes).collect()
+}
+
+#[test]
+fn encoded_rows_convert_as_rows_do() {
+    let direct = |ty: &S| {
+        !matches!(
+            ty,
+            S::Interval | S::Range { .. } | S::Record { .. } | S::List { .. } | S::Map { .. }
+        )
+    };
+    for (ty, texts) in every_type() {
+        let desc = RelationDesc {
+            columns: vec![("c".into(), col(ty.clone(), true))],
+            unique_keys: vec![],
+        };
+        let mut rows: Vec<Row> = texts
+            .iter()
+            .map(|t| vec![parse_datum(t, &ty).unwrap_or_else(|e| panic!("{t}: {e}"))])
+            .collect();
+        rows.push(vec![Datum::Null]);
+        let encoded = encodings(&rows);
+        let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        match encoded_rows_to_batch(&desc, &encoded) {
+            Some(batch) => {
+                assert!(direct(&ty), "{ty} is not converted directly");
+                let batch = batch.unwrap_or_else(|e| panic!("{ty}: {e}"));
+                assert_eq!(batch, rows_to_batch(&desc, &rows).unwrap(), "{ty}");
+            }
+            None => assert!(!direct(&ty), "{ty} is converted directly"),
+        }
+    }
+}
+
+#[test]
+fn encoded_rows_of_another_shape_or_kind_go_through_rows() {
+    let desc = RelationDesc {
+        columns: vec![
+            ("id".into(), col(S::Int64, false)),
+            ("name".into(), col(S::Text, true)),
+            (
+                "amount".into(),
+                col(
+                    S::Numeric {
+                        precision: Some(12),
+                        max_scale: Some(2),
+                    },
+                    true,
+                ),
+            ),
+        ],
+        unique_keys: vec![],
+    };
+    // A row written before two columns were added reads them as NULL.
+    let rows = vec![
+        vec![
+            Datum::Int64(1),
+            Datum::Text("a".into()),
+            Datum::Numeric("1.50".into()),
+        ],
+        vec![Datum::Int64(2)],
+    ];
+    let encoded = encodings(&rows);
+    let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    let batch = encoded_rows_to_batch(&desc, &encoded)
+        .expect("direct")
+        .unwrap();
+    assert_eq!(batch, rows_to_batch(&desc, &rows).unwrap());
+    // A value of a kind the rows' way would cast, a row too wide, corrupt bytes: none.
+    for other in [
+        vec![vec![Datum::Int32(1)]],
+        vec![vec![
+            Datum::Int64(1),
+            Datum::Null,
+            Datum::Null,
+            Datum::Bool(true),
+        ]],
+    ] {
+        let encoded = encodings(&other);
+        let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        assert!(
+            encoded_rows_to_batch(&desc, &encoded).is_none(),
+            "{other:?}"
+        );
+    }
+    assert!(encoded_rows_to_batch(&desc, &[&[1, 9, 9][..]]).is_none());
+    // A numeric the column cannot hold exactly: the error the rows' way gives.
+    let wide = vec![vec![
+        Datum::Int64(1),
+        Datum::Null,
+        Datum::Numeric("0.125".into()),
+    ]];
+    let encoded = encodings(&wide);
+    let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    let error = encoded_rows_to_batch(&desc, &encoded)
+        .expect("direct")
+        .unwrap_err();
+    assert_eq!(error, rows_to_batch(&desc, &wide).unwrap_err());
+}

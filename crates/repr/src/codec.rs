@@ -310,44 +310,59 @@ impl<'a> Reader<'a> {
     }
 
     fn string(&mut self) -> Result<String, CodecError> {
+        self.str().map(str::to_string)
+    }
+
+    fn str(&mut self) -> Result<&'a str, CodecError> {
         let bytes = self.bytes()?;
-        std::str::from_utf8(bytes)
-            .map(str::to_string)
-            .map_err(|_| self.error("invalid utf-8"))
+        std::str::from_utf8(bytes).map_err(|_| self.error("invalid utf-8"))
     }
 
     fn datum(&mut self, depth: usize) -> Result<Datum, CodecError> {
+        self.datum_ref(depth).map(DatumRef::into_owned)
+    }
+
+    /// The next datum, read in place: text and bytes borrowed from the input.
+    fn datum_ref(&mut self, depth: usize) -> Result<DatumRef<'a>, CodecError> {
         if depth > MAX_DEPTH {
             return Err(self.error("nesting too deep"));
         }
         let t = self.byte()?;
         Ok(match t {
-            tag::NULL => Datum::Null,
-            tag::FALSE => Datum::Bool(false),
-            tag::TRUE => Datum::Bool(true),
-            tag::INT16 => Datum::Int16(i16::from_le_bytes(self.array()?)),
-            tag::INT32 => Datum::Int32(i32::from_le_bytes(self.array()?)),
-            tag::INT64 => Datum::Int64(i64::from_le_bytes(self.array()?)),
-            tag::UINT16 => Datum::UInt16(u16::from_le_bytes(self.array()?)),
-            tag::UINT32 => Datum::UInt32(u32::from_le_bytes(self.array()?)),
-            tag::UINT64 => Datum::UInt64(u64::from_le_bytes(self.array()?)),
-            tag::FLOAT32 => Datum::Float32(f32::from_bits(u32::from_le_bytes(self.array()?))),
-            tag::FLOAT64 => Datum::Float64(f64::from_bits(u64::from_le_bytes(self.array()?))),
-            tag::NUMERIC => Datum::Numeric(self.string()?),
-            tag::TEXT => Datum::Text(self.string()?),
-            tag::BYTES => Datum::Bytes(self.bytes()?.to_vec()),
-            tag::DATE => Datum::Date(i32::from_le_bytes(self.array()?)),
-            tag::TIME => Datum::Time(i64::from_le_bytes(self.array()?)),
-            tag::TIMESTAMP => Datum::Timestamp(i64::from_le_bytes(self.array()?)),
-            tag::TIMESTAMPTZ => Datum::TimestampTz(i64::from_le_bytes(self.array()?)),
+            tag::NULL => DatumRef::Null,
+            tag::FALSE => DatumRef::Bool(false),
+            tag::TRUE => DatumRef::Bool(true),
+            tag::INT16 => DatumRef::Int16(i16::from_le_bytes(self.array()?)),
+            tag::INT32 => DatumRef::Int32(i32::from_le_bytes(self.array()?)),
+            tag::INT64 => DatumRef::Int64(i64::from_le_bytes(self.array()?)),
+            tag::UINT16 => DatumRef::UInt16(u16::from_le_bytes(self.array()?)),
+            tag::UINT32 => DatumRef::UInt32(u32::from_le_bytes(self.array()?)),
+            tag::UINT64 => DatumRef::UInt64(u64::from_le_bytes(self.array()?)),
+            tag::FLOAT32 => DatumRef::Float32(f32::from_bits(u32::from_le_bytes(self.array()?))),
+            tag::FLOAT64 => DatumRef::Float64(f64::from_bits(u64::from_le_bytes(self.array()?))),
+            tag::NUMERIC => DatumRef::Numeric(self.str()?),
+            tag::TEXT => DatumRef::Text(self.str()?),
+            tag::BYTES => DatumRef::Bytes(self.bytes()?),
+            tag::DATE => DatumRef::Date(i32::from_le_bytes(self.array()?)),
+            tag::TIME => DatumRef::Time(i64::from_le_bytes(self.array()?)),
+            tag::TIMESTAMP => DatumRef::Timestamp(i64::from_le_bytes(self.array()?)),
+            tag::TIMESTAMPTZ => DatumRef::TimestampTz(i64::from_le_bytes(self.array()?)),
+            tag::JSONB => DatumRef::Jsonb(self.str()?),
+            tag::UUID => DatumRef::Uuid(self.array()?),
+            tag::OID => DatumRef::Oid(u32::from_le_bytes(self.array()?)),
+            _ => DatumRef::Composite(self.composite(t, depth)?),
+        })
+    }
+
+    /// A datum of tag `t` that is made of parts (or an interval, a value of three),
+    /// decoded whole.
+    fn composite(&mut self, t: u8, depth: usize) -> Result<Datum, CodecError> {
+        Ok(match t {
             tag::INTERVAL => Datum::Interval {
                 months: i32::from_le_bytes(self.array()?),
                 days: i32::from_le_bytes(self.array()?),
                 micros: i64::from_le_bytes(self.array()?),
             },
-            tag::JSONB => Datum::Jsonb(self.string()?),
-            tag::UUID => Datum::Uuid(self.array()?),
-            tag::OID => Datum::Oid(u32::from_le_bytes(self.array()?)),
             tag::TEXT_ARRAY => {
                 let n = self.count()?;
                 let mut items = Vec::with_capacity(n);
@@ -410,21 +425,114 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a row encoded by [`encode_row`]; the whole input must be one row.
-pub fn decode_row(bytes: &[u8]) -> Result<Row, CodecError> {
+/// A datum read in place from a row's encoding ([`read_row`]): scalars by value, text
+/// and bytes borrowed from the encoding rather than copied out; values made of parts
+/// decoded whole. What converts stored rows straight to another form (Arrow columns)
+/// without a `Row` and its allocations in between.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatumRef<'a> {
+    Null,
+    Bool(bool),
+    Int16(i16),
+    Int32(i32),
+    Int64(i64),
+    UInt16(u16),
+    UInt32(u32),
+    UInt64(u64),
+    Float32(f32),
+    Float64(f64),
+    Numeric(&'a str),
+    Text(&'a str),
+    Bytes(&'a [u8]),
+    Date(i32),
+    Time(i64),
+    Timestamp(i64),
+    TimestampTz(i64),
+    Jsonb(&'a str),
+    Uuid([u8; 16]),
+    Oid(u32),
+    /// An interval, range, record, list, map or text array.
+    Composite(Datum),
+}
+
+impl DatumRef<'_> {
+    pub fn into_owned(self) -> Datum {
+        match self {
+            DatumRef::Null => Datum::Null,
+            DatumRef::Bool(v) => Datum::Bool(v),
+            DatumRef::Int16(v) => Datum::Int16(v),
+            DatumRef::Int32(v) => Datum::Int32(v),
+            DatumRef::Int64(v) => Datum::Int64(v),
+            DatumRef::UInt16(v) => Datum::UInt16(v),
+            DatumRef::UInt32(v) => Datum::UInt32(v),
+            DatumRef::UInt64(v) => Datum::UInt64(v),
+            DatumRef::Float32(v) => Datum::Float32(v),
+            DatumRef::Float64(v) => Datum::Float64(v),
+            DatumRef::Numeric(v) => Datum::Numeric(v.to_string()),
+            DatumRef::Text(v) => Datum::Text(v.to_string()),
+            DatumRef::Bytes(v) => Datum::Bytes(v.to_vec()),
+            DatumRef::Date(v) => Datum::Date(v),
+            DatumRef::Time(v) => Datum::Time(v),
+            DatumRef::Timestamp(v) => Datum::Timestamp(v),
+            DatumRef::TimestampTz(v) => Datum::TimestampTz(v),
+            DatumRef::Jsonb(v) => Datum::Jsonb(v.to_string()),
+            DatumRef::Uuid(v) => Datum::Uuid(v),
+            DatumRef::Oid(v) => Datum::Oid(v),
+            DatumRef::Composite(datum) => datum,
+        }
+    }
+}
+
+/// Reads an encoded row's datums one at a time, in place ([`read_row`]).
+pub struct RowReader<'a> {
+    reader: Reader<'a>,
+    /// Datums not read yet.
+    left: usize,
+}
+
+/// A reader of the row encoded in `bytes` (by [`encode_row`]).
+pub fn read_row(bytes: &[u8]) -> Result<RowReader<'_>, CodecError> {
     let mut reader = Reader { bytes, at: 0 };
     let version = reader.byte()?;
     if version != VERSION {
         return Err(reader.error(&format!("unknown codec version {version}")));
     }
-    let n = reader.count()?;
-    let mut row = Vec::with_capacity(n);
-    for _ in 0..n {
-        row.push(reader.datum(0)?);
+    let left = reader.count()?;
+    Ok(RowReader { reader, left })
+}
+
+impl<'a> RowReader<'a> {
+    /// How many datums the row has left to read.
+    pub fn left(&self) -> usize {
+        self.left
     }
-    if reader.at != bytes.len() {
-        return Err(reader.error("trailing bytes"));
+
+    /// The next datum; `None` past the row's last.
+    pub fn next_datum(&mut self) -> Option<Result<DatumRef<'a>, CodecError>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        Some(self.reader.datum_ref(0))
     }
+
+    /// Checks that the row ended where its input does, every datum read.
+    pub fn finish(self) -> Result<(), CodecError> {
+        if self.left != 0 || self.reader.at != self.reader.bytes.len() {
+            return Err(self.reader.error("trailing bytes"));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a row encoded by [`encode_row`]; the whole input must be one row.
+pub fn decode_row(bytes: &[u8]) -> Result<Row, CodecError> {
+    let mut reader = read_row(bytes)?;
+    let mut row = Vec::with_capacity(reader.left());
+    while let Some(datum) = reader.next_datum() {
+        row.push(datum?.into_owned());
+    }
+    reader.finish()?;
     Ok(row)
 }
 
@@ -503,6 +611,32 @@ mod tests {
             // Deterministic: encoding again gives the same bytes.
             assert_eq!(row_to_bytes(&decode_row(&bytes).unwrap()), bytes);
         }
+    }
+
+    #[test]
+    fn rows_read_in_place_are_the_decoded_rows() {
+        for row in sample_rows() {
+            let bytes = row_to_bytes(&row);
+            let mut reader = read_row(&bytes).unwrap();
+            let mut read = Vec::new();
+            while let Some(datum) = reader.next_datum() {
+                read.push(datum.unwrap().into_owned());
+            }
+            reader.finish().unwrap();
+            assert_eq!(read, row);
+        }
+        // Text is borrowed from the encoding, not copied.
+        let bytes = row_to_bytes(&vec![Datum::Text("borrowed".into())]);
+        let mut reader = read_row(&bytes).unwrap();
+        let Some(Ok(DatumRef::Text(text))) = reader.next_datum() else {
+            panic!("a text datum");
+        };
+        assert!(bytes.as_ptr_range().contains(&text.as_ptr()));
+        // A row read only in part is not finished.
+        let bytes = row_to_bytes(&vec![Datum::Int64(1), Datum::Int64(2)]);
+        let mut reader = read_row(&bytes).unwrap();
+        reader.next_datum();
+        assert!(reader.finish().is_err());
     }
 
     #[test]

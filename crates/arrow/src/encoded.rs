@@ -1,0 +1,249 @@
+//! Stored rows straight to Arrow: each encoded row is read in place
+//! ([`floe_repr::codec::read_row`]) and its datums appended to the columns' builders,
+//! with no decoded `Row` in between. Converting a table for the query engine through
+//! rows allocated a row and each of its strings, then copied every string again into
+//! the array; most of a large table's first query went there.
+//!
+//! Only values that [`crate::rows_to_batch`] would take as they are (a column's own
+//! kind of scalar) go this way. Anything else (a nested value, a value of another kind
+//! that `rows_to_batch` would cast, a row that does not decode) makes the whole batch
+//! go through rows instead, so both ways give the same arrays.
+
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::array::builder::{
+    BinaryBuilder, BooleanBuilder, Date32Builder, Decimal128Builder, FixedSizeBinaryBuilder,
+    Float32Builder, Float64Builder, Int16Builder, Int32Builder, Int64Builder, StringBuilder,
+    Time64MicrosecondBuilder, TimestampMicrosecondBuilder, UInt16Builder, UInt32Builder,
+    UInt64Builder,
+};
+use arrow::datatypes::DataType;
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use floe_repr::codec::{DatumRef, read_row};
+use floe_repr::strconv::ValueError;
+use floe_repr::{RelationDesc, SqlScalarType};
+
+use crate::{arrow_data_type, arrow_schema, internal};
+
+/// The batch of `rows` (encodings of rows of `desc`), built without decoding them into
+/// rows; `None` when a value or row needs the way through rows (see the module
+/// documentation), whose caller then takes it.
+pub fn encoded_rows_to_batch(
+    desc: &RelationDesc,
+    rows: &[&[u8]],
+) -> Option<Result<RecordBatch, ValueError>> {
+    let mut columns: Vec<Column> = desc
+        .columns
+        .iter()
+        .map(|(_, column)| Column::of(&column.scalar_type, rows.len()))
+        .collect::<Option<_>>()?;
+    for encoded in rows {
+        let mut reader = read_row(encoded).ok()?;
+        // A row written before a column was added is shorter; the rest are NULL then,
+        // as `rows_to_batch` reads them.
+        for (column, (name, _)) in columns.iter_mut().zip(&desc.columns) {
+            let datum = match reader.next_datum() {
+                Some(datum) => datum.ok()?,
+                None => DatumRef::Null,
+            };
+            if let Err(mut error) = column.push(datum)? {
+                // As `rows_to_batch` names the column.
+                error.message = format!("column \"{name}\": {}", error.message);
+                return Some(Err(error));
+            }
+        }
+        if reader.left() > 0 {
+            return None;
+        }
+        reader.finish().ok()?;
+    }
+    let arrays: Result<Vec<ArrayRef>, ValueError> =
+        columns.into_iter().map(Column::finish).collect();
+    Some(arrays.and_then(|arrays| {
+        RecordBatch::try_new_with_options(
+            arrow_schema(desc),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        )
+        .map_err(|e| internal(e.to_string()))
+    }))
+}
+
+/// One column's builder, for a type whose values go straight in.
+enum Column {
+    Bool(BooleanBuilder),
+    Int16(Int16Builder),
+    Int32(Int32Builder),
+    Int64(Int64Builder),
+    UInt16(UInt16Builder),
+    UInt32(UInt32Builder),
+    /// `oid`, held as `uint4` is.
+    Oid(UInt32Builder),
+    UInt64(UInt64Builder),
+    Float32(Float32Builder),
+    Float64(Float64Builder),
+    Numeric {
+        builder: Decimal128Builder,
+        precision: u8,
+        scale: i8,
+    },
+    Date(Date32Builder),
+    Time(Time64MicrosecondBuilder),
+    Timestamp(TimestampMicrosecondBuilder),
+    TimestampTz(TimestampMicrosecondBuilder),
+    /// `text` and `varchar`.
+    Text(StringBuilder),
+    Jsonb(StringBuilder),
+    Bytes(BinaryBuilder),
+    Uuid(FixedSizeBinaryBuilder),
+}
+
+impl Column {
+    /// The builder of a column of type `ty`, room for `rows` values; `None` for a type
+    /// whose values go through rows.
+    fn of(ty: &SqlScalarType, rows: usize) -> Option<Column> {
+        use SqlScalarType as S;
+        let timestamps = || match arrow_data_type(ty) {
+            DataType::Timestamp(_, zone) => {
+                Some(TimestampMicrosecondBuilder::with_capacity(rows).with_timezone_opt(zone))
+            }
+            _ => None,
+        };
+        Some(match ty {
+            S::Bool => Column::Bool(BooleanBuilder::with_capacity(rows)),
+            S::Int16 => Column::Int16(Int16Builder::with_capacity(rows)),
+            S::Int32 => Column::Int32(Int32Builder::with_capacity(rows)),
+            S::Int64 => Column::Int64(Int64Builder::with_capacity(rows)),
+            S::UInt16 => Column::UInt16(UInt16Builder::with_capacity(rows)),
+            S::UInt32 => Column::UInt32(UInt32Builder::with_capacity(rows)),
+            S::Oid => Column::Oid(UInt32Builder::with_capacity(rows)),
+            S::UInt64 => Column::UInt64(UInt64Builder::with_capacity(rows)),
+            S::Float32 => Column::Float32(Float32Builder::with_capacity(rows)),
+            S::Float64 => Column::Float64(Float64Builder::with_capacity(rows)),
+            S::Numeric { .. } => {
+                let DataType::Decimal128(precision, scale) = arrow_data_type(ty) else {
+                    return None;
+                };
+                Column::Numeric {
+                    builder: Decimal128Builder::with_capacity(rows),
+                    precision,
+                    scale,
+                }
+            }
+            S::Date => Column::Date(Date32Builder::with_capacity(rows)),
+            S::Time => Column::Time(Time64MicrosecondBuilder::with_capacity(rows)),
+            S::Timestamp => Column::Timestamp(timestamps()?),
+            S::TimestampTz => Column::TimestampTz(timestamps()?),
+            S::Text | S::VarChar { .. } => Column::Text(StringBuilder::with_capacity(rows, 0)),
+            S::Jsonb => Column::Jsonb(StringBuilder::with_capacity(rows, 0)),
+            S::Bytes => Column::Bytes(BinaryBuilder::with_capacity(rows, 0)),
+            S::Uuid => Column::Uuid(FixedSizeBinaryBuilder::with_capacity(rows, 16)),
+            S::Interval | S::Range { .. } | S::Record { .. } | S::List { .. } | S::Map { .. } => {
+                return None;
+            }
+        })
+    }
+
+    /// Appends `datum`; `None` when it is not this column's own kind of value (it goes
+    /// through rows), an error when it is but does not fit (a numeric too wide).
+    fn push(&mut self, datum: DatumRef<'_>) -> Option<Result<(), ValueError>> {
+        macro_rules! value {
+            ($builder:expr, $value:expr) => {{
+                $builder.append_value($value);
+                Some(Ok(()))
+            }};
+        }
+        if matches!(datum, DatumRef::Null) {
+            self.push_null();
+            return Some(Ok(()));
+        }
+        match (self, datum) {
+            (Column::Bool(builder), DatumRef::Bool(v)) => value!(builder, v),
+            (Column::Int16(builder), DatumRef::Int16(v)) => value!(builder, v),
+            (Column::Int32(builder), DatumRef::Int32(v)) => value!(builder, v),
+            (Column::Int64(builder), DatumRef::Int64(v)) => value!(builder, v),
+            (Column::UInt16(builder), DatumRef::UInt16(v)) => value!(builder, v),
+            (Column::UInt32(builder), DatumRef::UInt32(v)) => value!(builder, v),
+            (Column::Oid(builder), DatumRef::Oid(v)) => value!(builder, v),
+            (Column::UInt64(builder), DatumRef::UInt64(v)) => value!(builder, v),
+            (Column::Float32(builder), DatumRef::Float32(v)) => value!(builder, v),
+            (Column::Float64(builder), DatumRef::Float64(v)) => value!(builder, v),
+            (
+                Column::Numeric {
+                    builder,
+                    precision,
+                    scale,
+                },
+                DatumRef::Numeric(text),
+            ) => Some(
+                crate::decimal_to_i128(text, *precision, *scale)
+                    .map(|value| builder.append_value(value)),
+            ),
+            (Column::Date(builder), DatumRef::Date(v)) => value!(builder, v),
+            (Column::Time(builder), DatumRef::Time(v)) => value!(builder, v),
+            (Column::Timestamp(builder), DatumRef::Timestamp(v)) => value!(builder, v),
+            (Column::TimestampTz(builder), DatumRef::TimestampTz(v)) => value!(builder, v),
+            (Column::Text(builder), DatumRef::Text(v)) => value!(builder, v),
+            (Column::Jsonb(builder), DatumRef::Jsonb(v)) => value!(builder, v),
+            (Column::Bytes(builder), DatumRef::Bytes(v)) => value!(builder, v),
+            (Column::Uuid(builder), DatumRef::Uuid(v)) => {
+                Some(builder.append_value(v).map_err(|e| internal(e.to_string())))
+            }
+            _ => None,
+        }
+    }
+
+    fn push_null(&mut self) {
+        match self {
+            Column::Bool(builder) => builder.append_null(),
+            Column::Int16(builder) => builder.append_null(),
+            Column::Int32(builder) => builder.append_null(),
+            Column::Int64(builder) => builder.append_null(),
+            Column::UInt16(builder) => builder.append_null(),
+            Column::UInt32(builder) | Column::Oid(builder) => builder.append_null(),
+            Column::UInt64(builder) => builder.append_null(),
+            Column::Float32(builder) => builder.append_null(),
+            Column::Float64(builder) => builder.append_null(),
+            Column::Numeric { builder, .. } => builder.append_null(),
+            Column::Date(builder) => builder.append_null(),
+            Column::Time(builder) => builder.append_null(),
+            Column::Timestamp(builder) | Column::TimestampTz(builder) => builder.append_null(),
+            Column::Text(builder) | Column::Jsonb(builder) => builder.append_null(),
+            Column::Bytes(builder) => builder.append_null(),
+            Column::Uuid(builder) => builder.append_null(),
+        }
+    }
+
+    fn finish(self) -> Result<ArrayRef, ValueError> {
+        Ok(match self {
+            Column::Bool(mut builder) => Arc::new(builder.finish()),
+            Column::Int16(mut builder) => Arc::new(builder.finish()),
+            Column::Int32(mut builder) => Arc::new(builder.finish()),
+            Column::Int64(mut builder) => Arc::new(builder.finish()),
+            Column::UInt16(mut builder) => Arc::new(builder.finish()),
+            Column::UInt32(mut builder) | Column::Oid(mut builder) => Arc::new(builder.finish()),
+            Column::UInt64(mut builder) => Arc::new(builder.finish()),
+            Column::Float32(mut builder) => Arc::new(builder.finish()),
+            Column::Float64(mut builder) => Arc::new(builder.finish()),
+            Column::Numeric {
+                mut builder,
+                precision,
+                scale,
+            } => Arc::new(
+                builder
+                    .finish()
+                    .with_precision_and_scale(precision, scale)
+                    .map_err(|e| internal(e.to_string()))?,
+            ),
+            Column::Date(mut builder) => Arc::new(builder.finish()),
+            Column::Time(mut builder) => Arc::new(builder.finish()),
+            Column::Timestamp(mut builder) | Column::TimestampTz(mut builder) => {
+                Arc::new(builder.finish())
+            }
+            Column::Text(mut builder) | Column::Jsonb(mut builder) => Arc::new(builder.finish()),
+            Column::Bytes(mut builder) => Arc::new(builder.finish()),
+            Column::Uuid(mut builder) => Arc::new(builder.finish()),
+        })
+    }
+}
