@@ -872,12 +872,11 @@ async fn write_delete_files(
     Ok(written)
 }
 
-/// Deletion vectors written at once by a batch.
-const VECTOR_WRITES: usize = 8;
-
 /// Writes `deletes` (file path, row, file index; sorted) as a deletion vector per data
 /// file, each holding the file's rows deleted before too, and returns them with the
-/// vectors they replace and the index's new state of each file.
+/// vectors they replace and the index's new state of each file. The vectors of one spec
+/// share one Puffin file (a commit touching many data files writes one small file, not
+/// one each); a spec a file of its own, as a delete file belongs to one spec.
 async fn write_vectors(
     index: &PositionIndex,
     files: &DeleteFiles<'_>,
@@ -892,52 +891,49 @@ async fn write_vectors(
             _ => per_file.push((*file, path, [u64::from(*pos)].into_iter().collect())),
         }
     }
-    let mut done = Vec::with_capacity(per_file.len());
-    for chunk in per_file.chunks(VECTOR_WRITES) {
-        let writes = chunk
-            .iter()
-            .map(|(file, path, positions)| write_vector(index, files, *file, path, positions));
-        done.extend(futures::future::try_join_all(writes).await?);
+    // Each file's vector holds its rows deleted before too.
+    for (file, _, positions) in &mut per_file {
+        if let Some(before) = index.vectors.get(file) {
+            *positions |= &before.positions;
+        }
+    }
+    let mut specs: Vec<i32> = Vec::new();
+    for (file, _, _) in &per_file {
+        let (spec_id, _) = index.partition_of(*file)?;
+        if !specs.contains(spec_id) {
+            specs.push(*spec_id);
+        }
     }
     let mut written = WrittenDeletes::default();
-    let mut states = Vec::with_capacity(done.len());
-    for (file, spec_id, vector, replaced, state) in done {
-        written.add(vec![vector], spec_id, files.spec_id);
-        written.replaced.extend(replaced);
-        states.push((file, state));
+    let mut states = Vec::with_capacity(per_file.len());
+    for spec_id in specs {
+        let mut targets = Vec::new();
+        let mut indexed = Vec::new();
+        for (file, path, positions) in &per_file {
+            let (file_spec, partition) = index.partition_of(*file)?;
+            if *file_spec == spec_id {
+                targets.push(crate::dv::DvTarget {
+                    data_file: path,
+                    spec_id,
+                    partition,
+                    positions,
+                });
+                indexed.push((*file, positions));
+            }
+        }
+        let vectors = crate::dv::write_deletion_vectors(files.table, &files.prefix, &targets).await?;
+        for ((file, positions), vector) in indexed.into_iter().zip(&vectors) {
+            let before = index.vectors.get(&file);
+            written.replaced.extend(before.and_then(|before| before.vector.clone()));
+            let state = FileDeletes {
+                positions: positions.clone(),
+                vector: Some(vector.clone()),
+            };
+            states.push((file, state));
+        }
+        written.add(vectors, spec_id, files.spec_id);
     }
     Ok((written, states))
-}
-
-/// Writes the deletion vector of indexed file `file` (at `path`) deleting `new` and the
-/// rows deleted before: the file, its spec, the vector, the vector it replaces and the
-/// file's new state in the index.
-async fn write_vector(
-    index: &PositionIndex,
-    files: &DeleteFiles<'_>,
-    file: u32,
-    path: &str,
-    new: &roaring::RoaringTreemap,
-) -> Result<(u32, i32, DataFile, Option<DataFile>, FileDeletes), SinkError> {
-    let before = index.vectors.get(&file);
-    let mut positions = new.clone();
-    if let Some(before) = before {
-        positions |= &before.positions;
-    }
-    let (spec_id, tuple) = index.partition_of(file)?;
-    let target = crate::dv::DvTarget {
-        data_file: path,
-        spec_id: *spec_id,
-        partition: tuple,
-        prefix: &files.prefix,
-    };
-    let vector = crate::dv::write_deletion_vector(files.table, target, &positions).await?;
-    let replaced = before.and_then(|before| before.vector.clone());
-    let state = FileDeletes {
-        positions,
-        vector: Some(vector.clone()),
-    };
-    Ok((file, *spec_id, vector, replaced, state))
 }
 
 /// How keys are read from the table's data files: the encoder and the key's field ids.
@@ -1135,20 +1131,29 @@ async fn positions_still_hold(
     if !missing.is_empty() {
         return Ok(false);
     }
-    let mut replaced: Vec<&str> = positions.replaced.iter().map(|f| f.file_path()).collect();
+    // By path and offset: the vectors of one commit share their Puffin file.
+    let mut replaced: Vec<_> = positions
+        .replaced
+        .iter()
+        .map(crate::dv::entry_key)
+        .collect();
     replaced.sort_unstable();
-    let mut live: Vec<&str> = live_vectors.iter().map(String::as_str).collect();
+    let mut live: Vec<_> = live_vectors
+        .iter()
+        .map(|(path, offset)| (path.as_str(), *offset))
+        .collect();
     live.sort_unstable();
     Ok(replaced == live)
 }
 
 /// The data files of `referenced` not live in `table`'s main branch and, when `vectors`,
-/// the paths of the live deletion vectors of those that are; `None` for an empty table.
+/// the live deletion vectors of those that are (path and offset); `None` for an empty
+/// table.
 async fn live_state<'a>(
     table: &LoadedTable,
     referenced: &'a [String],
     vectors: bool,
-) -> Result<Option<(HashSet<&'a str>, Vec<String>)>, SinkError> {
+) -> Result<Option<(HashSet<&'a str>, Vec<(String, Option<i64>)>)>, SinkError> {
     let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
         return Ok(None);
     };
@@ -1170,7 +1175,7 @@ async fn live_state<'a>(
                     .referenced_data_file()
                     .is_some_and(|target| wanted.contains(target.as_str()))
             {
-                live_vectors.push(file.file_path().to_string());
+                live_vectors.push((file.file_path().to_string(), file.content_offset()));
             }
         }
     }

@@ -1101,9 +1101,16 @@ impl SinkMachine {
             .catalog
             .load_table(&self.spec.namespace, &self.spec.table)
             .await?;
-        for file in batch.data.iter().chain(&batch.deletes) {
-            if let Err(err) = session.table.file_io.delete(file.file_path()).await {
-                tracing::warn!(file = %file.file_path(), error = %err, "deleting a file of a batch staged again failed; it stays as an orphan");
+        // Each file once: the batch's deletion vectors share a Puffin file.
+        let paths: std::collections::BTreeSet<&str> = batch
+            .data
+            .iter()
+            .chain(&batch.deletes)
+            .map(|file| file.file_path())
+            .collect();
+        for path in paths {
+            if let Err(err) = session.table.file_io.delete(path).await {
+                tracing::warn!(file = %path, error = %err, "deleting a file of a batch staged again failed; it stays as an orphan");
             }
         }
         Ok(State::Staging(session, batch.upper))

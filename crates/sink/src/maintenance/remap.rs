@@ -14,7 +14,7 @@ use iceberg::spec::{DataFile, Struct};
 
 use roaring::RoaringTreemap;
 
-use crate::dv::{DvTarget, write_deletion_vector};
+use crate::dv::{DvTarget, write_deletion_vectors};
 use crate::error::SinkError;
 use crate::position::{
     placed_in_partition, position_delete_writer, read_position_deletes, takes_deletion_vectors,
@@ -147,29 +147,32 @@ impl RowMap {
     }
 }
 
-/// Writes `moved` (rows of the files written, sorted) as a deletion vector per file:
-/// the files are the compaction's own, so no other vector applies to them.
+/// Writes `moved` (rows of the files written, sorted) as a deletion vector per file, all
+/// in one Puffin file: the files are the compaction's own, so no other vector applies to
+/// them.
 async fn write_vectors(
     table: &LoadedTable,
     (spec_id, partition): (i32, &Struct),
     prefix: &str,
     moved: &[(&str, u32)],
 ) -> Result<Vec<DataFile>, SinkError> {
-    let mut vectors = Vec::new();
-    for group in moved.chunk_by(|a, b| a.0 == b.0) {
-        let Some((data_file, _)) = group.first() else {
-            continue;
-        };
-        let positions: RoaringTreemap = group.iter().map(|(_, pos)| u64::from(*pos)).collect();
-        let target = DvTarget {
+    let per_file: Vec<(&str, RoaringTreemap)> = moved
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter_map(|group| {
+            let (data_file, _) = group.first()?;
+            Some((*data_file, group.iter().map(|(_, pos)| u64::from(*pos)).collect()))
+        })
+        .collect();
+    let targets: Vec<DvTarget<'_>> = per_file
+        .iter()
+        .map(|(data_file, positions)| DvTarget {
             data_file,
             spec_id,
             partition,
-            prefix,
-        };
-        vectors.push(write_deletion_vector(table, target, &positions).await?);
-    }
-    Ok(vectors)
+            positions,
+        })
+        .collect();
+    write_deletion_vectors(table, prefix, &targets).await
 }
 
 #[cfg(test)]
