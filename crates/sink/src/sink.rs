@@ -28,6 +28,7 @@ use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, ext
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::input::SinkInput;
+use crate::maintenance::RewriteLog;
 use crate::namespace::Namespace;
 use crate::partition::PartitionColumn;
 use crate::position::PositionGuard;
@@ -262,12 +263,15 @@ pub fn spawn_sink(
         // The table's maintenance runs beside the sink task for as long as the sink does,
         // taking turns with it to commit.
         let turn = CommitTurn::default();
+        // Its compactions reach the sink's position index through this.
+        let rewrites = RewriteLog::default();
         let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
             connection.clone(),
             spec.clone(),
             reporter.clone(),
             settings.clone(),
             turn.clone(),
+            rewrites.clone(),
         )));
         let mut failures: u32 = 0;
         loop {
@@ -279,6 +283,7 @@ pub fn spawn_sink(
                 reporter: reporter.clone(),
                 settings: settings.clone(),
                 turn: turn.clone(),
+                rewrites: rewrites.clone(),
                 known_uuid: None,
                 reported_status: Some(SinkStatus::Starting),
             };
@@ -536,6 +541,8 @@ struct SinkMachine {
     settings: SinkSettings,
     /// Shared with the maintenance task: one commit at a time.
     turn: CommitTurn,
+    /// The compactions of its maintenance task, for the position index.
+    rewrites: RewriteLog,
     /// The table's uuid once seen in this run (or given by the spec).
     known_uuid: Option<uuid::Uuid>,
     reported_status: Option<SinkStatus>,
@@ -642,7 +649,8 @@ impl SinkMachine {
         } else {
             self.take_over_from_older_versions(&catalog, table).await?
         };
-        let (schema, envelope) = table_layout(&table, &desc, &self.spec, key_indexes)?;
+        let (schema, envelope) =
+            table_layout(&table, &desc, &self.spec, key_indexes, &self.rewrites)?;
         let resume = if replaces_contents {
             Resume::New
         } else {
@@ -1203,6 +1211,7 @@ fn table_layout(
     desc: &RelationDesc,
     spec: &SinkSpec,
     key_indexes: Vec<usize>,
+    rewrites: &RewriteLog,
 ) -> Result<(SchemaRef, Box<dyn EnvelopeHandler>), SinkError> {
     let schema = table.metadata.current_schema().clone();
     let mut expected: Vec<&str> = desc.columns.iter().map(|(name, _)| name.as_str()).collect();
@@ -1245,6 +1254,6 @@ fn table_layout(
             })
         }
     };
-    let envelope = crate::envelope::handler(spec.envelope, spec.delete_mode, key)?;
+    let envelope = crate::envelope::handler(spec.envelope, spec.delete_mode, key, rewrites)?;
     Ok((schema, envelope))
 }

@@ -173,12 +173,20 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
         "one Puffin file for the commit's vectors"
     );
     assert_ne!(added[0]["content_offset"], added[1]["content_offset"]);
-    assert!(added.iter().any(|dv| dv["referenced_data_file"] == first_file.as_str()));
+    assert!(
+        added
+            .iter()
+            .any(|dv| dv["referenced_data_file"] == first_file.as_str())
+    );
     let new_files: Vec<&str> = puffin_paths(&read)
         .difference(&puffin_files_before)
         .copied()
         .collect();
-    assert_eq!(new_files.len(), 1, "Puffin files the last commit added: {new_files:?}");
+    assert_eq!(
+        new_files.len(),
+        1,
+        "Puffin files the last commit added: {new_files:?}"
+    );
     // Every deleted row is counted once: rows written minus rows live.
     let written: u64 = live
         .iter()

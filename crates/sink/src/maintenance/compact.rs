@@ -44,7 +44,7 @@ use crate::maintenance::manifests::{
     MergeTarget, Removal, carry_over, entry_sequence_numbers, manifest_writer, remove_entries,
     write_manifest,
 };
-use crate::maintenance::remap::{RewrittenInput, RowMap};
+use crate::maintenance::remap::{Rewrite, RewriteLog, RewrittenInput, RowMap};
 use crate::partition::spec_by_id;
 use crate::position::{
     FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, read_position_deletes,
@@ -173,9 +173,19 @@ type Targets = Arc<HashMap<String, u64>>;
 pub struct CompactionState {
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
     targets: Mutex<HashMap<String, Targets>>,
+    /// Where each compaction that lands is handed to the sink's position index.
+    rewrites: RewriteLog,
 }
 
 impl CompactionState {
+    /// A state that hands each compaction that lands to `rewrites`.
+    pub fn publishing(rewrites: RewriteLog) -> CompactionState {
+        CompactionState {
+            rewrites,
+            ..CompactionState::default()
+        }
+    }
+
     async fn manifest(
         &self,
         table: &LoadedTable,
@@ -290,11 +300,18 @@ impl<'a> DeleteFiles<'a> {
     fn deleted_rows(&self, file: &LiveFile) -> Option<u64> {
         let mut vector = None;
         let mut listed = 0;
-        for (delete, targets) in self.applying(file.path(), file.partition(), file.sequence_number) {
+        for (delete, targets) in self.applying(file.path(), file.partition(), file.sequence_number)
+        {
             match delete.file.content_type() {
                 DataContentType::EqualityDeletes => return None,
                 _ if is_deletion_vector(&delete.file) => vector = Some(delete.file.record_count()),
-                _ => listed += targets.as_ref().and_then(|t| t.get(file.path())).copied().unwrap_or(0),
+                _ => {
+                    listed += targets
+                        .as_ref()
+                        .and_then(|t| t.get(file.path()))
+                        .copied()
+                        .unwrap_or(0)
+                }
             }
         }
         Some(vector.unwrap_or(listed))
@@ -306,23 +323,23 @@ impl<'a> DeleteFiles<'a> {
         partition: (i32, &Struct),
         sequence_number: i64,
     ) -> impl Iterator<Item = &(&'a LiveFile, Option<Targets>)> {
-        self.files
-            .iter()
-            .filter(move |(delete, targets)| {
-                let same_partition = delete.partition() == partition;
-                match delete.file.content_type() {
-                    // An equality delete of an unpartitioned spec applies to every partition.
-                    DataContentType::EqualityDeletes => {
-                        sequence_number < delete.sequence_number
-                            && (same_partition || delete.file.partition().fields().is_empty())
-                    }
-                    DataContentType::PositionDeletes => {
-                        sequence_number <= delete.sequence_number
-                            && targets.as_ref().is_none_or(|paths| paths.contains_key(path))
-                    }
-                    DataContentType::Data => false,
+        self.files.iter().filter(move |(delete, targets)| {
+            let same_partition = delete.partition() == partition;
+            match delete.file.content_type() {
+                // An equality delete of an unpartitioned spec applies to every partition.
+                DataContentType::EqualityDeletes => {
+                    sequence_number < delete.sequence_number
+                        && (same_partition || delete.file.partition().fields().is_empty())
                 }
-            })
+                DataContentType::PositionDeletes => {
+                    sequence_number <= delete.sequence_number
+                        && targets
+                            .as_ref()
+                            .is_none_or(|paths| paths.contains_key(path))
+                }
+                DataContentType::Data => false,
+            }
+        })
     }
 }
 
@@ -736,11 +753,11 @@ pub async fn compact(
         removed_deletes: Mutex::new(0),
         carried: Mutex::new(Vec::new()),
     };
-    match committer.commit_on_latest(&table, &intent).await {
+    let landed = match committer.commit_on_latest(&table, &intent).await {
         Ok(Committed::Done(after) | Committed::Superseded(after)) => {
-            intent
-                .forget_attempts(&after, intent.landed_in(&after))
-                .await;
+            let landed = intent.landed_in(&after);
+            let carried = intent.forget_attempts(&after, landed).await;
+            landed.map(|id| (id, after, carried))
         }
         Err(err) if err.kind == ErrorKind::CommitConflict && err.message == OUTDATED => {
             intent.forget_attempts(&table, None).await;
@@ -754,16 +771,46 @@ pub async fn compact(
             return Ok(CompactionOutcome::default());
         }
         Err(err) => return Err(err),
+    };
+    let removed_deletes = *lock(&intent.removed_deletes);
+    if let Some((snapshot_id, after, carried)) = landed {
+        publish(state, intent, (snapshot_id, &after), carried);
     }
     let outcome = CompactionOutcome {
         data_files_rewritten: plans.iter().map(|p| p.files.len() as u64).sum(),
         delete_files_applied: deletes_applied(&plans),
-        delete_files_removed: *lock(&intent.removed_deletes),
+        delete_files_removed: removed_deletes,
         bytes_rewritten: plans.iter().map(Plan::bytes).sum(),
         files_written: written.len() as u64,
     };
     tracing::info!(table = %table.metadata_location, data_files_rewritten = outcome.data_files_rewritten, files_written = outcome.files_written, delete_files_applied = outcome.delete_files_applied, delete_files_removed = outcome.delete_files_removed, bytes_rewritten = outcome.bytes_rewritten, "compacted the table's small files");
     Ok(outcome)
+}
+
+/// Hands the compaction `intent`, which landed as snapshot `snapshot_id` of `after` with
+/// the delete files `carried`, to the sink's position index, when every row it rewrote
+/// is known to have gone where its map says (no equality delete applied).
+fn publish(
+    state: &CompactionState,
+    intent: CompactionIntent<'_>,
+    (snapshot_id, after): (i64, &LoadedTable),
+    carried: Vec<DataFile>,
+) {
+    let Some(snapshot) = after.metadata.snapshot_by_id(snapshot_id) else {
+        return;
+    };
+    let written = intent.written().cloned().collect();
+    let maps: Option<Vec<RowMap>> = intent.parts.into_iter().map(|part| part.row_map).collect();
+    if let Some(maps) = maps {
+        state.rewrites.publish(Rewrite {
+            snapshot_id,
+            parent_id: snapshot.parent_snapshot_id(),
+            spec_id: intent.spec_id,
+            maps,
+            written,
+            carried,
+        });
+    }
 }
 
 /// A compaction's commit: replaces `rewritten` by `written` on the table's head as it is
@@ -785,8 +832,8 @@ struct CompactionIntent<'a> {
     built: Mutex<Vec<i64>>,
     /// How many delete files the last snapshot built removes.
     removed_deletes: Mutex<u64>,
-    /// The position delete files each attempt (by snapshot id) carried over.
-    carried: Mutex<Vec<(i64, Vec<String>)>>,
+    /// The position deletes each attempt (by snapshot id) carried over.
+    carried: Mutex<Vec<(i64, Vec<DataFile>)>>,
 }
 
 impl CompactionIntent<'_> {
@@ -832,20 +879,25 @@ impl CompactionIntent<'_> {
     }
 
     /// Deletes the position delete files carried over by attempts that did not land
-    /// (`landed`: the snapshot that did, if one did). No such attempt can land later: it
-    /// was built on a head `main` has left.
-    async fn forget_attempts(&self, table: &LoadedTable, landed: Option<i64>) {
+    /// (`landed`: the snapshot that did, if one did) and returns those of the one that
+    /// did. No other attempt can land later: it was built on a head `main` has left.
+    async fn forget_attempts(&self, table: &LoadedTable, landed: Option<i64>) -> Vec<DataFile> {
         let attempts = std::mem::take(&mut *lock(&self.carried));
+        let mut kept = Vec::new();
         for (snapshot_id, files) in attempts {
             if Some(snapshot_id) == landed {
+                kept = files;
                 continue;
             }
-            for file in files {
-                if let Err(error) = table.file_io.delete(&file).await {
-                    tracing::warn!(file = %file, %error, "deleting a file of a compaction attempt failed; it stays as an orphan");
+            // Each file once: carried-over vectors share a Puffin file.
+            let paths: HashSet<&str> = files.iter().map(DataFile::file_path).collect();
+            for path in paths {
+                if let Err(error) = table.file_io.delete(path).await {
+                    tracing::warn!(file = %path, %error, "deleting a file of a compaction attempt failed; it stays as an orphan");
                 }
             }
         }
+        kept
     }
 
     /// The files the step wrote, partition after partition.
@@ -926,12 +978,7 @@ impl CommitIntent for CompactionIntent<'_> {
             .collect();
         let removed_deletes = live.deletes.len() - needed.len().min(live.deletes.len());
         let prepared = self.write(base, &live, &removed, &carried).await?;
-        // Each file once: carried-over vectors share a Puffin file.
-        let mut carried_paths: Vec<String> =
-            carried.iter().map(|f| f.file_path().to_string()).collect();
-        carried_paths.sort_unstable();
-        carried_paths.dedup();
-        lock(&self.carried).push((prepared.snapshot_id, carried_paths));
+        lock(&self.carried).push((prepared.snapshot_id, carried));
         *self
             .removed_deletes
             .lock()
@@ -1084,7 +1131,9 @@ mod tests {
 
     fn targets(rows: &[(&str, u64)]) -> Option<Targets> {
         Some(Arc::new(
-            rows.iter().map(|(path, n)| (path.to_string(), *n)).collect(),
+            rows.iter()
+                .map(|(path, n)| (path.to_string(), *n))
+                .collect(),
         ))
     }
 
@@ -1151,12 +1200,18 @@ mod tests {
         let a = live(data_file("a", 100), 1);
         let b = live(data_file("b", 10), 1);
         let deletes = DeleteFiles {
-            files: vec![(&first, targets(&[("a", 3)])), (&second, targets(&[("b", 3)]))],
+            files: vec![
+                (&first, targets(&[("a", 3)])),
+                (&second, targets(&[("b", 3)])),
+            ],
         };
         // Each vector applies to its own data file only.
         let applying = deletes.applying_to("b", b.partition(), 1);
         assert_eq!(applying.len(), 1);
-        assert_eq!(applying[0].file.referenced_data_file().as_deref(), Some("b"));
+        assert_eq!(
+            applying[0].file.referenced_data_file().as_deref(),
+            Some("b")
+        );
         assert_eq!(deletes.deleted_rows(&a), Some(3));
         assert!(mostly_deleted(&b, deletes.deleted_rows(&b)));
     }

@@ -106,10 +106,9 @@ pub(crate) async fn remove_entries(
     let mut carried = Vec::with_capacity(manifests.len());
     let mut touched: BTreeMap<(bool, i32), Vec<(&ManifestFile, &Manifest)>> = BTreeMap::new();
     for (manifest, loaded) in manifests {
-        let touches = loaded
-            .entries()
-            .iter()
-            .any(|entry| entry.is_alive() && removal.removed.contains(&entry_key(entry.data_file())));
+        let touches = loaded.entries().iter().any(|entry| {
+            entry.is_alive() && removal.removed.contains(&entry_key(entry.data_file()))
+        });
         if touches {
             let kind = (
                 manifest.content == ManifestContentType::Deletes,
