@@ -7,9 +7,12 @@
 //! A snapshot holds at most one DV per data file, so a new one for a file that has one
 //! holds both sets of positions, and the commit that adds it removes the old entry.
 //!
-//! floe writes one DV per Puffin file: the file's path then names the DV, which is how
-//! commits, compaction and expiry tell delete files apart (a DV sharing its Puffin file
-//! with others could not be removed alone by path). The blob (Iceberg's Puffin spec):
+//! floe writes the DVs of one commit into one Puffin file, a blob each: a commit touching
+//! N data files then writes one small file, not N. Several manifest entries thus share a
+//! path, so commits and compaction tell delete files apart by [`EntryKey`] (the path and
+//! the blob's offset), never by path alone; expiry and orphan cleanup go by path, which
+//! keeps a shared file while any entry still references it. The blob (Iceberg's Puffin
+//! spec):
 //!
 //! ```text
 //! length: u32 BE (of magic + bitmap) | magic D1 D3 39 64 | bitmap | CRC-32 of magic + bitmap: u32 BE
@@ -31,8 +34,6 @@ const PUFFIN_MAGIC: [u8; 4] = [0x50, 0x46, 0x41, 0x31];
 const DV_BLOB_TYPE: &str = "deletion-vector-v1";
 /// Iceberg's reserved field id of the row position (`_pos`), the field a DV is about.
 const ROW_POSITION_FIELD_ID: i32 = i32::MAX - 2;
-/// Where the one blob of a floe Puffin file starts: right after the file's magic.
-const BLOB_OFFSET: u64 = PUFFIN_MAGIC.len() as u64;
 
 /// The `deletion-vector-v1` blob of `positions`.
 pub(crate) fn encode_blob(positions: &RoaringTreemap) -> Result<Vec<u8>, SinkError> {
@@ -93,24 +94,45 @@ pub(crate) fn decode_blob(blob: &[u8]) -> Result<RoaringTreemap, String> {
     Ok(positions)
 }
 
-/// The bytes of a Puffin file holding `blob`, the DV of `referenced` with `cardinality`
-/// positions: magic, the blob, and the footer (magic, its JSON, the JSON's length as u32
-/// LE, four flag bytes, none set: the JSON is not compressed, and magic).
-fn puffin_file(blob: &[u8], referenced: &str, cardinality: u64) -> Result<Vec<u8>, SinkError> {
+/// A blob of a Puffin file to write: a DV's bytes, the data file it deletes rows of and
+/// how many rows it deletes.
+struct PuffinBlob<'a> {
+    bytes: Vec<u8>,
+    referenced: &'a str,
+    cardinality: u64,
+}
+
+/// The bytes of a Puffin file holding `blobs` one after the other, and the offset of each:
+/// magic, the blobs, and the footer (magic, its JSON, the JSON's length as u32 LE, four
+/// flag bytes, none set: the JSON is not compressed, and magic).
+fn puffin_file(blobs: &[PuffinBlob<'_>]) -> Result<(Vec<u8>, Vec<u64>), SinkError> {
+    let mut offsets = Vec::with_capacity(blobs.len());
+    let mut next = PUFFIN_MAGIC.len() as u64;
+    for blob in blobs {
+        offsets.push(next);
+        next += blob.bytes.len() as u64;
+    }
+    let described: Vec<serde_json::Value> = blobs
+        .iter()
+        .zip(&offsets)
+        .map(|(blob, offset)| {
+            serde_json::json!({
+                "type": DV_BLOB_TYPE,
+                "fields": [ROW_POSITION_FIELD_ID],
+                // Not known when the file is written: the spec says -1.
+                "snapshot-id": -1,
+                "sequence-number": -1,
+                "offset": offset,
+                "length": blob.bytes.len(),
+                "properties": {
+                    "referenced-data-file": blob.referenced,
+                    "cardinality": blob.cardinality.to_string(),
+                },
+            })
+        })
+        .collect();
     let footer = serde_json::json!({
-        "blobs": [{
-            "type": DV_BLOB_TYPE,
-            "fields": [ROW_POSITION_FIELD_ID],
-            // Not known when the file is written: the spec says -1.
-            "snapshot-id": -1,
-            "sequence-number": -1,
-            "offset": BLOB_OFFSET,
-            "length": blob.len(),
-            "properties": {
-                "referenced-data-file": referenced,
-                "cardinality": cardinality.to_string(),
-            },
-        }],
+        "blobs": described,
         "properties": {
             "created-by": concat!("floe ", env!("CARGO_PKG_VERSION")),
         },
@@ -119,15 +141,17 @@ fn puffin_file(blob: &[u8], referenced: &str, cardinality: u64) -> Result<Vec<u8
         .map_err(|err| SinkError::internal(format!("cannot write a Puffin footer: {err}")))?;
     let payload_length = u32::try_from(payload.len())
         .map_err(|_| SinkError::internal("a Puffin footer is larger than 4 GiB"))?;
-    let mut file = Vec::with_capacity(blob.len() + payload.len() + 24);
+    let mut file = Vec::with_capacity(next as usize + payload.len() + 16);
     file.extend_from_slice(&PUFFIN_MAGIC);
-    file.extend_from_slice(blob);
+    for blob in blobs {
+        file.extend_from_slice(&blob.bytes);
+    }
     file.extend_from_slice(&PUFFIN_MAGIC);
     file.extend_from_slice(&payload);
     file.extend_from_slice(&payload_length.to_le_bytes());
     file.extend_from_slice(&[0; 4]);
     file.extend_from_slice(&PUFFIN_MAGIC);
-    Ok(file)
+    Ok((file, offsets))
 }
 
 /// Whether `file` is a deletion vector (a position delete kept in a Puffin file).
@@ -136,33 +160,53 @@ pub(crate) fn is_deletion_vector(file: &DataFile) -> bool {
         && file.file_format() == DataFileFormat::Puffin
 }
 
-/// Where a new DV goes: the data file it deletes rows of (its path, spec and partition,
-/// which the DV shares), and the prefix naming its Puffin file.
+/// What tells a table's file entries apart: the path, and the blob's offset for a DV
+/// (the DVs of one commit share their Puffin file; other files have no offset).
+pub(crate) type EntryKey<'a> = (&'a str, Option<i64>);
+
+/// The [`EntryKey`] of `file`.
+pub(crate) fn entry_key(file: &DataFile) -> EntryKey<'_> {
+    (file.file_path(), file.content_offset())
+}
+
+/// A new DV: the data file it deletes rows of (its path, spec and partition, which the DV
+/// shares) and the positions it deletes.
 pub(crate) struct DvTarget<'a> {
     pub data_file: &'a str,
     pub spec_id: i32,
     pub partition: &'a Struct,
-    pub prefix: &'a str,
+    pub positions: &'a RoaringTreemap,
 }
 
-/// Writes the DV deleting `positions` of `target`'s data file into a Puffin file of its
-/// own under the table's metadata folder, and returns its delete file entry.
-pub(crate) async fn write_deletion_vector(
+/// Writes the DVs `targets` into one Puffin file under the table's metadata folder, named
+/// by `prefix`, and returns their delete file entries in the same order (none, and no
+/// file, for no targets).
+pub(crate) async fn write_deletion_vectors(
     table: &LoadedTable,
-    target: DvTarget<'_>,
-    positions: &RoaringTreemap,
-) -> Result<DataFile, SinkError> {
-    let cardinality = positions.len();
-    let blob = encode_blob(positions)?;
-    let bytes = puffin_file(&blob, target.data_file, cardinality)?;
+    prefix: &str,
+    targets: &[DvTarget<'_>],
+) -> Result<Vec<DataFile>, SinkError> {
+    if targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let blobs = targets
+        .iter()
+        .map(|target| {
+            Ok(PuffinBlob {
+                bytes: encode_blob(target.positions)?,
+                referenced: target.data_file,
+                cardinality: target.positions.len(),
+            })
+        })
+        .collect::<Result<Vec<_>, SinkError>>()?;
+    let (bytes, offsets) = puffin_file(&blobs)?;
     // In the metadata folder and named `.stats`, as Iceberg's own Puffin files (its
     // statistics files) are: stores with S3 Tables' rules (SeaweedFS) refuse any other
     // name there and any Puffin file among the data files; readers go by the entry's file
     // format, never by the name.
     let path = format!(
-        "{}/metadata/{}-{}.stats",
+        "{}/metadata/{prefix}-{}.stats",
         table.metadata.location().trim_end_matches('/'),
-        target.prefix,
         uuid::Uuid::new_v4()
     );
     let size = bytes.len() as u64;
@@ -173,18 +217,34 @@ pub(crate) async fn write_deletion_vector(
         .write(bytes.into())
         .await
         .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
-    let content_size = i64::try_from(blob.len())
-        .map_err(|_| SinkError::internal("a deletion vector is too large"))?;
+    targets
+        .iter()
+        .zip(blobs.iter().zip(offsets))
+        .map(|(target, (blob, offset))| dv_entry(target, blob, (&path, size), offset))
+        .collect()
+}
+
+/// The delete file entry of the DV of `target` written as `blob` at `offset` of the
+/// Puffin file `(path, size)`.
+fn dv_entry(
+    target: &DvTarget<'_>,
+    blob: &PuffinBlob<'_>,
+    (path, size): (&str, u64),
+    offset: u64,
+) -> Result<DataFile, SinkError> {
+    let too_large = || SinkError::internal("a deletion vector is too large");
+    let content_size = i64::try_from(blob.bytes.len()).map_err(|_| too_large())?;
+    let offset = i64::try_from(offset).map_err(|_| too_large())?;
     DataFileBuilder::default()
         .content(DataContentType::PositionDeletes)
-        .file_path(path)
+        .file_path(path.to_string())
         .file_format(DataFileFormat::Puffin)
         .partition(target.partition.clone())
         .partition_spec_id(target.spec_id)
-        .record_count(cardinality)
+        .record_count(blob.cardinality)
         .file_size_in_bytes(size)
         .referenced_data_file(Some(target.data_file.to_string()))
-        .content_offset(Some(BLOB_OFFSET as i64))
+        .content_offset(Some(offset))
         .content_size_in_bytes(Some(content_size))
         .build()
         .map_err(|err| SinkError::internal(format!("cannot describe a deletion vector: {err}")))
@@ -343,12 +403,24 @@ mod tests {
     }
 
     #[test]
-    fn a_puffin_file_holds_the_blob_at_its_offset_and_a_footer_naming_it() {
-        let positions: RoaringTreemap = [1u64, 5].into_iter().collect();
-        let blob = encode_blob(&positions).unwrap();
-        let file = puffin_file(&blob, "s3://b/t/data/a.parquet", 2).unwrap();
+    fn a_puffin_file_holds_each_blob_at_its_offset_and_a_footer_naming_them() {
+        let first: RoaringTreemap = [1u64, 5].into_iter().collect();
+        let second: RoaringTreemap = (0..1000u64).step_by(7).collect();
+        let blobs = [
+            PuffinBlob {
+                bytes: encode_blob(&first).unwrap(),
+                referenced: "s3://b/t/data/a.parquet",
+                cardinality: first.len(),
+            },
+            PuffinBlob {
+                bytes: encode_blob(&second).unwrap(),
+                referenced: "s3://b/t/data/b.parquet",
+                cardinality: second.len(),
+            },
+        ];
+        let (file, offsets) = puffin_file(&blobs).unwrap();
         assert_eq!(&file[..4], b"PFA1");
-        assert_eq!(&file[4..4 + blob.len()], &blob[..]);
+        assert_eq!(offsets, [4, 4 + blobs[0].bytes.len() as u64]);
         assert_eq!(&file[file.len() - 4..], b"PFA1");
         // Footer: magic, payload, payload length (LE), flags, magic.
         let flags = &file[file.len() - 8..file.len() - 4];
@@ -358,16 +430,26 @@ mod tests {
         assert_eq!(&file[payload_start - 4..payload_start], b"PFA1");
         let footer: serde_json::Value =
             serde_json::from_slice(&file[payload_start..file.len() - 12]).unwrap();
-        let meta = &footer["blobs"][0];
-        assert_eq!(meta["type"], "deletion-vector-v1");
-        assert_eq!(meta["offset"], 4);
-        assert_eq!(meta["length"], blob.len());
-        assert_eq!(meta["snapshot-id"], -1);
-        assert_eq!(
-            meta["properties"]["referenced-data-file"],
-            "s3://b/t/data/a.parquet"
-        );
-        assert_eq!(meta["properties"]["cardinality"], "2");
-        assert!(meta.get("compression-codec").is_none());
+        for (at, (blob, positions)) in blobs.iter().zip([&first, &second]).enumerate() {
+            let meta = &footer["blobs"][at];
+            let offset = offsets[at] as usize;
+            // Each blob decodes alone from its offset and length.
+            let bytes = &file[offset..offset + blob.bytes.len()];
+            assert_eq!(decode_blob(bytes).unwrap(), *positions);
+            assert_eq!(meta["type"], "deletion-vector-v1");
+            assert_eq!(meta["offset"], offset);
+            assert_eq!(meta["length"], blob.bytes.len());
+            assert_eq!(meta["snapshot-id"], -1);
+            assert_eq!(meta["properties"]["referenced-data-file"], blob.referenced);
+            assert_eq!(
+                meta["properties"]["cardinality"],
+                positions.len().to_string()
+            );
+            assert!(meta.get("compression-codec").is_none());
+        }
+        assert_eq!(footer["blobs"].as_array().unwrap().len(), 2);
+        // The footer's magic follows the last blob.
+        let end = offsets[1] as usize + blobs[1].bytes.len();
+        assert_eq!(&file[end..end + 4], b"PFA1");
     }
 }

@@ -219,14 +219,17 @@ pub(crate) fn handler(
     envelope: Envelope,
     delete_mode: DeleteMode,
     key: Option<UpsertKey>,
+    rewrites: &crate::maintenance::RewriteLog,
 ) -> Result<Box<dyn EnvelopeHandler>, SinkError> {
     Ok(match (envelope, key) {
         (Envelope::Upsert, Some(key)) => Box::new(UpsertEnvelope {
             positions: match delete_mode {
                 DeleteMode::Equality => None,
-                DeleteMode::Position => {
-                    Some(PositionDeletes::new(&key.schema, key.field_ids.clone())?)
-                }
+                DeleteMode::Position => Some(PositionDeletes::new(
+                    &key.schema,
+                    key.field_ids.clone(),
+                    rewrites.clone(),
+                )?),
             },
             key,
             next_batch: None,

@@ -33,6 +33,8 @@ use async_trait::async_trait;
 use crate::commit::{CommitIntent, Verdict};
 use crate::envelope::{BatchLimits, RowBatch, add_row};
 use crate::error::{ErrorKind, SinkError};
+use crate::maintenance::RewriteLog;
+use crate::maintenance::remap::Rewrite;
 use crate::snapshot::{MAIN_BRANCH, PreparedCommit, read_manifest_list};
 use crate::table::{LoadedTable, storage_error};
 use crate::types::record_batch;
@@ -289,6 +291,83 @@ impl PositionIndex {
     }
 }
 
+impl PositionIndex {
+    /// The index moved past `rewrite`, a compaction committed on the snapshot it describes:
+    /// each row of a rewritten file is where the compaction put it (the rewrite keeps the
+    /// rows' order, see [`crate::maintenance::remap`]), and each file written has the
+    /// deletion vector the compaction carried onto it. An error when a row the index holds
+    /// is not in the rewrite's maps (the index is then built again from the table).
+    async fn remapped(
+        mut self,
+        table: &LoadedTable,
+        rewrite: &Rewrite,
+    ) -> Result<PositionIndex, SinkError> {
+        let written = self.follow(rewrite)?;
+        for vector in rewrite
+            .carried
+            .iter()
+            .filter(|f| crate::dv::is_deletion_vector(f))
+        {
+            let target = vector.referenced_data_file();
+            let Some(file) = target.as_deref().and_then(|path| written.get(path)) else {
+                return Err(SinkError::internal(
+                    "a carried vector names no file written",
+                ));
+            };
+            let positions = crate::dv::read_deletion_vector(table, vector).await?;
+            let deletes = FileDeletes {
+                positions,
+                vector: Some(vector.clone()),
+            };
+            self.vectors.insert(*file, deletes);
+        }
+        self.snapshot_id = Some(rewrite.snapshot_id);
+        tracing::info!(table = %table.metadata_location, files_written = rewrite.written.len(), "moved the position index past a compaction");
+        Ok(self)
+    }
+
+    /// Adds `rewrite`'s files written, moves the rows of the files it rewrote to them and
+    /// forgets those files' deletes (applied by the rewrite); returns the index of each
+    /// file written, by path.
+    fn follow(&mut self, rewrite: &Rewrite) -> Result<HashMap<String, u32>, SinkError> {
+        let mut written = HashMap::new();
+        for file in &rewrite.written {
+            let partition = (rewrite.spec_id, file.partition().clone());
+            let index = self.add_file(file.file_path().to_string(), partition)?;
+            written.insert(file.file_path().to_string(), index);
+        }
+        let rewritten: Vec<bool> = self
+            .files
+            .iter()
+            .map(|path| rewrite.rewrote(path))
+            .collect();
+        let files = &self.files;
+        let moved = |slot: &mut RowSlot| -> Result<(), SinkError> {
+            if !rewritten[slot.file as usize] {
+                return Ok(());
+            }
+            let (path, pos) = rewrite
+                .new_position(&files[slot.file as usize], slot.pos)
+                .ok_or_else(|| SinkError::internal("a live row is not in the compaction's map"))?;
+            let file = written.get(path).ok_or_else(|| {
+                SinkError::internal("a compaction's map names a file it did not write")
+            })?;
+            *slot = RowSlot { file: *file, pos };
+            Ok(())
+        };
+        for slot in self.rows.values_mut() {
+            moved(slot)?;
+        }
+        for slot in self.duplicates.values_mut().flatten() {
+            moved(slot)?;
+        }
+        // The rewritten files' deletes were applied by the rewrite; the deletes committed
+        // meanwhile were carried onto the files written.
+        self.vectors.retain(|file, _| !rewritten[*file as usize]);
+        Ok(written)
+    }
+}
+
 fn slot(file: u32, pos: u64) -> Result<RowSlot, SinkError> {
     let pos = u32::try_from(pos).map_err(|_| {
         SinkError::internal(format!(
@@ -335,14 +414,21 @@ pub(crate) struct PositionDeletes {
     encoder: KeyEncoder,
     key_field_ids: Vec<i32>,
     index: Option<PositionIndex>,
+    /// The compactions of the sink's maintenance task, which the index moves past.
+    rewrites: RewriteLog,
 }
 
 impl PositionDeletes {
-    pub fn new(key_schema: &Schema, key_field_ids: Vec<i32>) -> Result<PositionDeletes, SinkError> {
+    pub fn new(
+        key_schema: &Schema,
+        key_field_ids: Vec<i32>,
+        rewrites: RewriteLog,
+    ) -> Result<PositionDeletes, SinkError> {
         Ok(PositionDeletes {
             encoder: KeyEncoder::new(key_schema)?,
             key_field_ids,
             index: None,
+            rewrites,
         })
     }
 
@@ -351,8 +437,9 @@ impl PositionDeletes {
         self.index = None;
     }
 
-    /// The index as of `table`'s main branch (built again when it describes another head:
-    /// a first batch, or another writer's commit such as a compaction).
+    /// The index as of `table`'s main branch: moved past the sink's own compaction that
+    /// made the head out of the snapshot it describes, else built again when it describes
+    /// another head (a first batch, another writer's commit).
     pub async fn index_for(
         &mut self,
         table: &LoadedTable,
@@ -363,7 +450,17 @@ impl PositionDeletes {
             .map(|s| s.snapshot_id());
         let current = match self.index.take() {
             Some(index) if index.snapshot_id == head => index,
-            _ => build_index(table, &self.encoder, &self.key_field_ids).await?,
+            Some(index) => match self.rewrites.between(index.snapshot_id, head) {
+                Some(rewrite) => match index.remapped(table, &rewrite).await {
+                    Ok(index) => index,
+                    Err(error) => {
+                        tracing::warn!(table = %table.metadata_location, error = %error.message, "the position index could not follow a compaction; building it again");
+                        build_index(table, &self.encoder, &self.key_field_ids).await?
+                    }
+                },
+                None => build_index(table, &self.encoder, &self.key_field_ids).await?,
+            },
+            None => build_index(table, &self.encoder, &self.key_field_ids).await?,
         };
         let index = self.index.insert(current);
         let keys = KeyColumns {
@@ -872,12 +969,11 @@ async fn write_delete_files(
     Ok(written)
 }
 
-/// Deletion vectors written at once by a batch.
-const VECTOR_WRITES: usize = 8;
-
 /// Writes `deletes` (file path, row, file index; sorted) as a deletion vector per data
 /// file, each holding the file's rows deleted before too, and returns them with the
-/// vectors they replace and the index's new state of each file.
+/// vectors they replace and the index's new state of each file. The vectors of one spec
+/// share one Puffin file (a commit touching many data files writes one small file, not
+/// one each); a spec a file of its own, as a delete file belongs to one spec.
 async fn write_vectors(
     index: &PositionIndex,
     files: &DeleteFiles<'_>,
@@ -892,52 +988,52 @@ async fn write_vectors(
             _ => per_file.push((*file, path, [u64::from(*pos)].into_iter().collect())),
         }
     }
-    let mut done = Vec::with_capacity(per_file.len());
-    for chunk in per_file.chunks(VECTOR_WRITES) {
-        let writes = chunk
-            .iter()
-            .map(|(file, path, positions)| write_vector(index, files, *file, path, positions));
-        done.extend(futures::future::try_join_all(writes).await?);
+    // Each file's vector holds its rows deleted before too.
+    for (file, _, positions) in &mut per_file {
+        if let Some(before) = index.vectors.get(file) {
+            *positions |= &before.positions;
+        }
+    }
+    let mut specs: Vec<i32> = Vec::new();
+    for (file, _, _) in &per_file {
+        let (spec_id, _) = index.partition_of(*file)?;
+        if !specs.contains(spec_id) {
+            specs.push(*spec_id);
+        }
     }
     let mut written = WrittenDeletes::default();
-    let mut states = Vec::with_capacity(done.len());
-    for (file, spec_id, vector, replaced, state) in done {
-        written.add(vec![vector], spec_id, files.spec_id);
-        written.replaced.extend(replaced);
-        states.push((file, state));
+    let mut states = Vec::with_capacity(per_file.len());
+    for spec_id in specs {
+        let mut targets = Vec::new();
+        let mut indexed = Vec::new();
+        for (file, path, positions) in &per_file {
+            let (file_spec, partition) = index.partition_of(*file)?;
+            if *file_spec == spec_id {
+                targets.push(crate::dv::DvTarget {
+                    data_file: path,
+                    spec_id,
+                    partition,
+                    positions,
+                });
+                indexed.push((*file, positions));
+            }
+        }
+        let vectors =
+            crate::dv::write_deletion_vectors(files.table, &files.prefix, &targets).await?;
+        for ((file, positions), vector) in indexed.into_iter().zip(&vectors) {
+            let before = index.vectors.get(&file);
+            written
+                .replaced
+                .extend(before.and_then(|before| before.vector.clone()));
+            let state = FileDeletes {
+                positions: positions.clone(),
+                vector: Some(vector.clone()),
+            };
+            states.push((file, state));
+        }
+        written.add(vectors, spec_id, files.spec_id);
     }
     Ok((written, states))
-}
-
-/// Writes the deletion vector of indexed file `file` (at `path`) deleting `new` and the
-/// rows deleted before: the file, its spec, the vector, the vector it replaces and the
-/// file's new state in the index.
-async fn write_vector(
-    index: &PositionIndex,
-    files: &DeleteFiles<'_>,
-    file: u32,
-    path: &str,
-    new: &roaring::RoaringTreemap,
-) -> Result<(u32, i32, DataFile, Option<DataFile>, FileDeletes), SinkError> {
-    let before = index.vectors.get(&file);
-    let mut positions = new.clone();
-    if let Some(before) = before {
-        positions |= &before.positions;
-    }
-    let (spec_id, tuple) = index.partition_of(file)?;
-    let target = crate::dv::DvTarget {
-        data_file: path,
-        spec_id: *spec_id,
-        partition: tuple,
-        prefix: &files.prefix,
-    };
-    let vector = crate::dv::write_deletion_vector(files.table, target, &positions).await?;
-    let replaced = before.and_then(|before| before.vector.clone());
-    let state = FileDeletes {
-        positions,
-        vector: Some(vector.clone()),
-    };
-    Ok((file, *spec_id, vector, replaced, state))
 }
 
 /// How keys are read from the table's data files: the encoder and the key's field ids.
@@ -1135,20 +1231,29 @@ async fn positions_still_hold(
     if !missing.is_empty() {
         return Ok(false);
     }
-    let mut replaced: Vec<&str> = positions.replaced.iter().map(|f| f.file_path()).collect();
+    // By path and offset: the vectors of one commit share their Puffin file.
+    let mut replaced: Vec<_> = positions
+        .replaced
+        .iter()
+        .map(crate::dv::entry_key)
+        .collect();
     replaced.sort_unstable();
-    let mut live: Vec<&str> = live_vectors.iter().map(String::as_str).collect();
+    let mut live: Vec<_> = live_vectors
+        .iter()
+        .map(|(path, offset)| (path.as_str(), *offset))
+        .collect();
     live.sort_unstable();
     Ok(replaced == live)
 }
 
 /// The data files of `referenced` not live in `table`'s main branch and, when `vectors`,
-/// the paths of the live deletion vectors of those that are; `None` for an empty table.
+/// the live deletion vectors of those that are (path and offset); `None` for an empty
+/// table.
 async fn live_state<'a>(
     table: &LoadedTable,
     referenced: &'a [String],
     vectors: bool,
-) -> Result<Option<(HashSet<&'a str>, Vec<String>)>, SinkError> {
+) -> Result<Option<(HashSet<&'a str>, Vec<(String, Option<i64>)>)>, SinkError> {
     let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
         return Ok(None);
     };
@@ -1170,7 +1275,7 @@ async fn live_state<'a>(
                     .referenced_data_file()
                     .is_some_and(|target| wanted.contains(target.as_str()))
             {
-                live_vectors.push(file.file_path().to_string());
+                live_vectors.push((file.file_path().to_string(), file.content_offset()));
             }
         }
     }
@@ -1363,6 +1468,63 @@ pub(crate) mod tests {
     }
 
     /// A data file of the unpartitioned spec 0 holding `rows` rows (for unit tests).
+    #[test]
+    fn the_index_follows_a_compaction_to_the_rows_it_wrote() {
+        use crate::maintenance::remap::tests::a_and_b_into_x_and_y;
+        let key = |n: u64| -> KeyId { [n, 0] };
+        let mut index = PositionIndex::empty(Some(1));
+        let unpartitioned = || (0, Struct::empty());
+        let (a, b, c) = (
+            index.add_file("a".into(), unpartitioned()).unwrap(),
+            index.add_file("b".into(), unpartitioned()).unwrap(),
+            index.add_file("c".into(), unpartitioned()).unwrap(),
+        );
+        // Rows live in a (0, 2, 4: 1 and 3 deleted), in b (2, 3: 0 deleted by the
+        // compaction's base, 1 by a commit since, carried over), a duplicate in b, and a
+        // row in c, which the compaction left alone.
+        for (id, file, pos) in [(1, a, 0), (2, a, 2), (3, a, 4), (4, b, 2), (6, c, 7)] {
+            index.insert(key(id), RowSlot { file, pos });
+        }
+        index.insert(key(2), RowSlot { file: b, pos: 3 });
+        let deleted = |positions: &[u64]| FileDeletes {
+            positions: positions.iter().copied().collect(),
+            vector: None,
+        };
+        index.vectors.insert(a, deleted(&[1, 3]));
+        index.vectors.insert(c, deleted(&[0]));
+        let rewrite = Rewrite {
+            snapshot_id: 2,
+            parent_id: Some(1),
+            spec_id: 0,
+            maps: vec![a_and_b_into_x_and_y()],
+            written: vec![data_file("x", 4), data_file("y", 2)],
+            carried: Vec::new(),
+        };
+        let written = index.follow(&rewrite).unwrap();
+        let (x, y) = (written["x"], written["y"]);
+        let at = |id: u64| index.rows_of(key(id)).collect::<Vec<_>>();
+        // a0 a2 a4 b1 | b2 b3: x holds a0 a2 a4 b1, y holds b2 b3.
+        assert_eq!(at(1), [RowSlot { file: x, pos: 0 }]);
+        assert_eq!(
+            at(2),
+            [RowSlot { file: y, pos: 1 }, RowSlot { file: x, pos: 1 }]
+        );
+        assert_eq!(at(3), [RowSlot { file: x, pos: 2 }]);
+        assert_eq!(at(4), [RowSlot { file: y, pos: 0 }]);
+        assert_eq!(at(6), [RowSlot { file: c, pos: 7 }]);
+        // The rewritten file's deletes were applied; the untouched file keeps its own.
+        assert!(!index.vectors.contains_key(&a));
+        assert!(index.vectors.contains_key(&c));
+        assert_eq!(index.files[x as usize], "x");
+
+        // A live row the map does not hold (the compaction dropped it) is an error: the
+        // index is then built again from the table.
+        let mut index = PositionIndex::empty(Some(1));
+        let a = index.add_file("a".into(), unpartitioned()).unwrap();
+        index.insert(key(1), RowSlot { file: a, pos: 1 });
+        assert!(index.follow(&rewrite).is_err());
+    }
+
     pub(crate) fn data_file(path: &str, rows: u64) -> DataFile {
         iceberg::spec::DataFileBuilder::default()
             .content(DataContentType::Data)

@@ -28,6 +28,7 @@ use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, ext
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::input::SinkInput;
+use crate::maintenance::RewriteLog;
 use crate::namespace::Namespace;
 use crate::partition::PartitionColumn;
 use crate::position::PositionGuard;
@@ -262,12 +263,15 @@ pub fn spawn_sink(
         // The table's maintenance runs beside the sink task for as long as the sink does,
         // taking turns with it to commit.
         let turn = CommitTurn::default();
+        // Its compactions reach the sink's position index through this.
+        let rewrites = RewriteLog::default();
         let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
             connection.clone(),
             spec.clone(),
             reporter.clone(),
             settings.clone(),
             turn.clone(),
+            rewrites.clone(),
         )));
         let mut failures: u32 = 0;
         loop {
@@ -279,6 +283,7 @@ pub fn spawn_sink(
                 reporter: reporter.clone(),
                 settings: settings.clone(),
                 turn: turn.clone(),
+                rewrites: rewrites.clone(),
                 known_uuid: None,
                 reported_status: Some(SinkStatus::Starting),
             };
@@ -536,6 +541,8 @@ struct SinkMachine {
     settings: SinkSettings,
     /// Shared with the maintenance task: one commit at a time.
     turn: CommitTurn,
+    /// The compactions of its maintenance task, for the position index.
+    rewrites: RewriteLog,
     /// The table's uuid once seen in this run (or given by the spec).
     known_uuid: Option<uuid::Uuid>,
     reported_status: Option<SinkStatus>,
@@ -642,7 +649,8 @@ impl SinkMachine {
         } else {
             self.take_over_from_older_versions(&catalog, table).await?
         };
-        let (schema, envelope) = table_layout(&table, &desc, &self.spec, key_indexes)?;
+        let (schema, envelope) =
+            table_layout(&table, &desc, &self.spec, key_indexes, &self.rewrites)?;
         let resume = if replaces_contents {
             Resume::New
         } else {
@@ -1101,9 +1109,16 @@ impl SinkMachine {
             .catalog
             .load_table(&self.spec.namespace, &self.spec.table)
             .await?;
-        for file in batch.data.iter().chain(&batch.deletes) {
-            if let Err(err) = session.table.file_io.delete(file.file_path()).await {
-                tracing::warn!(file = %file.file_path(), error = %err, "deleting a file of a batch staged again failed; it stays as an orphan");
+        // Each file once: the batch's deletion vectors share a Puffin file.
+        let paths: std::collections::BTreeSet<&str> = batch
+            .data
+            .iter()
+            .chain(&batch.deletes)
+            .map(|file| file.file_path())
+            .collect();
+        for path in paths {
+            if let Err(err) = session.table.file_io.delete(path).await {
+                tracing::warn!(file = %path, error = %err, "deleting a file of a batch staged again failed; it stays as an orphan");
             }
         }
         Ok(State::Staging(session, batch.upper))
@@ -1196,6 +1211,7 @@ fn table_layout(
     desc: &RelationDesc,
     spec: &SinkSpec,
     key_indexes: Vec<usize>,
+    rewrites: &RewriteLog,
 ) -> Result<(SchemaRef, Box<dyn EnvelopeHandler>), SinkError> {
     let schema = table.metadata.current_schema().clone();
     let mut expected: Vec<&str> = desc.columns.iter().map(|(name, _)| name.as_str()).collect();
@@ -1238,6 +1254,6 @@ fn table_layout(
             })
         }
     };
-    let envelope = crate::envelope::handler(spec.envelope, spec.delete_mode, key)?;
+    let envelope = crate::envelope::handler(spec.envelope, spec.delete_mode, key, rewrites)?;
     Ok((schema, envelope))
 }

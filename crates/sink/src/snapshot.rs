@@ -398,8 +398,7 @@ async fn remove_replaced(
         let entries = crate::position::load_manifest(base, &manifest).await?;
         loaded.push((manifest, std::sync::Arc::new(entries)));
     }
-    let removed: std::collections::HashSet<&str> =
-        removes.iter().map(|file| file.file_path()).collect();
+    let removed: std::collections::HashSet<_> = removes.iter().map(crate::dv::entry_key).collect();
     let removal = crate::maintenance::manifests::Removal {
         removed: &removed,
         snapshot_id,

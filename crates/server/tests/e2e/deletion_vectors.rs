@@ -1,7 +1,7 @@
 //! `DELETE MODE = 'position'` into a format version 3 table (issue 14): position deletes
 //! are deletion vectors there, read back by DuckDB (and pyiceberg) exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::support::{Floe, execute_each};
 use super::{expected_rows, wait_for_sinks};
@@ -25,8 +25,9 @@ async fn round(
 /// An UPSERT sink in position mode into a table upgraded to format version 3 before any
 /// row: updates and deletes of the same keys across commits give a data file a second and
 /// third deletion vector, each holding the rows of the one it replaces (one per data file
-/// stays live); a restart rebuilds the key index from the vectors; DuckDB and pyiceberg read
-/// the relation exactly.
+/// stays live); a restart rebuilds the key index from the vectors; a commit deleting rows
+/// of two files writes both vectors into one Puffin file; DuckDB and pyiceberg read the
+/// relation exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
     let seaweedfs = floe_testkit::seaweedfs_shared();
@@ -106,11 +107,12 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
         },
     )
     .await;
-    let read = reader.read(&third);
-    let vectors = read.deletion_vectors_by_data_file();
+    let third_read = reader.read(&third);
+    let vectors = third_read.deletion_vectors_by_data_file();
     assert_eq!(vectors[&first_file].len(), 1);
     // 7 rows of the first commit's changes and 4 of this one's: merged into one vector.
     assert_eq!(vectors[&first_file][0]["record_count"], 11);
+    let puffin_files_before = puffin_paths(&third_read);
 
     // The key index is rebuilt from the table's vectors after a kill.
     floe.kill9();
@@ -158,6 +160,33 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
     }
     // The first file lost 11 rows before the restart and 2 (12, 13) and 1 (14) after.
     assert_eq!(vectors[&first_file][0]["record_count"], 14);
+    // The last commit deleted rows of two files (the first: 12, 13, 14; the second
+    // commit's: 2, 3) and wrote both vectors into one new Puffin file, a blob each.
+    let added: Vec<&serde_json::Value> = vectors
+        .values()
+        .map(|dvs| dvs[0])
+        .filter(|dv| !puffin_files_before.contains(dv["file_path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(added.len(), 2, "the last commit's vectors: {added:?}");
+    assert_eq!(
+        added[0]["file_path"], added[1]["file_path"],
+        "one Puffin file for the commit's vectors"
+    );
+    assert_ne!(added[0]["content_offset"], added[1]["content_offset"]);
+    assert!(
+        added
+            .iter()
+            .any(|dv| dv["referenced_data_file"] == first_file.as_str())
+    );
+    let new_files: Vec<&str> = puffin_paths(&read)
+        .difference(&puffin_files_before)
+        .copied()
+        .collect();
+    assert_eq!(
+        new_files.len(),
+        1,
+        "Puffin files the last commit added: {new_files:?}"
+    );
     // Every deleted row is counted once: rows written minus rows live.
     let written: u64 = live
         .iter()
@@ -175,11 +204,19 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
         .sum();
     assert_eq!(written - deleted, model.len() as u64);
 
-    // pyiceberg 0.12 reads deletion vectors too.
+    // pyiceberg 0.12 reads deletion vectors too, several to a Puffin file.
     let pyiceberg = reader.read_with_pyiceberg(&last);
     assert_eq!(
         pyiceberg.sorted_rows(&["id"]),
         expected_rows(&model),
         "pyiceberg's rows"
     );
+}
+
+/// The Puffin files of the live deletion vectors of `read`.
+fn puffin_paths(read: &floe_testkit::TableRead) -> BTreeSet<&str> {
+    read.files_with_content("position_deletes")
+        .iter()
+        .filter_map(|file| file["file_path"].as_str())
+        .collect()
 }

@@ -38,13 +38,13 @@ use iceberg::spec::{
 };
 
 use crate::commit::{CommitIntent, Committed, Committer, Verdict};
-use crate::dv::is_deletion_vector;
+use crate::dv::{EntryKey, entry_key, is_deletion_vector};
 use crate::error::{ErrorKind, SinkError};
 use crate::maintenance::manifests::{
     MergeTarget, Removal, carry_over, entry_sequence_numbers, manifest_writer, remove_entries,
     write_manifest,
 };
-use crate::maintenance::remap::{RewrittenInput, RowMap};
+use crate::maintenance::remap::{Rewrite, RewriteLog, RewrittenInput, RowMap};
 use crate::partition::spec_by_id;
 use crate::position::{
     FILE_PATH_FIELD_ID, load_manifest, placed_in_partition, read_columns, read_position_deletes,
@@ -68,6 +68,15 @@ const MIN_INPUT_FILES: usize = 5;
 /// A data file that this many delete files apply to is rewritten whatever its size: its
 /// reads pay for every one of them, and those deletes stay live as long as it does.
 const DELETES_PER_FILE: usize = 8;
+/// A data file whose deleted rows reach this share of its rows (in percent) is rewritten
+/// whatever its size, when that share is known without reading it (deletion vectors and
+/// position delete files count the rows they delete). Format version 3 holds at most one
+/// vector per data file, so the count of delete files above never grows there: a large
+/// file whose rows are mostly deleted would stay, read and skipped row by row, as long as
+/// nothing else rewrites it. Reads pay for a deleted row about as much as for a live one,
+/// so at 30 % they read close to half as much again as they return; Iceberg's Spark
+/// action rewrites at the same share by default (`delete-ratio-threshold`).
+const DELETED_PERCENT: u64 = 30;
 /// Once this many delete files are live, every data file one of them applies to is
 /// rewritten (a step at a time): an UPSERT table then holds only the delete files
 /// committed since the last step, well under the 32 it may hold in steady state.
@@ -153,6 +162,9 @@ async fn live_files(
     Ok(Some(live))
 }
 
+/// The rows a position delete removes, by the data file they are of.
+type Targets = Arc<HashMap<String, u64>>;
+
 /// What compaction keeps between steps and between the attempts of a commit: manifests
 /// and the data files each position delete file points into, read once each (neither
 /// ever changes once written), so that building a commit again on a new head reads only
@@ -160,10 +172,20 @@ async fn live_files(
 #[derive(Default)]
 pub struct CompactionState {
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
-    targets: Mutex<HashMap<String, Arc<HashSet<String>>>>,
+    targets: Mutex<HashMap<String, Targets>>,
+    /// Where each compaction that lands is handed to the sink's position index.
+    rewrites: RewriteLog,
 }
 
 impl CompactionState {
+    /// A state that hands each compaction that lands to `rewrites`.
+    pub fn publishing(rewrites: RewriteLog) -> CompactionState {
+        CompactionState {
+            rewrites,
+            ..CompactionState::default()
+        }
+    }
+
     async fn manifest(
         &self,
         table: &LoadedTable,
@@ -177,23 +199,20 @@ impl CompactionState {
         Ok(loaded)
     }
 
-    /// The data files position delete file `delete` points into.
-    async fn targets(
-        &self,
-        table: &LoadedTable,
-        delete: &DataFile,
-    ) -> Result<Arc<HashSet<String>>, SinkError> {
+    /// The data files position delete `delete` points into, with how many rows of each.
+    async fn targets(&self, table: &LoadedTable, delete: &DataFile) -> Result<Targets, SinkError> {
+        // A deletion vector names its one data file and its cardinality in its entry (not
+        // cached: the vectors of a commit share their path).
+        if is_deletion_vector(delete) {
+            let target = delete.referenced_data_file();
+            let rows = delete.record_count();
+            return Ok(Arc::new(target.into_iter().map(|t| (t, rows)).collect()));
+        }
         let path = delete.file_path();
         if let Some(known) = lock(&self.targets).get(path) {
             return Ok(known.clone());
         }
-        // A deletion vector names its one data file in its entry.
-        if crate::dv::is_deletion_vector(delete) {
-            let targets = Arc::new(delete.referenced_data_file().into_iter().collect());
-            lock(&self.targets).insert(path.to_string(), Arc::clone(&targets));
-            return Ok(targets);
-        }
-        let mut targets = HashSet::new();
+        let mut targets: HashMap<String, u64> = HashMap::new();
         let mut batches = read_columns(
             table,
             path,
@@ -206,7 +225,14 @@ impl CompactionState {
                 .first()
                 .and_then(|column| column.as_any().downcast_ref::<StringArray>())
                 .ok_or_else(|| unreadable(path, "file_path is not a string"))?;
-            targets.extend(paths.iter().flatten().map(str::to_string));
+            for target in paths.iter().flatten() {
+                match targets.get_mut(target) {
+                    Some(rows) => *rows += 1,
+                    None => {
+                        targets.insert(target.to_string(), 1);
+                    }
+                }
+            }
         }
         let targets = Arc::new(targets);
         lock(&self.targets).insert(path.to_string(), targets.clone());
@@ -234,7 +260,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The live delete files with, for position deletes, the data files they point into.
 struct DeleteFiles<'a> {
-    files: Vec<(&'a LiveFile, Option<Arc<HashSet<String>>>)>,
+    files: Vec<(&'a LiveFile, Option<Targets>)>,
 }
 
 impl<'a> DeleteFiles<'a> {
@@ -262,25 +288,58 @@ impl<'a> DeleteFiles<'a> {
         partition: (i32, &Struct),
         sequence_number: i64,
     ) -> Vec<&'a LiveFile> {
-        self.files
-            .iter()
-            .filter(|(delete, targets)| {
-                let same_partition = delete.partition() == partition;
-                match delete.file.content_type() {
-                    // An equality delete of an unpartitioned spec applies to every partition.
-                    DataContentType::EqualityDeletes => {
-                        sequence_number < delete.sequence_number
-                            && (same_partition || delete.file.partition().fields().is_empty())
-                    }
-                    DataContentType::PositionDeletes => {
-                        sequence_number <= delete.sequence_number
-                            && targets.as_ref().is_none_or(|paths| paths.contains(path))
-                    }
-                    DataContentType::Data => false,
-                }
-            })
+        self.applying(path, partition, sequence_number)
             .map(|(delete, _)| *delete)
             .collect()
+    }
+
+    /// The rows of the data file `file` its deletes remove, when known without reading
+    /// it: its deletion vector's cardinality (which holds the rows of its older position
+    /// delete files too), else the rows its position delete files name; `None` when an
+    /// equality delete applies (which rows it removes is known only by reading them).
+    fn deleted_rows(&self, file: &LiveFile) -> Option<u64> {
+        let mut vector = None;
+        let mut listed = 0;
+        for (delete, targets) in self.applying(file.path(), file.partition(), file.sequence_number)
+        {
+            match delete.file.content_type() {
+                DataContentType::EqualityDeletes => return None,
+                _ if is_deletion_vector(&delete.file) => vector = Some(delete.file.record_count()),
+                _ => {
+                    listed += targets
+                        .as_ref()
+                        .and_then(|t| t.get(file.path()))
+                        .copied()
+                        .unwrap_or(0)
+                }
+            }
+        }
+        Some(vector.unwrap_or(listed))
+    }
+
+    fn applying(
+        &self,
+        path: &str,
+        partition: (i32, &Struct),
+        sequence_number: i64,
+    ) -> impl Iterator<Item = &(&'a LiveFile, Option<Targets>)> {
+        self.files.iter().filter(move |(delete, targets)| {
+            let same_partition = delete.partition() == partition;
+            match delete.file.content_type() {
+                // An equality delete of an unpartitioned spec applies to every partition.
+                DataContentType::EqualityDeletes => {
+                    sequence_number < delete.sequence_number
+                        && (same_partition || delete.file.partition().fields().is_empty())
+                }
+                DataContentType::PositionDeletes => {
+                    sequence_number <= delete.sequence_number
+                        && targets
+                            .as_ref()
+                            .is_none_or(|paths| paths.contains_key(path))
+                }
+                DataContentType::Data => false,
+            }
+        })
     }
 }
 
@@ -301,12 +360,13 @@ impl Plan {
     }
 }
 
-/// The distinct delete files applied by a step's `plans`.
+/// The distinct delete files (entries: deletion vectors share paths) applied by a step's
+/// `plans`.
 fn deletes_applied(plans: &[Plan]) -> u64 {
-    let distinct: HashSet<&str> = plans
+    let distinct: HashSet<EntryKey<'_>> = plans
         .iter()
         .flat_map(|plan| plan.files.iter())
-        .flat_map(|(_, deletes)| deletes.iter().map(LiveFile::path))
+        .flat_map(|(_, deletes)| deletes.iter().map(|d| entry_key(&d.file)))
         .collect();
     distinct.len() as u64
 }
@@ -328,16 +388,23 @@ fn plan(
     let small = target.saturating_mul(SMALL_PERCENT) / 100;
     let pressure = live.deletes.len() >= DELETE_FILES_PRESSURE;
     // Whether a file's deletes alone make it worth rewriting.
-    let laden = |applying: &[&LiveFile]| {
-        applying.len() >= DELETES_PER_FILE || (pressure && !applying.is_empty())
+    let laden = |file: &LiveFile, applying: &[&LiveFile]| {
+        applying.len() >= DELETES_PER_FILE
+            || (pressure && !applying.is_empty())
+            || mostly_deleted(file, deletes.deleted_rows(file))
     };
     let mut groups: HashMap<(i32, &Struct), Vec<Candidate<'_>>> = HashMap::new();
+    let mut laden_files: HashSet<&str> = HashSet::new();
     for file in &live.data {
         let applying = deletes.applying_to(file.path(), file.partition(), file.sequence_number);
         if !rewritable(&applying) {
             continue;
         }
-        if file.file.file_size_in_bytes() < small || laden(&applying) {
+        let laden = laden(file, &applying);
+        if laden {
+            laden_files.insert(file.path());
+        }
+        if file.file.file_size_in_bytes() < small || laden {
             groups
                 .entry(file.partition())
                 .or_default()
@@ -348,7 +415,9 @@ fn plan(
         .into_iter()
         .filter(|((spec_id, _), candidates)| {
             let known = table.metadata.partition_spec_by_id(*spec_id).is_some();
-            let any_laden = candidates.iter().any(|(_, applying)| laden(applying));
+            let any_laden = candidates
+                .iter()
+                .any(|(file, _)| laden_files.contains(file.path()));
             known && (candidates.len() >= MIN_INPUT_FILES || any_laden)
         })
         .map(|(_, mut candidates)| {
@@ -384,6 +453,15 @@ fn plan(
         }
     }
     plans
+}
+
+/// Whether `deleted` (rows of `file` its deletes remove, when known) reach
+/// [`DELETED_PERCENT`] of its rows.
+fn mostly_deleted(file: &LiveFile, deleted: Option<u64>) -> bool {
+    let rows = file.file.record_count();
+    deleted.is_some_and(|deleted| {
+        deleted > 0 && u128::from(deleted) * 100 >= u128::from(rows) * u128::from(DELETED_PERCENT)
+    })
 }
 
 /// Whether a data file with the deletes `applying` can be rewritten: its deletion vector
@@ -675,11 +753,11 @@ pub async fn compact(
         removed_deletes: Mutex::new(0),
         carried: Mutex::new(Vec::new()),
     };
-    match committer.commit_on_latest(&table, &intent).await {
+    let landed = match committer.commit_on_latest(&table, &intent).await {
         Ok(Committed::Done(after) | Committed::Superseded(after)) => {
-            intent
-                .forget_attempts(&after, intent.landed_in(&after))
-                .await;
+            let landed = intent.landed_in(&after);
+            let carried = intent.forget_attempts(&after, landed).await;
+            landed.map(|id| (id, after, carried))
         }
         Err(err) if err.kind == ErrorKind::CommitConflict && err.message == OUTDATED => {
             intent.forget_attempts(&table, None).await;
@@ -693,16 +771,46 @@ pub async fn compact(
             return Ok(CompactionOutcome::default());
         }
         Err(err) => return Err(err),
+    };
+    let removed_deletes = *lock(&intent.removed_deletes);
+    if let Some((snapshot_id, after, carried)) = landed {
+        publish(state, intent, (snapshot_id, &after), carried);
     }
     let outcome = CompactionOutcome {
         data_files_rewritten: plans.iter().map(|p| p.files.len() as u64).sum(),
         delete_files_applied: deletes_applied(&plans),
-        delete_files_removed: *lock(&intent.removed_deletes),
+        delete_files_removed: removed_deletes,
         bytes_rewritten: plans.iter().map(Plan::bytes).sum(),
         files_written: written.len() as u64,
     };
     tracing::info!(table = %table.metadata_location, data_files_rewritten = outcome.data_files_rewritten, files_written = outcome.files_written, delete_files_applied = outcome.delete_files_applied, delete_files_removed = outcome.delete_files_removed, bytes_rewritten = outcome.bytes_rewritten, "compacted the table's small files");
     Ok(outcome)
+}
+
+/// Hands the compaction `intent`, which landed as snapshot `snapshot_id` of `after` with
+/// the delete files `carried`, to the sink's position index, when every row it rewrote
+/// is known to have gone where its map says (no equality delete applied).
+fn publish(
+    state: &CompactionState,
+    intent: CompactionIntent<'_>,
+    (snapshot_id, after): (i64, &LoadedTable),
+    carried: Vec<DataFile>,
+) {
+    let Some(snapshot) = after.metadata.snapshot_by_id(snapshot_id) else {
+        return;
+    };
+    let written = intent.written().cloned().collect();
+    let maps: Option<Vec<RowMap>> = intent.parts.into_iter().map(|part| part.row_map).collect();
+    if let Some(maps) = maps {
+        state.rewrites.publish(Rewrite {
+            snapshot_id,
+            parent_id: snapshot.parent_snapshot_id(),
+            spec_id: intent.spec_id,
+            maps,
+            written,
+            carried,
+        });
+    }
 }
 
 /// A compaction's commit: replaces `rewritten` by `written` on the table's head as it is
@@ -724,8 +832,8 @@ struct CompactionIntent<'a> {
     built: Mutex<Vec<i64>>,
     /// How many delete files the last snapshot built removes.
     removed_deletes: Mutex<u64>,
-    /// The position delete files each attempt (by snapshot id) carried over.
-    carried: Mutex<Vec<(i64, Vec<String>)>>,
+    /// The position deletes each attempt (by snapshot id) carried over.
+    carried: Mutex<Vec<(i64, Vec<DataFile>)>>,
 }
 
 impl CompactionIntent<'_> {
@@ -756,7 +864,7 @@ impl CompactionIntent<'_> {
             let targets = self.state.targets(table, &delete.file).await?;
             let mut touches = false;
             for part in &self.parts {
-                if targets.iter().any(|path| part.rewritten.contains(path)) {
+                if targets.keys().any(|path| part.rewritten.contains(path)) {
                     if part.row_map.is_none() {
                         return Ok(None);
                     }
@@ -771,20 +879,25 @@ impl CompactionIntent<'_> {
     }
 
     /// Deletes the position delete files carried over by attempts that did not land
-    /// (`landed`: the snapshot that did, if one did). No such attempt can land later: it
-    /// was built on a head `main` has left.
-    async fn forget_attempts(&self, table: &LoadedTable, landed: Option<i64>) {
+    /// (`landed`: the snapshot that did, if one did) and returns those of the one that
+    /// did. No other attempt can land later: it was built on a head `main` has left.
+    async fn forget_attempts(&self, table: &LoadedTable, landed: Option<i64>) -> Vec<DataFile> {
         let attempts = std::mem::take(&mut *lock(&self.carried));
+        let mut kept = Vec::new();
         for (snapshot_id, files) in attempts {
             if Some(snapshot_id) == landed {
+                kept = files;
                 continue;
             }
-            for file in files {
-                if let Err(error) = table.file_io.delete(&file).await {
-                    tracing::warn!(file = %file, %error, "deleting a file of a compaction attempt failed; it stays as an orphan");
+            // Each file once: carried-over vectors share a Puffin file.
+            let paths: HashSet<&str> = files.iter().map(DataFile::file_path).collect();
+            for path in paths {
+                if let Err(error) = table.file_io.delete(path).await {
+                    tracing::warn!(file = %path, %error, "deleting a file of a compaction attempt failed; it stays as an orphan");
                 }
             }
         }
+        kept
     }
 
     /// The files the step wrote, partition after partition.
@@ -844,29 +957,28 @@ impl CommitIntent for CompactionIntent<'_> {
             .filter(|file| !self.rewritten.contains(file.path()))
             .chain(&written);
         let deletes = DeleteFiles::of(base, &live, self.state).await?;
-        let mut needed: HashSet<&str> = HashSet::new();
+        // By entry: a deletion vector of a rewritten file goes while the others of its
+        // Puffin file stay.
+        let mut needed: HashSet<EntryKey<'_>> = HashSet::new();
         for file in remaining {
             for delete in deletes.applying_to(file.path(), file.partition(), file.sequence_number) {
-                needed.insert(delete.path());
+                needed.insert(entry_key(&delete.file));
             }
         }
-        let removed: HashSet<&str> = self
+        let removed: HashSet<EntryKey<'_>> = self
             .rewritten
             .iter()
-            .map(String::as_str)
+            .map(|path| (path.as_str(), None))
             .chain(
                 live.deletes
                     .iter()
-                    .map(LiveFile::path)
-                    .filter(|p| !needed.contains(p)),
+                    .map(|d| entry_key(&d.file))
+                    .filter(|key| !needed.contains(key)),
             )
             .collect();
         let removed_deletes = live.deletes.len() - needed.len().min(live.deletes.len());
         let prepared = self.write(base, &live, &removed, &carried).await?;
-        lock(&self.carried).push((
-            prepared.snapshot_id,
-            carried.iter().map(|f| f.file_path().to_string()).collect(),
-        ));
+        lock(&self.carried).push((prepared.snapshot_id, carried));
         *self
             .removed_deletes
             .lock()
@@ -902,7 +1014,7 @@ impl CompactionIntent<'_> {
         &self,
         base: &LoadedTable,
         live: &LiveFiles,
-        removed: &HashSet<&str>,
+        removed: &HashSet<EntryKey<'_>>,
         carried_deletes: &[DataFile],
     ) -> Result<PreparedCommit, SinkError> {
         let metadata = &base.metadata;
@@ -968,5 +1080,139 @@ impl CompactionIntent<'_> {
             },
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use iceberg::spec::{DataFileBuilder, DataFileFormat};
+
+    use super::*;
+    use crate::position::tests::data_file;
+
+    fn live(file: DataFile, sequence_number: i64) -> LiveFile {
+        LiveFile {
+            file,
+            spec_id: 0,
+            sequence_number,
+        }
+    }
+
+    /// A position delete file (Parquet) deleting `rows` rows.
+    fn delete_file(path: &str, rows: u64) -> DataFile {
+        DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path(path.to_string())
+            .file_format(DataFileFormat::Parquet)
+            .partition(Struct::empty())
+            .record_count(rows)
+            .file_size_in_bytes(100)
+            .partition_spec_id(0)
+            .build()
+            .unwrap()
+    }
+
+    /// A deletion vector of `target` deleting `rows` rows, at `offset` of Puffin file `path`.
+    fn vector(path: &str, target: &str, rows: u64, offset: i64) -> DataFile {
+        DataFileBuilder::default()
+            .content(DataContentType::PositionDeletes)
+            .file_path(path.to_string())
+            .file_format(DataFileFormat::Puffin)
+            .partition(Struct::empty())
+            .record_count(rows)
+            .file_size_in_bytes(1000)
+            .partition_spec_id(0)
+            .referenced_data_file(Some(target.to_string()))
+            .content_offset(Some(offset))
+            .content_size_in_bytes(Some(50))
+            .build()
+            .unwrap()
+    }
+
+    fn targets(rows: &[(&str, u64)]) -> Option<Targets> {
+        Some(Arc::new(
+            rows.iter()
+                .map(|(path, n)| (path.to_string(), *n))
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn the_share_of_deleted_rows_counts_vectors_and_position_delete_files() {
+        let a = live(data_file("a", 100), 1);
+        let b = live(data_file("b", 100), 1);
+        let c = live(data_file("c", 100), 1);
+        // a: a vector of 30 rows (which holds its older position delete file's 10 too).
+        let vector = live(vector("p.stats", "a", 30, 4), 3);
+        let older = live(delete_file("d1.parquet", 12), 2);
+        // b: 29 rows in two position delete files that name other files too.
+        let newer = live(delete_file("d2.parquet", 28), 3);
+        let deletes = DeleteFiles {
+            files: vec![
+                (&vector, targets(&[("a", 30)])),
+                (&older, targets(&[("a", 10), ("b", 2)])),
+                (&newer, targets(&[("b", 27), ("c", 1)])),
+            ],
+        };
+        assert_eq!(deletes.deleted_rows(&a), Some(30));
+        assert!(mostly_deleted(&a, deletes.deleted_rows(&a)));
+        assert_eq!(deletes.deleted_rows(&b), Some(29));
+        assert!(!mostly_deleted(&b, deletes.deleted_rows(&b)));
+        assert_eq!(deletes.deleted_rows(&c), Some(1));
+        // A delete older than the data file does not apply to it.
+        let d = live(data_file("d", 10), 4);
+        assert_eq!(deletes.deleted_rows(&d), Some(0));
+        assert!(!mostly_deleted(&d, Some(0)));
+        // An empty file with nothing deleted is not mostly deleted.
+        assert!(!mostly_deleted(&live(data_file("e", 0), 1), Some(0)));
+    }
+
+    #[test]
+    fn equality_deletes_leave_the_share_unknown() {
+        let a = live(data_file("a", 100), 1);
+        let equality = live(
+            DataFileBuilder::default()
+                .content(DataContentType::EqualityDeletes)
+                .file_path("e.parquet".to_string())
+                .file_format(DataFileFormat::Parquet)
+                .partition(Struct::empty())
+                .record_count(90)
+                .file_size_in_bytes(100)
+                .partition_spec_id(0)
+                .equality_ids(Some(vec![1]))
+                .build()
+                .unwrap(),
+            2,
+        );
+        let deletes = DeleteFiles {
+            files: vec![(&equality, None)],
+        };
+        assert_eq!(deletes.deleted_rows(&a), None);
+        assert!(!mostly_deleted(&a, deletes.deleted_rows(&a)));
+    }
+
+    #[test]
+    fn vectors_sharing_a_puffin_file_are_told_apart() {
+        let first = live(vector("p.stats", "a", 3, 4), 2);
+        let second = live(vector("p.stats", "b", 3, 54), 2);
+        assert_ne!(entry_key(&first.file), entry_key(&second.file));
+        assert_eq!(entry_key(&first.file), ("p.stats", Some(4)));
+        let a = live(data_file("a", 100), 1);
+        let b = live(data_file("b", 10), 1);
+        let deletes = DeleteFiles {
+            files: vec![
+                (&first, targets(&[("a", 3)])),
+                (&second, targets(&[("b", 3)])),
+            ],
+        };
+        // Each vector applies to its own data file only.
+        let applying = deletes.applying_to("b", b.partition(), 1);
+        assert_eq!(applying.len(), 1);
+        assert_eq!(
+            applying[0].file.referenced_data_file().as_deref(),
+            Some("b")
+        );
+        assert_eq!(deletes.deleted_rows(&a), Some(3));
+        assert!(mostly_deleted(&b, deletes.deleted_rows(&b)));
     }
 }

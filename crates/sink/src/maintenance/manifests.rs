@@ -20,6 +20,7 @@ use iceberg::spec::{
     SnapshotSummaryCollector,
 };
 
+use crate::dv::{EntryKey, entry_key};
 use crate::error::SinkError;
 use crate::table::{LoadedTable, storage_error};
 
@@ -81,9 +82,10 @@ pub async fn carry_over(
     Ok(result)
 }
 
-/// Files a snapshot removes, by path, and where it writes the manifests it rewrites.
+/// Files a snapshot removes, by entry (path and offset: the deletion vectors of one
+/// commit share a path), and where it writes the manifests it rewrites.
 pub(crate) struct Removal<'a> {
-    pub removed: &'a HashSet<&'a str>,
+    pub removed: &'a HashSet<EntryKey<'a>>,
     pub snapshot_id: i64,
     /// `<table>/metadata/<commit uuid>`: rewritten manifests are `<prefix>-r<n>.avro`.
     pub path_prefix: &'a str,
@@ -104,10 +106,9 @@ pub(crate) async fn remove_entries(
     let mut carried = Vec::with_capacity(manifests.len());
     let mut touched: BTreeMap<(bool, i32), Vec<(&ManifestFile, &Manifest)>> = BTreeMap::new();
     for (manifest, loaded) in manifests {
-        let touches = loaded
-            .entries()
-            .iter()
-            .any(|entry| entry.is_alive() && removal.removed.contains(entry.file_path()));
+        let touches = loaded.entries().iter().any(|entry| {
+            entry.is_alive() && removal.removed.contains(&entry_key(entry.data_file()))
+        });
         if touches {
             let kind = (
                 manifest.content == ManifestContentType::Deletes,
@@ -128,7 +129,7 @@ pub(crate) async fn remove_entries(
         let mut writer = manifest_writer(base, spec_id, content, &path, removal.snapshot_id)?;
         for (manifest, loaded) in manifests {
             for entry in loaded.entries().iter().filter(|entry| entry.is_alive()) {
-                if !removal.removed.contains(entry.file_path()) {
+                if !removal.removed.contains(&entry_key(entry.data_file())) {
                     carry_entry(&mut writer, manifest, entry, &path)?;
                     continue;
                 }

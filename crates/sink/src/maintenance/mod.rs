@@ -33,7 +33,9 @@ pub mod expire;
 pub mod manifests;
 pub mod metadata;
 pub mod orphans;
-mod remap;
+pub(crate) mod remap;
+
+pub use remap::RewriteLog;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,13 +126,16 @@ pub struct MaintenanceReport {
 /// The maintenance task of one sink: a compaction step every period, an expiry once per
 /// retention period and an orphan sweep once per orphan period (each at most once per
 /// period), until it is aborted (with the
-/// sink's supervisor). Failures are reported and retried at the next period.
+/// sink's supervisor). Failures are reported and retried at the next period. Each
+/// compaction that lands is handed to `rewrites`, so that the sink's position index
+/// moves past it instead of being read again from the table.
 pub async fn run_maintenance(
     connection: SinkConnection,
     spec: SinkSpec,
     reporter: Arc<dyn SinkReporter>,
     settings: SinkSettings,
     turn: CommitTurn,
+    rewrites: RewriteLog,
 ) {
     let mut options_changes = settings.maintenance.options.clone();
     let mut options_live = true;
@@ -139,7 +144,7 @@ pub async fn run_maintenance(
         settings,
         catalog: None,
         expiry: expire::ExpiryState::default(),
-        compaction: compact::CompactionState::default(),
+        compaction: compact::CompactionState::publishing(rewrites),
         last_expiry: Instant::now(),
         last_orphan_sweep: None,
         turn,

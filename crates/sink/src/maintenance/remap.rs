@@ -9,12 +9,13 @@
 //! known only by reading them, so such a compaction is dropped on a conflict instead.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use iceberg::spec::{DataFile, Struct};
 
 use roaring::RoaringTreemap;
 
-use crate::dv::{DvTarget, write_deletion_vector};
+use crate::dv::{DvTarget, write_deletion_vectors};
 use crate::error::SinkError;
 use crate::position::{
     placed_in_partition, position_delete_writer, read_position_deletes, takes_deletion_vectors,
@@ -99,7 +100,7 @@ impl RowMap {
 
     /// Where row `pos` of rewritten file `path` went; `None` when the rewrite dropped it
     /// (a delete applied) or it is not one of the rewritten rows.
-    fn new_position(&self, path: &str, pos: u32) -> Option<(&str, u32)> {
+    pub(crate) fn new_position(&self, path: &str, pos: u32) -> Option<(&str, u32)> {
         let rows = self.files.get(path)?;
         if u64::from(pos) >= rows.record_count || rows.deleted.binary_search(&pos).is_ok() {
             return None;
@@ -147,40 +148,100 @@ impl RowMap {
     }
 }
 
-/// Writes `moved` (rows of the files written, sorted) as a deletion vector per file:
-/// the files are the compaction's own, so no other vector applies to them.
+/// A compaction of a sink's table that landed, as the sink's position index needs it to
+/// move past the compaction's snapshot without reading the table again: where every row
+/// of the rewritten files went, and the deletion vectors carried onto the files written.
+pub(crate) struct Rewrite {
+    pub snapshot_id: i64,
+    /// The snapshot the compaction was committed on: an index describing it can move.
+    pub parent_id: Option<i64>,
+    /// The spec of the files written.
+    pub spec_id: i32,
+    /// Per partition rewritten: where its rows went (the written files with them).
+    pub maps: Vec<RowMap>,
+    /// The files written, of every partition.
+    pub written: Vec<DataFile>,
+    /// The delete files carried over onto the files written (deletion vectors and
+    /// position delete files alike).
+    pub carried: Vec<DataFile>,
+}
+
+impl Rewrite {
+    /// Where row `pos` of rewritten file `path` went; `None` when no map has it.
+    pub fn new_position(&self, path: &str, pos: u32) -> Option<(&str, u32)> {
+        self.maps.iter().find_map(|map| map.new_position(path, pos))
+    }
+
+    /// Whether `path` is one of the rewritten files.
+    pub fn rewrote(&self, path: &str) -> bool {
+        self.maps.iter().any(|map| map.files.contains_key(path))
+    }
+}
+
+/// The last compaction of a sink's table that landed, handed from its maintenance task to
+/// its sink task (in memory only: a restarted sink builds its index from the table).
+#[derive(Clone, Default)]
+pub struct RewriteLog(Arc<Mutex<Option<Arc<Rewrite>>>>);
+
+impl RewriteLog {
+    pub(crate) fn publish(&self, rewrite: Rewrite) {
+        *self.lock() = Some(Arc::new(rewrite));
+    }
+
+    /// The compaction that made `head` out of `parent`, if it is the last one published.
+    pub(crate) fn between(&self, parent: Option<i64>, head: Option<i64>) -> Option<Arc<Rewrite>> {
+        self.lock()
+            .as_ref()
+            .filter(|rewrite| Some(rewrite.snapshot_id) == head && rewrite.parent_id == parent)
+            .cloned()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Arc<Rewrite>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Writes `moved` (rows of the files written, sorted) as a deletion vector per file, all
+/// in one Puffin file: the files are the compaction's own, so no other vector applies to
+/// them.
 async fn write_vectors(
     table: &LoadedTable,
     (spec_id, partition): (i32, &Struct),
     prefix: &str,
     moved: &[(&str, u32)],
 ) -> Result<Vec<DataFile>, SinkError> {
-    let mut vectors = Vec::new();
-    for group in moved.chunk_by(|a, b| a.0 == b.0) {
-        let Some((data_file, _)) = group.first() else {
-            continue;
-        };
-        let positions: RoaringTreemap = group.iter().map(|(_, pos)| u64::from(*pos)).collect();
-        let target = DvTarget {
+    let per_file: Vec<(&str, RoaringTreemap)> = moved
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter_map(|group| {
+            let (data_file, _) = group.first()?;
+            Some((
+                *data_file,
+                group.iter().map(|(_, pos)| u64::from(*pos)).collect(),
+            ))
+        })
+        .collect();
+    let targets: Vec<DvTarget<'_>> = per_file
+        .iter()
+        .map(|(data_file, positions)| DvTarget {
             data_file,
             spec_id,
             partition,
-            prefix,
-        };
-        vectors.push(write_deletion_vector(table, target, &positions).await?);
-    }
-    Ok(vectors)
+            positions,
+        })
+        .collect();
+    write_deletion_vectors(table, prefix, &targets).await
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::position::tests::data_file;
 
-    #[test]
-    fn rows_are_followed_to_where_the_rewrite_put_them() {
-        // a: 5 rows, 1 and 3 deleted; b: 4 rows, 0 deleted. Survivors in order:
-        // a0 a2 a4 b1 b2 b3, written as x (4 rows) then y (2 rows).
+    /// a: 5 rows, 1 and 3 deleted; b: 4 rows, 0 deleted. Survivors in order: a0 a2 a4 b1
+    /// b2 b3, written as x (4 rows) then y (2 rows).
+    pub(crate) fn a_and_b_into_x_and_y() -> RowMap {
         let mut map = RowMap {
             files: HashMap::from([
                 (
@@ -205,6 +266,12 @@ mod tests {
         };
         assert!(!map.written(&[data_file("x", 4), data_file("y", 1)]));
         assert!(map.written(&[data_file("x", 4), data_file("y", 2)]));
+        map
+    }
+
+    #[test]
+    fn rows_are_followed_to_where_the_rewrite_put_them() {
+        let map = a_and_b_into_x_and_y();
         assert_eq!(map.new_position("a", 0), Some(("x", 0)));
         assert_eq!(map.new_position("a", 2), Some(("x", 1)));
         assert_eq!(map.new_position("a", 4), Some(("x", 2)));

@@ -1206,3 +1206,304 @@ async fn write_statistics(connection: &SinkConnection, ns: &str, table: &LoadedT
     .await;
     path
 }
+
+/// Inserts the keys `inserted` and deletes the keys `deleted` of the workload in one
+/// interval; returns the new upper.
+fn change_keys(
+    input: &MemoryInput,
+    workload: &mut Workload,
+    inserted: std::ops::Range<i64>,
+    deleted: &[i64],
+) -> u64 {
+    let upper = input.upper_now();
+    let mut updates = Vec::new();
+    for id in inserted {
+        let value = (format!("v{id}"), "1.00".to_string());
+        updates.push(Update {
+            row: Workload::row(id, &value),
+            ts: Timestamp(upper),
+            diff: 1,
+        });
+        workload.model.insert(id, value);
+    }
+    for id in deleted {
+        let old = workload.model.remove(id).unwrap();
+        updates.push(Update {
+            row: Workload::row(*id, &old),
+            ts: Timestamp(upper),
+            diff: -1,
+        });
+    }
+    input.push(updates, upper + INTERVAL);
+    upper + INTERVAL
+}
+
+/// The live data files of the table at `location`, as DuckDB reads its metadata.
+fn data_files(sw: &SeaweedFs, location: &str) -> BTreeSet<String> {
+    Reader::for_seaweedfs(sw)
+        .read(location)
+        .files_with_content("data")
+        .iter()
+        .map(|f| f["file_path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Loads the table until snapshot `id` is expired (the sink's maintenance runs meanwhile).
+async fn wait_until_expired(connection: &SinkConnection, ns: &str, id: i64) -> LoadedTable {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let table = load(connection, ns).await;
+        if table.metadata.snapshot_by_id(id).is_none() {
+            return table;
+        }
+        assert!(Instant::now() < give_up, "snapshot {id} was never expired");
+        tokio::time::sleep(PERIOD).await;
+    }
+}
+
+/// A position-mode UPSERT sink with maintenance (default target file size), started
+/// again at will.
+struct PositionSink {
+    connection: SinkConnection,
+    spec: SinkSpec,
+    input: Arc<MemoryInput>,
+    reporter: Arc<MaintenanceRecorder>,
+}
+
+impl PositionSink {
+    /// Starts the sink on a new table of `format` (upgraded before any row).
+    async fn start_new(sw: &SeaweedFs, ns: &str, format: Format) -> (PositionSink, SinkHandle) {
+        let sink = PositionSink {
+            connection: seaweed_connection(sw, &sw.catalog_url()),
+            spec: SinkSpec {
+                delete_mode: DeleteMode::Position,
+                ..spec(ns, "t", Envelope::Upsert)
+            },
+            input: MemoryInput::new(workload_desc()),
+            reporter: Arc::new(MaintenanceRecorder::default()),
+        };
+        let mut handle = sink.start();
+        // The sink's first commit: the empty relation's snapshot.
+        sink.reporter
+            .sink
+            .wait_for_frontier(sink.input.upper_now())
+            .await;
+        if format != Format::V2 {
+            handle = upgraded_to_v3(sw, ns, handle, || sink.start());
+        }
+        (sink, handle)
+    }
+
+    fn start(&self) -> SinkHandle {
+        spawn_sink(
+            self.connection.clone(),
+            self.spec.clone(),
+            self.input.clone(),
+            self.reporter.clone(),
+            maintained_settings(None),
+        )
+    }
+}
+
+/// The vectors of one commit share a Puffin file, and that file stays while any of them
+/// is live: once one is replaced (its entry deleted, the other's still live), expiry of
+/// the snapshot that added the file and an orphan sweep keep it; once the other is
+/// replaced too and the snapshots holding it live are expired, expiry deletes it. DuckDB
+/// and pyiceberg read the relation exactly throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_puffin_file_shared_by_deletion_vectors_stays_while_one_is_live() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("shared_puffin");
+    let (sink, handle) = PositionSink::start_new(sw, &ns, V3_FROM_THE_START).await;
+    let PositionSink {
+        connection,
+        input,
+        reporter,
+        ..
+    } = &sink;
+    let mut workload = Workload::new(37);
+    // Two data files of 100 rows: too few, and too little of them deleted, to compact.
+    for first in [0, 100] {
+        let upper = change_keys(input, &mut workload, first..first + 100, &[]);
+        reporter.sink.wait_for_frontier(upper).await;
+    }
+    // One commit deleting a row of each: both vectors in one Puffin file.
+    let upper = change_keys(input, &mut workload, 0..0, &[0, 100]);
+    reporter.sink.wait_for_frontier(upper).await;
+    let table = load(connection, &ns).await;
+    let added_by = table.metadata.current_snapshot().unwrap().snapshot_id();
+    let read = assert_read_exactly(sw, &table.metadata_location, &workload, V3_FROM_THE_START);
+    let vectors = read.files_with_content("position_deletes");
+    assert_eq!(vectors.len(), 2, "a vector per data file: {vectors:?}");
+    let shared = vectors[0]["file_path"].as_str().unwrap().to_string();
+    assert_eq!(
+        vectors[1]["file_path"],
+        shared.as_str(),
+        "one Puffin file: {vectors:?}"
+    );
+    assert_ne!(vectors[0]["content_offset"], vectors[1]["content_offset"]);
+    assert_eq!(
+        puffin_files(sw, &table).len(),
+        1,
+        "the commit wrote one Puffin file"
+    );
+
+    // The first file's vector is replaced: its entry in the shared file is deleted, the
+    // second file's stays live there, past the expiry of the snapshot that added it.
+    let upper = change_keys(input, &mut workload, 0..0, &[1]);
+    reporter.sink.wait_for_frontier(upper).await;
+    let table = wait_until_expired(connection, &ns, added_by).await;
+    assert!(
+        table.file_io.exists(&shared).await.unwrap(),
+        "{shared} holds a live vector, yet expiry deleted it"
+    );
+    let read = assert_read_exactly(sw, &table.metadata_location, &workload, V3_FROM_THE_START);
+    let still = read
+        .files_with_content("position_deletes")
+        .into_iter()
+        .filter(|f| f["file_path"] == shared.as_str())
+        .count();
+    assert_eq!(still, 1, "the second file's vector is live in {shared}");
+    // Stopped (nothing in flight), a sweep with no safe age keeps it too.
+    drop(handle);
+    sweep_orphans_now(connection, &ns).await;
+    let table = load(connection, &ns).await;
+    assert!(
+        table.file_io.exists(&shared).await.unwrap(),
+        "{shared} holds a live vector, yet the orphan sweep deleted it"
+    );
+    assert_puffin_files_referenced(sw, &table, &referenced(&table).await, &[]).await;
+    assert_read_exactly(sw, &table.metadata_location, &workload, V3_FROM_THE_START);
+
+    // The second file's vector is replaced too: the file goes once no remaining snapshot
+    // holds one of its vectors live, and not before.
+    let handle = sink.start();
+    let upper = change_keys(input, &mut workload, 0..0, &[101]);
+    reporter.sink.wait_for_frontier(upper).await;
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while table.file_io.exists(&shared).await.unwrap() {
+        assert!(
+            Instant::now() < give_up,
+            "{shared} is live in no snapshot but the oldest ones, yet expiry kept it"
+        );
+        tokio::time::sleep(PERIOD).await;
+    }
+    let table = load(connection, &ns).await;
+    assert!(
+        !referenced(&table).await.paths.contains(&shared),
+        "{shared} was deleted while a remaining snapshot holds it live"
+    );
+    drop(handle);
+    reporter.sink.assert_never_stalled();
+    let reports = reporter.reports.lock().unwrap().clone();
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+    assert!(
+        reports.iter().all(|r| r.data_files_rewritten == 0),
+        "nothing was compacted: {reports:?}"
+    );
+    assert_read_exactly(sw, &table.metadata_location, &workload, V3_FROM_THE_START);
+}
+
+/// Waits until the maintenance task has reported `runs` more runs than `seen` (expiry
+/// reports one every retention, so compaction has stepped several times meanwhile).
+async fn wait_for_reports(reporter: &MaintenanceRecorder, seen: usize, runs: usize) {
+    let give_up = Instant::now() + Duration::from_secs(60);
+    while reporter.reports.lock().unwrap().len() < seen + runs {
+        assert!(Instant::now() < give_up, "maintenance stopped reporting");
+        tokio::time::sleep(PERIOD).await;
+    }
+}
+
+/// A data file is rewritten, whatever its size, once its deletes remove 30 % of its rows
+/// (counted from its deletion vector in a version 3 table, from the rows its position
+/// delete files name in a version 2 one), and not at 20 %: two small files are too few
+/// to compact for their size, and three delete files too few for their count. Then the
+/// sink's key index follows the rewrite (moved in memory), and after a restart (built from
+/// the table): updates of the rewritten rows delete exactly them.
+async fn a_mostly_deleted_file_is_rewritten(format: Format) {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("mostly_deleted");
+    let (sink, handle) = PositionSink::start_new(sw, &ns, format).await;
+    let PositionSink {
+        connection,
+        input,
+        reporter,
+        ..
+    } = &sink;
+    let mut workload = Workload::new(41);
+    let upper = change_keys(input, &mut workload, 0..100, &[]);
+    reporter.sink.wait_for_frontier(upper).await;
+    let first = data_files(sw, &load(connection, &ns).await.metadata_location);
+    assert_eq!(first.len(), 1);
+    let upper = change_keys(input, &mut workload, 100..200, &[]);
+    reporter.sink.wait_for_frontier(upper).await;
+
+    // 20 % of the first file's rows, over two commits: it stays.
+    for ids in [0..10, 10..20] {
+        let upper = change_keys(input, &mut workload, 0..0, &ids.collect::<Vec<_>>());
+        reporter.sink.wait_for_frontier(upper).await;
+    }
+    let seen = reporter.reports.lock().unwrap().len();
+    wait_for_reports(reporter, seen, 2).await;
+    let table = load(connection, &ns).await;
+    assert!(
+        data_files(sw, &table.metadata_location).is_superset(&first),
+        "a file with 20 % of its rows deleted was rewritten: {:?}",
+        reporter.reports.lock().unwrap()
+    );
+    assert_read_exactly(sw, &table.metadata_location, &workload, format);
+
+    // 30 %: rewritten with its deletes applied.
+    let upper = change_keys(input, &mut workload, 0..0, &(20..30).collect::<Vec<_>>());
+    reporter.sink.wait_for_frontier(upper).await;
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let table = loop {
+        let table = load(connection, &ns).await;
+        if data_files(sw, &table.metadata_location).is_disjoint(&first) {
+            break table;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "a file with 30 % of its rows deleted was never rewritten: {:?}",
+            reporter.reports.lock().unwrap()
+        );
+        tokio::time::sleep(PERIOD).await;
+    };
+    let reports = reporter.reports.lock().unwrap().clone();
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+    let applied: u64 = reports.iter().map(|r| r.delete_files_applied).sum();
+    assert!(applied > 0, "{reports:?}");
+    let read = assert_read_exactly(sw, &table.metadata_location, &workload, format);
+    let first = first.first().unwrap();
+    assert!(
+        read.files_with_content("position_deletes")
+            .iter()
+            .all(|f| f["referenced_data_file"] != first.as_str()),
+        "the rewritten file's deletes were removed with it"
+    );
+
+    // Rows the compaction wrote (keys 30.. are the first left), updated by the sink
+    // that followed it, then by one started again.
+    let upper = update_first_keys(input, &mut workload, 10);
+    reporter.sink.wait_for_frontier(upper).await;
+    let table = load(connection, &ns).await;
+    assert_read_exactly(sw, &table.metadata_location, &workload, format);
+    drop(handle);
+    let handle = sink.start();
+    let upper = update_first_keys(input, &mut workload, 20);
+    reporter.sink.wait_for_frontier(upper).await;
+    drop(handle);
+    reporter.sink.assert_never_stalled();
+    let table = load(connection, &ns).await;
+    assert_read_exactly(sw, &table.metadata_location, &workload, format);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mostly_deleted_file_is_rewritten_in_a_v2_table() {
+    a_mostly_deleted_file_is_rewritten(Format::V2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mostly_deleted_file_is_rewritten_in_a_v3_table() {
+    a_mostly_deleted_file_is_rewritten(V3_FROM_THE_START).await;
+}
