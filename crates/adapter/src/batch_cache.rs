@@ -59,21 +59,26 @@ struct CachedBatches {
 struct CachedSegment {
     /// The segment's version the batches show (`u64::MAX` before its first conversion).
     version: u64,
-    /// The encoding of each row of `batches`, in order (a row of multiplicity n, n
-    /// times): the contents' own allocations, held so that an address cannot be reused
-    /// by another row while this segment still names it.
-    encodings: Arc<[Arc<[u8]>]>,
-    batches: Vec<RecordBatch>,
+    batches: Vec<CachedBatch>,
 }
 
 impl Default for CachedSegment {
     fn default() -> Self {
         CachedSegment {
             version: u64::MAX,
-            encodings: Arc::new([]),
             batches: Vec::new(),
         }
     }
+}
+
+/// A batch of a segment and the encoding of each of its rows, in order (a row of
+/// multiplicity n, n times): the contents' own allocations, held so that an address
+/// cannot be reused by another row while the cache still names it. Kept per batch, so
+/// a batch a write does not touch is kept whole, its encodings not copied.
+#[derive(Clone)]
+struct CachedBatch {
+    batch: RecordBatch,
+    encodings: Arc<[Arc<[u8]>]>,
 }
 
 /// Rows per Arrow batch handed to the engine.
@@ -171,26 +176,51 @@ fn refresh_changed_segments(
         Some(cached) => cached.segments,
         None => vec![CachedSegment::default(); floe_storage::SEGMENTS],
     };
-    let known: Vec<u64> = segments.iter().map(|segment| segment.version).collect();
-    let (changed, version) = storage
-        .changed_segments(id, &known)
-        .map_err(storage_error)?;
-    let work = changed
-        .into_iter()
-        .filter_map(|current| {
-            let index = current.index;
-            let segment = segments.get(index)?.clone();
-            Some((index, segment, current))
-        })
-        .collect();
     let mut decoded = 0;
-    for (index, refreshed, rows) in refresh_segments(name, desc, work)? {
-        segments[index] = refreshed;
-        decoded += rows;
+    // A segment whose changes do not match what the cache holds (which should not
+    // happen) is taken whole on a second pass.
+    let mut version = 0;
+    for pass in 0..2 {
+        let known: Vec<u64> = segments.iter().map(|segment| segment.version).collect();
+        let changed;
+        (changed, version) = storage
+            .changed_segments(id, &known)
+            .map_err(storage_error)?;
+        let work = changed
+            .into_iter()
+            .filter_map(|current| {
+                let index = current.index;
+                let segment = segments.get(index)?.clone();
+                Some((index, segment, current))
+            })
+            .collect();
+        let mut mismatched = false;
+        for (index, refreshed) in refresh_segments(name, desc, work)? {
+            match refreshed {
+                Some((refreshed, rows)) => {
+                    segments[index] = refreshed;
+                    decoded += rows;
+                }
+                None => {
+                    tracing::warn!(table = %name, segment = index, "cached rows did not match the changes; converting the segment whole");
+                    segments[index] = CachedSegment::default();
+                    mismatched = true;
+                }
+            }
+        }
+        if !mismatched {
+            break;
+        }
+        if pass == 1 {
+            // Rows taken whole always match: this is a bug, not a table to show wrong.
+            return Err(AdapterError::Internal(format!(
+                "converting {name}: cached rows did not match the contents"
+            )));
+        }
     }
     let mut batches: Vec<RecordBatch> = segments
         .iter()
-        .flat_map(|segment| segment.batches.iter().cloned())
+        .flat_map(|segment| segment.batches.iter().map(|cached| cached.batch.clone()))
         .collect();
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
     if batches.len() > 1 && rows <= BATCH_ROWS {
@@ -217,14 +247,15 @@ fn refresh_segments(
     name: &QualifiedName,
     desc: &RelationDesc,
     work: Vec<(usize, CachedSegment, ContentsSegment)>,
-) -> Result<Vec<(usize, CachedSegment, usize)>, AdapterError> {
+) -> Result<Vec<(usize, Refreshed)>, AdapterError> {
     let refresh = |(index, segment, current): (usize, CachedSegment, ContentsSegment)| {
-        let (refreshed, decoded) = segment.refreshed(current, name, desc)?;
-        Ok::<_, AdapterError>((index, refreshed, decoded))
+        Ok::<_, AdapterError>((index, segment.refreshed(current, name, desc)?))
     };
+    // Rows taken whole are matched against what is held; changes only are cheap.
     let rows: usize = work
         .iter()
-        .map(|(_, segment, current)| segment.encodings.len() + current.distinct_rows())
+        .filter(|(_, _, current)| !current.changes_only())
+        .map(|(_, segment, current)| segment.rows() + current.distinct_rows())
         .sum();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -260,44 +291,65 @@ fn refresh_segments(
     })
 }
 
+/// A segment brought up to date and the rows that decoded; `None` when the changes
+/// storage gave do not match the rows the cache holds (it is then taken whole).
+type Refreshed = Option<(CachedSegment, usize)>;
+
 impl CachedSegment {
-    /// This segment brought up to `current`, the segment as the contents hold it now,
-    /// and how many rows that decoded.
+    /// How many rows the segment's batches hold.
+    fn rows(&self) -> usize {
+        self.batches
+            .iter()
+            .map(|cached| cached.encodings.len())
+            .sum()
+    }
+
+    /// The encodings of every row the batches show, in order.
+    fn encodings(&self) -> impl Iterator<Item = &Arc<[u8]>> {
+        self.batches
+            .iter()
+            .flat_map(|cached| cached.encodings.iter())
+    }
+
+    /// This segment brought up to `current`, the segment (or its changes) as the
+    /// contents hold it now, and how many rows that decoded.
     fn refreshed(
         &self,
         current: ContentsSegment,
         name: &QualifiedName,
         desc: &RelationDesc,
-    ) -> Result<(CachedSegment, usize), AdapterError> {
-        let Matched { keep, arrived } = match_rows(&self.encodings, current.shared_rows());
-        let mut encodings: Vec<Arc<[u8]>> = Vec::with_capacity(keep.len() + arrived.len());
-        encodings.extend(
-            self.encodings
-                .iter()
-                .zip(&keep)
-                .filter(|(_, kept)| **kept)
-                .map(|(encoding, _)| encoding.clone()),
-        );
+    ) -> Result<Refreshed, AdapterError> {
+        let matched = if current.changes_only() {
+            match match_changes(self, current.shared_rows()) {
+                Some(matched) => matched,
+                None => return Ok(None),
+            }
+        } else {
+            match_rows(self, current.shared_rows())
+        };
+        let Matched { keep, arrived } = matched;
         let mut batches = kept_batches(&self.batches, &keep).map_err(|e| arrow_error(name, e))?;
-        let shown = encodings.len();
+        let mut arriving: Vec<Arc<[u8]>> = Vec::new();
         for (encoding, count) in arrived {
             for _ in 0..count {
-                encodings.push(encoding.clone());
+                arriving.push(encoding.clone());
             }
         }
-        for chunk in encodings[shown..].chunks(BATCH_ROWS) {
-            batches.push(converted(&current, desc, chunk)?);
+        for chunk in arriving.chunks(BATCH_ROWS) {
+            batches.push(CachedBatch {
+                batch: converted(&current, desc, chunk)?,
+                encodings: chunk.into(),
+            });
         }
-        if batches.len() > encodings.len().div_ceil(BATCH_ROWS) + EXTRA_BATCHES {
+        let rows: usize = batches.iter().map(|cached| cached.encodings.len()).sum();
+        if batches.len() > rows.div_ceil(BATCH_ROWS) + EXTRA_BATCHES {
             batches = rebatched(&batches).map_err(|e| arrow_error(name, e))?;
         }
-        let decoded = encodings.len() - shown;
         let refreshed = CachedSegment {
             version: current.version,
-            encodings: encodings.into(),
             batches,
         };
-        Ok((refreshed, decoded))
+        Ok(Some((refreshed, arriving.len())))
     }
 }
 
@@ -320,12 +372,11 @@ fn converted(
     relation_batch(desc, &rows)
 }
 
-/// Which of the rows a segment's batches show (by their `held` encodings) are still in
-/// the contents' `current` rows, and which of the current rows are not shown yet, with
-/// how many times. Rows are matched by the address of their encoding; a row whose
-/// multiplicity fell keeps its first occurrences, one whose multiplicity rose arrives
-/// the difference.
-fn match_rows<'a>(held: &[Arc<[u8]>], current: &'a [(Arc<[u8]>, i64)]) -> Matched<'a> {
+/// Which of the rows `held` shows are still among the contents' `current` rows, and
+/// which current rows it does not show yet, with how many times. Rows are matched by
+/// the address of their encoding; a row whose multiplicity fell keeps its first
+/// occurrences, one whose multiplicity rose arrives the difference.
+fn match_rows<'a>(held: &CachedSegment, current: &'a [(Arc<[u8]>, i64)]) -> Matched<'a> {
     // Addresses sorted once, then searched: a segment holds thousands of rows, and
     // sorting integers beats hashing them.
     let mut by_address: Vec<(usize, usize)> = current
@@ -337,7 +388,7 @@ fn match_rows<'a>(held: &[Arc<[u8]>], current: &'a [(Arc<[u8]>, i64)]) -> Matche
     by_address.sort_unstable();
     let mut unshown: Vec<i64> = current.iter().map(|(_, count)| (*count).max(0)).collect();
     let keep = held
-        .iter()
+        .encodings()
         .map(|encoding| {
             let Ok(found) = by_address.binary_search_by_key(&address(encoding), |(a, _)| *a) else {
                 return false;
@@ -356,7 +407,54 @@ fn match_rows<'a>(held: &[Arc<[u8]>], current: &'a [(Arc<[u8]>, i64)]) -> Matche
     Matched { keep, arrived }
 }
 
-/// What [`match_rows`] finds.
+/// What `held` shows after the `changes` made since (encodings with diffs, in the
+/// order made): the rows a change retracted are dropped (the first occurrences of
+/// their address), the rows added arrive. Nothing is touched beyond the addresses of
+/// the held rows, and not even those when nothing was retracted. `None` when a
+/// retraction names a row `held` does not show.
+fn match_changes<'a>(held: &CachedSegment, changes: &'a [(Arc<[u8]>, i64)]) -> Option<Matched<'a>> {
+    // Net change per row, in the order rows were first changed.
+    let mut net: HashMap<usize, (usize, i64)> = HashMap::with_capacity(changes.len());
+    let mut order: Vec<&'a Arc<[u8]>> = Vec::new();
+    for (encoding, diff) in changes {
+        let entry = net.entry(address(encoding)).or_insert_with(|| {
+            order.push(encoding);
+            (order.len() - 1, 0)
+        });
+        entry.1 += diff;
+    }
+    let mut retracted: HashMap<usize, i64> = net
+        .iter()
+        .filter(|(_, (_, diff))| *diff < 0)
+        .map(|(address, (_, diff))| (*address, -diff))
+        .collect();
+    let keep = if retracted.is_empty() {
+        vec![true; held.rows()]
+    } else {
+        held.encodings()
+            .map(|encoding| match retracted.get_mut(&address(encoding)) {
+                Some(left) if *left > 0 => {
+                    *left -= 1;
+                    false
+                }
+                _ => true,
+            })
+            .collect()
+    };
+    if retracted.values().any(|left| *left > 0) {
+        return None;
+    }
+    let arrived = order
+        .into_iter()
+        .filter_map(|encoding| {
+            let (_, diff) = net[&address(encoding)];
+            (diff > 0).then_some((encoding, diff))
+        })
+        .collect();
+    Some(Matched { keep, arrived })
+}
+
+/// What [`match_rows`] and [`match_changes`] find.
 struct Matched<'a> {
     /// Per row the batches show: whether it is still in the contents.
     keep: Vec<bool>,
@@ -369,24 +467,33 @@ fn address(encoding: &Arc<[u8]>) -> usize {
     encoding.as_ptr() as usize
 }
 
-/// `batches` without the rows `keep` says left (one flag per row, in order).
-fn kept_batches(batches: &[RecordBatch], keep: &[bool]) -> Result<Vec<RecordBatch>, ArrowError> {
+/// `batches` without the rows `keep` says left (one flag per row, in order): a batch
+/// that keeps every row is kept whole.
+fn kept_batches(batches: &[CachedBatch], keep: &[bool]) -> Result<Vec<CachedBatch>, ArrowError> {
     let mut kept = Vec::with_capacity(batches.len());
     let mut offset = 0;
-    for batch in batches {
-        let Some(flags) = keep.get(offset..offset + batch.num_rows()) else {
+    for cached in batches {
+        let rows = cached.encodings.len();
+        let Some(flags) = keep.get(offset..offset + rows) else {
             return Err(ArrowError::InvalidArgumentError(
                 "a cached segment names fewer rows than its batches hold".into(),
             ));
         };
-        offset += batch.num_rows();
+        offset += rows;
         if flags.iter().all(|kept| *kept) {
-            kept.push(batch.clone());
+            kept.push(cached.clone());
         } else if flags.iter().any(|kept| *kept) {
-            kept.push(filter_record_batch(
-                batch,
-                &BooleanArray::from(flags.to_vec()),
-            )?);
+            let encodings: Vec<Arc<[u8]>> = cached
+                .encodings
+                .iter()
+                .zip(flags)
+                .filter(|(_, kept)| **kept)
+                .map(|(encoding, _)| encoding.clone())
+                .collect();
+            kept.push(CachedBatch {
+                batch: filter_record_batch(&cached.batch, &BooleanArray::from(flags.to_vec()))?,
+                encodings: encodings.into(),
+            });
         }
     }
     Ok(kept)
@@ -394,14 +501,30 @@ fn kept_batches(batches: &[RecordBatch], keep: &[bool]) -> Result<Vec<RecordBatc
 
 /// `batches` joined and cut again into batches of [`BATCH_ROWS`] (slices of one joined
 /// batch, so its columns are copied once).
-fn rebatched(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, ArrowError> {
+fn rebatched(batches: &[CachedBatch]) -> Result<Vec<CachedBatch>, ArrowError> {
     let Some(first) = batches.first() else {
         return Ok(Vec::new());
     };
-    let joined = concat_batches(&first.schema(), batches)?;
+    let arrays: Vec<RecordBatch> = batches.iter().map(|cached| cached.batch.clone()).collect();
+    let joined = concat_batches(&first.batch.schema(), &arrays)?;
+    let encodings: Vec<Arc<[u8]>> = batches
+        .iter()
+        .flat_map(|cached| cached.encodings.iter().cloned())
+        .collect();
+    if encodings.len() != joined.num_rows() {
+        return Err(ArrowError::InvalidArgumentError(
+            "a cached segment names another number of rows than its batches hold".into(),
+        ));
+    }
     Ok((0..joined.num_rows())
         .step_by(BATCH_ROWS)
-        .map(|offset| joined.slice(offset, BATCH_ROWS.min(joined.num_rows() - offset)))
+        .map(|offset| {
+            let rows = BATCH_ROWS.min(joined.num_rows() - offset);
+            CachedBatch {
+                batch: joined.slice(offset, rows),
+                encodings: encodings[offset..offset + rows].into(),
+            }
+        })
         .collect())
 }
 
@@ -523,8 +646,11 @@ mod tests {
         for round in 0..60 {
             let present = contents(&storage);
             let mut changes = Vec::new();
-            // Inserts from a small domain, so rows repeat and multiplicities rise.
-            for _ in 0..next(3_000) {
+            // Inserts from a small domain, so rows repeat and multiplicities rise; every
+            // tenth round more than a segment remembers, so the segments are taken whole
+            // and matched against the rows held, and otherwise their changes.
+            let inserts = if round % 10 == 5 { 40_000 } else { next(3_000) };
+            for _ in 0..inserts {
                 changes.push((row(next(20_000) as i64), 1));
             }
             // Deletes of rows that are there (each at most once per round).
@@ -550,6 +676,58 @@ mod tests {
         );
     }
 
+    /// A segment showing `encodings` (in one batch without columns: matching looks only
+    /// at encodings).
+    fn holding(encodings: Vec<Arc<[u8]>>) -> super::CachedSegment {
+        use datafusion::arrow::datatypes::Schema;
+        use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(encodings.len())),
+        )
+        .expect("batch");
+        super::CachedSegment {
+            version: 1,
+            batches: vec![super::CachedBatch {
+                batch,
+                encodings: encodings.into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn changes_drop_the_first_rows_they_retract_and_bring_the_rows_they_add() {
+        let a: Arc<[u8]> = Arc::from(&b"a"[..]);
+        let b: Arc<[u8]> = Arc::from(&b"b"[..]);
+        let c: Arc<[u8]> = Arc::from(&b"c"[..]);
+        let held = holding(vec![a.clone(), b.clone(), b.clone()]);
+        // b once less, c added then retracted (nothing), a twice more.
+        let changes = vec![
+            (b.clone(), -1),
+            (c.clone(), 1),
+            (a.clone(), 1),
+            (c.clone(), -1),
+            (a.clone(), 1),
+        ];
+        let super::Matched { keep, arrived } =
+            super::match_changes(&held, &changes).expect("changes match");
+        assert_eq!(keep, vec![true, false, true]);
+        let arrived: Vec<(&[u8], i64)> = arrived
+            .into_iter()
+            .map(|(encoding, count)| (&encoding[..], count))
+            .collect();
+        assert_eq!(arrived, vec![(&b"a"[..], 2)]);
+        // Inserts only: every row kept without looking.
+        let super::Matched { keep, .. } =
+            super::match_changes(&held, &[(c.clone(), 1)]).expect("changes match");
+        assert_eq!(keep, vec![true; 3]);
+        // A retraction of a row the segment does not show, or of more copies than it
+        // shows: the segment is taken whole instead.
+        assert!(super::match_changes(&held, &[(c.clone(), -1)]).is_none());
+        assert!(super::match_changes(&held, &[(a.clone(), -2)]).is_none());
+    }
+
     #[test]
     fn rows_are_matched_by_the_address_of_their_encoding() {
         let a: Arc<[u8]> = Arc::from(&b"a"[..]);
@@ -559,7 +737,7 @@ mod tests {
         let a_again: Arc<[u8]> = Arc::from(&b"a"[..]);
         let held = vec![a.clone(), b.clone(), b.clone(), b.clone(), c.clone()];
         let current = vec![(b.clone(), 2), (a_again.clone(), 1), (c.clone(), 3)];
-        let super::Matched { keep, arrived } = match_rows(&held, &current);
+        let super::Matched { keep, arrived } = match_rows(&holding(held), &current);
         assert_eq!(keep, vec![false, true, true, false, true]);
         let arrived: Vec<(&[u8], i64)> = arrived
             .into_iter()

@@ -145,6 +145,79 @@ struct Segment {
     rows: RowMap,
     /// The contents' version when a row of the segment last changed.
     version: u64,
+    recent: RecentChanges,
+}
+
+/// A segment's latest changes, so a reader that holds the segment as of a recent
+/// version takes what changed since instead of every row: a 1,000-row write to a
+/// 1M-row table touches every segment, and taking each one whole costs the reader a
+/// million shared rows.
+#[derive(Debug)]
+struct RecentChanges {
+    /// (version, encoding, diff), in the order made; the encoding is the one the
+    /// contents hold for the row (the row's identity for readers).
+    changes: Vec<(u64, Arc<[u8]>, i64)>,
+    /// `changes` holds every change made after this version (`u64::MAX`: no history
+    /// yet, every reader takes the segment whole).
+    after: u64,
+}
+
+impl Default for RecentChanges {
+    fn default() -> Self {
+        RecentChanges {
+            changes: Vec::new(),
+            after: u64::MAX,
+        }
+    }
+}
+
+/// Changes a segment remembers beyond an eighth of its rows (see `RecentChanges::record`).
+const RECENT_CHANGES: usize = 256;
+
+impl RecentChanges {
+    /// The most changes a segment of `rows` rows remembers: an eighth of its rows, at
+    /// least [`RECENT_CHANGES`].
+    fn limit(rows: usize) -> usize {
+        RECENT_CHANGES.max(rows / 8)
+    }
+
+    /// Remembers a change made at `version` (versions only grow), keeping at most
+    /// `limit`: when full, the changes of the oldest version go (a reader holding an
+    /// older one takes the segment whole); when the current version alone fills it, the
+    /// history starts again after this version.
+    fn record(&mut self, limit: usize, version: u64, encoded: &Arc<[u8]>, diff: i64) {
+        if self.after == u64::MAX {
+            self.after = version;
+        } else if self.changes.len() >= limit {
+            match self.changes.first().map(|(oldest, _, _)| *oldest) {
+                Some(oldest) if oldest < version => {
+                    let end = self.changes.partition_point(|(v, _, _)| *v <= oldest);
+                    self.changes.drain(..end);
+                    self.after = oldest;
+                }
+                _ => {
+                    self.changes.clear();
+                    self.after = version;
+                }
+            }
+        }
+        self.changes.push((version, encoded.clone(), diff));
+    }
+
+    /// The changes made after `known` to a segment now at `version`, if the history
+    /// reaches back to it.
+    fn after(&self, known: u64, version: u64) -> Option<TakenRows> {
+        if known == u64::MAX || known < self.after || known > version {
+            return None;
+        }
+        Some(
+            self.changes
+                .iter()
+                .filter(|(made, _, _)| *made > known)
+                .map(|(_, encoded, diff)| (encoded.clone(), *diff))
+                .collect(),
+        )
+    }
 }
 
 /// The consolidated current contents of a collection.
@@ -191,24 +264,29 @@ pub struct ContentsSegment {
     pub version: u64,
     collection: GlobalId,
     taken: TakenRows,
+    /// Whether `taken` holds the changes made since the version the reader gave rather
+    /// than the segment's rows.
+    changes_only: bool,
 }
 
 impl ContentsSegment {
-    /// The segment's rows, each repeated by its multiplicity: decoded here, by the
-    /// caller (on as many threads as it likes), not under the storage lock.
-    pub fn rows(self) -> Result<Vec<Row>, StorageError> {
-        decode_taken(self.collection, self.taken)
-    }
-
-    /// How many distinct rows the segment holds.
+    /// How many entries [`ContentsSegment::shared_rows`] has.
     pub fn distinct_rows(&self) -> usize {
         self.taken.len()
     }
 
-    /// The segment's rows as the contents hold them: each encoding with its
-    /// multiplicity. An encoding is the contents' own allocation, the same for as long as
-    /// the row stays: a reader that keeps a segment's encodings tells a kept row from a
-    /// new one by address and decodes only the new ones.
+    /// Whether [`ContentsSegment::shared_rows`] are the changes made since the version
+    /// the reader gave (each encoding with its diff, in the order they were made), not
+    /// the segment's rows.
+    pub fn changes_only(&self) -> bool {
+        self.changes_only
+    }
+
+    /// The segment's rows as the contents hold them, each encoding with its
+    /// multiplicity, or the changes since the reader's version (see
+    /// [`ContentsSegment::changes_only`]). An encoding is the contents' own allocation,
+    /// the same for as long as the row stays: a reader that keeps a segment's encodings
+    /// tells a kept row from a new one, and finds a retracted one, by address.
     pub fn shared_rows(&self) -> &[(Arc<[u8]>, i64)] {
         &self.taken
     }
@@ -290,18 +368,27 @@ impl Contents {
         }
         let segment = &mut self.segments[segment_of(&encoded)];
         segment.version = self.version;
-        match segment.rows.get_mut(&*encoded) {
-            Some(count) => {
-                *count += diff;
+        if diff == 0 {
+            return;
+        }
+        let limit = RecentChanges::limit(segment.rows.len());
+        match segment.rows.entry(encoded) {
+            Entry::Occupied(mut count) => {
+                // The contents' own encoding of the row: its identity for readers.
+                segment
+                    .recent
+                    .record(limit, self.version, count.key(), diff);
+                *count.get_mut() += diff;
                 // Consolidated-away rows leave, so memory follows the contents.
-                if *count == 0 {
-                    segment.rows.remove(&*encoded);
+                if *count.get() == 0 {
+                    count.remove();
                 }
             }
-            None => {
-                if diff != 0 {
-                    segment.rows.insert(encoded, diff);
-                }
+            Entry::Vacant(count) => {
+                segment
+                    .recent
+                    .record(limit, self.version, count.key(), diff);
+                count.insert(diff);
             }
         }
     }
@@ -1011,8 +1098,9 @@ impl Storage {
     }
 
     /// The segments of the contents whose version is not the one in `known` (a segment
-    /// index -> version map of what the caller holds): each one's index, version and
-    /// rows (to decode); and the contents' version, read at once.
+    /// index -> version map of what the caller holds, `u64::MAX` for nothing): each
+    /// one's index, version, and rows or, when the segment remembers every change since
+    /// the caller's version, those changes; and the contents' version, read at once.
     pub fn changed_segments(
         &self,
         id: GlobalId,
@@ -1020,22 +1108,29 @@ impl Storage {
     ) -> Result<(Vec<ContentsSegment>, u64), StorageError> {
         let (taken, version) = self.read_collection(id, |collection| {
             let contents = &collection.contents;
-            let taken: Vec<(usize, u64, TakenRows)> = contents
+            let taken: Vec<(usize, u64, TakenRows, bool)> = contents
                 .segments
                 .iter()
                 .enumerate()
                 .filter(|(index, segment)| known.get(*index) != Some(&segment.version))
-                .map(|(index, segment)| (index, segment.version, take(segment.rows.iter())))
+                .map(|(index, segment)| {
+                    let known = known.get(index).copied().unwrap_or(u64::MAX);
+                    match segment.recent.after(known, segment.version) {
+                        Some(changes) => (index, segment.version, changes, true),
+                        None => (index, segment.version, take(segment.rows.iter()), false),
+                    }
+                })
                 .collect();
             (taken, contents.version)
         })?;
         let changed = taken
             .into_iter()
-            .map(|(index, version, taken)| ContentsSegment {
+            .map(|(index, version, taken, changes_only)| ContentsSegment {
                 index,
                 version,
                 collection: id,
                 taken,
+                changes_only,
             })
             .collect();
         Ok((changed, version))

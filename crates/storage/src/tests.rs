@@ -913,6 +913,85 @@ fn appends_waiting_together_share_one_durable_commit() {
     assert_eq!(sorted(reopened.contents(id).unwrap().0), expected);
 }
 
+/// `held` (a segment's rows) brought up to what `segment` says: its rows, or changes.
+fn hold(held: &mut Vec<Row>, segment: &ContentsSegment) {
+    if !segment.changes_only() {
+        held.clear();
+    }
+    for (encoded, diff) in segment.shared_rows() {
+        let row = segment.decode(encoded).unwrap();
+        for _ in 0..*diff {
+            held.push(row.clone());
+        }
+        for _ in 0..-*diff {
+            let at = held
+                .iter()
+                .position(|r| *r == row)
+                .expect("a retracted row is held");
+            held.remove(at);
+        }
+    }
+}
+
+/// A segment remembers its latest changes, bounded by an eighth of its rows (at least
+/// 256): a reader a few writes behind takes those changes, one further behind than the
+/// history reaches takes the rows, and either way ends with the contents.
+#[test]
+fn a_reader_takes_the_changes_it_missed_while_the_segment_remembers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = GlobalId::User(1);
+    let storage = Storage::open(dir.path()).unwrap();
+    storage.register(id, desc_with_key()).unwrap();
+    storage
+        .append(id, (0..64_000).map(|i| (row(i, "x"), 1)).collect())
+        .unwrap()
+        .unwrap();
+    let read = |held: &mut Vec<Vec<Row>>, known: &mut Vec<u64>| {
+        let (changed, _) = storage.changed_segments(id, known).unwrap();
+        let changes_only = changed.iter().filter(|s| s.changes_only()).count();
+        for segment in &changed {
+            known[segment.index] = segment.version;
+            hold(&mut held[segment.index], segment);
+        }
+        (changed.len(), changes_only)
+    };
+    let mut known = vec![u64::MAX; SEGMENTS];
+    let mut held: Vec<Vec<Row>> = vec![Vec::new(); SEGMENTS];
+    assert_eq!(read(&mut held, &mut known), (SEGMENTS, 0));
+    // Three writes of updates and inserts, read after the last: changes only.
+    for round in 0..3 {
+        let mut changes = Vec::new();
+        for i in (round * 100)..(round * 100 + 100) {
+            changes.push((row(i, "x"), -1));
+            changes.push((row(i, "y"), 1));
+            changes.push((row(100_000 + i, "new"), 1));
+        }
+        storage.append(id, changes).unwrap().unwrap();
+    }
+    assert_eq!(read(&mut held, &mut known), (SEGMENTS, SEGMENTS));
+    let mut rows: Vec<Row> = held.iter().flatten().cloned().collect();
+    let mut contents = storage.contents(id).unwrap().0;
+    rows.sort_by_key(|r| format!("{r:?}"));
+    contents.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(rows, contents);
+    // More changes than the history keeps (a segment of ~1,000 rows keeps 256): rows.
+    let changes = (0..32_000)
+        .flat_map(|i| {
+            [
+                (row(i, if i < 300 { "y" } else { "x" }), -1),
+                (row(i, "z"), 1),
+            ]
+        })
+        .collect();
+    storage.append(id, changes).unwrap().unwrap();
+    assert_eq!(read(&mut held, &mut known), (SEGMENTS, 0));
+    let mut rows: Vec<Row> = held.iter().flatten().cloned().collect();
+    let mut contents = storage.contents(id).unwrap().0;
+    rows.sort_by_key(|r| format!("{r:?}"));
+    contents.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(rows, contents);
+}
+
 /// A reader that keeps a form of each segment of the contents learns from
 /// `changed_segments` which ones a write touched: one row written changes one segment,
 /// and the segments it returns, with the ones kept, are the whole contents.
@@ -929,9 +1008,12 @@ fn a_write_changes_only_the_segments_of_its_rows() {
     let mut known = vec![0; SEGMENTS];
     let mut held: Vec<Vec<Row>> = vec![Vec::new(); SEGMENTS];
     for segment in all {
+        assert!(
+            !segment.changes_only(),
+            "a reader holding nothing takes rows"
+        );
         known[segment.index] = segment.version;
-        let index = segment.index;
-        held[index] = segment.rows().unwrap();
+        hold(&mut held[segment.index], &segment);
     }
     assert_eq!(
         storage.changed_segments(id, &known).unwrap(),
@@ -951,8 +1033,11 @@ fn a_write_changes_only_the_segments_of_its_rows() {
     );
     for segment in changed {
         assert_eq!(segment.version, newer);
-        let index = segment.index;
-        held[index] = segment.rows().unwrap();
+        assert!(
+            segment.changes_only(),
+            "a reader one write behind takes the changes"
+        );
+        hold(&mut held[segment.index], &segment);
     }
     let mut rebuilt: Vec<Row> = held.into_iter().flatten().collect();
     let mut contents = storage.contents(id).unwrap().0;
