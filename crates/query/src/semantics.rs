@@ -27,12 +27,14 @@ use datafusion::logical_expr::planner::{
 };
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
-    Cast, Expr, ExprSchemable, LogicalPlan, Operator, Subquery, TryCast, lit,
+    Cast, Expr, ExprSchemable, LogicalPlan, Operator, Subquery, TryCast, WindowFunctionDefinition,
+    lit,
 };
 use datafusion::optimizer::AnalyzerRule;
 use floe_repr::SqlScalarType;
 
 use crate::functions::arithmetic::{integer_negate, integer_op, is_integer};
+use crate::functions::sum::bigint_sum_of_integers;
 use crate::functions::{self, cast_expr};
 
 /// The analyzer rule (see the module documentation).
@@ -252,12 +254,46 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::ScalarFunction(function) if function.func.name() == functions::PG_CAST => {
             simplify_cast(function, schema)
         }
+        aggregate @ (Expr::AggregateFunction(_) | Expr::WindowFunction(_)) => {
+            integer_sum(aggregate, schema)
+        }
         Expr::ScalarFunction(function) if function.func.name() == "pg_typeof" => {
             let Some(argument) = function.args.first() else {
                 return Ok(Transformed::no(Expr::ScalarFunction(function)));
             };
             let (_, field) = argument.to_field(schema)?;
             Ok(Transformed::yes(lit(type_name(&field))))
+        }
+        other => Ok(Transformed::no(other)),
+    }
+}
+
+/// A `sum` of integers (an aggregate or a window function) as a sum of
+/// bigints ([`bigint_sum_of_integers`]).
+fn integer_sum(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    match expr {
+        Expr::AggregateFunction(mut function) => {
+            let sum = bigint_sum_of_integers(&function.func, &function.params.args, schema)?;
+            let Some((func, args)) = sum else {
+                return Ok(Transformed::no(Expr::AggregateFunction(function)));
+            };
+            function.func = func;
+            function.params.args = args;
+            Ok(Transformed::yes(Expr::AggregateFunction(function)))
+        }
+        Expr::WindowFunction(mut window) => {
+            let sum = match &window.fun {
+                WindowFunctionDefinition::AggregateUDF(function) => {
+                    bigint_sum_of_integers(function, &window.params.args, schema)?
+                }
+                _ => None,
+            };
+            let Some((func, args)) = sum else {
+                return Ok(Transformed::no(Expr::WindowFunction(window)));
+            };
+            window.fun = WindowFunctionDefinition::AggregateUDF(func);
+            window.params.args = args;
+            Ok(Transformed::yes(Expr::WindowFunction(window)))
         }
         other => Ok(Transformed::no(other)),
     }

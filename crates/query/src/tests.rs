@@ -551,6 +551,26 @@ async fn case_never_taken_under_an_aggregate() {
     );
 }
 
+/// The sum of integers is a bigint wherever it is compared: DataFusion typed
+/// floe's sum again from its argument coerced to bigint, a numeric sum, under
+/// a comparison planned for a bigint (`Invalid comparison operation: Int64 ==
+/// Decimal128(38, 0)`, random/expr of the classic corpus).
+#[tokio::test]
+async fn sums_of_integers_compare_as_bigints() {
+    assert_eq!(
+        rows("SELECT 1 = sum(2), sum(a) = 9, nullif(9, sum(a)), CASE 9 WHEN sum(a) THEN 'y' END, pg_typeof(sum(a)) FROM t1").await,
+        table(&[&["f", "t", "NULL", "y", "bigint"]])
+    );
+    assert_eq!(
+        rows("SELECT sum(a::bigint) = 9, pg_typeof(sum(a::bigint)) FROM t1").await,
+        table(&[&["t", "numeric"]])
+    );
+    assert_eq!(
+        rows("SELECT sum(a) OVER () = 9, pg_typeof(sum(a) OVER ()) FROM t1 LIMIT 1").await,
+        table(&[&["t", "bigint"]])
+    );
+}
+
 /// DataFusion's decorrelation lost an aliased aggregate of a scalar subquery
 /// correlated by `<` (`column "count" does not exist`: 82 records of the
 /// classic select1/select3 corpus).

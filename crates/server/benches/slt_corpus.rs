@@ -329,9 +329,14 @@ fn start_floe(data_dir: &Path) -> (std::process::Child, u16) {
     let binary = std::env::var("FLOE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_floe").into());
     std::fs::create_dir_all(data_dir).expect("data directory");
     let port = floe_testkit::free_port();
+    // Its own internal HTTP port too: the default one is taken by any other
+    // floe running on the machine, and floe exits when it cannot listen.
+    let http_port = floe_testkit::free_port();
     let child = std::process::Command::new(binary)
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
+        .arg("--internal-http-listen")
+        .arg(format!("127.0.0.1:{http_port}"))
         .arg("--data-dir")
         .arg(data_dir)
         .stdout(std::process::Stdio::null())

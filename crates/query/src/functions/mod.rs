@@ -14,7 +14,7 @@ mod integer_result;
 pub mod jsonb;
 mod jsonb_order;
 pub mod single;
-mod sum;
+pub mod sum;
 mod system;
 
 use std::collections::HashMap;

@@ -6,13 +6,15 @@
 //! maintains such a sum as it does any decimal sum).
 
 use datafusion::arrow::datatypes::{DataType, FieldRef};
-use datafusion::common::{Result as DfResult, plan_err};
-use datafusion::functions_aggregate::sum::Sum;
+use std::sync::Arc;
+
+use datafusion::common::{DFSchema, Result as DfResult, plan_err};
+use datafusion::functions_aggregate::sum::{Sum, sum_udaf};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, GroupsAccumulator, ReversedUDAF, Signature,
-    Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, Expr, ExprSchemable, GroupsAccumulator,
+    ReversedUDAF, Signature, Volatility, cast,
 };
 
 /// `sum` with Postgres' result types.
@@ -28,6 +30,31 @@ pub fn pg_sum() -> AggregateUDF {
         inner: Sum::new(),
         signature: Signature::user_defined(Volatility::Immutable),
     })
+}
+
+/// For floe's `sum` of a `smallint` or `integer` (`function` over
+/// `arguments`), DataFusion's own `sum` and the argument cast to `bigint`: a
+/// `bigint` sum, as in Postgres. [`PgSum`] coerces such an argument to
+/// `bigint`, but type coercion types the aggregate again from its coerced
+/// argument, and floe's sum of a `bigint` is a `numeric`: the column changed
+/// type under the expressions planned against it (`SELECT 1 = sum(2)`
+/// compared a bigint with a numeric). Rewritten before coercion, the
+/// aggregate keeps its type.
+pub fn bigint_sum_of_integers(
+    function: &AggregateUDF,
+    arguments: &[Expr],
+    schema: &DFSchema,
+) -> DfResult<Option<(Arc<AggregateUDF>, Vec<Expr>)>> {
+    let [argument] = arguments else {
+        return Ok(None);
+    };
+    let is_pg_sum = function.inner().downcast_ref::<PgSum>().is_some();
+    let small_integer = matches!(
+        argument.get_type(schema)?,
+        DataType::Int8 | DataType::Int16 | DataType::Int32
+    );
+    Ok((is_pg_sum && small_integer)
+        .then(|| (sum_udaf(), vec![cast(argument.clone(), DataType::Int64)])))
 }
 
 impl AggregateUDFImpl for PgSum {
