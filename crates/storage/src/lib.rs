@@ -349,7 +349,28 @@ impl Contents {
         change_of(self.key.as_deref(), encoded, row, diff)
     }
 
+    /// Applies a change without remembering it (a rebuild, which ends with
+    /// [`Contents::forget_recent`]).
     fn apply(&mut self, change: Change) {
+        self.apply_as(change, false);
+    }
+
+    /// Applies a write's change and remembers it for readers that hold the segment.
+    fn apply_recorded(&mut self, change: Change) {
+        self.apply_as(change, true);
+    }
+
+    /// The history of every segment starts again after the current version: readers
+    /// holding an older one take the segments whole. After a rebuild, and after a write
+    /// too large for the history to hold (recording it would only be thrown away).
+    fn forget_recent(&mut self) {
+        for segment in &mut self.segments {
+            segment.recent.changes.clear();
+            segment.recent.after = self.version;
+        }
+    }
+
+    fn apply_as(&mut self, change: Change, record: bool) {
         let Change { encoded, key, diff } = change;
         if let Some(key) = key {
             match self.key_counts.entry(key) {
@@ -375,9 +396,11 @@ impl Contents {
         match segment.rows.entry(encoded) {
             Entry::Occupied(mut count) => {
                 // The contents' own encoding of the row: its identity for readers.
-                segment
-                    .recent
-                    .record(limit, self.version, count.key(), diff);
+                if record {
+                    segment
+                        .recent
+                        .record(limit, self.version, count.key(), diff);
+                }
                 *count.get_mut() += diff;
                 // Consolidated-away rows leave, so memory follows the contents.
                 if *count.get() == 0 {
@@ -385,9 +408,11 @@ impl Contents {
                 }
             }
             Entry::Vacant(count) => {
-                segment
-                    .recent
-                    .record(limit, self.version, count.key(), diff);
+                if record {
+                    segment
+                        .recent
+                        .record(limit, self.version, count.key(), diff);
+                }
                 count.insert(diff);
             }
         }
@@ -405,6 +430,11 @@ impl Contents {
         for segment in &mut self.segments {
             segment.rows.reserve(per_segment);
         }
+    }
+
+    /// How many distinct rows the contents hold.
+    fn rows(&self) -> usize {
+        self.segments.iter().map(|segment| segment.rows.len()).sum()
     }
 
     /// The multiplicity of the row encoded as `encoded` (0 when absent).
@@ -735,8 +765,19 @@ impl Collection {
         if changes.len() >= BULK_WRITE_CHANGES {
             self.contents.reserve(changes.len());
         }
+        // A write of more changes per segment than a segment remembers resets the
+        // histories instead of filling and emptying them (a bulk load).
+        let record =
+            changes.len() / SEGMENTS < RecentChanges::limit(self.contents.rows() / SEGMENTS);
         for change in changes {
-            self.contents.apply(change);
+            if record {
+                self.contents.apply_recorded(change);
+            } else {
+                self.contents.apply(change);
+            }
+        }
+        if !record {
+            self.contents.forget_recent();
         }
         self.log_bytes += bytes;
         self.appended_bytes += bytes;
@@ -972,6 +1013,7 @@ impl Storage {
             Ok(())
         });
         scan_outcome(scanned)?.map_err(|message| corrupt(id, message))?;
+        contents.forget_recent();
         if narrow {
             let transaction = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
             pad_logged_rows(&transaction, id, width)?;
@@ -1032,6 +1074,7 @@ impl Storage {
             let change = contents.change(&encode(&row), &row, *count);
             contents.apply(change);
         }
+        contents.forget_recent();
         collection.contents = contents;
         collection.desc = desc;
         Ok(())
@@ -1215,7 +1258,7 @@ impl Storage {
         }
         for (bytes, row, _, diff) in encoded {
             let change = collection.contents.change(&bytes, &row, diff);
-            collection.contents.apply(change);
+            collection.contents.apply_recorded(change);
             collection.log_updates += 1;
         }
         collection.log_bytes += bytes;
