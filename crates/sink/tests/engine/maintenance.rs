@@ -521,8 +521,11 @@ fn carrying_compactions(table: &LoadedTable) -> Vec<i64> {
 
 /// Reads `location` with DuckDB and pyiceberg, both exactly the workload's relation; in a
 /// version 3 table one deletion vector at most is live per live data file (none of a
-/// rewritten file), at most [`MAX_LIVE_DELETE_FILES`] are, and every position delete is
-/// one unless the table had rows before its upgrade. Returns DuckDB's read.
+/// rewritten file), and every position delete is one unless the table had rows before its
+/// upgrade. Not how many delete files are live: this check also runs while the sink
+/// commits several times a second, faster than compaction steps of a debug build on a
+/// busy machine keep up with (CI once saw 46); `run_maintained_sink` bounds them after
+/// the sink has gone on at the commit interval the bound is promised for.
 fn assert_read_exactly(
     sw: &SeaweedFs,
     location: &str,
@@ -556,11 +559,6 @@ fn assert_read_exactly(
                 "the live deletion vector {dvs:?} is of {target}, which is not live"
             );
         }
-        assert!(
-            vectors.len() <= MAX_LIVE_DELETE_FILES,
-            "{} live deletion vectors",
-            vectors.len()
-        );
     }
     assert_upsert_table(&reader.read_with_pyiceberg(location), workload);
     duckdb
