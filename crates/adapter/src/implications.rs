@@ -55,6 +55,12 @@ pub enum Implication {
         id: GlobalId,
         desc: RelationDesc,
     },
+    /// A table's unique indexes as the catalog holds them: storage checks its
+    /// writes against these from now on.
+    SetUniqueIndexes {
+        table: GlobalId,
+        indexes: Vec<floe_storage::UniqueIndex>,
+    },
     /// Start (or restart) a source's load generator.
     StartGenerator(GlobalId),
     /// Start (or restart) maintaining a materialized view on its cluster.
@@ -111,7 +117,9 @@ impl Implication {
             Implication::MarkSelfTimed(_)
             | Implication::RegisterCollection { .. }
             | Implication::WidenCollection { .. } => 4,
-            Implication::StartGenerator(_) | Implication::StartView(_) => 5,
+            Implication::StartGenerator(_)
+            | Implication::StartView(_)
+            | Implication::SetUniqueIndexes { .. } => 5,
             Implication::RecordSinkCreated(_) | Implication::RecordSourceCreated(_) => 6,
             Implication::PlaceReadHold { .. } => 7,
             Implication::StartSink(_) | Implication::StartPostgresSource(_) => 8,
@@ -131,7 +139,7 @@ pub fn implications(state: &CatalogState, diff: &CatalogDiff) -> Vec<Implication
             CatalogChange::ItemUpdated { old, new } => {
                 item_updated(state, old, new, &mut effects)
             }
-            CatalogChange::ItemDropped(item) => item_dropped(item, &mut effects),
+            CatalogChange::ItemDropped(item) => item_dropped(state, item, &mut effects),
             // Sinks read secrets when they connect: restart them with the new value.
             CatalogChange::SecretRotated(id) => {
                 effects.extend(
@@ -206,10 +214,13 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
         ItemDefinition::Source(source) if source.ingestion.is_some() => {
             postgres_part_added(state, item, source, effects)
         }
-        ItemDefinition::Table(table) => effects.push(Implication::RegisterCollection {
-            id: item.id,
-            desc: table.desc.clone(),
-        }),
+        ItemDefinition::Table(table) => effects.extend([
+            Implication::RegisterCollection {
+                id: item.id,
+                desc: table.desc.clone(),
+            },
+            unique_indexes(state, item.id),
+        ]),
         ItemDefinition::Source(source) => {
             effects.push(Implication::RegisterCollection {
                 id: item.id,
@@ -246,7 +257,24 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
             },
             Implication::StartView(item.id),
         ]),
-        ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::View(_) => {}
+        ItemDefinition::Index(index) if index.unique => {
+            effects.push(unique_indexes(state, index.on))
+        }
+        ItemDefinition::Secret
+        | ItemDefinition::Connection(_)
+        | ItemDefinition::View(_)
+        | ItemDefinition::Index(_) => {}
+    }
+}
+
+/// The unique indexes `state` holds for `table`, for storage.
+fn unique_indexes(state: &CatalogState, table: GlobalId) -> Implication {
+    Implication::SetUniqueIndexes {
+        table,
+        indexes: floe_sql::index::unique_indexes_of(state, table)
+            .into_iter()
+            .map(|(name, columns)| floe_storage::UniqueIndex { name, columns })
+            .collect(),
     }
 }
 
@@ -291,7 +319,7 @@ fn item_updated(
     }
 }
 
-fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
+fn item_dropped(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implication>) {
     match &item.definition {
         ItemDefinition::Source(source) if source.ingestion.is_some() => {
             effects.extend([
@@ -322,7 +350,14 @@ fn item_dropped(item: &CatalogItem, effects: &mut Vec<Implication>) {
             Implication::StopView(item.id),
             Implication::DropCollection(item.id),
         ]),
-        ItemDefinition::Secret | ItemDefinition::Connection(_) | ItemDefinition::View(_) => {}
+        // A table dropped with its indexes takes its constraints with it.
+        ItemDefinition::Index(index) if index.unique && state.item(index.on).is_some() => {
+            effects.push(unique_indexes(state, index.on))
+        }
+        ItemDefinition::Secret
+        | ItemDefinition::Connection(_)
+        | ItemDefinition::View(_)
+        | ItemDefinition::Index(_) => {}
     }
 }
 
@@ -458,6 +493,16 @@ impl Coordinator {
             Implication::WidenCollection { id, desc } => {
                 off_worker(|| self.storage.widen(*id, desc.clone()))?;
                 self.batches.forget(*id);
+            }
+            Implication::SetUniqueIndexes { table, indexes } => {
+                let set = off_worker(|| self.storage.set_unique_indexes(*table, indexes.clone()))?;
+                if let Err(refused) = set {
+                    // Only rows written before the index existed can break it: the
+                    // statement creating it counted them first.
+                    return Err(AdapterError::Internal(format!(
+                        "the unique indexes of {table} do not hold on its rows: {refused:?}"
+                    )));
+                }
             }
             Implication::StartGenerator(source) => {
                 if let Some(ItemDefinition::Source(definition)) =

@@ -274,6 +274,16 @@ impl Checker<'_> {
                     None => Ok(()),
                 }
             }
+            // As PostgreSQL: only the relation's owner indexes it; as Materialize:
+            // CREATE on the cluster that keeps it.
+            Plan::CreateIndex(plan) => {
+                self.require_create_in(&plan.name)?;
+                self.require_owner(item(&plan.definition.on))?;
+                self.require(
+                    ObjectRef::Cluster(plan.definition.cluster),
+                    Privilege::Create,
+                )
+            }
             Plan::CreateSink(plan) => {
                 self.require_create_in(&plan.name)?;
                 self.require_uses(&ItemDefinition::Sink(plan.definition.clone()))

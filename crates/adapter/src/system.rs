@@ -818,6 +818,30 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         rows: materialized_view_rows,
     },
     BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_indexes",
+        columns: item_columns![
+            ("on_id", Text, false),
+            ("cluster_id", Text, false),
+            ("owner_id", Text, false),
+            ("create_sql", Text, false),
+            ("redacted_create_sql", Text, false),
+        ],
+        rows: index_rows,
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
+        name: "mz_index_columns",
+        columns: &[
+            ("index_id", Text, false),
+            ("index_position", UInt8, false),
+            ("on_position", UInt8, true),
+            ("on_expression", Text, true),
+            ("nullable", Bool, false),
+        ],
+        rows: index_column_rows,
+    },
+    BuiltinRelation {
         schema: "mz_internal",
         name: "mz_object_dependencies",
         columns: &[
@@ -970,6 +994,46 @@ fn materialized_view_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
         }
         _ => None,
     })
+}
+
+fn index_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| match &item.definition {
+        ItemDefinition::Index(index) => Some(vec![
+            text(index.on.to_string()),
+            text(index.cluster.to_string()),
+            owner_id(context, &ObjectRef::Item(item.id)),
+            text(&item.create_sql),
+            text(&item.create_sql),
+        ]),
+        _ => None,
+    })
+}
+
+/// Each key column of each index, positions from 1 as Materialize numbers them.
+fn index_column_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    let mut rows = Vec::new();
+    for item in items(context) {
+        let ItemDefinition::Index(index) = &item.definition else {
+            continue;
+        };
+        let desc = context
+            .catalog
+            .item(index.on)
+            .and_then(|on| on.definition.relation_desc());
+        for (position, column) in index.key.iter().enumerate() {
+            let nullable = desc
+                .and_then(|desc| desc.columns.get(*column))
+                .is_none_or(|(_, column_type)| column_type.nullable);
+            rows.push(vec![
+                text(item.id.to_string()),
+                Datum::UInt64(position as u64 + 1),
+                Datum::UInt64(*column as u64 + 1),
+                Datum::Null,
+                Datum::Bool(nullable),
+            ]);
+        }
+    }
+    rows
 }
 
 /// The maintenance of no sink (for contexts built before any is read).

@@ -231,29 +231,35 @@ pub fn append_error(
     refused: AppendError,
 ) -> AdapterError {
     match refused {
-        AppendError::UniqueViolation { key } => {
-            let columns: Vec<String> = desc
-                .unique_keys
-                .first()
-                .map(|k| k.iter().map(|i| desc.columns[*i].0.clone()).collect())
-                .unwrap_or_default();
-            let values: Vec<String> = key.iter().map(floe_repr::strconv::format_datum).collect();
+        AppendError::UniqueViolation { ref index, .. } => {
+            let constraint = match index {
+                Some(index) => index.clone(),
+                None => format!("{}_pkey", name.item),
+            };
+            let (columns, values) = unique_violation(desc, refused).unwrap_or_default();
             AdapterError::UniqueViolation {
-                message: format!(
-                    "duplicate key value violates unique constraint \"{}_pkey\"",
-                    name.item
-                ),
-                detail: format!(
-                    "Key ({})=({}) already exists.",
-                    columns.join(", "),
-                    values.join(", ")
-                ),
+                message: format!("duplicate key value violates unique constraint \"{constraint}\""),
+                detail: format!("Key ({columns})=({values}) already exists."),
             }
         }
         AppendError::RetractionOfAbsentRow => {
             AdapterError::Internal(format!("{name} changed while the statement ran"))
         }
     }
+}
+
+/// The key's column names and values of a unique violation, as PostgreSQL's detail
+/// lists them (`a, b` and `1, x`).
+pub fn unique_violation(desc: &RelationDesc, refused: AppendError) -> Option<(String, String)> {
+    let AppendError::UniqueViolation { columns, key, .. } = refused else {
+        return None;
+    };
+    let columns: Vec<&str> = columns
+        .iter()
+        .filter_map(|i| desc.columns.get(*i).map(|(name, _)| name.as_str()))
+        .collect();
+    let values: Vec<String> = key.iter().map(floe_repr::strconv::format_datum).collect();
+    Some((columns.join(", "), values.join(", ")))
 }
 
 /// A context serving `rows` as the written table, for RETURNING.

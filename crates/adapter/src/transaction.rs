@@ -283,6 +283,7 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
         Statement::CreateSink(_) => deferred("CREATE SINK"),
         Statement::CreateView(view) if view.materialized => deferred("CREATE MATERIALIZED VIEW"),
         Statement::CreateView(_) => deferred("CREATE VIEW"),
+        Statement::CreateIndex(_) => deferred("CREATE INDEX"),
         Statement::CreateSource(_) | Statement::CreatePostgresSource(_) => {
             deferred("CREATE SOURCE")
         }

@@ -25,6 +25,7 @@ pub enum Statement {
     ValidateConnection(ValidateConnectionStatement),
     CreateSink(CreateSinkStatement),
     CreateView(CreateViewStatement),
+    CreateIndex(CreateIndexStatement),
     AlterSink(AlterSinkStatement),
     CreateSource(CreateSourceStatement),
     CreatePostgresSource(CreatePostgresSourceStatement),
@@ -441,6 +442,79 @@ impl fmt::Display for CreateViewStatement {
             write!(f, " IN CLUSTER {cluster}")?;
         }
         write!(f, " AS {}", self.query)
+    }
+}
+
+/// ```text
+/// CREATE [UNIQUE] INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON relation
+///   [USING method] (column [ASC | DESC] [NULLS FIRST | LAST], ...)
+/// CREATE DEFAULT INDEX [IF NOT EXISTS] [IN CLUSTER c] ON relation [USING method]
+/// ```
+/// Materialize's statement with PostgreSQL's `UNIQUE`, orderings and access methods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateIndexStatement {
+    /// `None` names the index after its relation and key.
+    pub name: Option<Ident>,
+    pub if_not_exists: bool,
+    pub unique: bool,
+    pub in_cluster: Option<Ident>,
+    pub on: ObjectName,
+    /// `USING btree`, `USING ARRANGEMENT`: how the index is kept, which floe
+    /// chooses itself.
+    pub method: Option<Ident>,
+    /// The key; `None` for `CREATE DEFAULT INDEX`.
+    pub key: Option<Vec<IndexKeyPart>>,
+}
+
+/// One part of an index key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexKeyPart {
+    pub expr: Expr,
+    /// `DESC`.
+    pub descending: bool,
+    /// `NULLS FIRST` (`Some(true)`) or `NULLS LAST` (`Some(false)`).
+    pub nulls_first: Option<bool>,
+}
+
+impl fmt::Display for IndexKeyPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.expr)?;
+        if self.descending {
+            f.write_str(" DESC")?;
+        }
+        match self.nulls_first {
+            Some(true) => f.write_str(" NULLS FIRST"),
+            Some(false) => f.write_str(" NULLS LAST"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for CreateIndexStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CREATE ")?;
+        if self.unique {
+            f.write_str("UNIQUE ")?;
+        }
+        if self.key.is_none() {
+            f.write_str("DEFAULT ")?;
+        }
+        write!(f, "INDEX {}", if_not_exists(self.if_not_exists))?;
+        if let Some(name) = &self.name {
+            write!(f, "{name} ")?;
+        }
+        if let Some(cluster) = &self.in_cluster {
+            write!(f, "IN CLUSTER {cluster} ")?;
+        }
+        write!(f, "ON {}", self.on)?;
+        if let Some(method) = &self.method {
+            write!(f, " USING {method}")?;
+        }
+        if let Some(key) = &self.key {
+            let parts: Vec<String> = key.iter().map(ToString::to_string).collect();
+            write!(f, " ({})", parts.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -941,6 +1015,12 @@ pub enum ShowStatement {
     },
     /// `SHOW COLUMNS FROM relation`
     Columns { table: ObjectName },
+    /// `SHOW INDEXES [ON relation | FROM schema] [IN CLUSTER c]`
+    Indexes {
+        on: Option<ObjectName>,
+        from: Option<ObjectName>,
+        in_cluster: Option<Ident>,
+    },
     /// `SHOW name` / `SHOW ALL`
     Variable { name: String },
 }
@@ -1013,6 +1093,23 @@ impl fmt::Display for ShowStatement {
                 write!(f, "SHOW CREATE {object_type} {name}")
             }
             ShowStatement::Columns { table } => write!(f, "SHOW COLUMNS FROM {table}"),
+            ShowStatement::Indexes {
+                on,
+                from,
+                in_cluster,
+            } => {
+                f.write_str("SHOW INDEXES")?;
+                if let Some(on) = on {
+                    write!(f, " ON {on}")?;
+                }
+                if let Some(from) = from {
+                    write!(f, " FROM {from}")?;
+                }
+                if let Some(cluster) = in_cluster {
+                    write!(f, " IN CLUSTER {cluster}")?;
+                }
+                Ok(())
+            }
             ShowStatement::Variable { name } => write!(f, "SHOW {name}"),
         }
     }
@@ -1074,6 +1171,7 @@ impl fmt::Display for Statement {
             Statement::ValidateConnection(s) => write!(f, "{s}"),
             Statement::CreateSink(s) => write!(f, "{s}"),
             Statement::CreateView(s) => write!(f, "{s}"),
+            Statement::CreateIndex(s) => write!(f, "{s}"),
             Statement::AlterSink(s) => write!(f, "{s}"),
             Statement::CreateSource(s) => write!(f, "{s}"),
             Statement::CreatePostgresSource(s) => write!(f, "{s}"),

@@ -67,8 +67,6 @@ fn lowercase_first(message: &str) -> String {
 /// Statement leaders floe recognises but does not implement. They are refused
 /// with SQLSTATE 0A000 naming the statement, rather than a syntax error.
 const UNSUPPORTED_LEADERS: &[&[&str]] = &[
-    &["CREATE", "DEFAULT", "INDEX"],
-    &["CREATE", "INDEX"],
     &["CREATE", "TYPE"],
     &["CREATE", "ROLE"],
     &["CREATE", "DATABASE"],
@@ -253,6 +251,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         (Some("CREATE"), Some("TABLE")) => parse_create_table(parser),
         (Some("CREATE"), Some("SINK")) => parse_create_sink(parser),
         (Some("CREATE"), Some("VIEW" | "MATERIALIZED" | "OR")) => parse_create_view(parser),
+        (Some("CREATE"), Some("INDEX" | "UNIQUE" | "DEFAULT")) => parse_create_index(parser),
         (Some("ALTER"), Some("SINK")) => parse_alter_sink(parser),
         (Some("CREATE"), Some("SOURCE")) => parse_create_source(parser),
         (Some("ALTER"), Some("SOURCE")) => parse_alter_source(parser),
@@ -600,6 +599,72 @@ fn parse_create_view(parser: &mut Parser) -> Result<Statement, ParserError> {
         if_not_exists,
         in_cluster,
         query,
+    }))
+}
+
+/// `CREATE [UNIQUE | DEFAULT] INDEX ...` (see [`CreateIndexStatement`]).
+fn parse_create_index(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["CREATE"])?;
+    let unique = parse_words(parser, &["UNIQUE"]);
+    let default = !unique && parse_words(parser, &["DEFAULT"]);
+    expect_words(parser, &["INDEX"])?;
+    // PostgreSQL builds an index without blocking writes when asked; floe's never do.
+    parse_words(parser, &["CONCURRENTLY"]);
+    let if_not_exists = parse_if_not_exists(parser);
+    let name = if default || peek_words(parser, &["ON"]) || peek_words(parser, &["IN", "CLUSTER"]) {
+        None
+    } else {
+        Some(parser.parse_identifier()?)
+    };
+    let in_cluster = parse_in_cluster(parser)?;
+    expect_words(parser, &["ON"])?;
+    parse_words(parser, &["ONLY"]);
+    let on = parser.parse_object_name(false)?;
+    let method = if parse_words(parser, &["USING"]) {
+        Some(parser.parse_identifier()?)
+    } else {
+        None
+    };
+    let key = if default {
+        None
+    } else {
+        parser.expect_token(&Token::LParen)?;
+        let mut parts = Vec::new();
+        loop {
+            let expr = parser.parse_expr()?;
+            let descending = if parse_words(parser, &["DESC"]) {
+                true
+            } else {
+                parse_words(parser, &["ASC"]);
+                false
+            };
+            let nulls_first = if parse_words(parser, &["NULLS", "FIRST"]) {
+                Some(true)
+            } else if parse_words(parser, &["NULLS", "LAST"]) {
+                Some(false)
+            } else {
+                None
+            };
+            parts.push(IndexKeyPart {
+                expr,
+                descending,
+                nulls_first,
+            });
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        parser.expect_token(&Token::RParen)?;
+        Some(parts)
+    };
+    Ok(Statement::CreateIndex(CreateIndexStatement {
+        name,
+        if_not_exists,
+        unique,
+        in_cluster,
+        on,
+        method,
+        key,
     }))
 }
 
@@ -1024,6 +1089,29 @@ fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> {
         let object_type = parse_object_type(parser)?;
         let name = parser.parse_object_name(false)?;
         return Ok(Statement::Show(ShowStatement::Create { object_type, name }));
+    }
+    if parse_words(parser, &["INDEXES"]) || parse_words(parser, &["INDEX"]) {
+        let on = if parse_words(parser, &["ON"]) {
+            Some(parser.parse_object_name(false)?)
+        } else {
+            None
+        };
+        let from = if parse_words(parser, &["FROM"]) || parse_words(parser, &["IN"]) {
+            if peek_word(parser, 0).as_deref() == Some("CLUSTER") {
+                parser.prev_token();
+                None
+            } else {
+                Some(parser.parse_object_name(false)?)
+            }
+        } else {
+            None
+        };
+        let in_cluster = parse_in_cluster(parser)?;
+        return Ok(Statement::Show(ShowStatement::Indexes {
+            on,
+            from,
+            in_cluster,
+        }));
     }
     if parse_words(parser, &["COLUMNS"]) {
         if !parse_words(parser, &["FROM"]) {

@@ -109,7 +109,7 @@ fn unsupported_statements_are_named_not_syntax_errors() {
             "ALTER MATERIALIZED VIEW v RENAME TO w",
             "ALTER MATERIALIZED VIEW",
         ),
-        ("CREATE INDEX i ON t (a)", "CREATE INDEX"),
+        ("CREATE TYPE pair AS (a int, b text)", "CREATE TYPE"),
         (
             "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')",
             "KAFKA sinks",
@@ -365,4 +365,50 @@ fn cursors_over_subscriptions_parse() {
         parse_statement("close c").unwrap(),
         Statement::Close(sqlparser::ast::Ident::new("c"))
     );
+}
+
+#[test]
+fn create_index_in_materialize_and_postgres_forms_round_trips() {
+    for sql in [
+        "CREATE INDEX i ON t (a)",
+        "CREATE INDEX ON t (a, b DESC)",
+        "create unique index if not exists i on sch.t using btree (a asc nulls last, b desc nulls first)",
+        "CREATE INDEX i IN CLUSTER c ON t (a)",
+        "CREATE INDEX IN CLUSTER c ON t USING ARRANGEMENT (a)",
+        "CREATE DEFAULT INDEX ON t",
+        "CREATE DEFAULT INDEX IF NOT EXISTS IN CLUSTER c ON t USING ARRANGEMENT",
+        "CREATE INDEX CONCURRENTLY i ON ONLY t (a)",
+        "SHOW INDEXES",
+        "SHOW INDEXES ON t",
+        "SHOW INDEXES FROM s IN CLUSTER c",
+        "SHOW INDEXES IN CLUSTER c",
+    ] {
+        assert_round_trip(sql);
+    }
+    let Statement::CreateIndex(index) =
+        assert_round_trip("CREATE UNIQUE INDEX i ON t (a DESC, (b))")
+    else {
+        panic!("not an index");
+    };
+    assert!(index.unique);
+    assert_eq!(index.name, Some(Ident::new("i")));
+    let key = index.key.unwrap();
+    assert_eq!(key.len(), 2);
+    assert!(key[0].descending && !key[1].descending);
+    let Statement::Show(ShowStatement::Indexes {
+        from, in_cluster, ..
+    }) = assert_round_trip("SHOW INDEXES IN CLUSTER c")
+    else {
+        panic!("not SHOW INDEXES");
+    };
+    assert_eq!((from, in_cluster), (None, Some(Ident::new("c"))));
+    for sql in [
+        "CREATE INDEX i ON t",
+        "CREATE INDEX i ON t ()",
+        "CREATE UNIQUE DEFAULT INDEX ON t",
+        "CREATE INDEX i t (a)",
+    ] {
+        let error = parse_statement(sql).unwrap_err();
+        assert_eq!(error.kind, ParserErrorKind::Syntax, "{sql}");
+    }
 }

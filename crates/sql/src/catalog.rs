@@ -74,6 +74,7 @@ pub enum ItemKind {
     Sink,
     Connection,
     Secret,
+    Index,
 }
 
 impl ItemKind {
@@ -86,7 +87,19 @@ impl ItemKind {
             ItemKind::Sink => "sink",
             ItemKind::Connection => "connection",
             ItemKind::Secret => "secret",
+            ItemKind::Index => "index",
         }
+    }
+
+    /// The name with its article, as in `"x" is not an index`.
+    pub fn with_article(self) -> String {
+        let name = self.human_name();
+        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {name}")
     }
 
     /// The name in messages such as `cannot drop secret "s"`.
@@ -497,6 +510,21 @@ pub struct ViewDefinition {
     pub table_versions: Vec<(GlobalId, u64)>,
 }
 
+/// An index: a relation kept by a key on a cluster (`CREATE INDEX`). A unique
+/// index of a table is a constraint storage checks each write against; floe keeps
+/// every relation it answers from in memory already, so an index does not change
+/// how a query is computed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexDefinition {
+    /// The indexed relation.
+    pub on: GlobalId,
+    /// The key's columns of the relation, by position from 0, in key order.
+    pub key: Vec<usize>,
+    /// `CREATE UNIQUE INDEX`: no two rows of the table share a key without NULLs.
+    pub unique: bool,
+    pub cluster: ClusterId,
+}
+
 /// What an item is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ItemDefinition {
@@ -507,6 +535,7 @@ pub enum ItemDefinition {
     Sink(SinkDefinition),
     View(ViewDefinition),
     MaterializedView(ViewDefinition),
+    Index(IndexDefinition),
 }
 
 impl ItemDefinition {
@@ -519,6 +548,7 @@ impl ItemDefinition {
             ItemDefinition::Sink(_) => ItemKind::Sink,
             ItemDefinition::View(_) => ItemKind::View,
             ItemDefinition::MaterializedView(_) => ItemKind::MaterializedView,
+            ItemDefinition::Index(_) => ItemKind::Index,
         }
     }
 
@@ -528,6 +558,7 @@ impl ItemDefinition {
             ItemDefinition::Sink(sink) => Some(sink.cluster),
             ItemDefinition::Source(source) => Some(source.cluster),
             ItemDefinition::MaterializedView(view) => view.cluster,
+            ItemDefinition::Index(index) => Some(index.cluster),
             ItemDefinition::Secret
             | ItemDefinition::Connection(_)
             | ItemDefinition::Table(_)
@@ -613,6 +644,7 @@ impl ItemDefinition {
             ItemDefinition::View(view) | ItemDefinition::MaterializedView(view) => {
                 view.uses.clone()
             }
+            ItemDefinition::Index(index) => vec![index.on],
         }
     }
 }

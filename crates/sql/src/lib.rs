@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod dml;
 pub mod error;
 mod if_not_exists;
+pub mod index;
 pub mod interval;
 pub mod options;
 pub mod partition;

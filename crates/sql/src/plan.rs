@@ -21,6 +21,7 @@ pub enum Plan {
     CreatePostgresSource(crate::postgres::CreatePostgresSourcePlan),
     AlterSource(crate::postgres::AlterSourcePlan),
     CreateView(crate::view::CreateViewPlan),
+    CreateIndex(crate::index::CreateIndexPlan),
     Insert(crate::dml::InsertPlan),
     Update(crate::dml::UpdatePlan),
     Delete(crate::dml::DeletePlan),

@@ -99,6 +99,7 @@ pub fn plan(
         }
         Statement::CreateSink(s) => plan_create_sink(catalog, session, s, notices),
         Statement::CreateView(s) => crate::view::plan_create_view(catalog, session, s),
+        Statement::CreateIndex(s) => crate::index::plan_create_index(catalog, session, s, notices),
         Statement::AlterSink(s) => plan_alter(catalog, s, notices, |item, s, _| {
             plan_alter_sink(catalog, item, s)
         }),
@@ -419,7 +420,7 @@ pub(crate) fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), Plan
     } else {
         Err(PlanError::new(
             SqlState::WRONG_OBJECT_TYPE,
-            format!("\"{}\" is not a {}", item.name, kind.human_name()),
+            format!("\"{}\" is not {}", item.name, kind.with_article()),
         ))
     }
 }
@@ -1560,6 +1561,7 @@ pub(crate) fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
         ObjectType::Sink => Some(ItemKind::Sink),
         ObjectType::Secret => Some(ItemKind::Secret),
         ObjectType::Connection => Some(ItemKind::Connection),
+        ObjectType::Index => Some(ItemKind::Index),
         _ => None,
     }
 }
@@ -1693,6 +1695,11 @@ fn plan_drop(
                     .filter(|d| {
                         !plan.items.contains(d)
                             && !crate::postgres::drops_with(catalog, *d, item.id)
+                            // An index goes with its relation, as in PostgreSQL
+                            // and Materialize.
+                            && !catalog.item(*d).is_some_and(|dependent| {
+                                dependent.definition.kind() == ItemKind::Index
+                            })
                     })
                     .collect();
                 if let Some(first) = dependents.first()

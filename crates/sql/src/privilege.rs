@@ -148,6 +148,7 @@ impl ObjectKind {
             ObjectKind::Item(ItemKind::Sink) => "SINK",
             ObjectKind::Item(ItemKind::Connection) => "CONNECTION",
             ObjectKind::Item(ItemKind::Secret) => "SECRET",
+            ObjectKind::Item(ItemKind::Index) => "INDEX",
             ObjectKind::Cluster => "CLUSTER",
             ObjectKind::Schema => "SCHEMA",
             ObjectKind::Database => "DATABASE",
@@ -162,7 +163,7 @@ impl ObjectKind {
             ObjectKind::Item(ItemKind::Source | ItemKind::View | ItemKind::MaterializedView) => {
                 &[Select]
             }
-            ObjectKind::Item(ItemKind::Sink) => &[],
+            ObjectKind::Item(ItemKind::Sink | ItemKind::Index) => &[],
             ObjectKind::Item(ItemKind::Connection | ItemKind::Secret) => &[Usage],
             ObjectKind::Cluster | ObjectKind::Schema => &[Usage, Create],
             ObjectKind::Database => &[Usage, Create],

@@ -64,6 +64,11 @@ pub(crate) fn plan_show(
                 quote_string(&item.id.to_string())
             )
         }
+        ShowStatement::Indexes {
+            on,
+            from,
+            in_cluster,
+        } => indexes_query(catalog, on, from, in_cluster)?,
         ShowStatement::Create { object_type, name } => {
             let (shown_name, create_sql) = show_create(catalog, object_type, &name)?;
             format!(
@@ -143,6 +148,63 @@ fn objects_query(object_type: ShowObjectType, schema_id: &str) -> String {
     }
 }
 
+/// `SHOW INDEXES [ON relation | FROM schema] [IN CLUSTER c]`: Materialize's columns
+/// (`name`, `on`, `cluster`, `key`, `comment`), the indexes of the relation, else of
+/// the schema's relations (the current schema's without `FROM`).
+fn indexes_query(
+    catalog: &dyn PlanCatalog,
+    on: Option<sqlparser::ast::ObjectName>,
+    from: Option<sqlparser::ast::ObjectName>,
+    in_cluster: Option<sqlparser::ast::Ident>,
+) -> Result<String, PlanError> {
+    let mut filters = Vec::new();
+    match (on, from) {
+        (Some(on), _) => {
+            let item = crate::planner::resolve_item(catalog, &on)?;
+            filters.push(format!("i.on_id = {}", quote_string(&item.id.to_string())));
+        }
+        (None, from) => {
+            let schema = match from {
+                Some(from) => from
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(normalize_ident)
+                    .unwrap_or_default(),
+                None => crate::planner::current_schema(catalog).unwrap_or_default(),
+            };
+            filters.push(format!(
+                "i.schema_id = {}",
+                quote_string(&schema_id(catalog, &schema)?)
+            ));
+        }
+    }
+    if let Some(cluster) = in_cluster {
+        let name = normalize_ident(&cluster);
+        let cluster = catalog
+            .cluster_by_name(&name)
+            .ok_or_else(|| PlanError::unknown_cluster(&name))?;
+        filters.push(format!(
+            "i.cluster_id = {}",
+            quote_string(&cluster.id.to_string())
+        ));
+    }
+    Ok(format!(
+        "SELECT i.name, o.name AS on, c.name AS cluster, \
+         array_agg(col.name ORDER BY ic.index_position) AS key, \
+         COALESCE(min(cm.comment), '') AS comment \
+         FROM mz_catalog.mz_indexes i \
+         JOIN mz_catalog.mz_objects o ON o.id = i.on_id \
+         LEFT JOIN mz_catalog.mz_clusters c ON c.id = i.cluster_id \
+         JOIN mz_catalog.mz_index_columns ic ON ic.index_id = i.id \
+         JOIN mz_catalog.mz_columns col ON col.id = i.on_id \
+         AND col.position = CAST(ic.on_position AS bigint) \
+         LEFT JOIN mz_internal.mz_comments cm ON cm.id = i.id AND cm.object_sub_id IS NULL \
+         WHERE {} GROUP BY i.name, o.name, c.name ORDER BY i.name",
+        filters.join(" AND ")
+    ))
+}
+
 /// The `mz_schemas.id` of a schema objects can be listed from.
 fn schema_id(catalog: &dyn PlanCatalog, schema: &str) -> Result<String, PlanError> {
     if schema == PUBLIC_SCHEMA {
@@ -186,6 +248,7 @@ fn show_create(
         ObjectType::Connection => ItemKind::Connection,
         ObjectType::View => ItemKind::View,
         ObjectType::MaterializedView => ItemKind::MaterializedView,
+        ObjectType::Index => ItemKind::Index,
         other => {
             return Err(PlanError::unsupported(format!(
                 "SHOW CREATE {other} is not supported"
@@ -205,7 +268,7 @@ fn show_create(
     if item.definition.kind() != kind {
         return Err(PlanError::new(
             SqlState::WRONG_OBJECT_TYPE,
-            format!("\"{}\" is not a {}", item.name, kind.human_name()),
+            format!("\"{}\" is not {}", item.name, kind.with_article()),
         ));
     }
     Ok((item.name.to_string(), item.create_sql.clone()))

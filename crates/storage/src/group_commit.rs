@@ -267,7 +267,12 @@ impl Storage {
                     // The last append's changes are checked against by no one.
                     if position + 1 < count {
                         for (id, changes) in &prepared {
-                            accepted.entry(*id).or_default().add(changes);
+                            if let Some(collection) = collections.get(id) {
+                                accepted
+                                    .entry(*id)
+                                    .or_default()
+                                    .add(&collection.contents, changes);
+                            }
                         }
                     }
                     Ok(prepared)

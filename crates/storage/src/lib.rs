@@ -27,9 +27,12 @@ pub mod generator;
 mod group_commit;
 mod inserts;
 mod parts;
+mod unique;
 
 pub use group_commit::Updates;
 pub use inserts::EncodedInserts;
+use unique::UniqueCounts;
+pub use unique::UniqueIndex;
 
 use parts::{PartUpdates, PartWriter, update_size};
 
@@ -86,8 +89,13 @@ pub enum StorageError {
 /// Why an append was refused; nothing of it was written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppendError {
-    /// Two rows would share the primary key; `key` holds its values.
-    UniqueViolation { key: Row },
+    /// Two rows would share a key: the primary key (`index` is `None`) or a unique
+    /// index's. `columns` are the key's, `key` holds its values.
+    UniqueViolation {
+        index: Option<String>,
+        columns: Vec<usize>,
+        key: Row,
+    },
     /// A retraction of a row that is not there (a lost concurrent update).
     RetractionOfAbsentRow,
 }
@@ -229,6 +237,8 @@ struct Contents {
     key: Option<Vec<usize>>,
     /// Encoded key -> how many rows carry it (at most 1 when consistent).
     key_counts: BytesMap<Vec<u8>, i64>,
+    /// The unique indexes besides the primary key (`CREATE UNIQUE INDEX`).
+    unique: Vec<UniqueCounts>,
     /// Bumped on every change, so callers can cache derived forms.
     version: u64,
 }
@@ -239,6 +249,7 @@ impl Default for Contents {
             segments: (0..SEGMENTS).map(|_| Segment::default()).collect(),
             key: None,
             key_counts: BytesMap::default(),
+            unique: Vec::new(),
             version: 0,
         }
     }
@@ -371,6 +382,12 @@ impl Contents {
     }
 
     fn apply_as(&mut self, change: Change, record: bool) {
+        if !self.unique.is_empty() {
+            let row = decode_row(&change.encoded).unwrap_or_default();
+            for index in &mut self.unique {
+                index.apply(&row, change.diff);
+            }
+        }
         let Change { encoded, key, diff } = change;
         if let Some(key) = key {
             match self.key_counts.entry(key) {
@@ -499,9 +516,16 @@ impl Contents {
                         .iter()
                         .map(|i| row.get(*i).cloned().unwrap_or(Datum::Null))
                         .collect();
-                    return Err(AppendError::UniqueViolation { key: key_values });
+                    return Err(AppendError::UniqueViolation {
+                        index: None,
+                        columns: key.clone(),
+                        key: key_values,
+                    });
                 }
             }
+        }
+        for (position, index) in self.unique.iter().enumerate() {
+            index.check(changes, accepted.unique.get(position))?;
         }
         // Only retractions need their row present: a bulk load's inserts look nothing up.
         for change in changes.iter().filter(|change| change.diff < 0) {
@@ -524,10 +548,17 @@ struct Accepted {
     keys: BytesMap<Vec<u8>, i64>,
     /// Encoded row -> net change.
     rows: BytesMap<Arc<[u8]>, i64>,
+    /// Per unique index of the contents, in order: encoded key -> net change.
+    unique: Vec<BytesMap<Vec<u8>, i64>>,
 }
 
 impl Accepted {
-    fn add(&mut self, changes: &[Change]) {
+    fn add(&mut self, contents: &Contents, changes: &[Change]) {
+        self.unique
+            .resize_with(contents.unique.len(), BytesMap::default);
+        for (index, deltas) in contents.unique.iter().zip(&mut self.unique) {
+            index.add_deltas(changes, deltas);
+        }
         for change in changes {
             if let Some(key) = &change.key {
                 *self.keys.entry(key.clone()).or_insert(0) += change.diff;
@@ -1065,6 +1096,12 @@ impl Storage {
             .ok_or(StorageError::UnknownCollection(id))?;
         let mut contents = Contents {
             key: collection.contents.key.clone(),
+            unique: collection
+                .contents
+                .unique
+                .iter()
+                .map(|counts| UniqueCounts::new(counts.index.clone()))
+                .collect(),
             version: collection.contents.version + 1,
             ..Contents::default()
         };
@@ -1078,6 +1115,59 @@ impl Storage {
         collection.contents = contents;
         collection.desc = desc;
         Ok(())
+    }
+
+    /// Sets a table's unique indexes (besides its primary key) to `indexes`: from now
+    /// on every write is checked against them. An index it did not have is counted from
+    /// the contents first and refused, the old set kept, when two rows share a key;
+    /// setting the set it has is a no-op. Serialized with group commits (it takes the
+    /// writer), so no write is checked against one set and applied under another.
+    pub fn set_unique_indexes(
+        &self,
+        id: GlobalId,
+        indexes: Vec<UniqueIndex>,
+    ) -> Result<Result<(), AppendError>, StorageError> {
+        let _writer = self.writer();
+        let mut collections = self.collections_write();
+        let collection = collections
+            .get_mut(&id)
+            .ok_or(StorageError::UnknownCollection(id))?;
+        let contents = &mut collection.contents;
+        if contents.unique.iter().map(|c| &c.index).eq(indexes.iter()) {
+            return Ok(Ok(()));
+        }
+        // The new ones are counted before anything changes: a duplicate keeps the old set.
+        let mut counted = Vec::new();
+        for index in &indexes {
+            if contents.unique.iter().any(|c| c.index == *index) {
+                continue;
+            }
+            let mut counts = UniqueCounts::new(index.clone());
+            for (encoded, count) in contents.iter() {
+                let row = decode_row(encoded).map_err(|e| corrupt(id, e.to_string()))?;
+                counts.apply(&row, *count);
+            }
+            if let Some(duplicate) = counts.duplicate() {
+                return Ok(Err(duplicate));
+            }
+            counted.push(counts);
+        }
+        let mut old = std::mem::take(&mut contents.unique);
+        for index in indexes {
+            let kept = match old.iter().position(|c| c.index == index) {
+                Some(position) => old.swap_remove(position),
+                None => {
+                    let position = counted.iter().position(|c| c.index == index);
+                    match position {
+                        Some(position) => counted.swap_remove(position),
+                        // The same index twice in `indexes`: counted once.
+                        None => continue,
+                    }
+                }
+            };
+            contents.unique.push(kept);
+        }
+        Ok(Ok(()))
     }
 
     /// Removes a collection and its log.

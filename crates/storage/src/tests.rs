@@ -76,6 +76,8 @@ fn primary_keys_are_enforced_per_batch_and_against_contents() {
     assert_eq!(
         refused,
         Err(AppendError::UniqueViolation {
+            index: None,
+            columns: vec![0],
             key: vec![Datum::Int32(1)]
         })
     );
@@ -558,6 +560,8 @@ fn a_write_of_many_parts_is_whole_and_keys_hold_after_reopening() {
     assert_eq!(
         storage.append(id, vec![(row(29_999, "again"), 1)]).unwrap(),
         Err(AppendError::UniqueViolation {
+            index: None,
+            columns: vec![0],
             key: vec![Datum::Int32(29_999)]
         })
     );
@@ -889,6 +893,8 @@ fn appends_waiting_together_share_one_durable_commit() {
             2 => assert_eq!(
                 outcome,
                 &Err(AppendError::UniqueViolation {
+                    index: None,
+                    columns: vec![0],
                     key: vec![Datum::Int32(1)]
                 })
             ),
@@ -1071,6 +1077,8 @@ async fn encoded_inserts_land_whole_or_not_at_all() {
     assert_eq!(
         storage.append_inserts(load).await.unwrap(),
         Err(AppendError::UniqueViolation {
+            index: None,
+            columns: vec![0],
             key: vec![Datum::Int32(0)]
         }),
         "a key the table holds refuses the load"
@@ -1081,6 +1089,8 @@ async fn encoded_inserts_land_whole_or_not_at_all() {
     assert_eq!(
         storage.append_inserts(load).await.unwrap(),
         Err(AppendError::UniqueViolation {
+            index: None,
+            columns: vec![0],
             key: vec![Datum::Int32(7)]
         }),
         "a key repeated within the load refuses it"
@@ -1133,4 +1143,143 @@ async fn encoded_inserts_take_a_column_added_during_the_load() {
         "the stored row is the wide row: retracting it matches"
     );
     assert!(storage.contents(id).unwrap().0.is_empty());
+}
+
+fn unique_on_v() -> Vec<UniqueIndex> {
+    vec![UniqueIndex {
+        name: "t_v_idx".into(),
+        columns: vec![1],
+    }]
+}
+
+fn violation_of_v<T>(v: &str) -> Result<T, AppendError> {
+    Err(AppendError::UniqueViolation {
+        index: Some("t_v_idx".into()),
+        columns: vec![1],
+        key: vec![Datum::Text(v.into())],
+    })
+}
+
+/// A unique index is counted from the rows there (refused, and not set, when two share
+/// a key), then checks every write as the primary key does: against the contents,
+/// within a batch, and against earlier appends of one group commit; NULL keys never
+/// collide; a retracted key is free again; an ADD COLUMN keeps it; removing it lets
+/// duplicates in.
+#[tokio::test]
+async fn unique_indexes_are_counted_from_the_rows_and_checked_on_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Arc::new(Storage::open(dir.path()).unwrap());
+    let id = GlobalId::User(1);
+    storage.register(id, desc_with_key()).unwrap();
+    storage
+        .append(id, vec![(row(1, "a"), 1), (row(2, "a"), 1)])
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        storage.set_unique_indexes(id, unique_on_v()).unwrap(),
+        violation_of_v("a"),
+        "rows that break the index refuse it"
+    );
+    storage
+        .append(id, vec![(row(1, "a"), -1)])
+        .unwrap()
+        .unwrap();
+    storage
+        .append(id, vec![(row(2, "a"), -1)])
+        .unwrap()
+        .unwrap();
+    storage.append(id, vec![(row(2, "a"), 1)]).unwrap().unwrap();
+    // Not set above: a second "a" was accepted before it was set.
+    storage
+        .set_unique_indexes(id, unique_on_v())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        storage.append(id, vec![(row(3, "a"), 1)]).unwrap(),
+        violation_of_v("a"),
+        "against the contents"
+    );
+    assert_eq!(
+        storage
+            .append(id, vec![(row(3, "b"), 1), (row(4, "b"), 1)])
+            .unwrap(),
+        violation_of_v("b"),
+        "within a batch"
+    );
+    let null_v = vec![Datum::Int32(5), Datum::Null];
+    let null_v_again = vec![Datum::Int32(6), Datum::Null];
+    storage
+        .append(id, vec![(null_v, 1), (null_v_again, 1)])
+        .unwrap()
+        .unwrap();
+    // Moving the key from one row to another in one write is no duplicate.
+    storage
+        .append(id, vec![(row(2, "a"), -1), (row(7, "a"), 1)])
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        storage.check(id, &[(row(8, "a"), 1)]).unwrap(),
+        violation_of_v("a"),
+        "a transaction's check"
+    );
+    // Two appends of one group commit: the second is checked against the first.
+    let outcomes = std::thread::scope(|scope| {
+        let held = storage.hold_writes();
+        let mut threads = Vec::new();
+        for (position, v) in [(9, "c"), (10, "c")].into_iter().enumerate() {
+            let storage = &storage;
+            threads
+                .push(scope.spawn(move || storage.append(id, vec![(row(v.0, v.1), 1)]).unwrap()));
+            while storage.append_queue().len() < position + 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        drop(held);
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(outcomes[0].is_ok(), "{outcomes:?}");
+    assert_eq!(
+        outcomes[1].clone().map(|_| ()),
+        violation_of_v("c"),
+        "the later append of a group"
+    );
+    let mut bulk = storage.inserts(id).unwrap();
+    bulk.push(&row(11, "d"));
+    bulk.push(&row(12, "d"));
+    assert_eq!(
+        storage.append_inserts(bulk).await.unwrap(),
+        violation_of_v("d"),
+        "a bulk load"
+    );
+    let mut wider = desc_with_key();
+    wider.columns.push(wider.columns[1].clone());
+    wider.columns[2].0 = "w".into();
+    storage.widen(id, wider).unwrap();
+    assert!(
+        storage
+            .append(
+                id,
+                vec![(
+                    vec![Datum::Int32(13), Datum::Text("a".into()), Datum::Null],
+                    1
+                )]
+            )
+            .unwrap()
+            .is_err(),
+        "the index holds after ADD COLUMN"
+    );
+    storage.set_unique_indexes(id, Vec::new()).unwrap().unwrap();
+    storage
+        .append(
+            id,
+            vec![(
+                vec![Datum::Int32(13), Datum::Text("a".into()), Datum::Null],
+                1,
+            )],
+        )
+        .unwrap()
+        .unwrap();
 }

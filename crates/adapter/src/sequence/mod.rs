@@ -8,6 +8,7 @@ mod cluster;
 mod connection;
 mod dml;
 mod drop;
+mod index;
 mod postgres;
 mod roles;
 mod schema;
@@ -64,6 +65,7 @@ impl Coordinator {
             }
             Plan::AlterSource(plan) => self.sequence_alter_source(plan).await,
             Plan::CreateView(plan) => self.sequence_create_view(plan).await,
+            Plan::CreateIndex(plan) => self.sequence_create_index(plan).await,
             Plan::CopyFrom(plan) => self.sequence_copy_from(session, plan).await,
             Plan::CopyTo(plan) => self.sequence_copy_to(session, plan).await,
             Plan::Insert(plan) => self.sequence_insert(session, plan).await,

@@ -6,9 +6,9 @@
 use floe_repr::{ClusterId, ColumnType, GlobalId, RelationDesc, SqlScalarType};
 use floe_sql::catalog::{
     AwsAuth, AwsConnection, ConnectionDefinition, DeleteMode, IcebergCatalogConnection,
-    IcebergCatalogType, Ingestion, ItemDefinition, PostgresColumn, PostgresConnection,
-    PostgresSslMode, PostgresTable, SinkDefinition, SinkEnvelope, SnapshotRetention,
-    SourceDefinition, StringOrSecret, TableDefinition, ViewDefinition,
+    IcebergCatalogType, IndexDefinition, Ingestion, ItemDefinition, PostgresColumn,
+    PostgresConnection, PostgresSslMode, PostgresTable, SinkDefinition, SinkEnvelope,
+    SnapshotRetention, SourceDefinition, StringOrSecret, TableDefinition, ViewDefinition,
 };
 
 use super::{FORMAT, decode_definition, encode_definition};
@@ -331,6 +331,15 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
             "materialized_view",
             ItemDefinition::MaterializedView(view(Some(ClusterId::User(2)))),
         ),
+        (
+            "unique_index",
+            ItemDefinition::Index(IndexDefinition {
+                on: GlobalId::User(3),
+                key: vec![2, 0],
+                unique: true,
+                cluster: ClusterId::User(1),
+            }),
+        ),
     ]
 }
 
@@ -380,6 +389,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
         ItemDefinition::Sink(_) => "sink",
         ItemDefinition::View(_) => "view",
         ItemDefinition::MaterializedView(_) => "materialized view",
+        ItemDefinition::Index(_) => "index",
     }
 }
 
@@ -387,7 +397,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
 fn every_kind_of_definition_has_a_sample() {
     let covered: std::collections::BTreeSet<&str> =
         samples().iter().map(|(_, d)| variant(d)).collect();
-    assert_eq!(covered.len(), 9, "{covered:?}");
+    assert_eq!(covered.len(), 10, "{covered:?}");
 }
 
 /// The golden file's lines: `name = stored definition`.

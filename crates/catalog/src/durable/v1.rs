@@ -29,6 +29,16 @@ pub(crate) enum ItemDefinition {
     /// Joined format 1 with views (0.1.0 wrote none).
     View(ViewDefinition),
     MaterializedView(ViewDefinition),
+    /// Joined format 1 with `CREATE INDEX`.
+    Index(IndexDefinition),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexDefinition {
+    on: Id,
+    key: Vec<usize>,
+    unique: bool,
+    cluster: Id,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -366,6 +376,12 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
             }),
             plan::ItemDefinition::View(v) => ItemDefinition::View(v.into()),
             plan::ItemDefinition::MaterializedView(v) => ItemDefinition::MaterializedView(v.into()),
+            plan::ItemDefinition::Index(i) => ItemDefinition::Index(IndexDefinition {
+                on: i.on.into(),
+                key: i.key.clone(),
+                unique: i.unique,
+                cluster: i.cluster.into(),
+            }),
         }
     }
 }
@@ -594,6 +610,12 @@ impl From<ItemDefinition> for plan::ItemDefinition {
             }),
             ItemDefinition::View(v) => plan::ItemDefinition::View(v.into()),
             ItemDefinition::MaterializedView(v) => plan::ItemDefinition::MaterializedView(v.into()),
+            ItemDefinition::Index(i) => plan::ItemDefinition::Index(plan::IndexDefinition {
+                on: i.on.item(),
+                key: i.key,
+                unique: i.unique,
+                cluster: i.cluster.cluster(),
+            }),
         }
     }
 }

@@ -241,3 +241,90 @@ async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
         "only the committed transaction's rows"
     );
 }
+
+/// A unique index refuses a repeated key from COPY as from INSERT, with PostgreSQL's
+/// message and detail; it holds after a kill -9 and a restart, and is gone (the key
+/// free to repeat) once dropped, after the next restart too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_index_holds_through_copy_and_restarts() {
+    use futures::SinkExt;
+    use tokio_postgres::error::SqlState;
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    support::execute_each(
+        &client,
+        "CREATE TABLE u (id int PRIMARY KEY, email text, team int);
+         INSERT INTO u VALUES (1, 'a@x', 1), (2, 'b@x', 1), (3, NULL, 2);",
+    )
+    .await
+    .unwrap();
+    let error = client
+        .batch_execute("CREATE UNIQUE INDEX u_team ON u (team)")
+        .await
+        .unwrap_err();
+    let db_error = error.as_db_error().expect("a server error");
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    assert_eq!(
+        db_error.message(),
+        "could not create unique index \"u_team\""
+    );
+    assert_eq!(db_error.detail(), Some("Key (team)=(1) is duplicated."));
+    client
+        .batch_execute("CREATE UNIQUE INDEX u_email_team ON u (email, team)")
+        .await
+        .unwrap();
+    let copy = |data: &'static str| {
+        let client = &client;
+        async move {
+            let sink = client.copy_in("COPY u FROM STDIN").await?;
+            futures::pin_mut!(sink);
+            sink.send(bytes::Bytes::from_static(data.as_bytes()))
+                .await?;
+            sink.finish().await
+        }
+    };
+    let error = copy("4\tc@x\t3\n5\ta@x\t1\n").await.unwrap_err();
+    let db_error = error.as_db_error().expect("a server error");
+    assert_eq!(
+        db_error.message(),
+        "duplicate key value violates unique constraint \"u_email_team\""
+    );
+    assert_eq!(
+        db_error.detail(),
+        Some("Key (email, team)=(a@x, 1) already exists.")
+    );
+    assert_eq!(copy("4\tc@x\t3\n5\ta@x\t2\n6\t\\N\t2\n").await.unwrap(), 3);
+    floe.kill9();
+    floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    let error = client
+        .batch_execute("INSERT INTO u VALUES (7, 'b@x', 1)")
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::UNIQUE_VIOLATION), "{error}");
+    assert_eq!(
+        support::rows(&client, "SELECT name FROM mz_indexes").await,
+        [[Some("u_email_team".to_string())]]
+    );
+    client
+        .batch_execute("DROP INDEX u_email_team")
+        .await
+        .unwrap();
+    client
+        .batch_execute("INSERT INTO u VALUES (7, 'b@x', 1)")
+        .await
+        .unwrap();
+    drop(floe);
+    let floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    client
+        .batch_execute("INSERT INTO u VALUES (8, 'b@x', 1)")
+        .await
+        .unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM u WHERE email = 'b@x'").await,
+        [[Some("3".to_string())]]
+    );
+}
