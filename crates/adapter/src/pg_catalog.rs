@@ -11,7 +11,7 @@
 use floe_repr::{Datum, PgType, SqlScalarType};
 use floe_sql::catalog::{CatalogItem, ItemKind, PlanCatalog};
 
-use crate::pg_indexes::primary_keys;
+use crate::pg_indexes::pg_indexes;
 use crate::system::{BuiltinRelation, SCHEMAS, SystemContext, builtins, item_comments, schema_oid};
 use crate::system_roles::{owner_oid, pg_acl};
 use floe_sql::privilege::ObjectRef;
@@ -346,7 +346,8 @@ pub fn format_type(oid: u32, sql_type: Option<&SqlScalarType>) -> String {
 
 /// Every relation's OID, schema and name (for `regclass` and visibility).
 pub fn relation_names(context: &SystemContext) -> Vec<(u32, String, String)> {
-    let indexes = primary_keys(context.catalog.items())
+    let indexes = pg_indexes(context.catalog.items())
+        .into_iter()
         .map(|key| (key.index_oid, key.schema.clone(), key.name))
         .collect::<Vec<_>>();
     relations(context)
@@ -417,7 +418,7 @@ fn description_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
 }
 
 fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
-    let keys: Vec<_> = primary_keys(context.catalog.items()).collect();
+    let keys = pg_indexes(context.catalog.items());
     let mut rows: Vec<Vec<Datum>> = relations(context)
         .into_iter()
         .map(|relation| {
@@ -437,7 +438,7 @@ fn class_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
             )
         })
         .collect();
-    // Each primary key's index, owned as its table is.
+    // Each index (a primary key's too), owned as its table is.
     for key in &keys {
         let table = ObjectRef::Item(key.table_id);
         rows.push(class_row(
@@ -513,17 +514,18 @@ fn class_row(context: &SystemContext, row: ClassRow<'_>) -> Vec<Datum> {
     ]
 }
 
-/// `pg_index`: each table's primary key (see [`crate::pg_indexes`]).
+/// `pg_index`: each table's primary key and each index (see [`crate::pg_indexes`]).
 fn index_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
-    primary_keys(context.catalog.items())
+    pg_indexes(context.catalog.items())
+        .into_iter()
         .map(|key| {
             vec![
                 oid(key.index_oid),
                 oid(key.table_oid),
                 int2(key.columns.len() as i64),
                 int2(key.columns.len() as i64),
-                Datum::Bool(true),
-                Datum::Bool(true),
+                Datum::Bool(key.unique),
+                Datum::Bool(key.is_primary()),
                 Datum::Bool(false),
                 Datum::Bool(true),
                 Datum::Bool(false),
@@ -543,10 +545,12 @@ fn index_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
 
 /// `pg_constraint`: each table's `PRIMARY KEY`.
 fn constraint_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
-    primary_keys(context.catalog.items())
-        .map(|key| {
+    pg_indexes(context.catalog.items())
+        .into_iter()
+        .filter_map(|key| Some((key.constraint_oid?, key)))
+        .map(|(constraint_oid, key)| {
             vec![
-                oid(key.constraint_oid),
+                oid(constraint_oid),
                 text(&key.name),
                 oid(namespace_oid(context, &key.schema)),
                 char('p'),
@@ -579,8 +583,8 @@ fn attribute_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
             rows.push(attribute_row(relation.oid, index, column));
         }
     }
-    // A primary key's index has the key's columns, in key order.
-    for key in primary_keys(context.catalog.items()) {
+    // An index has the key's columns, in key order.
+    for key in pg_indexes(context.catalog.items()) {
         let Some(table) = relations.iter().find(|r| r.oid == key.table_oid) else {
             continue;
         };

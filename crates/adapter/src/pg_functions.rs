@@ -37,7 +37,7 @@ pub struct Lookup {
     /// Every schema's OID and name, builtin ones included.
     pub(crate) schemas: Vec<(u32, String)>,
     /// Every table's primary key (`pg_get_indexdef`, `pg_get_constraintdef`).
-    primary_keys: Vec<crate::pg_indexes::PrimaryKey>,
+    indexes: Vec<crate::pg_indexes::PgIndex>,
     /// `COMMENT ON` texts: the relation's OID, the column's position from 1
     /// (`None` for the relation itself) and the text.
     comments: Vec<(u32, Option<usize>, String)>,
@@ -102,7 +102,7 @@ impl Lookup {
                 })
                 .collect(),
             schemas,
-            primary_keys: crate::pg_indexes::primary_keys(system.catalog.items()).collect(),
+            indexes: crate::pg_indexes::pg_indexes(system.catalog.items()),
             comments: system
                 .catalog
                 .comments()
@@ -149,9 +149,9 @@ impl Lookup {
     /// `column` above 0 that column of the index.
     fn definition(&self, oid: u32, column: i64) -> Option<String> {
         let key = self
-            .primary_keys
+            .indexes
             .iter()
-            .find(|key| key.index_oid == oid || key.constraint_oid == oid)?;
+            .find(|key| key.index_oid == oid || key.constraint_oid == Some(oid))?;
         let is_index = key.index_oid == oid;
         match (column > 0, is_index) {
             (false, true) => Some(key.index_definition()),

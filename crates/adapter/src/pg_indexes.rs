@@ -1,26 +1,30 @@
-//! A table's primary key as PostgreSQL's catalog shows it: a unique btree index
-//! named `<table>_pkey` (`pg_class`, `pg_index`) and its `PRIMARY KEY`
-//! constraint (`pg_constraint`). Tools read keys there: pgjdbc's
-//! `getPrimaryKeys`, psql's `\d` (`Indexes:`) and `\d <table>_pkey`.
+//! Indexes as PostgreSQL's catalog shows them (`pg_class`, `pg_index`): a table's
+//! primary key as a unique btree index named `<table>_pkey` with its `PRIMARY KEY`
+//! constraint (`pg_constraint`), and every index item (`CREATE INDEX`). Tools
+//! read them there: pgjdbc's `getPrimaryKeys` and `getIndexInfo`, psql's `\d`
+//! (`Indexes:`), `\di` and `\d <index>`.
 //!
-//! floe keeps no index: the entries describe the key a table was declared with.
-//! Their OIDs are derived from the table's, in ranges the catalog's OIDs
-//! (allocated upward from 20000) never reach, so they are stable across restarts
-//! without being stored.
+//! A primary key's entries describe the key a table was declared with. Their
+//! OIDs are derived from the table's, in ranges the catalog's OIDs (allocated
+//! upward from 20000) never reach, so they are stable across restarts without
+//! being stored. An index item has its own OID.
 
 use floe_repr::GlobalId;
-use floe_sql::catalog::{CatalogItem, ItemKind};
+use floe_sql::catalog::{CatalogItem, ItemDefinition, ItemKind};
 use floe_sql::planner::quote_ident;
+use floe_sql_parser::ast::{IndexKeyPart, Statement};
+use floe_sql_parser::parser::parse_statement;
+use sqlparser::ast::{Expr, Value};
 
 /// An index OID is this plus its table's OID.
 const INDEX_OID_BASE: u32 = 0x4000_0000;
 /// A constraint OID is this plus its table's OID.
 const CONSTRAINT_OID_BASE: u32 = 0x6000_0000;
 
-/// The primary key of one table, owned (the query functions' lookup outlives the
-/// catalog it was read from).
+/// A primary key or an index item, owned (the query functions' lookup outlives
+/// the catalog it was read from).
 #[derive(Debug)]
-pub struct PrimaryKey {
+pub struct PgIndex {
     pub table_oid: u32,
     /// The table's id (its owner and grants).
     pub table_id: GlobalId,
@@ -28,17 +32,25 @@ pub struct PrimaryKey {
     pub table: String,
     /// The index's OID (`pg_index.indexrelid`, its `pg_class` row).
     pub index_oid: u32,
-    /// The constraint's OID (`pg_constraint.oid`).
-    pub constraint_oid: u32,
-    /// `<table>_pkey`, as PostgreSQL names it.
+    /// A primary key's constraint OID (`pg_constraint.oid`); `None` for an index item.
+    pub constraint_oid: Option<u32>,
+    /// `<table>_pkey`, as PostgreSQL names it, or the index item's name.
     pub name: String,
+    /// Unique: a primary key, or `CREATE UNIQUE INDEX`.
+    pub unique: bool,
+    /// The index item's `create_sql` key parts (`"a" DESC`), for its definition.
+    pub key_parts: Option<String>,
     /// The key's columns, by position from 0.
     pub columns: Vec<usize>,
     /// The key's column names, quoted as needed, in key order.
     pub column_names: Vec<String>,
 }
 
-impl PrimaryKey {
+impl PgIndex {
+    pub fn is_primary(&self) -> bool {
+        self.constraint_oid.is_some()
+    }
+
     /// The key's column numbers as `pg_index.indkey` (an `int2vector`) prints them:
     /// `1 3`.
     pub fn column_numbers(&self) -> String {
@@ -49,11 +61,14 @@ impl PrimaryKey {
     /// `pg_get_indexdef`: the statement that would create the index.
     pub fn index_definition(&self) -> String {
         format!(
-            "CREATE UNIQUE INDEX {} ON {}.{} USING btree ({})",
+            "CREATE {}INDEX {} ON {}.{} USING btree ({})",
+            if self.unique { "UNIQUE " } else { "" },
             quote_ident(&self.name),
             quote_ident(&self.schema),
             quote_ident(&self.table),
-            self.column_names.join(", ")
+            self.key_parts
+                .clone()
+                .unwrap_or_else(|| self.column_names.join(", "))
         )
     }
 
@@ -64,7 +79,7 @@ impl PrimaryKey {
 }
 
 /// The primary key of `item`, if it is a table declared with one.
-pub fn primary_key(item: &CatalogItem) -> Option<PrimaryKey> {
+pub fn primary_key(item: &CatalogItem) -> Option<PgIndex> {
     if item.definition.kind() != ItemKind::Table {
         return None;
     }
@@ -79,22 +94,79 @@ pub fn primary_key(item: &CatalogItem) -> Option<PrimaryKey> {
         .filter_map(|c| desc.columns.get(*c))
         .map(|(name, _)| quote_ident(name))
         .collect();
-    Some(PrimaryKey {
+    Some(PgIndex {
         table_oid: item.oid,
         table_id: item.id,
         schema: item.name.schema.clone(),
         table: item.name.item.clone(),
         index_oid: INDEX_OID_BASE.checked_add(item.oid)?,
-        constraint_oid: CONSTRAINT_OID_BASE.checked_add(item.oid)?,
+        constraint_oid: Some(CONSTRAINT_OID_BASE.checked_add(item.oid)?),
         name: format!("{}_pkey", item.name.item),
+        unique: true,
+        key_parts: None,
         columns,
         column_names,
     })
 }
 
-/// Every table's primary key.
-pub fn primary_keys<'a>(
-    items: impl Iterator<Item = &'a CatalogItem>,
-) -> impl Iterator<Item = PrimaryKey> {
-    items.filter_map(primary_key)
+/// An index item as PostgreSQL shows an index; `on` is its relation.
+fn index_item(item: &CatalogItem, on: &CatalogItem) -> Option<PgIndex> {
+    let ItemDefinition::Index(index) = &item.definition else {
+        return None;
+    };
+    let desc = on.definition.relation_desc()?;
+    let column_names: Vec<String> = index
+        .key
+        .iter()
+        .filter_map(|c| desc.columns.get(*c))
+        .map(|(name, _)| quote_ident(name))
+        .collect();
+    Some(PgIndex {
+        table_oid: on.oid,
+        table_id: on.id,
+        schema: on.name.schema.clone(),
+        table: on.name.item.clone(),
+        index_oid: item.oid,
+        constraint_oid: None,
+        name: item.name.item.clone(),
+        unique: index.unique,
+        key_parts: key_parts(&item.create_sql, &column_names),
+        columns: index.key.clone(),
+        column_names,
+    })
+}
+
+/// The key parts as PostgreSQL prints them (`price DESC, id`): `column_names` with
+/// each one's ordering from the index's `create_sql`.
+fn key_parts(create_sql: &str, column_names: &[String]) -> Option<String> {
+    let Ok(Statement::CreateIndex(statement)) = parse_statement(create_sql) else {
+        return None;
+    };
+    let parts: Vec<String> = statement
+        .key?
+        .iter()
+        .zip(column_names)
+        .map(|(part, name)| {
+            let ordering = IndexKeyPart {
+                expr: Expr::Value(Value::Null.into()),
+                ..part.clone()
+            }
+            .to_string();
+            format!("{name}{}", ordering.trim_start_matches("NULL"))
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// Every table's primary key and every index item.
+pub fn pg_indexes<'a>(items: impl Iterator<Item = &'a CatalogItem>) -> Vec<PgIndex> {
+    let items: Vec<&CatalogItem> = items.collect();
+    let by_id: std::collections::HashMap<GlobalId, &CatalogItem> =
+        items.iter().map(|item| (item.id, *item)).collect();
+    let keys = items.iter().filter_map(|item| primary_key(item));
+    let indexes = items.iter().filter_map(|item| match &item.definition {
+        ItemDefinition::Index(index) => index_item(item, by_id.get(&index.on)?),
+        _ => None,
+    });
+    keys.chain(indexes).collect()
 }

@@ -774,3 +774,66 @@ async fn array_type_casts_are_lists() {
         table(&[&["{b,c}", "t", "f", "3"]])
     );
 }
+
+/// A statement parsed as deep as floe's parser allows.
+fn parse_deep(sql: &str) -> sqlparser::ast::Statement {
+    sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .with_recursion_limit(200)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statement())
+        .unwrap()
+}
+
+/// Subqueries nested inside each other's expressions deeper than the limit are refused
+/// (54000) before planning, which doubles in time with every level (40 levels never
+/// ended); at the limit, in scalar, IN and EXISTS forms, they are answered. Derived
+/// tables nest without limit. On a thread with the server's stack (16 MiB, as
+/// `adapter::RUNTIME_STACK`): planning recurses once per level, with a debug build's
+/// large frames.
+#[test]
+fn subqueries_nested_past_the_limit_are_refused_not_planned() {
+    std::thread::Builder::new()
+        .stack_size(16 * 1024 * 1024)
+        .spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(nested_subqueries())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+async fn nested_subqueries() {
+    let nested =
+        |depth: usize, open: &str| format!("SELECT {}1{}", open.repeat(depth), ")".repeat(depth));
+    let engine = Engine::new();
+    let context = engine.context(catalogs());
+    for (depth, open) in [
+        (crate::MAX_SUBQUERY_DEPTH + 1, "(SELECT "),
+        (40, "(SELECT "),
+        (crate::MAX_SUBQUERY_DEPTH + 1, "1 IN (SELECT "),
+        (crate::MAX_SUBQUERY_DEPTH + 1, "EXISTS (SELECT "),
+    ] {
+        let sql = nested(depth, open);
+        let error = crate::plan(&context, parse_deep(&sql)).await.unwrap_err();
+        assert_eq!(error.code.code(), "54000", "{sql}: {}", error.message);
+        assert_eq!(error.message, "subqueries are nested too deeply");
+    }
+    assert_eq!(
+        rows(&nested(crate::MAX_SUBQUERY_DEPTH, "(SELECT ")).await,
+        table(&[&["1"]])
+    );
+    let exists = nested(crate::MAX_SUBQUERY_DEPTH, "EXISTS (SELECT ");
+    let planned = crate::plan(&context, parse_deep(&exists)).await.unwrap();
+    let answered = crate::execute(&context, planned).await.unwrap();
+    assert_eq!(answered.len(), 1);
+    let derived = format!(
+        "SELECT a FROM {}t1{} ORDER BY a",
+        "(SELECT a FROM ".repeat(30),
+        ") AS d".repeat(30)
+    );
+    let planned = crate::plan(&context, parse_deep(&derived)).await.unwrap();
+    assert_eq!(crate::execute(&context, planned).await.unwrap().len(), 3);
+}

@@ -893,6 +893,8 @@ fn psql_describe_commands() {
         "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t",
         "COMMENT ON TABLE t IS 'the orders'",
         "COMMENT ON COLUMN t.b IS 'what was bought'",
+        "CREATE UNIQUE INDEX t_b ON t (b)",
+        "CREATE INDEX ON t (d DESC, a)",
     ] {
         let output = floe.psql(&["-c", create], None);
         assert!(output.status.success(), "{create}: {}", stderr(&output));
@@ -907,7 +909,7 @@ fn psql_describe_commands() {
         );
         normalized_lines(&stdout(&output))
     };
-    let expectations: [(&str, &[&str]); 16] = [
+    let expectations: [(&str, &[&str]); 17] = [
         // `\\d+` reads `array(SELECT ... FROM unnest(tc.reloptions) x)`, a
         // subquery correlated through its FROM clause.
         (
@@ -1023,6 +1025,17 @@ fn psql_describe_commands() {
                 // pg_get_indexdef).
                 "Indexes:",
                 "\"t_pkey\" PRIMARY KEY, btree (a)",
+                // Index items (CREATE INDEX), with their orderings.
+                "\"t_b\" UNIQUE, btree (b)",
+                "\"t_d_a_idx\" btree (d DESC, a)",
+            ],
+        ),
+        (
+            "\\d t_b",
+            &[
+                "Index \"public.t_b\"",
+                "b | text | b",
+                "unique, btree, for table \"public.t\"",
             ],
         ),
     ];

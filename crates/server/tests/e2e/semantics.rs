@@ -465,3 +465,71 @@ async fn mutated_statements_never_drop_the_connection() {
     println!("{sent} mutated statements");
     assert!(sent > 0);
 }
+
+/// Statements nested as deep as the parser allows are answered (the WHERE clauses of
+/// the SQL logic test corpus's index suites nest 28 levels, past sqlparser's default
+/// limit), deeper ones refused with an error, subqueries nested past floe's limit
+/// refused at once, and the server answers on after all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_statements_are_answered_or_refused_never_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let floe = crate::support::Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    for sql in ["CREATE TABLE t (a int)", "INSERT INTO t VALUES (1), (2)"] {
+        client.batch_execute(sql).await.unwrap();
+    }
+    let repeat = |text: &str, n: usize| text.repeat(n);
+    let answered = [
+        (
+            format!("SELECT {}1{}", repeat("(", 190), repeat(")", 190)),
+            "1",
+        ),
+        (
+            format!(
+                "SELECT count(*) FROM t WHERE {}a = 1{}",
+                repeat("(a = 2 OR ", 40),
+                repeat(")", 40)
+            ),
+            "2",
+        ),
+        (
+            format!(
+                "SELECT max({}a{}) FROM t",
+                repeat("CASE WHEN a > 0 THEN ", 150),
+                repeat(" ELSE 0 END", 150)
+            ),
+            "2",
+        ),
+    ];
+    for (sql, expected) in answered {
+        let rows = client.simple_query(&sql).await.unwrap_or_else(|e| {
+            panic!("{}...: {e}", &sql[..60]);
+        });
+        let value = rows.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        });
+        assert_eq!(value.as_deref(), Some(expected), "{}...", &sql[..60]);
+    }
+    let refused = [
+        (
+            format!("SELECT {}1{}", repeat("(", 1000), repeat(")", 1000)),
+            "42601",
+        ),
+        (
+            format!("SELECT {}1{}", repeat("(SELECT ", 40), repeat(")", 40)),
+            "54000",
+        ),
+    ];
+    for (sql, code) in refused {
+        let error = client.simple_query(&sql).await.unwrap_err();
+        assert_eq!(
+            error.code().map(|c| c.code()),
+            Some(code),
+            "{}...: {error}",
+            &sql[..60]
+        );
+    }
+    let rows = client.simple_query("SELECT 1").await.unwrap();
+    assert_eq!(rows.len(), 3, "the server answers on");
+}
