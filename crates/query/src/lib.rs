@@ -33,6 +33,7 @@ pub mod error;
 pub mod functions;
 pub mod jsonb_keys;
 pub mod naming;
+pub mod null_filter;
 pub mod rewrite;
 pub mod semantics;
 pub mod srf;
@@ -118,11 +119,15 @@ impl Engine {
         // `SELECT 3, count(*) FROM t1 WHERE a > 100 GROUP BY 1` answered
         // `3 | 0` where Postgres answers no row
         // (tests::grouping_by_constants_over_no_rows_returns_no_rows).
-        let rules: Vec<_> = datafusion::optimizer::Optimizer::new()
+        let mut rules: Vec<_> = datafusion::optimizer::Optimizer::new()
             .rules
             .into_iter()
             .filter(|rule| rule.name() != "eliminate_group_by_constant")
             .collect();
+        // A filter's NULL is false, as PostgreSQL folds it (see `null_filter`); last, so
+        // that the simplifier has folded the NULLs first, and the next pass folds the
+        // conjunction.
+        rules.push(Arc::new(null_filter::NullFilterAsFalse));
         builder = builder.with_optimizer_rules(rules);
         // DataFusion's physical projection pushdown mis-maps the columns of
         // the asynchronous calls that run subqueries ([`subquery`]) when it
