@@ -267,15 +267,23 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
     }
 }
 
-/// The unique indexes `state` holds for `table`, for storage.
+/// Storage takes the unique indexes `state` holds for `table`.
 fn unique_indexes(state: &CatalogState, table: GlobalId) -> Implication {
     Implication::SetUniqueIndexes {
         table,
-        indexes: floe_sql::index::unique_indexes_of(state, table)
-            .into_iter()
-            .map(|(name, columns)| floe_storage::UniqueIndex { name, columns })
-            .collect(),
+        indexes: storage_unique_indexes(state, table),
     }
+}
+
+/// The unique indexes `catalog` holds for `table`, as storage takes them.
+pub(crate) fn storage_unique_indexes(
+    catalog: &dyn PlanCatalog,
+    table: GlobalId,
+) -> Vec<floe_storage::UniqueIndex> {
+    floe_sql::index::unique_indexes_of(catalog, table)
+        .into_iter()
+        .map(|(name, columns)| floe_storage::UniqueIndex { name, columns })
+        .collect()
 }
 
 fn item_updated(

@@ -9,7 +9,7 @@
 //! upward from 20000) never reach, so they are stable across restarts without
 //! being stored. An index item has its own OID.
 
-use floe_repr::GlobalId;
+use floe_repr::{GlobalId, RelationDesc};
 use floe_sql::catalog::{CatalogItem, ItemDefinition, ItemKind};
 use floe_sql::planner::quote_ident;
 use floe_sql_parser::ast::{IndexKeyPart, Statement};
@@ -38,8 +38,9 @@ pub struct PgIndex {
     pub name: String,
     /// Unique: a primary key, or `CREATE UNIQUE INDEX`.
     pub unique: bool,
-    /// The index item's `create_sql` key parts (`"a" DESC`), for its definition.
-    pub key_parts: Option<String>,
+    /// An index item's `create_sql`, whose key parts keep each column's ordering
+    /// (read only for its definition, which few queries ask for).
+    pub create_sql: Option<String>,
     /// The key's columns, by position from 0.
     pub columns: Vec<usize>,
     /// The key's column names, quoted as needed, in key order.
@@ -66,8 +67,9 @@ impl PgIndex {
             quote_ident(&self.name),
             quote_ident(&self.schema),
             quote_ident(&self.table),
-            self.key_parts
-                .clone()
+            self.create_sql
+                .as_deref()
+                .and_then(|sql| key_parts(sql, &self.column_names))
                 .unwrap_or_else(|| self.column_names.join(", "))
         )
     }
@@ -89,11 +91,7 @@ pub fn primary_key(item: &CatalogItem) -> Option<PgIndex> {
         .first()
         .filter(|key| !key.is_empty())?
         .clone();
-    let column_names = columns
-        .iter()
-        .filter_map(|c| desc.columns.get(*c))
-        .map(|(name, _)| quote_ident(name))
-        .collect();
+    let column_names = column_names(desc, &columns);
     Some(PgIndex {
         table_oid: item.oid,
         table_id: item.id,
@@ -103,7 +101,7 @@ pub fn primary_key(item: &CatalogItem) -> Option<PgIndex> {
         constraint_oid: Some(CONSTRAINT_OID_BASE.checked_add(item.oid)?),
         name: format!("{}_pkey", item.name.item),
         unique: true,
-        key_parts: None,
+        create_sql: None,
         columns,
         column_names,
     })
@@ -115,12 +113,7 @@ fn index_item(item: &CatalogItem, on: &CatalogItem) -> Option<PgIndex> {
         return None;
     };
     let desc = on.definition.relation_desc()?;
-    let column_names: Vec<String> = index
-        .key
-        .iter()
-        .filter_map(|c| desc.columns.get(*c))
-        .map(|(name, _)| quote_ident(name))
-        .collect();
+    let column_names = column_names(desc, &index.key);
     Some(PgIndex {
         table_oid: on.oid,
         table_id: on.id,
@@ -130,10 +123,19 @@ fn index_item(item: &CatalogItem, on: &CatalogItem) -> Option<PgIndex> {
         constraint_oid: None,
         name: item.name.item.clone(),
         unique: index.unique,
-        key_parts: key_parts(&item.create_sql, &column_names),
+        create_sql: Some(item.create_sql.clone()),
         columns: index.key.clone(),
         column_names,
     })
+}
+
+/// The names of `columns` of `desc`, quoted as needed.
+fn column_names(desc: &RelationDesc, columns: &[usize]) -> Vec<String> {
+    columns
+        .iter()
+        .filter_map(|c| desc.columns.get(*c))
+        .map(|(name, _)| quote_ident(name))
+        .collect()
 }
 
 /// The key parts as PostgreSQL prints them (`price DESC, id`): `column_names` with

@@ -6,14 +6,17 @@
 //! changes no query's plan; a unique index is a constraint storage checks every
 //! write of its table against (see `floe_storage::UniqueIndex`).
 
-use floe_repr::{ClusterId, GlobalId, RelationDesc, SqlState};
+use floe_repr::{GlobalId, RelationDesc, SqlState};
 use floe_sql_parser::ast::{CreateIndexStatement, IndexKeyPart};
 use sqlparser::ast::{Expr, Ident};
 
 use crate::catalog::*;
 use crate::error::PlanError;
 use crate::plan::Plan;
-use crate::planner::{PlanNotice, SessionContext, normalize_ident, qualified, resolve_item};
+use crate::planner::{
+    PlanNotice, SessionContext, check_not_exists, normalize_ident, qualified, resolve_cluster,
+    resolve_item,
+};
 
 /// An index to create: resolved, its name free, its key columns of the relation.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,24 +51,15 @@ pub fn plan_create_index(
         item,
         ..on.name.clone()
     };
-    if let Some(existing) = catalog.item_by_name(&name) {
-        if statement.if_not_exists {
-            notices.push(PlanNotice {
-                message: format!("index \"{}\" already exists, skipping", name.item),
-                hint: None,
-            });
-            return Ok(Plan::NoOp { tag: TAG });
-        }
-        return Err(PlanError::new(
-            SqlState::DUPLICATE_OBJECT,
-            format!(
-                "{} \"{}\" already exists",
-                existing.definition.kind().human_name(),
-                name
-            ),
-        ));
+    if check_not_exists(catalog, &name, statement.if_not_exists)? {
+        notices.push(PlanNotice {
+            message: format!("index \"{}\" already exists, skipping", name.item),
+            hint: None,
+        });
+        return Ok(Plan::NoOp { tag: TAG });
     }
-    let cluster = cluster(catalog, session, statement.in_cluster.as_ref())?;
+    let in_cluster = statement.in_cluster.as_ref();
+    let cluster = resolve_cluster(catalog, in_cluster, &session.cluster)?.id;
     let create_sql = CreateIndexStatement {
         name: Some(Ident::with_quote('"', name.item.clone())),
         if_not_exists: false,
@@ -215,22 +209,6 @@ fn default_name(
         .map(|n| format!("{stem}{n}"))
         .find(|name| !taken(name))
         .unwrap_or(stem)
-}
-
-/// The cluster the index is kept on: `IN CLUSTER`, else the session's.
-fn cluster(
-    catalog: &dyn PlanCatalog,
-    session: &SessionContext,
-    in_cluster: Option<&Ident>,
-) -> Result<ClusterId, PlanError> {
-    let name = match in_cluster {
-        Some(ident) => normalize_ident(ident),
-        None => session.cluster.clone(),
-    };
-    catalog
-        .cluster_by_name(&name)
-        .map(|cluster| cluster.id)
-        .ok_or_else(|| PlanError::unknown_cluster(&name))
 }
 
 /// The unique indexes of `table`, by name, each with its key columns: the constraints

@@ -414,6 +414,19 @@ pub(crate) fn resolve_item<'a>(
     find_item(catalog, name)?.ok_or_else(|| unknown_item(name))
 }
 
+/// The cluster an object created `IN CLUSTER in_cluster` runs on, else the session's
+/// (`session_cluster`).
+pub(crate) fn resolve_cluster<'a>(
+    catalog: &'a dyn PlanCatalog,
+    in_cluster: Option<&Ident>,
+    session_cluster: &str,
+) -> Result<&'a Cluster, PlanError> {
+    let name = in_cluster.map_or_else(|| session_cluster.to_string(), normalize_ident);
+    catalog
+        .cluster_by_name(&name)
+        .ok_or_else(|| PlanError::unknown_cluster(&name))
+}
+
 pub(crate) fn expect_kind(item: &CatalogItem, kind: ItemKind) -> Result<(), PlanError> {
     if item.definition.kind() == kind {
         Ok(())
@@ -939,13 +952,7 @@ fn plan_create_sink(
     if check_not_exists(catalog, &name, statement.if_not_exists)? {
         return Ok(Plan::NoOp { tag: "CREATE SINK" });
     }
-    let cluster_name = match &statement.in_cluster {
-        Some(ident) => normalize_ident(ident),
-        None => session.cluster.clone(),
-    };
-    let cluster = catalog
-        .cluster_by_name(&cluster_name)
-        .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
+    let cluster = resolve_cluster(catalog, statement.in_cluster.as_ref(), &session.cluster)?;
     let (from, desc) = sink_input(catalog, &statement.from)?;
 
     // The catalog connection.

@@ -9,7 +9,7 @@ use crate::error::PlanError;
 use crate::interval::parse_duration;
 use crate::options::{LoadGeneratorOptions, Written};
 use crate::plan::Plan;
-use crate::planner::{exists_check, normalize_ident};
+use crate::planner::exists_check;
 
 /// A planned `CREATE SOURCE`: the source and, for multi-output generators,
 /// its subsources.
@@ -136,12 +136,7 @@ pub(crate) fn plan_new_source<'a, S: CreateSource>(
             tag: "CREATE SOURCE",
         });
     }
-    let cluster_name = in_cluster
-        .map(normalize_ident)
-        .unwrap_or_else(|| session_cluster.to_string());
-    let cluster = catalog
-        .cluster_by_name(&cluster_name)
-        .ok_or_else(|| PlanError::unknown_cluster(&cluster_name))?;
+    let cluster = crate::planner::resolve_cluster(catalog, in_cluster, session_cluster)?;
     plan(catalog, NewSource { name, cluster }, statement)
 }
 

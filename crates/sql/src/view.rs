@@ -10,7 +10,7 @@ use sqlparser::ast::{Ident, ObjectName, TableAlias, TableFactor, VisitorMut};
 use crate::catalog::*;
 use crate::error::PlanError;
 use crate::plan::Plan;
-use crate::planner::{SessionContext, create_name, normalize_ident, qualified, resolve_relations};
+use crate::planner::{SessionContext, create_name, qualified, resolve_relations};
 
 /// A view or materialized view to create. The engine derives its shape (and,
 /// for a materialized view, checks it can be maintained) before it is stored.
@@ -92,17 +92,8 @@ pub fn plan_create_view(
         }
     };
     let cluster = if statement.materialized {
-        let cluster_name = match &statement.in_cluster {
-            Some(ident) => normalize_ident(ident),
-            None => session.cluster.clone(),
-        };
-        let cluster = catalog.cluster_by_name(&cluster_name).ok_or_else(|| {
-            PlanError::new(
-                SqlState::UNDEFINED_OBJECT,
-                format!("unknown cluster '{cluster_name}'"),
-            )
-        })?;
-        Some(cluster.id)
+        let in_cluster = statement.in_cluster.as_ref();
+        Some(crate::planner::resolve_cluster(catalog, in_cluster, &session.cluster)?.id)
     } else {
         None
     };

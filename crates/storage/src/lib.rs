@@ -344,6 +344,24 @@ fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
     bytes
 }
 
+/// Adds `diff` to the count of `key`; a count that reaches 0 goes (and a 0 is never
+/// added), so the map holds the keys rows carry.
+fn add_count(counts: &mut BytesMap<Vec<u8>, i64>, key: Vec<u8>, diff: i64) {
+    match counts.entry(key) {
+        Entry::Occupied(mut count) => {
+            *count.get_mut() += diff;
+            if *count.get() == 0 {
+                count.remove();
+            }
+        }
+        Entry::Vacant(count) => {
+            if diff != 0 {
+                count.insert(diff);
+            }
+        }
+    }
+}
+
 /// The change of `row` by `diff` in a collection keyed by `key`, `encoded` being the
 /// row's encoding.
 fn change_of(key: Option<&[usize]>, encoded: &[u8], row: &Row, diff: i64) -> Change {
@@ -390,19 +408,7 @@ impl Contents {
         }
         let Change { encoded, key, diff } = change;
         if let Some(key) = key {
-            match self.key_counts.entry(key) {
-                Entry::Occupied(mut count) => {
-                    *count.get_mut() += diff;
-                    if *count.get() == 0 {
-                        count.remove();
-                    }
-                }
-                Entry::Vacant(count) => {
-                    if diff != 0 {
-                        count.insert(diff);
-                    }
-                }
-            }
+            add_count(&mut self.key_counts, key, diff);
         }
         let segment = &mut self.segments[segment_of(&encoded)];
         segment.version = self.version;

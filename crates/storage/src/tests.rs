@@ -844,6 +844,31 @@ fn registering_wider_than_the_log_pads_it_as_widening_would() {
     assert!(storage.contents(id).unwrap().0.is_empty());
 }
 
+/// Appends `appends` to `id` from threads of their own, queued in order while the writer
+/// is held, so that one group commit takes them all; their outcomes, in order.
+fn append_in_one_group(
+    storage: &Arc<Storage>,
+    id: GlobalId,
+    appends: Vec<Vec<(Row, i64)>>,
+) -> Vec<Result<Timestamp, AppendError>> {
+    std::thread::scope(|scope| {
+        let held = storage.hold_writes();
+        let mut threads = Vec::new();
+        for (position, updates) in appends.into_iter().enumerate() {
+            threads.push(scope.spawn(move || storage.append(id, updates).unwrap()));
+            // Queued in this order before the next one starts.
+            while storage.append_queue().len() < position + 1 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        drop(held);
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect()
+    })
+}
+
 /// Appends that wait for the writer together are written in one durable transaction, in
 /// the order they came, each checked against the ones before it: of two inserts of one
 /// key the second is refused alone, a retraction of a row inserted earlier in the group
@@ -865,23 +890,7 @@ fn appends_waiting_together_share_one_durable_commit() {
         vec![(row(3, "d"), 1)],
     ];
     let count = appends.len();
-    let outcomes = std::thread::scope(|scope| {
-        let held = storage.hold_writes();
-        let mut threads = Vec::new();
-        for (position, updates) in appends.into_iter().enumerate() {
-            let storage = &storage;
-            threads.push(scope.spawn(move || storage.append(id, updates).unwrap()));
-            // Queued in this order before the next one starts.
-            while storage.append_queue().len() < position + 1 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-        drop(held);
-        threads
-            .into_iter()
-            .map(|thread| thread.join().unwrap())
-            .collect::<Vec<_>>()
-    });
+    let outcomes = append_in_one_group(&storage, id, appends);
     assert_eq!(
         storage.write_latency().count() - commits_before,
         1,
@@ -1168,7 +1177,7 @@ fn violation_of_v<T>(v: &str) -> Result<T, AppendError> {
 #[tokio::test]
 async fn unique_indexes_are_counted_from_the_rows_and_checked_on_every_write() {
     let dir = tempfile::tempdir().unwrap();
-    let storage = Arc::new(Storage::open(dir.path()).unwrap());
+    let storage = Storage::open(dir.path()).unwrap();
     let id = GlobalId::User(1);
     storage.register(id, desc_with_key()).unwrap();
     storage
@@ -1223,23 +1232,11 @@ async fn unique_indexes_are_counted_from_the_rows_and_checked_on_every_write() {
         "a transaction's check"
     );
     // Two appends of one group commit: the second is checked against the first.
-    let outcomes = std::thread::scope(|scope| {
-        let held = storage.hold_writes();
-        let mut threads = Vec::new();
-        for (position, v) in [(9, "c"), (10, "c")].into_iter().enumerate() {
-            let storage = &storage;
-            threads
-                .push(scope.spawn(move || storage.append(id, vec![(row(v.0, v.1), 1)]).unwrap()));
-            while storage.append_queue().len() < position + 1 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-        drop(held);
-        threads
-            .into_iter()
-            .map(|thread| thread.join().unwrap())
-            .collect::<Vec<_>>()
-    });
+    let outcomes = append_in_one_group(
+        &storage,
+        id,
+        vec![vec![(row(9, "c"), 1)], vec![(row(10, "c"), 1)]],
+    );
     assert!(outcomes[0].is_ok(), "{outcomes:?}");
     assert_eq!(
         outcomes[1].clone().map(|_| ()),

@@ -6,12 +6,10 @@
 //! or applied, so a collection without unique indexes pays nothing for them; the
 //! primary key keeps its own encoding in each change (see `Change::key`).
 
-use std::collections::hash_map::Entry;
-
 use floe_repr::codec::{decode_row, row_to_bytes};
 use floe_repr::{Datum, Row};
 
-use crate::{AppendError, BytesMap, Change};
+use crate::{AppendError, BytesMap, Change, add_count};
 
 /// A unique index of a table: its name (for the error that names it) and its key's
 /// columns, by position from 0.
@@ -57,21 +55,8 @@ impl UniqueCounts {
 
     /// Counts a change of a row.
     pub(crate) fn apply(&mut self, row: &Row, diff: i64) {
-        let Some(key) = key_of(row, &self.index) else {
-            return;
-        };
-        match self.counts.entry(key) {
-            Entry::Occupied(mut count) => {
-                *count.get_mut() += diff;
-                if *count.get() == 0 {
-                    count.remove();
-                }
-            }
-            Entry::Vacant(count) => {
-                if diff != 0 {
-                    count.insert(diff);
-                }
-            }
+        if let Some(key) = key_of(row, &self.index) {
+            add_count(&mut self.counts, key, diff);
         }
     }
 
@@ -89,11 +74,7 @@ impl UniqueCounts {
         earlier: Option<&BytesMap<Vec<u8>, i64>>,
     ) -> Result<(), AppendError> {
         let mut deltas: BytesMap<Vec<u8>, i64> = BytesMap::default();
-        for change in changes {
-            if let Some(key) = key_of(&row_of(change), &self.index) {
-                *deltas.entry(key).or_insert(0) += change.diff;
-            }
-        }
+        self.add_deltas(changes, &mut deltas);
         for (key, delta) in &deltas {
             let existing = self.counts.get(key).copied().unwrap_or(0)
                 + earlier.and_then(|e| e.get(key)).copied().unwrap_or(0);

@@ -1,13 +1,13 @@
 //! CREATE [UNIQUE | DEFAULT] INDEX.
 
 use floe_sql::catalog::{PlanCatalog, QualifiedName};
-use floe_sql::index::{CreateIndexPlan, TAG, unique_indexes_of};
+use floe_sql::index::{CreateIndexPlan, TAG};
 use floe_storage::UniqueIndex;
 
 use super::command;
 use crate::coordinator::{Coordinator, ExecuteResponse};
 use crate::error::AdapterError;
-use crate::implications::off_worker;
+use crate::implications::{off_worker, storage_unique_indexes};
 use crate::tables::unique_violation;
 
 impl Coordinator {
@@ -22,7 +22,7 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
         let table = plan.definition.on;
-        let before = unique_indexes(catalog.state(), table);
+        let before = storage_unique_indexes(catalog.state(), table);
         if plan.definition.unique {
             let mut after = before.clone();
             after.push(UniqueIndex {
@@ -57,14 +57,6 @@ impl Coordinator {
         created?;
         command(TAG)
     }
-}
-
-/// The unique indexes the catalog holds for `table`, as storage takes them.
-fn unique_indexes(catalog: &dyn PlanCatalog, table: floe_repr::GlobalId) -> Vec<UniqueIndex> {
-    unique_indexes_of(catalog, table)
-        .into_iter()
-        .map(|(name, columns)| UniqueIndex { name, columns })
-        .collect()
 }
 
 /// PostgreSQL's error for a unique index its table's rows break.

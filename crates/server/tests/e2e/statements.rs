@@ -122,7 +122,6 @@ async fn copy_to_stdout_in_text_and_csv() {
 /// not after ROLLBACK, and keys are checked between copies and other writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
-    use futures::SinkExt;
     use tokio_postgres::error::SqlState;
     let dir = tempfile::tempdir().unwrap();
     let floe = Floe::start(&dir.path().join("data"));
@@ -133,16 +132,7 @@ async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
         )
         .await
         .unwrap();
-    let copy = |data: &'static str| {
-        let client = &client;
-        async move {
-            let sink = client.copy_in("COPY d (id, name) FROM STDIN").await?;
-            futures::pin_mut!(sink);
-            sink.send(bytes::Bytes::from_static(data.as_bytes()))
-                .await?;
-            sink.finish().await
-        }
-    };
+    let copy = |data: &'static str| copy_from_stdin(&client, "COPY d (id, name) FROM STDIN", data);
     assert_eq!(copy("1\tone\n2\ttwo\n").await.unwrap(), 2);
     assert_eq!(
         support::rows(&client, "SELECT id, name, n, note FROM d ORDER BY id").await,
@@ -242,12 +232,25 @@ async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
     );
 }
 
+/// Sends `data` through `statement`, a `COPY ... FROM STDIN`; the rows it loaded.
+async fn copy_from_stdin(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    data: &'static str,
+) -> Result<u64, tokio_postgres::Error> {
+    use futures::SinkExt;
+    let sink = client.copy_in(statement).await?;
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(data.as_bytes()))
+        .await?;
+    sink.finish().await
+}
+
 /// A unique index refuses a repeated key from COPY as from INSERT, with PostgreSQL's
 /// message and detail; it holds after a kill -9 and a restart, and is gone (the key
 /// free to repeat) once dropped, after the next restart too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_unique_index_holds_through_copy_and_restarts() {
-    use futures::SinkExt;
     use tokio_postgres::error::SqlState;
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
@@ -275,16 +278,7 @@ async fn a_unique_index_holds_through_copy_and_restarts() {
         .batch_execute("CREATE UNIQUE INDEX u_email_team ON u (email, team)")
         .await
         .unwrap();
-    let copy = |data: &'static str| {
-        let client = &client;
-        async move {
-            let sink = client.copy_in("COPY u FROM STDIN").await?;
-            futures::pin_mut!(sink);
-            sink.send(bytes::Bytes::from_static(data.as_bytes()))
-                .await?;
-            sink.finish().await
-        }
-    };
+    let copy = |data: &'static str| copy_from_stdin(&client, "COPY u FROM STDIN", data);
     let error = copy("4\tc@x\t3\n5\ta@x\t1\n").await.unwrap_err();
     let db_error = error.as_db_error().expect("a server error");
     assert_eq!(
