@@ -132,8 +132,13 @@ impl Committer<'_> {
                 Verdict::Superseded => return Ok(Committed::Superseded(reloaded)),
                 Verdict::Retry => {}
             }
+            // A commit the catalog refused is built again when it was built on metadata
+            // that has changed since, in a way no requirement asserts (someone upgraded
+            // the format version, say): only a refusal of a commit built on the current
+            // metadata is final.
+            let built_on_stale = reloaded.metadata_location != table.metadata_location;
             if attempt >= self.attempts
-                || !(error.retryable || error.kind == ErrorKind::CommitConflict)
+                || !(error.retryable || error.kind == ErrorKind::CommitConflict || built_on_stale)
             {
                 return Err(error);
             }

@@ -179,6 +179,11 @@ pub(crate) struct PositionIndex {
     /// In a format version 3 table, the deleted rows of each file that has any, with its
     /// deletion vector: a new one holds these too and replaces it.
     vectors: HashMap<u32, FileDeletes>,
+    /// Whether `vectors` is kept: the table took deletion vectors when the index was
+    /// built. An index built before someone upgraded the table to version 3 is built
+    /// again, or a file's first vector would leave out the rows its older position delete
+    /// files delete, which readers ignore for a file with a vector.
+    keeps_vectors: bool,
 }
 
 /// The deleted rows of a data file of a format version 3 table, and its live deletion
@@ -190,9 +195,10 @@ pub(crate) struct FileDeletes {
 }
 
 impl PositionIndex {
-    fn empty(snapshot_id: Option<i64>) -> PositionIndex {
+    fn empty(snapshot_id: Option<i64>, keeps_vectors: bool) -> PositionIndex {
         PositionIndex {
             snapshot_id,
+            keeps_vectors,
             files: Vec::new(),
             partitions: Vec::new(),
             rows: IdMap::default(),
@@ -405,6 +411,9 @@ pub(crate) struct StagedPositions {
     /// The deletion vectors the batch's replace (their rows are in the new ones): the
     /// commit removes them.
     pub replaced: Vec<DataFile>,
+    /// Whether the deletes were written as deletion vectors (the table was format
+    /// version 3 when the batch was staged).
+    pub as_vectors: bool,
     update: IndexUpdate,
 }
 
@@ -449,6 +458,10 @@ impl PositionDeletes {
             .snapshot_for_ref(MAIN_BRANCH)
             .map(|s| s.snapshot_id());
         let current = match self.index.take() {
+            Some(index) if index.keeps_vectors != takes_deletion_vectors(table) => {
+                tracing::info!(table = %table.metadata_location, "the table's format version changed; building the position index again");
+                build_index(table, &self.encoder, &self.key_field_ids).await?
+            }
             Some(index) if index.snapshot_id == head => index,
             Some(index) => match self.rewrites.between(index.snapshot_id, head) {
                 Some(rewrite) => match index.remapped(table, &rewrite).await {
@@ -477,7 +490,9 @@ impl PositionDeletes {
             .metadata
             .snapshot_for_ref(MAIN_BRANCH)
             .map(|s| s.snapshot_id());
-        let index = self.index.insert(PositionIndex::empty(head));
+        let index = self
+            .index
+            .insert(PositionIndex::empty(head, takes_deletion_vectors(table)));
         let keys = KeyColumns {
             encoder: &self.encoder,
             field_ids: &self.key_field_ids,
@@ -538,7 +553,7 @@ async fn build_index(
     key_field_ids: &[i32],
 ) -> Result<PositionIndex, SinkError> {
     let Some(head) = table.metadata.snapshot_for_ref(MAIN_BRANCH) else {
-        return Ok(PositionIndex::empty(None));
+        return Ok(PositionIndex::empty(None, takes_deletion_vectors(table)));
     };
     let started = std::time::Instant::now();
     let mut data = Vec::new();
@@ -572,8 +587,8 @@ async fn build_index(
     data.sort_by_key(|file| file.sequence_number);
     let live: HashSet<&str> = data.iter().map(|file| file.path.as_str()).collect();
     let deleted = read_position_deletes(table, &deletes, &live).await?;
-    let mut index = PositionIndex::empty(Some(head.snapshot_id()));
     let mut vectors = takes_deletion_vectors(table).then(|| live_vectors(&deletes));
+    let mut index = PositionIndex::empty(Some(head.snapshot_id()), vectors.is_some());
     let mut duplicates = 0u64;
     for file in &data {
         let removed = deleted.get(file.path.as_str());
@@ -917,7 +932,8 @@ impl PositionBatchWriter {
             }
         }
         let delete_rows = deletes.len() as u64;
-        let written = if takes_deletion_vectors(files.table) {
+        let as_vectors = takes_deletion_vectors(files.table);
+        let written = if as_vectors {
             let (written, vectors) = write_vectors(index, &files, &deletes).await?;
             self.update.vectors = vectors;
             written
@@ -933,6 +949,7 @@ impl PositionBatchWriter {
                 base_snapshot_id: self.base_snapshot_id,
                 referenced,
                 replaced: written.replaced,
+                as_vectors,
                 update: self.update,
             },
             messages,
@@ -1283,15 +1300,22 @@ async fn live_state<'a>(
 }
 
 /// Why a batch with position deletes cannot be committed on the table's new head (see
-/// [`is_rewritten`]).
+/// [`must_restage`]).
 const FILES_REWRITTEN: &str =
     "the data files the batch's position deletes point into were rewritten meanwhile";
+/// Why a batch with position deletes cannot be committed on the table as it is now:
+/// someone upgraded it to format version 3, which takes deletion vectors and no position
+/// delete file.
+const FORMAT_UPGRADED: &str =
+    "the table was upgraded to format version 3 after the batch's position deletes were written";
 
-/// Whether a commit failed because the data files its position deletes point into were
-/// rewritten meanwhile (a compaction): the batch must be staged again, from the index
-/// built again on the table's new head.
-pub(crate) fn is_rewritten(error: &SinkError) -> bool {
-    error.kind == ErrorKind::CommitConflict && error.message == FILES_REWRITTEN
+/// Whether a commit failed because its position deletes no longer fit the table: the
+/// data files they point into were rewritten meanwhile (a compaction), or the table now
+/// takes deletion vectors. The batch must be staged again, from the index built again on
+/// the table as it is now.
+pub(crate) fn must_restage(error: &SinkError) -> bool {
+    error.kind == ErrorKind::CommitConflict
+        && (error.message == FILES_REWRITTEN || error.message == FORMAT_UPGRADED)
 }
 
 /// A sink commit with position deletes: the commit's own intent, which may be built again
@@ -1331,6 +1355,11 @@ impl<'a> PositionGuard<'a> {
 impl CommitIntent for PositionGuard<'_> {
     async fn prepare(&self, base: &LoadedTable) -> Result<PreparedCommit, SinkError> {
         if let Some(positions) = self.positions {
+            if positions.as_vectors != takes_deletion_vectors(base) {
+                return Err(SinkError::new(ErrorKind::CommitConflict, FORMAT_UPGRADED)
+                    .with_detail("The batch is written again against the table as it is now.")
+                    .with_retryable(true));
+            }
             let head = base
                 .metadata
                 .snapshot_for_ref(MAIN_BRANCH)
@@ -1402,7 +1431,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_update_moves_keys_to_their_new_rows() {
-        let mut index = PositionIndex::empty(Some(1));
+        let mut index = PositionIndex::empty(Some(1), true);
         let old = index
             .add_file("old.parquet".into(), (0, Struct::empty()))
             .unwrap();
@@ -1448,7 +1477,7 @@ pub(crate) mod tests {
 
     #[test]
     fn keys_read_back_from_fanned_out_files_go_where_they_were_found() {
-        let mut index = PositionIndex::empty(Some(1));
+        let mut index = PositionIndex::empty(Some(1), true);
         // Written in the order 20, 21, 22, but 21 went into the second partition's file:
         // its place comes from reading the files back, not from the order.
         let update = IndexUpdate {
@@ -1472,7 +1501,7 @@ pub(crate) mod tests {
     fn the_index_follows_a_compaction_to_the_rows_it_wrote() {
         use crate::maintenance::remap::tests::a_and_b_into_x_and_y;
         let key = |n: u64| -> KeyId { [n, 0] };
-        let mut index = PositionIndex::empty(Some(1));
+        let mut index = PositionIndex::empty(Some(1), true);
         let unpartitioned = || (0, Struct::empty());
         let (a, b, c) = (
             index.add_file("a".into(), unpartitioned()).unwrap(),
@@ -1519,7 +1548,7 @@ pub(crate) mod tests {
 
         // A live row the map does not hold (the compaction dropped it) is an error: the
         // index is then built again from the table.
-        let mut index = PositionIndex::empty(Some(1));
+        let mut index = PositionIndex::empty(Some(1), true);
         let a = index.add_file("a".into(), unpartitioned()).unwrap();
         index.insert(key(1), RowSlot { file: a, pos: 1 });
         assert!(index.follow(&rewrite).is_err());

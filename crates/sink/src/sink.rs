@@ -1056,8 +1056,8 @@ impl SinkMachine {
         let table = match committer.commit(session.table.clone(), &intent).await {
             Ok(Committed::Done(table)) => table,
             Ok(Committed::Superseded(table)) => return self.resync(session, table).await,
-            Err(err) if crate::position::is_rewritten(&err) => {
-                return self.restage(session, batch).await;
+            Err(err) if crate::position::must_restage(&err) => {
+                return self.restage(session, batch, &err).await;
             }
             Err(err) => return Err(err),
         };
@@ -1094,17 +1094,19 @@ impl SinkMachine {
         Ok(State::Waiting(session))
     }
 
-    /// A compaction rewrote data files the batch's position deletes point into while it
-    /// was being committed: the batch is staged again against the table as it is now (its
-    /// key index built again), without a stall. Its files were never part of a snapshot
+    /// The batch's position deletes no longer fit the table (a compaction rewrote data
+    /// files they point into while it was being committed, or someone upgraded the table
+    /// to format version 3, which takes deletion vectors): the batch is staged again
+    /// against the table as it is now (its key index built again), without a stall. Its files were never part of a snapshot
     /// (every attempt was refused before it was sent, or judged not to have landed while
     /// `main` moved on past its base, where it can no longer land), so they are deleted.
     async fn restage(
         &mut self,
         mut session: TableSession,
         batch: StagedBatch,
+        why: &SinkError,
     ) -> Result<State, SinkError> {
-        tracing::info!(sink = %self.spec.sink_id, upper = %batch.upper, "a compaction rewrote the files the batch deletes from: staging it again");
+        tracing::info!(sink = %self.spec.sink_id, upper = %batch.upper, why = %why.message, "staging the batch again");
         session.table = session
             .catalog
             .load_table(&self.spec.namespace, &self.spec.table)

@@ -15,7 +15,7 @@ use crate::process::run_python;
 use crate::seaweedfs::SeaweedFs;
 use serde_json::{Value, json};
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -117,6 +117,57 @@ impl TableRead {
     }
 }
 
+impl TableRead {
+    /// The rows that position delete files delete from a data file with a deletion
+    /// vector which the vector leaves out, by data file (read with
+    /// [`Reader::read_with_delete_positions`]). A reader ignores a file's position delete
+    /// files once it has a vector (Iceberg's spec), so the vector must hold them all.
+    pub fn position_deletes_missing_from_vectors(&self) -> BTreeMap<String, Vec<u64>> {
+        let deletes = self.files_with_content("position_deletes");
+        let mut missing = BTreeMap::new();
+        for vector in deletes.iter().filter(|f| f["file_format"] == "puffin") {
+            let target = vector["referenced_data_file"].as_str().unwrap_or_default();
+            let held: HashSet<u64> = positions(&vector["positions"]).into_iter().collect();
+            let mut left_out: Vec<u64> = deletes
+                .iter()
+                .flat_map(|file| positions(&file["positions_by_file"][target]))
+                .filter(|pos| !held.contains(pos))
+                .collect();
+            left_out.sort_unstable();
+            left_out.dedup();
+            if !left_out.is_empty() {
+                missing.insert(target.to_string(), left_out);
+            }
+        }
+        missing
+    }
+}
+
+impl TableRead {
+    /// How many data files have both a deletion vector and rows a position delete file
+    /// deletes (read with [`Reader::read_with_delete_positions`]): the files
+    /// [`TableRead::position_deletes_missing_from_vectors`] checks.
+    pub fn files_with_vector_and_position_deletes(&self) -> usize {
+        let deletes = self.files_with_content("position_deletes");
+        deletes
+            .iter()
+            .filter(|f| f["file_format"] == "puffin")
+            .filter(|vector| {
+                let target = vector["referenced_data_file"].as_str().unwrap_or_default();
+                deletes
+                    .iter()
+                    .any(|file| !positions(&file["positions_by_file"][target]).is_empty())
+            })
+            .count()
+    }
+}
+
+fn positions(list: &Value) -> Vec<u64> {
+    list.as_array()
+        .map(|list| list.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
 fn cmp_json(a: &Value, b: &Value) -> Ordering {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x
@@ -154,6 +205,15 @@ impl Reader {
     pub fn read_with_pyiceberg(&self, metadata_location: &str) -> TableRead {
         let mut request = self.request(metadata_location, None);
         request["engine"] = json!("pyiceberg");
+        self.run_request(&request)
+    }
+
+    /// Like [`Reader::read`], and each live position delete file says what it deletes:
+    /// a deletion vector its `positions`, a position delete file its `positions_by_file`
+    /// (data file path -> positions).
+    pub fn read_with_delete_positions(&self, metadata_location: &str) -> TableRead {
+        let mut request = self.request(metadata_location, None);
+        request["delete_positions"] = json!(true);
         self.run_request(&request)
     }
 

@@ -527,16 +527,36 @@ async fn rewrite(
     let runtime = iceberg::Runtime::try_current().map_err(|err| {
         SinkError::caused_by(ErrorKind::Internal, "no runtime to read files on", err)
     })?;
-    // One reader for the step: its clones share the delete files it has loaded, so an
-    // equality delete file that applies to every file of the step is read once, not once
-    // per file.
-    let reader = ArrowReaderBuilder::new(table.file_io.clone(), runtime)
-        .with_data_file_concurrency_limit(1)
-        .build();
+    let new_reader = || {
+        ArrowReaderBuilder::new(table.file_io.clone(), runtime.clone())
+            .with_data_file_concurrency_limit(1)
+            .build()
+    };
+    // One reader for the files whose deletes it applies: its clones share the delete
+    // files it has loaded, so an equality delete file that applies to every file of the
+    // step is read once, not once per file.
+    let shared = new_reader();
     for (file, deletes) in &plan.files {
-        rewrite_file(table, plan, (file, deletes), &reader, &mut writer).await?;
+        // A file read whole, its deletes applied here by position, gets a reader that has
+        // loaded no delete file: iceberg-rust's reader applies the rows of every position
+        // delete file it has loaded to each file they name, listed in the file's task or
+        // not, which would drop rows before the positions here are counted.
+        let own;
+        let reader = if applied_by_position(deletes) {
+            own = new_reader();
+            &own
+        } else {
+            &shared
+        };
+        rewrite_file(table, plan, (file, deletes), reader, &mut writer).await?;
     }
     writer.close().await
+}
+
+/// Whether a data file with `deletes` is read whole and its deleted positions dropped by
+/// floe: iceberg-rust's reader does not apply deletion vectors.
+fn applied_by_position(deletes: &[LiveFile]) -> bool {
+    deletes.iter().any(|d| is_deletion_vector(&d.file))
 }
 
 /// Reads one of `plan`'s files with `deletes` applied into `writer`. iceberg-rust's reader
@@ -550,7 +570,7 @@ async fn rewrite_file(
     reader: &ArrowReader,
     writer: &mut FileWriter,
 ) -> Result<(), SinkError> {
-    let by_position = deletes.iter().any(|d| is_deletion_vector(&d.file));
+    let by_position = applied_by_position(deletes);
     let deleted = if by_position {
         let positional: Vec<DataFile> = deletes
             .iter()
@@ -690,8 +710,14 @@ async fn rewrite_partition(
     if let Some(map) = row_map.as_mut()
         && !map.written(&written)
     {
-        tracing::warn!(table = %table.metadata_location, "a compaction wrote other rows than it expected; position deletes committed meanwhile will drop it");
-        row_map = None;
+        // The files written hold other rows than the rewritten files' deletes leave:
+        // committing them would lose rows or bring deleted ones back.
+        let rows: u64 = written.iter().map(DataFile::record_count).sum();
+        delete_unused(table, &written, "a compaction that wrote the wrong rows").await;
+        return Err(SinkError::internal(format!(
+            "a compaction wrote {rows} rows where the files it rewrote hold {} live rows; it was dropped",
+            map.expected_rows()
+        )));
     }
     Ok(RewrittenPartition {
         partition: plan.partition.clone(),
@@ -762,11 +788,7 @@ pub async fn compact(
         Err(err) if err.kind == ErrorKind::CommitConflict && err.message == OUTDATED => {
             intent.forget_attempts(&table, None).await;
             // Never in a snapshot (see the module's documentation): its files go.
-            for file in &written {
-                if let Err(error) = table.file_io.delete(file.file_path()).await {
-                    tracing::warn!(file = %file.file_path(), %error, "deleting a file of a dropped compaction failed; it stays as an orphan");
-                }
-            }
+            delete_unused(&table, &written, "a dropped compaction").await;
             tracing::info!(table = %table.metadata_location, "a compaction was dropped: the table changed under it");
             return Ok(CompactionOutcome::default());
         }
@@ -785,6 +807,16 @@ pub async fn compact(
     };
     tracing::info!(table = %table.metadata_location, data_files_rewritten = outcome.data_files_rewritten, files_written = outcome.files_written, delete_files_applied = outcome.delete_files_applied, delete_files_removed = outcome.delete_files_removed, bytes_rewritten = outcome.bytes_rewritten, "compacted the table's small files");
     Ok(outcome)
+}
+
+/// Deletes `files`, written by `writer` and never in a snapshot; one that cannot be
+/// deleted stays as an orphan for orphan cleanup.
+async fn delete_unused(table: &LoadedTable, files: &[DataFile], writer: &str) {
+    for file in files {
+        if let Err(error) = table.file_io.delete(file.file_path()).await {
+            tracing::warn!(file = %file.file_path(), %error, "deleting a file of {writer} failed; it stays as an orphan");
+        }
+    }
 }
 
 /// Hands the compaction `intent`, which landed as snapshot `snapshot_id` of `after` with

@@ -83,6 +83,12 @@ impl RowMap {
         }))
     }
 
+    /// The rows the rewrite writes: the rewritten files' rows less those their deletes
+    /// remove.
+    pub fn expected_rows(&self) -> u64 {
+        self.total
+    }
+
     /// Records the files written, in the order written; `false` (the map is unusable)
     /// when they do not hold exactly the rows the map expects.
     pub fn written(&mut self, written: &[DataFile]) -> bool {

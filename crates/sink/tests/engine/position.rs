@@ -7,7 +7,9 @@ use std::sync::Arc;
 use floe_repr::{Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::Update;
 use floe_sink::table::SinkCatalog;
-use floe_sink::{DeleteMode, Envelope, Namespace, SinkSpec, TableCommit, spawn_sink};
+use floe_sink::{
+    DeleteMode, Envelope, Namespace, SinkConnection, SinkSpec, TableCommit, spawn_sink,
+};
 use floe_testkit::maintenance::{Maintenance, maintain};
 use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use iceberg::spec::FormatVersion;
@@ -15,8 +17,8 @@ use iceberg::{TableRequirement, TableUpdate};
 use serde_json::{Value, json};
 
 use crate::sink_engine::{
-    INTERVAL, MemoryInput, Recorder, Workload, column, drive, push_nonempty, seaweed_connection,
-    settings, sink_frontiers, spec, workload_desc,
+    INTERVAL, MemoryInput, Recorder, Workload, assert_upsert_table, column, drive, push_nonempty,
+    seaweed_connection, settings, sink_frontiers, spec, workload_desc,
 };
 
 fn position_spec(namespace: &str, table: &str) -> SinkSpec {
@@ -341,12 +343,69 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
         settings(),
     );
     reporter.wait_for_frontier(upper).await;
+    commit_changes(&input, &mut workload, &reporter, 6).await;
     handle.abort();
     drop(handle);
+    upgrade_to_v3(&connection, &ns).await;
+    for _ in 0..8 {
+        let upper = push_nonempty(&input, &mut workload);
+        let _handle = spawn_sink(
+            connection.clone(),
+            position_spec(&ns, "t"),
+            input.clone(),
+            reporter.clone(),
+            settings(),
+        );
+        reporter.wait_for_frontier(upper).await;
+    }
+    assert_upgraded_table_read_exactly(sw, &ns, &workload, &reporter);
+}
+
+/// The same upgrade under a sink that goes on running: its position index, built while
+/// the table took position delete files, is built again, so each file's first deletion
+/// vector holds the rows its position delete files deleted (which readers then ignore).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_upgraded_under_a_running_sink_takes_deletion_vectors() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("position_v3_running");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(29);
+    let reporter = Arc::new(Recorder::default());
+    let upper = drive(&input, &mut workload, 2);
+    let _handle = spawn_sink(
+        connection.clone(),
+        position_spec(&ns, "t"),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(upper).await;
+    commit_changes(&input, &mut workload, &reporter, 6).await;
+    upgrade_to_v3(&connection, &ns).await;
+    commit_changes(&input, &mut workload, &reporter, 8).await;
+    assert_upgraded_table_read_exactly(sw, &ns, &workload, &reporter);
+}
+
+/// Pushes `commits` intervals with changes, waiting for the sink to commit each.
+async fn commit_changes(
+    input: &MemoryInput,
+    workload: &mut Workload,
+    reporter: &Recorder,
+    commits: usize,
+) {
+    for _ in 0..commits {
+        let upper = push_nonempty(input, workload);
+        reporter.wait_for_frontier(upper).await;
+    }
+}
+
+/// Upgrades table `ns.t` to format version 3 as someone else would.
+async fn upgrade_to_v3(connection: &SinkConnection, ns: &str) {
     let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
         .await
         .unwrap();
-    let namespace = Namespace::parse(&ns).unwrap();
+    let namespace = Namespace::parse(ns).unwrap();
     let base = catalog.load_table(&namespace, "t").await.unwrap();
     catalog
         .commit(TableCommit {
@@ -362,21 +421,30 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
         })
         .await
         .unwrap();
-    for _ in 0..3 {
-        let upper = push_nonempty(&input, &mut workload);
-        let _handle = spawn_sink(
-            connection.clone(),
-            position_spec(&ns, "t"),
-            input.clone(),
-            reporter.clone(),
-            settings(),
-        );
-        reporter.wait_for_frontier(upper).await;
-    }
+}
+
+/// Table `ns.t`, upgraded to version 3, holds one deletion vector per data file at most
+/// and reads as the workload's relation with DuckDB and pyiceberg.
+fn assert_upgraded_table_read_exactly(
+    sw: &SeaweedFs,
+    ns: &str,
+    workload: &Workload,
+    reporter: &Recorder,
+) {
     reporter.assert_never_stalled();
-    let location = sw.metadata_location(&ns, "t");
-    let read = Reader::for_seaweedfs(sw).read(&location);
+    let location = sw.metadata_location(ns, "t");
+    let read = Reader::for_seaweedfs(sw).read_with_delete_positions(&location);
     assert_eq!(read.metadata["format-version"], 3);
+    assert!(
+        read.files_with_vector_and_position_deletes() > 0,
+        "no data file has both a deletion vector and a position delete file: {:?}",
+        read.files_with_content("position_deletes")
+    );
+    let missing = read.position_deletes_missing_from_vectors();
+    assert!(
+        missing.is_empty(),
+        "deletion vectors leave out rows their files' position delete files delete: {missing:?}"
+    );
     let mut targets: Vec<&str> = read
         .files_with_content("position_deletes")
         .iter()
@@ -388,16 +456,9 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
     targets.sort_unstable();
     targets.dedup();
     assert_eq!(targets.len(), vectors, "one deletion vector per data file");
-    assert_eq!(
-        read.sorted_rows(&["id"]),
-        workload.expected(),
-        "DuckDB's rows"
-    );
-    assert_eq!(
-        Reader::for_seaweedfs(sw)
-            .read_with_pyiceberg(&location)
-            .sorted_rows(&["id"]),
-        workload.expected(),
-        "pyiceberg's rows"
+    assert_upsert_table(&read, workload);
+    assert_upsert_table(
+        &Reader::for_seaweedfs(sw).read_with_pyiceberg(&location),
+        workload,
     );
 }

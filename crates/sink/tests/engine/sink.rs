@@ -587,15 +587,59 @@ pub(crate) fn sink_frontiers(read: &TableRead) -> Vec<u64> {
     frontiers
 }
 
+#[track_caller]
 pub(crate) fn assert_upsert_table(read: &TableRead, workload: &Workload) {
     let rows = read.sorted_rows(&["id"]);
     let expected = workload.expected();
-    assert_eq!(
-        rows.len(),
-        expected.len(),
-        "row count: got {rows:?}\nexpected {expected:?}"
-    );
-    assert_eq!(rows, expected);
+    if rows != expected {
+        panic!(
+            "the table's rows are not the workload's ({} rows read, {} expected) in snapshot {:?} of {}:\n{}",
+            rows.len(),
+            expected.len(),
+            read.current_snapshot_id,
+            read.metadata["location"],
+            row_differences(&rows, &expected)
+        );
+    }
+}
+
+/// What differs between `rows` and `expected` by id: rows read that should not be there,
+/// expected rows missing and changed rows, the first few of each (a whole table is too
+/// long to read in a failure, and a test runner cuts it).
+fn row_differences(rows: &[Value], expected: &[Value]) -> String {
+    const SHOWN: usize = 12;
+    let by_id = |rows: &[Value]| {
+        let mut by_id: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for row in rows {
+            by_id
+                .entry(row["id"].to_string())
+                .or_default()
+                .push(row.clone());
+        }
+        by_id
+    };
+    let (read, wanted) = (by_id(rows), by_id(expected));
+    let mut differences = Vec::new();
+    for (id, got) in &read {
+        match wanted.get(id) {
+            None => differences.push(format!("id {id}: read {got:?}, expected no row")),
+            Some(want) if want != got => {
+                differences.push(format!("id {id}: read {got:?}, expected {want:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for (id, want) in &wanted {
+        if !read.contains_key(id) {
+            differences.push(format!("id {id}: no row read, expected {want:?}"));
+        }
+    }
+    let total = differences.len();
+    differences.truncate(SHOWN);
+    if total > SHOWN {
+        differences.push(format!("... and {} more", total - SHOWN));
+    }
+    differences.join("\n")
 }
 
 const APPEND_QUERY: &str = "SELECT id, value, CAST(amount AS VARCHAR) AS amount, \
