@@ -108,19 +108,26 @@ impl Committer<'_> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let prepared = intent.prepare(&table).await?;
-            let error = match self
-                .catalog
-                .commit(TableCommit::prepared(
-                    self.namespace,
-                    self.table,
-                    &table,
-                    prepared,
-                ))
-                .await
-            {
-                Ok(committed) => return Ok(Committed::Done(committed)),
-                Err(error) => error,
+            let error = match intent.prepare(&table).await {
+                Ok(prepared) => match self
+                    .catalog
+                    .commit(TableCommit::prepared(
+                        self.namespace,
+                        self.table,
+                        &table,
+                        prepared,
+                    ))
+                    .await
+                {
+                    Ok(committed) => return Ok(Committed::Done(committed)),
+                    Err(error) => error,
+                },
+                // The files of the table as loaded may be gone: another commit moved the
+                // head on and an expiry (the sink's own maintenance, say) deleted the
+                // files of the snapshot it was loaded at. Judged and built again on the
+                // table as it is now, as a refused commit is.
+                Err(error) if error.kind == ErrorKind::Storage => error,
+                Err(error) => return Err(error),
             };
             tracing::debug!(table = %self.qualified(), error = %error.message, attempt, "commit failed, reloading the table");
             let reloaded = self.reload(&table).await?;

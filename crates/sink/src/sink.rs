@@ -983,9 +983,28 @@ impl SinkMachine {
             replaces_contents: session.replaces_contents,
         };
         let staged = if lower == Timestamp(0) {
-            session.envelope.stage_snapshot(&cx, upper).await?
+            session.envelope.stage_snapshot(&cx, upper).await
         } else {
-            session.envelope.stage_changes(&cx, lower, upper).await?
+            session.envelope.stage_changes(&cx, lower, upper).await
+        };
+        let staged = match staged {
+            Ok(staged) => staged,
+            Err(error) => {
+                let (catalog, loaded) = (
+                    session.catalog.clone(),
+                    session.table.metadata_location.clone(),
+                );
+                if error.kind == ErrorKind::Storage && self.moved_on(&catalog, &loaded).await? {
+                    // The table's files as the session loaded it may be gone: another
+                    // commit moved the head on and an expiry (the sink's own
+                    // maintenance, say) deleted those of the snapshot it was loaded at.
+                    // The sink starts over from the table as it is now, as after a
+                    // restart, without a stall.
+                    tracing::info!(sink = %self.spec.sink_id, error = %error.message, "the table moved on while the batch was staged; starting over from it");
+                    return Ok(State::Start);
+                }
+                return Err(error);
+            }
         };
         if staged.upper < upper {
             tracing::debug!(sink = %self.spec.sink_id, lower = %lower, upper = %staged.upper, "batch over the size limit, ending it early");
@@ -999,6 +1018,14 @@ impl SinkMachine {
             ..StatisticsUpdate::default()
         });
         Ok(State::Committing(session, Box::new(staged)))
+    }
+
+    /// Whether the table's metadata is no longer the one at `loaded`.
+    async fn moved_on(&self, catalog: &SinkCatalog, loaded: &str) -> Result<bool, SinkError> {
+        let now = catalog
+            .load_table(&self.spec.namespace, &self.spec.table)
+            .await?;
+        Ok(now.metadata_location != loaded)
     }
 
     /// An interval without changes: commit progress only about once per

@@ -24,7 +24,10 @@ use floe_sink::{
     SinkSpec, SinkStatus, StatisticsUpdate, TableCommit, spawn_sink,
 };
 use floe_testkit::{FaultProxy, Reader, SeaweedFs, TableRead, seaweedfs_shared};
-use iceberg::spec::{DataContentType, ManifestList, ManifestStatus, Operation, StatisticsFile};
+use iceberg::spec::{
+    DataContentType, ManifestList, ManifestStatus, Operation, SnapshotReference, SnapshotRetention,
+    StatisticsFile,
+};
 use iceberg::{TableRequirement, TableUpdate};
 use serde_json::Value;
 
@@ -112,6 +115,58 @@ fn maintained_settings(target_file_size: Option<u64>) -> SinkSettings {
             ..MaintenanceSettings::fixed(options)
         },
         ..settings()
+    }
+}
+
+/// The tag a test puts on the snapshot it reads while the sink and its maintenance go on.
+const READ_TAG: &str = "read-by-test";
+
+/// Table `ns.t` with its current snapshot tagged `tag`, or with `READ_TAG` removed when
+/// `tag` is `None`: the table as that commit left it.
+async fn tagged(connection: &SinkConnection, ns: &str, tag: Option<&str>) -> LoadedTable {
+    let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    let namespace = Namespace::parse(ns).unwrap();
+    let mut attempts = 0;
+    loop {
+        let base = load(connection, ns).await;
+        let head = base.metadata.current_snapshot().map(|s| s.snapshot_id());
+        let update = match (tag, head) {
+            (Some(tag), Some(snapshot_id)) => TableUpdate::SetSnapshotRef {
+                ref_name: tag.to_string(),
+                reference: SnapshotReference::new(
+                    snapshot_id,
+                    SnapshotRetention::Tag {
+                        max_ref_age_ms: None,
+                    },
+                ),
+            },
+            _ => TableUpdate::RemoveSnapshotRef {
+                ref_name: READ_TAG.to_string(),
+            },
+        };
+        // Onto the head just loaded: a snapshot expired meanwhile cannot be tagged.
+        let requirements = vec![TableRequirement::RefSnapshotIdMatch {
+            r#ref: "main".to_string(),
+            snapshot_id: head,
+        }];
+        let commit = TableCommit {
+            namespace: &namespace,
+            table: "t",
+            base: &base,
+            requirements,
+            updates: vec![update],
+        };
+        match catalog.commit(commit).await {
+            Ok(table) => return table,
+            // The sink or its maintenance committed meanwhile.
+            Err(_) if attempts < 20 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("cannot tag the table: {error:?}"),
+        }
     }
 }
 
@@ -307,8 +362,11 @@ async fn run_maintained_sink(
         if let Some(every) = check_every
             && commit % every == every - 1
         {
-            let table = load(&connection, &ns).await;
+            // Tagged while read: expiry keeps a ref's head and its files, and the reads
+            // take longer than the retention on a busy machine.
+            let table = tagged(&connection, &ns, Some(READ_TAG)).await;
             assert_read_exactly(sw, &table.metadata_location, &workload, format);
+            tagged(&connection, &ns, None).await;
         }
         if commit == COMMITS / 4 {
             // Only the metadata: expiry may delete the files of these snapshots meanwhile.

@@ -19,6 +19,7 @@ use floe_sink::{
     Namespace, ProgressReport, SinkConnection, SinkError, SinkReporter, SinkSettings, SinkSpec,
     SinkStatus, StatisticsUpdate, TableCommit, TableState, check_sink_table, spawn_sink,
 };
+use floe_testkit::maintenance::{Maintenance, maintain};
 use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -958,6 +959,79 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
         settings(),
     );
     assert_eq!(restarted.join().await.unwrap_err().kind, ErrorKind::Fenced);
+}
+
+/// Someone commits over the snapshot the sink committed last, expires it and deletes its
+/// manifest list (as an expiry that deletes files does; the sink's own maintenance among
+/// them) while the sink waits for input: the sink's next batch, staged (UPSERT reads the
+/// table's manifests) and committed (its snapshot carries the manifests of the head it
+/// was built on) on the table as the sink last had it, cannot read that list. It is
+/// staged or built again on the table as it is now, without a stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upsert_batch_over_a_head_expired_meanwhile_goes_on_without_a_stall() {
+    batch_over_a_head_expired_meanwhile(Envelope::Upsert).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_batch_over_a_head_expired_meanwhile_goes_on_without_a_stall() {
+    batch_over_a_head_expired_meanwhile(Envelope::Append).await;
+}
+
+async fn batch_over_a_head_expired_meanwhile(envelope: Envelope) {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("sink_expired_head");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(37);
+    let reporter = Arc::new(Recorder::default());
+    let snapshot_frontier = drive(&input, &mut workload, 2);
+    let taken = SnapshotTaken::of(&workload);
+    let _handle = spawn_sink(
+        connection.clone(),
+        spec(&ns, "t", envelope),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(snapshot_frontier).await;
+    let other = SinkCatalog::connect(&connection.catalog, &settings().http, None)
+        .await
+        .unwrap();
+    let namespace = Namespace::parse(&ns).unwrap();
+    let committed = other.load_table(&namespace, "t").await.unwrap();
+    let list = committed
+        .metadata
+        .current_snapshot()
+        .unwrap()
+        .manifest_list()
+        .to_string();
+    let foreign = prepare_commit(&committed, RowDelta::empty(&committed), None)
+        .await
+        .unwrap();
+    other
+        .commit(TableCommit::prepared(&namespace, "t", &committed, foreign))
+        .await
+        .unwrap();
+    maintain(sw, &ns, "t", &[Maintenance::Expire]);
+    committed.file_io.delete(&list).await.unwrap();
+    for _ in 0..2 {
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.wait_for_frontier(upper).await;
+    }
+    reporter.assert_never_stalled();
+    let location = sw.metadata_location(&ns, "t");
+    match envelope {
+        Envelope::Upsert => {
+            assert_upsert_table(&Reader::for_seaweedfs(sw).read(&location), &workload)
+        }
+        Envelope::Append => assert_append_table(
+            &Reader::for_seaweedfs(sw),
+            &location,
+            &workload,
+            &taken,
+            snapshot_frontier,
+        ),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
