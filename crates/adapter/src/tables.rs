@@ -213,7 +213,8 @@ async fn append(
                 .map_err(storage_error)?
                 .err();
             if refused.is_none() {
-                pending.stage(id, name, desc, changes);
+                let keys = storage.unique_keys(id).map_err(storage_error)?;
+                pending.stage(id, name, desc, keys, changes);
             }
             refused
         }
@@ -423,6 +424,7 @@ pub async fn copy_in(
                 let load = crate::transaction::TableLoad {
                     name: plan.name.clone(),
                     desc: plan.desc.clone(),
+                    keys: storage.unique_keys(plan.table).map_err(storage_error)?,
                     inserts: rows,
                 };
                 pending.stage_load(plan.table, load);

@@ -425,6 +425,8 @@ pub struct PendingWrites {
 pub struct TableLoad {
     pub name: QualifiedName,
     pub desc: RelationDesc,
+    /// The table's unique keys (see [`PendingWrites::stage`]).
+    pub keys: Vec<Vec<usize>>,
     pub inserts: EncodedInserts,
 }
 
@@ -435,9 +437,12 @@ struct PendingTable {
     desc: RelationDesc,
     /// Encoded row -> (row, net multiplicity); rows that net to zero leave.
     rows: HashMap<Vec<u8>, (Row, i64)>,
-    /// For a table with a primary key: encoded key -> the encoded rows
-    /// pending with that key, so checking new changes touches only them.
-    by_key: HashMap<Vec<u8>, HashSet<Vec<u8>>>,
+    /// The column sets no two rows may share: the primary key's, then each unique
+    /// index's.
+    keys: Vec<Vec<usize>>,
+    /// Per key of `keys`: encoded key -> the encoded rows pending with that key, so
+    /// checking new changes touches only them.
+    by_key: Vec<HashMap<Vec<u8>, HashSet<Vec<u8>>>>,
 }
 
 fn encode(row: &Row) -> Vec<u8> {
@@ -455,21 +460,18 @@ fn encode_key(row: &Row, key: &[usize]) -> Vec<u8> {
 }
 
 impl PendingTable {
-    fn new(name: QualifiedName, desc: RelationDesc) -> PendingTable {
+    fn new(name: QualifiedName, desc: RelationDesc, keys: Vec<Vec<usize>>) -> PendingTable {
         PendingTable {
             name,
             desc,
             rows: HashMap::new(),
-            by_key: HashMap::new(),
+            by_key: keys.iter().map(|_| HashMap::new()).collect(),
+            keys,
         }
     }
 
-    fn key(&self) -> Option<&[usize]> {
-        self.desc.unique_keys.first().map(Vec::as_slice)
-    }
-
     /// The pending changes that bear on `changes`: the same rows, and rows
-    /// with the same primary key.
+    /// with the same primary key or unique index key.
     fn related(&self, changes: &[(Row, i64)]) -> Vec<(Row, i64)> {
         let mut encodings: HashSet<&[u8]> = HashSet::new();
         let mut related = Vec::new();
@@ -482,10 +484,8 @@ impl PendingTable {
         };
         for (row, _) in changes {
             take(&encode(row), &mut related);
-            if let Some(key) = self.key()
-                && let Some(rows) = self.by_key.get(&encode_key(row, key))
-            {
-                for encoded in rows {
+            for (key, by_key) in self.keys.iter().zip(&self.by_key) {
+                for encoded in by_key.get(&encode_key(row, key)).into_iter().flatten() {
                     take(encoded, &mut related);
                 }
             }
@@ -494,25 +494,26 @@ impl PendingTable {
     }
 
     fn apply(&mut self, changes: Vec<(Row, i64)>) {
-        let key = self.key().map(<[usize]>::to_vec);
         for (row, diff) in changes {
             let encoded = encode(&row);
-            let key_bytes = key.as_deref().map(|key| encode_key(&row, key));
+            let key_bytes: Vec<Vec<u8>> =
+                self.keys.iter().map(|key| encode_key(&row, key)).collect();
             let entry = self.rows.entry(encoded.clone()).or_insert_with(|| (row, 0));
             entry.1 += diff;
             let gone = entry.1 == 0;
             if gone {
                 self.rows.remove(&encoded);
             }
-            if let Some(key_bytes) = key_bytes {
-                let rows = self.by_key.entry(key_bytes.clone()).or_default();
+            for (key_bytes, by_key) in key_bytes.into_iter().zip(&mut self.by_key) {
                 if gone {
-                    rows.remove(&encoded);
-                    if rows.is_empty() {
-                        self.by_key.remove(&key_bytes);
+                    if let Some(rows) = by_key.get_mut(&key_bytes) {
+                        rows.remove(&encoded);
+                        if rows.is_empty() {
+                            by_key.remove(&key_bytes);
+                        }
                     }
                 } else {
-                    rows.insert(encoded);
+                    by_key.entry(key_bytes).or_default().insert(encoded.clone());
                 }
             }
         }
@@ -536,7 +537,7 @@ impl PendingWrites {
         for (table, load) in std::mem::take(&mut self.loads) {
             let rows = load.inserts.decoded_rows()?;
             let changes = rows.into_iter().map(|row| (row, 1)).collect();
-            self.stage(table, &load.name, &load.desc, changes);
+            self.stage(table, &load.name, &load.desc, load.keys, changes);
         }
         Ok(())
     }
@@ -568,17 +569,20 @@ impl PendingWrites {
         check
     }
 
-    /// Adds checked changes.
+    /// Adds checked changes to `table`, whose unique keys (the primary key's columns,
+    /// then each unique index's; [`floe_storage::Storage::unique_keys`]) are `keys`:
+    /// a later statement's changes are checked with the pending rows sharing one.
     pub fn stage(
         &mut self,
         table: GlobalId,
         name: &QualifiedName,
         desc: &RelationDesc,
+        keys: Vec<Vec<usize>>,
         changes: Vec<(Row, i64)>,
     ) {
         self.tables
             .entry(table)
-            .or_insert_with(|| PendingTable::new(name.clone(), desc.clone()))
+            .or_insert_with(|| PendingTable::new(name.clone(), desc.clone(), keys))
             .apply(changes);
     }
 
@@ -639,7 +643,8 @@ mod tests {
     fn staged(key: bool, changes: Vec<(Row, i64)>) -> (GlobalId, PendingWrites) {
         let mut writes = PendingWrites::default();
         let id = GlobalId::User(1);
-        writes.stage(id, &QualifiedName::public("t"), &desc(key), changes);
+        let keys = desc(key).unique_keys;
+        writes.stage(id, &QualifiedName::public("t"), &desc(key), keys, changes);
         (id, writes)
     }
 
@@ -702,11 +707,37 @@ mod tests {
         let check = writes.to_check(id, &[(row(1, "z"), 1)]);
         assert_eq!(check, vec![(row(1, "a"), 1), (row(1, "z"), 1)]);
         // Inserted and deleted again: nothing left to write.
-        writes.stage(id, &name, &desc(true), vec![(row(1, "a"), -1)]);
+        writes.stage(
+            id,
+            &name,
+            &desc(true),
+            vec![vec![0]],
+            vec![(row(1, "a"), -1)],
+        );
         assert!(writes.to_check(id, &[(row(1, "z"), 1)]).len() == 1);
         let tables = writes.into_tables();
         assert_eq!(tables.len(), 1);
         assert_eq!(tables[0].3, vec![(row(2, "b"), 1)]);
+    }
+
+    #[test]
+    fn related_changes_cover_unique_index_keys() {
+        // Keyed by `id`, with a unique index on `v`.
+        let mut writes = PendingWrites::default();
+        let id = GlobalId::User(1);
+        let name = QualifiedName::public("t");
+        let keys = vec![vec![0], vec![1]];
+        let changes = vec![(row(1, "a"), 1), (row(2, "b"), 1)];
+        writes.stage(id, &name, &desc(true), keys.clone(), changes);
+        // A new row with value 'b' bears on the pending (2, 'b') through the index.
+        let check = writes.to_check(id, &[(row(3, "b"), 1)]);
+        assert_eq!(check, vec![(row(2, "b"), 1), (row(3, "b"), 1)]);
+        // Once (2, 'b') is deleted again, nothing pending shares 'b'.
+        writes.stage(id, &name, &desc(true), keys, vec![(row(2, "b"), -1)]);
+        assert_eq!(
+            writes.to_check(id, &[(row(3, "b"), 1)]),
+            vec![(row(3, "b"), 1)]
+        );
     }
 
     #[test]

@@ -1226,6 +1226,16 @@ impl Storage {
         })
     }
 
+    /// The column sets no two rows may share, as [`Storage::check`] and appends enforce
+    /// them: the primary key's, then each unique index's.
+    pub fn unique_keys(&self, id: GlobalId) -> Result<Vec<Vec<usize>>, StorageError> {
+        self.read_collection(id, |collection| {
+            let contents = &collection.contents;
+            let indexes = contents.unique.iter().map(|c| c.index.columns.clone());
+            contents.key.iter().cloned().chain(indexes).collect()
+        })
+    }
+
     /// The current contents, each row repeated by its multiplicity, and the
     /// contents' version.
     pub fn contents(&self, id: GlobalId) -> Result<(Vec<Row>, u64), StorageError> {
