@@ -130,7 +130,7 @@ async fn tagged(connection: &SinkConnection, ns: &str, tag: Option<&str>) -> Loa
     let namespace = Namespace::parse(ns).unwrap();
     let mut attempts = 0;
     loop {
-        let base = load(connection, ns).await;
+        let base = catalog.load_table(&namespace, "t").await.unwrap();
         let head = base.metadata.current_snapshot().map(|s| s.snapshot_id());
         let update = match (tag, head) {
             (Some(tag), Some(snapshot_id)) => TableUpdate::SetSnapshotRef {

@@ -6,14 +6,9 @@ use std::sync::Arc;
 
 use floe_repr::{Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::Update;
-use floe_sink::table::SinkCatalog;
-use floe_sink::{
-    DeleteMode, Envelope, Namespace, SinkConnection, SinkSpec, TableCommit, spawn_sink,
-};
+use floe_sink::{DeleteMode, Envelope, SinkSpec, spawn_sink};
 use floe_testkit::maintenance::{Maintenance, maintain};
 use floe_testkit::{FaultProxy, Outcome, Reader, SeaweedFs, TableRead, seaweedfs_shared};
-use iceberg::spec::FormatVersion;
-use iceberg::{TableRequirement, TableUpdate};
 use serde_json::{Value, json};
 
 use crate::sink_engine::{
@@ -346,7 +341,7 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
     commit_changes(&input, &mut workload, &reporter, 6).await;
     handle.abort();
     drop(handle);
-    upgrade_to_v3(&connection, &ns).await;
+    sw.upgrade_format_version(&ns, "t", 3);
     for _ in 0..8 {
         let upper = push_nonempty(&input, &mut workload);
         let _handle = spawn_sink(
@@ -382,7 +377,7 @@ async fn a_table_upgraded_under_a_running_sink_takes_deletion_vectors() {
     );
     reporter.wait_for_frontier(upper).await;
     commit_changes(&input, &mut workload, &reporter, 6).await;
-    upgrade_to_v3(&connection, &ns).await;
+    sw.upgrade_format_version(&ns, "t", 3);
     commit_changes(&input, &mut workload, &reporter, 8).await;
     assert_upgraded_table_read_exactly(sw, &ns, &workload, &reporter);
 }
@@ -398,29 +393,6 @@ async fn commit_changes(
         let upper = push_nonempty(input, workload);
         reporter.wait_for_frontier(upper).await;
     }
-}
-
-/// Upgrades table `ns.t` to format version 3 as someone else would.
-async fn upgrade_to_v3(connection: &SinkConnection, ns: &str) {
-    let catalog = SinkCatalog::connect(&connection.catalog, &settings().http, None)
-        .await
-        .unwrap();
-    let namespace = Namespace::parse(ns).unwrap();
-    let base = catalog.load_table(&namespace, "t").await.unwrap();
-    catalog
-        .commit(TableCommit {
-            namespace: &namespace,
-            table: "t",
-            base: &base,
-            requirements: vec![TableRequirement::UuidMatch {
-                uuid: base.metadata.uuid(),
-            }],
-            updates: vec![TableUpdate::UpgradeFormatVersion {
-                format_version: FormatVersion::V3,
-            }],
-        })
-        .await
-        .unwrap();
 }
 
 /// Table `ns.t`, upgraded to version 3, holds one deletion vector per data file at most

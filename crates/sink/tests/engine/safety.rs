@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 
 use super::sink_engine::{
     INTERVAL, MemoryInput, Recorder, START, SnapshotTaken, Workload, assert_append_table,
-    assert_upsert_table, column, drive, local_connection, push_nonempty, seaweed_connection,
-    settings, sink_frontiers, spec, workload_desc,
+    assert_contents, assert_upsert_table, column, drive, local_connection, push_nonempty,
+    seaweed_connection, settings, sink_frontiers, spec, workload_desc,
 };
 
 /// The sink's table in `sw`.
@@ -46,27 +46,6 @@ fn start(
         reporter.clone(),
         settings(),
     )
-}
-
-/// A sink's contents after its history: exact for UPSERT, every change once for APPEND.
-fn assert_contents(
-    sw: &SeaweedFs,
-    ns: &str,
-    envelope: Envelope,
-    workload: &Workload,
-    snapshot: &SnapshotTaken,
-    snapshot_frontier: u64,
-) {
-    match envelope {
-        Envelope::Upsert => assert_upsert_table(&read(sw, ns), workload),
-        Envelope::Append => assert_append_table(
-            &Reader::for_seaweedfs(sw),
-            &sw.metadata_location(ns, "t"),
-            workload,
-            snapshot,
-            snapshot_frontier,
-        ),
-    }
 }
 
 /// (a) floe stops; a compaction that rewrites every file lands on top of its last commit

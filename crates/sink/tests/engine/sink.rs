@@ -664,6 +664,30 @@ impl SnapshotTaken {
     }
 }
 
+/// A sink's contents after its history: exact for UPSERT, every change once for APPEND.
+pub(crate) fn assert_contents(
+    sw: &SeaweedFs,
+    ns: &str,
+    envelope: Envelope,
+    workload: &Workload,
+    snapshot: &SnapshotTaken,
+    snapshot_frontier: u64,
+) {
+    let location = sw.metadata_location(ns, "t");
+    match envelope {
+        Envelope::Upsert => {
+            assert_upsert_table(&Reader::for_seaweedfs(sw).read(&location), workload)
+        }
+        Envelope::Append => assert_append_table(
+            &Reader::for_seaweedfs(sw),
+            &location,
+            workload,
+            snapshot,
+            snapshot_frontier,
+        ),
+    }
+}
+
 pub(crate) fn assert_append_table(
     reader: &Reader,
     location: &str,
@@ -1019,19 +1043,7 @@ async fn batch_over_a_head_expired_meanwhile(envelope: Envelope) {
         reporter.wait_for_frontier(upper).await;
     }
     reporter.assert_never_stalled();
-    let location = sw.metadata_location(&ns, "t");
-    match envelope {
-        Envelope::Upsert => {
-            assert_upsert_table(&Reader::for_seaweedfs(sw).read(&location), &workload)
-        }
-        Envelope::Append => assert_append_table(
-            &Reader::for_seaweedfs(sw),
-            &location,
-            &workload,
-            &taken,
-            snapshot_frontier,
-        ),
-    }
+    assert_contents(sw, &ns, envelope, &workload, &taken, snapshot_frontier);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
