@@ -119,6 +119,8 @@ pub struct Coordinator {
     pub(crate) write_lock: tokio::sync::RwLock<()>,
     /// Tables converted for the query engine, by contents version.
     pub(crate) batches: BatchCache,
+    /// The physical plans of queries that run again (`floe_query::plan_cache`).
+    pub(crate) plans: floe_query::plan_cache::PlanCache,
     /// The sink tasks and what they report.
     pub(crate) sinks: crate::sinks::SinkManager,
     /// The running load generators.
@@ -179,6 +181,7 @@ impl Coordinator {
             storage,
             write_lock: tokio::sync::RwLock::new(()),
             batches: BatchCache::default(),
+            plans: Default::default(),
             generators: Default::default(),
             metrics: Default::default(),
             views,
@@ -286,21 +289,26 @@ impl Coordinator {
         });
     }
 
-    /// A query engine session for `statement`: the user tables it reads.
+    /// A query engine session for `statement`: the user tables it reads and the
+    /// catalog functions it calls.
     pub(crate) async fn engine_for(
         &self,
         statement: &sqlparser::ast::Statement,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
-        self.engine_reading(Some(referenced_names(statement))).await
+        let functions = crate::pg_functions::called(statement);
+        self.engine_reading(Some(referenced_names(statement)), Some(&functions))
+            .await
     }
 
     /// A query engine session with the named builtin relations and user tables
-    /// (`(schema, name)`; every one when `None`): building a relation or converting a
-    /// table nobody reads would only cost time (the sink status history grows for as
-    /// long as the server runs).
+    /// (`(schema, name)`; every one when `None`) and the named catalog functions
+    /// (`pg_functions`; every one when `None`): building a relation, converting a
+    /// table or gathering the catalog for functions nobody uses would only cost time
+    /// (the sink status history grows for as long as the server runs).
     pub(crate) async fn engine_reading(
         &self,
         referenced: Option<std::collections::BTreeSet<(String, String)>>,
+        functions: Option<&std::collections::BTreeSet<String>>,
     ) -> Result<datafusion::execution::context::SessionContext, AdapterError> {
         let reads = |name: &str| {
             referenced
@@ -333,7 +341,8 @@ impl Coordinator {
         system.source_status_history = &source_history;
         system.source_statistics = &source_statistics;
         system.arrangement_sizes = &arrangement_sizes;
-        let context = query::session_context(&system, referenced.as_ref())?;
+        let context = query::session_context(&system, referenced.as_ref(), functions)?;
+        floe_query::snapshot::snapshot_of(&context).set_revision(catalog.revision());
         let mut tables = Vec::new();
         for (id, name, desc) in storage_collections(catalog.state()) {
             if let Some(referenced) = &referenced
@@ -599,6 +608,16 @@ impl Coordinator {
             Plan::Select(select) => {
                 drop(catalog);
                 let engine = self.engine_for(&select.query).await?;
+                // In a transaction, the tables as it first read them: the shapes the
+                // statement will read when it runs.
+                if let Some(transaction) = &session.transaction {
+                    register_tables(&engine, transaction.pinned_tables())?;
+                }
+                // A kept plan has no parameters (`floe_query::plan_cache`).
+                let snapshot = floe_query::snapshot::snapshot_of(&engine);
+                if let Some(kept) = self.plans.get(&select.query, &snapshot) {
+                    return Ok(Some(kept.columns.clone()));
+                }
                 let plan = query::logical_plan(&engine, *select.query).await?;
                 *parameters = crate::params::parameter_types(&plan.plan);
                 Ok(Some(query::describe(&plan)))

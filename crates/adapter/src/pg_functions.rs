@@ -1,6 +1,6 @@
 //! PostgreSQL's catalog functions (`pg_get_userbyid`, `pg_table_is_visible`,
-//! `format_type`, ...) as query engine functions, registered on every query engine
-//! session through `query::session_context`; and the typing of `$n` parameters
+//! `format_type`, ...) as query engine functions, registered on each query engine
+//! session whose statement calls one (`called`, `query::session_context`); and the typing of `$n` parameters
 //! compared with `oid` columns. `pg_rewrite` handles the spellings tools use.
 
 use std::sync::Arc;
@@ -804,13 +804,22 @@ impl ScalarUDFImpl for CatalogFunction {
 }
 
 /// Registers the catalog functions on a query engine session.
-pub fn register(context: &SessionContext, system: &SystemContext) {
+pub fn register(
+    context: &SessionContext,
+    system: &SystemContext,
+    functions: Option<&std::collections::BTreeSet<String>>,
+) {
     context.register_udtf(
         crate::pg_keywords::NAME,
         Arc::new(crate::pg_keywords::Keywords),
     );
+    let wanted = |info: &FunctionInfo| functions.is_none_or(|names| names.contains(info.name));
+    // The lookup copies the catalog's names: only for a statement that calls one.
+    if !FUNCTIONS.iter().any(wanted) {
+        return;
+    }
     let lookup = Arc::new(Lookup::new(system));
-    for info in FUNCTIONS {
+    for info in FUNCTIONS.iter().filter(|info| wanted(info)) {
         let signature = if info.arguments.is_empty() {
             Signature::nullary(Volatility::Stable)
         } else {
@@ -822,6 +831,30 @@ pub fn register(context: &SessionContext, system: &SystemContext) {
             lookup: lookup.clone(),
         }));
     }
+}
+
+/// The names (lowercase, unqualified) of the functions `statement` calls, once
+/// `pg_rewrite` has turned tools' spellings (`current_schema`, `::regclass`, ...)
+/// into calls: the catalog functions a session for it needs.
+pub fn called(statement: &sqlparser::ast::Statement) -> std::collections::BTreeSet<String> {
+    use sqlparser::ast::{Expr, Visit, Visitor};
+    struct Calls(std::collections::BTreeSet<String>);
+    impl Visitor for Calls {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
+            if let Expr::Function(function) = expr
+                && let Some(name) = function.name.0.last().and_then(|part| part.as_ident())
+            {
+                self.0.insert(name.value.to_lowercase());
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut rewritten = statement.clone();
+    crate::pg_rewrite::rewrite(&mut rewritten);
+    let mut calls = Calls(Default::default());
+    let _ = rewritten.visit(&mut calls);
+    calls.0
 }
 
 /// The `$n` parameters compared with `oid` columns (`WHERE t.oid = $1`): described to

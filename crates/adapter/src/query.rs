@@ -61,17 +61,20 @@ pub fn empty_context() -> Result<SessionContext, AdapterError> {
     Ok(ENGINE.context(catalogs))
 }
 
-/// A query engine session over a snapshot of the builtin relations.
+/// A query engine session over a snapshot of the builtin relations `referenced`
+/// (every one when `None`) with the catalog functions `functions` (every one when
+/// `None`).
 pub fn session_context(
     system: &SystemContext,
     referenced: Option<&std::collections::BTreeSet<(String, String)>>,
+    functions: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<SessionContext, AdapterError> {
     let context = empty_context()?;
     let catalog = context
         .catalog(floe_query::DATABASE)
         .ok_or_else(|| AdapterError::Internal("no materialize catalog".into()))?;
     // PostgreSQL's catalog functions, for tools (psql's `\d`, drivers' type lookups).
-    crate::pg_functions::register(&context, system);
+    crate::pg_functions::register(&context, system, functions);
     for builtin in builtins() {
         // Building a relation nobody reads would only cost time.
         if referenced.is_some_and(|names| {
@@ -122,6 +125,18 @@ pub async fn logical_plan(
 /// The client-visible shape of a planned query.
 pub fn describe(query: &floe_query::Query) -> Vec<ColumnDesc> {
     query.columns.clone()
+}
+
+/// Runs a query statement, on the plan kept for it when one fits the session
+/// (`floe_query::plan_cache`).
+pub async fn run(
+    context: &SessionContext,
+    plans: &floe_query::plan_cache::PlanCache,
+    statement: sqlparser::ast::Statement,
+) -> Result<(Vec<ColumnDesc>, Vec<Vec<Datum>>), AdapterError> {
+    floe_query::plan_cache::run(context, plans, statement, crate::pg_rewrite::rewrite)
+        .await
+        .map_err(AdapterError::Engine)
 }
 
 /// Runs a planned query and converts its output to rows.

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::datasource::MemTable;
 use datafusion::execution::context::SessionContext;
 use floe_repr::{ColumnDesc, Datum, GlobalId, RelationDesc, Row, SqlState};
 use floe_sql::catalog::{ItemDefinition, QualifiedName};
@@ -92,40 +91,26 @@ pub(crate) fn relation_batch(
     floe_arrow::rows_to_batch(desc, rows).map_err(value_error)
 }
 
-/// Registers tables in the engine, each in its schema.
+/// Registers tables in the engine, each in its schema, with their rows in the
+/// query's snapshot (`floe_query::snapshot`); a table registered again replaces
+/// the first (a transaction's view of a table).
 pub fn register_tables(
     context: &SessionContext,
     tables: Vec<EngineTable>,
 ) -> Result<(), AdapterError> {
-    let Some(catalog) = context.catalog("materialize") else {
-        return Err(AdapterError::Internal("no materialize catalog".into()));
-    };
     for table in tables {
-        // Schemas users created are registered as their tables are.
-        let schema = match catalog.schema(&table.name.schema) {
-            Some(schema) => schema,
-            None => {
-                let schema: Arc<dyn datafusion::catalog::SchemaProvider> =
-                    Arc::new(datafusion::catalog::MemorySchemaProvider::new());
-                catalog
-                    .register_schema(&table.name.schema, schema.clone())
-                    .map_err(|e| AdapterError::Internal(e.to_string()))?;
-                schema
-            }
-        };
-        let provider = MemTable::try_new(table.schema, vec![table.batches])
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
-        let provider = CountedScans {
-            table: provider,
+        let rows = floe_query::snapshot::TableRows {
+            schema: table.schema,
+            batches: table.batches,
             scans: table.scans,
         };
-        // Registering again replaces (a transaction's view of a table).
-        schema
-            .deregister_table(&table.name.item)
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
-        schema
-            .register_table(table.name.item.clone(), Arc::new(provider))
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        floe_query::snapshot::register_table(
+            context,
+            floe_query::DATABASE,
+            (table.name.schema, table.name.item),
+            rows,
+        )
+        .map_err(|e| AdapterError::Internal(e.to_string()))?;
     }
     Ok(())
 }
@@ -644,60 +629,4 @@ pub fn storage_collections(
             _ => None,
         })
         .collect()
-}
-
-/// A table that counts the engine's scans of it, as PostgreSQL's statistics count a
-/// relation's sequential scans (`pg_stat_get_numscans`, which tools such as DBeaver
-/// read). A query that is only described is planned but not scanned, so it counts
-/// nothing.
-#[derive(Debug)]
-struct CountedScans {
-    table: MemTable,
-    scans: Arc<AtomicU64>,
-}
-
-#[async_trait::async_trait]
-impl datafusion::catalog::TableProvider for CountedScans {
-    fn schema(&self) -> SchemaRef {
-        self.table.schema()
-    }
-
-    fn constraints(&self) -> Option<&datafusion::common::Constraints> {
-        self.table.constraints()
-    }
-
-    fn table_type(&self) -> datafusion::logical_expr::TableType {
-        self.table.table_type()
-    }
-
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&datafusion::logical_expr::Expr],
-    ) -> datafusion::error::Result<Vec<datafusion::logical_expr::TableProviderFilterPushDown>> {
-        self.table.supports_filters_pushdown(filters)
-    }
-
-    fn statistics(&self) -> Option<datafusion::common::Statistics> {
-        self.table.statistics()
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn datafusion::catalog::Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[datafusion::logical_expr::Expr],
-        limit: Option<usize>,
-    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-        self.table.scan(state, projection, filters, limit).await
-    }
-
-    async fn scan_with_args<'a>(
-        &self,
-        state: &dyn datafusion::catalog::Session,
-        args: datafusion::catalog::ScanArgs<'a>,
-    ) -> datafusion::error::Result<datafusion::catalog::ScanResult> {
-        self.scans.fetch_add(1, Ordering::Relaxed);
-        self.table.scan_with_args(state, args).await
-    }
 }

@@ -164,6 +164,15 @@ impl From<TransactionError> for AdapterError {
 }
 
 impl Transaction {
+    /// The tables as the transaction first read them: what its later statements
+    /// read, and what describing one must see.
+    pub fn pinned_tables(&self) -> Vec<EngineTable> {
+        match &self.ops {
+            TransactionOps::Reads { pinned } => pinned.values().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
     pub(crate) fn new(
         kind: TransactionKind,
         read_only: bool,

@@ -211,6 +211,9 @@ pub struct Catalog {
     environment_id: String,
     /// Names of objects dropped while open, for the errors of stale plans.
     tombstones: transact::Tombstones,
+    /// Counts the changes of `state` since the catalog was opened: what was
+    /// planned against one revision holds until the next (cached query plans).
+    revision: u64,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -288,6 +291,7 @@ impl Catalog {
             secrets_key,
             environment_id,
             tombstones: Default::default(),
+            revision: 0,
         })
     }
 
@@ -296,7 +300,13 @@ impl Catalog {
     }
 
     pub fn state_mut(&mut self) -> &mut CatalogState {
+        self.revision += 1;
         &mut self.state
+    }
+
+    /// Changes with every change of the state (see the field).
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     pub fn environment_id(&self) -> &str {

@@ -313,6 +313,7 @@ impl Catalog {
             .extend(rotated.into_iter().map(CatalogChange::SecretRotated));
         self.tombstones.record(&diff);
         self.state = next;
+        self.revision += 1;
         Ok(diff)
     }
 }

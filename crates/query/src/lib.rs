@@ -34,8 +34,10 @@ pub mod functions;
 pub mod jsonb_keys;
 pub mod naming;
 pub mod null_filter;
+pub mod plan_cache;
 pub mod rewrite;
 pub mod semantics;
+pub mod snapshot;
 pub mod srf;
 pub mod subquery;
 pub mod types;
@@ -102,6 +104,9 @@ impl Engine {
         // though the physical side (nullable) is the safe one. Found by the
         // differential test (tests::case_never_taken_under_an_aggregate).
         options.execution.skip_physical_aggregate_schema_check = true;
+        // Snapshot scans take no filters, and a cached plan must carry no filter a
+        // run derived from its data (see `plan_cache`).
+        options.optimizer.enable_dynamic_filter_pushdown = false;
         let mut builder = SessionStateBuilder::new()
             .with_config(config)
             .with_default_features()
@@ -150,9 +155,14 @@ impl Engine {
 
     /// A session over `catalogs` (the `materialize` catalog and its schemas).
     pub fn context(&self, catalogs: Arc<dyn CatalogProviderList>) -> SessionContext {
-        let state = SessionStateBuilder::new_from_existing(self.template.clone())
-            .with_catalog_list(catalogs)
-            .build();
+        // A clone of the template with the catalogs swapped in: building a state
+        // again would register every function anew, a third of a small query's time.
+        let mut state = self.template.clone();
+        state.register_catalog_list(catalogs);
+        // The rows of the tables the query reads (`snapshot::register_table`).
+        state
+            .config_mut()
+            .set_extension(Arc::new(snapshot::Snapshot::default()));
         SessionContext::new_with_state(state)
     }
 }
@@ -279,9 +289,25 @@ pub fn describe(plan: &LogicalPlan) -> Vec<ColumnDesc> {
 
 /// Runs a planned query and converts its output to rows.
 pub async fn execute(context: &SessionContext, query: Query) -> Result<Vec<Row>, QueryError> {
+    let planned = physical_plan(context, &query).await?;
+    run(context, planned.physical, &planned.fields).await
+}
+
+/// A query's physical plan, and the plan to keep when it may run again.
+pub struct PhysicalPlan {
+    pub physical: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    /// The fields of the output (they carry the metadata that types it: jsonb,
+    /// uuid, numeric scale, ...); batches are converted against them.
+    pub fields: Vec<Field>,
+    pub keep: Option<plan_cache::CachedPlan>,
+}
+
+/// Optimizes a planned query and makes its physical plan.
+pub async fn physical_plan(
+    context: &SessionContext,
+    query: &Query,
+) -> Result<PhysicalPlan, QueryError> {
     guard(async {
-        // The plan's fields carry the metadata that types the output (jsonb,
-        // uuid, numeric scale, ...); batches are converted against them.
         let fields: Vec<Field> = query
             .plan
             .schema()
@@ -289,14 +315,40 @@ pub async fn execute(context: &SessionContext, query: Query) -> Result<Vec<Row>,
             .iter()
             .map(|f| f.as_ref().clone())
             .collect();
-        let frame = context
-            .execute_logical_plan(query.plan)
+        let state = context.state();
+        let optimized = state
+            .optimize(&query.plan)
+            .map_err(QueryError::from_datafusion)?;
+        let physical = state
+            .query_planner()
+            .create_physical_plan(&optimized, &state)
             .await
             .map_err(QueryError::from_datafusion)?;
-        let batches = frame.collect().await.map_err(QueryError::from_datafusion)?;
+        let keep =
+            plan_cache::keepable(&query.plan, &optimized, &physical, &query.columns, &fields);
+        Ok(PhysicalPlan {
+            physical,
+            fields,
+            keep,
+        })
+    })
+    .await
+}
+
+/// Runs a physical plan in `context` and converts its output to rows typed by
+/// `fields`.
+pub async fn run(
+    context: &SessionContext,
+    physical: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    fields: &[Field],
+) -> Result<Vec<Row>, QueryError> {
+    guard(async {
+        let batches = datafusion::physical_plan::collect(physical, context.task_ctx())
+            .await
+            .map_err(QueryError::from_datafusion)?;
         let mut rows = Vec::new();
         for batch in batches {
-            rows.extend(batch_rows(&batch, &fields)?);
+            rows.extend(batch_rows(&batch, fields)?);
         }
         Ok(rows)
     })

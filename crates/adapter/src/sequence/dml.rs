@@ -17,8 +17,7 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         self.await_materialized_views(&plan.query).await?;
         let engine = self.engine_for_query(session, &plan.query).await?;
-        let plan = query::logical_plan(&engine, *plan.query).await?;
-        let (desc, rows) = query::execute(&engine, plan).await?;
+        let (desc, rows) = query::run(&engine, &self.plans, *plan.query).await?;
         Ok(ExecuteResponse::Rows {
             desc,
             rows,
@@ -35,8 +34,7 @@ impl Coordinator {
         // Like SELECT: the views read are caught up, and an error in them fails the copy.
         self.await_materialized_views(&plan.query).await?;
         let engine = self.engine_for_query(session, &plan.query).await?;
-        let query = query::logical_plan(&engine, *plan.query).await?;
-        let (desc, rows) = query::execute(&engine, query).await?;
+        let (desc, rows) = query::run(&engine, &self.plans, *plan.query).await?;
         Ok(ExecuteResponse::CopyOut {
             columns: desc.len(),
             lines: crate::copy_out::encode_rows(&desc, &rows, &plan.options),
@@ -58,7 +56,7 @@ impl Coordinator {
             .map_err(tables::storage_error)?;
         let defaults = if tables::copy_needs_defaults(&plan) {
             // Only defaults are evaluated: no user table is read.
-            let engine = self.engine_reading(Some(Default::default())).await?;
+            let engine = self.engine_reading(Some(Default::default()), None).await?;
             tables::copy_defaults(&engine, &plan).await?
         } else {
             Vec::new()

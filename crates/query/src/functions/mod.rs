@@ -15,7 +15,7 @@ pub mod jsonb;
 mod jsonb_order;
 pub mod single;
 pub mod sum;
-mod system;
+pub(crate) mod system;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};

@@ -12,6 +12,16 @@ use crate::error::QueryError;
 /// protocol of Postgres 9.5 and says so).
 const POSTGRES_VERSION: &str = "9.5.0";
 
+/// The functions whose value is fixed for the life of the process, though not
+/// immutable (a materialized view refuses them, as Materialize does: they change
+/// across versions): a plan that calls them may be kept (`plan_cache`).
+pub const FIXED_FOR_THE_PROCESS: &[&str] = &[
+    "version",
+    "mz_version",
+    "mz_version_num",
+    "current_database",
+];
+
 pub(super) fn functions() -> Vec<ScalarUDF> {
     vec![
         RowFunction::new("version", Volatility::Stable, text_type, |_, _| {

@@ -1,0 +1,243 @@
+//! Tables whose rows a plan reads when it runs, not when it is planned.
+//!
+//! Each query's session holds a [`Snapshot`]: the rows of every table the
+//! statement reads, as of the statement (or as a transaction first read them).
+//! The engine sees each table as a [`SnapshotTable`], whose scan is a
+//! [`SnapshotScanExec`] that names the table and finds its rows in the running
+//! task's snapshot. A physical plan therefore holds no rows of its own, and
+//! [`crate::plan_cache`] can run it again over a later snapshot.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::{Result as DfResult, Statistics, internal_err};
+use datafusion::execution::TaskContext;
+use datafusion::execution::context::SessionContext;
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::memory::MemoryStream;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    SendableRecordBatchStream,
+};
+
+/// A table's name as the engine's catalog holds it: `(schema, name)`.
+pub type TableName = (String, String);
+
+/// The rows of one table in a query's snapshot.
+#[derive(Debug, Clone)]
+pub struct TableRows {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    /// Counts the scans that ran (`pg_stat_get_numscans`): a plan only described
+    /// counts nothing, and a cached plan counts each time it runs.
+    pub scans: Arc<AtomicU64>,
+}
+
+/// The rows each table of a query reads, and the catalog revision the
+/// session was built at; a session's extension (see [`snapshot_of`]).
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The catalog's revision when the session was built: the plans cached under
+    /// it were made for this catalog.
+    revision: AtomicU64,
+    tables: Mutex<HashMap<TableName, TableRows>>,
+}
+
+impl Snapshot {
+    pub fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Relaxed)
+    }
+
+    /// Records the catalog revision the session's tables were taken at.
+    pub fn set_revision(&self, revision: u64) {
+        self.revision.store(revision, Ordering::Relaxed);
+    }
+
+    fn rows(&self, name: &TableName) -> Option<TableRows> {
+        self.tables.lock().ok()?.get(name).cloned()
+    }
+
+    /// The schema the session's table `name` has, if it has one.
+    pub fn schema(&self, name: &TableName) -> Option<SchemaRef> {
+        Some(self.tables.lock().ok()?.get(name)?.schema.clone())
+    }
+}
+
+/// The snapshot of `context` (every session from `Engine::context` has one).
+pub fn snapshot_of(context: &SessionContext) -> Arc<Snapshot> {
+    let state = context.state_ref();
+    let state = state.read();
+    state
+        .config()
+        .get_extension::<Snapshot>()
+        .unwrap_or_default()
+}
+
+/// Registers `rows` as the table `name` of `context`'s catalog, replacing a table
+/// of that name (a transaction's view of a table), and puts them in its snapshot.
+pub fn register_table(
+    context: &SessionContext,
+    catalog: &str,
+    name: TableName,
+    rows: TableRows,
+) -> DfResult<()> {
+    let Some(provider_catalog) = context.catalog(catalog) else {
+        return internal_err!("no catalog {catalog}");
+    };
+    let schema = match provider_catalog.schema(&name.0) {
+        Some(schema) => schema,
+        None => {
+            let schema: Arc<dyn datafusion::catalog::SchemaProvider> =
+                Arc::new(datafusion::catalog::MemorySchemaProvider::new());
+            provider_catalog.register_schema(&name.0, schema.clone())?;
+            schema
+        }
+    };
+    let table = SnapshotTable {
+        name: name.clone(),
+        schema: rows.schema.clone(),
+        rows: rows.batches.iter().map(RecordBatch::num_rows).sum(),
+    };
+    schema.deregister_table(&name.1)?;
+    schema.register_table(name.1.clone(), Arc::new(table))?;
+    let snapshot = snapshot_of(context);
+    let Ok(mut tables) = snapshot.tables.lock() else {
+        return internal_err!("the query's snapshot is poisoned");
+    };
+    tables.insert(name, rows);
+    Ok(())
+}
+
+/// A table of the query's snapshot, as the planner sees it: its schema and, for
+/// join ordering, its size when planned (inexact: a cached plan runs on later rows).
+#[derive(Debug)]
+pub struct SnapshotTable {
+    pub name: TableName,
+    pub schema: SchemaRef,
+    rows: usize,
+}
+
+#[async_trait]
+impl TableProvider for SnapshotTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let projected = match projection {
+            Some(columns) => Arc::new(self.schema.project(columns)?),
+            None => self.schema.clone(),
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(projected.clone()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Arc::new(SnapshotScanExec {
+            name: self.name.clone(),
+            table_schema: self.schema.clone(),
+            projection: projection.cloned(),
+            limit,
+            rows: self.rows,
+            properties: Arc::new(properties),
+        }))
+    }
+}
+
+/// Reads a table's rows from the running task's [`Snapshot`].
+#[derive(Debug)]
+pub struct SnapshotScanExec {
+    name: TableName,
+    /// The whole table's schema, checked against the snapshot's: a plan made for
+    /// another shape of the table must not read it.
+    table_schema: SchemaRef,
+    projection: Option<Vec<usize>>,
+    limit: Option<usize>,
+    /// The table's rows when planned, for the optimizer's estimates.
+    rows: usize,
+    properties: Arc<PlanProperties>,
+}
+
+impl DisplayAs for SnapshotScanExec {
+    fn fmt_as(&self, _: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "SnapshotScanExec: {}.{}", self.name.0, self.name.1)
+    }
+}
+
+impl ExecutionPlan for SnapshotScanExec {
+    fn name(&self) -> &'static str {
+        "SnapshotScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("a snapshot scan has one partition, not {partition}");
+        }
+        let rows = context
+            .session_config()
+            .get_extension::<Snapshot>()
+            .and_then(|snapshot| snapshot.rows(&self.name));
+        let Some(rows) = rows else {
+            return internal_err!(
+                "{}.{} is not in the query's snapshot",
+                self.name.0,
+                self.name.1
+            );
+        };
+        if rows.schema != self.table_schema {
+            return internal_err!(
+                "{}.{} changed shape since planned",
+                self.name.0,
+                self.name.1
+            );
+        }
+        rows.scans.fetch_add(1, Ordering::Relaxed);
+        let stream = MemoryStream::try_new(rows.batches, self.schema(), self.projection.clone())?
+            .with_fetch(self.limit);
+        Ok(Box::pin(stream))
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> DfResult<Arc<Statistics>> {
+        Ok(Arc::new(
+            Statistics::new_unknown(&self.schema()).with_num_rows(Precision::Inexact(self.rows)),
+        ))
+    }
+}
