@@ -172,6 +172,10 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
             }
             Datum::TextArray(elements)
         }
+        // Materialize's unsigned integers have OIDs of their own (by name here).
+        _ if ty.name() == "uint2" => Datum::UInt16(u16::from_be_bytes(b[..2].try_into().unwrap())),
+        _ if ty.name() == "uint4" => Datum::UInt32(u32::from_be_bytes(b[..4].try_into().unwrap())),
+        _ if ty.name() == "uint8" => Datum::UInt64(u64::from_be_bytes(b[..8].try_into().unwrap())),
         _ => Datum::Text(String::from_utf8_lossy(b).into_owned()),
     }
 }
