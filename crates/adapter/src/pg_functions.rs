@@ -1,7 +1,8 @@
 //! PostgreSQL's catalog functions (`pg_get_userbyid`, `pg_table_is_visible`,
 //! `format_type`, ...) as query engine functions, registered on each query engine
-//! session whose statement calls one (`called`, `query::session_context`); and the typing of `$n` parameters
-//! compared with `oid` columns. `pg_rewrite` handles the spellings tools use.
+//! session whose statement calls one (`called`, `query::session_context`); and the
+//! typing of `$n` parameters compared with `oid` columns. `pg_rewrite` handles the
+//! spellings tools use.
 
 use std::sync::Arc;
 

@@ -293,13 +293,14 @@ pub async fn execute(context: &SessionContext, query: Query) -> Result<Vec<Row>,
     run(context, planned.physical, &planned.fields).await
 }
 
-/// A query's physical plan, and the plan to keep when it may run again.
+/// A query's physical plan.
 pub struct PhysicalPlan {
     pub physical: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
     /// The fields of the output (they carry the metadata that types it: jsonb,
     /// uuid, numeric scale, ...); batches are converted against them.
     pub fields: Vec<Field>,
-    pub keep: Option<plan_cache::CachedPlan>,
+    /// The optimized logical plan it was made from (what `plan_cache` judges).
+    pub optimized: LogicalPlan,
 }
 
 /// Optimizes a planned query and makes its physical plan.
@@ -324,12 +325,10 @@ pub async fn physical_plan(
             .create_physical_plan(&optimized, &state)
             .await
             .map_err(QueryError::from_datafusion)?;
-        let keep =
-            plan_cache::keepable(&query.plan, &optimized, &physical, &query.columns, &fields);
         Ok(PhysicalPlan {
             physical,
             fields,
-            keep,
+            optimized,
         })
     })
     .await

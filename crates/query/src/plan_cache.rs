@@ -147,12 +147,9 @@ impl PlanCache {
     }
 
     /// How many plans are kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.lock().map_or(0, |entries| entries.plans.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -176,31 +173,24 @@ pub async fn run(
     rewrite(&mut rewritten);
     let query = crate::plan(context, rewritten).await?;
     let planned = crate::physical_plan(context, &query).await?;
-    if let Some(keep) = planned.keep {
+    if let Some(keep) = keepable(&query, &planned) {
         cache.insert(statement, &snapshot, keep);
     }
     let rows = crate::run(context, planned.physical, &planned.fields).await?;
     Ok((query.columns, rows))
 }
 
-/// The plan to keep for a query, when it may be kept (see the module
-/// documentation): `planned` is the query as planned from its statement,
-/// `optimized` the plan `physical` was made from.
-pub fn keepable(
-    planned: &LogicalPlan,
-    optimized: &LogicalPlan,
-    physical: &Arc<dyn ExecutionPlan>,
-    columns: &[ColumnDesc],
-    fields: &[Field],
-) -> Option<CachedPlan> {
-    if !same_whenever_run(planned) {
+/// The plan to keep for `query`, planned as `planned`, when it may be kept (see
+/// the module documentation).
+fn keepable(query: &crate::Query, planned: &crate::PhysicalPlan) -> Option<CachedPlan> {
+    if !same_whenever_run(&query.plan) {
         return None;
     }
-    let tables = snapshot_tables(optimized)?;
+    let tables = snapshot_tables(&planned.optimized)?;
     Some(CachedPlan {
-        physical: physical.clone(),
-        columns: columns.to_vec(),
-        fields: fields.to_vec(),
+        physical: planned.physical.clone(),
+        columns: query.columns.clone(),
+        fields: planned.fields.clone(),
         tables,
     })
 }
@@ -210,15 +200,7 @@ pub fn keepable(
 fn same_whenever_run(plan: &LogicalPlan) -> bool {
     let mut same = true;
     let _ = plan.apply_with_subqueries(|node| {
-        node.apply_expressions(|expr| {
-            expr.apply(|expr| {
-                if !expression_is_fixed(expr) {
-                    same = false;
-                    return Ok(TreeNodeRecursion::Stop);
-                }
-                Ok(TreeNodeRecursion::Continue)
-            })
-        })?;
+        same = !any_expression(node, |expr| !expression_is_fixed(expr));
         Ok(if same {
             TreeNodeRecursion::Continue
         } else {
@@ -226,6 +208,20 @@ fn same_whenever_run(plan: &LogicalPlan) -> bool {
         })
     });
     same
+}
+
+/// Whether `predicate` holds for an expression of `node` or a part of one.
+fn any_expression(node: &LogicalPlan, mut predicate: impl FnMut(&Expr) -> bool) -> bool {
+    let mut found = false;
+    let _ = node.apply_expressions(|expr| {
+        found = expr.exists(|part| Ok(predicate(part)))?;
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
 }
 
 fn expression_is_fixed(expr: &Expr) -> bool {
@@ -297,25 +293,16 @@ fn snapshot_table(provider: &dyn TableProvider) -> Option<&SnapshotTable> {
 
 /// Whether an expression of `node` holds a subquery.
 fn holds_subquery(node: &LogicalPlan) -> bool {
-    let mut found = false;
-    let _ = node.apply_expressions(|expr| {
-        expr.apply(|expr| {
-            found = matches!(
-                expr,
-                Expr::ScalarSubquery(_)
-                    | Expr::Exists(_)
-                    | Expr::InSubquery(_)
-                    | Expr::SetComparison(_)
-                    | Expr::OuterReferenceColumn(..)
-            );
-            Ok(if found {
-                TreeNodeRecursion::Stop
-            } else {
-                TreeNodeRecursion::Continue
-            })
-        })
-    });
-    found
+    any_expression(node, |expr| {
+        matches!(
+            expr,
+            Expr::ScalarSubquery(_)
+                | Expr::Exists(_)
+                | Expr::InSubquery(_)
+                | Expr::SetComparison(_)
+                | Expr::OuterReferenceColumn(..)
+        )
+    })
 }
 
 #[cfg(test)]
