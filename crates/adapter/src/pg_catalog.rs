@@ -543,7 +543,24 @@ fn index_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
         .collect()
 }
 
-/// `pg_constraint`: each table's `PRIMARY KEY`.
+/// `pg_indexes`: each index (and primary key) with the statement that would
+/// create it.
+fn indexes_view_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    pg_indexes(context.catalog.items())
+        .into_iter()
+        .map(|key| {
+            vec![
+                text(&key.schema),
+                text(&key.table),
+                text(&key.name),
+                Datum::Null,
+                text(key.index_definition()),
+            ]
+        })
+        .collect()
+}
+
+/// `pg_constraint`: each table's `PRIMARY KEY` and `UNIQUE` constraints.
 fn constraint_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
     pg_indexes(context.catalog.items())
         .into_iter()
@@ -553,7 +570,7 @@ fn constraint_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
                 oid(constraint_oid),
                 text(&key.name),
                 oid(namespace_oid(context, &key.schema)),
-                char('p'),
+                char(key.constraint_type()),
                 Datum::Bool(false),
                 Datum::Bool(false),
                 oid(key.table_oid),
@@ -1304,6 +1321,18 @@ pub static PG_CATALOG: &[BuiltinRelation] = &[
             ("enumlabel", Text, false),
         ],
         rows: no_rows,
+    },
+    BuiltinRelation {
+        schema: "pg_catalog",
+        name: "pg_indexes",
+        columns: &[
+            ("schemaname", Text, false),
+            ("tablename", Text, false),
+            ("indexname", Text, false),
+            ("tablespace", Text, true),
+            ("indexdef", Text, false),
+        ],
+        rows: indexes_view_rows,
     },
     BuiltinRelation {
         schema: "pg_catalog",

@@ -1,6 +1,7 @@
 //! Indexes as PostgreSQL's catalog shows them (`pg_class`, `pg_index`): a table's
 //! primary key as a unique btree index named `<table>_pkey` with its `PRIMARY KEY`
-//! constraint (`pg_constraint`), and every index item (`CREATE INDEX`). Tools
+//! constraint (`pg_constraint`), and every index item (`CREATE INDEX`, and a
+//! `UNIQUE` constraint's index with its constraint). Tools
 //! read them there: pgjdbc's `getPrimaryKeys` and `getIndexInfo`, psql's `\d`
 //! (`Indexes:`), `\di` and `\d <index>`.
 //!
@@ -18,7 +19,8 @@ use sqlparser::ast::{Expr, Value};
 
 /// An index OID is this plus its table's OID.
 const INDEX_OID_BASE: u32 = 0x4000_0000;
-/// A constraint OID is this plus its table's OID.
+/// A constraint OID is this plus its table's OID (a primary key) or its index
+/// item's OID (a `UNIQUE` constraint).
 const CONSTRAINT_OID_BASE: u32 = 0x6000_0000;
 
 /// A primary key or an index item, owned (the query functions' lookup outlives
@@ -32,8 +34,11 @@ pub struct PgIndex {
     pub table: String,
     /// The index's OID (`pg_index.indexrelid`, its `pg_class` row).
     pub index_oid: u32,
-    /// A primary key's constraint OID (`pg_constraint.oid`); `None` for an index item.
+    /// A primary key's or `UNIQUE` constraint's OID (`pg_constraint.oid`); `None`
+    /// for an index created by `CREATE INDEX`.
     pub constraint_oid: Option<u32>,
+    /// The table's primary key (`PRIMARY KEY`, not `UNIQUE`).
+    pub primary: bool,
     /// `<table>_pkey`, as PostgreSQL names it, or the index item's name.
     pub name: String,
     /// Unique: a primary key, or `CREATE UNIQUE INDEX`.
@@ -49,7 +54,12 @@ pub struct PgIndex {
 
 impl PgIndex {
     pub fn is_primary(&self) -> bool {
-        self.constraint_oid.is_some()
+        self.primary
+    }
+
+    /// `pg_constraint.contype`: `p` for a primary key, `u` for a `UNIQUE` constraint.
+    pub fn constraint_type(&self) -> char {
+        if self.primary { 'p' } else { 'u' }
     }
 
     /// The key's column numbers as `pg_index.indkey` (an `int2vector`) prints them:
@@ -76,7 +86,12 @@ impl PgIndex {
 
     /// `pg_get_constraintdef`: the constraint as a table's definition spells it.
     pub fn constraint_definition(&self) -> String {
-        format!("PRIMARY KEY ({})", self.column_names.join(", "))
+        let kind = if self.primary {
+            "PRIMARY KEY"
+        } else {
+            "UNIQUE"
+        };
+        format!("{kind} ({})", self.column_names.join(", "))
     }
 }
 
@@ -99,6 +114,7 @@ pub fn primary_key(item: &CatalogItem) -> Option<PgIndex> {
         table: item.name.item.clone(),
         index_oid: INDEX_OID_BASE.checked_add(item.oid)?,
         constraint_oid: Some(CONSTRAINT_OID_BASE.checked_add(item.oid)?),
+        primary: true,
         name: format!("{}_pkey", item.name.item),
         unique: true,
         create_sql: None,
@@ -120,7 +136,12 @@ fn index_item(item: &CatalogItem, on: &CatalogItem) -> Option<PgIndex> {
         schema: on.name.schema.clone(),
         table: on.name.item.clone(),
         index_oid: item.oid,
-        constraint_oid: None,
+        // The index item's own OID is no table's, so the sum is no primary key's.
+        constraint_oid: match index.constraint {
+            true => Some(CONSTRAINT_OID_BASE.checked_add(item.oid)?),
+            false => None,
+        },
+        primary: false,
         name: item.name.item.clone(),
         unique: index.unique,
         create_sql: Some(item.create_sql.clone()),

@@ -240,6 +240,7 @@ impl Checker<'_> {
                 }
             },
             Plan::AlterTableAddColumn(plan) => self.require_owner(item(&plan.id)),
+            Plan::DropConstraint(plan) => self.require_owner(item(&plan.table)),
             Plan::Insert(insert) => {
                 self.require(item(&insert.table), Privilege::Insert)?;
                 self.require_select(&insert.source)

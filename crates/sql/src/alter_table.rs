@@ -1,5 +1,6 @@
 //! `ALTER TABLE ... ADD COLUMN`, as Materialize has it: one nullable column
 //! without a default, appended. Rows already in the table read NULL in it.
+//! (`ALTER TABLE ... DROP CONSTRAINT` is planned in `crate::constraint`.)
 //!
 //! Each added column is a new version of the table (its `version`); what read
 //! the table before keeps reading the columns it saw: a view's or materialized
@@ -11,8 +12,8 @@ use std::ops::ControlFlow;
 
 use floe_repr::{ColumnType, GlobalId, SqlState};
 use sqlparser::ast::{
-    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, Ident, ObjectName, TableAlias,
-    TableFactor, VisitorMut,
+    AlterTable, AlterTableOperation, ColumnDef, ColumnOption, CreateTable, Ident, ObjectName,
+    TableAlias, TableFactor, VisitorMut,
 };
 
 use crate::catalog::{ItemDefinition, ItemKind, PlanCatalog};
@@ -33,6 +34,30 @@ pub(crate) fn plan_alter_table(
             "ALTER TABLE with more than one operation is not supported",
         ));
     };
+    if let AlterTableOperation::DropConstraint {
+        if_exists, name, ..
+    } = operation
+    {
+        let constraint = normalize_ident(name);
+        let item = match find_for_alter(
+            catalog,
+            &alter.name,
+            alter.if_exists,
+            ItemKind::Table,
+            TAG,
+            notices,
+        )? {
+            Ok(item) => item,
+            Err(no_op) => return Ok(no_op),
+        };
+        return crate::constraint::plan_drop_constraint(
+            catalog,
+            item,
+            &constraint,
+            *if_exists,
+            notices,
+        );
+    }
     let AlterTableOperation::AddColumn {
         if_not_exists,
         column_def,
@@ -128,16 +153,22 @@ fn check_column_options(column_def: &ColumnDef) -> Result<(), PlanError> {
 /// The table's `CREATE TABLE` with the column appended, as `SHOW CREATE
 /// TABLE` shows it.
 fn create_sql_with(create_sql: &str, column_def: &ColumnDef) -> Result<String, PlanError> {
+    let mut create = stored_create_table(create_sql)?;
+    create.columns.push(column_def.clone());
+    Ok(sqlparser::ast::Statement::CreateTable(create).to_string())
+}
+
+/// A table's stored `CREATE TABLE`, parsed.
+pub(crate) fn stored_create_table(create_sql: &str) -> Result<CreateTable, PlanError> {
     let stored = || PlanError::internal("the stored CREATE TABLE does not parse");
     let parsed = floe_sql_parser::parser::parse_statement(create_sql).map_err(|_| stored())?;
     let floe_sql_parser::ast::Statement::Standard(statement) = parsed else {
         return Err(stored());
     };
-    let sqlparser::ast::Statement::CreateTable(mut create) = *statement else {
+    let sqlparser::ast::Statement::CreateTable(create) = *statement else {
         return Err(stored());
     };
-    create.columns.push(column_def.clone());
-    Ok(sqlparser::ast::Statement::CreateTable(create).to_string())
+    Ok(create)
 }
 
 /// The table versions a new view, materialized view or sink reads, for

@@ -523,6 +523,10 @@ pub struct IndexDefinition {
     /// `CREATE UNIQUE INDEX`: no two rows of the table share a key without NULLs.
     pub unique: bool,
     pub cluster: ClusterId,
+    /// The index of a table's `UNIQUE` constraint of the same name: created with
+    /// the table, dropped with it or by `ALTER TABLE ... DROP CONSTRAINT`, never
+    /// by `DROP INDEX` (as in PostgreSQL).
+    pub constraint: bool,
 }
 
 /// What an item is.
@@ -558,6 +562,8 @@ impl ItemDefinition {
             ItemDefinition::Sink(sink) => Some(sink.cluster),
             ItemDefinition::Source(source) => Some(source.cluster),
             ItemDefinition::MaterializedView(view) => view.cluster,
+            // A constraint's index runs nowhere: storage checks it on every write.
+            ItemDefinition::Index(index) if index.constraint => None,
             ItemDefinition::Index(index) => Some(index.cluster),
             ItemDefinition::Secret
             | ItemDefinition::Connection(_)

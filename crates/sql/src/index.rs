@@ -6,7 +6,7 @@
 //! changes no query's plan; a unique index is a constraint storage checks every
 //! write of its table against (see `floe_storage::UniqueIndex`).
 
-use floe_repr::{GlobalId, RelationDesc, SqlState};
+use floe_repr::{ClusterId, GlobalId, RelationDesc, SqlState};
 use floe_sql_parser::ast::{CreateIndexStatement, IndexKeyPart};
 use sqlparser::ast::{Expr, Ident};
 
@@ -60,25 +60,57 @@ pub fn plan_create_index(
     }
     let in_cluster = statement.in_cluster.as_ref();
     let cluster = resolve_cluster(catalog, in_cluster, &session.cluster)?.id;
-    let create_sql = CreateIndexStatement {
-        name: Some(Ident::with_quote('"', name.item.clone())),
+    let create_sql = create_sql(
+        catalog,
+        &name.item,
+        statement.unique,
+        Some(cluster),
+        &on.name,
+        desc,
+        &key,
+        statement.key.as_deref(),
+    );
+    Ok(Plan::CreateIndex(CreateIndexPlan {
+        name,
+        definition: IndexDefinition {
+            on: on.id,
+            key,
+            unique: statement.unique,
+            cluster,
+            constraint: false,
+        },
+        create_sql,
+    }))
+}
+
+/// The `CREATE INDEX` statement an index is kept as (its `SHOW CREATE INDEX`):
+/// every name qualified and quoted, its cluster (none for a constraint's index),
+/// each key column with the ordering its key part gave (`parts`, when the
+/// statement named them).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn create_sql(
+    catalog: &dyn PlanCatalog,
+    name: &str,
+    unique: bool,
+    cluster: Option<ClusterId>,
+    on: &QualifiedName,
+    desc: &RelationDesc,
+    key: &[usize],
+    parts: Option<&[IndexKeyPart]>,
+) -> String {
+    let parts = parts.into_iter().flatten().map(Some);
+    CreateIndexStatement {
+        name: Some(Ident::with_quote('"', name)),
         if_not_exists: false,
-        unique: statement.unique,
-        in_cluster: catalog
-            .cluster(cluster)
+        unique,
+        in_cluster: cluster
+            .and_then(|cluster| catalog.cluster(cluster))
             .map(|c| Ident::with_quote('"', c.name.clone())),
-        on: qualified(&on.name),
+        on: qualified(on),
         method: None,
         key: Some(
             key.iter()
-                .zip(
-                    statement
-                        .key
-                        .iter()
-                        .flatten()
-                        .map(Some)
-                        .chain(std::iter::repeat(None)),
-                )
+                .zip(parts.chain(std::iter::repeat(None)))
                 .map(|(column, part)| IndexKeyPart {
                     expr: Expr::Identifier(Ident::with_quote('"', desc.columns[*column].0.clone())),
                     descending: part.is_some_and(|p| p.descending),
@@ -87,17 +119,33 @@ pub fn plan_create_index(
                 .collect(),
         ),
     }
-    .to_string();
-    Ok(Plan::CreateIndex(CreateIndexPlan {
-        name,
-        definition: IndexDefinition {
-            on: on.id,
-            key,
-            unique: statement.unique,
-            cluster,
-        },
-        create_sql,
-    }))
+    .to_string()
+}
+
+/// `DROP INDEX` of a `UNIQUE` constraint's index: refused, as PostgreSQL refuses
+/// it; the constraint is dropped with `ALTER TABLE ... DROP CONSTRAINT`.
+pub(crate) fn check_not_constraint(
+    catalog: &dyn PlanCatalog,
+    item: &CatalogItem,
+) -> Result<(), PlanError> {
+    let ItemDefinition::Index(index) = &item.definition else {
+        return Ok(());
+    };
+    if !index.constraint {
+        return Ok(());
+    }
+    let name = &item.name.item;
+    let table = catalog
+        .item(index.on)
+        .map(|table| table.name.item.clone())
+        .unwrap_or_default();
+    Err(PlanError::new(
+        SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+        format!("cannot drop index {name} because constraint {name} on table {table} requires it"),
+    )
+    .with_hint(format!(
+        "You can drop constraint {name} on table {table} instead."
+    )))
 }
 
 /// The columns of a relation an index may be created on: any relation; a unique
@@ -194,13 +242,26 @@ fn default_name(
         let columns: Vec<&str> = key.iter().map(|c| desc.columns[*c].0.as_str()).collect();
         format!("{}_{}_idx", on.name.item, columns.join("_"))
     };
+    free_name(catalog, &on.name, stem, &[])
+}
+
+/// `stem` if no item of `like`'s schema (nor one of `also_taken`) has that name,
+/// else `stem` with the first number added that makes it free, as PostgreSQL
+/// chooses the names it makes up.
+pub(crate) fn free_name(
+    catalog: &dyn PlanCatalog,
+    like: &QualifiedName,
+    stem: String,
+    also_taken: &[String],
+) -> String {
     let taken = |item: &str| {
-        catalog
-            .item_by_name(&QualifiedName {
-                item: item.to_string(),
-                ..on.name.clone()
-            })
-            .is_some()
+        also_taken.iter().any(|name| name == item)
+            || catalog
+                .item_by_name(&QualifiedName {
+                    item: item.to_string(),
+                    ..like.clone()
+                })
+                .is_some()
     };
     if !taken(&stem) {
         return stem;

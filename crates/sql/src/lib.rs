@@ -8,6 +8,7 @@
 mod alter_connection;
 pub mod alter_table;
 pub mod catalog;
+pub mod constraint;
 pub mod dml;
 pub mod error;
 mod if_not_exists;

@@ -17,6 +17,7 @@ pub enum Plan {
     AlterSink(AlterSinkPlan),
     CreateTable(CreateTablePlan),
     AlterTableAddColumn(AlterTableAddColumnPlan),
+    DropConstraint(crate::constraint::DropConstraintPlan),
     CreateSource(crate::source::CreateSourcePlan),
     CreatePostgresSource(crate::postgres::CreatePostgresSourcePlan),
     AlterSource(crate::postgres::AlterSourcePlan),
@@ -118,6 +119,19 @@ pub struct CreateTablePlan {
     pub name: QualifiedName,
     pub if_not_exists: bool,
     pub definition: TableDefinition,
+    pub create_sql: String,
+    /// The table's `UNIQUE` constraints, each created as a unique index item in
+    /// the table's catalog transaction.
+    pub constraints: Vec<UniqueConstraintPlan>,
+}
+
+/// A `UNIQUE` constraint of a new table: the unique index that keeps it, of the
+/// constraint's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniqueConstraintPlan {
+    pub name: QualifiedName,
+    pub key: Vec<usize>,
+    pub cluster: floe_repr::ClusterId,
     pub create_sql: String,
 }
 

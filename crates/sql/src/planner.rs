@@ -141,7 +141,7 @@ pub fn plan(
         Statement::AlterSource(s) => plan_alter(catalog, s, notices, |source, s, notices| {
             crate::postgres::plan_alter_source(catalog, source, s, notices)
         }),
-        Statement::Standard(s) => plan_standard(catalog, *s, notices),
+        Statement::Standard(s) => plan_standard(catalog, session, *s, notices),
         Statement::Subscribe(s) => crate::subscribe::plan_subscribe(catalog, session, s),
         Statement::Declare(_) | Statement::Fetch(_) | Statement::Close(_) => Err(
             PlanError::unsupported("cursors are not supported".to_string()),
@@ -1696,6 +1696,7 @@ fn plan_drop(
                 };
                 expect_kind(item, kind)?;
                 crate::postgres::check_droppable(catalog, item)?;
+                crate::index::check_not_constraint(catalog, item)?;
                 let dependents: Vec<GlobalId> = catalog
                     .dependents(item.id)
                     .into_iter()
@@ -1749,6 +1750,7 @@ fn cluster_users(catalog: &dyn PlanCatalog, cluster: floe_repr::ClusterId) -> Ve
 
 fn plan_standard(
     catalog: &dyn PlanCatalog,
+    session: &SessionContext,
     statement: sqlparser::ast::Statement,
     notices: &mut Vec<PlanNotice>,
 ) -> Result<Plan, PlanError> {
@@ -1763,7 +1765,7 @@ fn plan_standard(
                 reads,
             }))
         }
-        S::CreateTable(create) => crate::table::plan_create_table(catalog, create),
+        S::CreateTable(create) => crate::table::plan_create_table(catalog, session, create),
         S::AlterTable(alter) => crate::alter_table::plan_alter_table(catalog, alter, notices),
         S::CreateSchema {
             schema_name,

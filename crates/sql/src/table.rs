@@ -1,15 +1,22 @@
-//! `CREATE TABLE`: columns, types, nullability, defaults and the primary key.
+//! `CREATE TABLE`: columns, types, nullability, defaults, the primary key and
+//! `UNIQUE` constraints.
 
 use floe_repr::{ColumnType, RelationDesc, SqlScalarType, SqlState};
-use sqlparser::ast::{ColumnOption, CreateTable, Expr, TableConstraint};
+use sqlparser::ast::{
+    ColumnOption, CreateTable, Expr, Ident, IndexColumn, NullsDistinctOption, TableConstraint,
+    UniqueConstraint,
+};
 
-use crate::catalog::{PlanCatalog, TableDefinition};
+use crate::catalog::{PlanCatalog, QualifiedName, TableDefinition};
 use crate::error::PlanError;
-use crate::plan::{CreateTablePlan, Plan};
-use crate::planner::{create_name, exists_check, normalize_ident, qualified};
+use crate::plan::{CreateTablePlan, Plan, UniqueConstraintPlan};
+use crate::planner::{
+    SessionContext, create_name, exists_check, normalize_ident, qualified, resolve_cluster,
+};
 
 pub(crate) fn plan_create_table(
     catalog: &dyn PlanCatalog,
+    session: &SessionContext,
     create: CreateTable,
 ) -> Result<Plan, PlanError> {
     if create.query.is_some() {
@@ -34,6 +41,8 @@ pub(crate) fn plan_create_table(
     let mut columns: Vec<(String, ColumnType)> = Vec::new();
     let mut defaults = Vec::new();
     let mut primary_key: Option<Vec<usize>> = None;
+    // Each `UNIQUE` constraint: its name when the statement gave one, and its key.
+    let mut unique: Vec<(Option<Ident>, Vec<usize>)> = Vec::new();
     let set_primary_key = |key: Vec<usize>, primary_key: &mut Option<Vec<usize>>| {
         if primary_key.is_some() {
             return Err(PlanError::new(
@@ -67,6 +76,11 @@ pub(crate) fn plan_create_table(
                     nullable = false;
                     set_primary_key(vec![index], &mut primary_key)?;
                 }
+                ColumnOption::Unique(constraint) => {
+                    check_unique_constraint(constraint)?;
+                    let name = option.name.clone().or_else(|| constraint.name.clone());
+                    unique.push((name, vec![index]));
+                }
                 other => {
                     return Err(PlanError::unsupported(format!(
                         "column option {other} is not supported"
@@ -86,24 +100,16 @@ pub(crate) fn plan_create_table(
     for constraint in &create.constraints {
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
-                let mut key = Vec::new();
-                for index_column in &pk.columns {
-                    let Expr::Identifier(ident) = &index_column.column.expr else {
-                        return Err(PlanError::unsupported(
-                            "PRIMARY KEY on expressions is not supported",
-                        ));
-                    };
-                    let column_name = normalize_ident(ident);
-                    let Some(position) = columns.iter().position(|(n, _)| n == &column_name) else {
-                        return Err(PlanError::new(
-                            SqlState::UNDEFINED_COLUMN,
-                            format!("column \"{column_name}\" named in key does not exist"),
-                        ));
-                    };
-                    columns[position].1.nullable = false;
-                    key.push(position);
+                let key = key_columns(&columns, &pk.columns)?;
+                for position in &key {
+                    columns[*position].1.nullable = false;
                 }
                 set_primary_key(key, &mut primary_key)?;
+            }
+            TableConstraint::Unique(constraint) => {
+                check_unique_constraint(constraint)?;
+                let key = key_columns(&columns, &constraint.columns)?;
+                unique.push((constraint.name.clone(), key));
             }
             other => {
                 return Err(PlanError::unsupported(format!(
@@ -112,23 +118,207 @@ pub(crate) fn plan_create_table(
             }
         }
     }
+    let desc = RelationDesc {
+        columns,
+        unique_keys: primary_key.into_iter().collect(),
+    };
+    let (unique, of_clause) = distinct_keys(desc.unique_keys.first(), unique);
+    let constraints = unique_constraints(catalog, session, &name, &desc, unique)?;
+    let clause_names: Vec<Option<Ident>> = of_clause
+        .iter()
+        .map(|kept| {
+            kept.and_then(|position| constraints.get(position))
+                .map(|constraint| Ident::with_quote('"', constraint.name.item.clone()))
+        })
+        .collect();
     let mut create_sql_statement = create.clone();
     create_sql_statement.name = qualified(&name);
     create_sql_statement.if_not_exists = false;
+    name_unique_constraints(&mut create_sql_statement, clause_names);
     let create_sql = sqlparser::ast::Statement::CreateTable(create_sql_statement).to_string();
     Ok(Plan::CreateTable(CreateTablePlan {
         name,
         if_not_exists: create.if_not_exists,
         definition: TableDefinition {
-            desc: RelationDesc {
-                columns,
-                unique_keys: primary_key.into_iter().collect(),
-            },
+            desc,
             defaults,
             version: 0,
         },
         create_sql,
+        constraints,
     }))
+}
+
+/// PostgreSQL keeps one constraint for a key declared twice: a `UNIQUE` clause on
+/// the primary key's columns, or on those of an earlier clause (in the same
+/// order), adds none (an unnamed earlier one takes the later one's name). The
+/// constraints kept, and for each clause the position of its constraint among
+/// them (`None` for a clause that adds none).
+#[allow(clippy::type_complexity)]
+fn distinct_keys(
+    primary_key: Option<&Vec<usize>>,
+    clauses: Vec<(Option<Ident>, Vec<usize>)>,
+) -> (Vec<(Option<Ident>, Vec<usize>)>, Vec<Option<usize>>) {
+    let mut kept: Vec<(Option<Ident>, Vec<usize>)> = Vec::new();
+    let mut of_clause = Vec::new();
+    for (name, key) in clauses {
+        if primary_key == Some(&key) {
+            of_clause.push(None);
+            continue;
+        }
+        match kept.iter().position(|(_, earlier)| *earlier == key) {
+            Some(position) => {
+                if kept[position].0.is_none() {
+                    kept[position].0 = name;
+                }
+                of_clause.push(Some(position));
+            }
+            None => {
+                of_clause.push(Some(kept.len()));
+                kept.push((name, key));
+            }
+        }
+    }
+    (kept, of_clause)
+}
+
+/// Writes each `UNIQUE` clause's constraint name into the statement the table is
+/// kept as (`CONSTRAINT "t_a_key" UNIQUE`), so `SHOW CREATE TABLE` names the
+/// constraints it creates and `ALTER TABLE ... DROP CONSTRAINT` finds them. A
+/// clause that added no constraint of its own (`None`) is left out, as is all but
+/// the first of the clauses of one constraint. `names` are in the statement's
+/// order: column options, then table constraints.
+fn name_unique_constraints(create: &mut CreateTable, names: Vec<Option<Ident>>) {
+    let mut names = names.into_iter();
+    let mut written: Vec<Ident> = Vec::new();
+    let mut keep = |name: Option<Ident>| match name {
+        Some(name) if !written.contains(&name) => {
+            written.push(name.clone());
+            Some(name)
+        }
+        _ => None,
+    };
+    for column in &mut create.columns {
+        column.options.retain_mut(|option| {
+            let ColumnOption::Unique(constraint) = &mut option.option else {
+                return true;
+            };
+            constraint.name = None;
+            option.name = keep(names.next().flatten());
+            option.name.is_some()
+        });
+    }
+    create.constraints.retain_mut(|constraint| {
+        let TableConstraint::Unique(constraint) = constraint else {
+            return true;
+        };
+        constraint.name = keep(names.next().flatten());
+        constraint.name.is_some()
+    });
+}
+
+/// The positions of the columns a key names (`PRIMARY KEY (a, b)`, `UNIQUE (a)`).
+fn key_columns(
+    columns: &[(String, ColumnType)],
+    parts: &[IndexColumn],
+) -> Result<Vec<usize>, PlanError> {
+    let mut key = Vec::new();
+    for part in parts {
+        let Expr::Identifier(ident) = &part.column.expr else {
+            return Err(PlanError::unsupported(
+                "keys on expressions are not supported",
+            ));
+        };
+        let column_name = normalize_ident(ident);
+        let Some(position) = columns.iter().position(|(n, _)| n == &column_name) else {
+            return Err(PlanError::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column \"{column_name}\" named in key does not exist"),
+            ));
+        };
+        if key.contains(&position) {
+            return Err(PlanError::new(
+                SqlState::DUPLICATE_COLUMN,
+                format!("column \"{column_name}\" appears twice in unique constraint"),
+            ));
+        }
+        key.push(position);
+    }
+    Ok(key)
+}
+
+/// The forms of `UNIQUE` storage can check: NULLs distinct, checked at once.
+fn check_unique_constraint(constraint: &UniqueConstraint) -> Result<(), PlanError> {
+    if constraint.nulls_distinct == NullsDistinctOption::NotDistinct {
+        return Err(PlanError::unsupported(
+            "UNIQUE NULLS NOT DISTINCT is not supported",
+        ));
+    }
+    if constraint
+        .characteristics
+        .as_ref()
+        .is_some_and(|c| c.deferrable == Some(true) || c.initially.is_some())
+    {
+        return Err(PlanError::unsupported(
+            "deferrable UNIQUE constraints are not supported",
+        ));
+    }
+    Ok(())
+}
+
+/// Each `UNIQUE` constraint of a new table as the unique index it is kept as: named
+/// as given or as PostgreSQL names one (`<table>_<columns>_key`, a number added
+/// when the name is taken), on the session's cluster.
+fn unique_constraints(
+    catalog: &dyn PlanCatalog,
+    session: &SessionContext,
+    table: &QualifiedName,
+    desc: &RelationDesc,
+    unique: Vec<(Option<Ident>, Vec<usize>)>,
+) -> Result<Vec<UniqueConstraintPlan>, PlanError> {
+    if unique.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cluster = resolve_cluster(catalog, None, &session.cluster)?.id;
+    let mut names: Vec<String> = vec![table.item.clone()];
+    let mut constraints = Vec::new();
+    for (given, key) in unique {
+        let item = match given {
+            Some(ident) => {
+                let item = normalize_ident(&ident);
+                let like = QualifiedName {
+                    item: item.clone(),
+                    ..table.clone()
+                };
+                if names.contains(&item) || catalog.item_by_name(&like).is_some() {
+                    return Err(PlanError::new(
+                        SqlState::DUPLICATE_TABLE,
+                        format!("relation \"{item}\" already exists"),
+                    ));
+                }
+                item
+            }
+            None => {
+                let columns: Vec<&str> = key.iter().map(|c| desc.columns[*c].0.as_str()).collect();
+                let stem = format!("{}_{}_key", table.item, columns.join("_"));
+                crate::index::free_name(catalog, table, stem, &names)
+            }
+        };
+        names.push(item.clone());
+        let name = QualifiedName {
+            item,
+            ..table.clone()
+        };
+        let create_sql =
+            crate::index::create_sql(catalog, &name.item, true, None, table, desc, &key, None);
+        constraints.push(UniqueConstraintPlan {
+            name,
+            key,
+            cluster,
+            create_sql,
+        });
+    }
+    Ok(constraints)
 }
 
 /// Parses a type name as written in SQL (`int`, `numeric(10,2)`,

@@ -59,6 +59,7 @@ impl Coordinator {
             Plan::AlterSink(plan) => self.sequence_alter_sink(plan).await,
             Plan::CreateTable(plan) => self.sequence_create_table(plan).await,
             Plan::AlterTableAddColumn(plan) => self.sequence_alter_table_add_column(plan).await,
+            Plan::DropConstraint(plan) => self.sequence_drop_constraint(plan).await,
             Plan::CreateSource(plan) => self.sequence_create_source(plan).await,
             Plan::CreatePostgresSource(plan) => {
                 self.sequence_create_postgres_source(plan, notices).await

@@ -1,7 +1,9 @@
 //! CREATE TABLE and ALTER TABLE ... ADD COLUMN.
 
-use floe_catalog::Op;
-use floe_sql::catalog::ItemDefinition;
+use floe_catalog::{NewItem, Op};
+use floe_sql::catalog::PlanCatalog;
+use floe_sql::catalog::{IndexDefinition, ItemDefinition};
+use floe_sql::constraint::DropConstraintPlan;
 use floe_sql::plan::{AlterTableAddColumnPlan, CreateTablePlan};
 
 use super::command;
@@ -9,20 +11,45 @@ use crate::coordinator::{Coordinator, ExecuteResponse};
 use crate::error::AdapterError;
 
 impl Coordinator {
-    /// The catalog entry first; the diff then creates the table's log (and
-    /// start-up creates it again if a crash came in between).
+    /// The catalog entries first, the table and the index of each `UNIQUE`
+    /// constraint in one transaction; the diff then creates the table's log and
+    /// gives storage its unique indexes (start-up does both again if a crash
+    /// came in between).
     pub(super) async fn sequence_create_table(
         &self,
         plan: CreateTablePlan,
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
-        self.create_item(
-            &mut catalog,
-            plan.name,
-            ItemDefinition::Table(plan.definition),
-            plan.create_sql,
-            Vec::new(),
-        )?;
+        let mut ids = catalog.reserve_item_ids(1 + plan.constraints.len())?;
+        if ids.len() != 1 + plan.constraints.len() {
+            return Err(AdapterError::Internal(
+                "too few item ids were reserved".into(),
+            ));
+        }
+        let table = ids.remove(0);
+        let mut ops = vec![Op::CreateItem(NewItem {
+            id: table,
+            name: plan.name,
+            definition: ItemDefinition::Table(plan.definition),
+            create_sql: plan.create_sql,
+            secrets: Vec::new(),
+        })];
+        for (constraint, id) in plan.constraints.into_iter().zip(ids) {
+            ops.push(Op::CreateItem(NewItem {
+                id,
+                name: constraint.name,
+                definition: ItemDefinition::Index(IndexDefinition {
+                    on: table,
+                    key: constraint.key,
+                    unique: true,
+                    cluster: constraint.cluster,
+                    constraint: true,
+                }),
+                create_sql: constraint.create_sql,
+                secrets: Vec::new(),
+            }));
+        }
+        self.catalog_transact(&mut catalog, ops)?;
         command("CREATE TABLE")
     }
 
@@ -44,6 +71,33 @@ impl Coordinator {
                 definition: ItemDefinition::Table(plan.definition),
                 create_sql: plan.create_sql,
             }],
+        )?;
+        command("ALTER TABLE")
+    }
+
+    /// The constraint's index goes (storage stops checking it, from the diff) and
+    /// the table keeps its definition with a statement that no longer names it.
+    pub(super) async fn sequence_drop_constraint(
+        &self,
+        plan: DropConstraintPlan,
+    ) -> Result<ExecuteResponse, AdapterError> {
+        let mut catalog = self.catalog.lock().await;
+        let Some(table) = catalog.state().item(plan.table).cloned() else {
+            return Err(AdapterError::Internal(format!(
+                "table {} is gone",
+                plan.table
+            )));
+        };
+        self.catalog_transact(
+            &mut catalog,
+            vec![
+                Op::DropItem(plan.index),
+                Op::UpdateItem {
+                    id: plan.table,
+                    definition: table.definition,
+                    create_sql: plan.create_sql,
+                },
+            ],
         )?;
         command("ALTER TABLE")
     }

@@ -338,6 +338,17 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
                 key: vec![2, 0],
                 unique: true,
                 cluster: ClusterId::User(1),
+                constraint: false,
+            }),
+        ),
+        (
+            "unique_constraint",
+            ItemDefinition::Index(IndexDefinition {
+                on: GlobalId::User(3),
+                key: vec![1],
+                unique: true,
+                cluster: ClusterId::User(1),
+                constraint: true,
             }),
         ),
     ]

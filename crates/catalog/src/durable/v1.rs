@@ -39,6 +39,10 @@ pub(crate) struct IndexDefinition {
     key: Vec<usize>,
     unique: bool,
     cluster: Id,
+    /// Joined format 1 with `UNIQUE` constraints: absent (and not written) for an
+    /// index created by `CREATE INDEX`, so earlier rows keep their shape.
+    #[serde(default, skip_serializing_if = "is_false")]
+    constraint: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,6 +257,10 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RelationDesc {
     columns: Vec<(String, ColumnType)>,
@@ -381,6 +389,7 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
                 key: i.key.clone(),
                 unique: i.unique,
                 cluster: i.cluster.into(),
+                constraint: i.constraint,
             }),
         }
     }
@@ -615,6 +624,7 @@ impl From<ItemDefinition> for plan::ItemDefinition {
                 key: i.key,
                 unique: i.unique,
                 cluster: i.cluster.cluster(),
+                constraint: i.constraint,
             }),
         }
     }
