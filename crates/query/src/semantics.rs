@@ -8,6 +8,9 @@
 //! - Integer `+ - * / %` and negation fail on overflow and keep the wider
 //!   operand's type.
 //! - `x NOT IN (subquery)` keeps three-valued logic.
+//! - A string literal compared with a value of another type is read as that
+//!   type, as Postgres types an unknown-typed literal (`'1' = ANY (SELECT
+//!   int)`; `'x' = 1` fails reading "x" as an integer).
 //! - `pg_typeof(x)` becomes the name of `x`'s type.
 //!
 //! Subqueries are rewritten with their outer query's columns in scope.
@@ -19,7 +22,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
-    BinaryExpr, Exists, GetFieldAccess, InSubquery, SetComparison, SetQuantifier,
+    BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{
@@ -199,6 +202,7 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             negated,
         }) => {
             let subquery = rewrite_subquery(subquery, schema)?;
+            let expr = Box::new(typed_literal(*expr, subquery_field(&subquery), schema)?);
             Ok(Transformed::yes(if negated {
                 not_in(*expr, subquery)
             } else {
@@ -216,6 +220,15 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (_, left_field) = left.to_field(schema)?;
             let (_, right_field) = right.to_field(schema)?;
+            if is_comparison(op) && (is_string_literal(&left) != is_string_literal(&right)) {
+                let left = typed_literal(*left, Some(&right_field), schema)?;
+                let right = typed_literal(*right, Some(&left_field), schema)?;
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(left),
+                    op,
+                    Box::new(right),
+                ))));
+            }
             if is_integer(left_field.data_type())
                 && is_integer(right_field.data_type())
                 && let Some(expr) = integer_op(op, (*left).clone(), (*right).clone())
@@ -228,6 +241,7 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
                 right,
             })))
         }
+        Expr::InList(in_list) => typed_in_list(in_list, schema),
         Expr::Negative(operand) => {
             let (_, field) = operand.to_field(schema)?;
             if is_integer(field.data_type()) {
@@ -241,12 +255,16 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             subquery,
             op,
             quantifier,
-        }) => Ok(Transformed::yes(Expr::SetComparison(SetComparison {
-            expr,
-            subquery: rewrite_subquery(subquery, schema)?,
-            op,
-            quantifier,
-        }))),
+        }) => {
+            let subquery = rewrite_subquery(subquery, schema)?;
+            let expr = typed_literal(*expr, subquery_field(&subquery), schema)?;
+            Ok(Transformed::yes(Expr::SetComparison(SetComparison {
+                expr: Box::new(expr),
+                subquery,
+                op,
+                quantifier,
+            })))
+        }
         Expr::Cast(Cast { expr, field }) => rewrite_cast(*expr, field.data_type(), &field, schema),
         Expr::TryCast(TryCast { expr, field }) => {
             rewrite_cast(*expr, field.data_type(), &field, schema)
@@ -266,6 +284,92 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         }
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// `x IN (a, b, ...)` with its string literals read as the type of its first
+/// operand that is not one, as Postgres resolves the unknown-typed literals of
+/// an `IN` list.
+fn typed_in_list(in_list: InList, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let anchor = std::iter::once(in_list.expr.as_ref())
+        .chain(in_list.list.iter())
+        .find(|operand| !is_string_literal(operand));
+    let Some(anchor) = anchor else {
+        return Ok(Transformed::no(Expr::InList(in_list)));
+    };
+    let (_, field) = anchor.to_field(schema)?;
+    let InList {
+        expr,
+        list,
+        negated,
+    } = in_list;
+    let expr = typed_literal(*expr, Some(&field), schema)?;
+    let list = list
+        .into_iter()
+        .map(|item| typed_literal(item, Some(&field), schema))
+        .collect::<DfResult<Vec<Expr>>>()?;
+    Ok(Transformed::yes(Expr::InList(InList::new(
+        Box::new(expr),
+        list,
+        negated,
+    ))))
+}
+
+/// The first column of a subquery's result.
+fn subquery_field(subquery: &Subquery) -> Option<&datafusion::arrow::datatypes::Field> {
+    let schema = subquery.subquery.schema();
+    (schema.fields().len() == 1).then(|| schema.field(0).as_ref())
+}
+
+fn is_comparison(op: Operator) -> bool {
+    use Operator as O;
+    matches!(
+        op,
+        O::Eq
+            | O::NotEq
+            | O::Lt
+            | O::LtEq
+            | O::Gt
+            | O::GtEq
+            | O::IsDistinctFrom
+            | O::IsNotDistinctFrom
+    )
+}
+
+/// A string literal (an unknown-typed literal, to Postgres).
+fn is_string_literal(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::Literal(
+            ScalarValue::Utf8(Some(_))
+                | ScalarValue::LargeUtf8(Some(_))
+                | ScalarValue::Utf8View(Some(_)),
+            _
+        )
+    )
+}
+
+/// `expr` read as a value of `to`'s type when it is a string literal compared
+/// with a value of another type (not a string, not NULL), as Postgres resolves
+/// an unknown-typed literal: floe's cast then reads it (with Postgres' errors)
+/// instead of DataFusion's coercion, which refuses strings against numbers in
+/// `ANY`/`ALL` and words its cast errors its own way.
+fn typed_literal(
+    expr: Expr,
+    to: Option<&datafusion::arrow::datatypes::Field>,
+    schema: &DFSchema,
+) -> DfResult<Expr> {
+    let Some(to) = to else {
+        return Ok(expr);
+    };
+    let to_type = to.data_type();
+    let string = matches!(
+        to_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
+    );
+    if string || !is_string_literal(&expr) {
+        return Ok(expr);
+    }
+    Ok(rewrite_cast(expr, to_type, to, schema)?.data)
 }
 
 /// A `sum` of integers (an aggregate or a window function) as a sum of
