@@ -192,13 +192,26 @@ fn arrow(error: &ArrowError) -> QueryError {
         ArrowError::CastError(m) | ArrowError::ParseError(m) => {
             QueryError::new(SqlState::INVALID_TEXT_REPRESENTATION, lowercase_first(m))
         }
-        ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => {
-            QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, lowercase_first(m))
-        }
+        ArrowError::ComputeError(m) | ArrowError::ArithmeticOverflow(m) => QueryError::new(
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            out_of_range_message(m),
+        ),
         other => QueryError::new(
             SqlState::DATA_EXCEPTION,
             lowercase_first(&other.to_string()),
         ),
+    }
+}
+
+/// Postgres' words for an arithmetic overflow Arrow reports: DataFusion's `abs`
+/// of the most negative integer says `Int32Array overflow on abs(...)`.
+fn out_of_range_message(message: &str) -> String {
+    let lower = message.to_lowercase();
+    match between(&lower, "", "array overflow on abs") {
+        Some("int16") => "smallint out of range".into(),
+        Some("int32") => "integer out of range".into(),
+        Some("int64") => "bigint out of range".into(),
+        _ => lowercase_first(message),
     }
 }
 

@@ -234,6 +234,19 @@ impl VisitorMut for Rewriter {
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         crate::srf::unnest_record_function(expr);
         name_field_access(expr);
+        if let Some(rewritten) = postgres_form(expr) {
+            *expr = rewritten;
+        }
+        if let Expr::AtTimeZone {
+            timestamp,
+            time_zone,
+        } = expr
+        {
+            // Postgres' `timezone(zone, value)`, which turns a timestamptz into
+            // a timestamp and back; DataFusion plans a cast keeping the type.
+            let args = vec![time_zone.as_ref().clone(), timestamp.as_ref().clone()];
+            *expr = function_call(crate::functions::datetime::TIMEZONE, args);
+        }
         if let Expr::Value(value) = expr
             && let Value::Number(digits, _) = &value.value
             && let Some(typed) = typed_integer(digits)
@@ -353,6 +366,139 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
+/// Postgres' operators and functions DataFusion's SQL planner lacks, in terms of
+/// what it has: `~x` (bitwise not, `-x - 1` in two's complement), `|/ x`, `||/ x`,
+/// `@ x`, `mod(a, b)` (`%`), `div(a, b)` (the truncated numeric quotient),
+/// `substring(text FROM 'pattern')` (a regular expression match; a position
+/// is a number), `array_remove` and `array_replace` (of every equal element),
+/// `floor`, `ceil`/`ceiling` and `round` of one argument (floe's, typed as
+/// Postgres types them) and `atan2` (of doubles).
+fn postgres_form(expr: &Expr) -> Option<Expr> {
+    use sqlparser::ast::{BinaryOperator, UnaryOperator};
+    let nested = |e: Expr| Expr::Nested(Box::new(e));
+    match expr {
+        Expr::UnaryOp { op, expr: operand } => {
+            let operand = nested(operand.as_ref().clone());
+            match op {
+                UnaryOperator::BitwiseNot => Some(nested(Expr::BinaryOp {
+                    left: Box::new(Expr::UnaryOp {
+                        op: UnaryOperator::Minus,
+                        expr: Box::new(operand),
+                    }),
+                    op: BinaryOperator::Minus,
+                    right: Box::new(Expr::value(Value::Number("1".into(), false))),
+                })),
+                UnaryOperator::PGSquareRoot => Some(function_call("sqrt", vec![operand])),
+                UnaryOperator::PGCubeRoot => Some(function_call("cbrt", vec![operand])),
+                UnaryOperator::PGAbs => Some(function_call("abs", vec![operand])),
+                _ => None,
+            }
+        }
+        Expr::Substring {
+            expr: operand,
+            substring_from: Some(pattern),
+            substring_for: None,
+            ..
+        } if matches!(
+            pattern.as_ref(),
+            Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_))
+        ) =>
+        {
+            Some(function_call(
+                crate::functions::text::SUBSTRING_MATCH,
+                vec![operand.as_ref().clone(), pattern.as_ref().clone()],
+            ))
+        }
+        // `floor(x)` and `ceil(x)` parse as their own expressions.
+        Expr::Floor {
+            expr: operand,
+            field:
+                sqlparser::ast::CeilFloorKind::DateTimeField(sqlparser::ast::DateTimeField::NoDateTime),
+        } => Some(function_call(
+            crate::functions::math::FLOOR,
+            vec![operand.as_ref().clone()],
+        )),
+        Expr::Ceil {
+            expr: operand,
+            field:
+                sqlparser::ast::CeilFloorKind::DateTimeField(sqlparser::ast::DateTimeField::NoDateTime),
+        } => Some(function_call(
+            crate::functions::math::CEIL,
+            vec![operand.as_ref().clone()],
+        )),
+        Expr::Function(function) if function.over.is_none() => {
+            let name = naming::normalize(function.name.0.last()?.as_ident()?);
+            // Postgres' array_remove and array_replace act on every element
+            // equal to the value; DataFusion's of those names on the first.
+            if let Some(every) = match name.as_str() {
+                "array_remove" => Some("array_remove_all"),
+                "array_replace" => Some("array_replace_all"),
+                // Typed as Postgres types them (see `functions::math`).
+                "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
+                "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
+                "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
+                _ => None,
+            } {
+                let mut renamed = function.clone();
+                renamed.name =
+                    sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(every)]);
+                return Some(Expr::Function(renamed));
+            }
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            let [
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(left)),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(right)),
+            ] = list.args.as_slice()
+            else {
+                return None;
+            };
+            let numeric = |e: &Expr| Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(nested(e.clone())),
+                data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+                array: false,
+                format: None,
+            };
+            let double = |e: &Expr| Expr::Cast {
+                kind: CastKind::Cast,
+                expr: Box::new(nested(e.clone())),
+                data_type: DataType::DoublePrecision,
+                array: false,
+                format: None,
+            };
+            match name.as_str() {
+                // In double precision, as Postgres' only atan2.
+                "atan2" => Some(function_call("atan2", vec![double(left), double(right)])),
+                "mod" => Some(nested(Expr::BinaryOp {
+                    left: Box::new(nested(left.clone())),
+                    op: BinaryOperator::Modulo,
+                    right: Box::new(nested(right.clone())),
+                })),
+                "div" => Some(function_call(
+                    "trunc",
+                    vec![Expr::BinaryOp {
+                        left: Box::new(numeric(left)),
+                        op: BinaryOperator::Divide,
+                        right: Box::new(numeric(right)),
+                    }],
+                )),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// How many arguments a call lists.
+fn list_len(function: &sqlparser::ast::Function) -> usize {
+    match &function.args {
+        FunctionArguments::List(list) => list.args.len(),
+        _ => 0,
+    }
+}
+
 /// Aggregates Postgres has and DataFusion lacks, in terms of DataFusion's:
 /// `jsonb_agg(x)` collects each value's document (`to_jsonb(x)`) with `array_agg`
 /// (which keeps NULLs and orders by the call's `ORDER BY`) and reads the list's
@@ -402,6 +548,7 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
             ))
         }
         "every" => Some(Expr::Function(renamed(function, "bool_and"))),
+        "variance" => Some(Expr::Function(renamed(function, "var_samp"))),
         _ => None,
     }
 }

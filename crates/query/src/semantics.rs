@@ -505,6 +505,14 @@ fn widens(from: &DataType, to: &DataType) -> bool {
 pub struct PgOperatorPlanner;
 
 impl ExprPlanner for PgOperatorPlanner {
+    /// `extract(field FROM value)`: a numeric, as Postgres 14 and later
+    /// answer it (DataFusion's is `date_part`, a double or an integer).
+    fn plan_extract(&self, args: Vec<Expr>) -> DfResult<PlannerResult<Vec<Expr>>> {
+        let call = functions::call(functions::datetime::EXTRACT, args)
+            .map_err(crate::QueryError::into_datafusion)?;
+        Ok(PlannerResult::Planned(call))
+    }
+
     fn plan_binary_op(
         &self,
         expr: RawBinaryExpr,
@@ -518,11 +526,27 @@ impl ExprPlanner for PgOperatorPlanner {
             .right
             .to_field(schema)
             .map(|(_, f)| functions::sql_type(&f));
+        use sqlparser::ast::BinaryOperator as B;
+        match expr.op {
+            // `^`: a power of doubles, or of numerics when one operand is one.
+            B::PGExp => return power(expr, &left, &right),
+            // `#`: bitwise exclusive or.
+            B::PGBitwiseXor => {
+                return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(expr.left),
+                    Operator::BitwiseXor,
+                    Box::new(expr.right),
+                ))));
+            }
+            _ => {}
+        }
+        if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
+            return Ok(PlannerResult::Planned(call));
+        }
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
         if !is_jsonb(&left) && !is_jsonb(&right) {
             return Ok(PlannerResult::Original(expr));
         }
-        use sqlparser::ast::BinaryOperator as B;
         // jsonb against jsonb or text (a quoted literal is a document).
         let document = |t: &DfResult<SqlScalarType>| {
             matches!(t, Ok(SqlScalarType::Jsonb | SqlScalarType::Text))
@@ -552,7 +576,13 @@ impl ExprPlanner for PgOperatorPlanner {
             B::Question if is_jsonb(&left) => "floe_jsonb_exists",
             B::QuestionPipe if is_jsonb(&left) => "floe_jsonb_exists_any",
             B::QuestionAnd if is_jsonb(&left) => "floe_jsonb_exists_all",
-            B::StringConcat if is_jsonb(&left) && is_jsonb(&right) => "floe_jsonb_concat",
+            // A quoted literal beside a document is one (an unknown-typed literal).
+            B::StringConcat
+                if (is_jsonb(&left) || is_string_literal(&expr.left))
+                    && (is_jsonb(&right) || is_string_literal(&expr.right)) =>
+            {
+                "floe_jsonb_concat"
+            }
             B::Minus if is_jsonb(&left) => "floe_jsonb_delete",
             B::HashMinus if is_jsonb(&left) => "floe_jsonb_delete_path",
             _ => return Ok(PlannerResult::Original(expr)),
@@ -591,6 +621,73 @@ impl ExprPlanner for PgOperatorPlanner {
             })),
         }
     }
+}
+
+/// `left ^ right` as Postgres computes it: floe's power of doubles (with
+/// Postgres' errors), or DataFusion's `power` of numerics when either operand
+/// is a numeric.
+fn power(
+    expr: RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> DfResult<PlannerResult<RawBinaryExpr>> {
+    let numeric = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Numeric { .. }));
+    if numeric(left) || numeric(right) {
+        return Ok(PlannerResult::Planned(Expr::ScalarFunction(
+            datafusion::logical_expr::expr::ScalarFunction::new_udf(
+                datafusion::functions::math::power(),
+                vec![expr.left, expr.right],
+            ),
+        )));
+    }
+    let double = |side: Expr| Expr::Cast(Cast::new(Box::new(side), DataType::Float64));
+    let call = functions::call(
+        functions::math::POWER,
+        vec![double(expr.left), double(expr.right)],
+    )
+    .map_err(crate::QueryError::into_datafusion)?;
+    Ok(PlannerResult::Planned(call))
+}
+
+/// `interval * number`, `number * interval` and `interval / number` as
+/// floe's functions of the interval and the number (DataFusion has no
+/// arithmetic of intervals and numbers).
+fn interval_arithmetic(
+    expr: &RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> DfResult<Option<Expr>> {
+    use functions::datetime::{INTERVAL_DIVIDE, INTERVAL_MULTIPLY};
+    use sqlparser::ast::BinaryOperator as B;
+    let interval = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Interval));
+    let number = |t: &DfResult<SqlScalarType>| {
+        matches!(
+            t,
+            Ok(SqlScalarType::Int16
+                | SqlScalarType::Int32
+                | SqlScalarType::Int64
+                | SqlScalarType::Float32
+                | SqlScalarType::Float64
+                | SqlScalarType::Numeric { .. })
+        )
+    };
+    let (name, args) = match expr.op {
+        B::Multiply if interval(left) && number(right) => (
+            INTERVAL_MULTIPLY,
+            vec![expr.left.clone(), expr.right.clone()],
+        ),
+        B::Multiply if number(left) && interval(right) => (
+            INTERVAL_MULTIPLY,
+            vec![expr.right.clone(), expr.left.clone()],
+        ),
+        B::Divide if interval(left) && number(right) => {
+            (INTERVAL_DIVIDE, vec![expr.left.clone(), expr.right.clone()])
+        }
+        _ => return Ok(None),
+    };
+    functions::call(name, args)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
 }
 
 /// How two documents compare under `op`: equality by their keys (which

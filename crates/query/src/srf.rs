@@ -10,6 +10,9 @@
 //!   unnested.
 //! - With integer arguments `generate_series` returns `integer`, as in
 //!   Postgres (DataFusion's returns `bigint`).
+//! - `jsonb_array_elements[_text]`, `jsonb_object_keys`, `jsonb_each[_text]`
+//!   and `regexp_split_to_table` are unnested lists of floe's list functions
+//!   ([`LIST_FUNCTIONS`]), named as Postgres names their columns.
 
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Query, SelectItem,
@@ -18,11 +21,51 @@ use sqlparser::ast::{
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
+use crate::functions::jsonb;
 use crate::naming::normalize;
 
 /// The set-returning functions floe knows, by the name Postgres uses.
 const GENERATE_SERIES: &str = "generate_series";
 const UNNEST: &str = "unnest";
+
+/// The set-returning functions that are a list function's unnested list: each
+/// with its list function and, in `FROM`, its column's name (`None`: named after
+/// the relation, as a function returning a scalar is).
+const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
+    ("jsonb_array_elements", jsonb::ARRAY_ELEMENTS, Some("value")),
+    (
+        "jsonb_array_elements_text",
+        jsonb::ARRAY_ELEMENTS_TEXT,
+        Some("value"),
+    ),
+    ("jsonb_object_keys", jsonb::OBJECT_KEYS, None),
+    (
+        "regexp_split_to_table",
+        crate::functions::text::REGEXP_SPLIT,
+        None,
+    ),
+];
+
+/// The list functions whose items are documents: unnesting a list drops its
+/// items' jsonb type (carried in the item field's metadata), so each unnested
+/// item is read as jsonb again.
+const DOCUMENT_LISTS: &[&str] = &[jsonb::ARRAY_ELEMENTS, jsonb::EACH_VALUES];
+
+/// `unnest(list(args))`, its items read as jsonb when they are documents.
+fn unnested(list: &str, arguments: &str) -> String {
+    if DOCUMENT_LISTS.contains(&list) {
+        format!("CAST(unnest({list}({arguments})) AS jsonb)")
+    } else {
+        format!("unnest({list}({arguments}))")
+    }
+}
+
+/// The set-returning functions of two columns, `key` and `value`: the list
+/// functions of each column.
+const KEY_VALUE_FUNCTIONS: &[(&str, &str, &str)] = &[
+    ("jsonb_each", jsonb::EACH_KEYS, jsonb::EACH_VALUES),
+    ("jsonb_each_text", jsonb::EACH_KEYS, jsonb::EACH_TEXT_VALUES),
+];
 
 /// The alias of the call inside the derived table (a private-use character,
 /// which no client writes), marking it as already rewritten.
@@ -56,6 +99,9 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
     };
     if function == UNNEST {
         return unnest_table(args, alias.as_ref());
+    }
+    if let Some(factor) = list_function_table(&function, args, alias.as_ref()) {
+        return Some(factor);
     }
     // The rewritten call itself carries the inner alias: left as it is.
     if function != GENERATE_SERIES || alias.as_ref().is_some_and(|a| a.name.value == INNER_ALIAS) {
@@ -100,6 +146,46 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         quoted(&column),
         arguments.join(", ")
     );
+    derived(&sql, relation)
+}
+
+/// `FROM f(args) [AS alias [(columns)]]` of a function of [`LIST_FUNCTIONS`] or
+/// [`KEY_VALUE_FUNCTIONS`]: a derived table of its unnested lists, its columns
+/// named as Postgres names them (after the alias' column list, else the
+/// function's output names, else the relation).
+fn list_function_table(
+    function: &str,
+    args: &sqlparser::ast::TableFunctionArgs,
+    alias: Option<&TableAlias>,
+) -> Option<TableFactor> {
+    let arguments: Vec<String> = args.args.iter().map(|a| a.to_string()).collect();
+    let arguments = arguments.join(", ");
+    let relation = alias
+        .map(|a| a.name.clone())
+        .unwrap_or_else(|| Ident::new(function));
+    let column = |index: usize, default: &str| {
+        alias
+            .and_then(|a| a.columns.get(index))
+            .map(|c| quoted(&c.name))
+            .unwrap_or_else(|| format!("\"{default}\""))
+    };
+    let sql = if let Some((_, list, name)) = LIST_FUNCTIONS.iter().find(|f| f.0 == function) {
+        let default = name.map_or_else(|| normalize(&relation), str::to_string);
+        format!(
+            "SELECT {} AS {}",
+            unnested(list, &arguments),
+            column(0, &default)
+        )
+    } else {
+        let (_, keys, values) = KEY_VALUE_FUNCTIONS.iter().find(|f| f.0 == function)?;
+        format!(
+            "SELECT {} AS {}, {} AS {}",
+            unnested(keys, &arguments),
+            column(0, "key"),
+            unnested(values, &arguments),
+            column(1, "value")
+        )
+    };
     derived(&sql, relation)
 }
 
@@ -211,7 +297,27 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
         let Some(name) = single_unquoted(&function.name) else {
             continue;
         };
-        if name != GENERATE_SERIES || function.over.is_some() {
+        if function.over.is_some() {
+            continue;
+        }
+        if let Some((_, list, _)) = LIST_FUNCTIONS.iter().find(|f| f.0 == name) {
+            let mut call = function.clone();
+            call.name = ObjectName::from(vec![Ident::new(*list)]);
+            let unnested = crate::rewrite::function_call(UNNEST, vec![Expr::Function(call)]);
+            *expr = if DOCUMENT_LISTS.contains(list) {
+                Expr::Cast {
+                    kind: sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(unnested),
+                    data_type: sqlparser::ast::DataType::JSONB,
+                    array: false,
+                    format: None,
+                }
+            } else {
+                unnested
+            };
+            continue;
+        }
+        if name != GENERATE_SERIES {
             continue;
         }
         let int4 = match &function.args {

@@ -25,6 +25,7 @@ impl SqlState {
     pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
     pub const INVALID_ARGUMENT_FOR_LOGARITHM: SqlState = SqlState("2201E");
     pub const INVALID_ARGUMENT_FOR_POWER_FUNCTION: SqlState = SqlState("2201F");
+    pub const INVALID_ARGUMENT_FOR_WIDTH_BUCKET: SqlState = SqlState("2201G");
     pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: SqlState = SqlState("2201W");
     pub const ARRAY_SUBSCRIPT_ERROR: SqlState = SqlState("2202E");
     pub const INVALID_REGULAR_EXPRESSION: SqlState = SqlState("2201B");

@@ -549,9 +549,102 @@ fn path_steps(datum: &Datum) -> Result<Vec<Option<String>>, QueryError> {
     text_items(datum)
 }
 
-pub(super) fn functions() -> Vec<ScalarUDF> {
+/// The list functions behind the set-returning `jsonb_array_elements`,
+/// `jsonb_array_elements_text`, `jsonb_object_keys`, `jsonb_each` and
+/// `jsonb_each_text` (`crate::srf` unnests them).
+pub const ARRAY_ELEMENTS: &str = "floe_jsonb_array_elements";
+pub const ARRAY_ELEMENTS_TEXT: &str = "floe_jsonb_array_elements_text";
+pub const OBJECT_KEYS: &str = "floe_jsonb_object_keys";
+pub const EACH_KEYS: &str = "floe_jsonb_each_keys";
+pub const EACH_VALUES: &str = "floe_jsonb_each_values";
+pub const EACH_TEXT_VALUES: &str = "floe_jsonb_each_text_values";
+
+fn jsonb_list_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Jsonb),
+    })
+}
+
+fn text_list_type(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Text),
+    })
+}
+
+/// An array's elements, each as `render` shows it; Postgres' error for any
+/// other document.
+fn elements(datum: &Datum, render: fn(&Json) -> Datum) -> Result<Datum, QueryError> {
+    match document(datum)? {
+        Json::Array(items) => Ok(Datum::List(items.iter().map(render).collect())),
+        Json::Object(_) => Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "cannot extract elements from an object",
+        )),
+        _ => Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "cannot extract elements from a scalar",
+        )),
+    }
+}
+
+/// An object's fields, in the order floe prints them; Postgres' error (naming
+/// the set-returning function called) for any other document.
+fn fields(datum: &Datum, function: &str) -> Result<BTreeMap<String, Json>, QueryError> {
+    match document(datum)? {
+        Json::Object(fields) => Ok(fields),
+        Json::Array(_) if function == "jsonb_object_keys" => Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "cannot call jsonb_object_keys on an array",
+        )),
+        _ if function == "jsonb_object_keys" => Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "cannot call jsonb_object_keys on a scalar",
+        )),
+        _ => Err(QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("cannot call {function} on a non-object"),
+        )),
+    }
+}
+
+fn list_functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
     vec![
+        RowFunction::new(ARRAY_ELEMENTS, immutable, jsonb_list_type, |row, _| {
+            elements(arg(row, 0), jsonb)
+        })
+        .udf(),
+        RowFunction::new(ARRAY_ELEMENTS_TEXT, immutable, text_list_type, |row, _| {
+            elements(arg(row, 0), as_text)
+        })
+        .udf(),
+        RowFunction::new(OBJECT_KEYS, immutable, text_list_type, |row, _| {
+            let keys = fields(arg(row, 0), "jsonb_object_keys")?.into_keys();
+            Ok(Datum::List(keys.map(Datum::Text).collect()))
+        })
+        .udf(),
+        RowFunction::new(EACH_KEYS, immutable, text_list_type, |row, _| {
+            let keys = fields(arg(row, 0), "jsonb_each")?.into_keys();
+            Ok(Datum::List(keys.map(Datum::Text).collect()))
+        })
+        .udf(),
+        RowFunction::new(EACH_VALUES, immutable, jsonb_list_type, |row, _| {
+            let values = fields(arg(row, 0), "jsonb_each")?;
+            Ok(Datum::List(values.values().map(jsonb).collect()))
+        })
+        .udf(),
+        RowFunction::new(EACH_TEXT_VALUES, immutable, text_list_type, |row, _| {
+            let values = fields(arg(row, 0), "jsonb_each_text")?;
+            Ok(Datum::List(values.values().map(as_text).collect()))
+        })
+        .udf(),
+    ]
+}
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    let mut functions = list_functions();
+    functions.extend(vec![
         RowFunction::new("floe_jsonb_get", immutable, jsonb_type, |row, _| {
             Ok(get(&document(arg(row, 0))?, arg(row, 1)).map_or(Datum::Null, jsonb))
         })
@@ -744,7 +837,8 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             },
         )
         .udf(),
-    ]
+    ]);
+    functions
 }
 
 /// An item of a list of documents: SQL NULL is JSON null.

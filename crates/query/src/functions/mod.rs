@@ -9,13 +9,16 @@
 pub mod arithmetic;
 mod array;
 mod cast;
+pub mod datetime;
 pub mod distinct;
 mod integer_result;
 pub mod jsonb;
 mod jsonb_order;
+pub mod math;
 pub mod single;
 pub mod sum;
 pub(crate) mod system;
+pub mod text;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -45,6 +48,9 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(jsonb::functions())
         .chain(system::functions())
         .chain(array::functions())
+        .chain(datetime::functions())
+        .chain(text::functions())
+        .chain(math::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });

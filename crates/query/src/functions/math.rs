@@ -1,0 +1,289 @@
+//! Postgres' numeric functions DataFusion lacks or computes its own way: `sign`,
+//! `width_bucket`, `^` of doubles with Postgres' errors ([`POWER`]), and
+//! `floor`, `ceil` and `round` ([`FLOOR`], [`CEIL`], [`ROUND`]): of a numeric an
+//! exact numeric (DataFusion's answer a double), of anything else a double,
+//! `round` of a double to even (as C's `rint`; DataFusion's rounds half away
+//! from zero). `crate::rewrite` calls these for Postgres' names, so the SQL
+//! planner types the call as Postgres does.
+//! (`mod` and `div` are rewritten into `%` and a truncated division, which
+//! already have Postgres' semantics; see `crate::rewrite`.)
+
+use datafusion::logical_expr::{ScalarUDF, Volatility};
+use floe_repr::{Datum, SqlScalarType, SqlState};
+
+use super::{Arguments, RowFunction, expect_arguments};
+use crate::error::QueryError;
+
+/// `x ^ y` of doubles: Postgres' errors where DataFusion's `power` answers NaN
+/// or infinity.
+pub const POWER: &str = "floe_power";
+
+pub const FLOOR: &str = "floe_floor";
+pub const CEIL: &str = "floe_ceil";
+pub const ROUND: &str = "floe_round";
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    vec![
+        RowFunction::new(FLOOR, immutable, integral_result, |row, _| match &row[0] {
+            Datum::Numeric(text) => Ok(integral(text, Direction::Down)),
+            other => Ok(Datum::Float64(number(other)?.floor())),
+        })
+        .udf(),
+        RowFunction::new(CEIL, immutable, integral_result, |row, _| match &row[0] {
+            Datum::Numeric(text) => Ok(integral(text, Direction::Up)),
+            other => Ok(Datum::Float64(number(other)?.ceil())),
+        })
+        .udf(),
+        RowFunction::new(ROUND, immutable, integral_result, |row, _| match &row[0] {
+            Datum::Numeric(text) => Ok(integral(text, Direction::Nearest)),
+            other => Ok(Datum::Float64(number(other)?.round_ties_even())),
+        })
+        .udf(),
+        RowFunction::new(POWER, immutable, power_result, |row, _| {
+            power(number(&row[0])?, number(&row[1])?).map(Datum::Float64)
+        })
+        .udf(),
+        RowFunction::new("sign", immutable, sign_result, |row, ty| sign(&row[0], ty)).udf(),
+        RowFunction::new("width_bucket", immutable, bucket_result, |row, _| {
+            width_bucket(&row[0], &row[1], &row[2], &row[3])
+        })
+        .udf(),
+    ]
+}
+
+/// `sign` of a float is a double precision; of anything else a numeric.
+fn sign_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("sign", arguments, &[1])?;
+    numbers("sign", arguments)?;
+    Ok(match arguments.types[0] {
+        SqlScalarType::Float32 | SqlScalarType::Float64 => SqlScalarType::Float64,
+        _ => SqlScalarType::Numeric {
+            precision: None,
+            max_scale: None,
+        },
+    })
+}
+
+fn sign(value: &Datum, ty: &SqlScalarType) -> Result<Datum, QueryError> {
+    let value = number(value)?;
+    let sign = if value > 0.0 {
+        1.0
+    } else if value < 0.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    Ok(match ty {
+        SqlScalarType::Float64 => Datum::Float64(sign),
+        _ => Datum::Numeric(format!("{sign}")),
+    })
+}
+
+/// `floor`, `ceil` and `round` of a numeric are numerics of scale 0; of
+/// anything else (an integer, a float) doubles, as Postgres resolves them.
+fn integral_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("floor", arguments, &[1])?;
+    numbers("floor", arguments)?;
+    Ok(match arguments.types[0] {
+        SqlScalarType::Numeric { .. } => SqlScalarType::Numeric {
+            precision: None,
+            max_scale: Some(0),
+        },
+        _ => SqlScalarType::Float64,
+    })
+}
+
+/// Which way a numeric's fraction is cut off.
+#[derive(Clone, Copy)]
+enum Direction {
+    Down,
+    Up,
+    /// Half away from zero, as Postgres rounds a numeric.
+    Nearest,
+}
+
+/// A numeric without its fraction, exactly: its integer digits, one more in
+/// magnitude when the fraction is cut off away from zero.
+fn integral(text: &str, direction: Direction) -> Datum {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let cut = fraction.bytes().any(|b| b != b'0');
+    let away = match direction {
+        Direction::Down => cut && negative,
+        Direction::Up => cut && !negative,
+        Direction::Nearest => fraction.bytes().next().is_some_and(|b| b >= b'5'),
+    };
+    let magnitude = if away {
+        increment(whole)
+    } else {
+        whole.to_string()
+    };
+    let zero = magnitude.bytes().all(|b| b == b'0');
+    Datum::Numeric(if negative && !zero {
+        format!("-{magnitude}")
+    } else {
+        magnitude
+    })
+}
+
+/// A decimal digit string plus one.
+fn increment(digits: &str) -> String {
+    let mut bytes = digits.as_bytes().to_vec();
+    for byte in bytes.iter_mut().rev() {
+        if *byte == b'9' {
+            *byte = b'0';
+        } else {
+            *byte += 1;
+            return String::from_utf8(bytes).unwrap_or_default();
+        }
+    }
+    format!("1{}", String::from_utf8(bytes).unwrap_or_default())
+}
+
+fn power_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("power", arguments, &[2])?;
+    numbers("power", arguments)?;
+    Ok(SqlScalarType::Float64)
+}
+
+/// Postgres' `dpow`.
+fn power(base: f64, exponent: f64) -> Result<f64, QueryError> {
+    let power_error =
+        |message| QueryError::new(SqlState::INVALID_ARGUMENT_FOR_POWER_FUNCTION, message);
+    if base == 0.0 && exponent < 0.0 {
+        return Err(power_error("zero raised to a negative power is undefined"));
+    }
+    if base < 0.0 && exponent.is_finite() && exponent.fract() != 0.0 {
+        return Err(power_error(
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    let result = base.powf(exponent);
+    if result.is_infinite() && base.is_finite() && exponent.is_finite() {
+        return Err(QueryError::new(
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
+    }
+    if result == 0.0 && base != 0.0 && base.is_finite() && exponent.is_finite() {
+        return Err(QueryError::new(
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: underflow",
+        ));
+    }
+    Ok(result)
+}
+
+fn bucket_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("width_bucket", arguments, &[4])?;
+    numbers("width_bucket", arguments)?;
+    Ok(SqlScalarType::Int32)
+}
+
+/// The bucket `operand` falls in of `count` equal-width buckets from `low` to
+/// `high` (either way round): 0 below the range, `count + 1` above it.
+fn width_bucket(
+    operand: &Datum,
+    low: &Datum,
+    high: &Datum,
+    count: &Datum,
+) -> Result<Datum, QueryError> {
+    let (operand, low, high) = (number(operand)?, number(low)?, number(high)?);
+    let count = match count {
+        Datum::Int16(n) => i32::from(*n),
+        Datum::Int32(n) => *n,
+        Datum::Int64(n) => i32::try_from(*n).map_err(|_| out_of_range())?,
+        _ => {
+            return Err(QueryError::new(
+                SqlState::UNDEFINED_FUNCTION,
+                "width_bucket's count must be an integer",
+            ));
+        }
+    };
+    if count <= 0 {
+        return Err(bucket_error("count must be greater than zero"));
+    }
+    if low == high {
+        return Err(bucket_error("lower bound cannot equal upper bound"));
+    }
+    if !operand.is_finite() || !low.is_finite() || !high.is_finite() {
+        return Err(bucket_error(
+            "operand, lower bound, and upper bound cannot be NaN or infinity",
+        ));
+    }
+    let buckets = f64::from(count);
+    // The fraction of the range below the operand, in the range's direction.
+    let (below, width) = if low < high {
+        (operand - low, high - low)
+    } else {
+        (low - operand, low - high)
+    };
+    let bucket = if below < 0.0 {
+        0.0
+    } else if below >= width {
+        buckets + 1.0
+    } else {
+        // Rounding never puts an operand inside the range past the last bucket.
+        ((below / width * buckets).floor() + 1.0).min(buckets)
+    };
+    Ok(Datum::Int32(bucket as i32))
+}
+
+/// A number as a double, for the functions whose result needs no more.
+fn number(value: &Datum) -> Result<f64, QueryError> {
+    Ok(match value {
+        Datum::Int16(n) => f64::from(*n),
+        Datum::Int32(n) => f64::from(*n),
+        Datum::Int64(n) => *n as f64,
+        Datum::UInt16(n) => f64::from(*n),
+        Datum::UInt32(n) => f64::from(*n),
+        Datum::UInt64(n) => *n as f64,
+        Datum::Float32(n) => f64::from(*n),
+        Datum::Float64(n) => *n,
+        Datum::Numeric(text) => text.parse().map_err(|_| {
+            QueryError::new(
+                SqlState::INVALID_TEXT_REPRESENTATION,
+                format!("invalid input syntax for type numeric: \"{text}\""),
+            )
+        })?,
+        // The result rules admit numbers only.
+        _ => return Err(QueryError::internal("a number was expected")),
+    })
+}
+
+/// The call's arguments are all numbers, or no function matches it.
+fn numbers(name: &str, arguments: &Arguments<'_>) -> Result<(), QueryError> {
+    use SqlScalarType as S;
+    let number = |ty: &SqlScalarType| {
+        matches!(
+            ty,
+            S::Int16
+                | S::Int32
+                | S::Int64
+                | S::UInt16
+                | S::UInt32
+                | S::UInt64
+                | S::Float32
+                | S::Float64
+                | S::Numeric { .. }
+        )
+    };
+    if arguments.types.iter().all(number) {
+        Ok(())
+    } else {
+        Err(super::no_such_function(name, &arguments.types))
+    }
+}
+
+fn bucket_error(message: &str) -> QueryError {
+    QueryError::new(SqlState::INVALID_ARGUMENT_FOR_WIDTH_BUCKET, message)
+}
+
+fn out_of_range() -> QueryError {
+    QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+}

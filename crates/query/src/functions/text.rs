@@ -1,0 +1,326 @@
+//! Postgres' string functions DataFusion lacks: hashes (`md5`, `sha256`, ...),
+//! quoting (`quote_ident`, `quote_literal`, `quote_nullable`, `format`),
+//! regular expressions (the list behind `regexp_split_to_table`,
+//! `substring(text from pattern)`), NULL counting and `gen_random_uuid`.
+
+use datafusion::logical_expr::{ScalarUDF, Volatility};
+use floe_repr::{Datum, SqlScalarType, SqlState};
+use md5::Digest;
+
+use super::{Arguments, RowFunction, expect_arguments, no_such_function};
+use crate::error::QueryError;
+
+/// The list of a text's parts between a regular expression's matches, which
+/// `regexp_split_to_table` unnests (`crate::srf`). It is a floe list, not the
+/// `text[]` Postgres' `regexp_split_to_array` returns, so it is not offered as
+/// that function.
+pub const REGEXP_SPLIT: &str = "floe_regexp_split";
+
+/// The function `substring(text from pattern)` becomes (its pattern is a
+/// regular expression, unlike `substring(text from position)`).
+pub const SUBSTRING_MATCH: &str = "floe_substring_match";
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    vec![
+        RowFunction::new("md5", immutable, text_result, |row, _| {
+            Ok(Datum::Text(hex(&md5::Md5::digest(bytes(&row[0])))))
+        })
+        .udf(),
+        RowFunction::new("sha224", immutable, bytes_result, |row, _| {
+            Ok(Datum::Bytes(sha2::Sha224::digest(bytes(&row[0])).to_vec()))
+        })
+        .udf(),
+        RowFunction::new("sha256", immutable, bytes_result, |row, _| {
+            Ok(Datum::Bytes(sha2::Sha256::digest(bytes(&row[0])).to_vec()))
+        })
+        .udf(),
+        RowFunction::new("sha384", immutable, bytes_result, |row, _| {
+            Ok(Datum::Bytes(sha2::Sha384::digest(bytes(&row[0])).to_vec()))
+        })
+        .udf(),
+        RowFunction::new("sha512", immutable, bytes_result, |row, _| {
+            Ok(Datum::Bytes(sha2::Sha512::digest(bytes(&row[0])).to_vec()))
+        })
+        .udf(),
+        RowFunction::new("quote_ident", immutable, text_result, |row, _| {
+            Ok(Datum::Text(quote_ident(&text(&row[0]))))
+        })
+        .udf(),
+        RowFunction::new("quote_literal", immutable, text_result, |row, _| {
+            Ok(Datum::Text(quote_literal(&text(&row[0]))))
+        })
+        .udf(),
+        RowFunction::new("quote_nullable", immutable, text_result, |row, _| {
+            Ok(Datum::Text(quote_nullable(&row[0])))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("format", immutable, format_result, |row, _| {
+            match row.first() {
+                Some(Datum::Null) | None => Ok(Datum::Null),
+                Some(template) => format(&text(template), &row[1..]).map(Datum::Text),
+            }
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("num_nulls", immutable, count_result, |row, _| {
+            Ok(Datum::Int32(count(row, true)))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new("num_nonnulls", immutable, count_result, |row, _| {
+            Ok(Datum::Int32(count(row, false)))
+        })
+        .lenient()
+        .udf(),
+        RowFunction::new(REGEXP_SPLIT, immutable, split_result, |row, _| {
+            let pattern = regex(&text(&row[1]), row.get(2))?;
+            let parts = pattern
+                .split(&text(&row[0]))
+                .map(|part| Datum::Text(part.to_string()))
+                .collect();
+            Ok(Datum::List(parts))
+        })
+        .udf(),
+        RowFunction::new(SUBSTRING_MATCH, immutable, text_result, |row, _| {
+            substring_match(&text(&row[0]), &text(&row[1]))
+        })
+        .udf(),
+        RowFunction::new(
+            "gen_random_uuid",
+            Volatility::Volatile,
+            uuid_result,
+            |_, _| Ok(Datum::Uuid(*uuid::Uuid::new_v4().as_bytes())),
+        )
+        .nullary()
+        .udf(),
+    ]
+}
+
+fn text_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("function", arguments, &[1, 2])?;
+    Ok(SqlScalarType::Text)
+}
+
+fn bytes_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("sha", arguments, &[1])?;
+    Ok(SqlScalarType::Bytes)
+}
+
+fn format_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    if arguments.types.is_empty() {
+        return Err(no_such_function("format", &arguments.types));
+    }
+    Ok(SqlScalarType::Text)
+}
+
+fn count_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Int32)
+}
+
+fn split_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("regexp_split_to_table", arguments, &[2, 3])?;
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Text),
+    })
+}
+
+fn uuid_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Uuid)
+}
+
+/// A value as text, as it prints.
+fn text(datum: &Datum) -> String {
+    match datum {
+        Datum::Text(text) => text.clone(),
+        other => floe_repr::format_datum(other),
+    }
+}
+
+/// The bytes a hash function digests: a bytea's, or a text's UTF-8.
+fn bytes(datum: &Datum) -> Vec<u8> {
+    match datum {
+        Datum::Bytes(bytes) => bytes.clone(),
+        other => text(other).into_bytes(),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Postgres' `quote_ident`: quoted unless a plain lowercase identifier.
+fn quote_ident(name: &str) -> String {
+    floe_sql::planner::quote_ident(name)
+}
+
+/// Postgres' `quote_literal`: single-quoted with quotes doubled; a text with a
+/// backslash becomes an escape string (`E'a\\b'`) with backslashes doubled.
+fn quote_literal(value: &str) -> String {
+    let quoted = value.replace('\'', "''");
+    if value.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+fn quote_nullable(value: &Datum) -> String {
+    match value {
+        Datum::Null => "NULL".to_string(),
+        other => quote_literal(&text(other)),
+    }
+}
+
+fn count(row: &[Datum], nulls: bool) -> i32 {
+    let counted = row
+        .iter()
+        .filter(|datum| matches!(datum, Datum::Null) == nulls)
+        .count();
+    i32::try_from(counted).unwrap_or(i32::MAX)
+}
+
+/// Postgres' `format`: `%s` (a value as text, NULL as nothing), `%I` (an
+/// identifier), `%L` (a literal, NULL unquoted), `%%`, each optionally with an
+/// argument position (`%2$s`) and a width (`%5s`; `%-5s` left-aligned); a
+/// width taken from the arguments (`%*s`) is refused.
+fn format(template: &str, values: &[Datum]) -> Result<String, QueryError> {
+    let mut out = String::new();
+    let mut chars = template.chars().peekable();
+    let mut next = 0usize;
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut digits = number(&mut chars);
+        let position = if !digits.is_empty() && chars.next_if_eq(&'$').is_some() {
+            let position: usize = digits
+                .parse()
+                .map_err(|_| format_error("invalid argument number"))?;
+            digits = String::new();
+            Some(position.checked_sub(1).ok_or_else(|| {
+                format_error("format specifies argument 0, but arguments are numbered from 1")
+            })?)
+        } else {
+            None
+        };
+        // `%-10s`: left-aligned in 10 characters; `%10s`: right-aligned.
+        let left = digits.is_empty() && chars.next_if_eq(&'-').is_some();
+        if digits.is_empty() {
+            digits = number(&mut chars);
+        }
+        let width: usize = match digits.as_str() {
+            "" => 0,
+            digits => digits
+                .parse()
+                .map_err(|_| format_error("number is out of range"))?,
+        };
+        if chars.peek() == Some(&'*') {
+            return Err(unsupported_format());
+        }
+        let kind = chars
+            .next()
+            .ok_or_else(|| format_error("unterminated format() type specifier"))?;
+        if kind == '%' && position.is_none() {
+            out.push('%');
+            continue;
+        }
+        let index = position.unwrap_or(next);
+        next = index + 1;
+        let value = values
+            .get(index)
+            .ok_or_else(|| format_error("too few arguments for format()"))?;
+        let formatted = match kind {
+            's' => match value {
+                Datum::Null => String::new(),
+                other => text(other),
+            },
+            'I' => match value {
+                Datum::Null => {
+                    return Err(QueryError::new(
+                        SqlState::NULL_VALUE_NOT_ALLOWED,
+                        "null values cannot be formatted as an SQL identifier",
+                    ));
+                }
+                other => quote_ident(&text(other)),
+            },
+            'L' => quote_nullable(value),
+            other => {
+                return Err(format_error(&format!(
+                    "unrecognized format() type specifier \"{other}\""
+                ))
+                .with_hint("For a single \"%\" use \"%%\"."));
+            }
+        };
+        let padding = " ".repeat(width.saturating_sub(formatted.chars().count()));
+        if left {
+            out.push_str(&formatted);
+            out.push_str(&padding);
+        } else {
+            out.push_str(&padding);
+            out.push_str(&formatted);
+        }
+    }
+    Ok(out)
+}
+
+/// The digits at the front of `chars`, taken.
+fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> String {
+    let mut digits = String::new();
+    while let Some(d) = chars.next_if(char::is_ascii_digit) {
+        digits.push(d);
+    }
+    digits
+}
+
+fn format_error(message: &str) -> QueryError {
+    QueryError::new(SqlState::INVALID_PARAMETER_VALUE, message)
+}
+
+fn unsupported_format() -> QueryError {
+    QueryError::new(
+        SqlState::FEATURE_NOT_SUPPORTED,
+        "format() widths taken from arguments are not supported",
+    )
+}
+
+/// A Postgres regular expression with its flags (`i` for case-insensitive).
+fn regex(pattern: &str, flags: Option<&Datum>) -> Result<regex::Regex, QueryError> {
+    let flags = flags.map(text).unwrap_or_default();
+    let mut builder = regex::RegexBuilder::new(pattern);
+    for flag in flags.chars() {
+        match flag {
+            'i' => builder.case_insensitive(true),
+            'c' => builder.case_insensitive(false),
+            other => {
+                return Err(QueryError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("invalid regular expression option: \"{other}\""),
+                ));
+            }
+        };
+    }
+    builder.build().map_err(|error| {
+        QueryError::new(
+            SqlState::INVALID_REGULAR_EXPRESSION,
+            format!("invalid regular expression: {error}"),
+        )
+    })
+}
+
+/// `substring(text from pattern)`: the text of the pattern's first
+/// parenthesized group in the first match, or of the whole match without one;
+/// NULL without a match.
+fn substring_match(value: &str, pattern: &str) -> Result<Datum, QueryError> {
+    let pattern = regex(pattern, None)?;
+    let Some(captures) = pattern.captures(value) else {
+        return Ok(Datum::Null);
+    };
+    let matched = match captures.len() {
+        1 => captures.get(0),
+        _ => captures.get(1),
+    };
+    Ok(matched.map_or(Datum::Null, |m| Datum::Text(m.as_str().to_string())))
+}
