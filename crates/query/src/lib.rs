@@ -32,6 +32,7 @@
 pub mod error;
 pub mod functions;
 pub mod jsonb_keys;
+mod lateral;
 pub mod naming;
 pub mod null_filter;
 pub mod plan_cache;

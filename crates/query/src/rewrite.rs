@@ -134,6 +134,7 @@ impl VisitorMut for Rewriter {
             naming::name_select_items(select, self.beside_wildcards);
         }
         naming::qualify_wildcards(select);
+        crate::srf::rewrite_lateral_functions(select);
         crate::srf::unnest_select_items(&mut select.projection);
         if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
             for expr in exprs {
@@ -372,7 +373,8 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
 /// `substring(text FROM 'pattern')` (a regular expression match; a position
 /// is a number), `array_remove` and `array_replace` (of every equal element),
 /// `floor`, `ceil`/`ceiling` and `round` of one argument (floe's, typed as
-/// Postgres types them) and `atan2` (of doubles).
+/// Postgres types them), `atan2` (of doubles) and `ARRAY[...]` of columns
+/// (`make_array`).
 fn postgres_form(expr: &Expr) -> Option<Expr> {
     use sqlparser::ast::{BinaryOperator, UnaryOperator};
     let nested = |e: Expr| Expr::Nested(Box::new(e));
@@ -408,6 +410,14 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
                 crate::functions::text::SUBSTRING_MATCH,
                 vec![operand.as_ref().clone(), pattern.as_ref().clone()],
             ))
+        }
+        // DataFusion plans an array literal's elements without the enclosing
+        // queries' columns in scope (an outer reference in `ARRAY[t.a]` is an
+        // unknown column); `make_array`, which it plans the literal as, sees them.
+        Expr::Array(array)
+            if !array.elem.is_empty() && array.elem.iter().any(crate::srf::references_columns) =>
+        {
+            Some(function_call("make_array", array.elem.clone()))
         }
         // `floor(x)` and `ceil(x)` parse as their own expressions.
         Expr::Floor {

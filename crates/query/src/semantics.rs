@@ -46,7 +46,7 @@ pub struct PgSemantics;
 
 impl AnalyzerRule for PgSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        rewrite_plan(plan, &DFSchema::empty())
+        rewrite_plan(crate::lateral::flatten(plan)?, &DFSchema::empty())
     }
 
     fn name(&self) -> &str {

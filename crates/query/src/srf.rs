@@ -77,10 +77,68 @@ const ENGINE_COLUMN: &str = "value";
 /// Rewrites `FROM generate_series(...) [AS alias [(column)]]` into a derived
 /// table with Postgres' column name; `None` leaves `factor` as it is.
 pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
+    rewrite_function_factor(factor, false)
+}
+
+/// Rewrites the set-returning calls of `select`'s `FROM` that read the columns
+/// of the relations before them (`FROM t, jsonb_array_elements(t.doc) e`) into
+/// lateral derived tables (`crate::lateral` flattens their joins). The first
+/// relation of a `FROM` precedes nothing: a column it reads is an enclosing
+/// query's, which DataFusion's own `UNNEST` resolves (psql's `\d+`), and it is
+/// left to [`rewrite_table_function`].
+pub fn rewrite_lateral_functions(select: &mut sqlparser::ast::Select) {
+    for (index, table) in select.from.iter_mut().enumerate() {
+        if index > 0
+            && let Some(rewritten) = rewrite_function_factor(&table.relation, true)
+        {
+            table.relation = rewritten;
+        }
+        for join in &mut table.joins {
+            if let Some(rewritten) = rewrite_function_factor(&join.relation, true) {
+                join.relation = rewritten;
+            }
+        }
+    }
+}
+
+/// [`rewrite_table_function`], with calls that read columns made lateral derived
+/// tables when `lateral` allows (the factor follows another).
+fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableFactor> {
+    // `LATERAL f(args)`: the call as the parser writes it without the keyword.
+    if let TableFactor::Function {
+        name, args, alias, ..
+    } = factor
+    {
+        let call = TableFactor::Table {
+            name: name.clone(),
+            alias: alias.clone(),
+            args: Some(sqlparser::ast::TableFunctionArgs {
+                args: args.clone(),
+                settings: None,
+            }),
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+            json_path: None,
+            sample: None,
+            index_hints: vec![],
+        };
+        return rewrite_function_factor(&call, lateral);
+    }
     if let TableFactor::UNNEST {
         alias, array_exprs, ..
     } = factor
     {
+        if let [array] = array_exprs.as_slice()
+            && lateral
+        {
+            let args = sqlparser::ast::TableFunctionArgs {
+                args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(array.clone()))],
+                settings: None,
+            };
+            return unnest_table(&args, alias.as_ref(), lateral);
+        }
         return name_unnest_column(factor, alias.as_ref(), array_exprs);
     }
     let TableFactor::Table {
@@ -98,9 +156,9 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         _ => return None,
     };
     if function == UNNEST {
-        return unnest_table(args, alias.as_ref());
+        return unnest_table(args, alias.as_ref(), lateral);
     }
-    if let Some(factor) = list_function_table(&function, args, alias.as_ref()) {
+    if let Some(factor) = list_function_table(&function, args, alias.as_ref(), lateral) {
         return Some(factor);
     }
     // The rewritten call itself carries the inner alias: left as it is.
@@ -127,14 +185,16 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
     let arguments: Vec<String> = values.iter().map(|e| e.to_string()).collect();
     // DataFusion's table function takes only constants: arguments computed by a
     // function call (`array_upper(current_schemas(false), 1)` in pgjdbc's type lookup)
-    // make it the select list's set-returning call, unnested there.
-    if values.iter().any(|value| calls_function(value)) {
+    // or read from a preceding relation's columns make it the select list's
+    // set-returning call, unnested there.
+    let lateral = lateral && values.iter().any(|value| references_columns(value));
+    if lateral || values.iter().any(|value| calls_function(value)) {
         let sql = format!(
             "SELECT {GENERATE_SERIES}({}) AS {}",
             arguments.join(", "),
             quoted(&column)
         );
-        return derived(&sql, relation);
+        return derived(&sql, relation, lateral);
     }
     let value = if all_int4(&values) {
         format!("CAST({ENGINE_COLUMN} AS INTEGER)")
@@ -146,7 +206,7 @@ pub fn rewrite_table_function(factor: &TableFactor) -> Option<TableFactor> {
         quoted(&column),
         arguments.join(", ")
     );
-    derived(&sql, relation)
+    derived(&sql, relation, false)
 }
 
 /// `FROM f(args) [AS alias [(columns)]]` of a function of [`LIST_FUNCTIONS`] or
@@ -157,6 +217,7 @@ fn list_function_table(
     function: &str,
     args: &sqlparser::ast::TableFunctionArgs,
     alias: Option<&TableAlias>,
+    lateral: bool,
 ) -> Option<TableFactor> {
     let arguments: Vec<String> = args.args.iter().map(|a| a.to_string()).collect();
     let arguments = arguments.join(", ");
@@ -186,14 +247,38 @@ fn list_function_table(
             column(1, "value")
         )
     };
-    derived(&sql, relation)
+    let lateral = lateral
+        && args.args.iter().any(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => references_columns(expr),
+            _ => false,
+        });
+    derived(&sql, relation, lateral)
 }
 
-/// A derived table of `sql` named `relation`.
-fn derived(sql: &str, relation: Ident) -> Option<TableFactor> {
+/// Whether an expression reads a column (of a preceding relation, in `FROM`).
+pub(crate) fn references_columns(expr: &Expr) -> bool {
+    use sqlparser::ast::Visit;
+    struct Columns;
+    impl sqlparser::ast::Visitor for Columns {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
+            match expr {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                    std::ops::ControlFlow::Break(())
+                }
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    expr.visit(&mut Columns).is_break()
+}
+
+/// A derived table of `sql` named `relation`; `lateral` when it reads the
+/// columns of the relations before it (`crate::lateral` flattens the join).
+fn derived(sql: &str, relation: Ident, lateral: bool) -> Option<TableFactor> {
     let subquery = parse_query(sql)?;
     Some(TableFactor::Derived {
-        lateral: false,
+        lateral,
         subquery: Box::new(subquery),
         alias: Some(TableAlias {
             explicit: true,
@@ -227,6 +312,7 @@ fn calls_function(expr: &Expr) -> bool {
 fn unnest_table(
     args: &sqlparser::ast::TableFunctionArgs,
     alias: Option<&TableAlias>,
+    lateral: bool,
 ) -> Option<TableFactor> {
     let [FunctionArg::Unnamed(FunctionArgExpr::Expr(array))] = args.args.as_slice() else {
         return None;
@@ -240,6 +326,12 @@ fn unnest_table(
             name: relation.clone(),
             data_type: None,
         });
+    // An array of a preceding relation's columns: the select list's unnest of a
+    // lateral derived table.
+    if lateral && references_columns(array) {
+        let sql = format!("SELECT {UNNEST}({array}) AS {}", quoted(&column.name));
+        return derived(&sql, relation, true);
+    }
     Some(TableFactor::UNNEST {
         alias: Some(TableAlias {
             explicit: true,

@@ -837,3 +837,37 @@ async fn nested_subqueries() {
     let planned = crate::plan(&context, parse_deep(&derived)).await.unwrap();
     assert_eq!(crate::execute(&context, planned).await.unwrap().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_returning_functions_read_the_relations_before_them() {
+    assert_eq!(
+        rows("SELECT a, g FROM t1, generate_series(1, a) g WHERE a < 4 ORDER BY a, g").await,
+        table(&[&["1", "1"], &["3", "1"], &["3", "2"], &["3", "3"]])
+    );
+    assert_eq!(
+        rows("SELECT t1.a, u FROM t1, unnest(ARRAY[t1.a, t1.b]) u ORDER BY 1, 2").await,
+        table(&[
+            &["1", "1"],
+            &["1", "2"],
+            &["3", "3"],
+            &["3", "4"],
+            &["5", "5"],
+            &["5", "NULL"]
+        ])
+    );
+    assert_eq!(
+        rows("SELECT t1.a, x.d FROM t1 CROSS JOIN LATERAL (SELECT t1.a * 2 AS d) AS x ORDER BY 1")
+            .await,
+        table(&[&["1", "2"], &["3", "6"], &["5", "10"]])
+    );
+    assert_eq!(
+        rows("SELECT a, g FROM t1 JOIN LATERAL generate_series(a, 4) AS g ON g > 3 ORDER BY 1")
+            .await,
+        table(&[&["1", "4"], &["3", "4"]])
+    );
+    // A column of the subquery's name beside the left side's own.
+    assert_eq!(
+        rows("SELECT t1.a, x.a FROM t1, LATERAL (SELECT t1.a + 1 AS a) x ORDER BY 1").await,
+        table(&[&["1", "2"], &["3", "4"], &["5", "6"]])
+    );
+}
