@@ -37,6 +37,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod plan_cache;
 pub mod rewrite;
+mod row_compare;
 pub mod semantics;
 pub mod snapshot;
 pub mod srf;

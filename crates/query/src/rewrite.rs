@@ -183,10 +183,22 @@ impl VisitorMut for Rewriter {
                     self.scalar_subquery_bodies.push(address);
                 }
             }
-            Expr::InSubquery { subquery, .. }
-                if output_count(subquery).is_some_and(|count| count > 1) =>
-            {
-                return self.fail(too_many_columns());
+            // As many columns as the row compared (`(a, b) IN (SELECT x, y ...)`).
+            Expr::InSubquery { expr, subquery, .. } => {
+                let width = match expr.as_ref() {
+                    Expr::Tuple(fields) => fields.len(),
+                    _ => 1,
+                };
+                match output_count(subquery) {
+                    Some(count) if count > width => return self.fail(too_many_columns()),
+                    Some(count) if count < width => {
+                        return self.fail(QueryError::new(
+                            SqlState::SYNTAX_ERROR,
+                            "subquery has too few columns",
+                        ));
+                    }
+                    _ => {}
+                }
             }
             Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => {
                 if let Expr::Subquery(query) = right.as_ref()
@@ -235,7 +247,7 @@ impl VisitorMut for Rewriter {
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         crate::srf::unnest_record_function(expr);
         name_field_access(expr);
-        if let Some(rewritten) = postgres_form(expr) {
+        if let Some(rewritten) = postgres_form(expr).or_else(|| crate::row_compare::rewrite(expr)) {
             *expr = rewritten;
         }
         if let Expr::AtTimeZone {
