@@ -244,10 +244,22 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::InList(in_list) => typed_in_list(in_list, schema),
         Expr::Negative(operand) => {
             let (_, field) = operand.to_field(schema)?;
-            if is_integer(field.data_type()) {
-                Ok(Transformed::yes(integer_negate(*operand)))
-            } else {
-                Ok(Transformed::no(Expr::Negative(operand)))
+            match field.data_type() {
+                data_type if is_integer(data_type) => {
+                    Ok(Transformed::yes(integer_negate(*operand)))
+                }
+                // DataFusion cannot negate a NULL decimal scalar (an internal
+                // error); zero minus the numeric is its negation, NULL included.
+                &DataType::Decimal128(precision, scale) => {
+                    let zero =
+                        Expr::Literal(ScalarValue::Decimal128(Some(0), precision, scale), None);
+                    Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                        Box::new(zero),
+                        Operator::Minus,
+                        operand,
+                    ))))
+                }
+                _ => Ok(Transformed::no(Expr::Negative(operand))),
             }
         }
         Expr::SetComparison(SetComparison {
@@ -530,13 +542,13 @@ impl ExprPlanner for PgOperatorPlanner {
         match expr.op {
             // `^`: a power of doubles, or of numerics when one operand is one.
             B::PGExp => return power(expr, &left, &right),
-            // `#`: bitwise exclusive or.
+            // `#`: bitwise exclusive or of integers (DataFusion's simplifier folds
+            // `x # x` to 0 even where x is NULL).
             B::PGBitwiseXor => {
-                return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
-                    Box::new(expr.left),
-                    Operator::BitwiseXor,
-                    Box::new(expr.right),
-                ))));
+                let call =
+                    functions::call(functions::math::BITWISE_XOR, vec![expr.left, expr.right])
+                        .map_err(crate::QueryError::into_datafusion)?;
+                return Ok(PlannerResult::Planned(call));
             }
             _ => {}
         }

@@ -18,6 +18,8 @@ use crate::error::QueryError;
 /// or infinity.
 pub const POWER: &str = "floe_power";
 
+/// `#` of integers.
+pub const BITWISE_XOR: &str = "floe_bitwise_xor";
 pub const FLOOR: &str = "floe_floor";
 pub const CEIL: &str = "floe_ceil";
 pub const ROUND: &str = "floe_round";
@@ -25,6 +27,10 @@ pub const ROUND: &str = "floe_round";
 pub(super) fn functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
     vec![
+        RowFunction::new(BITWISE_XOR, immutable, xor_result, |row, ty| {
+            bitwise_xor(&row[0], &row[1], ty)
+        })
+        .udf(),
         RowFunction::new(FLOOR, immutable, integral_result, |row, _| match &row[0] {
             Datum::Numeric(text) => Ok(integral(text, Direction::Down)),
             other => Ok(Datum::Float64(number(other)?.floor())),
@@ -143,6 +149,51 @@ fn increment(digits: &str) -> String {
         }
     }
     format!("1{}", String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// `#` of two integers is of the wider one's type; Postgres has no `#` of other
+/// types.
+fn xor_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    use SqlScalarType as S;
+    let width = |ty: &SqlScalarType| match ty {
+        S::Int16 => Some(2),
+        S::Int32 => Some(4),
+        S::Int64 => Some(8),
+        _ => None,
+    };
+    let [left, right] = arguments.types.as_slice() else {
+        return Err(super::no_such_function("#", &arguments.types));
+    };
+    match (width(left), width(right)) {
+        (Some(l), Some(r)) => Ok(match l.max(r) {
+            2 => S::Int16,
+            4 => S::Int32,
+            _ => S::Int64,
+        }),
+        _ => Err(QueryError::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {left} # {right}"),
+        )
+        .with_hint(
+            "No operator matches the given name and argument types. You might need to add explicit type casts.",
+        )),
+    }
+}
+
+fn bitwise_xor(left: &Datum, right: &Datum, ty: &SqlScalarType) -> Result<Datum, QueryError> {
+    let integer = |datum: &Datum| match datum {
+        Datum::Int16(n) => Ok(i64::from(*n)),
+        Datum::Int32(n) => Ok(i64::from(*n)),
+        Datum::Int64(n) => Ok(*n),
+        _ => Err(QueryError::internal("an integer was expected")),
+    };
+    let xor = integer(left)? ^ integer(right)?;
+    // Both fit the wider type, so their exclusive or does.
+    Ok(match ty {
+        SqlScalarType::Int16 => Datum::Int16(xor as i16),
+        SqlScalarType::Int32 => Datum::Int32(xor as i32),
+        _ => Datum::Int64(xor),
+    })
 }
 
 fn power_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {

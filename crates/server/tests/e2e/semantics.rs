@@ -132,7 +132,7 @@ impl Grammar {
             };
         }
         let d = depth - 1;
-        match self.rng.random_range(0..8) {
+        match self.rng.random_range(0..9) {
             0 | 1 => {
                 let op = self.pick(&["+", "-", "*"]);
                 format!("({} {op} {})", self.int(d, outer), self.int(d, outer))
@@ -147,6 +147,16 @@ impl Grammar {
             ),
             5 => format!("nullif({}, {})", self.int(d, outer), self.int(d, outer)),
             6 => format!("length({}c)", outer),
+            7 => match self.rng.random_range(0..4) {
+                0 => format!(
+                    "mod({}, {})",
+                    self.int(d, outer),
+                    self.pick(&["2", "-3", "5"])
+                ),
+                1 => format!("floor({} / 2.0)", self.int(d, outer)),
+                2 => format!("width_bucket({}, -2, 6, 4)", self.int(d, outer)),
+                _ => format!("({} # {})", self.int(d, outer), self.int(d, outer)),
+            },
             _ => format!("(-{})", self.int(d, outer)),
         }
     }
@@ -154,7 +164,7 @@ impl Grammar {
     fn predicate(&mut self, depth: u32, outer: &str) -> String {
         use rand::Rng;
         let d = depth.saturating_sub(1);
-        match self.rng.random_range(0..10) {
+        match self.rng.random_range(0..14) {
             0..=2 => {
                 let op = self.pick(&["=", "<>", "<", "<=", ">", ">="]);
                 format!("{} {op} {}", self.int(d, outer), self.int(d, outer))
@@ -193,6 +203,33 @@ impl Grammar {
                 self.pick(&["", "NOT "]),
                 self.pick(&["x", "y", "x + 1"])
             ),
+            // A quoted literal is read as the type it is compared with.
+            10 => format!(
+                "{} {} '{}'",
+                self.int(d, outer),
+                self.pick(&["=", "<", ">="]),
+                self.rng.random_range(-1..4)
+            ),
+            11 => format!(
+                "({}, {}) {} ({}, {})",
+                self.int(0, outer),
+                self.int(0, outer),
+                self.pick(&["=", "<>", "<", ">="]),
+                self.int(0, outer),
+                self.int(0, outer)
+            ),
+            12 if depth > 0 && self.subqueries => format!(
+                "{} {} {} (SELECT x FROM t2)",
+                self.int(d, outer),
+                self.pick(&["=", "<", ">"]),
+                self.pick(&["ANY", "ALL"])
+            ),
+            13 if depth > 0 && self.subqueries => format!(
+                "({}a, {}b) {}IN (SELECT x, y / 10 FROM t2)",
+                outer,
+                outer,
+                self.pick(&["", "NOT "])
+            ),
             _ => format!("{}c {} 'x'", outer, self.pick(&["=", "<>", "<"])),
         }
     }
@@ -206,7 +243,12 @@ impl Grammar {
         } else {
             String::new()
         };
-        match self.rng.random_range(0..5) {
+        match self.rng.random_range(0..6) {
+            // A set-returning function of each row's columns.
+            5 => format!(
+                "SELECT a, g FROM t1, generate_series({}, coalesce(b, 1)) g{filter}",
+                self.pick(&["-1", "0", "1"])
+            ),
             0 => {
                 self.subqueries = false;
                 let aggregates = format!(
