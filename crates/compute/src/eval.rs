@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, BooleanArray, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, filter, filter_record_batch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{concat_batches, filter, filter_record_batch, take};
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
 use datafusion::physical_expr::PhysicalExpr;
@@ -34,6 +34,15 @@ pub enum Step {
     Filter(Arc<dyn PhysicalExpr>),
     /// Replace the columns by these expressions; `schema` is the result's shape.
     Project(Vec<Arc<dyn PhysicalExpr>>, SchemaRef),
+    /// A row per element of the list in column `list`, the other columns
+    /// repeated (`unnest`, a set-returning function): a row of an empty list
+    /// yields none, of a NULL list one with NULL when `preserve_nulls`, else
+    /// none. `schema` is the result's shape.
+    Unnest {
+        list: usize,
+        preserve_nulls: bool,
+        schema: SchemaRef,
+    },
 }
 
 /// Filters and projections fused into one pass over a batch.
@@ -57,7 +66,7 @@ impl Mfp {
             .iter()
             .rev()
             .find_map(|step| match step {
-                Step::Project(_, schema) => Some(schema.clone()),
+                Step::Project(_, schema) | Step::Unnest { schema, .. } => Some(schema.clone()),
                 Step::Filter(_) => None,
             })
             .unwrap_or_else(|| self.input.clone())
@@ -101,6 +110,19 @@ impl Mfp {
                         .collect::<Result<Vec<ArrayRef>, _>>()?;
                     current = batch(schema, columns, rows)
                         .map_err(|e| DataFusionError::Internal(e.message))?;
+                }
+                Step::Unnest {
+                    list,
+                    preserve_nulls,
+                    schema,
+                } => {
+                    let (unnested, rows) = unnest(&current, *list, *preserve_nulls, schema)?;
+                    current = unnested;
+                    origin = take(&origin, &rows, None)?
+                        .as_any()
+                        .downcast_ref::<UInt32Array>()
+                        .ok_or_else(|| DataFusionError::Internal("row origins".into()))?
+                        .clone();
                 }
             }
         }
@@ -154,6 +176,50 @@ impl Mfp {
             errors,
         }
     }
+}
+
+/// `input` with a row per element of its list column `list` (see
+/// [`Step::Unnest`]), and the input row each output row repeats.
+fn unnest(
+    input: &RecordBatch,
+    list: usize,
+    preserve_nulls: bool,
+    schema: &SchemaRef,
+) -> Result<(RecordBatch, UInt32Array), DataFusionError> {
+    let lists = input
+        .column(list)
+        .as_list_opt::<i32>()
+        .ok_or_else(|| DataFusionError::Internal("unnest of a column that is no list".into()))?;
+    let mut rows = Vec::new();
+    let mut elements: Vec<Option<u32>> = Vec::new();
+    let offsets = lists.value_offsets();
+    for row in 0..lists.len() {
+        if lists.is_null(row) {
+            if preserve_nulls {
+                rows.push(row as u32);
+                elements.push(None);
+            }
+            continue;
+        }
+        for element in offsets[row]..offsets[row + 1] {
+            rows.push(row as u32);
+            elements.push(Some(element as u32));
+        }
+    }
+    let rows = UInt32Array::from(rows);
+    let elements = UInt32Array::from(elements);
+    let columns = (0..input.num_columns())
+        .map(|index| {
+            if index == list {
+                take(lists.values().as_ref(), &elements, None)
+            } else {
+                take(input.column(index).as_ref(), &rows, None)
+            }
+        })
+        .collect::<Result<Vec<ArrayRef>, _>>()?;
+    let unnested = batch(&nullable_schema(schema), columns, rows.len())
+        .map_err(|e| DataFusionError::Internal(e.message))?;
+    Ok((unnested, rows))
 }
 
 /// What [`Mfp::evaluate`] produced.

@@ -18,7 +18,7 @@ use datafusion::execution::context::ExecutionProps;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::expr::{AggregateFunction, NullTreatment};
 use datafusion::logical_expr::logical_plan::{
-    Aggregate, Distinct, FetchType, Join, JoinType, Limit, SkipType, TableScan,
+    Aggregate, Distinct, FetchType, Join, JoinType, Limit, SkipType, TableScan, Unnest,
 };
 use datafusion::logical_expr::type_coercion::binary::comparison_coercion;
 use datafusion::logical_expr::{Cast, Expr, ExprSchemable, LogicalPlan, SortExpr, Volatility};
@@ -203,13 +203,38 @@ impl Lowering<'_> {
             LogicalPlan::Window(_) => Err(ComputeError::unsupported("a window function")),
             LogicalPlan::Subquery(_) => Err(ComputeError::unsupported("this form of subquery")),
             LogicalPlan::RecursiveQuery(_) => Err(ComputeError::unsupported("WITH RECURSIVE")),
-            LogicalPlan::Unnest(_) => Err(ComputeError::unsupported("UNNEST")),
+            LogicalPlan::Unnest(unnest) => self.lower_unnest(unnest),
             other => {
                 let display = other.display().to_string();
                 let construct = display.split(':').next().unwrap_or("this statement");
                 Err(ComputeError::unsupported(construct))
             }
         }
+    }
+
+    /// An unnest of one list, its elements in the list's place (what a
+    /// set-returning function of a row's columns is): a step of the input's
+    /// map-filter-project, each element a row with the input row's time and diff.
+    fn lower_unnest(&mut self, unnest: &Unnest) -> Result<Node, ComputeError> {
+        let columns = unnest.input.schema().fields().len();
+        let [(list, how)] = unnest.list_type_columns.as_slice() else {
+            return Err(ComputeError::unsupported("UNNEST of several lists"));
+        };
+        let in_place = unnest.dependency_indices == (0..columns).collect::<Vec<usize>>()
+            && unnest.schema.fields().len() == columns
+            && unnest.schema.field(*list).name() == &how.output_column.name;
+        if !unnest.struct_type_columns.is_empty() || how.depth != 1 || !in_place {
+            return Err(ComputeError::unsupported("this form of UNNEST"));
+        }
+        let input = self.lower(&unnest.input)?;
+        Ok(with_step(
+            input,
+            Step::Unnest {
+                list: *list,
+                preserve_nulls: unnest.options.preserve_nulls,
+                schema: arrow_schema(&unnest.schema),
+            },
+        ))
     }
 
     fn lower_scan(&mut self, scan: &TableScan) -> Result<Node, ComputeError> {
@@ -693,7 +718,7 @@ fn cast_expr(expr: &Expr, from: &DataType, to: &DataType) -> Expr {
 /// Adds a step to the node's map-filter-project, or starts one on top of it.
 fn with_step(node: Node, step: Step) -> Node {
     let schema = match &step {
-        Step::Project(_, schema) => schema.clone(),
+        Step::Project(_, schema) | Step::Unnest { schema, .. } => schema.clone(),
         Step::Filter(_) => node.schema.clone(),
     };
     match node.kind {
