@@ -431,6 +431,29 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
         {
             Some(function_call("make_array", array.elem.clone()))
         }
+        // `interval '1 day 04:05:06'`: floe's cast reads Postgres' interval
+        // syntax (DataFusion's literal does not take a time of day).
+        Expr::Interval(interval)
+            if interval.leading_field.is_none()
+                && interval.last_field.is_none()
+                && interval.leading_precision.is_none()
+                && interval.fractional_seconds_precision.is_none()
+                && matches!(
+                    interval.value.as_ref(),
+                    Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_))
+                ) =>
+        {
+            Some(Expr::Cast {
+                kind: CastKind::Cast,
+                expr: interval.value.clone(),
+                data_type: DataType::Interval {
+                    fields: None,
+                    precision: None,
+                },
+                array: false,
+                format: None,
+            })
+        }
         // `floor(x)` and `ceil(x)` parse as their own expressions.
         Expr::Floor {
             expr: operand,

@@ -555,6 +555,37 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
+        // `date ± interval` is a timestamp in Postgres (DataFusion's is a date).
+        let is = |t: &DfResult<SqlScalarType>, ty: SqlScalarType| matches!(t, Ok(t) if *t == ty);
+        let operator = match expr.op {
+            B::Plus => Some(Operator::Plus),
+            B::Minus => Some(Operator::Minus),
+            _ => None,
+        };
+        if let Some(operator) = operator {
+            let timestamp = |side: Expr| {
+                Expr::Cast(Cast::new(
+                    Box::new(side),
+                    DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None),
+                ))
+            };
+            let (date_left, date_right) = (
+                is(&left, SqlScalarType::Date) && is(&right, SqlScalarType::Interval),
+                is(&left, SqlScalarType::Interval) && is(&right, SqlScalarType::Date),
+            );
+            if date_left || (date_right && operator == Operator::Plus) {
+                let (l, r) = if date_left {
+                    (timestamp(expr.left), expr.right)
+                } else {
+                    (expr.left, timestamp(expr.right))
+                };
+                return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(l),
+                    operator,
+                    Box::new(r),
+                ))));
+            }
+        }
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
         if !is_jsonb(&left) && !is_jsonb(&right) {
             return Ok(PlannerResult::Original(expr));
@@ -661,9 +692,10 @@ fn power(
     Ok(PlannerResult::Planned(call))
 }
 
-/// `interval * number`, `number * interval` and `interval / number` as
-/// floe's functions of the interval and the number (DataFusion has no
-/// arithmetic of intervals and numbers).
+/// `interval * number`, `number * interval`, `interval / number` and
+/// `timestamp - timestamp` as floe's functions (DataFusion has no arithmetic of
+/// intervals and numbers, and its difference of timestamps counts hours past a
+/// day).
 fn interval_arithmetic(
     expr: &RawBinaryExpr,
     left: &DfResult<SqlScalarType>,
@@ -683,7 +715,19 @@ fn interval_arithmetic(
                 | SqlScalarType::Numeric { .. })
         )
     };
+    let timestamps = matches!(
+        (left, right),
+        (Ok(SqlScalarType::Timestamp), Ok(SqlScalarType::Timestamp))
+            | (
+                Ok(SqlScalarType::TimestampTz),
+                Ok(SqlScalarType::TimestampTz)
+            )
+    );
     let (name, args) = match expr.op {
+        B::Minus if timestamps => (
+            functions::datetime::TIMESTAMP_DIFFERENCE,
+            vec![expr.left.clone(), expr.right.clone()],
+        ),
         B::Multiply if interval(left) && number(right) => (
             INTERVAL_MULTIPLY,
             vec![expr.left.clone(), expr.right.clone()],

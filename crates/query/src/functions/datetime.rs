@@ -24,6 +24,8 @@ use crate::error::QueryError;
 pub const INTERVAL_MULTIPLY: &str = "floe_interval_multiply";
 /// `interval / number`.
 pub const INTERVAL_DIVIDE: &str = "floe_interval_divide";
+/// `timestamp - timestamp` (and of timestamptz).
+pub const TIMESTAMP_DIFFERENCE: &str = "floe_timestamp_difference";
 /// `extract(field FROM value)`.
 pub const EXTRACT: &str = "floe_extract";
 /// `value AT TIME ZONE zone`, as PostgreSQL names it.
@@ -60,6 +62,10 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .udf(),
         RowFunction::new(TIMEZONE, immutable, timezone_type, timezone).udf(),
+        RowFunction::new(TIMESTAMP_DIFFERENCE, immutable, scaled_type, |row, _| {
+            timestamp_difference(&row[0], &row[1])
+        })
+        .udf(),
     ]
 }
 
@@ -621,6 +627,26 @@ fn justify_interval((mut months, mut days, mut micros): Parts) -> Parts {
 // ---------------------------------------------------------------------------
 // interval * number, interval / number
 // ---------------------------------------------------------------------------
+
+/// PostgreSQL's `timestamp_mi`: the difference in whole days and the time
+/// left over (`380 days 01:30:00`, not 9121 hours), both negative when the
+/// second is later.
+fn timestamp_difference(left: &Datum, right: &Datum) -> Result<Datum, QueryError> {
+    let micros = |datum: &Datum| match datum {
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Ok(*micros),
+        _ => Err(QueryError::internal("a timestamp was expected")),
+    };
+    let difference = micros(left)?.checked_sub(micros(right)?).ok_or_else(|| {
+        QueryError::new(SqlState::INTERVAL_FIELD_OVERFLOW, "interval out of range")
+    })?;
+    let days = i32::try_from(difference / MICROS_PER_DAY)
+        .map_err(|_| QueryError::new(SqlState::INTERVAL_FIELD_OVERFLOW, "interval out of range"))?;
+    Ok(Datum::Interval {
+        months: 0,
+        days,
+        micros: difference % MICROS_PER_DAY,
+    })
+}
 
 fn scaled_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments("interval arithmetic", arguments, &[2])?;
