@@ -871,3 +871,18 @@ async fn set_returning_functions_read_the_relations_before_them() {
         table(&[&["1", "2"], &["3", "4"], &["5", "6"]])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_with_the_wrong_number_of_arguments_are_refused_by_name() {
+    assert_eq!(
+        error("SELECT md5('a', 'b')").await,
+        (
+            "42883".into(),
+            "function md5(text, text) does not exist".into()
+        )
+    );
+    // floe's own functions behind Postgres' syntax are refused, never indexed past
+    // their arguments.
+    assert_eq!(error("SELECT floe_substring_match('x')").await.0, "42883");
+    assert_eq!(error("SELECT floe_bitwise_xor(1)").await.0, "42883");
+}

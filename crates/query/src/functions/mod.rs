@@ -114,6 +114,8 @@ pub fn field_of(name: &str, ty: &SqlScalarType) -> Field {
 /// What a [`RowFunction`] computes its result type from: the arguments'
 /// types and, for constant arguments, their values.
 pub struct Arguments<'a> {
+    /// The function's name, for errors.
+    pub function: &'a str,
     pub types: Vec<SqlScalarType>,
     pub constants: &'a [Option<&'a ScalarValue>],
 }
@@ -207,6 +209,7 @@ impl RowFunction {
         constants: &[Option<&ScalarValue>],
     ) -> DfResult<SqlScalarType> {
         let arguments = Arguments {
+            function: self.name,
             types: fields.iter().map(|f| sql_type(f)).collect(),
             constants,
         };

@@ -83,7 +83,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(Datum::List(parts))
         })
         .udf(),
-        RowFunction::new(SUBSTRING_MATCH, immutable, text_result, |row, _| {
+        RowFunction::new(SUBSTRING_MATCH, immutable, match_result, |row, _| {
             substring_match(&text(&row[0]), &text(&row[1]))
         })
         .udf(),
@@ -98,8 +98,15 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
 }
 
+/// A function of one value, as text.
 fn text_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
-    expect_arguments("function", arguments, &[1, 2])?;
+    expect_arguments(arguments.function, arguments, &[1])?;
+    Ok(SqlScalarType::Text)
+}
+
+/// `substring(text from pattern)`: of two values, as text.
+fn match_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("substring", arguments, &[2])?;
     Ok(SqlScalarType::Text)
 }
 
