@@ -29,6 +29,7 @@
 //! [`Engine`] holds a session template with all of that registered; a query
 //! takes a cheap copy of it with the catalog it reads.
 
+mod aggregate_subquery;
 pub mod error;
 pub mod functions;
 pub mod jsonb_keys;

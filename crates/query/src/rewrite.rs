@@ -134,6 +134,7 @@ impl VisitorMut for Rewriter {
             naming::name_select_items(select, self.beside_wildcards);
         }
         naming::qualify_wildcards(select);
+        crate::aggregate_subquery::rewrite(select);
         crate::srf::rewrite_lateral_functions(select);
         crate::srf::unnest_select_items(&mut select.projection);
         if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {

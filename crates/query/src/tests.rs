@@ -886,3 +886,19 @@ async fn calls_with_the_wrong_number_of_arguments_are_refused_by_name() {
     assert_eq!(error("SELECT floe_substring_match('x')").await.0, "42883");
     assert_eq!(error("SELECT floe_bitwise_xor(1)").await.0, "42883");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subqueries_in_aggregate_arguments_run_per_row() {
+    assert_eq!(
+        rows("SELECT sum((SELECT count(*) FROM t1 AS x WHERE x.a <= t1.a)) FROM t1").await,
+        table(&[&["6"]])
+    );
+    assert_eq!(
+        rows(
+            "SELECT s IS NULL, count(*), max(CASE WHEN EXISTS (SELECT 1 FROM t1 x WHERE x.b = t.a + 1) THEN 1 ELSE 0 END) \
+             FROM t1 AS t WHERE a > 1 GROUP BY 1 ORDER BY 1"
+        )
+        .await,
+        table(&[&["f", "1", "0"], &["t", "1", "1"]])
+    );
+}
