@@ -146,7 +146,7 @@ impl Grammar {
                 self.int(d, outer)
             ),
             5 => format!("nullif({}, {})", self.int(d, outer), self.int(d, outer)),
-            6 => format!("length({}c)", outer),
+            6 => format!("length({})", self.text(d, outer)),
             7 => match self.rng.random_range(0..4) {
                 0 => format!(
                     "mod({}, {})",
@@ -230,7 +230,34 @@ impl Grammar {
                 outer,
                 self.pick(&["", "NOT "])
             ),
-            _ => format!("{}c {} 'x'", outer, self.pick(&["=", "<>", "<"])),
+            _ => format!(
+                "{} {} {}",
+                self.text(d, outer),
+                self.pick(&["=", "<>", "<", ">=", "LIKE", "NOT LIKE"]),
+                self.pick(&["'x'", "'y%'", "'%z'", "'Y'", "''"])
+            ),
+        }
+    }
+
+    /// A text expression over t1's column `c`.
+    fn text(&mut self, depth: u32, outer: &str) -> String {
+        use rand::Rng;
+        if depth == 0 || self.chance(40) {
+            return match self.rng.random_range(0..4) {
+                0 => self.pick(&["'x'", "'Yz'", "''", "NULL::text"]).to_string(),
+                _ => format!("{outer}c"),
+            };
+        }
+        let d = depth - 1;
+        match self.rng.random_range(0..8) {
+            0 => format!("upper({})", self.text(d, outer)),
+            1 => format!("({} || {})", self.text(d, outer), self.text(d, outer)),
+            2 => format!("concat({}, {})", self.text(d, outer), self.int(0, outer)),
+            3 => format!("substr({}, {}, 2)", self.text(d, outer), self.pick(&["0", "1", "2"])),
+            4 => format!("replace({}, 'y', 'Q')", self.text(d, outer)),
+            5 => format!("lpad({}, 3, '*')", self.text(d, outer)),
+            6 => format!("coalesce({}, 'none')", self.text(d, outer)),
+            _ => format!("md5({})", self.text(d, outer)),
         }
     }
 
@@ -243,7 +270,7 @@ impl Grammar {
         } else {
             String::new()
         };
-        match self.rng.random_range(0..6) {
+        match self.rng.random_range(0..7) {
             // A set-returning function of each row's columns.
             5 => format!(
                 "SELECT a, g FROM t1, generate_series({}, coalesce(b, 1)) g{filter}",
@@ -272,6 +299,11 @@ impl Grammar {
             3 => format!(
                 "SELECT a, (SELECT max(y) FROM t2 WHERE t2.x = {}) FROM t1{filter}",
                 self.int(1, "t1.")
+            ),
+            4 => format!(
+                "SELECT {}, {} FROM t1{filter}",
+                self.int(3, ""),
+                self.text(2, "")
             ),
             _ => format!(
                 "SELECT {}, {} FROM t1{filter}",
