@@ -11,7 +11,7 @@
 //! - With integer arguments `generate_series` returns `integer`, as in
 //!   Postgres (DataFusion's returns `bigint`).
 //! - `jsonb_array_elements[_text]`, `jsonb_object_keys`, `jsonb_each[_text]`
-//!   and `regexp_split_to_table` are unnested lists of floe's list functions
+//!   `regexp_split_to_table` and `string_to_table` are unnested lists of floe's list functions
 //!   ([`LIST_FUNCTIONS`]), named as Postgres names their columns.
 
 use sqlparser::ast::{
@@ -44,6 +44,7 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
         crate::functions::text::REGEXP_SPLIT,
         None,
     ),
+    ("string_to_table", "string_to_array", None),
 ];
 
 /// The list functions whose items are documents: unnesting a list drops its

@@ -145,6 +145,9 @@ pub struct RowFunction {
     row_rule: RowRule,
     /// Whether a NULL argument makes the result NULL without evaluating.
     strict: bool,
+    /// The Postgres type clients see, where floe's SQL type says less (a
+    /// `text[]`, which floe holds as a list of text).
+    pg_type: Option<floe_repr::PgType>,
 }
 
 impl std::fmt::Debug for RowFunction {
@@ -184,7 +187,14 @@ impl RowFunction {
             return_rule,
             row_rule,
             strict: true,
+            pg_type: None,
         }
+    }
+
+    /// A function whose result clients see as `pg_type` (`text[]`).
+    pub fn returning(mut self, pg_type: floe_repr::PgType) -> RowFunction {
+        self.pg_type = Some(pg_type);
+        self
     }
 
     /// A function that sees NULL arguments itself.
@@ -236,6 +246,9 @@ impl ScalarUDFImpl for RowFunction {
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
         let ty = self.result_type(args.arg_fields, args.scalar_arguments)?;
+        if let Some(pg_type) = self.pg_type {
+            return Ok(Arc::new(floe_arrow::pg_field(self.name, pg_type, true)));
+        }
         // A type DataFusion knows natively carries no metadata, as DataFusion's
         // own expressions of that type do: VALUES lists demand that all rows of
         // a column agree on it.

@@ -1,7 +1,8 @@
 //! Postgres' string functions DataFusion lacks: hashes (`md5`, `sha256`, ...),
 //! quoting (`quote_ident`, `quote_literal`, `quote_nullable`, `format`),
-//! regular expressions (the list behind `regexp_split_to_table`,
-//! `substring(text from pattern)`), NULL counting and `gen_random_uuid`.
+//! regular expressions (`regexp_split_to_array`, the list behind
+//! `regexp_split_to_table`, `substring(text from pattern)`), NULL counting and
+//! `gen_random_uuid`.
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::{Datum, SqlScalarType, SqlState};
@@ -11,9 +12,8 @@ use super::{Arguments, RowFunction, expect_arguments, no_such_function};
 use crate::error::QueryError;
 
 /// The list of a text's parts between a regular expression's matches, which
-/// `regexp_split_to_table` unnests (`crate::srf`). It is a floe list, not the
-/// `text[]` Postgres' `regexp_split_to_array` returns, so it is not offered as
-/// that function.
+/// `regexp_split_to_table` unnests (`crate::srf`); `regexp_split_to_array` is the
+/// same list as the `text[]` clients see.
 pub const REGEXP_SPLIT: &str = "floe_regexp_split";
 
 /// The function `substring(text from pattern)` becomes (its pattern is a
@@ -74,14 +74,14 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .lenient()
         .udf(),
-        RowFunction::new(REGEXP_SPLIT, immutable, split_result, |row, _| {
-            let pattern = regex(&text(&row[1]), row.get(2))?;
-            let parts = pattern
-                .split(&text(&row[0]))
-                .map(|part| Datum::Text(part.to_string()))
-                .collect();
-            Ok(Datum::List(parts))
-        })
+        RowFunction::new(REGEXP_SPLIT, immutable, split_result, |row, _| split(row)).udf(),
+        RowFunction::new(
+            "regexp_split_to_array",
+            immutable,
+            split_result,
+            |row, _| split(row),
+        )
+        .returning(floe_repr::PgType::TextArray)
         .udf(),
         RowFunction::new(SUBSTRING_MATCH, immutable, match_result, |row, _| {
             substring_match(&text(&row[0]), &text(&row[1]))
@@ -127,7 +127,7 @@ fn count_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 }
 
 fn split_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
-    expect_arguments("regexp_split_to_table", arguments, &[2, 3])?;
+    expect_arguments(arguments.function, arguments, &[2, 3])?;
     Ok(SqlScalarType::List {
         element: Box::new(SqlScalarType::Text),
     })
@@ -135,6 +135,16 @@ fn split_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> 
 
 fn uuid_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     Ok(SqlScalarType::Uuid)
+}
+
+/// A text's parts between a regular expression's matches (`regexp_split_*`).
+fn split(row: &[Datum]) -> Result<Datum, QueryError> {
+    let pattern = regex(&text(&row[1]), row.get(2))?;
+    let parts = pattern
+        .split(&text(&row[0]))
+        .map(|part| Datum::Text(part.to_string()))
+        .collect();
+    Ok(Datum::List(parts))
 }
 
 /// A value as text, as it prints.

@@ -253,7 +253,11 @@ impl Grammar {
             0 => format!("upper({})", self.text(d, outer)),
             1 => format!("({} || {})", self.text(d, outer), self.text(d, outer)),
             2 => format!("concat({}, {})", self.text(d, outer), self.int(0, outer)),
-            3 => format!("substr({}, {}, 2)", self.text(d, outer), self.pick(&["0", "1", "2"])),
+            3 => format!(
+                "substr({}, {}, 2)",
+                self.text(d, outer),
+                self.pick(&["0", "1", "2"])
+            ),
             4 => format!("replace({}, 'y', 'Q')", self.text(d, outer)),
             5 => format!("lpad({}, 3, '*')", self.text(d, outer)),
             6 => format!("coalesce({}, 'none')", self.text(d, outer)),
