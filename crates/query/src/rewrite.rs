@@ -15,9 +15,10 @@ use std::ops::ControlFlow;
 
 use floe_repr::SqlState;
 use sqlparser::ast::{
-    CastKind, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
-    LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut, WindowFrameBound, WindowType,
+    CastKind, CeilFloorKind, DataType, DateTimeField, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, GroupByExpr, LimitClause, OrderByKind, Query, Select, SelectItem, SetExpr,
+    Statement, TableFactor, UnaryOperator, Value, ValueWithSpan, VisitMut, VisitorMut,
+    WindowFrameBound, WindowType,
 };
 
 use crate::error::QueryError;
@@ -284,13 +285,7 @@ impl VisitorMut for Rewriter {
         {
             // Postgres' ranking functions return bigint; DataFusion's an
             // unsigned integer no Postgres client knows.
-            *expr = Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(expr.clone()),
-                data_type: DataType::BigInt(None),
-                array: false,
-                format: None,
-            };
+            *expr = cast(expr.clone(), DataType::BigInt(None));
         }
         if let Expr::Cast {
             expr: operand,
@@ -389,7 +384,7 @@ pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
 /// Postgres types them), `atan2` (of doubles) and `ARRAY[...]` of columns
 /// (`make_array`).
 fn postgres_form(expr: &Expr) -> Option<Expr> {
-    use sqlparser::ast::{BinaryOperator, UnaryOperator};
+    use sqlparser::ast::BinaryOperator;
     let nested = |e: Expr| Expr::Nested(Box::new(e));
     match expr {
         Expr::UnaryOp { op, expr: operand } => {
@@ -444,97 +439,105 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
                     Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_))
                 ) =>
         {
-            Some(Expr::Cast {
-                kind: CastKind::Cast,
-                expr: interval.value.clone(),
-                data_type: DataType::Interval {
+            Some(cast(
+                interval.value.as_ref().clone(),
+                DataType::Interval {
                     fields: None,
                     precision: None,
                 },
-                array: false,
-                format: None,
-            })
+            ))
         }
         // `floor(x)` and `ceil(x)` parse as their own expressions.
         Expr::Floor {
             expr: operand,
-            field:
-                sqlparser::ast::CeilFloorKind::DateTimeField(sqlparser::ast::DateTimeField::NoDateTime),
-        } => Some(function_call(
-            crate::functions::math::FLOOR,
-            vec![operand.as_ref().clone()],
-        )),
-        Expr::Ceil {
-            expr: operand,
-            field:
-                sqlparser::ast::CeilFloorKind::DateTimeField(sqlparser::ast::DateTimeField::NoDateTime),
-        } => Some(function_call(
-            crate::functions::math::CEIL,
-            vec![operand.as_ref().clone()],
-        )),
-        Expr::Function(function) if function.over.is_none() => {
-            let name = naming::normalize(function.name.0.last()?.as_ident()?);
-            // Postgres' array_remove and array_replace act on every element
-            // equal to the value; DataFusion's of those names on the first.
-            if let Some(every) = match name.as_str() {
-                "array_remove" => Some("array_remove_all"),
-                "array_replace" => Some("array_replace_all"),
-                // Typed as Postgres types them (see `functions::math`).
-                "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
-                "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
-                "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
-                _ => None,
-            } {
-                let mut renamed = function.clone();
-                renamed.name =
-                    sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(every)]);
-                return Some(Expr::Function(renamed));
-            }
-            let FunctionArguments::List(list) = &function.args else {
-                return None;
-            };
-            let [
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(left)),
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(right)),
-            ] = list.args.as_slice()
-            else {
-                return None;
-            };
-            let numeric = |e: &Expr| Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(nested(e.clone())),
-                data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
-                array: false,
-                format: None,
-            };
-            let double = |e: &Expr| Expr::Cast {
-                kind: CastKind::Cast,
-                expr: Box::new(nested(e.clone())),
-                data_type: DataType::DoublePrecision,
-                array: false,
-                format: None,
-            };
-            match name.as_str() {
-                // In double precision, as Postgres' only atan2.
-                "atan2" => Some(function_call("atan2", vec![double(left), double(right)])),
-                "mod" => Some(nested(Expr::BinaryOp {
-                    left: Box::new(nested(left.clone())),
-                    op: BinaryOperator::Modulo,
-                    right: Box::new(nested(right.clone())),
-                })),
-                "div" => Some(function_call(
-                    "trunc",
-                    vec![Expr::BinaryOp {
-                        left: Box::new(numeric(left)),
-                        op: BinaryOperator::Divide,
-                        right: Box::new(numeric(right)),
-                    }],
-                )),
-                _ => None,
-            }
+            field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime),
         }
+        | Expr::Ceil {
+            expr: operand,
+            field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime),
+        } => {
+            let function = match expr {
+                Expr::Floor { .. } => crate::functions::math::FLOOR,
+                _ => crate::functions::math::CEIL,
+            };
+            Some(function_call(function, vec![operand.as_ref().clone()]))
+        }
+        Expr::Function(function) if function.over.is_none() => postgres_function(function),
         _ => None,
     }
+}
+
+/// [`postgres_form`] of a function call.
+fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
+    use sqlparser::ast::BinaryOperator;
+    let nested = |e: Expr| Expr::Nested(Box::new(e));
+    let name = naming::normalize(function.name.0.last()?.as_ident()?);
+    // Postgres' array_remove and array_replace act on every element
+    // equal to the value; DataFusion's of those names on the first.
+    if let Some(every) = match name.as_str() {
+        "array_remove" => Some("array_remove_all"),
+        "array_replace" => Some("array_replace_all"),
+        // Typed as Postgres types them (see `functions::math`).
+        "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
+        "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
+        "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
+        _ => None,
+    } {
+        return Some(Expr::Function(renamed(function, every)));
+    }
+    let FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let [
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(left)),
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(right)),
+    ] = list.args.as_slice()
+    else {
+        return None;
+    };
+    let numeric = |e: &Expr| {
+        cast(
+            nested(e.clone()),
+            DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+        )
+    };
+    let double = |e: &Expr| cast(nested(e.clone()), DataType::DoublePrecision);
+    match name.as_str() {
+        // In double precision, as Postgres' only atan2.
+        "atan2" => Some(function_call("atan2", vec![double(left), double(right)])),
+        "mod" => Some(nested(Expr::BinaryOp {
+            left: Box::new(nested(left.clone())),
+            op: BinaryOperator::Modulo,
+            right: Box::new(nested(right.clone())),
+        })),
+        "div" => Some(function_call(
+            "trunc",
+            vec![Expr::BinaryOp {
+                left: Box::new(numeric(left)),
+                op: BinaryOperator::Divide,
+                right: Box::new(numeric(right)),
+            }],
+        )),
+        _ => None,
+    }
+}
+
+/// `expr` cast to `data_type` (`CAST(expr AS data_type)`).
+fn cast(expr: Expr, data_type: DataType) -> Expr {
+    Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    }
+}
+
+/// `function` called by another name, its arguments and clauses kept.
+fn renamed(function: &sqlparser::ast::Function, name: &str) -> sqlparser::ast::Function {
+    let mut renamed = function.clone();
+    renamed.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]);
+    renamed
 }
 
 /// How many arguments a call lists.
@@ -554,11 +557,6 @@ fn list_len(function: &sqlparser::ast::Function) -> usize {
 /// `bool_and`.
 fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     let name = naming::normalize(function.name.0.last()?.as_ident()?);
-    let renamed = |function: &sqlparser::ast::Function, name: &str| {
-        let mut renamed = function.clone();
-        renamed.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]);
-        renamed
-    };
     let call = function_call;
     // An argument's document: `to_jsonb(arg)`.
     let document = |arg: &FunctionArg| match arg {
@@ -676,13 +674,6 @@ fn typed_integer(digits: &str) -> Option<Expr> {
     if digits.contains(['.', 'e', 'E']) {
         return None;
     }
-    let cast = |expr: Expr, data_type: DataType| Expr::Cast {
-        kind: CastKind::Cast,
-        expr: Box::new(expr),
-        data_type,
-        array: false,
-        format: None,
-    };
     match digits.parse::<i64>() {
         Ok(value) if i32::try_from(value).is_ok() => Some(cast(
             Expr::Value(ValueWithSpan::from(Value::Number(

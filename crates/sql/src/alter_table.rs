@@ -16,13 +16,25 @@ use sqlparser::ast::{
     TableAlias, TableFactor, VisitorMut,
 };
 
-use crate::catalog::{ItemDefinition, ItemKind, PlanCatalog};
+use crate::catalog::{CatalogItem, ItemDefinition, ItemKind, PlanCatalog};
 use crate::error::PlanError;
 use crate::plan::{AlterTableAddColumnPlan, Plan};
 use crate::planner::{PlanNotice, find_for_alter, normalize_ident};
 use crate::table::parse_type_name;
 
 const TAG: &str = "ALTER TABLE";
+
+/// The operations of ALTER TABLE floe has.
+enum Operation<'a> {
+    AddColumn {
+        column_def: &'a ColumnDef,
+        if_not_exists: bool,
+    },
+    DropConstraint {
+        name: &'a Ident,
+        if_exists: bool,
+    },
+}
 
 pub(crate) fn plan_alter_table(
     catalog: &dyn PlanCatalog,
@@ -34,43 +46,31 @@ pub(crate) fn plan_alter_table(
             "ALTER TABLE with more than one operation is not supported",
         ));
     };
-    if let AlterTableOperation::DropConstraint {
-        if_exists, name, ..
-    } = operation
-    {
-        let constraint = normalize_ident(name);
-        let item = match find_for_alter(
-            catalog,
-            &alter.name,
-            alter.if_exists,
-            ItemKind::Table,
-            TAG,
-            notices,
-        )? {
-            Ok(item) => item,
-            Err(no_op) => return Ok(no_op),
-        };
-        return crate::constraint::plan_drop_constraint(
-            catalog,
-            item,
-            &constraint,
-            *if_exists,
-            notices,
-        );
-    }
-    let AlterTableOperation::AddColumn {
-        if_not_exists,
-        column_def,
-        column_position: None,
-        ..
-    } = operation
-    else {
-        let text = operation.to_string();
-        let words: Vec<&str> = text.split_whitespace().take(2).collect();
-        return Err(PlanError::unsupported(format!(
-            "ALTER TABLE ... {} is not supported",
-            words.join(" ").to_uppercase()
-        )));
+    // An operation floe lacks is refused whatever the table.
+    let operation = match operation {
+        AlterTableOperation::DropConstraint {
+            if_exists, name, ..
+        } => Operation::DropConstraint {
+            name,
+            if_exists: *if_exists,
+        },
+        AlterTableOperation::AddColumn {
+            if_not_exists,
+            column_def,
+            column_position: None,
+            ..
+        } => Operation::AddColumn {
+            column_def,
+            if_not_exists: *if_not_exists,
+        },
+        other => {
+            let text = other.to_string();
+            let words: Vec<&str> = text.split_whitespace().take(2).collect();
+            return Err(PlanError::unsupported(format!(
+                "ALTER TABLE ... {} is not supported",
+                words.join(" ").to_uppercase()
+            )));
+        }
     };
     let item = match find_for_alter(
         catalog,
@@ -83,6 +83,28 @@ pub(crate) fn plan_alter_table(
         Ok(item) => item,
         Err(no_op) => return Ok(no_op),
     };
+    match operation {
+        Operation::DropConstraint { name, if_exists } => crate::constraint::plan_drop_constraint(
+            catalog,
+            item,
+            &normalize_ident(name),
+            if_exists,
+            notices,
+        ),
+        Operation::AddColumn {
+            column_def,
+            if_not_exists,
+        } => plan_add_column(item, column_def, if_not_exists, notices),
+    }
+}
+
+/// `ADD COLUMN`: the table's definition with the column appended.
+fn plan_add_column(
+    item: &CatalogItem,
+    column_def: &ColumnDef,
+    if_not_exists: bool,
+    notices: &mut Vec<PlanNotice>,
+) -> Result<Plan, PlanError> {
     let ItemDefinition::Table(table) = &item.definition else {
         return Err(PlanError::internal("table without a table definition"));
     };
@@ -97,7 +119,7 @@ pub(crate) fn plan_alter_table(
             "column \"{column_name}\" of relation \"{}\" already exists",
             item.name.item
         );
-        if *if_not_exists {
+        if if_not_exists {
             notices.push(PlanNotice {
                 message: format!("{message}, skipping"),
                 hint: None,

@@ -82,7 +82,11 @@ impl Coordinator {
         plan: DropConstraintPlan,
     ) -> Result<ExecuteResponse, AdapterError> {
         let mut catalog = self.catalog.lock().await;
-        let Some(table) = catalog.state().item(plan.table).cloned() else {
+        let Some(definition) = catalog
+            .state()
+            .item(plan.table)
+            .map(|table| table.definition.clone())
+        else {
             return Err(AdapterError::Internal(format!(
                 "table {} is gone",
                 plan.table
@@ -94,7 +98,7 @@ impl Coordinator {
                 Op::DropItem(plan.index),
                 Op::UpdateItem {
                     id: plan.table,
-                    definition: table.definition,
+                    definition,
                     create_sql: plan.create_sql,
                 },
             ],

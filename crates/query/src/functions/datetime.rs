@@ -82,21 +82,6 @@ fn is_datetime(ty: &SqlScalarType) -> bool {
     matches!(ty, S::Timestamp | S::TimestampTz | S::Date | S::Interval)
 }
 
-/// A number argument as PostgreSQL's float8 factor.
-fn as_float(datum: &Datum) -> Result<f64, QueryError> {
-    Ok(match datum {
-        Datum::Int16(v) => f64::from(*v),
-        Datum::Int32(v) => f64::from(*v),
-        Datum::Int64(v) => *v as f64,
-        Datum::Float32(v) => f64::from(*v),
-        Datum::Float64(v) => *v,
-        Datum::Numeric(text) => {
-            floe_repr::strconv::parse_float64(text).map_err(QueryError::from_value)?
-        }
-        other => return Err(QueryError::internal(format!("not a number: {other:?}"))),
-    })
-}
-
 fn interval_out_of_range() -> QueryError {
     QueryError::new(SqlState::DATETIME_FIELD_OVERFLOW, "interval out of range")
 }
@@ -658,7 +643,7 @@ fn scaled_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 /// seconds a day) and never up. Arguments are the interval, then the number.
 fn scale_interval(row: &[Datum], divide: bool) -> Result<Datum, QueryError> {
     let (months, days, micros) = interval_parts(&row[0])?;
-    let factor = as_float(&row[1])?;
+    let factor = super::math::as_double(&row[1])?;
     if divide && factor == 0.0 {
         return Err(QueryError::new(
             SqlState::DIVISION_BY_ZERO,

@@ -33,21 +33,21 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         .udf(),
         RowFunction::new(FLOOR, immutable, integral_result, |row, _| match &row[0] {
             Datum::Numeric(text) => Ok(integral(text, Direction::Down)),
-            other => Ok(Datum::Float64(number(other)?.floor())),
+            other => Ok(Datum::Float64(as_double(other)?.floor())),
         })
         .udf(),
         RowFunction::new(CEIL, immutable, integral_result, |row, _| match &row[0] {
             Datum::Numeric(text) => Ok(integral(text, Direction::Up)),
-            other => Ok(Datum::Float64(number(other)?.ceil())),
+            other => Ok(Datum::Float64(as_double(other)?.ceil())),
         })
         .udf(),
         RowFunction::new(ROUND, immutable, integral_result, |row, _| match &row[0] {
             Datum::Numeric(text) => Ok(integral(text, Direction::Nearest)),
-            other => Ok(Datum::Float64(number(other)?.round_ties_even())),
+            other => Ok(Datum::Float64(as_double(other)?.round_ties_even())),
         })
         .udf(),
         RowFunction::new(POWER, immutable, power_result, |row, _| {
-            power(number(&row[0])?, number(&row[1])?).map(Datum::Float64)
+            power(as_double(&row[0])?, as_double(&row[1])?).map(Datum::Float64)
         })
         .udf(),
         RowFunction::new("sign", immutable, sign_result, |row, ty| sign(&row[0], ty)).udf(),
@@ -72,7 +72,7 @@ fn sign_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 }
 
 fn sign(value: &Datum, ty: &SqlScalarType) -> Result<Datum, QueryError> {
-    let value = number(value)?;
+    let value = as_double(value)?;
     let sign = if value > 0.0 {
         1.0
     } else if value < 0.0 {
@@ -244,7 +244,7 @@ fn width_bucket(
     high: &Datum,
     count: &Datum,
 ) -> Result<Datum, QueryError> {
-    let (operand, low, high) = (number(operand)?, number(low)?, number(high)?);
+    let (operand, low, high) = (as_double(operand)?, as_double(low)?, as_double(high)?);
     let count = match count {
         Datum::Int16(n) => i32::from(*n),
         Datum::Int32(n) => *n,
@@ -285,8 +285,9 @@ fn width_bucket(
     Ok(Datum::Int32(bucket as i32))
 }
 
-/// A number as a double, for the functions whose result needs no more.
-fn number(value: &Datum) -> Result<f64, QueryError> {
+/// A number as a double, for the functions whose result needs no more (and
+/// `interval * number`, a float8 factor in Postgres).
+pub(super) fn as_double(value: &Datum) -> Result<f64, QueryError> {
     Ok(match value {
         Datum::Int16(n) => f64::from(*n),
         Datum::Int32(n) => f64::from(*n),
@@ -296,12 +297,9 @@ fn number(value: &Datum) -> Result<f64, QueryError> {
         Datum::UInt64(n) => *n as f64,
         Datum::Float32(n) => f64::from(*n),
         Datum::Float64(n) => *n,
-        Datum::Numeric(text) => text.parse().map_err(|_| {
-            QueryError::new(
-                SqlState::INVALID_TEXT_REPRESENTATION,
-                format!("invalid input syntax for type numeric: \"{text}\""),
-            )
-        })?,
+        Datum::Numeric(text) => {
+            floe_repr::strconv::parse_float64(text).map_err(QueryError::from_value)?
+        }
         // The result rules admit numbers only.
         _ => return Err(QueryError::internal("a number was expected")),
     })

@@ -28,19 +28,19 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .udf(),
         RowFunction::new("sha224", immutable, bytes_result, |row, _| {
-            Ok(Datum::Bytes(sha2::Sha224::digest(bytes(&row[0])).to_vec()))
+            Ok(digest::<sha2::Sha224>(&row[0]))
         })
         .udf(),
         RowFunction::new("sha256", immutable, bytes_result, |row, _| {
-            Ok(Datum::Bytes(sha2::Sha256::digest(bytes(&row[0])).to_vec()))
+            Ok(digest::<sha2::Sha256>(&row[0]))
         })
         .udf(),
         RowFunction::new("sha384", immutable, bytes_result, |row, _| {
-            Ok(Datum::Bytes(sha2::Sha384::digest(bytes(&row[0])).to_vec()))
+            Ok(digest::<sha2::Sha384>(&row[0]))
         })
         .udf(),
         RowFunction::new("sha512", immutable, bytes_result, |row, _| {
-            Ok(Datum::Bytes(sha2::Sha512::digest(bytes(&row[0])).to_vec()))
+            Ok(digest::<sha2::Sha512>(&row[0]))
         })
         .udf(),
         RowFunction::new("quote_ident", immutable, text_result, |row, _| {
@@ -161,6 +161,11 @@ fn bytes(datum: &Datum) -> Vec<u8> {
         Datum::Bytes(bytes) => bytes.clone(),
         other => text(other).into_bytes(),
     }
+}
+
+/// A value's digest under hash `D`, as a bytea.
+fn digest<D: Digest>(value: &Datum) -> Datum {
+    Datum::Bytes(D::digest(bytes(value)).to_vec())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -303,9 +308,28 @@ fn unsupported_format() -> QueryError {
     )
 }
 
-/// A Postgres regular expression with its flags (`i` for case-insensitive).
+/// A Postgres regular expression with its flags (`i` for case-insensitive). The
+/// last one compiled on this thread is kept: a function's pattern is usually
+/// the same on every row, and compiling it is most of a row's work.
 fn regex(pattern: &str, flags: Option<&Datum>) -> Result<regex::Regex, QueryError> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, String, regex::Regex)>> =
+            const { std::cell::RefCell::new(None) };
+    }
     let flags = flags.map(text).unwrap_or_default();
+    let kept = LAST.with_borrow(|last| match last {
+        Some((p, f, compiled)) if p == pattern && *f == flags => Some(compiled.clone()),
+        _ => None,
+    });
+    if let Some(compiled) = kept {
+        return Ok(compiled);
+    }
+    let compiled = compile(pattern, &flags)?;
+    LAST.set(Some((pattern.to_string(), flags, compiled.clone())));
+    Ok(compiled)
+}
+
+fn compile(pattern: &str, flags: &str) -> Result<regex::Regex, QueryError> {
     let mut builder = regex::RegexBuilder::new(pattern);
     for flag in flags.chars() {
         match flag {
