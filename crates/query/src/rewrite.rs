@@ -463,6 +463,25 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
             Some(function_call(function, vec![operand.as_ref().clone()]))
         }
         Expr::Function(function) if function.over.is_none() => postgres_function(function),
+        // DataFusion's SIMILAR TO takes `%` and `_` as written.
+        Expr::SimilarTo {
+            negated,
+            expr: operand,
+            pattern,
+            escape_char,
+        } => {
+            let mut args = vec![pattern.as_ref().clone()];
+            args.extend(escape_char.iter().map(|e| Expr::Value(e.clone())));
+            Some(nested(Expr::BinaryOp {
+                left: Box::new(nested(operand.as_ref().clone())),
+                op: if *negated {
+                    BinaryOperator::PGRegexNotMatch
+                } else {
+                    BinaryOperator::PGRegexMatch
+                },
+                right: Box::new(function_call(crate::functions::text::SIMILAR_PATTERN, args)),
+            }))
+        }
         _ => None,
     }
 }
@@ -472,6 +491,15 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
     use sqlparser::ast::BinaryOperator;
     let nested = |e: Expr| Expr::Nested(Box::new(e));
     let name = naming::normalize(function.name.0.last()?.as_ident()?);
+    // `LOCALTIMESTAMP` and `LOCALTIME`: the transaction's time without its zone.
+    if matches!(function.args, FunctionArguments::None) {
+        let local = match name.as_str() {
+            "localtimestamp" => DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None),
+            "localtime" => DataType::Time(None, sqlparser::ast::TimezoneInfo::None),
+            _ => return None,
+        };
+        return Some(cast(function_call("now", vec![]), local));
+    }
     // Postgres' array_remove and array_replace act on every element
     // equal to the value; DataFusion's of those names on the first.
     if let Some(every) = match name.as_str() {
@@ -481,6 +509,17 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
         "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
         "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
+        // floe's `json` is `jsonb`, as Materialize's is.
+        "json_build_object" => Some("jsonb_build_object"),
+        "json_build_array" => Some("jsonb_build_array"),
+        "to_json" => Some("to_jsonb"),
+        "json_typeof" => Some("jsonb_typeof"),
+        "json_array_length" => Some("jsonb_array_length"),
+        "json_extract_path" => Some("jsonb_extract_path"),
+        "json_extract_path_text" => Some("jsonb_extract_path_text"),
+        "json_strip_nulls" => Some("jsonb_strip_nulls"),
+        // Both are the transaction's start, as `now()` is.
+        "transaction_timestamp" | "statement_timestamp" => Some("now"),
         _ => None,
     } {
         return Some(Expr::Function(renamed(function, every)));
@@ -488,6 +527,9 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
+    if name == "make_interval" {
+        return make_interval(&list.args);
+    }
     let [
         FunctionArg::Unnamed(FunctionArgExpr::Expr(left)),
         FunctionArg::Unnamed(FunctionArgExpr::Expr(right)),
@@ -520,6 +562,39 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         )),
         _ => None,
     }
+}
+
+/// `make_interval(years, months, weeks, days, hours, mins, secs)` with
+/// its arguments by position or by name (`days => 3`), each 0 when not
+/// given, as floe's function of all seven; `None` leaves an argument that is
+/// neither (so planning reports it).
+fn make_interval(args: &[FunctionArg]) -> Option<Expr> {
+    use crate::functions::datetime::{MAKE_INTERVAL, MAKE_INTERVAL_PARTS};
+    let zero = || Expr::value(Value::Number("0".into(), false));
+    let mut parts: Vec<Expr> = MAKE_INTERVAL_PARTS.iter().map(|_| zero()).collect();
+    for (position, arg) in args.iter().enumerate() {
+        let (index, value) = match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(value)) => (position, value),
+            FunctionArg::Named {
+                name,
+                arg: FunctionArgExpr::Expr(value),
+                ..
+            }
+            | FunctionArg::ExprNamed {
+                name: Expr::Identifier(name),
+                arg: FunctionArgExpr::Expr(value),
+                ..
+            } => (
+                MAKE_INTERVAL_PARTS
+                    .iter()
+                    .position(|part| *part == naming::normalize(name))?,
+                value,
+            ),
+            _ => return None,
+        };
+        *parts.get_mut(index)? = value.clone();
+    }
+    Some(function_call(MAKE_INTERVAL, parts))
 }
 
 /// `expr` cast to `data_type` (`CAST(expr AS data_type)`).
@@ -593,8 +668,52 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         }
         "every" => Some(Expr::Function(renamed(function, "bool_and"))),
         "variance" => Some(Expr::Function(renamed(function, "var_samp"))),
+        "mode" | "percentile_disc" => ordered_set(function, &name, args),
         _ => None,
     }
+}
+
+/// `mode() WITHIN GROUP (ORDER BY x)` and `percentile_disc(f) WITHIN GROUP
+/// (ORDER BY x)` as floe's functions of the group's sorted non-NULL values,
+/// which `array_agg(x ORDER BY x) FILTER (WHERE x IS NOT NULL)` collects (the
+/// call's own FILTER kept).
+fn ordered_set(
+    function: &sqlparser::ast::Function,
+    name: &str,
+    args: &[FunctionArg],
+) -> Option<Expr> {
+    use sqlparser::ast::{BinaryOperator, FunctionArgumentClause};
+    let [order] = function.within_group.as_slice() else {
+        return None;
+    };
+    let (function_name, extra) = match (name, args) {
+        ("mode", []) => (crate::functions::ordered_set::MODE, None),
+        ("percentile_disc", [FunctionArg::Unnamed(FunctionArgExpr::Expr(fraction))]) => (
+            crate::functions::ordered_set::PERCENTILE_DISC,
+            Some(cast(fraction.clone(), DataType::DoublePrecision)),
+        ),
+        _ => return None,
+    };
+    let value = order.expr.clone();
+    let not_null = Expr::IsNotNull(Box::new(value.clone()));
+    let mut collected = renamed(function, "array_agg");
+    collected.within_group = Vec::new();
+    collected.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+        duplicate_treatment: None,
+        args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(value))],
+        clauses: vec![FunctionArgumentClause::OrderBy(vec![order.clone()])],
+    });
+    collected.filter = Some(Box::new(match function.filter.as_deref() {
+        Some(filter) => Expr::BinaryOp {
+            left: Box::new(Expr::Nested(Box::new(filter.clone()))),
+            op: BinaryOperator::And,
+            right: Box::new(not_null),
+        },
+        None => not_null,
+    }));
+    let mut call_args = vec![Expr::Function(collected)];
+    call_args.extend(extra);
+    Some(function_call(function_name, call_args))
 }
 
 /// Names the non-recursive term's columns of `WITH RECURSIVE r(a, b)` by

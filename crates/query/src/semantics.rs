@@ -435,6 +435,7 @@ fn type_name(field: &datafusion::arrow::datatypes::Field) -> String {
     match functions::sql_type(field) {
         SqlScalarType::Numeric { .. } => "numeric".into(),
         SqlScalarType::VarChar { .. } => "character varying".into(),
+        SqlScalarType::Time => "time without time zone".into(),
         other => other.to_string(),
     }
 }
@@ -470,6 +471,7 @@ fn rewrite_cast(
     // A literal that converts exactly keeps DataFusion's cast (folded later).
     if let Expr::Literal(value, _) = &expr
         && is_plain(to)
+        && !reads_escapes(to_type)
         && let Ok(converted) = value.cast_to(to_type)
         && converted.cast_to(&value.data_type()).ok().as_ref() == Some(value)
     {
@@ -488,6 +490,15 @@ fn rewrite_cast(
         return Ok(Transformed::yes(expr));
     }
     Ok(Transformed::yes(cast_expr(expr, &target)))
+}
+
+/// Whether Postgres reads text as this type through escapes (a bytea's
+/// `\x6162` is two bytes) where Arrow's cast takes the text's own bytes.
+fn reads_escapes(to_type: &DataType) -> bool {
+    matches!(
+        to_type,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+    )
 }
 
 /// Whether a field is one of DataFusion's own types (no floe type in its
@@ -555,6 +566,9 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
+        if let Some(arithmetic) = real_arithmetic(&expr, &left, &right) {
+            return Ok(PlannerResult::Planned(arithmetic));
+        }
         // `date ± interval` is a timestamp in Postgres (DataFusion's is a date).
         let is = |t: &DfResult<SqlScalarType>, ty: SqlScalarType| matches!(t, Ok(t) if *t == ty);
         let operator = match expr.op {
@@ -585,6 +599,9 @@ impl ExprPlanner for PgOperatorPlanner {
                     Box::new(r),
                 ))));
             }
+        }
+        if let Some(call) = range_operator(&expr, &left, &right)? {
+            return Ok(PlannerResult::Planned(call));
         }
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
         if !is_jsonb(&left) && !is_jsonb(&right) {
@@ -664,6 +681,67 @@ impl ExprPlanner for PgOperatorPlanner {
             })),
         }
     }
+}
+
+/// `@>`, `<@` and `&&` of ranges (an element on the side of `@>` that is
+/// not the range).
+fn range_operator(
+    expr: &RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> DfResult<Option<Expr>> {
+    use functions::range::{CONTAINS, OVERLAPS, is_range};
+    use sqlparser::ast::BinaryOperator as B;
+    let range = |t: &DfResult<SqlScalarType>| t.as_ref().is_ok_and(is_range);
+    let (name, args) = match expr.op {
+        B::AtArrow if range(left) => (CONTAINS, vec![expr.left.clone(), expr.right.clone()]),
+        B::ArrowAt if range(right) => (CONTAINS, vec![expr.right.clone(), expr.left.clone()]),
+        B::PGOverlap if range(left) && range(right) => {
+            (OVERLAPS, vec![expr.left.clone(), expr.right.clone()])
+        }
+        _ => return Ok(None),
+    };
+    functions::call(name, args)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
+/// Arithmetic of a `real` and an integer or numeric in double precision, as
+/// Postgres resolves it (it has no operator of `real` and those types, and
+/// `double precision` is the preferred type of numbers); DataFusion's stays
+/// `real` and loses digits (`1 / 3::real`).
+fn real_arithmetic(
+    expr: &RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> Option<Expr> {
+    use sqlparser::ast::BinaryOperator as B;
+    let operator = match expr.op {
+        B::Plus => Operator::Plus,
+        B::Minus => Operator::Minus,
+        B::Multiply => Operator::Multiply,
+        B::Divide => Operator::Divide,
+        _ => return None,
+    };
+    let real = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Float32));
+    let exact = |t: &DfResult<SqlScalarType>| {
+        matches!(
+            t,
+            Ok(SqlScalarType::Int16
+                | SqlScalarType::Int32
+                | SqlScalarType::Int64
+                | SqlScalarType::Numeric { .. })
+        )
+    };
+    if !((real(left) && exact(right)) || (exact(left) && real(right))) {
+        return None;
+    }
+    let double = |side: &Expr| Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Float64));
+    Some(Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(double(&expr.left)),
+        operator,
+        Box::new(double(&expr.right)),
+    )))
 }
 
 /// `left ^ right` as Postgres computes it: floe's power of doubles (with

@@ -45,6 +45,19 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
         None,
     ),
     ("string_to_table", "string_to_array", None),
+    (
+        "regexp_matches",
+        crate::functions::text::REGEXP_MATCHES,
+        None,
+    ),
+    // floe's `json` is `jsonb`, as Materialize's is.
+    ("json_array_elements", jsonb::ARRAY_ELEMENTS, Some("value")),
+    (
+        "json_array_elements_text",
+        jsonb::ARRAY_ELEMENTS_TEXT,
+        Some("value"),
+    ),
+    ("json_object_keys", jsonb::OBJECT_KEYS, None),
 ];
 
 /// The list functions whose items are documents: unnesting a list drops its
@@ -52,12 +65,37 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
 /// item is read as jsonb again.
 const DOCUMENT_LISTS: &[&str] = &[jsonb::ARRAY_ELEMENTS, jsonb::EACH_VALUES];
 
-/// `unnest(list(args))`, its items read as jsonb when they are documents.
+/// The list functions whose items are text lists that Postgres types
+/// `text[]` (`regexp_matches`).
+const TEXT_ARRAY_LISTS: &[&str] = &[crate::functions::text::REGEXP_MATCHES];
+
+/// `unnest(list(args))`, its items read as [`typed_items`] reads them.
 fn unnested(list: &str, arguments: &str) -> String {
+    let sql = format!("unnest({list}({arguments}))");
+    let parsed = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&sql)
+        .and_then(|mut parser| parser.parse_expr());
+    match parsed {
+        Ok(expr) => typed_items(list, expr).to_string(),
+        Err(_) => sql,
+    }
+}
+
+/// A list function's unnested items, read as jsonb when they are documents
+/// and as `text[]` when Postgres types them so.
+fn typed_items(list: &str, unnested: Expr) -> Expr {
     if DOCUMENT_LISTS.contains(&list) {
-        format!("CAST(unnest({list}({arguments})) AS jsonb)")
+        Expr::Cast {
+            kind: sqlparser::ast::CastKind::Cast,
+            expr: Box::new(unnested),
+            data_type: sqlparser::ast::DataType::JSONB,
+            array: false,
+            format: None,
+        }
+    } else if TEXT_ARRAY_LISTS.contains(&list) {
+        crate::rewrite::function_call(crate::functions::text::AS_TEXT_ARRAY, vec![unnested])
     } else {
-        format!("unnest({list}({arguments}))")
+        unnested
     }
 }
 
@@ -66,6 +104,8 @@ fn unnested(list: &str, arguments: &str) -> String {
 const KEY_VALUE_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("jsonb_each", jsonb::EACH_KEYS, jsonb::EACH_VALUES),
     ("jsonb_each_text", jsonb::EACH_KEYS, jsonb::EACH_TEXT_VALUES),
+    ("json_each", jsonb::EACH_KEYS, jsonb::EACH_VALUES),
+    ("json_each_text", jsonb::EACH_KEYS, jsonb::EACH_TEXT_VALUES),
 ];
 
 /// The alias of the call inside the derived table (a private-use character,
@@ -397,17 +437,7 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
             let mut call = function.clone();
             call.name = ObjectName::from(vec![Ident::new(*list)]);
             let unnested = crate::rewrite::function_call(UNNEST, vec![Expr::Function(call)]);
-            *expr = if DOCUMENT_LISTS.contains(list) {
-                Expr::Cast {
-                    kind: sqlparser::ast::CastKind::Cast,
-                    expr: Box::new(unnested),
-                    data_type: sqlparser::ast::DataType::JSONB,
-                    array: false,
-                    format: None,
-                }
-            } else {
-                unnested
-            };
+            *expr = typed_items(list, unnested);
             continue;
         }
         if name != GENERATE_SERIES {

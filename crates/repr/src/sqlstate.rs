@@ -29,6 +29,7 @@ impl SqlState {
     pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: SqlState = SqlState("2201W");
     pub const ARRAY_SUBSCRIPT_ERROR: SqlState = SqlState("2202E");
     pub const INVALID_REGULAR_EXPRESSION: SqlState = SqlState("2201B");
+    pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
     pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("22004");
     pub const INVALID_JSON_TEXT: SqlState = SqlState("22032");
     pub const INTERVAL_FIELD_OVERFLOW: SqlState = SqlState("22015");

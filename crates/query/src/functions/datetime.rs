@@ -7,6 +7,8 @@
 //!
 //! floe's session time zone is UTC: a timestamptz is read and printed there.
 
+mod build;
+mod from_char;
 mod to_char;
 
 use chrono::{DateTime, Offset, TimeZone};
@@ -28,6 +30,12 @@ pub const INTERVAL_DIVIDE: &str = "floe_interval_divide";
 pub const TIMESTAMP_DIFFERENCE: &str = "floe_timestamp_difference";
 /// `extract(field FROM value)`.
 pub const EXTRACT: &str = "floe_extract";
+/// `make_interval`, its seven parts given by position (the SQL rewrite
+/// places named arguments).
+pub const MAKE_INTERVAL: &str = "floe_make_interval";
+/// `make_interval`'s parameters, in order.
+pub const MAKE_INTERVAL_PARTS: [&str; 7] =
+    ["years", "months", "weeks", "days", "hours", "mins", "secs"];
 /// `value AT TIME ZONE zone`, as PostgreSQL names it.
 pub const TIMEZONE: &str = "timezone";
 
@@ -67,6 +75,9 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .udf(),
     ]
+    .into_iter()
+    .chain(build::functions())
+    .collect()
 }
 
 fn is_number(ty: &SqlScalarType) -> bool {

@@ -804,6 +804,15 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(jsonb(&json))
         })
         .udf(),
+        RowFunction::new("jsonb_insert", immutable, jsonb_set_type, |row, _| {
+            let mut json = document(arg(row, 0))?;
+            let path: Vec<String> = path_steps(arg(row, 1))?.into_iter().flatten().collect();
+            let value = document(arg(row, 2))?;
+            let after = matches!(arg(row, 3), Datum::Bool(true));
+            insert_path(&mut json, &path, value, after)?;
+            Ok(jsonb(&json))
+        })
+        .udf(),
         // `jsonb_agg`'s list of documents (each value's `to_jsonb`, NULL for SQL NULL).
         RowFunction::new(
             "floe_jsonb_from_documents",
@@ -861,12 +870,60 @@ fn list_items(datum: &Datum) -> Vec<Datum> {
     }
 }
 
+/// `jsonb_set` and `jsonb_insert`: a document (or a quoted literal, which
+/// Postgres reads as one), a path, a value and a flag.
 fn jsonb_set_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
-    expect_arguments("jsonb_set", arguments, &[3, 4])?;
-    if !matches!(arguments.types[0], SqlScalarType::Jsonb) {
-        return Err(no_such_function("jsonb_set", &arguments.types));
+    expect_arguments(arguments.function, arguments, &[3, 4])?;
+    let literal = arguments.constant_text(0).is_some();
+    let document = matches!(arguments.types[0], SqlScalarType::Jsonb)
+        || (literal && arguments.types[0] == SqlScalarType::Text);
+    if !document {
+        return Err(no_such_function(arguments.function, &arguments.types));
     }
     Ok(SqlScalarType::Jsonb)
+}
+
+/// `jsonb_insert`: the document with `value` inserted at `path`, before the
+/// array element there (after it when `after`), or as a new object key.
+fn insert_path(
+    json: &mut Json,
+    path: &[String],
+    value: Json,
+    after: bool,
+) -> Result<(), QueryError> {
+    let Some((first, rest)) = path.split_first() else {
+        return Ok(());
+    };
+    match json {
+        Json::Object(object) if rest.is_empty() => {
+            if object.contains_key(first) {
+                return Err(QueryError::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    "cannot replace existing key",
+                )
+                .with_hint("Try using the function jsonb_set to replace key value."));
+            }
+            object.insert(first.clone(), value);
+        }
+        Json::Object(object) => {
+            if let Some(child) = object.get_mut(first) {
+                insert_path(child, rest, value, after)?;
+            }
+        }
+        Json::Array(items) => match array_step(first, items.len()) {
+            Some(ArrayStep::Element(position)) if rest.is_empty() => {
+                items.insert(position + usize::from(after), value);
+            }
+            Some(ArrayStep::Element(position)) => {
+                insert_path(&mut items[position], rest, value, after)?;
+            }
+            Some(ArrayStep::BeforeStart) if rest.is_empty() => items.insert(0, value),
+            Some(ArrayStep::AfterEnd) if rest.is_empty() => items.push(value),
+            _ => {}
+        },
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Text of a key or path step (any scalar prints as its text).

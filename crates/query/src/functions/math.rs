@@ -27,6 +27,21 @@ pub const ROUND: &str = "floe_round";
 pub(super) fn functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
     vec![
+        RowFunction::new("scale", immutable, scale_result, |row, _| {
+            Ok(fraction_digits(&row[0], false))
+        })
+        .udf(),
+        RowFunction::new("min_scale", immutable, scale_result, |row, _| {
+            Ok(fraction_digits(&row[0], true))
+        })
+        .udf(),
+        RowFunction::new("trim_scale", immutable, trim_scale_result, |row, _| {
+            Ok(match &row[0] {
+                Datum::Numeric(text) => Datum::Numeric(trimmed(text).to_string()),
+                other => other.clone(),
+            })
+        })
+        .udf(),
         RowFunction::new(BITWISE_XOR, immutable, xor_result, |row, ty| {
             bitwise_xor(&row[0], &row[1], ty)
         })
@@ -335,4 +350,59 @@ fn bucket_error(message: &str) -> QueryError {
 
 fn out_of_range() -> QueryError {
     QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+}
+
+fn scale_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    trim_scale_result(arguments)?;
+    Ok(SqlScalarType::Int32)
+}
+
+/// `scale`, `min_scale` and `trim_scale` take a numeric (an integer is read
+/// as one).
+fn trim_scale_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    let fits = matches!(
+        arguments.types.as_slice(),
+        [SqlScalarType::Numeric { .. }
+            | SqlScalarType::Int16
+            | SqlScalarType::Int32
+            | SqlScalarType::Int64]
+    );
+    if !fits {
+        return Err(super::no_such_function(
+            arguments.function,
+            &arguments.types,
+        ));
+    }
+    Ok(SqlScalarType::Numeric {
+        precision: None,
+        max_scale: None,
+    })
+}
+
+/// A numeric's text without trailing fraction zeros (nor a bare point).
+fn trimmed(text: &str) -> &str {
+    if !text.contains('.') {
+        return text;
+    }
+    text.trim_end_matches('0').trim_end_matches('.')
+}
+
+/// How many digits a numeric has after its point (`min_scale`: without
+/// trailing zeros); NULL for NaN.
+fn fraction_digits(value: &Datum, minimum: bool) -> Datum {
+    let Datum::Numeric(text) = value else {
+        return Datum::Int32(0);
+    };
+    if text.eq_ignore_ascii_case("nan") {
+        return Datum::Null;
+    }
+    let text = if minimum {
+        trimmed(text)
+    } else {
+        text.as_str()
+    };
+    let digits = text
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
+    Datum::Int32(i32::try_from(digits).unwrap_or(i32::MAX))
 }

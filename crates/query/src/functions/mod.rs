@@ -15,6 +15,8 @@ mod integer_result;
 pub mod jsonb;
 mod jsonb_order;
 pub mod math;
+pub mod ordered_set;
+pub mod range;
 pub mod single;
 pub mod sum;
 pub(crate) mod system;
@@ -51,6 +53,9 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(datetime::functions())
         .chain(text::functions())
         .chain(math::functions())
+        .chain(range::functions())
+        .chain(ordered_set::functions())
+        .chain(range::overloads())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });
@@ -291,6 +296,105 @@ impl ScalarUDFImpl for RowFunction {
             Ok(ColumnarValue::Scalar(first_scalar(&array)?))
         } else {
             Ok(ColumnarValue::Array(array))
+        }
+    }
+}
+
+/// A function floe defines for some argument types and DataFusion for the
+/// others, under one name (`lower` of a range is floe's, of text
+/// DataFusion's).
+pub struct Overloaded {
+    floe: RowFunction,
+    engine: Arc<ScalarUDF>,
+    /// Whether floe's function takes arguments of these types.
+    takes: fn(&[SqlScalarType]) -> bool,
+    signature: Signature,
+}
+
+impl Overloaded {
+    pub fn new(
+        floe: RowFunction,
+        engine: Arc<ScalarUDF>,
+        takes: fn(&[SqlScalarType]) -> bool,
+    ) -> Overloaded {
+        let signature = Signature::user_defined(floe.signature.volatility);
+        Overloaded {
+            floe,
+            engine,
+            takes,
+            signature,
+        }
+    }
+
+    fn is_floes(&self, fields: &[FieldRef]) -> bool {
+        let types: Vec<SqlScalarType> = fields.iter().map(|f| sql_type(f)).collect();
+        (self.takes)(&types)
+    }
+}
+
+impl std::fmt::Debug for Overloaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Overloaded")
+            .field("name", &self.floe.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Overloaded {
+    fn eq(&self, other: &Self) -> bool {
+        self.floe == other.floe
+    }
+}
+
+impl Eq for Overloaded {}
+
+impl std::hash::Hash for Overloaded {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.floe.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for Overloaded {
+    fn name(&self) -> &str {
+        self.floe.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// An untyped NULL is text, as an unknown literal is to DataFusion's
+    /// string functions.
+    fn coerce_types(&self, arg_types: &[DataType]) -> DfResult<Vec<DataType>> {
+        Ok(arg_types
+            .iter()
+            .map(|t| match t {
+                DataType::Null => DataType::Utf8,
+                other => other.clone(),
+            })
+            .collect())
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Err(datafusion::error::DataFusionError::Internal(format!(
+            "{} is typed by its fields",
+            self.floe.name
+        )))
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        if self.is_floes(args.arg_fields) {
+            self.floe.return_field_from_args(args)
+        } else {
+            self.engine.return_field_from_args(args)
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        if self.is_floes(&args.arg_fields) {
+            self.floe.invoke_with_args(args)
+        } else {
+            self.engine.invoke_with_args(args)
         }
     }
 }

@@ -16,13 +16,29 @@ use crate::error::QueryError;
 /// same list as the `text[]` clients see.
 pub const REGEXP_SPLIT: &str = "floe_regexp_split";
 
+/// The list of a regular expression's matches, each the list of its groups'
+/// texts, which `regexp_matches` unnests.
+pub const REGEXP_MATCHES: &str = "floe_regexp_matches";
+
+/// A text list as the `text[]` clients see (the unnested items of
+/// [`REGEXP_MATCHES`]).
+pub const AS_TEXT_ARRAY: &str = "floe_as_text_array";
+
 /// The function `substring(text from pattern)` becomes (its pattern is a
 /// regular expression, unlike `substring(text from position)`).
 pub const SUBSTRING_MATCH: &str = "floe_substring_match";
 
+/// The regular expression a `SIMILAR TO` pattern means (`x SIMILAR TO p
+/// [ESCAPE e]` is `x ~ floe_similar_pattern(p [, e])`).
+pub const SIMILAR_PATTERN: &str = "floe_similar_pattern";
+
 pub(super) fn functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
     vec![
+        RowFunction::new(SIMILAR_PATTERN, immutable, similar_result, |row, _| {
+            similar_pattern(&text(&row[0]), row.get(1).map(text).as_deref()).map(Datum::Text)
+        })
+        .udf(),
         RowFunction::new("md5", immutable, text_result, |row, _| {
             Ok(Datum::Text(hex(&md5::Md5::digest(bytes(&row[0])))))
         })
@@ -83,6 +99,19 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         )
         .returning(floe_repr::PgType::TextArray)
         .udf(),
+        RowFunction::new(REGEXP_MATCHES, immutable, matches_result, |row, _| {
+            regexp_matches(&text(&row[0]), &text(&row[1]), row.get(2).map(text))
+        })
+        .udf(),
+        RowFunction::new(AS_TEXT_ARRAY, immutable, text_list_result, |row, _| {
+            Ok(row[0].clone())
+        })
+        .returning(floe_repr::PgType::TextArray)
+        .udf(),
+        RowFunction::new("regexp_substr", immutable, substr_result, |row, _| {
+            regexp_substr(row)
+        })
+        .udf(),
         RowFunction::new(SUBSTRING_MATCH, immutable, match_result, |row, _| {
             substring_match(&text(&row[0]), &text(&row[1]))
         })
@@ -131,6 +160,199 @@ fn split_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> 
     Ok(SqlScalarType::List {
         element: Box::new(SqlScalarType::Text),
     })
+}
+
+fn similar_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("similar_to_escape", arguments, &[1, 2])?;
+    Ok(SqlScalarType::Text)
+}
+
+/// A `SIMILAR TO` pattern as a regular expression matching the whole text, as
+/// Postgres' `similar_to_escape` translates it: `%` is any text, `_` any
+/// character, `[...]` a class copied as written, the escape character (`\`
+/// unless given; none when empty) makes the next character literal, and the
+/// characters special only to regular expressions (`.`, `^`, `$`) are literal.
+fn similar_pattern(pattern: &str, escape: Option<&str>) -> Result<String, QueryError> {
+    let escape = match escape {
+        None => Some('\\'),
+        Some(text) => {
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (None, _) => None,
+                (Some(c), None) => Some(c),
+                _ => {
+                    return Err(QueryError::new(
+                        SqlState::INVALID_ESCAPE_SEQUENCE,
+                        "invalid escape string",
+                    )
+                    .with_hint("Escape string must be empty or one character."));
+                }
+            }
+        }
+    };
+    let mut out = String::from("(?s)^(?:");
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            match chars.next() {
+                Some(literal) => out.push_str(&regex::escape(&literal.to_string())),
+                None => {
+                    return Err(QueryError::new(
+                        SqlState::INVALID_ESCAPE_SEQUENCE,
+                        "invalid escape string",
+                    ));
+                }
+            }
+            continue;
+        }
+        if in_class {
+            if c == ']' {
+                in_class = false;
+            }
+            if c == '\\' || c == '[' {
+                out.push('\\');
+            }
+            out.push(c);
+            continue;
+        }
+        match c {
+            '[' => {
+                in_class = true;
+                out.push('[');
+                // A leading `^` negates and a leading `]` is a member.
+                if let Some(next) = chars.next_if(|n| *n == '^') {
+                    out.push(next);
+                }
+                if chars.next_if_eq(&']').is_some() {
+                    out.push_str("\\]");
+                }
+            }
+            '%' => out.push_str(".*"),
+            '_' => out.push('.'),
+            '(' => out.push_str("(?:"),
+            '.' | '^' | '$' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            other => out.push(other),
+        }
+    }
+    out.push_str(")$");
+    Ok(out)
+}
+
+fn matches_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("regexp_matches", arguments, &[2, 3])?;
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::List {
+            element: Box::new(SqlScalarType::Text),
+        }),
+    })
+}
+
+fn text_list_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments(arguments.function, arguments, &[1])?;
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Text),
+    })
+}
+
+fn substr_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("regexp_substr", arguments, &[2, 3, 4, 5, 6])?;
+    let integer = |ty: &SqlScalarType| {
+        matches!(
+            ty,
+            SqlScalarType::Int16 | SqlScalarType::Int32 | SqlScalarType::Int64
+        )
+    };
+    let fits = arguments
+        .types
+        .iter()
+        .enumerate()
+        .all(|(index, ty)| match index {
+            2 | 3 | 5 => integer(ty),
+            _ => !integer(ty),
+        });
+    if !fits {
+        return Err(no_such_function("regexp_substr", &arguments.types));
+    }
+    Ok(SqlScalarType::Text)
+}
+
+/// `regexp_matches(text, pattern [, flags])`: the groups of the first match
+/// (of every match with the flag `g`), each match's as one list; a pattern
+/// without groups gives the whole match. A group that took no part is NULL.
+fn regexp_matches(value: &str, pattern: &str, flags: Option<String>) -> Result<Datum, QueryError> {
+    let flags = flags.unwrap_or_default();
+    let global = flags.contains('g');
+    let flags: String = flags.chars().filter(|c| *c != 'g').collect();
+    let pattern = regex(pattern, Some(&Datum::Text(flags)))?;
+    let groups = |captures: regex::Captures<'_>| {
+        let texts: Vec<Datum> = if captures.len() == 1 {
+            vec![Datum::Text(captures[0].to_string())]
+        } else {
+            (1..captures.len())
+                .map(|i| {
+                    captures
+                        .get(i)
+                        .map_or(Datum::Null, |m| Datum::Text(m.as_str().to_string()))
+                })
+                .collect()
+        };
+        Datum::List(texts)
+    };
+    let matches: Vec<Datum> = if global {
+        pattern.captures_iter(value).map(groups).collect()
+    } else {
+        pattern.captures(value).map(groups).into_iter().collect()
+    };
+    Ok(Datum::List(matches))
+}
+
+/// `regexp_substr(text, pattern [, start [, n [, flags [, group]]]])`: the
+/// text of the `n`th match at or after character `start` (of its `group`th
+/// group when given), NULL when there is none.
+fn regexp_substr(row: &[Datum]) -> Result<Datum, QueryError> {
+    let integer = |index: usize, default: i64| -> Result<i64, QueryError> {
+        match row.get(index) {
+            None => Ok(default),
+            Some(Datum::Int16(v)) => Ok(i64::from(*v)),
+            Some(Datum::Int32(v)) => Ok(i64::from(*v)),
+            Some(Datum::Int64(v)) => Ok(*v),
+            Some(other) => Err(QueryError::internal(format!(
+                "regexp_substr argument {other:?}"
+            ))),
+        }
+    };
+    let (start, nth, group) = (integer(2, 1)?, integer(3, 1)?, integer(5, 0)?);
+    let invalid = |name: &str, value: i64| {
+        QueryError::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"{name}\": {value}"),
+        )
+    };
+    if start < 1 {
+        return Err(invalid("start", start));
+    }
+    if nth < 1 {
+        return Err(invalid("n", nth));
+    }
+    if group < 0 {
+        return Err(invalid("subexpr", group));
+    }
+    let value = text(&row[0]);
+    let pattern = regex(&text(&row[1]), row.get(4))?;
+    let offset = value
+        .char_indices()
+        .nth(usize::try_from(start - 1).unwrap_or(usize::MAX))
+        .map_or(value.len(), |(at, _)| at);
+    let found = pattern
+        .captures_iter(&value[offset..])
+        .nth(usize::try_from(nth - 1).unwrap_or(usize::MAX))
+        .and_then(|captures| captures.get(usize::try_from(group).unwrap_or(usize::MAX)))
+        .map(|m| Datum::Text(m.as_str().to_string()));
+    Ok(found.unwrap_or(Datum::Null))
 }
 
 fn uuid_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {

@@ -172,12 +172,45 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
             }
             Datum::TextArray(elements)
         }
+        Type::INT4_RANGE => decode_range(&Type::INT4, b),
+        Type::INT8_RANGE => decode_range(&Type::INT8, b),
+        Type::NUM_RANGE => decode_range(&Type::NUMERIC, b),
+        Type::DATE_RANGE => decode_range(&Type::DATE, b),
+        Type::TS_RANGE => decode_range(&Type::TIMESTAMP, b),
+        Type::TSTZ_RANGE => decode_range(&Type::TIMESTAMPTZ, b),
         // Materialize's unsigned integers have OIDs of their own (by name here).
         _ if ty.name() == "uint2" => Datum::UInt16(u16::from_be_bytes(b[..2].try_into().unwrap())),
         _ if ty.name() == "uint4" => Datum::UInt32(u32::from_be_bytes(b[..4].try_into().unwrap())),
         _ if ty.name() == "uint8" => Datum::UInt64(u64::from_be_bytes(b[..8].try_into().unwrap())),
         _ => Datum::Text(String::from_utf8_lossy(b).into_owned()),
     }
+}
+
+/// A range in Postgres' binary form: a flags byte (empty, inclusive and
+/// infinite bounds), then each finite bound as a length and its element.
+fn decode_range(element: &Type, b: &[u8]) -> Datum {
+    let flags = b[0];
+    if flags & 0x01 != 0 {
+        return Datum::Range(None);
+    }
+    let mut at = 1;
+    let mut bound = |finite: bool| {
+        if !finite {
+            return None;
+        }
+        let len = be_i32(&b[at..]) as usize;
+        let value = decode(element, &b[at + 4..at + 4 + len]);
+        at += 4 + len;
+        Some(value)
+    };
+    let lower = bound(flags & 0x08 == 0);
+    let upper = bound(flags & 0x10 == 0);
+    Datum::Range(Some(Box::new(floe_repr::RangeBounds {
+        lower,
+        upper,
+        lower_inclusive: flags & 0x02 != 0,
+        upper_inclusive: flags & 0x04 != 0,
+    })))
 }
 
 fn display(value: Option<String>) -> String {

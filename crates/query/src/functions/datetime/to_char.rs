@@ -126,7 +126,7 @@ impl BrokenDown {
 
 /// What a template keyword prints, with its letter case where it prints words.
 #[derive(Clone, Copy, PartialEq)]
-enum Field {
+pub(super) enum Field {
     Era {
         dots: bool,
     },
@@ -172,14 +172,14 @@ enum Field {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Case {
+pub(super) enum Case {
     Upper,
     Capitalized,
     Lower,
 }
 
 /// PostgreSQL's keywords, longest first where one begins another.
-const DATETIME_KEYWORDS: &[(&str, Field, Case)] = {
+pub(super) const DATETIME_KEYWORDS: &[(&str, Field, Case)] = {
     use Case::*;
     use Field::*;
     &[
@@ -297,7 +297,7 @@ const DATETIME_KEYWORDS: &[(&str, Field, Case)] = {
 };
 
 /// One piece of a template: a keyword with its modifiers, or literal text.
-enum Piece<K> {
+pub(super) enum Piece<K> {
     Keyword {
         keyword: K,
         fill_mode: bool,
@@ -311,7 +311,11 @@ enum Piece<K> {
 /// escapes the next character), outside quotes a backslash only escapes a
 /// double quote. Datetime keywords take prefixes (`FM`, `TM`) and suffixes
 /// (`TH`, `th`, `SP`); number keywords take none.
-fn parse<K: Copy>(template: &str, keywords: &[(&str, K)], with_modifiers: bool) -> Vec<Piece<K>> {
+pub(super) fn parse<K: Copy>(
+    template: &str,
+    keywords: &[(&str, K)],
+    with_modifiers: bool,
+) -> Vec<Piece<K>> {
     let mut pieces = Vec::new();
     let mut rest = template;
     while let Some(first) = rest.chars().next() {
@@ -585,7 +589,7 @@ fn ordinal_suffix(number: &str, case: Case) -> String {
 // ---------------------------------------------------------------------------
 
 #[derive(Clone, Copy, PartialEq)]
-enum NumberKeyword {
+pub(super) enum NumberKeyword {
     Comma,
     Point,
     Zero,
@@ -601,7 +605,7 @@ enum NumberKeyword {
     Unsupported(&'static str),
 }
 
-const NUMBER_KEYWORDS: &[(&str, NumberKeyword)] = {
+pub(super) const NUMBER_KEYWORDS: &[(&str, NumberKeyword)] = {
     use NumberKeyword::*;
     &[
         (",", Comma),
