@@ -229,6 +229,16 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
     field.with_metadata(metadata)
 }
 
+/// A decimal field of a computed numeric (a quotient) whose values have
+/// more digits than an unconstrained numeric column's scale: it is an
+/// unconstrained numeric to clients, printed without trailing zeros.
+pub fn computed_numeric_field(name: &str, precision: u8, scale: i8) -> Field {
+    Field::new(name, DataType::Decimal128(precision, scale), true).with_metadata(HashMap::from([(
+        PG_TYPE_METADATA.to_string(),
+        "numeric".to_string(),
+    )]))
+}
+
 /// The SQL type recorded in a field's metadata, if any.
 pub fn sql_type_of(field: &Field) -> Option<SqlScalarType> {
     if let Some(json) = field.metadata().get(SQL_TYPE_METADATA)
@@ -239,10 +249,15 @@ pub fn sql_type_of(field: &Field) -> Option<SqlScalarType> {
     }
     match field.metadata().get(PG_TYPE_METADATA).map(String::as_str) {
         Some("jsonb") if is_string(field.data_type()) => Some(SqlScalarType::Jsonb),
-        Some("numeric") if is_string(field.data_type()) => Some(SqlScalarType::Numeric {
-            precision: None,
-            max_scale: None,
-        }),
+        Some("numeric")
+            if is_string(field.data_type())
+                || matches!(field.data_type(), DataType::Decimal128(..)) =>
+        {
+            Some(SqlScalarType::Numeric {
+                precision: None,
+                max_scale: None,
+            })
+        }
         _ => None,
     }
 }

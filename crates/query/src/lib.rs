@@ -44,6 +44,7 @@ pub mod snapshot;
 pub mod srf;
 pub mod subquery;
 pub mod types;
+mod whole_row;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -186,6 +187,8 @@ pub async fn plan(
 ) -> Result<Query, QueryError> {
     guard(async {
         check_subquery_depth(&statement)?;
+        let mut statement = statement;
+        whole_row::expand(context, &mut statement).await;
         let state = context.state();
         let to_plan = |statement: sqlparser::ast::Statement| {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(

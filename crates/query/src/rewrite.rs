@@ -512,7 +512,7 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         // floe's `json` is `jsonb`, as Materialize's is.
         "json_build_object" => Some("jsonb_build_object"),
         "json_build_array" => Some("jsonb_build_array"),
-        "to_json" => Some("to_jsonb"),
+        "to_json" | "row_to_json" => Some("to_jsonb"),
         "json_typeof" => Some("jsonb_typeof"),
         "json_array_length" => Some("jsonb_array_length"),
         "json_extract_path" => Some("jsonb_extract_path"),

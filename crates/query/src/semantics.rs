@@ -569,6 +569,9 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(arithmetic) = real_arithmetic(&expr, &left, &right) {
             return Ok(PlannerResult::Planned(arithmetic));
         }
+        if let Some(quotient) = numeric_division(&expr, schema) {
+            return Ok(PlannerResult::Planned(quotient));
+        }
         // `date ± interval` is a timestamp in Postgres (DataFusion's is a date).
         let is = |t: &DfResult<SqlScalarType>, ty: SqlScalarType| matches!(t, Ok(t) if *t == ty);
         let operator = match expr.op {
@@ -704,6 +707,42 @@ fn range_operator(
     functions::call(name, args)
         .map(Some)
         .map_err(crate::QueryError::into_datafusion)
+}
+
+/// `numeric / numeric` (or of a numeric and an integer) with Postgres'
+/// digits ([`functions::numeric_division`]); DataFusion's quotient has four
+/// more digits than its dividend.
+fn numeric_division(expr: &RawBinaryExpr, schema: &DFSchema) -> Option<Expr> {
+    if expr.op != sqlparser::ast::BinaryOperator::Divide {
+        return None;
+    }
+    let data_type = |side: &Expr| {
+        side.to_field(schema)
+            .ok()
+            .map(|(_, f)| f.data_type().clone())
+    };
+    let (left, right) = (data_type(&expr.left)?, data_type(&expr.right)?);
+    let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let integer = |t: &DataType| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64);
+    let fits = (decimal(&left) && (decimal(&right) || integer(&right)))
+        || (integer(&left) && decimal(&right));
+    if !fits {
+        return None;
+    }
+    let exact = |side: &Expr, t: &DataType| {
+        if decimal(t) {
+            side.clone()
+        } else {
+            Expr::Cast(Cast::new(
+                Box::new(side.clone()),
+                DataType::Decimal128(20, 0),
+            ))
+        }
+    };
+    Some(functions::numeric_division::call(
+        exact(&expr.left, &left),
+        exact(&expr.right, &right),
+    ))
 }
 
 /// Arithmetic of a `real` and an integer or numeric in double precision, as

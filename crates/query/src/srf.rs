@@ -433,11 +433,23 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
         if function.over.is_some() {
             continue;
         }
-        if let Some((_, list, _)) = LIST_FUNCTIONS.iter().find(|f| f.0 == name) {
+        // The unnested items of `list` called with the call's arguments.
+        let items = |list: &str| {
             let mut call = function.clone();
-            call.name = ObjectName::from(vec![Ident::new(*list)]);
-            let unnested = crate::rewrite::function_call(UNNEST, vec![Expr::Function(call)]);
-            *expr = typed_items(list, unnested);
+            call.name = ObjectName::from(vec![Ident::new(list)]);
+            typed_items(
+                list,
+                crate::rewrite::function_call(UNNEST, vec![Expr::Function(call)]),
+            )
+        };
+        if let Some((_, list, _)) = LIST_FUNCTIONS.iter().find(|f| f.0 == name) {
+            *expr = items(list);
+            continue;
+        }
+        // `jsonb_each(x)` in a select list: a record of each key and value
+        // (the two lists unnest in step).
+        if let Some((_, keys, values)) = KEY_VALUE_FUNCTIONS.iter().find(|f| f.0 == name) {
+            *expr = crate::rewrite::function_call("row", vec![items(keys), items(values)]);
             continue;
         }
         if name != GENERATE_SERIES {

@@ -15,6 +15,7 @@ mod integer_result;
 pub mod jsonb;
 mod jsonb_order;
 pub mod math;
+pub mod numeric_division;
 pub mod ordered_set;
 pub mod range;
 pub mod single;
@@ -54,6 +55,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(text::functions())
         .chain(math::functions())
         .chain(range::functions())
+        .chain(numeric_division::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .map(|f| (f.name().to_string(), Arc::new(f)))

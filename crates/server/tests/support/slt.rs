@@ -172,6 +172,7 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
             }
             Datum::TextArray(elements)
         }
+        Type::RECORD => decode_record(b),
         Type::INT4_RANGE => decode_range(&Type::INT4, b),
         Type::INT8_RANGE => decode_range(&Type::INT8, b),
         Type::NUM_RANGE => decode_range(&Type::NUMERIC, b),
@@ -184,6 +185,28 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
         _ if ty.name() == "uint8" => Datum::UInt64(u64::from_be_bytes(b[..8].try_into().unwrap())),
         _ => Datum::Text(String::from_utf8_lossy(b).into_owned()),
     }
+}
+
+/// A record in Postgres' binary form: the field count, then each field's
+/// type OID, length (-1 for NULL) and value.
+fn decode_record(b: &[u8]) -> Datum {
+    let count = be_i32(b) as usize;
+    let mut at = 4;
+    let mut fields = Vec::with_capacity(count);
+    for _ in 0..count {
+        let oid = u32::from_be_bytes(b[at..at + 4].try_into().unwrap());
+        let len = be_i32(&b[at + 4..]);
+        at += 8;
+        if len < 0 {
+            fields.push(Datum::Null);
+            continue;
+        }
+        let len = len as usize;
+        let ty = Type::from_oid(oid).unwrap_or(Type::TEXT);
+        fields.push(decode(&ty, &b[at..at + len]));
+        at += len;
+    }
+    Datum::Record(fields)
 }
 
 /// A range in Postgres' binary form: a flags byte (empty, inclusive and

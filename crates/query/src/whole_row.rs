@@ -1,0 +1,235 @@
+//! Whole-row references: `to_jsonb(t)`, `row_to_json(t)` and `jsonb_agg(t)`
+//! (or `t.*`) with `t` a table or view of the query's `FROM`, as Postgres reads them
+//! (the row of `t` as a document, its columns as keys).
+//!
+//! DataFusion has no whole-row value: an identifier naming a relation is an
+//! unknown column. Before planning, each such argument becomes
+//! `jsonb_build_object('a', t.a, 'b', t.b, ...)` from the relation's columns,
+//! looked up in the catalog. A column of that name wins, as in Postgres; a
+//! derived table or CTE is not expanded (its columns are not known before
+//! planning).
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use datafusion::prelude::SessionContext;
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Select, Statement,
+    TableFactor, Value, ValueWithSpan, Visit, VisitMut, Visitor, VisitorMut,
+};
+
+use crate::naming;
+
+/// The functions whose one argument may be a whole row: each reads it as a
+/// document.
+const WHOLE_ROW_FUNCTIONS: &[&str] = &[
+    "to_jsonb",
+    "to_json",
+    "row_to_json",
+    "jsonb_agg",
+    "json_agg",
+];
+
+/// Expands whole-row arguments in `statement` (see the module documentation).
+pub async fn expand(context: &SessionContext, statement: &mut Statement) {
+    if !mentions_whole_row_function(statement) {
+        return;
+    }
+    let mut columns: HashMap<String, Vec<String>> = HashMap::new();
+    for name in table_names(statement) {
+        let reference = name.to_string();
+        if columns.contains_key(&reference) {
+            continue;
+        }
+        let Ok(provider) = context.table_provider(reference.as_str()).await else {
+            continue;
+        };
+        let names = provider
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        columns.insert(reference, names);
+    }
+    let rewriter = Rewriter { columns: &columns };
+    let _ = statement.visit(&mut SelectVisitor(&rewriter));
+}
+
+fn function_name(function: &sqlparser::ast::Function) -> Option<String> {
+    match function.name.0.as_slice() {
+        [part] => part.as_ident().map(naming::normalize),
+        _ => None,
+    }
+}
+
+fn mentions_whole_row_function(statement: &Statement) -> bool {
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Function(function)
+                    if function_name(function)
+                        .is_some_and(|n| WHOLE_ROW_FUNCTIONS.contains(&n.as_str())) =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    statement.visit(&mut Finder).is_break()
+}
+
+/// Every table or view name the statement reads.
+fn table_names(statement: &Statement) -> Vec<ObjectName> {
+    struct Tables(Vec<ObjectName>);
+    impl Visitor for Tables {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table {
+                name, args: None, ..
+            } = factor
+            {
+                self.0.push(name.clone());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut tables = Tables(Vec::new());
+    let _ = statement.visit(&mut tables);
+    tables.0
+}
+
+/// The relations of a select's `FROM`, by the name a query refers to them
+/// with (the alias, else the table's last name part), with their columns.
+fn relations(
+    select: &Select,
+    columns: &HashMap<String, Vec<String>>,
+) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut add = |factor: &TableFactor| {
+        if let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = factor
+            && let Some(table_columns) = columns.get(&name.to_string())
+        {
+            let referred = match alias {
+                Some(alias) => naming::normalize(&alias.name),
+                None => match name.0.last().and_then(|p| p.as_ident()) {
+                    Some(ident) => naming::normalize(ident),
+                    None => return,
+                },
+            };
+            let names = match alias.as_ref().map(|a| &a.columns) {
+                Some(renamed) if !renamed.is_empty() => renamed
+                    .iter()
+                    .map(|c| naming::normalize(&c.name))
+                    .chain(table_columns.iter().skip(renamed.len()).cloned())
+                    .collect(),
+                _ => table_columns.clone(),
+            };
+            found.push((referred, names));
+        }
+    };
+    for table in &select.from {
+        add(&table.relation);
+        for join in &table.joins {
+            add(&join.relation);
+        }
+    }
+    found
+}
+
+/// The columns of each table the statement reads, by its name as written.
+struct Rewriter<'a> {
+    columns: &'a HashMap<String, Vec<String>>,
+}
+
+impl Rewriter<'_> {
+    /// Expands whole-row arguments among a select's expressions.
+    fn visit(&self, select: &mut Select) {
+        let relations = relations(select, self.columns);
+        if relations.is_empty() {
+            return;
+        }
+        let is_column = |name: &str| {
+            relations
+                .iter()
+                .any(|(_, cols)| cols.iter().any(|c| c == name))
+        };
+        let _ = sqlparser::ast::visit_expressions_mut(select, |expr| {
+            expand_call(expr, &relations, &is_column);
+            ControlFlow::<()>::Continue(())
+        });
+    }
+}
+
+/// Visits each select of a statement with its own `FROM`.
+struct SelectVisitor<'a, 'b>(&'a Rewriter<'b>);
+
+impl VisitorMut for SelectVisitor<'_, '_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+        if let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() {
+            self.0.visit(select);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `f(t)` with `t` a relation (and no column) as `f(jsonb_build_object(...))`.
+fn expand_call(
+    expr: &mut Expr,
+    relations: &[(String, Vec<String>)],
+    is_column: &dyn Fn(&str) -> bool,
+) {
+    let Expr::Function(function) = expr else {
+        return;
+    };
+    if !function_name(function).is_some_and(|n| WHOLE_ROW_FUNCTIONS.contains(&n.as_str())) {
+        return;
+    }
+    let FunctionArguments::List(list) = &mut function.args else {
+        return;
+    };
+    let [FunctionArg::Unnamed(argument)] = list.args.as_mut_slice() else {
+        return;
+    };
+    // `f(t)`, unless `t` is also a column, or `f(t.*)`.
+    let name = match argument {
+        FunctionArgExpr::Expr(Expr::Identifier(ident)) => {
+            let name = naming::normalize(ident);
+            if is_column(&name) {
+                return;
+            }
+            name
+        }
+        FunctionArgExpr::QualifiedWildcard(relation) => match relation.0.as_slice() {
+            [part] => match part.as_ident() {
+                Some(ident) => naming::normalize(ident),
+                None => return,
+            },
+            _ => return,
+        },
+        _ => return,
+    };
+    let Some((_, columns)) = relations.iter().find(|(relation, _)| *relation == name) else {
+        return;
+    };
+    let mut pairs = Vec::with_capacity(columns.len() * 2);
+    for column in columns {
+        pairs.push(Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+            column.clone(),
+        ))));
+        pairs.push(Expr::CompoundIdentifier(vec![
+            Ident::with_quote('"', name.clone()),
+            Ident::with_quote('"', column.clone()),
+        ]));
+    }
+    *argument = FunctionArgExpr::Expr(crate::rewrite::function_call("jsonb_build_object", pairs));
+}
