@@ -36,8 +36,7 @@ pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterE
                 message: format!("column \"{name}\" specified more than once"),
             });
         }
-        let scalar_type = floe_arrow::sql_type_of(field)
-            .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)));
+        let scalar_type = stored_type(field);
         columns.push((
             name.to_string(),
             ColumnType {
@@ -50,6 +49,36 @@ pub(crate) fn relation_desc(plan: &LogicalPlan) -> Result<RelationDesc, AdapterE
         columns,
         unique_keys: Vec::new(),
     })
+}
+
+/// The type a view stores a column of its query's output as. A computed
+/// numeric (a quotient, an average, an expression of them) may hold more
+/// digits than a bare numeric column's ten: the view keeps them all, as
+/// `numeric(38, s)`, since floe never rounds a value it stores.
+fn stored_type(field: &datafusion::arrow::datatypes::Field) -> floe_repr::SqlScalarType {
+    use datafusion::arrow::datatypes::DataType;
+    use floe_repr::SqlScalarType;
+    let ty = floe_arrow::sql_type_of(field)
+        .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)));
+    let bare_scale = match floe_arrow::arrow_data_type(&SqlScalarType::Numeric {
+        precision: None,
+        max_scale: None,
+    }) {
+        DataType::Decimal128(_, scale) => scale,
+        _ => 0,
+    };
+    match (&ty, field.data_type()) {
+        (
+            SqlScalarType::Numeric {
+                max_scale: None, ..
+            },
+            DataType::Decimal128(precision, scale),
+        ) if *scale > bare_scale => SqlScalarType::Numeric {
+            precision: Some(*precision),
+            max_scale: u8::try_from(*scale).ok(),
+        },
+        _ => ty,
+    }
 }
 
 /// A compute error as the client sees it: refusals are 0A000.

@@ -26,7 +26,7 @@ use datafusion::logical_expr::expr::{
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{
-    ExprPlanner, PlannerResult, RawBinaryExpr, RawFieldAccessExpr,
+    ExprPlanner, PlannerResult, RawAggregateExpr, RawBinaryExpr, RawFieldAccessExpr, RawWindowExpr,
 };
 use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{
@@ -528,6 +528,61 @@ fn widens(from: &DataType, to: &DataType) -> bool {
 pub struct PgOperatorPlanner;
 
 impl ExprPlanner for PgOperatorPlanner {
+    /// `avg(x)` as `sum(x)` divided by `count(x)` with Postgres' digits: a
+    /// numeric for integers and numerics (DataFusion's average of integers is
+    /// a double, of decimals four digits longer than its input), a double for
+    /// floats.
+    fn plan_aggregate(&self, expr: RawAggregateExpr) -> DfResult<PlannerResult<RawAggregateExpr>> {
+        if expr.func.name() != "avg" || expr.args.len() != 1 || !expr.order_by.is_empty() {
+            return Ok(PlannerResult::Original(expr));
+        }
+        let aggregate = |function: Arc<datafusion::logical_expr::AggregateUDF>| {
+            Expr::AggregateFunction(datafusion::logical_expr::expr::AggregateFunction::new_udf(
+                function,
+                expr.args.clone(),
+                expr.distinct,
+                expr.filter.clone(),
+                Vec::new(),
+                expr.null_treatment,
+            ))
+        };
+        let sum = aggregate(Arc::new(functions::sum::pg_sum()));
+        let count = aggregate(datafusion::functions_aggregate::count::count_udaf());
+        Ok(PlannerResult::Planned(
+            functions::numeric_division::average(sum, count),
+        ))
+    }
+
+    /// `avg(x) OVER (...)` as `sum(x) OVER (...)` divided by `count(x) OVER
+    /// (...)`, as [`Self::plan_aggregate`] plans `avg(x)`.
+    fn plan_window(&self, expr: RawWindowExpr) -> DfResult<PlannerResult<RawWindowExpr>> {
+        let is_avg = matches!(
+            &expr.func_def,
+            WindowFunctionDefinition::AggregateUDF(function) if function.name() == "avg"
+        );
+        if !is_avg || expr.args.len() != 1 {
+            return Ok(PlannerResult::Original(expr));
+        }
+        let window = |function: Arc<datafusion::logical_expr::AggregateUDF>| {
+            let mut window = datafusion::logical_expr::expr::WindowFunction::new(
+                WindowFunctionDefinition::AggregateUDF(function),
+                expr.args.clone(),
+            );
+            window.params.partition_by = expr.partition_by.clone();
+            window.params.order_by = expr.order_by.clone();
+            window.params.window_frame = expr.window_frame.clone();
+            window.params.filter = expr.filter.clone();
+            window.params.null_treatment = expr.null_treatment;
+            window.params.distinct = expr.distinct;
+            Expr::WindowFunction(Box::new(window))
+        };
+        let sum = window(Arc::new(functions::sum::pg_sum()));
+        let count = window(datafusion::functions_aggregate::count::count_udaf());
+        Ok(PlannerResult::Planned(
+            functions::numeric_division::average(sum, count),
+        ))
+    }
+
     /// `extract(field FROM value)`: a numeric, as Postgres 14 and later
     /// answer it (DataFusion's is `date_part`, a double or an integer).
     fn plan_extract(&self, args: Vec<Expr>) -> DfResult<PlannerResult<Vec<Expr>>> {

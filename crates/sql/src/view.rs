@@ -122,17 +122,54 @@ pub fn plan_create_view(
     }
     .to_string();
     let definition = resolved.to_string();
+    let inlined = inline_views(catalog, resolved)?;
+    if statement.materialized {
+        refuse_system_relations(catalog, &inlined)?;
+    }
     Ok(Plan::CreateView(CreateViewPlan {
         name,
         materialized: statement.materialized,
         replaces,
-        query: Box::new(inline_views(catalog, resolved)?),
+        query: Box::new(inlined),
         definition,
         table_versions: crate::alter_table::table_versions(catalog, &uses),
         uses,
         cluster,
         create_sql,
     }))
+}
+
+/// A materialized view is maintained from the change logs of what it reads;
+/// the system catalog's relations have none (they are built when queried),
+/// so a view of them would never have contents to read.
+fn refuse_system_relations(
+    catalog: &dyn PlanCatalog,
+    inlined: &sqlparser::ast::Statement,
+) -> Result<(), PlanError> {
+    let mut system = None;
+    let _ = sqlparser::ast::visit_relations(inlined, |relation| {
+        let parts: Vec<String> = relation
+            .0
+            .iter()
+            .filter_map(|part| part.as_ident().map(|ident| ident.value.clone()))
+            .collect();
+        if let [schema, item] = parts.as_slice()
+            && crate::catalog::SYSTEM_SCHEMAS.contains(&schema.as_str())
+            && catalog.is_system_relation(schema, item)
+        {
+            system = Some(format!("{schema}.{item}"));
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    match system {
+        Some(relation) => Err(PlanError::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            format!("materialized views cannot read the system relation \"{relation}\""),
+        )
+        .with_hint("A plain view of the system catalog reads it when queried.")),
+        None => Ok(()),
+    }
 }
 
 /// `OR REPLACE` drops the old view: nothing may depend on it, the new one included.

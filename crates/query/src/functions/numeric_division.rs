@@ -41,8 +41,141 @@ static NUMERIC_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     }))
 });
 
+/// `avg(x)`'s result from the group's `sum(x)` and `count(x)` (planned in
+/// [`crate::semantics`]): their numeric quotient with PostgreSQL's digits for
+/// integers and numerics, a double's for floats.
+pub const AVERAGE: &str = "floe_average";
+
+static AVERAGE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(Average {
+        signature: Signature::any(2, Volatility::Immutable),
+    }))
+});
+
 pub(super) fn functions() -> Vec<ScalarUDF> {
-    vec![NUMERIC_DIVIDE_UDF.as_ref().clone()]
+    vec![
+        NUMERIC_DIVIDE_UDF.as_ref().clone(),
+        AVERAGE_UDF.as_ref().clone(),
+    ]
+}
+
+/// `floe_average(sum, count)`.
+pub fn average(
+    sum: datafusion::logical_expr::Expr,
+    count: datafusion::logical_expr::Expr,
+) -> datafusion::logical_expr::Expr {
+    datafusion::logical_expr::Expr::ScalarFunction(
+        datafusion::logical_expr::expr::ScalarFunction::new_udf(
+            AVERAGE_UDF.clone(),
+            vec![sum, count],
+        ),
+    )
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Average {
+    signature: Signature,
+}
+
+/// The decimal type a sum divides as: an integer sum is a decimal of scale 0.
+fn as_decimal(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Decimal128(..) => Some(data_type.clone()),
+        DataType::Int16 | DataType::Int32 | DataType::Int64 => Some(DataType::Decimal128(20, 0)),
+        _ => None,
+    }
+}
+
+/// The scale of an average's column: a quotient's, but 19 for a sum of
+/// scale 0 held as a decimal (of bigints), whose average may have 19
+/// digits before the point.
+fn average_scale(sum: &DataType) -> i8 {
+    match sum {
+        DataType::Decimal128(_, 0) => 19,
+        other => result_scale(other, &DataType::Decimal128(20, 0)),
+    }
+}
+
+fn is_float(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Float32 | DataType::Float64)
+}
+
+impl ScalarUDFImpl for Average {
+    fn name(&self) -> &str {
+        AVERAGE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Err(QueryError::internal("floe_average is typed by its fields").into_datafusion())
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> DfResult<datafusion::arrow::datatypes::FieldRef> {
+        let [sum, _] = args.arg_fields else {
+            return Err(QueryError::internal("floe_average arity").into_datafusion());
+        };
+        if is_float(sum.data_type()) {
+            return Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+                AVERAGE,
+                DataType::Float64,
+                true,
+            )));
+        }
+        let Some(decimal) = as_decimal(sum.data_type()) else {
+            let ty = crate::functions::sql_type(sum);
+            return Err(crate::functions::no_such_function("avg", &[ty]).into_datafusion());
+        };
+        Ok(Arc::new(floe_arrow::computed_numeric_field(
+            AVERAGE,
+            PRECISION,
+            average_scale(&decimal),
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::compute::cast;
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if scalar { 1 } else { args.number_rows };
+        let [sum, count] = args.args.as_slice() else {
+            return Err(QueryError::internal("floe_average arity").into_datafusion());
+        };
+        let (sum, count) = (sum.to_array(length)?, count.to_array(length)?);
+        let array: ArrayRef = if is_float(sum.data_type()) {
+            let sum = cast(&sum, &DataType::Float64)?;
+            let count = cast(&count, &DataType::Float64)?;
+            datafusion::arrow::compute::kernels::numeric::div(&sum, &count)?
+        } else {
+            let decimal = as_decimal(sum.data_type()).ok_or_else(|| {
+                QueryError::internal("floe_average of a non-number").into_datafusion()
+            })?;
+            let sum = cast(&sum, &decimal)?;
+            let count = cast(&count, &DataType::Decimal128(20, 0))?;
+            let out_scale = average_scale(&decimal);
+            let quotients =
+                divide_arrays(&sum, &count, out_scale).map_err(QueryError::into_datafusion)?;
+            Arc::new(
+                quotients
+                    .with_precision_and_scale(PRECISION, out_scale)
+                    .map_err(|e| QueryError::internal(e.to_string()).into_datafusion())?,
+            )
+        };
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
