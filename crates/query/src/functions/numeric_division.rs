@@ -140,15 +140,7 @@ impl ScalarUDFImpl for Average {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         use datafusion::arrow::compute::cast;
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
-        let [sum, count] = args.args.as_slice() else {
-            return Err(QueryError::internal("floe_average arity").into_datafusion());
-        };
-        let (sum, count) = (sum.to_array(length)?, count.to_array(length)?);
+        let (sum, count, scalar) = operands(&args)?;
         let array: ArrayRef = if is_float(sum.data_type()) {
             let sum = cast(&sum, &DataType::Float64)?;
             let count = cast(&count, &DataType::Float64)?;
@@ -159,22 +151,9 @@ impl ScalarUDFImpl for Average {
             })?;
             let sum = cast(&sum, &decimal)?;
             let count = cast(&count, &DataType::Decimal128(20, 0))?;
-            let out_scale = average_scale(&decimal);
-            let quotients =
-                divide_arrays(&sum, &count, out_scale).map_err(QueryError::into_datafusion)?;
-            Arc::new(
-                quotients
-                    .with_precision_and_scale(PRECISION, out_scale)
-                    .map_err(|e| QueryError::internal(e.to_string()).into_datafusion())?,
-            )
+            quotient_array(&sum, &count, average_scale(&decimal))?
         };
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        columnar(array, scalar)
     }
 }
 
@@ -232,31 +211,45 @@ impl ScalarUDFImpl for NumericDivide {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
-        let [left, right] = args.args.as_slice() else {
-            return Err(QueryError::internal("numeric division arity").into_datafusion());
-        };
-        let (left, right) = (left.to_array(length)?, right.to_array(length)?);
+        let (left, right, scalar) = operands(&args)?;
         let out_scale = result_scale(left.data_type(), right.data_type());
-        let quotients =
-            divide_arrays(&left, &right, out_scale).map_err(QueryError::into_datafusion)?;
-        let array: ArrayRef = Arc::new(
-            quotients
-                .with_precision_and_scale(PRECISION, out_scale)
-                .map_err(|e| QueryError::internal(e.to_string()).into_datafusion())?,
-        );
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        columnar(quotient_array(&left, &right, out_scale)?, scalar)
     }
+}
+
+/// A two-operand call's operands as arrays (of one row when both are
+/// scalars), and whether both were.
+fn operands(args: &ScalarFunctionArgs) -> DfResult<(ArrayRef, ArrayRef, bool)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let length = if scalar { 1 } else { args.number_rows };
+    let [left, right] = args.args.as_slice() else {
+        return Err(QueryError::internal("a quotient of two operands").into_datafusion());
+    };
+    Ok((left.to_array(length)?, right.to_array(length)?, scalar))
+}
+
+/// The result of a call: its one row as a scalar when its operands were.
+fn columnar(array: ArrayRef, scalar: bool) -> DfResult<ColumnarValue> {
+    if scalar {
+        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+            &array, 0,
+        )?))
+    } else {
+        Ok(ColumnarValue::Array(array))
+    }
+}
+
+/// The quotients of two decimal arrays in a column of `out_scale` places.
+fn quotient_array(left: &ArrayRef, right: &ArrayRef, out_scale: i8) -> DfResult<ArrayRef> {
+    let quotients = divide_arrays(left, right, out_scale).map_err(QueryError::into_datafusion)?;
+    Ok(Arc::new(
+        quotients
+            .with_precision_and_scale(PRECISION, out_scale)
+            .map_err(|e| QueryError::internal(e.to_string()).into_datafusion())?,
+    ))
 }
 
 fn divide_arrays(

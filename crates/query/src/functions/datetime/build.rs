@@ -7,7 +7,7 @@ use floe_repr::strconv::days_from_civil;
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
 use super::from_char::{read_datetime, read_number};
-use super::{MICROS_PER_DAY, MICROS_PER_SECOND};
+use super::{MICROS_PER_DAY, MICROS_PER_SECOND, is_number};
 use crate::error::QueryError;
 use crate::functions::{Arguments, RowFunction, no_such_function};
 
@@ -69,18 +69,6 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 
 fn is_text(ty: &SqlScalarType) -> bool {
     matches!(ty, SqlScalarType::Text | SqlScalarType::VarChar { .. })
-}
-
-fn is_number(ty: &SqlScalarType) -> bool {
-    matches!(
-        ty,
-        SqlScalarType::Int16
-            | SqlScalarType::Int32
-            | SqlScalarType::Int64
-            | SqlScalarType::Float32
-            | SqlScalarType::Float64
-            | SqlScalarType::Numeric { .. }
-    )
 }
 
 /// Checks that the arguments are `types` (text or a number, by position).
