@@ -3,6 +3,7 @@
 
 mod deferred_flush;
 pub mod encode;
+mod position;
 pub mod startup;
 pub mod tls;
 
@@ -481,8 +482,9 @@ impl SimpleQueryHandler for Handlers {
         let statements = match floe_sql_parser::parse_statements(query) {
             Ok(statements) => statements,
             Err(e) => {
-                return Ok(vec![Response::Error(Box::new(error_info(
-                    &AdapterError::from(e),
+                return Ok(vec![Response::Error(Box::new(positioned(
+                    error_info(&AdapterError::from(e)),
+                    query,
                 )))]);
             }
         };
@@ -501,7 +503,10 @@ impl SimpleQueryHandler for Handlers {
             match result {
                 Ok(response) => responses.push(response),
                 Err(error) => {
-                    responses.push(Response::Error(Box::new(error_info(&error))));
+                    responses.push(Response::Error(Box::new(positioned(
+                        error_info(&error),
+                        query,
+                    ))));
                     // The rest of a multi-statement string is not run.
                     break;
                 }
@@ -668,6 +673,12 @@ fn decode_parameter(
             Ok(floe_repr::strconv::format_datum(&datum))
         }
     }
+}
+
+/// An error with the position in `query` it points at, where one is found.
+fn positioned(mut info: ErrorInfo, query: &str) -> ErrorInfo {
+    info.position = position::error_position(query, &info.message).map(|p| p.to_string());
+    info
 }
 
 fn error_info(error: &AdapterError) -> ErrorInfo {

@@ -542,6 +542,49 @@ async fn mutated_statements_never_drop_the_connection() {
     assert!(sent > 0);
 }
 
+/// An error points where PostgreSQL's points (the ErrorResponse's position,
+/// which psql shows as a caret under the query's line): the unknown column,
+/// relation or function, the literal a cast could not read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_point_where_postgres_points() {
+    let postgres = Postgres::start();
+    let database = postgres.create_database("positions");
+    let (pg, connection) = tokio_postgres::connect(
+        &postgres.connection_string(&database),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connects to PostgreSQL");
+    tokio::spawn(connection);
+    let dir = tempfile::tempdir().unwrap();
+    let floe_server = crate::support::Floe::start(&dir.path().join("data"));
+    let floe = floe_server.connect().await;
+    for statement in DIFFERENTIAL_DATA {
+        pg.batch_execute(statement).await.expect(statement);
+        floe.batch_execute(statement).await.expect(statement);
+    }
+    let position =
+        |error: tokio_postgres::Error| match error.as_db_error().and_then(|e| e.position()) {
+            Some(tokio_postgres::error::ErrorPosition::Original(at)) => Some(*at),
+            _ => None,
+        };
+    for sql in [
+        "SELECT a, nosuch FROM t1",
+        "SELECT t1.nosuch FROM t1",
+        "SELECT 1 FROM nowhere",
+        "SELECT x, y FROM t2 JOIN nowhere ON true",
+        "SELECT nosuchfunc(a) FROM t1",
+        "SELECT 'abc'::int",
+        "SELECT a FROM t1 WHERE c = 'x' AND 'y'::int > 0",
+        "SELECT 'x', x FROM t1",
+    ] {
+        let expected = position(pg.simple_query(sql).await.expect_err(sql));
+        let actual = position(floe.simple_query(sql).await.expect_err(sql));
+        assert!(expected.is_some(), "PostgreSQL gives {sql:?} a position");
+        assert_eq!(actual, expected, "{sql}");
+    }
+}
+
 /// Statements nested as deep as the parser allows are answered (the WHERE clauses of
 /// the SQL logic test corpus's index suites nest 28 levels, past sqlparser's default
 /// limit), deeper ones refused with an error, subqueries nested past floe's limit
