@@ -681,6 +681,11 @@ fn positioned(mut info: ErrorInfo, query: &str) -> ErrorInfo {
     info
 }
 
+/// [`user_error`] with the position in `query` it points at.
+fn positioned_error(error: &AdapterError, query: &str) -> PgWireError {
+    PgWireError::UserError(Box::new(positioned(error_info(error), query)))
+}
+
 fn error_info(error: &AdapterError) -> ErrorInfo {
     match user_error(error) {
         PgWireError::UserError(info) => *info,
@@ -692,6 +697,8 @@ fn error_info(error: &AdapterError) -> ErrorInfo {
 #[derive(Debug, Clone)]
 pub struct ParsedStatement {
     pub statement: Statement,
+    /// The statement as the client sent it: where its errors point.
+    pub text: String,
     /// How many `$n` parameters the text uses.
     pub parameter_count: usize,
     /// The parameter types the engine inferred the first time the statement was
@@ -747,11 +754,12 @@ impl QueryParser for FloeQueryParser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let mut statements = floe_sql_parser::parse_statements(sql)
-            .map_err(|e| user_error(&AdapterError::from(e)))?;
+            .map_err(|e| positioned_error(&AdapterError::from(e), sql))?;
         match statements.len() {
             0 => Ok(None),
             1 => Ok(Some(ParsedStatement {
                 statement: statements.remove(0),
+                text: sql.to_string(),
                 parameter_count: count_parameters(sql),
                 inferred_parameters: std::sync::OnceLock::new(),
             })),
@@ -789,7 +797,7 @@ impl Handlers {
             .coordinator
             .describe(&mut session, statement.statement.clone())
             .await
-            .map_err(|e| user_error(&e))?;
+            .map_err(|e| positioned_error(&e, &statement.text))?;
         let _ = statement
             .inferred_parameters
             .set(described.parameters.clone());
@@ -999,6 +1007,6 @@ impl ExtendedQueryHandler for Handlers {
         let format = &portal.result_column_format;
         self.run_statement(client, &session, statement, format, Some(max_rows))
             .await?
-            .map_err(|error| user_error(&error))
+            .map_err(|error| positioned_error(&error, &portal.statement.statement.text))
     }
 }

@@ -544,7 +544,7 @@ async fn mutated_statements_never_drop_the_connection() {
 
 /// An error points where PostgreSQL's points (the ErrorResponse's position,
 /// which psql shows as a caret under the query's line): the unknown column,
-/// relation or function, the literal a cast could not read.
+/// relation or function, the literal a cast could not read; in both protocols.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_point_where_postgres_points() {
     let postgres = Postgres::start();
@@ -582,6 +582,10 @@ async fn errors_point_where_postgres_points() {
         let actual = position(floe.simple_query(sql).await.expect_err(sql));
         assert!(expected.is_some(), "PostgreSQL gives {sql:?} a position");
         assert_eq!(actual, expected, "{sql}");
+        // The extended protocol, as drivers send statements.
+        let expected = position(pg.query(sql, &[]).await.expect_err(sql));
+        let actual = position(floe.query(sql, &[]).await.expect_err(sql));
+        assert_eq!(actual, expected, "{sql} (extended protocol)");
     }
 }
 
