@@ -60,20 +60,13 @@ fn stored_type(field: &datafusion::arrow::datatypes::Field) -> floe_repr::SqlSca
     use floe_repr::SqlScalarType;
     let ty = floe_arrow::sql_type_of(field)
         .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)));
-    let bare_scale = match floe_arrow::arrow_data_type(&SqlScalarType::Numeric {
-        precision: None,
-        max_scale: None,
-    }) {
-        DataType::Decimal128(_, scale) => scale,
-        _ => 0,
-    };
     match (&ty, field.data_type()) {
         (
             SqlScalarType::Numeric {
                 max_scale: None, ..
             },
             DataType::Decimal128(precision, scale),
-        ) if *scale > bare_scale => SqlScalarType::Numeric {
+        ) if *scale > floe_arrow::BARE_NUMERIC_SCALE => SqlScalarType::Numeric {
             precision: Some(*precision),
             max_scale: u8::try_from(*scale).ok(),
         },

@@ -596,14 +596,8 @@ impl ExprPlanner for PgOperatorPlanner {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawBinaryExpr>> {
-        let left = expr
-            .left
-            .to_field(schema)
-            .map(|(_, f)| functions::sql_type(&f));
-        let right = expr
-            .right
-            .to_field(schema)
-            .map(|(_, f)| functions::sql_type(&f));
+        let (left_type, left) = operand_types(&expr.left, schema);
+        let (right_type, right) = operand_types(&expr.right, schema);
         use sqlparser::ast::BinaryOperator as B;
         match expr.op {
             // `^`: a power of doubles, or of numerics when one operand is one.
@@ -624,7 +618,7 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(arithmetic) = real_arithmetic(&expr, &left, &right) {
             return Ok(PlannerResult::Planned(arithmetic));
         }
-        if let Some(quotient) = numeric_division(&expr, schema) {
+        if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
             return Ok(PlannerResult::Planned(quotient));
         }
         // `date ± interval` is a timestamp in Postgres (DataFusion's is a date).
@@ -764,23 +758,33 @@ fn range_operator(
         .map_err(crate::QueryError::into_datafusion)
 }
 
+/// An operand's Arrow type and SQL type, from one look at its field.
+fn operand_types(operand: &Expr, schema: &DFSchema) -> (Option<DataType>, DfResult<SqlScalarType>) {
+    match operand.to_field(schema) {
+        Ok((_, field)) => (
+            Some(field.data_type().clone()),
+            Ok(functions::sql_type(&field)),
+        ),
+        Err(error) => (None, Err(error)),
+    }
+}
+
 /// `numeric / numeric` (or of a numeric and an integer) with Postgres'
 /// digits ([`functions::numeric_division`]); DataFusion's quotient has four
 /// more digits than its dividend.
-fn numeric_division(expr: &RawBinaryExpr, schema: &DFSchema) -> Option<Expr> {
+fn numeric_division(
+    expr: &RawBinaryExpr,
+    left: Option<&DataType>,
+    right: Option<&DataType>,
+) -> Option<Expr> {
     if expr.op != sqlparser::ast::BinaryOperator::Divide {
         return None;
     }
-    let data_type = |side: &Expr| {
-        side.to_field(schema)
-            .ok()
-            .map(|(_, f)| f.data_type().clone())
-    };
-    let (left, right) = (data_type(&expr.left)?, data_type(&expr.right)?);
+    let (left, right) = (left?, right?);
     let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    let integer = |t: &DataType| matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64);
-    let fits = (decimal(&left) && (decimal(&right) || integer(&right)))
-        || (integer(&left) && decimal(&right));
+    let integer = functions::arithmetic::is_integer;
+    let fits =
+        (decimal(left) && (decimal(right) || integer(right))) || (integer(left) && decimal(right));
     if !fits {
         return None;
     }
@@ -795,8 +799,8 @@ fn numeric_division(expr: &RawBinaryExpr, schema: &DFSchema) -> Option<Expr> {
         }
     };
     Some(functions::numeric_division::call(
-        exact(&expr.left, &left),
-        exact(&expr.right, &right),
+        exact(&expr.left, left),
+        exact(&expr.right, right),
     ))
 }
 

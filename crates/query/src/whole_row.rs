@@ -52,14 +52,16 @@ pub async fn expand(context: &SessionContext, statement: &mut Statement) {
             .collect();
         columns.insert(reference, names);
     }
-    let rewriter = Rewriter { columns: &columns };
-    let _ = statement.visit(&mut SelectVisitor(&rewriter));
+    let _ = statement.visit(&mut SelectVisitor { columns: &columns });
 }
 
-fn function_name(function: &sqlparser::ast::Function) -> Option<String> {
+/// Whether a call is of a function that may take a whole row.
+fn is_whole_row_call(function: &sqlparser::ast::Function) -> bool {
     match function.name.0.as_slice() {
-        [part] => part.as_ident().map(naming::normalize),
-        _ => None,
+        [part] => part
+            .as_ident()
+            .is_some_and(|name| WHOLE_ROW_FUNCTIONS.contains(&naming::normalize(name).as_str())),
+        _ => false,
     }
 }
 
@@ -69,12 +71,7 @@ fn mentions_whole_row_function(statement: &Statement) -> bool {
         type Break = ();
         fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
             match expr {
-                Expr::Function(function)
-                    if function_name(function)
-                        .is_some_and(|n| WHOLE_ROW_FUNCTIONS.contains(&n.as_str())) =>
-                {
-                    ControlFlow::Break(())
-                }
+                Expr::Function(function) if is_whole_row_call(function) => ControlFlow::Break(()),
                 _ => ControlFlow::Continue(()),
             }
         }
@@ -145,55 +142,41 @@ fn relations(
     found
 }
 
-/// The columns of each table the statement reads, by its name as written.
-struct Rewriter<'a> {
+/// Visits each select of a statement with its own `FROM`, holding the
+/// columns of each table the statement reads (by its name as written).
+struct SelectVisitor<'a> {
     columns: &'a HashMap<String, Vec<String>>,
 }
 
-impl Rewriter<'_> {
-    /// Expands whole-row arguments among a select's expressions.
-    fn visit(&self, select: &mut Select) {
-        let relations = relations(select, self.columns);
-        if relations.is_empty() {
-            return;
-        }
-        let is_column = |name: &str| {
-            relations
-                .iter()
-                .any(|(_, cols)| cols.iter().any(|c| c == name))
-        };
-        let _ = sqlparser::ast::visit_expressions_mut(select, |expr| {
-            expand_call(expr, &relations, &is_column);
-            ControlFlow::<()>::Continue(())
-        });
-    }
-}
-
-/// Visits each select of a statement with its own `FROM`.
-struct SelectVisitor<'a, 'b>(&'a Rewriter<'b>);
-
-impl VisitorMut for SelectVisitor<'_, '_> {
+impl VisitorMut for SelectVisitor<'_> {
     type Break = ();
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
         if let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() {
-            self.0.visit(select);
+            let relations = relations(select, self.columns);
+            if !relations.is_empty() {
+                let _ = sqlparser::ast::visit_expressions_mut(select.as_mut(), |expr| {
+                    expand_call(expr, &relations);
+                    ControlFlow::<()>::Continue(())
+                });
+            }
         }
         ControlFlow::Continue(())
     }
 }
 
 /// `f(t)` with `t` a relation (and no column) as `f(jsonb_build_object(...))`.
-fn expand_call(
-    expr: &mut Expr,
-    relations: &[(String, Vec<String>)],
-    is_column: &dyn Fn(&str) -> bool,
-) {
+fn expand_call(expr: &mut Expr, relations: &[(String, Vec<String>)]) {
     let Expr::Function(function) = expr else {
         return;
     };
-    if !function_name(function).is_some_and(|n| WHOLE_ROW_FUNCTIONS.contains(&n.as_str())) {
+    if !is_whole_row_call(function) {
         return;
     }
+    let is_column = |name: &str| {
+        relations
+            .iter()
+            .any(|(_, columns)| columns.iter().any(|c| c == name))
+    };
     let FunctionArguments::List(list) = &mut function.args else {
         return;
     };

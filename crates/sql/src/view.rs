@@ -148,11 +148,7 @@ fn refuse_system_relations(
 ) -> Result<(), PlanError> {
     let mut system = None;
     let _ = sqlparser::ast::visit_relations(inlined, |relation| {
-        let parts: Vec<String> = relation
-            .0
-            .iter()
-            .filter_map(|part| part.as_ident().map(|ident| ident.value.clone()))
-            .collect();
+        let parts = crate::planner::name_parts(relation).unwrap_or_default();
         if let [schema, item] = parts.as_slice()
             && crate::catalog::SYSTEM_SCHEMAS.contains(&schema.as_str())
             && catalog.is_system_relation(schema, item)

@@ -370,7 +370,7 @@ fn split(row: &[Datum]) -> Result<Datum, QueryError> {
 }
 
 /// A value as text, as it prints.
-fn text(datum: &Datum) -> String {
+pub(super) fn text(datum: &Datum) -> String {
     match datum {
         Datum::Text(text) => text.clone(),
         other => floe_repr::format_datum(other),

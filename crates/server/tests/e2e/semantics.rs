@@ -100,6 +100,39 @@ const DIFFERENTIAL_DATA: &[&str] = &[
     "INSERT INTO t2 VALUES (1, 10), (2, NULL), (2, 20), (NULL, 30), (7, 70)",
 ];
 
+/// PostgreSQL and floe, each holding [`DIFFERENTIAL_DATA`], to compare answers.
+struct SideBySide {
+    postgres: tokio_postgres::Client,
+    floe: tokio_postgres::Client,
+    /// The servers and floe's data directory, kept while the clients are used.
+    _servers: (Postgres, crate::support::Floe, tempfile::TempDir),
+}
+
+impl SideBySide {
+    /// Both engines, PostgreSQL's data in a new database named `database`.
+    async fn start(database: &str) -> SideBySide {
+        let server = Postgres::start();
+        let database = server.create_database(database);
+        let (postgres, connection) =
+            tokio_postgres::connect(&server.connection_string(&database), tokio_postgres::NoTls)
+                .await
+                .expect("connects to PostgreSQL");
+        tokio::spawn(connection);
+        let dir = tempfile::tempdir().unwrap();
+        let floe_server = crate::support::Floe::start(&dir.path().join("data"));
+        let floe = floe_server.connect().await;
+        for statement in DIFFERENTIAL_DATA {
+            postgres.batch_execute(statement).await.expect(statement);
+            floe.batch_execute(statement).await.expect(statement);
+        }
+        SideBySide {
+            postgres,
+            floe,
+            _servers: (server, floe_server, dir),
+        }
+    }
+}
+
 /// Random queries from a small grammar of what both engines must agree on.
 struct Grammar {
     rng: rand::rngs::StdRng,
@@ -360,22 +393,8 @@ async fn random_queries_answer_as_postgres_answers() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(400);
     println!("differential seed {seed}");
-    let postgres = Postgres::start();
-    let database = postgres.create_database("differential");
-    let (pg, connection) = tokio_postgres::connect(
-        &postgres.connection_string(&database),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .expect("connects to PostgreSQL");
-    tokio::spawn(connection);
-    let dir = tempfile::tempdir().unwrap();
-    let floe_server = crate::support::Floe::start(&dir.path().join("data"));
-    let floe = floe_server.connect().await;
-    for statement in DIFFERENTIAL_DATA {
-        pg.batch_execute(statement).await.expect(statement);
-        floe.batch_execute(statement).await.expect(statement);
-    }
+    let engines = SideBySide::start("differential").await;
+    let (pg, floe) = (&engines.postgres, &engines.floe);
     let mut grammar = Grammar {
         rng: rand::rngs::StdRng::seed_from_u64(seed),
         subqueries: true,
@@ -385,8 +404,8 @@ async fn random_queries_answer_as_postgres_answers() {
     let mut ran = 0;
     while ran < count && std::time::Instant::now() < deadline {
         let sql = grammar.query();
-        let expected = answer(&pg, &sql).await;
-        let actual = answer(&floe, &sql).await;
+        let expected = answer(pg, &sql).await;
+        let actual = answer(floe, &sql).await;
         if expected != actual {
             mismatches.push(format!(
                 "{sql}\n  postgres: {expected:?}\n  floe:     {actual:?}"
@@ -547,22 +566,8 @@ async fn mutated_statements_never_drop_the_connection() {
 /// relation or function, the literal a cast could not read; in both protocols.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_point_where_postgres_points() {
-    let postgres = Postgres::start();
-    let database = postgres.create_database("positions");
-    let (pg, connection) = tokio_postgres::connect(
-        &postgres.connection_string(&database),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .expect("connects to PostgreSQL");
-    tokio::spawn(connection);
-    let dir = tempfile::tempdir().unwrap();
-    let floe_server = crate::support::Floe::start(&dir.path().join("data"));
-    let floe = floe_server.connect().await;
-    for statement in DIFFERENTIAL_DATA {
-        pg.batch_execute(statement).await.expect(statement);
-        floe.batch_execute(statement).await.expect(statement);
-    }
+    let engines = SideBySide::start("positions").await;
+    let (pg, floe) = (&engines.postgres, &engines.floe);
     let position =
         |error: tokio_postgres::Error| match error.as_db_error().and_then(|e| e.position()) {
             Some(tokio_postgres::error::ErrorPosition::Original(at)) => Some(*at),

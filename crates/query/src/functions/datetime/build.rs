@@ -9,6 +9,7 @@ use floe_repr::{Datum, SqlScalarType, SqlState};
 use super::from_char::{read_datetime, read_number};
 use super::{MICROS_PER_DAY, MICROS_PER_SECOND, is_number};
 use crate::error::QueryError;
+use crate::functions::text::text;
 use crate::functions::{Arguments, RowFunction, no_such_function};
 
 pub(super) fn functions() -> Vec<ScalarUDF> {
@@ -135,13 +136,6 @@ fn isfinite_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError>
         return Err(no_such_function("isfinite", &arguments.types));
     }
     Ok(SqlScalarType::Bool)
-}
-
-fn text(datum: &Datum) -> String {
-    match datum {
-        Datum::Text(text) => text.clone(),
-        other => floe_repr::format_datum(other),
-    }
 }
 
 fn number(datum: &Datum) -> Result<f64, QueryError> {

@@ -10,47 +10,12 @@
 use floe_repr::SqlState;
 use floe_repr::strconv::days_from_civil;
 
-use super::to_char::{DATETIME_KEYWORDS, Field, NUMBER_KEYWORDS, NumberKeyword, Piece, parse};
+use super::to_char::{
+    DATETIME_KEYWORDS, DAYS, Field, MONTHS, NUMBER_KEYWORDS, NumberKeyword, Piece, ROMAN_MONTHS,
+    parse,
+};
 use crate::error::QueryError;
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-const DAYS: [&str; 7] = [
-    "sunday",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-];
-/// Roman month numbers, longest first so `viii` is not read as `v`.
-const ROMAN_MONTHS: [(&str, i64); 12] = [
-    ("viii", 8),
-    ("vii", 7),
-    ("iii", 3),
-    ("xii", 12),
-    ("ii", 2),
-    ("iv", 4),
-    ("vi", 6),
-    ("ix", 9),
-    ("xi", 11),
-    ("i", 1),
-    ("v", 5),
-    ("x", 10),
-];
 /// The Julian day number of 1970-01-01.
 const JULIAN_EPOCH: i64 = 2_440_588;
 
@@ -130,13 +95,13 @@ impl<'a> Input<'a> {
         Ok((if negative { -value } else { value }, digits))
     }
 
-    /// The first of `words` the input starts with (ignoring case), by index.
+    /// The longest of `words` the input starts with (ignoring case), by index.
     fn word(&mut self, words: &[&str], name: &str) -> Result<usize, QueryError> {
         let lower = self.rest.to_lowercase();
         let found = words
             .iter()
             .enumerate()
-            .filter(|(_, word)| lower.starts_with(*word))
+            .filter(|(_, word)| lower.starts_with(&word.to_lowercase()))
             .max_by_key(|(_, word)| word.len());
         match found {
             Some((index, word)) if self.rest.is_char_boundary(word.len()) => {
@@ -238,10 +203,7 @@ fn read_field(
             };
             fields.month = Some(input.word(&names, name)? as i64 + 1);
         }
-        Field::RomanMonth => {
-            let names: Vec<&str> = ROMAN_MONTHS.iter().map(|(n, _)| *n).collect();
-            fields.month = Some(ROMAN_MONTHS[input.word(&names, name)?].1);
-        }
+        Field::RomanMonth => fields.month = Some(input.word(&ROMAN_MONTHS, name)? as i64 + 1),
         Field::DayName { abbreviated } => {
             let names: Vec<&str> = if abbreviated {
                 DAYS.iter().map(|d| &d[..3]).collect()

@@ -11,7 +11,7 @@ use floe_repr::strconv::{Decimal, civil_from_days, days_from_civil};
 
 use crate::error::QueryError;
 
-const MONTHS: [&str; 12] = [
+pub(super) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -25,7 +25,7 @@ const MONTHS: [&str; 12] = [
     "November",
     "December",
 ];
-const DAYS: [&str; 7] = [
+pub(super) const DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
@@ -34,7 +34,7 @@ const DAYS: [&str; 7] = [
     "Friday",
     "Saturday",
 ];
-const ROMAN_MONTHS: [&str; 12] = [
+pub(super) const ROMAN_MONTHS: [&str; 12] = [
     "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII",
 ];
 
