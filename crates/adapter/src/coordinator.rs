@@ -471,6 +471,20 @@ impl Coordinator {
         statement: Statement,
         notices: &mut Vec<Notice>,
     ) -> Result<ExecuteResponse, AdapterError> {
+        let result = self
+            .execute_in_transaction(session, statement, notices)
+            .await;
+        // Parameters belong to the one statement they were bound for.
+        session.parameters = None;
+        result
+    }
+
+    async fn execute_in_transaction(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+        notices: &mut Vec<Notice>,
+    ) -> Result<ExecuteResponse, AdapterError> {
         // Inside a failed transaction block only its end is accepted.
         if session.transaction_status() == TransactionStatus::Failed
             && !is_transaction_end(&statement)
@@ -506,7 +520,21 @@ impl Coordinator {
             Statement::Close(name) => return self.close_cursor(session, &name),
             statement => statement,
         };
-        let (plan, actor) = self.plan_checked(session, statement, notices).await?;
+        let (plan, actor) = match session.parameters.take() {
+            None => self.plan_checked(session, statement, notices).await?,
+            // A query with its parameters read when it runs; the statement with the
+            // values bound when it cannot be planned that way.
+            Some(parameters) => match self.plan_checked(session, statement, notices).await {
+                Ok((plan @ Plan::Select(_), actor)) => {
+                    session.parameters = Some(parameters);
+                    (plan, actor)
+                }
+                _ => {
+                    self.plan_checked(session, parameters.bound, notices)
+                        .await?
+                }
+            },
+        };
         let search_path = floe_sql::planner::parse_search_path(&session.get("search_path")?);
         // What the statement creates is owned by the session's role; its
         // `current_schema()` follows the session's search path.
@@ -613,14 +641,28 @@ impl Coordinator {
                 if let Some(transaction) = &session.transaction {
                     register_tables(&engine, transaction.pinned_tables())?;
                 }
-                // A kept plan has no parameters (`floe_query::plan_cache`).
+                // A plan kept for the statement as it is has no parameters; a
+                // statement with parameters is kept as Describe answered it
+                // (`floe_query::plan_cache`).
                 let snapshot = floe_query::snapshot::snapshot_of(&engine);
                 if let Some(kept) = self.plans.get(&select.query, &snapshot) {
                     return Ok(Some(kept.columns.clone()));
                 }
-                let plan = query::logical_plan(&engine, *select.query).await?;
+                if let Some(described) = self.plans.description(&select.query, &snapshot) {
+                    parameters.clone_from(&described.parameters);
+                    return Ok(Some(described.columns.clone()));
+                }
+                let plan = query::logical_plan(&engine, (*select.query).clone()).await?;
                 *parameters = crate::params::parameter_types(&plan.plan);
-                Ok(Some(query::describe(&plan)))
+                let columns = query::describe(&plan);
+                self.plans.keep_description(
+                    *select.query,
+                    &snapshot,
+                    &plan.plan,
+                    columns.clone(),
+                    parameters.clone(),
+                );
+                Ok(Some(columns))
             }
             Plan::ShowVariable(show) => Ok(Some(show_variable_desc(&show.name))),
             Plan::Subscribe(subscribe) if !subscribe.copy => {

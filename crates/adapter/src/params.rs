@@ -1,7 +1,8 @@
 //! `$n` parameters of the extended protocol: their inferred types, and
 //! binding values into a statement as typed literals.
 
-use datafusion::arrow::datatypes::Field;
+use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
 use floe_repr::PgType;
 use floe_sql_parser::ast::{Statement, quote_string};
@@ -162,4 +163,210 @@ pub fn insert_parameter_types(plan: &floe_sql::dml::InsertPlan) -> Vec<Option<Pg
         }
     }
     types
+}
+
+/// A query planned once for every value of its `$n` parameters
+/// (`floe_query::parameter`): the statement to run has each parameter cast to its
+/// type, as [`bind`] casts its literal.
+#[derive(Debug, Clone)]
+pub struct LateParameters {
+    pub types: Vec<DataType>,
+    /// This run's values.
+    pub values: Vec<ScalarValue>,
+    /// The statement with the values bound, to run instead when the query cannot be
+    /// planned with its parameters.
+    pub bound: Statement,
+}
+
+/// The query `statement` to run with its parameters read when it runs, when every
+/// parameter's value reads as its type in one unmistakable way (the forms below,
+/// which mean the same to PostgreSQL and to a cast) and none stands in a `LIMIT`,
+/// `OFFSET` or `FETCH` (planned as numbers). `None` sends the statement the way of
+/// [`bind`], which also gives the errors of values that do not read. `bound`: the
+/// statement with the values bound.
+pub fn late_parameters(
+    statement: &Statement,
+    values: &[Option<String>],
+    types: &[Option<PgType>],
+    bound: &Statement,
+) -> Option<(Statement, LateParameters)> {
+    let Statement::Standard(standard) = statement else {
+        return None;
+    };
+    let sqlparser::ast::Statement::Query(query) = standard.as_ref() else {
+        return None;
+    };
+    if values.len() != types.len() || limits_hold_parameters(query) {
+        return None;
+    }
+    let mut data_types = Vec::with_capacity(types.len());
+    let mut scalars = Vec::with_capacity(types.len());
+    for (value, pg_type) in values.iter().zip(types) {
+        let data_type = late_type(pg_type.as_ref().copied()?)?;
+        let scalar = match value {
+            None => ScalarValue::try_from(&data_type).ok()?,
+            Some(text) => read_value(text, &data_type)?,
+        };
+        data_types.push(data_type);
+        scalars.push(scalar);
+    }
+    let mut statement = statement.clone();
+    cast_parameters(&mut statement, types, Cast::AsBound)?;
+    let parameters = LateParameters {
+        types: data_types,
+        values: scalars,
+        bound: bound.clone(),
+    };
+    Some((statement, parameters))
+}
+
+/// The engine's type of a parameter of `pg_type`, for the types read when a plan
+/// runs.
+fn late_type(pg_type: PgType) -> Option<DataType> {
+    Some(match pg_type {
+        PgType::Bool => DataType::Boolean,
+        PgType::Int2 => DataType::Int16,
+        PgType::Int4 => DataType::Int32,
+        PgType::Int8 => DataType::Int64,
+        PgType::Float8 => DataType::Float64,
+        PgType::Text => DataType::Utf8,
+        _ => return None,
+    })
+}
+
+/// `text` as a value of `data_type`, in the forms every reader takes alike: digits
+/// with a sign for integers (in range), a plain decimal or exponent for a double,
+/// `t`, `true`, `f`, `false` for a boolean, any text for text.
+fn read_value(text: &str, data_type: &DataType) -> Option<ScalarValue> {
+    let integer = || {
+        let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(text)
+    };
+    Some(match data_type {
+        DataType::Int16 => ScalarValue::Int16(Some(integer()?.parse().ok()?)),
+        DataType::Int32 => ScalarValue::Int32(Some(integer()?.parse().ok()?)),
+        DataType::Int64 => ScalarValue::Int64(Some(integer()?.parse().ok()?)),
+        DataType::Float64 => ScalarValue::Float64(Some(plain_double(text)?)),
+        DataType::Boolean => ScalarValue::Boolean(Some(match text {
+            "t" | "true" => true,
+            "f" | "false" => false,
+            _ => return None,
+        })),
+        DataType::Utf8 => ScalarValue::Utf8(Some(text.to_string())),
+        _ => return None,
+    })
+}
+
+/// A finite double written as digits, a point and an exponent (`-1.5`, `2e+300`):
+/// not `NaN`, `Infinity` or spaces, which readers spell differently.
+fn plain_double(text: &str) -> Option<f64> {
+    let plain = text
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && text.bytes().any(|b| b.is_ascii_digit());
+    let value: f64 = text.parse().ok().filter(|_| plain)?;
+    value.is_finite().then_some(value)
+}
+
+/// Whether a `LIMIT`, `OFFSET` or `FETCH` of the query or a query in it holds a
+/// parameter.
+fn limits_hold_parameters(query: &sqlparser::ast::Query) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Limits;
+    impl Visitor for Limits {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            let holds = query
+                .limit_clause
+                .as_ref()
+                .map(|limit| limit.to_string())
+                .into_iter()
+                .chain(query.fetch.as_ref().map(|fetch| fetch.to_string()))
+                .any(|text| text.contains('$'));
+            if holds {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        }
+    }
+    query.visit(&mut Limits).is_break()
+}
+
+/// A query as Describe plans it: each parameter the client gave a type cast to it,
+/// as PostgreSQL plans it (a driver that declares `$1` an integer reads the
+/// columns of `$1 - $2` as integers; `$1 || $2` of two text parameters is text).
+/// Other statements, and parameters without a type, stay as they are.
+pub fn with_declared_types(statement: &Statement, declared: &[Option<PgType>]) -> Statement {
+    let mut described = statement.clone();
+    let is_query = matches!(
+        statement,
+        Statement::Standard(standard) if matches!(standard.as_ref(), sqlparser::ast::Statement::Query(_))
+    );
+    if is_query
+        && declared.iter().any(Option::is_some)
+        && cast_parameters(&mut described, declared, Cast::TextToo).is_some()
+    {
+        return described;
+    }
+    statement.clone()
+}
+
+/// Which parameters [`cast_parameters`] casts.
+#[derive(Clone, Copy, PartialEq)]
+enum Cast {
+    /// Those [`bind`] casts: a text parameter stays bare, as its literal does.
+    AsBound,
+    /// Text ones too.
+    TextToo,
+}
+
+/// Casts each `$n` of `statement` that has a type to it (those `cast` says; one
+/// without a type stays bare). `None` when a parameter has no number.
+fn cast_parameters(statement: &mut Statement, types: &[Option<PgType>], cast: Cast) -> Option<()> {
+    let Statement::Standard(statement) = statement else {
+        return None;
+    };
+    struct Caster<'a> {
+        types: &'a [Option<PgType>],
+        cast: Cast,
+    }
+    impl VisitorMut for Caster<'_> {
+        type Break = ();
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
+            let Expr::Value(value) = expr else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let Value::Placeholder(name) = &value.value else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let Some(index) = name
+                .strip_prefix('$')
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| n.checked_sub(1))
+            else {
+                return std::ops::ControlFlow::Break(());
+            };
+            let pg_type = self.types.get(index).copied().flatten();
+            let type_name = match pg_type {
+                Some(PgType::Text) if self.cast == Cast::TextToo => Some("text"),
+                _ => pg_type.and_then(sql_type_name),
+            };
+            if let Some(type_name) = type_name {
+                let text = format!("CAST({name} AS {type_name})");
+                match sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                    .try_with_sql(&text)
+                    .and_then(|mut parser| parser.parse_expr())
+                {
+                    Ok(cast) => *expr = cast,
+                    Err(_) => return std::ops::ControlFlow::Break(()),
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut caster = Caster { types, cast };
+    VisitMut::visit(statement.as_mut(), &mut caster)
+        .is_continue()
+        .then_some(())
 }

@@ -139,6 +139,31 @@ pub async fn run(
         .map_err(AdapterError::Engine)
 }
 
+/// A query's columns and rows.
+pub type Answer = (Vec<ColumnDesc>, Vec<Vec<Datum>>);
+
+/// Runs a query statement whose `$n` have the types `types` and this time the
+/// values `values`, on one plan for every value (`floe_query::plan_cache`). `None`
+/// when it cannot be planned that way.
+pub async fn run_with_parameters(
+    context: &SessionContext,
+    plans: &floe_query::plan_cache::PlanCache,
+    statement: sqlparser::ast::Statement,
+    types: &[datafusion::arrow::datatypes::DataType],
+    values: Vec<datafusion::common::ScalarValue>,
+) -> Result<Option<Answer>, AdapterError> {
+    floe_query::plan_cache::run_with_parameters(
+        context,
+        plans,
+        statement,
+        types,
+        values,
+        crate::pg_rewrite::rewrite,
+    )
+    .await
+    .map_err(AdapterError::Engine)
+}
+
 /// Runs a planned query and converts its output to rows.
 pub async fn execute(
     context: &SessionContext,

@@ -165,6 +165,9 @@ pub struct Session {
     pub transaction: Option<crate::transaction::Transaction>,
     /// A `COPY ... FROM STDIN` receiving data.
     pub copy: Option<Box<crate::copy::CopyState>>,
+    /// The running query's `$n`, for its plan to read when it runs: set by the
+    /// extended protocol's Execute for the statement it runs, taken by SELECT.
+    pub parameters: Option<crate::params::LateParameters>,
 }
 
 fn definition(name: &str) -> Result<&'static VariableDefinition, AdapterError> {
@@ -183,6 +186,7 @@ impl Session {
             values: BTreeMap::new(),
             transaction: None,
             copy: None,
+            parameters: None,
         }
     }
 

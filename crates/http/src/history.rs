@@ -156,6 +156,7 @@ mod tests {
                 .collect(),
             sessions: 0,
             sessions_total: 0,
+            plans_reused: 0,
             storage_write_latency: Default::default(),
         }
     }

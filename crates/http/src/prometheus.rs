@@ -61,6 +61,17 @@ fn server_metrics(
         status.sessions_total as f64,
     );
     out.family(
+        "floe_query_plans_reused_total",
+        "Queries that ran on a plan kept from an earlier run of the same statement \
+         (with other values of its parameters, for a prepared one).",
+        MetricType::Counter,
+    );
+    out.sample(
+        "floe_query_plans_reused_total",
+        &[],
+        status.plans_reused as f64,
+    );
+    out.family(
         "floe_auth_failures_total",
         "Failed logins (SQL and HTTP) since the server started.",
         MetricType::Counter,

@@ -788,14 +788,19 @@ impl Handlers {
     async fn describe_fields<C: ClientInfo>(
         &self,
         client: &C,
-        statement: &ParsedStatement,
+        stored: &StoredStatement<ParsedStatement>,
         format: &Format,
     ) -> PgWireResult<(Option<Vec<FieldInfo>>, Vec<Option<floe_repr::PgType>>)> {
+        let statement = &stored.statement;
+        let declared = Handlers::parameter_types(stored, &[]);
         let session = session_of(client)?;
         let mut session = session.lock().await;
         let described = self
             .coordinator
-            .describe(&mut session, statement.statement.clone())
+            .describe(
+                &mut session,
+                floe_adapter::params::with_declared_types(&statement.statement, &declared),
+            )
             .await
             .map_err(|e| positioned_error(&e, &statement.text))?;
         let _ = statement
@@ -923,7 +928,7 @@ impl ExtendedQueryHandler for Handlers {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let (fields, inferred) = self
-            .describe_fields(client, &target.statement, &Format::UnifiedText)
+            .describe_fields(client, target, &Format::UnifiedText)
             .await?;
         let parameters: Vec<Type> = Handlers::parameter_types(target, &inferred)
             .into_iter()
@@ -951,11 +956,7 @@ impl ExtendedQueryHandler for Handlers {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         match self
-            .describe_fields(
-                client,
-                &target.statement.statement,
-                &target.result_column_format,
-            )
+            .describe_fields(client, &target.statement, &target.result_column_format)
             .await?
             .0
         {
@@ -977,12 +978,13 @@ impl ExtendedQueryHandler for Handlers {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let mut statement = portal.statement.statement.statement.clone();
+        let mut late = None;
         if portal.statement.statement.parameter_count > 0 {
             let parsed = &portal.statement.statement;
             let inferred = match parsed.inferred_parameters.get() {
                 Some(inferred) => inferred.clone(),
                 None => {
-                    self.describe_fields(client, parsed, &Format::UnifiedText)
+                    self.describe_fields(client, &portal.statement, &Format::UnifiedText)
                         .await?
                         .1
                 }
@@ -1000,10 +1002,20 @@ impl ExtendedQueryHandler for Handlers {
                 };
                 values.push(value);
             }
-            statement = floe_adapter::params::bind(statement, &values, &types)
+            let bound = floe_adapter::params::bind(statement.clone(), &values, &types)
                 .map_err(|e| user_error(&e))?;
+            // A query runs on one plan for every value of its parameters when it can;
+            // the bound statement is what it runs as otherwise.
+            match floe_adapter::params::late_parameters(&statement, &values, &types, &bound) {
+                Some((generic, parameters)) => {
+                    statement = generic;
+                    late = Some(parameters);
+                }
+                None => statement = bound,
+            }
         }
         let session = session_of(client)?;
+        session.lock().await.parameters = late;
         let format = &portal.result_column_format;
         self.run_statement(client, &session, statement, format, Some(max_rows))
             .await?

@@ -36,6 +36,7 @@ pub mod jsonb_keys;
 mod lateral;
 pub mod naming;
 pub mod null_filter;
+pub mod parameter;
 pub mod plan_cache;
 pub mod rewrite;
 mod row_compare;
@@ -205,10 +206,56 @@ pub async fn plan(
             planned => planned,
         }
         .map_err(QueryError::from_datafusion)?;
-        let columns = describe(&plan);
+        let columns = describe_analyzed(&state, &plan);
         Ok(Query { plan, columns })
     })
     .await
+}
+
+/// The client-visible columns of a plan, typed as [`output_fields`] types them with
+/// the analyzer's plan. A plan the analyzer refuses keeps the planner's types: the
+/// error comes when it runs (a statement only described may hold parameters of no
+/// known type).
+fn describe_analyzed(
+    state: &datafusion::execution::SessionState,
+    plan: &LogicalPlan,
+) -> Vec<ColumnDesc> {
+    let Ok(analyzed) =
+        state
+            .analyzer()
+            .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+    else {
+        return describe(plan);
+    };
+    output_fields(plan, &analyzed)
+        .iter()
+        .zip(describe(plan))
+        .map(|(field, named)| ColumnDesc {
+            name: named.name,
+            pg_type: floe_arrow::pg_type_of(field),
+        })
+        .collect()
+}
+
+/// The output fields of `plan` as `analyzed` (the same plan analyzed or optimized)
+/// types them: before the analyzer's coercion a `CASE` of an integer and a numeric
+/// still has the integer's type, which its rows will not have. A field whose type
+/// the analyzer kept stays the planner's, with the metadata that types it for
+/// clients (jsonb, a numeric's scale), which later rules do not always carry.
+fn output_fields(plan: &LogicalPlan, analyzed: &LogicalPlan) -> Vec<Field> {
+    let planned = plan.schema().fields();
+    let analyzed = analyzed.schema().fields();
+    let same_width = planned.len() == analyzed.len();
+    planned
+        .iter()
+        .enumerate()
+        .map(|(index, field)| match analyzed.get(index) {
+            Some(typed) if same_width && typed.data_type() != field.data_type() => {
+                typed.as_ref().clone().with_name(field.name())
+            }
+            _ => field.as_ref().clone(),
+        })
+        .collect()
 }
 
 /// How many subqueries may nest inside each other's expressions. DataFusion's plan
@@ -315,17 +362,12 @@ pub async fn physical_plan(
     query: &Query,
 ) -> Result<PhysicalPlan, QueryError> {
     guard(async {
-        let fields: Vec<Field> = query
-            .plan
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
         let state = context.state();
         let optimized = state
             .optimize(&query.plan)
             .map_err(QueryError::from_datafusion)?;
+        // Typed as the query's columns are (see `output_fields`).
+        let fields = output_fields(&query.plan, &optimized);
         let physical = state
             .query_planner()
             .create_physical_plan(&optimized, &state)

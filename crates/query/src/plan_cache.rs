@@ -15,6 +15,12 @@
 //!   session they were planned in), and it is no recursive query (its work
 //!   table is state), holds no `$n` parameter and no large `VALUES` list.
 //!
+//! A statement with `$n` parameters is kept too when it is run through
+//! [`run_with_parameters`]: its plan reads each parameter from a cell it owns
+//! ([`crate::parameter`]), so one plan serves every value. Such a plan is lent to
+//! one run at a time (the cell holds that run's values); a run that finds it lent
+//! plans its own.
+//!
 //! Plans are keyed by the statement (the resolved statement floe hands the
 //! engine: names are qualified and views inlined, so a change of search path
 //! or a replaced view is another key) under the catalog's revision: any catalog
@@ -24,12 +30,13 @@
 //! ([`reset_plan_states`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::datatypes::{Field, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::catalog::default_table_source::source_as_provider;
+use datafusion::common::ScalarValue;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::execution::context::SessionContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility, WindowFunctionDefinition};
@@ -38,6 +45,7 @@ use datafusion::physical_plan::execution_plan::reset_plan_states;
 use floe_repr::{ColumnDesc, Row};
 
 use crate::QueryError;
+use crate::parameter::{PARAMETER_FUNCTION, ParameterValues, read_parameters};
 use crate::snapshot::{Snapshot, SnapshotTable, TableName, snapshot_of};
 
 /// How many plans are kept: the least recently used one makes room.
@@ -55,19 +63,25 @@ pub struct CachedPlan {
     pub fields: Vec<Field>,
     /// The tables it reads and the schema each had when planned.
     tables: Vec<(TableName, SchemaRef)>,
+    /// Where a plan of a statement with parameters reads their values.
+    parameters: Option<Arc<ParameterValues>>,
+    /// Whether a run holds the plan (one with parameters runs one at a time).
+    lent: AtomicBool,
+}
+
+/// A plan with parameters, lent to one run: given back when dropped.
+struct Lent(Arc<CachedPlan>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.0.lent.store(false, Ordering::Release);
+    }
 }
 
 impl CachedPlan {
     /// A copy of the plan to run, without any state an earlier run left.
     pub fn to_run(&self) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         reset_plan_states(self.physical.clone())
-    }
-
-    /// Whether the session's tables are the ones the plan was made for.
-    fn fits(&self, snapshot: &Snapshot) -> bool {
-        self.tables
-            .iter()
-            .all(|(name, schema)| snapshot.schema(name).is_some_and(|held| held == *schema))
     }
 }
 
@@ -83,9 +97,100 @@ pub struct PlanCache {
 struct Entries {
     /// The catalog revision the plans were made at.
     revision: u64,
-    /// Counts lookups, to tell the least recently used plan.
+    /// Counts lookups, to tell the least recently used entry.
     clock: u64,
-    plans: HashMap<sqlparser::ast::Statement, (Arc<CachedPlan>, u64)>,
+    plans: Kept<CachedPlan>,
+    descriptions: Kept<Description>,
+}
+
+/// What a statement's Describe answered: its columns and its parameters' types.
+/// Kept apart from plans, since a statement is described with its `$n` untyped
+/// and run with them cast to the types its values are bound in.
+#[derive(Debug)]
+pub struct Description {
+    pub columns: Vec<ColumnDesc>,
+    pub parameters: Vec<Option<floe_repr::PgType>>,
+    tables: Vec<(TableName, SchemaRef)>,
+}
+
+/// Something kept for the tables it was made for.
+trait MadeFor {
+    fn tables(&self) -> &[(TableName, SchemaRef)];
+
+    /// Whether the session's tables are the ones it was made for.
+    fn fits(&self, snapshot: &Snapshot) -> bool {
+        self.tables()
+            .iter()
+            .all(|(name, schema)| snapshot.schema(name).is_some_and(|held| held == *schema))
+    }
+}
+
+impl MadeFor for CachedPlan {
+    fn tables(&self) -> &[(TableName, SchemaRef)] {
+        &self.tables
+    }
+}
+
+impl MadeFor for Description {
+    fn tables(&self) -> &[(TableName, SchemaRef)] {
+        &self.tables
+    }
+}
+
+/// Entries by statement, each with the clock of its last use.
+#[derive(Debug)]
+struct Kept<T>(HashMap<sqlparser::ast::Statement, (Arc<T>, u64)>);
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(HashMap::new())
+    }
+}
+
+impl<T: MadeFor> Kept<T> {
+    fn get(
+        &mut self,
+        statement: &sqlparser::ast::Statement,
+        clock: u64,
+        snapshot: &Snapshot,
+    ) -> Option<Arc<T>> {
+        let (kept, used) = self.0.get_mut(statement)?;
+        *used = clock;
+        kept.fits(snapshot).then(|| kept.clone())
+    }
+
+    /// Keeps `value`; the least recently used entry makes room when full.
+    fn insert(&mut self, statement: sqlparser::ast::Statement, value: Arc<T>, clock: u64) {
+        if self.0.len() >= CAPACITY
+            && let Some(oldest) = self
+                .0
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(statement, _)| statement.clone())
+        {
+            self.0.remove(&oldest);
+        }
+        self.0.insert(statement, (value, clock));
+    }
+}
+
+impl Entries {
+    /// The entries for the catalog at `revision`: `None` for an older one, whose
+    /// entries would never be used again. A newer one starts empty.
+    fn at(&mut self, revision: u64) -> Option<&mut Entries> {
+        if revision < self.revision {
+            return None;
+        }
+        if revision > self.revision {
+            *self = Entries {
+                revision,
+                clock: self.clock,
+                ..Entries::default()
+            };
+        }
+        self.clock += 1;
+        Some(self)
+    }
 }
 
 impl PlanCache {
@@ -96,17 +201,10 @@ impl PlanCache {
         statement: &sqlparser::ast::Statement,
         snapshot: &Snapshot,
     ) -> Option<Arc<CachedPlan>> {
-        let revision = snapshot.revision();
         let mut entries = self.entries.lock().ok()?;
-        if entries.revision != revision {
-            return None;
-        }
-        entries.clock += 1;
+        let entries = entries.at(snapshot.revision())?;
         let clock = entries.clock;
-        let (plan, used) = entries.plans.get_mut(statement)?;
-        *used = clock;
-        let plan = plan.clone();
-        plan.fits(snapshot).then_some(plan)
+        entries.plans.get(statement, clock, snapshot)
     }
 
     /// Keeps `plan` for `statement`, planned in the session of `snapshot`.
@@ -116,29 +214,66 @@ impl PlanCache {
         snapshot: &Snapshot,
         plan: CachedPlan,
     ) {
-        let revision = snapshot.revision();
+        self.insert_shared(statement, snapshot, Arc::new(plan));
+    }
+
+    fn insert_shared(
+        &self,
+        statement: sqlparser::ast::Statement,
+        snapshot: &Snapshot,
+        plan: Arc<CachedPlan>,
+    ) {
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        // A plan of an older catalog would never be used again.
-        if revision < entries.revision {
-            return;
+        if let Some(entries) = entries.at(snapshot.revision()) {
+            let clock = entries.clock;
+            entries.plans.insert(statement, plan, clock);
         }
-        if revision > entries.revision {
-            entries.plans.clear();
-            entries.revision = revision;
-        }
-        if entries.plans.len() >= CAPACITY
-            && let Some(oldest) = entries
-                .plans
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(statement, _)| statement.clone())
-        {
-            entries.plans.remove(&oldest);
-        }
+    }
+
+    /// What Describe answered for `statement` at the catalog revision of the
+    /// session of `snapshot`, if it fits that session's tables.
+    pub fn description(
+        &self,
+        statement: &sqlparser::ast::Statement,
+        snapshot: &Snapshot,
+    ) -> Option<Arc<Description>> {
+        let mut entries = self.entries.lock().ok()?;
+        let entries = entries.at(snapshot.revision())?;
         let clock = entries.clock;
-        entries.plans.insert(statement, (Arc::new(plan), clock));
+        entries.descriptions.get(statement, clock, snapshot)
+    }
+
+    /// Keeps what Describe answered for `statement`, planned as `plan` (not yet
+    /// optimized) in the session of `snapshot`: its columns and its parameters'
+    /// types. Not kept when the plan reads anything but tables through relational
+    /// operators (a subquery's tables are not known before it is optimized).
+    pub fn keep_description(
+        &self,
+        statement: sqlparser::ast::Statement,
+        snapshot: &Snapshot,
+        plan: &LogicalPlan,
+        columns: Vec<ColumnDesc>,
+        parameters: Vec<Option<floe_repr::PgType>>,
+    ) {
+        let Some(tables) = snapshot_tables(plan) else {
+            return;
+        };
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        if let Some(entries) = entries.at(snapshot.revision()) {
+            let description = Description {
+                columns,
+                parameters,
+                tables,
+            };
+            let clock = entries.clock;
+            entries
+                .descriptions
+                .insert(statement, Arc::new(description), clock);
+        }
     }
 
     /// How many statements ran on a kept plan.
@@ -149,7 +284,9 @@ impl PlanCache {
     /// How many plans are kept.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |entries| entries.plans.len())
+        self.entries
+            .lock()
+            .map_or(0, |entries| entries.plans.0.len())
     }
 }
 
@@ -163,7 +300,9 @@ pub async fn run(
     rewrite: fn(&mut sqlparser::ast::Statement),
 ) -> Result<(Vec<ColumnDesc>, Vec<Row>), QueryError> {
     let snapshot = snapshot_of(context);
-    if let Some(kept) = cache.get(&statement, &snapshot) {
+    if let Some(kept) = cache.get(&statement, &snapshot)
+        && kept.parameters.is_none()
+    {
         cache.hits.fetch_add(1, Ordering::Relaxed);
         let physical = kept.to_run().map_err(QueryError::from_datafusion)?;
         let rows = crate::run(context, physical, &kept.fields).await?;
@@ -173,16 +312,79 @@ pub async fn run(
     rewrite(&mut rewritten);
     let query = crate::plan(context, rewritten).await?;
     let planned = crate::physical_plan(context, &query).await?;
-    if let Some(keep) = keepable(&query, &planned) {
+    if let Some(keep) = keepable(&query, &planned, None) {
         cache.insert(statement, &snapshot, keep);
     }
     let rows = crate::run(context, planned.physical, &planned.fields).await?;
     Ok((query.columns, rows))
 }
 
+/// Runs a query statement whose `$n` parameters have the types `types` and, this
+/// time, the values `values` (each of its parameter's type; NULL as a typed null).
+/// On the plan kept for the statement when it is free and fits the session; else
+/// planned with the parameters read when it runs, and kept when it may run again.
+/// `None` when the statement cannot be planned that way (a parameter where the
+/// engine needs a value when it plans, as in `LIMIT`, or typed otherwise by its
+/// place): the caller binds the values into it instead, which also reports the
+/// statement's errors.
+pub async fn run_with_parameters(
+    context: &SessionContext,
+    cache: &PlanCache,
+    statement: sqlparser::ast::Statement,
+    types: &[DataType],
+    values: Vec<ScalarValue>,
+    rewrite: fn(&mut sqlparser::ast::Statement),
+) -> Result<Option<(Vec<ColumnDesc>, Vec<Row>)>, QueryError> {
+    let snapshot = snapshot_of(context);
+    if let Some(kept) = cache.get(&statement, &snapshot)
+        && let Some(parameters) = kept.parameters.clone()
+        && !kept.lent.swap(true, Ordering::Acquire)
+    {
+        let lent = Lent(kept);
+        cache.hits.fetch_add(1, Ordering::Relaxed);
+        parameters.set(values);
+        let physical = lent.0.to_run().map_err(QueryError::from_datafusion)?;
+        let rows = crate::run(context, physical, &lent.0.fields).await?;
+        return Ok(Some((lent.0.columns.clone(), rows)));
+    }
+    let mut rewritten = statement.clone();
+    rewrite(&mut rewritten);
+    let Ok(mut query) = crate::plan(context, rewritten).await else {
+        return Ok(None);
+    };
+    let parameters = Arc::new(ParameterValues::default());
+    let Ok(plan) = read_parameters(query.plan, types, &parameters) else {
+        return Ok(None);
+    };
+    query.plan = plan;
+    // The cell stays empty while the plan is made: the engine evaluates what
+    // looks constant when it plans (an `IN` list becomes a fixed set), and a
+    // parameter must fail there, so that nothing of one run's values stays in
+    // the plan.
+    let Ok(planned) = crate::physical_plan(context, &query).await else {
+        return Ok(None);
+    };
+    parameters.set(values);
+    // Lent to this run from the start: a run that finds it kept waits for no one.
+    let kept = keepable(&query, &planned, Some(parameters)).map(|plan| {
+        plan.lent.store(true, Ordering::Relaxed);
+        let plan = Arc::new(plan);
+        cache.insert_shared(statement, &snapshot, plan.clone());
+        Lent(plan)
+    });
+    let rows = crate::run(context, planned.physical, &planned.fields).await?;
+    drop(kept);
+    Ok(Some((query.columns, rows)))
+}
+
 /// The plan to keep for `query`, planned as `planned`, when it may be kept (see
-/// the module documentation).
-fn keepable(query: &crate::Query, planned: &crate::PhysicalPlan) -> Option<CachedPlan> {
+/// the module documentation). `parameters`: where the plan reads its `$n`, if it
+/// has any.
+fn keepable(
+    query: &crate::Query,
+    planned: &crate::PhysicalPlan,
+    parameters: Option<Arc<ParameterValues>>,
+) -> Option<CachedPlan> {
     if !same_whenever_run(&query.plan) {
         return None;
     }
@@ -192,6 +394,8 @@ fn keepable(query: &crate::Query, planned: &crate::PhysicalPlan) -> Option<Cache
         columns: query.columns.clone(),
         fields: planned.fields.clone(),
         tables,
+        parameters,
+        lent: AtomicBool::new(false),
     })
 }
 
@@ -230,6 +434,8 @@ fn expression_is_fixed(expr: &Expr) -> bool {
         Expr::ScalarFunction(function) => {
             immutable(function.func.signature().volatility)
                 || crate::functions::system::FIXED_FOR_THE_PROCESS.contains(&function.func.name())
+                // Read from the plan's own cell, filled before each run.
+                || function.func.name() == PARAMETER_FUNCTION
         }
         Expr::AggregateFunction(function) => immutable(function.func.signature().volatility),
         Expr::WindowFunction(window) => match &window.fun {
@@ -319,8 +525,10 @@ mod tests {
     };
     use datafusion::execution::context::SessionContext;
 
+    use datafusion::common::ScalarValue;
+
     use super::PlanCache;
-    use crate::snapshot::{TableRows, register_table};
+    use crate::snapshot::{TableRows, register_table, snapshot_of};
     use crate::{DATABASE, Engine};
 
     /// A session at catalog `revision` whose table `t` holds `values` in its
@@ -443,6 +651,83 @@ mod tests {
             run(&cache, &session(1, &["a"], &[1, 2]), sql).await;
             assert_eq!(cache.len(), 1, "{sql} was not kept");
         }
+    }
+
+    /// Runs `sql`, whose `$n` are integers, with `values` (`None` is NULL).
+    async fn run_with(
+        cache: &PlanCache,
+        context: &SessionContext,
+        sql: &str,
+        values: &[Option<i32>],
+    ) -> Vec<Vec<String>> {
+        let values = values.iter().map(|v| ScalarValue::Int32(*v)).collect();
+        let types = vec![DataType::Int32; 3];
+        let (_, rows) =
+            super::run_with_parameters(context, cache, statement(sql), &types, values, |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {}", e.message))
+                .unwrap_or_else(|| panic!("{sql} was not planned with its parameters"));
+        rows.iter()
+            .map(|row| row.iter().map(floe_repr::format_datum).collect())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn one_plan_serves_every_value_of_a_parameter() {
+        let cache = PlanCache::default();
+        let context = session(1, &["a"], &[1, 2, 3, 4]);
+        let sql = "SELECT a, a * $2 FROM public.t WHERE a >= $1 ORDER BY a";
+        let first = run_with(&cache, &context, sql, &[Some(3), Some(10)]).await;
+        assert_eq!(first, vec![vec!["3", "30"], vec!["4", "40"]]);
+        let second = run_with(&cache, &context, sql, &[Some(2), Some(-1)]).await;
+        assert_eq!(
+            second,
+            vec![vec!["2", "-2"], vec!["3", "-3"], vec!["4", "-4"]]
+        );
+        // An `IN` list of parameters is not made a fixed set of the first values.
+        let in_list = "SELECT a FROM public.t WHERE -a IN (-$1, NULL::int, NULL::int) ORDER BY a";
+        let rows = run_with(&cache, &context, in_list, &[Some(1)]).await;
+        assert_eq!(rows, vec![vec!["1"]]);
+        let rows = run_with(&cache, &context, in_list, &[Some(4)]).await;
+        assert_eq!(rows, vec![vec!["4"]]);
+        // NULL compares as NULL: no row, then every row again.
+        let null = run_with(&cache, &context, sql, &[None, Some(1)]).await;
+        assert!(null.is_empty(), "{null:?}");
+        let all = run_with(&cache, &context, sql, &[Some(i32::MIN), Some(0)]).await;
+        assert_eq!(all.len(), 4);
+        assert_eq!((cache.len(), cache.hits()), (2, 4));
+        // Another session's rows, the same plan.
+        let other = run_with(&cache, &session(1, &["a"], &[7]), sql, &[Some(5), Some(2)]).await;
+        assert_eq!(other, vec![vec!["7", "14"]]);
+        assert_eq!(cache.hits(), 5);
+        // In a subquery and in the select list.
+        let sql = "SELECT $1 + 1, (SELECT count(*) FROM public.t WHERE a > $1)";
+        assert_eq!(
+            run_with(&cache, &context, sql, &[Some(1)]).await,
+            vec![vec!["2", "3"]]
+        );
+        assert_eq!(
+            run_with(&cache, &context, sql, &[Some(3)]).await,
+            vec![vec!["4", "1"]]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_plan_lent_to_a_run_is_not_lent_to_another() {
+        let cache = PlanCache::default();
+        let context = session(1, &["a"], &[1, 2, 3]);
+        let sql = "SELECT count(*) FROM public.t WHERE a > $1";
+        run_with(&cache, &context, sql, &[Some(0)]).await;
+        let kept = cache.get(&statement(sql), &snapshot_of(&context)).unwrap();
+        kept.lent.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Planned again for this run, with its own values.
+        let rows = run_with(&cache, &context, sql, &[Some(1)]).await;
+        assert_eq!(rows, vec![vec!["2"]]);
+        assert_eq!(cache.hits(), 0);
+        // The new plan replaced the lent one, and is given back after its run.
+        let rows = run_with(&cache, &context, sql, &[Some(2)]).await;
+        assert_eq!(rows, vec![vec!["1"]]);
+        assert_eq!(cache.hits(), 1);
     }
 
     #[tokio::test]

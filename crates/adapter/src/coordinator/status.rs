@@ -22,6 +22,8 @@ pub struct OperationalStatus {
     /// Wire sessions open now, and opened since the server started.
     pub sessions: i64,
     pub sessions_total: u64,
+    /// Queries that ran on a plan kept from an earlier run (`floe_query::plan_cache`).
+    pub plans_reused: u64,
     /// Durable appends to storage (tables, sources).
     pub storage_write_latency: HistogramSnapshot,
 }
@@ -146,6 +148,7 @@ impl Coordinator {
             sources,
             sessions: self.metrics.sessions(),
             sessions_total: self.metrics.sessions_total(),
+            plans_reused: self.plans.hits(),
             storage_write_latency: self.storage.write_latency(),
         })
     }

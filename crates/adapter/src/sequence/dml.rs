@@ -17,12 +17,49 @@ impl Coordinator {
     ) -> Result<ExecuteResponse, AdapterError> {
         self.await_materialized_views(&plan.query).await?;
         let engine = self.engine_for_query(session, &plan.query).await?;
-        let (desc, rows) = query::run(&engine, &self.plans, *plan.query).await?;
+        let (desc, rows) = match session.parameters.take() {
+            Some(parameters) => {
+                self.select_with_parameters(session, &engine, *plan.query, parameters)
+                    .await?
+            }
+            None => query::run(&engine, &self.plans, *plan.query).await?,
+        };
         Ok(ExecuteResponse::Rows {
             desc,
             rows,
             tag: None,
         })
+    }
+
+    /// A query with its `$n` read when its plan runs (one plan for every value), or,
+    /// when it cannot be planned that way, the statement with the values bound.
+    async fn select_with_parameters(
+        &self,
+        session: &mut Session,
+        engine: &datafusion::execution::context::SessionContext,
+        query: sqlparser::ast::Statement,
+        parameters: crate::params::LateParameters,
+    ) -> Result<query::Answer, AdapterError> {
+        let crate::params::LateParameters {
+            types,
+            values,
+            bound,
+        } = parameters;
+        if let Some(answer) =
+            query::run_with_parameters(engine, &self.plans, query, &types, values).await?
+        {
+            return Ok(answer);
+        }
+        // Its notices were given when the statement with parameters was planned.
+        let mut notices = Vec::new();
+        match self.plan_checked(session, bound, &mut notices).await? {
+            (floe_sql::plan::Plan::Select(select), _) => {
+                query::run(engine, &self.plans, *select.query).await
+            }
+            _ => Err(AdapterError::Internal(
+                "a query with its values bound did not plan as a query".into(),
+            )),
+        }
     }
 
     /// The query's rows as COPY data (a read, as SELECT is).

@@ -63,7 +63,11 @@ fn path(p: &Path) -> &str {
 }
 
 /// A GET on the internal HTTP server: status code, headers and body.
-fn http_get(port: u16, path: &str, credentials: Option<(&str, &str)>) -> (u16, String, String) {
+pub(crate) fn http_get(
+    port: u16,
+    path: &str,
+    credentials: Option<(&str, &str)>,
+) -> (u16, String, String) {
     use base64::Engine;
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("HTTP server answers");
     stream
@@ -556,7 +560,7 @@ fn unsafe_settings_refuse_to_start() {
 
 /// The value of the sample of `name` whose labels include `labels`, as parsed by a
 /// Prometheus text parser; panics when there is none.
-fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
         .expect("the Prometheus parser reads /metrics");
     let sample = scrape

@@ -236,6 +236,23 @@ fn decode_range(element: &Type, b: &[u8]) -> Datum {
     })))
 }
 
+/// A row of the extended protocol (binary values), each value as the server
+/// would print it in text (`NULL` and `(empty)` as sqllogictest writes them).
+pub fn row_texts(row: &tokio_postgres::Row) -> Vec<String> {
+    row.columns()
+        .iter()
+        .enumerate()
+        .map(|(i, column)| {
+            let raw: Option<Raw> = row.get(i);
+            display(
+                raw.and_then(|raw| {
+                    floe_pgwire::encode::encode_text(&decode(column.type_(), &raw.0))
+                }),
+            )
+        })
+        .collect()
+}
+
 fn display(value: Option<String>) -> String {
     match value {
         None => "NULL".to_string(),
@@ -296,27 +313,9 @@ impl AsyncDB for Engine {
                     .query(&statement, &[])
                     .await
                     .map_err(engine_error)?;
-                let columns = statement.columns();
-                let rows = result
-                    .iter()
-                    .map(|row| {
-                        columns
-                            .iter()
-                            .enumerate()
-                            .map(|(i, column)| {
-                                let raw: Option<Raw> = row.get(i);
-                                display(raw.and_then(|raw| {
-                                    floe_pgwire::encode::encode_text(&decode(
-                                        column.type_(),
-                                        &raw.0,
-                                    ))
-                                }))
-                            })
-                            .collect()
-                    })
-                    .collect();
+                let rows = result.iter().map(row_texts).collect();
                 Ok(DBOutput::Rows {
-                    types: vec![DefaultColumnType::Any; columns.len()],
+                    types: vec![DefaultColumnType::Any; statement.columns().len()],
                     rows,
                 })
             }
