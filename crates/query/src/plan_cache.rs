@@ -18,8 +18,8 @@
 //! A statement with `$n` parameters is kept too when it is run through
 //! [`run_with_parameters`]: its plan reads each parameter from a cell it owns
 //! ([`crate::parameter`]), so one plan serves every value. Such a plan is lent to
-//! one run at a time (the cell holds that run's values); a run that finds it lent
-//! plans its own.
+//! one run at a time (the cell holds that run's values); a run that finds it and
+//! its copies lent plans its own, kept as another copy (up to [`MAX_COPIES`]).
 //!
 //! Plans are keyed by the statement (the resolved statement floe hands the
 //! engine: names are qualified and views inlined, so a change of search path
@@ -67,6 +67,9 @@ pub struct CachedPlan {
     parameters: Option<Arc<ParameterValues>>,
     /// Whether a run holds the plan (one with parameters runs one at a time).
     lent: AtomicBool,
+    /// Copies of a plan with parameters, for runs that find it lent (connections of
+    /// a pool running one statement at once); the kept plan holds them.
+    copies: Mutex<Vec<Arc<CachedPlan>>>,
 }
 
 /// A plan with parameters, lent to one run: given back when dropped.
@@ -78,7 +81,31 @@ impl Drop for Lent {
     }
 }
 
+/// How many plans of one statement with parameters are kept, for runs at once.
+const MAX_COPIES: usize = 8;
+
 impl CachedPlan {
+    /// The plan, or a copy of it, that no run holds, lent to the caller.
+    fn lend(self: &Arc<Self>) -> Option<Lent> {
+        if !self.lent.swap(true, Ordering::Acquire) {
+            return Some(Lent(self.clone()));
+        }
+        let copies = self.copies.lock().ok()?;
+        let free = copies
+            .iter()
+            .find(|copy| !copy.lent.swap(true, Ordering::Acquire))?;
+        Some(Lent(free.clone()))
+    }
+
+    /// Keeps `copy` of the plan for runs that find it lent (up to [`MAX_COPIES`]).
+    fn keep_copy(&self, copy: Arc<CachedPlan>) {
+        if let Ok(mut copies) = self.copies.lock()
+            && copies.len() + 1 < MAX_COPIES
+        {
+            copies.push(copy);
+        }
+    }
+
     /// A copy of the plan to run, without any state an earlier run left.
     pub fn to_run(&self) -> datafusion::common::Result<Arc<dyn ExecutionPlan>> {
         reset_plan_states(self.physical.clone())
@@ -336,11 +363,12 @@ pub async fn run_with_parameters(
     rewrite: fn(&mut sqlparser::ast::Statement),
 ) -> Result<Option<(Vec<ColumnDesc>, Vec<Row>)>, QueryError> {
     let snapshot = snapshot_of(context);
-    if let Some(kept) = cache.get(&statement, &snapshot)
-        && let Some(parameters) = kept.parameters.clone()
-        && !kept.lent.swap(true, Ordering::Acquire)
+    let kept = cache
+        .get(&statement, &snapshot)
+        .filter(|kept| kept.parameters.is_some());
+    if let Some(lent) = kept.as_ref().and_then(CachedPlan::lend)
+        && let Some(parameters) = &lent.0.parameters
     {
-        let lent = Lent(kept);
         cache.hits.fetch_add(1, Ordering::Relaxed);
         parameters.set(values);
         let physical = lent.0.to_run().map_err(QueryError::from_datafusion)?;
@@ -365,15 +393,19 @@ pub async fn run_with_parameters(
         return Ok(None);
     };
     parameters.set(values);
-    // Lent to this run from the start: a run that finds it kept waits for no one.
-    let kept = keepable(&query, &planned, Some(parameters)).map(|plan| {
+    // Lent to this run from the start; a copy of the kept plan when that one was
+    // lent to another run.
+    let lent = keepable(&query, &planned, Some(parameters)).map(|plan| {
         plan.lent.store(true, Ordering::Relaxed);
         let plan = Arc::new(plan);
-        cache.insert_shared(statement, &snapshot, plan.clone());
+        match &kept {
+            Some(kept) => kept.keep_copy(plan.clone()),
+            None => cache.insert_shared(statement, &snapshot, plan.clone()),
+        }
         Lent(plan)
     });
     let rows = crate::run(context, planned.physical, &planned.fields).await?;
-    drop(kept);
+    drop(lent);
     Ok(Some((query.columns, rows)))
 }
 
@@ -396,6 +428,7 @@ fn keepable(
         tables,
         parameters,
         lent: AtomicBool::new(false),
+        copies: Mutex::default(),
     })
 }
 
@@ -724,10 +757,20 @@ mod tests {
         let rows = run_with(&cache, &context, sql, &[Some(1)]).await;
         assert_eq!(rows, vec![vec!["2"]]);
         assert_eq!(cache.hits(), 0);
-        // The new plan replaced the lent one, and is given back after its run.
+        // That plan was kept as a copy, and is given back after its run.
         let rows = run_with(&cache, &context, sql, &[Some(2)]).await;
         assert_eq!(rows, vec![vec!["1"]]);
         assert_eq!(cache.hits(), 1);
+        // Runs at once, as many as the copies kept, each on a plan of its own.
+        kept.lent.store(false, std::sync::atomic::Ordering::SeqCst);
+        let values: Vec<[Option<i32>; 1]> = (0..super::MAX_COPIES as i32)
+            .map(|n| [Some(n % 3)])
+            .collect();
+        let runs = values.iter().map(|v| run_with(&cache, &context, sql, v));
+        let answers = futures::future::join_all(runs).await;
+        for (n, rows) in answers.iter().enumerate() {
+            assert_eq!(rows, &vec![vec![(3 - n % 3).to_string()]], "run {n}");
+        }
     }
 
     #[tokio::test]

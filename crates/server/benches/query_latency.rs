@@ -59,6 +59,8 @@ fn start_floe(data_dir: &std::path::Path) -> (std::process::Child, u16) {
     let child = std::process::Command::new(binary)
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
+        .arg("--internal-http-listen")
+        .arg(format!("127.0.0.1:{}", floe_testkit::free_port()))
         .arg("--data-dir")
         .arg(data_dir)
         .stdout(std::process::Stdio::null())
