@@ -370,3 +370,207 @@ fn cast_parameters(statement: &mut Statement, types: &[Option<PgType>], cast: Ca
         .is_continue()
         .then_some(())
 }
+
+/// The most literals [`literal_parameters`] takes out of one statement.
+const MAX_LITERAL_PARAMETERS: usize = 64;
+
+/// A query of the simple protocol with the integer constants it compares against
+/// read when it runs, so that the same query with other constants (an application
+/// that writes its values into the text) runs on one plan: each integer literal
+/// that is an operand of a comparison (`=`, `<>`, `<`, `<=`, `>`, `>=`), an item of
+/// an `IN` list or a bound of `BETWEEN`, and fits an `integer` (the type PostgreSQL
+/// gives it), becomes a parameter of type `integer`. A comparison's answer does not
+/// depend on which integer type its constant has. `None` when there is no such
+/// literal, or when the statement has parameters of its own.
+pub fn literal_parameters(statement: &Statement) -> Option<(Statement, LateParameters)> {
+    let Statement::Standard(standard) = statement else {
+        return None;
+    };
+    let sqlparser::ast::Statement::Query(query) = standard.as_ref() else {
+        return None;
+    };
+    if holds_parameters(query) {
+        return None;
+    }
+    let mut generic = standard.clone();
+    let mut taker = LiteralTaker {
+        values: Vec::new(),
+        refused: false,
+    };
+    let _ = VisitMut::visit(generic.as_mut(), &mut taker);
+    if taker.refused || taker.values.is_empty() {
+        return None;
+    }
+    let parameters = LateParameters {
+        types: vec![DataType::Int32; taker.values.len()],
+        values: taker
+            .values
+            .into_iter()
+            .map(|value| ScalarValue::Int32(Some(value)))
+            .collect(),
+        bound: statement.clone(),
+    };
+    Some((Statement::Standard(generic), parameters))
+}
+
+/// Whether `query` holds a `$n`.
+fn holds_parameters(query: &sqlparser::ast::Query) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Parameters;
+    impl Visitor for Parameters {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
+            match expr {
+                Expr::Value(value) if matches!(value.value, Value::Placeholder(_)) => {
+                    std::ops::ControlFlow::Break(())
+                }
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    query.visit(&mut Parameters).is_break()
+}
+
+/// Takes the integer literals [`literal_parameters`] names out of a statement.
+struct LiteralTaker {
+    values: Vec<i32>,
+    /// Too many literals.
+    refused: bool,
+}
+
+impl LiteralTaker {
+    /// Replaces `expr` with a parameter when it is an integer literal that fits an
+    /// `integer` (negated or not).
+    fn take(&mut self, expr: &mut Expr) {
+        let value = match expr {
+            Expr::Value(value) => integer_literal(&value.value),
+            Expr::UnaryOp {
+                op: sqlparser::ast::UnaryOperator::Minus,
+                expr: inner,
+            } => match inner.as_ref() {
+                Expr::Value(value) => integer_literal(&value.value).and_then(|v| v.checked_neg()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(value) = value else {
+            return;
+        };
+        if self.values.len() >= MAX_LITERAL_PARAMETERS {
+            self.refused = true;
+            return;
+        }
+        self.values.push(value);
+        let text = format!("CAST(${} AS integer)", self.values.len());
+        match sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(&text)
+            .and_then(|mut parser| parser.parse_expr())
+        {
+            Ok(cast) => *expr = cast,
+            Err(_) => self.refused = true,
+        }
+    }
+}
+
+/// The value of an unsigned integer literal that fits an `integer`.
+fn integer_literal(value: &Value) -> Option<i32> {
+    match value {
+        Value::Number(digits, _) if digits.bytes().all(|b| b.is_ascii_digit()) => {
+            digits.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+impl VisitorMut for LiteralTaker {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
+        use sqlparser::ast::BinaryOperator as Op;
+        match expr {
+            Expr::BinaryOp { left, op, right }
+                if matches!(
+                    op,
+                    Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq
+                ) =>
+            {
+                self.take(left);
+                self.take(right);
+            }
+            Expr::InList { list, .. } => list.iter_mut().for_each(|item| self.take(item)),
+            Expr::Between { low, high, .. } => {
+                self.take(low);
+                self.take(high);
+            }
+            _ => {}
+        }
+        if self.refused {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(sql: &str) -> Statement {
+        floe_sql_parser::parse_statements(sql)
+            .unwrap()
+            .into_iter()
+            .next()
+            .unwrap()
+    }
+
+    /// The generic statement's text and the values taken, or `None`.
+    fn taken(sql: &str) -> Option<(String, Vec<ScalarValue>)> {
+        literal_parameters(&parse(sql)).map(|(generic, parameters)| {
+            assert_eq!(parameters.bound, parse(sql), "the statement as written");
+            (generic.to_string(), parameters.values)
+        })
+    }
+
+    #[test]
+    fn integer_constants_of_comparisons_become_parameters() {
+        let (text, values) = taken(
+            "SELECT a > 1 FROM t WHERE a = 42 AND b IN (1, -2) AND c BETWEEN 3 AND 2147483647 \
+             AND d <> 1.5 GROUP BY 1 ORDER BY 1 LIMIT 5",
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            "SELECT a > CAST($1 AS INTEGER) FROM t WHERE a = CAST($2 AS INTEGER) AND b IN \
+             (CAST($3 AS INTEGER), CAST($4 AS INTEGER)) AND c BETWEEN CAST($5 AS INTEGER) AND \
+             CAST($6 AS INTEGER) AND d <> 1.5 GROUP BY 1 ORDER BY 1 LIMIT 5"
+        );
+        let integers: Vec<ScalarValue> = [1, 42, 1, -2, 3, i32::MAX]
+            .into_iter()
+            .map(|v| ScalarValue::Int32(Some(v)))
+            .collect();
+        assert_eq!(values, integers);
+    }
+
+    #[test]
+    fn other_statements_and_constants_stay() {
+        for sql in [
+            // No comparison, a constant beyond `integer`, a decimal, a string.
+            "SELECT 42",
+            "SELECT a FROM t WHERE a = 3000000000",
+            "SELECT a FROM t WHERE a = -2147483649",
+            "SELECT a FROM t WHERE a = 1.0 OR b = '1'",
+            // The statement's own parameters.
+            "SELECT a FROM t WHERE a = $1 AND b = 2",
+            "INSERT INTO t VALUES (1)",
+            "DELETE FROM t WHERE a = 1",
+        ] {
+            assert_eq!(taken(sql), None, "{sql}");
+        }
+        let many = (0..=MAX_LITERAL_PARAMETERS)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(taken(&format!("SELECT a FROM t WHERE a IN ({many})")), None);
+    }
+}

@@ -497,6 +497,16 @@ impl SimpleQueryHandler for Handlers {
             self.coordinator.start_implicit_transaction(&mut session);
         }
         for statement in statements {
+            // The integer constants a query compares against are read when its plan
+            // runs, so the same query with other constants runs on one plan; the
+            // statement as written is what it runs as otherwise.
+            let statement = match floe_adapter::params::literal_parameters(&statement) {
+                Some((generic, parameters)) => {
+                    session.lock().await.parameters = Some(parameters);
+                    generic
+                }
+                None => statement,
+            };
             let result = self
                 .run_statement(client, &session, statement, &Format::UnifiedText, None)
                 .await?;

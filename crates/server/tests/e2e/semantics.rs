@@ -588,6 +588,54 @@ async fn random_queries_with_parameters_answer_as_postgres_answers() {
     );
 }
 
+/// An application that writes its values into the text: the same query with other
+/// integer constants runs on the plan kept for the first (`/metrics` counts it),
+/// and answers for its own constants, in a transaction as of its snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_with_other_constants_run_on_one_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::support::Floe::start(&dir.path().join("data"));
+    let floe = server.connect().await;
+    floe.batch_execute("CREATE TABLE points (id int, v text)")
+        .await
+        .unwrap();
+    floe.batch_execute("INSERT INTO points SELECT g, 'v' || g FROM generate_series(1, 50) g")
+        .await
+        .unwrap();
+    let reused = || {
+        let (status, _, body) = crate::access::http_get(server.http_port, "/metrics", None);
+        assert_eq!(status, 200, "{body}");
+        crate::access::metric_value(&body, "floe_query_plans_reused_total", &[])
+    };
+    let before = reused();
+    for id in 1..=20 {
+        let sql = format!(
+            "SELECT v FROM points WHERE id = {id} OR id IN ({}, -1)",
+            id + 30
+        );
+        let mut expected = vec![format!("v{id}"), format!("v{}", id + 30)];
+        expected.sort();
+        assert_eq!(answer(&floe, &sql).await, Ok(expected), "{sql}");
+    }
+    // A transaction reads its own snapshot through the kept plan.
+    floe.batch_execute("BEGIN").await.unwrap();
+    let rows = answer(&floe, "SELECT v FROM points WHERE id BETWEEN 50 AND 99").await;
+    assert_eq!(rows, Ok(vec!["v50".to_string()]));
+    let other = server.connect().await;
+    other
+        .batch_execute("INSERT INTO points VALUES (99, 'new')")
+        .await
+        .unwrap();
+    let rows = answer(&floe, "SELECT v FROM points WHERE id BETWEEN 49 AND 99").await;
+    assert_eq!(rows, Ok(vec!["v49".to_string(), "v50".to_string()]));
+    floe.batch_execute("COMMIT").await.unwrap();
+    let rows = answer(&floe, "SELECT v FROM points WHERE id BETWEEN 48 AND 99").await;
+    let expected = ["new", "v48", "v49", "v50"].map(String::from).to_vec();
+    assert_eq!(rows, Ok(expected));
+    let reused = reused() - before;
+    assert!(reused >= 21.0, "{reused} runs on kept plans");
+}
+
 #[test]
 fn literals_become_parameters() {
     let (sql, values) = parameterized(
