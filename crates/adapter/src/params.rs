@@ -488,12 +488,11 @@ impl VisitorMut for LiteralTaker {
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
         use sqlparser::ast::BinaryOperator as Op;
         match expr {
-            Expr::BinaryOp { left, op, right }
-                if matches!(
-                    op,
-                    Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq
-                ) =>
-            {
+            Expr::BinaryOp {
+                left,
+                op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq,
+                right,
+            } => {
                 self.take(left);
                 self.take(right);
             }
