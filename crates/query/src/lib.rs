@@ -38,6 +38,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod parameter;
 pub mod plan_cache;
+mod relations;
 pub mod rewrite;
 mod row_compare;
 pub mod semantics;
@@ -45,6 +46,7 @@ pub mod snapshot;
 pub mod srf;
 pub mod subquery;
 pub mod types;
+mod using_join;
 mod whole_row;
 
 use std::panic::AssertUnwindSafe;
@@ -189,7 +191,22 @@ pub async fn plan(
     guard(async {
         check_subquery_depth(&statement)?;
         let mut statement = statement;
-        whole_row::expand(context, &mut statement).await;
+        // The rewrites that need the columns of the tables the statement reads.
+        let whole_rows = whole_row::mentions_whole_row_function(&statement);
+        let using_joins = using_join::has_using_join(&statement);
+        let renamed = relations::renames_columns(&statement);
+        if whole_rows || using_joins || renamed {
+            let tables = relations::table_columns(context, &statement).await;
+            if renamed {
+                relations::complete_column_aliases(&mut statement, &tables);
+            }
+            if whole_rows {
+                whole_row::expand(&mut statement, &tables);
+            }
+            if using_joins {
+                using_join::merge(&mut statement, &tables);
+            }
+        }
         let state = context.state();
         let to_plan = |statement: sqlparser::ast::Statement| {
             state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(

@@ -9,16 +9,15 @@
 //! derived table or CTE is not expanded (its columns are not known before
 //! planning).
 
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use datafusion::prelude::SessionContext;
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Select, Statement,
-    TableFactor, Value, ValueWithSpan, Visit, VisitMut, Visitor, VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Select, Statement, TableFactor,
+    Value, ValueWithSpan, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 use crate::naming;
+use crate::relations::TableColumns;
 
 /// The functions whose one argument may be a whole row: each reads it as a
 /// document.
@@ -30,29 +29,10 @@ const WHOLE_ROW_FUNCTIONS: &[&str] = &[
     "json_agg",
 ];
 
-/// Expands whole-row arguments in `statement` (see the module documentation).
-pub async fn expand(context: &SessionContext, statement: &mut Statement) {
-    if !mentions_whole_row_function(statement) {
-        return;
-    }
-    let mut columns: HashMap<String, Vec<String>> = HashMap::new();
-    for name in table_names(statement) {
-        let reference = name.to_string();
-        if columns.contains_key(&reference) {
-            continue;
-        }
-        let Ok(provider) = context.table_provider(reference.as_str()).await else {
-            continue;
-        };
-        let names = provider
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect();
-        columns.insert(reference, names);
-    }
-    let _ = statement.visit(&mut SelectVisitor { columns: &columns });
+/// Expands whole-row arguments in `statement` (see the module documentation), with
+/// the columns of the tables it reads.
+pub fn expand(statement: &mut Statement, tables: &TableColumns) {
+    let _ = statement.visit(&mut SelectVisitor { columns: tables });
 }
 
 /// Whether a call is of a function that may take a whole row.
@@ -65,7 +45,7 @@ fn is_whole_row_call(function: &sqlparser::ast::Function) -> bool {
     }
 }
 
-fn mentions_whole_row_function(statement: &Statement) -> bool {
+pub fn mentions_whole_row_function(statement: &Statement) -> bool {
     struct Finder;
     impl Visitor for Finder {
         type Break = ();
@@ -79,32 +59,9 @@ fn mentions_whole_row_function(statement: &Statement) -> bool {
     statement.visit(&mut Finder).is_break()
 }
 
-/// Every table or view name the statement reads.
-fn table_names(statement: &Statement) -> Vec<ObjectName> {
-    struct Tables(Vec<ObjectName>);
-    impl Visitor for Tables {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table {
-                name, args: None, ..
-            } = factor
-            {
-                self.0.push(name.clone());
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut tables = Tables(Vec::new());
-    let _ = statement.visit(&mut tables);
-    tables.0
-}
-
 /// The relations of a select's `FROM`, by the name a query refers to them
 /// with (the alias, else the table's last name part), with their columns.
-fn relations(
-    select: &Select,
-    columns: &HashMap<String, Vec<String>>,
-) -> Vec<(String, Vec<String>)> {
+fn relations(select: &Select, columns: &TableColumns) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     let mut add = |factor: &TableFactor| {
         if let TableFactor::Table {
@@ -145,7 +102,7 @@ fn relations(
 /// Visits each select of a statement with its own `FROM`, holding the
 /// columns of each table the statement reads (by its name as written).
 struct SelectVisitor<'a> {
-    columns: &'a HashMap<String, Vec<String>>,
+    columns: &'a TableColumns,
 }
 
 impl VisitorMut for SelectVisitor<'_> {

@@ -1,0 +1,107 @@
+//! The columns of the tables and views a statement names, from the catalog, for
+//! the rewrites that need them before the engine plans (`whole_row`, `using_join`,
+//! and the column aliases completed here).
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use datafusion::prelude::SessionContext;
+use sqlparser::ast::{
+    Ident, ObjectName, Statement, TableAliasColumnDef, TableFactor, Visit, VisitMut, Visitor,
+    VisitorMut,
+};
+
+/// The columns of each table or view a statement reads, by its name as written.
+pub type TableColumns = HashMap<String, Vec<String>>;
+
+/// The columns of every table or view `statement` reads that the catalog knows.
+pub async fn table_columns(context: &SessionContext, statement: &Statement) -> TableColumns {
+    let mut columns = TableColumns::new();
+    for name in table_names(statement) {
+        let reference = name.to_string();
+        if columns.contains_key(&reference) {
+            continue;
+        }
+        let Ok(provider) = context.table_provider(reference.as_str()).await else {
+            continue;
+        };
+        let names = provider
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        columns.insert(reference, names);
+    }
+    columns
+}
+
+/// Every table or view name the statement reads.
+fn table_names(statement: &Statement) -> Vec<ObjectName> {
+    struct Tables(Vec<ObjectName>);
+    impl Visitor for Tables {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table {
+                name, args: None, ..
+            } = factor
+            {
+                self.0.push(name.clone());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut tables = Tables(Vec::new());
+    let _ = statement.visit(&mut tables);
+    tables.0
+}
+
+/// Whether a table of `statement` is renamed with a column list (`t AS x(k)`), which
+/// [`complete_column_aliases`] completes.
+pub fn renames_columns(statement: &Statement) -> bool {
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            match factor {
+                TableFactor::Table {
+                    alias: Some(alias),
+                    args: None,
+                    ..
+                } if !alias.columns.is_empty() => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    statement.visit(&mut Finder).is_break()
+}
+
+/// `t AS x(k)` names the first column of `t` `k` and keeps the others' names, as
+/// PostgreSQL does; the engine wants a name for every column, so the list is
+/// completed with the table's own names.
+pub fn complete_column_aliases(statement: &mut Statement, tables: &TableColumns) {
+    struct Completer<'a>(&'a TableColumns);
+    impl VisitorMut for Completer<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table {
+                name,
+                alias: Some(alias),
+                args: None,
+                ..
+            } = factor
+                && !alias.columns.is_empty()
+                && let Some(columns) = self.0.get(&name.to_string())
+            {
+                for column in columns.iter().skip(alias.columns.len()) {
+                    alias.columns.push(TableAliasColumnDef {
+                        name: Ident::with_quote('"', column.clone()),
+                        data_type: None,
+                    });
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Completer(tables));
+}

@@ -1,0 +1,566 @@
+//! The merged columns of `USING` and `NATURAL` joins, as PostgreSQL reads them.
+//!
+//! `t1 FULL JOIN t2 USING (a)` has one column `a`, `COALESCE(t1.a, t2.a)`: on a
+//! row only `t2` has, it is `t2.a`. DataFusion reads an unqualified `a` as the
+//! left table's column, NULL on such a row, so `SELECT a`, `SELECT *`, `WHERE a
+//! = 5` and `GROUP BY a` over a RIGHT or FULL join answered wrongly (apache/
+//! datafusion#22881); and its `*` leaves a merged column where the left relation
+//! has it, where PostgreSQL lists the merged columns first. Before planning, each
+//! select whose `FROM` holds a join by `USING` or `NATURAL` is rewritten:
+//! - its unqualified references to a merged column (select list, `WHERE`,
+//!   `GROUP BY`, `HAVING`, the query's `ORDER BY`, later joins' `ON`) become the
+//!   merged expression, keeping the column's name;
+//! - `*` becomes the columns PostgreSQL lists: the merged ones first, then the
+//!   left's others, then the right's;
+//! - `NATURAL` becomes `USING` the common columns, and a join whose key is itself
+//!   merged joins `ON` the merged expression.
+//!
+//! The columns of each relation come from the catalog (tables and views) or the
+//! text (a derived table's select list or alias). A select whose rewrite needs a
+//! relation's columns that are not known so (a CTE, a table function) is left to
+//! the engine as it was.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, GroupByExpr, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
+    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
+    TableWithJoins, VisitMut, VisitorMut,
+};
+
+use crate::naming;
+
+use crate::relations::TableColumns;
+
+/// Whether `statement` holds a join by `USING` or `NATURAL`, the joins [`merge`]
+/// rewrites.
+pub fn has_using_join(statement: &Statement) -> bool {
+    struct Finder;
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            let mut found = false;
+            for_each_select(&query.body, &mut |select| {
+                found |= select
+                    .from
+                    .iter()
+                    .any(|from| from.joins.iter().any(is_using));
+            });
+            if found {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    sqlparser::ast::Visit::visit(statement, &mut Finder).is_break()
+}
+
+/// Whether a join merges columns: by `USING` or `NATURAL`.
+fn is_using(join: &Join) -> bool {
+    let mut operator = join.join_operator.clone();
+    matches!(
+        constraint_mut(&mut operator),
+        Some(JoinConstraint::Using(_) | JoinConstraint::Natural)
+    )
+}
+
+/// Rewrites the selects of `statement` (see the module documentation), with the
+/// columns of the tables it reads.
+pub fn merge(statement: &mut Statement, tables: &TableColumns) {
+    let _ = VisitMut::visit(statement, &mut QueryVisitor { tables });
+}
+
+struct QueryVisitor<'a> {
+    tables: &'a TableColumns,
+}
+
+impl VisitorMut for QueryVisitor<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        // The query's ORDER BY reads the select that is its body.
+        if let SetExpr::Select(select) = query.body.as_mut() {
+            if let Some(merged) = merge_select(select, self.tables)
+                && let Some(order_by) = &mut query.order_by
+                && let OrderByKind::Expressions(items) = &mut order_by.kind
+            {
+                let outputs = output_names(select);
+                for item in items {
+                    let names_output = matches!(&item.expr, Expr::Identifier(ident)
+                        if outputs.contains(&naming::normalize(ident)));
+                    if !names_output {
+                        replace_references(&mut item.expr, &merged);
+                    }
+                }
+            }
+        } else {
+            for_each_select_mut(&mut query.body, &mut |select| {
+                merge_select(select, self.tables);
+            });
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn for_each_select(body: &SetExpr, visit: &mut impl FnMut(&Select)) {
+    match body {
+        SetExpr::Select(select) => visit(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            for_each_select(left, visit);
+            for_each_select(right, visit);
+        }
+        _ => {}
+    }
+}
+
+fn for_each_select_mut(body: &mut SetExpr, visit: &mut impl FnMut(&mut Select)) {
+    match body {
+        SetExpr::Select(select) => visit(select),
+        SetExpr::SetOperation { left, right, .. } => {
+            for_each_select_mut(left, visit);
+            for_each_select_mut(right, visit);
+        }
+        _ => {}
+    }
+}
+
+/// One column a relation or join shows: its name and how it is read.
+#[derive(Clone)]
+struct Column {
+    name: String,
+    expr: Expr,
+}
+
+/// The columns a relation or join shows, in order; `None` when not known.
+type Columns = Option<Vec<Column>>;
+
+fn find<'a>(columns: &'a Columns, name: &str) -> Option<&'a Expr> {
+    columns
+        .as_ref()?
+        .iter()
+        .find(|column| column.name == name)
+        .map(|column| &column.expr)
+}
+
+/// Rewrites one select; returns its merged columns (name and expression) when it
+/// was rewritten, for the query's ORDER BY.
+fn merge_select(select: &mut Select, tables: &TableColumns) -> Option<Vec<Column>> {
+    if !select
+        .from
+        .iter()
+        .any(|from| from.joins.iter().any(is_using))
+    {
+        return None;
+    }
+    // Worked out on a copy: a select that cannot be rewritten whole stays as it was.
+    let mut from = select.from.clone();
+    let mut merged = Vec::new();
+    let mut shown = Vec::new();
+    for item in &mut from {
+        let columns = merge_joins(item, tables, &mut merged)?;
+        shown.push(columns);
+    }
+    let mut projection = Vec::with_capacity(select.projection.len());
+    for item in &select.projection {
+        match item {
+            SelectItem::Wildcard(options) => {
+                if options.opt_exclude.is_some()
+                    || options.opt_except.is_some()
+                    || options.opt_rename.is_some()
+                    || options.opt_replace.is_some()
+                    || options.opt_ilike.is_some()
+                {
+                    return None;
+                }
+                for columns in &shown {
+                    for column in columns.as_ref()? {
+                        projection.push(SelectItem::ExprWithAlias {
+                            expr: column.expr.clone(),
+                            alias: Ident::with_quote('"', column.name.clone()),
+                        });
+                    }
+                }
+            }
+            SelectItem::UnnamedExpr(expr) => {
+                let mut rewritten = expr.clone();
+                // A column read as one relation's column keeps its name unaliased, so
+                // that a wildcard beside it may be renamed (`rewrite_beside_wildcards`).
+                if replace_references(&mut rewritten, &merged)
+                    && !matches!(rewritten, Expr::CompoundIdentifier(_))
+                {
+                    projection.push(SelectItem::ExprWithAlias {
+                        expr: rewritten,
+                        alias: Ident::with_quote('"', naming::column_name(expr)),
+                    });
+                } else {
+                    projection.push(SelectItem::UnnamedExpr(rewritten));
+                }
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let mut expr = expr.clone();
+                replace_references(&mut expr, &merged);
+                projection.push(SelectItem::ExprWithAlias {
+                    expr,
+                    alias: alias.clone(),
+                });
+            }
+            SelectItem::QualifiedWildcard(..) | SelectItem::ExprWithAliases { .. } => {
+                projection.push(item.clone())
+            }
+        }
+    }
+    select.from = from;
+    select.projection = projection;
+    if let Some(selection) = &mut select.selection {
+        replace_references(selection, &merged);
+    }
+    if let Some(having) = &mut select.having {
+        replace_references(having, &merged);
+    }
+    if let Some(qualify) = &mut select.qualify {
+        replace_references(qualify, &merged);
+    }
+    if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
+        for expr in exprs {
+            replace_references(expr, &merged);
+        }
+    }
+    Some(merged)
+}
+
+/// Rewrites the joins of one `FROM` item; returns the columns it shows and adds
+/// the merged ones to `merged`. `None` when a column the rewrite needs is not known.
+fn merge_joins(
+    item: &mut TableWithJoins,
+    tables: &TableColumns,
+    merged: &mut Vec<Column>,
+) -> Option<Columns> {
+    let mut left = factor_columns(&mut item.relation, tables, merged)?;
+    for join in &mut item.joins {
+        let right = factor_columns(&mut join.relation, tables, merged)?;
+        let right_outer = matches!(
+            join.join_operator,
+            JoinOperator::Right(_) | JoinOperator::RightOuter(_) | JoinOperator::FullOuter(_)
+        );
+        let Some(constraint) = constraint_mut(&mut join.join_operator) else {
+            left = concat(left, right);
+            continue;
+        };
+        let names = match constraint {
+            JoinConstraint::Using(names) => names
+                .iter()
+                .map(|name| match name.0.as_slice() {
+                    [ObjectNamePart::Identifier(ident)] => Some(naming::normalize(ident)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?,
+            JoinConstraint::Natural => common_names(&left, &right)?,
+            JoinConstraint::On(on) => {
+                if !merged.is_empty() {
+                    replace_references(on, merged);
+                }
+                left = concat(left, right);
+                continue;
+            }
+            JoinConstraint::None => {
+                left = concat(left, right);
+                continue;
+            }
+        };
+        let mut keys = Vec::with_capacity(names.len());
+        let mut joined = Vec::new();
+        for name in &names {
+            let left_expr = find(&left, name)?.clone();
+            let right_expr = find(&right, name)?.clone();
+            let expr = if right_outer {
+                crate::rewrite::function_call(
+                    "coalesce",
+                    vec![left_expr.clone(), right_expr.clone()],
+                )
+            } else {
+                left_expr.clone()
+            };
+            let column = Column {
+                name: name.clone(),
+                expr,
+            };
+            merged.retain(|m: &Column| m.name != *name);
+            merged.push(column.clone());
+            joined.push(column);
+            keys.push((left_expr, right_expr));
+        }
+        // The engine matches a USING key by the left relation's column: a key that
+        // is itself merged (a COALESCE) joins ON it instead.
+        let plain = keys.iter().all(|(l, r)| {
+            matches!(l, Expr::CompoundIdentifier(_)) && matches!(r, Expr::CompoundIdentifier(_))
+        });
+        if matches!(constraint, JoinConstraint::Natural) || !plain {
+            *constraint = if plain {
+                JoinConstraint::Using(
+                    names
+                        .iter()
+                        .map(|n| ObjectName(vec![ObjectNamePart::Identifier(quoted(n))]))
+                        .collect(),
+                )
+            } else {
+                JoinConstraint::On(equalities(keys))
+            };
+        }
+        let rest = |columns: Columns| -> Columns {
+            Some(
+                columns?
+                    .into_iter()
+                    .filter(|c| !names.contains(&c.name))
+                    .collect(),
+            )
+        };
+        left = concat(concat(Some(joined), rest(left)), rest(right));
+    }
+    Some(left)
+}
+
+fn constraint_mut(operator: &mut JoinOperator) -> Option<&mut JoinConstraint> {
+    match operator {
+        JoinOperator::Join(c)
+        | JoinOperator::Inner(c)
+        | JoinOperator::Left(c)
+        | JoinOperator::LeftOuter(c)
+        | JoinOperator::Right(c)
+        | JoinOperator::RightOuter(c)
+        | JoinOperator::FullOuter(c)
+        | JoinOperator::CrossJoin(c) => Some(c),
+        _ => None,
+    }
+}
+
+fn concat(left: Columns, right: Columns) -> Columns {
+    let mut left = left?;
+    left.extend(right?);
+    Some(left)
+}
+
+/// The names both sides show, in the left's order (a NATURAL join's keys).
+fn common_names(left: &Columns, right: &Columns) -> Option<Vec<String>> {
+    let right = right.as_ref()?;
+    Some(
+        left.as_ref()?
+            .iter()
+            .filter(|l| right.iter().any(|r| r.name == l.name))
+            .map(|l| l.name.clone())
+            .collect(),
+    )
+}
+
+fn equalities(keys: Vec<(Expr, Expr)>) -> Expr {
+    let mut conditions = keys.into_iter().map(|(left, right)| Expr::BinaryOp {
+        left: Box::new(left),
+        op: BinaryOperator::Eq,
+        right: Box::new(right),
+    });
+    let first = conditions
+        .next()
+        .unwrap_or(Expr::Value(sqlparser::ast::Value::Boolean(true).into()));
+    conditions.fold(first, |all, next| Expr::BinaryOp {
+        left: Box::new(all),
+        op: BinaryOperator::And,
+        right: Box::new(next),
+    })
+}
+
+fn quoted(name: &str) -> Ident {
+    Ident::with_quote('"', name)
+}
+
+/// The columns a relation of a `FROM` shows, each read qualified by the name the
+/// query gives the relation. `Some(None)` when they are not known; `None` when a
+/// nested join could not be rewritten.
+fn factor_columns(
+    factor: &mut TableFactor,
+    tables: &TableColumns,
+    merged: &mut Vec<Column>,
+) -> Option<Columns> {
+    let (reference, names) = match factor {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            let Some(columns) = tables.get(&name.to_string()) else {
+                return Some(None);
+            };
+            let reference = match alias {
+                Some(alias) => naming::normalize(&alias.name),
+                None => match name.0.last().and_then(|part| part.as_ident()) {
+                    Some(ident) => naming::normalize(ident),
+                    None => return Some(None),
+                },
+            };
+            let renamed = alias.as_ref().map(|a| a.columns.as_slice()).unwrap_or(&[]);
+            let names = renamed
+                .iter()
+                .map(|c| naming::normalize(&c.name))
+                .chain(columns.iter().skip(renamed.len()).cloned())
+                .collect();
+            (reference, names)
+        }
+        TableFactor::Derived {
+            subquery,
+            alias: Some(alias),
+            ..
+        } => {
+            let Some(mut names) = query_output_names(subquery) else {
+                return Some(None);
+            };
+            for (position, column) in alias.columns.iter().enumerate() {
+                if let Some(name) = names.get_mut(position) {
+                    *name = naming::normalize(&column.name);
+                }
+            }
+            (naming::normalize(&alias.name), names)
+        }
+        TableFactor::NestedJoin {
+            table_with_joins,
+            alias: None,
+        } => return merge_joins(table_with_joins, tables, merged),
+        _ => return Some(None),
+    };
+    Some(Some(
+        names
+            .into_iter()
+            .map(|name| Column {
+                expr: Expr::CompoundIdentifier(vec![quoted(&reference), quoted(&name)]),
+                name,
+            })
+            .collect(),
+    ))
+}
+
+/// The names of a derived table's columns, when its select list names them all.
+fn query_output_names(query: &Query) -> Option<Vec<String>> {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) => Some(naming::column_name(expr)),
+            SelectItem::ExprWithAlias { alias, .. } => Some(naming::normalize(alias)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of a select's output columns that its list names.
+fn output_names(select: &Select) -> Vec<String> {
+    select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            SelectItem::ExprWithAlias { alias, .. } => Some(naming::normalize(alias)),
+            SelectItem::UnnamedExpr(expr) => Some(naming::column_name(expr)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Replaces unqualified references to a merged column in `expr` (not in its
+/// subqueries, which have a scope of their own) with the merged expression.
+/// Returns whether any was replaced.
+fn replace_references(expr: &mut Expr, merged: &[Column]) -> bool {
+    struct Replacer<'a> {
+        merged: &'a [Column],
+        /// How many subqueries deep the visit is.
+        depth: usize,
+        replaced: bool,
+    }
+    impl VisitorMut for Replacer<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if self.depth == 0
+                && let Expr::Identifier(ident) = expr
+            {
+                let name = naming::normalize(ident);
+                if let Some(column) = self.merged.iter().find(|c| c.name == name) {
+                    *expr = match &column.expr {
+                        plain @ Expr::CompoundIdentifier(_) => plain.clone(),
+                        merged => Expr::Nested(Box::new(merged.clone())),
+                    };
+                    self.replaced = true;
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut replacer = Replacer {
+        merged,
+        depth: 0,
+        replaced: false,
+    };
+    let _ = VisitMut::visit(expr, &mut replacer);
+    replacer.replaced
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let mut statement =
+            sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                .try_with_sql(sql)
+                .and_then(|mut parser| parser.parse_statement())
+                .unwrap();
+        let mut tables = TableColumns::new();
+        tables.insert("t1".into(), vec!["b".into(), "a".into()]);
+        tables.insert("t2".into(), vec!["a".into(), "c".into()]);
+        merge(&mut statement, &tables);
+        statement.to_string()
+    }
+
+    #[test]
+    fn a_full_join_reads_its_merged_column_as_coalesce() {
+        assert_eq!(
+            rewritten("SELECT a, a + 1 FROM t1 FULL JOIN t2 USING (a) WHERE a > 1 ORDER BY a + 2"),
+            "SELECT (coalesce(\"t1\".\"a\", \"t2\".\"a\")) AS \"a\", \
+             (coalesce(\"t1\".\"a\", \"t2\".\"a\")) + 1 AS \"?column?\" \
+             FROM t1 FULL JOIN t2 USING(a) WHERE (coalesce(\"t1\".\"a\", \"t2\".\"a\")) > 1 \
+             ORDER BY (coalesce(\"t1\".\"a\", \"t2\".\"a\")) + 2"
+        );
+    }
+
+    #[test]
+    fn a_wildcard_lists_merged_columns_first() {
+        assert_eq!(
+            rewritten("SELECT * FROM t1 NATURAL JOIN t2"),
+            "SELECT \"t1\".\"a\" AS \"a\", \"t1\".\"b\" AS \"b\", \"t2\".\"c\" AS \"c\" \
+             FROM t1 JOIN t2 USING(\"a\")"
+        );
+    }
+
+    #[test]
+    fn a_key_merged_before_joins_on_its_merged_value() {
+        assert_eq!(
+            rewritten("SELECT a FROM t1 FULL JOIN t2 USING (a) JOIN t2 AS t3 USING (a)"),
+            "SELECT (coalesce(\"t1\".\"a\", \"t2\".\"a\")) AS \"a\" \
+             FROM t1 FULL JOIN t2 USING(a) JOIN t2 AS t3 ON coalesce(\"t1\".\"a\", \"t2\".\"a\") = \"t3\".\"a\""
+        );
+    }
+
+    #[test]
+    fn a_select_with_a_relation_of_unknown_columns_is_left_as_it_was() {
+        let sql = "SELECT * FROM t1 FULL JOIN unknown USING(a)";
+        assert_eq!(rewritten(sql), sql);
+        let sql = "SELECT a FROM t1 JOIN t2 USING(a) NATURAL FULL JOIN unknown";
+        assert_eq!(rewritten(sql), sql);
+    }
+}
