@@ -9,22 +9,39 @@
 //! subquery that reads no relation is a computation over each row of the left
 //! side: its projections, unnests and filters are applied to the left side
 //! itself, each carrying the left side's columns through, and its outer
-//! references become plain columns. Only inner (and cross) joins are
-//! flattened: a left join must keep rows for which the subquery yields none,
-//! which an unnest does not.
+//! references become plain columns. Inner (and cross) joins are flattened, and
+//! left joins `ON true` of a subquery that unnests one list and filters nothing
+//! (`LEFT JOIN LATERAL generate_series(1, t.n) g ON true`): a left join keeps the
+//! rows for which the subquery yields none, so an empty or NULL list is unnested
+//! as one NULL marked as padding, and the subquery's columns are NULL on that row.
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchemaRef, Result as DfResult};
+use datafusion::common::{Column, DFSchemaRef, ExprSchema, Result as DfResult, ScalarValue};
+use datafusion::functions_nested::expr_fn::cardinality;
 use datafusion::logical_expr::{
-    Expr, Filter, JoinType, LogicalPlan, LogicalPlanBuilder, Projection, Subquery, SubqueryAlias,
+    Case, Expr, ExprSchemable, Filter, JoinType, LogicalPlan, LogicalPlanBuilder, Projection,
+    Subquery, SubqueryAlias,
 };
 
 /// The name a subquery's output column takes while it is carried beside the
 /// left side's columns (a private-use character no client writes), so it
 /// cannot collide with one of them.
 const CARRIED: &str = "\u{E003}lateral";
+
+/// The column that marks a left join's padding row (see [`Mode::KeepRows`]).
+const PADDING: &str = "\u{E003}padding";
+
+/// How a lateral subquery is applied to the rows of the left side.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// An inner join: a row for which the subquery yields none is gone.
+    Inner,
+    /// A left join `ON true`: such a row stays, the subquery's columns NULL.
+    KeepRows,
+}
 
 /// Flattens every inner join of a relation-less lateral subquery in `plan`.
 pub fn flatten(plan: LogicalPlan) -> DfResult<LogicalPlan> {
@@ -36,7 +53,12 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Join(join) = &node else {
         return Ok(Transformed::no(node));
     };
-    if join.join_type != JoinType::Inner || !join.on.is_empty() {
+    let mode = match join.join_type {
+        JoinType::Inner => Mode::Inner,
+        JoinType::Left if is_true(join.filter.as_ref()) => Mode::KeepRows,
+        _ => return Ok(Transformed::no(node)),
+    };
+    if !join.on.is_empty() {
         return Ok(Transformed::no(node));
     }
     let LogicalPlan::SubqueryAlias(SubqueryAlias { input, alias, .. }) = join.right.as_ref() else {
@@ -46,7 +68,7 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         return Ok(Transformed::no(node));
     };
     let left = join.left.as_ref().clone();
-    let Some(applied) = apply(subquery, &left)? else {
+    let Some(applied) = apply(subquery, &left, mode)? else {
         return Ok(Transformed::no(node));
     };
     let output = subquery.schema();
@@ -58,7 +80,9 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         );
     }
     let mut flattened = LogicalPlan::Projection(Projection::try_new(columns, Arc::new(applied))?);
-    if let Some(filter) = &join.filter {
+    if let Some(filter) = &join.filter
+        && mode == Mode::Inner
+    {
         flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
     }
     Ok(Transformed::yes(flattened))
@@ -68,21 +92,36 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
 /// replaced by `left`, every step carrying `left`'s columns, its output
 /// columns named [`CARRIED`] and their position. `None` for a subquery of any
 /// other shape (it reads a relation, or nests a subquery).
-fn apply(subquery: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalPlan>> {
+fn apply(subquery: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Option<LogicalPlan>> {
     // The projection at the top names the output; its names are the user's, so
     // they are replaced before they meet the left side's.
     let LogicalPlan::Projection(top) = subquery else {
         return Ok(None);
     };
-    let Some(input) = rebuild(&top.input, left)? else {
+    let Some(input) = rebuild(&top.input, left, mode)? else {
         return Ok(None);
     };
+    let padding = input.schema().has_column_with_unqualified_name(PADDING);
+    if mode == Mode::KeepRows && !padding {
+        return Ok(None);
+    }
     let mut exprs = carried_columns(left.schema());
     for (index, expr) in top.expr.iter().enumerate() {
-        let Some(expr) = without_outer_references(expr)? else {
+        let Some(mut expr) = without_outer_references(expr)? else {
             return Ok(None);
         };
-        exprs.push(expr.unalias().alias(format!("{CARRIED}{index}")));
+        expr = expr.unalias();
+        if padding {
+            expr = Expr::Case(Case::new(
+                None,
+                vec![(
+                    Box::new(Expr::Column(Column::new_unqualified(PADDING))),
+                    Box::new(Expr::Literal(ScalarValue::Null, None)),
+                )],
+                Some(Box::new(expr)),
+            ));
+        }
+        exprs.push(expr.alias(format!("{CARRIED}{index}")));
     }
     Ok(Some(LogicalPlan::Projection(Projection::try_new(
         exprs,
@@ -91,14 +130,17 @@ fn apply(subquery: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalP
 }
 
 /// A step of the subquery over `left` (see [`apply`]).
-fn rebuild(step: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalPlan>> {
+fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Option<LogicalPlan>> {
     match step {
         LogicalPlan::EmptyRelation(empty) if empty.produce_one_row => Ok(Some(left.clone())),
         LogicalPlan::Projection(projection) => {
-            let Some(input) = rebuild(&projection.input, left)? else {
+            let Some(input) = rebuild(&projection.input, left, mode)? else {
                 return Ok(None);
             };
             let mut exprs = carried_columns(left.schema());
+            if input.schema().has_column_with_unqualified_name(PADDING) {
+                exprs.push(Expr::Column(Column::new_unqualified(PADDING)));
+            }
             for expr in &projection.expr {
                 let Some(expr) = without_outer_references(expr)? else {
                     return Ok(None);
@@ -110,8 +152,8 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalPla
                 Arc::new(input),
             )?)))
         }
-        LogicalPlan::Filter(filter) => {
-            let Some(input) = rebuild(&filter.input, left)? else {
+        LogicalPlan::Filter(filter) if mode == Mode::Inner => {
+            let Some(input) = rebuild(&filter.input, left, mode)? else {
                 return Ok(None);
             };
             let Some(predicate) = without_outer_references(&filter.predicate)? else {
@@ -129,9 +171,18 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalPla
                     .iter()
                     .all(|(_, list)| list.depth == 1) =>
         {
-            let Some(input) = rebuild(&unnest.input, left)? else {
+            let Some(mut input) = rebuild(&unnest.input, left, mode)? else {
                 return Ok(None);
             };
+            if mode == Mode::KeepRows {
+                let [list] = unnest.exec_columns.as_slice() else {
+                    return Ok(None);
+                };
+                if input.schema().has_column_with_unqualified_name(PADDING) {
+                    return Ok(None);
+                }
+                input = padded(input, list)?;
+            }
             LogicalPlanBuilder::from(input)
                 .unnest_columns_with_options(unnest.exec_columns.clone(), unnest.options.clone())?
                 .build()
@@ -139,6 +190,54 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan) -> DfResult<Option<LogicalPla
         }
         _ => Ok(None),
     }
+}
+
+/// `input` with its column `list` one NULL where it is empty or NULL, and the
+/// [`PADDING`] column saying so: unnested, such a row stays as one row.
+fn padded(input: LogicalPlan, list: &Column) -> DfResult<LogicalPlan> {
+    let field = input.schema().field_from_column(list)?.clone();
+    let element = match field.data_type() {
+        DataType::List(element) | DataType::LargeList(element) => element.data_type().clone(),
+        _ => return Ok(input),
+    };
+    let one_null = ScalarValue::List(ScalarValue::new_list_nullable(
+        &[ScalarValue::try_from(&element)?],
+        &element,
+    ));
+    let column = Expr::Column(list.clone());
+    let empty = column
+        .clone()
+        .is_null()
+        .or(cardinality(column.clone()).eq(Expr::Literal(ScalarValue::UInt64(Some(0)), None)));
+    let one_null = Expr::Literal(one_null, None).cast_to(field.data_type(), input.schema())?;
+    let mut exprs = Vec::with_capacity(input.schema().fields().len() + 1);
+    for (qualifier, field) in input.schema().iter() {
+        let column = Column::new(qualifier.cloned(), field.name());
+        if column != *list {
+            exprs.push(Expr::Column(column));
+            continue;
+        }
+        let when_empty = (Box::new(empty.clone()), Box::new(one_null.clone()));
+        let case = Case::new(
+            None,
+            vec![when_empty],
+            Some(Box::new(Expr::Column(column.clone()))),
+        );
+        exprs.push(Expr::Case(case).alias_qualified(column.relation.clone(), column.name.clone()));
+    }
+    exprs.push(empty.alias(PADDING));
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(input),
+    )?))
+}
+
+/// Whether a join's filter is none or `true`.
+fn is_true(filter: Option<&Expr>) -> bool {
+    matches!(
+        filter,
+        None | Some(Expr::Literal(ScalarValue::Boolean(Some(true)), _))
+    )
 }
 
 /// Every column of `schema`, as itself.

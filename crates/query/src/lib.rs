@@ -31,6 +31,7 @@
 
 mod aggregate_subquery;
 pub mod error;
+pub mod function_row;
 pub mod functions;
 pub mod jsonb_keys;
 mod lateral;
@@ -195,7 +196,8 @@ pub async fn plan(
         let whole_rows = whole_row::mentions_whole_row_function(&statement);
         let using_joins = using_join::has_using_join(&statement);
         let renamed = relations::renames_columns(&statement);
-        if whole_rows || using_joins || renamed {
+        let function_aliases = function_row::has_aliased_function(&statement);
+        if whole_rows || using_joins || renamed || function_aliases {
             let tables = relations::table_columns(context, &statement).await;
             if renamed {
                 relations::complete_column_aliases(&mut statement, &tables);
@@ -205,6 +207,9 @@ pub async fn plan(
             }
             if using_joins {
                 using_join::merge(&mut statement, &tables);
+            }
+            if function_aliases {
+                function_row::read_aliases(&mut statement, &tables);
             }
         }
         let state = context.state();

@@ -7,9 +7,11 @@ use std::ops::ControlFlow;
 
 use datafusion::prelude::SessionContext;
 use sqlparser::ast::{
-    Ident, ObjectName, Statement, TableAliasColumnDef, TableFactor, Visit, VisitMut, Visitor,
-    VisitorMut,
+    Ident, ObjectName, Query, SelectItem, SetExpr, Statement, TableAliasColumnDef, TableFactor,
+    Visit, VisitMut, Visitor, VisitorMut,
 };
+
+use crate::naming;
 
 /// The columns of each table or view a statement reads, by its name as written.
 pub type TableColumns = HashMap<String, Vec<String>>;
@@ -104,4 +106,72 @@ pub fn complete_column_aliases(statement: &mut Statement, tables: &TableColumns)
         }
     }
     let _ = statement.visit(&mut Completer(tables));
+}
+
+/// The name a query gives a relation of its `FROM` (its alias, else a table's last
+/// name part) and the names of its columns, when the catalog or the text tells
+/// them: a table or view (renamed by the alias' column list, if any), or a derived
+/// table whose select list names every column.
+pub fn factor_columns(
+    factor: &TableFactor,
+    tables: &TableColumns,
+) -> Option<(String, Vec<String>)> {
+    let (reference, mut names) = match factor {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            let reference = match alias {
+                Some(alias) => naming::normalize(&alias.name),
+                None => naming::normalize(name.0.last()?.as_ident()?),
+            };
+            (reference, tables.get(&name.to_string())?.clone())
+        }
+        TableFactor::Derived {
+            subquery,
+            alias: Some(alias),
+            ..
+        } => (
+            naming::normalize(&alias.name),
+            query_output_names(subquery)?,
+        ),
+        _ => return None,
+    };
+    let renamed = match factor {
+        TableFactor::Table { alias, .. } | TableFactor::Derived { alias, .. } => {
+            alias.iter().flat_map(|a| &a.columns)
+        }
+        _ => return None,
+    };
+    for (position, column) in renamed.enumerate() {
+        match names.get_mut(position) {
+            Some(name) => *name = naming::normalize(&column.name),
+            None => names.push(naming::normalize(&column.name)),
+        }
+    }
+    Some((reference, names))
+}
+
+/// The names of a query's output columns, when its select list names them all (or
+/// it is a `VALUES` list, whose columns are `column1`, `column2`, ...).
+pub fn query_output_names(query: &Query) -> Option<Vec<String>> {
+    let select = match query.body.as_ref() {
+        SetExpr::Select(select) => select,
+        SetExpr::Values(values) => {
+            let count = values.rows.first()?.len();
+            return Some((1..=count).map(|n| format!("column{n}")).collect());
+        }
+        _ => return None,
+    };
+    select
+        .projection
+        .iter()
+        .map(|item| match item {
+            SelectItem::UnnamedExpr(expr) => Some(naming::column_name(expr)),
+            SelectItem::ExprWithAlias { alias, .. } => Some(naming::normalize(alias)),
+            _ => None,
+        })
+        .collect()
 }

@@ -113,7 +113,7 @@ fn for_each_select(body: &SetExpr, visit: &mut impl FnMut(&Select)) {
     }
 }
 
-fn for_each_select_mut(body: &mut SetExpr, visit: &mut impl FnMut(&mut Select)) {
+pub(crate) fn for_each_select_mut(body: &mut SetExpr, visit: &mut impl FnMut(&mut Select)) {
     match body {
         SetExpr::Select(select) => visit(select),
         SetExpr::SetOperation { left, right, .. } => {
@@ -126,9 +126,9 @@ fn for_each_select_mut(body: &mut SetExpr, visit: &mut impl FnMut(&mut Select)) 
 
 /// One column a relation or join shows: its name and how it is read.
 #[derive(Clone)]
-struct Column {
-    name: String,
-    expr: Expr,
+pub(crate) struct Column {
+    pub name: String,
+    pub expr: Expr,
 }
 
 /// The columns a relation or join shows, in order; `None` when not known.
@@ -379,51 +379,15 @@ fn factor_columns(
     tables: &TableColumns,
     merged: &mut Vec<Column>,
 ) -> Option<Columns> {
-    let (reference, names) = match factor {
-        TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            ..
-        } => {
-            let Some(columns) = tables.get(&name.to_string()) else {
-                return Some(None);
-            };
-            let reference = match alias {
-                Some(alias) => naming::normalize(&alias.name),
-                None => match name.0.last().and_then(|part| part.as_ident()) {
-                    Some(ident) => naming::normalize(ident),
-                    None => return Some(None),
-                },
-            };
-            let renamed = alias.as_ref().map(|a| a.columns.as_slice()).unwrap_or(&[]);
-            let names = renamed
-                .iter()
-                .map(|c| naming::normalize(&c.name))
-                .chain(columns.iter().skip(renamed.len()).cloned())
-                .collect();
-            (reference, names)
-        }
-        TableFactor::Derived {
-            subquery,
-            alias: Some(alias),
-            ..
-        } => {
-            let Some(mut names) = query_output_names(subquery) else {
-                return Some(None);
-            };
-            for (position, column) in alias.columns.iter().enumerate() {
-                if let Some(name) = names.get_mut(position) {
-                    *name = naming::normalize(&column.name);
-                }
-            }
-            (naming::normalize(&alias.name), names)
-        }
-        TableFactor::NestedJoin {
-            table_with_joins,
-            alias: None,
-        } => return merge_joins(table_with_joins, tables, merged),
-        _ => return Some(None),
+    if let TableFactor::NestedJoin {
+        table_with_joins,
+        alias: None,
+    } = factor
+    {
+        return merge_joins(table_with_joins, tables, merged);
+    }
+    let Some((reference, names)) = crate::relations::factor_columns(factor, tables) else {
+        return Some(None);
     };
     Some(Some(
         names
@@ -436,24 +400,8 @@ fn factor_columns(
     ))
 }
 
-/// The names of a derived table's columns, when its select list names them all.
-fn query_output_names(query: &Query) -> Option<Vec<String>> {
-    let SetExpr::Select(select) = query.body.as_ref() else {
-        return None;
-    };
-    select
-        .projection
-        .iter()
-        .map(|item| match item {
-            SelectItem::UnnamedExpr(expr) => Some(naming::column_name(expr)),
-            SelectItem::ExprWithAlias { alias, .. } => Some(naming::normalize(alias)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The names of a select's output columns that its list names.
-fn output_names(select: &Select) -> Vec<String> {
+pub(crate) fn output_names(select: &Select) -> Vec<String> {
     select
         .projection
         .iter()
@@ -468,7 +416,7 @@ fn output_names(select: &Select) -> Vec<String> {
 /// Replaces unqualified references to a merged column in `expr` (not in its
 /// subqueries, which have a scope of their own) with the merged expression.
 /// Returns whether any was replaced.
-fn replace_references(expr: &mut Expr, merged: &[Column]) -> bool {
+pub(crate) fn replace_references(expr: &mut Expr, merged: &[Column]) -> bool {
     struct Replacer<'a> {
         merged: &'a [Column],
         /// How many subqueries deep the visit is.

@@ -5,9 +5,9 @@
 //! DataFusion has no whole-row value: an identifier naming a relation is an
 //! unknown column. Before planning, each such argument becomes
 //! `jsonb_build_object('a', t.a, 'b', t.b, ...)` from the relation's columns,
-//! looked up in the catalog. A column of that name wins, as in Postgres; a
-//! derived table or CTE is not expanded (its columns are not known before
-//! planning).
+//! looked up in the catalog (or a derived table's select list). A column of that
+//! name wins, as in Postgres; a CTE is not expanded (its columns are not known
+//! before planning).
 
 use std::ops::ControlFlow;
 
@@ -64,30 +64,8 @@ pub fn mentions_whole_row_function(statement: &Statement) -> bool {
 fn relations(select: &Select, columns: &TableColumns) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     let mut add = |factor: &TableFactor| {
-        if let TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            ..
-        } = factor
-            && let Some(table_columns) = columns.get(&name.to_string())
-        {
-            let referred = match alias {
-                Some(alias) => naming::normalize(&alias.name),
-                None => match name.0.last().and_then(|p| p.as_ident()) {
-                    Some(ident) => naming::normalize(ident),
-                    None => return,
-                },
-            };
-            let names = match alias.as_ref().map(|a| &a.columns) {
-                Some(renamed) if !renamed.is_empty() => renamed
-                    .iter()
-                    .map(|c| naming::normalize(&c.name))
-                    .chain(table_columns.iter().skip(renamed.len()).cloned())
-                    .collect(),
-                _ => table_columns.clone(),
-            };
-            found.push((referred, names));
+        if let Some(relation) = crate::relations::factor_columns(factor, columns) {
+            found.push(relation);
         }
     };
     for table in &select.from {
