@@ -225,6 +225,20 @@ impl VisitorMut for Rewriter {
                 }
             }
             Expr::Function(function) => {
+                // Before its arguments are rewritten: it reads how they are written.
+                if let FunctionArguments::List(list) = &function.args
+                    && function.over.is_none()
+                    && function
+                        .name
+                        .0
+                        .last()
+                        .and_then(|part| part.as_ident())
+                        .is_some_and(|name| naming::normalize(name) == "generate_series")
+                    && let Some(typed) = typed_series(function, &list.args)
+                {
+                    *expr = typed;
+                    return ControlFlow::Continue(());
+                }
                 if let Some(WindowType::WindowSpec(spec)) = &mut function.over {
                     if let FunctionArguments::List(list) = &mut function.args {
                         for arg in &mut list.args {
@@ -562,6 +576,66 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         )),
         _ => None,
     }
+}
+
+/// `generate_series(start, stop[, step])` of timestamps or dates whose `stop` or
+/// `step` is a quoted literal: PostgreSQL reads the literal as `start`'s type
+/// (the step as an interval); the engine wants every argument typed.
+fn typed_series(function: &sqlparser::ast::Function, args: &[FunctionArg]) -> Option<Expr> {
+    let exprs: Vec<&Expr> = args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let start_type = match exprs.first()? {
+        Expr::Cast { data_type, .. } => Some(data_type.clone()),
+        Expr::TypedString(typed) => Some(typed.data_type.clone()),
+        _ => None,
+    };
+    let quoted = |e: &Expr| match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(text) => Some(text.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let interval = DataType::Interval {
+        fields: None,
+        precision: None,
+    };
+    let mut changed = false;
+    let mut typed = Vec::with_capacity(exprs.len());
+    for (position, expr) in exprs.iter().enumerate() {
+        let target = match (position, quoted(expr), &start_type) {
+            (1, Some(_), Some(start @ (DataType::Timestamp(..) | DataType::Date))) => {
+                Some(start.clone())
+            }
+            (2, Some(_), Some(DataType::Timestamp(..) | DataType::Date)) => Some(interval.clone()),
+            // A step that is no number steps timestamps (`now()`, ..., '1 hour').
+            (2, Some(text), None) if text.trim().parse::<f64>().is_err() => Some(interval.clone()),
+            _ => None,
+        };
+        changed |= target.is_some();
+        typed.push(match target {
+            Some(target) => cast((*expr).clone(), target),
+            None => (*expr).clone(),
+        });
+    }
+    if !changed {
+        return None;
+    }
+    let mut call = function.clone();
+    call.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+        duplicate_treatment: None,
+        args: typed
+            .into_iter()
+            .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
+            .collect(),
+        clauses: vec![],
+    });
+    Some(Expr::Function(call))
 }
 
 /// `make_interval(years, months, weeks, days, hours, mins, secs)` with

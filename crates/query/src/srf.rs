@@ -229,7 +229,11 @@ fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableF
     // or read from a preceding relation's columns make it the select list's
     // set-returning call, unnested there.
     let lateral = lateral && values.iter().any(|value| references_columns(value));
-    if lateral || values.iter().any(|value| calls_function(value)) {
+    // The engine's table function also takes only integers (and timestamps of
+    // another unit than floe's): a series of timestamps, dates or numerics is the
+    // select list's call too.
+    let integers = values.iter().all(|value| integer_literal(value));
+    if lateral || !integers || values.iter().any(|value| calls_function(value)) {
         let sql = format!(
             "SELECT {GENERATE_SERIES}({}) AS {}",
             arguments.join(", "),
@@ -424,14 +428,48 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
             SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => expr,
             _ => continue,
         };
+        unnest_calls(expr);
+    }
+}
+
+/// Each set-returning call in `expr` (`generate_series(...)::date`), outside its
+/// subqueries (their select lists are their own), unnested.
+fn unnest_calls(expr: &mut Expr) {
+    struct Calls {
+        /// How many subqueries deep the visit is.
+        depth: usize,
+    }
+    impl sqlparser::ast::VisitorMut for Calls {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
+            if self.depth == 0 {
+                unnest_call(expr);
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = sqlparser::ast::VisitMut::visit(expr, &mut Calls { depth: 0 });
+}
+
+/// A set-returning call as the unnested list of its values.
+fn unnest_call(expr: &mut Expr) {
+    {
         let Expr::Function(function) = expr else {
-            continue;
+            return;
         };
         let Some(name) = single_unquoted(&function.name) else {
-            continue;
+            return;
         };
         if function.over.is_some() {
-            continue;
+            return;
         }
         // The unnested items of `list` called with the call's arguments.
         let items = |list: &str| {
@@ -444,16 +482,16 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
         };
         if let Some((_, list, _)) = LIST_FUNCTIONS.iter().find(|f| f.0 == name) {
             *expr = items(list);
-            continue;
+            return;
         }
         // `jsonb_each(x)` in a select list: a record of each key and value
         // (the two lists unnest in step).
         if let Some((_, keys, values)) = KEY_VALUE_FUNCTIONS.iter().find(|f| f.0 == name) {
             *expr = crate::rewrite::function_call("row", vec![items(keys), items(values)]);
-            continue;
+            return;
         }
         if name != GENERATE_SERIES {
-            continue;
+            return;
         }
         let int4 = match &function.args {
             FunctionArguments::List(list) => all_int4(
@@ -504,6 +542,22 @@ pub fn unnest_record_function(expr: &mut Expr) {
 /// makes Postgres pick its `integer` variant).
 fn all_int4(args: &[&Expr]) -> bool {
     !args.is_empty() && args.iter().all(|arg| int4_literal(arg))
+}
+
+/// An integer written as a literal (of any size), perhaps negated.
+fn integer_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            sqlparser::ast::Value::Number(digits, _) => digits.parse::<i64>().is_ok(),
+            _ => false,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        }
+        | Expr::Nested(expr) => integer_literal(expr),
+        _ => false,
+    }
 }
 
 fn int4_literal(expr: &Expr) -> bool {
