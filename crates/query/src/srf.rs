@@ -145,6 +145,9 @@ pub fn rewrite_lateral_functions(select: &mut sqlparser::ast::Select) {
 /// [`rewrite_table_function`], with calls that read columns made lateral derived
 /// tables when `lateral` allows (the factor follows another).
 fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableFactor> {
+    if let Some(numbered) = with_ordinality(factor, lateral) {
+        return Some(numbered);
+    }
     // `LATERAL f(args)`: the call as the parser writes it without the keyword.
     if let TableFactor::Function {
         name, args, alias, ..
@@ -347,6 +350,76 @@ fn calls_function(expr: &Expr) -> bool {
         _ => false,
     }
 }
+
+/// `f(...) WITH ORDINALITY [AS alias [(columns)]]`: the call rewritten without it,
+/// its rows numbered from 1 by `row_number()` in a column named after the alias'
+/// column beyond the function's own, else `ordinality`. `None` for a factor without
+/// ordinality.
+fn with_ordinality(factor: &TableFactor, lateral: bool) -> Option<TableFactor> {
+    let mut plain = factor.clone();
+    let (alias, name, width) = match &mut plain {
+        TableFactor::Table {
+            with_ordinality: with_ordinality @ true,
+            alias,
+            name,
+            ..
+        } => {
+            *with_ordinality = false;
+            let function = match name.0.as_slice() {
+                [part] => normalize(part.as_ident()?),
+                _ => return None,
+            };
+            let width = if KEY_VALUE_FUNCTIONS.iter().any(|f| f.0 == function) {
+                2
+            } else {
+                1
+            };
+            (alias, Ident::new(function), width)
+        }
+        TableFactor::UNNEST {
+            with_ordinality: with_ordinality @ true,
+            alias,
+            array_exprs,
+            ..
+        } => {
+            *with_ordinality = false;
+            (alias, Ident::new(UNNEST), array_exprs.len())
+        }
+        _ => return None,
+    };
+    let relation = alias.as_ref().map(|a| a.name.clone()).unwrap_or(name);
+    let ordinality = match alias {
+        Some(alias) if alias.columns.len() > width => alias.columns.remove(width).name,
+        _ => Ident::new("ordinality"),
+    };
+    let mut inner = rewrite_function_factor(&plain, lateral).unwrap_or(plain);
+    // The call's own relation, under a name of its own: the outer one is the user's.
+    let inner_alias = Ident::with_quote('"', ORDINALITY_ALIAS);
+    match &mut inner {
+        TableFactor::Derived { alias, .. }
+        | TableFactor::UNNEST { alias, .. }
+        | TableFactor::Table { alias, .. } => match alias {
+            Some(alias) => alias.name = inner_alias,
+            None => {
+                *alias = Some(TableAlias {
+                    explicit: true,
+                    name: inner_alias,
+                    columns: vec![],
+                    at: None,
+                })
+            }
+        },
+        _ => return None,
+    }
+    let sql = format!(
+        "SELECT \"{ORDINALITY_ALIAS}\".*, CAST(row_number() OVER () AS bigint) AS {} FROM {inner}",
+        quoted(&ordinality)
+    );
+    derived(&sql, relation, lateral)
+}
+
+/// The alias of a call numbered [`with_ordinality`] inside its derived table.
+const ORDINALITY_ALIAS: &str = "\u{E002}ordinality";
 
 /// `FROM unnest(array) [AS alias [(column)]]` as DataFusion's `UNNEST`
 /// table factor, its column named as Postgres names it (after the alias, or
