@@ -103,10 +103,15 @@ fn figure(expr: &Expr) -> (Strength, String) {
             Value::Boolean(_) => weak("bool"),
             _ => nameless(),
         },
-        Expr::Case { .. } => weak("case"),
-        Expr::Array(_) => weak("array"),
-        Expr::Tuple(_) => weak("row"),
-        Expr::Exists { .. } => strong("exists"),
+        // A CASE is named after its ELSE when that has a name of its own.
+        Expr::Case { else_result, .. } => match else_result.as_deref().map(figure) {
+            Some((Strength::Strong, name)) => strong(name),
+            _ => weak("case"),
+        },
+        Expr::Array(_) => strong("array"),
+        Expr::Tuple(_) => strong("row"),
+        // `NOT EXISTS` is a NOT, which has no name.
+        Expr::Exists { negated: false, .. } => strong("exists"),
         Expr::Subquery(query) => subquery_name(query),
         Expr::Extract { .. } => strong("extract"),
         Expr::Substring { .. } => strong("substring"),

@@ -612,6 +612,13 @@ impl ExprPlanner for PgOperatorPlanner {
             }
             _ => {}
         }
+        // `&&` of arrays: whether they share an element.
+        let list = |t: Option<&DataType>| matches!(t, Some(DataType::List(_)));
+        if expr.op == B::PGOverlap && list(left_type.as_ref()) && list(right_type.as_ref()) {
+            return Ok(PlannerResult::Planned(
+                datafusion::functions_nested::expr_fn::array_has_any(expr.left, expr.right),
+            ));
+        }
         if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
