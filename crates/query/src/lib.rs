@@ -264,15 +264,65 @@ pub async fn plan(
             // expands to a name the select list also names, plan again with
             // that column renamed for the engine (clients see its name).
             Err(error) if duplicate_names(&error) => {
-                to_plan(rewrite::rewrite_beside_wildcards(statement)?).await
+                to_plan(rewrite::rewrite_beside_wildcards(statement.clone())?).await
             }
             planned => planned,
-        }
-        .map_err(QueryError::from_datafusion)?;
+        };
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(error) => return Err(unknown_function_error(&state, statement, error).await),
+        };
         let columns = describe_analyzed(&state, &plan);
         Ok(Query { plan, columns })
     })
     .await
+}
+
+/// `error`, or when it is of a function the engine does not know, PostgreSQL's error
+/// naming the function's argument types: the statement planned again with each
+/// unknown function's calls made calls of [`functions::unknown::UnknownFunction`],
+/// which fails when the engine types it (a few rounds, for unknown calls nested in
+/// one another).
+async fn unknown_function_error(
+    state: &SessionState,
+    mut statement: sqlparser::ast::Statement,
+    error: datafusion::error::DataFusionError,
+) -> QueryError {
+    use functions::unknown::{replace_calls, unknown_name};
+    let mut unknown = unknown_name(&error);
+    for _ in 0..4 {
+        let Some(replaced) = unknown.and_then(|name| replace_calls(statement, &name)) else {
+            break;
+        };
+        statement = replaced.clone();
+        let Ok(rewritten) = rewrite::rewrite(replaced) else {
+            break;
+        };
+        let planned = state
+            .statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+                rewritten,
+            )))
+            .await
+            // A call whose type the planner did not ask for (in a filter) fails
+            // when the analyzer types it.
+            .and_then(|plan| {
+                state
+                    .analyzer()
+                    .execute_and_check(plan, state.config_options(), |_, _| {})
+            });
+        let Err(next) = planned else {
+            break;
+        };
+        unknown = unknown_name(&next);
+        if unknown.is_none() {
+            let named = QueryError::from_datafusion(next);
+            if named.code == floe_repr::SqlState::UNDEFINED_FUNCTION {
+                return named;
+            }
+            break;
+        }
+    }
+    QueryError::from_datafusion(error)
 }
 
 /// The client-visible columns of a plan, typed as [`output_fields`] types them with

@@ -902,3 +902,29 @@ async fn subqueries_in_aggregate_arguments_run_per_row() {
         table(&[&["f", "1", "0"], &["t", "1", "1"]])
     );
 }
+
+#[tokio::test]
+async fn unknown_functions_are_reported_with_their_argument_types() {
+    for (sql, message) in [
+        (
+            "SELECT nosuch(1)",
+            "function nosuch(integer) does not exist",
+        ),
+        (
+            "SELECT nosuch(a, s, 1.5) FROM t1",
+            "function nosuch(integer, text, numeric) does not exist",
+        ),
+        ("SELECT nosuch()", "function nosuch() does not exist"),
+        (
+            "SELECT a FROM t1 WHERE nosuch(b) > 1",
+            "function nosuch(integer) does not exist",
+        ),
+        (
+            "SELECT nosuch(nosuch2(1))",
+            "function nosuch2(integer) does not exist",
+        ),
+    ] {
+        let (code, text) = error(sql).await;
+        assert_eq!((code.as_str(), text.as_str()), ("42883", message), "{sql}");
+    }
+}

@@ -22,6 +22,7 @@ pub mod single;
 pub mod sum;
 pub(crate) mod system;
 pub mod text;
+pub mod unknown;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -82,6 +83,9 @@ pub fn register(state: &mut SessionState) {
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+    let _ = state.register_udf(Arc::new(ScalarUDF::new_from_impl(
+        unknown::UnknownFunction::default(),
+    )));
 }
 
 /// floe's function `name`, if floe defines one.
