@@ -530,7 +530,7 @@ impl Coordinator {
                     (plan, actor)
                 }
                 _ => {
-                    self.plan_checked(session, parameters.bound, notices)
+                    self.plan_checked(session, parameters.bound.statement()?, notices)
                         .await?
                 }
             },

@@ -5,7 +5,7 @@ use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
 use floe_repr::PgType;
-use floe_sql_parser::ast::{Statement, quote_string};
+use floe_sql_parser::ast::Statement;
 use sqlparser::ast::{Expr, Value, VisitMut, VisitorMut};
 
 use crate::error::AdapterError;
@@ -55,6 +55,35 @@ fn sql_type_name(pg_type: PgType) -> Option<&'static str> {
     })
 }
 
+/// `CAST(expr AS type_name)`, the type parsed once per name (every run of a prepared
+/// statement casts its parameters; parsing the cast's text each time cost a run more
+/// than planning it did).
+fn cast_to(expr: Expr, type_name: &'static str) -> Option<Expr> {
+    static PARSED: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<&'static str, sqlparser::ast::DataType>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let mut parsed = PARSED.lock().ok()?;
+    let data_type = match parsed.get(type_name) {
+        Some(data_type) => data_type.clone(),
+        None => {
+            let data_type =
+                sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                    .try_with_sql(type_name)
+                    .and_then(|mut parser| parser.parse_data_type())
+                    .ok()?;
+            parsed.insert(type_name, data_type.clone());
+            data_type
+        }
+    };
+    Some(Expr::Cast {
+        kind: sqlparser::ast::CastKind::Cast,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    })
+}
+
 /// Replaces `$n` placeholders with the bound values (text form; `None` is
 /// NULL), each cast to its type when known.
 pub fn bind(
@@ -97,30 +126,31 @@ pub fn bind(
                 });
                 return std::ops::ControlFlow::Break(());
             };
-            let literal = match bound {
-                None => "NULL".to_string(),
-                Some(text) => quote_string(text),
-            };
-            let text = match self
+            let literal = Expr::Value(
+                match bound {
+                    None => Value::Null,
+                    Some(text) => Value::SingleQuotedString(text.clone()),
+                }
+                .into(),
+            );
+            let type_name = self
                 .types
                 .get(index - 1)
                 .copied()
                 .flatten()
-                .and_then(sql_type_name)
-            {
-                Some(type_name) => format!("CAST({literal} AS {type_name})"),
+                .and_then(sql_type_name);
+            *expr = match type_name {
+                Some(type_name) => match cast_to(literal, type_name) {
+                    Some(cast) => cast,
+                    None => {
+                        self.error = Some(AdapterError::Internal(format!(
+                            "binding ${index}: no type {type_name}"
+                        )));
+                        return std::ops::ControlFlow::Break(());
+                    }
+                },
                 None => literal,
             };
-            match sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                .try_with_sql(&text)
-                .and_then(|mut p| p.parse_expr())
-            {
-                Ok(parsed) => *expr = parsed,
-                Err(e) => {
-                    self.error = Some(AdapterError::Internal(format!("binding ${index}: {e}")));
-                    return std::ops::ControlFlow::Break(());
-                }
-            }
             std::ops::ControlFlow::Continue(())
         }
     }
@@ -175,21 +205,74 @@ pub struct LateParameters {
     pub values: Vec<ScalarValue>,
     /// The statement with the values bound, to run instead when the query cannot be
     /// planned with its parameters.
-    pub bound: Statement,
+    pub bound: Bound,
+}
+
+/// A statement with a run's values bound, bound only when it is run (most runs are
+/// of the statement with parameters).
+#[derive(Debug, Clone)]
+pub enum Bound {
+    /// Bound as written (the simple protocol's statement).
+    Statement(Statement),
+    /// The statement with `$n`, and the values' texts and types to bind.
+    Later {
+        statement: Statement,
+        values: Vec<Option<String>>,
+        types: Vec<Option<PgType>>,
+    },
+}
+
+impl Bound {
+    /// The bound statement ([`bind`]).
+    pub fn statement(self) -> Result<Statement, AdapterError> {
+        match self {
+            Bound::Statement(statement) => Ok(statement),
+            Bound::Later {
+                statement,
+                values,
+                types,
+            } => bind(statement, &values, &types),
+        }
+    }
 }
 
 /// The query `statement` to run with its parameters read when it runs, when every
 /// parameter's value reads as its type in one unmistakable way (the forms below,
 /// which mean the same to PostgreSQL and to a cast) and none stands in a `LIMIT`,
 /// `OFFSET` or `FETCH` (planned as numbers). `None` sends the statement the way of
-/// [`bind`], which also gives the errors of values that do not read. `bound`: the
-/// statement with the values bound.
+/// [`bind`], which also gives the errors of values that do not read: the statement
+/// comes back as the error.
 pub fn late_parameters(
+    statement: Statement,
+    values: &[Option<String>],
+    types: &[Option<PgType>],
+) -> Result<(Statement, LateParameters), Statement> {
+    let Some((data_types, scalars)) = late_values(&statement, values, types) else {
+        return Err(statement);
+    };
+    let mut generic = statement.clone();
+    if cast_parameters(&mut generic, types, Cast::AsBound).is_none() {
+        return Err(statement);
+    }
+    let parameters = LateParameters {
+        types: data_types,
+        values: scalars,
+        bound: Bound::Later {
+            statement,
+            values: values.to_vec(),
+            types: types.to_vec(),
+        },
+    };
+    Ok((generic, parameters))
+}
+
+/// The engine's types and this run's values of `statement`'s parameters, when it is
+/// a query that [`late_parameters`] may run with them.
+fn late_values(
     statement: &Statement,
     values: &[Option<String>],
     types: &[Option<PgType>],
-    bound: &Statement,
-) -> Option<(Statement, LateParameters)> {
+) -> Option<(Vec<DataType>, Vec<ScalarValue>)> {
     let Statement::Standard(standard) = statement else {
         return None;
     };
@@ -210,14 +293,7 @@ pub fn late_parameters(
         data_types.push(data_type);
         scalars.push(scalar);
     }
-    let mut statement = statement.clone();
-    cast_parameters(&mut statement, types, Cast::AsBound)?;
-    let parameters = LateParameters {
-        types: data_types,
-        values: scalars,
-        bound: bound.clone(),
-    };
-    Some((statement, parameters))
+    Some((data_types, scalars))
 }
 
 /// The engine's type of a parameter of `pg_type`, for the types read when a plan
@@ -353,13 +429,9 @@ fn cast_parameters(statement: &mut Statement, types: &[Option<PgType>], cast: Ca
                 _ => pg_type.and_then(sql_type_name),
             };
             if let Some(type_name) = type_name {
-                let text = format!("CAST({name} AS {type_name})");
-                match sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                    .try_with_sql(&text)
-                    .and_then(|mut parser| parser.parse_expr())
-                {
-                    Ok(cast) => *expr = cast,
-                    Err(_) => return std::ops::ControlFlow::Break(()),
+                match cast_to(expr.clone(), type_name) {
+                    Some(cast) => *expr = cast,
+                    None => return std::ops::ControlFlow::Break(()),
                 }
             }
             std::ops::ControlFlow::Continue(())
@@ -408,7 +480,7 @@ pub fn literal_parameters(statement: &Statement) -> Option<(Statement, LateParam
             .into_iter()
             .map(|value| ScalarValue::Int32(Some(value)))
             .collect(),
-        bound: statement.clone(),
+        bound: Bound::Statement(statement.clone()),
     };
     Some((Statement::Standard(generic), parameters))
 }
@@ -461,13 +533,10 @@ impl LiteralTaker {
             return;
         }
         self.values.push(value);
-        let text = format!("CAST(${} AS integer)", self.values.len());
-        match sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-            .try_with_sql(&text)
-            .and_then(|mut parser| parser.parse_expr())
-        {
-            Ok(cast) => *expr = cast,
-            Err(_) => self.refused = true,
+        let placeholder = Expr::Value(Value::Placeholder(format!("${}", self.values.len())).into());
+        match cast_to(placeholder, "integer") {
+            Some(cast) => *expr = cast,
+            None => self.refused = true,
         }
     }
 }
@@ -526,7 +595,11 @@ mod tests {
     /// The generic statement's text and the values taken, or `None`.
     fn taken(sql: &str) -> Option<(String, Vec<ScalarValue>)> {
         literal_parameters(&parse(sql)).map(|(generic, parameters)| {
-            assert_eq!(parameters.bound, parse(sql), "the statement as written");
+            assert_eq!(
+                parameters.bound.clone().statement().unwrap(),
+                parse(sql),
+                "the statement as written"
+            );
             (generic.to_string(), parameters.values)
         })
     }

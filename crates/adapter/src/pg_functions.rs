@@ -835,26 +835,52 @@ pub fn register(
 }
 
 /// The names (lowercase, unqualified) of the functions `statement` calls, once
-/// `pg_rewrite` has turned tools' spellings (`current_schema`, `::regclass`, ...)
-/// into calls: the catalog functions a session for it needs.
+/// `pg_rewrite` has turned tools' spellings into calls: the catalog functions a
+/// session for it needs. Read from the statement as written (a copy rewritten would
+/// cost every query a clone): the calls `pg_rewrite` adds are `current_schema()`
+/// for the bare name, `regclassin` and `regtypein` for casts of literals to
+/// `regclass` and `regtype`.
 pub fn called(statement: &sqlparser::ast::Statement) -> std::collections::BTreeSet<String> {
-    use sqlparser::ast::{Expr, Visit, Visitor};
+    use sqlparser::ast::{DataType, Expr, Visit, Visitor};
     struct Calls(std::collections::BTreeSet<String>);
     impl Visitor for Calls {
         type Break = ();
         fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
-            if let Expr::Function(function) = expr
-                && let Some(name) = function.name.0.last().and_then(|part| part.as_ident())
-            {
-                self.0.insert(name.value.to_lowercase());
+            match expr {
+                Expr::Function(function) => {
+                    if let Some(name) = function.name.0.last().and_then(|part| part.as_ident()) {
+                        self.0.insert(name.value.to_lowercase());
+                    }
+                }
+                Expr::Identifier(ident)
+                    if ident.quote_style.is_none()
+                        && ident.value.eq_ignore_ascii_case("current_schema") =>
+                {
+                    self.0.insert("current_schema".to_string());
+                }
+                Expr::Cast { data_type, .. } => {
+                    let name = match data_type {
+                        DataType::Regclass => Some("regclass".to_string()),
+                        DataType::Custom(name, _) => name
+                            .0
+                            .last()
+                            .and_then(|part| part.as_ident())
+                            .map(|ident| ident.value.to_lowercase()),
+                        _ => None,
+                    };
+                    match name.as_deref() {
+                        Some("regclass") => self.0.insert("regclassin".to_string()),
+                        Some("regtype") => self.0.insert("regtypein".to_string()),
+                        _ => false,
+                    };
+                }
+                _ => {}
             }
             std::ops::ControlFlow::Continue(())
         }
     }
-    let mut rewritten = statement.clone();
-    crate::pg_rewrite::rewrite(&mut rewritten);
     let mut calls = Calls(Default::default());
-    let _ = rewritten.visit(&mut calls);
+    let _ = statement.visit(&mut calls);
     calls.0
 }
 

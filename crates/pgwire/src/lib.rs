@@ -1012,16 +1012,17 @@ impl ExtendedQueryHandler for Handlers {
                 };
                 values.push(value);
             }
-            let bound = floe_adapter::params::bind(statement.clone(), &values, &types)
-                .map_err(|e| user_error(&e))?;
             // A query runs on one plan for every value of its parameters when it can;
             // the bound statement is what it runs as otherwise.
-            match floe_adapter::params::late_parameters(&statement, &values, &types, &bound) {
-                Some((generic, parameters)) => {
+            match floe_adapter::params::late_parameters(statement, &values, &types) {
+                Ok((generic, parameters)) => {
                     statement = generic;
                     late = Some(parameters);
                 }
-                None => statement = bound,
+                Err(original) => {
+                    statement = floe_adapter::params::bind(original, &values, &types)
+                        .map_err(|e| user_error(&e))?;
+                }
             }
         }
         let session = session_of(client)?;

@@ -52,7 +52,10 @@ impl Coordinator {
         }
         // Its notices were given when the statement with parameters was planned.
         let mut notices = Vec::new();
-        match self.plan_checked(session, bound, &mut notices).await? {
+        match self
+            .plan_checked(session, bound.statement()?, &mut notices)
+            .await?
+        {
             (floe_sql::plan::Plan::Select(select), _) => {
                 query::run(engine, &self.plans, *select.query).await
             }
