@@ -246,13 +246,13 @@ pub fn late_parameters(
     statement: Statement,
     values: &[Option<String>],
     types: &[Option<PgType>],
-) -> Result<(Statement, LateParameters), Statement> {
+) -> Result<(Statement, LateParameters), Box<Statement>> {
     let Some((data_types, scalars)) = late_values(&statement, values, types) else {
-        return Err(statement);
+        return Err(Box::new(statement));
     };
     let mut generic = statement.clone();
     if cast_parameters(&mut generic, types, Cast::AsBound).is_none() {
-        return Err(statement);
+        return Err(Box::new(statement));
     }
     let parameters = LateParameters {
         types: data_types,

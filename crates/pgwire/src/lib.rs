@@ -1020,7 +1020,7 @@ impl ExtendedQueryHandler for Handlers {
                     late = Some(parameters);
                 }
                 Err(original) => {
-                    statement = floe_adapter::params::bind(original, &values, &types)
+                    statement = floe_adapter::params::bind(*original, &values, &types)
                         .map_err(|e| user_error(&e))?;
                 }
             }
