@@ -566,6 +566,12 @@ impl Coordinator {
         Ok(plan)
     }
 
+    /// The catalog's revision: a description kept outside the coordinator holds
+    /// while it is the same.
+    pub async fn catalog_revision(&self) -> u64 {
+        self.catalog.lock().await.revision()
+    }
+
     /// The result shape of a statement, without running it (extended
     /// protocol `Describe`). `None` for statements that return no rows.
     pub async fn describe(

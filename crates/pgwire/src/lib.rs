@@ -716,6 +716,27 @@ pub struct ParsedStatement {
     /// fixed once known; keeping them spares each Execute a second planning of
     /// the statement (and a turn at the catalog lock) before its own.
     pub inferred_parameters: std::sync::OnceLock<Vec<Option<floe_repr::PgType>>>,
+    /// What Describe last answered, and under what: a driver describes the portal
+    /// of every execution (libpq's `PQexecPrepared`), and outside a transaction
+    /// block the answer holds while the catalog and the session's name resolution
+    /// are the same.
+    pub described: Arc<std::sync::Mutex<Option<KeptDescription>>>,
+}
+
+/// A statement's description and what it was made under.
+#[derive(Debug)]
+pub struct KeptDescription {
+    under: DescribedUnder,
+    columns: Option<Vec<floe_repr::ColumnDesc>>,
+    parameters: Vec<Option<floe_repr::PgType>>,
+}
+
+/// What a statement's description depends on besides its text.
+#[derive(Debug, PartialEq)]
+struct DescribedUnder {
+    revision: u64,
+    cluster: String,
+    search_path: String,
 }
 
 /// Parses extended-protocol statements with floe's parser.
@@ -772,6 +793,7 @@ impl QueryParser for FloeQueryParser {
                 text: sql.to_string(),
                 parameter_count: count_parameters(sql),
                 inferred_parameters: std::sync::OnceLock::new(),
+                described: Default::default(),
             })),
             _ => Err(user_error(&AdapterError::Query {
                 code: floe_repr::SqlState::SYNTAX_ERROR,
@@ -805,6 +827,25 @@ impl Handlers {
         let declared = Handlers::parameter_types(stored, &[]);
         let session = session_of(client)?;
         let mut session = session.lock().await;
+        // In a transaction block the tables are as it first read them: described anew.
+        let under = match &session.transaction {
+            Some(_) => None,
+            None => Some(DescribedUnder {
+                revision: self.coordinator.catalog_revision().await,
+                cluster: session.get("cluster").map_err(|e| user_error(&e))?,
+                search_path: session.get("search_path").map_err(|e| user_error(&e))?,
+            }),
+        };
+        if let Some(under) = &under
+            && let Ok(kept) = statement.described.lock()
+            && let Some(kept) = kept.as_ref()
+            && kept.under == *under
+        {
+            return Ok((
+                kept.columns.as_ref().map(|d| field_infos(d, format)),
+                kept.parameters.clone(),
+            ));
+        }
         let described = self
             .coordinator
             .describe(
@@ -816,6 +857,15 @@ impl Handlers {
         let _ = statement
             .inferred_parameters
             .set(described.parameters.clone());
+        if let Some(under) = under
+            && let Ok(mut kept) = statement.described.lock()
+        {
+            *kept = Some(KeptDescription {
+                under,
+                columns: described.columns.clone(),
+                parameters: described.parameters.clone(),
+            });
+        }
         Ok((
             described.columns.map(|d| field_infos(&d, format)),
             described.parameters,
