@@ -47,6 +47,10 @@ fn function_name(message: &str) -> Option<&str> {
 /// The byte offset of the first whole-word occurrence of `name` (ignoring
 /// case unless it needs quotes), followed by `(` when `call`.
 fn find_name(query: &str, name: &str, call: bool) -> Option<usize> {
+    // An empty name (`FROM ''`) is found everywhere and nowhere: no position.
+    if name.is_empty() {
+        return None;
+    }
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
     let lower_query = query.to_lowercase();
     let lower_name = name.to_lowercase();
@@ -202,6 +206,16 @@ mod tests {
             error_position("SELECT 'x', xa, x FROM t", "column \"x\" does not exist"),
             Some(17)
         );
+    }
+
+    #[test]
+    fn an_empty_name_has_no_position() {
+        // Found by the SQL fuzz test (seed 15464117237812568999): the search for
+        // an empty name never moved on, and the connection's task spun forever.
+        let query = "SELECT id FROM '', BY id";
+        assert_eq!(error_position(query, "relation \"\" does not exist"), None);
+        assert_eq!(error_position(query, "column \"\" does not exist"), None);
+        assert_eq!(error_position(query, "function () does not exist"), None);
     }
 
     #[test]
