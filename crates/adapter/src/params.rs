@@ -55,6 +55,13 @@ fn sql_type_name(pg_type: PgType) -> Option<&'static str> {
     })
 }
 
+/// The number of a `$n` placeholder (1 or more).
+fn parameter_number(name: &str) -> Option<usize> {
+    name.strip_prefix('$')
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| *n >= 1)
+}
+
 /// `CAST(expr AS type_name)`, the type parsed once per name (every run of a prepared
 /// statement casts its parameters; parsing the cast's text each time cost a run more
 /// than planning it did).
@@ -108,11 +115,7 @@ pub fn bind(
             let Value::Placeholder(name) = &value.value else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let Some(index) = name
-                .strip_prefix('$')
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|n| *n >= 1)
-            else {
+            let Some(index) = parameter_number(name) else {
                 self.error = Some(AdapterError::Query {
                     code: floe_repr::SqlState::SYNTAX_ERROR,
                     message: format!("invalid parameter {name}"),
@@ -181,8 +184,7 @@ pub fn insert_parameter_types(plan: &floe_sql::dml::InsertPlan) -> Vec<Option<Pg
         for (expr, column) in row.iter().zip(&plan.columns) {
             if let Expr::Value(value) = expr
                 && let Value::Placeholder(name) = &value.value
-                && let Some(n) = name.strip_prefix('$').and_then(|n| n.parse::<usize>().ok())
-                && n >= 1
+                && let Some(n) = parameter_number(name)
             {
                 if types.len() < n {
                     types.resize(n, None);
@@ -416,11 +418,7 @@ fn cast_parameters(statement: &mut Statement, types: &[Option<PgType>], cast: Ca
             let Value::Placeholder(name) = &value.value else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let Some(index) = name
-                .strip_prefix('$')
-                .and_then(|n| n.parse::<usize>().ok())
-                .and_then(|n| n.checked_sub(1))
-            else {
+            let Some(index) = parameter_number(name).map(|n| n - 1) else {
                 return std::ops::ControlFlow::Break(());
             };
             let pg_type = self.types.get(index).copied().flatten();

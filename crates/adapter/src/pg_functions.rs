@@ -835,46 +835,22 @@ pub fn register(
 }
 
 /// The names (lowercase, unqualified) of the functions `statement` calls, once
-/// `pg_rewrite` has turned tools' spellings into calls: the catalog functions a
-/// session for it needs. Read from the statement as written (a copy rewritten would
-/// cost every query a clone): the calls `pg_rewrite` adds are `current_schema()`
-/// for the bare name, `regclassin` and `regtypein` for casts of literals to
-/// `regclass` and `regtype`.
+/// `pg_rewrite` has turned tools' spellings into calls (`pg_rewrite::added_call`):
+/// the catalog functions a session for it needs. Read from the statement as written,
+/// since a rewritten copy would cost every query a clone.
 pub fn called(statement: &sqlparser::ast::Statement) -> std::collections::BTreeSet<String> {
-    use sqlparser::ast::{DataType, Expr, Visit, Visitor};
+    use sqlparser::ast::{Expr, Visit, Visitor};
     struct Calls(std::collections::BTreeSet<String>);
     impl Visitor for Calls {
         type Break = ();
         fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
-            match expr {
-                Expr::Function(function) => {
-                    if let Some(name) = function.name.0.last().and_then(|part| part.as_ident()) {
-                        self.0.insert(name.value.to_lowercase());
-                    }
-                }
-                Expr::Identifier(ident)
-                    if ident.quote_style.is_none()
-                        && ident.value.eq_ignore_ascii_case("current_schema") =>
-                {
-                    self.0.insert("current_schema".to_string());
-                }
-                Expr::Cast { data_type, .. } => {
-                    let name = match data_type {
-                        DataType::Regclass => Some("regclass".to_string()),
-                        DataType::Custom(name, _) => name
-                            .0
-                            .last()
-                            .and_then(|part| part.as_ident())
-                            .map(|ident| ident.value.to_lowercase()),
-                        _ => None,
-                    };
-                    match name.as_deref() {
-                        Some("regclass") => self.0.insert("regclassin".to_string()),
-                        Some("regtype") => self.0.insert("regtypein".to_string()),
-                        _ => false,
-                    };
-                }
-                _ => {}
+            if let Expr::Function(function) = expr
+                && let Some(name) = function.name.0.last().and_then(|part| part.as_ident())
+            {
+                self.0.insert(name.value.to_lowercase());
+            }
+            if let Some(added) = crate::pg_rewrite::added_call(expr) {
+                self.0.insert(added.to_string());
             }
             std::ops::ControlFlow::Continue(())
         }

@@ -118,10 +118,7 @@ impl VisitorMut for CatalogSpellings {
             Expr::Subquery(query) if self.catalog => scalar_subquery(query),
             // `current_schema` without parentheses is the function, as in
             // PostgreSQL (where the word is reserved).
-            Expr::Identifier(ident)
-                if ident.quote_style.is_none()
-                    && ident.value.eq_ignore_ascii_case("current_schema") =>
-            {
+            Expr::Identifier(ident) if is_current_schema_word(ident) => {
                 Some(nullary_call("current_schema"))
             }
             _ => None,
@@ -188,13 +185,43 @@ fn string_literal(expr: &Expr) -> Option<&str> {
     }
 }
 
+/// The bare word `current_schema`, which is the function.
+fn is_current_schema_word(ident: &sqlparser::ast::Ident) -> bool {
+    ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("current_schema")
+}
+
+/// The catalog function the rewrite of `expr` itself adds a call of, if any:
+/// `current_schema` for the bare word, `regclassin` and `regtypein` for a literal
+/// cast to `regclass` and `regtype` (`pg_functions::called` reads a statement's
+/// calls without rewriting a copy of it).
+pub fn added_call(expr: &Expr) -> Option<&'static str> {
+    match expr {
+        Expr::Identifier(ident) if is_current_schema_word(ident) => Some("current_schema"),
+        Expr::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } if string_literal(inner).is_some() => match cast_type(data_type)?.0.as_str() {
+            "regclass" => Some("regclassin"),
+            "regtype" => Some("regtypein"),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The name of a type a cast may rewrite (lowercase), and whether it is qualified.
+fn cast_type(data_type: &SqlType) -> Option<(String, bool)> {
+    match data_type {
+        SqlType::Regclass => Some(("regclass".to_string(), false)),
+        SqlType::Custom(name, _) => Some((last_name(name)?, name.0.len() > 1)),
+        _ => None,
+    }
+}
+
 /// Casts to the `reg*` types and to `pg_catalog.`-qualified types.
 fn rewrite_cast(inner: &mut Expr, data_type: &mut SqlType) -> Option<Expr> {
-    let (type_name, qualified) = match data_type {
-        SqlType::Regclass => ("regclass".to_string(), false),
-        SqlType::Custom(name, _) => (last_name(name)?, name.0.len() > 1),
-        _ => return None,
-    };
+    let (type_name, qualified) = cast_type(data_type)?;
     let literal = string_literal(inner).map(str::to_string);
     match (type_name.as_str(), literal) {
         // 'name'::regclass is the relation's OID; an OID cast to regclass stays an OID.

@@ -10,13 +10,11 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{
-    Expr, Ident, Query, Select, SelectItem, SetExpr, Statement, TableFactor, VisitMut, VisitorMut,
-};
+use sqlparser::ast::{Expr, Ident, Select, Statement, TableFactor};
 
 use crate::naming;
 use crate::relations::TableColumns;
-use crate::using_join::{Column, for_each_select_mut, replace_references};
+use crate::scope::{self, Replacement};
 
 /// The functions of one column that a query may read by the relation's alias,
 /// with that column's name.
@@ -74,44 +72,11 @@ fn aliased_function(factor: &TableFactor) -> Option<(String, &'static str)> {
 /// Rewrites each select's references to such an alias (see the module
 /// documentation), with the columns of the tables the statement reads.
 pub fn read_aliases(statement: &mut Statement, tables: &TableColumns) {
-    let _ = VisitMut::visit(statement, &mut QueryVisitor { tables });
-}
-
-struct QueryVisitor<'a> {
-    tables: &'a TableColumns,
-}
-
-impl VisitorMut for QueryVisitor<'_> {
-    type Break = ();
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        let tables = self.tables;
-        if let SetExpr::Select(select) = query.body.as_mut() {
-            let Some(aliases) = read_select_aliases(select, tables) else {
-                return ControlFlow::Continue(());
-            };
-            let outputs = crate::using_join::output_names(select);
-            if let Some(order_by) = &mut query.order_by
-                && let sqlparser::ast::OrderByKind::Expressions(items) = &mut order_by.kind
-            {
-                for item in items {
-                    let names_output = matches!(&item.expr, Expr::Identifier(ident)
-                        if outputs.contains(&naming::normalize(ident)));
-                    if !names_output {
-                        replace_references(&mut item.expr, &aliases);
-                    }
-                }
-            }
-        } else {
-            for_each_select_mut(&mut query.body, &mut |select| {
-                read_select_aliases(select, tables);
-            });
-        }
-        ControlFlow::Continue(())
-    }
+    scope::rewrite_selects(statement, |select| read_select_aliases(select, tables));
 }
 
 /// Rewrites one select; returns the aliases it read as columns, if any.
-fn read_select_aliases(select: &mut Select, tables: &TableColumns) -> Option<Vec<Column>> {
+fn read_select_aliases(select: &mut Select, tables: &TableColumns) -> Option<Vec<Replacement>> {
     let factors: Vec<&TableFactor> = select
         .from
         .iter()
@@ -130,7 +95,7 @@ fn read_select_aliases(select: &mut Select, tables: &TableColumns) -> Option<Vec
                 && column_names(other, tables).is_none_or(|names| names.contains(&alias))
         });
         if !shadowed {
-            aliases.push(Column {
+            aliases.push(Replacement {
                 expr: Expr::CompoundIdentifier(vec![
                     Ident::with_quote('"', alias.clone()),
                     Ident::with_quote('"', column),
@@ -143,38 +108,9 @@ fn read_select_aliases(select: &mut Select, tables: &TableColumns) -> Option<Vec
         return None;
     }
     for item in &mut select.projection {
-        match item {
-            SelectItem::UnnamedExpr(expr) => {
-                let name = naming::column_name(expr);
-                let mut rewritten = expr.clone();
-                if replace_references(&mut rewritten, &aliases) {
-                    *item = SelectItem::ExprWithAlias {
-                        expr: rewritten,
-                        alias: Ident::with_quote('"', name),
-                    };
-                }
-            }
-            SelectItem::ExprWithAlias { expr, .. } => {
-                replace_references(expr, &aliases);
-            }
-            _ => {}
-        }
+        scope::replace_in_item(item, &aliases);
     }
-    for expr in [
-        &mut select.selection,
-        &mut select.having,
-        &mut select.qualify,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        replace_references(expr, &aliases);
-    }
-    if let sqlparser::ast::GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
-        for expr in exprs {
-            replace_references(expr, &aliases);
-        }
-    }
+    scope::replace_in_clauses(select, &aliases);
     Some(aliases)
 }
 

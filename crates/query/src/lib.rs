@@ -42,6 +42,7 @@ pub mod plan_cache;
 mod relations;
 pub mod rewrite;
 mod row_compare;
+mod scope;
 pub mod semantics;
 pub mod snapshot;
 pub mod srf;

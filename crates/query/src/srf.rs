@@ -508,28 +508,7 @@ pub fn unnest_select_items(items: &mut [SelectItem]) {
 /// Each set-returning call in `expr` (`generate_series(...)::date`), outside its
 /// subqueries (their select lists are their own), unnested.
 fn unnest_calls(expr: &mut Expr) {
-    struct Calls {
-        /// How many subqueries deep the visit is.
-        depth: usize,
-    }
-    impl sqlparser::ast::VisitorMut for Calls {
-        type Break = ();
-        fn pre_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
-            self.depth += 1;
-            std::ops::ControlFlow::Continue(())
-        }
-        fn post_visit_query(&mut self, _: &mut Query) -> std::ops::ControlFlow<()> {
-            self.depth -= 1;
-            std::ops::ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> std::ops::ControlFlow<()> {
-            if self.depth == 0 {
-                unnest_call(expr);
-            }
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-    let _ = sqlparser::ast::VisitMut::visit(expr, &mut Calls { depth: 0 });
+    crate::scope::rewrite_own_expressions(expr, unnest_call);
 }
 
 /// A set-returning call as the unnested list of its values.
@@ -619,32 +598,27 @@ fn all_int4(args: &[&Expr]) -> bool {
 
 /// An integer written as a literal (of any size), perhaps negated.
 fn integer_literal(expr: &Expr) -> bool {
+    literal_digits(expr).is_some_and(|digits| digits.parse::<i64>().is_ok())
+}
+
+fn int4_literal(expr: &Expr) -> bool {
+    literal_digits(expr).is_some_and(|digits| digits.parse::<i32>().is_ok())
+}
+
+/// The digits of a number literal, perhaps negated or in parentheses (the sign
+/// left out).
+fn literal_digits(expr: &Expr) -> Option<&str> {
     match expr {
         Expr::Value(value) => match &value.value {
-            sqlparser::ast::Value::Number(digits, _) => digits.parse::<i64>().is_ok(),
-            _ => false,
+            sqlparser::ast::Value::Number(digits, _) => Some(digits),
+            _ => None,
         },
         Expr::UnaryOp {
             op: sqlparser::ast::UnaryOperator::Minus,
             expr,
         }
-        | Expr::Nested(expr) => integer_literal(expr),
-        _ => false,
-    }
-}
-
-fn int4_literal(expr: &Expr) -> bool {
-    match expr {
-        Expr::Value(value) => match &value.value {
-            sqlparser::ast::Value::Number(digits, _) => digits.parse::<i32>().is_ok(),
-            _ => false,
-        },
-        Expr::UnaryOp {
-            op: sqlparser::ast::UnaryOperator::Minus,
-            expr,
-        } => int4_literal(expr),
-        Expr::Nested(inner) => int4_literal(inner),
-        _ => false,
+        | Expr::Nested(expr) => literal_digits(expr),
+        _ => None,
     }
 }
 

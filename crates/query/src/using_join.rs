@@ -23,14 +23,14 @@
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Ident, Join, JoinConstraint, JoinOperator, ObjectName,
-    ObjectNamePart, OrderByKind, Query, Select, SelectItem, SetExpr, Statement, TableFactor,
-    TableWithJoins, VisitMut, VisitorMut,
+    BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart,
+    Query, Select, SelectItem, SetExpr, Statement, TableFactor, TableWithJoins,
 };
 
 use crate::naming;
 
 use crate::relations::TableColumns;
+use crate::scope::{self, Replacement, replace_references};
 
 /// Whether `statement` holds a join by `USING` or `NATURAL`, the joins [`merge`]
 /// rewrites.
@@ -68,38 +68,7 @@ fn is_using(join: &Join) -> bool {
 /// Rewrites the selects of `statement` (see the module documentation), with the
 /// columns of the tables it reads.
 pub fn merge(statement: &mut Statement, tables: &TableColumns) {
-    let _ = VisitMut::visit(statement, &mut QueryVisitor { tables });
-}
-
-struct QueryVisitor<'a> {
-    tables: &'a TableColumns,
-}
-
-impl VisitorMut for QueryVisitor<'_> {
-    type Break = ();
-    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
-        // The query's ORDER BY reads the select that is its body.
-        if let SetExpr::Select(select) = query.body.as_mut() {
-            if let Some(merged) = merge_select(select, self.tables)
-                && let Some(order_by) = &mut query.order_by
-                && let OrderByKind::Expressions(items) = &mut order_by.kind
-            {
-                let outputs = output_names(select);
-                for item in items {
-                    let names_output = matches!(&item.expr, Expr::Identifier(ident)
-                        if outputs.contains(&naming::normalize(ident)));
-                    if !names_output {
-                        replace_references(&mut item.expr, &merged);
-                    }
-                }
-            }
-        } else {
-            for_each_select_mut(&mut query.body, &mut |select| {
-                merge_select(select, self.tables);
-            });
-        }
-        ControlFlow::Continue(())
-    }
+    scope::rewrite_selects(statement, |select| merge_select(select, tables));
 }
 
 fn for_each_select(body: &SetExpr, visit: &mut impl FnMut(&Select)) {
@@ -113,23 +82,8 @@ fn for_each_select(body: &SetExpr, visit: &mut impl FnMut(&Select)) {
     }
 }
 
-pub(crate) fn for_each_select_mut(body: &mut SetExpr, visit: &mut impl FnMut(&mut Select)) {
-    match body {
-        SetExpr::Select(select) => visit(select),
-        SetExpr::SetOperation { left, right, .. } => {
-            for_each_select_mut(left, visit);
-            for_each_select_mut(right, visit);
-        }
-        _ => {}
-    }
-}
-
 /// One column a relation or join shows: its name and how it is read.
-#[derive(Clone)]
-pub(crate) struct Column {
-    pub name: String,
-    pub expr: Expr,
-}
+type Column = Replacement;
 
 /// The columns a relation or join shows, in order; `None` when not known.
 type Columns = Option<Vec<Column>>;
@@ -181,50 +135,16 @@ fn merge_select(select: &mut Select, tables: &TableColumns) -> Option<Vec<Column
                     }
                 }
             }
-            SelectItem::UnnamedExpr(expr) => {
-                let mut rewritten = expr.clone();
-                // A column read as one relation's column keeps its name unaliased, so
-                // that a wildcard beside it may be renamed (`rewrite_beside_wildcards`).
-                if replace_references(&mut rewritten, &merged)
-                    && !matches!(rewritten, Expr::CompoundIdentifier(_))
-                {
-                    projection.push(SelectItem::ExprWithAlias {
-                        expr: rewritten,
-                        alias: Ident::with_quote('"', naming::column_name(expr)),
-                    });
-                } else {
-                    projection.push(SelectItem::UnnamedExpr(rewritten));
-                }
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                let mut expr = expr.clone();
-                replace_references(&mut expr, &merged);
-                projection.push(SelectItem::ExprWithAlias {
-                    expr,
-                    alias: alias.clone(),
-                });
-            }
-            SelectItem::QualifiedWildcard(..) | SelectItem::ExprWithAliases { .. } => {
-                projection.push(item.clone())
+            _ => {
+                let mut item = item.clone();
+                scope::replace_in_item(&mut item, &merged);
+                projection.push(item);
             }
         }
     }
     select.from = from;
     select.projection = projection;
-    if let Some(selection) = &mut select.selection {
-        replace_references(selection, &merged);
-    }
-    if let Some(having) = &mut select.having {
-        replace_references(having, &merged);
-    }
-    if let Some(qualify) = &mut select.qualify {
-        replace_references(qualify, &merged);
-    }
-    if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
-        for expr in exprs {
-            replace_references(expr, &merged);
-        }
-    }
+    scope::replace_in_clauses(select, &merged);
     Some(merged)
 }
 
@@ -398,64 +318,6 @@ fn factor_columns(
             })
             .collect(),
     ))
-}
-
-/// The names of a select's output columns that its list names.
-pub(crate) fn output_names(select: &Select) -> Vec<String> {
-    select
-        .projection
-        .iter()
-        .filter_map(|item| match item {
-            SelectItem::ExprWithAlias { alias, .. } => Some(naming::normalize(alias)),
-            SelectItem::UnnamedExpr(expr) => Some(naming::column_name(expr)),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Replaces unqualified references to a merged column in `expr` (not in its
-/// subqueries, which have a scope of their own) with the merged expression.
-/// Returns whether any was replaced.
-pub(crate) fn replace_references(expr: &mut Expr, merged: &[Column]) -> bool {
-    struct Replacer<'a> {
-        merged: &'a [Column],
-        /// How many subqueries deep the visit is.
-        depth: usize,
-        replaced: bool,
-    }
-    impl VisitorMut for Replacer<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth += 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_query(&mut self, _: &mut Query) -> ControlFlow<()> {
-            self.depth -= 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-            if self.depth == 0
-                && let Expr::Identifier(ident) = expr
-            {
-                let name = naming::normalize(ident);
-                if let Some(column) = self.merged.iter().find(|c| c.name == name) {
-                    *expr = match &column.expr {
-                        plain @ Expr::CompoundIdentifier(_) => plain.clone(),
-                        merged => Expr::Nested(Box::new(merged.clone())),
-                    };
-                    self.replaced = true;
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut replacer = Replacer {
-        merged,
-        depth: 0,
-        replaced: false,
-    };
-    let _ = VisitMut::visit(expr, &mut replacer);
-    replacer.replaced
 }
 
 #[cfg(test)]

@@ -338,10 +338,7 @@ async fn a_postgres_source_replicates_tables_and_drop_removes_its_slot() {
 /// is printed first (a failure shows it with the test's output).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_source_and_its_sinks_are_exactly_once_through_kill_dash_nine() {
-    let seed: u64 = std::env::var("FLOE_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
+    let seed: u64 = crate::support::env_number("FLOE_TEST_SEED").unwrap_or_else(rand::random);
     eprintln!("workload seed: {seed} (set FLOE_TEST_SEED to repeat)");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let upstream = shop("e2e_kill").await;

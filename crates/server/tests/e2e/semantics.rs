@@ -351,6 +351,14 @@ impl Grammar {
     }
 }
 
+/// An error's SQLSTATE, or the lost connection it was.
+fn sqlstate(error: &tokio_postgres::Error) -> String {
+    error
+        .as_db_error()
+        .map(|db| db.code().code().to_string())
+        .unwrap_or_else(|| format!("connection error: {error}"))
+}
+
 /// What an engine answered: its rows (sorted) or its error's SQLSTATE.
 async fn answer(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<String>, String> {
     match client.simple_query(sql).await {
@@ -370,10 +378,7 @@ async fn answer(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<String
             rows.sort();
             Ok(rows)
         }
-        Err(e) => Err(e
-            .as_db_error()
-            .map(|db| db.code().code().to_string())
-            .unwrap_or_else(|| format!("connection error: {e}"))),
+        Err(e) => Err(sqlstate(&e)),
     }
 }
 
@@ -384,14 +389,9 @@ async fn answer(client: &tokio_postgres::Client, sql: &str) -> Result<Vec<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_queries_answer_as_postgres_answers() {
     use rand::SeedableRng;
-    let seed: u64 = std::env::var("FLOE_DIFFERENTIAL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    let count: usize = std::env::var("FLOE_DIFFERENTIAL_QUERIES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(400);
+    let seed: u64 =
+        crate::support::env_number("FLOE_DIFFERENTIAL_SEED").unwrap_or_else(rand::random);
+    let count: usize = crate::support::env_number("FLOE_DIFFERENTIAL_QUERIES").unwrap_or(400);
     println!("differential seed {seed}");
     let engines = SideBySide::start("differential").await;
     let (pg, floe) = (&engines.postgres, &engines.floe);
@@ -516,10 +516,7 @@ async fn answer_with(
             rows.sort();
             Ok(rows)
         }
-        Err(e) => Err(e
-            .as_db_error()
-            .map(|db| db.code().code().to_string())
-            .unwrap_or_else(|| format!("connection error: {e}"))),
+        Err(e) => Err(sqlstate(&e)),
     }
 }
 
@@ -533,14 +530,9 @@ async fn answer_with(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_queries_with_parameters_answer_as_postgres_answers() {
     use rand::SeedableRng;
-    let seed: u64 = std::env::var("FLOE_DIFFERENTIAL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    let count: usize = std::env::var("FLOE_DIFFERENTIAL_QUERIES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
+    let seed: u64 =
+        crate::support::env_number("FLOE_DIFFERENTIAL_SEED").unwrap_or_else(rand::random);
+    let count: usize = crate::support::env_number("FLOE_DIFFERENTIAL_QUERIES").unwrap_or(150);
     println!("differential (parameters) seed {seed}");
     let engines = SideBySide::start("parameters").await;
     let (pg, floe) = (&engines.postgres, &engines.floe);
@@ -737,14 +729,8 @@ fn fuzz_corpus() -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutated_statements_never_drop_the_connection() {
     use rand::{Rng, SeedableRng};
-    let seed: u64 = std::env::var("FLOE_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    let seconds: u64 = std::env::var("FLOE_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let seed: u64 = crate::support::env_number("FLOE_FUZZ_SEED").unwrap_or_else(rand::random);
+    let seconds: u64 = crate::support::env_number("FLOE_FUZZ_SECONDS").unwrap_or(60);
     println!("fuzz seed {seed}");
     let corpus = fuzz_corpus();
     assert!(

@@ -42,6 +42,12 @@ pub struct Floe {
     group: bool,
 }
 
+/// A number from the environment variable `name` (a test's seed or size), when it
+/// is set and reads.
+pub fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
 /// The user the tests run floe and its scripts as, the way a person would: `nobody` when
 /// the tests run as root (as on CI), else `None` (the tests' own user already is not root).
 pub fn unprivileged_user() -> Option<&'static str> {
