@@ -2,33 +2,38 @@
 //! by what changed rather than converted again.
 //!
 //! Storage keeps a collection's contents in segments (rows spread by a hash of their
-//! encoding), each with the version of its last change, so a query converts only the
+//! encoding), each with the version of its last change, so a query looks only at the
 //! segments a write touched. A write of more than a few rows touches every segment, so
 //! a segment that changed is not converted again either: the cache holds the encoding
 //! of each row its batches show, and compares them with the segment's. An encoding is the
 //! contents' own allocation, the same for as long as the row stays, so rows are matched by
 //! address: rows that left are filtered out of the cached batches, rows that came are
-//! decoded and converted, and nothing else is touched. A 1,000-row INSERT into a
-//! 1M-row table then costs its next query a filter of the cached batches and the
-//! conversion of 1,000 rows, not the conversion of 1M.
+//! added, and nothing else is touched. A 1,000-row INSERT into a 1M-row table then costs
+//! its next query a filter of the cached batches and the conversion of 1,000 rows, not
+//! the conversion of 1M.
+//!
+//! Columns are converted when a scan first asks for them, not when rows arrive: a query
+//! that reads one column of a freshly loaded table converts that column, passing over
+//! the others in each encoding, and what it converted stays for the next query.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use datafusion::arrow::array::BooleanArray;
-use datafusion::arrow::compute::{concat_batches, filter_record_batch};
+use datafusion::arrow::array::{ArrayRef, BooleanArray};
+use datafusion::arrow::compute::{concat, concat_batches, filter};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::{DataFusionError, Result as DfResult};
+use floe_query::error::QueryError;
+use floe_query::snapshot::TableBatches;
 use floe_repr::{GlobalId, RelationDesc, Row};
 use floe_sql::catalog::QualifiedName;
-use floe_storage::{ContentsSegment, Storage};
+use floe_storage::Storage;
 
 use crate::error::AdapterError;
-use crate::tables::{
-    EngineTable, ScanCounts, relation_batch, relation_schema, storage_error, value_error,
-};
+use crate::tables::{EngineTable, ScanCounts, relation_schema, storage_error};
 
 /// Arrow batches of each table, cached by the contents' version so repeated queries of
 /// an unchanged table do not convert it again, and kept per segment of the contents.
@@ -38,20 +43,21 @@ pub struct BatchCache {
     /// Scans of each relation since the server started (kept here because every
     /// query's tables come from here).
     scans: ScanCounts,
+    /// Rows converted to Arrow since the server started, a column or several at a time
+    /// (what the cache costs, for the tests and the log).
+    converted: Arc<AtomicUsize>,
 }
 
 /// A table's Arrow form.
 #[derive(Clone)]
 struct CachedBatches {
-    /// The contents version `batches` show.
+    /// The contents version `table` shows.
     version: u64,
     schema: SchemaRef,
     /// One per segment of the contents.
     segments: Vec<CachedSegment>,
-    /// What the engine gets: every segment's batches, or one batch for a small table.
-    batches: Vec<RecordBatch>,
-    /// Rows the refresh that made this entry decoded (what it cost, for the tests).
-    decoded: usize,
+    /// What the engine gets: every segment's batches.
+    table: Arc<CachedTable>,
 }
 
 /// One segment's Arrow form.
@@ -71,14 +77,61 @@ impl Default for CachedSegment {
     }
 }
 
-/// A batch of a segment and the encoding of each of its rows, in order (a row of
-/// multiplicity n, n times): the contents' own allocations, held so that an address
-/// cannot be reused by another row while the cache still names it. Kept per batch, so
-/// a batch a write does not touch is kept whole, its encodings not copied.
+/// A batch of a segment: the encoding of each of its rows, in order (a row of
+/// multiplicity n, n times), and each column's array once a scan asked for it. The
+/// encodings are the contents' own allocations, held so that an address cannot be
+/// reused by another row while the cache still names it. Kept per batch, so a batch a
+/// write does not touch is kept whole, its encodings not copied; its columns are shared
+/// by every table handed out since, so a column one query converted is there for the
+/// next.
 #[derive(Clone)]
 struct CachedBatch {
-    batch: RecordBatch,
     encodings: Arc<[Arc<[u8]>]>,
+    columns: Arc<[OnceLock<ArrayRef>]>,
+}
+
+impl CachedBatch {
+    /// A batch of `encodings` with no column converted yet.
+    fn unconverted(encodings: Arc<[Arc<[u8]>]>, columns: usize) -> CachedBatch {
+        CachedBatch {
+            encodings,
+            columns: (0..columns).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The columns `wanted` of this batch, converted already, with `schema`.
+    fn projected(&self, schema: &SchemaRef, wanted: &[usize]) -> DfResult<RecordBatch> {
+        let mut arrays = Vec::with_capacity(wanted.len());
+        for index in wanted {
+            let Some(array) = self.columns.get(*index).and_then(OnceLock::get) else {
+                return Err(DataFusionError::Internal(format!(
+                    "column {index} of a cached batch was not converted"
+                )));
+            };
+            arrays.push(array.clone());
+        }
+        Ok(RecordBatch::try_new_with_options(
+            schema.clone(),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(self.encodings.len())),
+        )?)
+    }
+
+    /// Which of the columns `wanted` this batch has not converted yet, ascending.
+    fn missing(&self, wanted: &[usize]) -> Vec<usize> {
+        let mut missing: Vec<usize> = wanted
+            .iter()
+            .copied()
+            .filter(|index| {
+                self.columns
+                    .get(*index)
+                    .is_some_and(|cell| cell.get().is_none())
+            })
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        missing
+    }
 }
 
 /// Rows per Arrow batch handed to the engine.
@@ -101,7 +154,7 @@ impl BatchCache {
         let version = storage.contents_version(id).map_err(storage_error)?;
         let schema = relation_schema(desc);
         // The entry is cloned (its segments: shared encodings and batches) only when it
-        // is about to be brought up to date; a current one gives just its batches.
+        // is about to be brought up to date; a current one gives just its table.
         let cached = {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
             match entries.get(&id).filter(|cached| cached.schema == schema) {
@@ -109,7 +162,7 @@ impl BatchCache {
                     return Ok(EngineTable {
                         name: name.clone(),
                         schema,
-                        batches: cached.batches.clone(),
+                        batches: cached.table.clone(),
                         scans: self.scan_counter(id),
                     });
                 }
@@ -117,8 +170,7 @@ impl BatchCache {
                 None => None,
             }
         };
-        let refreshed = refresh_changed_segments(storage, id, name, desc, schema, cached)?;
-        tracing::debug!(table = %name, rows = refreshed.decoded, "rows converted to arrow");
+        let refreshed = self.refresh_changed_segments(storage, id, name, desc, schema, cached)?;
         Ok(self.keep(id, name, refreshed))
     }
 
@@ -132,18 +184,19 @@ impl BatchCache {
         self.scans.clone()
     }
 
-    /// Keeps what was just converted for the next query, and gives the engine its view.
-    fn keep(&self, id: GlobalId, name: &QualifiedName, converted: CachedBatches) -> EngineTable {
+    /// Keeps what was just brought up to date for the next query, and gives the engine
+    /// its view.
+    fn keep(&self, id: GlobalId, name: &QualifiedName, refreshed: CachedBatches) -> EngineTable {
         let table = EngineTable {
             name: name.clone(),
-            schema: converted.schema.clone(),
-            batches: converted.batches.clone(),
+            schema: refreshed.schema.clone(),
+            batches: refreshed.table.clone(),
             scans: self.scan_counter(id),
         };
         self.entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, converted);
+            .insert(id, refreshed);
         table
     }
 
@@ -160,140 +213,249 @@ impl BatchCache {
         self.forget(id);
         self.scans.remove(id);
     }
-}
 
-/// `cached` brought up to the current contents: the segments whose version changed are
-/// refreshed, the others kept.
-fn refresh_changed_segments(
-    storage: &Storage,
-    id: GlobalId,
-    name: &QualifiedName,
-    desc: &RelationDesc,
-    schema: SchemaRef,
-    cached: Option<CachedBatches>,
-) -> Result<CachedBatches, AdapterError> {
-    let mut segments = match cached {
-        Some(cached) => cached.segments,
-        None => vec![CachedSegment::default(); floe_storage::SEGMENTS],
-    };
-    let mut decoded = 0;
-    // A segment whose changes do not match what the cache holds (which should not
-    // happen) is taken whole on a second pass.
-    let mut version = 0;
-    for pass in 0..2 {
-        let known: Vec<u64> = segments.iter().map(|segment| segment.version).collect();
-        let changed;
-        (changed, version) = storage
-            .changed_segments(id, &known)
-            .map_err(storage_error)?;
-        let work = changed
-            .into_iter()
-            .filter_map(|current| {
+    /// `cached` brought up to the current contents: the segments whose version changed
+    /// are refreshed, the others kept.
+    fn refresh_changed_segments(
+        &self,
+        storage: &Storage,
+        id: GlobalId,
+        name: &QualifiedName,
+        desc: &RelationDesc,
+        schema: SchemaRef,
+        cached: Option<CachedBatches>,
+    ) -> Result<CachedBatches, AdapterError> {
+        let mut segments = match cached {
+            Some(cached) => cached.segments,
+            None => vec![CachedSegment::default(); floe_storage::SEGMENTS],
+        };
+        let width = desc.columns.len();
+        // A segment whose changes do not match what the cache holds (which should not
+        // happen) is taken whole on a second pass.
+        let mut version = 0;
+        for pass in 0..2 {
+            let known: Vec<u64> = segments.iter().map(|segment| segment.version).collect();
+            let changed;
+            (changed, version) = storage
+                .changed_segments(id, &known)
+                .map_err(storage_error)?;
+            let mut mismatched = false;
+            for current in changed {
                 let index = current.index;
-                let segment = segments.get(index)?.clone();
-                Some((index, segment, current))
-            })
-            .collect();
-        let mut mismatched = false;
-        for (index, refreshed) in refresh_segments(name, desc, work)? {
-            match refreshed {
-                Some((refreshed, rows)) => {
-                    segments[index] = refreshed;
-                    decoded += rows;
-                }
-                None => {
-                    tracing::warn!(table = %name, segment = index, "cached rows did not match the changes; converting the segment whole");
-                    segments[index] = CachedSegment::default();
-                    mismatched = true;
+                let Some(segment) = segments.get_mut(index) else {
+                    continue;
+                };
+                match segment.refreshed(current, width) {
+                    Some(refreshed) => *segment = refreshed.map_err(|e| arrow_error(name, e))?,
+                    None => {
+                        tracing::warn!(table = %name, segment = index, "cached rows did not match the changes; taking the segment whole");
+                        *segment = CachedSegment::default();
+                        mismatched = true;
+                    }
                 }
             }
+            if !mismatched {
+                break;
+            }
+            if pass == 1 {
+                // Rows taken whole always match: this is a bug, not a table to show wrong.
+                return Err(AdapterError::Internal(format!(
+                    "converting {name}: cached rows did not match the contents"
+                )));
+            }
         }
-        if !mismatched {
-            break;
-        }
-        if pass == 1 {
-            // Rows taken whole always match: this is a bug, not a table to show wrong.
-            return Err(AdapterError::Internal(format!(
-                "converting {name}: cached rows did not match the contents"
-            )));
-        }
+        let batches: Vec<CachedBatch> = segments
+            .iter()
+            .flat_map(|segment| segment.batches.iter().cloned())
+            .collect();
+        let table = CachedTable {
+            name: name.clone(),
+            desc: desc.clone(),
+            rows: batches.iter().map(|batch| batch.encodings.len()).sum(),
+            batches,
+            whole: OnceLock::new(),
+            converted: self.converted.clone(),
+        };
+        Ok(CachedBatches {
+            version,
+            schema,
+            segments,
+            table: Arc::new(table),
+        })
     }
-    let mut batches: Vec<RecordBatch> = segments
-        .iter()
-        .flat_map(|segment| segment.batches.iter().map(|cached| cached.batch.clone()))
-        .collect();
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    if batches.len() > 1 && rows <= BATCH_ROWS {
-        // A small table as one batch: the engine pays per batch.
-        batches = vec![concat_batches(&schema, &batches).map_err(|e| arrow_error(name, e))?];
-    }
-    Ok(CachedBatches {
-        version,
-        schema,
-        segments,
-        batches,
-        decoded,
-    })
 }
 
-/// Below this many rows, segments are refreshed on the calling thread: starting threads
-/// would cost more than they save.
+/// A table as the engine reads it from the cache: every segment's batches, whose
+/// columns are converted as scans ask for them.
+struct CachedTable {
+    name: QualifiedName,
+    desc: RelationDesc,
+    batches: Vec<CachedBatch>,
+    rows: usize,
+    /// A small table spread over several segments, as one batch of every column, made
+    /// at its first scan: the engine pays per batch.
+    whole: OnceLock<RecordBatch>,
+    /// The cache's count of rows converted.
+    converted: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for CachedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedTable")
+            .field("name", &self.name)
+            .field("rows", &self.rows)
+            .field("batches", &self.batches.len())
+            .finish()
+    }
+}
+
+impl TableBatches for CachedTable {
+    fn num_rows(&self) -> usize {
+        self.rows
+    }
+
+    fn batches(
+        &self,
+        schema: &SchemaRef,
+        projection: Option<&[usize]>,
+        limit: Option<usize>,
+    ) -> DfResult<Vec<RecordBatch>> {
+        let every: Vec<usize>;
+        let wanted = match projection {
+            Some(wanted) => wanted,
+            None => {
+                every = (0..self.desc.columns.len()).collect();
+                &every
+            }
+        };
+        if self.batches.len() > 1 && self.rows <= BATCH_ROWS {
+            return Ok(vec![self.whole(schema)?.project(wanted)?]);
+        }
+        // A limit needs only the first batches that hold that many rows.
+        let mut needed = self.batches.len();
+        if let Some(limit) = limit {
+            let mut rows = 0;
+            if let Some(enough) = self.batches.iter().position(|batch| {
+                rows += batch.encodings.len();
+                rows >= limit
+            }) {
+                needed = enough + 1;
+            }
+        }
+        let batches = &self.batches[..needed];
+        self.convert(batches, wanted)?;
+        let projected = Arc::new(schema.project(wanted)?);
+        batches
+            .iter()
+            .map(|batch| batch.projected(&projected, wanted))
+            .collect()
+    }
+}
+
+/// Below this many rows to convert, batches are converted on the calling thread:
+/// starting threads would cost more than they save.
 const PARALLEL_ROWS: usize = 65_536;
 
-/// Each changed segment (index, what the cache holds, what the contents hold) refreshed,
-/// with the rows it decoded, on one thread per core when there are many rows: a table's
-/// first query after a bulk load converts all of it.
-fn refresh_segments(
-    name: &QualifiedName,
-    desc: &RelationDesc,
-    work: Vec<(usize, CachedSegment, ContentsSegment)>,
-) -> Result<Vec<(usize, Refreshed)>, AdapterError> {
-    let refresh = |(index, segment, current): (usize, CachedSegment, ContentsSegment)| {
-        Ok::<_, AdapterError>((index, segment.refreshed(current, name, desc)?))
-    };
-    // Rows taken whole are matched against what is held; changes only are cheap.
-    let rows: usize = work
-        .iter()
-        .filter(|(_, _, current)| !current.changes_only())
-        .map(|(_, segment, current)| segment.rows() + current.distinct_rows())
-        .sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(work.len());
-    if threads <= 1 || rows < PARALLEL_ROWS {
-        return work.into_iter().map(refresh).collect();
-    }
-    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-    for (position, item) in work.into_iter().enumerate() {
-        shares[position % threads].push(item);
-    }
-    let refresh = &refresh;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .map(|share| {
-                scope.spawn(move || {
-                    share
-                        .into_iter()
-                        .map(refresh)
-                        .collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .collect();
-        let mut refreshed = Vec::new();
-        for handle in handles {
-            let share = handle.join().map_err(|_| {
-                AdapterError::Internal(format!("converting {name}: a conversion thread panicked"))
-            })?;
-            refreshed.extend(share?);
+impl CachedTable {
+    /// The whole table as one batch of every column.
+    fn whole(&self, schema: &SchemaRef) -> DfResult<RecordBatch> {
+        if let Some(whole) = self.whole.get() {
+            return Ok(whole.clone());
         }
-        Ok(refreshed)
-    })
-}
+        let every: Vec<usize> = (0..self.desc.columns.len()).collect();
+        self.convert(&self.batches, &every)?;
+        let batches = self
+            .batches
+            .iter()
+            .map(|batch| batch.projected(schema, &every))
+            .collect::<DfResult<Vec<_>>>()?;
+        let whole = concat_batches(schema, &batches)?;
+        Ok(self.whole.get_or_init(|| whole).clone())
+    }
 
-/// A segment brought up to date and the rows that decoded; `None` when the changes
-/// storage gave do not match the rows the cache holds (it is then taken whole).
-type Refreshed = Option<(CachedSegment, usize)>;
+    /// Converts the columns `wanted` of `batches` where a batch has not yet, on one
+    /// thread per core when there are many rows (a table's first query after a bulk
+    /// load converts all of them).
+    fn convert(&self, batches: &[CachedBatch], wanted: &[usize]) -> DfResult<()> {
+        let work: Vec<(&CachedBatch, Vec<usize>)> = batches
+            .iter()
+            .map(|batch| (batch, batch.missing(wanted)))
+            .filter(|(_, missing)| !missing.is_empty())
+            .collect();
+        let rows: usize = work.iter().map(|(batch, _)| batch.encodings.len()).sum();
+        if rows == 0 {
+            return Ok(());
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(work.len());
+        let convert =
+            |(batch, missing): &(&CachedBatch, Vec<usize>)| self.convert_batch(batch, missing);
+        if threads <= 1 || rows < PARALLEL_ROWS {
+            work.iter().try_for_each(convert)?;
+        } else {
+            let convert = &convert;
+            let work = &work;
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|thread| {
+                        scope.spawn(move || {
+                            work.iter()
+                                .skip(thread)
+                                .step_by(threads)
+                                .try_for_each(convert)
+                        })
+                    })
+                    .collect();
+                for handle in handles {
+                    handle.join().map_err(|_| {
+                        DataFusionError::Internal(format!(
+                            "converting {}: a conversion thread panicked",
+                            self.name
+                        ))
+                    })??;
+                }
+                Ok::<_, DataFusionError>(())
+            })?;
+        }
+        self.converted.fetch_add(rows, Ordering::Relaxed);
+        tracing::debug!(table = %self.name, rows, columns = wanted.len(), "rows converted to arrow");
+        Ok(())
+    }
+
+    /// Converts the columns `missing` (ascending) of `batch`: read straight from the
+    /// encodings, or decoded into rows first when a value needs that way (see
+    /// `floe_arrow::encoded_columns`).
+    fn convert_batch(&self, batch: &CachedBatch, missing: &[usize]) -> DfResult<()> {
+        let encoded: Vec<&[u8]> = batch
+            .encodings
+            .iter()
+            .map(|encoding| &encoding[..])
+            .collect();
+        let arrays = match floe_arrow::encoded_columns(&self.desc, &encoded, missing) {
+            Some(arrays) => arrays,
+            None => {
+                let rows = encoded
+                    .iter()
+                    .map(|encoding| floe_repr::codec::decode_row(encoding))
+                    .collect::<Result<Vec<Row>, _>>()
+                    .map_err(|e| {
+                        QueryError::internal(format!("converting {}: {e}", self.name))
+                            .into_datafusion()
+                    })?;
+                floe_arrow::rows_to_columns(&self.desc, &rows, missing)
+            }
+        }
+        .map_err(|e| QueryError::from_value(e).into_datafusion())?;
+        for (index, array) in missing.iter().zip(arrays) {
+            if let Some(cell) = batch.columns.get(*index) {
+                // Another scan may have converted it meanwhile: the same array either way.
+                let _ = cell.set(array);
+            }
+        }
+        Ok(())
+    }
+}
 
 impl CachedSegment {
     /// How many rows the segment's batches hold.
@@ -312,64 +474,68 @@ impl CachedSegment {
     }
 
     /// This segment brought up to `current`, the segment (or its changes) as the
-    /// contents hold it now, and how many rows that decoded.
+    /// contents hold it now, for a table of `width` columns; `None` when the changes
+    /// storage gave do not match the rows the cache holds (it is then taken whole).
     fn refreshed(
         &self,
-        current: ContentsSegment,
-        name: &QualifiedName,
-        desc: &RelationDesc,
-    ) -> Result<Refreshed, AdapterError> {
-        let matched = if current.changes_only() {
-            match match_changes(self, current.shared_rows()) {
-                Some(matched) => matched,
-                None => return Ok(None),
-            }
+        current: floe_storage::ContentsSegment,
+        width: usize,
+    ) -> Option<Result<CachedSegment, ArrowError>> {
+        let version = current.version;
+        if self.batches.is_empty() && !current.changes_only() {
+            // Nothing held (a table's first query): every row arrives, moved as it is.
+            let rows = current
+                .into_shared_rows()
+                .into_iter()
+                .flat_map(|(encoding, count)| {
+                    std::iter::repeat_n(encoding, usize::try_from(count).unwrap_or(0))
+                });
+            return Some(Ok(CachedSegment {
+                version,
+                batches: unconverted_batches(rows, width),
+            }));
+        }
+        let Matched { keep, arrived } = if current.changes_only() {
+            match_changes(self, current.shared_rows())?
         } else {
             match_rows(self, current.shared_rows())
         };
-        let Matched { keep, arrived } = matched;
-        let mut batches = kept_batches(&self.batches, &keep).map_err(|e| arrow_error(name, e))?;
-        let mut arriving: Vec<Arc<[u8]>> = Vec::new();
-        for (encoding, count) in arrived {
-            for _ in 0..count {
-                arriving.push(encoding.clone());
-            }
-        }
-        for chunk in arriving.chunks(BATCH_ROWS) {
-            batches.push(CachedBatch {
-                batch: converted(&current, desc, chunk)?,
-                encodings: chunk.into(),
-            });
-        }
+        let mut batches = match kept_batches(&self.batches, &keep) {
+            Ok(batches) => batches,
+            Err(error) => return Some(Err(error)),
+        };
+        let arriving = arrived.into_iter().flat_map(|(encoding, count)| {
+            std::iter::repeat_n(encoding, usize::try_from(count).unwrap_or(0)).cloned()
+        });
+        batches.extend(unconverted_batches(arriving, width));
         let rows: usize = batches.iter().map(|cached| cached.encodings.len()).sum();
         if batches.len() > rows.div_ceil(BATCH_ROWS) + EXTRA_BATCHES {
-            batches = rebatched(&batches).map_err(|e| arrow_error(name, e))?;
+            batches = match rebatched(&batches, width) {
+                Ok(batches) => batches,
+                Err(error) => return Some(Err(error)),
+            };
         }
-        let refreshed = CachedSegment {
-            version: current.version,
-            batches,
-        };
-        Ok(Some((refreshed, arriving.len())))
+        Some(Ok(CachedSegment { version, batches }))
     }
 }
 
-/// Rows of `segment` (`encodings`) as a batch: read straight from their encodings, or
-/// decoded into rows first when a value needs that way (see `encoded_rows_to_batch`).
-fn converted(
-    segment: &ContentsSegment,
-    desc: &RelationDesc,
-    encodings: &[Arc<[u8]>],
-) -> Result<RecordBatch, AdapterError> {
-    let encoded: Vec<&[u8]> = encodings.iter().map(|encoding| &encoding[..]).collect();
-    if let Some(batch) = floe_arrow::encoded_rows_to_batch(desc, &encoded) {
-        return batch.map_err(value_error);
+/// `rows` (encodings) as batches of [`BATCH_ROWS`] with no column converted.
+fn unconverted_batches(rows: impl Iterator<Item = Arc<[u8]>>, width: usize) -> Vec<CachedBatch> {
+    let mut batches = Vec::new();
+    let mut chunk: Vec<Arc<[u8]>> = Vec::new();
+    for encoding in rows {
+        if chunk.len() == BATCH_ROWS {
+            batches.push(CachedBatch::unconverted(
+                std::mem::take(&mut chunk).into(),
+                width,
+            ));
+        }
+        chunk.push(encoding);
     }
-    let rows = encoded
-        .iter()
-        .map(|encoding| segment.decode(encoding))
-        .collect::<Result<Vec<Row>, _>>()
-        .map_err(storage_error)?;
-    relation_batch(desc, &rows)
+    if !chunk.is_empty() {
+        batches.push(CachedBatch::unconverted(chunk.into(), width));
+    }
+    batches
 }
 
 /// Which of the rows `held` shows are still among the contents' `current` rows, and
@@ -468,7 +634,8 @@ fn address(encoding: &Arc<[u8]>) -> usize {
 }
 
 /// `batches` without the rows `keep` says left (one flag per row, in order): a batch
-/// that keeps every row is kept whole.
+/// that keeps every row is kept whole, and one that loses some keeps its converted
+/// columns filtered.
 fn kept_batches(batches: &[CachedBatch], keep: &[bool]) -> Result<Vec<CachedBatch>, ArrowError> {
     let mut kept = Vec::with_capacity(batches.len());
     let mut offset = 0;
@@ -490,39 +657,71 @@ fn kept_batches(batches: &[CachedBatch], keep: &[bool]) -> Result<Vec<CachedBatc
                 .filter(|(_, kept)| **kept)
                 .map(|(encoding, _)| encoding.clone())
                 .collect();
+            let mask = BooleanArray::from(flags.to_vec());
+            let columns = cached
+                .columns
+                .iter()
+                .map(|column| {
+                    let filtered = OnceLock::new();
+                    if let Some(array) = column.get() {
+                        let _ = filtered.set(filter(array, &mask)?);
+                    }
+                    Ok(filtered)
+                })
+                .collect::<Result<_, ArrowError>>()?;
             kept.push(CachedBatch {
-                batch: filter_record_batch(&cached.batch, &BooleanArray::from(flags.to_vec()))?,
                 encodings: encodings.into(),
+                columns,
             });
         }
     }
     Ok(kept)
 }
 
-/// `batches` joined and cut again into batches of [`BATCH_ROWS`] (slices of one joined
-/// batch, so its columns are copied once).
-fn rebatched(batches: &[CachedBatch]) -> Result<Vec<CachedBatch>, ArrowError> {
-    let Some(first) = batches.first() else {
-        return Ok(Vec::new());
-    };
-    let arrays: Vec<RecordBatch> = batches.iter().map(|cached| cached.batch.clone()).collect();
-    let joined = concat_batches(&first.batch.schema(), &arrays)?;
+/// `batches` joined and cut again into batches of [`BATCH_ROWS`]: a column every batch
+/// has converted is joined once and sliced, the others are left to convert.
+fn rebatched(batches: &[CachedBatch], width: usize) -> Result<Vec<CachedBatch>, ArrowError> {
     let encodings: Vec<Arc<[u8]>> = batches
         .iter()
         .flat_map(|cached| cached.encodings.iter().cloned())
         .collect();
-    if encodings.len() != joined.num_rows() {
+    let mut joined: Vec<Option<ArrayRef>> = Vec::with_capacity(width);
+    for index in 0..width {
+        let arrays: Option<Vec<&dyn datafusion::arrow::array::Array>> = batches
+            .iter()
+            .map(|cached| cached.columns.get(index)?.get().map(|array| array.as_ref()))
+            .collect();
+        joined.push(match arrays {
+            Some(arrays) if !arrays.is_empty() => Some(concat(&arrays)?),
+            _ => None,
+        });
+    }
+    if joined
+        .iter()
+        .flatten()
+        .any(|array| array.len() != encodings.len())
+    {
         return Err(ArrowError::InvalidArgumentError(
             "a cached segment names another number of rows than its batches hold".into(),
         ));
     }
-    Ok((0..joined.num_rows())
+    Ok((0..encodings.len())
         .step_by(BATCH_ROWS)
         .map(|offset| {
-            let rows = BATCH_ROWS.min(joined.num_rows() - offset);
+            let rows = BATCH_ROWS.min(encodings.len() - offset);
+            let columns = joined
+                .iter()
+                .map(|array| {
+                    let cell = OnceLock::new();
+                    if let Some(array) = array {
+                        let _ = cell.set(array.slice(offset, rows));
+                    }
+                    cell
+                })
+                .collect();
             CachedBatch {
-                batch: joined.slice(offset, rows),
                 encodings: encodings[offset..offset + rows].into(),
+                columns,
             }
         })
         .collect())
@@ -539,6 +738,10 @@ mod tests {
     use floe_repr::{Datum, GlobalId, RelationDesc, Row, SqlScalarType};
     use floe_sql::catalog::QualifiedName;
     use floe_storage::Storage;
+
+    use std::sync::atomic::Ordering;
+
+    use datafusion::arrow::record_batch::RecordBatch;
 
     use super::{BatchCache, match_rows};
 
@@ -592,15 +795,24 @@ mod tests {
         encoded
     }
 
-    /// The rows the cache gives the engine, sorted, and how many rows its refresh decoded.
-    fn cached(cache: &BatchCache, storage: &Storage, desc: &RelationDesc) -> (Vec<Vec<u8>>, usize) {
+    /// Every column of the table the cache gives the engine, as batches.
+    fn scanned(cache: &BatchCache, storage: &Storage, desc: &RelationDesc) -> Vec<RecordBatch> {
         let table = cache.table(storage, TABLE, &name(), desc).expect("table");
+        table
+            .batches
+            .batches(&table.schema, None, None)
+            .expect("batches")
+    }
+
+    /// The rows the cache gives the engine, sorted, and how many rows that converted.
+    fn cached(cache: &BatchCache, storage: &Storage, desc: &RelationDesc) -> (Vec<Vec<u8>>, usize) {
+        let before = cache.converted.load(Ordering::Relaxed);
         let mut rows = Vec::new();
-        for batch in &table.batches {
-            rows.extend(floe_arrow::batch_to_rows(batch).expect("rows of a batch"));
+        for batch in scanned(cache, storage, desc) {
+            rows.extend(floe_arrow::batch_to_rows(&batch).expect("rows of a batch"));
         }
-        let entries = cache.entries.lock().expect("cache lock");
-        (sorted(&rows), entries[&TABLE].decoded)
+        let converted = cache.converted.load(Ordering::Relaxed) - before;
+        (sorted(&rows), converted)
     }
 
     /// The contents, each row repeated by its multiplicity.
@@ -629,6 +841,56 @@ mod tests {
         // Unchanged contents: nothing decoded, the same rows.
         let (again, _) = cached(&cache, &storage, &desc);
         assert_eq!(again, rows);
+    }
+
+    #[test]
+    fn a_scan_converts_the_columns_it_reads_once() {
+        let (_dir, storage, desc) = open();
+        write(&storage, (0..100_000).map(|id| (row(id), 1)).collect());
+        let cache = BatchCache::default();
+        let table = cache.table(&storage, TABLE, &name(), &desc).expect("table");
+        let scan = |projection: &[usize], limit: Option<usize>| {
+            let before = cache.converted.load(Ordering::Relaxed);
+            let batches = table
+                .batches
+                .batches(&table.schema, Some(projection), limit)
+                .expect("batches");
+            let converted = cache.converted.load(Ordering::Relaxed) - before;
+            (batches, converted)
+        };
+        // The names alone: every row converted once, one column of it.
+        let (batches, converted) = scan(&[1], None);
+        assert_eq!(converted, 100_000);
+        let mut names: Vec<String> = batches
+            .iter()
+            .flat_map(|batch| floe_arrow::batch_to_rows(batch).expect("rows"))
+            .map(|row| match &row[..] {
+                [Datum::Text(name)] => name.clone(),
+                other => panic!("one text column, not {other:?}"),
+            })
+            .collect();
+        names.sort();
+        let mut expected: Vec<String> = (0..100_000).map(|id| format!("row {id}")).collect();
+        expected.sort();
+        assert_eq!(names, expected);
+        // Again: nothing converted. Both columns, in another order: the ids only.
+        assert_eq!(scan(&[1], None).1, 0);
+        let (batches, converted) = scan(&[1, 0], None);
+        assert_eq!(converted, 100_000);
+        assert_eq!(batches[0].schema().field(0).name(), "name");
+        // A limit converts the batches that hold that many rows, not the table.
+        let fresh = BatchCache::default();
+        let table = fresh.table(&storage, TABLE, &name(), &desc).expect("table");
+        let limited = table
+            .batches
+            .batches(&table.schema, Some(&[0, 1]), Some(10))
+            .expect("batches");
+        assert!(limited.iter().map(RecordBatch::num_rows).sum::<usize>() >= 10);
+        let converted = fresh.converted.load(Ordering::Relaxed);
+        assert!(
+            converted > 0 && converted <= super::BATCH_ROWS,
+            "a limit of 10 converted {converted} rows"
+        );
     }
 
     #[test]
@@ -665,34 +927,23 @@ mod tests {
             let (rows, _) = cached(&cache, &storage, &desc);
             assert_eq!(rows, sorted(&contents(&storage)), "round {round}");
         }
-        let table = cache.table(&storage, TABLE, &name(), &desc).expect("table");
-        let rows: usize = table.batches.iter().map(|batch| batch.num_rows()).sum();
+        let batches = scanned(&cache, &storage, &desc);
+        let rows: usize = batches.iter().map(|batch| batch.num_rows()).sum();
         let fewest =
             floe_storage::SEGMENTS * (1 + super::EXTRA_BATCHES) + rows.div_ceil(super::BATCH_ROWS);
         assert!(
-            table.batches.len() <= fewest,
+            batches.len() <= fewest,
             "60 writes leave {} batches for {rows} rows: small batches are joined again",
-            table.batches.len()
+            batches.len()
         );
     }
 
     /// A segment showing `encodings` (in one batch without columns: matching looks only
     /// at encodings).
     fn holding(encodings: Vec<Arc<[u8]>>) -> super::CachedSegment {
-        use datafusion::arrow::datatypes::Schema;
-        use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-        let batch = RecordBatch::try_new_with_options(
-            Arc::new(Schema::empty()),
-            vec![],
-            &RecordBatchOptions::new().with_row_count(Some(encodings.len())),
-        )
-        .expect("batch");
         super::CachedSegment {
             version: 1,
-            batches: vec![super::CachedBatch {
-                batch,
-                encodings: encodings.into(),
-            }],
+            batches: vec![super::CachedBatch::unconverted(encodings.into(), 0)],
         }
     }
 

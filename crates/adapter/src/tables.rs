@@ -18,13 +18,14 @@ use crate::batch_cache::BATCH_ROWS;
 use crate::coordinator::ExecuteResponse;
 use crate::error::AdapterError;
 use crate::query;
+use floe_query::snapshot::{ReadyBatches, TableBatches};
 
 /// A table as the engine sees it: a name and its rows as Arrow batches.
 #[derive(Debug, Clone)]
 pub struct EngineTable {
     pub name: QualifiedName,
     pub schema: SchemaRef,
-    pub batches: Vec<RecordBatch>,
+    pub batches: Arc<dyn TableBatches>,
     /// Counts the engine's scans of the table (`pg_stat_get_numscans`); a table that is
     /// not a relation of the catalog (RETURNING's rows) has a counter of its own.
     pub scans: Arc<AtomicU64>,
@@ -75,7 +76,7 @@ pub fn engine_table(
     Ok(EngineTable {
         name: name.clone(),
         schema: relation_schema(desc),
-        batches,
+        batches: Arc::new(ReadyBatches(batches)),
         scans: Arc::default(),
     })
 }
@@ -261,7 +262,7 @@ fn returning_context(
         vec![EngineTable {
             name: name.clone(),
             schema: relation_schema(desc),
-            batches: vec![batch],
+            batches: Arc::new(ReadyBatches(vec![batch])),
             scans: Arc::default(),
         }],
     )?;

@@ -39,7 +39,7 @@ pub use build::build_array as build_field_array;
 mod build;
 mod encoded;
 
-pub use encoded::encoded_rows_to_batch;
+pub use encoded::{encoded_columns, encoded_rows_to_batch};
 
 /// Field metadata: the column's SQL type, as JSON.
 pub const SQL_TYPE_METADATA: &str = "floe.sql_type";
@@ -348,11 +348,30 @@ pub fn column_desc(field: &Field) -> floe_repr::ColumnDesc {
 /// Converts rows of a relation to one record batch.
 pub fn rows_to_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, ValueError> {
     let schema = arrow_schema(desc);
-    let mut columns = Vec::with_capacity(desc.columns.len());
-    for (index, (name, column)) in desc.columns.iter().enumerate() {
+    let every: Vec<usize> = (0..desc.columns.len()).collect();
+    RecordBatch::try_new_with_options(
+        schema,
+        rows_to_columns(desc, rows, &every)?,
+        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )
+    .map_err(|e| internal(e.to_string()))
+}
+
+/// The arrays of the columns `wanted` (indexes into `desc`) of `rows`, as
+/// [`rows_to_batch`] builds them.
+pub fn rows_to_columns(
+    desc: &RelationDesc,
+    rows: &[Row],
+    wanted: &[usize],
+) -> Result<Vec<ArrayRef>, ValueError> {
+    let mut columns = Vec::with_capacity(wanted.len());
+    for index in wanted {
+        let Some((name, column)) = desc.columns.get(*index) else {
+            return Err(internal(format!("no column {index}")));
+        };
         let values: Vec<&Datum> = rows
             .iter()
-            .map(|row| row.get(index).unwrap_or(&Datum::Null))
+            .map(|row| row.get(*index).unwrap_or(&Datum::Null))
             .collect();
         let array = build_array(&column.scalar_type, &values).map_err(|mut e| {
             e.message = format!("column \"{name}\": {}", e.message);
@@ -360,12 +379,7 @@ pub fn rows_to_batch(desc: &RelationDesc, rows: &[Row]) -> Result<RecordBatch, V
         })?;
         columns.push(array);
     }
-    RecordBatch::try_new_with_options(
-        schema,
-        columns,
-        &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len())),
-    )
-    .map_err(|e| internal(e.to_string()))
+    Ok(columns)
 }
 
 /// Builds an array of builtin-column values declared by Postgres type.
@@ -443,6 +457,14 @@ fn coerce<'a>(
 /// (22003) anything that would need rounding or more than `precision` digits: floe
 /// never rounds a value it stores or writes.
 pub fn decimal_to_i128(text: &str, precision: u8, scale: i8) -> Result<i128, ValueError> {
+    match plain_decimal(text.as_bytes(), precision, scale) {
+        Some(value) => Ok(value),
+        None => parsed_decimal(text, precision, scale),
+    }
+}
+
+/// [`decimal_to_i128`] of any text numeric's output gives.
+fn parsed_decimal(text: &str, precision: u8, scale: i8) -> Result<i128, ValueError> {
     let refuse = |why: &str| {
         ValueError::out_of_range(format!(
             "numeric value {text} does not fit decimal({precision},{scale}) exactly: {why}"
@@ -509,6 +531,39 @@ pub fn decimal_to_i128(text: &str, precision: u8, scale: i8) -> Result<i128, Val
         return Err(refuse("too many digits"));
     }
     Ok(if negative { -value } else { value })
+}
+
+/// The common case of [`decimal_to_i128`] without its general parse: an optional `-`,
+/// digits, optionally `.` and no more fraction digits than `scale`, 18 digits at most,
+/// fitting `precision`. `None` for anything else, which the general parse then takes
+/// (and gives the same value for what this takes).
+fn plain_decimal(text: &[u8], precision: u8, scale: i8) -> Option<i128> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let (whole, fraction) = match digits.iter().position(|b| *b == b'.') {
+        Some(at) => (&digits[..at], &digits[at + 1..]),
+        None => (digits, &digits[digits.len()..]),
+    };
+    let fraction_digits = u32::try_from(fraction.len()).ok()?;
+    let scale = u32::try_from(scale).ok()?;
+    if whole.is_empty() || whole.len() + fraction.len() > 18 || fraction_digits > scale {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for byte in whole.iter().chain(fraction) {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i64::from(byte - b'0');
+    }
+    let value = i128::from(value).checked_mul(10i128.checked_pow(scale - fraction_digits)?)?;
+    // More than `precision` digits: the general parse names the error.
+    if value.unsigned_abs() >= 10u128.checked_pow(u32::from(precision))? {
+        return None;
+    }
+    Some(if negative { -value } else { value })
 }
 
 /// Builds an Arrow array of SQL type `ty` (its form [`arrow_data_type`]) from datums,

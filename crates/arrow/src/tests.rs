@@ -458,3 +458,91 @@ fn encoded_rows_of_another_shape_or_kind_go_through_rows() {
         .unwrap_err();
     assert_eq!(error, rows_to_batch(&desc, &wide).unwrap_err());
 }
+
+#[test]
+fn encoded_columns_are_the_rows_columns() {
+    let desc = RelationDesc {
+        columns: vec![
+            ("id".into(), col(S::Int64, false)),
+            ("name".into(), col(S::Text, true)),
+            ("at".into(), col(S::TimestampTz, true)),
+            ("flag".into(), col(S::Bool, true)),
+        ],
+        unique_keys: vec![],
+    };
+    // The second row was written before the last two columns were added.
+    let rows = vec![
+        vec![
+            Datum::Int64(1),
+            Datum::Text("héllo".into()),
+            Datum::TimestampTz(7),
+            Datum::Bool(true),
+        ],
+        vec![Datum::Int64(2), Datum::Null],
+        vec![
+            Datum::Int64(3),
+            Datum::Text(String::new()),
+            Datum::Null,
+            Datum::Bool(false),
+        ],
+    ];
+    let encoded = encodings(&rows);
+    let encoded: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    for wanted in [
+        vec![],
+        vec![0],
+        vec![1],
+        vec![2],
+        vec![1, 3],
+        vec![0, 1, 2, 3],
+    ] {
+        let direct = direct_columns(&desc, &encoded, &wanted);
+        assert_eq!(
+            direct,
+            crate::rows_to_columns(&desc, &rows, &wanted).unwrap(),
+            "{wanted:?}"
+        );
+    }
+}
+
+fn direct_columns(desc: &RelationDesc, encoded: &[&[u8]], wanted: &[usize]) -> Vec<ArrayRef> {
+    crate::encoded_columns(desc, encoded, wanted)
+        .expect("direct")
+        .expect("converts")
+}
+
+/// The fast path of `decimal_to_i128` gives what the general parse gives, for every
+/// text it takes.
+#[test]
+fn plain_decimals_parse_as_the_general_parse_does() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |below: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % below
+    };
+    let alphabet = b"0123456789.-+e ";
+    let mut taken = 0;
+    for _ in 0..200_000 {
+        let length = 1 + next(22) as usize;
+        let text: String = (0..length)
+            .map(|_| {
+                // Mostly digits, so that many texts are plain.
+                let index = if next(4) == 0 { next(15) } else { next(10) };
+                char::from(alphabet[index as usize])
+            })
+            .collect();
+        let precision = 1 + next(38) as u8;
+        let scale = next(u64::from(precision) + 1) as i8;
+        if let Some(fast) = crate::plain_decimal(text.as_bytes(), precision, scale) {
+            taken += 1;
+            assert_eq!(
+                crate::parsed_decimal(&text, precision, scale),
+                Ok(fast),
+                "{text} as decimal({precision},{scale})"
+            );
+        }
+    }
+    assert!(taken > 10_000, "the fast path took {taken} texts");
+}

@@ -561,7 +561,7 @@ mod tests {
     use datafusion::common::ScalarValue;
 
     use super::PlanCache;
-    use crate::snapshot::{TableRows, register_table, snapshot_of};
+    use crate::snapshot::{ReadyBatches, TableRows, register_table, snapshot_of};
     use crate::{DATABASE, Engine};
 
     /// A session at catalog `revision` whose table `t` holds `values` in its
@@ -586,7 +586,9 @@ mod tests {
             .collect();
         let rows = TableRows {
             schema: schema.clone(),
-            batches: vec![RecordBatch::try_new(schema, arrays).unwrap()],
+            batches: Arc::new(ReadyBatches(vec![
+                RecordBatch::try_new(schema, arrays).unwrap(),
+            ])),
             scans: Arc::new(AtomicU64::new(0)),
         };
         register_table(&context, DATABASE, ("public".into(), "t".into()), rows).unwrap();

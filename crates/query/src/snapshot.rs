@@ -31,11 +31,56 @@ use datafusion::physical_plan::{
 /// A table's name as the engine's catalog holds it: `(schema, name)`.
 pub type TableName = (String, String);
 
+/// A table's rows as a scan reads them: batches of the columns it asks for. A table
+/// kept in another form converts a column when a scan first needs it, since a query
+/// often reads a few columns of a wide table.
+pub trait TableBatches: std::fmt::Debug + Send + Sync {
+    /// How many rows the table has.
+    fn num_rows(&self) -> usize;
+
+    /// The rows as batches of the columns `projection` names (every column when
+    /// `None`), in its order, each batch with `schema.project(projection)` as its
+    /// schema (`schema` is the table's). With a `limit`, batches enough to hold that
+    /// many rows when the table has them.
+    fn batches(
+        &self,
+        schema: &SchemaRef,
+        projection: Option<&[usize]>,
+        limit: Option<usize>,
+    ) -> DfResult<Vec<RecordBatch>>;
+}
+
+/// Batches converted already: a transaction's view of a table, RETURNING's rows.
+#[derive(Debug, Clone)]
+pub struct ReadyBatches(pub Vec<RecordBatch>);
+
+impl TableBatches for ReadyBatches {
+    fn num_rows(&self) -> usize {
+        self.0.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    fn batches(
+        &self,
+        _schema: &SchemaRef,
+        projection: Option<&[usize]>,
+        _limit: Option<usize>,
+    ) -> DfResult<Vec<RecordBatch>> {
+        match projection {
+            Some(columns) => Ok(self
+                .0
+                .iter()
+                .map(|batch| batch.project(columns))
+                .collect::<Result<_, _>>()?),
+            None => Ok(self.0.clone()),
+        }
+    }
+}
+
 /// The rows of one table in a query's snapshot.
 #[derive(Debug, Clone)]
 pub struct TableRows {
     pub schema: SchemaRef,
-    pub batches: Vec<RecordBatch>,
+    pub batches: Arc<dyn TableBatches>,
     /// Counts the scans that ran (`pg_stat_get_numscans`): a plan only described
     /// counts nothing, and a cached plan counts each time it runs.
     pub scans: Arc<AtomicU64>,
@@ -104,7 +149,7 @@ pub fn register_table(
     let table = SnapshotTable {
         name: name.clone(),
         schema: rows.schema.clone(),
-        rows: rows.batches.iter().map(RecordBatch::num_rows).sum(),
+        rows: rows.batches.num_rows(),
     };
     schema.deregister_table(&name.1)?;
     schema.register_table(name.1.clone(), Arc::new(table))?;
@@ -230,8 +275,10 @@ impl ExecutionPlan for SnapshotScanExec {
             );
         }
         rows.scans.fetch_add(1, Ordering::Relaxed);
-        let stream = MemoryStream::try_new(rows.batches, self.schema(), self.projection.clone())?
-            .with_fetch(self.limit);
+        let batches =
+            rows.batches
+                .batches(&self.table_schema, self.projection.as_deref(), self.limit)?;
+        let stream = MemoryStream::try_new(batches, self.schema(), None)?.with_fetch(self.limit);
         Ok(Box::pin(stream))
     }
 

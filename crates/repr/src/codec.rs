@@ -354,6 +354,33 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// Passes over the next datum: fixed-size values and byte strings by their length,
+    /// a value made of parts by decoding it.
+    fn skip_datum(&mut self) -> Result<(), CodecError> {
+        let Some(&t) = self.bytes.get(self.at) else {
+            return Err(self.error("unexpected end of input"));
+        };
+        let fixed = match t {
+            tag::NULL | tag::FALSE | tag::TRUE => 0,
+            tag::INT16 | tag::UINT16 => 2,
+            tag::INT32 | tag::UINT32 | tag::FLOAT32 | tag::DATE | tag::OID => 4,
+            tag::INT64
+            | tag::UINT64
+            | tag::FLOAT64
+            | tag::TIME
+            | tag::TIMESTAMP
+            | tag::TIMESTAMPTZ => 8,
+            tag::UUID => 16,
+            tag::NUMERIC | tag::TEXT | tag::BYTES | tag::JSONB => {
+                self.at += 1;
+                return self.bytes().map(|_| ());
+            }
+            _ => return self.datum_ref(0).map(|_| ()),
+        };
+        self.at += 1;
+        self.take(fixed).map(|_| ())
+    }
+
     /// A datum of tag `t` that is made of parts (or an interval, a value of three),
     /// decoded whole.
     fn composite(&mut self, t: u8, depth: usize) -> Result<Datum, CodecError> {
@@ -516,6 +543,17 @@ impl<'a> RowReader<'a> {
         Some(self.reader.datum_ref(0))
     }
 
+    /// Passes over the next datum without reading it (text is not checked for UTF-8,
+    /// a value made of parts is decoded as `next_datum` would); `None` past the row's
+    /// last.
+    pub fn skip_datum(&mut self) -> Option<Result<(), CodecError>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        Some(self.reader.skip_datum())
+    }
+
     /// Checks that the row ended where its input does, every datum read.
     pub fn finish(self) -> Result<(), CodecError> {
         if self.left != 0 || self.reader.at != self.reader.bytes.len() {
@@ -546,6 +584,32 @@ pub fn row_to_bytes(row: &Row) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping any datums of a row and reading the others reads what reading all gives,
+    /// and ends where the row does.
+    #[test]
+    fn skipped_datums_leave_the_others_as_read() {
+        for row in sample_rows() {
+            let mut bytes = Vec::new();
+            encode_row(&row, &mut bytes);
+            for keep_every in 1..=3 {
+                let mut reader = read_row(&bytes).expect("row");
+                for (index, datum) in row.iter().enumerate() {
+                    if index % keep_every == 0 {
+                        let read = reader.next_datum().expect("a datum").expect("decodes");
+                        assert_eq!(&read.into_owned(), datum);
+                    } else {
+                        reader.skip_datum().expect("a datum").expect("skips");
+                    }
+                }
+                assert!(reader.skip_datum().is_none());
+                reader.finish().expect("the row ends where its datums do");
+            }
+        }
+        // A length past the end is an error, not a read beyond the input.
+        let mut reader = read_row(&[VERSION, 1, tag::TEXT, 9, b'a']).expect("row");
+        assert!(reader.skip_datum().expect("a datum").is_err());
+    }
 
     fn sample_rows() -> Vec<Row> {
         vec![

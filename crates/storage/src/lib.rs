@@ -302,6 +302,12 @@ impl ContentsSegment {
         &self.taken
     }
 
+    /// [`ContentsSegment::shared_rows`], taken: a reader that keeps them moves them
+    /// instead of sharing each again.
+    pub fn into_shared_rows(self) -> Vec<(Arc<[u8]>, i64)> {
+        self.taken
+    }
+
     /// Decodes one of [`ContentsSegment::shared_rows`].
     pub fn decode(&self, encoded: &[u8]) -> Result<Row, StorageError> {
         decode_row(encoded).map_err(|e| corrupt(self.collection, e.to_string()))
