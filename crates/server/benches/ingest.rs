@@ -10,7 +10,8 @@
 //!   floe converts only the rows a write brought, not the table again);
 //! - right after the COPY, a new APPEND sink and then a new UPSERT sink of the copied
 //!   table into SeaweedFS (REST catalog + S3), each timed from `CREATE SINK` until the
-//!   catalog's current snapshot holds every row, with floe's peak RSS meanwhile; the
+//!   catalog's current snapshot holds every row, with floe's RSS before it and its peak
+//!   meanwhile (the growth is the sink's own memory); the
 //!   reference is pyiceberg appending the same rows (read from the same text, not
 //!   timed) as one Arrow table into the same catalog, timed from its table creation to
 //!   its committed append (`FLOE_BENCH_NO_SINKS=1` skips this part).
@@ -239,9 +240,11 @@ struct SinkBench<'a> {
 struct SinkFigures {
     append: Duration,
     upsert: Duration,
-    /// floe's peak RSS (bytes) during each sink's first snapshot.
-    append_peak: Option<u64>,
-    upsert_peak: Option<u64>,
+    /// floe's RSS (bytes) when each sink was created and its peak during the sink's
+    /// first snapshot: the growth is the sink's own memory (the table's contents are
+    /// in the RSS before it).
+    append_peak: Option<(u64, u64)>,
+    upsert_peak: Option<(u64, u64)>,
 }
 
 impl SinkBench<'_> {
@@ -287,8 +290,10 @@ impl SinkBench<'_> {
         name: &str,
         mode: &str,
         rows: u64,
-    ) -> (Duration, Option<u64>) {
+    ) -> (Duration, Option<(u64, u64)>) {
         reset_peak_rss(self.pid);
+        // Reset, the peak is the RSS of the moment.
+        let before = peak_rss(self.pid);
         let started = Instant::now();
         client
             .batch_execute(&format!(
@@ -305,7 +310,7 @@ impl SinkBench<'_> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let elapsed = started.elapsed();
-        let peak = peak_rss(self.pid);
+        let peak = before.zip(peak_rss(self.pid));
         client
             .batch_execute(&format!("DROP SINK {name}"))
             .await
@@ -506,11 +511,19 @@ fn print_sinks(rows: u64, sinks: &SinkFigures, pyiceberg: Duration) {
     );
     println!(
         "  {:<34} {:>14} {:>14} {:>8} {:>12}",
-        "", "floe", "pyiceberg", "ratio", "floe peak RSS"
+        "", "floe", "pyiceberg", "ratio", "floe RSS: before -> peak (sink's growth)"
     );
     let rate = |d: Duration| rows as f64 / d.as_secs_f64();
-    let mib =
-        |bytes: Option<u64>| bytes.map_or("-".to_string(), |b| format!("{} MiB", b / (1 << 20)));
+    let mib = |rss: Option<(u64, u64)>| {
+        rss.map_or("-".to_string(), |(before, peak)| {
+            format!(
+                "{} -> {} MiB (+{} MiB)",
+                before >> 20,
+                peak >> 20,
+                peak.saturating_sub(before) >> 20
+            )
+        })
+    };
     for (what, floe, peak) in [
         (
             "APPEND sink, CREATE to snapshot",
