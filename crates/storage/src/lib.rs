@@ -1664,6 +1664,16 @@ impl Storage {
             collection.since = collection.since.max(target);
             collection.desc.columns.len()
         };
+        if !self.history_retracts(id, target)? {
+            // Inserts only: nothing would cancel, and every read at or past `since` sees
+            // the history the same at any time below it, so consolidating would only
+            // copy it, after holding all of it in memory (a freshly loaded table's every
+            // row). The log is left as it is until it doubles again.
+            if let Some(collection) = self.collections_write().get_mut(&id) {
+                collection.updates_after_compaction = collection.log_updates;
+            }
+            return Ok(());
+        }
         let settled_at = target.saturating_sub(1);
         let Some(history) = self.history(id, target, settled_at)? else {
             return Ok(());
@@ -1755,6 +1765,18 @@ impl Storage {
     /// distinct row, read on a connection of its own (WAL readers neither take nor wait
     /// for the writer lock). `None` when there is nothing to rewrite: no parts, or one
     /// already at `settled_at`.
+    /// Whether the history of `id` wholly before `target` (what compaction would
+    /// consolidate) retracts anything.
+    fn history_retracts(&self, id: GlobalId, target: u64) -> Result<bool, StorageError> {
+        let connection = open_connection(&self.path)?;
+        Ok(connection.query_row(
+            "SELECT EXISTS (SELECT 1 FROM parts
+             WHERE collection_id = ?1 AND max_ts < ?2 AND retractions > 0)",
+            params![id.to_string(), to_i64(target)],
+            |record| record.get(0),
+        )?)
+    }
+
     fn history(
         &self,
         id: GlobalId,
