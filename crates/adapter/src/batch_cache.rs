@@ -324,7 +324,7 @@ impl TableBatches for CachedTable {
         let wanted = match projection {
             Some(wanted) => wanted,
             None => {
-                every = (0..self.desc.columns.len()).collect();
+                every = self.every_column();
                 &every
             }
         };
@@ -357,12 +357,17 @@ impl TableBatches for CachedTable {
 const PARALLEL_ROWS: usize = 65_536;
 
 impl CachedTable {
+    /// The indexes of every column.
+    fn every_column(&self) -> Vec<usize> {
+        (0..self.desc.columns.len()).collect()
+    }
+
     /// The whole table as one batch of every column.
     fn whole(&self, schema: &SchemaRef) -> DfResult<RecordBatch> {
         if let Some(whole) = self.whole.get() {
             return Ok(whole.clone());
         }
-        let every: Vec<usize> = (0..self.desc.columns.len()).collect();
+        let every = self.every_column();
         self.convert(&self.batches, &every)?;
         let batches = self
             .batches

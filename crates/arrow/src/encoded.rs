@@ -19,31 +19,11 @@ use arrow::array::builder::{
     UInt64Builder,
 };
 use arrow::datatypes::DataType;
-use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use floe_repr::codec::{DatumRef, read_row};
 use floe_repr::strconv::ValueError;
 use floe_repr::{RelationDesc, SqlScalarType};
 
-use crate::{arrow_data_type, arrow_schema, internal};
-
-/// The batch of `rows` (encodings of rows of `desc`), built without decoding them into
-/// rows; `None` when a value or row needs the way through rows (see the module
-/// documentation), whose caller then takes it.
-pub fn encoded_rows_to_batch(
-    desc: &RelationDesc,
-    rows: &[&[u8]],
-) -> Option<Result<RecordBatch, ValueError>> {
-    let every: Vec<usize> = (0..desc.columns.len()).collect();
-    let arrays = encoded_columns(desc, rows, &every)?;
-    Some(arrays.and_then(|arrays| {
-        RecordBatch::try_new_with_options(
-            arrow_schema(desc),
-            arrays,
-            &RecordBatchOptions::new().with_row_count(Some(rows.len())),
-        )
-        .map_err(|e| internal(e.to_string()))
-    }))
-}
+use crate::{arrow_data_type, internal};
 
 /// The arrays of the columns `wanted` (indexes into `desc`, ascending) of `rows`
 /// (encodings of rows of `desc`), built without decoding the rows: the other columns'

@@ -39,7 +39,7 @@ pub use build::build_array as build_field_array;
 mod build;
 mod encoded;
 
-pub use encoded::{encoded_columns, encoded_rows_to_batch};
+pub use encoded::encoded_columns;
 
 /// Field metadata: the column's SQL type, as JSON.
 pub const SQL_TYPE_METADATA: &str = "floe.sql_type";

@@ -357,6 +357,24 @@ fn decimals_parse_exactly() {
     assert!(decimal_to_i128(&"9".repeat(36), 38, 2).is_ok());
 }
 
+/// Every column of `rows` (encodings of rows of `desc`) as a batch, the way the query
+/// engine's cache converts them; `None` when they go through rows.
+fn encoded_rows_to_batch(
+    desc: &RelationDesc,
+    rows: &[&[u8]],
+) -> Option<Result<RecordBatch, ValueError>> {
+    let every: Vec<usize> = (0..desc.columns.len()).collect();
+    let arrays = crate::encoded_columns(desc, rows, &every)?;
+    Some(arrays.and_then(|arrays| {
+        RecordBatch::try_new_with_options(
+            arrow_schema(desc),
+            arrays,
+            &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+        )
+        .map_err(|e| internal(e.to_string()))
+    }))
+}
+
 /// Encodings of `rows`, as storage keeps them.
 fn encodings(rows: &[Row]) -> Vec<Vec<u8>> {
     rows.iter().map(floe_repr::codec::row_to_bytes).collect()

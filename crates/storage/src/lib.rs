@@ -273,7 +273,6 @@ struct Change {
 pub struct ContentsSegment {
     pub index: usize,
     pub version: u64,
-    collection: GlobalId,
     taken: TakenRows,
     /// Whether `taken` holds the changes made since the version the reader gave rather
     /// than the segment's rows.
@@ -281,11 +280,6 @@ pub struct ContentsSegment {
 }
 
 impl ContentsSegment {
-    /// How many entries [`ContentsSegment::shared_rows`] has.
-    pub fn distinct_rows(&self) -> usize {
-        self.taken.len()
-    }
-
     /// Whether [`ContentsSegment::shared_rows`] are the changes made since the version
     /// the reader gave (each encoding with its diff, in the order they were made), not
     /// the segment's rows.
@@ -306,11 +300,6 @@ impl ContentsSegment {
     /// instead of sharing each again.
     pub fn into_shared_rows(self) -> Vec<(Arc<[u8]>, i64)> {
         self.taken
-    }
-
-    /// Decodes one of [`ContentsSegment::shared_rows`].
-    pub fn decode(&self, encoded: &[u8]) -> Result<Row, StorageError> {
-        decode_row(encoded).map_err(|e| corrupt(self.collection, e.to_string()))
     }
 }
 
@@ -1283,7 +1272,6 @@ impl Storage {
             .map(|(index, version, taken, changes_only)| ContentsSegment {
                 index,
                 version,
-                collection: id,
                 taken,
                 changes_only,
             })
@@ -1664,7 +1652,10 @@ impl Storage {
             collection.since = collection.since.max(target);
             collection.desc.columns.len()
         };
-        if !self.history_retracts(id, target)? {
+        // One connection reads both what the history holds and, when it retracts, the
+        // history itself.
+        let connection = open_connection(&self.path)?;
+        if !Self::history_retracts(&connection, id, target)? {
             // Inserts only: nothing would cancel, and every read at or past `since` sees
             // the history the same at any time below it, so consolidating would only
             // copy it, after holding all of it in memory (a freshly loaded table's every
@@ -1675,7 +1666,7 @@ impl Storage {
             return Ok(());
         }
         let settled_at = target.saturating_sub(1);
-        let Some(history) = self.history(id, target, settled_at)? else {
+        let Some(history) = Self::history(&connection, id, target, settled_at)? else {
             return Ok(());
         };
         let mut part_writer = PartWriter::default();
@@ -1761,14 +1752,13 @@ impl Storage {
         }
     }
 
-    /// The parts of `id` wholly before `target` and their updates consolidated per
-    /// distinct row, read on a connection of its own (WAL readers neither take nor wait
-    /// for the writer lock). `None` when there is nothing to rewrite: no parts, or one
-    /// already at `settled_at`.
     /// Whether the history of `id` wholly before `target` (what compaction would
     /// consolidate) retracts anything.
-    fn history_retracts(&self, id: GlobalId, target: u64) -> Result<bool, StorageError> {
-        let connection = open_connection(&self.path)?;
+    fn history_retracts(
+        connection: &Connection,
+        id: GlobalId,
+        target: u64,
+    ) -> Result<bool, StorageError> {
         Ok(connection.query_row(
             "SELECT EXISTS (SELECT 1 FROM parts
              WHERE collection_id = ?1 AND max_ts < ?2 AND retractions > 0)",
@@ -1777,13 +1767,16 @@ impl Storage {
         )?)
     }
 
+    /// The parts of `id` wholly before `target` and their updates consolidated per
+    /// distinct row, read on a connection of the compaction's own (WAL readers neither
+    /// take nor wait for the writer lock). `None` when there is nothing to rewrite: no
+    /// parts, or one already at `settled_at`.
     fn history(
-        &self,
+        connection: &Connection,
         id: GlobalId,
         target: u64,
         settled_at: u64,
     ) -> Result<Option<History>, StorageError> {
-        let connection = open_connection(&self.path)?;
         let transaction = connection.unchecked_transaction()?;
         let mut statement = transaction.prepare(
             "SELECT p.rowid, p.lower_ts, d.data FROM parts p JOIN part_data d ON d.id = p.data_id

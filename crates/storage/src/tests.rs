@@ -934,7 +934,7 @@ fn hold(held: &mut Vec<Row>, segment: &ContentsSegment) {
         held.clear();
     }
     for (encoded, diff) in segment.shared_rows() {
-        let row = segment.decode(encoded).unwrap();
+        let row = floe_repr::codec::decode_row(encoded).unwrap();
         for _ in 0..*diff {
             held.push(row.clone());
         }
