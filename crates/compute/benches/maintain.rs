@@ -166,6 +166,8 @@ fn recompute(bench: &Bench, spec: &DataflowSpec) -> (Duration, Duration) {
 }
 
 fn main() {
+    // The server's allocator options (huge pages off, the purge delay), so the figures are floe's.
+    floe_allocator::tune();
     let rows = env("FLOE_BENCH_ROWS", 1_000_000) as i64;
     let rate = env("FLOE_BENCH_RATE", 1_000);
     let seconds = env("FLOE_BENCH_SECONDS", 10);

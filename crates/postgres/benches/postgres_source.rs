@@ -59,6 +59,8 @@ fn rate(count: u64, elapsed: Duration) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // The server's allocator options (huge pages off, the purge delay), so the figures are floe's.
+    floe_allocator::tune();
     let rows = env_number("FLOE_BENCH_ROWS", 1_000_000);
     let changes = env_number("FLOE_BENCH_CHANGES", 200_000);
     let pg = Postgres::start();

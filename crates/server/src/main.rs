@@ -231,7 +231,7 @@ fn main() -> anyhow::Result<ExitCode> {
         "info"
     };
     init_logging(args.log_filter.as_deref(), default_log);
-    if !floe_sink::allocator::tune() {
+    if !floe_allocator::tune() {
         tracing::warn!(
             "the linked mimalloc is not version 3: its options were left at their defaults"
         );

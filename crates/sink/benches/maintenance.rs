@@ -446,6 +446,8 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
+    // The server's allocator options (huge pages off, the purge delay), so the figures are floe's.
+    floe_allocator::tune();
     let config = Config {
         commits: env_num("FLOE_BENCH_COMMITS", 1_000).max(20) as usize,
         keys: env_num("FLOE_BENCH_KEYS", 10_000).max(1),

@@ -1176,7 +1176,7 @@ fn load_average() -> String {
 }
 
 fn main() {
-    floe_sink::allocator::tune();
+    floe_allocator::tune();
     let config = Config::from_env();
     eprintln!(
         "sink_throughput: {} rows, {} upsert keys, logs over {} intervals of {} ms",

@@ -1,7 +1,6 @@
 //! The sink worker pool and the Iceberg sink: catalog clients, credentials,
 //! Parquet writing and the commit protocol.
 
-pub mod allocator;
 mod auth;
 pub mod bounds;
 pub mod catalog;

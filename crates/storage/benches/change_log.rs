@@ -60,6 +60,8 @@ fn row(i: i64) -> Row {
 }
 
 fn main() {
+    // The server's allocator options (huge pages off, the purge delay), so the figures are floe's.
+    floe_allocator::tune();
     let rows: i64 = std::env::var("FLOE_BENCH_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -1,4 +1,4 @@
-//! Tuning of mimalloc, the allocator of the floe binary (and of the sink benchmark, so its
+//! Tuning of mimalloc, the allocator of the floe binary (and of the benchmarks, so their
 //! figures are the server's). The binary declares `#[global_allocator]`; this module
 //! only sets options.
 //!
