@@ -471,7 +471,7 @@ fn rewrite_cast(
     // A literal that converts exactly keeps DataFusion's cast (folded later).
     if let Expr::Literal(value, _) = &expr
         && is_plain(to)
-        && !reads_escapes(to_type)
+        && !reads_text_otherwise(to_type)
         && let Ok(converted) = value.cast_to(to_type)
         && converted.cast_to(&value.data_type()).ok().as_ref() == Some(value)
     {
@@ -492,12 +492,18 @@ fn rewrite_cast(
     Ok(Transformed::yes(cast_expr(expr, &target)))
 }
 
-/// Whether Postgres reads text as this type through escapes (a bytea's
-/// `\x6162` is two bytes) where Arrow's cast takes the text's own bytes.
-fn reads_escapes(to_type: &DataType) -> bool {
+/// Whether Postgres reads text as this type otherwise than Arrow's cast, even
+/// where Arrow's answer prints back as the text: through escapes (a bytea's
+/// `\x6162` is two bytes, Arrow takes the text's own bytes), or refusing
+/// dates Arrow takes (year 0, `0000-01-01`, is out of range).
+fn reads_text_otherwise(to_type: &DataType) -> bool {
     matches!(
         to_type,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::Date32
+            | DataType::Timestamp(..)
     )
 }
 
