@@ -1,6 +1,6 @@
 //! Date and time functions as PostgreSQL defines them, where DataFusion's
 //! differ or are missing: `to_char` with PostgreSQL's templates, `extract`
-//! (numeric) and `date_part` (double precision), `age`, `justify_*`,
+//! (numeric) and `date_part` (double precision), `date_trunc`, `age`, `justify_*`,
 //! interval times and divided by a number, and `AT TIME ZONE`
 //! (`timezone(zone, value)`), which turns a timestamptz into the zone's
 //! local timestamp and a timestamp into a timestamptz.
@@ -10,6 +10,7 @@
 mod build;
 mod from_char;
 mod to_char;
+mod trunc;
 
 use chrono::{DateTime, Offset, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
@@ -77,6 +78,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .chain(build::functions())
+    .chain([trunc::function()])
     .collect()
 }
 
