@@ -136,6 +136,8 @@ fn function_name(function: &sqlparser::ast::Function) -> String {
         // Materialize's constructors, written `LIST[...]` and `MAP[...]`.
         crate::rewrite::LIST_CONSTRUCTOR => "list".to_string(),
         crate::rewrite::MAP_CONSTRUCTOR => "map".to_string(),
+        // What `ARRAY(subquery)` is rewritten to.
+        crate::functions::or_empty::OR_EMPTY => "array".to_string(),
         _ => name,
     }
 }

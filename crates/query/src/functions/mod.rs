@@ -16,6 +16,7 @@ pub mod jsonb;
 mod jsonb_order;
 pub mod math;
 pub mod numeric_division;
+pub mod or_empty;
 pub mod ordered_set;
 pub mod range;
 pub mod single;
@@ -59,6 +60,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(numeric_division::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
+        .chain([or_empty::function()])
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });
