@@ -34,6 +34,7 @@ pub mod error;
 pub mod function_row;
 pub mod functions;
 pub mod jsonb_keys;
+mod json_record;
 mod lateral;
 pub mod naming;
 pub mod null_filter;

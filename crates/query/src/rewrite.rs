@@ -147,6 +147,9 @@ impl VisitorMut for Rewriter {
     }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let Some(error) = crate::json_record::missing_definition(factor) {
+            return self.fail(error);
+        }
         if let Some(rewritten) = crate::srf::rewrite_table_function(factor) {
             *factor = rewritten;
         }
