@@ -18,6 +18,7 @@ pub mod math;
 pub mod numeric_division;
 pub mod or_empty;
 pub mod ordered_set;
+mod random;
 pub mod range;
 pub mod single;
 pub mod sum;
@@ -61,6 +62,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .chain([or_empty::function()])
+        .chain(random::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });
