@@ -523,7 +523,8 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         (D::Int32, D::Int64 | D::Float64) => true,
         (D::Int64, D::Float64) => true,
         (D::Float32, D::Float64) => true,
-        (D::Date32, D::Timestamp(_, None)) => true,
+        // Not a date to a timestamp: Arrow's cast multiplies `infinity`'s
+        // day count past an i64.
         _ => false,
     }
 }
@@ -881,10 +882,10 @@ fn power(
     Ok(PlannerResult::Planned(call))
 }
 
-/// `interval * number`, `number * interval`, `interval / number` and
-/// `timestamp - timestamp` as floe's functions (DataFusion has no arithmetic of
-/// intervals and numbers, and its difference of timestamps counts hours past a
-/// day).
+/// `interval * number`, `number * interval`, `interval / number`,
+/// `timestamp - timestamp` and `date - date` as floe's functions (DataFusion
+/// has no arithmetic of intervals and numbers, its difference of timestamps
+/// counts hours past a day, and its difference of dates is a bigint).
 fn interval_arithmetic(
     expr: &RawBinaryExpr,
     left: &DfResult<SqlScalarType>,
@@ -912,9 +913,17 @@ fn interval_arithmetic(
                 Ok(SqlScalarType::TimestampTz)
             )
     );
+    let dates = matches!(
+        (left, right),
+        (Ok(SqlScalarType::Date), Ok(SqlScalarType::Date))
+    );
     let (name, args) = match expr.op {
         B::Minus if timestamps => (
             functions::datetime::TIMESTAMP_DIFFERENCE,
+            vec![expr.left.clone(), expr.right.clone()],
+        ),
+        B::Minus if dates => (
+            functions::datetime::DATE_DIFFERENCE,
             vec![expr.left.clone(), expr.right.clone()],
         ),
         B::Multiply if interval(left) && number(right) => (

@@ -13,6 +13,36 @@ pub const MAX_TIMESTAMP_YEAR: i64 = 294_276;
 /// Postgres' newest date, 5874897-12-31, as days since the epoch.
 pub const MAX_DATE_DAYS: i32 = 2_145_042_905;
 
+/// `'infinity'::date` and `'-infinity'::date`: later and earlier than every
+/// date, as PostgreSQL holds them (the extremes of the day count).
+pub const DATE_INFINITY: i32 = i32::MAX;
+pub const DATE_MINUS_INFINITY: i32 = i32::MIN;
+/// `'infinity'` and `'-infinity'` of a timestamp or timestamptz.
+pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
+pub const TIMESTAMP_MINUS_INFINITY: i64 = i64::MIN;
+
+/// Whether `text` is `infinity` (`Some(true)`) or `-infinity` (`Some(false)`),
+/// as date and timestamp input read them.
+fn infinity(text: &str) -> Option<bool> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("infinity") {
+        Some(true)
+    } else if text.eq_ignore_ascii_case("-infinity") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The text of an infinite date or timestamp, `None` for a finite one.
+fn infinity_text(value: i64, plus: i64, minus: i64) -> Option<String> {
+    match value {
+        v if v == plus => Some("infinity".to_string()),
+        v if v == minus => Some("-infinity".to_string()),
+        _ => None,
+    }
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC).
 pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -123,6 +153,9 @@ pub(super) fn date_out_of_range(text: &str) -> ValueError {
 /// `date` input: ISO `YYYY-MM-DD`, optionally with ` BC`, optionally
 /// followed by a time (ignored, as Postgres does).
 pub fn parse_date(text: &str) -> Result<i32, ValueError> {
+    if let Some(plus) = infinity(text) {
+        return Ok(if plus { DATE_INFINITY } else { DATE_MINUS_INFINITY });
+    }
     let (t, bc) = strip_era(text.trim());
     if t.eq_ignore_ascii_case("epoch") {
         return Ok(0);
@@ -155,6 +188,14 @@ pub(super) fn push_year_month_day(out: &mut String, days: i64) -> bool {
 }
 
 pub fn format_date(days: i32) -> String {
+    let infinite = i64::from(days);
+    if let Some(text) = infinity_text(
+        infinite,
+        DATE_INFINITY.into(),
+        DATE_MINUS_INFINITY.into(),
+    ) {
+        return text;
+    }
     let mut out = String::new();
     if push_year_month_day(&mut out, i64::from(days)) {
         out.push_str(" BC");
@@ -286,6 +327,14 @@ pub(super) fn parse_timestamp_parts(
     text: &str,
     type_name: &str,
 ) -> Result<(i64, Option<i64>), ValueError> {
+    if let Some(plus) = infinity(text) {
+        let micros = if plus {
+            TIMESTAMP_INFINITY
+        } else {
+            TIMESTAMP_MINUS_INFINITY
+        };
+        return Ok((micros, None));
+    }
     let (t, bc) = strip_era(text.trim());
     if t.eq_ignore_ascii_case("epoch") {
         return Ok((0, None));
@@ -305,14 +354,23 @@ pub(super) fn parse_timestamp_parts(
         None | Some("") => (0, None),
         Some(time) => parse_time_and_zone(time).map_err(refuse)?,
     };
-    let (year, _, _) = civil_from_days(days);
-    if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
-        return Err(ValueError::new(
+    let out_of_range = || {
+        ValueError::new(
             SqlState::DATETIME_FIELD_OVERFLOW,
             format!("timestamp out of range: \"{text}\""),
-        ));
+        )
+    };
+    let (year, _, _) = civil_from_days(days);
+    if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
+        return Err(out_of_range());
     }
-    Ok((days * MICROS_PER_DAY + micros, zone))
+    // The last days of year 294276 are past the microseconds since 1970 an
+    // i64 holds (PostgreSQL counts from 2000); the largest is infinity's.
+    days.checked_mul(MICROS_PER_DAY)
+        .and_then(|start| start.checked_add(micros))
+        .filter(|micros| *micros < TIMESTAMP_INFINITY)
+        .map(|micros| (micros, zone))
+        .ok_or_else(out_of_range)
 }
 
 /// `timestamp` input; a zone in the text is ignored, as Postgres does.
@@ -323,7 +381,14 @@ pub fn parse_timestamp(text: &str) -> Result<i64, ValueError> {
 /// `timestamptz` input; without a zone the session zone (UTC) applies.
 pub fn parse_timestamptz(text: &str) -> Result<i64, ValueError> {
     let (micros, zone) = parse_timestamp_parts(text, "timestamp with time zone")?;
-    Ok(micros - zone.unwrap_or(0) * MICROS_PER_SECOND)
+    micros
+        .checked_sub(zone.unwrap_or(0) * MICROS_PER_SECOND)
+        .ok_or_else(|| {
+            ValueError::new(
+                SqlState::DATETIME_FIELD_OVERFLOW,
+                format!("timestamp out of range: \"{text}\""),
+            )
+        })
 }
 
 pub(super) fn push_timestamp(out: &mut String, micros: i64) -> bool {
@@ -336,6 +401,9 @@ pub(super) fn push_timestamp(out: &mut String, micros: i64) -> bool {
 }
 
 pub fn format_timestamp(micros: i64) -> String {
+    if let Some(text) = infinity_text(micros, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY) {
+        return text;
+    }
     let mut out = String::new();
     if push_timestamp(&mut out, micros) {
         out.push_str(" BC");
@@ -345,6 +413,9 @@ pub fn format_timestamp(micros: i64) -> String {
 
 /// `timestamptz` in the session zone, UTC: `2025-01-01 00:00:00+00`.
 pub fn format_timestamptz(micros: i64) -> String {
+    if let Some(text) = infinity_text(micros, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY) {
+        return text;
+    }
     let mut out = String::new();
     let bc = push_timestamp(&mut out, micros);
     out.push_str("+00");

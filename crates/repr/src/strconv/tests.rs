@@ -229,6 +229,16 @@ fn dates_and_times() {
         SqlState::DATETIME_FIELD_OVERFLOW
     );
     assert!(parse_datum("2024-13-01", &S::Date).is_err());
+    round_trip("infinity", &S::Date, "infinity");
+    round_trip(" -Infinity", &S::Date, "-infinity");
+    round_trip("infinity", &S::Timestamp, "infinity");
+    round_trip("-infinity", &S::TimestampTz, "-infinity");
+    assert!(parse_datum("+infinity", &S::Date).is_err());
+    // Past the microseconds an i64 counts from 1970: out of range, not a panic.
+    assert_eq!(
+        error("294276-12-31 23:59:59", &S::Timestamp).code,
+        SqlState::DATETIME_FIELD_OVERFLOW
+    );
     assert!(parse_datum("0000-01-01", &S::Date).is_err());
     assert!(parse_datum("yesterday", &S::Date).is_err());
 

@@ -40,6 +40,9 @@ fn date_trunc(row: &[Datum], ty: &SqlScalarType) -> Result<Datum, QueryError> {
     match (&row[1], ty) {
         (Datum::Timestamp(micros), SqlScalarType::Timestamp) => {
             let unit = timestamp_unit(&unit, "timestamp without time zone")?;
+            if super::is_infinite(&row[1]) {
+                return Ok(row[1].clone());
+            }
             Ok(Datum::Timestamp(truncate_local(unit, *micros)))
         }
         (Datum::Interval { .. } | Datum::Time(_), _) => {
@@ -52,6 +55,11 @@ fn date_trunc(row: &[Datum], ty: &SqlScalarType) -> Result<Datum, QueryError> {
         }
         (value, _) => {
             let unit = timestamp_unit(&unit, "timestamp with time zone")?;
+            // An infinite date or timestamp is its own truncation.
+            if super::is_infinite(value) {
+                let cast = floe_repr::cast_datum(value.clone(), &SqlScalarType::TimestampTz);
+                return cast.map_err(QueryError::from_value);
+            }
             let zone = match row.get(2) {
                 Some(zone) => Zone::parse(&text(zone))?,
                 None => Zone::Fixed(0),
