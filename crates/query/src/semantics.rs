@@ -22,7 +22,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
-    BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
+    Between, BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{
@@ -242,6 +242,7 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             })))
         }
         Expr::InList(in_list) => typed_in_list(in_list, schema),
+        Expr::Between(between) => typed_between(between, schema),
         Expr::Negative(operand) => {
             let (_, field) = operand.to_field(schema)?;
             match field.data_type() {
@@ -324,6 +325,25 @@ fn typed_in_list(in_list: InList, schema: &DFSchema) -> DfResult<Transformed<Exp
         list,
         negated,
     ))))
+}
+
+/// `x BETWEEN a AND b` with its string literals read as the type of its first
+/// operand that is not one, as for an `IN` list.
+fn typed_between(between: Between, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let anchor = [&between.expr, &between.low, &between.high]
+        .into_iter()
+        .find(|operand| !is_string_literal(operand));
+    let Some(anchor) = anchor else {
+        return Ok(Transformed::no(Expr::Between(between)));
+    };
+    let (_, field) = anchor.to_field(schema)?;
+    let typed = |operand: Box<Expr>| typed_literal(*operand, Some(&field), schema).map(Box::new);
+    Ok(Transformed::yes(Expr::Between(Between {
+        expr: typed(between.expr)?,
+        negated: between.negated,
+        low: typed(between.low)?,
+        high: typed(between.high)?,
+    })))
 }
 
 /// The first column of a subquery's result.
