@@ -821,7 +821,10 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
 /// Gives the NULLs, string and number literals of a VALUES column the type
 /// another row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`,
 /// `VALUES (1.50::numeric(10,2)), (2.25)`), as Postgres resolves them;
-/// DataFusion would see rows of different types.
+/// DataFusion would see rows of different types. Of a type DataFusion has
+/// itself (`VALUES ('2025-01-01'::date), ('2024-01-01')`) only the unknown-typed
+/// literals, strings and NULL: a number keeps its own type, which the column's
+/// may widen to.
 fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     if rows.len() < 2 {
         return;
@@ -829,22 +832,22 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     let width = rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
     for column in 0..width {
         let declared = rows.iter().find_map(|row| match row.content.get(column) {
-            Some(Expr::Cast { data_type, .. })
-                if crate::types::scalar_type(data_type)
-                    .is_ok_and(|ty| !crate::types::is_native(&ty)) =>
-            {
-                Some(data_type.clone())
-            }
+            Some(Expr::Cast { data_type, .. }) => crate::types::scalar_type(data_type)
+                .ok()
+                .map(|ty| (data_type.clone(), crate::types::is_native(&ty))),
             _ => None,
         });
-        let Some(data_type) = declared else { continue };
+        let Some((data_type, native)) = declared else {
+            continue;
+        };
         for row in rows.iter_mut() {
             if let Some(cell) = row.content.get_mut(column)
                 && let Expr::Value(value) = cell
-                && matches!(
-                    value.value,
-                    Value::Null | Value::SingleQuotedString(_) | Value::Number(..)
-                )
+                && match value.value {
+                    Value::Null | Value::SingleQuotedString(_) => true,
+                    Value::Number(..) => !native,
+                    _ => false,
+                }
             {
                 *cell = Expr::Cast {
                     kind: CastKind::DoubleColon,
