@@ -7,11 +7,13 @@
 //! is the object's key of its name, read by the column type's input (a string
 //! by its text, another value by its JSON text), a json column the value as it
 //! is, a missing key NULL. `jsonb_to_recordset` reads each element of an
-//! array so.
+//! array so. A document of another shape is PostgreSQL's error
+//! ([`crate::functions::record_source`]).
 
 use sqlparser::ast::{DataType, FunctionArg, TableAlias, TableFactor, TableFunctionArgs};
 
 use crate::error::QueryError;
+use crate::functions::record_source::{RECORD_ARRAY, RECORD_OBJECT};
 use crate::naming::normalize;
 use floe_repr::SqlState;
 
@@ -42,9 +44,12 @@ pub fn record_table(
     let [FunctionArg::Unnamed(document)] = args.args.as_slice() else {
         return None;
     };
-    // The argument is jsonb, as an untyped literal is read.
-    let document = format!("CAST(({document}) AS jsonb)");
-    let source = if RECORD_SET.contains(&function) {
+    // The argument is jsonb, as an untyped literal is read, and an object
+    // (or an array of them), as PostgreSQL checks it.
+    let set = RECORD_SET.contains(&function);
+    let check = if set { RECORD_ARRAY } else { RECORD_OBJECT };
+    let document = format!("{check}(CAST(({document}) AS jsonb), '{function}')");
+    let source = if set {
         format!("\"{ELEMENT}\".value")
     } else {
         document.clone()
@@ -59,7 +64,7 @@ pub fn record_table(
         ));
     }
     let mut sql = format!("SELECT {}", columns.join(", "));
-    if RECORD_SET.contains(&function) {
+    if set {
         sql.push_str(&format!(
             " FROM jsonb_array_elements({document}) AS \"{ELEMENT}\""
         ));

@@ -19,6 +19,7 @@ pub mod numeric_division;
 pub mod or_empty;
 pub mod ordered_set;
 mod random;
+pub mod record_source;
 pub mod range;
 pub mod single;
 pub mod sum;
@@ -63,6 +64,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(range::overloads())
         .chain([or_empty::function()])
         .chain(random::functions())
+        .chain(record_source::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });
