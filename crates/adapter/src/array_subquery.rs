@@ -10,9 +10,9 @@
 //! a row number in the subquery's order.
 
 use sqlparser::ast::{
-    Expr, Function, FunctionArgumentClause, FunctionArguments, GroupByExpr, Ident,
-    OrderByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor, Value, Visit,
-    Visitor, WindowSpec, WindowType,
+    Expr, Function, FunctionArgumentClause, FunctionArguments, GroupByExpr, Ident, OrderByExpr,
+    OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor, Value, Visit, Visitor,
+    WindowSpec, WindowType,
 };
 
 /// The aggregates a select list may hold, which make its rows groups.

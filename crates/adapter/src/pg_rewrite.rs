@@ -26,8 +26,8 @@
 use std::collections::HashSet;
 
 use sqlparser::ast::{
-    BinaryOperator, DataType as SqlType, Expr, ObjectName, ObjectNamePart,
-    Query, SelectItem, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, DataType as SqlType, Expr, ObjectName, ObjectNamePart, Query, SelectItem,
+    SetExpr, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 /// Rewrites a statement in place.

@@ -479,12 +479,14 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
         }
         PgType::Date => Datum::Date(shift_days(r.i32()?, POSTGRES_EPOCH_DAYS)),
         PgType::Time => Datum::Time(i64::from_be_bytes(r.array()?)),
-        PgType::Timestamp => {
-            Datum::Timestamp(shift_micros(i64::from_be_bytes(r.array()?), POSTGRES_EPOCH_MICROS))
-        }
-        PgType::TimestampTz => {
-            Datum::TimestampTz(shift_micros(i64::from_be_bytes(r.array()?), POSTGRES_EPOCH_MICROS))
-        }
+        PgType::Timestamp => Datum::Timestamp(shift_micros(
+            i64::from_be_bytes(r.array()?),
+            POSTGRES_EPOCH_MICROS,
+        )),
+        PgType::TimestampTz => Datum::TimestampTz(shift_micros(
+            i64::from_be_bytes(r.array()?),
+            POSTGRES_EPOCH_MICROS,
+        )),
         PgType::Interval => {
             let micros = i64::from_be_bytes(r.array()?);
             let days = r.i32()?;
@@ -752,7 +754,10 @@ mod tests {
             // Infinities are PostgreSQL's extremes of the binary form too.
             (PgType::Date, Datum::Date(strconv::DATE_INFINITY)),
             (PgType::Date, Datum::Date(strconv::DATE_MINUS_INFINITY)),
-            (PgType::Timestamp, Datum::Timestamp(strconv::TIMESTAMP_INFINITY)),
+            (
+                PgType::Timestamp,
+                Datum::Timestamp(strconv::TIMESTAMP_INFINITY),
+            ),
             (
                 PgType::TimestampTz,
                 Datum::TimestampTz(strconv::TIMESTAMP_MINUS_INFINITY),

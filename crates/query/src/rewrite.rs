@@ -912,11 +912,18 @@ fn engine_decimal_holds(number: &str) -> bool {
         None => (unsigned, 0),
     };
     let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if !integer.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+    if !integer
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit())
+    {
         // Not a number floe's numeric reads (`1_000.5`): DataFusion's to judge.
         return true;
     }
-    let significant = format!("{integer}{fraction}").trim_start_matches('0').len().max(1);
+    let significant = format!("{integer}{fraction}")
+        .trim_start_matches('0')
+        .len()
+        .max(1);
     let scale = fraction.len() as i64 - exponent;
     scale >= -128 && (significant as i64).max(scale) <= 76
 }

@@ -207,8 +207,7 @@ fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableF
     if let Some(factor) = list_function_table(&function, args, alias.as_ref(), lateral) {
         return Some(factor);
     }
-    if let Some(factor) =
-        crate::json_record::record_table(&function, args, alias.as_ref(), lateral)
+    if let Some(factor) = crate::json_record::record_table(&function, args, alias.as_ref(), lateral)
     {
         return Some(factor);
     }

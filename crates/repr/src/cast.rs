@@ -5,8 +5,8 @@
 use crate::datum::{Datum, RangeBounds};
 use crate::strconv::{
     self, DATE_INFINITY, DATE_MINUS_INFINITY, Decimal, MICROS_PER_DAY, TIMESTAMP_INFINITY,
-    TIMESTAMP_MINUS_INFINITY, ValueError, check_varchar, format_datum, make_range,
-    numeric_to_type, parse_datum, range_type_name,
+    TIMESTAMP_MINUS_INFINITY, ValueError, check_varchar, format_datum, make_range, numeric_to_type,
+    parse_datum, range_type_name,
 };
 use crate::{SqlScalarType, SqlState};
 

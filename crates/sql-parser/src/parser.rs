@@ -2,8 +2,8 @@
 //! words and parsed here with sqlparser's public `Parser` methods; everything
 //! else goes to sqlparser's `parse_statement`.
 
-use sqlparser::ast::{Ident, ObjectName};
 use crate::dialect::FloeDialect;
+use sqlparser::ast::{Ident, ObjectName};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError as SqlParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};

@@ -284,7 +284,12 @@ fn infinite_field(row: &[Datum]) -> Result<Option<Option<f64>>, QueryError> {
     };
     Ok(Some(match Unit::parse(&field.to_lowercase()) {
         Some(
-            Unit::Year | Unit::Decade | Unit::Century | Unit::Millennium | Unit::IsoYear | Unit::Epoch,
+            Unit::Year
+            | Unit::Decade
+            | Unit::Century
+            | Unit::Millennium
+            | Unit::IsoYear
+            | Unit::Epoch,
         ) => Some(infinity),
         _ => None,
     }))
@@ -739,9 +744,9 @@ fn date_difference(left: &Datum, right: &Datum) -> Result<Datum, QueryError> {
     let (Datum::Date(left), Datum::Date(right)) = (left, right) else {
         return Err(QueryError::internal("dates were expected"));
     };
-    left.checked_sub(*right)
-        .map(Datum::Int32)
-        .ok_or_else(|| QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range"))
+    left.checked_sub(*right).map(Datum::Int32).ok_or_else(|| {
+        QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+    })
 }
 
 fn scaled_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {

@@ -65,7 +65,9 @@ impl ScalarUDFImpl for Random {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         // A poisoned lock still holds a usable state.
-        let mut state = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = STATE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let values: Float64Array = (0..args.number_rows).map(|_| next(&mut state)).collect();
         Ok(ColumnarValue::Array(Arc::new(values)))
     }
@@ -93,7 +95,9 @@ fn setseed(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
             ),
         ));
     }
-    let mut state = STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut state = STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     *state = seed.to_bits();
     Ok(Datum::Text(String::new()))
 }

@@ -154,7 +154,11 @@ pub(super) fn date_out_of_range(text: &str) -> ValueError {
 /// followed by a time (ignored, as Postgres does).
 pub fn parse_date(text: &str) -> Result<i32, ValueError> {
     if let Some(plus) = infinity(text) {
-        return Ok(if plus { DATE_INFINITY } else { DATE_MINUS_INFINITY });
+        return Ok(if plus {
+            DATE_INFINITY
+        } else {
+            DATE_MINUS_INFINITY
+        });
     }
     let (t, bc) = strip_era(text.trim());
     if t.eq_ignore_ascii_case("epoch") {
@@ -189,11 +193,7 @@ pub(super) fn push_year_month_day(out: &mut String, days: i64) -> bool {
 
 pub fn format_date(days: i32) -> String {
     let infinite = i64::from(days);
-    if let Some(text) = infinity_text(
-        infinite,
-        DATE_INFINITY.into(),
-        DATE_MINUS_INFINITY.into(),
-    ) {
+    if let Some(text) = infinity_text(infinite, DATE_INFINITY.into(), DATE_MINUS_INFINITY.into()) {
         return text;
     }
     let mut out = String::new();

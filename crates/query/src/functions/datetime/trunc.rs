@@ -50,7 +50,8 @@ fn date_trunc(row: &[Datum], ty: &SqlScalarType) -> Result<Datum, QueryError> {
                 Datum::Time(micros) => (0, 0, *micros),
                 value => interval_parts(value)?,
             };
-            let (months, days, micros) = truncate_interval(interval_unit(&unit)?, months, days, micros);
+            let (months, days, micros) =
+                truncate_interval(interval_unit(&unit)?, months, days, micros);
             Ok(interval(months, days, micros))
         }
         (value, _) => {
@@ -122,11 +123,9 @@ fn truncate_in_zone(unit: Unit, utc: i64, zone: &Zone) -> i64 {
     let offset = zone.offset_at_utc(utc) * MICROS_PER_SECOND;
     let local = truncate_local(unit, utc + offset);
     let offset = match unit {
-        Unit::Microseconds
-        | Unit::Milliseconds
-        | Unit::Second
-        | Unit::Minute
-        | Unit::Hour => offset,
+        Unit::Microseconds | Unit::Milliseconds | Unit::Second | Unit::Minute | Unit::Hour => {
+            offset
+        }
         _ => zone.offset_of_local(local) * MICROS_PER_SECOND,
     };
     local - offset
