@@ -220,6 +220,13 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (_, left_field) = left.to_field(schema)?;
             let (_, right_field) = right.to_field(schema)?;
+            if let Some((left, right)) = float_operands(&left, &left_field, &right, &right_field) {
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(left),
+                    op,
+                    Box::new(right),
+                ))));
+            }
             if is_comparison(op) && (is_string_literal(&left) != is_string_literal(&right)) {
                 let left = typed_literal(*left, Some(&right_field), schema)?;
                 let right = typed_literal(*right, Some(&left_field), schema)?;
@@ -325,6 +332,55 @@ fn typed_in_list(in_list: InList, schema: &DFSchema) -> DfResult<Transformed<Exp
         list,
         negated,
     ))))
+}
+
+/// The operands of an operator of a float and a number literal beyond the
+/// engine's decimals (`f < 1e308`, which `crate::rewrite` makes floe's cast of
+/// its text to numeric): the literal read as a float, as PostgreSQL casts the
+/// numeric to `float8`. `None` for other operands.
+fn float_operands(
+    left: &Expr,
+    left_field: &datafusion::arrow::datatypes::Field,
+    right: &Expr,
+    right_field: &datafusion::arrow::datatypes::Field,
+) -> Option<(Expr, Expr)> {
+    let is_float = |field: &datafusion::arrow::datatypes::Field| {
+        matches!(
+            functions::sql_type(field),
+            SqlScalarType::Float32 | SqlScalarType::Float64
+        )
+    };
+    // A number no float holds (`1e400`, `1e-330`) stays an error.
+    let as_float = |expr: &Expr| {
+        floe_repr::strconv::parse_float64(numeric_text(expr)?)
+            .ok()
+            .map(lit)
+    };
+    if is_float(left_field) {
+        Some((left.clone(), as_float(right)?))
+    } else if is_float(right_field) {
+        Some((as_float(left)?, right.clone()))
+    } else {
+        None
+    }
+}
+
+/// The text of floe's cast of a text literal to `numeric`.
+fn numeric_text(expr: &Expr) -> Option<&str> {
+    let Expr::ScalarFunction(function) = expr else {
+        return None;
+    };
+    if function.name() != functions::PG_CAST {
+        return None;
+    }
+    let [Expr::Literal(text, _), Expr::Literal(json, _)] = function.args.as_slice() else {
+        return None;
+    };
+    let numeric = matches!(
+        serde_json::from_str::<SqlScalarType>(json.try_as_str()??),
+        Ok(SqlScalarType::Numeric { .. })
+    );
+    if numeric { text.try_as_str()? } else { None }
 }
 
 /// `x BETWEEN a AND b` with its string literals read as the type of its first
@@ -486,6 +542,14 @@ fn rewrite_cast(
     to: &datafusion::arrow::datatypes::Field,
     schema: &DFSchema,
 ) -> DfResult<Transformed<Expr>> {
+    // A number beyond the engine's decimals cast to a double
+    // (`(-1e308)::float8`) is the double of its digits.
+    if functions::sql_type(to) == SqlScalarType::Float64
+        && let Some(value) =
+            numeric_text(&expr).and_then(|text| floe_repr::strconv::parse_float64(text).ok())
+    {
+        return Ok(Transformed::yes(lit(value)));
+    }
     let (_, from) = expr.to_field(schema)?;
     let from_type = from.data_type();
     // A literal that converts exactly keeps DataFusion's cast (folded later).
