@@ -165,6 +165,8 @@ fn holds_aggregate(expr: &Expr) -> bool {
 fn through_derived_table(query: &Query) -> Option<Query> {
     let mut inner = query.clone();
     let (value_keys, row_keys) = match inner.body.as_ref() {
+        // `SELECT *`: a single column, whose keys name it, as a set operation's.
+        SetExpr::Select(select) if is_wildcard(select) => (set_operation_keys(query)?, None),
         SetExpr::Select(select) => {
             let (value, alias) = single_item(select)?;
             let keys = order_keys(query, &value, alias.as_ref())?;
@@ -199,6 +201,13 @@ fn through_derived_table(query: &Query) -> Option<Query> {
             .collect(),
     };
     outer_query(inner, aggregate(value, order), numbered)
+}
+
+fn is_wildcard(select: &Select) -> bool {
+    matches!(
+        select.projection.as_slice(),
+        [SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)]
+    )
 }
 
 /// The ORDER BY of a set operation of one column, whose keys can only name
