@@ -6,9 +6,18 @@
 //!
 //! DataFusion's `date_trunc` types a date as a timestamp, takes no interval,
 //! decade, century, millennium or zone, and fails on timestamps of years BC
-//! from the hour up.
+//! from the hour up. A column of timestamps truncated to a constant unit is
+//! truncated as a whole ([`DateTrunc`]); everything else row by row.
 
-use datafusion::logical_expr::{ScalarUDF, Volatility};
+use std::sync::Arc;
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{DataType, FieldRef, TimeUnit, TimestampMicrosecondType};
+use datafusion::common::Result as DfResult;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
 use floe_repr::strconv::{civil_from_days, days_from_civil};
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
@@ -21,7 +30,74 @@ const MICROS_PER_MINUTE: i64 = 60 * MICROS_PER_SECOND;
 const MICROS_PER_HOUR: i64 = 60 * MICROS_PER_MINUTE;
 
 pub(super) fn function() -> ScalarUDF {
-    RowFunction::new("date_trunc", Volatility::Immutable, trunc_type, date_trunc).udf()
+    ScalarUDF::new_from_impl(DateTrunc {
+        rows: RowFunction::new("date_trunc", Volatility::Immutable, trunc_type, date_trunc),
+    })
+}
+
+/// `date_trunc`: row by row ([`date_trunc`]), but for a column of timestamps
+/// (or timestamptz, in UTC) and a constant unit, whose microseconds are
+/// truncated as one array.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DateTrunc {
+    rows: RowFunction,
+}
+
+impl ScalarUDFImpl for DateTrunc {
+    fn name(&self) -> &str {
+        self.rows.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.rows.signature()
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        self.rows.return_type(arg_types)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        self.rows.return_field_from_args(args)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let unit = match args.args.as_slice() {
+            [ColumnarValue::Scalar(unit), ColumnarValue::Array(_)] => unit
+                .try_as_str()
+                .flatten()
+                .and_then(|name| timestamp_unit(&name.to_lowercase(), "").ok()),
+            _ => None,
+        };
+        let DataType::Timestamp(TimeUnit::Microsecond, zone) = args.return_field.data_type() else {
+            return self.rows.invoke_with_args(args);
+        };
+        match (unit, &args.args[1]) {
+            (Some(unit), ColumnarValue::Array(array))
+                if matches!(
+                    array.data_type(),
+                    DataType::Timestamp(TimeUnit::Microsecond, _)
+                ) =>
+            {
+                let truncated = array
+                    .as_primitive::<TimestampMicrosecondType>()
+                    .unary::<_, TimestampMicrosecondType>(|micros| {
+                        if is_infinite_micros(micros) {
+                            micros
+                        } else {
+                            truncate_local(unit, micros)
+                        }
+                    })
+                    .with_timezone_opt(zone.clone());
+                Ok(ColumnarValue::Array(Arc::new(truncated)))
+            }
+            _ => self.rows.invoke_with_args(args),
+        }
+    }
+}
+
+fn is_infinite_micros(micros: i64) -> bool {
+    use floe_repr::strconv::{TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY};
+    matches!(micros, TIMESTAMP_INFINITY | TIMESTAMP_MINUS_INFINITY)
 }
 
 fn trunc_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
