@@ -220,7 +220,12 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (_, left_field) = left.to_field(schema)?;
             let (_, right_field) = right.to_field(schema)?;
-            if let Some((left, right)) = float_operands(&left, &left_field, &right, &right_field) {
+            let operands = float_operands(&left, &left_field, &right, &right_field).or_else(|| {
+                is_comparison(op)
+                    .then(|| dated_operands(&left, &left_field, &right, &right_field))
+                    .flatten()
+            });
+            if let Some((left, right)) = operands {
                 return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
                     Box::new(left),
                     op,
@@ -362,6 +367,38 @@ fn float_operands(
         Some((as_float(left)?, right.clone()))
     } else {
         None
+    }
+}
+
+/// The operands of a comparison of a date and a timestamp, the date made a
+/// timestamp as PostgreSQL compares them: DataFusion would compare both as
+/// nanoseconds, which hold no date before 1677 or after 2262 (nor infinity).
+fn dated_operands(
+    left: &Expr,
+    left_field: &datafusion::arrow::datatypes::Field,
+    right: &Expr,
+    right_field: &datafusion::arrow::datatypes::Field,
+) -> Option<(Expr, Expr)> {
+    let timestamp =
+        |date: &Expr, other: &datafusion::arrow::datatypes::Field| match functions::sql_type(other)
+        {
+            SqlScalarType::Timestamp => functions::call(
+                functions::datetime::date_timestamp::DATE_TIMESTAMP,
+                vec![date.clone()],
+            )
+            .ok(),
+            SqlScalarType::TimestampTz => {
+                Some(cast_expr(date.clone(), &SqlScalarType::TimestampTz))
+            }
+            _ => None,
+        };
+    match (
+        functions::sql_type(left_field),
+        functions::sql_type(right_field),
+    ) {
+        (SqlScalarType::Date, _) => Some((timestamp(left, right_field)?, right.clone())),
+        (_, SqlScalarType::Date) => Some((left.clone(), timestamp(right, left_field)?)),
+        _ => None,
     }
 }
 
@@ -561,6 +598,20 @@ fn rewrite_cast(
     {
         return Ok(Transformed::yes(Expr::Literal(converted, None)));
     }
+    if from_type == &DataType::Date32
+        && to_type
+            == &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None)
+        && is_plain(&from)
+        && is_plain(to)
+    {
+        let call = functions::call(
+            functions::datetime::date_timestamp::DATE_TIMESTAMP,
+            vec![expr],
+        );
+        return call
+            .map(Transformed::yes)
+            .map_err(crate::QueryError::into_datafusion);
+    }
     if from_type == &DataType::Null
         || (is_plain(&from) && is_plain(to) && widens(from_type, to_type))
     {
@@ -608,7 +659,7 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         (D::Int64, D::Float64) => true,
         (D::Float32, D::Float64) => true,
         // Not a date to a timestamp: Arrow's cast multiplies `infinity`'s
-        // day count past an i64.
+        // day count past an i64 (`rewrite_cast` calls `floe_date_timestamp`).
         _ => false,
     }
 }

@@ -8,6 +8,7 @@
 //! floe's session time zone is UTC: a timestamptz is read and printed there.
 
 mod build;
+pub mod date_timestamp;
 mod from_char;
 mod to_char;
 mod trunc;
@@ -87,7 +88,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .chain(build::functions())
-    .chain([trunc::function()])
+    .chain([trunc::function(), date_timestamp::function()])
     .collect()
 }
 

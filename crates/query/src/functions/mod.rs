@@ -415,7 +415,7 @@ impl ScalarUDFImpl for Overloaded {
 /// DataFusion's conversion rebuilds its item field without the metadata that
 /// carries the item's SQL type, which then differs from the type promised at
 /// planning.
-fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
+pub(crate) fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
     use datafusion::arrow::array::{Array, AsArray};
     if let DataType::List(_) = array.data_type() {
         return Ok(ScalarValue::List(Arc::new(
