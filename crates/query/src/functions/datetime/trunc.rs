@@ -102,11 +102,29 @@ fn is_infinite_micros(micros: i64) -> bool {
 
 fn trunc_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     use SqlScalarType as S;
+    // A string literal is of no type yet: with a zone only a timestamptz fits
+    // it, without one PostgreSQL cannot choose.
+    let unknown = arguments.constant_text(1).is_some();
     match arguments.types.as_slice() {
         [S::Text, S::Timestamp] => Ok(S::Timestamp),
         [S::Text, S::TimestampTz | S::Date] => Ok(S::TimestampTz),
         [S::Text, S::Interval | S::Time] => Ok(S::Interval),
         [S::Text, S::Timestamp | S::TimestampTz | S::Date, S::Text] => Ok(S::TimestampTz),
+        [S::Text, S::Text, S::Text] if unknown => Ok(S::TimestampTz),
+        [S::Text, S::Text] if unknown => Err(QueryError::new(
+            SqlState::AMBIGUOUS_FUNCTION,
+            format!(
+                "function date_trunc({}, unknown) is not unique",
+                if arguments.constant_text(0).is_some() {
+                    "unknown"
+                } else {
+                    "text"
+                }
+            ),
+        )
+        .with_hint(
+            "Could not choose a best candidate function. You might need to add explicit type casts.",
+        )),
         _ => Err(no_such_function("date_trunc", &arguments.types)),
     }
 }
@@ -132,31 +150,23 @@ fn date_trunc(row: &[Datum], ty: &SqlScalarType) -> Result<Datum, QueryError> {
         }
         (value, _) => {
             let unit = timestamp_unit(&unit, "timestamp with time zone")?;
-            // An infinite date or timestamp is its own truncation.
-            if super::is_infinite(value) {
-                let cast = floe_repr::cast_datum(value.clone(), &SqlScalarType::TimestampTz);
-                return cast.map_err(QueryError::from_value);
+            // A date, a timestamp (in the session zone, UTC) and a string
+            // literal are read as a timestamptz.
+            let instant = floe_repr::cast_datum(value.clone(), &SqlScalarType::TimestampTz)
+                .map_err(QueryError::from_value)?;
+            // An infinite one is its own truncation.
+            let Datum::TimestampTz(micros) = instant else {
+                return Err(QueryError::internal("date_trunc of a timestamptz"));
+            };
+            if super::is_infinite(&instant) {
+                return Ok(instant);
             }
             let zone = match row.get(2) {
                 Some(zone) => Zone::parse(&text(zone))?,
                 None => Zone::Fixed(0),
             };
-            Ok(Datum::TimestampTz(truncate_in_zone(
-                unit,
-                instant(value)?,
-                &zone,
-            )))
+            Ok(Datum::TimestampTz(truncate_in_zone(unit, micros, &zone)))
         }
-    }
-}
-
-/// A date, timestamp or timestamptz as microseconds since the epoch in UTC
-/// (a date at midnight and a timestamp read in the session zone, UTC).
-fn instant(value: &Datum) -> Result<i64, QueryError> {
-    match value {
-        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Ok(*micros),
-        Datum::Date(days) => Ok(i64::from(*days) * MICROS_PER_DAY),
-        other => Err(QueryError::internal(format!("date_trunc of {other:?}"))),
     }
 }
 
