@@ -102,6 +102,14 @@ impl VisitorMut for Rewriter {
         if let Some(order_by) = &mut query.order_by
             && let OrderByKind::Expressions(items) = &mut order_by.kind
         {
+            if let SetExpr::Select(select) = query.body.as_ref()
+                && let Some(name) = naming::ambiguous_order_key(select, items)
+            {
+                return self.fail(QueryError::new(
+                    SqlState::AMBIGUOUS_COLUMN,
+                    format!("ORDER BY \"{name}\" is ambiguous"),
+                ));
+            }
             for item in items {
                 keep_number(&mut item.expr);
             }
