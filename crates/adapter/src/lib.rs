@@ -1,6 +1,7 @@
 //! The coordinator: sessions, purification, sequencing of plans against the
 //! catalog, and query execution over the system catalog.
 
+mod array_subquery;
 pub mod auth;
 pub mod batch_cache;
 pub mod connection_config;

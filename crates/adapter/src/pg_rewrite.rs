@@ -9,7 +9,7 @@
 //! - `'name'::regclass` is the relation's OID (`regclassin`), `'t'::regtype` the
 //!   type's, `'pg_catalog.f'::regproc` the function's name; an OID cast to a `reg*`
 //!   type stays the OID;
-//! - `ARRAY(SELECT x ...)` is `(SELECT array_agg(x) ...)`.
+//! - `ARRAY(SELECT x ...)` is `(SELECT array_agg(x) ...)` ([`crate::array_subquery`]).
 //!
 //! In statements that read the PostgreSQL catalog (`pg_catalog`,
 //! `information_schema`) only, because the engine evaluates correlated scalar
@@ -26,8 +26,8 @@
 use std::collections::HashSet;
 
 use sqlparser::ast::{
-    BinaryOperator, DataType as SqlType, Expr, FunctionArguments, ObjectName, ObjectNamePart,
-    Query, SelectItem, SetExpr, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
+    BinaryOperator, DataType as SqlType, Expr, ObjectName, ObjectNamePart, Query, SelectItem,
+    SetExpr, TableFactor, Value, Visit, VisitMut, Visitor, VisitorMut,
 };
 
 /// Rewrites a statement in place.
@@ -278,32 +278,15 @@ fn array_literal(expr: &Expr) -> Option<Expr> {
     }))
 }
 
-/// `ARRAY(SELECT x ...)` is `(SELECT array_agg(x) ...)`.
+/// `ARRAY(SELECT x ...)` ([`crate::array_subquery`]), `{}` when the
+/// subquery has no rows.
 fn array_subquery(function: &sqlparser::ast::Function, catalog: bool) -> Option<Expr> {
-    if last_name(&function.name).is_none_or(|n| n != "array") {
-        return None;
-    }
-    let FunctionArguments::Subquery(query) = &function.args else {
-        return None;
+    let mut query = Box::new(crate::array_subquery::rewrite(function, catalog)?);
+    let collected = match catalog {
+        true => scalar_subquery(&mut query).unwrap_or(Expr::Subquery(query)),
+        false => Expr::Subquery(query),
     };
-    let mut query = query.clone();
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return None;
-    };
-    let [item] = select.projection.as_mut_slice() else {
-        return None;
-    };
-    let expr = match item {
-        SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => expr.clone(),
-        _ => return None,
-    };
-    *item = SelectItem::UnnamedExpr(call("array_agg", expr));
-    // ORDER BY of the subquery orders rows the aggregate consumes; it has no other use.
-    query.order_by = None;
-    if catalog {
-        return scalar_subquery(&mut query).or(Some(Expr::Subquery(query)));
-    }
-    Some(Expr::Subquery(query))
+    Some(call(floe_query::functions::or_empty::OR_EMPTY, collected))
 }
 
 /// The aliases (or names) the FROM clause of a SELECT introduces.
@@ -590,13 +573,24 @@ mod tests {
             rewritten(
                 "SELECT ARRAY(SELECT b.rolname FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles b ON (m.roleid = b.oid) WHERE m.member = r.oid) as memberof FROM pg_catalog.pg_roles r"
             ),
-            "SELECT (SELECT array_agg(b.rolname) FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles b ON (m.roleid = b.oid) WHERE m.member = r.oid) AS memberof FROM pg_catalog.pg_roles r"
+            "SELECT floe_or_empty((SELECT array_agg(b.rolname) FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles b ON (m.roleid = b.oid) WHERE m.member = r.oid)) AS memberof FROM pg_catalog.pg_roles r"
         );
         assert_eq!(
             rewritten(
                 "SELECT CASE WHEN pol.polroles = '{0}' THEN NULL ELSE array_to_string(array(select rolname from pg_catalog.pg_roles where oid = any (pol.polroles) order by 1),',') END FROM pg_catalog.pg_policy pol"
             ),
-            "SELECT CASE WHEN pol.polroles = ARRAY['0'] THEN NULL ELSE array_to_string((SELECT array_agg(rolname) FROM pg_catalog.pg_roles), ',') END FROM pg_catalog.pg_policy pol"
+            "SELECT CASE WHEN pol.polroles = ARRAY['0'] THEN NULL ELSE array_to_string(floe_or_empty((SELECT array_agg(rolname ORDER BY rolname) FROM pg_catalog.pg_roles)), ',') END FROM pg_catalog.pg_policy pol"
+        );
+        // ARRAY(subquery) outside the catalog: in place, its ORDER BY the
+        // aggregate's; through a derived table numbered in its order when it
+        // limits its rows.
+        assert_eq!(
+            rewritten("SELECT ARRAY(SELECT b AS y FROM t ORDER BY y DESC)"),
+            "SELECT floe_or_empty((SELECT array_agg(b ORDER BY b DESC) FROM t))"
+        );
+        assert_eq!(
+            rewritten("SELECT ARRAY(SELECT b FROM t ORDER BY a LIMIT 2)"),
+            "SELECT floe_or_empty((SELECT array_agg(array_source.value ORDER BY array_source.position) FROM (SELECT b, row_number() OVER (ORDER BY a) FROM t ORDER BY a LIMIT 2) AS array_source (value, position)))"
         );
         // Uncorrelated subqueries are left alone.
         assert_eq!(

@@ -28,6 +28,23 @@ const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
 /// Days between the Unix epoch and Postgres' epoch.
 const POSTGRES_EPOCH_DAYS: i32 = 10_957;
 
+/// A day count moved to another epoch by `by` days; infinity and -infinity
+/// are the extremes in both (PostgreSQL's binary form holds them so).
+fn shift_days(days: i32, by: i32) -> i32 {
+    match days {
+        strconv::DATE_INFINITY | strconv::DATE_MINUS_INFINITY => days,
+        _ => days.wrapping_add(by),
+    }
+}
+
+/// [`shift_days`] of a timestamp's microseconds.
+fn shift_micros(micros: i64, by: i64) -> i64 {
+    match micros {
+        strconv::TIMESTAMP_INFINITY | strconv::TIMESTAMP_MINUS_INFINITY => micros,
+        _ => micros.wrapping_add(by),
+    }
+}
+
 pub use floe_repr::{LIST_OID, MAP_OID, UINT2_OID, UINT4_OID, UINT8_OID};
 
 fn materialize_type(name: &str, oid: u32) -> Type {
@@ -206,10 +223,10 @@ pub fn encode_binary(datum: &Datum) -> Option<BytesMut> {
             out.put_slice(floe_query::functions::jsonb::postgres_text(s).as_bytes());
         }
         Datum::Bytes(b) => out.put_slice(b),
-        Datum::Date(days) => out.put_i32(days.wrapping_sub(POSTGRES_EPOCH_DAYS)),
+        Datum::Date(days) => out.put_i32(shift_days(*days, -POSTGRES_EPOCH_DAYS)),
         Datum::Time(micros) => out.put_i64(*micros),
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
-            out.put_i64(micros.wrapping_sub(POSTGRES_EPOCH_MICROS))
+            out.put_i64(shift_micros(*micros, -POSTGRES_EPOCH_MICROS))
         }
         Datum::Interval {
             months,
@@ -460,14 +477,16 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
             }
             Datum::Jsonb(strconv::parse_jsonb(&utf8(r.rest())?)?)
         }
-        PgType::Date => Datum::Date(r.i32()?.wrapping_add(POSTGRES_EPOCH_DAYS)),
+        PgType::Date => Datum::Date(shift_days(r.i32()?, POSTGRES_EPOCH_DAYS)),
         PgType::Time => Datum::Time(i64::from_be_bytes(r.array()?)),
-        PgType::Timestamp => {
-            Datum::Timestamp(i64::from_be_bytes(r.array()?).wrapping_add(POSTGRES_EPOCH_MICROS))
-        }
-        PgType::TimestampTz => {
-            Datum::TimestampTz(i64::from_be_bytes(r.array()?).wrapping_add(POSTGRES_EPOCH_MICROS))
-        }
+        PgType::Timestamp => Datum::Timestamp(shift_micros(
+            i64::from_be_bytes(r.array()?),
+            POSTGRES_EPOCH_MICROS,
+        )),
+        PgType::TimestampTz => Datum::TimestampTz(shift_micros(
+            i64::from_be_bytes(r.array()?),
+            POSTGRES_EPOCH_MICROS,
+        )),
         PgType::Interval => {
             let micros = i64::from_be_bytes(r.array()?);
             let days = r.i32()?;
@@ -732,6 +751,17 @@ mod tests {
                 ),
             ),
             (PgType::DateRange, p("empty", range(S::Date))),
+            // Infinities are PostgreSQL's extremes of the binary form too.
+            (PgType::Date, Datum::Date(strconv::DATE_INFINITY)),
+            (PgType::Date, Datum::Date(strconv::DATE_MINUS_INFINITY)),
+            (
+                PgType::Timestamp,
+                Datum::Timestamp(strconv::TIMESTAMP_INFINITY),
+            ),
+            (
+                PgType::TimestampTz,
+                Datum::TimestampTz(strconv::TIMESTAMP_MINUS_INFINITY),
+            ),
             (
                 PgType::TsRange,
                 p("[2024-01-01,2024-01-02]", range(S::Timestamp)),

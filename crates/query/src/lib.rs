@@ -33,6 +33,7 @@ mod aggregate_subquery;
 pub mod error;
 pub mod function_row;
 pub mod functions;
+mod json_record;
 pub mod jsonb_keys;
 mod lateral;
 pub mod naming;

@@ -9,8 +9,8 @@
 //! before the client sees it.
 
 use sqlparser::ast::{
-    DataType, Expr, Ident, ObjectName, Query, Select, SelectItem, SelectItemQualifiedWildcardKind,
-    SetExpr, TableFactor, TrimWhereField, Value,
+    DataType, Expr, Ident, ObjectName, OrderByExpr, Query, Select, SelectItem,
+    SelectItemQualifiedWildcardKind, SetExpr, TableFactor, TrimWhereField, Value,
 };
 
 /// Starts the engine-only suffix of a duplicate name (a private-use
@@ -136,6 +136,8 @@ fn function_name(function: &sqlparser::ast::Function) -> String {
         // Materialize's constructors, written `LIST[...]` and `MAP[...]`.
         crate::rewrite::LIST_CONSTRUCTOR => "list".to_string(),
         crate::rewrite::MAP_CONSTRUCTOR => "map".to_string(),
+        // What `ARRAY(subquery)` is rewritten to.
+        crate::functions::or_empty::OR_EMPTY => "array".to_string(),
         _ => name,
     }
 }
@@ -216,6 +218,46 @@ pub fn type_column_name(data_type: &DataType) -> String {
 
 /// Names the items of a select list as Postgres does, aliasing each
 /// computed item, and makes the names unique for the engine.
+/// The name of an `ORDER BY` key that names two different output columns of
+/// `select` (`SELECT d, d::timestamp ... ORDER BY d`), which PostgreSQL refuses
+/// as ambiguous. Two columns read from relations are told apart by their names
+/// only (`t1.a` and `t2.a` are not refused).
+pub fn ambiguous_order_key(select: &Select, keys: &[OrderByExpr]) -> Option<String> {
+    if select.projection.iter().any(|item| {
+        matches!(
+            item,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    }) {
+        return None;
+    }
+    keys.iter().find_map(|key| {
+        let Expr::Identifier(ident) = &key.expr else {
+            return None;
+        };
+        let name = normalize(ident);
+        let mut named = select.projection.iter().filter_map(|item| match item {
+            SelectItem::UnnamedExpr(expr) if column_name(expr) == name => Some(comparable(expr)),
+            SelectItem::ExprWithAlias { expr, alias } if normalize(alias) == name => {
+                Some(comparable(expr))
+            }
+            _ => None,
+        });
+        let first = named.next()?;
+        named.any(|other| other != first).then_some(name)
+    })
+}
+
+/// An output column's expression as [`ambiguous_order_key`] compares it: a
+/// column by its name.
+fn comparable(expr: &Expr) -> String {
+    match expr {
+        Expr::Identifier(ident) => normalize(ident),
+        Expr::CompoundIdentifier(parts) => parts.last().map(normalize).unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
 pub fn name_select_items(select: &mut Select, beside_wildcards: bool) {
     // The names a wildcard expands to are the engine's to know: when they are
     // known to clash, every column named from a column gets an engine-only name.

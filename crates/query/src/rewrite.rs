@@ -102,6 +102,14 @@ impl VisitorMut for Rewriter {
         if let Some(order_by) = &mut query.order_by
             && let OrderByKind::Expressions(items) = &mut order_by.kind
         {
+            if let SetExpr::Select(select) = query.body.as_ref()
+                && let Some(name) = naming::ambiguous_order_key(select, items)
+            {
+                return self.fail(QueryError::new(
+                    SqlState::AMBIGUOUS_COLUMN,
+                    format!("ORDER BY \"{name}\" is ambiguous"),
+                ));
+            }
             for item in items {
                 keep_number(&mut item.expr);
             }
@@ -147,6 +155,9 @@ impl VisitorMut for Rewriter {
     }
 
     fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        if let Some(error) = crate::json_record::missing_definition(factor) {
+            return self.fail(error);
+        }
         if let Some(rewritten) = crate::srf::rewrite_table_function(factor) {
             *factor = rewritten;
         }
@@ -224,6 +235,21 @@ impl VisitorMut for Rewriter {
                     )));
                 }
             }
+            // A number cast to a float is the float nearest its digits, as
+            // Postgres' numeric-to-float cast gives (DataFusion's decimal cast
+            // divides, and rounds), whether or not a numeric holds it
+            // (`1e308::float8`): read before the number is typed.
+            Expr::Cast {
+                expr: operand,
+                data_type,
+                ..
+            } if is_float(data_type) => {
+                if let Expr::Value(value) = operand.as_mut()
+                    && let Value::Number(digits, _) = &value.value
+                {
+                    value.value = Value::SingleQuotedString(digits.clone());
+                }
+            }
             Expr::Function(function) => {
                 // Before its arguments are rewritten: it reads how they are written.
                 if let FunctionArguments::List(list) = &function.args
@@ -278,7 +304,7 @@ impl VisitorMut for Rewriter {
         }
         if let Expr::Value(value) = expr
             && let Value::Number(digits, _) = &value.value
-            && let Some(typed) = typed_integer(digits)
+            && let Some(typed) = typed_number(digits)
         {
             *expr = typed;
         }
@@ -308,23 +334,7 @@ impl VisitorMut for Rewriter {
         } = expr
         {
             match crate::types::scalar_type(data_type) {
-                Ok(ty) => {
-                    let mut operand = operand.as_ref().clone();
-                    // A number cast to a float is the float nearest its
-                    // digits, as Postgres' numeric-to-float cast gives
-                    // (DataFusion's decimal cast divides, and rounds).
-                    if matches!(
-                        ty,
-                        floe_repr::SqlScalarType::Float32 | floe_repr::SqlScalarType::Float64
-                    ) && let Expr::Value(value) = &operand
-                        && let Value::Number(digits, _) = &value.value
-                    {
-                        operand = Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
-                            digits.clone(),
-                        )));
-                    }
-                    *expr = cast_call(operand, &ty)
-                }
+                Ok(ty) => *expr = cast_call(operand.as_ref().clone(), &ty),
                 Err(error) => return self.fail(error),
             }
         }
@@ -819,7 +829,10 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
 /// Gives the NULLs, string and number literals of a VALUES column the type
 /// another row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`,
 /// `VALUES (1.50::numeric(10,2)), (2.25)`), as Postgres resolves them;
-/// DataFusion would see rows of different types.
+/// DataFusion would see rows of different types. Of a type DataFusion has
+/// itself (`VALUES ('2025-01-01'::date), ('2024-01-01')`) only the unknown-typed
+/// literals, strings and NULL: a number keeps its own type, which the column's
+/// may widen to.
 fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     if rows.len() < 2 {
         return;
@@ -827,22 +840,22 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     let width = rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
     for column in 0..width {
         let declared = rows.iter().find_map(|row| match row.content.get(column) {
-            Some(Expr::Cast { data_type, .. })
-                if crate::types::scalar_type(data_type)
-                    .is_ok_and(|ty| !crate::types::is_native(&ty)) =>
-            {
-                Some(data_type.clone())
-            }
+            Some(Expr::Cast { data_type, .. }) => crate::types::scalar_type(data_type)
+                .ok()
+                .map(|ty| (data_type.clone(), crate::types::is_native(&ty))),
             _ => None,
         });
-        let Some(data_type) = declared else { continue };
+        let Some((data_type, native)) = declared else {
+            continue;
+        };
         for row in rows.iter_mut() {
             if let Some(cell) = row.content.get_mut(column)
                 && let Expr::Value(value) = cell
-                && matches!(
-                    value.value,
-                    Value::Null | Value::SingleQuotedString(_) | Value::Number(..)
-                )
+                && match value.value {
+                    Value::Null | Value::SingleQuotedString(_) => true,
+                    Value::Number(..) => !native,
+                    _ => false,
+                }
             {
                 *cell = Expr::Cast {
                     kind: CastKind::DoubleColon,
@@ -860,12 +873,16 @@ fn too_many_columns() -> QueryError {
     QueryError::new(SqlState::SYNTAX_ERROR, "subquery has too many columns")
 }
 
-/// An integer literal as Postgres types it: `integer` if it fits, `bigint`
-/// (DataFusion's own typing) if that fits, else `numeric`. `None` for
-/// literals DataFusion already types as Postgres does.
-fn typed_integer(digits: &str) -> Option<Expr> {
+/// A number literal as Postgres types it: an integer is `integer` if it
+/// fits, `bigint` (DataFusion's own typing) if that fits, else `numeric`; a
+/// number with a point or an exponent is `numeric`. `None` for literals
+/// DataFusion already types as Postgres does.
+fn typed_number(digits: &str) -> Option<Expr> {
     if digits.contains(['.', 'e', 'E']) {
-        return None;
+        // Beyond DataFusion's decimals (`1e308`), floe's numeric reads it and
+        // refuses it as out of range (22003), as Materialize refuses more than
+        // 39 digits, where DataFusion calls it an unsupported feature.
+        return (!engine_decimal_holds(digits)).then(|| numeric_text(digits));
     }
     match digits.parse::<i64>() {
         Ok(value) if i32::try_from(value).is_ok() => Some(cast(
@@ -876,13 +893,55 @@ fn typed_integer(digits: &str) -> Option<Expr> {
             DataType::Integer(None),
         )),
         Ok(_) => None,
-        Err(_) => Some(cast(
-            Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
-                digits.to_string(),
-            ))),
-            DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
-        )),
+        Err(_) => Some(numeric_text(digits)),
     }
+}
+
+/// `'digits'::numeric`: the number read by floe's numeric input.
+fn numeric_text(digits: &str) -> Expr {
+    cast(
+        Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+            digits.to_string(),
+        ))),
+        DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+    )
+}
+
+/// Whether DataFusion's decimal literals hold a number written with a point
+/// or an exponent: at most 76 digits (counting the places after the point),
+/// and an exponent of at most 128 past the last digit.
+fn engine_decimal_holds(number: &str) -> bool {
+    let unsigned = number.trim_start_matches(['-', '+']);
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => match exponent.parse::<i64>() {
+            Ok(exponent) => (mantissa, exponent),
+            Err(_) => return false,
+        },
+        None => (unsigned, 0),
+    };
+    let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if !integer
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit())
+    {
+        // Not a number floe's numeric reads (`1_000.5`): DataFusion's to judge.
+        return true;
+    }
+    let significant = format!("{integer}{fraction}")
+        .trim_start_matches('0')
+        .len()
+        .max(1);
+    let scale = fraction.len() as i64 - exponent;
+    scale >= -128 && (significant as i64).max(scale) <= 76
+}
+
+/// Whether a type name is a floating point type.
+fn is_float(data_type: &DataType) -> bool {
+    matches!(
+        crate::types::scalar_type(data_type),
+        Ok(floe_repr::SqlScalarType::Float32 | floe_repr::SqlScalarType::Float64)
+    )
 }
 
 /// The number of columns a subquery returns, when its select list says so

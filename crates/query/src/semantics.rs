@@ -22,7 +22,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
-    BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
+    Between, BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{
@@ -220,6 +220,18 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (_, left_field) = left.to_field(schema)?;
             let (_, right_field) = right.to_field(schema)?;
+            let operands = float_operands(&left, &left_field, &right, &right_field).or_else(|| {
+                is_comparison(op)
+                    .then(|| dated_operands(&left, &left_field, &right, &right_field))
+                    .flatten()
+            });
+            if let Some((left, right)) = operands {
+                return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                    Box::new(left),
+                    op,
+                    Box::new(right),
+                ))));
+            }
             if is_comparison(op) && (is_string_literal(&left) != is_string_literal(&right)) {
                 let left = typed_literal(*left, Some(&right_field), schema)?;
                 let right = typed_literal(*right, Some(&left_field), schema)?;
@@ -242,6 +254,7 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             })))
         }
         Expr::InList(in_list) => typed_in_list(in_list, schema),
+        Expr::Between(between) => typed_between(between, schema),
         Expr::Negative(operand) => {
             let (_, field) = operand.to_field(schema)?;
             match field.data_type() {
@@ -324,6 +337,106 @@ fn typed_in_list(in_list: InList, schema: &DFSchema) -> DfResult<Transformed<Exp
         list,
         negated,
     ))))
+}
+
+/// The operands of an operator of a float and a number literal beyond the
+/// engine's decimals (`f < 1e308`, which `crate::rewrite` makes floe's cast of
+/// its text to numeric): the literal read as a float, as PostgreSQL casts the
+/// numeric to `float8`. `None` for other operands.
+fn float_operands(
+    left: &Expr,
+    left_field: &datafusion::arrow::datatypes::Field,
+    right: &Expr,
+    right_field: &datafusion::arrow::datatypes::Field,
+) -> Option<(Expr, Expr)> {
+    let is_float = |field: &datafusion::arrow::datatypes::Field| {
+        matches!(
+            functions::sql_type(field),
+            SqlScalarType::Float32 | SqlScalarType::Float64
+        )
+    };
+    // A number no float holds (`1e400`, `1e-330`) stays an error.
+    let as_float = |expr: &Expr| {
+        floe_repr::strconv::parse_float64(numeric_text(expr)?)
+            .ok()
+            .map(lit)
+    };
+    if is_float(left_field) {
+        Some((left.clone(), as_float(right)?))
+    } else if is_float(right_field) {
+        Some((as_float(left)?, right.clone()))
+    } else {
+        None
+    }
+}
+
+/// The operands of a comparison of a date and a timestamp, the date made a
+/// timestamp as PostgreSQL compares them: DataFusion would compare both as
+/// nanoseconds, which hold no date before 1677 or after 2262 (nor infinity).
+fn dated_operands(
+    left: &Expr,
+    left_field: &datafusion::arrow::datatypes::Field,
+    right: &Expr,
+    right_field: &datafusion::arrow::datatypes::Field,
+) -> Option<(Expr, Expr)> {
+    let timestamp =
+        |date: &Expr, other: &datafusion::arrow::datatypes::Field| match functions::sql_type(other)
+        {
+            SqlScalarType::Timestamp => functions::call(
+                functions::datetime::date_timestamp::DATE_TIMESTAMP,
+                vec![date.clone()],
+            )
+            .ok(),
+            SqlScalarType::TimestampTz => {
+                Some(cast_expr(date.clone(), &SqlScalarType::TimestampTz))
+            }
+            _ => None,
+        };
+    match (
+        functions::sql_type(left_field),
+        functions::sql_type(right_field),
+    ) {
+        (SqlScalarType::Date, _) => Some((timestamp(left, right_field)?, right.clone())),
+        (_, SqlScalarType::Date) => Some((left.clone(), timestamp(right, left_field)?)),
+        _ => None,
+    }
+}
+
+/// The text of floe's cast of a text literal to `numeric`.
+fn numeric_text(expr: &Expr) -> Option<&str> {
+    let Expr::ScalarFunction(function) = expr else {
+        return None;
+    };
+    if function.name() != functions::PG_CAST {
+        return None;
+    }
+    let [Expr::Literal(text, _), Expr::Literal(json, _)] = function.args.as_slice() else {
+        return None;
+    };
+    let numeric = matches!(
+        serde_json::from_str::<SqlScalarType>(json.try_as_str()??),
+        Ok(SqlScalarType::Numeric { .. })
+    );
+    if numeric { text.try_as_str()? } else { None }
+}
+
+/// `x BETWEEN a AND b` with its string literals read as the type of its first
+/// operand that is not one, as for an `IN` list.
+fn typed_between(between: Between, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
+    let anchor = [&between.expr, &between.low, &between.high]
+        .into_iter()
+        .find(|operand| !is_string_literal(operand));
+    let Some(anchor) = anchor else {
+        return Ok(Transformed::no(Expr::Between(between)));
+    };
+    let (_, field) = anchor.to_field(schema)?;
+    let typed = |operand: Box<Expr>| typed_literal(*operand, Some(&field), schema).map(Box::new);
+    Ok(Transformed::yes(Expr::Between(Between {
+        expr: typed(between.expr)?,
+        negated: between.negated,
+        low: typed(between.low)?,
+        high: typed(between.high)?,
+    })))
 }
 
 /// The first column of a subquery's result.
@@ -466,16 +579,38 @@ fn rewrite_cast(
     to: &datafusion::arrow::datatypes::Field,
     schema: &DFSchema,
 ) -> DfResult<Transformed<Expr>> {
+    // A number beyond the engine's decimals cast to a double
+    // (`(-1e308)::float8`) is the double of its digits.
+    if functions::sql_type(to) == SqlScalarType::Float64
+        && let Some(value) =
+            numeric_text(&expr).and_then(|text| floe_repr::strconv::parse_float64(text).ok())
+    {
+        return Ok(Transformed::yes(lit(value)));
+    }
     let (_, from) = expr.to_field(schema)?;
     let from_type = from.data_type();
     // A literal that converts exactly keeps DataFusion's cast (folded later).
     if let Expr::Literal(value, _) = &expr
         && is_plain(to)
-        && !reads_escapes(to_type)
+        && !reads_text_otherwise(to_type)
         && let Ok(converted) = value.cast_to(to_type)
         && converted.cast_to(&value.data_type()).ok().as_ref() == Some(value)
     {
         return Ok(Transformed::yes(Expr::Literal(converted, None)));
+    }
+    if from_type == &DataType::Date32
+        && to_type
+            == &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None)
+        && is_plain(&from)
+        && is_plain(to)
+    {
+        let call = functions::call(
+            functions::datetime::date_timestamp::DATE_TIMESTAMP,
+            vec![expr],
+        );
+        return call
+            .map(Transformed::yes)
+            .map_err(crate::QueryError::into_datafusion);
     }
     if from_type == &DataType::Null
         || (is_plain(&from) && is_plain(to) && widens(from_type, to_type))
@@ -492,12 +627,18 @@ fn rewrite_cast(
     Ok(Transformed::yes(cast_expr(expr, &target)))
 }
 
-/// Whether Postgres reads text as this type through escapes (a bytea's
-/// `\x6162` is two bytes) where Arrow's cast takes the text's own bytes.
-fn reads_escapes(to_type: &DataType) -> bool {
+/// Whether Postgres reads text as this type otherwise than Arrow's cast, even
+/// where Arrow's answer prints back as the text: through escapes (a bytea's
+/// `\x6162` is two bytes, Arrow takes the text's own bytes), or refusing
+/// dates Arrow takes (year 0, `0000-01-01`, is out of range).
+fn reads_text_otherwise(to_type: &DataType) -> bool {
     matches!(
         to_type,
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::Date32
+            | DataType::Timestamp(..)
     )
 }
 
@@ -517,7 +658,8 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         (D::Int32, D::Int64 | D::Float64) => true,
         (D::Int64, D::Float64) => true,
         (D::Float32, D::Float64) => true,
-        (D::Date32, D::Timestamp(_, None)) => true,
+        // Not a date to a timestamp: Arrow's cast multiplies `infinity`'s
+        // day count past an i64 (`rewrite_cast` calls `floe_date_timestamp`).
         _ => false,
     }
 }
@@ -875,10 +1017,10 @@ fn power(
     Ok(PlannerResult::Planned(call))
 }
 
-/// `interval * number`, `number * interval`, `interval / number` and
-/// `timestamp - timestamp` as floe's functions (DataFusion has no arithmetic of
-/// intervals and numbers, and its difference of timestamps counts hours past a
-/// day).
+/// `interval * number`, `number * interval`, `interval / number`,
+/// `timestamp - timestamp` and `date - date` as floe's functions (DataFusion
+/// has no arithmetic of intervals and numbers, its difference of timestamps
+/// counts hours past a day, and its difference of dates is a bigint).
 fn interval_arithmetic(
     expr: &RawBinaryExpr,
     left: &DfResult<SqlScalarType>,
@@ -906,9 +1048,17 @@ fn interval_arithmetic(
                 Ok(SqlScalarType::TimestampTz)
             )
     );
+    let dates = matches!(
+        (left, right),
+        (Ok(SqlScalarType::Date), Ok(SqlScalarType::Date))
+    );
     let (name, args) = match expr.op {
         B::Minus if timestamps => (
             functions::datetime::TIMESTAMP_DIFFERENCE,
+            vec![expr.left.clone(), expr.right.clone()],
+        ),
+        B::Minus if dates => (
+            functions::datetime::DATE_DIFFERENCE,
             vec![expr.left.clone(), expr.right.clone()],
         ),
         B::Multiply if interval(left) && number(right) => (

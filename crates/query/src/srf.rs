@@ -13,6 +13,8 @@
 //! - `jsonb_array_elements[_text]`, `jsonb_object_keys`, `jsonb_each[_text]`
 //!   `regexp_split_to_table` and `string_to_table` are unnested lists of floe's list functions
 //!   ([`LIST_FUNCTIONS`]), named as Postgres names their columns.
+//! - `jsonb_to_record[set]` are derived tables of their column definition
+//!   list ([`crate::json_record`]).
 
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Query, SelectItem,
@@ -205,6 +207,10 @@ fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableF
     if let Some(factor) = list_function_table(&function, args, alias.as_ref(), lateral) {
         return Some(factor);
     }
+    if let Some(factor) = crate::json_record::record_table(&function, args, alias.as_ref(), lateral)
+    {
+        return Some(factor);
+    }
     // The rewritten call itself carries the inner alias: left as it is.
     if function != GENERATE_SERIES || alias.as_ref().is_some_and(|a| a.name.value == INNER_ALIAS) {
         return None;
@@ -295,12 +301,16 @@ fn list_function_table(
             column(1, "value")
         )
     };
-    let lateral = lateral
-        && args.args.iter().any(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => references_columns(expr),
-            _ => false,
-        });
+    let lateral = lateral && references_columns_in(args);
     derived(&sql, relation, lateral)
+}
+
+/// Whether a call's arguments read a column (of a preceding relation).
+pub(crate) fn references_columns_in(args: &sqlparser::ast::TableFunctionArgs) -> bool {
+    args.args.iter().any(|arg| match arg {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => references_columns(expr),
+        _ => false,
+    })
 }
 
 /// Whether an expression reads a column (of a preceding relation, in `FROM`).
@@ -323,7 +333,7 @@ pub(crate) fn references_columns(expr: &Expr) -> bool {
 
 /// A derived table of `sql` named `relation`; `lateral` when it reads the
 /// columns of the relations before it (`crate::lateral` flattens the join).
-fn derived(sql: &str, relation: Ident, lateral: bool) -> Option<TableFactor> {
+pub(crate) fn derived(sql: &str, relation: Ident, lateral: bool) -> Option<TableFactor> {
     let subquery = parse_query(sql)?;
     Some(TableFactor::Derived {
         lateral,
@@ -633,7 +643,7 @@ fn single_unquoted(name: &ObjectName) -> Option<String> {
     }
 }
 
-fn quoted(ident: &Ident) -> String {
+pub(crate) fn quoted(ident: &Ident) -> String {
     format!("\"{}\"", normalize(ident).replace('"', "\"\""))
 }
 

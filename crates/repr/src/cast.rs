@@ -4,8 +4,9 @@
 
 use crate::datum::{Datum, RangeBounds};
 use crate::strconv::{
-    self, Decimal, MICROS_PER_DAY, ValueError, check_varchar, format_datum, make_range,
-    numeric_to_type, parse_datum, range_type_name,
+    self, DATE_INFINITY, DATE_MINUS_INFINITY, Decimal, MICROS_PER_DAY, TIMESTAMP_INFINITY,
+    TIMESTAMP_MINUS_INFINITY, ValueError, check_varchar, format_datum, make_range, numeric_to_type,
+    parse_datum, range_type_name,
 };
 use crate::{SqlScalarType, SqlState};
 
@@ -213,6 +214,11 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::Float32 | S::Float64 | S::Numeric { .. } => cast_to_inexact(datum, ty)?,
         S::Date => match datum {
             Datum::Date(d) => Datum::Date(d),
+            Datum::Timestamp(TIMESTAMP_INFINITY) | Datum::TimestampTz(TIMESTAMP_INFINITY) => {
+                Datum::Date(DATE_INFINITY)
+            }
+            Datum::Timestamp(TIMESTAMP_MINUS_INFINITY)
+            | Datum::TimestampTz(TIMESTAMP_MINUS_INFINITY) => Datum::Date(DATE_MINUS_INFINITY),
             Datum::Timestamp(t) | Datum::TimestampTz(t) => {
                 Datum::Date(i32::try_from(t.div_euclid(MICROS_PER_DAY)).map_err(|_| {
                     ValueError::new(SqlState::DATETIME_FIELD_OVERFLOW, "date out of range")
@@ -231,6 +237,8 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::Timestamp | S::TimestampTz => {
             let micros = match datum {
                 Datum::Timestamp(t) | Datum::TimestampTz(t) => t,
+                Datum::Date(DATE_INFINITY) => TIMESTAMP_INFINITY,
+                Datum::Date(DATE_MINUS_INFINITY) => TIMESTAMP_MINUS_INFINITY,
                 Datum::Date(d) => i64::from(d) * MICROS_PER_DAY,
                 other => return Err(mismatch(&other, ty)),
             };

@@ -2,8 +2,8 @@
 //! words and parsed here with sqlparser's public `Parser` methods; everything
 //! else goes to sqlparser's `parse_statement`.
 
+use crate::dialect::FloeDialect;
 use sqlparser::ast::{Ident, ObjectName};
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError as SqlParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Word};
@@ -99,7 +99,7 @@ pub const RECURSION_LIMIT: usize = 200;
 
 /// Parses a string of zero or more `;`-separated statements.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
-    let dialect = PostgreSqlDialect {};
+    let dialect = FloeDialect::default();
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .try_with_sql(sql)?;
@@ -537,7 +537,7 @@ fn parse_alter_connection(parser: &mut Parser) -> Result<Statement, ParserError>
 /// `SET (opt = value, ...)`, `DROP (opt, ...)` or `RESET (opt, ...)` separated
 /// by commas, then `WITH (VALIDATE [= bool])`.
 pub fn parse_alter_connection_actions(text: &str) -> Result<AlterConnectionActions, ParserError> {
-    let dialect = PostgreSqlDialect {};
+    let dialect = FloeDialect::default();
     let mut parser = Parser::new(&dialect).try_with_sql(text)?;
     let mut parsed = AlterConnectionActions::default();
     loop {

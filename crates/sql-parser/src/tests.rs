@@ -412,3 +412,21 @@ fn create_index_in_materialize_and_postgres_forms_round_trips() {
         assert_eq!(error.kind, ParserErrorKind::Syntax, "{sql}");
     }
 }
+
+#[test]
+fn between_symmetric_is_the_range_in_either_order() {
+    let printed = |sql: &str| assert_round_trip(sql).to_string();
+    assert_eq!(
+        printed("SELECT a BETWEEN SYMMETRIC 3 AND 1 FROM t"),
+        "SELECT (a BETWEEN 3 AND 1 OR a BETWEEN 1 AND 3) FROM t"
+    );
+    assert_eq!(
+        printed("SELECT a NOT BETWEEN SYMMETRIC b AND c + 1 AND d"),
+        "SELECT (a NOT BETWEEN b AND c + 1 AND a NOT BETWEEN c + 1 AND b) AND d"
+    );
+    assert_eq!(
+        printed("SELECT a BETWEEN ASYMMETRIC 1 AND 3"),
+        "SELECT a BETWEEN 1 AND 3"
+    );
+    assert!(parse_statement("SELECT a BETWEEN SYMMETRIC 3").is_err());
+}

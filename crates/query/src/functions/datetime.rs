@@ -1,6 +1,6 @@
 //! Date and time functions as PostgreSQL defines them, where DataFusion's
 //! differ or are missing: `to_char` with PostgreSQL's templates, `extract`
-//! (numeric) and `date_part` (double precision), `age`, `justify_*`,
+//! (numeric) and `date_part` (double precision), `date_trunc`, `age`, `justify_*`,
 //! interval times and divided by a number, and `AT TIME ZONE`
 //! (`timezone(zone, value)`), which turns a timestamptz into the zone's
 //! local timestamp and a timestamp into a timestamptz.
@@ -8,8 +8,10 @@
 //! floe's session time zone is UTC: a timestamptz is read and printed there.
 
 mod build;
+pub mod date_timestamp;
 mod from_char;
 mod to_char;
+mod trunc;
 
 use chrono::{DateTime, Offset, TimeZone};
 use datafusion::arrow::array::timezone::Tz;
@@ -28,6 +30,8 @@ pub const INTERVAL_MULTIPLY: &str = "floe_interval_multiply";
 pub const INTERVAL_DIVIDE: &str = "floe_interval_divide";
 /// `timestamp - timestamp` (and of timestamptz).
 pub const TIMESTAMP_DIFFERENCE: &str = "floe_timestamp_difference";
+/// `date - date`: the days between, an integer.
+pub const DATE_DIFFERENCE: &str = "floe_date_difference";
 /// `extract(field FROM value)`.
 pub const EXTRACT: &str = "floe_extract";
 /// `make_interval`, its seven parts given by position (the SQL rewrite
@@ -74,9 +78,17 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             timestamp_difference(&row[0], &row[1])
         })
         .udf(),
+        RowFunction::new(
+            DATE_DIFFERENCE,
+            immutable,
+            |_| Ok(SqlScalarType::Int32),
+            |row, _| date_difference(&row[0], &row[1]),
+        )
+        .udf(),
     ]
     .into_iter()
     .chain(build::functions())
+    .chain([trunc::function(), date_timestamp::function()])
     .collect()
 }
 
@@ -91,6 +103,21 @@ fn is_number(ty: &SqlScalarType) -> bool {
 fn is_datetime(ty: &SqlScalarType) -> bool {
     use SqlScalarType as S;
     matches!(ty, S::Timestamp | S::TimestampTz | S::Date | S::Interval)
+}
+
+/// Whether a date or timestamp is `infinity` or `-infinity` (intervals are
+/// finite).
+fn is_infinite(value: &Datum) -> bool {
+    use floe_repr::strconv::{
+        DATE_INFINITY, DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
+    };
+    match value {
+        Datum::Date(days) => matches!(*days, DATE_INFINITY | DATE_MINUS_INFINITY),
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
+            matches!(*micros, TIMESTAMP_INFINITY | TIMESTAMP_MINUS_INFINITY)
+        }
+        _ => false,
+    }
 }
 
 fn interval_out_of_range() -> QueryError {
@@ -139,6 +166,10 @@ fn to_char(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
     let [value, Datum::Text(template)] = row else {
         return Err(QueryError::internal("to_char arguments"));
     };
+    // PostgreSQL formats no infinite date or timestamp.
+    if is_infinite(value) {
+        return Ok(Datum::Null);
+    }
     let text = match value {
         Datum::Timestamp(micros) => {
             format_datetime(&BrokenDown::timestamp(*micros, None), template)?
@@ -200,15 +231,69 @@ fn date_part_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError
 }
 
 fn extract(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
+    match infinite_field(row)? {
+        Some(None) => return Ok(Datum::Null),
+        Some(Some(_)) => {
+            return Err(QueryError::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "extract of this field of an infinite value is infinity, which a numeric does not hold",
+            ));
+        }
+        None => {}
+    }
     let (numerator, scale) = field_value(row)?;
     Ok(Datum::Numeric(decimal_text(numerator, scale)))
 }
 
 fn date_part(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
+    if let Some(infinite) = infinite_field(row)? {
+        return Ok(infinite.map_or(Datum::Null, Datum::Float64));
+    }
     let (numerator, scale) = field_value(row)?;
     Ok(Datum::Float64(
         numerator as f64 / 10_f64.powi(i32::from(scale)),
     ))
+}
+
+/// A field of an infinite date or timestamp, as PostgreSQL gives it: the
+/// value's infinity for a field that grows with time (the year, the epoch),
+/// NULL (`Some(None)`) for another. `None` for a finite value.
+fn infinite_field(row: &[Datum]) -> Result<Option<Option<f64>>, QueryError> {
+    let [Datum::Text(field), value] = row else {
+        return Ok(None);
+    };
+    if !is_infinite(value) {
+        return Ok(None);
+    }
+    // The unit is checked as for a finite value of the type.
+    let finite = match value {
+        Datum::Date(_) => Datum::Date(0),
+        Datum::Timestamp(_) => Datum::Timestamp(0),
+        _ => Datum::TimestampTz(0),
+    };
+    field_value(&[Datum::Text(field.clone()), finite])?;
+    let later = matches!(
+        value,
+        Datum::Date(floe_repr::strconv::DATE_INFINITY)
+            | Datum::Timestamp(floe_repr::strconv::TIMESTAMP_INFINITY)
+            | Datum::TimestampTz(floe_repr::strconv::TIMESTAMP_INFINITY)
+    );
+    let infinity = if later {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    };
+    Ok(Some(match Unit::parse(&field.to_lowercase()) {
+        Some(
+            Unit::Year
+            | Unit::Decade
+            | Unit::Century
+            | Unit::Millennium
+            | Unit::IsoYear
+            | Unit::Epoch,
+        ) => Some(infinity),
+        _ => None,
+    }))
 }
 
 /// `numerator / 10^scale` as decimal text with exactly `scale` digits.
@@ -632,6 +717,12 @@ fn timestamp_difference(left: &Datum, right: &Datum) -> Result<Datum, QueryError
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Ok(*micros),
         _ => Err(QueryError::internal("a timestamp was expected")),
     };
+    if is_infinite(left) || is_infinite(right) {
+        return Err(QueryError::new(
+            SqlState::DATETIME_FIELD_OVERFLOW,
+            "cannot subtract infinite timestamps",
+        ));
+    }
     let difference = micros(left)?.checked_sub(micros(right)?).ok_or_else(|| {
         QueryError::new(SqlState::INTERVAL_FIELD_OVERFLOW, "interval out of range")
     })?;
@@ -641,6 +732,21 @@ fn timestamp_difference(left: &Datum, right: &Datum) -> Result<Datum, QueryError
         months: 0,
         days,
         micros: difference % MICROS_PER_DAY,
+    })
+}
+
+fn date_difference(left: &Datum, right: &Datum) -> Result<Datum, QueryError> {
+    if is_infinite(left) || is_infinite(right) {
+        return Err(QueryError::new(
+            SqlState::DATETIME_FIELD_OVERFLOW,
+            "cannot subtract infinite dates",
+        ));
+    }
+    let (Datum::Date(left), Datum::Date(right)) = (left, right) else {
+        return Err(QueryError::internal("dates were expected"));
+    };
+    left.checked_sub(*right).map(Datum::Int32).ok_or_else(|| {
+        QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
     })
 }
 
@@ -804,6 +910,9 @@ fn timezone(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
     };
     let zone = Zone::parse(zone)?;
     match value {
+        // Infinity is infinity in every zone.
+        Datum::TimestampTz(micros) if is_infinite(value) => Ok(Datum::Timestamp(*micros)),
+        Datum::Timestamp(micros) if is_infinite(value) => Ok(Datum::TimestampTz(*micros)),
         Datum::TimestampTz(utc) => Ok(Datum::Timestamp(
             utc + zone.offset_at_utc(*utc) * MICROS_PER_SECOND,
         )),

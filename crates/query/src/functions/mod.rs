@@ -16,8 +16,11 @@ pub mod jsonb;
 mod jsonb_order;
 pub mod math;
 pub mod numeric_division;
+pub mod or_empty;
 pub mod ordered_set;
+mod random;
 pub mod range;
+pub mod record_source;
 pub mod single;
 pub mod sum;
 pub(crate) mod system;
@@ -59,6 +62,9 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(numeric_division::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
+        .chain([or_empty::function()])
+        .chain(random::functions())
+        .chain(record_source::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
 });
@@ -409,7 +415,7 @@ impl ScalarUDFImpl for Overloaded {
 /// DataFusion's conversion rebuilds its item field without the metadata that
 /// carries the item's SQL type, which then differs from the type promised at
 /// planning.
-fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
+pub(crate) fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
     use datafusion::arrow::array::{Array, AsArray};
     if let DataType::List(_) = array.data_type() {
         return Ok(ScalarValue::List(Arc::new(

@@ -13,6 +13,36 @@ pub const MAX_TIMESTAMP_YEAR: i64 = 294_276;
 /// Postgres' newest date, 5874897-12-31, as days since the epoch.
 pub const MAX_DATE_DAYS: i32 = 2_145_042_905;
 
+/// `'infinity'::date` and `'-infinity'::date`: later and earlier than every
+/// date, as PostgreSQL holds them (the extremes of the day count).
+pub const DATE_INFINITY: i32 = i32::MAX;
+pub const DATE_MINUS_INFINITY: i32 = i32::MIN;
+/// `'infinity'` and `'-infinity'` of a timestamp or timestamptz.
+pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
+pub const TIMESTAMP_MINUS_INFINITY: i64 = i64::MIN;
+
+/// Whether `text` is `infinity` (`Some(true)`) or `-infinity` (`Some(false)`),
+/// as date and timestamp input read them.
+fn infinity(text: &str) -> Option<bool> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("infinity") {
+        Some(true)
+    } else if text.eq_ignore_ascii_case("-infinity") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The text of an infinite date or timestamp, `None` for a finite one.
+fn infinity_text(value: i64, plus: i64, minus: i64) -> Option<String> {
+    match value {
+        v if v == plus => Some("infinity".to_string()),
+        v if v == minus => Some("-infinity".to_string()),
+        _ => None,
+    }
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (year 0 = 1 BC).
 pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
@@ -63,42 +93,54 @@ pub(super) fn strip_era(text: &str) -> (&str, bool) {
     (t, false)
 }
 
+/// Why date or time text is refused: it is not written as one (22007), or a
+/// field is outside its range, as February 30 (22008).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FieldError {
+    Syntax,
+    OutOfRange,
+}
+
+impl FieldError {
+    /// The error for `text` of `type_name`, in PostgreSQL's words.
+    pub(super) fn into_value_error(self, type_name: &str, text: &str) -> ValueError {
+        match self {
+            FieldError::Syntax => datetime_syntax(type_name, text),
+            FieldError::OutOfRange => ValueError::new(
+                SqlState::DATETIME_FIELD_OVERFLOW,
+                format!("date/time field value out of range: \"{text}\""),
+            ),
+        }
+    }
+}
+
+/// The digits at the start of `text` as a number, when there are between 1
+/// and `max_len` of them, and the rest.
+fn leading_number(text: &str, max_len: usize) -> Option<(i64, &str)> {
+    let len = text.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if !(1..=max_len).contains(&len) {
+        return None;
+    }
+    Some((text[..len].parse().ok()?, &text[len..]))
+}
+
 /// Parses `YYYY-MM-DD` at the start of `text`; returns the day number and
 /// the rest.
-pub(super) fn parse_date_prefix(text: &str, bc: bool) -> Option<(i64, &str)> {
-    let bytes = text.as_bytes();
-    let year_len = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    if !(1..=7).contains(&year_len) || bytes.get(year_len) != Some(&b'-') {
-        return None;
+pub(super) fn parse_date_prefix(text: &str, bc: bool) -> Result<(i64, &str), FieldError> {
+    let (year, rest) = leading_number(text, 7).ok_or(FieldError::Syntax)?;
+    let rest = rest.strip_prefix('-').ok_or(FieldError::Syntax)?;
+    let (month, rest) = leading_number(rest, 2).ok_or(FieldError::Syntax)?;
+    let rest = rest.strip_prefix('-').ok_or(FieldError::Syntax)?;
+    let (day, rest) = leading_number(rest, 2).ok_or(FieldError::Syntax)?;
+    if year == 0 {
+        return Err(FieldError::OutOfRange);
     }
-    let year: i64 = text[..year_len].parse().ok()?;
-    let rest = &text[year_len + 1..];
-    let month_len = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
-    if !(1..=2).contains(&month_len) || rest.as_bytes().get(month_len) != Some(&b'-') {
-        return None;
-    }
-    let month: u32 = rest[..month_len].parse().ok()?;
-    let rest = &rest[month_len + 1..];
-    let day_len = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
-    if !(1..=2).contains(&day_len) {
-        return None;
-    }
-    let day: u32 = rest[..day_len].parse().ok()?;
-    let year = if bc {
-        if year == 0 {
-            return None;
-        }
-        1 - year
-    } else {
-        if year == 0 {
-            return None;
-        }
-        year
-    };
+    let year = if bc { 1 - year } else { year };
+    let (month, day) = (month as u32, day as u32);
     if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return None;
+        return Err(FieldError::OutOfRange);
     }
-    Some((days_from_civil(year, month, day), &rest[day_len..]))
+    Ok((days_from_civil(year, month, day), rest))
 }
 
 pub(super) fn date_out_of_range(text: &str) -> ValueError {
@@ -111,16 +153,22 @@ pub(super) fn date_out_of_range(text: &str) -> ValueError {
 /// `date` input: ISO `YYYY-MM-DD`, optionally with ` BC`, optionally
 /// followed by a time (ignored, as Postgres does).
 pub fn parse_date(text: &str) -> Result<i32, ValueError> {
+    if let Some(plus) = infinity(text) {
+        return Ok(if plus {
+            DATE_INFINITY
+        } else {
+            DATE_MINUS_INFINITY
+        });
+    }
     let (t, bc) = strip_era(text.trim());
     if t.eq_ignore_ascii_case("epoch") {
         return Ok(0);
     }
-    let Some((days, rest)) = parse_date_prefix(t, bc) else {
-        return Err(datetime_syntax("date", text));
-    };
+    let refuse = |error: FieldError| error.into_value_error("date", text);
+    let (days, rest) = parse_date_prefix(t, bc).map_err(refuse)?;
     let rest = rest.trim_start_matches(['T', 't', ' ']);
     if !rest.is_empty() {
-        parse_time_and_zone(rest).map_err(|_| datetime_syntax("date", text))?;
+        parse_time_and_zone(rest).map_err(refuse)?;
     }
     if days < i64::from(MIN_DATE_DAYS) || days > i64::from(MAX_DATE_DAYS) {
         return Err(date_out_of_range(text));
@@ -144,6 +192,10 @@ pub(super) fn push_year_month_day(out: &mut String, days: i64) -> bool {
 }
 
 pub fn format_date(days: i32) -> String {
+    let infinite = i64::from(days);
+    if let Some(text) = infinity_text(infinite, DATE_INFINITY.into(), DATE_MINUS_INFINITY.into()) {
+        return text;
+    }
     let mut out = String::new();
     if push_year_month_day(&mut out, i64::from(days)) {
         out.push_str(" BC");
@@ -151,37 +203,35 @@ pub fn format_date(days: i32) -> String {
     out
 }
 
-/// Parses `HH:MM[:SS[.ffffff]]`, rounding to microseconds.
-pub(super) fn parse_clock(text: &str) -> Option<i64> {
+/// Parses `HH:MM[:SS[.ffffff]]`, rounding to microseconds; `24:00:00` is
+/// the end of the day.
+pub(super) fn parse_clock(text: &str) -> Result<i64, FieldError> {
     let mut parts = text.splitn(3, ':');
-    let hours = parts.next()?;
-    let minutes = parts.next()?;
+    let hours = parts.next().ok_or(FieldError::Syntax)?;
+    let minutes = parts.next().ok_or(FieldError::Syntax)?;
     let seconds = parts.next().unwrap_or("0");
-    let number = |s: &str, max_len: usize| -> Option<i64> {
-        if s.is_empty() || s.len() > max_len || !s.bytes().all(|b| b.is_ascii_digit()) {
-            None
-        } else {
-            s.parse().ok()
-        }
+    let number = |s: &str| match leading_number(s, 2) {
+        Some((n, "")) => Ok(n),
+        _ => Err(FieldError::Syntax),
     };
-    let hours = number(hours, 2)?;
-    let minutes = number(minutes, 2)?;
+    let hours = number(hours)?;
+    let minutes = number(minutes)?;
     let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
-    let whole = number(whole, 2)?;
-    let micros = fraction_micros(fraction)?;
+    let whole = number(whole)?;
+    let micros = fraction_micros(fraction).ok_or(FieldError::Syntax)?;
     if hours > 24 || minutes > 59 || whole > 60 {
-        return None;
+        return Err(FieldError::OutOfRange);
     }
     let total = ((hours * 60 + minutes) * 60 + whole) * MICROS_PER_SECOND + micros;
     if total > MICROS_PER_DAY {
-        return None;
+        return Err(FieldError::OutOfRange);
     }
-    Some(total)
+    Ok(total)
 }
 
 /// Parses a time of day and an optional zone offset (in seconds east of
 /// UTC): `10:00`, `10:00:00.5+02`, `10:00Z`, `10:00 UTC`.
-pub(super) fn parse_time_and_zone(text: &str) -> Result<(i64, Option<i64>), ()> {
+pub(super) fn parse_time_and_zone(text: &str) -> Result<(i64, Option<i64>), FieldError> {
     let t = text.trim();
     let zone_at = t
         .char_indices()
@@ -192,10 +242,10 @@ pub(super) fn parse_time_and_zone(text: &str) -> Result<(i64, Option<i64>), ()> 
         Some(at) => (&t[..at], Some(t[at..].trim())),
         None => (t, None),
     };
-    let micros = parse_clock(clock.trim()).ok_or(())?;
+    let micros = parse_clock(clock.trim())?;
     let offset = match zone {
         None | Some("") => None,
-        Some(z) => Some(parse_zone(z).ok_or(())?),
+        Some(z) => Some(parse_zone(z).ok_or(FieldError::Syntax)?),
     };
     Ok((micros, offset))
 }
@@ -246,10 +296,9 @@ pub(super) fn parse_zone(zone: &str) -> Option<i64> {
 
 /// `time` input.
 pub fn parse_time(text: &str) -> Result<i64, ValueError> {
-    match parse_time_and_zone(text) {
-        Ok((micros, _)) => Ok(micros),
-        Err(()) => Err(datetime_syntax("time without time zone", text)),
-    }
+    parse_time_and_zone(text)
+        .map(|(micros, _)| micros)
+        .map_err(|error| error.into_value_error("time without time zone", text))
 }
 
 pub(super) fn push_clock(out: &mut String, micros: i64) {
@@ -278,13 +327,20 @@ pub(super) fn parse_timestamp_parts(
     text: &str,
     type_name: &str,
 ) -> Result<(i64, Option<i64>), ValueError> {
+    if let Some(plus) = infinity(text) {
+        let micros = if plus {
+            TIMESTAMP_INFINITY
+        } else {
+            TIMESTAMP_MINUS_INFINITY
+        };
+        return Ok((micros, None));
+    }
     let (t, bc) = strip_era(text.trim());
     if t.eq_ignore_ascii_case("epoch") {
         return Ok((0, None));
     }
-    let Some((days, rest)) = parse_date_prefix(t, bc) else {
-        return Err(datetime_syntax(type_name, text));
-    };
+    let refuse = |error: FieldError| error.into_value_error(type_name, text);
+    let (days, rest) = parse_date_prefix(t, bc).map_err(refuse)?;
     let time_part = if let Some(r) = rest.strip_prefix(['T', 't']) {
         Some(r)
     } else if rest.starts_with(char::is_whitespace) {
@@ -296,16 +352,25 @@ pub(super) fn parse_timestamp_parts(
     };
     let (micros, zone) = match time_part {
         None | Some("") => (0, None),
-        Some(time) => parse_time_and_zone(time).map_err(|_| datetime_syntax(type_name, text))?,
+        Some(time) => parse_time_and_zone(time).map_err(refuse)?,
+    };
+    let out_of_range = || {
+        ValueError::new(
+            SqlState::DATETIME_FIELD_OVERFLOW,
+            format!("timestamp out of range: \"{text}\""),
+        )
     };
     let (year, _, _) = civil_from_days(days);
     if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
-        return Err(ValueError::new(
-            SqlState::DATETIME_FIELD_OVERFLOW,
-            format!("timestamp out of range: \"{text}\""),
-        ));
+        return Err(out_of_range());
     }
-    Ok((days * MICROS_PER_DAY + micros, zone))
+    // The last days of year 294276 are past the microseconds since 1970 an
+    // i64 holds (PostgreSQL counts from 2000); the largest is infinity's.
+    days.checked_mul(MICROS_PER_DAY)
+        .and_then(|start| start.checked_add(micros))
+        .filter(|micros| *micros < TIMESTAMP_INFINITY)
+        .map(|micros| (micros, zone))
+        .ok_or_else(out_of_range)
 }
 
 /// `timestamp` input; a zone in the text is ignored, as Postgres does.
@@ -316,7 +381,14 @@ pub fn parse_timestamp(text: &str) -> Result<i64, ValueError> {
 /// `timestamptz` input; without a zone the session zone (UTC) applies.
 pub fn parse_timestamptz(text: &str) -> Result<i64, ValueError> {
     let (micros, zone) = parse_timestamp_parts(text, "timestamp with time zone")?;
-    Ok(micros - zone.unwrap_or(0) * MICROS_PER_SECOND)
+    micros
+        .checked_sub(zone.unwrap_or(0) * MICROS_PER_SECOND)
+        .ok_or_else(|| {
+            ValueError::new(
+                SqlState::DATETIME_FIELD_OVERFLOW,
+                format!("timestamp out of range: \"{text}\""),
+            )
+        })
 }
 
 pub(super) fn push_timestamp(out: &mut String, micros: i64) -> bool {
@@ -329,6 +401,9 @@ pub(super) fn push_timestamp(out: &mut String, micros: i64) -> bool {
 }
 
 pub fn format_timestamp(micros: i64) -> String {
+    if let Some(text) = infinity_text(micros, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY) {
+        return text;
+    }
     let mut out = String::new();
     if push_timestamp(&mut out, micros) {
         out.push_str(" BC");
@@ -338,6 +413,9 @@ pub fn format_timestamp(micros: i64) -> String {
 
 /// `timestamptz` in the session zone, UTC: `2025-01-01 00:00:00+00`.
 pub fn format_timestamptz(micros: i64) -> String {
+    if let Some(text) = infinity_text(micros, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY) {
+        return text;
+    }
     let mut out = String::new();
     let bc = push_timestamp(&mut out, micros);
     out.push_str("+00");

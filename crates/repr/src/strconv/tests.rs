@@ -210,15 +210,35 @@ fn dates_and_times() {
     assert_eq!(days_from_civil(-4713, 11, 24), i64::from(MIN_DATE_DAYS));
     assert_eq!(days_from_civil(5_874_897, 12, 31), i64::from(MAX_DATE_DAYS));
     assert_eq!(parse_datum("1970-01-02", &S::Date).unwrap(), Datum::Date(1));
+    let february_29 = error("2023-02-29", &S::Date);
+    assert_eq!(february_29.code, SqlState::DATETIME_FIELD_OVERFLOW);
     assert_eq!(
-        error("2023-02-29", &S::Date).code,
+        february_29.message,
+        "date/time field value out of range: \"2023-02-29\""
+    );
+    assert_eq!(
+        error("2023-02-2x", &S::Date).code,
         SqlState::INVALID_DATETIME_FORMAT
+    );
+    assert_eq!(
+        error("2024-01-01 24:00:01", &S::Timestamp).code,
+        SqlState::DATETIME_FIELD_OVERFLOW
     );
     assert_eq!(
         error("5874898-01-01", &S::Date).code,
         SqlState::DATETIME_FIELD_OVERFLOW
     );
     assert!(parse_datum("2024-13-01", &S::Date).is_err());
+    round_trip("infinity", &S::Date, "infinity");
+    round_trip(" -Infinity", &S::Date, "-infinity");
+    round_trip("infinity", &S::Timestamp, "infinity");
+    round_trip("-infinity", &S::TimestampTz, "-infinity");
+    assert!(parse_datum("+infinity", &S::Date).is_err());
+    // Past the microseconds an i64 counts from 1970: out of range, not a panic.
+    assert_eq!(
+        error("294276-12-31 23:59:59", &S::Timestamp).code,
+        SqlState::DATETIME_FIELD_OVERFLOW
+    );
     assert!(parse_datum("0000-01-01", &S::Date).is_err());
     assert!(parse_datum("yesterday", &S::Date).is_err());
 

@@ -1002,9 +1002,10 @@ fn psql_describe_commands() {
             ],
         ),
         ("\\dn", &["public | materialize"]),
+        // No memberships are `{}`, as PostgreSQL 15's psql shows them.
         (
             "\\du",
-            &["materialize | Superuser, Create role, Create DB |"],
+            &["materialize | Superuser, Create role, Create DB | {}"],
         ),
         (
             "\\l",

@@ -75,6 +75,14 @@ impl<'a> FromSql<'a> for Raw {
 const POSTGRES_EPOCH_MICROS: i64 = 946_684_800_000_000;
 const POSTGRES_EPOCH_DAYS: i32 = 10_957;
 
+/// Microseconds since 2000 as microseconds since 1970, infinities as they are.
+fn unix_micros(micros: i64) -> i64 {
+    match micros {
+        i64::MAX | i64::MIN => micros,
+        _ => micros + POSTGRES_EPOCH_MICROS,
+    }
+}
+
 fn be_i16(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])
 }
@@ -141,10 +149,14 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
         Type::NUMERIC => Datum::Numeric(decode_numeric(b)),
         Type::JSONB => Datum::Jsonb(String::from_utf8_lossy(&b[1..]).into_owned()),
         Type::BYTEA => Datum::Bytes(b.to_vec()),
-        Type::DATE => Datum::Date(be_i32(b) + POSTGRES_EPOCH_DAYS),
+        // Infinity and -infinity are the extremes in either epoch.
+        Type::DATE => Datum::Date(match be_i32(b) {
+            days @ (i32::MAX | i32::MIN) => days,
+            days => days + POSTGRES_EPOCH_DAYS,
+        }),
         Type::TIME => Datum::Time(be_i64(b)),
-        Type::TIMESTAMP => Datum::Timestamp(be_i64(b) + POSTGRES_EPOCH_MICROS),
-        Type::TIMESTAMPTZ => Datum::TimestampTz(be_i64(b) + POSTGRES_EPOCH_MICROS),
+        Type::TIMESTAMP => Datum::Timestamp(unix_micros(be_i64(b))),
+        Type::TIMESTAMPTZ => Datum::TimestampTz(unix_micros(be_i64(b))),
         Type::INTERVAL => Datum::Interval {
             micros: be_i64(b),
             days: be_i32(&b[8..]),

@@ -60,9 +60,8 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         )
         .nullary()
         .udf(),
-        RowFunction::new("isfinite", immutable, isfinite_type, |_, _| {
-            // floe's dates, timestamps and intervals hold finite values only.
-            Ok(Datum::Bool(true))
+        RowFunction::new("isfinite", immutable, isfinite_type, |row, _| {
+            Ok(Datum::Bool(!super::is_infinite(&row[0])))
         })
         .udf(),
     ]

@@ -1,0 +1,65 @@
+//! `floe_date_timestamp(date)`: a date as the timestamp of its midnight, a
+//! column at a time, with `infinity` and `-infinity` as they are (Arrow's cast
+//! multiplies their day counts past an i64).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{DataType, Date32Type, TimeUnit, TimestampMicrosecondType};
+use datafusion::common::Result as DfResult;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use floe_repr::strconv::{
+    DATE_INFINITY, DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
+};
+
+use super::MICROS_PER_DAY;
+
+/// The function's name (called by `crate::semantics` for a cast).
+pub const DATE_TIMESTAMP: &str = "floe_date_timestamp";
+
+pub(super) fn function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(DateTimestamp {
+        signature: Signature::exact(vec![DataType::Date32], Volatility::Immutable),
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DateTimestamp {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for DateTimestamp {
+    fn name(&self) -> &str {
+        DATE_TIMESTAMP
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Timestamp(TimeUnit::Microsecond, None))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let dates = args.args[0].to_array(args.number_rows)?;
+        let timestamps = dates
+            .as_primitive::<Date32Type>()
+            .unary::<_, TimestampMicrosecondType>(|days| match days {
+                DATE_INFINITY => TIMESTAMP_INFINITY,
+                DATE_MINUS_INFINITY => TIMESTAMP_MINUS_INFINITY,
+                days => i64::from(days) * MICROS_PER_DAY,
+            });
+        let array = Arc::new(timestamps);
+        if scalar {
+            Ok(ColumnarValue::Scalar(crate::functions::first_scalar(
+                &(array as _),
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(array))
+        }
+    }
+}
