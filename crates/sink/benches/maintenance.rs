@@ -1,7 +1,7 @@
 //! What built-in maintenance buys a table committed to once per interval: commit latency
-//! at commit 10 and at commit N, and DuckDB's read time after N UPSERT commits, with
-//! snapshot expiry on and off, next to the same rows written once (one snapshot, one
-//! file). Against SeaweedFS (REST catalog + S3); DuckDB reads through its Iceberg
+//! at commit 10 and at commit N, and DuckDB's read time after N UPSERT commits, fully
+//! maintained, without snapshot expiry and without maintenance, next to the same rows
+//! written once (one snapshot, one file). Against SeaweedFS (REST catalog + S3); DuckDB reads through its Iceberg
 //! extension, deletes applied.
 //!
 //! A benchmark, not a test: it prints figures and asserts nothing about timings.
@@ -12,12 +12,14 @@
 //! Environment: `FLOE_BENCH_COMMITS` (N, default 1,000), `FLOE_BENCH_KEYS` (rows of the
 //! relation, default 10,000), `FLOE_BENCH_UPDATES` (keys updated per commit, default 100).
 //!
-//! Each commit is one interval of a synthetic timeline (COMMIT INTERVAL 1 s on it): the
-//! benchmark pushes the interval's updates and waits for its commit, so N commits take as
-//! long as N commits take, not N seconds. Manifest merging is part of every commit and has
-//! no switch: "expiry off" still merges (its figures show what expiry adds); the written-once
-//! table is the reference for reads. Expiry runs with `SNAPSHOT RETENTION = '10s'`, SQL's
-//! minimum, once per 10 s.
+//! Each commit is one interval of a timeline (COMMIT INTERVAL 1 s on it) played faster
+//! than the wall clock: one second of it lasts `FLOE_BENCH_SECOND_MS` of wall time (default
+//! 100 ms), and maintenance's clocks are scaled the same way (its period, 10 s, and the
+//! retention, `SNAPSHOT RETENTION = '10s'`, SQL's minimum, last 1 s each by default), so
+//! the table sees what 1,000 one-second commits and the maintenance between them would do,
+//! in a tenth of the time. A commit that takes longer than its interval delays the next.
+//! Manifest merging and compaction have no switch: "expiry off" still merges and compacts
+//! (its figures show what expiry adds); the written-once table is the reference for reads.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -257,13 +259,33 @@ impl Env {
     }
 }
 
-fn settings(retention: Option<Duration>) -> SinkSettings {
+/// Maintenance's period (10 s in a sink) and the expiry run's retention (`'10s'`), in
+/// seconds of the timeline.
+const MAINTENANCE_SECONDS: u32 = 10;
+
+/// What maintenance a run has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Maintained {
+    /// Compaction and expiry.
+    Fully,
+    /// Compaction; no snapshot expires.
+    NoExpiry,
+    /// No maintenance run (manifests are still merged in every commit).
+    Not,
+}
+
+fn settings(retention: Option<Duration>, second: Duration, maintained: Maintained) -> SinkSettings {
+    let mut maintenance = MaintenanceSettings::fixed(MaintenanceOptions {
+        snapshot_retention: retention,
+        ..MaintenanceOptions::default()
+    });
+    maintenance.min_period = match maintained {
+        Maintained::Not => Duration::from_secs(365 * 24 * 3600),
+        _ => second * MAINTENANCE_SECONDS,
+    };
     SinkSettings {
         max_poll_interval: Duration::from_millis(1),
-        maintenance: MaintenanceSettings::fixed(MaintenanceOptions {
-            snapshot_retention: retention,
-            ..MaintenanceOptions::default()
-        }),
+        maintenance,
         ..SinkSettings::default()
     }
 }
@@ -337,7 +359,8 @@ async fn shape(table: &LoadedTable) -> Shape {
 }
 
 /// N commits of `updates` random keys each over a relation of `keys` rows.
-async fn upsert_run(env: &Env, table: &str, retention: Option<Duration>, config: &Config) -> Run {
+async fn upsert_run(env: &Env, table: &str, maintained: Maintained, config: &Config) -> Run {
+    let retention = (maintained == Maintained::Fully).then(|| config.second * MAINTENANCE_SECONDS);
     let input = Arc::new(LogInput {
         state: Mutex::new((Vec::new(), Timestamp(START))),
         desc: desc(),
@@ -356,9 +379,10 @@ async fn upsert_run(env: &Env, table: &str, retention: Option<Duration>, config:
         env.spec(table),
         input.clone(),
         progress.clone(),
-        settings(retention),
+        settings(retention, config.second, maintained),
     );
     progress.wait(START + INTERVAL).await;
+    let timeline = tokio::time::Instant::now();
     let mut rng = StdRng::seed_from_u64(14);
     let mut versions: BTreeMap<i64, u64> = BTreeMap::new();
     let mut latencies = Vec::with_capacity(config.commits);
@@ -381,6 +405,8 @@ async fn upsert_run(env: &Env, table: &str, retention: Option<Duration>, config:
                 diff: 1,
             });
         }
+        // The interval ends on the timeline's clock (or now, if the last commit ran late).
+        tokio::time::sleep_until(timeline + config.second * commit as u32).await;
         let pushed = Instant::now();
         input.push(updates, lower + INTERVAL);
         let (at, committed) = progress.wait(lower + INTERVAL).await;
@@ -424,7 +450,7 @@ async fn written_once(env: &Env, config: &Config) -> String {
         env.spec("once"),
         input,
         progress.clone(),
-        settings(None),
+        settings(None, config.second, Maintained::Not),
     );
     progress.wait(START + INTERVAL).await.1
 }
@@ -433,6 +459,8 @@ struct Config {
     commits: usize,
     keys: u64,
     updates: u64,
+    /// How long one second of the timeline lasts.
+    second: Duration,
 }
 
 fn median(values: &[Duration]) -> Duration {
@@ -452,6 +480,7 @@ fn main() {
         commits: env_num("FLOE_BENCH_COMMITS", 1_000).max(20) as usize,
         keys: env_num("FLOE_BENCH_KEYS", 10_000).max(1),
         updates: env_num("FLOE_BENCH_UPDATES", 100).max(1),
+        second: Duration::from_millis(env_num("FLOE_BENCH_SECOND_MS", 100).max(1)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -463,38 +492,54 @@ fn main() {
     sw.create_namespace(&namespace);
     let env = Env { sw, namespace };
     println!(
-        "maintenance benchmark: {} UPSERT commits of {} updates over {} keys (SeaweedFS, DuckDB)",
-        config.commits, config.updates, config.keys
+        "maintenance benchmark: {} UPSERT commits of {} updates over {} keys (SeaweedFS, DuckDB), one second of the timeline in {} ms",
+        config.commits,
+        config.updates,
+        config.keys,
+        config.second.as_millis()
     );
     let runs = runtime.block_on(async {
-        let on = upsert_run(&env, "expiry_on", Some(Duration::from_secs(10)), &config).await;
-        let off = upsert_run(&env, "expiry_off", None, &config).await;
+        let mut runs = Vec::new();
+        for (table, maintained) in [
+            ("maintained", Maintained::Fully),
+            ("expiry_off", Maintained::NoExpiry),
+            ("unmaintained", Maintained::Not),
+        ] {
+            runs.push(upsert_run(&env, table, maintained, &config).await);
+        }
         let once = written_once(&env, &config).await;
-        (on, off, once)
+        (runs, once)
     });
-    let (on, off, once) = runs;
+    let (runs, once) = runs;
     let window = |run: &Run, end: usize| {
         let start = end.saturating_sub(10);
         median(&run.latencies[start..end.min(run.latencies.len())])
     };
+    let line = |label: &str, cells: Vec<String>, last: &str| {
+        let cells: String = cells.iter().map(|cell| format!(" {cell:>16}")).collect();
+        println!("{label:<34}{cells} {last:>16}");
+    };
     println!();
-    println!(
-        "{:<34} {:>16} {:>16} {:>16}",
-        "", "expiry on", "expiry off", "written once"
+    line(
+        "",
+        vec![
+            "maintained".into(),
+            "expiry off".into(),
+            "no maintenance".into(),
+        ],
+        "written once",
     );
-    println!(
-        "{:<34} {:>16} {:>16} {:>16}",
+    line(
         "commit latency, commits 6-15",
-        ms(window(&on, 15)),
-        ms(window(&off, 15)),
-        "-"
+        runs.iter().map(|run| ms(window(run, 15))).collect(),
+        "-",
     );
-    println!(
-        "{:<34} {:>16} {:>16} {:>16}",
-        format!("commit latency, last 10 of {}", config.commits),
-        ms(window(&on, config.commits)),
-        ms(window(&off, config.commits)),
-        "-"
+    line(
+        &format!("commit latency, last 10 of {}", config.commits),
+        runs.iter()
+            .map(|run| ms(window(run, config.commits)))
+            .collect(),
+        "-",
     );
     for (label, value) in [
         ("snapshots", |s: &Shape| s.snapshots as u64),
@@ -506,12 +551,12 @@ fn main() {
         ("metadata file bytes", |s: &Shape| s.metadata_bytes),
     ] as [(&str, fn(&Shape) -> u64); 5]
     {
-        println!(
-            "{:<34} {:>16} {:>16} {:>16}",
+        line(
             label,
-            value(&on.shape),
-            value(&off.shape),
-            "-"
+            runs.iter()
+                .map(|run| value(&run.shape).to_string())
+                .collect(),
+            "-",
         );
     }
     let reader = Reader::for_seaweedfs(&env.sw);
@@ -523,19 +568,19 @@ fn main() {
             .min()
             .unwrap_or_default()
     };
-    let (read_on, read_off, read_once) = (best(&on.location), best(&off.location), best(&once));
-    println!(
-        "{:<34} {:>16} {:>16} {:>16}",
+    let read_once = best(&once);
+    let reads: Vec<Duration> = runs.iter().map(|run| best(&run.location)).collect();
+    line(
         "DuckDB read (best of 3)",
-        ms(read_on),
-        ms(read_off),
-        ms(read_once)
+        reads.iter().map(|read| ms(*read)).collect(),
+        &ms(read_once),
     );
-    println!(
-        "{:<34} {:>16} {:>16} {:>16}",
+    line(
         "  read vs written once",
-        format!("{:.2}x", read_on.as_secs_f64() / read_once.as_secs_f64()),
-        format!("{:.2}x", read_off.as_secs_f64() / read_once.as_secs_f64()),
-        "1.00x"
+        reads
+            .iter()
+            .map(|read| format!("{:.2}x", read.as_secs_f64() / read_once.as_secs_f64()))
+            .collect(),
+        "1.00x",
     );
 }
