@@ -716,11 +716,19 @@ impl SinkMachine {
                 }
                 let schema =
                     sink_schema(desc, !extra_columns(spec.envelope).is_empty(), key_indexes)?;
+                // A table floe creates keeps its last 100 metadata files (Iceberg's
+                // `previous-versions-max`), not one per commit for ever: a sink committing
+                // every second would leave 86,400 a day, and at 1,000 the catalog here
+                // took twice as long to commit. Whoever wants them all sets it to false.
                 let properties = BTreeMap::from([
                     (SINK_ID_PROPERTY.to_string(), spec.sink_id.clone()),
                     (
                         ENVIRONMENT_ID_PROPERTY.to_string(),
                         spec.environment_id.clone(),
+                    ),
+                    (
+                        crate::maintenance::metadata::DELETE_AFTER_COMMIT_PROPERTY.to_string(),
+                        "true".to_string(),
                     ),
                 ]);
                 let creation = TableCreation {

@@ -91,6 +91,8 @@ struct Case {
     envelope: Envelope,
     delete_mode: DeleteMode,
     seed: u64,
+    /// Whether the table keeps deleting old metadata files (the property floe sets at
+    /// creation), or its owner turned that off.
     delete_old_metadata: bool,
     /// `TARGET FILE SIZE`.
     target_file_size: Option<u64>,
@@ -323,8 +325,18 @@ async fn run_maintained_sink(
     // The sink's first commit is the (empty) relation's snapshot as of the input's upper.
     let snapshot_frontier = input.upper_now();
     reporter.sink.wait_for_frontier(snapshot_frontier).await;
-    if delete_old_metadata {
-        set_property(&connection, &ns, DELETE_AFTER_COMMIT_PROPERTY, "true").await;
+    // A table the sink creates deletes its old metadata files; its owner may say no.
+    let created = load(&connection, &ns).await;
+    assert_eq!(
+        created
+            .metadata
+            .properties()
+            .get(DELETE_AFTER_COMMIT_PROPERTY)
+            .map(String::as_str),
+        Some("true")
+    );
+    if !delete_old_metadata {
+        set_property(&connection, &ns, DELETE_AFTER_COMMIT_PROPERTY, "false").await;
     }
     // Manifest lists and delete files of snapshots seen early on: expiry must delete
     // them later.
