@@ -9,37 +9,12 @@
 //! becomes a derived table the aggregate reads, ordered by its value, or by
 //! a row number in the subquery's order.
 
+use floe_query::rewrite::AGGREGATES;
 use sqlparser::ast::{
     Expr, Function, FunctionArgumentClause, FunctionArguments, GroupByExpr, Ident, OrderByExpr,
     OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor, Value, Visit, Visitor,
     WindowSpec, WindowType,
 };
-
-/// The aggregates a select list may hold, which make its rows groups.
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "array_agg",
-    "string_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "jsonb_agg",
-    "jsonb_object_agg",
-    "stddev",
-    "stddev_samp",
-    "stddev_pop",
-    "variance",
-    "var_samp",
-    "var_pop",
-    "bit_and",
-    "bit_or",
-    "list_agg",
-    "map_agg",
-];
 
 /// The aggregate query `ARRAY(subquery)` stands for, when `function` is one.
 /// In statements reading the catalog every SELECT is aggregated in place, for
@@ -236,11 +211,9 @@ fn key(expr: Expr) -> OrderByExpr {
 /// `SELECT <collected> FROM (inner) AS array_source (value[, position])`.
 fn outer_query(inner: Query, collected: Expr, numbered: bool) -> Option<Query> {
     let columns = if numbered { "value, position" } else { "value" };
-    let template = format!("SELECT 1 FROM (SELECT 1) AS array_source ({columns})");
-    let mut query = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-        .try_with_sql(&template)
-        .and_then(|mut parser| parser.parse_query())
-        .ok()?;
+    let mut query = floe_query::srf::parse_query(&format!(
+        "SELECT 1 FROM (SELECT 1) AS array_source ({columns})"
+    ))?;
     let SetExpr::Select(select) = query.body.as_mut() else {
         return None;
     };
@@ -248,7 +221,7 @@ fn outer_query(inner: Query, collected: Expr, numbered: bool) -> Option<Query> {
     if let TableFactor::Derived { subquery, .. } = &mut select.from.first_mut()?.relation {
         **subquery = inner;
     }
-    Some(*query)
+    Some(query)
 }
 
 /// `row_number() OVER (ORDER BY keys)`.

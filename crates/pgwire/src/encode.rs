@@ -31,17 +31,19 @@ const POSTGRES_EPOCH_DAYS: i32 = 10_957;
 /// A day count moved to another epoch by `by` days; infinity and -infinity
 /// are the extremes in both (PostgreSQL's binary form holds them so).
 fn shift_days(days: i32, by: i32) -> i32 {
-    match days {
-        strconv::DATE_INFINITY | strconv::DATE_MINUS_INFINITY => days,
-        _ => days.wrapping_add(by),
+    if strconv::is_infinite_date(days) {
+        days
+    } else {
+        days.wrapping_add(by)
     }
 }
 
 /// [`shift_days`] of a timestamp's microseconds.
 fn shift_micros(micros: i64, by: i64) -> i64 {
-    match micros {
-        strconv::TIMESTAMP_INFINITY | strconv::TIMESTAMP_MINUS_INFINITY => micros,
-        _ => micros.wrapping_add(by),
+    if strconv::is_infinite_timestamp(micros) {
+        micros
+    } else {
+        micros.wrapping_add(by)
     }
 }
 

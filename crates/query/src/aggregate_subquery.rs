@@ -14,31 +14,11 @@ use sqlparser::ast::{
     TableWithJoins, VisitMut, VisitorMut,
 };
 
+use crate::rewrite::AGGREGATES;
+
 /// The prefix of the derived table's columns holding the subqueries' values (a
 /// private-use character no client writes).
 const VALUE: &str = "\u{E005}subquery";
-
-/// The aggregates whose arguments may hold a subquery.
-const AGGREGATES: &[&str] = &[
-    "sum",
-    "count",
-    "avg",
-    "min",
-    "max",
-    "string_agg",
-    "array_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "jsonb_agg",
-    "jsonb_object_agg",
-    "stddev",
-    "stddev_samp",
-    "stddev_pop",
-    "variance",
-    "var_samp",
-    "var_pop",
-];
 
 /// Rewrites `select` when an aggregate of its select list or `HAVING` has a
 /// subquery in its arguments and it reads one relation.

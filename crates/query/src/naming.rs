@@ -216,8 +216,6 @@ pub fn type_column_name(data_type: &DataType) -> String {
     }
 }
 
-/// Names the items of a select list as Postgres does, aliasing each
-/// computed item, and makes the names unique for the engine.
 /// The name of an `ORDER BY` key that names two different output columns of
 /// `select` (`SELECT d, d::timestamp ... ORDER BY d`), which PostgreSQL refuses
 /// as ambiguous. Two columns read from relations are told apart by their names
@@ -258,6 +256,8 @@ fn comparable(expr: &Expr) -> String {
     }
 }
 
+/// Names the items of a select list as Postgres does, aliasing each
+/// computed item, and makes the names unique for the engine.
 pub fn name_select_items(select: &mut Select, beside_wildcards: bool) {
     // The names a wildcard expands to are the engine's to know: when they are
     // known to clash, every column named from a column gets an engine-only name.

@@ -377,6 +377,34 @@ fn cast_call(operand: Expr, ty: &floe_repr::SqlScalarType) -> Expr {
     )
 }
 
+/// The aggregate functions, by name: what makes a select list's rows groups
+/// for the rewrites that read a query's syntax (`ARRAY(subquery)`, subqueries
+/// in aggregate arguments).
+pub const AGGREGATES: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "jsonb_agg",
+    "jsonb_object_agg",
+    "stddev",
+    "stddev_samp",
+    "stddev_pop",
+    "variance",
+    "var_samp",
+    "var_pop",
+    "bit_and",
+    "bit_or",
+    "list_agg",
+    "map_agg",
+];
+
 /// A plain call `name(args)`; public so the adapter's catalog rewrites build
 /// calls the same way.
 pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {

@@ -647,7 +647,9 @@ pub(crate) fn quoted(ident: &Ident) -> String {
     format!("\"{}\"", normalize(ident).replace('"', "\"\""))
 }
 
-fn parse_query(sql: &str) -> Option<Query> {
+/// A query from its text (`None` if it does not parse): how rewrites build the
+/// queries they write out as SQL.
+pub fn parse_query(sql: &str) -> Option<Query> {
     let mut parser = Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).ok()?;
     parser.parse_query().ok().map(|q| *q)
 }

@@ -237,9 +237,7 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::Timestamp | S::TimestampTz => {
             let micros = match datum {
                 Datum::Timestamp(t) | Datum::TimestampTz(t) => t,
-                Datum::Date(DATE_INFINITY) => TIMESTAMP_INFINITY,
-                Datum::Date(DATE_MINUS_INFINITY) => TIMESTAMP_MINUS_INFINITY,
-                Datum::Date(d) => i64::from(d) * MICROS_PER_DAY,
+                Datum::Date(d) => strconv::date_midnight(d),
                 other => return Err(mismatch(&other, ty)),
             };
             if matches!(ty, S::Timestamp) {

@@ -274,7 +274,9 @@ enum Maintained {
     Not,
 }
 
-fn settings(retention: Option<Duration>, second: Duration, maintained: Maintained) -> SinkSettings {
+/// A sink's settings with maintenance's clocks on the timeline (a second lasts `second`).
+fn settings(second: Duration, maintained: Maintained) -> SinkSettings {
+    let retention = (maintained == Maintained::Fully).then(|| second * MAINTENANCE_SECONDS);
     let mut maintenance = MaintenanceSettings::fixed(MaintenanceOptions {
         snapshot_retention: retention,
         ..MaintenanceOptions::default()
@@ -361,7 +363,6 @@ async fn shape(table: &LoadedTable) -> Shape {
 
 /// N commits of `updates` random keys each over a relation of `keys` rows.
 async fn upsert_run(env: &Env, table: &str, maintained: Maintained, config: &Config) -> Run {
-    let retention = (maintained == Maintained::Fully).then(|| config.second * MAINTENANCE_SECONDS);
     let input = Arc::new(LogInput {
         state: Mutex::new((Vec::new(), Timestamp(START))),
         desc: desc(),
@@ -380,7 +381,7 @@ async fn upsert_run(env: &Env, table: &str, maintained: Maintained, config: &Con
         env.spec(table),
         input.clone(),
         progress.clone(),
-        settings(retention, config.second, maintained),
+        settings(config.second, maintained),
     );
     progress.wait(START + INTERVAL).await;
     let timeline = tokio::time::Instant::now();
@@ -452,7 +453,7 @@ async fn written_once(env: &Env, config: &Config) -> String {
         env.spec("once"),
         input,
         progress.clone(),
-        settings(None, config.second, Maintained::Not),
+        settings(config.second, Maintained::Not),
     );
     progress.wait(START + INTERVAL).await.1
 }

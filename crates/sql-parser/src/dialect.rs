@@ -123,8 +123,9 @@ fn is_keyword(parser: &Parser, n: usize, keyword: Keyword) -> bool {
 }
 
 /// The bounds of `expr [NOT] BETWEEN [A]SYMMETRIC low AND high`, read after
-/// its keywords, each bound read at `precedence` (that of BETWEEN). A symmetric range is written as PostgreSQL defines it: the
-/// range in either order (`x BETWEEN a AND b OR x BETWEEN b AND a`), and its
+/// its keywords, each bound read at `precedence` (that of BETWEEN). A
+/// symmetric range is written as PostgreSQL defines it: the range in either
+/// order (`x BETWEEN a AND b OR x BETWEEN b AND a`), and its
 /// negation outside both (`x NOT BETWEEN a AND b AND x NOT BETWEEN b AND a`),
 /// which keeps PostgreSQL's answers where a bound is NULL.
 fn parse_between(

@@ -108,14 +108,10 @@ fn is_datetime(ty: &SqlScalarType) -> bool {
 /// Whether a date or timestamp is `infinity` or `-infinity` (intervals are
 /// finite).
 fn is_infinite(value: &Datum) -> bool {
-    use floe_repr::strconv::{
-        DATE_INFINITY, DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
-    };
+    use floe_repr::strconv::{is_infinite_date, is_infinite_timestamp};
     match value {
-        Datum::Date(days) => matches!(*days, DATE_INFINITY | DATE_MINUS_INFINITY),
-        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => {
-            matches!(*micros, TIMESTAMP_INFINITY | TIMESTAMP_MINUS_INFINITY)
-        }
+        Datum::Date(days) => is_infinite_date(*days),
+        Datum::Timestamp(micros) | Datum::TimestampTz(micros) => is_infinite_timestamp(*micros),
         _ => false,
     }
 }

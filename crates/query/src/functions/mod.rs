@@ -303,12 +303,7 @@ impl ScalarUDFImpl for RowFunction {
             }
             results.push((self.row_rule)(&row, &ty).map_err(QueryError::into_datafusion)?);
         }
-        let array = build(&ty, &results)?;
-        if all_scalar {
-            Ok(ColumnarValue::Scalar(first_scalar(&array)?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        columnar(build(&ty, &results)?, all_scalar)
     }
 }
 
@@ -408,6 +403,16 @@ impl ScalarUDFImpl for Overloaded {
         } else {
             self.engine.invoke_with_args(args)
         }
+    }
+}
+
+/// A call's result: its one row as a scalar when its arguments were scalars
+/// (see [`first_scalar`]), else the array.
+pub(crate) fn columnar(array: ArrayRef, scalar: bool) -> DfResult<ColumnarValue> {
+    if scalar {
+        Ok(ColumnarValue::Scalar(first_scalar(&array)?))
+    } else {
+        Ok(ColumnarValue::Array(array))
     }
 }
 

@@ -14,13 +14,14 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, i256};
-use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use floe_repr::SqlState;
 
 use crate::error::QueryError;
+use crate::functions::columnar;
 
 /// The function `numeric / numeric` is planned as (an integer operand cast to
 /// a decimal first).
@@ -229,17 +230,6 @@ fn operands(args: &ScalarFunctionArgs) -> DfResult<(ArrayRef, ArrayRef, bool)> {
         return Err(QueryError::internal("a quotient of two operands").into_datafusion());
     };
     Ok((left.to_array(length)?, right.to_array(length)?, scalar))
-}
-
-/// The result of a call: its one row as a scalar when its operands were.
-fn columnar(array: ArrayRef, scalar: bool) -> DfResult<ColumnarValue> {
-    if scalar {
-        Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-            &array, 0,
-        )?))
-    } else {
-        Ok(ColumnarValue::Array(array))
-    }
 }
 
 /// The quotients of two decimal arrays in a column of `out_scale` places.

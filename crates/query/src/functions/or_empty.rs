@@ -52,8 +52,7 @@ impl ScalarUDFImpl for OrEmpty {
         match &args.args[0] {
             ColumnarValue::Array(array) => Ok(ColumnarValue::Array(or_empty(array)?)),
             ColumnarValue::Scalar(scalar) => {
-                let array = or_empty(&scalar.to_array_of_size(1)?)?;
-                Ok(ColumnarValue::Scalar(super::first_scalar(&array)?))
+                super::columnar(or_empty(&scalar.to_array_of_size(1)?)?, true)
             }
         }
     }

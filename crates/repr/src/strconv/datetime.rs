@@ -21,6 +21,27 @@ pub const DATE_MINUS_INFINITY: i32 = i32::MIN;
 pub const TIMESTAMP_INFINITY: i64 = i64::MAX;
 pub const TIMESTAMP_MINUS_INFINITY: i64 = i64::MIN;
 
+/// Whether a date's day count is `infinity` or `-infinity`.
+pub fn is_infinite_date(days: i32) -> bool {
+    matches!(days, DATE_INFINITY | DATE_MINUS_INFINITY)
+}
+
+/// Whether a timestamp's (or timestamptz's) microseconds are `infinity` or
+/// `-infinity`.
+pub fn is_infinite_timestamp(micros: i64) -> bool {
+    matches!(micros, TIMESTAMP_INFINITY | TIMESTAMP_MINUS_INFINITY)
+}
+
+/// A date as the microseconds of its midnight, `infinity` and `-infinity`
+/// as the timestamp's (multiplying their day counts would pass an i64).
+pub fn date_midnight(days: i32) -> i64 {
+    match days {
+        DATE_INFINITY => TIMESTAMP_INFINITY,
+        DATE_MINUS_INFINITY => TIMESTAMP_MINUS_INFINITY,
+        days => i64::from(days) * MICROS_PER_DAY,
+    }
+}
+
 /// Whether `text` is `infinity` (`Some(true)`) or `-infinity` (`Some(false)`),
 /// as date and timestamp input read them.
 fn infinity(text: &str) -> Option<bool> {

@@ -10,11 +10,7 @@ use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use floe_repr::strconv::{
-    DATE_INFINITY, DATE_MINUS_INFINITY, TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY,
-};
-
-use super::MICROS_PER_DAY;
+use floe_repr::strconv::date_midnight;
 
 /// The function's name (called by `crate::semantics` for a cast).
 pub const DATE_TIMESTAMP: &str = "floe_date_timestamp";
@@ -48,18 +44,7 @@ impl ScalarUDFImpl for DateTimestamp {
         let dates = args.args[0].to_array(args.number_rows)?;
         let timestamps = dates
             .as_primitive::<Date32Type>()
-            .unary::<_, TimestampMicrosecondType>(|days| match days {
-                DATE_INFINITY => TIMESTAMP_INFINITY,
-                DATE_MINUS_INFINITY => TIMESTAMP_MINUS_INFINITY,
-                days => i64::from(days) * MICROS_PER_DAY,
-            });
-        let array = Arc::new(timestamps);
-        if scalar {
-            Ok(ColumnarValue::Scalar(crate::functions::first_scalar(
-                &(array as _),
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+            .unary::<_, TimestampMicrosecondType>(date_midnight);
+        crate::functions::columnar(Arc::new(timestamps), scalar)
     }
 }

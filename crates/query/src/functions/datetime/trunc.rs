@@ -81,7 +81,7 @@ impl ScalarUDFImpl for DateTrunc {
                 let truncated = array
                     .as_primitive::<TimestampMicrosecondType>()
                     .unary::<_, TimestampMicrosecondType>(|micros| {
-                        if is_infinite_micros(micros) {
+                        if floe_repr::strconv::is_infinite_timestamp(micros) {
                             micros
                         } else {
                             truncate_local(unit, micros)
@@ -93,11 +93,6 @@ impl ScalarUDFImpl for DateTrunc {
             _ => self.rows.invoke_with_args(args),
         }
     }
-}
-
-fn is_infinite_micros(micros: i64) -> bool {
-    use floe_repr::strconv::{TIMESTAMP_INFINITY, TIMESTAMP_MINUS_INFINITY};
-    matches!(micros, TIMESTAMP_INFINITY | TIMESTAMP_MINUS_INFINITY)
 }
 
 fn trunc_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
