@@ -14,10 +14,10 @@
 //!
 //! Each commit is one interval of a timeline (COMMIT INTERVAL 1 s on it) played faster
 //! than the wall clock: one second of it lasts `FLOE_BENCH_SECOND_MS` of wall time (default
-//! 100 ms), and maintenance's clocks are scaled the same way (its period, 10 s, and the
-//! retention, `SNAPSHOT RETENTION = '10s'`, SQL's minimum, last 1 s each by default), so
-//! the table sees what 1,000 one-second commits and the maintenance between them would do,
-//! in a tenth of the time. A commit that takes longer than its interval delays the next.
+//! 100 ms), and maintenance's clocks are scaled the same way (its period, 1 s, expiry's
+//! shortest period, 10 s, and the retention, `SNAPSHOT RETENTION = '10s'`, SQL's minimum),
+//! so the table sees what 1,000 one-second commits and the maintenance between them would
+//! do, in a tenth of the time. A commit that takes longer than its interval delays the next.
 //! Manifest merging and compaction have no switch: "expiry off" still merges and compacts
 //! (its figures show what expiry adds); the written-once table is the reference for reads.
 
@@ -30,7 +30,7 @@ use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::{SinkInput, Update, UpdateStream};
 use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
-    CatalogConfig, ClientCredentials, DeleteMode, Envelope, MaintenanceOptions,
+    CatalogConfig, ClientCredentials, DeleteMode, Envelope, MaintenanceOptions, MaintenanceReport,
     MaintenanceSettings, Namespace, ProgressReport, SinkConnection, SinkError, SinkReporter,
     SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate, spawn_sink,
 };
@@ -154,6 +154,8 @@ impl LogInput {
 struct Progress {
     frontiers: Mutex<Vec<(u64, Instant, String)>>,
     stalls: Mutex<Vec<String>>,
+    /// Maintenance runs reported, and the first error of a failed one.
+    maintenance: Mutex<(u64, Option<String>)>,
 }
 
 impl SinkReporter for Progress {
@@ -163,6 +165,13 @@ impl SinkReporter for Progress {
         }
     }
     fn statistics(&self, _update: StatisticsUpdate) {}
+    fn maintenance(&self, report: MaintenanceReport) {
+        let mut tally = self.maintenance.lock().unwrap();
+        tally.0 += 1;
+        if tally.1.is_none() {
+            tally.1 = report.error;
+        }
+    }
     fn progress(&self, report: ProgressReport) {
         if report.in_table {
             self.frontiers.lock().unwrap().push((
@@ -259,9 +268,12 @@ impl Env {
     }
 }
 
-/// Maintenance's period (10 s in a sink) and the expiry run's retention (`'10s'`), in
+/// Expiry's shortest period (10 s in a sink) and the expiry run's retention (`'10s'`), in
 /// seconds of the timeline.
 const MAINTENANCE_SECONDS: u32 = 10;
+/// Maintenance's period (a compaction step at most every second in a sink), in seconds of
+/// the timeline.
+const COMPACTION_SECONDS: u32 = 1;
 
 /// What maintenance a run has.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -283,8 +295,12 @@ fn settings(second: Duration, maintained: Maintained) -> SinkSettings {
     });
     maintenance.min_period = match maintained {
         Maintained::Not => Duration::from_secs(365 * 24 * 3600),
-        _ => second * MAINTENANCE_SECONDS,
+        _ => second * COMPACTION_SECONDS,
     };
+    maintenance.expiry_min_period = second * MAINTENANCE_SECONDS;
+    // A step takes as long on the wall clock as in a sink, but the commits it is paced
+    // against come faster: its pause is scaled with the timeline.
+    maintenance.step_pause_factor *= second.as_secs_f64();
     SinkSettings {
         max_poll_interval: Duration::from_millis(1),
         maintenance,
@@ -299,6 +315,10 @@ struct Run {
     latencies: Vec<Duration>,
     location: String,
     shape: Shape,
+    /// Maintenance runs that did something (or failed).
+    maintenance_runs: u64,
+    /// The first failed run's error.
+    maintenance_error: Option<String>,
 }
 
 /// The table's shape at the end.
@@ -416,11 +436,14 @@ async fn upsert_run(env: &Env, table: &str, maintained: Maintained, config: &Con
         location = committed;
     }
     let table = env.load(table).await;
+    let (maintenance_runs, maintenance_error) = progress.maintenance.lock().unwrap().clone();
     Run {
         maintained,
         latencies,
         location,
         shape: shape(&table).await,
+        maintenance_runs,
+        maintenance_error,
     }
 }
 
@@ -561,6 +584,18 @@ fn main() {
                 .collect(),
             "-",
         );
+    }
+    line(
+        "maintenance runs reported",
+        runs.iter()
+            .map(|run| run.maintenance_runs.to_string())
+            .collect(),
+        "-",
+    );
+    for run in &runs {
+        if let Some(error) = &run.maintenance_error {
+            println!("  a maintenance run failed: {error}");
+        }
     }
     let reader = Reader::for_seaweedfs(&env.sw);
     // An unmaintained table's read takes tens of seconds: once is enough, and three

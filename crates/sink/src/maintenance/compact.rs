@@ -81,6 +81,16 @@ const DELETED_PERCENT: u64 = 30;
 /// rewritten (a step at a time): an UPSERT table then holds only the delete files
 /// committed since the last step, well under the 32 it may hold in steady state.
 const DELETE_FILES_PRESSURE: usize = 16;
+/// A partition's small files are compacted early, with the deletes that apply to them,
+/// when that is cheap: at most this many bytes, and at most [`EAGER_AMPLIFICATION`] times
+/// what was committed since the last step. Why: a reader pays a request or two per file,
+/// so a small table committed to every second reads many times slower as a dozen files
+/// with their deletes than as one; rewriting a few MiB is cheap next to that, while the
+/// bound keeps a large table from being rewritten for every small commit (and the files
+/// a step replaces are kept for the snapshot retention).
+pub const EAGER_STEP_BYTES: u64 = 16 * 1024 * 1024;
+/// How many times the bytes committed since the last step an early step may rewrite.
+const EAGER_AMPLIFICATION: u64 = 64;
 /// A step reads at least this much (a small target must not make compaction crawl).
 const MIN_STEP_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -173,15 +183,22 @@ type Targets = Arc<HashMap<String, u64>>;
 pub struct CompactionState {
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
     targets: Mutex<HashMap<String, Targets>>,
+    /// The data sequence number of the files the last step that landed wrote (its base's):
+    /// files above it were committed since. `None` before this task's first step.
+    last_step_sequence: Mutex<Option<i64>>,
+    /// The most bytes an early step rewrites ([`EAGER_STEP_BYTES`]; 0: no early steps).
+    eager_step_bytes: u64,
     /// Where each compaction that lands is handed to the sink's position index.
     rewrites: RewriteLog,
 }
 
 impl CompactionState {
-    /// A state that hands each compaction that lands to `rewrites`.
-    pub fn publishing(rewrites: RewriteLog) -> CompactionState {
+    /// A state that hands each compaction that lands to `rewrites`, with early steps of at
+    /// most `eager_step_bytes`.
+    pub fn publishing(rewrites: RewriteLog, eager_step_bytes: u64) -> CompactionState {
         CompactionState {
             rewrites,
+            eager_step_bytes,
             ..CompactionState::default()
         }
     }
@@ -384,6 +401,7 @@ fn plan(
     deletes: &DeleteFiles<'_>,
     target: u64,
     table: &LoadedTable,
+    eager_bytes: u64,
 ) -> Vec<Plan> {
     let small = target.saturating_mul(SMALL_PERCENT) / 100;
     let pressure = live.deletes.len() >= DELETE_FILES_PRESSURE;
@@ -393,34 +411,31 @@ fn plan(
             || (pressure && !applying.is_empty())
             || mostly_deleted(file, deletes.deleted_rows(file))
     };
-    let mut groups: HashMap<(i32, &Struct), Vec<Candidate<'_>>> = HashMap::new();
-    let mut laden_files: HashSet<&str> = HashSet::new();
+    // Per partition: the files a step would take (small or laden), and the small files
+    // (what an early step takes), with whether any is laden.
+    let mut groups: HashMap<(i32, &Struct), PartitionFiles<'_>> = HashMap::new();
     for file in &live.data {
         let applying = deletes.applying_to(file.path(), file.partition(), file.sequence_number);
         if !rewritable(&applying) {
             continue;
         }
         let laden = laden(file, &applying);
-        if laden {
-            laden_files.insert(file.path());
+        let is_small = file.file.file_size_in_bytes() < small;
+        if !is_small && !laden {
+            continue;
         }
-        if file.file.file_size_in_bytes() < small || laden {
-            groups
-                .entry(file.partition())
-                .or_default()
-                .push((file, applying));
+        let group = groups.entry(file.partition()).or_default();
+        group.any_laden |= laden;
+        group.due.push((file, applying.clone()));
+        if is_small {
+            group.eager.push((file, applying));
         }
     }
     let mut due: Vec<Vec<Candidate<'_>>> = groups
         .into_iter()
-        .filter(|((spec_id, _), candidates)| {
-            let known = table.metadata.partition_spec_by_id(*spec_id).is_some();
-            let any_laden = candidates
-                .iter()
-                .any(|(file, _)| laden_files.contains(file.path()));
-            known && (candidates.len() >= MIN_INPUT_FILES || any_laden)
-        })
-        .map(|(_, mut candidates)| {
+        .filter(|((spec_id, _), _)| table.metadata.partition_spec_by_id(*spec_id).is_some())
+        .filter_map(|(_, group)| group.into_due(eager_bytes))
+        .map(|mut candidates| {
             candidates.sort_by_key(|(file, _)| (file.sequence_number, file.path().to_string()));
             candidates
         })
@@ -453,6 +468,47 @@ fn plan(
         }
     }
     plans
+}
+
+/// The files of one partition a step may take.
+#[derive(Default)]
+struct PartitionFiles<'a> {
+    /// The small files and those whose deletes make them worth rewriting.
+    due: Vec<Candidate<'a>>,
+    /// The small files.
+    eager: Vec<Candidate<'a>>,
+    any_laden: bool,
+}
+
+impl<'a> PartitionFiles<'a> {
+    /// What a step takes of the partition: its due files when there are enough of them
+    /// or one is laden; else its small files when they come to at most `eager_bytes` and
+    /// rewriting them would leave fewer files to read (two or more, or one with deletes);
+    /// else nothing.
+    fn into_due(self, eager_bytes: u64) -> Option<Vec<Candidate<'a>>> {
+        if self.due.len() >= MIN_INPUT_FILES || self.any_laden {
+            return Some(self.due);
+        }
+        let bytes: u64 = self
+            .eager
+            .iter()
+            .map(|(file, _)| file.file.file_size_in_bytes())
+            .sum();
+        let fewer = self.eager.len() >= 2 || self.eager.iter().any(|(_, d)| !d.is_empty());
+        (fewer && bytes <= eager_bytes).then_some(self.eager)
+    }
+}
+
+/// The bytes of the live data and delete files committed since the last step (files
+/// whose data sequence number is above the one it wrote); all of them before this task's
+/// first step.
+fn fresh_bytes(live: &LiveFiles, last_step_sequence: Option<i64>) -> u64 {
+    live.data
+        .iter()
+        .chain(&live.deletes)
+        .filter(|file| last_step_sequence.is_none_or(|last| file.sequence_number > last))
+        .map(|file| file.file.file_size_in_bytes())
+        .sum()
 }
 
 /// Whether `deleted` (rows of `file` its deletes remove, when known) reach
@@ -752,7 +808,11 @@ pub async fn compact(
     };
     state.retain(&live);
     let deletes = DeleteFiles::of(&table, &live, state).await?;
-    let plans = plan(&live, &deletes, target, &table);
+    let fresh = fresh_bytes(&live, *lock(&state.last_step_sequence));
+    let eager_bytes = state
+        .eager_step_bytes
+        .min(fresh.saturating_mul(EAGER_AMPLIFICATION));
+    let plans = plan(&live, &deletes, target, &table, eager_bytes);
     let Some(spec_id) = plans.first().map(|plan| plan.spec_id) else {
         return Ok(CompactionOutcome::default());
     };
@@ -796,6 +856,7 @@ pub async fn compact(
     };
     let removed_deletes = *lock(&intent.removed_deletes);
     if let Some((snapshot_id, after, carried)) = landed {
+        *lock(&state.last_step_sequence) = Some(intent.data_sequence_number);
         publish(state, intent, (snapshot_id, &after), carried);
     }
     let outcome = CompactionOutcome {

@@ -10,6 +10,10 @@
 //! minimum sequence number are computed from its entries. Why in the sink's commit: it is
 //! bounded work (the small manifests' entries), and a manifest list that is short from the
 //! moment it is written needs no later rewrite; Iceberg's own writers merge the same way.
+//!
+//! Before the bound is near, the tiny manifests of each kind are merged with every commit
+//! ([`merge_tiny`]), so a table committed to every second keeps a handful of manifests,
+//! not 32, for every reader to fetch.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -29,6 +33,11 @@ pub const MAX_MANIFESTS: usize = 32;
 /// Manifests below this size are merged first; larger ones only when merging the small
 /// ones is not enough.
 const SMALL_MANIFEST_BYTES: i64 = 8 * 1024 * 1024;
+/// Manifests below this size are tiny: merged with every commit (a manifest of one
+/// commit's files is a few KiB).
+const TINY_MANIFEST_BYTES: i64 = 64 * 1024;
+/// The most bytes of tiny manifests one commit merges, per kind.
+const TINY_MERGE_BYTES: i64 = 256 * 1024;
 
 /// Where a commit writes the manifests it merges.
 pub struct MergeTarget<'a> {
@@ -47,21 +56,14 @@ pub async fn carry_over(
     target: &MergeTarget<'_>,
 ) -> Result<Vec<ManifestFile>, SinkError> {
     // Format 1 has no sequence numbers to carry; such tables are left as they are.
-    if carried.len() + added <= MAX_MANIFESTS || base.metadata.format_version() == FormatVersion::V1
-    {
+    if base.metadata.format_version() == FormatVersion::V1 {
         return Ok(carried);
     }
-    let mut groups: BTreeMap<(u8, i32), Vec<ManifestFile>> = BTreeMap::new();
-    for manifest in carried {
-        let content = match manifest.content {
-            ManifestContentType::Data => 0,
-            ManifestContentType::Deletes => 1,
-        };
-        groups
-            .entry((content, manifest.partition_spec_id))
-            .or_default()
-            .push(manifest);
+    let carried = merge_tiny(base, carried, target).await?;
+    if carried.len() + added <= MAX_MANIFESTS {
+        return Ok(carried);
     }
+    let groups = by_kind(carried);
     // First only the small manifests of each kind; all of them if that is not enough.
     let small_only = count_after_merge(&groups, true) + added <= MAX_MANIFESTS;
     let mut result = Vec::new();
@@ -78,6 +80,63 @@ pub async fn carry_over(
         if let Some(merged) = merge_manifests(base, &merge, &path, target.snapshot_id).await? {
             result.push(merged);
         }
+    }
+    Ok(result)
+}
+
+/// The manifests of each kind (content and partition spec): a manifest holds files of
+/// one of each, so only manifests of one kind merge.
+fn by_kind(manifests: Vec<ManifestFile>) -> BTreeMap<(u8, i32), Vec<ManifestFile>> {
+    let mut groups: BTreeMap<(u8, i32), Vec<ManifestFile>> = BTreeMap::new();
+    for manifest in manifests {
+        let content = match manifest.content {
+            ManifestContentType::Data => 0,
+            ManifestContentType::Deletes => 1,
+        };
+        groups
+            .entry((content, manifest.partition_spec_id))
+            .or_default()
+            .push(manifest);
+    }
+    groups
+}
+
+/// The carried manifests with the tiny ones of each kind merged into one, smallest first
+/// while their sizes add up to at most [`TINY_MERGE_BYTES`].
+///
+/// Why on every commit, long before the list reaches [`MAX_MANIFESTS`]: every reader
+/// fetches every manifest of the list to plan a scan (a request each, the largest share
+/// of a small table's read), and a sink committing every second adds one or two tiny
+/// manifests each time. Merging them as they come keeps a list at a handful of
+/// manifests; the cost is bounded (a commit rewrites at most `TINY_MERGE_BYTES` per kind),
+/// and a merged manifest that grows past [`TINY_MANIFEST_BYTES`] is left to the bound
+/// above.
+async fn merge_tiny(
+    base: &LoadedTable,
+    carried: Vec<ManifestFile>,
+    target: &MergeTarget<'_>,
+) -> Result<Vec<ManifestFile>, SinkError> {
+    let mut result = Vec::with_capacity(carried.len());
+    for (index, mut manifests) in by_kind(carried).into_values().enumerate() {
+        manifests.sort_by_key(|m| m.manifest_length);
+        let mut total = 0;
+        let tiny = manifests
+            .iter()
+            .take_while(|m| {
+                total += m.manifest_length;
+                m.manifest_length < TINY_MANIFEST_BYTES && total <= TINY_MERGE_BYTES
+            })
+            .count();
+        if tiny < 2 {
+            result.extend(manifests);
+            continue;
+        }
+        let rest = manifests.split_off(tiny);
+        let path = format!("{}-tiny-{index}.avro", target.path_prefix);
+        if let Some(merged) = merge_manifests(base, &manifests, &path, target.snapshot_id).await? {
+            result.push(merged);
+        }
+        result.extend(rest);
     }
     Ok(result)
 }

@@ -78,10 +78,21 @@ impl Default for MaintenanceOptions {
 pub struct MaintenanceSettings {
     /// The sink's current options; a change reaches the running maintenance task at once.
     pub options: watch::Receiver<MaintenanceOptions>,
+    /// A run (a compaction step, then expiry and the orphan sweep when they are due)
+    /// starts at most this often.
+    pub min_period: Duration,
+    /// After a compaction step that took `d`, the next run waits at least this many times
+    /// `d` (9 by default: compaction takes at most a tenth of the task's time, which keeps
+    /// a large table from being compacted back to back). A benchmark that plays the sink's
+    /// clock faster than the wall clock scales it down with it.
+    pub step_pause_factor: f64,
+    /// The most bytes an early compaction step rewrites ([`compact::EAGER_STEP_BYTES`];
+    /// 0 turns early steps off, for tests of the other rules).
+    pub eager_step_bytes: u64,
     /// Expiry runs once per retention period, but at most this often: a snapshot past
     /// the retention is gone within one more retention period, or this long if longer.
-    pub min_period: Duration,
-    /// How often orphan files are looked for (at most once per `min_period` too).
+    pub expiry_min_period: Duration,
+    /// How often orphan files are looked for (at most once per `expiry_min_period` too).
     pub orphan_period: Duration,
     /// Unreferenced files younger than this are kept: they may belong to a write that is
     /// still going on.
@@ -93,7 +104,10 @@ impl MaintenanceSettings {
     pub fn fixed(options: MaintenanceOptions) -> MaintenanceSettings {
         MaintenanceSettings {
             options: watch::channel(options).1,
-            min_period: Duration::from_secs(10),
+            min_period: Duration::from_secs(1),
+            step_pause_factor: 9.0,
+            eager_step_bytes: compact::EAGER_STEP_BYTES,
+            expiry_min_period: Duration::from_secs(10),
             orphan_period: orphans::DEFAULT_ORPHAN_PERIOD,
             orphan_min_age: orphans::DEFAULT_ORPHAN_MIN_AGE,
         }
@@ -139,14 +153,16 @@ pub async fn run_maintenance(
 ) {
     let mut options_changes = settings.maintenance.options.clone();
     let mut options_live = true;
+    let eager_step_bytes = settings.maintenance.eager_step_bytes;
     let mut maintainer = Maintainer {
         spec,
         settings,
         catalog: None,
         expiry: expire::ExpiryState::default(),
-        compaction: compact::CompactionState::publishing(rewrites),
+        compaction: compact::CompactionState::publishing(rewrites, eager_step_bytes),
         last_expiry: Instant::now(),
         last_orphan_sweep: None,
+        last_step: Duration::ZERO,
         turn,
     };
     loop {
@@ -154,7 +170,7 @@ pub async fn run_maintenance(
         // A changed option takes effect at once (a shorter retention, say). Options
         // whose sender is gone (fixed ones) stay as they are.
         tokio::select! {
-            _ = tokio::time::sleep(maintainer.settings.maintenance.min_period) => {}
+            _ = tokio::time::sleep(maintainer.pause()) => {}
             changed = options_changes.changed(), if options_live => {
                 options_live = changed.is_ok();
                 continue;
@@ -193,6 +209,8 @@ struct Maintainer {
     last_expiry: Instant,
     /// When orphan files were last looked for (`None`: not yet by this task).
     last_orphan_sweep: Option<Instant>,
+    /// How long the last compaction step took (its rewrite and its commit).
+    last_step: Duration,
     /// Taken in turns with the sink task to commit.
     turn: CommitTurn,
 }
@@ -202,10 +220,21 @@ impl Maintainer {
         format!("{}.{}", self.spec.namespace, self.spec.table)
     }
 
+    /// How long to wait before the next run: the period, or the last compaction step
+    /// times the pause factor if that is longer, so that compaction (which runs every
+    /// second on a small table, keeping it a few files) takes at most a share of the
+    /// task's time on a large one.
+    fn pause(&self) -> Duration {
+        self.settings.maintenance.min_period.max(scaled(
+            self.last_step,
+            self.settings.maintenance.step_pause_factor,
+        ))
+    }
+
     /// Whether expiry is due: once per retention period, at most once per period.
     fn expiry_due(&self, options: &MaintenanceOptions) -> Option<Duration> {
         let retention = options.snapshot_retention?;
-        let period = retention.max(self.settings.maintenance.min_period);
+        let period = retention.max(self.settings.maintenance.expiry_min_period);
         (self.last_expiry.elapsed() >= period).then_some(retention)
     }
 
@@ -217,7 +246,7 @@ impl Maintainer {
             .settings
             .maintenance
             .orphan_period
-            .max(self.settings.maintenance.min_period);
+            .max(self.settings.maintenance.expiry_min_period);
         self.last_orphan_sweep
             .is_none_or(|last| last.elapsed() >= period)
     }
@@ -276,7 +305,10 @@ impl Maintainer {
             turn: &self.turn,
         };
         let target = target_file_size(&options, table.metadata.properties());
-        let compaction = compact::compact(&committer, table, target, &self.compaction).await?;
+        let started = Instant::now();
+        let compaction = compact::compact(&committer, table, target, &self.compaction).await;
+        self.last_step = started.elapsed();
+        let compaction = compaction?;
         let mut report = MaintenanceReport {
             data_files_rewritten: compaction.data_files_rewritten,
             delete_files_applied: compaction.delete_files_applied,
@@ -340,6 +372,15 @@ impl Maintainer {
         properties.get(SINK_ID_PROPERTY) == Some(&self.spec.sink_id)
             && properties.get(ENVIRONMENT_ID_PROPERTY) == Some(&self.spec.environment_id)
     }
+}
+
+/// `duration` times `factor`; zero for a factor that is not a positive number, and the
+/// longest duration when the product passes it.
+fn scaled(duration: Duration, factor: f64) -> Duration {
+    if factor.is_nan() || factor <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(duration.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
 /// The table property Iceberg's writers (Spark, pyiceberg) size data files by.

@@ -114,10 +114,19 @@ fn maintained_settings(target_file_size: Option<u64>) -> SinkSettings {
     SinkSettings {
         maintenance: MaintenanceSettings {
             min_period: PERIOD,
+            expiry_min_period: PERIOD,
             ..MaintenanceSettings::fixed(options)
         },
         ..settings()
     }
+}
+
+/// Maintained settings without early compaction steps (which rewrite a small table's
+/// files with any deletes), for tests of the other rules.
+fn without_early_steps() -> SinkSettings {
+    let mut settings = maintained_settings(None);
+    settings.maintenance.eager_step_bytes = 0;
+    settings
 }
 
 /// The tag a test puts on the snapshot it reads while the sink and its maintenance go on.
@@ -1432,12 +1441,20 @@ struct PositionSink {
     spec: SinkSpec,
     input: Arc<MemoryInput>,
     reporter: Arc<MaintenanceRecorder>,
+    settings: SinkSettings,
 }
 
 impl PositionSink {
-    /// Starts the sink on a new table of `format` (upgraded before any row).
-    async fn start_new(sw: &SeaweedFs, ns: &str, format: Format) -> (PositionSink, SinkHandle) {
+    /// Starts the sink, maintained with `settings`, on a new table of `format` (upgraded
+    /// before any row).
+    async fn start_new(
+        sw: &SeaweedFs,
+        ns: &str,
+        format: Format,
+        settings: SinkSettings,
+    ) -> (PositionSink, SinkHandle) {
         let sink = PositionSink {
+            settings,
             connection: seaweed_connection(sw, &sw.catalog_url()),
             spec: SinkSpec {
                 delete_mode: DeleteMode::Position,
@@ -1464,7 +1481,7 @@ impl PositionSink {
             self.spec.clone(),
             self.input.clone(),
             self.reporter.clone(),
-            maintained_settings(None),
+            self.settings.clone(),
         )
     }
 }
@@ -1478,7 +1495,8 @@ impl PositionSink {
 async fn a_puffin_file_shared_by_deletion_vectors_stays_while_one_is_live() {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("shared_puffin");
-    let (sink, handle) = PositionSink::start_new(sw, &ns, V3_FROM_THE_START).await;
+    let (sink, handle) =
+        PositionSink::start_new(sw, &ns, V3_FROM_THE_START, without_early_steps()).await;
     let PositionSink {
         connection,
         input,
@@ -1486,7 +1504,8 @@ async fn a_puffin_file_shared_by_deletion_vectors_stays_while_one_is_live() {
         ..
     } = &sink;
     let mut workload = Workload::new(37);
-    // Two data files of 100 rows: too few, and too little of them deleted, to compact.
+    // Two data files of 100 rows: too few, and too little of them deleted, to compact
+    // (without early steps, which would rewrite them with any deletes).
     for first in [0, 100] {
         let upper = change_keys(input, &mut workload, first..first + 100, &[]);
         reporter.sink.wait_for_frontier(upper).await;
@@ -1568,6 +1587,65 @@ async fn a_puffin_file_shared_by_deletion_vectors_stays_while_one_is_live() {
     assert_read_exactly(sw, &table.metadata_location, &workload, V3_FROM_THE_START);
 }
 
+/// A small table is compacted early: three commits (too few files, and too few of their
+/// rows deleted, for the other rules) end as one data file with no delete file, read
+/// exactly, with a manifest list of at most three manifests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_table_is_compacted_early_to_one_file() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("early_steps");
+    let (sink, handle) =
+        PositionSink::start_new(sw, &ns, Format::V2, maintained_settings(None)).await;
+    let PositionSink {
+        connection,
+        input,
+        reporter,
+        ..
+    } = &sink;
+    let mut workload = Workload::new(43);
+    let upper = change_keys(input, &mut workload, 0..100, &[]);
+    reporter.sink.wait_for_frontier(upper).await;
+    for (inserted, deleted) in [
+        (100..110, [0, 1, 2, 3, 4]),
+        (110..120, [50, 51, 52, 53, 54]),
+    ] {
+        let upper = change_keys(input, &mut workload, inserted, &deleted);
+        reporter.sink.wait_for_frontier(upper).await;
+    }
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let table = loop {
+        let table = load(connection, &ns).await;
+        let (data, deletes) = live_files(&table).await;
+        if data == 1 && deletes.is_empty() {
+            break table;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "{data} data files and {} delete files after a minute: {:?}",
+            deletes.len(),
+            reporter.reports.lock().unwrap()
+        );
+        tokio::time::sleep(PERIOD).await;
+    };
+    assert_read_exactly(sw, &table.metadata_location, &workload, Format::V2);
+    let head = table.metadata.current_snapshot().unwrap();
+    let bytes = table
+        .file_io
+        .new_input(head.manifest_list())
+        .unwrap()
+        .read()
+        .await
+        .unwrap();
+    let list = ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
+    // The step's own manifest and the two recording what it removed (data, deletes).
+    assert!(
+        list.entries().len() <= 3,
+        "{} manifests for one live file",
+        list.entries().len()
+    );
+    drop(handle);
+}
+
 /// Waits until the maintenance task has reported `runs` more runs than `seen` (expiry
 /// reports one every retention, so compaction has stepped several times meanwhile).
 async fn wait_for_reports(reporter: &MaintenanceRecorder, seen: usize, runs: usize) {
@@ -1587,7 +1665,7 @@ async fn wait_for_reports(reporter: &MaintenanceRecorder, seen: usize, runs: usi
 async fn a_mostly_deleted_file_is_rewritten(format: Format) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("mostly_deleted");
-    let (sink, handle) = PositionSink::start_new(sw, &ns, format).await;
+    let (sink, handle) = PositionSink::start_new(sw, &ns, format, without_early_steps()).await;
     let PositionSink {
         connection,
         input,

@@ -896,6 +896,30 @@ async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
     );
 }
 
+/// An empty commit of another writer to table `t` (with `progress` in its summary),
+/// built again on the new head when the sink or its maintenance committed first.
+async fn commit_foreign(
+    other: &SinkCatalog,
+    namespace: &Namespace,
+    progress: Option<&SnapshotProgress>,
+) {
+    for _ in 0..20 {
+        let base = other.load_table(namespace, "t").await.unwrap();
+        let foreign = prepare_commit(&base, RowDelta::empty(&base), progress)
+            .await
+            .unwrap();
+        match other
+            .commit(TableCommit::prepared(namespace, "t", &base, foreign))
+            .await
+        {
+            Ok(_) => return,
+            Err(error) if error.kind == ErrorKind::CommitConflict => continue,
+            Err(error) => panic!("the foreign commit failed: {error:?}"),
+        }
+    }
+    panic!("the foreign commit lost 20 races in a row");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
     let sw = seaweedfs_shared();
@@ -923,14 +947,7 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
     // Another writer commits while the sink waits: the sink's next commit is based on a
     // stale snapshot, is refused, and is retried on top of the foreign one.
     for _ in 0..3 {
-        let base = other.load_table(&namespace, "t").await.unwrap();
-        let foreign = prepare_commit(&base, RowDelta::empty(&base), None)
-            .await
-            .unwrap();
-        other
-            .commit(TableCommit::prepared(&namespace, "t", &base, foreign))
-            .await
-            .unwrap();
+        commit_foreign(&other, &namespace, None).await;
         upper = push_nonempty(&input, &mut workload);
         reporter.wait_for_frontier(upper).await;
     }
@@ -948,19 +965,12 @@ async fn foreign_commits_are_retried_over_and_a_newer_version_fences() {
     sink_frontiers(&read);
 
     // A newer version of the sink commits progress: this writer is fenced off.
-    let base = other.load_table(&namespace, "t").await.unwrap();
     let newer = SnapshotProgress {
         sink_id: "u7".into(),
         version: 2,
         frontier: Some(Timestamp(upper)),
     };
-    let fence = prepare_commit(&base, RowDelta::empty(&base), Some(&newer))
-        .await
-        .unwrap();
-    other
-        .commit(TableCommit::prepared(&namespace, "t", &base, fence))
-        .await
-        .unwrap();
+    commit_foreign(&other, &namespace, Some(&newer)).await;
     push_nonempty(&input, &mut workload);
     let status = reporter
         .wait_for_status(|s| matches!(s, SinkStatus::Stalled { .. }))
