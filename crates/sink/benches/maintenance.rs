@@ -10,7 +10,8 @@
 //!     FLOE_BENCH_COMMITS=300 cargo bench --bench maintenance
 //!
 //! Environment: `FLOE_BENCH_COMMITS` (N, default 1,000), `FLOE_BENCH_KEYS` (rows of the
-//! relation, default 10,000), `FLOE_BENCH_UPDATES` (keys updated per commit, default 100).
+//! relation, default 10,000), `FLOE_BENCH_UPDATES` (keys updated per commit, default 100),
+//! `FLOE_BENCH_DELETE_MODE` (`equality`, the default, or `position`).
 //!
 //! Each commit is one interval of a timeline (COMMIT INTERVAL 1 s on it) played faster
 //! than the wall clock: one second of it lasts `FLOE_BENCH_SECOND_MS` of wall time (default
@@ -49,6 +50,14 @@ const START: u64 = 1_764_460_800_000;
 const INTERVAL: u64 = 1_000;
 /// DuckDB's query: every column of every row, so every file and delete is read.
 const READ_QUERY: &str = "SELECT count(*) AS n, sum(length(value)) AS l, sum(amount) AS a FROM t";
+
+/// The sinks' `DELETE MODE`: `FLOE_BENCH_DELETE_MODE`, equality unless `position`.
+fn delete_mode() -> DeleteMode {
+    match std::env::var("FLOE_BENCH_DELETE_MODE").as_deref() {
+        Ok("position") => DeleteMode::Position,
+        _ => DeleteMode::Equality,
+    }
+}
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -244,7 +253,7 @@ impl Env {
             envelope: Envelope::Upsert,
             key_columns: vec!["id".into()],
             partition_by: Vec::new(),
-            delete_mode: DeleteMode::Equality,
+            delete_mode: delete_mode(),
             commit_interval_ms: INTERVAL,
             environment_id: "bench".into(),
             table_uuid: None,
@@ -518,8 +527,9 @@ fn main() {
     sw.create_namespace(&namespace);
     let env = Env { sw, namespace };
     println!(
-        "maintenance benchmark: {} UPSERT commits of {} updates over {} keys (SeaweedFS, DuckDB), one second of the timeline in {} ms",
+        "maintenance benchmark: {} UPSERT commits ({:?} deletes) of {} updates over {} keys (SeaweedFS, DuckDB), one second of the timeline in {} ms",
         config.commits,
+        delete_mode(),
         config.updates,
         config.keys,
         config.second.as_millis()

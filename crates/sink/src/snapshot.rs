@@ -16,7 +16,7 @@ use iceberg::spec::{
 use iceberg::{TableRequirement, TableUpdate};
 
 use crate::error::{ErrorKind, SinkError};
-use crate::maintenance::manifests::{manifest_writer, write_manifest};
+use crate::maintenance::manifests::{manifest_writer, take_tiny, write_manifest_merging};
 use crate::table::{LoadedTable, storage_error};
 
 /// The branch floe commits to.
@@ -313,6 +313,18 @@ pub async fn prepare_commit(
     let mut manifests: Vec<ManifestFile> = Vec::new();
 
     let mut summary = SnapshotSummaryCollector::default();
+    let merge_prefix = format!("{metadata_folder}/{commit_uuid}");
+    if !delta.removes.is_empty() {
+        carried = remove_replaced(
+            base,
+            carried,
+            delta.removes,
+            snapshot_id,
+            &merge_prefix,
+            &mut summary,
+        )
+        .await?;
+    }
     let groups = [
         (delta.data, ManifestContentType::Data),
         (delta.deletes, ManifestContentType::Deletes),
@@ -325,22 +337,10 @@ pub async fn prepare_commit(
         let spec = crate::partition::spec_by_id(metadata, spec_id)?.clone();
         let path = format!("{metadata_folder}/{commit_uuid}-m{index}.avro");
         let writer = manifest_writer(base, spec_id, &content, &path, snapshot_id)?;
+        let tiny = take_tiny(base, &mut carried, content, spec_id);
         // The files' sequence number is inherited: this snapshot's.
         let stats = (&mut summary, &schema, &spec);
-        manifests.push(write_manifest(writer, files, -1, stats, &path).await?);
-    }
-
-    let merge_prefix = format!("{metadata_folder}/{commit_uuid}");
-    if !delta.removes.is_empty() {
-        carried = remove_replaced(
-            base,
-            carried,
-            delta.removes,
-            snapshot_id,
-            &merge_prefix,
-            &mut summary,
-        )
-        .await?;
+        manifests.push(write_manifest_merging(base, writer, files, &tiny, stats, &path).await?);
     }
     let target = crate::maintenance::manifests::MergeTarget {
         snapshot_id,

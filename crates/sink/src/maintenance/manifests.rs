@@ -11,9 +11,10 @@
 //! bounded work (the small manifests' entries), and a manifest list that is short from the
 //! moment it is written needs no later rewrite; Iceberg's own writers merge the same way.
 //!
-//! Before the bound is near, the tiny manifests of each kind are merged with every commit
-//! ([`merge_tiny`]), so a table committed to every second keeps a handful of manifests,
-//! not 32, for every reader to fetch.
+//! Before the bound is near, the tiny manifests of each kind are merged with every commit:
+//! into the commit's own manifest of that kind ([`take_tiny`], [`write_manifest_merging`]),
+//! or into one ([`merge_tiny`]); so a table committed to every second keeps one or two
+//! manifests per kind, not 32, for every reader to fetch.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -343,6 +344,24 @@ async fn merge_manifests(
         path,
         snapshot_id,
     )?;
+    if carry_live_entries(base, &mut writer, manifests, path).await? == 0 {
+        return Ok(None);
+    }
+    let merged = writer
+        .write_manifest_file()
+        .await
+        .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
+    Ok(Some(merged))
+}
+
+/// Carries the live entries of `manifests` into the manifest `writer` writes at `path`
+/// (entries deleted in them are dropped); returns how many.
+async fn carry_live_entries(
+    base: &LoadedTable,
+    writer: &mut ManifestWriter,
+    manifests: &[ManifestFile],
+    path: &str,
+) -> Result<usize, SinkError> {
     let mut live = 0usize;
     for manifest in manifests {
         let loaded = manifest.load_manifest(&base.file_io).await.map_err(|err| {
@@ -355,16 +374,55 @@ async fn merge_manifests(
             if entry.status() == ManifestStatus::Deleted {
                 continue;
             }
-            carry_entry(&mut writer, manifest, entry, path)?;
+            carry_entry(writer, manifest, entry, path)?;
             live += 1;
         }
     }
-    if live == 0 {
-        return Ok(None);
+    Ok(live)
+}
+
+/// Takes out of `carried` the tiny manifests of content `content` and partition spec
+/// `spec_id` that a commit writing a manifest of that kind merges into it: smallest first,
+/// while their sizes add up to at most [`TINY_MERGE_BYTES`]. Why: a commit that carried
+/// them beside its own manifest would leave two manifests of a kind where one does (and
+/// write two); none in format 1, which has no sequence numbers to carry.
+pub(crate) fn take_tiny(
+    base: &LoadedTable,
+    carried: &mut Vec<ManifestFile>,
+    content: ManifestContentType,
+    spec_id: i32,
+) -> Vec<ManifestFile> {
+    if base.metadata.format_version() == FormatVersion::V1 {
+        return Vec::new();
     }
-    let merged = writer
-        .write_manifest_file()
-        .await
-        .map_err(|err| storage_error(format!("cannot write {path}"), err))?;
-    Ok(Some(merged))
+    let (mut kind, rest): (Vec<ManifestFile>, Vec<ManifestFile>) = std::mem::take(carried)
+        .into_iter()
+        .partition(|m| m.content == content && m.partition_spec_id == spec_id);
+    *carried = rest;
+    kind.sort_by_key(|m| m.manifest_length);
+    let mut total = 0;
+    let tiny = kind
+        .iter()
+        .take_while(|m| {
+            total += m.manifest_length;
+            m.manifest_length < TINY_MANIFEST_BYTES && total <= TINY_MERGE_BYTES
+        })
+        .count();
+    carried.extend(kind.split_off(tiny));
+    kind
+}
+
+/// Writes the manifest of a commit's own `files` (sequence number inherited from the
+/// manifest list) at `path`, with the live entries of the `tiny` manifests it takes the
+/// place of carried into it, and adds the files to the snapshot's `summary`.
+pub(crate) async fn write_manifest_merging<'a>(
+    base: &LoadedTable,
+    mut writer: ManifestWriter,
+    files: impl IntoIterator<Item = &'a DataFile>,
+    tiny: &[ManifestFile],
+    stats: (&mut SnapshotSummaryCollector, &SchemaRef, &PartitionSpecRef),
+    path: &str,
+) -> Result<ManifestFile, SinkError> {
+    carry_live_entries(base, &mut writer, tiny, path).await?;
+    write_manifest(writer, files, -1, stats, path).await
 }

@@ -47,6 +47,12 @@ use crate::error::{ErrorKind, SinkError};
 use crate::sink::{SinkConnection, SinkReporter, SinkSettings, SinkSpec};
 use crate::table::{ENVIRONMENT_ID_PROPERTY, LoadedTable, SINK_ID_PROPERTY, SinkCatalog, now_ms};
 
+/// The longest pause a slow compaction step earns. Why a bound: a step's time grows with
+/// the files it rewrites (a few requests each), and the files grow with the pause, so
+/// against an object store far enough away an unbounded pause would let a table fall
+/// further behind with every step; 10 s is the period steps had before they were paced.
+pub const MAX_STEP_PAUSE: Duration = Duration::from_secs(10);
+
 /// A sink's maintenance settings, as its WITH options give them. ALTER SINK changes them
 /// on the running sink (through [`MaintenanceSettings::options`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +89,9 @@ pub struct MaintenanceSettings {
     pub min_period: Duration,
     /// After a compaction step that took `d`, the next run waits at least this many times
     /// `d` (9 by default: compaction takes at most a tenth of the task's time, which keeps
-    /// a large table from being compacted back to back). A benchmark that plays the sink's
-    /// clock faster than the wall clock scales it down with it.
+    /// a large table from being compacted back to back), but never more than
+    /// [`MAX_STEP_PAUSE`]. A benchmark that plays the sink's clock faster than the wall
+    /// clock scales it down with it; tests that want steps back to back set 0.
     pub step_pause_factor: f64,
     /// The most bytes an early compaction step rewrites ([`compact::EAGER_STEP_BYTES`];
     /// 0 turns early steps off, for tests of the other rules).
@@ -221,14 +228,16 @@ impl Maintainer {
     }
 
     /// How long to wait before the next run: the period, or the last compaction step
-    /// times the pause factor if that is longer, so that compaction (which runs every
-    /// second on a small table, keeping it a few files) takes at most a share of the
-    /// task's time on a large one.
+    /// times the pause factor if that is longer (up to [`MAX_STEP_PAUSE`]), so that
+    /// compaction (which runs every second on a small table, keeping it a few files) takes
+    /// at most a share of the task's time on a large one.
     fn pause(&self) -> Duration {
-        self.settings.maintenance.min_period.max(scaled(
+        let settings = &self.settings.maintenance;
+        pause_after(
+            settings.min_period,
             self.last_step,
-            self.settings.maintenance.step_pause_factor,
-        ))
+            settings.step_pause_factor,
+        )
     }
 
     /// Whether expiry is due: once per retention period, at most once per period.
@@ -374,6 +383,12 @@ impl Maintainer {
     }
 }
 
+/// The pause before a run, after a compaction step that took `step`: `min_period`, or
+/// `step` times `factor` up to [`MAX_STEP_PAUSE`] when that is longer.
+fn pause_after(min_period: Duration, step: Duration, factor: f64) -> Duration {
+    min_period.max(scaled(step, factor).min(MAX_STEP_PAUSE))
+}
+
 /// `duration` times `factor`; zero for a factor that is not a positive number, and the
 /// longest duration when the product passes it.
 fn scaled(duration: Duration, factor: f64) -> Duration {
@@ -417,6 +432,31 @@ mod target_tests {
             .map(|v| (TARGET_FILE_SIZE_PROPERTY.to_string(), v.to_string()))
             .into_iter()
             .collect()
+    }
+
+    #[test]
+    fn a_step_earns_a_pause_of_its_share_up_to_the_bound() {
+        let ms = Duration::from_millis;
+        let second = Duration::from_secs(1);
+        // A quick step: the period.
+        assert_eq!(pause_after(second, ms(50), 9.0), second);
+        assert_eq!(pause_after(second, Duration::ZERO, 9.0), second);
+        // A slow one: nine times its length, up to the bound.
+        assert_eq!(pause_after(second, ms(500), 9.0), ms(4500));
+        assert_eq!(
+            pause_after(second, Duration::from_secs(5), 9.0),
+            MAX_STEP_PAUSE
+        );
+        assert_eq!(pause_after(second, Duration::MAX, f64::MAX), MAX_STEP_PAUSE);
+        // Back to back, and factors that are not positive numbers.
+        for factor in [0.0, -1.0, f64::NAN] {
+            assert_eq!(
+                pause_after(ms(100), Duration::from_secs(3), factor),
+                ms(100)
+            );
+        }
+        // A scaled-down factor (a benchmark's faster clock).
+        assert_eq!(pause_after(ms(100), ms(500), 0.9), ms(450));
     }
 
     #[test]

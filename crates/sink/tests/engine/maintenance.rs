@@ -115,6 +115,8 @@ fn maintained_settings(target_file_size: Option<u64>) -> SinkSettings {
         maintenance: MaintenanceSettings {
             min_period: PERIOD,
             expiry_min_period: PERIOD,
+            // Steps back to back: a debug build's step on a busy machine takes seconds.
+            step_pause_factor: 0.0,
             ..MaintenanceSettings::fixed(options)
         },
         ..settings()
