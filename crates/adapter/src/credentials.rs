@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use floe_sink::MaintenanceSettings;
 use floe_sink::sink::{SinkConnection, SinkSettings};
 use floe_sink::sts::{
     AwsEnvironment, PrincipalSource, StsSettings, aws_credentials_provider, validate_aws_connection,
@@ -35,6 +36,9 @@ pub struct CredentialSettings {
     pub credential_refresh_interval: Duration,
     /// The lifetime floe asks STS for when it assumes a role (at least 900 s).
     pub aws_session_duration: Duration,
+    /// How often a sink's maintenance looks at its table (a compaction step at most this
+    /// often). Not a credential: the one other setting of the flags sink tasks run with.
+    pub sink_maintenance_period: Duration,
 }
 
 impl Default for CredentialSettings {
@@ -44,6 +48,7 @@ impl Default for CredentialSettings {
             credential_refresh_margin: SinkSettings::default().credential_refresh_margin,
             credential_refresh_interval: HttpSettings::default().credential_refresh_interval,
             aws_session_duration: StsSettings::default().session_duration,
+            sink_maintenance_period: MaintenanceSettings::default().min_period,
         }
     }
 }
@@ -125,6 +130,10 @@ impl Credentials {
         let sink = SinkSettings {
             http: http.clone(),
             credential_refresh_margin: settings.credential_refresh_margin,
+            maintenance: MaintenanceSettings {
+                min_period: settings.sink_maintenance_period,
+                ..MaintenanceSettings::default()
+            },
             ..SinkSettings::default()
         };
         let sts = StsSettings {

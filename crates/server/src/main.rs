@@ -70,6 +70,10 @@ struct Args {
     /// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
     #[arg(long, env = "FLOE_AWS_SESSION_DURATION", default_value = "1h", value_parser = parse_duration)]
     aws_session_duration: std::time::Duration,
+    /// How often each sink's maintenance looks at the Iceberg table it writes: a
+    /// compaction step at most this often (e.g. `1s`, `10s`).
+    #[arg(long, env = "FLOE_SINK_MAINTENANCE_PERIOD", default_value = "1s", value_parser = parse_duration)]
+    sink_maintenance_period: std::time::Duration,
     /// On a new data directory, create the quickstart objects: a load
     /// generator and a table feeding two sinks into the embedded catalog.
     #[arg(long, env = "FLOE_QUICKSTART")]
@@ -264,6 +268,7 @@ fn credential_settings(args: &Args) -> floe_adapter::credentials::CredentialSett
         credential_refresh_margin: args.credential_refresh_margin,
         credential_refresh_interval: args.credential_refresh_interval,
         aws_session_duration: args.aws_session_duration,
+        sink_maintenance_period: args.sink_maintenance_period,
     }
 }
 

@@ -578,8 +578,13 @@ async fn sinks_deliver_exactly_once_through_kill_dash_nine() {
     );
     let upsert = assert_sinks_exact(&reader, &locations[0], &locations[1], &model);
 
-    // Every snapshot carries the sink's progress properties.
-    for snapshot in &upsert.snapshots {
+    // Every snapshot the sink commits carries its progress properties; its compactions
+    // (`replace`, which add no rows) carry none, and progress is read past them.
+    let commits = upsert
+        .snapshots
+        .iter()
+        .filter(|s| s["summary"]["operation"] != "replace");
+    for snapshot in commits {
         let summary = &snapshot["summary"];
         assert!(summary["mz-sink-id"].is_string(), "{summary}");
         assert!(

@@ -59,8 +59,9 @@ pub trait CommitIntent: Send + Sync {
 /// task: their commits are serialized, so a compaction never races the sink's commits
 /// (it would lose every race to a sink committing faster than a compaction is built
 /// again) and a sink commit waits at most for one maintenance commit, never for the
-/// rewrite before it.
-pub type CommitTurn = std::sync::Arc<tokio::sync::Mutex<()>>;
+/// rewrite before it. It holds how many commits went through it (landed or superseded),
+/// so that maintenance knows when the table has not changed since its last look.
+pub type CommitTurn = std::sync::Arc<tokio::sync::Mutex<u64>>;
 
 /// Commits one intent to one table, with bounded attempts and backoff.
 pub struct Committer<'a> {
@@ -73,7 +74,7 @@ pub struct Committer<'a> {
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
     /// Held for the whole commit (every attempt).
-    pub turn: &'a tokio::sync::Mutex<()>,
+    pub turn: &'a tokio::sync::Mutex<u64>,
 }
 
 impl Committer<'_> {
@@ -83,8 +84,10 @@ impl Committer<'_> {
         base: LoadedTable,
         intent: &dyn CommitIntent,
     ) -> Result<Committed, SinkError> {
-        let _turn = self.turn.lock().await;
-        self.attempt(base, intent).await
+        let mut turn = self.turn.lock().await;
+        let committed = self.attempt(base, intent).await;
+        *turn += u64::from(committed.is_ok());
+        committed
     }
 
     /// Commits `intent` on top of the table as it is once this committer has its turn
@@ -94,9 +97,11 @@ impl Committer<'_> {
         before: &LoadedTable,
         intent: &dyn CommitIntent,
     ) -> Result<Committed, SinkError> {
-        let _turn = self.turn.lock().await;
+        let mut turn = self.turn.lock().await;
         let latest = self.reload(before).await?;
-        self.attempt(latest, intent).await
+        let committed = self.attempt(latest, intent).await;
+        *turn += u64::from(committed.is_ok());
+        committed
     }
 
     async fn attempt(

@@ -16,7 +16,7 @@ use iceberg::spec::{
 use iceberg::{TableRequirement, TableUpdate};
 
 use crate::error::{ErrorKind, SinkError};
-use crate::maintenance::manifests::{manifest_writer, take_tiny, write_manifest_merging};
+use crate::maintenance::manifests::{is_dead, manifest_writer, take_tiny, write_manifest_merging};
 use crate::table::{LoadedTable, storage_error};
 
 /// The branch floe commits to.
@@ -309,6 +309,7 @@ pub async fn prepare_commit(
     let mut carried: Vec<ManifestFile> = Vec::new();
     if let Some(parent) = parent.as_ref().filter(|_| !delta.replaces_contents) {
         carried.extend(read_manifest_list(base, parent.manifest_list()).await?);
+        carried.retain(|manifest| !is_dead(manifest));
     }
     let mut manifests: Vec<ManifestFile> = Vec::new();
 

@@ -34,7 +34,9 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
     let namespace = seaweedfs.unique_namespace("dv");
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let mut floe = Floe::start(&data_dir);
+    // No maintenance: the test follows the vectors of files a compaction would rewrite.
+    let unmaintained = ["--sink-maintenance-period", "1h"];
+    let mut floe = Floe::start_with(&data_dir, &unmaintained);
     let mut client = floe.connect().await;
     execute_each(&client, &format!(
         "CREATE SECRET cred AS '{}:{}';
@@ -59,7 +61,7 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
     drop(client);
     floe.terminate();
     seaweedfs.upgrade_format_version(&namespace, "dv", 3);
-    floe = Floe::start(&data_dir);
+    floe = Floe::start_with(&data_dir, &unmaintained);
     client = floe.connect().await;
 
     let mut model = Model::new();
@@ -116,7 +118,7 @@ async fn position_deletes_into_a_v3_table_are_deletion_vectors() {
 
     // The key index is rebuilt from the table's vectors after a kill.
     floe.kill9();
-    floe = Floe::start(&data_dir);
+    floe = Floe::start_with(&data_dir, &unmaintained);
     client = floe.connect().await;
     let last = round(
         &client,

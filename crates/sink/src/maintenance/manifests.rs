@@ -119,15 +119,7 @@ async fn merge_tiny(
 ) -> Result<Vec<ManifestFile>, SinkError> {
     let mut result = Vec::with_capacity(carried.len());
     for (index, mut manifests) in by_kind(carried).into_values().enumerate() {
-        manifests.sort_by_key(|m| m.manifest_length);
-        let mut total = 0;
-        let tiny = manifests
-            .iter()
-            .take_while(|m| {
-                total += m.manifest_length;
-                m.manifest_length < TINY_MANIFEST_BYTES && total <= TINY_MERGE_BYTES
-            })
-            .count();
+        let tiny = tiny_first(&mut manifests);
         if tiny < 2 {
             result.extend(manifests);
             continue;
@@ -175,7 +167,7 @@ pub(crate) async fn remove_entries(
                 manifest.partition_spec_id,
             );
             touched.entry(kind).or_default().push((manifest, loaded));
-        } else {
+        } else if !is_dead(manifest) {
             carried.push(manifest.clone());
         }
     }
@@ -399,17 +391,56 @@ pub(crate) fn take_tiny(
         .into_iter()
         .partition(|m| m.content == content && m.partition_spec_id == spec_id);
     *carried = rest;
-    kind.sort_by_key(|m| m.manifest_length);
-    let mut total = 0;
-    let tiny = kind
-        .iter()
-        .take_while(|m| {
-            total += m.manifest_length;
-            m.manifest_length < TINY_MANIFEST_BYTES && total <= TINY_MERGE_BYTES
-        })
-        .count();
+    let tiny = tiny_first(&mut kind);
     carried.extend(kind.split_off(tiny));
     kind
+}
+
+/// Sorts `manifests` (of one kind) by the bytes of their live entries and returns how many
+/// of the first are tiny: each under [`TINY_MANIFEST_BYTES`] of live entries, together at
+/// most [`TINY_MERGE_BYTES`]. Live bytes, not size: a manifest a compaction rewrote holds
+/// its removed files as deleted entries, which a merge drops, so a large manifest of a
+/// few live entries is merged (once) like a small one.
+fn tiny_first(manifests: &mut [ManifestFile]) -> usize {
+    manifests.sort_by_key(live_bytes);
+    let mut total = 0;
+    manifests
+        .iter()
+        .take_while(|m| {
+            let live = live_bytes(m);
+            total += live;
+            live < TINY_MANIFEST_BYTES && total <= TINY_MERGE_BYTES
+        })
+        .count()
+}
+
+/// The bytes of a manifest's live entries, estimated from its size and its entry counts
+/// (the whole size when the counts are not written).
+fn live_bytes(manifest: &ManifestFile) -> i64 {
+    let counts = (
+        manifest.added_files_count,
+        manifest.existing_files_count,
+        manifest.deleted_files_count,
+    );
+    let (Some(added), Some(existing), Some(deleted)) = counts else {
+        return manifest.manifest_length;
+    };
+    let live = u64::from(added) + u64::from(existing);
+    let all = live + u64::from(deleted);
+    if all == 0 {
+        return manifest.manifest_length;
+    }
+    let live_length = u128::from(manifest.manifest_length.max(0).unsigned_abs()) * u128::from(live)
+        / u128::from(all);
+    i64::try_from(live_length).unwrap_or(i64::MAX)
+}
+
+/// Whether a manifest of an earlier snapshot holds no live entry: only files deleted by
+/// the snapshot that wrote it. A later snapshot's list leaves it out, as Iceberg's own
+/// writers do (it stays in the lists of the snapshots before, until they expire), so no
+/// reader fetches it again. Not when its counts are not written.
+pub(crate) fn is_dead(manifest: &ManifestFile) -> bool {
+    manifest.added_files_count == Some(0) && manifest.existing_files_count == Some(0)
 }
 
 /// Writes the manifest of a commit's own `files` (sequence number inherited from the
@@ -425,4 +456,70 @@ pub(crate) async fn write_manifest_merging<'a>(
 ) -> Result<ManifestFile, SinkError> {
     carry_live_entries(base, &mut writer, tiny, path).await?;
     write_manifest(writer, files, -1, stats, path).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(length: i64, counts: Option<(u32, u32, u32)>) -> ManifestFile {
+        ManifestFile {
+            manifest_path: format!("m-{length}.avro"),
+            manifest_length: length,
+            partition_spec_id: 0,
+            content: ManifestContentType::Data,
+            sequence_number: 1,
+            min_sequence_number: 1,
+            added_snapshot_id: 1,
+            added_files_count: counts.map(|c| c.0),
+            existing_files_count: counts.map(|c| c.1),
+            deleted_files_count: counts.map(|c| c.2),
+            added_rows_count: None,
+            existing_rows_count: None,
+            deleted_rows_count: None,
+            partitions: None,
+            key_metadata: None,
+            first_row_id: None,
+        }
+    }
+
+    #[test]
+    fn live_bytes_count_only_live_entries() {
+        assert_eq!(live_bytes(&manifest(1000, Some((1, 1, 0)))), 1000);
+        assert_eq!(live_bytes(&manifest(1000, Some((0, 1, 3)))), 250);
+        assert_eq!(live_bytes(&manifest(1000, None)), 1000);
+        assert_eq!(live_bytes(&manifest(1000, Some((0, 0, 0)))), 1000);
+        assert_eq!(
+            live_bytes(&manifest(i64::MAX, Some((u32::MAX, 0, u32::MAX)))),
+            i64::MAX / 2
+        );
+        assert_eq!(live_bytes(&manifest(-5, Some((1, 0, 0)))), 0);
+    }
+
+    #[test]
+    fn a_manifest_of_deleted_entries_only_is_dead() {
+        assert!(is_dead(&manifest(1000, Some((0, 0, 7)))));
+        assert!(!is_dead(&manifest(1000, Some((0, 1, 7)))));
+        assert!(!is_dead(&manifest(1000, Some((1, 0, 0)))));
+        assert!(!is_dead(&manifest(1000, None)));
+    }
+
+    #[test]
+    fn tiny_manifests_come_first_up_to_the_merge_bound() {
+        let kib = 1024;
+        // A large manifest of few live entries counts as tiny; a large live one does not.
+        let mut manifests = vec![
+            manifest(200 * kib, Some((0, 1, 99))),
+            manifest(100 * kib, Some((1, 0, 0))),
+            manifest(4 * kib, Some((1, 0, 0))),
+            manifest(5 * kib, None),
+        ];
+        assert_eq!(tiny_first(&mut manifests), 3);
+        assert_eq!(manifests[3].manifest_length, 100 * kib);
+        // At most TINY_MERGE_BYTES of them.
+        let mut many: Vec<ManifestFile> = (0..10)
+            .map(|_| manifest(60 * kib, Some((1, 0, 0))))
+            .collect();
+        assert_eq!(tiny_first(&mut many), 4);
+    }
 }

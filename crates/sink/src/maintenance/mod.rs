@@ -170,6 +170,7 @@ pub async fn run_maintenance(
         last_expiry: Instant::now(),
         last_orphan_sweep: None,
         last_step: Duration::ZERO,
+        last_look: None,
         turn,
     };
     loop {
@@ -180,6 +181,9 @@ pub async fn run_maintenance(
             _ = tokio::time::sleep(maintainer.pause()) => {}
             changed = options_changes.changed(), if options_live => {
                 options_live = changed.is_ok();
+                // A new retention counts from now: the first expiry under it comes one
+                // retention later, when what it asks to remove is past it.
+                maintainer.last_expiry = Instant::now();
                 continue;
             }
         }
@@ -187,8 +191,10 @@ pub async fn run_maintenance(
             Ok(Some(report)) => report,
             Ok(None) => continue,
             Err(error) => {
-                // A new connection next time (credentials may have been the cause).
+                // A new connection next time (credentials may have been the cause), and
+                // a new look at the table.
                 maintainer.catalog = None;
+                maintainer.last_look = None;
                 tracing::warn!(sink = %maintainer.spec.sink_id, table = %maintainer.qualified_table(), error = %error.message, "iceberg table maintenance failed; trying again at the next period");
                 MaintenanceReport {
                     run_at_ms: now_ms().max(0) as u64,
@@ -218,6 +224,10 @@ struct Maintainer {
     last_orphan_sweep: Option<Instant>,
     /// How long the last compaction step took (its rewrite and its commit).
     last_step: Duration,
+    /// The commits through the turn when the table was last loaded, and when: a run
+    /// with nothing due skips loading a table no commit of this sink has moved since
+    /// (at most [`MAX_STEP_PAUSE`] long, for other writers' commits).
+    last_look: Option<(u64, Instant)>,
     /// Taken in turns with the sink task to commit.
     turn: CommitTurn,
 }
@@ -288,6 +298,14 @@ impl Maintainer {
         connection: &SinkConnection,
         options: MaintenanceOptions,
     ) -> Result<Option<MaintenanceReport>, SinkError> {
+        let commits = *self.turn.lock().await;
+        let unchanged = self
+            .last_look
+            .is_some_and(|(seen, at)| seen == commits && at.elapsed() < MAX_STEP_PAUSE);
+        if unchanged && self.expiry_due(&options).is_none() && !self.orphan_sweep_due() {
+            return Ok(None);
+        }
+        self.last_look = Some((commits, Instant::now()));
         let catalog = self.catalog(connection).await?;
         let table = match catalog
             .load_table(&self.spec.namespace, &self.spec.table)

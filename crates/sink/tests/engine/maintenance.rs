@@ -33,7 +33,8 @@ use serde_json::Value;
 
 use crate::sink_engine::{
     INTERVAL, MemoryInput, Recorder, SnapshotTaken, Workload, assert_append_table,
-    assert_upsert_table, push_nonempty, seaweed_connection, settings, spec, workload_desc,
+    assert_upsert_table, push_nonempty, seaweed_connection, settings, spec, unmaintained_settings,
+    workload_desc,
 };
 
 /// The retention of the test sinks (floe's SQL refuses less than 10 s; the engine takes
@@ -925,13 +926,7 @@ async fn a_step_over_files_with_and_without_vectors_keeps_each_files_live_rows()
         )
     };
     // No maintenance until every file is written.
-    let unmaintained = || SinkSettings {
-        maintenance: MaintenanceSettings {
-            min_period: Duration::from_secs(3600),
-            ..MaintenanceSettings::fixed(MaintenanceOptions::default())
-        },
-        ..settings()
-    };
+    let unmaintained = unmaintained_settings;
     const COMMITS_BEFORE_UPGRADE: usize = 12;
     let mut handle = start(unmaintained());
     for commit in 0..COMMITS_BEFORE_UPGRADE * 2 {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::sink_engine::{
     INTERVAL, MemoryInput, Recorder, Workload, assert_upsert_table, column, drive, push_nonempty,
-    seaweed_connection, settings, sink_frontiers, spec, workload_desc,
+    seaweed_connection, settings, sink_frontiers, spec, unmaintained_settings, workload_desc,
 };
 
 fn position_spec(namespace: &str, table: &str) -> SinkSpec {
@@ -330,12 +330,13 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
     let mut workload = Workload::new(29);
     let reporter = Arc::new(Recorder::default());
     let upper = drive(&input, &mut workload, 2);
+    // No maintenance: a compaction would rewrite the files whose deletes are looked at.
     let handle = spawn_sink(
         connection.clone(),
         position_spec(&ns, "t"),
         input.clone(),
         reporter.clone(),
-        settings(),
+        unmaintained_settings(),
     );
     reporter.wait_for_frontier(upper).await;
     commit_changes(&input, &mut workload, &reporter, 6).await;
@@ -349,7 +350,7 @@ async fn a_table_upgraded_to_format_version_3_takes_deletion_vectors() {
             position_spec(&ns, "t"),
             input.clone(),
             reporter.clone(),
-            settings(),
+            unmaintained_settings(),
         );
         reporter.wait_for_frontier(upper).await;
     }
@@ -368,12 +369,13 @@ async fn a_table_upgraded_under_a_running_sink_takes_deletion_vectors() {
     let mut workload = Workload::new(29);
     let reporter = Arc::new(Recorder::default());
     let upper = drive(&input, &mut workload, 2);
+    // No maintenance: a compaction would rewrite the files whose deletes are looked at.
     let _handle = spawn_sink(
         connection.clone(),
         position_spec(&ns, "t"),
         input.clone(),
         reporter.clone(),
-        settings(),
+        unmaintained_settings(),
     );
     reporter.wait_for_frontier(upper).await;
     commit_changes(&input, &mut workload, &reporter, 6).await;

@@ -524,6 +524,14 @@ pub(crate) fn settings() -> SinkSettings {
     }
 }
 
+/// [`settings`] without maintenance, for tests that look at files a compaction would
+/// rewrite.
+pub(crate) fn unmaintained_settings() -> SinkSettings {
+    let mut unmaintained = settings();
+    unmaintained.maintenance.min_period = Duration::from_secs(3600);
+    unmaintained
+}
+
 pub(crate) fn spec(namespace: &str, table: &str, envelope: Envelope) -> SinkSpec {
     SinkSpec {
         sink_id: "u7".into(),
