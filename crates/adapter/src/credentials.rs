@@ -281,6 +281,7 @@ mod tests {
             credential_refresh_margin: Duration::from_secs(890),
             credential_refresh_interval: Duration::from_secs(42),
             aws_session_duration: Duration::from_secs(60),
+            sink_maintenance_period: Duration::from_secs(5),
         };
         let credentials = Credentials::with_principal_keys(None, None, &settings, None);
         assert_eq!(
@@ -296,6 +297,10 @@ mod tests {
             Duration::from_secs(42)
         );
         assert_eq!(credentials.sts.session_duration, Duration::from_secs(900));
+        assert_eq!(
+            credentials.sink_settings().maintenance.min_period,
+            Duration::from_secs(5)
+        );
         assert_eq!(credentials.principal(), None);
         let credentials = Credentials::with_principal_keys(
             None,
