@@ -172,7 +172,12 @@ impl Column {
             S::Jsonb => Column::Jsonb(StringBuilder::with_capacity(rows, 0)),
             S::Bytes => Column::Bytes(BinaryBuilder::with_capacity(rows, 0)),
             S::Uuid => Column::Uuid(FixedSizeBinaryBuilder::with_capacity(rows, 16)),
-            S::Interval | S::Range { .. } | S::Record { .. } | S::List { .. } | S::Map { .. } => {
+            S::Interval
+            | S::Range { .. }
+            | S::Record { .. }
+            | S::List { .. }
+            | S::Array { .. }
+            | S::Map { .. } => {
                 return None;
             }
         })

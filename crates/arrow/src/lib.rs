@@ -125,7 +125,9 @@ pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
                 .map(|(name, ty, nullable)| typed_field(name, ty, *nullable))
                 .collect::<Vec<_>>(),
         )),
-        S::List { element } => DataType::List(Arc::new(typed_field("item", element, true))),
+        S::List { element } | S::Array { element } => {
+            DataType::List(Arc::new(typed_field("item", element, true)))
+        }
         S::Map { value } => DataType::Map(map_entries_field(value), false),
     }
 }
@@ -174,11 +176,27 @@ pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
         PgType::Jsonb => S::Jsonb,
         PgType::Uuid => S::Uuid,
         PgType::Oid => S::Oid,
-        PgType::TextArray => S::List {
-            element: Box::new(S::Text),
-        },
-        PgType::Int2Array => S::List {
-            element: Box::new(S::Int16),
+        PgType::TextArray
+        | PgType::Int2Array
+        | PgType::BoolArray
+        | PgType::ByteaArray
+        | PgType::Int4Array
+        | PgType::Int8Array
+        | PgType::Float4Array
+        | PgType::Float8Array
+        | PgType::OidArray
+        | PgType::VarCharArray
+        | PgType::DateArray
+        | PgType::TimeArray
+        | PgType::TimestampArray
+        | PgType::TimestampTzArray
+        | PgType::IntervalArray
+        | PgType::NumericArray
+        | PgType::UuidArray
+        | PgType::JsonbArray => S::Array {
+            element: Box::new(scalar_type_of_pg(
+                pg_type.array_element().unwrap_or(PgType::Text),
+            )),
         },
         PgType::Int4Range => range_of(S::Int32),
         PgType::Int8Range => range_of(S::Int64),
@@ -320,16 +338,24 @@ pub fn pg_type_of(field: &Field) -> PgType {
         | DataType::FixedSizeList(f, _)
         | DataType::ListView(f)
         | DataType::LargeListView(f) => {
-            if is_string(f.data_type()) && sql_type_of(f).is_none() {
-                PgType::TextArray
-            } else {
-                PgType::List
-            }
+            // A list the engine made (ARRAY[...], array_agg) is an array;
+            // Materialize's lists carry their type in the metadata.
+            PgType::array_of(innermost_pg_type(f)).unwrap_or(PgType::List)
         }
         DataType::Struct(_) => PgType::Record,
         DataType::Map(..) => PgType::Map,
         DataType::Dictionary(_, value) => pg_type_of(&Field::new("", (**value).clone(), true)),
         _ => PgType::Text,
+    }
+}
+
+/// The Postgres type of the innermost elements of an array field.
+fn innermost_pg_type(field: &Field) -> PgType {
+    match (sql_type_of(field), field.data_type()) {
+        (None, DataType::List(f) | DataType::LargeList(f)) => innermost_pg_type(f),
+        _ => pg_type_of(field)
+            .array_element()
+            .unwrap_or(pg_type_of(field)),
     }
 }
 
@@ -440,8 +466,8 @@ fn coerce<'a>(
             | (Datum::Interval { .. }, S::Interval)
             | (Datum::Range(_), S::Range { .. })
             | (Datum::Record(_), S::Record { .. })
-            | (Datum::List(_), S::List { .. })
-            | (Datum::TextArray(_), S::List { .. })
+            | (Datum::List(_), S::List { .. } | S::Array { .. })
+            | (Datum::TextArray(_), S::List { .. } | S::Array { .. })
             | (Datum::Map(_), S::Map { .. })
     );
     if fits {
@@ -588,13 +614,17 @@ fn coerce_deep<'a>(
     let owned = |d: &Datum, ty: &SqlScalarType| coerce_deep(d, ty).map(Cow::into_owned);
     let top = coerce(datum, ty)?;
     Ok(match (top.as_ref(), ty) {
-        (Datum::List(items), S::List { element }) => Cow::Owned(Datum::List(
-            items
-                .iter()
-                .map(|item| owned(item, element))
-                .collect::<Result<_, _>>()?,
-        )),
-        (Datum::TextArray(items), S::List { element }) if **element != S::Text => {
+        (Datum::List(items), S::List { element } | S::Array { element }) => {
+            Cow::Owned(Datum::List(
+                items
+                    .iter()
+                    .map(|item| owned(item, element))
+                    .collect::<Result<_, _>>()?,
+            ))
+        }
+        (Datum::TextArray(items), S::List { element } | S::Array { element })
+            if **element != S::Text =>
+        {
             Cow::Owned(Datum::List(
                 items
                     .iter()
@@ -948,7 +978,9 @@ fn convert_list(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datu
         _ => return Err(internal("list without item field")),
     };
     let element_type = match sql {
-        Some(SqlScalarType::List { element }) => Some(element.as_ref()),
+        Some(SqlScalarType::List { element } | SqlScalarType::Array { element }) => {
+            Some(element.as_ref())
+        }
         _ => None,
     };
     let child_hint = Hint::child(element_type, &child_field);

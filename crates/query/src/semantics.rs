@@ -545,10 +545,17 @@ fn type_name(field: &datafusion::arrow::datatypes::Field) -> String {
     if field.data_type() == &DataType::Null {
         return "unknown".into();
     }
-    match functions::sql_type(field) {
+    scalar_type_name(&functions::sql_type(field))
+}
+
+fn scalar_type_name(ty: &SqlScalarType) -> String {
+    match ty {
         SqlScalarType::Numeric { .. } => "numeric".into(),
         SqlScalarType::VarChar { .. } => "character varying".into(),
         SqlScalarType::Time => "time without time zone".into(),
+        SqlScalarType::Array { element } => {
+            format!("{}[]", scalar_type_name(element.array_element()))
+        }
         other => other.to_string(),
     }
 }

@@ -90,9 +90,7 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
         D::JSON | D::JSONB => S::Jsonb,
         D::Uuid => S::Uuid,
         D::Regclass => S::Oid,
-        // `text[]`, `int[]`: floe's one-dimensional arrays are lists (the text
-        // form `{a,b}` is the same).
-        D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::List {
+        D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::Array {
             element: Box::new(scalar_type(element)?),
         },
         D::Custom(name, modifiers) if modifiers.is_empty() => {

@@ -272,7 +272,7 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
             Datum::Jsonb(s) => Datum::Jsonb(strconv::parse_jsonb(&s)?),
             other => return Err(mismatch(&other, ty)),
         },
-        S::Range { .. } | S::List { .. } | S::Map { .. } | S::Record { .. } => {
+        S::Range { .. } | S::List { .. } | S::Array { .. } | S::Map { .. } | S::Record { .. } => {
             cast_composite(datum, ty, depth)?
         }
     };
@@ -360,7 +360,7 @@ fn cast_composite(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datu
             }
             other => return Err(mismatch(&other, ty)),
         },
-        S::List { element } => match datum {
+        S::List { element } | S::Array { element } => match datum {
             Datum::List(items) => Datum::List(
                 items
                     .into_iter()

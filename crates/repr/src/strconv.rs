@@ -134,6 +134,7 @@ fn parse_nested(text: &str, ty: &SqlScalarType, depth: usize) -> Result<Datum, V
         }
         S::Range { element } => parse_range(text, element, depth)?,
         S::List { element } => parse_list(text, element, depth)?,
+        S::Array { element } => parse_array(text, element, depth)?,
         S::Map { value } => parse_map(text, value, depth)?,
         S::Record { fields } => parse_record(text, fields, depth)?,
     })

@@ -42,6 +42,12 @@ pub enum SqlScalarType {
     Record {
         fields: Vec<(String, SqlScalarType, bool)>,
     },
+    /// A PostgreSQL array, `T[]`. Its values are lists of elements (held as
+    /// a list is); an array of arrays is the same type, `T[]`, as in
+    /// PostgreSQL, whose arrays have dimensions rather than nesting.
+    Array {
+        element: Box<SqlScalarType>,
+    },
     /// Materialize's `T list`.
     List {
         element: Box<SqlScalarType>,
@@ -63,10 +69,22 @@ impl SqlScalarType {
             SqlScalarType::Float32
                 | SqlScalarType::Float64
                 | SqlScalarType::List { .. }
+                | SqlScalarType::Array { .. }
                 | SqlScalarType::Map { .. }
                 | SqlScalarType::Record { .. }
                 | SqlScalarType::Range { .. }
         )
+    }
+}
+
+impl SqlScalarType {
+    /// The type of an array's innermost elements (the type itself for
+    /// anything but an array): `integer` for `integer[]` of any dimensions.
+    pub fn array_element(&self) -> &SqlScalarType {
+        match self {
+            SqlScalarType::Array { element } => element.array_element(),
+            other => other,
+        }
     }
 }
 
@@ -126,6 +144,7 @@ impl fmt::Display for SqlScalarType {
                 }
                 f.write_str(")")
             }
+            Array { element } => write!(f, "{}[]", element.array_element()),
             List { element } => write!(f, "{element} list"),
             Map { value } => write!(f, "map[text=>{value}]"),
             Oid => f.write_str("oid"),
@@ -148,6 +167,11 @@ mod tests {
             value: Box::new(SqlScalarType::Int32),
         };
         assert_eq!(map.to_string(), "map[text=>integer]");
+        let array = |element| SqlScalarType::Array {
+            element: Box::new(element),
+        };
+        assert_eq!(array(SqlScalarType::Int32).to_string(), "integer[]");
+        assert_eq!(array(array(SqlScalarType::Text)).to_string(), "text[]");
         assert!(!SqlScalarType::Float32.is_equality_key_compatible());
         assert!(SqlScalarType::Text.is_equality_key_compatible());
     }

@@ -84,7 +84,7 @@ fn iceberg_type(scalar: &SqlScalarType, next_id: &mut i32) -> Type {
             }
             Type::Struct(StructType::new(nested_fields))
         }
-        SqlScalarType::List { element } => {
+        SqlScalarType::List { element } | SqlScalarType::Array { element } => {
             let id = take_id(next_id);
             let element = iceberg_type(element, next_id);
             Type::List(ListType::new(Arc::new(NestedField::list_element(

@@ -313,6 +313,11 @@ pub(crate) enum ScalarType {
         value: Box<ScalarType>,
     },
     Oid,
+    /// A PostgreSQL array (`integer[]`), added to format 1 as a new variant:
+    /// definitions written before hold none.
+    Array {
+        element: Box<ScalarType>,
+    },
 }
 
 // ---------------------------------------------------------------------------
@@ -547,6 +552,9 @@ impl From<&SqlScalarType> for ScalarType {
             SqlScalarType::List { element } => ScalarType::List {
                 element: boxed(element),
             },
+            SqlScalarType::Array { element } => ScalarType::Array {
+                element: boxed(element),
+            },
             SqlScalarType::Map { value } => ScalarType::Map {
                 value: boxed(value),
             },
@@ -776,6 +784,9 @@ impl From<ScalarType> for SqlScalarType {
                     .collect(),
             },
             ScalarType::List { element } => SqlScalarType::List {
+                element: boxed(element),
+            },
+            ScalarType::Array { element } => SqlScalarType::Array {
                 element: boxed(element),
             },
             ScalarType::Map { value } => SqlScalarType::Map {

@@ -113,8 +113,16 @@ pub fn call(name: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
 /// The SQL type of a value of this Arrow field: floe's type from the
 /// field's metadata, else the type its Arrow type stands for.
 pub fn sql_type(field: &Field) -> SqlScalarType {
-    floe_arrow::sql_type_of(field)
-        .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)))
+    if let Some(ty) = floe_arrow::sql_type_of(field) {
+        return ty;
+    }
+    match field.data_type() {
+        // A list the engine made (ARRAY[...], array_agg) is an array.
+        DataType::List(element) | DataType::LargeList(element) => SqlScalarType::Array {
+            element: Box::new(sql_type(element)),
+        },
+        _ => floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)),
+    }
 }
 
 /// The Arrow field of a value of `ty`, carrying the type in its metadata.

@@ -32,7 +32,9 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 fn element_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments(arguments.function, arguments, &[1, 2])?;
     Ok(match &arguments.types[0] {
-        SqlScalarType::List { element } => element.as_ref().clone(),
+        SqlScalarType::List { element } | SqlScalarType::Array { element } => {
+            element.as_ref().clone()
+        }
         _ => SqlScalarType::Text,
     })
 }
