@@ -7,6 +7,7 @@
 //!
 //! floe's session time zone is UTC: a timestamptz is read and printed there.
 
+pub mod arithmetic;
 mod build;
 pub mod date_timestamp;
 mod from_char;
@@ -88,7 +89,9 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .chain(build::functions())
-    .chain([trunc::function(), date_timestamp::function()])
+    .chain(arithmetic::functions())
+    .chain([trunc::function()])
+    .chain(date_timestamp::functions())
     .collect()
 }
 

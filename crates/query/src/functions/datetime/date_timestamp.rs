@@ -1,6 +1,8 @@
 //! `floe_date_timestamp(date)`: a date as the timestamp of its midnight, a
 //! column at a time, with `infinity` and `-infinity` as they are (Arrow's cast
-//! multiplies their day counts past an i64).
+//! multiplies their day counts past an i64). `floe_timestamp_utc(timestamp)`:
+//! a timestamp as the timestamptz of the session's zone, UTC, the same count
+//! (Arrow's cast shifts it by a zone and fails on infinity's).
 
 use std::sync::Arc;
 
@@ -15,10 +17,56 @@ use floe_repr::strconv::date_midnight;
 /// The function's name (called by `crate::semantics` for a cast).
 pub const DATE_TIMESTAMP: &str = "floe_date_timestamp";
 
-pub(super) fn function() -> ScalarUDF {
-    ScalarUDF::new_from_impl(DateTimestamp {
-        signature: Signature::exact(vec![DataType::Date32], Volatility::Immutable),
-    })
+/// The reinterpretation's name (called by `crate::semantics` where a
+/// timestamp meets a timestamptz).
+pub const TIMESTAMP_UTC: &str = "floe_timestamp_utc";
+
+pub(super) fn functions() -> [ScalarUDF; 2] {
+    [
+        ScalarUDF::new_from_impl(DateTimestamp {
+            signature: Signature::exact(vec![DataType::Date32], Volatility::Immutable),
+        }),
+        ScalarUDF::new_from_impl(TimestampUtc {
+            signature: Signature::exact(
+                vec![DataType::Timestamp(TimeUnit::Microsecond, None)],
+                Volatility::Immutable,
+            ),
+        }),
+    ]
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TimestampUtc {
+    signature: Signature,
+}
+
+/// The Arrow type of a timestamptz.
+fn timestamptz() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()))
+}
+
+impl ScalarUDFImpl for TimestampUtc {
+    fn name(&self) -> &str {
+        TIMESTAMP_UTC
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> DfResult<DataType> {
+        Ok(timestamptz())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let timestamps = args.args[0].to_array(args.number_rows)?;
+        let zoned = timestamps
+            .as_primitive::<TimestampMicrosecondType>()
+            .clone()
+            .with_timezone("+00:00");
+        crate::functions::columnar(Arc::new(zoned), scalar)
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
