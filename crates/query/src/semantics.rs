@@ -383,7 +383,7 @@ fn dated_operands(
         |date: &Expr, other: &datafusion::arrow::datatypes::Field| match functions::sql_type(other)
         {
             SqlScalarType::Timestamp => functions::call(
-                functions::datetime::date_timestamp::DATE_TIMESTAMP,
+                functions::datetime::date_timestamp::DATE_TIMESTAMP_COMPARED,
                 vec![date.clone()],
             )
             .ok(),

@@ -237,7 +237,8 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::Timestamp | S::TimestampTz => {
             let micros = match datum {
                 Datum::Timestamp(t) | Datum::TimestampTz(t) => t,
-                Datum::Date(d) => strconv::date_midnight(d),
+                Datum::Date(d) => strconv::date_midnight(d)
+                    .ok_or_else(strconv::date_out_of_range_for_timestamp)?,
                 other => return Err(mismatch(&other, ty)),
             };
             if matches!(ty, S::Timestamp) {

@@ -20,6 +20,7 @@ use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::strconv::{civil_from_days, days_from_civil};
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
+use self::arithmetic::midnight;
 use self::to_char::{BrokenDown, Number, format_datetime, format_number};
 use super::{Arguments, RowFunction, expect_arguments, no_such_function};
 use crate::error::QueryError;
@@ -176,10 +177,9 @@ fn to_char(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
         Datum::TimestampTz(micros) => {
             format_datetime(&BrokenDown::timestamp(*micros, Some("UTC")), template)?
         }
-        Datum::Date(days) => format_datetime(
-            &BrokenDown::timestamp(i64::from(*days) * MICROS_PER_DAY, None),
-            template,
-        )?,
+        Datum::Date(days) => {
+            format_datetime(&BrokenDown::timestamp(midnight(*days)?, None), template)?
+        }
         Datum::Interval {
             months,
             days,
@@ -342,7 +342,7 @@ fn field_value(row: &[Datum]) -> Result<(i128, u8), QueryError> {
             if unit.is_time_of_day() {
                 return Err(unsupported());
             }
-            calendar_field(unit, i64::from(*days) * MICROS_PER_DAY, false)
+            calendar_field(unit, midnight(*days)?, false)
         }
         Datum::Timestamp(micros) => calendar_field(unit, *micros, false),
         Datum::TimestampTz(micros) => calendar_field(unit, *micros, true),
@@ -553,7 +553,7 @@ fn age_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 fn point_in_time(datum: &Datum) -> Result<i64, QueryError> {
     match datum {
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Ok(*micros),
-        Datum::Date(days) => Ok(i64::from(*days) * MICROS_PER_DAY),
+        Datum::Date(days) => midnight(*days),
         other => Err(QueryError::internal(format!("age of {other:?}"))),
     }
 }

@@ -10,8 +10,8 @@
 //! - `date ± integer`, `integer + date`: a date.
 
 use floe_repr::strconv::{
-    DATE_INFINITY, DATE_MINUS_INFINITY, MAX_DATE_DAYS, MICROS_PER_DAY, MIN_DATE_DAYS,
-    civil_from_days, date_midnight, days_from_civil, is_infinite_date, is_infinite_timestamp,
+    MAX_DATE_DAYS, MICROS_PER_DAY, MIN_DATE_DAYS, civil_from_days, date_midnight,
+    date_out_of_range_for_timestamp, days_from_civil, is_infinite_date, is_infinite_timestamp,
 };
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
@@ -88,7 +88,7 @@ fn plus(left: &Datum, right: &Datum) -> Result<Datum, QueryError> {
         }
         (Datum::Date(days), Datum::Time(micros)) => add_time(*days, *micros),
         (Datum::Date(days), Datum::Interval { .. }) => {
-            add_interval(date_midnight(*days), right, false).map(Datum::Timestamp)
+            add_interval(midnight(*days)?, right, false).map(Datum::Timestamp)
         }
         (Datum::Date(days), count) => add_days(*days, day_count(count)?),
         _ => Err(QueryError::internal("datetime + of unexpected values")),
@@ -105,7 +105,7 @@ fn minus(left: &Datum, right: &Datum) -> Result<Datum, QueryError> {
         }
         (Datum::Date(days), Datum::Time(micros)) => add_time(*days, -*micros),
         (Datum::Date(days), Datum::Interval { .. }) => {
-            add_interval(date_midnight(*days), right, true).map(Datum::Timestamp)
+            add_interval(midnight(*days)?, right, true).map(Datum::Timestamp)
         }
         (Datum::Date(days), count) => {
             let count = day_count(count)?;
@@ -144,17 +144,19 @@ fn add_days(days: i32, count: i64) -> Result<Datum, QueryError> {
         .ok_or_else(date_out_of_range)
 }
 
+/// A date as the timestamp of its midnight, or PostgreSQL's error for a
+/// date past the timestamps.
+pub(super) fn midnight(days: i32) -> Result<i64, QueryError> {
+    date_midnight(days).ok_or_else(|| QueryError::from_value(date_out_of_range_for_timestamp()))
+}
+
 /// `date + time`: the timestamp of the date at that time of day.
 fn add_time(days: i32, micros: i64) -> Result<Datum, QueryError> {
+    let midnight = midnight(days)?;
     if is_infinite_date(days) {
-        let infinite = date_midnight(if days == DATE_INFINITY {
-            DATE_INFINITY
-        } else {
-            DATE_MINUS_INFINITY
-        });
-        return Ok(Datum::Timestamp(infinite));
+        return Ok(Datum::Timestamp(midnight));
     }
-    date_midnight(days)
+    midnight
         .checked_add(micros)
         .filter(|sum| in_range(*sum))
         .map(Datum::Timestamp)
@@ -237,14 +239,14 @@ mod tests {
 
     #[test]
     fn infinity_stays_and_overflow_is_an_error() {
-        let infinity = date_midnight(DATE_INFINITY);
+        let infinity = midnight(floe_repr::strconv::DATE_INFINITY).unwrap();
         assert_eq!(
             add_interval(infinity, &interval(1, 1, 1), true).ok(),
             Some(infinity)
         );
         assert_eq!(
-            add_days(DATE_MINUS_INFINITY, 5).ok(),
-            Some(Datum::Date(DATE_MINUS_INFINITY))
+            add_days(floe_repr::strconv::DATE_MINUS_INFINITY, 5).ok(),
+            Some(Datum::Date(floe_repr::strconv::DATE_MINUS_INFINITY))
         );
         assert!(add_interval(0, &interval(0, 0, i64::MIN), true).is_err());
         assert!(add_days(MAX_DATE_DAYS, 1).is_err());

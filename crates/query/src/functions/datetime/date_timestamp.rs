@@ -12,19 +12,28 @@ use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use floe_repr::strconv::date_midnight;
+use floe_repr::strconv::{date_midnight, date_midnight_compared, date_out_of_range_for_timestamp};
 
-/// The function's name (called by `crate::semantics` for a cast).
+/// The function's name (called by `crate::semantics` for a cast): a date
+/// past the timestamps is an error.
 pub const DATE_TIMESTAMP: &str = "floe_date_timestamp";
+/// The same for a comparison: a date past the timestamps is later (or
+/// earlier) than every finite one.
+pub const DATE_TIMESTAMP_COMPARED: &str = "floe_date_timestamp_compared";
 
 /// The reinterpretation's name (called by `crate::semantics` where a
 /// timestamp meets a timestamptz).
 pub const TIMESTAMP_UTC: &str = "floe_timestamp_utc";
 
-pub(super) fn functions() -> [ScalarUDF; 2] {
+pub(super) fn functions() -> [ScalarUDF; 3] {
     [
         ScalarUDF::new_from_impl(DateTimestamp {
             signature: Signature::exact(vec![DataType::Date32], Volatility::Immutable),
+            compared: false,
+        }),
+        ScalarUDF::new_from_impl(DateTimestamp {
+            signature: Signature::exact(vec![DataType::Date32], Volatility::Immutable),
+            compared: true,
         }),
         ScalarUDF::new_from_impl(TimestampUtc {
             signature: Signature::exact(
@@ -72,11 +81,17 @@ impl ScalarUDFImpl for TimestampUtc {
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct DateTimestamp {
     signature: Signature,
+    /// Whether it reads a date for a comparison (see the names).
+    compared: bool,
 }
 
 impl ScalarUDFImpl for DateTimestamp {
     fn name(&self) -> &str {
-        DATE_TIMESTAMP
+        if self.compared {
+            DATE_TIMESTAMP_COMPARED
+        } else {
+            DATE_TIMESTAMP
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -90,9 +105,16 @@ impl ScalarUDFImpl for DateTimestamp {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let dates = args.args[0].to_array(args.number_rows)?;
-        let timestamps = dates
-            .as_primitive::<Date32Type>()
-            .unary::<_, TimestampMicrosecondType>(date_midnight);
+        let dates = dates.as_primitive::<Date32Type>();
+        let timestamps = if self.compared {
+            dates.unary::<_, TimestampMicrosecondType>(date_midnight_compared)
+        } else {
+            dates
+                .try_unary::<_, TimestampMicrosecondType, _>(|days| {
+                    date_midnight(days).ok_or_else(date_out_of_range_for_timestamp)
+                })
+                .map_err(|error| crate::QueryError::from_value(error).into_datafusion())?
+        };
         crate::functions::columnar(Arc::new(timestamps), scalar)
     }
 }
