@@ -26,6 +26,9 @@ use crate::naming;
 
 /// The function floe's parser makes of Materialize's `LIST[...]`.
 pub const LIST_CONSTRUCTOR: &str = "floe_list";
+/// The derived table `ARRAY(subquery)` aggregates when it cannot in place
+/// (floe-adapter's `array_subquery`), its one column named by its alias.
+pub const ARRAY_SOURCE: &str = "array_source";
 /// The function floe's parser makes of Materialize's `MAP[...]`.
 pub const MAP_CONSTRUCTOR: &str = "floe_map";
 
