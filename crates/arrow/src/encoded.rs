@@ -168,7 +168,9 @@ impl Column {
             S::Time => Column::Time(Time64MicrosecondBuilder::with_capacity(rows)),
             S::Timestamp => Column::Timestamp(timestamps()?),
             S::TimestampTz => Column::TimestampTz(timestamps()?),
-            S::Text | S::VarChar { .. } => Column::Text(StringBuilder::with_capacity(rows, 0)),
+            S::Text | S::VarChar { .. } | S::Json => {
+                Column::Text(StringBuilder::with_capacity(rows, 0))
+            }
             S::Jsonb => Column::Jsonb(StringBuilder::with_capacity(rows, 0)),
             S::Bytes => Column::Bytes(BinaryBuilder::with_capacity(rows, 0)),
             S::Uuid => Column::Uuid(FixedSizeBinaryBuilder::with_capacity(rows, 16)),

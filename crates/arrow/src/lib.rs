@@ -114,7 +114,7 @@ pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
         S::Time => DataType::Time64(TimeUnit::Microsecond),
         S::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         S::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
-        S::Text | S::VarChar { .. } | S::Jsonb => DataType::Utf8,
+        S::Text | S::VarChar { .. } | S::Jsonb | S::Json => DataType::Utf8,
         S::Bytes => DataType::Binary,
         S::Uuid => DataType::FixedSizeBinary(16),
         S::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
@@ -174,6 +174,7 @@ pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
         PgType::TimestampTz => S::TimestampTz,
         PgType::Interval => S::Interval,
         PgType::Jsonb => S::Jsonb,
+        PgType::Json => S::Json,
         PgType::Uuid => S::Uuid,
         PgType::Oid => S::Oid,
         PgType::TextArray
@@ -459,7 +460,7 @@ fn coerce<'a>(
             | (Datum::Time(_), S::Time)
             | (Datum::Timestamp(_), S::Timestamp)
             | (Datum::TimestampTz(_), S::TimestampTz)
-            | (Datum::Text(_), S::Text | S::VarChar { .. })
+            | (Datum::Text(_), S::Text | S::VarChar { .. } | S::Json)
             | (Datum::Jsonb(_), S::Jsonb)
             | (Datum::Bytes(_), S::Bytes)
             | (Datum::Uuid(_), S::Uuid)

@@ -537,6 +537,11 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
         PgType::Float8 => Datum::Float64(f64::from_be_bytes(r.array()?)),
         PgType::Numeric => Datum::Numeric(decode_numeric_binary(&mut r)?),
         PgType::Text | PgType::VarChar | PgType::Char => Datum::Text(utf8(r.rest())?),
+        PgType::Json => {
+            let text = utf8(r.rest())?;
+            strconv::parse_json(&text)?;
+            Datum::Text(text)
+        }
         PgType::Bytea => Datum::Bytes(r.rest().to_vec()),
         PgType::Jsonb => {
             let version = r.array::<1>()?[0];

@@ -799,6 +799,17 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(call) = range_operator(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
+        if matches!(left, Ok(SqlScalarType::Json))
+            && let Some(name) = match expr.op {
+                B::Arrow => Some(functions::json::JSON_GET),
+                B::LongArrow => Some(functions::json::JSON_GET_TEXT),
+                _ => None,
+            }
+        {
+            let call = functions::call(name, vec![expr.left, expr.right])
+                .map_err(crate::QueryError::into_datafusion)?;
+            return Ok(PlannerResult::Planned(call));
+        }
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
         if !is_jsonb(&left) && !is_jsonb(&right) {
             return Ok(PlannerResult::Original(expr));

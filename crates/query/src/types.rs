@@ -87,7 +87,8 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
             _ => S::Timestamp,
         },
         D::Interval { .. } => S::Interval,
-        D::JSON | D::JSONB => S::Jsonb,
+        D::JSON => S::Json,
+        D::JSONB => S::Jsonb,
         D::Uuid => S::Uuid,
         D::Regclass => S::Oid,
         D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::Array {

@@ -273,6 +273,10 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
             Datum::Jsonb(s) => Datum::Jsonb(strconv::parse_jsonb(&s)?),
             other => return Err(mismatch(&other, ty)),
         },
+        S::Json => match datum {
+            Datum::Jsonb(s) => Datum::Text(s),
+            other => return Err(mismatch(&other, ty)),
+        },
         S::Range { .. } | S::List { .. } | S::Array { .. } | S::Map { .. } | S::Record { .. } => {
             cast_composite(datum, ty, depth)?
         }

@@ -19,6 +19,8 @@ pub enum PgType {
     TimestampTz,
     Interval,
     Jsonb,
+    /// `json`, a `Datum::Text` of its input.
+    Json,
     Uuid,
     Oid,
     /// Text arrays (`privileges` columns).
@@ -85,6 +87,7 @@ const TYPE_OIDS: &[(PgType, u32)] = &[
     (PgType::Int4, 23),
     (PgType::Text, 25),
     (PgType::Oid, 26),
+    (PgType::Json, 114),
     (PgType::Float4, 700),
     (PgType::Float8, 701),
     (PgType::BoolArray, 1000),
@@ -208,6 +211,7 @@ impl PgType {
             S::Bytes => PgType::Bytea,
             S::Uuid => PgType::Uuid,
             S::Jsonb => PgType::Jsonb,
+            S::Json => PgType::Json,
             S::Interval => PgType::Interval,
             S::Range { element } => match element.as_ref() {
                 S::Int32 => PgType::Int4Range,

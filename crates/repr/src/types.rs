@@ -33,6 +33,9 @@ pub enum SqlScalarType {
     Bytes,
     Uuid,
     Jsonb,
+    /// `json`: the input text as written (validated), where `jsonb` keeps a
+    /// normalized document.
+    Json,
     Interval,
     /// One of the range types; `element` is the type of its bounds.
     Range {
@@ -122,6 +125,7 @@ impl fmt::Display for SqlScalarType {
             Bytes => f.write_str("bytea"),
             Uuid => f.write_str("uuid"),
             Jsonb => f.write_str("jsonb"),
+            Json => f.write_str("json"),
             Interval => f.write_str("interval"),
             Range { element } => match element.as_ref() {
                 Int32 => f.write_str("int4range"),

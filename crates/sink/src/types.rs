@@ -54,6 +54,7 @@ fn iceberg_type(scalar: &SqlScalarType, next_id: &mut i32) -> Type {
         SqlScalarType::Text
         | SqlScalarType::VarChar { .. }
         | SqlScalarType::Jsonb
+        | SqlScalarType::Json
         | SqlScalarType::Interval => primitive(PrimitiveType::String),
         SqlScalarType::Bytes => primitive(PrimitiveType::Binary),
         SqlScalarType::Uuid => primitive(PrimitiveType::Fixed(16)),

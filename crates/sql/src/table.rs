@@ -419,7 +419,8 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         },
         "bytea" => Bytes,
         "uuid" => Uuid,
-        "jsonb" | "json" => Jsonb,
+        "jsonb" => Jsonb,
+        "json" => Json,
         "interval" => Interval,
         "int4range" => Range {
             element: Box::new(Int32),

@@ -318,6 +318,9 @@ pub(crate) enum ScalarType {
     Array {
         element: Box<ScalarType>,
     },
+    /// `json`, added to format 1 as a new variant (`json` columns were
+    /// `jsonb` before).
+    Json,
 }
 
 // ---------------------------------------------------------------------------
@@ -539,6 +542,7 @@ impl From<&SqlScalarType> for ScalarType {
             SqlScalarType::Bytes => ScalarType::Bytes,
             SqlScalarType::Uuid => ScalarType::Uuid,
             SqlScalarType::Jsonb => ScalarType::Jsonb,
+            SqlScalarType::Json => ScalarType::Json,
             SqlScalarType::Interval => ScalarType::Interval,
             SqlScalarType::Range { element } => ScalarType::Range {
                 element: boxed(element),
@@ -773,6 +777,7 @@ impl From<ScalarType> for SqlScalarType {
             ScalarType::Bytes => SqlScalarType::Bytes,
             ScalarType::Uuid => SqlScalarType::Uuid,
             ScalarType::Jsonb => SqlScalarType::Jsonb,
+            ScalarType::Json => SqlScalarType::Json,
             ScalarType::Interval => SqlScalarType::Interval,
             ScalarType::Range { element } => SqlScalarType::Range {
                 element: boxed(element),

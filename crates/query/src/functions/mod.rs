@@ -12,6 +12,7 @@ mod cast;
 pub mod datetime;
 pub mod distinct;
 mod integer_result;
+pub mod json;
 pub mod jsonb;
 mod jsonb_order;
 pub mod math;
@@ -53,6 +54,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .into_iter()
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
+        .chain(json::functions())
         .chain(system::functions())
         .chain(array::functions())
         .chain(datetime::functions())
