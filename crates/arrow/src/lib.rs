@@ -125,10 +125,37 @@ pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
                 .map(|(name, ty, nullable)| typed_field(name, ty, *nullable))
                 .collect::<Vec<_>>(),
         )),
-        S::List { element } | S::Array { element } => {
-            DataType::List(Arc::new(typed_field("item", element, true)))
-        }
+        S::List { element } => DataType::List(Arc::new(typed_field("item", element, true))),
+        // An array of a type its Arrow type says all of is the list the engine
+        // makes (ARRAY[...]), so the two meet without a cast.
+        S::Array { element } if says_all(element) => DataType::List(Arc::new(
+            Field::new_list_field(arrow_data_type(element), true),
+        )),
+        S::Array { element } => DataType::List(Arc::new(typed_field("item", element, true))),
         S::Map { value } => DataType::Map(map_entries_field(value), false),
+    }
+}
+
+/// Whether a type's Arrow type says all there is to know of it (its field
+/// needs no SQL type in its metadata); arrays of these nest as the engine's.
+pub fn says_all(ty: &SqlScalarType) -> bool {
+    use SqlScalarType as S;
+    match ty {
+        S::Bool
+        | S::Int16
+        | S::Int32
+        | S::Int64
+        | S::Float32
+        | S::Float64
+        | S::Text
+        | S::Date
+        | S::Time
+        | S::Timestamp
+        | S::TimestampTz
+        | S::Interval
+        | S::Bytes => true,
+        S::Array { element } => says_all(element),
+        _ => false,
     }
 }
 

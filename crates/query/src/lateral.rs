@@ -14,6 +14,9 @@
 //! (`LEFT JOIN LATERAL generate_series(1, t.n) g ON true`): a left join keeps the
 //! rows for which the subquery yields none, so an empty or NULL list is unnested
 //! as one NULL marked as padding, and the subquery's columns are NULL on that row.
+//! A left join on another condition of a subquery of one row (`LEFT JOIN LATERAL
+//! (SELECT t.n * 10 AS k) s ON t.id <> 2`) keeps that row, its columns NULL where
+//! the condition does not hold.
 
 use std::sync::Arc;
 
@@ -53,9 +56,16 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Join(join) = &node else {
         return Ok(Transformed::no(node));
     };
+    // A left join on a condition of a subquery of one row (no unnest, no
+    // filter): the row, its columns NULL where the condition does not hold.
+    let one_row_condition = match (join.join_type, join.filter.as_ref()) {
+        (JoinType::Left, Some(filter)) if !is_true(Some(filter)) => Some(filter.clone()),
+        _ => None,
+    };
     let mode = match join.join_type {
         JoinType::Inner => Mode::Inner,
         JoinType::Left if is_true(join.filter.as_ref()) => Mode::KeepRows,
+        JoinType::Left => Mode::Inner,
         _ => return Ok(Transformed::no(node)),
     };
     if !join.on.is_empty() {
@@ -67,6 +77,9 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Subquery(Subquery { subquery, .. }) = input.as_ref() else {
         return Ok(Transformed::no(node));
     };
+    if one_row_condition.is_some() && !is_one_row(subquery) {
+        return Ok(Transformed::no(node));
+    }
     let left = join.left.as_ref().clone();
     let Some(applied) = apply(subquery, &left, mode)? else {
         return Ok(Transformed::no(node));
@@ -80,12 +93,49 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         );
     }
     let mut flattened = LogicalPlan::Projection(Projection::try_new(columns, Arc::new(applied))?);
-    if let Some(filter) = &join.filter
+    if let Some(condition) = one_row_condition {
+        flattened = nulled_unless(flattened, join.left.schema().fields().len(), condition)?;
+    } else if let Some(filter) = &join.filter
         && mode == Mode::Inner
     {
         flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
     }
     Ok(Transformed::yes(flattened))
+}
+
+/// Whether a subquery yields exactly one row: projections over one empty row.
+fn is_one_row(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::EmptyRelation(empty) => empty.produce_one_row,
+        LogicalPlan::Projection(projection) => is_one_row(&projection.input),
+        _ => false,
+    }
+}
+
+/// `flattened`'s columns after the first `kept` (the subquery's) NULL where
+/// `condition` is not true, under their names.
+fn nulled_unless(flattened: LogicalPlan, kept: usize, condition: Expr) -> DfResult<LogicalPlan> {
+    let exprs = flattened
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if index < kept {
+                return column;
+            }
+            Expr::Case(Case::new(
+                None,
+                vec![(Box::new(condition.clone()), Box::new(column))],
+                None,
+            ))
+            .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect::<Vec<_>>();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(flattened),
+    )?))
 }
 
 /// `subquery` computed over each row of `left`: its relation-less bottom

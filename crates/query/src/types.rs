@@ -37,25 +37,10 @@ pub fn field(ty: &SqlScalarType) -> Field {
     }
 }
 
-/// Whether DataFusion's own Arrow type for `ty` says all there is to know.
+/// Whether DataFusion's own Arrow type for `ty` says all there is to know (an
+/// array of such is the list the engine's ARRAY[...] makes).
 pub fn is_native(ty: &SqlScalarType) -> bool {
-    use SqlScalarType as S;
-    matches!(
-        ty,
-        S::Bool
-            | S::Int16
-            | S::Int32
-            | S::Int64
-            | S::Float32
-            | S::Float64
-            | S::Text
-            | S::Date
-            | S::Time
-            | S::Timestamp
-            | S::TimestampTz
-            | S::Interval
-            | S::Bytes
-    )
+    floe_arrow::says_all(ty)
 }
 
 /// The floe type a SQL type name denotes.
