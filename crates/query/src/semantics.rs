@@ -833,6 +833,16 @@ impl ExprPlanner for PgOperatorPlanner {
                 Box::new(key(expr.right)?),
             ))));
         }
+        let path_operator = match &expr.op {
+            B::AtQuestion if is_jsonb(&left) => Some("jsonb_path_exists"),
+            B::AtAt if is_jsonb(&left) => Some("jsonb_path_match"),
+            _ => None,
+        };
+        if let Some(name) = path_operator {
+            let call = functions::jsonpath::operator_call(name, expr.left, expr.right)
+                .map_err(crate::QueryError::into_datafusion)?;
+            return Ok(PlannerResult::Planned(call));
+        }
         let name = match &expr.op {
             B::Arrow if is_jsonb(&left) => "floe_jsonb_get",
             B::LongArrow if is_jsonb(&left) => "floe_jsonb_get_text",

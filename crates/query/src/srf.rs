@@ -42,6 +42,11 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
     ),
     ("jsonb_object_keys", jsonb::OBJECT_KEYS, None),
     (
+        "jsonb_path_query",
+        crate::functions::jsonpath::PATH_QUERY,
+        None,
+    ),
+    (
         "regexp_split_to_table",
         crate::functions::text::REGEXP_SPLIT,
         None,
@@ -65,7 +70,11 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
 /// The list functions whose items are documents: unnesting a list drops its
 /// items' jsonb type (carried in the item field's metadata), so each unnested
 /// item is read as jsonb again.
-const DOCUMENT_LISTS: &[&str] = &[jsonb::ARRAY_ELEMENTS, jsonb::EACH_VALUES];
+const DOCUMENT_LISTS: &[&str] = &[
+    jsonb::ARRAY_ELEMENTS,
+    jsonb::EACH_VALUES,
+    crate::functions::jsonpath::PATH_QUERY,
+];
 
 /// The list functions whose items are text lists that Postgres types
 /// `text[]` (`regexp_matches`).

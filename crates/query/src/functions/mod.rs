@@ -15,6 +15,7 @@ mod integer_result;
 pub mod json;
 pub mod jsonb;
 mod jsonb_order;
+pub mod jsonpath;
 pub mod math;
 pub mod numeric_division;
 pub mod or_empty;
@@ -55,6 +56,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
         .chain(json::functions())
+        .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
         .chain(datetime::functions())
