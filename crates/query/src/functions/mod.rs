@@ -28,6 +28,7 @@ pub mod sum;
 pub(crate) mod system;
 pub mod text;
 pub mod unknown;
+mod variance;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -93,6 +94,9 @@ pub fn register(state: &mut SessionState) {
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+    for aggregate in variance::aggregates() {
+        let _ = state.register_udaf(Arc::new(aggregate));
+    }
     let _ = state.register_udf(Arc::new(ScalarUDF::new_from_impl(
         unknown::UnknownFunction::default(),
     )));
