@@ -241,7 +241,7 @@ impl ExactSums {
         let ten = i256::from_i128(10);
         if self.bare {
             while scale > 0 && value % ten == i256::ZERO {
-                value = value / ten;
+                value /= ten;
                 scale -= 1;
             }
         }
