@@ -77,8 +77,13 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Subquery(Subquery { subquery, .. }) = input.as_ref() else {
         return Ok(Transformed::no(node));
     };
-    if one_row_condition.is_some() && !is_one_row(subquery) {
-        return Ok(Transformed::no(node));
+    if let Some(condition) = &one_row_condition
+        && !is_one_row(subquery)
+    {
+        return match unnested_on(join.left.as_ref(), subquery, alias, condition)? {
+            Some(flattened) => Ok(Transformed::yes(flattened)),
+            None => Ok(Transformed::no(node)),
+        };
     }
     let left = join.left.as_ref().clone();
     let Some(applied) = apply(subquery, &left, mode)? else {
@@ -101,6 +106,92 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
     }
     Ok(Transformed::yes(flattened))
+}
+
+/// Names of the columns [`unnested_on`] adds while it works (private-use
+/// characters, as [`CARRIED`]).
+const ROW: &str = "\u{E003}row";
+const MATCHED: &str = "\u{E003}matched";
+const ANY_MATCHED: &str = "\u{E003}any_matched";
+const POSITION: &str = "\u{E003}position";
+
+/// A left join on a condition of a subquery that unnests (`LEFT JOIN LATERAL
+/// (SELECT e FROM unnest(t.a) e) s ON s.e > 1`): each left row numbered, the
+/// subquery applied as `ON true` applies it (an empty list one padding row),
+/// then of each left row's rows those the condition holds for, or, where it
+/// holds for none, its first with the subquery's columns NULL.
+fn unnested_on(
+    left: &LogicalPlan,
+    subquery: &LogicalPlan,
+    alias: &datafusion::common::TableReference,
+    condition: &Expr,
+) -> DfResult<Option<LogicalPlan>> {
+    use datafusion::logical_expr::ExprFunctionExt;
+    use datafusion::logical_expr::expr::WindowFunction;
+    let numbered = LogicalPlanBuilder::from(left.clone())
+        .window(vec![
+            datafusion::functions_window::expr_fn::row_number().alias(ROW),
+        ])?
+        .build()?;
+    let Some(applied) = apply(subquery, &numbered, Mode::KeepRows)? else {
+        return Ok(None);
+    };
+    let mut columns = carried_columns(numbered.schema());
+    for (index, field) in subquery.schema().fields().iter().enumerate() {
+        columns.push(
+            Expr::Column(Column::new_unqualified(format!("{CARRIED}{index}")))
+                .alias_qualified(Some(alias.clone()), field.name()),
+        );
+    }
+    let joined = LogicalPlan::Projection(Projection::try_new(columns, Arc::new(applied))?);
+    let unqualified = |name: &str| Expr::Column(Column::new_unqualified(name));
+    let matched = datafusion::functions::core::expr_fn::coalesce(vec![
+        condition.clone(),
+        Expr::Literal(ScalarValue::Boolean(Some(false)), None),
+    ]);
+    let mut with_match = carried_columns(joined.schema());
+    with_match.push(matched.alias(MATCHED));
+    let any = Expr::from(WindowFunction::new(
+        datafusion::functions_aggregate::min_max::max_udaf(),
+        vec![unqualified(MATCHED)],
+    ))
+    .partition_by(vec![unqualified(ROW)])
+    .build()?
+    .alias(ANY_MATCHED);
+    let position = datafusion::functions_window::expr_fn::row_number()
+        .partition_by(vec![unqualified(ROW)])
+        .build()?
+        .alias(POSITION);
+    let kept = unqualified(MATCHED).or(Expr::Not(Box::new(unqualified(ANY_MATCHED)))
+        .and(unqualified(POSITION).eq(Expr::Literal(ScalarValue::UInt64(Some(1)), None))));
+    let filtered = LogicalPlanBuilder::from(joined.clone())
+        .project(with_match)?
+        .window(vec![any, position])?
+        .filter(kept)?
+        .build()?;
+    let left_width = left.schema().fields().len();
+    let output = joined
+        .schema()
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != left_width)
+        .map(|(index, (qualifier, field))| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if index < left_width {
+                return column;
+            }
+            Expr::Case(Case::new(
+                None,
+                vec![(Box::new(unqualified(MATCHED)), Box::new(column))],
+                None,
+            ))
+            .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect::<Vec<_>>();
+    Ok(Some(LogicalPlan::Projection(Projection::try_new(
+        output,
+        Arc::new(filtered),
+    )?)))
 }
 
 /// Whether a subquery yields exactly one row: projections over one empty row.
@@ -197,6 +288,33 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Optio
                 };
                 exprs.push(expr);
             }
+            Ok(Some(LogicalPlan::Projection(Projection::try_new(
+                exprs,
+                Arc::new(input),
+            )?)))
+        }
+        // The engine wraps a FROM item that reads outer columns in a subquery.
+        LogicalPlan::Subquery(inner) => rebuild(&inner.subquery, left, mode),
+        // `FROM unnest(t.a) e` inside the subquery: the step's own columns
+        // take the alias, the carried ones keep their names.
+        LogicalPlan::SubqueryAlias(aliased) => {
+            let Some(input) = rebuild(&aliased.input, left, mode)? else {
+                return Ok(None);
+            };
+            let exprs = input
+                .schema()
+                .iter()
+                .map(|(qualifier, field)| {
+                    let column = Column::new(qualifier.cloned(), field.name());
+                    let carried = left.schema().has_column(&column) || field.name() == PADDING;
+                    if carried {
+                        Expr::Column(column)
+                    } else {
+                        Expr::Column(column)
+                            .alias_qualified(Some(aliased.alias.clone()), field.name())
+                    }
+                })
+                .collect::<Vec<_>>();
             Ok(Some(LogicalPlan::Projection(Projection::try_new(
                 exprs,
                 Arc::new(input),

@@ -366,7 +366,9 @@ impl Accumulator for ExactSums {
                 }
             }
             _ => {
-                return Err(QueryError::internal("variance of an unexpected type").into_datafusion());
+                return Err(
+                    QueryError::internal("variance of an unexpected type").into_datafusion()
+                );
             }
         }
         Ok(())
