@@ -9,7 +9,7 @@
 //! becomes a derived table the aggregate reads, ordered by its value, or by
 //! a row number in the subquery's order.
 
-use floe_query::rewrite::AGGREGATES;
+use floe_query::rewrite::{AGGREGATES, ARRAY_SOURCE};
 use sqlparser::ast::{
     Expr, Function, FunctionArgumentClause, FunctionArguments, GroupByExpr, Ident, OrderByExpr,
     OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor, Value, Visit, Visitor,
@@ -27,7 +27,7 @@ pub fn rewrite(function: &Function, catalog: bool) -> Option<Query> {
         return None;
     };
     if let SetExpr::Select(select) = query.body.as_ref()
-        && select.projection.len() > 1
+        && select.projection.len() != 1
     {
         // As it is, for the check that refuses it: a subquery of more than
         // one column.
@@ -197,7 +197,7 @@ fn set_operation_keys(query: &Query) -> Option<Vec<OrderByExpr>> {
 
 /// A column of the derived table.
 fn column(name: &str) -> Expr {
-    Expr::CompoundIdentifier(vec![Ident::new("array_source"), Ident::new(name)])
+    Expr::CompoundIdentifier(vec![Ident::new(ARRAY_SOURCE), Ident::new(name)])
 }
 
 fn key(expr: Expr) -> OrderByExpr {
@@ -212,7 +212,7 @@ fn key(expr: Expr) -> OrderByExpr {
 fn outer_query(inner: Query, collected: Expr, numbered: bool) -> Option<Query> {
     let columns = if numbered { "value, position" } else { "value" };
     let mut query = floe_query::srf::parse_query(&format!(
-        "SELECT 1 FROM (SELECT 1) AS array_source ({columns})"
+        "SELECT 1 FROM (SELECT 1) AS {ARRAY_SOURCE} ({columns})"
     ))?;
     let SetExpr::Select(select) = query.body.as_mut() else {
         return None;

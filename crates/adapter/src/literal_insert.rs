@@ -68,6 +68,20 @@ fn numeric_target(ty: &SqlScalarType) -> bool {
     )
 }
 
+fn float_target(ty: &SqlScalarType) -> bool {
+    matches!(ty, SqlScalarType::Float32 | SqlScalarType::Float64)
+}
+
+/// A number literal for a `real` or `double precision` column, in any spelling
+/// (`-1e308`): the numeric PostgreSQL reads, whose cast to the column gives its
+/// double or PostgreSQL's error (the engine's decimals hold no such digits).
+fn float(digits: &str, negative: bool) -> Option<Datum> {
+    let sign = if negative { "-" } else { "" };
+    // Any number of digits: a double holds more than a numeric column.
+    let decimal = floe_repr::strconv::Decimal::parse(&format!("{sign}{digits}")).ok()??;
+    Some(Datum::Numeric(decimal.format(None)))
+}
+
 /// The datum `expr` denotes, before the cast to `target`; `None` when it is not one of
 /// the literals this module reads.
 fn literal(expr: &Expr, target: &SqlScalarType) -> Option<Datum> {
@@ -79,6 +93,7 @@ fn literal(expr: &Expr, target: &SqlScalarType) -> Option<Datum> {
             Value::SingleQuotedString(text) => Some(Datum::Text(text.clone())),
             // A number goes into number columns only: into text, its printed form is the
             // engine's to decide.
+            Value::Number(digits, false) if float_target(target) => float(digits, false),
             Value::Number(digits, false) if numeric_target(target) => number(digits, false),
             _ => None,
         },
@@ -87,6 +102,7 @@ fn literal(expr: &Expr, target: &SqlScalarType) -> Option<Datum> {
             expr,
         } if numeric_target(target) => match expr.as_ref() {
             Expr::Value(value) => match &value.value {
+                Value::Number(digits, false) if float_target(target) => float(digits, true),
                 Value::Number(digits, false) => number(digits, true),
                 _ => None,
             },
@@ -192,6 +208,22 @@ mod tests {
                 ],
                 vec![Datum::Int64(-3), Datum::Null, Datum::Numeric("-0.5".into())],
             ])
+        );
+        // Into doubles, any spelling of a number, past the engine's decimals too.
+        let float_rows =
+            rows("VALUES (-1e308), (1.5), (-2)", &[SqlScalarType::Float64]).expect("literals");
+        let doubles: Vec<Datum> = float_rows
+            .into_iter()
+            .map(|row| floe_repr::cast::cast_datum(row[0].clone(), &SqlScalarType::Float64))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            doubles,
+            [
+                Datum::Float64(-1e308),
+                Datum::Float64(1.5),
+                Datum::Float64(-2.0)
+            ]
         );
         // Past bigint: numeric.
         assert_eq!(

@@ -168,11 +168,18 @@ impl Column {
             S::Time => Column::Time(Time64MicrosecondBuilder::with_capacity(rows)),
             S::Timestamp => Column::Timestamp(timestamps()?),
             S::TimestampTz => Column::TimestampTz(timestamps()?),
-            S::Text | S::VarChar { .. } => Column::Text(StringBuilder::with_capacity(rows, 0)),
+            S::Text | S::VarChar { .. } | S::Json => {
+                Column::Text(StringBuilder::with_capacity(rows, 0))
+            }
             S::Jsonb => Column::Jsonb(StringBuilder::with_capacity(rows, 0)),
             S::Bytes => Column::Bytes(BinaryBuilder::with_capacity(rows, 0)),
             S::Uuid => Column::Uuid(FixedSizeBinaryBuilder::with_capacity(rows, 16)),
-            S::Interval | S::Range { .. } | S::Record { .. } | S::List { .. } | S::Map { .. } => {
+            S::Interval
+            | S::Range { .. }
+            | S::Record { .. }
+            | S::List { .. }
+            | S::Array { .. }
+            | S::Map { .. } => {
                 return None;
             }
         })

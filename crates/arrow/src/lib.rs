@@ -114,7 +114,7 @@ pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
         S::Time => DataType::Time64(TimeUnit::Microsecond),
         S::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
         S::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into())),
-        S::Text | S::VarChar { .. } | S::Jsonb => DataType::Utf8,
+        S::Text | S::VarChar { .. } | S::Jsonb | S::Json => DataType::Utf8,
         S::Bytes => DataType::Binary,
         S::Uuid => DataType::FixedSizeBinary(16),
         S::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
@@ -126,7 +126,36 @@ pub fn arrow_data_type(ty: &SqlScalarType) -> DataType {
                 .collect::<Vec<_>>(),
         )),
         S::List { element } => DataType::List(Arc::new(typed_field("item", element, true))),
+        // An array of a type its Arrow type says all of is the list the engine
+        // makes (ARRAY[...]), so the two meet without a cast.
+        S::Array { element } if says_all(element) => DataType::List(Arc::new(
+            Field::new_list_field(arrow_data_type(element), true),
+        )),
+        S::Array { element } => DataType::List(Arc::new(typed_field("item", element, true))),
         S::Map { value } => DataType::Map(map_entries_field(value), false),
+    }
+}
+
+/// Whether a type's Arrow type says all there is to know of it (its field
+/// needs no SQL type in its metadata); arrays of these nest as the engine's.
+pub fn says_all(ty: &SqlScalarType) -> bool {
+    use SqlScalarType as S;
+    match ty {
+        S::Bool
+        | S::Int16
+        | S::Int32
+        | S::Int64
+        | S::Float32
+        | S::Float64
+        | S::Text
+        | S::Date
+        | S::Time
+        | S::Timestamp
+        | S::TimestampTz
+        | S::Interval
+        | S::Bytes => true,
+        S::Array { element } => says_all(element),
+        _ => false,
     }
 }
 
@@ -172,13 +201,30 @@ pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
         PgType::TimestampTz => S::TimestampTz,
         PgType::Interval => S::Interval,
         PgType::Jsonb => S::Jsonb,
+        PgType::Json => S::Json,
         PgType::Uuid => S::Uuid,
         PgType::Oid => S::Oid,
-        PgType::TextArray => S::List {
-            element: Box::new(S::Text),
-        },
-        PgType::Int2Array => S::List {
-            element: Box::new(S::Int16),
+        PgType::TextArray
+        | PgType::Int2Array
+        | PgType::BoolArray
+        | PgType::ByteaArray
+        | PgType::Int4Array
+        | PgType::Int8Array
+        | PgType::Float4Array
+        | PgType::Float8Array
+        | PgType::OidArray
+        | PgType::VarCharArray
+        | PgType::DateArray
+        | PgType::TimeArray
+        | PgType::TimestampArray
+        | PgType::TimestampTzArray
+        | PgType::IntervalArray
+        | PgType::NumericArray
+        | PgType::UuidArray
+        | PgType::JsonbArray => S::Array {
+            element: Box::new(scalar_type_of_pg(
+                pg_type.array_element().unwrap_or(PgType::Text),
+            )),
         },
         PgType::Int4Range => range_of(S::Int32),
         PgType::Int8Range => range_of(S::Int64),
@@ -320,16 +366,24 @@ pub fn pg_type_of(field: &Field) -> PgType {
         | DataType::FixedSizeList(f, _)
         | DataType::ListView(f)
         | DataType::LargeListView(f) => {
-            if is_string(f.data_type()) && sql_type_of(f).is_none() {
-                PgType::TextArray
-            } else {
-                PgType::List
-            }
+            // A list the engine made (ARRAY[...], array_agg) is an array;
+            // Materialize's lists carry their type in the metadata.
+            PgType::array_of(innermost_pg_type(f)).unwrap_or(PgType::List)
         }
         DataType::Struct(_) => PgType::Record,
         DataType::Map(..) => PgType::Map,
         DataType::Dictionary(_, value) => pg_type_of(&Field::new("", (**value).clone(), true)),
         _ => PgType::Text,
+    }
+}
+
+/// The Postgres type of the innermost elements of an array field.
+fn innermost_pg_type(field: &Field) -> PgType {
+    match (sql_type_of(field), field.data_type()) {
+        (None, DataType::List(f) | DataType::LargeList(f)) => innermost_pg_type(f),
+        _ => pg_type_of(field)
+            .array_element()
+            .unwrap_or(pg_type_of(field)),
     }
 }
 
@@ -433,15 +487,15 @@ fn coerce<'a>(
             | (Datum::Time(_), S::Time)
             | (Datum::Timestamp(_), S::Timestamp)
             | (Datum::TimestampTz(_), S::TimestampTz)
-            | (Datum::Text(_), S::Text | S::VarChar { .. })
+            | (Datum::Text(_), S::Text | S::VarChar { .. } | S::Json)
             | (Datum::Jsonb(_), S::Jsonb)
             | (Datum::Bytes(_), S::Bytes)
             | (Datum::Uuid(_), S::Uuid)
             | (Datum::Interval { .. }, S::Interval)
             | (Datum::Range(_), S::Range { .. })
             | (Datum::Record(_), S::Record { .. })
-            | (Datum::List(_), S::List { .. })
-            | (Datum::TextArray(_), S::List { .. })
+            | (Datum::List(_), S::List { .. } | S::Array { .. })
+            | (Datum::TextArray(_), S::List { .. } | S::Array { .. })
             | (Datum::Map(_), S::Map { .. })
     );
     if fits {
@@ -588,13 +642,17 @@ fn coerce_deep<'a>(
     let owned = |d: &Datum, ty: &SqlScalarType| coerce_deep(d, ty).map(Cow::into_owned);
     let top = coerce(datum, ty)?;
     Ok(match (top.as_ref(), ty) {
-        (Datum::List(items), S::List { element }) => Cow::Owned(Datum::List(
-            items
-                .iter()
-                .map(|item| owned(item, element))
-                .collect::<Result<_, _>>()?,
-        )),
-        (Datum::TextArray(items), S::List { element }) if **element != S::Text => {
+        (Datum::List(items), S::List { element } | S::Array { element }) => {
+            Cow::Owned(Datum::List(
+                items
+                    .iter()
+                    .map(|item| owned(item, element))
+                    .collect::<Result<_, _>>()?,
+            ))
+        }
+        (Datum::TextArray(items), S::List { element } | S::Array { element })
+            if **element != S::Text =>
+        {
             Cow::Owned(Datum::List(
                 items
                     .iter()
@@ -948,7 +1006,9 @@ fn convert_list(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datu
         _ => return Err(internal("list without item field")),
     };
     let element_type = match sql {
-        Some(SqlScalarType::List { element }) => Some(element.as_ref()),
+        Some(SqlScalarType::List { element } | SqlScalarType::Array { element }) => {
+            Some(element.as_ref())
+        }
         _ => None,
     };
     let child_hint = Hint::child(element_type, &child_field);

@@ -299,6 +299,74 @@ const RANGE_UB_INC: u8 = 0x04;
 const RANGE_LB_INF: u8 = 0x08;
 const RANGE_UB_INF: u8 = 0x10;
 
+/// The binary form of a value of a column of `pg_type`: an array as
+/// PostgreSQL sends it, its dimensions as such and its element type the
+/// column's even when every element is NULL; anything else as
+/// [`encode_binary`] writes it.
+pub fn encode_binary_as(datum: &Datum, pg_type: PgType) -> Option<BytesMut> {
+    let (Some(element), Datum::List(items)) = (pg_type.array_element(), datum) else {
+        return encode_binary(datum);
+    };
+    let Some(dimensions) = array_dimensions(items) else {
+        return encode_binary(datum);
+    };
+    let mut flat = Vec::new();
+    flatten_array(items, dimensions.len(), &mut flat);
+    let mut out = BytesMut::new();
+    if flat.is_empty() {
+        out.put_i32(0);
+        out.put_i32(0);
+        out.put_u32(wire_type(element).oid());
+        return Some(out);
+    }
+    out.put_i32(dimensions.len() as i32);
+    out.put_i32(i32::from(flat.iter().any(|d| matches!(d, Datum::Null))));
+    out.put_u32(wire_type(element).oid());
+    for length in &dimensions {
+        out.put_i32(*length as i32);
+        out.put_i32(1);
+    }
+    for item in flat {
+        put_element(&mut out, item);
+    }
+    Some(out)
+}
+
+/// The lengths of an array's dimensions (nested lists as PostgreSQL's
+/// dimensions), or `None` when its sub-arrays differ in length.
+fn array_dimensions(items: &[Datum]) -> Option<Vec<usize>> {
+    let mut dimensions = vec![items.len()];
+    let nested: Vec<&[Datum]> = items
+        .iter()
+        .map(|item| match item {
+            Datum::List(inner) => Some(inner.as_slice()),
+            _ => None,
+        })
+        .collect::<Option<_>>()
+        .unwrap_or_default();
+    if nested.is_empty() || nested.len() != items.len() {
+        return Some(dimensions);
+    }
+    let inner = array_dimensions(nested[0])?;
+    for sub in &nested[1..] {
+        if array_dimensions(sub)? != inner {
+            return None;
+        }
+    }
+    dimensions.extend(inner);
+    Some(dimensions)
+}
+
+/// An array's elements in row-major order, `depth` dimensions down.
+fn flatten_array<'a>(items: &'a [Datum], depth: usize, out: &mut Vec<&'a Datum>) {
+    for item in items {
+        match item {
+            Datum::List(inner) if depth > 1 => flatten_array(inner, depth - 1, out),
+            other => out.push(other),
+        }
+    }
+}
+
 /// A one-dimensional Postgres array (lower bound 1).
 fn put_array(out: &mut BytesMut, items: &[Datum], element_oid: u32) {
     if items.is_empty() {
@@ -469,6 +537,11 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
         PgType::Float8 => Datum::Float64(f64::from_be_bytes(r.array()?)),
         PgType::Numeric => Datum::Numeric(decode_numeric_binary(&mut r)?),
         PgType::Text | PgType::VarChar | PgType::Char => Datum::Text(utf8(r.rest())?),
+        PgType::Json => {
+            let text = utf8(r.rest())?;
+            strconv::parse_json(&text)?;
+            Datum::Text(text)
+        }
         PgType::Bytea => Datum::Bytes(r.rest().to_vec()),
         PgType::Jsonb => {
             let version = r.array::<1>()?[0];
@@ -500,9 +573,25 @@ fn decode_nested(pg_type: PgType, bytes: &[u8], depth: usize) -> Result<Datum, V
             }
         }
         PgType::Uuid => Datum::Uuid(r.array()?),
-        PgType::TextArray | PgType::Int2Array | PgType::List => {
-            decode_array(&mut r, pg_type, depth)?
-        }
+        PgType::TextArray
+        | PgType::Int2Array
+        | PgType::List
+        | PgType::BoolArray
+        | PgType::ByteaArray
+        | PgType::Int4Array
+        | PgType::Int8Array
+        | PgType::Float4Array
+        | PgType::Float8Array
+        | PgType::OidArray
+        | PgType::VarCharArray
+        | PgType::DateArray
+        | PgType::TimeArray
+        | PgType::TimestampArray
+        | PgType::TimestampTzArray
+        | PgType::IntervalArray
+        | PgType::NumericArray
+        | PgType::UuidArray
+        | PgType::JsonbArray => decode_array(&mut r, pg_type, depth)?,
         PgType::Map => decode_map(&mut r, depth)?,
         PgType::Record => decode_record(&mut r, depth)?,
         PgType::Int4Range

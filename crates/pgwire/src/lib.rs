@@ -52,7 +52,7 @@ use floe_repr::{ColumnDesc, Datum};
 use floe_sql_parser::ast::Statement;
 
 use crate::deferred_flush::DeferredFlush;
-use crate::encode::{encode_binary, encode_text, wire_type};
+use crate::encode::{encode_binary_as, encode_text, wire_type};
 
 /// The handlers of one server; connections share them.
 pub struct Handlers {
@@ -267,13 +267,18 @@ fn field_infos(desc: &[ColumnDesc], format: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
+/// The floe type of a result column, from its wire type.
+fn column_type(field: &FieldInfo) -> floe_repr::PgType {
+    encode::pg_type_from_oid(field.datatype().oid()).unwrap_or(floe_repr::PgType::Text)
+}
+
 /// Encodes a row for the wire in each column's requested format.
 fn data_row(row: &[Datum], fields: &[FieldInfo]) -> DataRow {
     let mut data = BytesMut::new();
     for (datum, field) in row.iter().zip(fields) {
         let encoded = match field.format() {
             FieldFormat::Text => encode_text(datum).map(|s| BytesMut::from(s.as_bytes())),
-            FieldFormat::Binary => encode_binary(datum),
+            FieldFormat::Binary => encode_binary_as(datum, column_type(field)),
         };
         match encoded {
             None => data.extend_from_slice(&(-1i32).to_be_bytes()),

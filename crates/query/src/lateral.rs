@@ -14,6 +14,9 @@
 //! (`LEFT JOIN LATERAL generate_series(1, t.n) g ON true`): a left join keeps the
 //! rows for which the subquery yields none, so an empty or NULL list is unnested
 //! as one NULL marked as padding, and the subquery's columns are NULL on that row.
+//! A left join on another condition of a subquery of one row (`LEFT JOIN LATERAL
+//! (SELECT t.n * 10 AS k) s ON t.id <> 2`) keeps that row, its columns NULL where
+//! the condition does not hold.
 
 use std::sync::Arc;
 
@@ -53,9 +56,16 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Join(join) = &node else {
         return Ok(Transformed::no(node));
     };
+    // A left join on a condition of a subquery of one row (no unnest, no
+    // filter): the row, its columns NULL where the condition does not hold.
+    let one_row_condition = match (join.join_type, join.filter.as_ref()) {
+        (JoinType::Left, Some(filter)) if !is_true(Some(filter)) => Some(filter.clone()),
+        _ => None,
+    };
     let mode = match join.join_type {
         JoinType::Inner => Mode::Inner,
         JoinType::Left if is_true(join.filter.as_ref()) => Mode::KeepRows,
+        JoinType::Left => Mode::Inner,
         _ => return Ok(Transformed::no(node)),
     };
     if !join.on.is_empty() {
@@ -67,6 +77,14 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::Subquery(Subquery { subquery, .. }) = input.as_ref() else {
         return Ok(Transformed::no(node));
     };
+    if let Some(condition) = &one_row_condition
+        && !is_one_row(subquery)
+    {
+        return match unnested_on(join.left.as_ref(), subquery, alias, condition)? {
+            Some(flattened) => Ok(Transformed::yes(flattened)),
+            None => Ok(Transformed::no(node)),
+        };
+    }
     let left = join.left.as_ref().clone();
     let Some(applied) = apply(subquery, &left, mode)? else {
         return Ok(Transformed::no(node));
@@ -80,12 +98,135 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         );
     }
     let mut flattened = LogicalPlan::Projection(Projection::try_new(columns, Arc::new(applied))?);
-    if let Some(filter) = &join.filter
+    if let Some(condition) = one_row_condition {
+        flattened = nulled_unless(flattened, join.left.schema().fields().len(), condition)?;
+    } else if let Some(filter) = &join.filter
         && mode == Mode::Inner
     {
         flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
     }
     Ok(Transformed::yes(flattened))
+}
+
+/// Names of the columns [`unnested_on`] adds while it works (private-use
+/// characters, as [`CARRIED`]).
+const ROW: &str = "\u{E003}row";
+const MATCHED: &str = "\u{E003}matched";
+const ANY_MATCHED: &str = "\u{E003}any_matched";
+const POSITION: &str = "\u{E003}position";
+
+/// A left join on a condition of a subquery that unnests (`LEFT JOIN LATERAL
+/// (SELECT e FROM unnest(t.a) e) s ON s.e > 1`): each left row numbered, the
+/// subquery applied as `ON true` applies it (an empty list one padding row),
+/// then of each left row's rows those the condition holds for, or, where it
+/// holds for none, its first with the subquery's columns NULL.
+fn unnested_on(
+    left: &LogicalPlan,
+    subquery: &LogicalPlan,
+    alias: &datafusion::common::TableReference,
+    condition: &Expr,
+) -> DfResult<Option<LogicalPlan>> {
+    use datafusion::logical_expr::ExprFunctionExt;
+    use datafusion::logical_expr::expr::WindowFunction;
+    let numbered = LogicalPlanBuilder::from(left.clone())
+        .window(vec![
+            datafusion::functions_window::expr_fn::row_number().alias(ROW),
+        ])?
+        .build()?;
+    let Some(applied) = apply(subquery, &numbered, Mode::KeepRows)? else {
+        return Ok(None);
+    };
+    let mut columns = carried_columns(numbered.schema());
+    for (index, field) in subquery.schema().fields().iter().enumerate() {
+        columns.push(
+            Expr::Column(Column::new_unqualified(format!("{CARRIED}{index}")))
+                .alias_qualified(Some(alias.clone()), field.name()),
+        );
+    }
+    let joined = LogicalPlan::Projection(Projection::try_new(columns, Arc::new(applied))?);
+    let unqualified = |name: &str| Expr::Column(Column::new_unqualified(name));
+    let matched = datafusion::functions::core::expr_fn::coalesce(vec![
+        condition.clone(),
+        Expr::Literal(ScalarValue::Boolean(Some(false)), None),
+    ]);
+    let mut with_match = carried_columns(joined.schema());
+    with_match.push(matched.alias(MATCHED));
+    let any = Expr::from(WindowFunction::new(
+        datafusion::functions_aggregate::min_max::max_udaf(),
+        vec![unqualified(MATCHED)],
+    ))
+    .partition_by(vec![unqualified(ROW)])
+    .build()?
+    .alias(ANY_MATCHED);
+    let position = datafusion::functions_window::expr_fn::row_number()
+        .partition_by(vec![unqualified(ROW)])
+        .build()?
+        .alias(POSITION);
+    let kept = unqualified(MATCHED).or(Expr::Not(Box::new(unqualified(ANY_MATCHED)))
+        .and(unqualified(POSITION).eq(Expr::Literal(ScalarValue::UInt64(Some(1)), None))));
+    let filtered = LogicalPlanBuilder::from(joined.clone())
+        .project(with_match)?
+        .window(vec![any, position])?
+        .filter(kept)?
+        .build()?;
+    let left_width = left.schema().fields().len();
+    let output = joined
+        .schema()
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != left_width)
+        .map(|(index, (qualifier, field))| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if index < left_width {
+                return column;
+            }
+            Expr::Case(Case::new(
+                None,
+                vec![(Box::new(unqualified(MATCHED)), Box::new(column))],
+                None,
+            ))
+            .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect::<Vec<_>>();
+    Ok(Some(LogicalPlan::Projection(Projection::try_new(
+        output,
+        Arc::new(filtered),
+    )?)))
+}
+
+/// Whether a subquery yields exactly one row: projections over one empty row.
+fn is_one_row(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::EmptyRelation(empty) => empty.produce_one_row,
+        LogicalPlan::Projection(projection) => is_one_row(&projection.input),
+        _ => false,
+    }
+}
+
+/// `flattened`'s columns after the first `kept` (the subquery's) NULL where
+/// `condition` is not true, under their names.
+fn nulled_unless(flattened: LogicalPlan, kept: usize, condition: Expr) -> DfResult<LogicalPlan> {
+    let exprs = flattened
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+            if index < kept {
+                return column;
+            }
+            Expr::Case(Case::new(
+                None,
+                vec![(Box::new(condition.clone()), Box::new(column))],
+                None,
+            ))
+            .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect::<Vec<_>>();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(flattened),
+    )?))
 }
 
 /// `subquery` computed over each row of `left`: its relation-less bottom
@@ -147,6 +288,33 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Optio
                 };
                 exprs.push(expr);
             }
+            Ok(Some(LogicalPlan::Projection(Projection::try_new(
+                exprs,
+                Arc::new(input),
+            )?)))
+        }
+        // The engine wraps a FROM item that reads outer columns in a subquery.
+        LogicalPlan::Subquery(inner) => rebuild(&inner.subquery, left, mode),
+        // `FROM unnest(t.a) e` inside the subquery: the step's own columns
+        // take the alias, the carried ones keep their names.
+        LogicalPlan::SubqueryAlias(aliased) => {
+            let Some(input) = rebuild(&aliased.input, left, mode)? else {
+                return Ok(None);
+            };
+            let exprs = input
+                .schema()
+                .iter()
+                .map(|(qualifier, field)| {
+                    let column = Column::new(qualifier.cloned(), field.name());
+                    let carried = left.schema().has_column(&column) || field.name() == PADDING;
+                    if carried {
+                        Expr::Column(column)
+                    } else {
+                        Expr::Column(column)
+                            .alias_qualified(Some(aliased.alias.clone()), field.name())
+                    }
+                })
+                .collect::<Vec<_>>();
             Ok(Some(LogicalPlan::Projection(Projection::try_new(
                 exprs,
                 Arc::new(input),

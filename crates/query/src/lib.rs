@@ -272,6 +272,12 @@ pub async fn plan(
         };
         let plan = match plan {
             Ok(plan) => plan,
+            Err(error) if wide_array_source(&statement, &error) => {
+                return Err(QueryError::new(
+                    floe_repr::SqlState::SYNTAX_ERROR,
+                    "subquery must return only one column",
+                ));
+            }
             Err(error) => return Err(unknown_function_error(&state, statement, error).await),
         };
         let columns = describe_analyzed(&state, &plan);
@@ -435,6 +441,34 @@ fn check_subquery_depth(statement: &sqlparser::ast::Statement) -> Result<(), Que
 }
 
 /// Whether the engine refused a select list for output columns of one name.
+/// Whether the engine refused an `ARRAY(SELECT * ...)`, whose rewrite names the
+/// subquery's one column ([`rewrite::ARRAY_SOURCE`]), for a subquery of more
+/// columns (the wildcard's count is the engine's to know).
+fn wide_array_source(
+    statement: &sqlparser::ast::Statement,
+    error: &datafusion::error::DataFusionError,
+) -> bool {
+    use sqlparser::ast::TableFactor;
+    use std::ops::ControlFlow;
+    struct Finder;
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            match factor {
+                TableFactor::Derived {
+                    alias: Some(alias), ..
+                } if alias.name.value == rewrite::ARRAY_SOURCE => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    error
+        .find_root()
+        .to_string()
+        .contains("names given as column alias")
+        && sqlparser::ast::Visit::visit(statement, &mut Finder).is_break()
+}
+
 fn duplicate_names(error: &datafusion::error::DataFusionError) -> bool {
     error
         .find_root()

@@ -26,6 +26,9 @@ use crate::naming;
 
 /// The function floe's parser makes of Materialize's `LIST[...]`.
 pub const LIST_CONSTRUCTOR: &str = "floe_list";
+/// The derived table `ARRAY(subquery)` aggregates when it cannot in place
+/// (floe-adapter's `array_subquery`), its one column named by its alias.
+pub const ARRAY_SOURCE: &str = "array_source";
 /// The function floe's parser makes of Materialize's `MAP[...]`.
 pub const MAP_CONSTRUCTOR: &str = "floe_map";
 
@@ -780,7 +783,7 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         }
         "every" => Some(Expr::Function(renamed(function, "bool_and"))),
         "variance" => Some(Expr::Function(renamed(function, "var_samp"))),
-        "mode" | "percentile_disc" => ordered_set(function, &name, args),
+        "mode" | "percentile_disc" | "percentile_cont" => ordered_set(function, &name, args),
         _ => None,
     }
 }
@@ -798,22 +801,50 @@ fn ordered_set(
     let [order] = function.within_group.as_slice() else {
         return None;
     };
+    use crate::functions::ordered_set as o;
+    let doubles = DataType::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(
+        Box::new(DataType::DoublePrecision),
+        None,
+    ));
+    let mut value = order.expr.clone();
     let (function_name, extra) = match (name, args) {
-        ("mode", []) => (crate::functions::ordered_set::MODE, None),
+        ("mode", []) => (o::MODE, None),
+        ("percentile_disc", [FunctionArg::Unnamed(FunctionArgExpr::Expr(fractions))])
+            if is_array(fractions) =>
+        {
+            (
+                o::PERCENTILE_DISC_EACH,
+                Some(cast(fractions.clone(), doubles)),
+            )
+        }
         ("percentile_disc", [FunctionArg::Unnamed(FunctionArgExpr::Expr(fraction))]) => (
-            crate::functions::ordered_set::PERCENTILE_DISC,
+            o::PERCENTILE_DISC,
             Some(cast(fraction.clone(), DataType::DoublePrecision)),
         ),
+        // DataFusion's percentile_cont takes one fraction.
+        ("percentile_cont", [FunctionArg::Unnamed(FunctionArgExpr::Expr(fractions))])
+            if is_array(fractions) =>
+        {
+            value = cast(value, DataType::DoublePrecision);
+            (
+                o::PERCENTILE_CONT_EACH,
+                Some(cast(fractions.clone(), doubles)),
+            )
+        }
         _ => return None,
     };
-    let value = order.expr.clone();
     let not_null = Expr::IsNotNull(Box::new(value.clone()));
     let mut collected = renamed(function, "array_agg");
     collected.within_group = Vec::new();
     collected.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
         duplicate_treatment: None,
-        args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(value))],
-        clauses: vec![FunctionArgumentClause::OrderBy(vec![order.clone()])],
+        args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(value.clone()))],
+        clauses: vec![FunctionArgumentClause::OrderBy(vec![
+            sqlparser::ast::OrderByExpr {
+                expr: value,
+                ..order.clone()
+            },
+        ])],
     });
     collected.filter = Some(Box::new(match function.filter.as_deref() {
         Some(filter) => Expr::BinaryOp {
@@ -826,6 +857,37 @@ fn ordered_set(
     let mut call_args = vec![Expr::Function(collected)];
     call_args.extend(extra);
     Some(function_call(function_name, call_args))
+}
+
+/// Whether an ordered-set aggregate's argument is written as an array (`ARRAY[0.25,
+/// 0.5]`, `'{0.5}'::float8[]`): one answer per fraction.
+fn is_array(argument: &Expr) -> bool {
+    match argument {
+        Expr::Array(_) => true,
+        Expr::Cast { data_type, .. } => matches!(data_type, DataType::Array(_)),
+        Expr::Nested(inner) => is_array(inner),
+        // A cast already made floe's ([`cast_call`]).
+        Expr::Function(function) => {
+            let FunctionArguments::List(list) = &function.args else {
+                return false;
+            };
+            let target = match list.args.as_slice() {
+                [
+                    _,
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value))),
+                ] => match &value.value {
+                    Value::SingleQuotedString(json) => {
+                        serde_json::from_str::<floe_repr::SqlScalarType>(json).ok()
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            function.name.to_string() == crate::functions::PG_CAST
+                && matches!(target, Some(floe_repr::SqlScalarType::Array { .. }))
+        }
+        _ => false,
+    }
 }
 
 /// Names the non-recursive term's columns of `WITH RECURSIVE r(a, b)` by

@@ -383,7 +383,7 @@ fn dated_operands(
         |date: &Expr, other: &datafusion::arrow::datatypes::Field| match functions::sql_type(other)
         {
             SqlScalarType::Timestamp => functions::call(
-                functions::datetime::date_timestamp::DATE_TIMESTAMP,
+                functions::datetime::date_timestamp::DATE_TIMESTAMP_COMPARED,
                 vec![date.clone()],
             )
             .ok(),
@@ -545,10 +545,17 @@ fn type_name(field: &datafusion::arrow::datatypes::Field) -> String {
     if field.data_type() == &DataType::Null {
         return "unknown".into();
     }
-    match functions::sql_type(field) {
+    scalar_type_name(&functions::sql_type(field))
+}
+
+fn scalar_type_name(ty: &SqlScalarType) -> String {
+    match ty {
         SqlScalarType::Numeric { .. } => "numeric".into(),
         SqlScalarType::VarChar { .. } => "character varying".into(),
         SqlScalarType::Time => "time without time zone".into(),
+        SqlScalarType::Array { element } => {
+            format!("{}[]", scalar_type_name(element.array_element()))
+        }
         other => other.to_string(),
     }
 }
@@ -770,38 +777,37 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
             return Ok(PlannerResult::Planned(quotient));
         }
-        // `date ± interval` is a timestamp in Postgres (DataFusion's is a date).
-        let is = |t: &DfResult<SqlScalarType>, ty: SqlScalarType| matches!(t, Ok(t) if *t == ty);
-        let operator = match expr.op {
-            B::Plus => Some(Operator::Plus),
-            B::Minus => Some(Operator::Minus),
-            _ => None,
-        };
-        if let Some(operator) = operator {
-            let timestamp = |side: Expr| {
-                Expr::Cast(Cast::new(
-                    Box::new(side),
-                    DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Microsecond, None),
+        // `now()` is of nanoseconds, never infinite: DataFusion's arithmetic
+        // keeps its digits (generate_series(now(), now() + ...) meets its end).
+        let nanoseconds = |t: Option<&DataType>| {
+            matches!(
+                t,
+                Some(DataType::Timestamp(
+                    datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+                    _
                 ))
-            };
-            let (date_left, date_right) = (
-                is(&left, SqlScalarType::Date) && is(&right, SqlScalarType::Interval),
-                is(&left, SqlScalarType::Interval) && is(&right, SqlScalarType::Date),
-            );
-            if date_left || (date_right && operator == Operator::Plus) {
-                let (l, r) = if date_left {
-                    (timestamp(expr.left), expr.right)
-                } else {
-                    (expr.left, timestamp(expr.right))
-                };
-                return Ok(PlannerResult::Planned(Expr::BinaryExpr(BinaryExpr::new(
-                    Box::new(l),
-                    operator,
-                    Box::new(r),
-                ))));
-            }
+            )
+        };
+        if !nanoseconds(left_type.as_ref())
+            && !nanoseconds(right_type.as_ref())
+            && let Some(call) = datetime_arithmetic(&expr, &left, &right)?
+        {
+            return Ok(PlannerResult::Planned(call));
         }
+        let expr = timestamps_in_utc(expr, &left, &right)?;
+        let expr = timestamps_in_micros(expr, left_type.as_ref(), right_type.as_ref());
         if let Some(call) = range_operator(&expr, &left, &right)? {
+            return Ok(PlannerResult::Planned(call));
+        }
+        if matches!(left, Ok(SqlScalarType::Json))
+            && let Some(name) = match expr.op {
+                B::Arrow => Some(functions::json::JSON_GET),
+                B::LongArrow => Some(functions::json::JSON_GET_TEXT),
+                _ => None,
+            }
+        {
+            let call = functions::call(name, vec![expr.left, expr.right])
+                .map_err(crate::QueryError::into_datafusion)?;
             return Ok(PlannerResult::Planned(call));
         }
         let is_jsonb = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Jsonb));
@@ -826,6 +832,16 @@ impl ExprPlanner for PgOperatorPlanner {
                 op,
                 Box::new(key(expr.right)?),
             ))));
+        }
+        let path_operator = match &expr.op {
+            B::AtQuestion if is_jsonb(&left) => Some("jsonb_path_exists"),
+            B::AtAt if is_jsonb(&left) => Some("jsonb_path_match"),
+            _ => None,
+        };
+        if let Some(name) = path_operator {
+            let call = functions::jsonpath::operator_call(name, expr.left, expr.right)
+                .map_err(crate::QueryError::into_datafusion)?;
+            return Ok(PlannerResult::Planned(call));
         }
         let name = match &expr.op {
             B::Arrow if is_jsonb(&left) => "floe_jsonb_get",
@@ -1021,6 +1037,81 @@ fn power(
 /// `timestamp - timestamp` and `date - date` as floe's functions (DataFusion
 /// has no arithmetic of intervals and numbers, its difference of timestamps
 /// counts hours past a day, and its difference of dates is a bigint).
+/// A timestamp of nanoseconds (`now()`) met by one of microseconds, floe's,
+/// is cast to microseconds, which hold it: DataFusion would cast the other
+/// way, and `infinity` has no nanoseconds (it became NULL).
+fn timestamps_in_micros(
+    mut expr: RawBinaryExpr,
+    left: Option<&DataType>,
+    right: Option<&DataType>,
+) -> RawBinaryExpr {
+    use datafusion::arrow::datatypes::TimeUnit;
+    let micros = |side: Expr, zone: &Option<Arc<str>>| {
+        Expr::Cast(Cast::new(
+            Box::new(side),
+            DataType::Timestamp(TimeUnit::Microsecond, zone.clone()),
+        ))
+    };
+    match (left, right) {
+        (
+            Some(DataType::Timestamp(TimeUnit::Nanosecond, zone)),
+            Some(DataType::Timestamp(TimeUnit::Microsecond, _)),
+        ) => expr.left = micros(expr.left, zone),
+        (
+            Some(DataType::Timestamp(TimeUnit::Microsecond, _)),
+            Some(DataType::Timestamp(TimeUnit::Nanosecond, zone)),
+        ) => expr.right = micros(expr.right, zone),
+        _ => {}
+    }
+    expr
+}
+
+/// A timestamp compared with a timestamptz is read in the session's zone,
+/// UTC, as PostgreSQL reads it (Arrow's cast fails on infinity).
+fn timestamps_in_utc(
+    mut expr: RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> DfResult<RawBinaryExpr> {
+    use functions::datetime::date_timestamp::TIMESTAMP_UTC;
+    let utc = |side: Expr| {
+        functions::call(TIMESTAMP_UTC, vec![side]).map_err(crate::QueryError::into_datafusion)
+    };
+    match (left, right) {
+        (Ok(SqlScalarType::Timestamp), Ok(SqlScalarType::TimestampTz)) => {
+            expr.left = utc(expr.left)?;
+        }
+        (Ok(SqlScalarType::TimestampTz), Ok(SqlScalarType::Timestamp)) => {
+            expr.right = utc(expr.right)?;
+        }
+        _ => {}
+    }
+    Ok(expr)
+}
+
+/// `+` and `-` of dates, timestamps and intervals as PostgreSQL answers
+/// them (`date ± interval` is a timestamp, infinity stays infinite):
+/// [`functions::datetime::arithmetic`].
+fn datetime_arithmetic(
+    expr: &RawBinaryExpr,
+    left: &DfResult<SqlScalarType>,
+    right: &DfResult<SqlScalarType>,
+) -> DfResult<Option<Expr>> {
+    use functions::datetime::arithmetic as a;
+    use sqlparser::ast::BinaryOperator as B;
+    let (Ok(left), Ok(right)) = (left, right) else {
+        return Ok(None);
+    };
+    let name = match expr.op {
+        B::Plus if a::plus_result(left, right).is_some() => a::DATETIME_PLUS,
+        B::Minus if a::minus_result(left, right).is_some() => a::DATETIME_MINUS,
+        _ => return Ok(None),
+    };
+    functions::call(name, vec![expr.left.clone(), expr.right.clone()])
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
 fn interval_arithmetic(
     expr: &RawBinaryExpr,
     left: &DfResult<SqlScalarType>,

@@ -18,7 +18,7 @@
 
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Query, SelectItem,
-    TableAlias, TableFactor,
+    SetExpr, TableAlias, TableFactor,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -41,6 +41,11 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
         Some("value"),
     ),
     ("jsonb_object_keys", jsonb::OBJECT_KEYS, None),
+    (
+        "jsonb_path_query",
+        crate::functions::jsonpath::PATH_QUERY,
+        None,
+    ),
     (
         "regexp_split_to_table",
         crate::functions::text::REGEXP_SPLIT,
@@ -65,7 +70,11 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
 /// The list functions whose items are documents: unnesting a list drops its
 /// items' jsonb type (carried in the item field's metadata), so each unnested
 /// item is read as jsonb again.
-const DOCUMENT_LISTS: &[&str] = &[jsonb::ARRAY_ELEMENTS, jsonb::EACH_VALUES];
+const DOCUMENT_LISTS: &[&str] = &[
+    jsonb::ARRAY_ELEMENTS,
+    jsonb::EACH_VALUES,
+    crate::functions::jsonpath::PATH_QUERY,
+];
 
 /// The list functions whose items are text lists that Postgres types
 /// `text[]` (`regexp_matches`).
@@ -152,7 +161,11 @@ fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableF
     }
     // `LATERAL f(args)`: the call as the parser writes it without the keyword.
     if let TableFactor::Function {
-        name, args, alias, ..
+        name,
+        args,
+        alias,
+        with_ordinality,
+        ..
     } = factor
     {
         let call = TableFactor::Table {
@@ -164,7 +177,7 @@ fn rewrite_function_factor(factor: &TableFactor, lateral: bool) -> Option<TableF
             }),
             with_hints: vec![],
             version: None,
-            with_ordinality: false,
+            with_ordinality: *with_ordinality,
             partitions: vec![],
             json_path: None,
             sample: None,
@@ -403,6 +416,9 @@ fn with_ordinality(factor: &TableFactor, lateral: bool) -> Option<TableFactor> {
         _ => Ident::new("ordinality"),
     };
     let mut inner = rewrite_function_factor(&plain, lateral).unwrap_or(plain);
+    if lateral && let Some(numbered) = numbered_unnest(&inner, &relation, &ordinality) {
+        return Some(numbered);
+    }
     // The call's own relation, under a name of its own: the outer one is the user's.
     let inner_alias = Ident::with_quote('"', ORDINALITY_ALIAS);
     match &mut inner {
@@ -426,6 +442,81 @@ fn with_ordinality(factor: &TableFactor, lateral: bool) -> Option<TableFactor> {
         quoted(&ordinality)
     );
     derived(&sql, relation, lateral)
+}
+
+/// A lateral call's derived table, `SELECT unnest(list) AS c`, numbered by a second
+/// unnest beside it, `unnest(range(1, cardinality(list) + 1))`: the numbers
+/// start again at each row of the relations before it (a `row_number()` over the
+/// derived table would count on across them, and DataFusion cannot decorrelate
+/// it).
+fn numbered_unnest(
+    inner: &TableFactor,
+    relation: &Ident,
+    ordinality: &Ident,
+) -> Option<TableFactor> {
+    let TableFactor::Derived { subquery, .. } = inner else {
+        return None;
+    };
+    let SetExpr::Select(select) = subquery.body.as_ref() else {
+        return None;
+    };
+    let [
+        SelectItem::ExprWithAlias {
+            expr: Expr::Function(call),
+            alias,
+        },
+    ] = select.projection.as_slice()
+    else {
+        return None;
+    };
+    let FunctionArguments::List(list) = &call.args else {
+        return None;
+    };
+    if !select.from.is_empty() {
+        return None;
+    }
+    if call.name.to_string() == GENERATE_SERIES {
+        return numbered_series(call, &list.args, alias, relation, ordinality);
+    }
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(items))] = list.args.as_slice() else {
+        return None;
+    };
+    if call.name.to_string() != UNNEST {
+        return None;
+    }
+    let sql = format!(
+        "SELECT {UNNEST}({items}) AS {}, {UNNEST}(range(CAST(1 AS bigint), cardinality({items}) + 1)) AS {}",
+        quoted(alias),
+        quoted(ordinality)
+    );
+    derived(&sql, relation.clone(), true)
+}
+
+/// A lateral `generate_series(start, stop[, step])` numbered by a second series
+/// beside it, `(generate_series(...) - start) / step + 1`, the two unnested side
+/// by side (a series of timestamps has no such number: the engine refuses it).
+fn numbered_series(
+    call: &sqlparser::ast::Function,
+    args: &[FunctionArg],
+    alias: &Ident,
+    relation: &Ident,
+    ordinality: &Ident,
+) -> Option<TableFactor> {
+    let (start, step) = match args {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(start)), _] => (start.to_string(), "1".into()),
+        [
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(start)),
+            _,
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(step)),
+        ] => (start.to_string(), step.to_string()),
+        _ => return None,
+    };
+    let sql = format!(
+        "SELECT {call} AS {}, CAST(({call} - ({start})) / ({step}) + 1 AS bigint) AS {}",
+        quoted(alias),
+        quoted(ordinality)
+    );
+    derived(&sql, relation.clone(), true)
 }
 
 /// The alias of a call numbered [`with_ordinality`] inside its derived table.

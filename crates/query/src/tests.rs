@@ -622,7 +622,7 @@ async fn array_shape_functions_answer_integers() {
                 "integer",
                 "integer",
                 "integer",
-                "integer list",
+                "integer[]",
                 "text",
                 "integer"
             ]])

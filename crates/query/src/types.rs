@@ -37,25 +37,10 @@ pub fn field(ty: &SqlScalarType) -> Field {
     }
 }
 
-/// Whether DataFusion's own Arrow type for `ty` says all there is to know.
+/// Whether DataFusion's own Arrow type for `ty` says all there is to know (an
+/// array of such is the list the engine's ARRAY[...] makes).
 pub fn is_native(ty: &SqlScalarType) -> bool {
-    use SqlScalarType as S;
-    matches!(
-        ty,
-        S::Bool
-            | S::Int16
-            | S::Int32
-            | S::Int64
-            | S::Float32
-            | S::Float64
-            | S::Text
-            | S::Date
-            | S::Time
-            | S::Timestamp
-            | S::TimestampTz
-            | S::Interval
-            | S::Bytes
-    )
+    floe_arrow::says_all(ty)
 }
 
 /// The floe type a SQL type name denotes.
@@ -87,12 +72,11 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
             _ => S::Timestamp,
         },
         D::Interval { .. } => S::Interval,
-        D::JSON | D::JSONB => S::Jsonb,
+        D::JSON => S::Json,
+        D::JSONB => S::Jsonb,
         D::Uuid => S::Uuid,
         D::Regclass => S::Oid,
-        // `text[]`, `int[]`: floe's one-dimensional arrays are lists (the text
-        // form `{a,b}` is the same).
-        D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::List {
+        D::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(element, _)) => S::Array {
             element: Box::new(scalar_type(element)?),
         },
         D::Custom(name, modifiers) if modifiers.is_empty() => {

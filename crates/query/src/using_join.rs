@@ -15,6 +15,10 @@
 //! - `NATURAL` becomes `USING` the common columns, and a join whose key is itself
 //!   merged joins `ON` the merged expression.
 //!
+//! A join's alias (`USING (a) AS j`, which floe's parser passes as one more
+//! USING column, `floe_sql_parser::join_alias`) names its merged columns:
+//! `j.a` is the merged `a`, `j.*` every merged column.
+//!
 //! The columns of each relation come from the catalog (tables and views) or the
 //! text (a derived table's select list or alias). A select whose rewrite needs a
 //! relation's columns that are not known so (a CTE, a table function) is left to
@@ -24,7 +28,8 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     BinaryOperator, Expr, Ident, Join, JoinConstraint, JoinOperator, ObjectName, ObjectNamePart,
-    Query, Select, SelectItem, SetExpr, Statement, TableFactor, TableWithJoins,
+    Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor,
+    TableWithJoins,
 };
 
 use crate::naming;
@@ -109,13 +114,18 @@ fn merge_select(select: &mut Select, tables: &TableColumns) -> Option<Vec<Column
     // Worked out on a copy: a select that cannot be rewritten whole stays as it was.
     let mut from = select.from.clone();
     let mut merged = Vec::new();
+    let mut aliases = Vec::new();
     let mut shown = Vec::new();
     for item in &mut from {
-        let columns = merge_joins(item, tables, &mut merged)?;
+        let columns = merge_joins(item, tables, &mut merged, &mut aliases)?;
         shown.push(columns);
     }
     let mut projection = Vec::with_capacity(select.projection.len());
     for item in &select.projection {
+        if let Some(items) = alias_items(item, &aliases) {
+            projection.extend(items);
+            continue;
+        }
         match item {
             SelectItem::Wildcard(options) => {
                 if options.opt_exclude.is_some()
@@ -145,7 +155,75 @@ fn merge_select(select: &mut Select, tables: &TableColumns) -> Option<Vec<Column
     select.from = from;
     select.projection = projection;
     scope::replace_in_clauses(select, &merged);
+    replace_alias_references(select, &aliases);
     Some(merged)
+}
+
+/// A join alias and the columns it names.
+type JoinAlias = (String, Vec<Column>);
+
+/// The merged column `alias.name`, if a join alias names it.
+fn alias_column<'a>(expr: &Expr, aliases: &'a [JoinAlias]) -> Option<&'a Column> {
+    let Expr::CompoundIdentifier(parts) = expr else {
+        return None;
+    };
+    let [alias, name] = parts.as_slice() else {
+        return None;
+    };
+    let (_, columns) = aliases
+        .iter()
+        .find(|(a, _)| *a == naming::normalize(alias))?;
+    columns.iter().find(|c| c.name == naming::normalize(name))
+}
+
+/// A select item of a join alias: `j.a` named `a`, `j.*` its columns.
+fn alias_items(item: &SelectItem, aliases: &[JoinAlias]) -> Option<Vec<SelectItem>> {
+    let named = |column: &Column| SelectItem::ExprWithAlias {
+        expr: column.expr.clone(),
+        alias: Ident::with_quote('"', column.name.clone()),
+    };
+    match item {
+        SelectItem::UnnamedExpr(expr) => Some(vec![named(alias_column(expr, aliases)?)]),
+        SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+            let [ObjectNamePart::Identifier(alias)] = name.0.as_slice() else {
+                return None;
+            };
+            let (_, columns) = aliases
+                .iter()
+                .find(|(a, _)| *a == naming::normalize(alias))?;
+            Some(columns.iter().map(named).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Every `alias.name` of a join alias in the select made the merged column.
+fn replace_alias_references(select: &mut Select, aliases: &[JoinAlias]) {
+    if aliases.is_empty() {
+        return;
+    }
+    let _ = sqlparser::ast::visit_expressions_mut(select, |expr| {
+        if let Some(column) = alias_column(expr, aliases) {
+            *expr = column.expr.clone();
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+/// Takes the join alias out of a USING list (see the module documentation).
+fn take_join_alias(names: &mut Vec<ObjectName>) -> Option<String> {
+    let position = names.iter().position(|name| {
+        matches!(name.0.as_slice(), [ObjectNamePart::Identifier(ident)]
+            if ident.value.starts_with(floe_sql_parser::join_alias::JOIN_ALIAS))
+    })?;
+    let name = names.remove(position);
+    let [ObjectNamePart::Identifier(ident)] = name.0.as_slice() else {
+        return None;
+    };
+    let alias = ident
+        .value
+        .strip_prefix(floe_sql_parser::join_alias::JOIN_ALIAS)?;
+    Some(naming::normalize(&Ident::new(alias)))
 }
 
 /// Rewrites the joins of one `FROM` item; returns the columns it shows and adds
@@ -154,10 +232,11 @@ fn merge_joins(
     item: &mut TableWithJoins,
     tables: &TableColumns,
     merged: &mut Vec<Column>,
+    aliases: &mut Vec<JoinAlias>,
 ) -> Option<Columns> {
-    let mut left = factor_columns(&mut item.relation, tables, merged)?;
+    let mut left = factor_columns(&mut item.relation, tables, merged, aliases)?;
     for join in &mut item.joins {
-        let right = factor_columns(&mut join.relation, tables, merged)?;
+        let right = factor_columns(&mut join.relation, tables, merged, aliases)?;
         let right_outer = matches!(
             join.join_operator,
             JoinOperator::Right(_) | JoinOperator::RightOuter(_) | JoinOperator::FullOuter(_)
@@ -165,6 +244,10 @@ fn merge_joins(
         let Some(constraint) = constraint_mut(&mut join.join_operator) else {
             left = concat(left, right);
             continue;
+        };
+        let alias = match constraint {
+            JoinConstraint::Using(names) => take_join_alias(names),
+            _ => None,
         };
         let names = match constraint {
             JoinConstraint::Using(names) => names
@@ -208,6 +291,9 @@ fn merge_joins(
             merged.push(column.clone());
             joined.push(column);
             keys.push((left_expr, right_expr));
+        }
+        if let Some(alias) = alias {
+            aliases.push((alias, joined.clone()));
         }
         // The engine matches a USING key by the left relation's column: a key that
         // is itself merged (a COALESCE) joins ON it instead.
@@ -298,13 +384,14 @@ fn factor_columns(
     factor: &mut TableFactor,
     tables: &TableColumns,
     merged: &mut Vec<Column>,
+    aliases: &mut Vec<JoinAlias>,
 ) -> Option<Columns> {
     if let TableFactor::NestedJoin {
         table_with_joins,
         alias: None,
     } = factor
     {
-        return merge_joins(table_with_joins, tables, merged);
+        return merge_joins(table_with_joins, tables, merged, aliases);
     }
     let Some((reference, names)) = crate::relations::factor_columns(factor, tables) else {
         return Some(None);

@@ -237,7 +237,8 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
         S::Timestamp | S::TimestampTz => {
             let micros = match datum {
                 Datum::Timestamp(t) | Datum::TimestampTz(t) => t,
-                Datum::Date(d) => strconv::date_midnight(d),
+                Datum::Date(d) => strconv::date_midnight(d)
+                    .ok_or_else(strconv::date_out_of_range_for_timestamp)?,
                 other => return Err(mismatch(&other, ty)),
             };
             if matches!(ty, S::Timestamp) {
@@ -272,7 +273,11 @@ fn cast_nested(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datum, 
             Datum::Jsonb(s) => Datum::Jsonb(strconv::parse_jsonb(&s)?),
             other => return Err(mismatch(&other, ty)),
         },
-        S::Range { .. } | S::List { .. } | S::Map { .. } | S::Record { .. } => {
+        S::Json => match datum {
+            Datum::Jsonb(s) => Datum::Text(s),
+            other => return Err(mismatch(&other, ty)),
+        },
+        S::Range { .. } | S::List { .. } | S::Array { .. } | S::Map { .. } | S::Record { .. } => {
             cast_composite(datum, ty, depth)?
         }
     };
@@ -360,7 +365,7 @@ fn cast_composite(datum: Datum, ty: &SqlScalarType, depth: usize) -> Result<Datu
             }
             other => return Err(mismatch(&other, ty)),
         },
-        S::List { element } => match datum {
+        S::List { element } | S::Array { element } => match datum {
             Datum::List(items) => Datum::List(
                 items
                     .into_iter()

@@ -19,6 +19,8 @@ pub enum PgType {
     TimestampTz,
     Interval,
     Jsonb,
+    /// `json`, a `Datum::Text` of its input.
+    Json,
     Uuid,
     Oid,
     /// Text arrays (`privileges` columns).
@@ -26,6 +28,24 @@ pub enum PgType {
     /// `smallint[]`: column numbers in the PostgreSQL catalog
     /// (`pg_constraint.conkey`), a `Datum::List` of `Int16`s.
     Int2Array,
+    /// The other arrays of PostgreSQL's types (`integer[]`, ...), values
+    /// held as a `Datum::List` of their elements.
+    BoolArray,
+    ByteaArray,
+    Int4Array,
+    Int8Array,
+    Float4Array,
+    Float8Array,
+    OidArray,
+    VarCharArray,
+    DateArray,
+    TimeArray,
+    TimestampArray,
+    TimestampTzArray,
+    IntervalArray,
+    NumericArray,
+    UuidArray,
+    JsonbArray,
     /// `character varying`.
     VarChar,
     /// Materialize's unsigned integers.
@@ -67,20 +87,37 @@ const TYPE_OIDS: &[(PgType, u32)] = &[
     (PgType::Int4, 23),
     (PgType::Text, 25),
     (PgType::Oid, 26),
+    (PgType::Json, 114),
     (PgType::Float4, 700),
     (PgType::Float8, 701),
+    (PgType::BoolArray, 1000),
+    (PgType::ByteaArray, 1001),
     (PgType::Int2Array, 1005),
+    (PgType::Int4Array, 1007),
     (PgType::TextArray, 1009),
+    (PgType::VarCharArray, 1015),
+    (PgType::Int8Array, 1016),
+    (PgType::Float4Array, 1021),
+    (PgType::Float8Array, 1022),
+    (PgType::OidArray, 1028),
     (PgType::VarChar, 1043),
     (PgType::Date, 1082),
     (PgType::Time, 1083),
     (PgType::Timestamp, 1114),
+    (PgType::TimestampArray, 1115),
+    (PgType::DateArray, 1182),
+    (PgType::TimeArray, 1183),
     (PgType::TimestampTz, 1184),
+    (PgType::TimestampTzArray, 1185),
     (PgType::Interval, 1186),
+    (PgType::IntervalArray, 1187),
+    (PgType::NumericArray, 1231),
     (PgType::Numeric, 1700),
     (PgType::Record, 2249),
     (PgType::Uuid, 2950),
+    (PgType::UuidArray, 2951),
     (PgType::Jsonb, 3802),
+    (PgType::JsonbArray, 3807),
     (PgType::Int4Range, 3904),
     (PgType::NumRange, 3906),
     (PgType::TsRange, 3908),
@@ -94,7 +131,45 @@ const TYPE_OIDS: &[(PgType, u32)] = &[
     (PgType::UInt8, UINT8_OID),
 ];
 
+/// Each array type with its element type.
+const ARRAY_TYPES: &[(PgType, PgType)] = &[
+    (PgType::BoolArray, PgType::Bool),
+    (PgType::ByteaArray, PgType::Bytea),
+    (PgType::Int2Array, PgType::Int2),
+    (PgType::Int4Array, PgType::Int4),
+    (PgType::Int8Array, PgType::Int8),
+    (PgType::TextArray, PgType::Text),
+    (PgType::VarCharArray, PgType::VarChar),
+    (PgType::Float4Array, PgType::Float4),
+    (PgType::Float8Array, PgType::Float8),
+    (PgType::OidArray, PgType::Oid),
+    (PgType::DateArray, PgType::Date),
+    (PgType::TimeArray, PgType::Time),
+    (PgType::TimestampArray, PgType::Timestamp),
+    (PgType::TimestampTzArray, PgType::TimestampTz),
+    (PgType::IntervalArray, PgType::Interval),
+    (PgType::NumericArray, PgType::Numeric),
+    (PgType::UuidArray, PgType::Uuid),
+    (PgType::JsonbArray, PgType::Jsonb),
+];
+
 impl PgType {
+    /// The array type of `element`, if PostgreSQL's and floe's.
+    pub fn array_of(element: PgType) -> Option<PgType> {
+        ARRAY_TYPES
+            .iter()
+            .find(|(_, e)| *e == element)
+            .map(|(array, _)| *array)
+    }
+
+    /// The element type of an array type.
+    pub fn array_element(self) -> Option<PgType> {
+        ARRAY_TYPES
+            .iter()
+            .find(|(array, _)| *array == self)
+            .map(|(_, element)| *element)
+    }
+
     /// The type's OID, as clients see it.
     pub fn oid(self) -> u32 {
         TYPE_OIDS
@@ -136,6 +211,7 @@ impl PgType {
             S::Bytes => PgType::Bytea,
             S::Uuid => PgType::Uuid,
             S::Jsonb => PgType::Jsonb,
+            S::Json => PgType::Json,
             S::Interval => PgType::Interval,
             S::Range { element } => match element.as_ref() {
                 S::Int32 => PgType::Int4Range,
@@ -146,6 +222,10 @@ impl PgType {
                 _ => PgType::NumRange,
             },
             S::Record { .. } => PgType::Record,
+            // An array of a type without an array type of floe's travels
+            // as Materialize's list.
+            S::Array { element } => PgType::array_of(PgType::from_scalar(element.array_element()))
+                .unwrap_or(PgType::List),
             S::List { .. } => PgType::List,
             S::Map { .. } => PgType::Map,
             S::Oid => PgType::Oid,

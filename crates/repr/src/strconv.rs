@@ -124,6 +124,11 @@ fn parse_nested(text: &str, ty: &SqlScalarType, depth: usize) -> Result<Datum, V
         S::Bytes => Datum::Bytes(parse_bytea(text)?),
         S::Uuid => Datum::Uuid(parse_uuid(text)?),
         S::Jsonb => Datum::Jsonb(parse_jsonb(text)?),
+        // `json` keeps its input as written, once it reads as JSON.
+        S::Json => {
+            parse_json(text)?;
+            Datum::Text(text.to_string())
+        }
         S::Interval => {
             let (months, days, micros) = parse_interval(text)?;
             Datum::Interval {
@@ -134,6 +139,7 @@ fn parse_nested(text: &str, ty: &SqlScalarType, depth: usize) -> Result<Datum, V
         }
         S::Range { element } => parse_range(text, element, depth)?,
         S::List { element } => parse_list(text, element, depth)?,
+        S::Array { element } => parse_array(text, element, depth)?,
         S::Map { value } => parse_map(text, value, depth)?,
         S::Record { fields } => parse_record(text, fields, depth)?,
     })

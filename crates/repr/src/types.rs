@@ -33,6 +33,9 @@ pub enum SqlScalarType {
     Bytes,
     Uuid,
     Jsonb,
+    /// `json`: the input text as written (validated), where `jsonb` keeps a
+    /// normalized document.
+    Json,
     Interval,
     /// One of the range types; `element` is the type of its bounds.
     Range {
@@ -41,6 +44,12 @@ pub enum SqlScalarType {
     /// A row type with named fields.
     Record {
         fields: Vec<(String, SqlScalarType, bool)>,
+    },
+    /// A PostgreSQL array, `T[]`. Its values are lists of elements (held as
+    /// a list is); an array of arrays is the same type, `T[]`, as in
+    /// PostgreSQL, whose arrays have dimensions rather than nesting.
+    Array {
+        element: Box<SqlScalarType>,
     },
     /// Materialize's `T list`.
     List {
@@ -63,10 +72,22 @@ impl SqlScalarType {
             SqlScalarType::Float32
                 | SqlScalarType::Float64
                 | SqlScalarType::List { .. }
+                | SqlScalarType::Array { .. }
                 | SqlScalarType::Map { .. }
                 | SqlScalarType::Record { .. }
                 | SqlScalarType::Range { .. }
         )
+    }
+}
+
+impl SqlScalarType {
+    /// The type of an array's innermost elements (the type itself for
+    /// anything but an array): `integer` for `integer[]` of any dimensions.
+    pub fn array_element(&self) -> &SqlScalarType {
+        match self {
+            SqlScalarType::Array { element } => element.array_element(),
+            other => other,
+        }
     }
 }
 
@@ -104,6 +125,7 @@ impl fmt::Display for SqlScalarType {
             Bytes => f.write_str("bytea"),
             Uuid => f.write_str("uuid"),
             Jsonb => f.write_str("jsonb"),
+            Json => f.write_str("json"),
             Interval => f.write_str("interval"),
             Range { element } => match element.as_ref() {
                 Int32 => f.write_str("int4range"),
@@ -126,6 +148,7 @@ impl fmt::Display for SqlScalarType {
                 }
                 f.write_str(")")
             }
+            Array { element } => write!(f, "{}[]", element.array_element()),
             List { element } => write!(f, "{element} list"),
             Map { value } => write!(f, "map[text=>{value}]"),
             Oid => f.write_str("oid"),
@@ -148,6 +171,11 @@ mod tests {
             value: Box::new(SqlScalarType::Int32),
         };
         assert_eq!(map.to_string(), "map[text=>integer]");
+        let array = |element| SqlScalarType::Array {
+            element: Box::new(element),
+        };
+        assert_eq!(array(SqlScalarType::Int32).to_string(), "integer[]");
+        assert_eq!(array(array(SqlScalarType::Text)).to_string(), "text[]");
         assert!(!SqlScalarType::Float32.is_equality_key_compatible());
         assert!(SqlScalarType::Text.is_equality_key_compatible());
     }

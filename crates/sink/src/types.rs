@@ -54,6 +54,7 @@ fn iceberg_type(scalar: &SqlScalarType, next_id: &mut i32) -> Type {
         SqlScalarType::Text
         | SqlScalarType::VarChar { .. }
         | SqlScalarType::Jsonb
+        | SqlScalarType::Json
         | SqlScalarType::Interval => primitive(PrimitiveType::String),
         SqlScalarType::Bytes => primitive(PrimitiveType::Binary),
         SqlScalarType::Uuid => primitive(PrimitiveType::Fixed(16)),
@@ -84,7 +85,7 @@ fn iceberg_type(scalar: &SqlScalarType, next_id: &mut i32) -> Type {
             }
             Type::Struct(StructType::new(nested_fields))
         }
-        SqlScalarType::List { element } => {
+        SqlScalarType::List { element } | SqlScalarType::Array { element } => {
             let id = take_id(next_id);
             let element = iceberg_type(element, next_id);
             Type::List(ListType::new(Arc::new(NestedField::list_element(

@@ -5,6 +5,7 @@
 
 pub mod ast;
 pub mod dialect;
+pub mod join_alias;
 pub mod options;
 pub mod parser;
 

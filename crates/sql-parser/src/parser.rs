@@ -100,9 +100,16 @@ pub const RECURSION_LIMIT: usize = 200;
 /// Parses a string of zero or more `;`-separated statements.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
     let dialect = FloeDialect::default();
-    let mut parser = Parser::new(&dialect)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .try_with_sql(sql)?;
+    let mut parser = Parser::new(&dialect).with_recursion_limit(RECURSION_LIMIT);
+    parser = if sql.len() > 5 && sql.to_ascii_lowercase().contains("using") {
+        // As `try_with_sql` reads them (escapes unescaped).
+        let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+            .tokenize_with_location()
+            .map_err(SqlParserError::from)?;
+        parser.with_tokens_with_locations(crate::join_alias::move_join_aliases(tokens))
+    } else {
+        parser.try_with_sql(sql)?
+    };
     let mut statements = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}

@@ -430,3 +430,20 @@ fn between_symmetric_is_the_range_in_either_order() {
     );
     assert!(parse_statement("SELECT a BETWEEN SYMMETRIC 3").is_err());
 }
+
+#[test]
+fn a_join_alias_joins_the_using_list() {
+    let marker = crate::join_alias::JOIN_ALIAS;
+    let printed =
+        parse_statement("SELECT j.a FROM t JOIN u USING (a, b) AS j WHERE x = 'USING (a) AS k'")
+            .unwrap()
+            .to_string();
+    assert_eq!(
+        printed,
+        format!("SELECT j.a FROM t JOIN u USING(a, b, \"{marker}j\") WHERE x = 'USING (a) AS k'")
+    );
+    // Only a list of names followed by AS is an alias.
+    assert!(parse_statement("SELECT 1 FROM t JOIN u USING (a) AS").is_err());
+    let plain = parse_statement("SELECT 1 FROM t JOIN u USING (a) j").map(|s| s.to_string());
+    assert!(plain.is_err() || !plain.unwrap().contains(marker));
+}

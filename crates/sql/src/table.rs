@@ -329,6 +329,12 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
+    // `int[]`, `text[][]`: a PostgreSQL array, of any dimensions.
+    if let Some(element) = normalized.strip_suffix("[]") {
+        return Ok(SqlScalarType::Array {
+            element: Box::new(parse_type_name(element.trim_end())?),
+        });
+    }
     if let Some(element) = normalized.strip_suffix(" list") {
         return Ok(SqlScalarType::List {
             element: Box::new(parse_type_name(element)?),
@@ -419,7 +425,8 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         },
         "bytea" => Bytes,
         "uuid" => Uuid,
-        "jsonb" | "json" => Jsonb,
+        "jsonb" => Jsonb,
+        "json" => Json,
         "interval" => Interval,
         "int4range" => Range {
             element: Box::new(Int32),
@@ -500,6 +507,12 @@ mod tests {
         assert_eq!(
             parse_type_name("text list list").unwrap(),
             list(list(SqlScalarType::Text))
+        );
+        assert_eq!(
+            parse_type_name("INT[]").unwrap(),
+            SqlScalarType::Array {
+                element: Box::new(SqlScalarType::Int32)
+            }
         );
         assert_eq!(
             parse_type_name("map[TEXT=>INT]").unwrap(),

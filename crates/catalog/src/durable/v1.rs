@@ -313,6 +313,14 @@ pub(crate) enum ScalarType {
         value: Box<ScalarType>,
     },
     Oid,
+    /// A PostgreSQL array (`integer[]`), added to format 1 as a new variant:
+    /// definitions written before hold none.
+    Array {
+        element: Box<ScalarType>,
+    },
+    /// `json`, added to format 1 as a new variant (`json` columns were
+    /// `jsonb` before).
+    Json,
 }
 
 // ---------------------------------------------------------------------------
@@ -534,6 +542,7 @@ impl From<&SqlScalarType> for ScalarType {
             SqlScalarType::Bytes => ScalarType::Bytes,
             SqlScalarType::Uuid => ScalarType::Uuid,
             SqlScalarType::Jsonb => ScalarType::Jsonb,
+            SqlScalarType::Json => ScalarType::Json,
             SqlScalarType::Interval => ScalarType::Interval,
             SqlScalarType::Range { element } => ScalarType::Range {
                 element: boxed(element),
@@ -545,6 +554,9 @@ impl From<&SqlScalarType> for ScalarType {
                     .collect(),
             },
             SqlScalarType::List { element } => ScalarType::List {
+                element: boxed(element),
+            },
+            SqlScalarType::Array { element } => ScalarType::Array {
                 element: boxed(element),
             },
             SqlScalarType::Map { value } => ScalarType::Map {
@@ -765,6 +777,7 @@ impl From<ScalarType> for SqlScalarType {
             ScalarType::Bytes => SqlScalarType::Bytes,
             ScalarType::Uuid => SqlScalarType::Uuid,
             ScalarType::Jsonb => SqlScalarType::Jsonb,
+            ScalarType::Json => SqlScalarType::Json,
             ScalarType::Interval => SqlScalarType::Interval,
             ScalarType::Range { element } => SqlScalarType::Range {
                 element: boxed(element),
@@ -776,6 +789,9 @@ impl From<ScalarType> for SqlScalarType {
                     .collect(),
             },
             ScalarType::List { element } => SqlScalarType::List {
+                element: boxed(element),
+            },
+            ScalarType::Array { element } => SqlScalarType::Array {
                 element: boxed(element),
             },
             ScalarType::Map { value } => SqlScalarType::Map {

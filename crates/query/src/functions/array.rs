@@ -135,7 +135,9 @@ pub const EXPAND_ARRAY: &str = "_pg_expandarray";
 /// `pg_index.indkey` spells as text, `1 2`) expands to `smallint` elements.
 fn expand_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     let element = match arguments.types.as_slice() {
-        [SqlScalarType::List { element }] => element.as_ref().clone(),
+        [SqlScalarType::List { element } | SqlScalarType::Array { element }] => {
+            element.as_ref().clone()
+        }
         [SqlScalarType::Text] => SqlScalarType::Int16,
         types => return Err(no_such_function(EXPAND_ARRAY, types)),
     };
@@ -184,7 +186,7 @@ fn lower_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 fn bound_type(name: &str, arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     match arguments.types.as_slice() {
         [
-            SqlScalarType::List { .. },
+            SqlScalarType::List { .. } | SqlScalarType::Array { .. },
             SqlScalarType::Int16 | SqlScalarType::Int32 | SqlScalarType::Int64,
         ] => Ok(SqlScalarType::Int32),
         types => Err(no_such_function(name, types)),
@@ -263,7 +265,7 @@ fn length(row: &[Datum]) -> Datum {
 /// `(array) -> integer`, the rule of the functions of one array.
 fn of_array(name: &str, arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     match arguments.types.as_slice() {
-        [SqlScalarType::List { .. }] => Ok(SqlScalarType::Int32),
+        [SqlScalarType::List { .. } | SqlScalarType::Array { .. }] => Ok(SqlScalarType::Int32),
         types => Err(no_such_function(name, types)),
     }
 }

@@ -52,6 +52,10 @@ pub fn cast_datum(value: Datum, ty: &SqlScalarType) -> Result<Datum, QueryError>
             return floe_repr::cast_datum(Datum::Text(text.into()), ty)
                 .map_err(QueryError::from_value);
         }
+        // A document's `json` is its text as jsonb prints it.
+        (Datum::Jsonb(json), SqlScalarType::Json) => {
+            return Ok(Datum::Text(super::jsonb::postgres_text(json)));
+        }
         (Datum::Jsonb(json), ty) if !matches!(ty, SqlScalarType::Jsonb | SqlScalarType::Text) => {
             return jsonb_scalar(json, ty);
         }

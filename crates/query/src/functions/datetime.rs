@@ -7,6 +7,7 @@
 //!
 //! floe's session time zone is UTC: a timestamptz is read and printed there.
 
+pub mod arithmetic;
 mod build;
 pub mod date_timestamp;
 mod from_char;
@@ -19,6 +20,7 @@ use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::strconv::{civil_from_days, days_from_civil};
 use floe_repr::{Datum, SqlScalarType, SqlState};
 
+use self::arithmetic::midnight;
 use self::to_char::{BrokenDown, Number, format_datetime, format_number};
 use super::{Arguments, RowFunction, expect_arguments, no_such_function};
 use crate::error::QueryError;
@@ -88,7 +90,9 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
     .into_iter()
     .chain(build::functions())
-    .chain([trunc::function(), date_timestamp::function()])
+    .chain(arithmetic::functions())
+    .chain([trunc::function()])
+    .chain(date_timestamp::functions())
     .collect()
 }
 
@@ -173,10 +177,9 @@ fn to_char(row: &[Datum], _: &SqlScalarType) -> Result<Datum, QueryError> {
         Datum::TimestampTz(micros) => {
             format_datetime(&BrokenDown::timestamp(*micros, Some("UTC")), template)?
         }
-        Datum::Date(days) => format_datetime(
-            &BrokenDown::timestamp(i64::from(*days) * MICROS_PER_DAY, None),
-            template,
-        )?,
+        Datum::Date(days) => {
+            format_datetime(&BrokenDown::timestamp(midnight(*days)?, None), template)?
+        }
         Datum::Interval {
             months,
             days,
@@ -339,7 +342,7 @@ fn field_value(row: &[Datum]) -> Result<(i128, u8), QueryError> {
             if unit.is_time_of_day() {
                 return Err(unsupported());
             }
-            calendar_field(unit, i64::from(*days) * MICROS_PER_DAY, false)
+            calendar_field(unit, midnight(*days)?, false)
         }
         Datum::Timestamp(micros) => calendar_field(unit, *micros, false),
         Datum::TimestampTz(micros) => calendar_field(unit, *micros, true),
@@ -550,7 +553,7 @@ fn age_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 fn point_in_time(datum: &Datum) -> Result<i64, QueryError> {
     match datum {
         Datum::Timestamp(micros) | Datum::TimestampTz(micros) => Ok(*micros),
-        Datum::Date(days) => Ok(i64::from(*days) * MICROS_PER_DAY),
+        Datum::Date(days) => midnight(*days),
         other => Err(QueryError::internal(format!("age of {other:?}"))),
     }
 }

@@ -23,7 +23,7 @@ pub(super) fn array_position() -> ScalarUDF {
 pub(super) fn array_positions() -> ScalarUDF {
     IntegerResult::wrap(
         datafusion::functions_nested::position::array_positions_udf(),
-        SqlScalarType::List {
+        SqlScalarType::Array {
             element: Box::new(SqlScalarType::Int32),
         },
     )

@@ -12,8 +12,10 @@ mod cast;
 pub mod datetime;
 pub mod distinct;
 mod integer_result;
+pub mod json;
 pub mod jsonb;
 mod jsonb_order;
+pub mod jsonpath;
 pub mod math;
 pub mod numeric_division;
 pub mod or_empty;
@@ -26,6 +28,7 @@ pub mod sum;
 pub(crate) mod system;
 pub mod text;
 pub mod unknown;
+mod variance;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -53,6 +56,8 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .into_iter()
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
+        .chain(json::functions())
+        .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
         .chain(datetime::functions())
@@ -89,6 +94,9 @@ pub fn register(state: &mut SessionState) {
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+    for aggregate in variance::aggregates() {
+        let _ = state.register_udaf(Arc::new(aggregate));
+    }
     let _ = state.register_udf(Arc::new(ScalarUDF::new_from_impl(
         unknown::UnknownFunction::default(),
     )));
@@ -113,8 +121,16 @@ pub fn call(name: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
 /// The SQL type of a value of this Arrow field: floe's type from the
 /// field's metadata, else the type its Arrow type stands for.
 pub fn sql_type(field: &Field) -> SqlScalarType {
-    floe_arrow::sql_type_of(field)
-        .unwrap_or_else(|| floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)))
+    if let Some(ty) = floe_arrow::sql_type_of(field) {
+        return ty;
+    }
+    match field.data_type() {
+        // A list the engine made (ARRAY[...], array_agg) is an array.
+        DataType::List(element) | DataType::LargeList(element) => SqlScalarType::Array {
+            element: Box::new(sql_type(element)),
+        },
+        _ => floe_arrow::scalar_type_of_pg(floe_arrow::pg_type_of(field)),
+    }
 }
 
 /// The Arrow field of a value of `ty`, carrying the type in its metadata.

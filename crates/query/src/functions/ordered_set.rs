@@ -1,7 +1,9 @@
 //! Postgres' ordered-set aggregates DataFusion lacks, over the sorted list of
 //! a group's non-NULL values that the SQL rewrite collects with `array_agg`
 //! (`mode() WITHIN GROUP (ORDER BY x)` is `floe_mode(array_agg(x ORDER BY x)
-//! FILTER (WHERE x IS NOT NULL))`).
+//! FILTER (WHERE x IS NOT NULL))`). With an array of fractions,
+//! `percentile_disc` and `percentile_cont` answer an array, one value per
+//! fraction (DataFusion's `percentile_cont` takes one).
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::{Datum, SqlScalarType, SqlState};
@@ -13,6 +15,10 @@ use crate::error::QueryError;
 pub const MODE: &str = "floe_mode";
 /// `percentile_disc(fraction)`: the first value at or past the fraction.
 pub const PERCENTILE_DISC: &str = "floe_percentile_disc";
+/// `percentile_disc(fractions)`: [`PERCENTILE_DISC`] of each.
+pub const PERCENTILE_DISC_EACH: &str = "floe_percentile_disc_each";
+/// `percentile_cont(fractions)` of doubles: the value interpolated at each.
+pub const PERCENTILE_CONT_EACH: &str = "floe_percentile_cont_each";
 
 pub(super) fn functions() -> Vec<ScalarUDF> {
     let immutable = Volatility::Immutable;
@@ -25,6 +31,14 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             percentile_disc(items(&row[0]), &row[1])
         })
         .udf(),
+        RowFunction::new(PERCENTILE_DISC_EACH, immutable, array_type, |row, _| {
+            each_fraction(&row[0], &row[1], percentile_disc)
+        })
+        .udf(),
+        RowFunction::new(PERCENTILE_CONT_EACH, immutable, array_type, |row, _| {
+            each_fraction(&row[0], &row[1], percentile_cont)
+        })
+        .udf(),
     ]
 }
 
@@ -32,9 +46,39 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 fn element_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments(arguments.function, arguments, &[1, 2])?;
     Ok(match &arguments.types[0] {
-        SqlScalarType::List { element } => element.as_ref().clone(),
+        SqlScalarType::List { element } | SqlScalarType::Array { element } => {
+            element.as_ref().clone()
+        }
         _ => SqlScalarType::Text,
     })
+}
+
+/// An array of the collected list's elements.
+fn array_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Array {
+        element: Box::new(element_type(arguments)?),
+    })
+}
+
+/// `percentile` of the sorted values at each fraction (NULL at a NULL one);
+/// NULL for a group of no values.
+fn each_fraction(
+    sorted: &Datum,
+    fractions: &Datum,
+    percentile: fn(Vec<Datum>, &Datum) -> Result<Datum, QueryError>,
+) -> Result<Datum, QueryError> {
+    let sorted = items(sorted);
+    if sorted.is_empty() {
+        return Ok(Datum::Null);
+    }
+    items(fractions)
+        .iter()
+        .map(|fraction| match fraction {
+            Datum::Null => Ok(Datum::Null),
+            fraction => percentile(sorted.clone(), fraction),
+        })
+        .collect::<Result<_, _>>()
+        .map(Datum::List)
 }
 
 fn items(datum: &Datum) -> Vec<Datum> {
@@ -66,7 +110,8 @@ fn mode(sorted: Vec<Datum>) -> Datum {
     best.map_or(Datum::Null, |(_, value)| value)
 }
 
-fn percentile_disc(sorted: Vec<Datum>, fraction: &Datum) -> Result<Datum, QueryError> {
+/// A fraction as a double, checked to lie between 0 and 1.
+fn checked_fraction(fraction: &Datum) -> Result<f64, QueryError> {
     let fraction = super::math::as_double(fraction)?;
     if !(0.0..=1.0).contains(&fraction) {
         return Err(QueryError::new(
@@ -74,6 +119,30 @@ fn percentile_disc(sorted: Vec<Datum>, fraction: &Datum) -> Result<Datum, QueryE
             format!("percentile value {fraction} is not between 0 and 1"),
         ));
     }
+    Ok(fraction)
+}
+
+/// PostgreSQL's `percentile_cont`: the value at `fraction * (n - 1)` in the
+/// sorted doubles, interpolated between its neighbours.
+fn percentile_cont(sorted: Vec<Datum>, fraction: &Datum) -> Result<Datum, QueryError> {
+    let fraction = checked_fraction(fraction)?;
+    let values = sorted
+        .iter()
+        .map(super::math::as_double)
+        .collect::<Result<Vec<f64>, _>>()?;
+    let Some(last) = values.len().checked_sub(1) else {
+        return Ok(Datum::Null);
+    };
+    let position = fraction * last as f64;
+    let (lower, upper) = (position.floor() as usize, position.ceil() as usize);
+    let (low, high) = (values[lower.min(last)], values[upper.min(last)]);
+    Ok(Datum::Float64(
+        low + (high - low) * (position - lower as f64),
+    ))
+}
+
+fn percentile_disc(sorted: Vec<Datum>, fraction: &Datum) -> Result<Datum, QueryError> {
+    let fraction = checked_fraction(fraction)?;
     if sorted.is_empty() {
         return Ok(Datum::Null);
     }

@@ -157,7 +157,7 @@ fn count_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 
 fn split_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments(arguments.function, arguments, &[2, 3])?;
-    Ok(SqlScalarType::List {
+    Ok(SqlScalarType::Array {
         element: Box::new(SqlScalarType::Text),
     })
 }
@@ -245,7 +245,7 @@ fn similar_pattern(pattern: &str, escape: Option<&str>) -> Result<String, QueryE
 fn matches_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments("regexp_matches", arguments, &[2, 3])?;
     Ok(SqlScalarType::List {
-        element: Box::new(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Array {
             element: Box::new(SqlScalarType::Text),
         }),
     })
@@ -253,7 +253,7 @@ fn matches_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError
 
 fn text_list_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments(arguments.function, arguments, &[1])?;
-    Ok(SqlScalarType::List {
+    Ok(SqlScalarType::Array {
         element: Box::new(SqlScalarType::Text),
     })
 }

@@ -149,10 +149,12 @@ fn parse_braced(
     mut read_item: impl FnMut(&mut Scanner<'_>, &dyn Fn(&str) -> ValueError) -> Result<(), ValueError>,
 ) -> Result<(), ValueError> {
     let malformed = |detail: &str| {
-        ValueError::new(
-            SqlState::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type {type_name}: {detail}: \"{text}\""),
-        )
+        let message = if type_name == ARRAY {
+            format!("malformed array literal: \"{text}\"")
+        } else {
+            format!("invalid input syntax for type {type_name}: {detail}: \"{text}\"")
+        };
+        ValueError::new(SqlState::INVALID_TEXT_REPRESENTATION, message)
     };
     let mut scanner = Scanner { text, at: 0 };
     scanner.skip_ws();
@@ -182,12 +184,33 @@ pub(super) fn parse_list(
     element: &SqlScalarType,
     depth: usize,
 ) -> Result<Datum, ValueError> {
+    parse_elements(text, element, depth, "list")
+}
+
+/// A PostgreSQL array's text form, `{1,2}` (of arrays, `{{1,2},{3,4}}`).
+pub(super) fn parse_array(
+    text: &str,
+    element: &SqlScalarType,
+    depth: usize,
+) -> Result<Datum, ValueError> {
+    parse_elements(text, element, depth, ARRAY)
+}
+
+/// What [`parse_braced`] reads an array by: its errors are PostgreSQL's.
+const ARRAY: &str = "array";
+
+fn parse_elements(
+    text: &str,
+    element: &SqlScalarType,
+    depth: usize,
+    type_name: &str,
+) -> Result<Datum, ValueError> {
     let nested = matches!(
         element,
-        SqlScalarType::List { .. } | SqlScalarType::Map { .. }
+        SqlScalarType::List { .. } | SqlScalarType::Map { .. } | SqlScalarType::Array { .. }
     );
     let mut elements = Vec::new();
-    parse_braced(text, "list", |scanner, malformed| {
+    parse_braced(text, type_name, |scanner, malformed| {
         let item = scan_element(scanner, nested, &[',', '}'])
             .ok_or_else(|| malformed("malformed element"))?;
         elements.push(match item {
@@ -206,7 +229,7 @@ pub(super) fn parse_map(
 ) -> Result<Datum, ValueError> {
     let nested = matches!(
         value,
-        SqlScalarType::Map { .. } | SqlScalarType::List { .. }
+        SqlScalarType::Map { .. } | SqlScalarType::List { .. } | SqlScalarType::Array { .. }
     );
     let mut entries: BTreeMap<String, Datum> = BTreeMap::new();
     parse_braced(text, "map", |scanner, malformed| {

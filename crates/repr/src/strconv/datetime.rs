@@ -5,7 +5,7 @@ use super::*;
 
 pub const MICROS_PER_SECOND: i64 = 1_000_000;
 pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
-/// Postgres' oldest date: 4713-11-24 BC (proleptic Gregorian), as days since
+/// Postgres' oldest date: 4714-11-24 BC (proleptic Gregorian), as days since
 /// 1970-01-01.
 pub const MIN_DATE_DAYS: i32 = -2_440_588;
 /// The last date whose timestamp fits Postgres' range (294276 AD).
@@ -33,13 +33,34 @@ pub fn is_infinite_timestamp(micros: i64) -> bool {
 }
 
 /// A date as the microseconds of its midnight, `infinity` and `-infinity`
-/// as the timestamp's (multiplying their day counts would pass an i64).
-pub fn date_midnight(days: i32) -> i64 {
+/// as the timestamp's (multiplying their day counts would pass an i64);
+/// `None` for a date past the timestamps floe holds (after 294246).
+pub fn date_midnight(days: i32) -> Option<i64> {
     match days {
-        DATE_INFINITY => TIMESTAMP_INFINITY,
-        DATE_MINUS_INFINITY => TIMESTAMP_MINUS_INFINITY,
-        days => i64::from(days) * MICROS_PER_DAY,
+        DATE_INFINITY => Some(TIMESTAMP_INFINITY),
+        DATE_MINUS_INFINITY => Some(TIMESTAMP_MINUS_INFINITY),
+        days => i64::from(days)
+            .checked_mul(MICROS_PER_DAY)
+            .filter(|micros| !is_infinite_timestamp(*micros)),
     }
+}
+
+/// [`date_midnight`] for comparing a date with timestamps: a date past them
+/// is later than every finite one (earlier than none), not infinity.
+pub fn date_midnight_compared(days: i32) -> i64 {
+    date_midnight(days).unwrap_or(if days > 0 {
+        TIMESTAMP_INFINITY - 1
+    } else {
+        TIMESTAMP_MINUS_INFINITY + 1
+    })
+}
+
+/// The error of a date cast to a timestamp it has none of.
+pub fn date_out_of_range_for_timestamp() -> ValueError {
+    ValueError::new(
+        SqlState::DATETIME_FIELD_OVERFLOW,
+        "date out of range for timestamp",
+    )
 }
 
 /// Whether `text` is `infinity` (`Some(true)`) or `-infinity` (`Some(false)`),
@@ -381,8 +402,9 @@ pub(super) fn parse_timestamp_parts(
             format!("timestamp out of range: \"{text}\""),
         )
     };
+    // PostgreSQL's first timestamp is its first date's midnight (4714-11-24 BC).
     let (year, _, _) = civil_from_days(days);
-    if !(-4712..=MAX_TIMESTAMP_YEAR).contains(&year) {
+    if days < i64::from(MIN_DATE_DAYS) || year > MAX_TIMESTAMP_YEAR {
         return Err(out_of_range());
     }
     // The last days of year 294276 are past the microseconds since 1970 an

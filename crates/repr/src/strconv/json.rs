@@ -508,3 +508,93 @@ fn shortest_numbers(json: &Json) -> Json {
 pub fn parse_jsonb(text: &str) -> Result<String, ValueError> {
     parse_json(text).map(|json| json_text(&json))
 }
+
+/// A step into a JSON value: an object's member by key, or an array's element
+/// by position (from 0; a negative one counts from the end).
+pub enum JsonStep<'a> {
+    Key(&'a str),
+    Index(i64),
+}
+
+/// The text of the value `step` reaches in JSON text, as written there (`json`'s
+/// `->` keeps the input's spelling): of an object, its last member of the key;
+/// `None` where there is no such value.
+pub fn json_step_text<'t>(
+    text: &'t str,
+    step: JsonStep<'_>,
+) -> Result<Option<&'t str>, ValueError> {
+    let mut parser = JsonParser {
+        bytes: text.as_bytes(),
+        text,
+        at: 0,
+    };
+    let first = parser.lex()?;
+    match (first.token, step) {
+        (Token::ObjectStart, JsonStep::Key(key)) => parser.member_text(key),
+        (Token::ArrayStart, JsonStep::Index(index)) => parser.element_text(index),
+        _ => Ok(None),
+    }
+}
+
+impl<'a> JsonParser<'a> {
+    /// The next value's text, as written.
+    fn value_text(&mut self) -> Result<&'a str, ValueError> {
+        let first = self.lex()?;
+        let start = first.start;
+        self.value(first, 1)?;
+        Ok(&self.text[start..self.at])
+    }
+
+    /// The text of the last member named `key` of the object being read.
+    fn member_text(&mut self, key: &str) -> Result<Option<&'a str>, ValueError> {
+        let mut found = None;
+        let mut next = self.lex()?;
+        loop {
+            let Token::String(name) = next.token else {
+                return Ok(found);
+            };
+            let colon = self.lex()?;
+            if !matches!(colon.token, Token::Colon) {
+                return Err(self.unexpected(&colon, "Expected \":\""));
+            }
+            let value = self.value_text()?;
+            if name == key {
+                found = Some(value);
+            }
+            let separator = self.lex()?;
+            match separator.token {
+                Token::Comma => next = self.lex()?,
+                Token::ObjectEnd => return Ok(found),
+                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"}\"")),
+            }
+        }
+    }
+
+    /// The text of element `index` of the array being read.
+    fn element_text(&mut self, index: i64) -> Result<Option<&'a str>, ValueError> {
+        let mut elements = Vec::new();
+        let mut at = self.at;
+        if let Token::ArrayEnd = self.lex()?.token {
+            return Ok(None);
+        }
+        loop {
+            // Read again from before the element's first token.
+            self.at = at;
+            elements.push(self.value_text()?);
+            let separator = self.lex()?;
+            match separator.token {
+                Token::Comma => at = self.at,
+                Token::ArrayEnd => break,
+                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"]\"")),
+            }
+        }
+        let position = if index < 0 {
+            i64::try_from(elements.len()).ok().map(|len| len + index)
+        } else {
+            Some(index)
+        };
+        Ok(position
+            .and_then(|p| usize::try_from(p).ok())
+            .and_then(|p| elements.get(p).copied()))
+    }
+}

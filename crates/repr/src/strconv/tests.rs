@@ -692,3 +692,27 @@ fn jsonb_keys_are_equal_for_documents_equal_by_value() {
     );
     assert_eq!(jsonb_key_text("{\"a\":true}").unwrap(), "{\"a\":true}");
 }
+
+#[test]
+fn json_steps_keep_the_input_spelling() {
+    let object = r#"{"b": 2, "a" : {"x" :  1}, "a": [1 , 2]}"#;
+    assert_eq!(
+        json_step_text(object, JsonStep::Key("a")).unwrap(),
+        Some("[1 , 2]")
+    );
+    assert_eq!(json_step_text(object, JsonStep::Key("z")).unwrap(), None);
+    assert_eq!(json_step_text(object, JsonStep::Index(0)).unwrap(), None);
+    let array = r#"[1, {"k" : null} ,"s"]"#;
+    assert_eq!(
+        json_step_text(array, JsonStep::Index(1)).unwrap(),
+        Some(r#"{"k" : null}"#)
+    );
+    assert_eq!(
+        json_step_text(array, JsonStep::Index(-1)).unwrap(),
+        Some("\"s\"")
+    );
+    assert_eq!(json_step_text(array, JsonStep::Index(3)).unwrap(), None);
+    assert_eq!(json_step_text(array, JsonStep::Index(-4)).unwrap(), None);
+    assert_eq!(json_step_text("[]", JsonStep::Index(0)).unwrap(), None);
+    assert_eq!(json_step_text("\"x\"", JsonStep::Key("a")).unwrap(), None);
+}

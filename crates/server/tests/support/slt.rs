@@ -138,6 +138,11 @@ fn decode_numeric(b: &[u8]) -> String {
 
 /// Decodes a binary value of the given type into a datum.
 fn decode(ty: &Type, b: &[u8]) -> Datum {
+    if let tokio_postgres::types::Kind::Array(element) = ty.kind()
+        && *ty != Type::TEXT_ARRAY
+    {
+        return decode_array(element, b);
+    }
     match *ty {
         Type::BOOL => Datum::Bool(b[0] != 0),
         Type::INT2 => Datum::Int16(be_i16(b, 0)),
@@ -196,6 +201,38 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
         _ if ty.name() == "uint4" => Datum::UInt32(u32::from_be_bytes(b[..4].try_into().unwrap())),
         _ if ty.name() == "uint8" => Datum::UInt64(u64::from_be_bytes(b[..8].try_into().unwrap())),
         _ => Datum::Text(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+/// An array in Postgres' binary form (any dimensions) as nested lists.
+fn decode_array(element: &Type, b: &[u8]) -> Datum {
+    let dimensions = be_i32(b) as usize;
+    if dimensions == 0 {
+        return Datum::List(vec![]);
+    }
+    let lengths: Vec<usize> = (0..dimensions)
+        .map(|d| be_i32(&b[12 + 8 * d..]) as usize)
+        .collect();
+    let mut at = 12 + 8 * dimensions;
+    let mut flat = Vec::new();
+    for _ in 0..lengths.iter().product::<usize>() {
+        let len = be_i32(&b[at..]);
+        at += 4;
+        if len < 0 {
+            flat.push(Datum::Null);
+        } else {
+            flat.push(decode(element, &b[at..at + len as usize]));
+            at += len as usize;
+        }
+    }
+    nest(&mut flat.into_iter(), &lengths)
+}
+
+/// The next `lengths`-shaped array of `items`.
+fn nest(items: &mut impl Iterator<Item = Datum>, lengths: &[usize]) -> Datum {
+    match lengths {
+        [] | [_] => Datum::List(items.take(lengths.first().copied().unwrap_or(0)).collect()),
+        [first, rest @ ..] => Datum::List((0..*first).map(|_| nest(items, rest)).collect()),
     }
 }
 
