@@ -308,8 +308,9 @@ fn settings(second: Duration, maintained: Maintained) -> SinkSettings {
     };
     maintenance.expiry_min_period = second * MAINTENANCE_SECONDS;
     // A step takes as long on the wall clock as in a sink, but the commits it is paced
-    // against come faster: its pause is scaled with the timeline.
-    maintenance.step_pause_factor *= second.as_secs_f64();
+    // against come faster: its pause, and the interval a catching-up sink commits faster
+    // than, are scaled with the timeline.
+    maintenance.timeline_scale = second.as_secs_f64();
     SinkSettings {
         max_poll_interval: Duration::from_millis(1),
         maintenance,

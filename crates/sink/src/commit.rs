@@ -59,9 +59,40 @@ pub trait CommitIntent: Send + Sync {
 /// task: their commits are serialized, so a compaction never races the sink's commits
 /// (it would lose every race to a sink committing faster than a compaction is built
 /// again) and a sink commit waits at most for one maintenance commit, never for the
-/// rewrite before it. It holds how many commits went through it (landed or superseded),
-/// so that maintenance knows when the table has not changed since its last look.
-pub type CommitTurn = std::sync::Arc<tokio::sync::Mutex<u64>>;
+/// rewrite before it. It keeps a log of the commits made with it ([`TurnLog`]).
+pub type CommitTurn = std::sync::Arc<tokio::sync::Mutex<TurnLog>>;
+
+/// What the commit turn knows of the commits made with it.
+#[derive(Debug, Default)]
+pub struct TurnLog {
+    /// Commits that went through (landed or superseded), the sink's and maintenance's:
+    /// maintenance knows from it when the table has not changed since its last look.
+    pub commits: u64,
+    /// When the sink's last two commits went through.
+    sink_commits: [Option<std::time::Instant>; 2],
+}
+
+impl TurnLog {
+    /// Whether the sink is catching up: its last two commits came less than half an
+    /// `interval` apart, the last within an interval. Why maintenance asks: a compaction
+    /// of files a catching-up sink is still deleting from makes it stage its batch again
+    /// (measured: a position-mode drain fell from 50-58% to 30-44% of the Parquet ceiling
+    /// with steps every second), and its small files are rewritten once it has caught up.
+    pub fn sink_catching_up(&self, interval: Duration) -> bool {
+        let [Some(before), Some(last)] = self.sink_commits else {
+            return false;
+        };
+        last.duration_since(before) < interval / 2 && last.elapsed() < interval
+    }
+
+    /// Counts a commit that went through, and when it did if it is the sink's.
+    fn record(&mut self, sink: bool) {
+        self.commits += 1;
+        if sink {
+            self.sink_commits = [self.sink_commits[1], Some(std::time::Instant::now())];
+        }
+    }
+}
 
 /// Commits one intent to one table, with bounded attempts and backoff.
 pub struct Committer<'a> {
@@ -74,7 +105,10 @@ pub struct Committer<'a> {
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
     /// Held for the whole commit (every attempt).
-    pub turn: &'a tokio::sync::Mutex<u64>,
+    pub turn: &'a tokio::sync::Mutex<TurnLog>,
+    /// Whether this is the sink's own committer (its commits tell maintenance whether the
+    /// sink is catching up).
+    pub sink: bool,
 }
 
 impl Committer<'_> {
@@ -86,7 +120,9 @@ impl Committer<'_> {
     ) -> Result<Committed, SinkError> {
         let mut turn = self.turn.lock().await;
         let committed = self.attempt(base, intent).await;
-        *turn += u64::from(committed.is_ok());
+        if committed.is_ok() {
+            turn.record(self.sink);
+        }
         committed
     }
 
@@ -100,7 +136,9 @@ impl Committer<'_> {
         let mut turn = self.turn.lock().await;
         let latest = self.reload(before).await?;
         let committed = self.attempt(latest, intent).await;
-        *turn += u64::from(committed.is_ok());
+        if committed.is_ok() {
+            turn.record(self.sink);
+        }
         committed
     }
 
@@ -361,5 +399,42 @@ impl CommitIntent for TakeOverIntent {
         } else {
             Verdict::Retry
         })
+    }
+}
+
+#[cfg(test)]
+mod turn_tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_sink_committing_faster_than_its_interval_is_catching_up() {
+        let second = Duration::from_secs(1);
+        let now = Instant::now();
+        let log = |before: Option<Instant>, last: Option<Instant>| TurnLog {
+            commits: 2,
+            sink_commits: [before, last],
+        };
+        // Two commits 100 ms apart, the last just now: catching up.
+        let back_to_back = log(now.checked_sub(Duration::from_millis(100)), Some(now));
+        assert!(back_to_back.sink_catching_up(second));
+        // One interval apart: keeping pace.
+        assert!(!log(now.checked_sub(second), Some(now)).sink_catching_up(second));
+        // Back to back, but an interval ago: caught up since.
+        let earlier = now.checked_sub(Duration::from_secs(5));
+        let then = earlier.and_then(|t| t.checked_sub(Duration::from_millis(100)));
+        assert!(!log(then, earlier).sink_catching_up(second));
+        // Fewer than two commits, and a zero interval.
+        assert!(!log(None, Some(now)).sink_catching_up(second));
+        assert!(!back_to_back.sink_catching_up(Duration::ZERO));
+        // Maintenance's commits count, but do not pace.
+        let mut turn = TurnLog::default();
+        turn.record(false);
+        turn.record(false);
+        assert_eq!(turn.commits, 2);
+        assert!(!turn.sink_catching_up(second));
+        turn.record(true);
+        turn.record(true);
+        assert!(turn.sink_catching_up(second));
     }
 }

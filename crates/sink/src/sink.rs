@@ -868,6 +868,7 @@ impl SinkMachine {
             initial_backoff: self.settings.initial_backoff,
             max_backoff: self.settings.max_backoff,
             turn: &self.turn,
+            sink: true,
         }
     }
 

@@ -90,9 +90,12 @@ pub struct MaintenanceSettings {
     /// After a compaction step that took `d`, the next run waits at least this many times
     /// `d` (9 by default: compaction takes at most a tenth of the task's time, which keeps
     /// a large table from being compacted back to back), but never more than
-    /// [`MAX_STEP_PAUSE`]. A benchmark that plays the sink's clock faster than the wall
-    /// clock scales it down with it; tests that want steps back to back set 0.
+    /// [`MAX_STEP_PAUSE`]. Tests that want steps back to back set 0.
     pub step_pause_factor: f64,
+    /// How long one second of the sink's data lasts on the wall clock (1.0; a benchmark
+    /// that plays a timeline ten times faster sets 0.1): the pause after a step and the
+    /// commit interval a catching-up sink is told by are scaled by it.
+    pub timeline_scale: f64,
     /// The most bytes an early compaction step rewrites ([`compact::EAGER_STEP_BYTES`];
     /// 0 turns early steps off, for tests of the other rules).
     pub eager_step_bytes: u64,
@@ -113,6 +116,7 @@ impl MaintenanceSettings {
             options: watch::channel(options).1,
             min_period: Duration::from_secs(1),
             step_pause_factor: 9.0,
+            timeline_scale: 1.0,
             eager_step_bytes: compact::EAGER_STEP_BYTES,
             expiry_min_period: Duration::from_secs(10),
             orphan_period: orphans::DEFAULT_ORPHAN_PERIOD,
@@ -243,11 +247,8 @@ impl Maintainer {
     /// at most a share of the task's time on a large one.
     fn pause(&self) -> Duration {
         let settings = &self.settings.maintenance;
-        pause_after(
-            settings.min_period,
-            self.last_step,
-            settings.step_pause_factor,
-        )
+        let factor = settings.step_pause_factor * settings.timeline_scale;
+        pause_after(settings.min_period, self.last_step, factor)
     }
 
     /// Whether expiry is due: once per retention period, at most once per period.
@@ -298,7 +299,14 @@ impl Maintainer {
         connection: &SinkConnection,
         options: MaintenanceOptions,
     ) -> Result<Option<MaintenanceReport>, SinkError> {
-        let commits = *self.turn.lock().await;
+        let interval = scaled(
+            Duration::from_millis(self.spec.commit_interval_ms),
+            self.settings.maintenance.timeline_scale,
+        );
+        let (commits, catching_up) = {
+            let log = self.turn.lock().await;
+            (log.commits, log.sink_catching_up(interval))
+        };
         let unchanged = self
             .last_look
             .is_some_and(|(seen, at)| seen == commits && at.elapsed() < MAX_STEP_PAUSE);
@@ -330,10 +338,16 @@ impl Maintainer {
             initial_backoff: Duration::ZERO,
             max_backoff: Duration::ZERO,
             turn: &self.turn,
+            sink: false,
         };
         let target = target_file_size(&options, table.metadata.properties());
         let started = Instant::now();
-        let compaction = compact::compact(&committer, table, target, &self.compaction).await;
+        // A sink catching up is left to it: its files are compacted once it has.
+        let compaction = if catching_up {
+            Ok(compact::CompactionOutcome::default())
+        } else {
+            compact::compact(&committer, table, target, &self.compaction).await
+        };
         self.last_step = started.elapsed();
         let compaction = compaction?;
         let mut report = MaintenanceReport {
