@@ -188,11 +188,21 @@ pub struct CompactionState {
     last_step_sequence: Mutex<Option<i64>>,
     /// The most bytes an early step rewrites ([`EAGER_STEP_BYTES`]; 0: no early steps).
     eager_step_bytes: u64,
+    /// Whether the table held [`DELETE_FILES_PRESSURE`] live delete files or more when
+    /// the last step looked: the next step then runs without a pause.
+    under_pressure: std::sync::atomic::AtomicBool,
     /// Where each compaction that lands is handed to the sink's position index.
     rewrites: RewriteLog,
 }
 
 impl CompactionState {
+    /// Whether the table held many live delete files when the last step looked (their
+    /// bound is a promise: the step after runs without a pause).
+    pub fn under_pressure(&self) -> bool {
+        self.under_pressure
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A state that hands each compaction that lands to `rewrites`, with early steps of at
     /// most `eager_step_bytes`.
     pub fn publishing(rewrites: RewriteLog, eager_step_bytes: u64) -> CompactionState {
@@ -807,6 +817,10 @@ pub async fn compact(
         return Ok(CompactionOutcome::default());
     };
     state.retain(&live);
+    state.under_pressure.store(
+        live.deletes.len() >= DELETE_FILES_PRESSURE,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let deletes = DeleteFiles::of(&table, &live, state).await?;
     let fresh = fresh_bytes(&live, *lock(&state.last_step_sequence));
     let eager_bytes = state
