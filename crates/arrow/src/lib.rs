@@ -174,8 +174,8 @@ pub fn arrow_schema(desc: &RelationDesc) -> SchemaRef {
     ))
 }
 
-/// The SQL type of a builtin column's Postgres type (`text[]` has none: it
-/// is a list of text marked `text[]`).
+/// The SQL type of a builtin column's Postgres type (an array type's is an
+/// array of its element's).
 pub fn scalar_type_of_pg(pg_type: PgType) -> SqlScalarType {
     use SqlScalarType as S;
     match pg_type {

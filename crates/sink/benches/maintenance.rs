@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
 use floe_sink::input::{SinkInput, Update, UpdateStream};
+use floe_sink::snapshot::read_manifest_list;
 use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
     CatalogConfig, ClientCredentials, DeleteMode, Envelope, MaintenanceOptions, MaintenanceReport,
@@ -36,7 +37,7 @@ use floe_sink::{
     SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate, spawn_sink,
 };
 use floe_testkit::{Reader, SeaweedFs};
-use iceberg::spec::{ManifestContentType, ManifestList};
+use iceberg::spec::ManifestContentType;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -343,29 +344,17 @@ struct Shape {
 async fn shape(table: &LoadedTable) -> Shape {
     let mut most_manifests = 0;
     for snapshot in table.metadata.snapshots() {
-        let bytes = table
-            .file_io
-            .new_input(snapshot.manifest_list())
-            .unwrap()
-            .read()
+        let list = read_manifest_list(table, snapshot.manifest_list())
             .await
             .unwrap();
-        let list =
-            ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
-        most_manifests = most_manifests.max(list.entries().len());
+        most_manifests = most_manifests.max(list.len());
     }
     let (mut data_files, mut delete_files) = (0, 0);
     if let Some(head) = table.metadata.current_snapshot() {
-        let bytes = table
-            .file_io
-            .new_input(head.manifest_list())
-            .unwrap()
-            .read()
+        let list = read_manifest_list(table, head.manifest_list())
             .await
             .unwrap();
-        let list =
-            ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
-        for manifest in list.entries() {
+        for manifest in &list {
             let live = u64::from(manifest.added_files_count.unwrap_or(0))
                 + u64::from(manifest.existing_files_count.unwrap_or(0));
             match manifest.content {

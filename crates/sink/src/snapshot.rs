@@ -220,7 +220,8 @@ pub async fn table_may_hold_rows(table: &LoadedTable) -> Result<bool, SinkError>
     }))
 }
 
-pub(crate) async fn read_manifest_list(
+/// The manifests a manifest list at `location` names.
+pub async fn read_manifest_list(
     table: &LoadedTable,
     location: &str,
 ) -> Result<Vec<ManifestFile>, SinkError> {

@@ -421,8 +421,8 @@ fn plan(
             || (pressure && !applying.is_empty())
             || mostly_deleted(file, deletes.deleted_rows(file))
     };
-    // Per partition: the files a step would take (small or laden), and the small files
-    // (what an early step takes), with whether any is laden.
+    // Per partition: the files a step would take (small or laden), with whether any is
+    // laden (when none is, they are all small: what an early step takes).
     let mut groups: HashMap<(i32, &Struct), PartitionFiles<'_>> = HashMap::new();
     for file in &live.data {
         let applying = deletes.applying_to(file.path(), file.partition(), file.sequence_number);
@@ -430,16 +430,12 @@ fn plan(
             continue;
         }
         let laden = laden(file, &applying);
-        let is_small = file.file.file_size_in_bytes() < small;
-        if !is_small && !laden {
+        if file.file.file_size_in_bytes() >= small && !laden {
             continue;
         }
         let group = groups.entry(file.partition()).or_default();
         group.any_laden |= laden;
-        group.due.push((file, applying.clone()));
-        if is_small {
-            group.eager.push((file, applying));
-        }
+        group.due.push((file, applying));
     }
     let mut due: Vec<Vec<Candidate<'_>>> = groups
         .into_iter()
@@ -483,29 +479,27 @@ fn plan(
 /// The files of one partition a step may take.
 #[derive(Default)]
 struct PartitionFiles<'a> {
-    /// The small files and those whose deletes make them worth rewriting.
+    /// The small files and those whose deletes make them worth rewriting (laden).
     due: Vec<Candidate<'a>>,
-    /// The small files.
-    eager: Vec<Candidate<'a>>,
     any_laden: bool,
 }
 
 impl<'a> PartitionFiles<'a> {
     /// What a step takes of the partition: its due files when there are enough of them
-    /// or one is laden; else its small files when they come to at most `eager_bytes` and
-    /// rewriting them would leave fewer files to read (two or more, or one with deletes);
-    /// else nothing.
+    /// or one is laden; else (all of them small) an early step's, when they come to at
+    /// most `eager_bytes` and rewriting them would leave fewer files to read (two or more,
+    /// or one with deletes); else nothing.
     fn into_due(self, eager_bytes: u64) -> Option<Vec<Candidate<'a>>> {
         if self.due.len() >= MIN_INPUT_FILES || self.any_laden {
             return Some(self.due);
         }
         let bytes: u64 = self
-            .eager
+            .due
             .iter()
             .map(|(file, _)| file.file.file_size_in_bytes())
             .sum();
-        let fewer = self.eager.len() >= 2 || self.eager.iter().any(|(_, d)| !d.is_empty());
-        (fewer && bytes <= eager_bytes).then_some(self.eager)
+        let fewer = self.due.len() >= 2 || self.due.iter().any(|(_, d)| !d.is_empty());
+        (fewer && bytes <= eager_bytes).then_some(self.due)
     }
 }
 

@@ -310,10 +310,16 @@ impl Maintainer {
         let unchanged = self
             .last_look
             .is_some_and(|(seen, at)| seen == commits && at.elapsed() < MAX_STEP_PAUSE);
-        if unchanged && self.expiry_due(&options).is_none() && !self.orphan_sweep_due() {
+        // No step on a table that has not moved since the last look, nor while the sink
+        // catches up (its files are compacted once it has); nothing to load when nothing
+        // else is due either.
+        let step = !unchanged && !catching_up;
+        if !step && self.expiry_due(&options).is_none() && !self.orphan_sweep_due() {
             return Ok(None);
         }
-        self.last_look = Some((commits, Instant::now()));
+        if step {
+            self.last_look = Some((commits, Instant::now()));
+        }
         let catalog = self.catalog(connection).await?;
         let table = match catalog
             .load_table(&self.spec.namespace, &self.spec.table)
@@ -342,11 +348,10 @@ impl Maintainer {
         };
         let target = target_file_size(&options, table.metadata.properties());
         let started = Instant::now();
-        // A sink catching up is left to it: its files are compacted once it has.
-        let compaction = if catching_up {
-            Ok(compact::CompactionOutcome::default())
-        } else {
+        let compaction = if step {
             compact::compact(&committer, table, target, &self.compaction).await
+        } else {
+            Ok(compact::CompactionOutcome::default())
         };
         // A table over its delete files' bound gets its next step at once.
         self.last_step = if self.compaction.under_pressure() {

@@ -17,6 +17,7 @@ use floe_sink::maintenance::metadata::DELETE_AFTER_COMMIT_PROPERTY;
 
 use floe_repr::Timestamp;
 use floe_sink::input::Update;
+use floe_sink::snapshot::read_manifest_list;
 use floe_sink::table::{LoadedTable, SinkCatalog};
 use floe_sink::{
     DeleteMode, Envelope, MaintenanceOptions, MaintenanceReport, MaintenanceSettings, Namespace,
@@ -266,16 +267,11 @@ async fn live_files(table: &LoadedTable) -> (usize, BTreeSet<String>) {
     let Some(head) = table.metadata.current_snapshot() else {
         return (0, BTreeSet::new());
     };
-    let bytes = table
-        .file_io
-        .new_input(head.manifest_list())
-        .unwrap()
-        .read()
+    let list = read_manifest_list(table, head.manifest_list())
         .await
         .unwrap();
-    let list = ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
     let (mut data, mut deletes) = (0, BTreeSet::new());
-    for manifest in list.entries() {
+    for manifest in &list {
         let loaded = manifest.load_manifest(&table.file_io).await.unwrap();
         for entry in loaded.entries().iter().filter(|e| e.is_alive()) {
             match entry.content_type() {
@@ -1626,19 +1622,14 @@ async fn a_small_table_is_compacted_early_to_one_file() {
     };
     assert_read_exactly(sw, &table.metadata_location, &workload, Format::V2);
     let head = table.metadata.current_snapshot().unwrap();
-    let bytes = table
-        .file_io
-        .new_input(head.manifest_list())
-        .unwrap()
-        .read()
+    let list = read_manifest_list(&table, head.manifest_list())
         .await
         .unwrap();
-    let list = ManifestList::parse_with_version(&bytes, table.metadata.format_version()).unwrap();
     // The step's own manifest and the two recording what it removed (data, deletes).
     assert!(
-        list.entries().len() <= 3,
+        list.len() <= 3,
         "{} manifests for one live file",
-        list.entries().len()
+        list.len()
     );
     drop(handle);
 }
