@@ -11,7 +11,13 @@
 //!
 //! Environment: `FLOE_BENCH_COMMITS` (N, default 1,000), `FLOE_BENCH_KEYS` (rows of the
 //! relation, default 10,000), `FLOE_BENCH_UPDATES` (keys updated per commit, default 100),
-//! `FLOE_BENCH_DELETE_MODE` (`equality`, the default, or `position`).
+//! `FLOE_BENCH_DELETE_MODE` (`equality`, the default, or `position`),
+//! `FLOE_BENCH_MAINTAINED_RUNS` (how many times the maintained table is run, default 3).
+//!
+//! The maintained table is read right after its last sink commit, and what it holds then
+//! depends on where that commit fell between compaction steps: it is run several times
+//! (the same updates each time) and each run's read is printed, with their median and
+//! worst.
 //!
 //! Each commit is one interval of a timeline (COMMIT INTERVAL 1 s on it) played faster
 //! than the wall clock: one second of it lasts `FLOE_BENCH_SECOND_MS` of wall time (default
@@ -486,6 +492,8 @@ struct Config {
     updates: u64,
     /// How long one second of the timeline lasts.
     second: Duration,
+    /// How many times the fully maintained table is run.
+    maintained_runs: usize,
 }
 
 fn median(values: &[Duration]) -> Duration {
@@ -506,6 +514,7 @@ fn main() {
         keys: env_num("FLOE_BENCH_KEYS", 10_000).max(1),
         updates: env_num("FLOE_BENCH_UPDATES", 100).max(1),
         second: Duration::from_millis(env_num("FLOE_BENCH_SECOND_MS", 100).max(1)),
+        maintained_runs: env_num("FLOE_BENCH_MAINTAINED_RUNS", 3).max(1) as usize,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -526,12 +535,14 @@ fn main() {
     );
     let runs = runtime.block_on(async {
         let mut runs = Vec::new();
-        for (table, maintained) in [
-            ("maintained", Maintained::Fully),
-            ("expiry_off", Maintained::NoExpiry),
-            ("unmaintained", Maintained::Not),
-        ] {
-            runs.push(upsert_run(&env, table, maintained, &config).await);
+        let maintained = (1..=config.maintained_runs)
+            .map(|run| (format!("maintained_{run}"), Maintained::Fully));
+        let others = [
+            ("expiry_off".to_string(), Maintained::NoExpiry),
+            ("unmaintained".to_string(), Maintained::Not),
+        ];
+        for (table, maintained) in maintained.chain(others) {
+            runs.push(upsert_run(&env, &table, maintained, &config).await);
         }
         let once = written_once(&env, &config).await;
         (runs, once)
@@ -548,11 +559,18 @@ fn main() {
     println!();
     line(
         "",
-        vec![
-            "maintained".into(),
-            "expiry off".into(),
-            "no maintenance".into(),
-        ],
+        runs.iter()
+            .scan(0, |maintained, run| {
+                Some(match run.maintained {
+                    Maintained::Fully => {
+                        *maintained += 1;
+                        format!("maintained #{maintained}")
+                    }
+                    Maintained::NoExpiry => "expiry off".into(),
+                    Maintained::Not => "no maintenance".into(),
+                })
+            })
+            .collect(),
         "written once",
     );
     line(
@@ -621,12 +639,27 @@ fn main() {
         reads.iter().map(|read| ms(*read)).collect(),
         &ms(read_once),
     );
+    let ratio = |read: &Duration| read.as_secs_f64() / read_once.as_secs_f64();
     line(
         "  read vs written once",
         reads
             .iter()
-            .map(|read| format!("{:.2}x", read.as_secs_f64() / read_once.as_secs_f64()))
+            .map(|read| format!("{:.2}x", ratio(read)))
             .collect(),
         "1.00x",
     );
+    let mut maintained: Vec<f64> = runs
+        .iter()
+        .zip(&reads)
+        .filter(|(run, _)| run.maintained == Maintained::Fully)
+        .map(|(_, read)| ratio(read))
+        .collect();
+    maintained.sort_by(f64::total_cmp);
+    if let (Some(best), Some(worst)) = (maintained.first(), maintained.last()) {
+        println!(
+            "maintained read vs written once over {} runs: best {best:.2}x, median {:.2}x, worst {worst:.2}x",
+            maintained.len(),
+            maintained[maintained.len() / 2]
+        );
+    }
 }

@@ -119,6 +119,17 @@ impl Committer<'_> {
         intent: &dyn CommitIntent,
     ) -> Result<Committed, SinkError> {
         let mut turn = self.turn.lock().await;
+        self.commit_in_turn(&mut turn, base, intent).await
+    }
+
+    /// Commits `intent` on top of `base` in a turn the caller already holds (`turn`, the
+    /// log of this committer's turn): the sink takes its turn before it stages a batch.
+    pub async fn commit_in_turn(
+        &self,
+        turn: &mut TurnLog,
+        base: LoadedTable,
+        intent: &dyn CommitIntent,
+    ) -> Result<Committed, SinkError> {
         let committed = self.attempt(base, intent).await;
         if committed.is_ok() {
             turn.record(self.sink);
@@ -208,7 +219,7 @@ impl Committer<'_> {
     }
 
     /// The table as the catalog has it now; it must still be the same table.
-    async fn reload(&self, before: &LoadedTable) -> Result<LoadedTable, SinkError> {
+    pub async fn reload(&self, before: &LoadedTable) -> Result<LoadedTable, SinkError> {
         let reloaded = self
             .catalog
             .load_table(self.namespace, self.table)

@@ -20,7 +20,7 @@ use iceberg::spec::SchemaRef;
 
 use crate::catalog::{TableCommit, TableCreation};
 use crate::commit::{
-    CommitTurn, Committed, Committer, ProgressIntent, TakeOverIntent, backoff,
+    CommitTurn, Committed, Committer, ProgressIntent, TakeOverIntent, TurnLog, backoff,
     check_progress_owner, table_gone,
 };
 use crate::config::CatalogConfig;
@@ -283,6 +283,7 @@ pub fn spawn_sink(
                 reporter: reporter.clone(),
                 settings: settings.clone(),
                 turn: turn.clone(),
+                held_turn: None,
                 rewrites: rewrites.clone(),
                 known_uuid: None,
                 reported_status: Some(SinkStatus::Starting),
@@ -521,6 +522,10 @@ struct TableSession {
     /// The table is still a dropped sink's: the next commit (this sink's first) replaces
     /// its contents and makes this sink its owner.
     replaces_contents: bool,
+    /// The commits through the turn when `table` was loaded or committed to by the sink:
+    /// a count past it says maintenance committed since, and the table is loaded again
+    /// before the next batch is staged.
+    turn_commits: u64,
 }
 
 /// Where a start resumes.
@@ -541,6 +546,11 @@ struct SinkMachine {
     settings: SinkSettings,
     /// Shared with the maintenance task: one commit at a time.
     turn: CommitTurn,
+    /// The turn, held from staging a batch to its commit: a compaction landing between
+    /// the two would rewrite files the batch's position deletes point into, and the batch
+    /// would be staged again (measured: after every compaction of a partitioned
+    /// position-mode table).
+    held_turn: Option<tokio::sync::OwnedMutexGuard<TurnLog>>,
     /// The compactions of its maintenance task, for the position index.
     rewrites: RewriteLog,
     /// The table's uuid once seen in this run (or given by the spec).
@@ -618,6 +628,11 @@ impl SinkMachine {
                 }
                 State::Done(result) => return result,
             };
+            // The turn is held from staging to commit, and let go otherwise (a stall, a
+            // batch with nothing to commit, a commit done).
+            if !matches!(state, State::Staging(..) | State::Committing(..)) {
+                self.held_turn = None;
+            }
         }
     }
 
@@ -630,6 +645,9 @@ impl SinkMachine {
 
     /// `Start`: connect, create or adopt the table, and resume from its progress.
     async fn start(&mut self) -> Result<Option<TableSession>, SinkError> {
+        // Counted before the table is loaded: a maintenance commit in between makes the
+        // first batch load it again, never the reverse.
+        let turn_commits = self.turn.lock().await.commits;
         let catalog = Arc::new(
             SinkCatalog::connect(
                 &self.connection.catalog,
@@ -684,6 +702,7 @@ impl SinkMachine {
             committed: lower,
             last_commit: Instant::now(),
             replaces_contents,
+            turn_commits,
         }))
     }
 
@@ -972,6 +991,7 @@ impl SinkMachine {
         mut session: TableSession,
         upper: Timestamp,
     ) -> Result<State, SinkError> {
+        self.take_turn(&mut session).await?;
         let lower = session.lower;
         // `TARGET FILE SIZE` as the sink's options say now (ALTER SINK changes it live),
         // else the table's own property, as compaction sizes files.
@@ -1027,6 +1047,48 @@ impl SinkMachine {
             ..StatisticsUpdate::default()
         });
         Ok(State::Committing(session, Box::new(staged)))
+    }
+
+    /// Takes the commit turn for the batch about to be staged (kept when a batch is staged
+    /// again), and loads the table again when maintenance committed to it since the
+    /// session last saw it: the batch is then staged on the table it is committed to (a
+    /// position-mode batch's deletes point into the files a compaction wrote, which its
+    /// index follows), instead of a first attempt refused on a stale head.
+    async fn take_turn(&mut self, session: &mut TableSession) -> Result<(), SinkError> {
+        let turn = match self.held_turn.take() {
+            Some(turn) => turn,
+            None => self.turn.clone().lock_owned().await,
+        };
+        let commits = turn.commits;
+        self.held_turn = Some(turn);
+        if commits != session.turn_commits {
+            let reloaded = self
+                .committer(&session.catalog)
+                .reload(&session.table)
+                .await?;
+            if self.records_only_this_session(&reloaded, session)? {
+                session.table = reloaded;
+            }
+            session.turn_commits = commits;
+        }
+        Ok(())
+    }
+
+    /// Whether `table`'s newest progress is still what this session committed last (this
+    /// sink, this version, the same frontier): only then is a batch built on it without
+    /// more ado. Any other progress (another writer of the sink, a newer version, a
+    /// rollback, a table taken over) is left to the conflict rule: the batch is built on
+    /// the table as the session had it, and the commit refused on it is judged.
+    fn records_only_this_session(
+        &self,
+        table: &LoadedTable,
+        session: &TableSession,
+    ) -> Result<bool, SinkError> {
+        Ok(latest_progress(table)?.is_some_and(|found| {
+            found.progress.sink_id == self.spec.sink_id
+                && found.progress.version == self.spec.version
+                && found.progress.frontier == session.committed
+        }) && !session.replaces_contents)
     }
 
     /// Whether the table's metadata is no longer the one at `loaded`.
@@ -1088,8 +1150,20 @@ impl SinkMachine {
                 .filter(|_| session.replaces_contents),
         };
         let intent = PositionGuard::new(&intent, batch.positions.as_ref());
+        let mut held = self.held_turn.take();
         let committer = self.committer(&session.catalog);
-        let table = match committer.commit(session.table.clone(), &intent).await {
+        let committed = match held.as_mut() {
+            Some(turn) => {
+                let committed = committer
+                    .commit_in_turn(turn, session.table.clone(), &intent)
+                    .await;
+                session.turn_commits = turn.commits;
+                committed
+            }
+            None => committer.commit(session.table.clone(), &intent).await,
+        };
+        self.held_turn = held;
+        let table = match committed {
             Ok(Committed::Done(table)) => table,
             Ok(Committed::Superseded(table)) => return self.resync(session, table).await,
             Err(err) if crate::position::must_restage(&err) => {

@@ -91,6 +91,13 @@ const DELETE_FILES_PRESSURE: usize = 16;
 pub const EAGER_STEP_BYTES: u64 = 16 * 1024 * 1024;
 /// How many times the bytes committed since the last step an early step may rewrite.
 const EAGER_AMPLIFICATION: u64 = 64;
+/// How many partitions a step rewrites at once. Why: a partition's rewrite is a few
+/// requests to the object store (its data and delete files read, its file written), mostly
+/// waiting; one after the other, a step over the 20 partitions of a table committed to
+/// every second outlasted the second, so it always had to carry over the sink's next
+/// commit's position deletes, a delete file per partition: 40 live delete files where a
+/// step between two commits leaves 20.
+const PARTITIONS_AT_ONCE: usize = 4;
 /// A step reads at least this much (a small target must not make compaction crawl).
 const MIN_STEP_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -827,10 +834,14 @@ pub async fn compact(
     let Some(base) = table.metadata.snapshot_for_ref(MAIN_BRANCH).cloned() else {
         return Ok(CompactionOutcome::default());
     };
-    let mut parts = Vec::with_capacity(plans.len());
-    for plan in &plans {
-        parts.push(rewrite_partition(&table, plan, target).await?);
-    }
+    let rewrites: Vec<_> = plans
+        .iter()
+        .map(|plan| rewrite_partition(&table, plan, target))
+        .collect();
+    let parts: Vec<RewrittenPartition> = futures::stream::iter(rewrites)
+        .buffered(PARTITIONS_AT_ONCE)
+        .try_collect()
+        .await?;
     let written: Vec<DataFile> = parts.iter().flat_map(|p| p.written.clone()).collect();
     let intent = CompactionIntent {
         base_snapshot_id: base.snapshot_id(),

@@ -847,6 +847,44 @@ async fn a_partitioned_position_mode_table_stays_bounded_and_exact_under_mainten
     assert_upsert_table(&pyiceberg, &workload);
 }
 
+/// A position-mode sink's own compactions never make it stage a batch again: the sink
+/// takes the commit turn before it stages a batch, so a compaction lands between two of
+/// its batches, and the key index follows it. Before, nearly every compaction of a
+/// partitioned table came while a batch was staged, and that batch was staged again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_position_mode_sink_stages_each_batch_once_under_its_own_compaction() {
+    let sw = seaweedfs_shared();
+    let case = Case {
+        envelope: Envelope::Upsert,
+        delete_mode: DeleteMode::Position,
+        seed: 26,
+        delete_old_metadata: true,
+        target_file_size: None,
+        partition_by: vec![PartitionColumn {
+            column: "id".to_string(),
+            transform: iceberg::spec::Transform::Bucket(4),
+        }],
+        restart_every: None,
+        format: Format::V2,
+        check_every: None,
+    };
+    let (location, workload, _, _, reporter) = run_maintained_sink(sw, case).await;
+    let compactions = reporter
+        .reports
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|report| report.data_files_rewritten > 0)
+        .count();
+    let statistics = reporter.sink.statistics.lock().unwrap().clone();
+    assert!(compactions > 0);
+    assert_eq!(
+        statistics.messages_staged, statistics.messages_committed,
+        "batches were staged again ({compactions} compactions)"
+    );
+    assert_upsert_table(&Reader::for_seaweedfs(sw).read(&location), &workload);
+}
+
 /// Position mode into a format version 3 table: every commit updates and deletes keys of
 /// earlier files, so data files get deletion vectors, replaced commit after commit;
 /// compaction (under pressure: the target is small, so only the deletes make files worth
