@@ -85,6 +85,22 @@ impl TurnLog {
         last.duration_since(before) < interval / 2 && last.elapsed() < interval
     }
 
+    /// How long until the sink's next commit is due, when it commits every `interval`
+    /// (its last commit less than two intervals ago) and more than half an interval has
+    /// passed since its last: a compaction step started then could not land before the
+    /// sink takes its turn for the next batch, and would carry that batch's position
+    /// deletes over (a delete file per partition). Waited for, the step starts right
+    /// after the sink's next commit (the turn is the sink's while it stages) and has a
+    /// whole interval.
+    pub fn until_next_sink_commit(&self, interval: Duration) -> Option<Duration> {
+        let last = self.sink_commits[1]?;
+        let elapsed = last.elapsed();
+        if elapsed < interval / 2 || elapsed >= interval * 2 {
+            return None;
+        }
+        Some(interval.saturating_sub(elapsed))
+    }
+
     /// Counts a commit that went through, and when it did if it is the sink's.
     fn record(&mut self, sink: bool) {
         self.commits += 1;
@@ -447,5 +463,28 @@ mod turn_tests {
         turn.record(true);
         turn.record(true);
         assert!(turn.sink_catching_up(second));
+    }
+
+    #[test]
+    fn a_step_late_in_the_interval_waits_for_the_sinks_next_commit() {
+        let second = Duration::from_secs(1);
+        let ago = |ms: u64| Instant::now().checked_sub(Duration::from_millis(ms));
+        let last = |at: Option<Instant>| TurnLog {
+            commits: 1,
+            sink_commits: [None, at],
+        };
+        // Early in the interval: the step has time.
+        assert_eq!(last(ago(100)).until_next_sink_commit(second), None);
+        // Late: until the next commit is due (a little less, time passes).
+        let wait = last(ago(700)).until_next_sink_commit(second).unwrap();
+        assert!(wait <= Duration::from_millis(300) && wait > Duration::from_millis(200));
+        // Overdue but recent: at once.
+        assert_eq!(
+            last(ago(1_500)).until_next_sink_commit(second),
+            Some(Duration::ZERO)
+        );
+        // An idle sink, or none yet: no wait.
+        assert_eq!(last(ago(5_000)).until_next_sink_commit(second), None);
+        assert_eq!(last(None).until_next_sink_commit(second), None);
     }
 }

@@ -303,6 +303,13 @@ impl Maintainer {
             Duration::from_millis(self.spec.commit_interval_ms),
             self.settings.maintenance.timeline_scale,
         );
+        // A step late in the sink's interval waits for its next commit (see
+        // `TurnLog::until_next_sink_commit`); the turn below is then the sink's until it
+        // has committed.
+        let wait = self.turn.lock().await.until_next_sink_commit(interval);
+        if let Some(wait) = wait {
+            tokio::time::sleep(wait).await;
+        }
         let (commits, catching_up) = {
             let log = self.turn.lock().await;
             (log.commits, log.sink_catching_up(interval))
