@@ -1008,8 +1008,8 @@ fn real_arithmetic(
 }
 
 /// `left ^ right` as Postgres computes it: floe's power of doubles (with
-/// Postgres' errors), or DataFusion's `power` of numerics when either operand
-/// is a numeric.
+/// Postgres' errors), or floe's numeric `power` when either operand is a
+/// numeric.
 fn power(
     expr: RawBinaryExpr,
     left: &DfResult<SqlScalarType>,
@@ -1017,12 +1017,9 @@ fn power(
 ) -> DfResult<PlannerResult<RawBinaryExpr>> {
     let numeric = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Numeric { .. }));
     if numeric(left) || numeric(right) {
-        return Ok(PlannerResult::Planned(Expr::ScalarFunction(
-            datafusion::logical_expr::expr::ScalarFunction::new_udf(
-                datafusion::functions::math::power(),
-                vec![expr.left, expr.right],
-            ),
-        )));
+        let call = functions::call("power", vec![expr.left, expr.right])
+            .map_err(crate::QueryError::into_datafusion)?;
+        return Ok(PlannerResult::Planned(call));
     }
     let double = |side: Expr| Expr::Cast(Cast::new(Box::new(side), DataType::Float64));
     let call = functions::call(

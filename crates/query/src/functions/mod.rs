@@ -18,6 +18,7 @@ mod jsonb_order;
 pub mod jsonpath;
 pub mod math;
 pub mod numeric_division;
+mod numeric_math;
 pub mod or_empty;
 pub mod ordered_set;
 mod random;
@@ -65,6 +66,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(math::functions())
         .chain(range::functions())
         .chain(numeric_division::functions())
+        .chain(numeric_math::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .chain([or_empty::function()])
