@@ -582,6 +582,27 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
+    // Of a constant number of places, the result's display scale is known.
+    // The places are a bare literal, so the engine sees a constant when it
+    // types the call.
+    if let [value, FunctionArg::Unnamed(FunctionArgExpr::Expr(places))] = list.args.as_slice()
+        && let Some(digits) = integer_literal(places)
+        && let Some(to_places) = match name.as_str() {
+            "round" => Some(crate::functions::numeric_display::ROUND_TO),
+            "trunc" => Some(crate::functions::numeric_display::TRUNC_TO),
+            _ => None,
+        }
+    {
+        let mut call = renamed(function, to_places);
+        let places = Expr::value(Value::Number(digits.to_string(), false));
+        if let FunctionArguments::List(list) = &mut call.args {
+            list.args = vec![
+                value.clone(),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(places)),
+            ];
+        }
+        return Some(Expr::Function(call));
+    }
     if name == "make_interval" {
         return make_interval(&list.args);
     }
@@ -728,6 +749,44 @@ fn renamed(function: &sqlparser::ast::Function, name: &str) -> sqlparser::ast::F
     let mut renamed = function.clone();
     renamed.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]);
     renamed
+}
+
+/// The digits of an integer literal (`2`, `-1`), as written or as typed by
+/// [`typed_number`].
+fn integer_literal(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            Value::Number(text, _)
+                if text
+                    .strip_prefix('-')
+                    .unwrap_or(text)
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+            {
+                Some(text)
+            }
+            _ => None,
+        },
+        Expr::Cast {
+            expr,
+            data_type: DataType::Integer(None),
+            ..
+        } => integer_literal(expr),
+        Expr::Function(function)
+            if function.name.to_string() == crate::functions::PG_CAST =>
+        {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(operand)), _] = list.args.as_slice()
+            else {
+                return None;
+            };
+            integer_literal(operand)
+        }
+        Expr::Nested(inner) => integer_literal(inner),
+        _ => None,
+    }
 }
 
 /// How many arguments a call lists.

@@ -777,6 +777,9 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
             return Ok(PlannerResult::Planned(quotient));
         }
+        if let Some(arithmetic) = bare_arithmetic(&expr, schema)? {
+            return Ok(PlannerResult::Planned(arithmetic));
+        }
         // `now()` is of nanoseconds, never infinite: DataFusion's arithmetic
         // keeps its digits (generate_series(now(), now() + ...) meets its end).
         let nanoseconds = |t: Option<&DataType>| {
@@ -967,6 +970,40 @@ fn numeric_division(
         exact(&expr.left, left),
         exact(&expr.right, right),
     ))
+}
+
+/// `+`, `-`, `*` or `%` of an unconstrained numeric and a decimal or an
+/// integer: an unconstrained numeric, printed as its operand is (see
+/// [`functions::numeric_display`]).
+fn bare_arithmetic(expr: &RawBinaryExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
+    use sqlparser::ast::BinaryOperator as B;
+    let operator = match expr.op {
+        B::Plus => Operator::Plus,
+        B::Minus => Operator::Minus,
+        B::Multiply => Operator::Multiply,
+        B::Modulo => Operator::Modulo,
+        _ => return Ok(None),
+    };
+    let field = |side: &Expr| side.to_field(schema).ok().map(|(_, f)| f);
+    let (Some(left), Some(right)) = (field(&expr.left), field(&expr.right)) else {
+        return Ok(None);
+    };
+    let exact = |f: &datafusion::arrow::datatypes::Field| {
+        matches!(f.data_type(), DataType::Decimal128(..))
+            || functions::arithmetic::is_integer(f.data_type())
+    };
+    let bare = functions::numeric_display::is_bare;
+    if !(bare(&left) || bare(&right)) || !exact(&left) || !exact(&right) {
+        return Ok(None);
+    }
+    let arithmetic = Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(expr.left.clone()),
+        operator,
+        Box::new(expr.right.clone()),
+    ));
+    functions::numeric_display::bare(arithmetic)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
 }
 
 /// Arithmetic of a `real` and an integer or numeric in double precision, as

@@ -17,6 +17,7 @@ pub mod jsonb;
 mod jsonb_order;
 pub mod jsonpath;
 pub mod math;
+pub mod numeric_display;
 pub mod numeric_division;
 mod numeric_math;
 pub mod or_empty;
@@ -67,6 +68,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(range::functions())
         .chain(numeric_division::functions())
         .chain(numeric_math::functions())
+        .chain(numeric_display::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .chain([or_empty::function()])

@@ -11,10 +11,12 @@
 //!
 //! A numeric result is held as a quotient is ([`super::numeric_division`]): in
 //! a decimal column of [`SCALE`] places ([`POWER_SCALE`] for `power`, whose
-//! results are larger), typed as an unconstrained numeric; a result past
-//! the column's 38 digits is an error (22003) where PostgreSQL answers.
+//! results are larger), typed as an unconstrained numeric, except a power of
+//! an integer exponent, whose scale is known before its values (see
+//! `MathFunction::numeric_field`); a result past the column's 38 digits is an
+//! error (22003) where PostgreSQL answers.
 
-mod exact;
+pub(super) mod exact;
 
 use std::sync::Arc;
 
@@ -125,12 +127,29 @@ impl MathFunction {
         Ok(numeric && !float)
     }
 
-    fn column_scale(&self) -> u32 {
-        if self.kind == Kind::Power {
+    /// The numeric result's field. A power of an integer exponent has
+    /// PostgreSQL's scale whatever the values (16 places, or the base's
+    /// scale when more), so its column is typed by it and prints all of it
+    /// (`1024.0000000000000000`); any other result is held at the column
+    /// scale of its kind and prints as an unconstrained numeric.
+    fn numeric_field(&self, fields: &[FieldRef]) -> Field {
+        if let [base, exponent] = fields
+            && self.kind == Kind::Power
+            && super::arithmetic::is_integer(exponent.data_type())
+        {
+            let base_scale = match (base.data_type(), super::numeric_display::is_bare(base)) {
+                (DataType::Decimal128(_, scale), false) => (*scale).max(0) as u32,
+                _ => 0,
+            };
+            let scale = POWER_SCALE.max(base_scale).min(u32::from(PRECISION));
+            return Field::new(self.name, DataType::Decimal128(PRECISION, scale as i8), true);
+        }
+        let scale = if self.kind == Kind::Power {
             POWER_SCALE
         } else {
             SCALE
-        }
+        };
+        floe_arrow::computed_numeric_field(self.name, PRECISION, scale as i8)
     }
 }
 
@@ -152,7 +171,7 @@ impl ScalarUDFImpl for MathFunction {
             .is_numeric(args.arg_fields)
             .map_err(QueryError::into_datafusion)?;
         Ok(Arc::new(if numeric {
-            floe_arrow::computed_numeric_field(self.name, PRECISION, self.column_scale() as i8)
+            self.numeric_field(args.arg_fields)
         } else {
             Field::new(self.name, DataType::Float64, true)
         }))
@@ -182,7 +201,10 @@ impl ScalarUDFImpl for MathFunction {
                 .collect::<Vec<_>>()
         });
         let array: ArrayRef = if numeric {
-            let scale = self.column_scale();
+            let scale = match args.return_field.data_type() {
+                DataType::Decimal128(_, scale) => (*scale).max(0) as u32,
+                _ => return Err(QueryError::internal("a numeric result column").into_datafusion()),
+            };
             let values = rows
                 .map(|row| self.numeric_row(&row, scale))
                 .collect::<Result<Vec<_>, _>>()
@@ -517,17 +539,7 @@ mod tests {
     use super::*;
 
     fn text(result: Result<Exact, QueryError>) -> String {
-        let result = result.unwrap();
-        let digits = result.digits.abs().to_string();
-        let scale = result.scale as usize;
-        let padded = format!("{digits:0>width$}", width = scale + 1);
-        let (whole, fraction) = padded.split_at(padded.len() - scale);
-        let sign = if result.digits.is_negative() { "-" } else { "" };
-        if scale == 0 {
-            format!("{sign}{whole}")
-        } else {
-            format!("{sign}{whole}.{fraction}")
-        }
+        result.unwrap().to_text()
     }
 
     fn n(text: &str) -> Exact {

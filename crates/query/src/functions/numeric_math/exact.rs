@@ -79,6 +79,42 @@ impl Exact {
         }
     }
 
+    /// Its digits at `places` after the point (before it, when negative),
+    /// rounded half away from zero or truncated, at scale `places` (0 when
+    /// negative).
+    pub fn to_places(&self, places: i64, truncate: bool) -> Exact {
+        let kept = places.clamp(-1000, 1000);
+        let scale = kept.max(0) as u32;
+        let dropped = i64::from(self.scale) - kept;
+        if dropped <= 0 {
+            return self.rounded(scale);
+        }
+        let unit = ten_to(dropped as u32);
+        let units = if truncate {
+            &self.digits / &unit
+        } else {
+            divide_rounded(&self.digits, &unit)
+        };
+        Exact {
+            digits: units * ten_to((scale as i64 - kept) as u32),
+            scale,
+        }
+    }
+
+    /// Its text with all `scale` places (`-0.50`).
+    pub fn to_text(&self) -> String {
+        let digits = self.digits.abs().to_string();
+        let scale = self.scale as usize;
+        let padded = format!("{digits:0>width$}", width = scale + 1);
+        let (whole, fraction) = padded.split_at(padded.len() - scale);
+        let sign = if self.digits.is_negative() { "-" } else { "" };
+        if scale == 0 {
+            format!("{sign}{whole}")
+        } else {
+            format!("{sign}{whole}.{fraction}")
+        }
+    }
+
     pub fn rounded(&self, scale: u32) -> Exact {
         Exact {
             digits: self.at(scale),
@@ -245,6 +281,11 @@ mod tests {
         assert_eq!(exact("-2.5").rounded(0).digits, BigInt::from(-3));
         assert!(Exact::parse("1e5").is_none());
         assert!(Exact::parse("NaN").is_none());
+        assert_eq!(exact("2.5").to_places(3, false).to_text(), "2.500");
+        assert_eq!(exact("-2.567").to_places(2, true).to_text(), "-2.56");
+        assert_eq!(exact("1250").to_places(-2, false).to_text(), "1300");
+        assert_eq!(exact("1250").to_places(-2, true).to_text(), "1200");
+        assert_eq!(exact("0.5").to_places(0, false).to_text(), "1");
     }
 
     #[test]

@@ -1,0 +1,160 @@
+//! How computed numerics print, where floe can know it before the rows.
+//!
+//! PostgreSQL gives each numeric value its own display scale; floe's decimal
+//! columns have one scale each. A column typed by its scale (a literal's
+//! `1.10`, a `numeric(10,2)`) prints all its places, and DataFusion's `+`,
+//! `-`, `*` and `%` give results PostgreSQL's scales (the larger operand
+//! scale, their sum). An unconstrained numeric prints without trailing
+//! zeros, as Materialize prints it; arithmetic on one stays one
+//! ([`BARE_NUMERIC`]) instead of printing all of the engine's places
+//! (`3.0000000000`). `round(x, n)` and `trunc(x, n)` of a constant `n` have
+//! PostgreSQL's display scale `n` whatever `x`'s ([`ROUND_TO`],
+//! [`TRUNC_TO`]).
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use floe_repr::{Datum, SqlScalarType};
+
+use super::numeric_math::exact::Exact;
+use super::{Arguments, RowFunction};
+use crate::error::QueryError;
+
+/// Its argument, a decimal, as an unconstrained numeric.
+pub const BARE_NUMERIC: &str = "floe_bare_numeric";
+/// `round(x, n)` of a numeric or integer `x` and an integer literal `n`.
+pub const ROUND_TO: &str = "floe_round_to";
+/// `trunc(x, n)` of a numeric or integer `x` and an integer literal `n`.
+pub const TRUNC_TO: &str = "floe_trunc_to";
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    vec![
+        ScalarUDF::new_from_impl(BareNumeric {
+            signature: Signature::any(1, immutable),
+        }),
+        RowFunction::new(ROUND_TO, immutable, places_result, |row, _| {
+            to_places(row, false)
+        })
+        .udf(),
+        RowFunction::new(TRUNC_TO, immutable, places_result, |row, _| {
+            to_places(row, true)
+        })
+        .udf(),
+    ]
+}
+
+/// `expr` (a decimal) marked an unconstrained numeric.
+pub fn bare(expr: Expr) -> Result<Expr, QueryError> {
+    super::call(BARE_NUMERIC, vec![expr])
+}
+
+/// Whether a field is an unconstrained numeric column (printed without
+/// trailing zeros).
+pub fn is_bare(field: &Field) -> bool {
+    matches!(
+        floe_arrow::sql_type_of(field),
+        Some(SqlScalarType::Numeric {
+            max_scale: None,
+            ..
+        })
+    )
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct BareNumeric {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for BareNumeric {
+    fn name(&self) -> &str {
+        BARE_NUMERIC
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        arg_types
+            .first()
+            .cloned()
+            .ok_or_else(|| QueryError::internal("floe_bare_numeric arity").into_datafusion())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        let [field] = args.arg_fields else {
+            return Err(QueryError::internal("floe_bare_numeric arity").into_datafusion());
+        };
+        Ok(Arc::new(match field.data_type() {
+            DataType::Decimal128(precision, scale) => {
+                floe_arrow::computed_numeric_field(BARE_NUMERIC, *precision, *scale)
+            }
+            other => Field::new(BARE_NUMERIC, other.clone(), true),
+        }))
+    }
+
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        args.args
+            .pop()
+            .ok_or_else(|| QueryError::internal("floe_bare_numeric arity").into_datafusion())
+    }
+}
+
+/// A numeric of scale `n` for a constant `n` (0 when negative); an
+/// unconstrained one otherwise. PostgreSQL has these of numerics only (an
+/// integer is read as one).
+fn places_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    use SqlScalarType as S;
+    let name = if arguments.function == ROUND_TO {
+        "round"
+    } else {
+        "trunc"
+    };
+    let fits = matches!(
+        arguments.types.as_slice(),
+        [
+            S::Numeric { .. } | S::Int16 | S::Int32 | S::Int64,
+            S::Int16 | S::Int32 | S::Int64
+        ]
+    );
+    if !fits {
+        return Err(super::no_such_function(name, &arguments.types));
+    }
+    let places = match arguments.constants.get(1).copied().flatten() {
+        Some(ScalarValue::Int16(Some(n))) => Some(i64::from(*n)),
+        Some(ScalarValue::Int32(Some(n))) => Some(i64::from(*n)),
+        Some(ScalarValue::Int64(Some(n))) => Some(*n),
+        _ => None,
+    };
+    Ok(S::Numeric {
+        precision: None,
+        max_scale: places.map(|n| n.clamp(0, i64::from(floe_arrow::NUMERIC_PRECISION)) as u8),
+    })
+}
+
+fn to_places(row: &[Datum], truncate: bool) -> Result<Datum, QueryError> {
+    let [value, places] = row else {
+        return Err(QueryError::internal("round arity"));
+    };
+    let value = match value {
+        Datum::Numeric(text) => Exact::parse(text)
+            .ok_or_else(|| QueryError::internal(format!("not a finite numeric: {text}")))?,
+        Datum::Int16(n) => Exact::integer(i128::from(*n)),
+        Datum::Int32(n) => Exact::integer(i128::from(*n)),
+        Datum::Int64(n) => Exact::integer(i128::from(*n)),
+        _ => return Err(QueryError::internal("round of a non-number")),
+    };
+    let places = match places {
+        Datum::Int16(n) => i64::from(*n),
+        Datum::Int32(n) => i64::from(*n),
+        Datum::Int64(n) => *n,
+        _ => return Err(QueryError::internal("round to a non-integer")),
+    };
+    Ok(Datum::Numeric(value.to_places(places, truncate).to_text()))
+}
