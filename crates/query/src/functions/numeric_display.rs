@@ -124,7 +124,13 @@ fn places_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError>
         ]
     );
     if !fits {
-        return Err(super::no_such_function(name, &arguments.types));
+        // The places are written as an `integer` (floe passes the literal as
+        // the engine's bigint so that it is a constant when typed).
+        let mut types = arguments.types.clone();
+        if let Some(places @ S::Int64) = types.get_mut(1) {
+            *places = S::Int32;
+        }
+        return Err(super::no_such_function(name, &types));
     }
     let places = match arguments.constants.get(1).copied().flatten() {
         Some(ScalarValue::Int16(Some(n))) => Some(i64::from(*n)),
