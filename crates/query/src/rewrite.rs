@@ -564,10 +564,9 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
         "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
         "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
-        // floe's `json` is `jsonb`, as Materialize's is.
-        "json_build_object" => Some("jsonb_build_object"),
-        "json_build_array" => Some("jsonb_build_array"),
-        "to_json" | "row_to_json" => Some("to_jsonb"),
+        // `json`'s constructors are floe's (`functions::json_build`); the
+        // functions reading a document read `json` as `jsonb`.
+        "row_to_json" if list_len(function) == 1 => Some("to_json"),
         "json_typeof" => Some("jsonb_typeof"),
         "json_array_length" => Some("jsonb_array_length"),
         "json_extract_path" => Some("jsonb_extract_path"),
@@ -772,9 +771,7 @@ fn integer_literal(expr: &Expr) -> Option<&str> {
             data_type: DataType::Integer(None),
             ..
         } => integer_literal(expr),
-        Expr::Function(function)
-            if function.name.to_string() == crate::functions::PG_CAST =>
-        {
+        Expr::Function(function) if function.name.to_string() == crate::functions::PG_CAST => {
             let FunctionArguments::List(list) = &function.args else {
                 return None;
             };
@@ -826,12 +823,39 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         FunctionArguments::List(list) => &list.args,
         _ => &[],
     };
+    // An argument's json text: `to_json(arg)`.
+    let json = |arg: &FunctionArg| match arg {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(call("to_json", vec![expr.clone()])))
+        }
+        other => other.clone(),
+    };
+    use crate::functions::json_build;
     match name.as_str() {
-        "jsonb_agg" | "json_agg" => Some(call(
+        "json_agg" => {
+            let rows = matches!(args, [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(f)))]
+                if f.name.to_string() == json_build::JSON_ROW);
+            let finish = if rows {
+                json_build::JSON_AGG_ROWS
+            } else {
+                json_build::JSON_AGG
+            };
+            Some(call(finish, vec![collect(args.iter().map(json).collect())]))
+        }
+        "json_object_agg" => {
+            let [key, value] = args else {
+                return None;
+            };
+            Some(call(
+                json_build::JSON_OBJECT_AGG,
+                vec![collect(vec![key.clone()]), collect(vec![json(value)])],
+            ))
+        }
+        "jsonb_agg" => Some(call(
             "floe_jsonb_from_documents",
             vec![collect(args.iter().map(document).collect())],
         )),
-        "jsonb_object_agg" | "json_object_agg" => {
+        "jsonb_object_agg" => {
             let [key, value] = args else {
                 return None;
             };

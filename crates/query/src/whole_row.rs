@@ -149,5 +149,23 @@ fn expand_call(expr: &mut Expr, relations: &[(String, Vec<String>)]) {
             Ident::with_quote('"', column.clone()),
         ]));
     }
-    *argument = FunctionArgExpr::Expr(crate::rewrite::function_call("jsonb_build_object", pairs));
+    // `json`'s row keeps the columns' order and is written compactly.
+    let json = matches!(
+        naming::normalize(
+            function
+                .name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .unwrap_or(&Ident::new(""))
+        )
+        .as_str(),
+        "to_json" | "row_to_json" | "json_agg"
+    );
+    let builder = if json {
+        crate::functions::json_build::JSON_ROW
+    } else {
+        "jsonb_build_object"
+    };
+    *argument = FunctionArgExpr::Expr(crate::rewrite::function_call(builder, pairs));
 }

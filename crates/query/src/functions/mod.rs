@@ -13,6 +13,7 @@ pub mod datetime;
 pub mod distinct;
 mod integer_result;
 pub mod json;
+pub mod json_build;
 pub mod jsonb;
 mod jsonb_order;
 pub mod jsonpath;
@@ -59,6 +60,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
         .chain(json::functions())
+        .chain(json_build::functions())
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())

@@ -142,7 +142,11 @@ impl MathFunction {
                 _ => 0,
             };
             let scale = POWER_SCALE.max(base_scale).min(u32::from(PRECISION));
-            return Field::new(self.name, DataType::Decimal128(PRECISION, scale as i8), true);
+            return Field::new(
+                self.name,
+                DataType::Decimal128(PRECISION, scale as i8),
+                true,
+            );
         }
         let scale = if self.kind == Kind::Power {
             POWER_SCALE
@@ -587,7 +591,10 @@ mod tests {
             SqlState::INVALID_ARGUMENT_FOR_POWER_FUNCTION
         );
         assert_eq!(code(log(&n("1"), &n("10"))), SqlState::DIVISION_BY_ZERO);
-        assert_eq!(code(exp(&n("100000"))), SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+        assert_eq!(
+            code(exp(&n("100000"))),
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+        );
         assert_eq!(
             code(power(&n("10"), &n("100"))),
             SqlState::NUMERIC_VALUE_OUT_OF_RANGE
