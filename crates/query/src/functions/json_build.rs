@@ -191,7 +191,7 @@ fn object(row: &[Datum], json: &[Form], compact: bool) -> Result<String, QueryEr
         let key = match key {
             Datum::Null => {
                 return Err(QueryError::new(
-                    SqlState::NULL_VALUE_NOT_ALLOWED,
+                    SqlState::INVALID_PARAMETER_VALUE,
                     format!("argument {} cannot be null", index + 1),
                 )
                 .with_hint("Object keys should be text."));
