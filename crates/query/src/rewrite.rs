@@ -330,6 +330,14 @@ impl VisitorMut for Rewriter {
             // unsigned integer no Postgres client knows.
             *expr = cast(expr.clone(), DataType::BigInt(None));
         }
+        // `jsonb '{"a": 1}'` is `'{"a": 1}'::jsonb`: the engine would plan a
+        // cast to its own type, without floe's type (its operators then fail).
+        if let Expr::TypedString(typed) = expr
+            && let Ok(ty) = crate::types::scalar_type(&typed.data_type)
+            && !crate::types::is_native(&ty)
+        {
+            *expr = cast_call(Expr::Value(typed.value.clone()), &ty);
+        }
         if let Expr::Cast {
             expr: operand,
             data_type,
