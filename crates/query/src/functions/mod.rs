@@ -100,6 +100,9 @@ pub fn register(state: &mut SessionState) {
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+    for aggregate in numeric_display::min_max() {
+        let _ = state.register_udaf(Arc::new(aggregate));
+    }
     for aggregate in variance::aggregates() {
         let _ = state.register_udaf(Arc::new(aggregate));
     }

@@ -9,7 +9,8 @@
 //! ([`BARE_NUMERIC`]) instead of printing all of the engine's places
 //! (`3.0000000000`). `round(x, n)` and `trunc(x, n)` of a constant `n` have
 //! PostgreSQL's display scale `n` whatever `x`'s ([`ROUND_TO`],
-//! [`TRUNC_TO`]).
+//! [`TRUNC_TO`]). `min` and `max` of an unconstrained numeric are one
+//! ([`min_max`]).
 
 use std::sync::Arc;
 
@@ -163,4 +164,114 @@ fn to_places(row: &[Datum], truncate: bool) -> Result<Datum, QueryError> {
         _ => return Err(QueryError::internal("round to a non-integer")),
     };
     Ok(Datum::Numeric(value.to_places(places, truncate).to_text()))
+}
+
+/// `min` and `max`, DataFusion's, whose result keeps its argument's field:
+/// of an unconstrained numeric an unconstrained numeric (DataFusion's result
+/// field is a plain decimal, which printed all ten places: `1.5000000000`).
+pub fn min_max() -> Vec<datafusion::logical_expr::AggregateUDF> {
+    use datafusion::functions_aggregate::min_max::{max_udaf, min_udaf};
+    [min_udaf(), max_udaf()]
+        .into_iter()
+        .map(|inner| {
+            datafusion::logical_expr::AggregateUDF::new_from_impl(KeepsField {
+                inner: inner.as_ref().clone(),
+            })
+        })
+        .collect()
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct KeepsField {
+    inner: datafusion::logical_expr::AggregateUDF,
+}
+
+mod keeps_field {
+    use datafusion::arrow::datatypes::{DataType, FieldRef};
+    use datafusion::common::{Result as DfResult, ScalarValue};
+    use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+    use datafusion::logical_expr::utils::AggregateOrderSensitivity;
+    use datafusion::logical_expr::{
+        Accumulator, AggregateUDFImpl, Documentation, GroupsAccumulator, ReversedUDAF,
+        SetMonotonicity, Signature, StatisticsArgs,
+    };
+
+    use super::KeepsField;
+
+    impl AggregateUDFImpl for KeepsField {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        fn signature(&self) -> &Signature {
+            self.inner.signature()
+        }
+
+        fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+            self.inner.return_type(arg_types)
+        }
+
+        fn return_field(&self, arg_fields: &[FieldRef]) -> DfResult<FieldRef> {
+            match arg_fields {
+                [field] if super::is_bare(field) => Ok(std::sync::Arc::new(
+                    field.as_ref().clone().with_name(self.name()),
+                )),
+                _ => self.inner.inner().return_field(arg_fields),
+            }
+        }
+
+        fn accumulator(&self, args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+            self.inner.accumulator(args)
+        }
+
+        fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
+            self.inner.state_fields(args)
+        }
+
+        fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
+            self.inner.groups_accumulator_supported(args)
+        }
+
+        fn create_groups_accumulator(
+            &self,
+            args: AccumulatorArgs,
+        ) -> DfResult<Box<dyn GroupsAccumulator>> {
+            self.inner.create_groups_accumulator(args)
+        }
+
+        fn create_sliding_accumulator(
+            &self,
+            args: AccumulatorArgs,
+        ) -> DfResult<Box<dyn Accumulator>> {
+            self.inner.create_sliding_accumulator(args)
+        }
+
+        fn is_descending(&self) -> Option<bool> {
+            self.inner.is_descending()
+        }
+
+        fn order_sensitivity(&self) -> AggregateOrderSensitivity {
+            self.inner.inner().order_sensitivity()
+        }
+
+        fn coerce_types(&self, arg_types: &[DataType]) -> DfResult<Vec<DataType>> {
+            self.inner.coerce_types(arg_types)
+        }
+
+        fn reverse_expr(&self) -> ReversedUDAF {
+            self.inner.inner().reverse_expr()
+        }
+
+        fn value_from_stats(&self, statistics_args: &StatisticsArgs) -> Option<ScalarValue> {
+            self.inner.value_from_stats(statistics_args)
+        }
+
+        fn documentation(&self) -> Option<&Documentation> {
+            self.inner.documentation()
+        }
+
+        fn set_monotonicity(&self, data_type: &DataType) -> SetMonotonicity {
+            self.inner.inner().set_monotonicity(data_type)
+        }
+    }
 }
