@@ -57,6 +57,7 @@ fn rewrite_naming(
         error: None,
         scalar_subquery_bodies: Vec::new(),
         beside_wildcards,
+        values_depth: 0,
     };
     let _ = VisitMut::visit(&mut statement, &mut rewriter);
     if let Some(error) = rewriter.error {
@@ -79,6 +80,9 @@ struct Rewriter {
     /// Columns named beside a wildcard get engine-only names
     /// ([`rewrite_beside_wildcards`]).
     beside_wildcards: bool,
+    /// How many `VALUES` lists the visit is in: their columns keep one type
+    /// in every row ([`type_values_columns`]), so a cast in one stays.
+    values_depth: usize,
 }
 
 impl Rewriter {
@@ -91,9 +95,17 @@ impl Rewriter {
 impl VisitorMut for Rewriter {
     type Break = ();
 
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let SetExpr::Values(_) = query.body.as_ref() {
+            self.values_depth = self.values_depth.saturating_sub(1);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         if let SetExpr::Values(values) = query.body.as_mut() {
             type_values_columns(&mut values.rows);
+            self.values_depth += 1;
         }
         if let Some(with) = &mut query.with
             && with.recursive
@@ -330,6 +342,11 @@ impl VisitorMut for Rewriter {
             // unsigned integer no Postgres client knows.
             *expr = cast(expr.clone(), DataType::BigInt(None));
         }
+        if self.values_depth == 0
+            && let Some(literal) = scaled_numeric_literal(expr)
+        {
+            *expr = literal;
+        }
         // `jsonb '{"a": 1}'` is `'{"a": 1}'::jsonb`: the engine would plan a
         // cast to its own type, without floe's type (its operators then fail).
         if let Expr::TypedString(typed) = expr
@@ -371,6 +388,32 @@ fn name_field_access(expr: &mut Expr) {
             )));
         }
     }
+}
+
+/// `1.10::numeric` (or `'1.10'::numeric`) as the literal `1.10`: a decimal of
+/// its written scale, which prints as PostgreSQL prints the value (`1.10`),
+/// where an unconstrained numeric column prints without trailing zeros.
+fn scaled_numeric_literal(expr: &Expr) -> Option<Expr> {
+    let Expr::Cast {
+        expr: operand,
+        data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+        ..
+    } = expr
+    else {
+        return None;
+    };
+    let Expr::Value(value) = operand.as_ref() else {
+        return None;
+    };
+    let digits = match &value.value {
+        Value::Number(digits, _) | Value::SingleQuotedString(digits) => digits.trim(),
+        _ => return None,
+    };
+    let (whole, fraction) = digits.trim_start_matches('-').split_once('.')?;
+    let plain = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let fits = !whole.is_empty() && !fraction.is_empty() && plain(whole) && plain(fraction);
+    (fits && engine_decimal_holds(digits))
+        .then(|| Expr::value(Value::Number(digits.to_string(), false)))
 }
 
 /// A cast as a call of floe's cast function, which types its result by the
