@@ -390,20 +390,27 @@ fn name_field_access(expr: &mut Expr) {
     }
 }
 
-/// `1.10::numeric` (or `'1.10'::numeric`) as the literal `1.10`: a decimal of
+/// `1.10::numeric` (or `'1.10'::numeric`, `numeric '1.10'`) as the literal
+/// `1.10`: a decimal of
 /// its written scale, which prints as PostgreSQL prints the value (`1.10`),
 /// where an unconstrained numeric column prints without trailing zeros.
 fn scaled_numeric_literal(expr: &Expr) -> Option<Expr> {
-    let Expr::Cast {
-        expr: operand,
-        data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
-        ..
-    } = expr
-    else {
-        return None;
-    };
-    let Expr::Value(value) = operand.as_ref() else {
-        return None;
+    let value = match expr {
+        Expr::Cast {
+            expr: operand,
+            data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+            ..
+        } => match operand.as_ref() {
+            Expr::Value(value) => value,
+            _ => return None,
+        },
+        // `numeric '1.10'`.
+        Expr::TypedString(typed)
+            if typed.data_type == DataType::Numeric(sqlparser::ast::ExactNumberInfo::None) =>
+        {
+            &typed.value
+        }
+        _ => return None,
     };
     let digits = match &value.value {
         Value::Number(digits, _) | Value::SingleQuotedString(digits) => digits.trim(),
@@ -504,8 +511,15 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
                     op: BinaryOperator::Minus,
                     right: Box::new(Expr::value(Value::Number("1".into(), false))),
                 })),
-                UnaryOperator::PGSquareRoot => Some(function_call("sqrt", vec![operand])),
-                UnaryOperator::PGCubeRoot => Some(function_call("cbrt", vec![operand])),
+                // `|/` and `||/` are of double precision only.
+                UnaryOperator::PGSquareRoot => Some(function_call(
+                    "sqrt",
+                    vec![cast(operand, DataType::DoublePrecision)],
+                )),
+                UnaryOperator::PGCubeRoot => Some(function_call(
+                    "cbrt",
+                    vec![cast(operand, DataType::DoublePrecision)],
+                )),
                 UnaryOperator::PGAbs => Some(function_call("abs", vec![operand])),
                 _ => None,
             }
