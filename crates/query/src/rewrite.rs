@@ -634,8 +634,6 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         "row_to_json" if list_len(function) == 1 => Some("to_json"),
         "json_typeof" => Some("jsonb_typeof"),
         "json_array_length" => Some("jsonb_array_length"),
-        "json_extract_path" => Some("jsonb_extract_path"),
-        "json_extract_path_text" => Some("jsonb_extract_path_text"),
         "json_strip_nulls" => Some("jsonb_strip_nulls"),
         // Both are the transaction's start, as `now()` is.
         "transaction_timestamp" | "statement_timestamp" => Some("now"),

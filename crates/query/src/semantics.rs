@@ -806,6 +806,8 @@ impl ExprPlanner for PgOperatorPlanner {
             && let Some(name) = match expr.op {
                 B::Arrow => Some(functions::json::JSON_GET),
                 B::LongArrow => Some(functions::json::JSON_GET_TEXT),
+                B::HashArrow => Some(functions::json::JSON_GET_PATH),
+                B::HashLongArrow => Some(functions::json::JSON_GET_PATH_TEXT),
                 _ => None,
             }
         {

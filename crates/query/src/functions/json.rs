@@ -16,6 +16,10 @@ use crate::error::QueryError;
 pub const JSON_GET: &str = "floe_json_get";
 /// `json ->> key` and `json ->> index`.
 pub const JSON_GET_TEXT: &str = "floe_json_get_text";
+/// `json #> path`: the value at the path, as written in the input.
+pub const JSON_GET_PATH: &str = "floe_json_get_path";
+/// `json #>> path`.
+pub const JSON_GET_PATH_TEXT: &str = "floe_json_get_path_text";
 /// The list functions behind the set-returning `json_array_elements`,
 /// `json_array_elements_text`, `json_object_keys`, `json_each` and
 /// `json_each_text` (`crate::srf` unnests them): values as written in the
@@ -44,6 +48,36 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             |a| step_type(a, SqlScalarType::Text),
             |row, _| step(row)?.map_or(Ok(Datum::Null), value_text),
         )
+        .udf(),
+        RowFunction::new(
+            JSON_GET_PATH,
+            Volatility::Immutable,
+            |a| path_type(a, SqlScalarType::Json),
+            |row, _| Ok(at_path(row, false)?.map_or(Datum::Null, as_json)),
+        )
+        .udf(),
+        RowFunction::new(
+            JSON_GET_PATH_TEXT,
+            Volatility::Immutable,
+            |a| path_type(a, SqlScalarType::Text),
+            |row, _| at_path(row, false)?.map_or(Ok(Datum::Null), value_text),
+        )
+        .udf(),
+        RowFunction::new(
+            "json_extract_path",
+            Volatility::Immutable,
+            |a| path_type(a, SqlScalarType::Json),
+            |row, _| Ok(at_path(row, true)?.map_or(Datum::Null, as_json)),
+        )
+        .lenient()
+        .udf(),
+        RowFunction::new(
+            "json_extract_path_text",
+            Volatility::Immutable,
+            |a| path_type(a, SqlScalarType::Text),
+            |row, _| at_path(row, true)?.map_or(Ok(Datum::Null), value_text),
+        )
+        .lenient()
         .udf(),
         list_function(ARRAY_ELEMENTS, SqlScalarType::Json, |row, _| {
             let elements = elements(row, "json_array_elements")?;
@@ -78,6 +112,57 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(Datum::List(texts.collect::<Result<_, _>>()?))
         }),
     ]
+}
+
+fn path_type(
+    arguments: &Arguments<'_>,
+    result: SqlScalarType,
+) -> Result<SqlScalarType, QueryError> {
+    if arguments.types.len() < 2 {
+        return Err(no_such_function(arguments.function, &arguments.types));
+    }
+    Ok(result)
+}
+
+/// The text at a path (a text array, or with `keys` the arguments after the
+/// document), as written; `None` where the path reaches nothing (or a step,
+/// or the document, is NULL).
+fn at_path(row: &[Datum], keys: bool) -> Result<Option<&str>, QueryError> {
+    if matches!(row.first(), None | Some(Datum::Null)) {
+        return Ok(None);
+    }
+    let mut text = json_argument(row)?;
+    let steps = match row {
+        [_, path] if !keys => super::jsonb::text_items(path)?,
+        [_, keys @ ..] => keys
+            .iter()
+            .map(|key| match key {
+                Datum::Null => None,
+                Datum::Text(key) => Some(key.clone()),
+                other => Some(floe_repr::format_datum(other)),
+            })
+            .collect(),
+        [] => return Ok(None),
+    };
+    for step in steps {
+        let Some(step) = step else {
+            return Ok(None);
+        };
+        // A step into an array is an index (a key that is none reaches nothing).
+        let reached = if text.trim_start().starts_with('[') {
+            match step.trim().parse::<i64>() {
+                Ok(index) => json_step_text(text, JsonStep::Index(index)),
+                Err(_) => return Ok(None),
+            }
+        } else {
+            json_step_text(text, JsonStep::Key(&step))
+        };
+        match reached.map_err(QueryError::from_value)? {
+            Some(next) => text = next,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(text))
 }
 
 /// A function of `json` text answering a list of `item`s.
