@@ -704,7 +704,8 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
 
 /// `generate_series(start, stop[, step])` of timestamps or dates whose `stop` or
 /// `step` is a quoted literal: PostgreSQL reads the literal as `start`'s type
-/// (the step as an interval); the engine wants every argument typed.
+/// (the step as an interval), and a series of dates as one of timestamps with
+/// time zone; the engine wants every argument typed.
 fn typed_series(function: &sqlparser::ast::Function, args: &[FunctionArg]) -> Option<Expr> {
     let exprs: Vec<&Expr> = args
         .iter()
@@ -729,10 +730,14 @@ fn typed_series(function: &sqlparser::ast::Function, args: &[FunctionArg]) -> Op
         fields: None,
         precision: None,
     };
+    // Of dates, the series is PostgreSQL's of timestamps with time zone (it
+    // has none of dates).
+    let zoned = DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::WithTimeZone);
     let mut changed = false;
     let mut typed = Vec::with_capacity(exprs.len());
     for (position, expr) in exprs.iter().enumerate() {
         let target = match (position, quoted(expr), &start_type) {
+            (0 | 1, _, Some(DataType::Date)) if exprs.len() == 3 => Some(zoned.clone()),
             (1, Some(_), Some(start @ (DataType::Timestamp(..) | DataType::Date))) => {
                 Some(start.clone())
             }
