@@ -901,8 +901,17 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     use crate::functions::json_build;
     match name.as_str() {
         "json_agg" => {
-            let rows = matches!(args, [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(f)))]
-                if f.name.to_string() == json_build::JSON_ROW);
+            // Rows and arrays are written one to a line.
+            let rows = match args {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(f)))] => {
+                    let name = f.name.to_string().to_lowercase();
+                    name == json_build::JSON_ROW || name == "row" || name == "make_array"
+                }
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Tuple(_) | Expr::Array(_)))] => {
+                    true
+                }
+                _ => false,
+            };
             let finish = if rows {
                 json_build::JSON_AGG_ROWS
             } else {

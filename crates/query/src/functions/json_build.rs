@@ -101,9 +101,15 @@ impl ScalarUDFImpl for JsonBuild {
         let json: Vec<Form> = args
             .arg_fields
             .iter()
-            .map(|f| match super::sql_type(f) {
-                SqlScalarType::Json => Form::Json,
-                SqlScalarType::Jsonb => Form::Jsonb,
+            .map(|f| match (super::sql_type(f), f.data_type()) {
+                (SqlScalarType::Json, _) => Form::Json,
+                (SqlScalarType::Jsonb, _) => Form::Jsonb,
+                (SqlScalarType::Record { .. }, DataType::Struct(fields)) => Form::Record(
+                    fields
+                        .iter()
+                        .map(|field| field_name(field.name()))
+                        .collect(),
+                ),
                 _ => Form::Value,
             })
             .collect();
@@ -157,7 +163,7 @@ impl JsonBuild {
     fn row(&self, row: &[Datum], json: &[Form]) -> Result<Option<String>, QueryError> {
         let value = |index: usize| {
             let datum = row.get(index).unwrap_or(&Datum::Null);
-            value_text(datum, json.get(index).copied().unwrap_or(Form::Value))
+            value_text(datum, json.get(index).cloned().unwrap_or(Form::Value))
         };
         Ok(Some(match self.kind {
             Kind::ToJson => match row.first() {
@@ -199,7 +205,7 @@ fn object(row: &[Datum], json: &[Form], compact: bool) -> Result<String, QueryEr
             Datum::Text(text) => text.clone(),
             other => floe_repr::format_datum(other),
         };
-        let value = value_text(value, json.get(index + 1).copied().unwrap_or(Form::Value));
+        let value = value_text(value, json.get(index + 1).cloned().unwrap_or(Form::Value));
         let separator = if compact { ":" } else { " : " };
         members.push(format!("{}{separator}{value}", quoted(&key)));
     }
@@ -255,6 +261,14 @@ fn object_aggregate(keys: &Datum, values: &Datum) -> Result<String, QueryError> 
 fn value_text(datum: &Datum, form: Form) -> String {
     match (datum, form) {
         (Datum::Text(text), Form::Json) => text.clone(),
+        (Datum::Record(values), Form::Record(names)) => {
+            let members: Vec<String> = names
+                .iter()
+                .zip(values)
+                .map(|(name, value)| format!("{}:{}", quoted(name), value_text_of(value)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
         (Datum::Text(text) | Datum::Jsonb(text), Form::Jsonb) | (Datum::Jsonb(text), _) => {
             super::jsonb::postgres_text(text)
         }
@@ -280,13 +294,24 @@ fn value_text_of(datum: &Datum) -> String {
 }
 
 /// How an argument's value is written.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Form {
     /// A `json` value: as it is.
     Json,
     /// A `jsonb` value: its text.
     Jsonb,
+    /// A record, its fields' names: an object (`{"f1":1,"f2":"a"}`).
+    Record(Vec<String>),
     Value,
+}
+
+/// A record field's name as PostgreSQL names it: an anonymous row's fields
+/// are `f1`, `f2`, ... where the engine's are `c0`, `c1`, ...
+fn field_name(name: &str) -> String {
+    match name.strip_prefix('c').and_then(|n| n.parse::<usize>().ok()) {
+        Some(index) => format!("f{}", index + 1),
+        None => name.to_string(),
+    }
 }
 
 fn quoted(text: &str) -> String {
