@@ -958,6 +958,9 @@ fn numeric_division(
     if !fits {
         return None;
     }
+    if let Some(quotient) = constant_quotient(&expr.left, &expr.right) {
+        return Some(quotient);
+    }
     let exact = |side: &Expr, t: &DataType| {
         if decimal(t) {
             side.clone()
@@ -1006,6 +1009,63 @@ fn bare_arithmetic(expr: &RawBinaryExpr, schema: &DFSchema) -> DfResult<Option<E
     functions::numeric_display::bare(arithmetic)
         .map(Some)
         .map_err(crate::QueryError::into_datafusion)
+}
+
+/// The quotient of two numeric constants, a literal at PostgreSQL's scale
+/// for it (`7.0 / 2` is 3.5000000000000000): its display scale is known
+/// before any row, where a quotient column holds each value's digits at one
+/// scale and prints them without trailing zeros. `None` where it is no such
+/// quotient or does not fit a decimal (the division then runs, and errors).
+fn constant_quotient(left: &Expr, right: &Expr) -> Option<Expr> {
+    let ((l, s1), (r, s2)) = (constant_number(left)?, constant_number(right)?);
+    if r == 0 {
+        return None;
+    }
+    let scale = functions::numeric_division::postgres_scale(l, s1, r, s2);
+    let scale = i8::try_from(scale).ok().filter(|s| *s <= 38)?;
+    let quotient = functions::numeric_division::divide(l, s1, r, s2, scale).ok()?;
+    Some(Expr::Literal(
+        ScalarValue::Decimal128(Some(quotient), 38, scale),
+        None,
+    ))
+}
+
+/// A numeric constant's unscaled value and display scale: a decimal or
+/// integer literal, or one cast to an integer type or to an unconstrained
+/// numeric (which keep its scale).
+fn constant_number(expr: &Expr) -> Option<(i128, i8)> {
+    match expr {
+        Expr::Literal(ScalarValue::Decimal128(Some(value), _, scale), _) => Some((*value, *scale)),
+        Expr::Literal(ScalarValue::Int64(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::Literal(ScalarValue::Int32(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::Literal(ScalarValue::Int16(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::ScalarFunction(call) if call.name() == functions::PG_CAST => {
+            let [operand, Expr::Literal(ScalarValue::Utf8(Some(json)), _)] = call.args.as_slice()
+            else {
+                return None;
+            };
+            let (value, scale) = constant_number(operand)?;
+            // An integer type keeps an integer; an unconstrained numeric
+            // keeps any number with its scale.
+            let fits = |low: i128, high: i128| scale == 0 && (low..=high).contains(&value);
+            match serde_json::from_str::<SqlScalarType>(json).ok()? {
+                SqlScalarType::Int16 if fits(i16::MIN.into(), i16::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Int32 if fits(i32::MIN.into(), i32::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Int64 if fits(i64::MIN.into(), i64::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Numeric {
+                    max_scale: None, ..
+                } => Some((value, scale)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Arithmetic of a `real` and an integer or numeric in double precision, as
