@@ -645,6 +645,12 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         return None;
     };
     // Of a constant number of places, the result's display scale is known.
+    if name == "to_jsonb"
+        && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(row))] = list.args.as_slice()
+        && let Some(document) = row_document(row)
+    {
+        return Some(document);
+    }
     // The places are a bare literal, so the engine sees a constant when it
     // types the call.
     if let [value, FunctionArg::Unnamed(FunctionArgExpr::Expr(places))] = list.args.as_slice()
@@ -875,7 +881,9 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     // An argument's document: `to_jsonb(arg)`.
     let document = |arg: &FunctionArg| match arg {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(call("to_jsonb", vec![expr.clone()])))
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                row_document(expr).unwrap_or_else(|| call("to_jsonb", vec![expr.clone()])),
+            ))
         }
         other => other.clone(),
     };
@@ -946,6 +954,38 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         "mode" | "percentile_disc" | "percentile_cont" => ordered_set(function, &name, args),
         _ => None,
     }
+}
+
+/// The document of an anonymous row (`row(a, b)`, `(a, b)`), as PostgreSQL
+/// makes it: `jsonb_build_object('f1', a, 'f2', b)` (the engine's row is a
+/// struct, whose document floe cannot name).
+fn row_document(expr: &Expr) -> Option<Expr> {
+    let items: Vec<Expr> = match expr {
+        Expr::Tuple(items) => items.clone(),
+        Expr::Function(function)
+            if function.over.is_none() && function.name.to_string().eq_ignore_ascii_case("row") =>
+        {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            list.args
+                .iter()
+                .map(|arg| match arg {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?
+        }
+        _ => return None,
+    };
+    let mut pairs = Vec::with_capacity(items.len() * 2);
+    for (index, item) in items.into_iter().enumerate() {
+        pairs.push(Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+            format!("f{}", index + 1),
+        ))));
+        pairs.push(item);
+    }
+    Some(function_call("jsonb_build_object", pairs))
 }
 
 /// `mode() WITHIN GROUP (ORDER BY x)` and `percentile_disc(f) WITHIN GROUP

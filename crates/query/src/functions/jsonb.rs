@@ -799,6 +799,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(jsonb(&Json::Array(row.iter().map(to_json).collect())))
         })
         .lenient()
+        .or_none()
         .udf(),
         RowFunction::new(
             "jsonb_build_object",
@@ -807,6 +808,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             |row, _| Ok(jsonb(&build_object(row)?)),
         )
         .lenient()
+        .or_none()
         .udf(),
         RowFunction::new("jsonb_set", immutable, jsonb_set_type, |row, _| {
             let mut json = document(arg(row, 0))?;

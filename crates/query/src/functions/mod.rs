@@ -245,6 +245,18 @@ impl RowFunction {
         self
     }
 
+    /// A function taking any arguments or none (`jsonb_build_object()`).
+    pub fn or_none(mut self) -> RowFunction {
+        self.signature = Signature::one_of(
+            vec![
+                datafusion::logical_expr::TypeSignature::VariadicAny,
+                datafusion::logical_expr::TypeSignature::Nullary,
+            ],
+            self.signature.volatility,
+        );
+        self
+    }
+
     /// A function taking no arguments.
     pub fn nullary(mut self) -> RowFunction {
         self.signature = Signature::nullary(self.signature.volatility);
