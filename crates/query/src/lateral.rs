@@ -74,9 +74,22 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::SubqueryAlias(SubqueryAlias { input, alias, .. }) = join.right.as_ref() else {
         return Ok(Transformed::no(node));
     };
-    let LogicalPlan::Subquery(Subquery { subquery, .. }) = input.as_ref() else {
+    let LogicalPlan::Subquery(lateral) = input.as_ref() else {
         return Ok(Transformed::no(node));
     };
+    let subquery = &lateral.subquery;
+    if aggregates_to_one_row(subquery) {
+        let left = join.left.as_ref().clone();
+        let mut flattened = aggregated(left, lateral, alias)?;
+        if let Some(condition) = one_row_condition {
+            flattened = nulled_unless(flattened, join.left.schema().fields().len(), condition)?;
+        } else if let Some(filter) = &join.filter
+            && mode == Mode::Inner
+        {
+            flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
+        }
+        return Ok(Transformed::yes(flattened));
+    }
     if let Some(condition) = &one_row_condition
         && !is_one_row(subquery)
     {
@@ -106,6 +119,45 @@ fn flatten_join(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
         flattened = LogicalPlan::Filter(Filter::try_new(filter.clone(), Arc::new(flattened))?);
     }
     Ok(Transformed::yes(flattened))
+}
+
+/// Whether a subquery aggregates without grouping (`SELECT count(*) ...`),
+/// so yields exactly one row whatever it reads.
+fn aggregates_to_one_row(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Aggregate(aggregate) => aggregate.group_expr.is_empty(),
+        LogicalPlan::Projection(Projection { input, .. })
+        | LogicalPlan::SubqueryAlias(SubqueryAlias { input, .. }) => aggregates_to_one_row(input),
+        _ => false,
+    }
+}
+
+/// A lateral subquery that aggregates to one row as its columns' scalar
+/// subqueries over the left side, which a subquery correlated by any
+/// predicate runs as (`crate::subquery`), where the engine decorrelates a
+/// lateral join only by equalities.
+fn aggregated(
+    left: LogicalPlan,
+    lateral: &Subquery,
+    alias: &datafusion::common::TableReference,
+) -> DfResult<LogicalPlan> {
+    let mut columns = carried_columns(left.schema());
+    for (qualifier, field) in lateral.subquery.schema().iter() {
+        let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+        let one = LogicalPlanBuilder::from(lateral.subquery.as_ref().clone())
+            .project(vec![column])?
+            .build()?;
+        let scalar = Expr::ScalarSubquery(Subquery {
+            subquery: Arc::new(one),
+            outer_ref_columns: lateral.outer_ref_columns.clone(),
+            spans: lateral.spans.clone(),
+        });
+        columns.push(scalar.alias_qualified(Some(alias.clone()), field.name()));
+    }
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        columns,
+        Arc::new(left),
+    )?))
 }
 
 /// Names of the columns [`unnested_on`] adds while it works (private-use

@@ -57,6 +57,7 @@ fn rewrite_naming(
         error: None,
         scalar_subquery_bodies: Vec::new(),
         beside_wildcards,
+        values_depth: 0,
     };
     let _ = VisitMut::visit(&mut statement, &mut rewriter);
     if let Some(error) = rewriter.error {
@@ -79,6 +80,9 @@ struct Rewriter {
     /// Columns named beside a wildcard get engine-only names
     /// ([`rewrite_beside_wildcards`]).
     beside_wildcards: bool,
+    /// How many `VALUES` lists the visit is in: their columns keep one type
+    /// in every row ([`type_values_columns`]), so a cast in one stays.
+    values_depth: usize,
 }
 
 impl Rewriter {
@@ -91,9 +95,17 @@ impl Rewriter {
 impl VisitorMut for Rewriter {
     type Break = ();
 
+    fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        if let SetExpr::Values(_) = query.body.as_ref() {
+            self.values_depth = self.values_depth.saturating_sub(1);
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
         if let SetExpr::Values(values) = query.body.as_mut() {
             type_values_columns(&mut values.rows);
+            self.values_depth += 1;
         }
         if let Some(with) = &mut query.with
             && with.recursive
@@ -330,6 +342,19 @@ impl VisitorMut for Rewriter {
             // unsigned integer no Postgres client knows.
             *expr = cast(expr.clone(), DataType::BigInt(None));
         }
+        if self.values_depth == 0
+            && let Some(literal) = scaled_numeric_literal(expr)
+        {
+            *expr = literal;
+        }
+        // `jsonb '{"a": 1}'` is `'{"a": 1}'::jsonb`: the engine would plan a
+        // cast to its own type, without floe's type (its operators then fail).
+        if let Expr::TypedString(typed) = expr
+            && let Ok(ty) = crate::types::scalar_type(&typed.data_type)
+            && !crate::types::is_native(&ty)
+        {
+            *expr = cast_call(Expr::Value(typed.value.clone()), &ty);
+        }
         if let Expr::Cast {
             expr: operand,
             data_type,
@@ -363,6 +388,39 @@ fn name_field_access(expr: &mut Expr) {
             )));
         }
     }
+}
+
+/// `1.10::numeric` (or `'1.10'::numeric`, `numeric '1.10'`) as the literal
+/// `1.10`: a decimal of
+/// its written scale, which prints as PostgreSQL prints the value (`1.10`),
+/// where an unconstrained numeric column prints without trailing zeros.
+fn scaled_numeric_literal(expr: &Expr) -> Option<Expr> {
+    let value = match expr {
+        Expr::Cast {
+            expr: operand,
+            data_type: DataType::Numeric(sqlparser::ast::ExactNumberInfo::None),
+            ..
+        } => match operand.as_ref() {
+            Expr::Value(value) => value,
+            _ => return None,
+        },
+        // `numeric '1.10'`.
+        Expr::TypedString(typed)
+            if typed.data_type == DataType::Numeric(sqlparser::ast::ExactNumberInfo::None) =>
+        {
+            &typed.value
+        }
+        _ => return None,
+    };
+    let digits = match &value.value {
+        Value::Number(digits, _) | Value::SingleQuotedString(digits) => digits.trim(),
+        _ => return None,
+    };
+    let (whole, fraction) = digits.trim_start_matches('-').split_once('.')?;
+    let plain = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    let fits = !whole.is_empty() && !fraction.is_empty() && plain(whole) && plain(fraction);
+    (fits && engine_decimal_holds(digits))
+        .then(|| Expr::value(Value::Number(digits.to_string(), false)))
 }
 
 /// A cast as a call of floe's cast function, which types its result by the
@@ -453,8 +511,15 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
                     op: BinaryOperator::Minus,
                     right: Box::new(Expr::value(Value::Number("1".into(), false))),
                 })),
-                UnaryOperator::PGSquareRoot => Some(function_call("sqrt", vec![operand])),
-                UnaryOperator::PGCubeRoot => Some(function_call("cbrt", vec![operand])),
+                // `|/` and `||/` are of double precision only.
+                UnaryOperator::PGSquareRoot => Some(function_call(
+                    "sqrt",
+                    vec![cast(operand, DataType::DoublePrecision)],
+                )),
+                UnaryOperator::PGCubeRoot => Some(function_call(
+                    "cbrt",
+                    vec![cast(operand, DataType::DoublePrecision)],
+                )),
                 UnaryOperator::PGAbs => Some(function_call("abs", vec![operand])),
                 _ => None,
             }
@@ -564,14 +629,11 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
         "floor" if list_len(function) == 1 => Some(crate::functions::math::FLOOR),
         "ceil" | "ceiling" if list_len(function) == 1 => Some(crate::functions::math::CEIL),
         "round" if list_len(function) == 1 => Some(crate::functions::math::ROUND),
-        // floe's `json` is `jsonb`, as Materialize's is.
-        "json_build_object" => Some("jsonb_build_object"),
-        "json_build_array" => Some("jsonb_build_array"),
-        "to_json" | "row_to_json" => Some("to_jsonb"),
+        // `json`'s constructors are floe's (`functions::json_build`); the
+        // functions reading a document read `json` as `jsonb`.
+        "row_to_json" if list_len(function) == 1 => Some("to_json"),
         "json_typeof" => Some("jsonb_typeof"),
         "json_array_length" => Some("jsonb_array_length"),
-        "json_extract_path" => Some("jsonb_extract_path"),
-        "json_extract_path_text" => Some("jsonb_extract_path_text"),
         "json_strip_nulls" => Some("jsonb_strip_nulls"),
         // Both are the transaction's start, as `now()` is.
         "transaction_timestamp" | "statement_timestamp" => Some("now"),
@@ -582,6 +644,33 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
+    // Of a constant number of places, the result's display scale is known.
+    if name == "to_jsonb"
+        && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(row))] = list.args.as_slice()
+        && let Some(document) = row_document(row)
+    {
+        return Some(document);
+    }
+    // The places are a bare literal, so the engine sees a constant when it
+    // types the call.
+    if let [value, FunctionArg::Unnamed(FunctionArgExpr::Expr(places))] = list.args.as_slice()
+        && let Some(digits) = integer_literal(places)
+        && let Some(to_places) = match name.as_str() {
+            "round" => Some(crate::functions::numeric_display::ROUND_TO),
+            "trunc" => Some(crate::functions::numeric_display::TRUNC_TO),
+            _ => None,
+        }
+    {
+        let mut call = renamed(function, to_places);
+        let places = Expr::value(Value::Number(digits.to_string(), false));
+        if let FunctionArguments::List(list) = &mut call.args {
+            list.args = vec![
+                value.clone(),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(places)),
+            ];
+        }
+        return Some(Expr::Function(call));
+    }
     if name == "make_interval" {
         return make_interval(&list.args);
     }
@@ -621,7 +710,8 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
 
 /// `generate_series(start, stop[, step])` of timestamps or dates whose `stop` or
 /// `step` is a quoted literal: PostgreSQL reads the literal as `start`'s type
-/// (the step as an interval); the engine wants every argument typed.
+/// (the step as an interval), and a series of dates as one of timestamps with
+/// time zone; the engine wants every argument typed.
 fn typed_series(function: &sqlparser::ast::Function, args: &[FunctionArg]) -> Option<Expr> {
     let exprs: Vec<&Expr> = args
         .iter()
@@ -646,10 +736,14 @@ fn typed_series(function: &sqlparser::ast::Function, args: &[FunctionArg]) -> Op
         fields: None,
         precision: None,
     };
+    // Of dates, the series is PostgreSQL's of timestamps with time zone (it
+    // has none of dates).
+    let zoned = DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::WithTimeZone);
     let mut changed = false;
     let mut typed = Vec::with_capacity(exprs.len());
     for (position, expr) in exprs.iter().enumerate() {
         let target = match (position, quoted(expr), &start_type) {
+            (0 | 1, _, Some(DataType::Date)) if exprs.len() == 3 => Some(zoned.clone()),
             (1, Some(_), Some(start @ (DataType::Timestamp(..) | DataType::Date))) => {
                 Some(start.clone())
             }
@@ -730,6 +824,42 @@ fn renamed(function: &sqlparser::ast::Function, name: &str) -> sqlparser::ast::F
     renamed
 }
 
+/// The digits of an integer literal (`2`, `-1`), as written or as typed by
+/// [`typed_number`].
+fn integer_literal(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Value(value) => match &value.value {
+            Value::Number(text, _)
+                if text
+                    .strip_prefix('-')
+                    .unwrap_or(text)
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+            {
+                Some(text)
+            }
+            _ => None,
+        },
+        Expr::Cast {
+            expr,
+            data_type: DataType::Integer(None),
+            ..
+        } => integer_literal(expr),
+        Expr::Function(function) if function.name.to_string() == crate::functions::PG_CAST => {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(operand)), _] = list.args.as_slice()
+            else {
+                return None;
+            };
+            integer_literal(operand)
+        }
+        Expr::Nested(inner) => integer_literal(inner),
+        _ => None,
+    }
+}
+
 /// How many arguments a call lists.
 fn list_len(function: &sqlparser::ast::Function) -> usize {
     match &function.args {
@@ -751,7 +881,9 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
     // An argument's document: `to_jsonb(arg)`.
     let document = |arg: &FunctionArg| match arg {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(call("to_jsonb", vec![expr.clone()])))
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(
+                row_document(expr).unwrap_or_else(|| call("to_jsonb", vec![expr.clone()])),
+            ))
         }
         other => other.clone(),
     };
@@ -767,12 +899,48 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         FunctionArguments::List(list) => &list.args,
         _ => &[],
     };
+    // An argument's json text: `to_json(arg)`.
+    let json = |arg: &FunctionArg| match arg {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(call("to_json", vec![expr.clone()])))
+        }
+        other => other.clone(),
+    };
+    use crate::functions::json_build;
     match name.as_str() {
-        "jsonb_agg" | "json_agg" => Some(call(
+        "json_agg" => {
+            // Rows and arrays are written one to a line.
+            let rows = match args {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(f)))] => {
+                    let name = f.name.to_string().to_lowercase();
+                    name == json_build::JSON_ROW || name == "row" || name == "make_array"
+                }
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Tuple(_) | Expr::Array(_)))] => {
+                    true
+                }
+                _ => false,
+            };
+            let finish = if rows {
+                json_build::JSON_AGG_ROWS
+            } else {
+                json_build::JSON_AGG
+            };
+            Some(call(finish, vec![collect(args.iter().map(json).collect())]))
+        }
+        "json_object_agg" => {
+            let [key, value] = args else {
+                return None;
+            };
+            Some(call(
+                json_build::JSON_OBJECT_AGG,
+                vec![collect(vec![key.clone()]), collect(vec![json(value)])],
+            ))
+        }
+        "jsonb_agg" => Some(call(
             "floe_jsonb_from_documents",
             vec![collect(args.iter().map(document).collect())],
         )),
-        "jsonb_object_agg" | "json_object_agg" => {
+        "jsonb_object_agg" => {
             let [key, value] = args else {
                 return None;
             };
@@ -786,6 +954,38 @@ fn rewrite_aggregate(function: &sqlparser::ast::Function) -> Option<Expr> {
         "mode" | "percentile_disc" | "percentile_cont" => ordered_set(function, &name, args),
         _ => None,
     }
+}
+
+/// The document of an anonymous row (`row(a, b)`, `(a, b)`), as PostgreSQL
+/// makes it: `jsonb_build_object('f1', a, 'f2', b)` (the engine's row is a
+/// struct, whose document floe cannot name).
+fn row_document(expr: &Expr) -> Option<Expr> {
+    let items: Vec<Expr> = match expr {
+        Expr::Tuple(items) => items.clone(),
+        Expr::Function(function)
+            if function.over.is_none() && function.name.to_string().eq_ignore_ascii_case("row") =>
+        {
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            list.args
+                .iter()
+                .map(|arg| match arg {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.clone()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?
+        }
+        _ => return None,
+    };
+    let mut pairs = Vec::with_capacity(items.len() * 2);
+    for (index, item) in items.into_iter().enumerate() {
+        pairs.push(Expr::Value(ValueWithSpan::from(Value::SingleQuotedString(
+            format!("f{}", index + 1),
+        ))));
+        pairs.push(item);
+    }
+    Some(function_call("jsonb_build_object", pairs))
 }
 
 /// `mode() WITHIN GROUP (ORDER BY x)` and `percentile_disc(f) WITHIN GROUP

@@ -777,6 +777,9 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
             return Ok(PlannerResult::Planned(quotient));
         }
+        if let Some(arithmetic) = bare_arithmetic(&expr, schema)? {
+            return Ok(PlannerResult::Planned(arithmetic));
+        }
         // `now()` is of nanoseconds, never infinite: DataFusion's arithmetic
         // keeps its digits (generate_series(now(), now() + ...) meets its end).
         let nanoseconds = |t: Option<&DataType>| {
@@ -803,6 +806,8 @@ impl ExprPlanner for PgOperatorPlanner {
             && let Some(name) = match expr.op {
                 B::Arrow => Some(functions::json::JSON_GET),
                 B::LongArrow => Some(functions::json::JSON_GET_TEXT),
+                B::HashArrow => Some(functions::json::JSON_GET_PATH),
+                B::HashLongArrow => Some(functions::json::JSON_GET_PATH_TEXT),
                 _ => None,
             }
         {
@@ -953,6 +958,9 @@ fn numeric_division(
     if !fits {
         return None;
     }
+    if let Some(quotient) = constant_quotient(&expr.left, &expr.right) {
+        return Some(quotient);
+    }
     let exact = |side: &Expr, t: &DataType| {
         if decimal(t) {
             side.clone()
@@ -967,6 +975,97 @@ fn numeric_division(
         exact(&expr.left, left),
         exact(&expr.right, right),
     ))
+}
+
+/// `+`, `-`, `*` or `%` of an unconstrained numeric and a decimal or an
+/// integer: an unconstrained numeric, printed as its operand is (see
+/// [`functions::numeric_display`]).
+fn bare_arithmetic(expr: &RawBinaryExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
+    use sqlparser::ast::BinaryOperator as B;
+    let operator = match expr.op {
+        B::Plus => Operator::Plus,
+        B::Minus => Operator::Minus,
+        B::Multiply => Operator::Multiply,
+        B::Modulo => Operator::Modulo,
+        _ => return Ok(None),
+    };
+    let field = |side: &Expr| side.to_field(schema).ok().map(|(_, f)| f);
+    let (Some(left), Some(right)) = (field(&expr.left), field(&expr.right)) else {
+        return Ok(None);
+    };
+    let exact = |f: &datafusion::arrow::datatypes::Field| {
+        matches!(f.data_type(), DataType::Decimal128(..))
+            || functions::arithmetic::is_integer(f.data_type())
+    };
+    let bare = functions::numeric_display::is_bare;
+    if !(bare(&left) || bare(&right)) || !exact(&left) || !exact(&right) {
+        return Ok(None);
+    }
+    let arithmetic = Expr::BinaryExpr(BinaryExpr::new(
+        Box::new(expr.left.clone()),
+        operator,
+        Box::new(expr.right.clone()),
+    ));
+    functions::numeric_display::bare(arithmetic)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
+/// The quotient of two numeric constants, a literal at PostgreSQL's scale
+/// for it (`7.0 / 2` is 3.5000000000000000): its display scale is known
+/// before any row, where a quotient column holds each value's digits at one
+/// scale and prints them without trailing zeros. `None` where it is no such
+/// quotient or does not fit a decimal (the division then runs, and errors).
+fn constant_quotient(left: &Expr, right: &Expr) -> Option<Expr> {
+    let ((l, s1), (r, s2)) = (constant_number(left)?, constant_number(right)?);
+    if r == 0 {
+        return None;
+    }
+    let scale = functions::numeric_division::postgres_scale(l, s1, r, s2);
+    let scale = i8::try_from(scale).ok().filter(|s| *s <= 38)?;
+    let quotient = functions::numeric_division::divide(l, s1, r, s2, scale).ok()?;
+    Some(Expr::Literal(
+        ScalarValue::Decimal128(Some(quotient), 38, scale),
+        None,
+    ))
+}
+
+/// A numeric constant's unscaled value and display scale: a decimal or
+/// integer literal, or one cast to an integer type or to an unconstrained
+/// numeric (which keep its scale).
+fn constant_number(expr: &Expr) -> Option<(i128, i8)> {
+    match expr {
+        Expr::Literal(ScalarValue::Decimal128(Some(value), _, scale), _) => Some((*value, *scale)),
+        Expr::Literal(ScalarValue::Int64(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::Literal(ScalarValue::Int32(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::Literal(ScalarValue::Int16(Some(value)), _) => Some((i128::from(*value), 0)),
+        Expr::ScalarFunction(call) if call.name() == functions::PG_CAST => {
+            let [operand, Expr::Literal(ScalarValue::Utf8(Some(json)), _)] = call.args.as_slice()
+            else {
+                return None;
+            };
+            let (value, scale) = constant_number(operand)?;
+            // An integer type keeps an integer; an unconstrained numeric
+            // keeps any number with its scale.
+            let fits = |low: i128, high: i128| scale == 0 && (low..=high).contains(&value);
+            match serde_json::from_str::<SqlScalarType>(json).ok()? {
+                SqlScalarType::Int16 if fits(i16::MIN.into(), i16::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Int32 if fits(i32::MIN.into(), i32::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Int64 if fits(i64::MIN.into(), i64::MAX.into()) => {
+                    Some((value, scale))
+                }
+                SqlScalarType::Numeric {
+                    max_scale: None, ..
+                } => Some((value, scale)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Arithmetic of a `real` and an integer or numeric in double precision, as
@@ -1008,8 +1107,8 @@ fn real_arithmetic(
 }
 
 /// `left ^ right` as Postgres computes it: floe's power of doubles (with
-/// Postgres' errors), or DataFusion's `power` of numerics when either operand
-/// is a numeric.
+/// Postgres' errors), or floe's numeric `power` when either operand is a
+/// numeric.
 fn power(
     expr: RawBinaryExpr,
     left: &DfResult<SqlScalarType>,
@@ -1017,12 +1116,9 @@ fn power(
 ) -> DfResult<PlannerResult<RawBinaryExpr>> {
     let numeric = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Numeric { .. }));
     if numeric(left) || numeric(right) {
-        return Ok(PlannerResult::Planned(Expr::ScalarFunction(
-            datafusion::logical_expr::expr::ScalarFunction::new_udf(
-                datafusion::functions::math::power(),
-                vec![expr.left, expr.right],
-            ),
-        )));
+        let call = functions::call("power", vec![expr.left, expr.right])
+            .map_err(crate::QueryError::into_datafusion)?;
+        return Ok(PlannerResult::Planned(call));
     }
     let double = |side: Expr| Expr::Cast(Cast::new(Box::new(side), DataType::Float64));
     let call = functions::call(

@@ -23,7 +23,7 @@ use sqlparser::ast::{
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::functions::jsonb;
+use crate::functions::{json, jsonb};
 use crate::naming::normalize;
 
 /// The set-returning functions floe knows, by the name Postgres uses.
@@ -57,14 +57,13 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
         crate::functions::text::REGEXP_MATCHES,
         None,
     ),
-    // floe's `json` is `jsonb`, as Materialize's is.
-    ("json_array_elements", jsonb::ARRAY_ELEMENTS, Some("value")),
+    ("json_array_elements", json::ARRAY_ELEMENTS, Some("value")),
     (
         "json_array_elements_text",
-        jsonb::ARRAY_ELEMENTS_TEXT,
+        json::ARRAY_ELEMENTS_TEXT,
         Some("value"),
     ),
-    ("json_object_keys", jsonb::OBJECT_KEYS, None),
+    ("json_object_keys", json::OBJECT_KEYS, None),
 ];
 
 /// The list functions whose items are documents: unnesting a list drops its
@@ -75,6 +74,9 @@ const DOCUMENT_LISTS: &[&str] = &[
     jsonb::EACH_VALUES,
     crate::functions::jsonpath::PATH_QUERY,
 ];
+
+/// The list functions whose items are `json` values, read as `json` again.
+const JSON_LISTS: &[&str] = &[json::ARRAY_ELEMENTS, json::EACH_VALUES];
 
 /// The list functions whose items are text lists that Postgres types
 /// `text[]` (`regexp_matches`).
@@ -103,6 +105,14 @@ fn typed_items(list: &str, unnested: Expr) -> Expr {
             array: false,
             format: None,
         }
+    } else if JSON_LISTS.contains(&list) {
+        Expr::Cast {
+            kind: sqlparser::ast::CastKind::Cast,
+            expr: Box::new(unnested),
+            data_type: sqlparser::ast::DataType::JSON,
+            array: false,
+            format: None,
+        }
     } else if TEXT_ARRAY_LISTS.contains(&list) {
         crate::rewrite::function_call(crate::functions::text::AS_TEXT_ARRAY, vec![unnested])
     } else {
@@ -115,8 +125,8 @@ fn typed_items(list: &str, unnested: Expr) -> Expr {
 const KEY_VALUE_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("jsonb_each", jsonb::EACH_KEYS, jsonb::EACH_VALUES),
     ("jsonb_each_text", jsonb::EACH_KEYS, jsonb::EACH_TEXT_VALUES),
-    ("json_each", jsonb::EACH_KEYS, jsonb::EACH_VALUES),
-    ("json_each_text", jsonb::EACH_KEYS, jsonb::EACH_TEXT_VALUES),
+    ("json_each", json::EACH_KEYS, json::EACH_VALUES),
+    ("json_each_text", json::EACH_KEYS, json::EACH_TEXT_VALUES),
 ];
 
 /// The alias of the call inside the derived table (a private-use character,

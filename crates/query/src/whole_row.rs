@@ -4,7 +4,8 @@
 //!
 //! DataFusion has no whole-row value: an identifier naming a relation is an
 //! unknown column. Before planning, each such argument becomes
-//! `jsonb_build_object('a', t.a, 'b', t.b, ...)` from the relation's columns,
+//! `jsonb_build_object('a', t.a, 'b', t.b, ...)` (for `json`'s functions
+//! `floe_json_row(...)`, which keeps the columns' order) from the relation's columns,
 //! looked up in the catalog (or a derived table's select list). A column of that
 //! name wins, as in Postgres; a CTE is not expanded (its columns are not known
 //! before planning).
@@ -149,5 +150,22 @@ fn expand_call(expr: &mut Expr, relations: &[(String, Vec<String>)]) {
             Ident::with_quote('"', column.clone()),
         ]));
     }
-    *argument = FunctionArgExpr::Expr(crate::rewrite::function_call("jsonb_build_object", pairs));
+    // `json`'s row keeps the columns' order and is written compactly.
+    let json = function
+        .name
+        .0
+        .last()
+        .and_then(|part| part.as_ident())
+        .is_some_and(|name| {
+            matches!(
+                naming::normalize(name).as_str(),
+                "to_json" | "row_to_json" | "json_agg"
+            )
+        });
+    let builder = if json {
+        crate::functions::json_build::JSON_ROW
+    } else {
+        "jsonb_build_object"
+    };
+    *argument = FunctionArgExpr::Expr(crate::rewrite::function_call(builder, pairs));
 }

@@ -33,9 +33,11 @@ impl SqlState {
     pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("22004");
     pub const INVALID_JSON_TEXT: SqlState = SqlState("22032");
     pub const INVALID_SQL_JSON_SUBSCRIPT: SqlState = SqlState("22033");
+    pub const NON_NUMERIC_SQL_JSON_ITEM: SqlState = SqlState("22036");
     pub const SINGLETON_SQL_JSON_ITEM_REQUIRED: SqlState = SqlState("22038");
     pub const SQL_JSON_ARRAY_NOT_FOUND: SqlState = SqlState("22039");
     pub const SQL_JSON_MEMBER_NOT_FOUND: SqlState = SqlState("2203A");
+    pub const SQL_JSON_NUMBER_NOT_FOUND: SqlState = SqlState("2203B");
     pub const INTERVAL_FIELD_OVERFLOW: SqlState = SqlState("22015");
     pub const INVALID_BINARY_REPRESENTATION: SqlState = SqlState("22P03");
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");

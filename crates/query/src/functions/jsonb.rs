@@ -130,9 +130,22 @@ pub fn to_json(datum: &Datum) -> Json {
         Datum::Float32(v) if v.is_finite() => Json::Number(floe_repr::format_datum(datum)),
         Datum::Float64(v) if v.is_finite() => Json::Number(floe_repr::format_datum(datum)),
         Datum::Jsonb(text) => parse_json(text).unwrap_or(Json::Null),
-        Datum::Timestamp(_) | Datum::TimestampTz(_) => {
+        Datum::Timestamp(_) => {
             // Postgres writes timestamps in JSON in ISO 8601 form.
             Json::String(floe_repr::format_datum(datum).replacen(' ', "T", 1))
+        }
+        // With the offset's minutes (`+00:00`), as ISO 8601 has them.
+        Datum::TimestampTz(_) => {
+            let text = floe_repr::format_datum(datum).replacen(' ', "T", 1);
+            let hours_only = text.len() > 3
+                && text.is_char_boundary(text.len() - 3)
+                && text[text.len() - 3..].starts_with(['+', '-'])
+                && !text.ends_with("infinity");
+            Json::String(if hours_only {
+                format!("{text}:00")
+            } else {
+                text
+            })
         }
         Datum::List(items) => Json::Array(items.iter().map(to_json).collect()),
         Datum::TextArray(items) => Json::Array(
@@ -786,6 +799,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(jsonb(&Json::Array(row.iter().map(to_json).collect())))
         })
         .lenient()
+        .or_none()
         .udf(),
         RowFunction::new(
             "jsonb_build_object",
@@ -794,6 +808,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             |row, _| Ok(jsonb(&build_object(row)?)),
         )
         .lenient()
+        .or_none()
         .udf(),
         RowFunction::new("jsonb_set", immutable, jsonb_set_type, |row, _| {
             let mut json = document(arg(row, 0))?;
@@ -859,7 +874,7 @@ fn document_or_null(item: &Datum) -> Result<Json, QueryError> {
 }
 
 /// The elements of a list value (a text list arrives as a text array).
-fn list_items(datum: &Datum) -> Vec<Datum> {
+pub(super) fn list_items(datum: &Datum) -> Vec<Datum> {
     match datum {
         Datum::List(items) => items.clone(),
         Datum::TextArray(items) => items

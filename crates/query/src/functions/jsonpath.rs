@@ -7,13 +7,17 @@
 //! `last - n`), lists of subscripts; filters `? (predicate)`; comparisons
 //! `== != <> < <= > >=`, `&&`, `||`, `!`, `exists (path)`, `like_regex "re"
 //! [flag "i"]`, `starts with`; literals (numbers, strings, `true`, `false`,
-//! `null`). Arithmetic and item methods (`.size()`, `.type()`, ...) are
-//! refused with 0A000, as is anything else of the full grammar.
+//! `null`); arithmetic (`+ - * / %`, unary `-` and `+`) and the item methods
+//! `.type()`, `.size()`, `.double()`, `.abs()`, `.floor()` and `.ceiling()`
+//! ([`items`]). Parenthesized arithmetic, `.keyvalue()`, `.datetime()` and
+//! anything else of the full grammar are refused with 0A000.
 //!
 //! Lax mode unwraps an array met by a member accessor or a filter, reads a
 //! non-array as an array of itself for a subscript and yields nothing where
 //! strict mode raises PostgreSQL's errors (a missing key, an accessor of the
 //! wrong kind, a subscript out of bounds).
+
+mod items;
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::strconv::{Decimal, Json};
@@ -149,11 +153,17 @@ enum Expr {
     Exists(Box<Expr>),
     LikeRegex(Box<Expr>, regex::Regex),
     StartsWith(Box<Expr>, Box<Expr>),
+    Arithmetic(Box<Expr>, items::Operator, Box<Expr>),
+    /// Unary `-` (true) or `+`.
+    Sign(Box<Expr>, bool),
 }
 
 impl Expr {
     fn is_predicate(&self) -> bool {
-        !matches!(self, Expr::Path(..) | Expr::Literal(_))
+        !matches!(
+            self,
+            Expr::Path(..) | Expr::Literal(_) | Expr::Arithmetic(..) | Expr::Sign(..)
+        )
     }
 }
 
@@ -174,6 +184,7 @@ enum Step {
     AnyIndex,
     Subscripts(Vec<(Index, Option<Index>)>),
     Filter(Box<Expr>),
+    Method(items::Method),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -476,8 +487,56 @@ impl Reader {
         Ok(Expr::LikeRegex(Box::new(value), regex))
     }
 
-    /// A literal, or a path from `$`, `@` or a variable with its accessors.
+    /// A sum or difference of terms.
     fn value(&mut self) -> Result<Expr, QueryError> {
+        let mut expr = self.term()?;
+        while let Some(operator @ (items::Operator::Add | items::Operator::Subtract)) =
+            self.operator()
+        {
+            self.at += 1;
+            expr = Expr::Arithmetic(Box::new(expr), operator, Box::new(self.term()?));
+        }
+        Ok(expr)
+    }
+
+    /// A product, quotient or remainder of signed values.
+    fn term(&mut self) -> Result<Expr, QueryError> {
+        let mut expr = self.signed()?;
+        while let Some(
+            operator @ (items::Operator::Multiply
+            | items::Operator::Divide
+            | items::Operator::Modulo),
+        ) = self.operator()
+        {
+            self.at += 1;
+            expr = Expr::Arithmetic(Box::new(expr), operator, Box::new(self.signed()?));
+        }
+        Ok(expr)
+    }
+
+    /// The arithmetic operator next, if any.
+    fn operator(&self) -> Option<items::Operator> {
+        match self.peek() {
+            Some(Token::Punct(punct)) => items::Operator::of(punct),
+            _ => None,
+        }
+    }
+
+    /// A value under unary `-` or `+` (a negative number is a literal).
+    fn signed(&mut self) -> Result<Expr, QueryError> {
+        let number_next = matches!(self.tokens.get(self.at + 1), Some(Token::Number(_)));
+        if self.peek() == Some(&Token::Punct("-")) && !number_next {
+            self.at += 1;
+            return Ok(Expr::Sign(Box::new(self.signed()?), true));
+        }
+        if self.eat("+") {
+            return Ok(Expr::Sign(Box::new(self.signed()?), false));
+        }
+        self.primary()
+    }
+
+    /// A literal, or a path from `$`, `@` or a variable with its accessors.
+    fn primary(&mut self) -> Result<Expr, QueryError> {
         let negative = self.eat("-");
         let root = match self.next() {
             Some(Token::Number(digits)) => {
@@ -519,7 +578,11 @@ impl Reader {
                 Some(Token::Punct("*")) => Ok(Some(Step::AnyKey)),
                 Some(Token::String(key)) => Ok(Some(Step::Key(key))),
                 Some(Token::Word(key)) if self.peek() == Some(&Token::Punct("(")) => {
-                    Err(unsupported(&format!("item method .{key}()")))
+                    let method = items::Method::of(&key)
+                        .ok_or_else(|| unsupported(&format!("item method .{key}()")))?;
+                    self.expect("(")?;
+                    self.expect(")")?;
+                    Ok(Some(Step::Method(method)))
                 }
                 Some(Token::Word(key)) => Ok(Some(Step::Key(key))),
                 other => Err(syntax_error(other.as_ref())),
@@ -639,8 +702,30 @@ impl Context<'_> {
                 }
                 Ok(items)
             }
+            Expr::Arithmetic(left, operator, right) => {
+                let left = self.unwrapped(self.items(left, current)?);
+                let right = self.unwrapped(self.items(right, current)?);
+                Ok(vec![items::binary(&left, *operator, &right)?])
+            }
+            Expr::Sign(inner, minus) => {
+                items::unary(self.unwrapped(self.items(inner, current)?), *minus)
+            }
             _ => Err(QueryError::internal("a predicate is no path")),
         }
+    }
+
+    /// Items with arrays read as their elements, in lax mode.
+    fn unwrapped(&self, items: Vec<Json>) -> Vec<Json> {
+        if self.strict {
+            return items;
+        }
+        items
+            .into_iter()
+            .flat_map(|item| match item {
+                Json::Array(elements) => elements,
+                other => vec![other],
+            })
+            .collect()
     }
 
     fn variable(&self, name: &str) -> Result<Json, QueryError> {
@@ -660,6 +745,16 @@ impl Context<'_> {
         let mut out = Vec::new();
         for item in items {
             match (step, item) {
+                (Step::Method(method), Json::Array(elements))
+                    if method.unwraps() && !self.strict =>
+                {
+                    for element in elements {
+                        out.extend(items::method(*method, element, self.strict)?);
+                    }
+                }
+                (Step::Method(method), item) => {
+                    out.extend(items::method(*method, item, self.strict)?);
+                }
                 // Lax mode reads an array's elements for a member accessor or a filter.
                 (Step::Key(_) | Step::AnyKey | Step::Filter(_), Json::Array(elements))
                     if !self.strict =>
@@ -779,7 +874,7 @@ impl Context<'_> {
                     _ => Truth::Unknown,
                 })?
             }
-            Expr::Path(..) | Expr::Literal(_) => {
+            Expr::Path(..) | Expr::Literal(_) | Expr::Arithmetic(..) | Expr::Sign(..) => {
                 return Err(syntax_error(None));
             }
         })
@@ -912,6 +1007,39 @@ mod tests {
     }
 
     #[test]
+    fn arithmetic_and_item_methods() {
+        // Each PostgreSQL 15's answer.
+        assert_eq!(
+            run(r#"{"a":7,"b":2.0}"#, "$.a / $.b").unwrap(),
+            ["3.5000000000000000"]
+        );
+        assert_eq!(run(r#"{"a":7,"b":2.0}"#, "$.a % $.b").unwrap(), ["1.0"]);
+        assert_eq!(
+            run(r#"{"a":7,"b":2.0}"#, "$.a * $.b - 1").unwrap(),
+            ["13.0"]
+        );
+        assert_eq!(run("[1,2]", "-$[*]").unwrap(), ["-1", "-2"]);
+        assert_eq!(
+            run("[1, 2.5, -3.5]", "$[*].floor()").unwrap(),
+            ["1", "2", "-4"]
+        );
+        assert_eq!(
+            run("[1, 2.5, -3.5]", "$.ceiling()").unwrap(),
+            ["1", "3", "-3"]
+        );
+        assert_eq!(
+            run(r#"{"a":[1,2],"b":{}}"#, "$.*.size()").unwrap(),
+            ["2", "1"]
+        );
+        assert_eq!(run("[1,2]", "$.type()").unwrap(), [r#""array""#]);
+        assert_eq!(
+            run(r#""1.23456789012345678""#, "$.double()").unwrap(),
+            ["1.23456789012346"]
+        );
+        assert_eq!(run(r#"{"a":7}"#, "$.a ? (@ * 2 > 10)").unwrap(), ["7"]);
+    }
+
+    #[test]
     fn strict_errors_and_refusals() {
         let code = |target: &str, path: &str| run(target, path).unwrap_err().code;
         assert_eq!(
@@ -922,8 +1050,8 @@ mod tests {
             code("[1]", "strict $[5]"),
             SqlState::INVALID_SQL_JSON_SUBSCRIPT
         );
-        assert_eq!(code("1", "$.a +"), SqlState::FEATURE_NOT_SUPPORTED);
-        assert_eq!(code("1", "$.a.size()"), SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("1", "($ + 1) * 2"), SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("1", "$.keyvalue()"), SqlState::FEATURE_NOT_SUPPORTED);
         assert_eq!(code("1", "$.a ? ("), SqlState::SYNTAX_ERROR);
         assert_eq!(
             code("1", "$ ? (@ like_regex \"(\")"),

@@ -218,7 +218,7 @@ fn power_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> 
 }
 
 /// Postgres' `dpow`.
-fn power(base: f64, exponent: f64) -> Result<f64, QueryError> {
+pub(super) fn power(base: f64, exponent: f64) -> Result<f64, QueryError> {
     let power_error =
         |message| QueryError::new(SqlState::INVALID_ARGUMENT_FOR_POWER_FUNCTION, message);
     if base == 0.0 && exponent < 0.0 {

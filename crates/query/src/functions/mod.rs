@@ -13,11 +13,14 @@ pub mod datetime;
 pub mod distinct;
 mod integer_result;
 pub mod json;
+pub mod json_build;
 pub mod jsonb;
 mod jsonb_order;
 pub mod jsonpath;
 pub mod math;
+pub mod numeric_display;
 pub mod numeric_division;
+mod numeric_math;
 pub mod or_empty;
 pub mod ordered_set;
 mod random;
@@ -57,6 +60,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(arithmetic::functions())
         .chain(jsonb::functions())
         .chain(json::functions())
+        .chain(json_build::functions())
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
@@ -65,6 +69,8 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(math::functions())
         .chain(range::functions())
         .chain(numeric_division::functions())
+        .chain(numeric_math::functions())
+        .chain(numeric_display::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .chain([or_empty::function()])
@@ -94,6 +100,9 @@ pub fn register(state: &mut SessionState) {
         let _ = state.register_udf(function.clone());
     }
     let _ = state.register_udaf(std::sync::Arc::new(sum::pg_sum()));
+    for aggregate in numeric_display::min_max() {
+        let _ = state.register_udaf(Arc::new(aggregate));
+    }
     for aggregate in variance::aggregates() {
         let _ = state.register_udaf(Arc::new(aggregate));
     }
@@ -233,6 +242,18 @@ impl RowFunction {
     /// A function that sees NULL arguments itself.
     pub fn lenient(mut self) -> RowFunction {
         self.strict = false;
+        self
+    }
+
+    /// A function taking any arguments or none (`jsonb_build_object()`).
+    pub fn or_none(mut self) -> RowFunction {
+        self.signature = Signature::one_of(
+            vec![
+                datafusion::logical_expr::TypeSignature::VariadicAny,
+                datafusion::logical_expr::TypeSignature::Nullary,
+            ],
+            self.signature.volatility,
+        );
         self
     }
 

@@ -352,7 +352,7 @@ fn weight_and_first_digit(value: i128, scale: i8) -> (i32, i128) {
 
 /// PostgreSQL's `select_div_scale`: enough digits for 16 significant
 /// digits of the estimated quotient, and at least either operand's scale.
-fn postgres_scale(left: i128, s1: i8, right: i128, s2: i8) -> i32 {
+pub(crate) fn postgres_scale(left: i128, s1: i8, right: i128, s2: i8) -> i32 {
     let (weight1, first1) = if left == 0 {
         (0, 0)
     } else {

@@ -87,6 +87,23 @@ impl AggregateUDFImpl for PgSum {
         self.inner.return_type(arg_types)
     }
 
+    /// The sum of an unconstrained numeric is one (printed without
+    /// trailing zeros, as its operand; see `functions::numeric_display`).
+    fn return_field(&self, arg_fields: &[FieldRef]) -> DfResult<FieldRef> {
+        let types: Vec<DataType> = arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let data_type = self.return_type(&types)?;
+        if let (DataType::Decimal128(precision, scale), [field]) = (&data_type, arg_fields)
+            && super::numeric_display::is_bare(field)
+        {
+            return Ok(Arc::new(floe_arrow::computed_numeric_field(
+                "sum", *precision, *scale,
+            )));
+        }
+        Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+            "sum", data_type, true,
+        )))
+    }
+
     fn accumulator(&self, args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
         self.inner.accumulator(args)
     }

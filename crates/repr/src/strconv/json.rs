@@ -536,6 +536,35 @@ pub fn json_step_text<'t>(
     }
 }
 
+/// The elements of JSON text that is an array, each as written there (`json`'s
+/// `json_array_elements`); `None` where it is no array.
+pub fn json_elements_text(text: &str) -> Result<Option<Vec<&str>>, ValueError> {
+    let mut parser = JsonParser {
+        bytes: text.as_bytes(),
+        text,
+        at: 0,
+    };
+    match parser.lex()?.token {
+        Token::ArrayStart => parser.elements().map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The members of JSON text that is an object, in order and duplicates kept,
+/// each key and its value as written there (`json`'s `json_each`); `None`
+/// where it is no object.
+pub fn json_members_text(text: &str) -> Result<Option<Vec<(String, &str)>>, ValueError> {
+    let mut parser = JsonParser {
+        bytes: text.as_bytes(),
+        text,
+        at: 0,
+    };
+    match parser.lex()?.token {
+        Token::ObjectStart => parser.members().map(Some),
+        _ => Ok(None),
+    }
+}
+
 impl<'a> JsonParser<'a> {
     /// The next value's text, as written.
     fn value_text(&mut self) -> Result<&'a str, ValueError> {
@@ -547,24 +576,31 @@ impl<'a> JsonParser<'a> {
 
     /// The text of the last member named `key` of the object being read.
     fn member_text(&mut self, key: &str) -> Result<Option<&'a str>, ValueError> {
-        let mut found = None;
+        let members = self.members()?;
+        Ok(members
+            .into_iter()
+            .rev()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value))
+    }
+
+    /// The members of the object being read, as written.
+    fn members(&mut self) -> Result<Vec<(String, &'a str)>, ValueError> {
+        let mut members = Vec::new();
         let mut next = self.lex()?;
         loop {
             let Token::String(name) = next.token else {
-                return Ok(found);
+                return Ok(members);
             };
             let colon = self.lex()?;
             if !matches!(colon.token, Token::Colon) {
                 return Err(self.unexpected(&colon, "Expected \":\""));
             }
-            let value = self.value_text()?;
-            if name == key {
-                found = Some(value);
-            }
+            members.push((name, self.value_text()?));
             let separator = self.lex()?;
             match separator.token {
                 Token::Comma => next = self.lex()?,
-                Token::ObjectEnd => return Ok(found),
+                Token::ObjectEnd => return Ok(members),
                 _ => return Err(self.unexpected(&separator, "Expected \",\" or \"}\"")),
             }
         }
@@ -572,22 +608,7 @@ impl<'a> JsonParser<'a> {
 
     /// The text of element `index` of the array being read.
     fn element_text(&mut self, index: i64) -> Result<Option<&'a str>, ValueError> {
-        let mut elements = Vec::new();
-        let mut at = self.at;
-        if let Token::ArrayEnd = self.lex()?.token {
-            return Ok(None);
-        }
-        loop {
-            // Read again from before the element's first token.
-            self.at = at;
-            elements.push(self.value_text()?);
-            let separator = self.lex()?;
-            match separator.token {
-                Token::Comma => at = self.at,
-                Token::ArrayEnd => break,
-                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"]\"")),
-            }
-        }
+        let elements = self.elements()?;
         let position = if index < 0 {
             i64::try_from(elements.len()).ok().map(|len| len + index)
         } else {
@@ -596,5 +617,25 @@ impl<'a> JsonParser<'a> {
         Ok(position
             .and_then(|p| usize::try_from(p).ok())
             .and_then(|p| elements.get(p).copied()))
+    }
+
+    /// The elements of the array being read, as written.
+    fn elements(&mut self) -> Result<Vec<&'a str>, ValueError> {
+        let mut elements = Vec::new();
+        let mut at = self.at;
+        if let Token::ArrayEnd = self.lex()?.token {
+            return Ok(elements);
+        }
+        loop {
+            // Read again from before the element's first token.
+            self.at = at;
+            elements.push(self.value_text()?);
+            let separator = self.lex()?;
+            match separator.token {
+                Token::Comma => at = self.at,
+                Token::ArrayEnd => return Ok(elements),
+                _ => return Err(self.unexpected(&separator, "Expected \",\" or \"]\"")),
+            }
+        }
     }
 }
