@@ -99,8 +99,9 @@ pub struct MaintenanceSettings {
     /// The most bytes an early compaction step rewrites ([`compact::EAGER_STEP_BYTES`];
     /// 0 turns early steps off, for tests of the other rules).
     pub eager_step_bytes: u64,
-    /// Expiry runs once per retention period, but at most this often: a snapshot past
-    /// the retention is gone within one more retention period, or this long if longer.
+    /// Expiry runs [`EXPIRY_RUNS_PER_RETENTION`] times per retention period, but at most
+    /// this often: a snapshot past the retention is gone within a fraction of the
+    /// retention, or this long if longer.
     pub expiry_min_period: Duration,
     /// How often orphan files are looked for (at most once per `expiry_min_period` too).
     pub orphan_period: Duration,
@@ -251,10 +252,12 @@ impl Maintainer {
         pause_after(settings.min_period, self.last_step, factor)
     }
 
-    /// Whether expiry is due: once per retention period, at most once per period.
+    /// Whether expiry is due: [`EXPIRY_RUNS_PER_RETENTION`] times per retention period,
+    /// at most once per `expiry_min_period`.
     fn expiry_due(&self, options: &MaintenanceOptions) -> Option<Duration> {
         let retention = options.snapshot_retention?;
-        let period = retention.max(self.settings.maintenance.expiry_min_period);
+        let period = (retention / EXPIRY_RUNS_PER_RETENTION)
+            .max(self.settings.maintenance.expiry_min_period);
         (self.last_expiry.elapsed() >= period).then_some(retention)
     }
 
@@ -431,6 +434,14 @@ impl Maintainer {
             && properties.get(ENVIRONMENT_ID_PROPERTY) == Some(&self.spec.environment_id)
     }
 }
+
+/// How many times per retention period expiry runs. Why not once: each run removes the
+/// snapshots that passed the retention since the last, and deletes their files while no
+/// compaction step runs. Once per retention, a one-second sink's default hour is 3,600
+/// snapshots or more at a time; a held-out run at a one-minute retention (about 100
+/// snapshots, 3,600 files of a 20-partition table per run) already saw 60 live delete
+/// files pile up during one.
+const EXPIRY_RUNS_PER_RETENTION: u32 = 60;
 
 /// The pause before a run, after a compaction step that took `step`: `min_period`, or
 /// `step` times `factor` up to [`MAX_STEP_PAUSE`] when that is longer.
