@@ -178,17 +178,23 @@ pub async fn run_maintenance(
         last_look: None,
         turn,
     };
+    let mut retention = options_changes.borrow().snapshot_retention;
     loop {
         let options = *options_changes.borrow_and_update();
+        // A new retention counts from now: the first expiry under it comes a period
+        // later, when what it asks to remove is past it. Compared here, not only when the
+        // change wakes the wait below: a change that lands during a run is seen first
+        // here.
+        if options.snapshot_retention != retention {
+            retention = options.snapshot_retention;
+            maintainer.last_expiry = Instant::now();
+        }
         // A changed option takes effect at once (a shorter retention, say). Options
         // whose sender is gone (fixed ones) stay as they are.
         tokio::select! {
             _ = tokio::time::sleep(maintainer.pause()) => {}
             changed = options_changes.changed(), if options_live => {
                 options_live = changed.is_ok();
-                // A new retention counts from now: the first expiry under it comes one
-                // retention later, when what it asks to remove is past it.
-                maintainer.last_expiry = Instant::now();
                 continue;
             }
         }
