@@ -1067,6 +1067,13 @@ impl SinkMachine {
                 .reload(&session.table)
                 .await?;
             if self.records_only_this_session(&reloaded, session)? {
+                // The metadata files maintenance's commits dropped from the log go, as
+                // those of the sink's own commits do (see `commit`).
+                let replaced = crate::maintenance::metadata::replaced_metadata_files(
+                    &session.table,
+                    &reloaded,
+                );
+                crate::maintenance::metadata::delete_in_background(&reloaded, replaced);
                 session.table = reloaded;
             }
             session.turn_commits = commits;
