@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
+use arrow_array::ArrayRef;
 use async_trait::async_trait;
 use floe_repr::{GlobalId, RelationDesc, Timestamp};
-use floe_sink::input::{READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream};
+use floe_sink::input::{
+    ColumnChunk, ColumnStream, READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream,
+};
 use floe_sink::{ErrorKind, SinkError};
-use floe_storage::{LogUpdate, Storage, StorageError};
+use floe_storage::{EncodedChunk, LogUpdate, Storage, StorageError};
 
 /// The change log of `collection`, read by sink `sink` (which holds back its
 /// compaction at the sink's committed frontier). Rows are cut to `desc`'s
@@ -125,6 +128,38 @@ impl CollectionInput {
     }
 }
 
+/// The columns of `desc` (a sink's relation: the stored relation's first columns) of a
+/// snapshot's rows, built from their encodings (`stored` describes them: a table may have
+/// gained columns since the sink was created); rows go through datums only when a value
+/// needs it, as [`floe_arrow::encoded_columns`] says.
+fn snapshot_columns(
+    stored: &RelationDesc,
+    desc: &RelationDesc,
+    chunk: &EncodedChunk,
+) -> Result<Vec<ArrayRef>, SinkError> {
+    let wanted: Vec<usize> = (0..desc.columns.len()).collect();
+    let rows = chunk.rows();
+    let same_columns = stored.columns.get(..desc.columns.len()) == Some(&desc.columns[..]);
+    if same_columns && let Some(built) = floe_arrow::encoded_columns(stored, &rows, &wanted) {
+        return built.map_err(floe_sink::types::column_value_error);
+    }
+    let decoded = rows
+        .iter()
+        .map(|encoded| {
+            let mut row = floe_repr::codec::decode_row(encoded).map_err(|error| {
+                SinkError::new(
+                    ErrorKind::Storage,
+                    format!("reading the change log: a row does not decode: {error}"),
+                )
+            })?;
+            row.truncate(desc.columns.len());
+            Ok(row)
+        })
+        .collect::<Result<Vec<_>, SinkError>>()?;
+    floe_arrow::rows_to_columns(desc, &decoded, &wanted)
+        .map_err(floe_sink::types::column_value_error)
+}
+
 fn sink_error(error: StorageError) -> SinkError {
     match &error {
         StorageError::Compacted { .. } => {
@@ -177,6 +212,50 @@ impl SinkInput for CollectionInput {
         Ok(self.stream(move |storage, collection, chunk| {
             storage.read_snapshot(collection, upper, max_rows, chunk)
         }))
+    }
+
+    async fn snapshot_columns(
+        &self,
+        upper: Timestamp,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        let (sender, stream) = ColumnStream::channel(READ_AHEAD_CHUNKS);
+        let storage = self.storage.clone();
+        let collection = self.collection;
+        let desc = Arc::new(self.desc.clone());
+        tokio::task::spawn_blocking(move || {
+            let stored = match storage.desc(collection) {
+                Ok(stored) => Arc::new(stored),
+                Err(error) => return sender.blocking_fail(sink_error(error)),
+            };
+            let result = storage.read_snapshot_encoded(
+                collection,
+                upper,
+                (max_rows, max_bytes),
+                &mut |chunk| {
+                    let (rows, counts) = (chunk.len(), chunk.counts().to_vec());
+                    let (stored, desc) = (stored.clone(), desc.clone());
+                    let build = Box::new(move || snapshot_columns(&stored, &desc, &chunk));
+                    if sender.blocking_send(ColumnChunk {
+                        build,
+                        rows,
+                        counts,
+                    }) {
+                        Ok(())
+                    } else {
+                        Err("the sink stopped reading".to_string())
+                    }
+                },
+            );
+            match result {
+                Ok(Ok(())) => sender.blocking_finish(),
+                // The sink dropped the stream: nobody to tell.
+                Ok(Err(_)) => {}
+                Err(error) => sender.blocking_fail(sink_error(error)),
+            }
+        });
+        Ok(Some(stream))
     }
 
     async fn error(&self) -> Result<Option<SinkError>, SinkError> {

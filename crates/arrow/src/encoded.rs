@@ -67,7 +67,7 @@ pub fn encoded_columns(
                 Some(datum) => datum.ok()?,
                 None => DatumRef::Null,
             };
-            if let Err(mut error) = columns[*slot].push(datum)? {
+            if let Err(mut error) = columns[*slot].push(&datum)? {
                 // As `rows_to_batch` names the column.
                 let (name, _) = &desc.columns[index];
                 error.message = format!("column \"{name}\": {}", error.message);
@@ -187,7 +187,8 @@ impl Column {
 
     /// Appends `datum`; `None` when it is not this column's own kind of value (it goes
     /// through rows), an error when it is but does not fit (a numeric too wide).
-    fn push(&mut self, datum: DatumRef<'_>) -> Option<Result<(), ValueError>> {
+    #[inline(always)]
+    fn push(&mut self, datum: &DatumRef<'_>) -> Option<Result<(), ValueError>> {
         macro_rules! value {
             ($builder:expr, $value:expr) => {{
                 $builder.append_value($value);
@@ -198,39 +199,96 @@ impl Column {
             self.push_null();
             return Some(Ok(()));
         }
-        match (self, datum) {
-            (Column::Bool(builder), DatumRef::Bool(v)) => value!(builder, v),
-            (Column::Int16(builder), DatumRef::Int16(v)) => value!(builder, v),
-            (Column::Int32(builder), DatumRef::Int32(v)) => value!(builder, v),
-            (Column::Int64(builder), DatumRef::Int64(v)) => value!(builder, v),
-            (Column::UInt16(builder), DatumRef::UInt16(v)) => value!(builder, v),
-            (Column::UInt32(builder), DatumRef::UInt32(v)) => value!(builder, v),
-            (Column::Oid(builder), DatumRef::Oid(v)) => value!(builder, v),
-            (Column::UInt64(builder), DatumRef::UInt64(v)) => value!(builder, v),
-            (Column::Float32(builder), DatumRef::Float32(v)) => value!(builder, v),
-            (Column::Float64(builder), DatumRef::Float64(v)) => value!(builder, v),
-            (
-                Column::Numeric {
-                    builder,
-                    precision,
-                    scale,
-                },
-                DatumRef::Numeric(text),
-            ) => Some(
-                crate::decimal_to_i128(text, *precision, *scale)
-                    .map(|value| builder.append_value(value)),
-            ),
-            (Column::Date(builder), DatumRef::Date(v)) => value!(builder, v),
-            (Column::Time(builder), DatumRef::Time(v)) => value!(builder, v),
-            (Column::Timestamp(builder), DatumRef::Timestamp(v)) => value!(builder, v),
-            (Column::TimestampTz(builder), DatumRef::TimestampTz(v)) => value!(builder, v),
-            (Column::Text(builder), DatumRef::Text(v)) => value!(builder, v),
-            (Column::Jsonb(builder), DatumRef::Jsonb(v)) => value!(builder, v),
-            (Column::Bytes(builder), DatumRef::Bytes(v)) => value!(builder, v),
-            (Column::Uuid(builder), DatumRef::Uuid(v)) => {
-                Some(builder.append_value(v).map_err(|e| internal(e.to_string())))
-            }
-            _ => None,
+        // The column's kind first, then the datum's: matched as a pair, the datum was
+        // written to memory and read back whole, which stalled the processor.
+        match self {
+            Column::Bool(builder) => match datum {
+                DatumRef::Bool(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Int16(builder) => match datum {
+                DatumRef::Int16(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Int32(builder) => match datum {
+                DatumRef::Int32(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Int64(builder) => match datum {
+                DatumRef::Int64(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::UInt16(builder) => match datum {
+                DatumRef::UInt16(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::UInt32(builder) => match datum {
+                DatumRef::UInt32(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Oid(builder) => match datum {
+                DatumRef::Oid(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::UInt64(builder) => match datum {
+                DatumRef::UInt64(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Float32(builder) => match datum {
+                DatumRef::Float32(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Float64(builder) => match datum {
+                DatumRef::Float64(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Numeric {
+                builder,
+                precision,
+                scale,
+            } => match datum {
+                DatumRef::Numeric(text) => Some(
+                    crate::decimal_to_i128(text, *precision, *scale)
+                        .map(|value| builder.append_value(value)),
+                ),
+                _ => None,
+            },
+            Column::Date(builder) => match datum {
+                DatumRef::Date(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Time(builder) => match datum {
+                DatumRef::Time(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Timestamp(builder) => match datum {
+                DatumRef::Timestamp(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::TimestampTz(builder) => match datum {
+                DatumRef::TimestampTz(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Text(builder) => match datum {
+                DatumRef::Text(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Jsonb(builder) => match datum {
+                DatumRef::Jsonb(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Bytes(builder) => match datum {
+                DatumRef::Bytes(v) => value!(builder, *v),
+                _ => None,
+            },
+            Column::Uuid(builder) => match datum {
+                DatumRef::Uuid(v) => Some(
+                    builder
+                        .append_value(*v)
+                        .map_err(|e| internal(e.to_string())),
+                ),
+                _ => None,
+            },
         }
     }
 

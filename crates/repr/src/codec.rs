@@ -250,11 +250,17 @@ struct Reader<'a> {
     at: usize,
 }
 
+// The readers below are marked `#[inline]`: the sink and the query path read stored rows
+// from other crates, and without it every datum was two calls or more (a tenth of a
+// large snapshot's CPU).
 impl<'a> Reader<'a> {
+    #[cold]
+    #[inline(never)]
     fn error(&self, what: &str) -> CodecError {
         CodecError(format!("{what} at byte {}", self.at))
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         let end = self
             .at
@@ -266,17 +272,31 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, CodecError> {
         Ok(self.take(1)?[0])
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, CodecError> {
+        // Most lengths and counts are one byte.
+        if let Some(&byte) = self.bytes.get(self.at)
+            && byte < 0x80
+        {
+            self.at += 1;
+            return Ok(u64::from(byte));
+        }
+        self.long_varint()
+    }
+
+    fn long_varint(&mut self) -> Result<u64, CodecError> {
         let mut value: u64 = 0;
         for shift in (0..64).step_by(7) {
             let byte = self.byte()?;
@@ -294,6 +314,7 @@ impl<'a> Reader<'a> {
 
     /// A count of items, each at least one byte long: bounded by the rest
     /// of the input, so a corrupt count cannot make us allocate wildly.
+    #[inline]
     fn count(&mut self) -> Result<usize, CodecError> {
         let n = self.varint()?;
         let remaining = (self.bytes.len() - self.at) as u64;
@@ -303,6 +324,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    #[inline]
     fn bytes(&mut self) -> Result<&'a [u8], CodecError> {
         let n = self.varint()?;
         let n = usize::try_from(n).map_err(|_| self.error("length overflow"))?;
@@ -313,6 +335,7 @@ impl<'a> Reader<'a> {
         self.str().map(str::to_string)
     }
 
+    #[inline]
     fn str(&mut self) -> Result<&'a str, CodecError> {
         let bytes = self.bytes()?;
         std::str::from_utf8(bytes).map_err(|_| self.error("invalid utf-8"))
@@ -323,6 +346,9 @@ impl<'a> Reader<'a> {
     }
 
     /// The next datum, read in place: text and bytes borrowed from the input.
+    // Always inlined: returned through memory, the datum's parts were read back at other
+    // offsets than they were written at, and each read stalled the processor.
+    #[inline(always)]
     fn datum_ref(&mut self, depth: usize) -> Result<DatumRef<'a>, CodecError> {
         if depth > MAX_DEPTH {
             return Err(self.error("nesting too deep"));
@@ -356,6 +382,7 @@ impl<'a> Reader<'a> {
 
     /// Passes over the next datum: fixed-size values and byte strings by their length,
     /// a value made of parts by decoding it.
+    #[inline]
     fn skip_datum(&mut self) -> Result<(), CodecError> {
         let Some(&t) = self.bytes.get(self.at) else {
             return Err(self.error("unexpected end of input"));
@@ -383,6 +410,7 @@ impl<'a> Reader<'a> {
 
     /// A datum of tag `t` that is made of parts (or an interval, a value of three),
     /// decoded whole.
+    #[inline(never)]
     fn composite(&mut self, t: u8, depth: usize) -> Result<Datum, CodecError> {
         Ok(match t {
             tag::INTERVAL => Datum::Interval {
@@ -518,6 +546,7 @@ pub struct RowReader<'a> {
 }
 
 /// A reader of the row encoded in `bytes` (by [`encode_row`]).
+#[inline]
 pub fn read_row(bytes: &[u8]) -> Result<RowReader<'_>, CodecError> {
     let mut reader = Reader { bytes, at: 0 };
     let version = reader.byte()?;
@@ -535,6 +564,7 @@ impl<'a> RowReader<'a> {
     }
 
     /// The next datum; `None` past the row's last.
+    #[inline(always)]
     pub fn next_datum(&mut self) -> Option<Result<DatumRef<'a>, CodecError>> {
         if self.left == 0 {
             return None;
@@ -546,6 +576,7 @@ impl<'a> RowReader<'a> {
     /// Passes over the next datum without reading it (text is not checked for UTF-8,
     /// a value made of parts is decoded as `next_datum` would); `None` past the row's
     /// last.
+    #[inline]
     pub fn skip_datum(&mut self) -> Option<Result<(), CodecError>> {
         if self.left == 0 {
             return None;
@@ -555,6 +586,7 @@ impl<'a> RowReader<'a> {
     }
 
     /// Checks that the row ended where its input does, every datum read.
+    #[inline]
     pub fn finish(self) -> Result<(), CodecError> {
         if self.left != 0 || self.reader.at != self.reader.bytes.len() {
             return Err(self.reader.error("trailing bytes"));

@@ -25,6 +25,8 @@ mod roles;
 mod semantics;
 #[path = "e2e/sink_safety.rs"]
 mod sink_safety;
+#[path = "e2e/snapshot_columns.rs"]
+mod snapshot_columns;
 #[path = "e2e/statements.rs"]
 mod statements;
 #[path = "e2e/subscribe.rs"]

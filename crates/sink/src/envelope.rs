@@ -11,10 +11,11 @@ use async_trait::async_trait;
 use floe_repr::{Datum, Timestamp};
 use iceberg::spec::SchemaRef;
 
+use crate::columns::ColumnBatches;
 use crate::consolidate::KeyConsolidation;
 use crate::equality::{EqualityDeletes, live_data_specs};
 use crate::error::SinkError;
-use crate::input::{SinkInput, UpdateStream};
+use crate::input::{ColumnStream, SinkInput, UpdateStream};
 use crate::partition::{Fanout, MakeWriter, Partitioning};
 use crate::position::{
     DeleteFiles, KeyOutcome, PositionBatchWriter, PositionDeletes, StagedPositions,
@@ -97,6 +98,55 @@ impl StageContext<'_> {
         self.input
             .snapshot(upper, self.settings.read_chunk_rows)
             .await
+    }
+
+    /// Writes the input's snapshot at `upper` as data files of the table's schema (APPEND's
+    /// when `append`) from rows in columns, when the input gives them so and the table's
+    /// types are floe's own (see [`crate::columns`]): the data files and the rows written;
+    /// `None` when the snapshot must be read as rows ([`StageContext::snapshot`]).
+    ///
+    /// The columns are built and written by one writer per core, each writing files of
+    /// its own: the reader only reads, so a large snapshot is not one thread's work.
+    async fn snapshot_by_columns(
+        &self,
+        upper: Timestamp,
+        suffix: &str,
+        append: bool,
+    ) -> Result<Option<(Vec<iceberg::spec::DataFile>, u64)>, SinkError> {
+        let first = self.writer(self.schema.clone(), FileContent::Data, suffix)?;
+        let append_ts = append.then(|| Timestamp(upper.0.saturating_sub(1)));
+        let limits = self.limits();
+        let Some(batches) =
+            ColumnBatches::new(&first.arrow_schema(), self.input.desc(), append_ts, limits)
+        else {
+            return Ok(None);
+        };
+        let Some(columns) = self
+            .input
+            .snapshot_columns(upper, self.settings.read_chunk_rows, limits.bytes)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut writers = vec![first];
+        for n in 1..snapshot_writers() {
+            let suffix = format!("{suffix}-w{n}");
+            writers.push(self.writer(self.schema.clone(), FileContent::Data, &suffix)?);
+        }
+        write_columns(columns, &batches, &mut writers).await?;
+        let mut files = Vec::new();
+        let mut rows = 0;
+        for writer in writers {
+            rows += writer.rows();
+            files.extend(writer.close().await?);
+        }
+        tracing::info!(
+            table = %self.table.metadata.location(),
+            rows,
+            files = files.len(),
+            "a new sink's snapshot written from columns"
+        );
+        Ok(Some((files, rows)))
     }
 
     fn writer(
@@ -370,8 +420,20 @@ impl EnvelopeHandler for AppendEnvelope {
         cx: &StageContext<'_>,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
+        if let Some((data, rows)) = cx.snapshot_by_columns(upper, "", true).await? {
+            let range = (Timestamp(0), upper);
+            return Ok(StagedBatch::written(cx, range, data, Vec::new(), rows));
+        }
+        let writer = cx.writer(cx.schema.clone(), FileContent::Data, "")?;
         let mut snapshot = cx.snapshot(upper).await?;
-        append_stream(cx, &mut snapshot, Timestamp(0), BatchCut::none(upper)).await
+        append_stream(
+            cx,
+            writer,
+            &mut snapshot,
+            Timestamp(0),
+            BatchCut::none(upper),
+        )
+        .await
     }
 
     async fn stage_changes(
@@ -384,17 +446,54 @@ impl EnvelopeHandler for AppendEnvelope {
             .input
             .read(lower, upper, cx.settings.read_chunk_rows)
             .await?;
-        append_stream(cx, &mut changes, lower, cx.cut(upper)).await
+        let writer = cx.writer(cx.schema.clone(), FileContent::Data, "")?;
+        append_stream(cx, writer, &mut changes, lower, cx.cut(upper)).await
+    }
+}
+
+/// How many writers write a snapshot read in columns: one per core, as many as four.
+fn snapshot_writers() -> usize {
+    std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4))
+}
+
+/// Writes a snapshot read in columns: each chunk's columns are built on a blocking thread,
+/// as many at once as there are writers, and its batches go to the writers in turn.
+async fn write_columns(
+    mut columns: ColumnStream,
+    batches: &ColumnBatches,
+    writers: &mut [PipelinedWriter],
+) -> Result<(), SinkError> {
+    let mut building = futures::stream::FuturesOrdered::new();
+    let mut read_all = false;
+    let mut turn = 0;
+    loop {
+        while !read_all && building.len() < writers.len() {
+            match columns.next().await? {
+                Some(chunk) => building.push_back(tokio::task::spawn_blocking(|| chunk.build())),
+                None => read_all = true,
+            }
+        }
+        let Some(built) = futures::StreamExt::next(&mut building).await else {
+            return Ok(());
+        };
+        let built = built.map_err(|err| {
+            SinkError::internal(format!("building a snapshot's columns failed: {err}"))
+        })??;
+        let writer = &mut writers[turn % writers.len()];
+        for batch in batches.batches(built) {
+            writer.write_batch(batch?).await?;
+        }
+        turn += 1;
     }
 }
 
 async fn append_stream(
     cx: &StageContext<'_>,
+    mut writer: PipelinedWriter,
     input: &mut UpdateStream,
     lower: Timestamp,
     mut cut: BatchCut,
 ) -> Result<StagedBatch, SinkError> {
-    let mut writer = cx.writer(cx.schema.clone(), FileContent::Data, "")?;
     let projection: Vec<usize> = (0..cx.columns()).collect();
     'read: while let Some(chunk) = input.next().await? {
         let mut batch = RowBatch::new(cx.limits());
@@ -468,11 +567,12 @@ impl EnvelopeHandler for UpsertEnvelope {
         cx: &StageContext<'_>,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
-        let mut snapshot = cx.snapshot(upper).await?;
         if self.positions.is_some() && self.key.unique_in_relation {
+            let snapshot = cx.snapshot(upper).await?;
             return self.stage_position_snapshot(cx, upper, snapshot).await;
         }
         if !self.key.unique_in_relation {
+            let mut snapshot = cx.snapshot(upper).await?;
             // A key the relation does not enforce (`NOT ENFORCED`) may come with several
             // rows: consolidate per key so that the table gets one row per key.
             let mut consolidation = KeyConsolidation::new(&self.key.indexes);
@@ -488,7 +588,16 @@ impl EnvelopeHandler for UpsertEnvelope {
             return staged;
         }
         // A consolidated snapshot holds one row per key: it streams into data files.
-        let (mut data_writer, delete_specs) = self.writers(cx).await?;
+        let delete_specs = live_data_specs(cx.table).await?;
+        if delete_specs.is_empty()
+            // Nothing to delete in a table without rows: the rows may come in columns.
+            && let Some((data, rows)) = cx.snapshot_by_columns(upper, "-data", false).await?
+        {
+            let range = (Timestamp(0), upper);
+            return Ok(StagedBatch::written(cx, range, data, Vec::new(), rows));
+        }
+        let mut data_writer = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
+        let mut snapshot = cx.snapshot(upper).await?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let mut delete_files = Vec::new();
         let mut file_specs = std::collections::BTreeMap::new();

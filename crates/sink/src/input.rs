@@ -7,6 +7,7 @@
 //! chunks ahead of the sink through a small bounded channel, so reading the log overlaps
 //! with writing Parquet, and memory holds a few chunks, never a whole batch or table.
 
+use arrow_array::ArrayRef;
 use async_trait::async_trait;
 use floe_repr::{RelationDesc, Row, Timestamp};
 use tokio::sync::mpsc;
@@ -52,6 +53,19 @@ pub trait SinkInput: Send + Sync {
     /// sink writes first.
     async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError>;
 
+    /// The same snapshot with its rows in Arrow columns, in chunks of at most `max_rows`
+    /// rows and about `max_bytes` bytes, when the input can build them without decoding
+    /// rows (a log that keeps rows encoded converts them straight to columns); `None`
+    /// otherwise, and the sink reads [`SinkInput::snapshot`].
+    async fn snapshot_columns(
+        &self,
+        _upper: Timestamp,
+        _max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        Ok(None)
+    }
+
     /// The error in the relation's contents that holds its upper back, if any: a
     /// materialized view whose query fails on some rows (`division by zero`) keeps its
     /// upper where the error began until those rows go away, and a sink waiting on it
@@ -69,55 +83,76 @@ pub trait SinkInput: Send + Sync {
 /// few enough that memory stays a few chunks.
 pub const READ_AHEAD_CHUNKS: usize = 2;
 
-/// What travels through an [`UpdateStream`]'s channel. The explicit end tells a complete
+/// A snapshot's rows, to be built into Arrow columns (see [`SinkInput::snapshot_columns`]).
+pub struct ColumnChunk {
+    /// Builds the relation's columns, of the Arrow types [`floe_arrow::arrow_data_type`]
+    /// gives their SQL types. The sink runs it, on as many threads as it has cores: the
+    /// reader only reads, so building columns is not one thread's work.
+    pub build: Box<dyn FnOnce() -> Result<Vec<ArrayRef>, SinkError> + Send>,
+    pub rows: usize,
+    /// How many times the snapshot holds each row (positive).
+    pub counts: Vec<i64>,
+}
+
+/// A chunk's columns, built.
+#[derive(Debug, Clone)]
+pub struct BuiltColumns {
+    pub columns: Vec<ArrayRef>,
+    pub rows: usize,
+    pub counts: Vec<i64>,
+}
+
+impl ColumnChunk {
+    /// Builds the chunk's columns (CPU work: call it on a blocking thread).
+    pub fn build(self) -> Result<BuiltColumns, SinkError> {
+        Ok(BuiltColumns {
+            columns: (self.build)()?,
+            rows: self.rows,
+            counts: self.counts,
+        })
+    }
+}
+
+/// What travels through a [`ChunkStream`]'s channel. The explicit end tells a complete
 /// read from a reader that stopped half-way (it panicked or was cancelled): a channel that
 /// closes without it is an error, never a short batch.
-enum Message {
-    Chunk(Vec<Update>),
+enum Message<T> {
+    Chunk(T),
     End,
 }
 
 /// The consuming side of a read: chunks in order, then `None`.
-pub struct UpdateStream {
-    receiver: mpsc::Receiver<Result<Message, SinkError>>,
+pub struct ChunkStream<T> {
+    receiver: mpsc::Receiver<Result<Message<T>, SinkError>>,
     ended: bool,
 }
 
 /// The producing side of a read, for a reader on another task or a blocking thread.
-pub struct UpdateSender {
-    sender: mpsc::Sender<Result<Message, SinkError>>,
+pub struct ChunkSender<T> {
+    sender: mpsc::Sender<Result<Message<T>, SinkError>>,
 }
 
-impl UpdateStream {
+/// A read of changes, a chunk of updates at a time.
+pub type UpdateStream = ChunkStream<Vec<Update>>;
+pub type UpdateSender = ChunkSender<Vec<Update>>;
+/// A read of a snapshot in columns.
+pub type ColumnStream = ChunkStream<ColumnChunk>;
+
+impl<T> ChunkStream<T> {
     /// A stream and its sender, with room for `capacity` chunks in flight.
-    pub fn channel(capacity: usize) -> (UpdateSender, UpdateStream) {
+    pub fn channel(capacity: usize) -> (ChunkSender<T>, ChunkStream<T>) {
         let (sender, receiver) = mpsc::channel(capacity.max(1));
         (
-            UpdateSender { sender },
-            UpdateStream {
+            ChunkSender { sender },
+            ChunkStream {
                 receiver,
                 ended: false,
             },
         )
     }
 
-    /// A stream over updates already in memory, in chunks of `max_rows`.
-    pub fn from_updates(updates: Vec<Update>, max_rows: usize) -> UpdateStream {
-        let max_rows = max_rows.max(1);
-        let chunks = updates.len().div_ceil(max_rows);
-        let (sender, stream) = UpdateStream::channel(chunks + 1);
-        let mut updates = updates.into_iter().peekable();
-        while updates.peek().is_some() {
-            let chunk: Vec<Update> = updates.by_ref().take(max_rows).collect();
-            // Room for every chunk was made above.
-            let _ = sender.sender.try_send(Ok(Message::Chunk(chunk)));
-        }
-        let _ = sender.sender.try_send(Ok(Message::End));
-        stream
-    }
-
     /// The next chunk, `None` once the read is complete.
-    pub async fn next(&mut self) -> Result<Option<Vec<Update>>, SinkError> {
+    pub async fn next(&mut self) -> Result<Option<T>, SinkError> {
         if self.ended {
             return Ok(None);
         }
@@ -136,15 +171,32 @@ impl UpdateStream {
     }
 }
 
-impl UpdateSender {
+impl UpdateStream {
+    /// A stream over updates already in memory, in chunks of `max_rows`.
+    pub fn from_updates(updates: Vec<Update>, max_rows: usize) -> UpdateStream {
+        let max_rows = max_rows.max(1);
+        let chunks = updates.len().div_ceil(max_rows);
+        let (sender, stream) = UpdateStream::channel(chunks + 1);
+        let mut updates = updates.into_iter().peekable();
+        while updates.peek().is_some() {
+            let chunk: Vec<Update> = updates.by_ref().take(max_rows).collect();
+            // Room for every chunk was made above.
+            let _ = sender.sender.try_send(Ok(Message::Chunk(chunk)));
+        }
+        let _ = sender.sender.try_send(Ok(Message::End));
+        stream
+    }
+}
+
+impl<T> ChunkSender<T> {
     /// Sends a chunk from a blocking thread, waiting for room. `false`: the stream was
     /// dropped, stop reading.
-    pub fn blocking_send(&self, chunk: Vec<Update>) -> bool {
+    pub fn blocking_send(&self, chunk: T) -> bool {
         self.sender.blocking_send(Ok(Message::Chunk(chunk))).is_ok()
     }
 
     /// Sends a chunk from a task, waiting for room. `false`: the stream was dropped.
-    pub async fn send(&self, chunk: Vec<Update>) -> bool {
+    pub async fn send(&self, chunk: T) -> bool {
         self.sender.send(Ok(Message::Chunk(chunk))).await.is_ok()
     }
 

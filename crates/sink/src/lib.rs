@@ -4,6 +4,7 @@
 mod auth;
 pub mod bounds;
 pub mod catalog;
+mod columns;
 pub mod commit;
 pub mod config;
 pub mod consolidate;

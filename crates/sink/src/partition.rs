@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, StructArray, UInt32Array};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, StructArray, UInt32Array};
 use arrow_schema::{DataType, Fields, Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use floe_repr::Datum;
 use iceberg::spec::{
@@ -202,6 +202,22 @@ impl Partitioning {
         rows: usize,
     ) -> Result<RecordBatch, SinkError> {
         record_batch(&self.source_schema, columns, rows)
+    }
+
+    /// The source columns of `batch`, a batch of the table's Arrow schema.
+    pub fn sources_of(&self, batch: &RecordBatch) -> Result<RecordBatch, SinkError> {
+        let columns = self
+            .sources
+            .iter()
+            .map(|position| {
+                batch.columns().get(*position).cloned().ok_or_else(|| {
+                    internal(format!("a batch without its partition source {position}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        RecordBatch::try_new_with_options(self.source_schema.clone(), columns, &options)
+            .map_err(|err| internal(format!("cannot assemble partition sources: {err}")))
     }
 
     /// Each row's partition tuple.

@@ -159,12 +159,20 @@ fn internal(message: String) -> SinkError {
     SinkError::internal(message)
 }
 
-fn conversion(column: &str, what: String) -> SinkError {
-    SinkError::new(
-        ErrorKind::DataConversion,
-        format!("cannot write column \"{column}\": {what}"),
-    )
-    .with_retryable(false)
+/// A value Iceberg's type cannot hold exactly: the data's fault, so not retryable.
+/// `what` names the column (`column "amount": ...`).
+fn conversion_error(what: String) -> SinkError {
+    SinkError::new(ErrorKind::DataConversion, format!("cannot write {what}")).with_retryable(false)
+}
+
+/// The error of a conversion whose message names its column (as
+/// [`floe_arrow::rows_to_columns`] names it), as the sink reports a value it cannot write.
+pub fn column_value_error(error: floe_repr::strconv::ValueError) -> SinkError {
+    if error.code == floe_repr::SqlState::INTERNAL_ERROR {
+        internal(error.message)
+    } else {
+        conversion_error(error.message)
+    }
 }
 
 /// Builds a record batch of `schema` from columns of values (one `Vec` per top-level field,
@@ -195,12 +203,11 @@ pub fn record_batch(
 
 /// A conversion's error: a value Iceberg's type cannot hold exactly is the data's fault
 /// (not retryable), anything else floe's own.
-fn value_error(column: &str, error: floe_repr::strconv::ValueError) -> SinkError {
-    if error.code == floe_repr::SqlState::INTERNAL_ERROR {
-        internal(error.message)
-    } else {
-        conversion(column, error.message)
+fn value_error(column: &str, mut error: floe_repr::strconv::ValueError) -> SinkError {
+    if error.code != floe_repr::SqlState::INTERNAL_ERROR {
+        error.message = format!("column \"{column}\": {}", error.message);
     }
+    column_value_error(error)
 }
 
 /// Whether values of `data_type` hold times (at any depth).

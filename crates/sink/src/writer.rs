@@ -246,6 +246,28 @@ impl PipelinedWriter {
             }
             (None, _) => None,
         };
+        self.send(batch, sources).await
+    }
+
+    /// Hands a batch of the writer's Arrow schema to the writer task, with its partition
+    /// sources when the spec partitions.
+    pub async fn write_batch(&mut self, batch: RecordBatch) -> Result<(), SinkError> {
+        let sources = match &self.partitioning {
+            Some(partitioning) => Some(partitioning.sources_of(&batch)?),
+            None => None,
+        };
+        self.send(batch, sources).await
+    }
+
+    async fn send(
+        &mut self,
+        batch: RecordBatch,
+        sources: Option<RecordBatch>,
+    ) -> Result<(), SinkError> {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            return Ok(());
+        }
         let sender = self
             .sender
             .as_ref()
@@ -259,6 +281,11 @@ impl PipelinedWriter {
         }
         self.rows += rows as u64;
         Ok(())
+    }
+
+    /// The Arrow schema of the batches [`PipelinedWriter::write_batch`] takes.
+    pub fn arrow_schema(&self) -> ArrowSchemaRef {
+        self.arrow_schema.clone()
     }
 
     /// Rows handed to the writer so far.

@@ -108,6 +108,60 @@ pub struct LogUpdate {
     pub diff: i64,
 }
 
+/// Rows of a snapshot as stored (see [`Storage::read_snapshot_encoded`]): each row's
+/// encoding ([`floe_repr::codec`]) and how many times the contents hold it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EncodedChunk {
+    /// The encodings, one after the other.
+    bytes: Vec<u8>,
+    /// Where each row's encoding ends in `bytes`.
+    ends: Vec<usize>,
+    counts: Vec<i64>,
+}
+
+impl EncodedChunk {
+    /// An empty chunk with room for as much as this one holds.
+    fn with_same_room(&self) -> EncodedChunk {
+        EncodedChunk {
+            bytes: Vec::with_capacity(self.bytes.len()),
+            ends: Vec::with_capacity(self.ends.len()),
+            counts: Vec::with_capacity(self.counts.len()),
+        }
+    }
+
+    fn push(&mut self, count: i64, row: &[u8]) {
+        self.bytes.extend_from_slice(row);
+        self.ends.push(self.bytes.len());
+        self.counts.push(count);
+    }
+
+    /// The rows' encodings, in order.
+    pub fn rows(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|end| {
+                let row = &self.bytes[start..*end];
+                start = *end;
+                row
+            })
+            .collect()
+    }
+
+    /// Each row's count (positive), in order.
+    pub fn counts(&self) -> &[i64] {
+        &self.counts
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
 /// Size and frontiers of one collection's log, for `mz_internal` views.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectionUsage {
@@ -1460,13 +1514,8 @@ impl Storage {
 
     /// The contents as of `upper` (every update with `ts < upper`), consolidated: rows
     /// with positive multiplicities as `diff`, at `ts = upper - 1`, in chunks of at most
-    /// `max_rows`; nothing retracted. What a new sink writes first.
-    ///
-    /// A log without retractions before `upper` is its own consolidation (a row inserted
-    /// twice may come twice, with diff 1 each) and is streamed as stored, in bounded
-    /// memory. Otherwise the consolidated contents in memory are taken (shared pointers,
-    /// 40 bytes a row while the snapshot is read) and the changes since `upper` taken back
-    /// out of them: sorting the whole log instead ran about seven times slower.
+    /// `max_rows`; nothing retracted. What a new sink writes first (see
+    /// [`Storage::scan_snapshot`] for how it is read).
     pub fn read_snapshot(
         &self,
         id: GlobalId,
@@ -1474,7 +1523,58 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        let (arity, since) = self.check_readable(id, Timestamp(0), upper)?;
+        let (arity, _) = self.check_readable(id, Timestamp(0), upper)?;
+        let as_of = Timestamp(upper.0.saturating_sub(1));
+        let mut chunks = Chunks::new(id, arity, max_rows, chunk);
+        let scanned = self.scan_snapshot(id, upper, &mut |count, bytes| {
+            chunks.push_encoded(as_of, count, bytes)
+        })?;
+        chunks.finish(scanned)
+    }
+
+    /// The snapshot [`Storage::read_snapshot`] reads, with its rows left encoded: chunks
+    /// of at most `max_rows` rows and about `max_bytes` bytes of encodings (a chunk holds
+    /// at least one row). For a reader that converts encodings itself (a sink building
+    /// Arrow columns straight from them), so no row is decoded into datums on the way.
+    pub fn read_snapshot_encoded(
+        &self,
+        id: GlobalId,
+        upper: Timestamp,
+        (max_rows, max_bytes): (usize, usize),
+        chunk: &mut dyn FnMut(EncodedChunk) -> Result<(), String>,
+    ) -> Result<Result<(), String>, StorageError> {
+        let mut current = EncodedChunk::default();
+        let scanned = self.scan_snapshot(id, upper, &mut |count, bytes| {
+            current.push(count, bytes);
+            if current.len() >= max_rows.max(1) || current.bytes.len() >= max_bytes {
+                // The next chunk starts with the room this one grew to.
+                let next = current.with_same_room();
+                chunk(std::mem::replace(&mut current, next)).map_err(ScanStop::Reader)?;
+            }
+            Ok(())
+        })?;
+        let outcome = scan_outcome(scanned)?;
+        if outcome.is_err() || current.is_empty() {
+            return Ok(outcome);
+        }
+        Ok(chunk(current))
+    }
+
+    /// Calls `each(count, row bytes)` for every row of the contents as of `upper` (every
+    /// update with `ts < upper`), consolidated: positive counts only.
+    ///
+    /// A log without retractions before `upper` is its own consolidation (a row inserted
+    /// twice may come twice, with count 1 each) and is streamed as stored, in bounded
+    /// memory. Otherwise the consolidated contents in memory are taken (shared pointers,
+    /// 40 bytes a row while the snapshot is read) and the changes since `upper` taken back
+    /// out of them: sorting the whole log instead ran about seven times slower.
+    fn scan_snapshot(
+        &self,
+        id: GlobalId,
+        upper: Timestamp,
+        each: &mut dyn FnMut(i64, &[u8]) -> Result<(), ScanStop>,
+    ) -> Result<Result<(), ScanStop>, StorageError> {
+        let (_, since) = self.check_readable(id, Timestamp(0), upper)?;
         // History before `since` sits at `since - 1`: a snapshot as of an earlier time
         // would miss it.
         if upper.0 < since {
@@ -1484,7 +1584,6 @@ impl Storage {
                 lower: upper.0,
             });
         }
-        let as_of = Timestamp(upper.0.saturating_sub(1));
         let connection = open_connection(&self.path)?;
         {
             let transaction = connection.unchecked_transaction()?;
@@ -1497,11 +1596,13 @@ impl Storage {
                 |record| record.get(0),
             )?;
             if !retracted {
-                let mut chunks = Chunks::new(id, arity, max_rows, chunk);
-                let scanned = scan_updates(&transaction, id, 0, upper.0, &mut |_, diff, bytes| {
-                    chunks.push_encoded(as_of, diff, bytes)
-                });
-                return chunks.finish(scanned);
+                return Ok(scan_updates(
+                    &transaction,
+                    id,
+                    0,
+                    upper.0,
+                    &mut |_, diff, bytes| each(diff, bytes),
+                ));
             }
         }
         // Consolidating the log would sort all of it: take the consolidated contents
@@ -1526,24 +1627,22 @@ impl Storage {
             );
             scan_outcome(scanned)?.map_err(|message| corrupt(id, message))?;
         }
-        let mut chunks = Chunks::new(id, arity, max_rows, chunk);
         let stream = || -> Result<(), ScanStop> {
             for (bytes, count) in contents {
                 let count = count - later.remove(&*bytes).unwrap_or(0);
                 if count > 0 {
-                    chunks.push_encoded(as_of, count, &bytes)?;
+                    each(count, &bytes)?;
                 }
             }
             // What is left was removed since `upper`: there then, gone from the contents.
             for (bytes, diff) in later {
                 if diff < 0 {
-                    chunks.push_encoded(as_of, -diff, &bytes)?;
+                    each(-diff, &bytes)?;
                 }
             }
             Ok(())
         };
-        let streamed = stream();
-        chunks.finish(streamed)
+        Ok(stream())
     }
 
     /// Holds back compaction of `id` at `frontier` on behalf of `holder`.
