@@ -122,17 +122,67 @@ impl CollectionInput {
         stream
     }
 
+    /// Runs a storage read of encoded rows on a blocking thread, as [`CollectionInput::stream`]
+    /// runs one of rows; each chunk goes to the sink with the closure that builds its
+    /// columns, which the sink runs on threads of its own.
+    fn column_stream(
+        &self,
+        read: impl FnOnce(
+            &Storage,
+            GlobalId,
+            &mut dyn FnMut(EncodedChunk) -> Result<(), String>,
+        ) -> Result<Result<(), String>, StorageError>
+        + Send
+        + 'static,
+    ) -> ColumnStream {
+        let (sender, stream) = ColumnStream::channel(READ_AHEAD_CHUNKS);
+        let storage = self.storage.clone();
+        let collection = self.collection;
+        let desc = Arc::new(self.desc.clone());
+        tokio::task::spawn_blocking(move || {
+            let stored = match storage.desc(collection) {
+                Ok(stored) => Arc::new(stored),
+                Err(error) => return sender.blocking_fail(sink_error(error)),
+            };
+            let result = read(&storage, collection, &mut |chunk| {
+                let rows = chunk.len();
+                let counts = chunk.counts().to_vec();
+                let times = chunk.times().iter().map(|ts| Timestamp(*ts)).collect();
+                let (stored, desc) = (stored.clone(), desc.clone());
+                let build = Box::new(move || encoded_columns(&stored, &desc, &chunk));
+                let chunk = ColumnChunk {
+                    build,
+                    rows,
+                    counts,
+                    times,
+                };
+                if sender.blocking_send(chunk) {
+                    Ok(())
+                } else {
+                    Err("the sink stopped reading".to_string())
+                }
+            });
+            match result {
+                Ok(Ok(())) => sender.blocking_finish(),
+                // The sink dropped the stream: nobody to tell.
+                Ok(Err(_)) => {}
+                Err(error) => sender.blocking_fail(sink_error(error)),
+            }
+        });
+        stream
+    }
+
     /// The read hold's holder name: one per sink.
     pub fn holder(sink: GlobalId) -> String {
         format!("sink-{sink}")
     }
 }
 
-/// The columns of `desc` (a sink's relation: the stored relation's first columns) of a
-/// snapshot's rows, built from their encodings (`stored` describes them: a table may have
+/// The columns of `desc` (a sink's relation: the stored relation's first columns) of
+/// rows read encoded, built from their encodings (`stored` describes them: a table may have
 /// gained columns since the sink was created); rows go through datums only when a value
 /// needs it, as [`floe_arrow::encoded_columns`] says.
-fn snapshot_columns(
+fn encoded_columns(
     stored: &RelationDesc,
     desc: &RelationDesc,
     chunk: &EncodedChunk,
@@ -220,42 +270,25 @@ impl SinkInput for CollectionInput {
         max_rows: usize,
         max_bytes: usize,
     ) -> Result<Option<ColumnStream>, SinkError> {
-        let (sender, stream) = ColumnStream::channel(READ_AHEAD_CHUNKS);
-        let storage = self.storage.clone();
-        let collection = self.collection;
-        let desc = Arc::new(self.desc.clone());
-        tokio::task::spawn_blocking(move || {
-            let stored = match storage.desc(collection) {
-                Ok(stored) => Arc::new(stored),
-                Err(error) => return sender.blocking_fail(sink_error(error)),
-            };
-            let result = storage.read_snapshot_encoded(
-                collection,
-                upper,
-                (max_rows, max_bytes),
-                &mut |chunk| {
-                    let (rows, counts) = (chunk.len(), chunk.counts().to_vec());
-                    let (stored, desc) = (stored.clone(), desc.clone());
-                    let build = Box::new(move || snapshot_columns(&stored, &desc, &chunk));
-                    if sender.blocking_send(ColumnChunk {
-                        build,
-                        rows,
-                        counts,
-                    }) {
-                        Ok(())
-                    } else {
-                        Err("the sink stopped reading".to_string())
-                    }
-                },
-            );
-            match result {
-                Ok(Ok(())) => sender.blocking_finish(),
-                // The sink dropped the stream: nobody to tell.
-                Ok(Err(_)) => {}
-                Err(error) => sender.blocking_fail(sink_error(error)),
-            }
-        });
-        Ok(Some(stream))
+        Ok(Some(self.column_stream(
+            move |storage, collection, chunk| {
+                storage.read_snapshot_encoded(collection, upper, (max_rows, max_bytes), chunk)
+            },
+        )))
+    }
+
+    async fn read_columns(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        Ok(Some(self.column_stream(
+            move |storage, collection, chunk| {
+                storage.read_encoded(collection, lower, upper, (max_rows, max_bytes), chunk)
+            },
+        )))
     }
 
     async fn error(&self) -> Result<Option<SinkError>, SinkError> {

@@ -34,7 +34,9 @@ use arrow_schema::{Schema as ArrowSchema, SchemaRef as ArrowSchemaRef};
 use async_trait::async_trait;
 use bytes::Bytes;
 use floe_repr::{ColumnType, Datum, RelationDesc, Row, SqlScalarType, Timestamp};
-use floe_sink::input::{READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream};
+use floe_sink::input::{
+    ColumnChunk, ColumnStream, READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream,
+};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
     CatalogConfig, ClientCredentials, DeleteMode, Envelope, Namespace, ProgressReport,
@@ -312,6 +314,60 @@ impl BenchInput {
         stream
     }
 
+    /// As storage reads rows in columns: the reader only takes each chunk's entries, and
+    /// the sink builds their columns (here the rows materialised, then converted: more
+    /// work than storage's conversion of encodings) on threads of its own.
+    fn column_stream(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        ts: Option<Timestamp>,
+    ) -> ColumnStream {
+        let (mut at, end) = {
+            let entries = self.entries.read().unwrap();
+            (
+                entries.partition_point(|e| e.ts < lower.0),
+                entries.partition_point(|e| e.ts < upper.0),
+            )
+        };
+        let (sender, stream) = ColumnStream::channel(READ_AHEAD_CHUNKS);
+        let (rows, entries) = (self.rows.clone(), self.entries.clone());
+        let desc = Arc::new(self.desc.clone());
+        let max_rows = max_rows.max(1);
+        tokio::task::spawn_blocking(move || {
+            while at < end {
+                let next = (at + max_rows).min(end);
+                let chunk: Vec<Entry> = entries.read().unwrap()[at..next].to_vec();
+                let counts = chunk.iter().map(|e| i64::from(e.diff)).collect();
+                let times = chunk
+                    .iter()
+                    .map(|e| ts.unwrap_or(Timestamp(e.ts)))
+                    .collect();
+                let (rows, desc) = (rows.clone(), desc.clone());
+                let build = Box::new(move || {
+                    let chunk_rows: Vec<Row> =
+                        chunk.iter().map(|e| materialize(&rows, e).row).collect();
+                    let every: Vec<usize> = (0..desc.columns.len()).collect();
+                    floe_arrow::rows_to_columns(&desc, &chunk_rows, &every)
+                        .map_err(floe_sink::types::column_value_error)
+                });
+                let chunk = ColumnChunk {
+                    build,
+                    rows: next - at,
+                    counts,
+                    times,
+                };
+                if !sender.blocking_send(chunk) {
+                    return;
+                }
+                at = next;
+            }
+            sender.blocking_finish();
+        });
+        stream
+    }
+
     /// Live mode: appends inserts of these rows at a time at or above the upper (and at or
     /// above the wall clock), and moves the upper past it. Returns that time.
     fn write_now(&self, rows: std::ops::Range<usize>) -> u64 {
@@ -377,6 +433,38 @@ impl SinkInput for BenchInput {
         // snapshots only insert-only logs).
         assert!(!retracted, "the benchmark snapshots only insert-only logs");
         Ok(self.stream(Timestamp(0), upper, max_rows, Some(Timestamp(upper.0 - 1))))
+    }
+
+    async fn snapshot_columns(
+        &self,
+        upper: Timestamp,
+        max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        {
+            let entries = self.entries.read().unwrap();
+            let end = entries.partition_point(|e| e.ts < upper.0);
+            assert!(
+                entries[..end].iter().all(|e| e.diff > 0),
+                "the benchmark snapshots only insert-only logs"
+            );
+        }
+        let at = Some(Timestamp(upper.0 - 1));
+        Ok(Some(self.column_stream(Timestamp(0), upper, max_rows, at)))
+    }
+
+    async fn read_columns(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        assert!(
+            upper <= self.state.lock().unwrap().upper,
+            "read past the upper"
+        );
+        Ok(Some(self.column_stream(lower, upper, max_rows, None)))
     }
 
     async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {

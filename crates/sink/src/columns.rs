@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, SchemaRef as ArrowSchemaRef};
-use floe_repr::{RelationDesc, Timestamp};
+use floe_repr::RelationDesc;
 
 use crate::envelope::BatchLimits;
 use crate::error::SinkError;
@@ -25,23 +25,22 @@ use crate::input::BuiltColumns;
 /// How a snapshot's column chunks become batches of a table's Arrow schema.
 pub(crate) struct ColumnBatches {
     schema: ArrowSchemaRef,
-    /// APPEND's `_mz_timestamp` of every row (the snapshot's time); `None` for a table
-    /// of the relation's columns only.
-    append_ts: Option<i64>,
+    /// The table is APPEND's: each row's `_mz_diff` and `_mz_timestamp` follow its columns.
+    append: bool,
     limits: BatchLimits,
 }
 
 impl ColumnBatches {
     /// The conversion into batches of `schema` (the writer's) of chunks of `desc`'s
-    /// columns; `append_ts`: the table is APPEND's, whose two columns follow. `None` when
-    /// a column's Arrow type is not the table's (see the module documentation).
+    /// columns; `append`: the table is APPEND's, whose two columns follow. `None` when a
+    /// column's Arrow type is not the table's (see the module documentation).
     pub fn new(
         schema: &ArrowSchemaRef,
         desc: &RelationDesc,
-        append_ts: Option<Timestamp>,
+        append: bool,
         limits: BatchLimits,
     ) -> Option<ColumnBatches> {
-        let extras = if append_ts.is_some() { 2 } else { 0 };
+        let extras = if append { 2 } else { 0 };
         let fields = schema.fields();
         if fields.len() != desc.columns.len() + extras {
             return None;
@@ -53,7 +52,7 @@ impl ColumnBatches {
             }
         }
         let append_types = [DataType::Int32, DataType::Int64];
-        if append_ts.is_some()
+        if append
             && fields[desc.columns.len()..]
                 .iter()
                 .zip(&append_types)
@@ -63,23 +62,38 @@ impl ColumnBatches {
         }
         Some(ColumnBatches {
             schema: schema.clone(),
-            append_ts: append_ts.map(|ts| i64::try_from(ts.0).unwrap_or(i64::MAX)),
+            append,
             limits,
         })
     }
 
     /// The batches of `chunk`: its rows once each in one batch, or, when a row comes more
-    /// than once, its copies in batches of at most a batch's rows, made one at a time as
-    /// they are taken (a row of multiplicity 10^8 is never in memory 10^8 times).
+    /// than once (a diff other than +1 or -1), its copies in batches of at most a batch's
+    /// rows, made one at a time as they are taken (a row of multiplicity 10^8 is never in
+    /// memory 10^8 times). APPEND's rows carry their diff's sign and their time.
     pub fn batches(
         &self,
         chunk: BuiltColumns,
     ) -> Box<dyn Iterator<Item = Result<RecordBatch, SinkError>> + Send + '_> {
-        if chunk.counts.iter().all(|count| *count == 1) {
-            return Box::new(std::iter::once(self.batch(chunk.columns, chunk.rows)));
+        let mut columns = chunk.columns;
+        if self.append {
+            let signs: Int32Array = chunk
+                .counts
+                .iter()
+                .map(|count| count.signum() as i32)
+                .collect();
+            let times: Int64Array = chunk
+                .times
+                .iter()
+                .map(|ts| i64::try_from(ts.0).unwrap_or(i64::MAX))
+                .collect();
+            columns.push(Arc::new(signs));
+            columns.push(Arc::new(times));
+        }
+        if chunk.counts.iter().all(|count| count.unsigned_abs() == 1) {
+            return Box::new(std::iter::once(self.batch(columns, chunk.rows)));
         }
         let pieces = RepeatedIndices::new(chunk.counts, self.limits.rows);
-        let columns = chunk.columns;
         Box::new(pieces.map(move |indices| {
             let taken = columns
                 .iter()
@@ -90,12 +104,7 @@ impl ColumnBatches {
         }))
     }
 
-    fn batch(&self, mut columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, SinkError> {
-        if let Some(ts) = self.append_ts {
-            // A snapshot inserts every row it holds.
-            columns.push(Arc::new(Int32Array::from_value(1, rows)));
-            columns.push(Arc::new(Int64Array::from_value(ts, rows)));
-        }
+    fn batch(&self, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, SinkError> {
         let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
         RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)
             .map_err(|err| internal(format!("cannot assemble a record batch: {err}")))
@@ -149,7 +158,7 @@ fn internal(message: String) -> SinkError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use floe_repr::{ColumnType, SqlScalarType};
+    use floe_repr::{ColumnType, SqlScalarType, Timestamp};
 
     fn desc(types: &[SqlScalarType]) -> RelationDesc {
         RelationDesc {
@@ -207,7 +216,7 @@ mod tests {
             let one = desc(&[column.scalar_type.clone()]);
             let schema = table_schema(&one, false);
             assert!(
-                ColumnBatches::new(&schema, &one, None, LIMITS).is_some(),
+                ColumnBatches::new(&schema, &one, false, LIMITS).is_some(),
                 "{:?}: floe's {:?}, the table's {:?}",
                 column.scalar_type,
                 floe_arrow::arrow_data_type(&column.scalar_type),
@@ -216,18 +225,9 @@ mod tests {
         }
         for append in [false, true] {
             let schema = table_schema(&straight, append);
-            let ts = append.then_some(Timestamp(7));
-            assert!(ColumnBatches::new(&schema, &straight, ts, LIMITS).is_some());
+            assert!(ColumnBatches::new(&schema, &straight, append, LIMITS).is_some());
             // The schema must be the one the batches are for.
-            assert!(
-                ColumnBatches::new(
-                    &schema,
-                    &straight,
-                    (!append).then_some(Timestamp(7)),
-                    LIMITS
-                )
-                .is_none()
-            );
+            assert!(ColumnBatches::new(&schema, &straight, !append, LIMITS).is_none());
         }
         // Iceberg widens these (bytes to large binaries), clamps times, or nests them its own
         // way: through rows.
@@ -245,7 +245,7 @@ mod tests {
             let through_rows = desc(&[S::Int64, other.clone()]);
             let schema = table_schema(&through_rows, true);
             assert!(
-                ColumnBatches::new(&schema, &through_rows, Some(Timestamp(7)), LIMITS).is_none(),
+                ColumnBatches::new(&schema, &through_rows, true, LIMITS).is_none(),
                 "{other:?}"
             );
         }
@@ -255,7 +255,7 @@ mod tests {
     fn a_snapshot_batch_carries_the_rows_and_appends_columns() {
         let desc = desc(&[SqlScalarType::Int64, SqlScalarType::Text]);
         let schema = table_schema(&desc, true);
-        let batches = ColumnBatches::new(&schema, &desc, Some(Timestamp(41)), LIMITS).unwrap();
+        let batches = ColumnBatches::new(&schema, &desc, true, LIMITS).unwrap();
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![1, 2])),
             Arc::new(arrow_array::StringArray::from(vec![Some("a"), None])),
@@ -263,7 +263,8 @@ mod tests {
         let built = BuiltColumns {
             columns,
             rows: 2,
-            counts: vec![1, 2],
+            counts: vec![-1, 2],
+            times: vec![Timestamp(40), Timestamp(41)],
         };
         let written: Vec<RecordBatch> = batches.batches(built).map(Result::unwrap).collect();
         assert_eq!(written.len(), 1);

@@ -100,52 +100,63 @@ impl StageContext<'_> {
             .await
     }
 
-    /// Writes the input's snapshot at `upper` as data files of the table's schema (APPEND's
-    /// when `append`) from rows in columns, when the input gives them so and the table's
-    /// types are floe's own (see [`crate::columns`]): the data files and the rows written;
-    /// `None` when the snapshot must be read as rows ([`StageContext::snapshot`]).
+    /// Writes the rows `read` reads as data files of the table's schema (APPEND's when
+    /// `append`), from rows in columns, up to the batch's `cut`, when the input gives
+    /// them so and the table's types are floe's own (see [`crate::columns`]): the data
+    /// files and the rows written; `None` when they must be read as rows.
     ///
     /// The columns are built and written by one writer per core, each writing files of
-    /// its own: the reader only reads, so a large snapshot is not one thread's work.
-    async fn snapshot_by_columns(
+    /// its own: the reader only reads, so a large batch is not one thread's work.
+    async fn write_from_columns(
         &self,
-        upper: Timestamp,
+        read: ColumnRead,
         suffix: &str,
         append: bool,
+        cut: &mut BatchCut,
     ) -> Result<Option<(Vec<iceberg::spec::DataFile>, u64)>, SinkError> {
         let first = self.writer(self.schema.clone(), FileContent::Data, suffix)?;
-        let append_ts = append.then(|| Timestamp(upper.0.saturating_sub(1)));
         let limits = self.limits();
         let Some(batches) =
-            ColumnBatches::new(&first.arrow_schema(), self.input.desc(), append_ts, limits)
+            ColumnBatches::new(&first.arrow_schema(), self.input.desc(), append, limits)
         else {
             return Ok(None);
         };
-        let Some(columns) = self
-            .input
-            .snapshot_columns(upper, self.settings.read_chunk_rows, limits.bytes)
-            .await?
-        else {
+        let (chunk_rows, input) = (self.settings.read_chunk_rows, &self.input);
+        let columns = match read {
+            ColumnRead::Snapshot(upper) => {
+                input
+                    .snapshot_columns(upper, chunk_rows, limits.bytes)
+                    .await?
+            }
+            ColumnRead::Changes(lower, upper) => {
+                input
+                    .read_columns(lower, upper, chunk_rows, limits.bytes)
+                    .await?
+            }
+        };
+        let Some(columns) = columns else {
             return Ok(None);
         };
         let mut writers = vec![first];
-        for n in 1..snapshot_writers() {
+        for n in 1..column_writers() {
             let suffix = format!("{suffix}-w{n}");
             writers.push(self.writer(self.schema.clone(), FileContent::Data, &suffix)?);
         }
-        write_columns(columns, &batches, &mut writers).await?;
+        write_columns(columns, &batches, &mut writers, cut).await?;
         let mut files = Vec::new();
         let mut rows = 0;
         for writer in writers {
             rows += writer.rows();
             files.extend(writer.close().await?);
         }
-        tracing::info!(
-            table = %self.table.metadata.location(),
-            rows,
-            files = files.len(),
-            "a new sink's snapshot written from columns"
-        );
+        let table = self.table.metadata.location();
+        if let ColumnRead::Snapshot(_) = read {
+            // Once per sink: which way its snapshot went.
+            let files = files.len();
+            tracing::info!(%table, rows, files, "a new sink's snapshot written from columns");
+        } else {
+            tracing::debug!(%table, rows, files = files.len(), "changes written from columns");
+        }
         Ok(Some((files, rows)))
     }
 
@@ -420,7 +431,9 @@ impl EnvelopeHandler for AppendEnvelope {
         cx: &StageContext<'_>,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
-        if let Some((data, rows)) = cx.snapshot_by_columns(upper, "", true).await? {
+        let read = ColumnRead::Snapshot(upper);
+        let mut cut = BatchCut::none(upper);
+        if let Some((data, rows)) = cx.write_from_columns(read, "", true, &mut cut).await? {
             let range = (Timestamp(0), upper);
             return Ok(StagedBatch::written(cx, range, data, Vec::new(), rows));
         }
@@ -442,26 +455,43 @@ impl EnvelopeHandler for AppendEnvelope {
         lower: Timestamp,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
+        let read = ColumnRead::Changes(lower, upper);
+        let mut cut = cx.cut(upper);
+        if let Some((data, rows)) = cx.write_from_columns(read, "", true, &mut cut).await? {
+            let range = (lower, cut.upper());
+            return Ok(StagedBatch::written(cx, range, data, Vec::new(), rows));
+        }
         let mut changes = cx
             .input
             .read(lower, upper, cx.settings.read_chunk_rows)
             .await?;
         let writer = cx.writer(cx.schema.clone(), FileContent::Data, "")?;
-        append_stream(cx, writer, &mut changes, lower, cx.cut(upper)).await
+        append_stream(cx, writer, &mut changes, lower, cut).await
     }
 }
 
-/// How many writers write a snapshot read in columns: one per core, as many as four.
-fn snapshot_writers() -> usize {
+/// What rows in columns are read.
+#[derive(Debug, Clone, Copy)]
+enum ColumnRead {
+    /// The snapshot as of this upper.
+    Snapshot(Timestamp),
+    /// The changes from the lower to the upper.
+    Changes(Timestamp, Timestamp),
+}
+
+/// How many writers write rows read in columns: one per core, as many as four.
+fn column_writers() -> usize {
     std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4))
 }
 
-/// Writes a snapshot read in columns: each chunk's columns are built on a blocking thread,
-/// as many at once as there are writers, and its batches go to the writers in turn.
+/// Writes rows read in columns, up to the batch's `cut`: each chunk's columns are built
+/// on a blocking thread, as many at once as there are writers, and its batches go to the
+/// writers in turn. Chunks are taken in order, so the cut sees times in order.
 async fn write_columns(
     mut columns: ColumnStream,
     batches: &ColumnBatches,
     writers: &mut [PipelinedWriter],
+    cut: &mut BatchCut,
 ) -> Result<(), SinkError> {
     let mut building = futures::stream::FuturesOrdered::new();
     let mut read_all = false;
@@ -476,12 +506,26 @@ async fn write_columns(
         let Some(built) = futures::StreamExt::next(&mut building).await else {
             return Ok(());
         };
-        let built = built.map_err(|err| {
-            SinkError::internal(format!("building a snapshot's columns failed: {err}"))
+        let mut built = built.map_err(|err| {
+            SinkError::internal(format!("building rows' columns failed: {err}"))
         })??;
+        // The rows up to the cut (the first not admitted ends the batch).
+        let mut admitted = 0;
+        for ts in &built.times {
+            if !cut.admit(*ts)? {
+                break;
+            }
+            admitted += 1;
+        }
+        let ended = admitted < built.rows;
+        built.truncate(admitted);
         let writer = &mut writers[turn % writers.len()];
         for batch in batches.batches(built) {
             writer.write_batch(batch?).await?;
+        }
+        if ended {
+            // Dropping the stream stops the reader; chunks built ahead are dropped.
+            return Ok(());
         }
         turn += 1;
     }
@@ -591,7 +635,14 @@ impl EnvelopeHandler for UpsertEnvelope {
         let delete_specs = live_data_specs(cx.table).await?;
         if delete_specs.is_empty()
             // Nothing to delete in a table without rows: the rows may come in columns.
-            && let Some((data, rows)) = cx.snapshot_by_columns(upper, "-data", false).await?
+            && let Some((data, rows)) = cx
+                .write_from_columns(
+                    ColumnRead::Snapshot(upper),
+                    "-data",
+                    false,
+                    &mut BatchCut::none(upper),
+                )
+                .await?
         {
             let range = (Timestamp(0), upper);
             return Ok(StagedBatch::written(cx, range, data, Vec::new(), rows));

@@ -66,6 +66,18 @@ pub trait SinkInput: Send + Sync {
         Ok(None)
     }
 
+    /// The changes [`SinkInput::read`] gives, with their rows in Arrow columns, as
+    /// [`SinkInput::snapshot_columns`] gives a snapshot's; `None`: read them as rows.
+    async fn read_columns(
+        &self,
+        _lower: Timestamp,
+        _upper: Timestamp,
+        _max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        Ok(None)
+    }
+
     /// The error in the relation's contents that holds its upper back, if any: a
     /// materialized view whose query fails on some rows (`division by zero`) keeps its
     /// upper where the error began until those rows go away, and a sink waiting on it
@@ -90,8 +102,10 @@ pub struct ColumnChunk {
     /// reader only reads, so building columns is not one thread's work.
     pub build: Box<dyn FnOnce() -> Result<Vec<ArrayRef>, SinkError> + Send>,
     pub rows: usize,
-    /// How many times the snapshot holds each row (positive).
+    /// Each row's diff (in a snapshot, how many times it holds the row: positive).
     pub counts: Vec<i64>,
+    /// Each row's time, in order.
+    pub times: Vec<Timestamp>,
 }
 
 /// A chunk's columns, built.
@@ -100,6 +114,7 @@ pub struct BuiltColumns {
     pub columns: Vec<ArrayRef>,
     pub rows: usize,
     pub counts: Vec<i64>,
+    pub times: Vec<Timestamp>,
 }
 
 impl ColumnChunk {
@@ -109,7 +124,22 @@ impl ColumnChunk {
             columns: (self.build)()?,
             rows: self.rows,
             counts: self.counts,
+            times: self.times,
         })
+    }
+}
+
+impl BuiltColumns {
+    /// The first `rows` rows.
+    pub fn truncate(&mut self, rows: usize) {
+        if rows < self.rows {
+            for column in &mut self.columns {
+                *column = column.slice(0, rows);
+            }
+            self.rows = rows;
+            self.counts.truncate(rows);
+            self.times.truncate(rows);
+        }
     }
 }
 

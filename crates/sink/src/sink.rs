@@ -936,18 +936,16 @@ impl SinkMachine {
         loop {
             let upper = self.input.upper().await?;
             let mut boundary = Timestamp(upper.0 / interval * interval);
-            // A new sink's snapshot is taken as of a time at or past the input's compaction
-            // frontier: history compacted to `since - 1` lies before it, so the next batch
-            // can read on from it. The last interval boundary when it is past `since`; else
-            // (a write just compacted the input past it) the input's upper itself, rather
-            // than waiting up to an interval for the next boundary: later batches end at
-            // boundaries again.
+            // A new sink's snapshot is taken as of its creation: the input's upper now,
+            // with every write acknowledged before it (a COPY just done, say), rather than
+            // as of the last interval boundary, which left such writes to a batch of their
+            // own after the next boundary (up to an interval later, and a first commit
+            // with nothing in it). It lies at or past the input's compaction frontier, so
+            // the next batch reads on from it; later batches end at boundaries again.
             let mut past_since = true;
             if session.lower == Timestamp(0) {
                 let since = self.input.since().await?;
-                if boundary < since && upper >= since {
-                    boundary = upper;
-                }
+                boundary = upper;
                 past_since = boundary >= since;
             }
             let ready = boundary > session.lower && past_since;

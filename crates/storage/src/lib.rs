@@ -117,6 +117,7 @@ pub struct EncodedChunk {
     /// Where each row's encoding ends in `bytes`.
     ends: Vec<usize>,
     counts: Vec<i64>,
+    times: Vec<u64>,
 }
 
 impl EncodedChunk {
@@ -126,13 +127,15 @@ impl EncodedChunk {
             bytes: Vec::with_capacity(self.bytes.len()),
             ends: Vec::with_capacity(self.ends.len()),
             counts: Vec::with_capacity(self.counts.len()),
+            times: Vec::with_capacity(self.times.len()),
         }
     }
 
-    fn push(&mut self, count: i64, row: &[u8]) {
+    fn push(&mut self, ts: u64, count: i64, row: &[u8]) {
         self.bytes.extend_from_slice(row);
         self.ends.push(self.bytes.len());
         self.counts.push(count);
+        self.times.push(ts);
     }
 
     /// The rows' encodings, in order.
@@ -148,9 +151,14 @@ impl EncodedChunk {
             .collect()
     }
 
-    /// Each row's count (positive), in order.
+    /// Each row's count (its diff: positive in a snapshot), in order.
     pub fn counts(&self) -> &[i64] {
         &self.counts
+    }
+
+    /// Each row's time, in order (a snapshot's rows are all at its time).
+    pub fn times(&self) -> &[u64] {
+        &self.times
     }
 
     pub fn len(&self) -> usize {
@@ -159,6 +167,49 @@ impl EncodedChunk {
 
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+}
+
+/// Gathers encoded rows into chunks of at most `max_rows` rows and about `max_bytes`
+/// bytes (at least one row) for a reader.
+struct EncodedChunks<'a> {
+    max_rows: usize,
+    max_bytes: usize,
+    current: EncodedChunk,
+    chunk: &'a mut dyn FnMut(EncodedChunk) -> Result<(), String>,
+}
+
+impl<'a> EncodedChunks<'a> {
+    fn new(
+        (max_rows, max_bytes): (usize, usize),
+        chunk: &'a mut dyn FnMut(EncodedChunk) -> Result<(), String>,
+    ) -> EncodedChunks<'a> {
+        EncodedChunks {
+            max_rows: max_rows.max(1),
+            max_bytes,
+            current: EncodedChunk::default(),
+            chunk,
+        }
+    }
+
+    fn push(&mut self, ts: u64, count: i64, bytes: &[u8]) -> Result<(), ScanStop> {
+        self.current.push(ts, count, bytes);
+        if self.current.len() >= self.max_rows || self.current.bytes.len() >= self.max_bytes {
+            // The next chunk starts with the room this one grew to.
+            let next = self.current.with_same_room();
+            let full = std::mem::replace(&mut self.current, next);
+            (self.chunk)(full).map_err(ScanStop::Reader)?;
+        }
+        Ok(())
+    }
+
+    /// Hands over the last, partial chunk.
+    fn finish(self, scanned: Result<(), ScanStop>) -> Result<Result<(), String>, StorageError> {
+        let outcome = scan_outcome(scanned)?;
+        if outcome.is_err() || self.current.is_empty() {
+            return Ok(outcome);
+        }
+        Ok((self.chunk)(self.current))
     }
 }
 
@@ -1540,24 +1591,40 @@ impl Storage {
         &self,
         id: GlobalId,
         upper: Timestamp,
-        (max_rows, max_bytes): (usize, usize),
+        limits: (usize, usize),
         chunk: &mut dyn FnMut(EncodedChunk) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        let mut current = EncodedChunk::default();
+        let as_of = upper.0.saturating_sub(1);
+        let mut chunks = EncodedChunks::new(limits, chunk);
         let scanned = self.scan_snapshot(id, upper, &mut |count, bytes| {
-            current.push(count, bytes);
-            if current.len() >= max_rows.max(1) || current.bytes.len() >= max_bytes {
-                // The next chunk starts with the room this one grew to.
-                let next = current.with_same_room();
-                chunk(std::mem::replace(&mut current, next)).map_err(ScanStop::Reader)?;
-            }
-            Ok(())
+            chunks.push(as_of, count, bytes)
         })?;
-        let outcome = scan_outcome(scanned)?;
-        if outcome.is_err() || current.is_empty() {
-            return Ok(outcome);
-        }
-        Ok(chunk(current))
+        chunks.finish(scanned)
+    }
+
+    /// The updates [`Storage::read`] reads, with their rows left encoded (in chunks as
+    /// [`Storage::read_snapshot_encoded`] makes them).
+    pub fn read_encoded(
+        &self,
+        id: GlobalId,
+        lower: Timestamp,
+        upper: Timestamp,
+        limits: (usize, usize),
+        chunk: &mut dyn FnMut(EncodedChunk) -> Result<(), String>,
+    ) -> Result<Result<(), String>, StorageError> {
+        self.check_readable(id, lower, upper)?;
+        // A connection of its own: WAL readers do not block the writer.
+        let connection = open_connection(&self.path)?;
+        let transaction = connection.unchecked_transaction()?;
+        let mut chunks = EncodedChunks::new(limits, chunk);
+        let scanned = scan_updates(
+            &transaction,
+            id,
+            lower.0,
+            upper.0,
+            &mut |ts, diff, bytes| chunks.push(ts, diff, bytes),
+        );
+        chunks.finish(scanned)
     }
 
     /// Calls `each(count, row bytes)` for every row of the contents as of `upper` (every

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use floe_repr::{ColumnType, Datum, RelationDesc, SqlScalarType, Timestamp};
-use floe_sink::input::{SinkInput, Update, UpdateStream};
+use floe_sink::input::{ColumnChunk, ColumnStream, SinkInput, Update, UpdateStream};
 use floe_sink::snapshot::{RowDelta, SnapshotProgress, prepare_commit};
 use floe_sink::table::SinkCatalog;
 use floe_sink::{
@@ -46,11 +46,24 @@ struct LogState {
 pub(crate) struct MemoryInput {
     desc: RelationDesc,
     state: Mutex<LogState>,
+    /// Whether reads are also given in columns (`read_columns`, `snapshot_columns`), as
+    /// storage gives them, so the sink writes what it can from columns.
+    columns: bool,
 }
 
 impl MemoryInput {
     pub(crate) fn new(desc: RelationDesc) -> Arc<MemoryInput> {
+        Self::with_columns(desc, false)
+    }
+
+    /// An input that also gives its reads in columns.
+    pub(crate) fn in_columns(desc: RelationDesc) -> Arc<MemoryInput> {
+        Self::with_columns(desc, true)
+    }
+
+    fn with_columns(desc: RelationDesc, columns: bool) -> Arc<MemoryInput> {
         Arc::new(MemoryInput {
+            columns,
             desc,
             state: Mutex::new(LogState {
                 updates: Vec::new(),
@@ -133,6 +146,57 @@ impl SinkInput for MemoryInput {
         upper: Timestamp,
         max_rows: usize,
     ) -> Result<UpdateStream, SinkError> {
+        Ok(UpdateStream::from_updates(
+            self.changes(lower, upper)?,
+            max_rows,
+        ))
+    }
+
+    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+        Ok(UpdateStream::from_updates(self.contents(upper)?, max_rows))
+    }
+
+    async fn read_columns(
+        &self,
+        lower: Timestamp,
+        upper: Timestamp,
+        max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        if !self.columns {
+            return Ok(None);
+        }
+        Ok(Some(self.in_chunks(self.changes(lower, upper)?, max_rows)))
+    }
+
+    async fn snapshot_columns(
+        &self,
+        upper: Timestamp,
+        max_rows: usize,
+        _max_bytes: usize,
+    ) -> Result<Option<ColumnStream>, SinkError> {
+        if !self.columns {
+            return Ok(None);
+        }
+        Ok(Some(self.in_chunks(self.contents(upper)?, max_rows)))
+    }
+
+    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
+        let mut state = self.state.lock().unwrap();
+        if state.failing_compaction {
+            return Err(SinkError::new(
+                ErrorKind::Storage,
+                "injected: the read hold cannot be moved",
+            ));
+        }
+        state.since = state.since.max(frontier);
+        Ok(())
+    }
+}
+
+impl MemoryInput {
+    /// The changes with `lower <= ts < upper`, in time order.
+    fn changes(&self, lower: Timestamp, upper: Timestamp) -> Result<Vec<Update>, SinkError> {
         self.maybe_panic();
         let mut selected: Vec<Update> = {
             let state = self.state.lock().unwrap();
@@ -151,10 +215,11 @@ impl SinkInput for MemoryInput {
                 .collect()
         };
         selected.sort_by_key(|u| u.ts);
-        Ok(UpdateStream::from_updates(selected, max_rows))
+        Ok(selected)
     }
 
-    async fn snapshot(&self, upper: Timestamp, max_rows: usize) -> Result<UpdateStream, SinkError> {
+    /// The contents as of `upper`, consolidated per distinct row, as storage does.
+    fn contents(&self, upper: Timestamp) -> Result<Vec<Update>, SinkError> {
         self.maybe_panic();
         // Consolidated per distinct row, as storage does.
         let mut rows: BTreeMap<String, Update> = BTreeMap::new();
@@ -177,20 +242,41 @@ impl SinkInput for MemoryInput {
                     .diff += update.diff;
             }
         }
-        let snapshot = rows.into_values().filter(|u| u.diff > 0).collect();
-        Ok(UpdateStream::from_updates(snapshot, max_rows))
+        Ok(rows.into_values().filter(|u| u.diff > 0).collect())
     }
 
-    async fn allow_compaction(&self, frontier: Timestamp) -> Result<(), SinkError> {
-        let mut state = self.state.lock().unwrap();
-        if state.failing_compaction {
-            return Err(SinkError::new(
-                ErrorKind::Storage,
-                "injected: the read hold cannot be moved",
-            ));
-        }
-        state.since = state.since.max(frontier);
-        Ok(())
+    /// `updates` in column chunks of `max_rows`, each built when the sink asks.
+    fn in_chunks(&self, updates: Vec<Update>, max_rows: usize) -> ColumnStream {
+        let max_rows = max_rows.max(1);
+        let (sender, stream) = ColumnStream::channel(updates.len().div_ceil(max_rows) + 1);
+        let desc = Arc::new(self.desc.clone());
+        let mut updates = updates.into_iter().peekable();
+        let sending = async move {
+            while updates.peek().is_some() {
+                let chunk: Vec<Update> = updates.by_ref().take(max_rows).collect();
+                let counts = chunk.iter().map(|u| u.diff).collect();
+                let times = chunk.iter().map(|u| u.ts).collect();
+                let rows = chunk.len();
+                let desc = desc.clone();
+                let build = Box::new(move || {
+                    let chunk_rows: Vec<Vec<Datum>> = chunk.into_iter().map(|u| u.row).collect();
+                    let every: Vec<usize> = (0..desc.columns.len()).collect();
+                    floe_arrow::rows_to_columns(&desc, &chunk_rows, &every)
+                        .map_err(floe_sink::types::column_value_error)
+                });
+                let chunk = ColumnChunk {
+                    build,
+                    rows,
+                    counts,
+                    times,
+                };
+                assert!(sender.send(chunk).await, "room for every chunk");
+            }
+            sender.finish().await;
+        };
+        // Room for every chunk was made above: sending completes at once.
+        futures::executor::block_on(sending);
+        stream
     }
 }
 
@@ -831,11 +917,21 @@ async fn upsert_random_workload_with_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_random_workload_with_restarts_and_a_lost_commit_answer() {
+    append_random_workload(MemoryInput::new(workload_desc())).await;
+}
+
+/// The same, with the input's reads in columns: the snapshot and every change batch are
+/// written from columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_random_workload_in_columns_with_restarts_and_a_lost_commit_answer() {
+    append_random_workload(MemoryInput::in_columns(workload_desc())).await;
+}
+
+async fn append_random_workload(input: Arc<MemoryInput>) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("sink_append");
     let proxy = FaultProxy::start(&sw.catalog_url());
     let connection = seaweed_connection(sw, &proxy.url());
-    let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(11);
     let reporter = Arc::new(Recorder::default());
     let snapshot_frontier = drive(&input, &mut workload, 2);
@@ -1540,9 +1636,18 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
+    catch_up_split(MemoryInput::new(workload_desc())).await;
+}
+
+/// The same, with the changes read in columns: the cut falls inside a chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_in_columns_is_split_by_the_batch_limit() {
+    catch_up_split(MemoryInput::in_columns(workload_desc())).await;
+}
+
+async fn catch_up_split(input: Arc<MemoryInput>) {
     let dir = tempfile::tempdir().unwrap();
     let connection = local_connection(dir.path(), "catchup");
-    let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(3);
     let reporter = Arc::new(Recorder::default());
     let limited = SinkSettings {
