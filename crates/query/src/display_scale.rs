@@ -1,0 +1,534 @@
+//! PostgreSQL's display scale of each numeric value, carried beside the values.
+//!
+//! PostgreSQL's numeric keeps a display scale per value, and chooses a
+//! quotient's, an average's and a numeric `sqrt`, `exp`, `ln`, `log` or
+//! `power`'s from the operands' values (`1/2` is 0.50000000000000000000,
+//! `avg` of 1 and 2 is 1.5000000000000000, of 100000 and 200000
+//! 150000.000000000000). floe's numerics are decimal columns of one scale, and
+//! a column's values keep their exact value at it (a quotient at 20 places).
+//! Before a SELECT runs, this rewrite gives each numeric column whose display
+//! scale depends on its rows a second column holding each row's display scale
+//! (an `int`, named `floe_display_scale_<n>`), computed by PostgreSQL's rules
+//! beside the value: a quotient's and an average's from its operands'
+//! values and display scales ([`functions::numeric_scale::DIVISION_SCALE`]),
+//! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
+//! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
+//! (an aggregate of the scale column). The scale columns pass through
+//! filters, sorts, limits, windows, joins and derived tables (inlined views
+//! are derived tables), and the query's output prints such a column at its
+//! rows' scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//!
+//! Values never change: grouping, ordering, comparison and arithmetic see the
+//! decimal as before. Where a scale column does not pass (a union, DISTINCT,
+//! a subquery in an expression, `min`/`max`, `CASE`, a cast), the value prints
+//! as before: without trailing zeros.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, Result as DfResult};
+use datafusion::functions_aggregate::expr_fn::max;
+use datafusion::functions_aggregate::first_last::first_value_udaf;
+use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::{
+    Aggregate, BinaryExpr, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan, Operator,
+    Projection, SortExpr, lit,
+};
+
+use crate::QueryError;
+use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
+
+/// `plan` with PostgreSQL's display scale of each numeric value it outputs,
+/// where that depends on the rows (see the module documentation). A plan the
+/// rewrite cannot carry the scales through is returned as it is.
+pub fn apply(plan: LogicalPlan) -> LogicalPlan {
+    if !has_value_scales(&plan) {
+        return plan;
+    }
+    match with_scales(&plan) {
+        Ok(Some(rewritten)) => rewritten,
+        _ => plan,
+    }
+}
+
+/// Whether a function whose display scale depends on its values occurs in
+/// the plan (outside subqueries of expressions, which keep their plans).
+fn has_value_scales(plan: &LogicalPlan) -> bool {
+    let mut found = false;
+    let _ = plan.apply(|node| {
+        for expr in node.expressions() {
+            let _ = expr.apply(|e| {
+                if let Expr::ScalarFunction(f) = e
+                    && scale_depends_on_values(f.name())
+                {
+                    found = true;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            });
+        }
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
+}
+
+fn scale_depends_on_values(function: &str) -> bool {
+    function == numeric_division::NUMERIC_DIVIDE
+        || function == numeric_division::AVERAGE
+        || functions::numeric_math_function(function)
+}
+
+/// The root with its scaled columns printed at their scales, or `None` when
+/// no output column has a scale column.
+fn with_scales(plan: &LogicalPlan) -> DfResult<Option<LogicalPlan>> {
+    let mut names = 0;
+    let rewritten = rewrite(plan, &mut names)?;
+    if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) {
+        return Ok(None);
+    }
+    let mut exprs = Vec::with_capacity(rewritten.columns.len());
+    for ((value, scale), (qualifier, field)) in rewritten.columns.iter().zip(plan.schema().iter()) {
+        let column = column_at(&rewritten.plan, *value);
+        let expr = match scale {
+            Some(scale) => functions::call(
+                numeric_scale::NUMERIC_TEXT,
+                vec![column, column_at(&rewritten.plan, *scale)],
+            )
+            .map_err(QueryError::into_datafusion)?,
+            None => column,
+        };
+        exprs.push(expr.alias_qualified(qualifier.cloned(), field.name()));
+    }
+    Ok(Some(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(rewritten.plan),
+    )?)))
+}
+
+/// A plan node rewritten with scale columns.
+struct Rewritten {
+    plan: LogicalPlan,
+    /// For each column of the node as it was: its index in `plan`'s output,
+    /// and the index of its scale column, if it has one.
+    columns: Vec<(usize, Option<usize>)>,
+}
+
+impl Rewritten {
+    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+        Rewritten {
+            plan: plan.clone(),
+            columns: (0..plan.schema().fields().len())
+                .map(|i| (i, None))
+                .collect(),
+        }
+    }
+
+    fn has_scales(&self) -> bool {
+        self.columns.iter().any(|(_, scale)| scale.is_some())
+    }
+
+    /// The scale column of the column `column` names, if it has one.
+    fn scale_of_column(&self, column: &Column) -> Option<Expr> {
+        let index = self.plan.schema().index_of_column(column).ok()?;
+        let (_, scale) = self.columns.iter().find(|(value, _)| *value == index)?;
+        scale.map(|scale| column_at(&self.plan, scale))
+    }
+}
+
+fn column_at(plan: &LogicalPlan, index: usize) -> Expr {
+    let (qualifier, field) = plan.schema().qualified_field(index);
+    Expr::Column(Column::new(qualifier.cloned(), field.name()))
+}
+
+fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
+    match plan {
+        LogicalPlan::Projection(projection) => {
+            let input = rewrite(&projection.input, names)?;
+            let mut exprs = projection.expr.clone();
+            let mut columns = Vec::with_capacity(exprs.len());
+            for (index, expr) in projection.expr.iter().enumerate() {
+                let (value, scale) = scaled(expr, &input)?;
+                if value != *expr {
+                    exprs[index] = if matches!(value, Expr::Alias(_)) {
+                        value
+                    } else {
+                        // Named as before, for the nodes above.
+                        let (qualifier, field) = projection.schema.qualified_field(index);
+                        value.alias_qualified(qualifier.cloned(), field.name())
+                    };
+                }
+                let scale = match scale {
+                    Some(Scale::Dynamic(scale)) => {
+                        exprs.push(scale.alias(scale_name(names)));
+                        Some(exprs.len() - 1)
+                    }
+                    _ => None,
+                };
+                columns.push((index, scale));
+            }
+            if !input.has_scales() && columns.iter().all(|(_, scale)| scale.is_none()) {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Projection(plan),
+                columns,
+            })
+        }
+        LogicalPlan::Aggregate(aggregate) => {
+            let grouping_sets = aggregate.group_expr.iter().any(|e| {
+                matches!(
+                    e,
+                    Expr::GroupingSet(
+                        GroupingSet::GroupingSets(_)
+                            | GroupingSet::Cube(_)
+                            | GroupingSet::Rollup(_)
+                    )
+                )
+            });
+            if grouping_sets {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let input = rewrite(&aggregate.input, names)?;
+            let mut aggregates = aggregate.aggr_expr.clone();
+            let mut scales = Vec::new();
+            // A group's key shows one of its rows' values: the largest scale
+            // of them (equal values of other scales are one group).
+            for expr in &aggregate.group_expr {
+                scales.push(match scale_of(expr, &input)? {
+                    Some(Scale::Dynamic(scale)) => {
+                        aggregates.push(max(scale).alias(scale_name(names)));
+                        Some(aggregates.len() - 1)
+                    }
+                    _ => None,
+                });
+            }
+            for expr in &aggregate.aggr_expr {
+                scales.push(match aggregate_scale(expr, &input)? {
+                    Some(scale) => {
+                        aggregates.push(scale.alias(scale_name(names)));
+                        Some(aggregates.len() - 1)
+                    }
+                    None => None,
+                });
+            }
+            if !scales.iter().any(Option::is_some) {
+                if !input.has_scales() {
+                    return Ok(Rewritten::unchanged(plan));
+                }
+                let plan = Aggregate::try_new(
+                    Arc::new(input.plan),
+                    aggregate.group_expr.clone(),
+                    aggregate.aggr_expr.clone(),
+                )?;
+                return Ok(Rewritten::unchanged(&LogicalPlan::Aggregate(plan)));
+            }
+            let groups = aggregate.group_expr.len();
+            let plan = Aggregate::try_new(
+                Arc::new(input.plan),
+                aggregate.group_expr.clone(),
+                aggregates,
+            )?;
+            let columns = scales
+                .into_iter()
+                .enumerate()
+                .map(|(index, scale)| (index, scale.map(|aggregate| groups + aggregate)))
+                .collect();
+            Ok(Rewritten {
+                plan: LogicalPlan::Aggregate(plan),
+                columns,
+            })
+        }
+        // Nodes whose output is their input's columns as they are.
+        LogicalPlan::Filter(_)
+        | LogicalPlan::Sort(_)
+        | LogicalPlan::Limit(_)
+        | LogicalPlan::SubqueryAlias(_) => {
+            let [child] = plan.inputs()[..] else {
+                return Ok(Rewritten::unchanged(plan));
+            };
+            let input = rewrite(child, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![input.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns: input.columns,
+            })
+        }
+        // The input's columns, then the window functions'.
+        LogicalPlan::Window(window) => {
+            let input = rewrite(&window.input, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = input.plan.schema().fields().len();
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![input.plan])?;
+            let mut columns = input.columns;
+            columns.extend((0..window.window_expr.len()).map(|i| (width + i, None)));
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        // The left input's columns, then the right's.
+        LogicalPlan::Join(join)
+            if matches!(
+                join.join_type,
+                JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full
+            ) =>
+        {
+            let left = rewrite(&join.left, names)?;
+            let right = rewrite(&join.right, names)?;
+            if !left.has_scales() && !right.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = left.plan.schema().fields().len();
+            let mut columns = left.columns;
+            columns.extend(
+                right
+                    .columns
+                    .iter()
+                    .map(|(value, scale)| (width + value, scale.map(|s| width + s))),
+            );
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        _ => Ok(Rewritten::unchanged(plan)),
+    }
+}
+
+fn scale_name(names: &mut usize) -> String {
+    *names += 1;
+    format!("floe_display_scale_{names}")
+}
+
+/// The scale column of an aggregate of an `x` whose scale depends on the
+/// rows: of `sum(x)` the largest of its rows' scales (PostgreSQL's sum keeps
+/// the largest display scale it adds), of `min(x)` and `max(x)` the scale of
+/// the row whose value it is.
+fn aggregate_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<Expr>> {
+    let expr = match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    };
+    let Expr::AggregateFunction(AggregateFunction { func, params }) = expr else {
+        return Ok(None);
+    };
+    let [argument] = params.args.as_slice() else {
+        return Ok(None);
+    };
+    let descending = match func.name() {
+        "sum" => None,
+        "max" => Some(true),
+        "min" => Some(false),
+        _ => return Ok(None),
+    };
+    let Some(Scale::Dynamic(scale)) = scale_of(argument, input)? else {
+        return Ok(None);
+    };
+    let order_by = descending
+        .map(|descending| vec![SortExpr::new(argument.clone(), !descending, false)])
+        .unwrap_or_default();
+    let function = if descending.is_some() {
+        first_value_udaf()
+    } else {
+        max_udaf()
+    };
+    Ok(Some(Expr::AggregateFunction(AggregateFunction::new_udf(
+        function,
+        vec![scale],
+        false,
+        params.filter.clone(),
+        order_by,
+        None,
+    ))))
+}
+
+/// A numeric expression's display scale.
+enum Scale {
+    /// Its type's (an integer's 0, a `numeric(p, s)`'s `s`): its column
+    /// prints it.
+    Static(i64),
+    /// An unconstrained numeric's, as floe prints it (without trailing zeros).
+    Trimmed,
+    /// Each row's, from this expression.
+    Dynamic(Expr),
+}
+
+impl Scale {
+    fn is_dynamic(&self) -> bool {
+        matches!(self, Scale::Dynamic(_))
+    }
+
+    fn into_expr(self, value: &Expr) -> DfResult<Expr> {
+        match self {
+            Scale::Static(scale) => Ok(lit(i32::try_from(scale).unwrap_or(i32::MAX))),
+            Scale::Trimmed => functions::call(numeric_scale::VALUE_SCALE, vec![value.clone()])
+                .map_err(QueryError::into_datafusion),
+            Scale::Dynamic(scale) => Ok(scale),
+        }
+    }
+}
+
+/// The display scale of `expr` over `input`'s columns; `None` when it is
+/// not a number of exact type.
+fn scale_of(expr: &Expr, input: &Rewritten) -> DfResult<Option<Scale>> {
+    Ok(scaled(expr, input)?.1)
+}
+
+/// `expr` with each quotient and function of operands whose scales depend on
+/// the rows computed at those scales (PostgreSQL rounds a quotient of
+/// 1.5000000000000000 at 16 places or more, where the column holds 1.5), and
+/// its display scale (`None` when it is not a number of exact type).
+fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    let Ok((_, field)) = expr.to_field(input.plan.schema().as_ref()) else {
+        return Ok((expr.clone(), None));
+    };
+    let typed = match field.data_type() {
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64 => Scale::Static(0),
+        DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
+        DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
+        _ => return Ok((expr.clone(), None)),
+    };
+    let call = |name: &str, args: Vec<Expr>| {
+        functions::call(name, args).map_err(QueryError::into_datafusion)
+    };
+    let (value, dynamic) = match expr {
+        Expr::Alias(alias) => {
+            let (inner, scale) = scaled(&alias.expr, input)?;
+            let mut alias = alias.clone();
+            alias.expr = Box::new(inner);
+            return Ok((Expr::Alias(alias), scale));
+        }
+        Expr::Negative(inner) => {
+            let (inner, scale) = scaled(inner, input)?;
+            (Expr::Negative(Box::new(inner)), dynamic(scale))
+        }
+        Expr::Column(column) => (expr.clone(), input.scale_of_column(column)),
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (l_value, l) = scaled(left, input)?;
+            let (r_value, r) = scaled(right, input)?;
+            let value = Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(l_value.clone()),
+                *op,
+                Box::new(r_value.clone()),
+            ));
+            let scale = match (op, l, r) {
+                (
+                    Operator::Plus | Operator::Minus | Operator::Modulo | Operator::Multiply,
+                    Some(l),
+                    Some(r),
+                ) if l.is_dynamic() || r.is_dynamic() => {
+                    let (l, r) = (l.into_expr(&l_value)?, r.into_expr(&r_value)?);
+                    Some(if *op == Operator::Multiply {
+                        l + r
+                    } else {
+                        call(numeric_scale::SCALE_MAX, vec![l, r])?
+                    })
+                }
+                _ => None,
+            };
+            (value, scale)
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args }) => {
+            let name = func.name();
+            let mut values = Vec::with_capacity(args.len());
+            let mut scales = Vec::with_capacity(args.len());
+            for arg in args {
+                let (value, scale) = scaled(arg, input)?;
+                values.push(value);
+                scales.push(scale);
+            }
+            let any_dynamic = scales.iter().flatten().any(Scale::is_dynamic);
+            let rebuilt =
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
+            let is_decimal = matches!(field.data_type(), DataType::Decimal128(..));
+            let division =
+                name == numeric_division::NUMERIC_DIVIDE || name == numeric_division::AVERAGE;
+            if is_decimal && division && values.len() == 2 {
+                let right_scale = if name == numeric_division::AVERAGE {
+                    Some(Scale::Static(0))
+                } else {
+                    scales.pop().flatten()
+                };
+                match (scales.swap_remove(0), right_scale) {
+                    (Some(l), Some(r)) => {
+                        let (l, r) = (l.into_expr(&values[0])?, r.into_expr(&values[1])?);
+                        let mut scale_args = values.clone();
+                        scale_args.extend([l.clone(), r.clone()]);
+                        let scale = call(numeric_scale::DIVISION_SCALE, scale_args)?;
+                        let value = if any_dynamic {
+                            let mut value_args = values;
+                            value_args.push(l);
+                            if name == numeric_division::NUMERIC_DIVIDE {
+                                value_args.push(r);
+                            }
+                            Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), value_args))
+                        } else {
+                            rebuilt
+                        };
+                        (value, Some(scale))
+                    }
+                    _ => (rebuilt, None),
+                }
+            } else if functions::numeric_math_function(name) && numeric_display::is_bare(&field) {
+                let mut scale_args = vec![lit(name.to_string())];
+                scale_args.extend(values.iter().cloned());
+                for (value, scale) in values.iter().zip(scales) {
+                    match scale {
+                        Some(scale) => scale_args.push(scale.into_expr(value)?),
+                        None => return Ok((rebuilt, Some(typed))),
+                    }
+                }
+                let scale = call(numeric_scale::MATH_SCALE, scale_args.clone())?;
+                let value = if any_dynamic {
+                    call(functions::NUMERIC_MATH, scale_args)?
+                } else {
+                    rebuilt
+                };
+                (value, Some(scale))
+            } else if is_decimal
+                && (name == numeric_display::BARE_NUMERIC || name == "abs")
+                && scales.len() == 1
+            {
+                (rebuilt, dynamic(scales.pop().flatten()))
+            } else {
+                (rebuilt, None)
+            }
+        }
+        _ => (expr.clone(), None),
+    };
+    Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
+}
+
+/// A display scale's expression when it depends on the rows.
+fn dynamic(scale: Option<Scale>) -> Option<Expr> {
+    match scale {
+        Some(Scale::Dynamic(scale)) => Some(scale),
+        _ => None,
+    }
+}
