@@ -274,6 +274,7 @@ impl BatchCache {
             rows: batches.iter().map(|batch| batch.encodings.len()).sum(),
             batches,
             whole: OnceLock::new(),
+            scales: Mutex::default(),
             converted: self.converted.clone(),
         };
         Ok(CachedBatches {
@@ -295,6 +296,9 @@ struct CachedTable {
     /// A small table spread over several segments, as one batch of every column, made
     /// at its first scan: the engine pays per batch.
     whole: OnceLock<RecordBatch>,
+    /// By unconstrained numeric column: every row's display scale, read off the
+    /// stored values at a scan's first need of them.
+    scales: Mutex<HashMap<usize, ArrayRef>>,
     /// The cache's count of rows converted.
     converted: Arc<AtomicUsize>,
 }
@@ -349,6 +353,25 @@ impl TableBatches for CachedTable {
             .iter()
             .map(|batch| batch.projected(&projected, wanted))
             .collect()
+    }
+
+    fn display_scales(&self, column: usize) -> DfResult<Option<ArrayRef>> {
+        let mut scales = self.scales.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = scales.get(&column) {
+            return Ok(Some(known.clone()));
+        }
+        let mut values = Vec::with_capacity(self.rows);
+        for batch in &self.batches {
+            for encoding in batch.encodings.iter() {
+                let row = floe_repr::codec::decode_row(encoding).map_err(|e| {
+                    QueryError::internal(format!("reading {}: {e}", self.name)).into_datafusion()
+                })?;
+                values.push(row.get(column).and_then(floe_query::snapshot::stored_scale));
+            }
+        }
+        let array: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(values));
+        scales.insert(column, array.clone());
+        Ok(Some(array))
     }
 }
 

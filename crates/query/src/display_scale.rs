@@ -26,19 +26,20 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, Result as DfResult};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan, Operator,
-    Projection, SortExpr, lit,
+    Projection, SortExpr, TableScan, lit,
 };
 
 use crate::QueryError;
 use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
+use crate::snapshot::SnapshotTable;
 
 /// `plan` with PostgreSQL's display scale of each numeric value it outputs,
 /// where that depends on the rows (see the module documentation). A plan the
@@ -48,16 +49,56 @@ pub fn apply(plan: LogicalPlan) -> LogicalPlan {
         return plan;
     }
     match with_scales(&plan) {
-        Ok(Some(rewritten)) => rewritten,
+        Ok(Some((rewritten, _))) => rewritten,
         _ => plan,
     }
 }
 
+/// [`apply`] for the query of a write whose first `stored` columns are rows of
+/// the table it writes (an UPDATE's or a DELETE's rows to retract): those must
+/// come out exactly as stored, display scales too, or the write would retract
+/// rows the table does not hold; a plan that cannot carry their scales is an
+/// error rather than a wrong write.
+pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, QueryError> {
+    let unscaled = |plan: &LogicalPlan, scaled: &[bool]| {
+        plan.schema()
+            .fields()
+            .iter()
+            .take(stored)
+            .enumerate()
+            .any(|(index, field)| {
+                numeric_display::is_bare(field) && !scaled.get(index).copied().unwrap_or(false)
+            })
+    };
+    let (rewritten, scaled) = if has_value_scales(&plan) {
+        match with_scales(&plan).map_err(QueryError::from_datafusion)? {
+            Some((rewritten, scaled)) => (rewritten, scaled),
+            None => (plan.clone(), Vec::new()),
+        }
+    } else {
+        (plan.clone(), Vec::new())
+    };
+    if unscaled(&plan, &scaled) {
+        return Err(QueryError::new(
+            floe_repr::SqlState::FEATURE_NOT_SUPPORTED,
+            "this write cannot read the display scales of the unconstrained numeric columns it changes",
+        ));
+    }
+    Ok(rewritten)
+}
+
 /// Whether a function whose display scale depends on its values occurs in
-/// the plan (outside subqueries of expressions, which keep their plans).
+/// the plan, or a scan of a table's unconstrained numeric column (outside
+/// subqueries of expressions, which keep their plans).
 fn has_value_scales(plan: &LogicalPlan) -> bool {
     let mut found = false;
     let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && !stored_scale_columns(scan).is_empty()
+        {
+            found = true;
+            return Ok(TreeNodeRecursion::Stop);
+        }
         for expr in node.expressions() {
             let _ = expr.apply(|e| {
                 if let Expr::ScalarFunction(f) = e
@@ -84,14 +125,19 @@ fn scale_depends_on_values(function: &str) -> bool {
         || functions::numeric_math_function(function)
 }
 
-/// The root with its scaled columns printed at their scales, or `None` when
-/// no output column has a scale column.
-fn with_scales(plan: &LogicalPlan) -> DfResult<Option<LogicalPlan>> {
+/// The root with its scaled columns printed at their scales, and which
+/// output columns those are; `None` when no output column has a scale column.
+fn with_scales(plan: &LogicalPlan) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
     let mut names = 0;
     let rewritten = rewrite(plan, &mut names)?;
-    if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) {
+    if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
         return Ok(None);
     }
+    let scaled = rewritten
+        .columns
+        .iter()
+        .map(|(_, scale)| scale.is_some())
+        .collect();
     let mut exprs = Vec::with_capacity(rewritten.columns.len());
     for ((value, scale), (qualifier, field)) in rewritten.columns.iter().zip(plan.schema().iter()) {
         let column = column_at(&rewritten.plan, *value);
@@ -105,10 +151,8 @@ fn with_scales(plan: &LogicalPlan) -> DfResult<Option<LogicalPlan>> {
         };
         exprs.push(expr.alias_qualified(qualifier.cloned(), field.name()));
     }
-    Ok(Some(LogicalPlan::Projection(Projection::try_new(
-        exprs,
-        Arc::new(rewritten.plan),
-    )?)))
+    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(rewritten.plan))?);
+    Ok(Some((plan, scaled)))
 }
 
 /// A plan node rewritten with scale columns.
@@ -172,7 +216,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
                 };
                 columns.push((index, scale));
             }
-            if !input.has_scales() && columns.iter().all(|(_, scale)| scale.is_none()) {
+            if !input.has_scales()
+                && columns.iter().all(|(_, scale)| scale.is_none())
+                && exprs == projection.expr
+            {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
@@ -310,8 +357,76 @@ fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
                 columns,
             })
         }
+        LogicalPlan::TableScan(scan) => {
+            let columns = stored_scale_columns(scan);
+            let Some(table) = snapshot_table(scan) else {
+                return Ok(Rewritten::unchanged(plan));
+            };
+            if columns.is_empty() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = table.schema.fields().len();
+            let projection: Vec<usize> = match &scan.projection {
+                Some(projection) => projection.clone(),
+                None => (0..width).collect(),
+            };
+            let scaled_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
+            let mut scaled_projection = projection.clone();
+            scaled_projection.extend((0..columns.len()).map(|k| width + k));
+            let source = datafusion::datasource::provider_as_source(Arc::new(
+                table.with_scales(scaled_columns),
+            ));
+            let rebuilt = TableScan::try_new(
+                scan.table_name.clone(),
+                source,
+                Some(scaled_projection),
+                scan.filters.clone(),
+                scan.fetch,
+            )?;
+            let mut out: Vec<(usize, Option<usize>)> =
+                (0..projection.len()).map(|i| (i, None)).collect();
+            for (k, (position, _)) in columns.iter().enumerate() {
+                out[*position].1 = Some(projection.len() + k);
+            }
+            Ok(Rewritten {
+                plan: LogicalPlan::TableScan(rebuilt),
+                columns: out,
+            })
+        }
         _ => Ok(Rewritten::unchanged(plan)),
     }
+}
+
+/// The table of the query's snapshot a scan reads, if it reads one.
+fn snapshot_table(scan: &TableScan) -> Option<SnapshotTable> {
+    let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
+    let table = provider.downcast_ref::<SnapshotTable>()?;
+    Some(table.with_scales(Vec::new()))
+}
+
+/// The unconstrained numeric columns a scan of a snapshot table outputs: their
+/// positions in the scan's output and in the table.
+fn stored_scale_columns(scan: &TableScan) -> Vec<(usize, usize)> {
+    let Some(table) = snapshot_table(scan) else {
+        return Vec::new();
+    };
+    let width = table.schema.fields().len();
+    let projection: Vec<usize> = match &scan.projection {
+        Some(projection) => projection.clone(),
+        None => (0..width).collect(),
+    };
+    projection
+        .iter()
+        .enumerate()
+        .filter(|(_, column)| {
+            table
+                .schema
+                .fields()
+                .get(**column)
+                .is_some_and(|field| numeric_display::is_bare(field))
+        })
+        .map(|(position, column)| (position, *column))
+        .collect()
 }
 
 fn scale_name(names: &mut usize) -> String {
@@ -398,9 +513,18 @@ fn scale_of(expr: &Expr, input: &Rewritten) -> DfResult<Option<Scale>> {
 /// 1.5000000000000000 at 16 places or more, where the column holds 1.5), and
 /// its display scale (`None` when it is not a number of exact type).
 fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    if let Expr::Alias(alias) = expr {
+        let (inner, scale) = scaled(&alias.expr, input)?;
+        let mut alias = alias.clone();
+        alias.expr = Box::new(inner);
+        return Ok((Expr::Alias(alias), scale));
+    }
     let Ok((_, field)) = expr.to_field(input.plan.schema().as_ref()) else {
         return Ok((expr.clone(), None));
     };
+    if let Some(text) = text_of_scaled(expr, &field, input)? {
+        return Ok((text, None));
+    }
     let typed = match field.data_type() {
         DataType::Int8
         | DataType::Int16
@@ -412,18 +536,18 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         | DataType::UInt64 => Scale::Static(0),
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
         DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
-        _ => return Ok((expr.clone(), None)),
+        // Not a number: its operands may be (a cast to text inside `||`).
+        _ => {
+            let rewritten = expr
+                .clone()
+                .map_children(|child| Ok(Transformed::yes(scaled(&child, input)?.0)))?;
+            return Ok((rewritten.data, None));
+        }
     };
     let call = |name: &str, args: Vec<Expr>| {
         functions::call(name, args).map_err(QueryError::into_datafusion)
     };
     let (value, dynamic) = match expr {
-        Expr::Alias(alias) => {
-            let (inner, scale) = scaled(&alias.expr, input)?;
-            let mut alias = alias.clone();
-            alias.expr = Box::new(inner);
-            return Ok((Expr::Alias(alias), scale));
-        }
         Expr::Negative(inner) => {
             let (inner, scale) = scaled(inner, input)?;
             (Expr::Negative(Box::new(inner)), dynamic(scale))
@@ -512,17 +636,107 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 };
                 (value, Some(scale))
             } else if is_decimal
-                && (name == numeric_display::BARE_NUMERIC || name == "abs")
-                && scales.len() == 1
+                && (name == numeric_display::BARE_NUMERIC
+                    || name == "abs"
+                    || name == "nullif"
+                    || (name == functions::PG_CAST && numeric_display::is_bare(&field)))
+                && !scales.is_empty()
             {
-                (rebuilt, dynamic(scales.pop().flatten()))
+                // The value as it is (a cast to an unconstrained numeric keeps
+                // its display scale).
+                (rebuilt, dynamic(scales.swap_remove(0)))
+            } else if is_decimal && name == "coalesce" && any_dynamic {
+                // The scale of the first value that is not NULL.
+                let mut cases = Vec::with_capacity(values.len());
+                for (value, scale) in values.iter().zip(scales) {
+                    // A NULL constant has no scale; its branch is never taken.
+                    let scale = scale.unwrap_or(Scale::Static(0));
+                    cases.push((
+                        Box::new(value.clone().is_not_null()),
+                        Box::new(scale.into_expr(value)?),
+                    ));
+                }
+                (rebuilt, Some(Expr::Case(Case::new(None, cases, None))))
             } else {
                 (rebuilt, None)
+            }
+        }
+        Expr::Case(case) if matches!(field.data_type(), DataType::Decimal128(..)) => {
+            // Each branch's value at its scale.
+            let mut branches = Vec::with_capacity(case.when_then_expr.len());
+            let mut scales = Vec::with_capacity(case.when_then_expr.len());
+            let mut any_dynamic = false;
+            for (when, then) in &case.when_then_expr {
+                let (value, scale) = scaled(then, input)?;
+                any_dynamic |= scale.as_ref().is_some_and(Scale::is_dynamic);
+                let Some(scale) = scale else {
+                    return Ok((expr.clone(), Some(typed)));
+                };
+                scales.push((when.clone(), Box::new(scale.into_expr(&value)?)));
+                branches.push((when.clone(), Box::new(value)));
+            }
+            let otherwise = match &case.else_expr {
+                Some(other) => {
+                    let (value, scale) = scaled(other, input)?;
+                    any_dynamic |= scale.as_ref().is_some_and(Scale::is_dynamic);
+                    let Some(scale) = scale else {
+                        return Ok((expr.clone(), Some(typed)));
+                    };
+                    Some((Box::new(value.clone()), Box::new(scale.into_expr(&value)?)))
+                }
+                None => None,
+            };
+            if !any_dynamic {
+                (expr.clone(), None)
+            } else {
+                let value = Expr::Case(Case::new(
+                    case.expr.clone(),
+                    branches,
+                    otherwise.as_ref().map(|(value, _)| value.clone()),
+                ));
+                let scale = Expr::Case(Case::new(
+                    case.expr.clone(),
+                    scales,
+                    otherwise.map(|(_, scale)| scale),
+                ));
+                (value, Some(scale))
             }
         }
         _ => (expr.clone(), None),
     };
     Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
+}
+
+/// A cast to text of a numeric whose display scale depends on the rows, as the
+/// value printed at its scale (`1.50::text` is `1.50`); `None` for anything else.
+fn text_of_scaled(
+    expr: &Expr,
+    field: &datafusion::arrow::datatypes::Field,
+    input: &Rewritten,
+) -> DfResult<Option<Expr>> {
+    let text = matches!(
+        functions::sql_type(field),
+        floe_repr::SqlScalarType::Text | floe_repr::SqlScalarType::VarChar { .. }
+    );
+    if !text {
+        return Ok(None);
+    }
+    let value = match expr {
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::PG_CAST && args.len() == 2 =>
+        {
+            &args[0]
+        }
+        Expr::Cast(cast) => cast.expr.as_ref(),
+        _ => return Ok(None),
+    };
+    let (value, Some(Scale::Dynamic(scale))) = scaled(value, input)? else {
+        return Ok(None);
+    };
+    let printed = functions::call(numeric_scale::NUMERIC_TEXT, vec![value, scale])
+        .map_err(QueryError::into_datafusion)?;
+    let ty = functions::sql_type(field);
+    Ok(Some(functions::cast_expr(printed, &ty)))
 }
 
 /// A display scale's expression when it depends on the rows.

@@ -33,10 +33,33 @@ fn key_of(row: &Row, index: &UniqueIndex) -> Option<Vec<u8>> {
     for column in &index.columns {
         match row.get(*column) {
             None | Some(Datum::Null) => return None,
+            // Numerics equal in value are one key whatever their display
+            // scales (`1.5` and `1.50`), as in PostgreSQL.
+            Some(Datum::Numeric(text)) => key.push(Datum::Numeric(numeric_key(text))),
             Some(datum) => key.push(datum.clone()),
         }
     }
     Some(row_to_bytes(&key))
+}
+
+/// A numeric's text without the trailing zeros of its fraction.
+fn numeric_key(text: &str) -> String {
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            let whole = if fraction.is_empty() && whole == "-0" {
+                "0"
+            } else {
+                whole
+            };
+            if fraction.is_empty() {
+                whole.to_string()
+            } else {
+                format!("{whole}.{fraction}")
+            }
+        }
+        None => text.to_string(),
+    }
 }
 
 /// The row a change is of. Its encoding was made from a `Row` by this process or read
