@@ -27,14 +27,14 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, Result as DfResult};
+use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan, Operator,
-    Projection, SortExpr, TableScan, lit,
+    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType,
+    LogicalPlan, Operator, Projection, SortExpr, TableScan, Values, lit,
 };
 
 use crate::QueryError;
@@ -93,9 +93,16 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
 fn has_value_scales(plan: &LogicalPlan) -> bool {
     let mut found = false;
     let _ = plan.apply(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && !stored_scale_columns(scan).is_empty()
-        {
+        let scaled_rows = match node {
+            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan).is_empty(),
+            LogicalPlan::Values(values) => values
+                .schema
+                .fields()
+                .iter()
+                .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
+            _ => false,
+        };
+        if scaled_rows {
             found = true;
             return Ok(TreeNodeRecursion::Stop);
         }
@@ -357,6 +364,73 @@ fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
                 columns,
             })
         }
+        // Each row's values at their own scales (the engine gives a column of
+        // `VALUES (1.5), (2.25)` one type, of scale 2).
+        LogicalPlan::Values(values) => {
+            let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
+                produce_one_row: true,
+                schema: Arc::new(DFSchema::empty()),
+            }));
+            let width = values.schema.fields().len();
+            let mut rows = values.values.clone();
+            let mut fields: Vec<_> = values
+                .schema
+                .iter()
+                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+                .collect();
+            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
+            for (column, field) in values.schema.fields().iter().enumerate() {
+                let DataType::Decimal128(_, column_scale) = field.data_type() else {
+                    continue;
+                };
+                let mut scales = Vec::with_capacity(values.values.len());
+                let mut differs = false;
+                for row in &values.values {
+                    let Some(value) = row.get(column) else {
+                        return Ok(Rewritten::unchanged(plan));
+                    };
+                    let scale = match scaled(value, &empty)?.1 {
+                        Some(Scale::Static(scale)) => {
+                            differs |= scale != i64::from(*column_scale);
+                            lit(i32::try_from(scale).unwrap_or(0))
+                        }
+                        Some(scale) => {
+                            differs = true;
+                            scale.into_expr(value)?
+                        }
+                        // NULL: no scale to show.
+                        None => lit(i32::from(*column_scale)),
+                    };
+                    scales.push(scale);
+                }
+                if !differs {
+                    continue;
+                }
+                for (row, scale) in rows.iter_mut().zip(scales) {
+                    row.push(scale);
+                }
+                columns[column].1 = Some(fields.len());
+                fields.push((
+                    None,
+                    Arc::new(datafusion::arrow::datatypes::Field::new(
+                        scale_name(names),
+                        DataType::Int32,
+                        true,
+                    )),
+                ));
+            }
+            if rows == values.values {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Values(Values {
+                    schema: Arc::new(schema),
+                    values: rows,
+                }),
+                columns,
+            })
+        }
         LogicalPlan::TableScan(scan) => {
             let columns = stored_scale_columns(scan);
             let Some(table) = snapshot_table(scan) else {
@@ -553,6 +627,19 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
             (Expr::Negative(Box::new(inner)), dynamic(scale))
         }
         Expr::Column(column) => (expr.clone(), input.scale_of_column(column)),
+        // The engine's own casts between exact numbers (a column of VALUES made
+        // one type) keep the value's scale; SQL's casts are `floe_cast`.
+        Expr::Cast(cast) => {
+            let (inner, scale) = scaled(&cast.expr, input)?;
+            let mut cast = cast.clone();
+            cast.expr = Box::new(inner);
+            let value = Expr::Cast(cast);
+            match scale {
+                Some(Scale::Static(scale)) => return Ok((value, Some(Scale::Static(scale)))),
+                Some(Scale::Dynamic(scale)) => (value, Some(scale)),
+                _ => (value, None),
+            }
+        }
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
             let (l_value, l) = scaled(left, input)?;
             let (r_value, r) = scaled(right, input)?;

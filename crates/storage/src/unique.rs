@@ -102,7 +102,7 @@ impl UniqueCounts {
             let existing = self.counts.get(key).copied().unwrap_or(0)
                 + earlier.and_then(|e| e.get(key)).copied().unwrap_or(0);
             if *delta > 0 && existing + delta > 1 {
-                return Err(self.violation(key));
+                return Err(self.violation_by(key, changes));
             }
         }
         Ok(())
@@ -115,6 +115,29 @@ impl UniqueCounts {
             if let Some(key) = key_of(&row_of(change), &self.index) {
                 *into.entry(key).or_insert(0) += change.diff;
             }
+        }
+    }
+
+    /// The error naming this index and the key's values as a row of `changes`
+    /// that adds it writes them (`1.50` where the key is `1.5`).
+    fn violation_by(&self, key: &[u8], changes: &[Change]) -> AppendError {
+        let written = changes
+            .iter()
+            .filter(|change| change.diff > 0)
+            .map(row_of)
+            .find(|row| key_of(row, &self.index).as_deref() == Some(key));
+        match written {
+            Some(row) => AppendError::UniqueViolation {
+                index: Some(self.index.name.clone()),
+                columns: self.index.columns.clone(),
+                key: self
+                    .index
+                    .columns
+                    .iter()
+                    .map(|column| row.get(*column).cloned().unwrap_or(Datum::Null))
+                    .collect(),
+            },
+            None => self.violation(key),
         }
     }
 
