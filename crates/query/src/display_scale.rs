@@ -9,19 +9,22 @@
 //! Before a SELECT runs, this rewrite gives each numeric column whose display
 //! scale depends on its rows a second column holding each row's display scale
 //! (an `int`, named `floe_display_scale_<n>`), computed by PostgreSQL's rules
-//! beside the value: a quotient's and an average's from its operands'
+//! beside the value: a stored value's as it was written (read by the table's
+//! scan, [`SnapshotTable::with_scales`]), a row of `VALUES`'s from its
+//! literals, a quotient's and an average's from its operands'
 //! values and display scales ([`functions::numeric_scale::DIVISION_SCALE`]),
 //! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
 //! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
-//! (an aggregate of the scale column). The scale columns pass through
+//! (an aggregate of the scale column), `min` and `max` the chosen row's,
+//! `coalesce`, `CASE` and casts the value's. The scale columns pass through
 //! filters, sorts, limits, windows, joins and derived tables (inlined views
 //! are derived tables), and the query's output prints such a column at its
 //! rows' scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a union, DISTINCT,
-//! a subquery in an expression, `min`/`max`, `CASE`, a cast), the value prints
-//! as before: without trailing zeros.
+//! a subquery in an expression, grouping sets, other functions), the value
+//! prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -33,8 +36,8 @@ use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType,
-    LogicalPlan, Operator, Projection, SortExpr, TableScan, Values, lit,
+    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan,
+    Operator, Projection, SortExpr, TableScan, Values, lit,
 };
 
 use crate::QueryError;
