@@ -745,6 +745,14 @@ impl Context<'_> {
         let mut out = Vec::new();
         for item in items {
             match (step, item) {
+                (Step::Method(items::Method::KeyValue), Json::Array(elements)) if !self.strict => {
+                    for element in elements {
+                        out.extend(items::key_values(element, self.root)?);
+                    }
+                }
+                (Step::Method(items::Method::KeyValue), item) => {
+                    out.extend(items::key_values(item, self.root)?);
+                }
                 (Step::Method(method), Json::Array(elements))
                     if method.unwraps() && !self.strict =>
                 {
