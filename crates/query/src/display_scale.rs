@@ -111,9 +111,14 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
         }
         for expr in node.expressions() {
             let _ = expr.apply(|e| {
-                if let Expr::ScalarFunction(f) = e
-                    && scale_depends_on_values(f.name())
-                {
+                let depends = match e {
+                    Expr::ScalarFunction(f) => scale_depends_on_values(f.name()),
+                    Expr::AggregateFunction(f) => {
+                        functions::variance_display_scale(f.func.name()).is_some()
+                    }
+                    _ => false,
+                };
+                if depends {
                     found = true;
                     return Ok(TreeNodeRecursion::Stop);
                 }
@@ -526,6 +531,29 @@ fn aggregate_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<Expr>> {
     let [argument] = params.args.as_slice() else {
         return Ok(None);
     };
+    // A numeric variance's or standard deviation's scale, from its sums.
+    if let Some(name) = functions::variance_display_scale(func.name())
+        && matches!(
+            argument
+                .to_field(input.plan.schema().as_ref())?
+                .1
+                .data_type(),
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::Decimal128(..)
+        )
+    {
+        let mut scale = expr.clone();
+        if let Expr::AggregateFunction(scale) = &mut scale {
+            scale.func = name;
+        }
+        return Ok(Some(scale));
+    }
     let descending = match func.name() {
         "sum" => None,
         "max" => Some(true),

@@ -120,6 +120,16 @@ pub fn numeric_math_function(name: &str) -> bool {
     numeric_math::is_math_function(name)
 }
 
+/// The aggregate of the display scale of floe's numeric statistic `name`
+/// (`var_samp`, `stddev`, ...), if `name` is one.
+pub fn variance_display_scale(name: &str) -> Option<Arc<datafusion::logical_expr::AggregateUDF>> {
+    let scale_name = variance::display_scale_name(name)?;
+    variance::aggregates()
+        .into_iter()
+        .find(|aggregate| aggregate.name() == scale_name)
+        .map(Arc::new)
+}
+
 /// floe's function `name`, if floe defines one.
 pub fn floe_function(name: &str) -> Option<Arc<ScalarUDF>> {
     FUNCTIONS.get(name).cloned()
