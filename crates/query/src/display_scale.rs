@@ -51,7 +51,23 @@ pub fn apply(plan: LogicalPlan) -> LogicalPlan {
     if !has_value_scales(&plan) {
         return plan;
     }
-    match with_scales(&plan) {
+    match with_scales(&plan, false) {
+        Ok(Some((rewritten, _))) => rewritten,
+        _ => plan,
+    }
+}
+
+/// [`apply`] for the plan of a dataflow (a materialized view's, a
+/// subscription's), whose output rows are stored or sent as they print: a
+/// quotient's, an average's or a function's display scale as PostgreSQL's.
+/// Its inputs are change logs, not scans of the query's snapshot, so a stored
+/// value's scale does not pass; `min`, `max` and the statistics keep their
+/// values' printing.
+pub fn apply_to_dataflow(plan: LogicalPlan) -> LogicalPlan {
+    if !has_value_scales(&plan) {
+        return plan;
+    }
+    match with_scales(&plan, true) {
         Ok(Some((rewritten, _))) => rewritten,
         _ => plan,
     }
@@ -74,7 +90,7 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
             })
     };
     let (rewritten, scaled) = if has_value_scales(&plan) {
-        match with_scales(&plan).map_err(QueryError::from_datafusion)? {
+        match with_scales(&plan, false).map_err(QueryError::from_datafusion)? {
             Some((rewritten, scaled)) => (rewritten, scaled),
             None => (plan.clone(), Vec::new()),
         }
@@ -142,8 +158,8 @@ fn scale_depends_on_values(function: &str) -> bool {
 
 /// The root with its scaled columns printed at their scales, and which
 /// output columns those are; `None` when no output column has a scale column.
-fn with_scales(plan: &LogicalPlan) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
-    let mut names = 0;
+fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
+    let mut names = Names { next: 0, dataflow };
     let rewritten = rewrite(plan, &mut names)?;
     if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
         return Ok(None);
@@ -205,7 +221,7 @@ fn column_at(plan: &LogicalPlan, index: usize) -> Expr {
     Expr::Column(Column::new(qualifier.cloned(), field.name()))
 }
 
-fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
+fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
@@ -272,7 +288,11 @@ fn rewrite(plan: &LogicalPlan, names: &mut usize) -> DfResult<Rewritten> {
                 });
             }
             for expr in &aggregate.aggr_expr {
-                scales.push(match aggregate_scale(expr, &input)? {
+                let scale = match aggregate_scale(expr, &input)? {
+                    Some(scale) if names.dataflow && !maintained(&scale) => None,
+                    scale => scale,
+                };
+                scales.push(match scale {
                     Some(scale) => {
                         aggregates.push(scale.alias(scale_name(names)));
                         Some(aggregates.len() - 1)
@@ -501,19 +521,37 @@ fn stored_scale_columns(scan: &TableScan) -> Vec<(usize, usize)> {
         .iter()
         .enumerate()
         .filter(|(_, column)| {
-            table
-                .schema
-                .fields()
-                .get(**column)
-                .is_some_and(|field| numeric_display::is_bare(field))
+            table.schema.fields().get(**column).is_some_and(|field| {
+                // A bare numeric, or a computed one a view stores widened
+                // (`numeric(38, 20)`: its text keeps the value's scale).
+                numeric_display::is_bare(field)
+                    || matches!(
+                        field.data_type(),
+                        DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
+                    )
+            })
         })
         .map(|(position, column)| (position, *column))
         .collect()
 }
 
-fn scale_name(names: &mut usize) -> String {
-    *names += 1;
-    format!("floe_display_scale_{names}")
+/// The rewrite's state: the scale columns named so far, and whether the plan
+/// is a dataflow's (a materialized view's or a subscription's), which keeps
+/// only the aggregates it can maintain (`max`, not `first_value` or floe's
+/// statistics' twins).
+struct Names {
+    next: usize,
+    dataflow: bool,
+}
+
+fn scale_name(names: &mut Names) -> String {
+    names.next += 1;
+    format!("floe_display_scale_{}", names.next)
+}
+
+/// Whether a dataflow maintains this aggregate of a scale column (`max`).
+fn maintained(aggregate: &Expr) -> bool {
+    matches!(aggregate, Expr::AggregateFunction(f) if f.func.name() == "max" && f.params.order_by.is_empty())
 }
 
 /// The scale column of an aggregate of an `x` whose scale depends on the
