@@ -1059,7 +1059,12 @@ mod tests {
             SqlState::INVALID_SQL_JSON_SUBSCRIPT
         );
         assert_eq!(code("1", "($ + 1) * 2"), SqlState::FEATURE_NOT_SUPPORTED);
-        assert_eq!(code("1", "$.keyvalue()"), SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("1", "$.datetime()"), SqlState::FEATURE_NOT_SUPPORTED);
+        // PostgreSQL 15: 2203C.
+        assert_eq!(
+            code("1", "$.keyvalue()"),
+            SqlState::SQL_JSON_OBJECT_NOT_FOUND
+        );
         assert_eq!(code("1", "$.a ? ("), SqlState::SYNTAX_ERROR);
         assert_eq!(
             code("1", "$ ? (@ like_regex \"(\")"),
