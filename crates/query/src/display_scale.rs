@@ -37,7 +37,7 @@ use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan,
-    Operator, Projection, SortExpr, TableScan, Values, lit,
+    Operator, Projection, SortExpr, TableScan, Union, Values, lit,
 };
 
 use crate::QueryError;
@@ -119,6 +119,14 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
                 .fields()
                 .iter()
                 .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
+            // Its inputs' types are made one by the analyzer, later.
+            LogicalPlan::Union(union) => union.inputs.iter().any(|input| {
+                input
+                    .schema()
+                    .fields()
+                    .iter()
+                    .any(|field| matches!(field.data_type(), DataType::Decimal128(..)))
+            }),
             _ => false,
         };
         if scaled_rows {
@@ -129,6 +137,8 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
             let _ = expr.apply(|e| {
                 let depends = match e {
                     Expr::ScalarFunction(f) => scale_depends_on_values(f.name()),
+                    // Its branches are made one type by the analyzer, later.
+                    Expr::Case(_) => true,
                     Expr::AggregateFunction(f) => {
                         functions::variance_display_scale(f.func.name()).is_some()
                     }
@@ -238,9 +248,19 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                         value.alias_qualified(qualifier.cloned(), field.name())
                     };
                 }
+                let typed_scale = match projection.schema.field(index).data_type() {
+                    DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
+                    _ => None,
+                };
                 let scale = match scale {
                     Some(Scale::Dynamic(scale)) => {
                         exprs.push(scale.alias(scale_name(names)));
+                        Some(exprs.len() - 1)
+                    }
+                    // The engine's cast of a value to a wider decimal (a union's
+                    // or a CASE's common type) keeps the value's own scale.
+                    Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
+                        exprs.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
                         Some(exprs.len() - 1)
                     }
                     _ => None,
@@ -455,6 +475,108 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 plan: LogicalPlan::Values(Values {
                     schema: Arc::new(schema),
                     values: rows,
+                }),
+                columns,
+            })
+        }
+        // Each input's values at their own scales (the engine gives a column of
+        // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
+        LogicalPlan::Union(union) => {
+            let inputs = union
+                .inputs
+                .iter()
+                .map(|input| rewrite(input, names))
+                .collect::<DfResult<Vec<_>>>()?;
+            let width = union.schema.fields().len();
+            let mut scale_exprs: Vec<Vec<Expr>> = vec![Vec::new(); inputs.len()];
+            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
+            let mut fields: Vec<_> = union
+                .schema
+                .iter()
+                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+                .collect();
+            for column in 0..width {
+                // The analyzer makes the column a decimal when an input's is one.
+                let decimal =
+                    union.inputs.iter().zip(&inputs).any(|(input, rewritten)| {
+                        input.schema().fields().get(column).is_some_and(|field| {
+                            matches!(field.data_type(), DataType::Decimal128(..))
+                        }) || rewritten
+                            .columns
+                            .get(column)
+                            .is_some_and(|(_, scale)| scale.is_some())
+                    });
+                if !decimal {
+                    continue;
+                }
+                let mut scales = Vec::with_capacity(inputs.len());
+                let mut statics = std::collections::BTreeSet::new();
+                let mut needed = false;
+                for input in &inputs {
+                    let Some((value, scale)) = input.columns.get(column).copied() else {
+                        return Ok(Rewritten::unchanged(plan));
+                    };
+                    let value = column_at(&input.plan, value);
+                    let scale = match scale {
+                        Some(scale) => {
+                            needed = true;
+                            column_at(&input.plan, scale)
+                        }
+                        None => match scale_of(&value, input)? {
+                            Some(Scale::Static(scale)) => {
+                                statics.insert(scale);
+                                lit(i32::try_from(scale).unwrap_or(0))
+                            }
+                            Some(scale) => {
+                                needed = true;
+                                scale.into_expr(&value)?
+                            }
+                            // NULL: no scale to show.
+                            None => lit(0),
+                        },
+                    };
+                    scales.push(scale);
+                }
+                // Inputs of one scale make the column's type of that scale.
+                needed |= statics.len() > 1;
+                if !needed {
+                    continue;
+                }
+                let name = scale_name(names);
+                for (exprs, scale) in scale_exprs.iter_mut().zip(scales) {
+                    exprs.push(scale.alias(name.clone()));
+                }
+                columns[column].1 = Some(fields.len());
+                fields.push((
+                    None,
+                    Arc::new(datafusion::arrow::datatypes::Field::new(
+                        name,
+                        DataType::Int32,
+                        true,
+                    )),
+                ));
+            }
+            if fields.len() == width {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let mut projected = Vec::with_capacity(inputs.len());
+            for (input, scales) in inputs.into_iter().zip(scale_exprs) {
+                let mut exprs: Vec<Expr> = input
+                    .columns
+                    .iter()
+                    .map(|(value, _)| column_at(&input.plan, *value))
+                    .collect();
+                exprs.extend(scales);
+                projected.push(Arc::new(LogicalPlan::Projection(Projection::try_new(
+                    exprs,
+                    Arc::new(input.plan),
+                )?)));
+            }
+            let schema = DFSchema::new_with_metadata(fields, union.schema.metadata().clone())?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Union(Union {
+                    inputs: projected,
+                    schema: Arc::new(schema),
                 }),
                 columns,
             })
@@ -817,14 +939,23 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 (rebuilt, None)
             }
         }
-        Expr::Case(case) if matches!(field.data_type(), DataType::Decimal128(..)) => {
-            // Each branch's value at its scale.
+        Expr::Case(case) => {
+            // Each branch's value at its scale (the analyzer makes the branches
+            // one type, a decimal when one is, after this rewrite).
             let mut branches = Vec::with_capacity(case.when_then_expr.len());
             let mut scales = Vec::with_capacity(case.when_then_expr.len());
             let mut any_dynamic = false;
+            let mut statics = std::collections::BTreeSet::new();
+            let mut note = |scale: &Option<Scale>| match scale {
+                Some(Scale::Static(scale)) => {
+                    statics.insert(*scale);
+                }
+                Some(_) => any_dynamic = true,
+                None => {}
+            };
             for (when, then) in &case.when_then_expr {
                 let (value, scale) = scaled(then, input)?;
-                any_dynamic |= scale.as_ref().is_some_and(Scale::is_dynamic);
+                note(&scale);
                 let Some(scale) = scale else {
                     return Ok((expr.clone(), Some(typed)));
                 };
@@ -834,7 +965,7 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
             let otherwise = match &case.else_expr {
                 Some(other) => {
                     let (value, scale) = scaled(other, input)?;
-                    any_dynamic |= scale.as_ref().is_some_and(Scale::is_dynamic);
+                    note(&scale);
                     let Some(scale) = scale else {
                         return Ok((expr.clone(), Some(typed)));
                     };
@@ -842,7 +973,17 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 }
                 None => None,
             };
-            if !any_dynamic {
+            let decimal = case
+                .when_then_expr
+                .iter()
+                .map(|(_, then)| then.as_ref())
+                .chain(case.else_expr.as_deref())
+                .any(|branch| {
+                    branch
+                        .to_field(input.plan.schema().as_ref())
+                        .is_ok_and(|(_, f)| matches!(f.data_type(), DataType::Decimal128(..)))
+                });
+            if !decimal || (!any_dynamic && statics.len() <= 1) {
                 (expr.clone(), None)
             } else {
                 let value = Expr::Case(Case::new(
