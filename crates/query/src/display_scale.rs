@@ -495,7 +495,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 .iter()
                 .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
                 .collect();
-            for column in 0..width {
+            for (column, (_, column_scale)) in columns.iter_mut().enumerate() {
                 // The analyzer makes the column a decimal when an input's is one.
                 let decimal =
                     union.inputs.iter().zip(&inputs).any(|(input, rewritten)| {
@@ -546,7 +546,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 for (exprs, scale) in scale_exprs.iter_mut().zip(scales) {
                     exprs.push(scale.alias(name.clone()));
                 }
-                columns[column].1 = Some(fields.len());
+                *column_scale = Some(fields.len());
                 fields.push((
                     None,
                     Arc::new(datafusion::arrow::datatypes::Field::new(
