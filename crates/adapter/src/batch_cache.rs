@@ -88,6 +88,9 @@ impl Default for CachedSegment {
 struct CachedBatch {
     encodings: Arc<[Arc<[u8]>]>,
     columns: Arc<[OnceLock<ArrayRef>]>,
+    /// By column: the display scales of an unconstrained numeric column's
+    /// values, read off the encodings when a scan first asks for them.
+    scales: Arc<[OnceLock<ArrayRef>]>,
 }
 
 impl CachedBatch {
@@ -96,7 +99,28 @@ impl CachedBatch {
         CachedBatch {
             encodings,
             columns: (0..columns).map(|_| OnceLock::new()).collect(),
+            scales: (0..columns).map(|_| OnceLock::new()).collect(),
         }
+    }
+
+    /// The display scales of column `column`'s values (see
+    /// `floe_query::snapshot::TableBatches::display_scales`).
+    fn display_scales(&self, column: usize, name: &QualifiedName) -> DfResult<ArrayRef> {
+        if let Some(known) = self.scales.get(column).and_then(OnceLock::get) {
+            return Ok(known.clone());
+        }
+        let mut values = Vec::with_capacity(self.encodings.len());
+        for encoding in self.encodings.iter() {
+            let row = floe_repr::codec::decode_row(encoding).map_err(|e| {
+                QueryError::internal(format!("reading {name}: {e}")).into_datafusion()
+            })?;
+            values.push(row.get(column).and_then(floe_query::snapshot::stored_scale));
+        }
+        let array: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(values));
+        if let Some(cell) = self.scales.get(column) {
+            let _ = cell.set(array.clone());
+        }
+        Ok(array)
     }
 
     /// The columns `wanted` of this batch, converted already, with `schema`.
@@ -274,6 +298,7 @@ impl BatchCache {
             rows: batches.iter().map(|batch| batch.encodings.len()).sum(),
             batches,
             whole: OnceLock::new(),
+            scales: Mutex::default(),
             converted: self.converted.clone(),
         };
         Ok(CachedBatches {
@@ -295,6 +320,9 @@ struct CachedTable {
     /// A small table spread over several segments, as one batch of every column, made
     /// at its first scan: the engine pays per batch.
     whole: OnceLock<RecordBatch>,
+    /// By unconstrained numeric column: every row's display scale, read off the
+    /// stored values at a scan's first need of them.
+    scales: Mutex<HashMap<usize, ArrayRef>>,
     /// The cache's count of rows converted.
     converted: Arc<AtomicUsize>,
 }
@@ -349,6 +377,29 @@ impl TableBatches for CachedTable {
             .iter()
             .map(|batch| batch.projected(&projected, wanted))
             .collect()
+    }
+
+    fn display_scales(&self, column: usize) -> DfResult<Option<ArrayRef>> {
+        let mut scales = self.scales.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = scales.get(&column) {
+            return Ok(Some(known.clone()));
+        }
+        // Each batch keeps its scales across the table's versions (a write
+        // changes a segment's batches, not the others').
+        let arrays = self
+            .batches
+            .iter()
+            .map(|batch| batch.display_scales(column, &self.name))
+            .collect::<DfResult<Vec<_>>>()?;
+        let parts: Vec<&dyn datafusion::arrow::array::Array> =
+            arrays.iter().map(|array| array.as_ref()).collect();
+        let array: ArrayRef = if parts.is_empty() {
+            Arc::new(datafusion::arrow::array::Int32Array::from(Vec::<i32>::new()))
+        } else {
+            concat(&parts)?
+        };
+        scales.insert(column, array.clone());
+        Ok(Some(array))
     }
 }
 
@@ -673,10 +724,12 @@ fn kept_batches(batches: &[CachedBatch], keep: &[bool]) -> Result<Vec<CachedBatc
                     }
                     Ok(filtered)
                 })
-                .collect::<Result<_, ArrowError>>()?;
+                .collect::<Result<Arc<[OnceLock<ArrayRef>]>, ArrowError>>()?;
+            let width = columns.len();
             kept.push(CachedBatch {
                 encodings: encodings.into(),
                 columns,
+                scales: (0..width).map(|_| OnceLock::new()).collect(),
             });
         }
     }
@@ -727,6 +780,7 @@ fn rebatched(batches: &[CachedBatch], width: usize) -> Result<Vec<CachedBatch>, 
             CachedBatch {
                 encodings: encodings[offset..offset + rows].into(),
                 columns,
+                scales: (0..width).map(|_| OnceLock::new()).collect(),
             }
         })
         .collect())

@@ -18,7 +18,7 @@ use crate::batch_cache::BATCH_ROWS;
 use crate::coordinator::ExecuteResponse;
 use crate::error::AdapterError;
 use crate::query;
-use floe_query::snapshot::{ReadyBatches, TableBatches};
+use floe_query::snapshot::{ScaledBatches, TableBatches};
 
 /// A table as the engine sees it: a name and its rows as Arrow batches.
 #[derive(Debug, Clone)]
@@ -76,9 +76,33 @@ pub fn engine_table(
     Ok(EngineTable {
         name: name.clone(),
         schema: relation_schema(desc),
-        batches: Arc::new(ReadyBatches(batches)),
+        batches: Arc::new(ScaledBatches {
+            batches,
+            scales: display_scales(desc, rows),
+        }),
         scans: Arc::default(),
     })
+}
+
+/// The display scales of the rows' unconstrained numeric columns, by column.
+fn display_scales(
+    desc: &RelationDesc,
+    rows: &[Row],
+) -> std::collections::HashMap<usize, datafusion::arrow::array::ArrayRef> {
+    desc.columns
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, column))| {
+            matches!(
+                column.scalar_type,
+                floe_repr::SqlScalarType::Numeric {
+                    max_scale: None,
+                    ..
+                }
+            )
+        })
+        .map(|(index, _)| (index, floe_query::snapshot::stored_scales(rows, index)))
+        .collect()
 }
 
 pub(crate) fn relation_schema(desc: &RelationDesc) -> SchemaRef {
@@ -127,12 +151,17 @@ pub(crate) fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError
     }
 }
 
-/// The rows of a query as datums.
+/// The rows of a query as datums, numerics at their display scales; the first
+/// `stored` columns are rows of a table as it stores them (see
+/// `floe_query::display_scale::apply_to_write`).
 async fn run(
     context: &SessionContext,
     statement: sqlparser::ast::Statement,
+    stored: usize,
 ) -> Result<(Vec<ColumnDesc>, Vec<Row>), AdapterError> {
-    let plan = query::logical_plan(context, statement).await?;
+    let mut plan = query::logical_plan(context, statement).await?;
+    plan.plan = floe_query::display_scale::apply_to_write(plan.plan, stored)
+        .map_err(AdapterError::Engine)?;
     query::execute(context, plan).await
 }
 
@@ -262,7 +291,10 @@ fn returning_context(
         vec![EngineTable {
             name: name.clone(),
             schema: relation_schema(desc),
-            batches: Arc::new(ReadyBatches(vec![batch])),
+            batches: Arc::new(ScaledBatches {
+                batches: vec![batch],
+                scales: display_scales(desc, rows),
+            }),
             scans: Arc::default(),
         }],
     )?;
@@ -296,7 +328,7 @@ async fn respond(
     // the table itself in a context of their own.
     let returning_context = returning_context(name, desc, &written)?;
     let statement = returning_query(name, &items)?;
-    let (columns, rows) = run(&returning_context, statement).await?;
+    let (columns, rows) = run(&returning_context, statement, 0).await?;
     Ok(ExecuteResponse::Rows {
         desc: columns,
         rows,
@@ -343,7 +375,7 @@ async fn evaluate_defaults(
             "default expression is not a query".into(),
         ));
     };
-    let (_, rows) = run(context, *statement).await?;
+    let (_, rows) = run(context, *statement, 0).await?;
     if let Some(row) = rows.into_iter().next() {
         for (index, value) in missing.iter().zip(row) {
             values.insert(*index, value);
@@ -474,7 +506,7 @@ pub async fn insert(
         InsertSource::Engine { context, literal } => match literal {
             Some(rows) => (Some(context), rows.first().map_or(0, Vec::len), rows),
             None => {
-                let (source_desc, rows) = run(context, *plan.source).await?;
+                let (source_desc, rows) = run(context, *plan.source, 0).await?;
                 (Some(context), source_desc.len(), rows)
             }
         },
@@ -546,13 +578,13 @@ pub async fn read_then_write(
 ) -> Result<ExecuteResponse, AdapterError> {
     match write {
         ReadThenWrite::Update(plan) => {
-            let (_, rows) = run(context, *plan.query).await?;
+            let (_, rows) = run(context, *plan.query, plan.desc.columns.len()).await?;
             let (changes, written) = updated_rows(&plan.name, &plan.desc, &plan.assigned, rows)?;
             let table = (plan.table, &plan.name, &plan.desc);
             append_and_respond(target, table, changes, "UPDATE", plan.returning, written).await
         }
         ReadThenWrite::Delete(plan) => {
-            let (_, rows) = run(context, *plan.query).await?;
+            let (_, rows) = run(context, *plan.query, plan.desc.columns.len()).await?;
             let rows = rows
                 .into_iter()
                 .map(|row| as_stored(&plan.desc, row))

@@ -142,7 +142,9 @@ fn plan_view(spec: &DataflowSpec) -> Result<RenderPlan, ComputeError> {
     };
     let plan = futures::executor::block_on(crate::query::logical_plan(&context, statement))
         .map_err(|e| ComputeError::plan(e.to_string()))?;
-    floe_compute::compile(&plan.plan, &context.state())
+    // Rows are stored as they print: at PostgreSQL's display scales.
+    let plan = floe_query::display_scale::apply_to_dataflow(plan.plan);
+    floe_compute::compile(&plan, &context.state())
 }
 
 /// Timely workers per replica process for a cluster size: the machine's

@@ -30,6 +30,7 @@
 //! takes a cheap copy of it with the catalog it reads.
 
 mod aggregate_subquery;
+pub mod display_scale;
 pub mod error;
 pub mod function_row;
 pub mod functions;

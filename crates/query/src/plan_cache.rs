@@ -337,7 +337,8 @@ pub async fn run(
     }
     let mut rewritten = statement.clone();
     rewrite(&mut rewritten);
-    let query = crate::plan(context, rewritten).await?;
+    let mut query = crate::plan(context, rewritten).await?;
+    query.plan = crate::display_scale::apply(query.plan);
     let planned = crate::physical_plan(context, &query).await?;
     if let Some(keep) = keepable(&query, &planned, None) {
         cache.insert(statement, &snapshot, keep);
@@ -384,7 +385,7 @@ pub async fn run_with_parameters(
     let Ok(plan) = read_parameters(query.plan, types, &parameters) else {
         return Ok(None);
     };
-    query.plan = plan;
+    query.plan = crate::display_scale::apply(plan);
     // The cell stays empty while the plan is made: the engine evaluates what
     // looks constant when it plans (an `IN` list becomes a fixed set), and a
     // parameter must fail there, so that nothing of one run's values stays in

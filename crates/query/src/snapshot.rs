@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{Array, ArrayRef, Int32Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
@@ -48,6 +49,64 @@ pub trait TableBatches: std::fmt::Debug + Send + Sync {
         projection: Option<&[usize]>,
         limit: Option<usize>,
     ) -> DfResult<Vec<RecordBatch>>;
+
+    /// The display scale of each row's value of the unconstrained numeric column
+    /// `column`, as stored (`1.50` has 2), in the rows' order: an `Int32` array of
+    /// every row, NULL where the value is; `None` when the rows keep no scales (the
+    /// values then print without trailing zeros).
+    fn display_scales(&self, _column: usize) -> DfResult<Option<ArrayRef>> {
+        Ok(None)
+    }
+}
+
+/// The display scale of a stored numeric value (the digits of its fraction).
+pub fn stored_scale(datum: &floe_repr::Datum) -> Option<i32> {
+    match datum {
+        floe_repr::Datum::Numeric(text) if text != "NaN" => {
+            Some(text.split_once('.').map_or(0, |(_, fraction)| {
+                i32::try_from(fraction.len()).unwrap_or(0)
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// The display scales of column `column` of `rows` (see
+/// [`TableBatches::display_scales`]).
+pub fn stored_scales(rows: &[floe_repr::Row], column: usize) -> ArrayRef {
+    Arc::new(Int32Array::from_iter(
+        rows.iter()
+            .map(|row| row.get(column).and_then(stored_scale)),
+    ))
+}
+
+/// Batches converted already, with the display scales of their unconstrained
+/// numeric columns as the rows they were made from held them.
+#[derive(Debug, Clone)]
+pub struct ScaledBatches {
+    pub batches: Vec<RecordBatch>,
+    /// By column: every row's display scale, where the column is an
+    /// unconstrained numeric.
+    pub scales: HashMap<usize, ArrayRef>,
+}
+
+impl TableBatches for ScaledBatches {
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    fn batches(
+        &self,
+        schema: &SchemaRef,
+        projection: Option<&[usize]>,
+        limit: Option<usize>,
+    ) -> DfResult<Vec<RecordBatch>> {
+        ReadyBatches(self.batches.clone()).batches(schema, projection, limit)
+    }
+
+    fn display_scales(&self, column: usize) -> DfResult<Option<ArrayRef>> {
+        Ok(self.scales.get(&column).cloned())
+    }
 }
 
 /// Batches converted already: a transaction's view of a table, RETURNING's rows.
@@ -150,6 +209,7 @@ pub fn register_table(
         name: name.clone(),
         schema: rows.schema.clone(),
         rows: rows.batches.num_rows(),
+        scale_columns: Vec::new(),
     };
     schema.deregister_table(&name.1)?;
     schema.register_table(name.1.clone(), Arc::new(table))?;
@@ -168,12 +228,55 @@ pub struct SnapshotTable {
     pub name: TableName,
     pub schema: SchemaRef,
     rows: usize,
+    /// The unconstrained numeric columns whose display scales follow the table's
+    /// columns, as `Int32` columns of their own (see [`SnapshotTable::with_scales`]).
+    scale_columns: Vec<usize>,
+}
+
+/// The name of the column of a table's display scales of its column `name`.
+pub fn scale_column_name(name: &str) -> String {
+    format!("floe_stored_scale_{name}")
+}
+
+impl SnapshotTable {
+    /// The table with a column of the display scales of each of `columns` (its
+    /// unconstrained numerics) after its own, which `crate::display_scale` reads;
+    /// the table planned from SQL has none, so `*` never names them.
+    pub fn with_scales(&self, columns: Vec<usize>) -> SnapshotTable {
+        SnapshotTable {
+            name: self.name.clone(),
+            schema: self.schema.clone(),
+            rows: self.rows,
+            scale_columns: columns,
+        }
+    }
+
+    /// The table's columns, then its scale columns.
+    fn scaled_schema(&self) -> SchemaRef {
+        if self.scale_columns.is_empty() {
+            return self.schema.clone();
+        }
+        let mut fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        for column in &self.scale_columns {
+            let name = self.schema.field(*column).name();
+            fields.push(Field::new(scale_column_name(name), DataType::Int32, true));
+        }
+        Arc::new(Schema::new_with_metadata(
+            fields,
+            self.schema.metadata().clone(),
+        ))
+    }
 }
 
 #[async_trait]
 impl TableProvider for SnapshotTable {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.scaled_schema()
     }
 
     fn table_type(&self) -> TableType {
@@ -187,9 +290,10 @@ impl TableProvider for SnapshotTable {
         _filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let scaled = self.scaled_schema();
         let projected = match projection {
-            Some(columns) => Arc::new(self.schema.project(columns)?),
-            None => self.schema.clone(),
+            Some(columns) => Arc::new(scaled.project(columns)?),
+            None => scaled,
         };
         let properties = PlanProperties::new(
             EquivalenceProperties::new(projected.clone()),
@@ -201,6 +305,7 @@ impl TableProvider for SnapshotTable {
             name: self.name.clone(),
             table_schema: self.schema.clone(),
             projection: projection.cloned(),
+            scale_columns: self.scale_columns.clone(),
             limit,
             rows: self.rows,
             properties: Arc::new(properties),
@@ -216,6 +321,9 @@ pub struct SnapshotScanExec {
     /// another shape of the table must not read it.
     table_schema: SchemaRef,
     projection: Option<Vec<usize>>,
+    /// The columns whose display scales follow the table's in the projection's
+    /// numbering (see [`SnapshotTable::with_scales`]).
+    scale_columns: Vec<usize>,
     limit: Option<usize>,
     /// The table's rows when planned, for the optimizer's estimates.
     rows: usize,
@@ -275,9 +383,12 @@ impl ExecutionPlan for SnapshotScanExec {
             );
         }
         rows.scans.fetch_add(1, Ordering::Relaxed);
-        let batches =
+        let batches = if self.scale_columns.is_empty() {
             rows.batches
-                .batches(&self.table_schema, self.projection.as_deref(), self.limit)?;
+                .batches(&self.table_schema, self.projection.as_deref(), self.limit)?
+        } else {
+            self.scaled_batches(&rows)?
+        };
         let stream = MemoryStream::try_new(batches, self.schema(), None)?.with_fetch(self.limit);
         Ok(Box::pin(stream))
     }
@@ -286,5 +397,59 @@ impl ExecutionPlan for SnapshotScanExec {
         Ok(Arc::new(
             Statistics::new_unknown(&self.schema()).with_num_rows(Precision::Inexact(self.rows)),
         ))
+    }
+}
+
+impl SnapshotScanExec {
+    /// The projected batches of a scan that also reads display scales: the table's
+    /// columns of the projection read as any scan reads them, each scale column the
+    /// slice of the table's scales beside its batch's rows (all NULL where the rows
+    /// keep no scales).
+    fn scaled_batches(&self, rows: &TableRows) -> DfResult<Vec<RecordBatch>> {
+        let width = self.table_schema.fields().len();
+        let wanted: Vec<usize> = match &self.projection {
+            Some(columns) => columns.clone(),
+            None => (0..width + self.scale_columns.len()).collect(),
+        };
+        let own: Vec<usize> = wanted.iter().copied().filter(|c| *c < width).collect();
+        let batches = rows
+            .batches
+            .batches(&self.table_schema, Some(&own), self.limit)?;
+        let mut scales = HashMap::new();
+        for column in wanted.iter().filter(|c| **c >= width) {
+            let Some(scaled) = self.scale_columns.get(column - width) else {
+                return internal_err!("a scale column past the table's");
+            };
+            scales.insert(*column, rows.batches.display_scales(*scaled)?);
+        }
+        let schema = self.schema();
+        let mut offset = 0;
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let length = batch.num_rows();
+            let mut own_columns = batch.columns().iter();
+            let mut columns = Vec::with_capacity(wanted.len());
+            for column in &wanted {
+                if *column < width {
+                    match own_columns.next() {
+                        Some(array) => columns.push(array.clone()),
+                        None => return internal_err!("a scan's batch lacks a column"),
+                    }
+                    continue;
+                }
+                let array = match scales.get(column).cloned().flatten() {
+                    Some(all) if all.len() >= offset + length => all.slice(offset, length),
+                    _ => datafusion::arrow::array::new_null_array(&DataType::Int32, length),
+                };
+                columns.push(array);
+            }
+            out.push(RecordBatch::try_new_with_options(
+                schema.clone(),
+                columns,
+                &datafusion::arrow::array::RecordBatchOptions::new().with_row_count(Some(length)),
+            )?);
+            offset += length;
+        }
+        Ok(out)
     }
 }

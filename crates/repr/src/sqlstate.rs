@@ -36,6 +36,7 @@ impl SqlState {
     pub const NON_NUMERIC_SQL_JSON_ITEM: SqlState = SqlState("22036");
     pub const SINGLETON_SQL_JSON_ITEM_REQUIRED: SqlState = SqlState("22038");
     pub const SQL_JSON_ARRAY_NOT_FOUND: SqlState = SqlState("22039");
+    pub const SQL_JSON_OBJECT_NOT_FOUND: SqlState = SqlState("2203C");
     pub const SQL_JSON_MEMBER_NOT_FOUND: SqlState = SqlState("2203A");
     pub const SQL_JSON_NUMBER_NOT_FOUND: SqlState = SqlState("2203B");
     pub const INTERVAL_FIELD_OVERFLOW: SqlState = SqlState("22015");

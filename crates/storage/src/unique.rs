@@ -33,10 +33,33 @@ fn key_of(row: &Row, index: &UniqueIndex) -> Option<Vec<u8>> {
     for column in &index.columns {
         match row.get(*column) {
             None | Some(Datum::Null) => return None,
+            // Numerics equal in value are one key whatever their display
+            // scales (`1.5` and `1.50`), as in PostgreSQL.
+            Some(Datum::Numeric(text)) => key.push(Datum::Numeric(numeric_key(text))),
             Some(datum) => key.push(datum.clone()),
         }
     }
     Some(row_to_bytes(&key))
+}
+
+/// A numeric's text without the trailing zeros of its fraction.
+fn numeric_key(text: &str) -> String {
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            let whole = if fraction.is_empty() && whole == "-0" {
+                "0"
+            } else {
+                whole
+            };
+            if fraction.is_empty() {
+                whole.to_string()
+            } else {
+                format!("{whole}.{fraction}")
+            }
+        }
+        None => text.to_string(),
+    }
 }
 
 /// The row a change is of. Its encoding was made from a `Row` by this process or read
@@ -79,7 +102,7 @@ impl UniqueCounts {
             let existing = self.counts.get(key).copied().unwrap_or(0)
                 + earlier.and_then(|e| e.get(key)).copied().unwrap_or(0);
             if *delta > 0 && existing + delta > 1 {
-                return Err(self.violation(key));
+                return Err(self.violation_by(key, changes));
             }
         }
         Ok(())
@@ -92,6 +115,29 @@ impl UniqueCounts {
             if let Some(key) = key_of(&row_of(change), &self.index) {
                 *into.entry(key).or_insert(0) += change.diff;
             }
+        }
+    }
+
+    /// The error naming this index and the key's values as a row of `changes`
+    /// that adds it writes them (`1.50` where the key is `1.5`).
+    fn violation_by(&self, key: &[u8], changes: &[Change]) -> AppendError {
+        let written = changes
+            .iter()
+            .filter(|change| change.diff > 0)
+            .map(row_of)
+            .find(|row| key_of(row, &self.index).as_deref() == Some(key));
+        match written {
+            Some(row) => AppendError::UniqueViolation {
+                index: Some(self.index.name.clone()),
+                columns: self.index.columns.clone(),
+                key: self
+                    .index
+                    .columns
+                    .iter()
+                    .map(|column| row.get(*column).cloned().unwrap_or(Datum::Null))
+                    .collect(),
+            },
+            None => self.violation(key),
         }
     }
 

@@ -745,6 +745,14 @@ impl Context<'_> {
         let mut out = Vec::new();
         for item in items {
             match (step, item) {
+                (Step::Method(items::Method::KeyValue), Json::Array(elements)) if !self.strict => {
+                    for element in elements {
+                        out.extend(items::key_values(element, self.root)?);
+                    }
+                }
+                (Step::Method(items::Method::KeyValue), item) => {
+                    out.extend(items::key_values(item, self.root)?);
+                }
                 (Step::Method(method), Json::Array(elements))
                     if method.unwraps() && !self.strict =>
                 {
@@ -1051,7 +1059,12 @@ mod tests {
             SqlState::INVALID_SQL_JSON_SUBSCRIPT
         );
         assert_eq!(code("1", "($ + 1) * 2"), SqlState::FEATURE_NOT_SUPPORTED);
-        assert_eq!(code("1", "$.keyvalue()"), SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("1", "$.datetime()"), SqlState::FEATURE_NOT_SUPPORTED);
+        // PostgreSQL 15: 2203C.
+        assert_eq!(
+            code("1", "$.keyvalue()"),
+            SqlState::SQL_JSON_OBJECT_NOT_FOUND
+        );
         assert_eq!(code("1", "$.a ? ("), SqlState::SYNTAX_ERROR);
         assert_eq!(
             code("1", "$ ? (@ like_regex \"(\")"),

@@ -66,6 +66,10 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         })
         .udf(),
         RowFunction::new("sign", immutable, sign_result, |row, ty| sign(&row[0], ty)).udf(),
+        RowFunction::new("cbrt", immutable, cbrt_result, |row, _| {
+            Ok(Datum::Float64(cbrt(as_double(&row[0])?)))
+        })
+        .udf(),
         RowFunction::new("width_bucket", immutable, bucket_result, |row, _| {
             width_bucket(&row[0], &row[1], &row[2], &row[3])
         })
@@ -215,6 +219,55 @@ fn power_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> 
     expect_arguments("power", arguments, &[2])?;
     numbers("power", arguments)?;
     Ok(SqlScalarType::Float64)
+}
+
+fn cbrt_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    expect_arguments("cbrt", arguments, &[1])?;
+    numbers("cbrt", arguments)?;
+    Ok(SqlScalarType::Float64)
+}
+
+/// The cube root as PostgreSQL's `dcbrt` answers it on glibc, whose `cbrt`
+/// is not correctly rounded (`cbrt(27)` is 3.0000000000000004): glibc's
+/// polynomial estimate and one Halley step, where Rust's `f64::cbrt` gives 3.
+pub(super) fn cbrt(x: f64) -> f64 {
+    const CBRT2: f64 = 1.259_921_049_894_873_2;
+    const SQUARED_CBRT2: f64 = 1.587_401_051_968_199_5;
+    const FACTORS: [f64; 5] = [1.0 / SQUARED_CBRT2, 1.0 / CBRT2, 1.0, CBRT2, SQUARED_CBRT2];
+    if x == 0.0 || !x.is_finite() {
+        return x + x;
+    }
+    let (xm, xe) = frexp(x.abs());
+    let u = 0.354_895_765_043_919_86
+        + (1.508_191_937_815_849
+            + (-2.114_994_941_673_713
+                + (2.446_931_225_635_344_3
+                    + (-1.834_692_774_836_130_9
+                        + (0.784_932_344_976_639_3 - 0.145_263_899_385_486_38 * xm) * xm)
+                        * xm)
+                    * xm)
+                * xm)
+            * xm;
+    let t2 = u * u * u;
+    // C's `%` and `/` truncate toward zero.
+    let factor = FACTORS[(2 + xe % 3) as usize];
+    let ym = u * (t2 + 2.0 * xm) / (2.0 * t2 + xm) * factor;
+    let root = ym * 2f64.powi(xe / 3);
+    if x > 0.0 { root } else { -root }
+}
+
+/// `x` as a fraction in [0.5, 1) and a power of two (C's `frexp`), for a
+/// finite nonzero `x`.
+fn frexp(x: f64) -> (f64, i32) {
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    if exponent == 0 {
+        // Subnormal: scale into the normal range first.
+        let (fraction, power) = frexp(x * 2f64.powi(64));
+        return (fraction, power - 64);
+    }
+    let fraction = f64::from_bits((bits & !(0x7ff << 52)) | (1022 << 52));
+    (fraction, exponent - 1022)
 }
 
 /// Postgres' `dpow`.
@@ -405,4 +458,19 @@ fn fraction_digits(value: &Datum, minimum: bool) -> Datum {
         .split_once('.')
         .map_or(0, |(_, fraction)| fraction.len());
     Datum::Int32(i32::try_from(digits).unwrap_or(i32::MAX))
+}
+
+#[cfg(test)]
+mod cbrt_tests {
+    /// PostgreSQL 15 on glibc.
+    #[test]
+    fn cube_roots_are_glibc_s() {
+        assert_eq!(super::cbrt(27.0).to_string(), "3.0000000000000004");
+        assert_eq!(super::cbrt(-27.0).to_string(), "-3.0000000000000004");
+        assert_eq!(super::cbrt(8.0).to_string(), "2");
+        assert_eq!(super::cbrt(2.0).to_string(), "1.2599210498948734");
+        assert_eq!(super::cbrt(1e300), 1e100);
+        assert_eq!(super::cbrt(0.001).to_string(), "0.1");
+        assert_eq!(super::cbrt(0.0).to_string(), "0");
+    }
 }

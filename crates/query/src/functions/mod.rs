@@ -21,6 +21,7 @@ pub mod math;
 pub mod numeric_display;
 pub mod numeric_division;
 mod numeric_math;
+pub mod numeric_scale;
 pub mod or_empty;
 pub mod ordered_set;
 mod random;
@@ -52,6 +53,7 @@ use crate::error::QueryError;
 
 pub use array::{EXPAND_ARRAY, VECTOR_ELEMENT};
 pub use cast::{PG_CAST, cast_expr};
+pub use numeric_math::NUMERIC_MATH;
 
 /// Every function floe defines, by name.
 static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
@@ -71,6 +73,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(numeric_division::functions())
         .chain(numeric_math::functions())
         .chain(numeric_display::functions())
+        .chain(numeric_scale::functions())
         .chain(ordered_set::functions())
         .chain(range::overloads())
         .chain([or_empty::function()])
@@ -109,6 +112,22 @@ pub fn register(state: &mut SessionState) {
     let _ = state.register_udf(Arc::new(ScalarUDF::new_from_impl(
         unknown::UnknownFunction::default(),
     )));
+}
+
+/// Whether `name` is a numeric function whose numeric result's display scale
+/// PostgreSQL chooses from its arguments' values (`sqrt`, `ln`, ...).
+pub fn numeric_math_function(name: &str) -> bool {
+    numeric_math::is_math_function(name)
+}
+
+/// The aggregate of the display scale of floe's numeric statistic `name`
+/// (`var_samp`, `stddev`, ...), if `name` is one.
+pub fn variance_display_scale(name: &str) -> Option<Arc<datafusion::logical_expr::AggregateUDF>> {
+    let scale_name = variance::display_scale_name(name)?;
+    variance::aggregates()
+        .into_iter()
+        .find(|aggregate| aggregate.name() == scale_name)
+        .map(Arc::new)
 }
 
 /// floe's function `name`, if floe defines one.

@@ -38,7 +38,7 @@ const PRECISION: u8 = 38;
 
 static NUMERIC_DIVIDE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     Arc::new(ScalarUDF::new_from_impl(NumericDivide {
-        signature: Signature::any(2, Volatility::Immutable),
+        signature: Signature::variadic_any(Volatility::Immutable),
     }))
 });
 
@@ -49,7 +49,7 @@ pub const AVERAGE: &str = "floe_average";
 
 static AVERAGE_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
     Arc::new(ScalarUDF::new_from_impl(Average {
-        signature: Signature::any(2, Volatility::Immutable),
+        signature: Signature::variadic_any(Volatility::Immutable),
     }))
 });
 
@@ -118,7 +118,7 @@ impl ScalarUDFImpl for Average {
         &self,
         args: datafusion::logical_expr::ReturnFieldArgs,
     ) -> DfResult<datafusion::arrow::datatypes::FieldRef> {
-        let [sum, _] = args.arg_fields else {
+        let [sum, _, ..] = args.arg_fields else {
             return Err(QueryError::internal("floe_average arity").into_datafusion());
         };
         if is_float(sum.data_type()) {
@@ -152,7 +152,8 @@ impl ScalarUDFImpl for Average {
             })?;
             let sum = cast(&sum, &decimal)?;
             let count = cast(&count, &DataType::Decimal128(20, 0))?;
-            quotient_array(&sum, &count, average_scale(&decimal))?
+            let scales = display_scales(&args, 2)?;
+            quotient_array(&sum, &count, average_scale(&decimal), scales.as_ref())?
         };
         columnar(array, scalar)
     }
@@ -190,7 +191,7 @@ impl ScalarUDFImpl for NumericDivide {
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
         match arg_types {
-            [left, right] => Ok(DataType::Decimal128(PRECISION, result_scale(left, right))),
+            [left, right, ..] => Ok(DataType::Decimal128(PRECISION, result_scale(left, right))),
             _ => Err(QueryError::internal("numeric division arity").into_datafusion()),
         }
     }
@@ -200,7 +201,7 @@ impl ScalarUDFImpl for NumericDivide {
         &self,
         args: datafusion::logical_expr::ReturnFieldArgs,
     ) -> DfResult<datafusion::arrow::datatypes::FieldRef> {
-        let [left, right] = args.arg_fields else {
+        let [left, right, ..] = args.arg_fields else {
             return Err(QueryError::internal("numeric division arity").into_datafusion());
         };
         let scale = result_scale(left.data_type(), right.data_type());
@@ -214,7 +215,11 @@ impl ScalarUDFImpl for NumericDivide {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let (left, right, scalar) = operands(&args)?;
         let out_scale = result_scale(left.data_type(), right.data_type());
-        columnar(quotient_array(&left, &right, out_scale)?, scalar)
+        let scales = display_scales(&args, 2)?;
+        columnar(
+            quotient_array(&left, &right, out_scale, scales.as_ref())?,
+            scalar,
+        )
     }
 }
 
@@ -226,15 +231,48 @@ fn operands(args: &ScalarFunctionArgs) -> DfResult<(ArrayRef, ArrayRef, bool)> {
         .iter()
         .all(|a| matches!(a, ColumnarValue::Scalar(_)));
     let length = if scalar { 1 } else { args.number_rows };
-    let [left, right] = args.args.as_slice() else {
+    let [left, right, ..] = args.args.as_slice() else {
         return Err(QueryError::internal("a quotient of two operands").into_datafusion());
     };
     Ok((left.to_array(length)?, right.to_array(length)?, scalar))
 }
 
-/// The quotients of two decimal arrays in a column of `out_scale` places.
-fn quotient_array(left: &ArrayRef, right: &ArrayRef, out_scale: i8) -> DfResult<ArrayRef> {
-    let quotients = divide_arrays(left, right, out_scale).map_err(QueryError::into_datafusion)?;
+/// The operands' display scales, where the call passes them after its
+/// `operands` operands (see [`crate::display_scale`]): each row's larger.
+fn display_scales(args: &ScalarFunctionArgs, operands: usize) -> DfResult<Option<Vec<i32>>> {
+    use datafusion::arrow::datatypes::Int32Type;
+    let scales = &args.args[operands.min(args.args.len())..];
+    if scales.is_empty() {
+        return Ok(None);
+    }
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let length = if scalar { 1 } else { args.number_rows };
+    let mut largest = vec![0; length];
+    for scale in scales {
+        let array = datafusion::arrow::compute::cast(&scale.to_array(length)?, &DataType::Int32)?;
+        let array = array.as_primitive::<Int32Type>();
+        for (index, value) in largest.iter_mut().enumerate() {
+            if array.is_valid(index) {
+                *value = (*value).max(array.value(index));
+            }
+        }
+    }
+    Ok(Some(largest))
+}
+
+/// The quotients of two decimal arrays in a column of `out_scale` places,
+/// each rounded at no fewer places than its row's operands' display scale.
+fn quotient_array(
+    left: &ArrayRef,
+    right: &ArrayRef,
+    out_scale: i8,
+    display_scales: Option<&Vec<i32>>,
+) -> DfResult<ArrayRef> {
+    let quotients = divide_arrays(left, right, out_scale, display_scales)
+        .map_err(QueryError::into_datafusion)?;
     Ok(Arc::new(
         quotients
             .with_precision_and_scale(PRECISION, out_scale)
@@ -246,6 +284,7 @@ fn divide_arrays(
     left: &ArrayRef,
     right: &ArrayRef,
     out_scale: i8,
+    display_scales: Option<&Vec<i32>>,
 ) -> Result<Decimal128Array, QueryError> {
     let (Some(l), Some(r)) = (
         left.as_primitive_opt::<Decimal128Type>(),
@@ -260,12 +299,14 @@ fn divide_arrays(
             out.push(None);
             continue;
         }
-        out.push(Some(divide(
+        let least = display_scales.and_then(|s| s.get(index)).copied();
+        out.push(Some(divide_at(
             l.value(index),
             s1,
             r.value(index),
             s2,
             out_scale,
+            least.unwrap_or(0),
         )?));
     }
     Ok(Decimal128Array::from(out))
@@ -288,13 +329,28 @@ fn power_of_ten(exponent: u32) -> Result<i256, QueryError> {
 /// from zero at PostgreSQL's scale for them (at most `out_scale`), as an
 /// unscaled value at `out_scale`.
 pub fn divide(left: i128, s1: i8, right: i128, s2: i8, out_scale: i8) -> Result<i128, QueryError> {
+    divide_at(left, s1, right, s2, out_scale, 0)
+}
+
+/// [`divide`] at no fewer than `least` places (the operands' display
+/// scales, where they exceed their columns' digits).
+fn divide_at(
+    left: i128,
+    s1: i8,
+    right: i128,
+    s2: i8,
+    out_scale: i8,
+    least: i32,
+) -> Result<i128, QueryError> {
     if right == 0 {
         return Err(QueryError::new(
             SqlState::DIVISION_BY_ZERO,
             "division by zero",
         ));
     }
-    let target = postgres_scale(left, s1, right, s2).min(i32::from(out_scale));
+    let target = postgres_scale(left, s1, right, s2)
+        .max(least)
+        .min(i32::from(out_scale));
     // left / right at `target` digits: left * 10^(target + s2 - s1) / right.
     let exponent = target + i32::from(s2) - i32::from(s1);
     let mut numerator = i256::from_i128(left);

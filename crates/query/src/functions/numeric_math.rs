@@ -65,24 +65,153 @@ struct MathFunction {
     signature: Signature,
 }
 
+/// `floe_numeric_math(name, arg..., scale...)`: the numeric function `name`
+/// of arguments read at these display scales (a quotient's
+/// `0.20000000000000000000` where its column holds 0.2), in the column the
+/// function's result has (see [`crate::display_scale`]).
+pub const NUMERIC_MATH: &str = "floe_numeric_math";
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ScaledMath {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ScaledMath {
+    fn name(&self) -> &str {
+        NUMERIC_MATH
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Err(QueryError::internal("floe_numeric_math is typed by its fields").into_datafusion())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        let power = matches!(
+            args.scalar_arguments.first().copied().flatten(),
+            Some(datafusion::common::ScalarValue::Utf8(Some(name))) if name == "power" || name == "pow"
+        );
+        let scale = if power { POWER_SCALE } else { SCALE };
+        Ok(Arc::new(floe_arrow::computed_numeric_field(
+            NUMERIC_MATH,
+            PRECISION,
+            scale as i8,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if scalar { 1 } else { args.number_rows };
+        let mut columns = Vec::with_capacity(args.args.len());
+        for (value, field) in args.args.iter().zip(&args.arg_fields) {
+            let array = value.to_array(length)?;
+            columns.push(
+                floe_arrow::array_to_datums(&array, field)
+                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
+            );
+        }
+        let scale = match args.return_field.data_type() {
+            DataType::Decimal128(_, scale) => (*scale).max(0) as u32,
+            _ => return Err(QueryError::internal("a numeric result column").into_datafusion()),
+        };
+        let values = (0..length)
+            .map(|index| {
+                let row: Vec<Datum> = columns
+                    .iter()
+                    .map(|column| column.get(index).cloned().unwrap_or(Datum::Null))
+                    .collect();
+                scaled_math_row(&row, scale)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(QueryError::into_datafusion)?;
+        let array: ArrayRef = Arc::new(
+            Decimal128Array::from(values)
+                .with_precision_and_scale(PRECISION, scale as i8)
+                .map_err(|e| QueryError::internal(e.to_string()).into_datafusion())?,
+        );
+        super::columnar(array, scalar)
+    }
+}
+
+/// The arguments of `floe_numeric_math`'s row at their display scales.
+fn scaled_arguments(row: &[Datum]) -> Result<Option<(Kind, Vec<Exact>)>, QueryError> {
+    let Some((Datum::Text(name), rest)) = row.split_first() else {
+        return Err(QueryError::internal("a numeric function's name"));
+    };
+    let kind = match name.as_str() {
+        "sqrt" => Kind::Sqrt,
+        "exp" => Kind::Exp,
+        "ln" => Kind::Ln,
+        "log" | "log10" => Kind::Log,
+        "power" | "pow" => Kind::Power,
+        _ => return Err(QueryError::internal(format!("no numeric function {name}"))),
+    };
+    if rest.iter().any(|d| matches!(d, Datum::Null)) {
+        return Ok(None);
+    }
+    let (values, scales) = rest.split_at(rest.len() / 2);
+    let mut args = Vec::with_capacity(values.len());
+    for (value, scale) in values.iter().zip(scales) {
+        let places = match scale {
+            Datum::Int32(n) => u32::try_from(*n).unwrap_or(0).min(MAX_DISPLAY_SCALE as u32),
+            _ => 0,
+        };
+        let value = exact(value)?;
+        let at = places.max(value.scale);
+        args.push(value.rounded(at));
+    }
+    Ok(Some((kind, args)))
+}
+
+fn scaled_math_row(row: &[Datum], scale: u32) -> Result<Option<i128>, QueryError> {
+    let Some((kind, args)) = scaled_arguments(row)? else {
+        return Ok(None);
+    };
+    let digits = numeric_result(kind, &args)?.rounded(scale).digits;
+    if digits.abs() >= exact::ten_to(u32::from(PRECISION)) {
+        return Err(overflow());
+    }
+    digits.to_i128().map(Some).ok_or_else(overflow)
+}
+
+/// The display scale of `floe_numeric_math`'s row (NULL where the value is
+/// NULL or an error).
+pub(super) fn scaled_result_scale(row: &[Datum]) -> Result<Option<u32>, QueryError> {
+    let Some((kind, args)) = scaled_arguments(row)? else {
+        return Ok(None);
+    };
+    Ok(numeric_result(kind, &args).ok().map(|result| result.scale))
+}
+
 pub(super) fn functions() -> Vec<ScalarUDF> {
-    [
-        ("sqrt", Kind::Sqrt),
-        ("exp", Kind::Exp),
-        ("ln", Kind::Ln),
-        ("log", Kind::Log),
-        ("log10", Kind::Log),
-        ("power", Kind::Power),
-        ("pow", Kind::Power),
-    ]
-    .into_iter()
-    .map(|(name, kind)| {
-        ScalarUDF::new_from_impl(MathFunction {
-            name,
-            kind,
-            signature: Signature::variadic_any(Volatility::Immutable),
-        })
-    })
+    std::iter::once(ScalarUDF::new_from_impl(ScaledMath {
+        signature: Signature::variadic_any(Volatility::Immutable),
+    }))
+    .chain(
+        [
+            ("sqrt", Kind::Sqrt),
+            ("exp", Kind::Exp),
+            ("ln", Kind::Ln),
+            ("log", Kind::Log),
+            ("log10", Kind::Log),
+            ("power", Kind::Power),
+            ("pow", Kind::Power),
+        ]
+        .into_iter()
+        .map(|(name, kind)| {
+            ScalarUDF::new_from_impl(MathFunction {
+                name,
+                kind,
+                signature: Signature::variadic_any(Volatility::Immutable),
+            })
+        }),
+    )
     .collect()
 }
 
@@ -236,15 +365,7 @@ impl MathFunction {
             return Ok(None);
         }
         let args = row.iter().map(exact).collect::<Result<Vec<_>, _>>()?;
-        let result = match (self.kind, args.as_slice()) {
-            (Kind::Sqrt, [x]) => sqrt(x)?,
-            (Kind::Exp, [x]) => exp(x)?,
-            (Kind::Ln, [x]) => ln(x)?,
-            (Kind::Log, [x]) => log(&Exact::integer(10), x)?,
-            (Kind::Log, [base, x]) => log(base, x)?,
-            (Kind::Power, [x, y]) => power(x, y)?,
-            _ => return Err(QueryError::internal("numeric function arity")),
-        };
+        let result = numeric_result(self.kind, &args)?;
         let digits = result.rounded(scale).digits;
         if digits.abs() >= exact::ten_to(u32::from(PRECISION)) {
             return Err(overflow());
@@ -272,6 +393,28 @@ impl MathFunction {
         };
         Ok(Some(result))
     }
+}
+
+/// The numeric function of this kind of these arguments, at PostgreSQL's
+/// result scale.
+fn numeric_result(kind: Kind, args: &[Exact]) -> Result<Exact, QueryError> {
+    Ok(match (kind, args) {
+        (Kind::Sqrt, [x]) => sqrt(x)?,
+        (Kind::Exp, [x]) => exp(x)?,
+        (Kind::Ln, [x]) => ln(x)?,
+        (Kind::Log, [x]) => log(&Exact::integer(10), x)?,
+        (Kind::Log, [base, x]) => log(base, x)?,
+        (Kind::Power, [x, y]) => power(x, y)?,
+        _ => return Err(QueryError::internal("numeric function arity")),
+    })
+}
+
+/// Whether `name` is one of the functions here.
+pub(crate) fn is_math_function(name: &str) -> bool {
+    matches!(
+        name,
+        "sqrt" | "exp" | "ln" | "log" | "log10" | "power" | "pow"
+    )
 }
 
 /// An argument of the numeric function (an integer is a numeric of scale 0).

@@ -46,23 +46,39 @@ struct PgVariance {
     aliases: Vec<String>,
     statistic: Statistic,
     signature: Signature,
+    /// Whether this is the statistic's display scale (an `int`) rather than
+    /// its value: PostgreSQL's scale of a numeric statistic depends on the
+    /// sums (see `crate::display_scale`).
+    display_scale: bool,
+}
+
+/// The name of the aggregate of the display scale of the numeric statistic
+/// `name` (`var_samp`, `stddev_pop`, ...).
+pub fn display_scale_name(name: &str) -> Option<String> {
+    matches!(name, "var_samp" | "var_pop" | "stddev" | "stddev_pop")
+        .then(|| format!("floe_display_scale_of_{name}"))
 }
 
 /// The aggregates floe registers over DataFusion's of these names.
 pub fn aggregates() -> Vec<AggregateUDF> {
-    let aggregate = |name, aliases: &[&str], sample, root| {
+    let aggregate = |name, aliases: &[&str], sample, root, display_scale| {
         AggregateUDF::new_from_impl(PgVariance {
             name,
             aliases: aliases.iter().map(|a| a.to_string()).collect(),
             statistic: Statistic { sample, root },
             signature: Signature::user_defined(Volatility::Immutable),
+            display_scale,
         })
     };
     vec![
-        aggregate("var_samp", &["var", "variance"], true, false),
-        aggregate("var_pop", &[], false, false),
-        aggregate("stddev", &["stddev_samp"], true, true),
-        aggregate("stddev_pop", &[], false, true),
+        aggregate("var_samp", &["var", "variance"], true, false, false),
+        aggregate("var_pop", &[], false, false, false),
+        aggregate("stddev", &["stddev_samp"], true, true, false),
+        aggregate("stddev_pop", &[], false, true, false),
+        aggregate("floe_display_scale_of_var_samp", &[], true, false, true),
+        aggregate("floe_display_scale_of_var_pop", &[], false, false, true),
+        aggregate("floe_display_scale_of_stddev", &[], true, true, true),
+        aggregate("floe_display_scale_of_stddev_pop", &[], false, true, true),
     ]
 }
 
@@ -99,6 +115,9 @@ impl AggregateUDFImpl for PgVariance {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        if self.display_scale {
+            return Ok(DataType::Int32);
+        }
         Ok(match arg_types.first() {
             Some(data_type) if is_exact(data_type) => {
                 DataType::Decimal128(floe_arrow::NUMERIC_PRECISION, SCALE)
@@ -108,6 +127,9 @@ impl AggregateUDFImpl for PgVariance {
     }
 
     fn return_field(&self, arg_fields: &[FieldRef]) -> DfResult<FieldRef> {
+        if self.display_scale {
+            return Ok(Arc::new(Field::new(self.name, DataType::Int32, true)));
+        }
         let exact = arg_fields.first().is_some_and(|f| is_exact(f.data_type()));
         Ok(Arc::new(if exact {
             floe_arrow::computed_numeric_field(self.name, floe_arrow::NUMERIC_PRECISION, SCALE)
@@ -132,6 +154,7 @@ impl AggregateUDFImpl for PgVariance {
             Box::new(ExactSums {
                 statistic: self.statistic,
                 bare,
+                display_scale: self.display_scale,
                 ..ExactSums::default()
             })
         } else {
@@ -192,6 +215,8 @@ struct ExactSums {
     statistic: Statistic,
     /// Whether the input is a bare numeric (its values' scales are their own).
     bare: bool,
+    /// Whether to answer the statistic's display scale rather than its value.
+    display_scale: bool,
     count: i64,
     scale: u32,
     sum: i256,
@@ -247,6 +272,30 @@ impl ExactSums {
         }
         let square = value.checked_mul(value).ok_or_else(overflow)?;
         self.add(1, scale, value, square)
+    }
+
+    /// PostgreSQL's display scale of [`Self::statistic`]: `select_div_scale`'s
+    /// of the sums' quotient (0 for a zero variance).
+    fn display_scale(&self) -> DfResult<Option<i32>> {
+        if self.count == 0 || (self.statistic.sample && self.count == 1) {
+            return Ok(None);
+        }
+        let n = i256::from_i128(i128::from(self.count));
+        let numerator = n
+            .checked_mul(self.squares)
+            .and_then(|a| Some(a - self.sum.checked_mul(self.sum)?))
+            .ok_or_else(overflow)?;
+        if numerator <= i256::ZERO {
+            return Ok(Some(0));
+        }
+        let other = if self.statistic.sample {
+            n - i256::ONE
+        } else {
+            n
+        };
+        let denominator = n.checked_mul(other).ok_or_else(overflow)?;
+        let scale = division_scale(numerator, 2 * self.scale, denominator);
+        Ok(Some(i32::try_from(scale).unwrap_or(i32::MAX)))
     }
 
     /// PostgreSQL's `numeric_stddev_internal`, unscaled at [`SCALE`].
@@ -409,6 +458,9 @@ impl Accumulator for ExactSums {
     }
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
+        if self.display_scale {
+            return Ok(ScalarValue::Int32(self.display_scale()?));
+        }
         Ok(ScalarValue::Decimal128(
             self.statistic()?,
             floe_arrow::NUMERIC_PRECISION,

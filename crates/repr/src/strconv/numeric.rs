@@ -348,9 +348,11 @@ pub fn numeric_to_type(
             check_bare_numeric(&decimal)?;
             Ok(decimal.format(Some(usize::from(s))))
         }
+        // An unconstrained numeric keeps the scale it is written with, as
+        // PostgreSQL's display scale (`1.50` stays `1.50`).
         (None, None) => {
             check_bare_numeric(&decimal)?;
-            Ok(decimal.format(None))
+            Ok(decimal.format(Some(decimal.fraction.len())))
         }
     }
 }

@@ -104,10 +104,12 @@ fn numerics_round_to_scale_and_check_precision() {
     round_trip("-0.001", &numeric(Some(10), Some(2)), "0.00");
     round_trip("999.994", &numeric(Some(5), Some(2)), "999.99");
     round_trip("12.5", &numeric(Some(3), None), "13");
-    round_trip("1.500", &numeric(None, None), "1.5");
+    // An unconstrained numeric keeps its written scale, as PostgreSQL prints it.
+    round_trip("1.500", &numeric(None, None), "1.500");
     round_trip("1e3", &numeric(None, None), "1000");
     round_trip("-.5", &numeric(None, None), "-0.5");
-    round_trip("00012.3400", &numeric(None, None), "12.34");
+    round_trip("00012.3400", &numeric(None, None), "12.3400");
+    round_trip("1.50e1", &numeric(None, None), "15.0");
     round_trip("NaN", &numeric(Some(10), Some(2)), "NaN");
     round_trip(
         "123456789012345678901234567890123456789",

@@ -455,6 +455,24 @@ pub fn read_number(input: &str, template: &str) -> Result<String, QueryError> {
                     format!("\"{name}\" is not supported in to_number"),
                 ));
             }
+            Piece::Keyword {
+                keyword: NumberKeyword::Exponent,
+                ..
+            } => {
+                return Err(QueryError::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "\"EEEE\" not supported for input",
+                ));
+            }
+            Piece::Keyword {
+                keyword: NumberKeyword::Roman { .. },
+                ..
+            } => {
+                return Err(QueryError::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "\"RN\" not supported for input",
+                ));
+            }
             Piece::Text(text) => {
                 for _ in text.chars() {
                     if let Some(c) = rest.chars().next() {

@@ -601,7 +601,13 @@ pub(super) enum NumberKeyword {
     Plus,
     Sign,
     LocaleSign,
-    /// A keyword floe does not implement (`RN`, `EEEE`, `V`, `PR`, ...).
+    /// `EEEE`: scientific notation.
+    Exponent,
+    /// `RN` (upper case) or `rn` (lower case): Roman numerals.
+    Roman {
+        lower: bool,
+    },
+    /// A keyword floe does not implement (`V`, `PR`, ...).
     Unsupported(&'static str),
 }
 
@@ -615,14 +621,14 @@ pub(super) const NUMBER_KEYWORDS: &[(&str, NumberKeyword)] = {
         ("B", Unsupported("B")),
         ("C", Unsupported("C")),
         ("D", LocalePoint),
-        ("EEEE", Unsupported("EEEE")),
+        ("EEEE", Exponent),
         ("FM", FillMode),
         ("G", LocaleComma),
         ("L", Unsupported("L")),
         ("MI", Minus),
         ("PL", Plus),
         ("PR", Unsupported("PR")),
-        ("RN", Unsupported("RN")),
+        ("RN", Roman { lower: false }),
         ("SG", Sign),
         ("SP", Unsupported("SP")),
         ("S", LocaleSign),
@@ -631,14 +637,14 @@ pub(super) const NUMBER_KEYWORDS: &[(&str, NumberKeyword)] = {
         ("b", Unsupported("b")),
         ("c", Unsupported("c")),
         ("d", LocalePoint),
-        ("eeee", Unsupported("eeee")),
+        ("eeee", Exponent),
         ("fm", FillMode),
         ("g", LocaleComma),
         ("l", Unsupported("l")),
         ("mi", Minus),
         ("pl", Plus),
         ("pr", Unsupported("pr")),
-        ("rn", Unsupported("rn")),
+        ("rn", Roman { lower: true }),
         ("sg", Sign),
         ("sp", Unsupported("sp")),
         ("s", LocaleSign),
@@ -672,6 +678,10 @@ struct NumberTemplate {
     sign_place: SignPlace,
     /// Digits before the point when `S` came (to tell a trailing `S`).
     pre_at_sign: usize,
+    /// `EEEE`: the number in scientific notation.
+    exponent: bool,
+    /// `RN`: the number in Roman numerals.
+    roman: bool,
 }
 
 fn template_error(message: &str) -> QueryError {
@@ -693,6 +703,8 @@ impl NumberTemplate {
             plus: false,
             sign_place: SignPlace::None,
             pre_at_sign: 0,
+            exponent: false,
+            roman: false,
         };
         let keywords: Vec<NumberKeyword> = t
             .pieces
@@ -703,6 +715,9 @@ impl NumberTemplate {
             })
             .collect();
         for keyword in keywords {
+            if t.exponent && keyword != NumberKeyword::Exponent {
+                return Err(template_error("\"EEEE\" must be the last pattern used"));
+            }
             t.describe(keyword)?;
         }
         Ok(t)
@@ -758,6 +773,25 @@ impl NumberTemplate {
                 self.plus |= keyword != Minus;
             }
             Comma | LocaleComma => {}
+            Exponent => {
+                if self.exponent {
+                    return Err(template_error("cannot use \"EEEE\" twice"));
+                }
+                if self.fill_mode
+                    || self.sign_place != SignPlace::None
+                    || self.minus
+                    || self.plus
+                    || self.roman
+                {
+                    return Err(
+                        template_error("\"EEEE\" is incompatible with other formats").with_detail(
+                            "\"EEEE\" may only be used together with digit and decimal point patterns.",
+                        ),
+                    );
+                }
+                self.exponent = true;
+            }
+            Roman { .. } => self.roman = true,
             Unsupported(pattern) => {
                 return Err(QueryError::new(
                     SqlState::FEATURE_NOT_SUPPORTED,
@@ -780,6 +814,12 @@ pub enum Number<'a> {
 /// `to_char(number, template)`.
 pub fn format_number(number: Number<'_>, template: &str) -> Result<String, QueryError> {
     let mut t = NumberTemplate::parse(template)?;
+    if t.exponent {
+        return scientific(&number, t.pre, t.post);
+    }
+    if t.roman {
+        return roman_template(&number, &t);
+    }
     let (negative, mut digits) = match number {
         Number::Integer(value) => {
             let mut digits = value.unsigned_abs().to_string();
@@ -822,6 +862,157 @@ pub fn format_number(number: Number<'_>, template: &str) -> Result<String, Query
         digits.replace_range(t.pre..=t.pre, ".");
     }
     Ok(NumberWriter::new(&t, digits.as_bytes(), negative, pre_spaces).write())
+}
+
+/// `to_char` with `EEEE`: the number in scientific notation with `post`
+/// digits after the point and a two-digit exponent at least, a space where a
+/// positive number has no sign (PostgreSQL prints the template's other
+/// patterns not at all); of a NaN or an infinity, `#`s.
+fn scientific(number: &Number<'_>, pre: usize, post: usize) -> Result<String, QueryError> {
+    let not_finite = || {
+        let mut fill: Vec<char> = "#".repeat(pre + post + 6).chars().collect();
+        fill[0] = ' ';
+        fill[pre + 1] = '.';
+        fill.into_iter().collect::<String>()
+    };
+    let text = match number {
+        Number::Integer(value) => float_scientific(*value as f64, post),
+        Number::Float(value, _) if value.is_finite() => float_scientific(*value, post),
+        Number::Float(..) => not_finite(),
+        Number::Numeric(text) => match Decimal::parse(text).map_err(QueryError::from_value)? {
+            Some(decimal) => numeric_scientific(&decimal, post),
+            None => not_finite(),
+        },
+    };
+    Ok(text)
+}
+
+/// C's `%+.*e` of a double, the `+` made a space.
+fn float_scientific(value: f64, post: usize) -> String {
+    let formatted = format!("{:.*e}", post, value.abs());
+    let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let sign = if value.is_sign_negative() && value != 0.0 {
+        '-'
+    } else {
+        ' '
+    };
+    format!("{sign}{mantissa}e{}", exponent_text(exponent))
+}
+
+/// An exponent as C's `%+03d` prints it.
+fn exponent_text(exponent: i64) -> String {
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{sign}{:02}", exponent.unsigned_abs())
+}
+
+/// PostgreSQL's `numeric_out_sci`: the significand rounded half away from
+/// zero at `post` digits (`9.999` at two is `10.00e+00`, as PostgreSQL prints
+/// it), the exponent of the first significant digit (0 for zero).
+fn numeric_scientific(decimal: &Decimal, post: usize) -> String {
+    let digits = format!("{}{}", decimal.integer, decimal.fraction);
+    let first = digits.bytes().position(|b| b != b'0');
+    let exponent = match first {
+        Some(first) => decimal.integer.len() as i64 - 1 - first as i64,
+        None => 0,
+    };
+    // The significand's digits: the value's, from its first significant one.
+    let significant = first.map_or("0", |first| &digits[first..]);
+    let mut significand = Decimal {
+        negative: false,
+        integer: significant[..1].trim_start_matches('0').to_string(),
+        fraction: significant[1..].to_string(),
+    };
+    significand.round(post);
+    let sign = if decimal.negative && first.is_some() {
+        '-'
+    } else {
+        ' '
+    };
+    format!(
+        "{sign}{}e{}",
+        significand.format(Some(post)),
+        exponent_text(exponent)
+    )
+}
+
+/// `to_char` with `RN`: the number, rounded to an integer, in Roman
+/// numerals (`#`s outside 1 to 3999), right-aligned in 15 characters unless
+/// in fill mode; the template's text around it as written.
+fn roman_template(number: &Number<'_>, t: &NumberTemplate) -> Result<String, QueryError> {
+    let out_of_range =
+        || QueryError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range");
+    let value: i64 = match number {
+        Number::Integer(value) => i64::from(i32::try_from(*value).map_err(|_| out_of_range())?),
+        // C's `(int) rint(value)`; a value past an int prints as one past 3999.
+        Number::Float(value, _) => {
+            let rounded = value.round_ties_even();
+            if rounded.is_finite() && rounded.abs() < 2_147_483_648.0 {
+                rounded as i64
+            } else {
+                i64::from(i32::MIN)
+            }
+        }
+        Number::Numeric(text) => match Decimal::parse(text).map_err(QueryError::from_value)? {
+            Some(mut decimal) => {
+                decimal.round(0);
+                let text = decimal.format(Some(0));
+                i64::from(text.parse::<i32>().map_err(|_| out_of_range())?)
+            }
+            None => {
+                return Err(QueryError::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "cannot convert NaN to integer",
+                ));
+            }
+        },
+    };
+    let numeral = roman(value);
+    let mut out = String::new();
+    for piece in &t.pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Keyword {
+                keyword: NumberKeyword::Roman { lower },
+                ..
+            } => {
+                let numeral = if *lower {
+                    numeral.to_lowercase()
+                } else {
+                    numeral.clone()
+                };
+                if t.fill_mode {
+                    out.push_str(&numeral);
+                } else {
+                    out.push_str(&format!("{numeral:>15}"));
+                }
+            }
+            // PostgreSQL prints no digits beside Roman numerals.
+            Piece::Keyword { .. } => {}
+        }
+    }
+    Ok(out)
+}
+
+/// PostgreSQL's `int_to_roman`.
+fn roman(value: i64) -> String {
+    if !(1..=3999).contains(&value) {
+        return "#".repeat(15);
+    }
+    const HUNDREDS: [&str; 9] = ["C", "CC", "CCC", "CD", "D", "DC", "DCC", "DCCC", "CM"];
+    const TENS: [&str; 9] = ["X", "XX", "XXX", "XL", "L", "LX", "LXX", "LXXX", "XC"];
+    const ONES: [&str; 9] = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX"];
+    let mut out = "M".repeat((value / 1000) as usize);
+    for (digit, names) in [
+        ((value / 100) % 10, &HUNDREDS),
+        ((value / 10) % 10, &TENS),
+        (value % 10, &ONES),
+    ] {
+        if digit > 0 {
+            out.push_str(names[(digit - 1) as usize]);
+        }
+    }
+    out
 }
 
 /// PostgreSQL's `NUM_processor` for output.

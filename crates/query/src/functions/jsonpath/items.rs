@@ -1,5 +1,6 @@
 //! jsonpath arithmetic (`+ - * / %`, unary `-` and `+`) and the item methods
-//! `.type()`, `.size()`, `.double()`, `.abs()`, `.floor()` and `.ceiling()`,
+//! `.type()`, `.size()`, `.double()`, `.abs()`, `.floor()`, `.ceiling()` and
+//! `.keyvalue()`,
 //! computed as PostgreSQL's `jsonpath_exec.c` computes them: in numeric, with
 //! numeric's display scales (`$.a / $.b` of 7 and 2.0 is 3.5000000000000000).
 
@@ -51,6 +52,7 @@ pub enum Method {
     Abs,
     Floor,
     Ceiling,
+    KeyValue,
 }
 
 impl Method {
@@ -62,6 +64,7 @@ impl Method {
             "abs" => Method::Abs,
             "floor" => Method::Floor,
             "ceiling" => Method::Ceiling,
+            "keyvalue" => Method::KeyValue,
             _ => return None,
         })
     }
@@ -74,6 +77,7 @@ impl Method {
             Method::Abs => "abs",
             Method::Floor => "floor",
             Method::Ceiling => "ceiling",
+            Method::KeyValue => "keyvalue",
         }
     }
 
@@ -282,4 +286,142 @@ fn non_numeric(message: &str) -> QueryError {
 
 fn division_by_zero() -> QueryError {
     QueryError::new(SqlState::DIVISION_BY_ZERO, "division by zero")
+}
+
+/// `.keyvalue()` of one item of the document `root`: an object's members as
+/// objects `{"id": ..., "key": ..., "value": ...}` in PostgreSQL's order of
+/// keys (shorter first, then by bytes), `id` being where PostgreSQL's binary
+/// jsonb of `root` holds the object (0 for the root itself).
+pub fn key_values(item: Json, root: &Json) -> Result<Vec<Json>, QueryError> {
+    let Json::Object(members) = &item else {
+        return Err(QueryError::new(
+            SqlState::SQL_JSON_OBJECT_NOT_FOUND,
+            "jsonpath item method .keyvalue() can only be applied to an object",
+        ));
+    };
+    let mut found = Vec::new();
+    find_containers(root, &item, 0, &mut found);
+    let id = match found.as_slice() {
+        [offset] => *offset,
+        // Not in the document (a variable's object), or equal objects at two
+        // places, whose ids differ in PostgreSQL.
+        _ => {
+            return Err(QueryError::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "jsonpath item method .keyvalue() of an object that is not once in the document is not supported",
+            ));
+        }
+    };
+    Ok(stored_order(members)
+        .into_iter()
+        .map(|(key, value)| {
+            Json::Object(
+                [
+                    ("id".to_string(), Json::Number(id.to_string())),
+                    ("key".to_string(), Json::String(key.clone())),
+                    ("value".to_string(), value.clone()),
+                ]
+                .into_iter()
+                .collect(),
+            )
+        })
+        .collect())
+}
+
+/// An object's members in jsonb's order of keys: shorter first, then by bytes.
+fn stored_order(members: &std::collections::BTreeMap<String, Json>) -> Vec<(&String, &Json)> {
+    let mut ordered: Vec<(&String, &Json)> = members.iter().collect();
+    ordered.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then(a.as_bytes().cmp(b.as_bytes())));
+    ordered
+}
+
+/// The offsets of the containers equal to `wanted` within `value`, stored at
+/// `offset` in PostgreSQL's binary jsonb (relative to the root container).
+fn find_containers(value: &Json, wanted: &Json, offset: usize, found: &mut Vec<usize>) {
+    if value == wanted && matches!(value, Json::Object(_)) {
+        found.push(offset);
+    }
+    let children: Vec<&Json> = match value {
+        Json::Array(elements) => elements.iter().collect(),
+        Json::Object(members) => stored_order(members).into_iter().map(|(_, v)| v).collect(),
+        _ => return,
+    };
+    // The header, then a JEntry per element (per key and per value).
+    let entries = match value {
+        Json::Object(members) => 2 * members.len(),
+        _ => children.len(),
+    };
+    let mut at = offset + 4 + 4 * entries;
+    if let Json::Object(members) = value {
+        at += members.keys().map(String::len).sum::<usize>();
+    }
+    for child in children {
+        if matches!(child, Json::Array(_) | Json::Object(_) | Json::Number(_)) {
+            at = at.next_multiple_of(4);
+        }
+        find_containers(child, wanted, at, found);
+        at += stored_size(child);
+    }
+}
+
+/// The bytes PostgreSQL's binary jsonb gives a value (its data, without its
+/// JEntry), from an offset aligned as it is stored.
+fn stored_size(value: &Json) -> usize {
+    match value {
+        Json::Null | Json::Bool(_) => 0,
+        Json::String(text) => text.len(),
+        Json::Number(text) => numeric_size(text),
+        Json::Array(_) | Json::Object(_) => {
+            let children: Vec<&Json> = match value {
+                Json::Array(elements) => elements.iter().collect(),
+                Json::Object(members) => {
+                    stored_order(members).into_iter().map(|(_, v)| v).collect()
+                }
+                _ => Vec::new(),
+            };
+            let entries = match value {
+                Json::Object(members) => 2 * members.len(),
+                _ => children.len(),
+            };
+            let mut at = 4 + 4 * entries;
+            if let Json::Object(members) = value {
+                at += members.keys().map(String::len).sum::<usize>();
+            }
+            for child in children {
+                if matches!(child, Json::Array(_) | Json::Object(_) | Json::Number(_)) {
+                    at = at.next_multiple_of(4);
+                }
+                at += stored_size(child);
+            }
+            at
+        }
+    }
+}
+
+/// The size of PostgreSQL's numeric datum of this text: a 4-byte length, a
+/// 2-byte header (4 when the weight or the display scale is large) and 2
+/// bytes per base-10000 digit, without leading and trailing zero digits.
+fn numeric_size(text: &str) -> usize {
+    let unsigned = text.trim_start_matches('-');
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let scale = fraction.len();
+    let whole = whole.trim_start_matches('0');
+    // Base-10000 groups aligned at the point.
+    let whole_groups = whole.len().div_ceil(4);
+    let padded_whole = format!("{whole:0>width$}", width = whole_groups * 4);
+    let padded_fraction = format!("{fraction:0<width$}", width = scale.div_ceil(4) * 4);
+    let groups: Vec<&str> = padded_whole
+        .as_bytes()
+        .chunks(4)
+        .chain(padded_fraction.as_bytes().chunks(4))
+        .map(|chunk| std::str::from_utf8(chunk).unwrap_or("0000"))
+        .collect();
+    let first = groups.iter().position(|g| *g != "0000");
+    let last = groups.iter().rposition(|g| *g != "0000");
+    let (digits, weight) = match (first, last) {
+        (Some(first), Some(last)) => (last - first + 1, whole_groups as i64 - 1 - first as i64),
+        _ => (0, 0),
+    };
+    let short = scale <= 63 && (-64..=63).contains(&weight);
+    4 + if short { 2 } else { 4 } + 2 * digits
 }

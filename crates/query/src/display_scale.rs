@@ -1,0 +1,1045 @@
+//! PostgreSQL's display scale of each numeric value, carried beside the values.
+//!
+//! PostgreSQL's numeric keeps a display scale per value, and chooses a
+//! quotient's, an average's and a numeric `sqrt`, `exp`, `ln`, `log` or
+//! `power`'s from the operands' values (`1/2` is 0.50000000000000000000,
+//! `avg` of 1 and 2 is 1.5000000000000000, of 100000 and 200000
+//! 150000.000000000000). floe's numerics are decimal columns of one scale, and
+//! a column's values keep their exact value at it (a quotient at 20 places).
+//! Before a SELECT runs, this rewrite gives each numeric column whose display
+//! scale depends on its rows a second column holding each row's display scale
+//! (an `int`, named `floe_display_scale_<n>`), computed by PostgreSQL's rules
+//! beside the value: a stored value's as it was written (read by the table's
+//! scan, [`SnapshotTable::with_scales`]), a row of `VALUES`'s from its
+//! literals, a quotient's and an average's from its operands'
+//! values and display scales ([`functions::numeric_scale::DIVISION_SCALE`]),
+//! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
+//! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
+//! (an aggregate of the scale column), `min` and `max` the chosen row's,
+//! `coalesce`, `CASE` and casts the value's. The scale columns pass through
+//! filters, sorts, limits, windows, joins and derived tables (inlined views
+//! are derived tables), and the query's output prints such a column at its
+//! rows' scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//!
+//! Values never change: grouping, ordering, comparison and arithmetic see the
+//! decimal as before. Where a scale column does not pass (a union, DISTINCT,
+//! a subquery in an expression, grouping sets, other functions), the value
+//! prints as before: without trailing zeros.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, DFSchema, Result as DfResult};
+use datafusion::functions_aggregate::expr_fn::max;
+use datafusion::functions_aggregate::first_last::first_value_udaf;
+use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
+use datafusion::logical_expr::{
+    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan,
+    Operator, Projection, SortExpr, TableScan, Union, Values, lit,
+};
+
+use crate::QueryError;
+use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
+use crate::snapshot::SnapshotTable;
+
+/// `plan` with PostgreSQL's display scale of each numeric value it outputs,
+/// where that depends on the rows (see the module documentation). A plan the
+/// rewrite cannot carry the scales through is returned as it is.
+pub fn apply(plan: LogicalPlan) -> LogicalPlan {
+    if !has_value_scales(&plan) {
+        return plan;
+    }
+    match with_scales(&plan, false) {
+        Ok(Some((rewritten, _))) => rewritten,
+        _ => plan,
+    }
+}
+
+/// [`apply`] for the plan of a dataflow (a materialized view's, a
+/// subscription's), whose output rows are stored or sent as they print: a
+/// quotient's, an average's or a function's display scale as PostgreSQL's.
+/// Its inputs are change logs, not scans of the query's snapshot, so a stored
+/// value's scale does not pass; `min`, `max` and the statistics keep their
+/// values' printing.
+pub fn apply_to_dataflow(plan: LogicalPlan) -> LogicalPlan {
+    if !has_value_scales(&plan) {
+        return plan;
+    }
+    match with_scales(&plan, true) {
+        Ok(Some((rewritten, _))) => rewritten,
+        _ => plan,
+    }
+}
+
+/// [`apply`] for the query of a write whose first `stored` columns are rows of
+/// the table it writes (an UPDATE's or a DELETE's rows to retract): those must
+/// come out exactly as stored, display scales too, or the write would retract
+/// rows the table does not hold; a plan that cannot carry their scales is an
+/// error rather than a wrong write.
+pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, QueryError> {
+    let unscaled = |plan: &LogicalPlan, scaled: &[bool]| {
+        plan.schema()
+            .fields()
+            .iter()
+            .take(stored)
+            .enumerate()
+            .any(|(index, field)| {
+                numeric_display::is_bare(field) && !scaled.get(index).copied().unwrap_or(false)
+            })
+    };
+    let (rewritten, scaled) = if has_value_scales(&plan) {
+        match with_scales(&plan, false).map_err(QueryError::from_datafusion)? {
+            Some((rewritten, scaled)) => (rewritten, scaled),
+            None => (plan.clone(), Vec::new()),
+        }
+    } else {
+        (plan.clone(), Vec::new())
+    };
+    if unscaled(&plan, &scaled) {
+        return Err(QueryError::new(
+            floe_repr::SqlState::FEATURE_NOT_SUPPORTED,
+            "this write cannot read the display scales of the unconstrained numeric columns it changes",
+        ));
+    }
+    Ok(rewritten)
+}
+
+/// Whether a function whose display scale depends on its values occurs in
+/// the plan, or a scan of a table's unconstrained numeric column (outside
+/// subqueries of expressions, which keep their plans).
+fn has_value_scales(plan: &LogicalPlan) -> bool {
+    let mut found = false;
+    let _ = plan.apply(|node| {
+        let scaled_rows = match node {
+            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan).is_empty(),
+            LogicalPlan::Values(values) => values
+                .schema
+                .fields()
+                .iter()
+                .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
+            // Its inputs' types are made one by the analyzer, later.
+            LogicalPlan::Union(union) => union.inputs.iter().any(|input| {
+                input
+                    .schema()
+                    .fields()
+                    .iter()
+                    .any(|field| matches!(field.data_type(), DataType::Decimal128(..)))
+            }),
+            _ => false,
+        };
+        if scaled_rows {
+            found = true;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        for expr in node.expressions() {
+            let _ = expr.apply(|e| {
+                let depends = match e {
+                    Expr::ScalarFunction(f) => scale_depends_on_values(f.name()),
+                    // Its branches are made one type by the analyzer, later.
+                    Expr::Case(_) => true,
+                    Expr::AggregateFunction(f) => {
+                        functions::variance_display_scale(f.func.name()).is_some()
+                    }
+                    _ => false,
+                };
+                if depends {
+                    found = true;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            });
+        }
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
+}
+
+fn scale_depends_on_values(function: &str) -> bool {
+    function == numeric_division::NUMERIC_DIVIDE
+        || function == numeric_division::AVERAGE
+        || functions::numeric_math_function(function)
+}
+
+/// The root with its scaled columns printed at their scales, and which
+/// output columns those are; `None` when no output column has a scale column.
+fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
+    let mut names = Names { next: 0, dataflow };
+    let rewritten = rewrite(plan, &mut names)?;
+    if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
+        return Ok(None);
+    }
+    let scaled = rewritten
+        .columns
+        .iter()
+        .map(|(_, scale)| scale.is_some())
+        .collect();
+    let mut exprs = Vec::with_capacity(rewritten.columns.len());
+    for ((value, scale), (qualifier, field)) in rewritten.columns.iter().zip(plan.schema().iter()) {
+        let column = column_at(&rewritten.plan, *value);
+        let expr = match scale {
+            Some(scale) => functions::call(
+                numeric_scale::NUMERIC_TEXT,
+                vec![column, column_at(&rewritten.plan, *scale)],
+            )
+            .map_err(QueryError::into_datafusion)?,
+            None => column,
+        };
+        exprs.push(expr.alias_qualified(qualifier.cloned(), field.name()));
+    }
+    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(rewritten.plan))?);
+    Ok(Some((plan, scaled)))
+}
+
+/// A plan node rewritten with scale columns.
+struct Rewritten {
+    plan: LogicalPlan,
+    /// For each column of the node as it was: its index in `plan`'s output,
+    /// and the index of its scale column, if it has one.
+    columns: Vec<(usize, Option<usize>)>,
+}
+
+impl Rewritten {
+    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+        Rewritten {
+            plan: plan.clone(),
+            columns: (0..plan.schema().fields().len())
+                .map(|i| (i, None))
+                .collect(),
+        }
+    }
+
+    fn has_scales(&self) -> bool {
+        self.columns.iter().any(|(_, scale)| scale.is_some())
+    }
+
+    /// The scale column of the column `column` names, if it has one.
+    fn scale_of_column(&self, column: &Column) -> Option<Expr> {
+        let index = self.plan.schema().index_of_column(column).ok()?;
+        let (_, scale) = self.columns.iter().find(|(value, _)| *value == index)?;
+        scale.map(|scale| column_at(&self.plan, scale))
+    }
+}
+
+fn column_at(plan: &LogicalPlan, index: usize) -> Expr {
+    let (qualifier, field) = plan.schema().qualified_field(index);
+    Expr::Column(Column::new(qualifier.cloned(), field.name()))
+}
+
+fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
+    match plan {
+        LogicalPlan::Projection(projection) => {
+            let input = rewrite(&projection.input, names)?;
+            let mut exprs = projection.expr.clone();
+            let mut columns = Vec::with_capacity(exprs.len());
+            for (index, expr) in projection.expr.iter().enumerate() {
+                let (value, scale) = scaled(expr, &input)?;
+                if value != *expr {
+                    exprs[index] = if matches!(value, Expr::Alias(_)) {
+                        value
+                    } else {
+                        // Named as before, for the nodes above.
+                        let (qualifier, field) = projection.schema.qualified_field(index);
+                        value.alias_qualified(qualifier.cloned(), field.name())
+                    };
+                }
+                let typed_scale = match projection.schema.field(index).data_type() {
+                    DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
+                    _ => None,
+                };
+                let scale = match scale {
+                    Some(Scale::Dynamic(scale)) => {
+                        exprs.push(scale.alias(scale_name(names)));
+                        Some(exprs.len() - 1)
+                    }
+                    // The engine's cast of a value to a wider decimal (a union's
+                    // or a CASE's common type) keeps the value's own scale.
+                    Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
+                        exprs.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
+                        Some(exprs.len() - 1)
+                    }
+                    _ => None,
+                };
+                columns.push((index, scale));
+            }
+            if !input.has_scales()
+                && columns.iter().all(|(_, scale)| scale.is_none())
+                && exprs == projection.expr
+            {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Projection(plan),
+                columns,
+            })
+        }
+        LogicalPlan::Aggregate(aggregate) => {
+            let grouping_sets = aggregate.group_expr.iter().any(|e| {
+                matches!(
+                    e,
+                    Expr::GroupingSet(
+                        GroupingSet::GroupingSets(_)
+                            | GroupingSet::Cube(_)
+                            | GroupingSet::Rollup(_)
+                    )
+                )
+            });
+            if grouping_sets {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let input = rewrite(&aggregate.input, names)?;
+            let mut aggregates = aggregate.aggr_expr.clone();
+            let mut scales = Vec::new();
+            // A group's key shows one of its rows' values: the largest scale
+            // of them (equal values of other scales are one group).
+            for expr in &aggregate.group_expr {
+                scales.push(match scale_of(expr, &input)? {
+                    Some(Scale::Dynamic(scale)) => {
+                        aggregates.push(max(scale).alias(scale_name(names)));
+                        Some(aggregates.len() - 1)
+                    }
+                    _ => None,
+                });
+            }
+            for expr in &aggregate.aggr_expr {
+                let scale = match aggregate_scale(expr, &input)? {
+                    Some(scale) if names.dataflow && !maintained(&scale) => None,
+                    scale => scale,
+                };
+                scales.push(match scale {
+                    Some(scale) => {
+                        aggregates.push(scale.alias(scale_name(names)));
+                        Some(aggregates.len() - 1)
+                    }
+                    None => None,
+                });
+            }
+            if !scales.iter().any(Option::is_some) {
+                if !input.has_scales() {
+                    return Ok(Rewritten::unchanged(plan));
+                }
+                let plan = Aggregate::try_new(
+                    Arc::new(input.plan),
+                    aggregate.group_expr.clone(),
+                    aggregate.aggr_expr.clone(),
+                )?;
+                return Ok(Rewritten::unchanged(&LogicalPlan::Aggregate(plan)));
+            }
+            let groups = aggregate.group_expr.len();
+            let plan = Aggregate::try_new(
+                Arc::new(input.plan),
+                aggregate.group_expr.clone(),
+                aggregates,
+            )?;
+            let columns = scales
+                .into_iter()
+                .enumerate()
+                .map(|(index, scale)| (index, scale.map(|aggregate| groups + aggregate)))
+                .collect();
+            Ok(Rewritten {
+                plan: LogicalPlan::Aggregate(plan),
+                columns,
+            })
+        }
+        // Nodes whose output is their input's columns as they are.
+        LogicalPlan::Filter(_)
+        | LogicalPlan::Sort(_)
+        | LogicalPlan::Limit(_)
+        | LogicalPlan::SubqueryAlias(_) => {
+            let [child] = plan.inputs()[..] else {
+                return Ok(Rewritten::unchanged(plan));
+            };
+            let input = rewrite(child, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![input.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns: input.columns,
+            })
+        }
+        // The input's columns, then the window functions'.
+        LogicalPlan::Window(window) => {
+            let input = rewrite(&window.input, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = input.plan.schema().fields().len();
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![input.plan])?;
+            let mut columns = input.columns;
+            columns.extend((0..window.window_expr.len()).map(|i| (width + i, None)));
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        // The left input's columns, then the right's.
+        LogicalPlan::Join(join)
+            if matches!(
+                join.join_type,
+                JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full
+            ) =>
+        {
+            let left = rewrite(&join.left, names)?;
+            let right = rewrite(&join.right, names)?;
+            if !left.has_scales() && !right.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = left.plan.schema().fields().len();
+            let mut columns = left.columns;
+            columns.extend(
+                right
+                    .columns
+                    .iter()
+                    .map(|(value, scale)| (width + value, scale.map(|s| width + s))),
+            );
+            let rebuilt = plan
+                .clone()
+                .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        // Each row's values at their own scales (the engine gives a column of
+        // `VALUES (1.5), (2.25)` one type, of scale 2).
+        LogicalPlan::Values(values) => {
+            let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
+                produce_one_row: true,
+                schema: Arc::new(DFSchema::empty()),
+            }));
+            let width = values.schema.fields().len();
+            let mut rows = values.values.clone();
+            let mut fields: Vec<_> = values
+                .schema
+                .iter()
+                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+                .collect();
+            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
+            for (column, field) in values.schema.fields().iter().enumerate() {
+                let DataType::Decimal128(_, column_scale) = field.data_type() else {
+                    continue;
+                };
+                let mut scales = Vec::with_capacity(values.values.len());
+                let mut differs = false;
+                for row in &values.values {
+                    let Some(value) = row.get(column) else {
+                        return Ok(Rewritten::unchanged(plan));
+                    };
+                    let scale = match scaled(value, &empty)?.1 {
+                        Some(Scale::Static(scale)) => {
+                            differs |= scale != i64::from(*column_scale);
+                            lit(i32::try_from(scale).unwrap_or(0))
+                        }
+                        Some(scale) => {
+                            differs = true;
+                            scale.into_expr(value)?
+                        }
+                        // NULL: no scale to show.
+                        None => lit(i32::from(*column_scale)),
+                    };
+                    scales.push(scale);
+                }
+                if !differs {
+                    continue;
+                }
+                for (row, scale) in rows.iter_mut().zip(scales) {
+                    row.push(scale);
+                }
+                columns[column].1 = Some(fields.len());
+                fields.push((
+                    None,
+                    Arc::new(datafusion::arrow::datatypes::Field::new(
+                        scale_name(names),
+                        DataType::Int32,
+                        true,
+                    )),
+                ));
+            }
+            if rows == values.values {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Values(Values {
+                    schema: Arc::new(schema),
+                    values: rows,
+                }),
+                columns,
+            })
+        }
+        // Each input's values at their own scales (the engine gives a column of
+        // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
+        LogicalPlan::Union(union) => {
+            let inputs = union
+                .inputs
+                .iter()
+                .map(|input| rewrite(input, names))
+                .collect::<DfResult<Vec<_>>>()?;
+            let width = union.schema.fields().len();
+            let mut scale_exprs: Vec<Vec<Expr>> = vec![Vec::new(); inputs.len()];
+            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
+            let mut fields: Vec<_> = union
+                .schema
+                .iter()
+                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+                .collect();
+            for (column, (_, column_scale)) in columns.iter_mut().enumerate() {
+                // The analyzer makes the column a decimal when an input's is one.
+                let decimal =
+                    union.inputs.iter().zip(&inputs).any(|(input, rewritten)| {
+                        input.schema().fields().get(column).is_some_and(|field| {
+                            matches!(field.data_type(), DataType::Decimal128(..))
+                        }) || rewritten
+                            .columns
+                            .get(column)
+                            .is_some_and(|(_, scale)| scale.is_some())
+                    });
+                if !decimal {
+                    continue;
+                }
+                let mut scales = Vec::with_capacity(inputs.len());
+                let mut statics = std::collections::BTreeSet::new();
+                let mut needed = false;
+                for input in &inputs {
+                    let Some((value, scale)) = input.columns.get(column).copied() else {
+                        return Ok(Rewritten::unchanged(plan));
+                    };
+                    let value = column_at(&input.plan, value);
+                    let scale = match scale {
+                        Some(scale) => {
+                            needed = true;
+                            column_at(&input.plan, scale)
+                        }
+                        None => match scale_of(&value, input)? {
+                            Some(Scale::Static(scale)) => {
+                                statics.insert(scale);
+                                lit(i32::try_from(scale).unwrap_or(0))
+                            }
+                            Some(scale) => {
+                                needed = true;
+                                scale.into_expr(&value)?
+                            }
+                            // NULL: no scale to show.
+                            None => lit(0),
+                        },
+                    };
+                    scales.push(scale);
+                }
+                // Inputs of one scale make the column's type of that scale.
+                needed |= statics.len() > 1;
+                if !needed {
+                    continue;
+                }
+                let name = scale_name(names);
+                for (exprs, scale) in scale_exprs.iter_mut().zip(scales) {
+                    exprs.push(scale.alias(name.clone()));
+                }
+                *column_scale = Some(fields.len());
+                fields.push((
+                    None,
+                    Arc::new(datafusion::arrow::datatypes::Field::new(
+                        name,
+                        DataType::Int32,
+                        true,
+                    )),
+                ));
+            }
+            if fields.len() == width {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let mut projected = Vec::with_capacity(inputs.len());
+            for (input, scales) in inputs.into_iter().zip(scale_exprs) {
+                let mut exprs: Vec<Expr> = input
+                    .columns
+                    .iter()
+                    .map(|(value, _)| column_at(&input.plan, *value))
+                    .collect();
+                exprs.extend(scales);
+                projected.push(Arc::new(LogicalPlan::Projection(Projection::try_new(
+                    exprs,
+                    Arc::new(input.plan),
+                )?)));
+            }
+            let schema = DFSchema::new_with_metadata(fields, union.schema.metadata().clone())?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Union(Union {
+                    inputs: projected,
+                    schema: Arc::new(schema),
+                }),
+                columns,
+            })
+        }
+        LogicalPlan::TableScan(scan) => {
+            let columns = stored_scale_columns(scan);
+            let Some(table) = snapshot_table(scan) else {
+                return Ok(Rewritten::unchanged(plan));
+            };
+            if columns.is_empty() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let width = table.schema.fields().len();
+            let projection: Vec<usize> = match &scan.projection {
+                Some(projection) => projection.clone(),
+                None => (0..width).collect(),
+            };
+            let scaled_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
+            let mut scaled_projection = projection.clone();
+            scaled_projection.extend((0..columns.len()).map(|k| width + k));
+            let source = datafusion::datasource::provider_as_source(Arc::new(
+                table.with_scales(scaled_columns),
+            ));
+            let rebuilt = TableScan::try_new(
+                scan.table_name.clone(),
+                source,
+                Some(scaled_projection),
+                scan.filters.clone(),
+                scan.fetch,
+            )?;
+            let mut out: Vec<(usize, Option<usize>)> =
+                (0..projection.len()).map(|i| (i, None)).collect();
+            for (k, (position, _)) in columns.iter().enumerate() {
+                out[*position].1 = Some(projection.len() + k);
+            }
+            Ok(Rewritten {
+                plan: LogicalPlan::TableScan(rebuilt),
+                columns: out,
+            })
+        }
+        _ => Ok(Rewritten::unchanged(plan)),
+    }
+}
+
+/// The table of the query's snapshot a scan reads, if it reads one.
+fn snapshot_table(scan: &TableScan) -> Option<SnapshotTable> {
+    let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
+    let table = provider.downcast_ref::<SnapshotTable>()?;
+    Some(table.with_scales(Vec::new()))
+}
+
+/// The unconstrained numeric columns a scan of a snapshot table outputs: their
+/// positions in the scan's output and in the table.
+fn stored_scale_columns(scan: &TableScan) -> Vec<(usize, usize)> {
+    let Some(table) = snapshot_table(scan) else {
+        return Vec::new();
+    };
+    let width = table.schema.fields().len();
+    let projection: Vec<usize> = match &scan.projection {
+        Some(projection) => projection.clone(),
+        None => (0..width).collect(),
+    };
+    projection
+        .iter()
+        .enumerate()
+        .filter(|(_, column)| {
+            table.schema.fields().get(**column).is_some_and(|field| {
+                // A bare numeric, or a computed one a view stores widened
+                // (`numeric(38, 20)`: its text keeps the value's scale).
+                numeric_display::is_bare(field)
+                    || matches!(
+                        field.data_type(),
+                        DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
+                    )
+            })
+        })
+        .map(|(position, column)| (position, *column))
+        .collect()
+}
+
+/// The rewrite's state: the scale columns named so far, and whether the plan
+/// is a dataflow's (a materialized view's or a subscription's), which keeps
+/// only the aggregates it can maintain (`max`, not `first_value` or floe's
+/// statistics' twins).
+struct Names {
+    next: usize,
+    dataflow: bool,
+}
+
+fn scale_name(names: &mut Names) -> String {
+    names.next += 1;
+    format!("floe_display_scale_{}", names.next)
+}
+
+/// Whether a dataflow maintains this aggregate of a scale column (`max`).
+fn maintained(aggregate: &Expr) -> bool {
+    matches!(aggregate, Expr::AggregateFunction(f) if f.func.name() == "max" && f.params.order_by.is_empty())
+}
+
+/// The scale column of an aggregate of an `x` whose scale depends on the
+/// rows: of `sum(x)` the largest of its rows' scales (PostgreSQL's sum keeps
+/// the largest display scale it adds), of `min(x)` and `max(x)` the scale of
+/// the row whose value it is.
+fn aggregate_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<Expr>> {
+    let expr = match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    };
+    let Expr::AggregateFunction(AggregateFunction { func, params }) = expr else {
+        return Ok(None);
+    };
+    let [argument] = params.args.as_slice() else {
+        return Ok(None);
+    };
+    // A numeric variance's or standard deviation's scale, from its sums.
+    if let Some(name) = functions::variance_display_scale(func.name())
+        && matches!(
+            argument
+                .to_field(input.plan.schema().as_ref())?
+                .1
+                .data_type(),
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::Decimal128(..)
+        )
+    {
+        let mut scale = expr.clone();
+        if let Expr::AggregateFunction(scale) = &mut scale {
+            scale.func = name;
+        }
+        return Ok(Some(scale));
+    }
+    let descending = match func.name() {
+        "sum" => None,
+        "max" => Some(true),
+        "min" => Some(false),
+        _ => return Ok(None),
+    };
+    let Some(Scale::Dynamic(scale)) = scale_of(argument, input)? else {
+        return Ok(None);
+    };
+    let order_by = descending
+        .map(|descending| vec![SortExpr::new(argument.clone(), !descending, false)])
+        .unwrap_or_default();
+    let function = if descending.is_some() {
+        first_value_udaf()
+    } else {
+        max_udaf()
+    };
+    Ok(Some(Expr::AggregateFunction(AggregateFunction::new_udf(
+        function,
+        vec![scale],
+        false,
+        params.filter.clone(),
+        order_by,
+        None,
+    ))))
+}
+
+/// A numeric expression's display scale.
+enum Scale {
+    /// Its type's (an integer's 0, a `numeric(p, s)`'s `s`): its column
+    /// prints it.
+    Static(i64),
+    /// An unconstrained numeric's, as floe prints it (without trailing zeros).
+    Trimmed,
+    /// Each row's, from this expression.
+    Dynamic(Expr),
+}
+
+impl Scale {
+    fn is_dynamic(&self) -> bool {
+        matches!(self, Scale::Dynamic(_))
+    }
+
+    fn into_expr(self, value: &Expr) -> DfResult<Expr> {
+        match self {
+            Scale::Static(scale) => Ok(lit(i32::try_from(scale).unwrap_or(i32::MAX))),
+            Scale::Trimmed => functions::call(numeric_scale::VALUE_SCALE, vec![value.clone()])
+                .map_err(QueryError::into_datafusion),
+            Scale::Dynamic(scale) => Ok(scale),
+        }
+    }
+}
+
+/// The display scale of `expr` over `input`'s columns; `None` when it is
+/// not a number of exact type.
+fn scale_of(expr: &Expr, input: &Rewritten) -> DfResult<Option<Scale>> {
+    Ok(scaled(expr, input)?.1)
+}
+
+/// `expr` with each quotient and function of operands whose scales depend on
+/// the rows computed at those scales (PostgreSQL rounds a quotient of
+/// 1.5000000000000000 at 16 places or more, where the column holds 1.5), and
+/// its display scale (`None` when it is not a number of exact type).
+fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    if let Expr::Alias(alias) = expr {
+        let (inner, scale) = scaled(&alias.expr, input)?;
+        let mut alias = alias.clone();
+        alias.expr = Box::new(inner);
+        return Ok((Expr::Alias(alias), scale));
+    }
+    let Ok((_, field)) = expr.to_field(input.plan.schema().as_ref()) else {
+        return Ok((expr.clone(), None));
+    };
+    if let Some(text) = text_of_scaled(expr, &field, input)? {
+        return Ok((text, None));
+    }
+    let typed = match field.data_type() {
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64 => Scale::Static(0),
+        DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
+        DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
+        // Not a number: its operands may be (a cast to text inside `||`).
+        _ => {
+            let rewritten = expr
+                .clone()
+                .map_children(|child| Ok(Transformed::yes(scaled(&child, input)?.0)))?;
+            return Ok((rewritten.data, None));
+        }
+    };
+    let call = |name: &str, args: Vec<Expr>| {
+        functions::call(name, args).map_err(QueryError::into_datafusion)
+    };
+    let (value, dynamic) = match expr {
+        Expr::Negative(inner) => {
+            let (inner, scale) = scaled(inner, input)?;
+            (Expr::Negative(Box::new(inner)), dynamic(scale))
+        }
+        Expr::Column(column) => (expr.clone(), input.scale_of_column(column)),
+        // The engine's own casts between exact numbers (a column of VALUES made
+        // one type) keep the value's scale; SQL's casts are `floe_cast`.
+        Expr::Cast(cast) => {
+            let (inner, scale) = scaled(&cast.expr, input)?;
+            let mut cast = cast.clone();
+            cast.expr = Box::new(inner);
+            let value = Expr::Cast(cast);
+            match scale {
+                Some(Scale::Static(scale)) => return Ok((value, Some(Scale::Static(scale)))),
+                Some(Scale::Dynamic(scale)) => (value, Some(scale)),
+                _ => (value, None),
+            }
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (l_value, l) = scaled(left, input)?;
+            let (r_value, r) = scaled(right, input)?;
+            let value = Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(l_value.clone()),
+                *op,
+                Box::new(r_value.clone()),
+            ));
+            let scale = match (op, l, r) {
+                (
+                    Operator::Plus | Operator::Minus | Operator::Modulo | Operator::Multiply,
+                    Some(l),
+                    Some(r),
+                ) if l.is_dynamic() || r.is_dynamic() => {
+                    let (l, r) = (l.into_expr(&l_value)?, r.into_expr(&r_value)?);
+                    Some(if *op == Operator::Multiply {
+                        l + r
+                    } else {
+                        call(numeric_scale::SCALE_MAX, vec![l, r])?
+                    })
+                }
+                _ => None,
+            };
+            (value, scale)
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args }) => {
+            let name = func.name();
+            let mut values = Vec::with_capacity(args.len());
+            let mut scales = Vec::with_capacity(args.len());
+            for arg in args {
+                let (value, scale) = scaled(arg, input)?;
+                values.push(value);
+                scales.push(scale);
+            }
+            let any_dynamic = scales.iter().flatten().any(Scale::is_dynamic);
+            let rebuilt =
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
+            let is_decimal = matches!(field.data_type(), DataType::Decimal128(..));
+            let division =
+                name == numeric_division::NUMERIC_DIVIDE || name == numeric_division::AVERAGE;
+            if is_decimal && division && values.len() == 2 {
+                let right_scale = if name == numeric_division::AVERAGE {
+                    Some(Scale::Static(0))
+                } else {
+                    scales.pop().flatten()
+                };
+                match (scales.swap_remove(0), right_scale) {
+                    (Some(l), Some(r)) => {
+                        let (l, r) = (l.into_expr(&values[0])?, r.into_expr(&values[1])?);
+                        let mut scale_args = values.clone();
+                        scale_args.extend([l.clone(), r.clone()]);
+                        let scale = call(numeric_scale::DIVISION_SCALE, scale_args)?;
+                        let value = if any_dynamic {
+                            let mut value_args = values;
+                            value_args.push(l);
+                            if name == numeric_division::NUMERIC_DIVIDE {
+                                value_args.push(r);
+                            }
+                            Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), value_args))
+                        } else {
+                            rebuilt
+                        };
+                        (value, Some(scale))
+                    }
+                    _ => (rebuilt, None),
+                }
+            } else if functions::numeric_math_function(name) && numeric_display::is_bare(&field) {
+                let mut scale_args = vec![lit(name.to_string())];
+                scale_args.extend(values.iter().cloned());
+                for (value, scale) in values.iter().zip(scales) {
+                    match scale {
+                        Some(scale) => scale_args.push(scale.into_expr(value)?),
+                        None => return Ok((rebuilt, Some(typed))),
+                    }
+                }
+                let scale = call(numeric_scale::MATH_SCALE, scale_args.clone())?;
+                let value = if any_dynamic {
+                    call(functions::NUMERIC_MATH, scale_args)?
+                } else {
+                    rebuilt
+                };
+                (value, Some(scale))
+            } else if is_decimal
+                && (name == numeric_display::BARE_NUMERIC
+                    || name == "abs"
+                    || name == "nullif"
+                    || (name == functions::PG_CAST && numeric_display::is_bare(&field)))
+                && !scales.is_empty()
+            {
+                // The value as it is (a cast to an unconstrained numeric keeps
+                // its display scale).
+                (rebuilt, dynamic(scales.swap_remove(0)))
+            } else if is_decimal && name == "coalesce" && any_dynamic {
+                // The scale of the first value that is not NULL.
+                let mut cases = Vec::with_capacity(values.len());
+                for (value, scale) in values.iter().zip(scales) {
+                    // A NULL constant has no scale; its branch is never taken.
+                    let scale = scale.unwrap_or(Scale::Static(0));
+                    cases.push((
+                        Box::new(value.clone().is_not_null()),
+                        Box::new(scale.into_expr(value)?),
+                    ));
+                }
+                (rebuilt, Some(Expr::Case(Case::new(None, cases, None))))
+            } else {
+                (rebuilt, None)
+            }
+        }
+        Expr::Case(case) => {
+            // Each branch's value at its scale (the analyzer makes the branches
+            // one type, a decimal when one is, after this rewrite).
+            let mut branches = Vec::with_capacity(case.when_then_expr.len());
+            let mut scales = Vec::with_capacity(case.when_then_expr.len());
+            let mut any_dynamic = false;
+            let mut statics = std::collections::BTreeSet::new();
+            let mut note = |scale: &Option<Scale>| match scale {
+                Some(Scale::Static(scale)) => {
+                    statics.insert(*scale);
+                }
+                Some(_) => any_dynamic = true,
+                None => {}
+            };
+            for (when, then) in &case.when_then_expr {
+                let (value, scale) = scaled(then, input)?;
+                note(&scale);
+                let Some(scale) = scale else {
+                    return Ok((expr.clone(), Some(typed)));
+                };
+                scales.push((when.clone(), Box::new(scale.into_expr(&value)?)));
+                branches.push((when.clone(), Box::new(value)));
+            }
+            let otherwise = match &case.else_expr {
+                Some(other) => {
+                    let (value, scale) = scaled(other, input)?;
+                    note(&scale);
+                    let Some(scale) = scale else {
+                        return Ok((expr.clone(), Some(typed)));
+                    };
+                    Some((Box::new(value.clone()), Box::new(scale.into_expr(&value)?)))
+                }
+                None => None,
+            };
+            let decimal = case
+                .when_then_expr
+                .iter()
+                .map(|(_, then)| then.as_ref())
+                .chain(case.else_expr.as_deref())
+                .any(|branch| {
+                    branch
+                        .to_field(input.plan.schema().as_ref())
+                        .is_ok_and(|(_, f)| matches!(f.data_type(), DataType::Decimal128(..)))
+                });
+            if !decimal || (!any_dynamic && statics.len() <= 1) {
+                (expr.clone(), None)
+            } else {
+                let value = Expr::Case(Case::new(
+                    case.expr.clone(),
+                    branches,
+                    otherwise.as_ref().map(|(value, _)| value.clone()),
+                ));
+                let scale = Expr::Case(Case::new(
+                    case.expr.clone(),
+                    scales,
+                    otherwise.map(|(_, scale)| scale),
+                ));
+                (value, Some(scale))
+            }
+        }
+        _ => (expr.clone(), None),
+    };
+    Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
+}
+
+/// A cast to text of a numeric whose display scale depends on the rows, as the
+/// value printed at its scale (`1.50::text` is `1.50`); `None` for anything else.
+fn text_of_scaled(
+    expr: &Expr,
+    field: &datafusion::arrow::datatypes::Field,
+    input: &Rewritten,
+) -> DfResult<Option<Expr>> {
+    let text = matches!(
+        functions::sql_type(field),
+        floe_repr::SqlScalarType::Text | floe_repr::SqlScalarType::VarChar { .. }
+    );
+    if !text {
+        return Ok(None);
+    }
+    let value = match expr {
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::PG_CAST && args.len() == 2 =>
+        {
+            &args[0]
+        }
+        Expr::Cast(cast) => cast.expr.as_ref(),
+        _ => return Ok(None),
+    };
+    let (value, Some(Scale::Dynamic(scale))) = scaled(value, input)? else {
+        return Ok(None);
+    };
+    let printed = functions::call(numeric_scale::NUMERIC_TEXT, vec![value, scale])
+        .map_err(QueryError::into_datafusion)?;
+    let ty = functions::sql_type(field);
+    Ok(Some(functions::cast_expr(printed, &ty)))
+}
+
+/// A display scale's expression when it depends on the rows.
+fn dynamic(scale: Option<Scale>) -> Option<Expr> {
+    match scale {
+        Some(Scale::Dynamic(scale)) => Some(scale),
+        _ => None,
+    }
+}

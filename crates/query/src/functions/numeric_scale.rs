@@ -1,0 +1,249 @@
+//! Each value's PostgreSQL display scale, where it depends on the values.
+//!
+//! A quotient's, an average's and a numeric `sqrt`, `exp`, `ln`, `log` or
+//! `power`'s display scale is chosen from the operands' values
+//! (`select_div_scale` and its kin); floe's decimal column has one scale. The
+//! functions here compute a value's display scale in a column of its own
+//! (see [`crate::display_scale`]), and print a value at it.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, StringArray};
+use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::common::Result as DfResult;
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
+use floe_repr::{Datum, PgType, SqlScalarType};
+use num_traits::ToPrimitive;
+
+use super::numeric_math::exact::Exact;
+use super::{Arguments, RowFunction};
+use crate::error::QueryError;
+
+/// `floe_division_scale(left, right, left_scale, right_scale)`: the display
+/// scale of `left / right` whose operands have these display scales.
+pub const DIVISION_SCALE: &str = "floe_division_scale";
+/// `floe_math_scale(name, arg..., scale...)`: the display scale of the
+/// numeric function `name` of arguments of these display scales.
+pub const MATH_SCALE: &str = "floe_math_scale";
+/// `floe_value_scale(x)`: the places of `x` as floe prints it (an
+/// unconstrained numeric without trailing zeros).
+pub const VALUE_SCALE: &str = "floe_value_scale";
+/// `floe_scale_max(a, b)`: the larger of two display scales.
+pub const SCALE_MAX: &str = "floe_scale_max";
+/// `floe_numeric_text(x, scale)`: `x` printed at `scale` places, as
+/// PostgreSQL prints a numeric of that display scale.
+pub const NUMERIC_TEXT: &str = "floe_numeric_text";
+
+/// PostgreSQL's `NUMERIC_MAX_DISPLAY_SCALE`.
+const MAX_DISPLAY_SCALE: i64 = 1000;
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    let immutable = Volatility::Immutable;
+    vec![
+        RowFunction::new(DIVISION_SCALE, immutable, scale_result, |row, _| {
+            division_scale(row)
+        })
+        .udf(),
+        RowFunction::new(MATH_SCALE, immutable, scale_result, |row, _| {
+            math_scale(row)
+        })
+        .udf(),
+        RowFunction::new(VALUE_SCALE, immutable, scale_result, |row, _| {
+            let [value] = row else {
+                return Err(QueryError::internal("floe_value_scale arity"));
+            };
+            Ok(scale_datum(exact(value)?.scale.into()))
+        })
+        .udf(),
+        RowFunction::new(SCALE_MAX, immutable, scale_result, |row, _| {
+            let scales = row.iter().map(scale_of).collect::<Result<Vec<_>, _>>()?;
+            Ok(scale_datum(scales.into_iter().max().unwrap_or(0)))
+        })
+        .udf(),
+        ScalarUDF::new_from_impl(NumericText {
+            signature: Signature::any(2, immutable),
+        }),
+    ]
+}
+
+fn scale_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::Int32)
+}
+
+fn scale_datum(scale: i64) -> Datum {
+    Datum::Int32(scale.clamp(0, MAX_DISPLAY_SCALE) as i32)
+}
+
+fn scale_of(datum: &Datum) -> Result<i64, QueryError> {
+    match datum {
+        Datum::Int16(n) => Ok(i64::from(*n)),
+        Datum::Int32(n) => Ok(i64::from(*n)),
+        Datum::Int64(n) => Ok(*n),
+        _ => Err(QueryError::internal("a display scale is an integer")),
+    }
+}
+
+/// A numeric or integer value, exactly.
+fn exact(datum: &Datum) -> Result<Exact, QueryError> {
+    let integer = match datum {
+        Datum::Numeric(text) => {
+            return Exact::parse(text)
+                .ok_or_else(|| QueryError::internal(format!("not a finite numeric: {text}")));
+        }
+        Datum::Int16(n) => i128::from(*n),
+        Datum::Int32(n) => i128::from(*n),
+        Datum::Int64(n) => i128::from(*n),
+        Datum::UInt16(n) => i128::from(*n),
+        Datum::UInt32(n) => i128::from(*n),
+        Datum::UInt64(n) => i128::from(*n),
+        _ => return Err(QueryError::internal("a numeric value was expected")),
+    };
+    Ok(Exact::integer(integer))
+}
+
+/// An exact value as an unscaled `i128` and its scale, if it fits.
+fn unscaled(value: &Exact) -> Result<(i128, i8), QueryError> {
+    let digits = value
+        .digits
+        .to_i128()
+        .ok_or_else(|| QueryError::internal("a numeric past 38 digits"))?;
+    let scale = i8::try_from(value.scale).map_err(|_| QueryError::internal("a numeric scale"))?;
+    Ok((digits, scale))
+}
+
+/// PostgreSQL's `select_div_scale` of the operands' values, at least either
+/// operand's display scale.
+fn division_scale(row: &[Datum]) -> Result<Datum, QueryError> {
+    let [left, right, left_scale, right_scale] = row else {
+        return Err(QueryError::internal("floe_division_scale arity"));
+    };
+    let (left, right) = (unscaled(&exact(left)?)?, unscaled(&exact(right)?)?);
+    if right.0 == 0 {
+        // The quotient itself is the error.
+        return Ok(Datum::Null);
+    }
+    let scale = i64::from(super::numeric_division::postgres_scale(
+        left.0, left.1, right.0, right.1,
+    ))
+    .max(scale_of(left_scale)?)
+    .max(scale_of(right_scale)?);
+    Ok(scale_datum(scale))
+}
+
+/// The display scale of a numeric function's result, its arguments read at
+/// their display scales (the function's result scale depends on them).
+fn math_scale(row: &[Datum]) -> Result<Datum, QueryError> {
+    // An argument the function refuses is the value's error.
+    Ok(super::numeric_math::scaled_result_scale(row)?
+        .map_or(Datum::Null, |scale| scale_datum(scale.into())))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct NumericText {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for NumericText {
+    fn name(&self) -> &str {
+        NUMERIC_TEXT
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    /// The exact text, typed as an unconstrained numeric for clients.
+    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        Ok(Arc::new(floe_arrow::pg_field(
+            NUMERIC_TEXT,
+            PgType::Numeric,
+            true,
+        )))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if scalar { 1 } else { args.number_rows };
+        let [value, scale] = args.args.as_slice() else {
+            return Err(QueryError::internal("floe_numeric_text arity").into_datafusion());
+        };
+        let [value_field, scale_field] = args.arg_fields.as_slice() else {
+            return Err(QueryError::internal("floe_numeric_text arity").into_datafusion());
+        };
+        let datums = |value: &ColumnarValue, field: &FieldRef| {
+            floe_arrow::array_to_datums(&value.to_array(length)?, field)
+                .map_err(|e| QueryError::from_value(e).into_datafusion())
+        };
+        let (values, scales) = (datums(value, value_field)?, datums(scale, scale_field)?);
+        let texts = values
+            .iter()
+            .zip(&scales)
+            .map(|(value, scale)| text_at(value, scale))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(QueryError::into_datafusion)?;
+        let array: ArrayRef = Arc::new(StringArray::from(texts));
+        super::columnar(array, scalar)
+    }
+}
+
+/// A value's text at a display scale (as floe prints it without one).
+fn text_at(value: &Datum, scale: &Datum) -> Result<Option<String>, QueryError> {
+    if matches!(value, Datum::Null) {
+        return Ok(None);
+    }
+    let exact = exact(value)?;
+    let places = match scale {
+        Datum::Null => exact.scale,
+        scale => u32::try_from(scale_of(scale)?.clamp(0, MAX_DISPLAY_SCALE)).unwrap_or(0),
+    };
+    Ok(Some(exact.rounded(places).to_text()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numeric(text: &str) -> Datum {
+        Datum::Numeric(text.to_string())
+    }
+
+    #[test]
+    fn quotient_scales_are_postgres() {
+        // PostgreSQL 15: avg of 1 and 2 is 1.5000000000000000, of 100000 and
+        // 200000 150000.000000000000, of 10000 and 10000 10000.0000000000000000.
+        let scale = |l: &str, r: &str| {
+            division_scale(&[numeric(l), numeric(r), Datum::Int32(0), Datum::Int32(0)]).unwrap()
+        };
+        assert_eq!(scale("3", "2"), Datum::Int32(16));
+        assert_eq!(scale("300000", "2"), Datum::Int32(12));
+        assert_eq!(scale("20000", "2"), Datum::Int32(16));
+        assert_eq!(scale("1", "3"), Datum::Int32(20));
+    }
+
+    #[test]
+    fn values_print_at_their_scale() {
+        assert_eq!(
+            text_at(&numeric("1.5"), &Datum::Int32(16))
+                .unwrap()
+                .unwrap(),
+            "1.5000000000000000"
+        );
+        assert_eq!(
+            text_at(&numeric("-0.125"), &Datum::Int32(2))
+                .unwrap()
+                .unwrap(),
+            "-0.13"
+        );
+        assert_eq!(text_at(&numeric("7"), &Datum::Null).unwrap().unwrap(), "7");
+    }
+}
