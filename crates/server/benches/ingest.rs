@@ -302,7 +302,10 @@ impl SinkBench<'_> {
             ))
             .await
             .expect("CREATE SINK");
+        let answered = started.elapsed();
+        let mut polls = 0;
         while committed_rows(self.seaweedfs, &self.namespace, name) < rows {
+            polls += 1;
             assert!(
                 started.elapsed() < Duration::from_secs(600),
                 "sink {name} did not commit its snapshot"
@@ -310,6 +313,11 @@ impl SinkBench<'_> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let elapsed = started.elapsed();
+        eprintln!(
+            "  {name}: CREATE SINK answered after {:.3} s, the snapshot seen in the catalog after {:.3} s ({polls} polls)",
+            answered.as_secs_f64(),
+            elapsed.as_secs_f64()
+        );
         let peak = before.zip(peak_rss(self.pid));
         client
             .batch_execute(&format!("DROP SINK {name}"))

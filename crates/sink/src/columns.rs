@@ -213,7 +213,7 @@ mod tests {
             S::Uuid,
         ]);
         for (_, column) in &straight.columns {
-            let one = desc(&[column.scalar_type.clone()]);
+            let one = desc(std::slice::from_ref(&column.scalar_type));
             let schema = table_schema(&one, false);
             assert!(
                 ColumnBatches::new(&schema, &one, false, LIMITS).is_some(),

@@ -773,6 +773,9 @@ fn scan_outcome(scanned: Result<(), ScanStop>) -> Result<Result<(), String>, Sto
     }
 }
 
+/// What a snapshot's scan calls for each row: `(count, row bytes)`.
+type RowVisitor<'a> = dyn FnMut(i64, &[u8]) -> Result<(), ScanStop> + 'a;
+
 /// What a scan calls for each update: `(ts, diff, row bytes)`.
 type UpdateVisitor<'a> = dyn FnMut(u64, i64, &[u8]) -> Result<(), ScanStop> + 'a;
 
@@ -1639,7 +1642,7 @@ impl Storage {
         &self,
         id: GlobalId,
         upper: Timestamp,
-        each: &mut dyn FnMut(i64, &[u8]) -> Result<(), ScanStop>,
+        each: &mut RowVisitor<'_>,
     ) -> Result<Result<(), ScanStop>, StorageError> {
         let (_, since) = self.check_readable(id, Timestamp(0), upper)?;
         // History before `since` sits at `since - 1`: a snapshot as of an earlier time
