@@ -119,19 +119,21 @@ fn canonical_numeric(text: &str, precision: Option<u8>, max_scale: Option<u8>) -
         (Some(p), Some(s)) => (fraction.len() == usize::from(s)
             && integer_digits <= usize::from(p).saturating_sub(usize::from(s)))
         .then(|| text.to_string()),
+        // An unconstrained numeric keeps the scale it comes with (`1.500` stays
+        // `1.500`), as the general parser keeps it: PostgreSQL's display scale.
         (None, None) => {
-            let kept = fraction.trim_end_matches('0');
-            if integer_digits > NUMERIC_MAX_PRECISION || kept.len() > NUMERIC_MAX_PRECISION {
+            let significant = fraction.trim_end_matches('0');
+            if integer_digits > NUMERIC_MAX_PRECISION || significant.len() > NUMERIC_MAX_PRECISION {
                 return None;
             }
-            let sign = if text.starts_with('-') && (integer_digits > 0 || !kept.is_empty()) {
+            let sign = if text.starts_with('-') && (integer_digits > 0 || !significant.is_empty()) {
                 "-"
             } else {
                 ""
             };
-            Some(match kept {
+            Some(match fraction {
                 "" => format!("{sign}{integer}"),
-                kept => format!("{sign}{integer}.{kept}"),
+                fraction => format!("{sign}{integer}.{fraction}"),
             })
         }
         _ => None,

@@ -252,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn a_snapshot_batch_carries_the_rows_and_appends_columns() {
+    fn a_batch_carries_its_rows_diffs_and_times() {
         let desc = desc(&[SqlScalarType::Int64, SqlScalarType::Text]);
         let schema = table_schema(&desc, true);
         let batches = ColumnBatches::new(&schema, &desc, true, LIMITS).unwrap();
@@ -281,13 +281,13 @@ mod tests {
             .as_any()
             .downcast_ref::<Int32Array>()
             .unwrap();
-        assert_eq!(diffs.values().to_vec(), [1, 1, 1]);
+        assert_eq!(diffs.values().to_vec(), [-1, 1, 1]);
         let times = batch
             .column(3)
             .as_any()
             .downcast_ref::<Int64Array>()
             .unwrap();
-        assert_eq!(times.values().to_vec(), [41, 41, 41]);
+        assert_eq!(times.values().to_vec(), [40, 41, 41]);
     }
 
     #[test]
