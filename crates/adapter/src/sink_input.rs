@@ -6,7 +6,7 @@ use arrow_array::ArrayRef;
 use async_trait::async_trait;
 use floe_repr::{GlobalId, RelationDesc, Timestamp};
 use floe_sink::input::{
-    ColumnChunk, ColumnStream, READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream,
+    ChunkStream, ColumnChunk, ColumnStream, READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream,
 };
 use floe_sink::{ErrorKind, SinkError};
 use floe_storage::{EncodedChunk, LogUpdate, Storage, StorageError};
@@ -75,10 +75,7 @@ impl CollectionInput {
         }
     }
 
-    /// Runs a storage read on a blocking thread (SQLite reads block), handing its chunks
-    /// to the returned stream through a small bounded channel: the read runs ahead of the
-    /// sink by at most [`READ_AHEAD_CHUNKS`] chunks, and stops when the sink drops the
-    /// stream.
+    /// A storage read of rows, each cut to the sink's columns.
     fn stream(
         &self,
         read: impl FnOnce(
@@ -89,13 +86,10 @@ impl CollectionInput {
         + Send
         + 'static,
     ) -> UpdateStream {
-        let (sender, stream) = UpdateStream::channel(READ_AHEAD_CHUNKS);
-        let storage = self.storage.clone();
-        let collection = self.collection;
         let width = self.desc.columns.len();
-        tokio::task::spawn_blocking(move || {
-            let result = read(&storage, collection, &mut |updates| {
-                let updates = updates
+        self.spawn_read(read, move |_, _| {
+            Ok(move |updates: Vec<LogUpdate>| {
+                updates
                     .into_iter()
                     .map(|mut u| {
                         u.row.truncate(width);
@@ -105,26 +99,13 @@ impl CollectionInput {
                             diff: u.diff,
                         }
                     })
-                    .collect();
-                if sender.blocking_send(updates) {
-                    Ok(())
-                } else {
-                    Err("the sink stopped reading".to_string())
-                }
-            });
-            match result {
-                Ok(Ok(())) => sender.blocking_finish(),
-                // The sink dropped the stream: nobody to tell.
-                Ok(Err(_)) => {}
-                Err(error) => sender.blocking_fail(sink_error(error)),
-            }
-        });
-        stream
+                    .collect()
+            })
+        })
     }
 
-    /// Runs a storage read of encoded rows on a blocking thread, as [`CollectionInput::stream`]
-    /// runs one of rows; each chunk goes to the sink with the closure that builds its
-    /// columns, which the sink runs on threads of its own.
+    /// A storage read of encoded rows: each chunk goes to the sink with the closure that
+    /// builds its columns, which the sink runs on threads of its own.
     fn column_stream(
         &self,
         read: impl FnOnce(
@@ -135,28 +116,54 @@ impl CollectionInput {
         + Send
         + 'static,
     ) -> ColumnStream {
-        let (sender, stream) = ColumnStream::channel(READ_AHEAD_CHUNKS);
-        let storage = self.storage.clone();
-        let collection = self.collection;
         let desc = Arc::new(self.desc.clone());
-        tokio::task::spawn_blocking(move || {
-            let stored = match storage.desc(collection) {
-                Ok(stored) => Arc::new(stored),
-                Err(error) => return sender.blocking_fail(sink_error(error)),
-            };
-            let result = read(&storage, collection, &mut |chunk| {
+        self.spawn_read(read, move |storage, collection| {
+            // The stored rows' own shape: the table may have gained columns since.
+            let stored = Arc::new(storage.desc(collection)?);
+            Ok(move |chunk: EncodedChunk| {
                 let rows = chunk.len();
                 let counts = chunk.counts().to_vec();
                 let times = chunk.times().iter().map(|ts| Timestamp(*ts)).collect();
                 let (stored, desc) = (stored.clone(), desc.clone());
-                let build = Box::new(move || encoded_columns(&stored, &desc, &chunk));
-                let chunk = ColumnChunk {
-                    build,
+                ColumnChunk {
+                    build: Box::new(move || encoded_columns(&stored, &desc, &chunk)),
                     rows,
                     counts,
                     times,
-                };
-                if sender.blocking_send(chunk) {
+                }
+            })
+        })
+    }
+
+    /// Runs a storage read on a blocking thread (SQLite reads block), handing its chunks,
+    /// each as `converter` (made on that thread) makes it, to the returned stream through
+    /// a small bounded channel: the read runs ahead of the sink by at most
+    /// [`READ_AHEAD_CHUNKS`] chunks, and stops when the sink drops the stream.
+    fn spawn_read<C, T, F>(
+        &self,
+        read: impl FnOnce(
+            &Storage,
+            GlobalId,
+            &mut dyn FnMut(C) -> Result<(), String>,
+        ) -> Result<Result<(), String>, StorageError>
+        + Send
+        + 'static,
+        converter: impl FnOnce(&Storage, GlobalId) -> Result<F, StorageError> + Send + 'static,
+    ) -> ChunkStream<T>
+    where
+        F: FnMut(C) -> T,
+        T: Send + 'static,
+    {
+        let (sender, stream) = ChunkStream::channel(READ_AHEAD_CHUNKS);
+        let storage = self.storage.clone();
+        let collection = self.collection;
+        tokio::task::spawn_blocking(move || {
+            let mut convert = match converter(&storage, collection) {
+                Ok(convert) => convert,
+                Err(error) => return sender.blocking_fail(sink_error(error)),
+            };
+            let result = read(&storage, collection, &mut |chunk| {
+                if sender.blocking_send(convert(chunk)) {
                     Ok(())
                 } else {
                     Err("the sink stopped reading".to_string())

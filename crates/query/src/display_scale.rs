@@ -48,13 +48,7 @@ use crate::snapshot::SnapshotTable;
 /// where that depends on the rows (see the module documentation). A plan the
 /// rewrite cannot carry the scales through is returned as it is.
 pub fn apply(plan: LogicalPlan) -> LogicalPlan {
-    if !has_value_scales(&plan) {
-        return plan;
-    }
-    match with_scales(&plan, false) {
-        Ok(Some((rewritten, _))) => rewritten,
-        _ => plan,
-    }
+    apply_with(plan, false)
 }
 
 /// [`apply`] for the plan of a dataflow (a materialized view's, a
@@ -64,10 +58,15 @@ pub fn apply(plan: LogicalPlan) -> LogicalPlan {
 /// value's scale does not pass; `min`, `max` and the statistics keep their
 /// values' printing.
 pub fn apply_to_dataflow(plan: LogicalPlan) -> LogicalPlan {
+    apply_with(plan, true)
+}
+
+/// [`apply`] (`dataflow` false) or [`apply_to_dataflow`].
+fn apply_with(plan: LogicalPlan, dataflow: bool) -> LogicalPlan {
     if !has_value_scales(&plan) {
         return plan;
     }
-    match with_scales(&plan, true) {
+    match with_scales(&plan, dataflow) {
         Ok(Some((rewritten, _))) => rewritten,
         _ => plan,
     }

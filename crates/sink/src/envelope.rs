@@ -114,10 +114,11 @@ impl StageContext<'_> {
         append: bool,
         cut: &mut BatchCut,
     ) -> Result<Option<(Vec<iceberg::spec::DataFile>, u64)>, SinkError> {
-        let first = self.writer(self.schema.clone(), FileContent::Data, suffix)?;
         let limits = self.limits();
-        let Some(batches) =
-            ColumnBatches::new(&first.arrow_schema(), self.input.desc(), append, limits)
+        let arrow_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(self.schema).map_err(
+            |err| SinkError::internal(format!("cannot convert the schema to Arrow: {err}")),
+        )?);
+        let Some(batches) = ColumnBatches::new(&arrow_schema, self.input.desc(), append, limits)
         else {
             return Ok(None);
         };
@@ -137,9 +138,12 @@ impl StageContext<'_> {
         let Some(columns) = columns else {
             return Ok(None);
         };
-        let mut writers = vec![first];
-        for n in 1..column_writers() {
-            let suffix = format!("{suffix}-w{n}");
+        let mut writers = Vec::new();
+        for n in 0..column_writers() {
+            let suffix = match n {
+                0 => suffix.to_string(),
+                n => format!("{suffix}-w{n}"),
+            };
             writers.push(self.writer(self.schema.clone(), FileContent::Data, &suffix)?);
         }
         write_columns(columns, &batches, &mut writers, cut).await?;
@@ -479,9 +483,12 @@ enum ColumnRead {
     Changes(Timestamp, Timestamp),
 }
 
-/// How many writers write rows read in columns: one per core, as many as four.
+/// How many writers write rows read in columns: one per core, as many as four. Found
+/// once: the core count is read from the cgroup's files, and a sink asks every batch.
 fn column_writers() -> usize {
-    std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4))
+    static WRITERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WRITERS
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4)))
 }
 
 /// Writes rows read in columns, up to the batch's `cut`: each chunk's columns are built

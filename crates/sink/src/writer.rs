@@ -283,11 +283,6 @@ impl PipelinedWriter {
         Ok(())
     }
 
-    /// The Arrow schema of the batches [`PipelinedWriter::write_batch`] takes.
-    pub fn arrow_schema(&self) -> ArrowSchemaRef {
-        self.arrow_schema.clone()
-    }
-
     /// Rows handed to the writer so far.
     pub fn rows(&self) -> u64 {
         self.rows

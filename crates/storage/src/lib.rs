@@ -1577,10 +1577,10 @@ impl Storage {
         max_rows: usize,
         chunk: &mut dyn FnMut(Vec<LogUpdate>) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
-        let (arity, _) = self.check_readable(id, Timestamp(0), upper)?;
+        let (arity, since) = self.check_readable(id, Timestamp(0), upper)?;
         let as_of = Timestamp(upper.0.saturating_sub(1));
         let mut chunks = Chunks::new(id, arity, max_rows, chunk);
-        let scanned = self.scan_snapshot(id, upper, &mut |count, bytes| {
+        let scanned = self.scan_snapshot(id, upper, since, &mut |count, bytes| {
             chunks.push_encoded(as_of, count, bytes)
         })?;
         chunks.finish(scanned)
@@ -1597,9 +1597,10 @@ impl Storage {
         limits: (usize, usize),
         chunk: &mut dyn FnMut(EncodedChunk) -> Result<(), String>,
     ) -> Result<Result<(), String>, StorageError> {
+        let (_, since) = self.check_readable(id, Timestamp(0), upper)?;
         let as_of = upper.0.saturating_sub(1);
         let mut chunks = EncodedChunks::new(limits, chunk);
-        let scanned = self.scan_snapshot(id, upper, &mut |count, bytes| {
+        let scanned = self.scan_snapshot(id, upper, since, &mut |count, bytes| {
             chunks.push(as_of, count, bytes)
         })?;
         chunks.finish(scanned)
@@ -1631,7 +1632,8 @@ impl Storage {
     }
 
     /// Calls `each(count, row bytes)` for every row of the contents as of `upper` (every
-    /// update with `ts < upper`), consolidated: positive counts only.
+    /// update with `ts < upper`), consolidated: positive counts only. `since` is the
+    /// collection's compaction frontier, as the caller's readability check found it.
     ///
     /// A log without retractions before `upper` is its own consolidation (a row inserted
     /// twice may come twice, with count 1 each) and is streamed as stored, in bounded
@@ -1642,9 +1644,9 @@ impl Storage {
         &self,
         id: GlobalId,
         upper: Timestamp,
+        since: u64,
         each: &mut RowVisitor<'_>,
     ) -> Result<Result<(), ScanStop>, StorageError> {
-        let (_, since) = self.check_readable(id, Timestamp(0), upper)?;
         // History before `since` sits at `since - 1`: a snapshot as of an earlier time
         // would miss it.
         if upper.0 < since {

@@ -93,11 +93,7 @@ impl ScalarUDFImpl for JsonBuild {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
+        let (scalar, length, columns) = super::argument_datums(&args)?;
         let json: Vec<Form> = args
             .arg_fields
             .iter()
@@ -113,14 +109,6 @@ impl ScalarUDFImpl for JsonBuild {
                 _ => Form::Value,
             })
             .collect();
-        let mut columns = Vec::with_capacity(args.args.len());
-        for (value, field) in args.args.iter().zip(&args.arg_fields) {
-            let array = value.to_array(length)?;
-            columns.push(
-                floe_arrow::array_to_datums(&array, field)
-                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
-            );
-        }
         let mut results = Vec::with_capacity(length);
         for index in 0..length {
             let row: Vec<Datum> = columns

@@ -330,20 +330,7 @@ impl ScalarUDFImpl for RowFunction {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let ty = sql_type(&args.return_field);
-        let rows = args.number_rows;
-        let all_scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if all_scalar { 1 } else { rows };
-        let mut columns: Vec<Vec<Datum>> = Vec::with_capacity(args.args.len());
-        for (value, field) in args.args.iter().zip(&args.arg_fields) {
-            let array = value.to_array(length)?;
-            columns.push(
-                floe_arrow::array_to_datums(&array, field)
-                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
-            );
-        }
+        let (all_scalar, length, columns) = argument_datums(&args)?;
         let mut results = Vec::with_capacity(length);
         let mut row: Vec<Datum> = Vec::with_capacity(columns.len());
         for index in 0..length {
@@ -464,6 +451,28 @@ impl ScalarUDFImpl for Overloaded {
 
 /// A call's result: its one row as a scalar when its arguments were scalars
 /// (see [`first_scalar`]), else the array.
+/// A scalar function's arguments as datums, a column per argument: `(scalar, rows,
+/// columns)`, one row when every argument is a scalar (the result is then one too, see
+/// [`columnar`]), else the batch's rows.
+pub(crate) fn argument_datums(
+    args: &ScalarFunctionArgs,
+) -> DfResult<(bool, usize, Vec<Vec<Datum>>)> {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    let rows = if scalar { 1 } else { args.number_rows };
+    let mut columns = Vec::with_capacity(args.args.len());
+    for (value, field) in args.args.iter().zip(&args.arg_fields) {
+        let array = value.to_array(rows)?;
+        columns.push(
+            floe_arrow::array_to_datums(&array, field)
+                .map_err(|e| QueryError::from_value(e).into_datafusion())?,
+        );
+    }
+    Ok((scalar, rows, columns))
+}
+
 pub(crate) fn columnar(array: ArrayRef, scalar: bool) -> DfResult<ColumnarValue> {
     if scalar {
         Ok(ColumnarValue::Scalar(first_scalar(&array)?))

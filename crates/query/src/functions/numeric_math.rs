@@ -103,19 +103,7 @@ impl ScalarUDFImpl for ScaledMath {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
-        let mut columns = Vec::with_capacity(args.args.len());
-        for (value, field) in args.args.iter().zip(&args.arg_fields) {
-            let array = value.to_array(length)?;
-            columns.push(
-                floe_arrow::array_to_datums(&array, field)
-                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
-            );
-        }
+        let (scalar, length, columns) = super::argument_datums(&args)?;
         let scale = match args.return_field.data_type() {
             DataType::Decimal128(_, scale) => (*scale).max(0) as u32,
             _ => return Err(QueryError::internal("a numeric result column").into_datafusion()),
@@ -314,19 +302,7 @@ impl ScalarUDFImpl for MathFunction {
         let numeric = self
             .is_numeric(&args.arg_fields)
             .map_err(QueryError::into_datafusion)?;
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
-        let mut columns = Vec::with_capacity(args.args.len());
-        for (value, field) in args.args.iter().zip(&args.arg_fields) {
-            let array = value.to_array(length)?;
-            columns.push(
-                floe_arrow::array_to_datums(&array, field)
-                    .map_err(|e| QueryError::from_value(e).into_datafusion())?,
-            );
-        }
+        let (scalar, length, columns) = super::argument_datums(&args)?;
         let rows = (0..length).map(|index| {
             columns
                 .iter()
@@ -417,8 +393,8 @@ pub(crate) fn is_math_function(name: &str) -> bool {
     )
 }
 
-/// An argument of the numeric function (an integer is a numeric of scale 0).
-fn exact(datum: &Datum) -> Result<Exact, QueryError> {
+/// A numeric or integer value, exactly (an integer is a numeric of scale 0).
+pub(super) fn exact(datum: &Datum) -> Result<Exact, QueryError> {
     let integer = match datum {
         Datum::Numeric(text) => {
             return Exact::parse(text)
@@ -430,7 +406,7 @@ fn exact(datum: &Datum) -> Result<Exact, QueryError> {
         Datum::UInt16(n) => i128::from(*n),
         Datum::UInt32(n) => i128::from(*n),
         Datum::UInt64(n) => i128::from(*n),
-        _ => return Err(QueryError::internal("a numeric argument was expected")),
+        _ => return Err(QueryError::internal("a numeric value was expected")),
     };
     Ok(Exact::integer(integer))
 }

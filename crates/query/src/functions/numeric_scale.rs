@@ -18,6 +18,7 @@ use datafusion::logical_expr::{
 use floe_repr::{Datum, PgType, SqlScalarType};
 use num_traits::ToPrimitive;
 
+use super::numeric_math::exact;
 use super::numeric_math::exact::Exact;
 use super::{Arguments, RowFunction};
 use crate::error::QueryError;
@@ -84,24 +85,6 @@ fn scale_of(datum: &Datum) -> Result<i64, QueryError> {
         Datum::Int64(n) => Ok(*n),
         _ => Err(QueryError::internal("a display scale is an integer")),
     }
-}
-
-/// A numeric or integer value, exactly.
-fn exact(datum: &Datum) -> Result<Exact, QueryError> {
-    let integer = match datum {
-        Datum::Numeric(text) => {
-            return Exact::parse(text)
-                .ok_or_else(|| QueryError::internal(format!("not a finite numeric: {text}")));
-        }
-        Datum::Int16(n) => i128::from(*n),
-        Datum::Int32(n) => i128::from(*n),
-        Datum::Int64(n) => i128::from(*n),
-        Datum::UInt16(n) => i128::from(*n),
-        Datum::UInt32(n) => i128::from(*n),
-        Datum::UInt64(n) => i128::from(*n),
-        _ => return Err(QueryError::internal("a numeric value was expected")),
-    };
-    Ok(Exact::integer(integer))
 }
 
 /// An exact value as an unscaled `i128` and its scale, if it fits.

@@ -274,9 +274,10 @@ impl ExactSums {
         self.add(1, scale, value, square)
     }
 
-    /// PostgreSQL's display scale of [`Self::statistic`]: `select_div_scale`'s
-    /// of the sums' quotient (0 for a zero variance).
-    fn display_scale(&self) -> DfResult<Option<i32>> {
+    /// The variance's quotient of the sums, `n·Σx² − (Σx)²` over `n·n` (or `n·(n − 1)` for
+    /// a sample), as `numeric_stddev_internal` forms it; `None` when there is no
+    /// statistic (no rows, or one for a sample), a zero numerator for a zero variance.
+    fn quotient(&self) -> DfResult<Option<(i256, i256)>> {
         if self.count == 0 || (self.statistic.sample && self.count == 1) {
             return Ok(None);
         }
@@ -286,7 +287,7 @@ impl ExactSums {
             .and_then(|a| Some(a - self.sum.checked_mul(self.sum)?))
             .ok_or_else(overflow)?;
         if numerator <= i256::ZERO {
-            return Ok(Some(0));
+            return Ok(Some((i256::ZERO, i256::ONE)));
         }
         let other = if self.statistic.sample {
             n - i256::ONE
@@ -294,29 +295,30 @@ impl ExactSums {
             n
         };
         let denominator = n.checked_mul(other).ok_or_else(overflow)?;
+        Ok(Some((numerator, denominator)))
+    }
+
+    /// PostgreSQL's display scale of [`Self::statistic`]: `select_div_scale`'s
+    /// of the sums' quotient (0 for a zero variance).
+    fn display_scale(&self) -> DfResult<Option<i32>> {
+        let Some((numerator, denominator)) = self.quotient()? else {
+            return Ok(None);
+        };
+        if numerator == i256::ZERO {
+            return Ok(Some(0));
+        }
         let scale = division_scale(numerator, 2 * self.scale, denominator);
         Ok(Some(i32::try_from(scale).unwrap_or(i32::MAX)))
     }
 
     /// PostgreSQL's `numeric_stddev_internal`, unscaled at [`SCALE`].
     fn statistic(&self) -> DfResult<Option<i128>> {
-        if self.count == 0 || (self.statistic.sample && self.count == 1) {
+        let Some((numerator, denominator)) = self.quotient()? else {
             return Ok(None);
-        }
-        let n = i256::from_i128(i128::from(self.count));
-        let numerator = n
-            .checked_mul(self.squares)
-            .and_then(|a| Some(a - self.sum.checked_mul(self.sum)?))
-            .ok_or_else(overflow)?;
-        if numerator <= i256::ZERO {
+        };
+        if numerator == i256::ZERO {
             return Ok(Some(0));
         }
-        let other = if self.statistic.sample {
-            n - i256::ONE
-        } else {
-            n
-        };
-        let denominator = n.checked_mul(other).ok_or_else(overflow)?;
         let numerator_scale = 2 * self.scale;
         let scale = division_scale(numerator, numerator_scale, denominator);
         // numerator / 10^numerator_scale / denominator, at `scale` places.
