@@ -23,8 +23,8 @@ pub struct CopyState {
     /// The finished rows, encoded for storage as they arrive, so that the copy holds
     /// them only in the form the table will (see [`EncodedInserts`]).
     pub rows: EncodedInserts,
-    /// The first error (code and message), reported when the copy ends.
-    error: Option<(SqlState, String)>,
+    /// The first error, reported when the copy ends.
+    error: Option<floe_repr::ValueError>,
     /// Lines seen, for error messages.
     line: u64,
     /// Whether the data ended with `\.`.
@@ -78,25 +78,23 @@ impl CopyState {
     }
 
     fn fail(&mut self, code: SqlState, message: String) {
+        self.fail_with(floe_repr::ValueError::new(code, message));
+    }
+
+    /// Keeps the first error, its message followed by where in the data it is.
+    fn fail_with(&mut self, mut error: floe_repr::ValueError) {
         if self.error.is_none() {
-            self.error = Some((
-                code,
-                format!(
-                    "{message} (COPY {}, line {})",
-                    self.plan.name.item, self.line
-                ),
-            ));
+            error.message = format!(
+                "{} (COPY {}, line {})",
+                error.message, self.plan.name.item, self.line
+            );
+            self.error = Some(error);
         }
     }
 
     /// The first decoding error, as the client's error.
     pub fn error(&self) -> Option<AdapterError> {
-        self.error
-            .as_ref()
-            .map(|(code, message)| AdapterError::Query {
-                code: *code,
-                message: message.clone(),
-            })
+        self.error.clone().map(crate::tables::value_error)
     }
 
     fn decode(&mut self, bytes: &[u8]) {
@@ -167,9 +165,9 @@ impl CopyState {
             let (name, column_type) = &self.plan.desc.columns[*column];
             match floe_repr::strconv::parse_datum(&text, &column_type.scalar_type) {
                 Ok(datum) => row[*column] = datum,
-                Err(e) => {
-                    let message = format!("{} for column \"{name}\"", e.message);
-                    self.fail(e.code, message);
+                Err(mut e) => {
+                    e.message = format!("{} for column \"{name}\"", e.message);
+                    self.fail_with(e);
                     return;
                 }
             }
@@ -181,6 +179,10 @@ impl CopyState {
             crate::tables::not_null_violation(&self.plan.name, &self.plan.desc, &row)
         {
             self.fail(SqlState::NOT_NULL_VIOLATION, message);
+            return;
+        }
+        if let Some(error) = crate::tables::unstorable_value(&self.plan.desc, &row) {
+            self.fail_with(error);
             return;
         }
         self.rows.push(&row);

@@ -144,11 +144,9 @@ pub fn storage_error(error: floe_storage::StorageError) -> AdapterError {
     AdapterError::Storage(error)
 }
 
+/// A value's error as the client sees it, with its detail and hint.
 pub(crate) fn value_error(error: floe_repr::strconv::ValueError) -> AdapterError {
-    AdapterError::Query {
-        code: error.code,
-        message: error.message,
-    }
+    AdapterError::Engine(floe_query::QueryError::from_value(error))
 }
 
 /// The rows of a query as datums, numerics at their display scales; the first
@@ -165,18 +163,34 @@ async fn run(
     query::execute(context, plan).await
 }
 
-fn check_not_null(
-    name: &QualifiedName,
-    desc: &RelationDesc,
-    row: &Row,
-) -> Result<(), AdapterError> {
-    match not_null_violation(name, desc, row) {
-        None => Ok(()),
-        Some(message) => Err(AdapterError::Query {
+/// Refuses a row its table cannot store: a NULL in a NOT NULL column, or a value
+/// its column's stored form cannot hold exactly (see [`unstorable_value`]).
+fn check_row(name: &QualifiedName, desc: &RelationDesc, row: &Row) -> Result<(), AdapterError> {
+    if let Some(message) = not_null_violation(name, desc, row) {
+        return Err(AdapterError::Query {
             code: SqlState::NOT_NULL_VIOLATION,
             message,
-        }),
+        });
     }
+    match unstorable_value(desc, row) {
+        None => Ok(()),
+        Some(error) => Err(value_error(error)),
+    }
+}
+
+/// The error of the first value in `row` that its column cannot store exactly (a
+/// numeric of more digits than a column without a scale keeps, say), naming the
+/// column: a table must stay readable after every write it accepts.
+pub fn unstorable_value(desc: &RelationDesc, row: &Row) -> Option<floe_repr::ValueError> {
+    desc.columns
+        .iter()
+        .zip(row)
+        .find_map(|((column, column_type), datum)| {
+            let mut error =
+                floe_repr::strconv::check_stored(datum, &column_type.scalar_type).err()?;
+            error.message = format!("{} for column \"{column}\"", error.message);
+            Some(error)
+        })
 }
 
 /// The message of a NULL in a NOT NULL column of `row`, if there is one.
@@ -545,7 +559,7 @@ pub async fn insert(
             *datum = floe_repr::cast::cast_datum(value, &column_type.scalar_type)
                 .map_err(value_error)?;
         }
-        check_not_null(&plan.name, &plan.desc, &row)?;
+        check_row(&plan.name, &plan.desc, &row)?;
         written.push(row);
     }
     let changes = written.iter().map(|r| (r.clone(), 1)).collect();
@@ -620,7 +634,7 @@ fn updated_rows(
                 floe_repr::cast::cast_datum(value.clone(), &desc.columns[*column].1.scalar_type)
                     .map_err(value_error)?;
         }
-        check_not_null(name, desc, &new)?;
+        check_row(name, desc, &new)?;
         changes.push((old, -1));
         changes.push((new.clone(), 1));
         written.push(new);

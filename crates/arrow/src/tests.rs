@@ -564,3 +564,42 @@ fn plain_decimals_parse_as_the_general_parse_does() {
     }
     assert!(taken > 10_000, "the fast path took {taken} texts");
 }
+
+/// What storage accepts into a column of bare `numeric` (`check_stored_numeric`) is
+/// exactly what its Arrow form, decimal(38,10), holds: a write never leaves a value that
+/// a read cannot convert, and nothing that would fit is refused.
+#[test]
+fn a_stored_bare_numeric_is_one_its_arrow_form_holds() {
+    use floe_repr::strconv::check_stored_numeric;
+    let texts = [
+        "0",
+        "-0",
+        "-0.5",
+        "+007.100",
+        ".5",
+        "5.",
+        "1.50000000000000000000",
+        "1234567890123456789012345678.0123456789",
+        "-9999999999999999999999999999.9999999999",
+        "12345678901234567890123456789",
+        "0.00000000001",
+        "0.12345678901",
+        "0.66666666666666666667",
+        "1e27",
+        "1e28",
+        "1.5e-10",
+        "1.5e-11",
+        "100000000000000000000000000000e-2",
+        "NaN",
+    ];
+    for text in texts {
+        assert_eq!(
+            check_stored_numeric(text, None).is_ok(),
+            decimal_to_i128(text, 38, 10).is_ok(),
+            "{text}"
+        );
+    }
+    // With a scale, the column's own type bounds the value; only NaN is refused.
+    assert!(check_stored_numeric("0.66666666666666666667", Some(20)).is_ok());
+    assert!(check_stored_numeric("NaN", Some(2)).is_err());
+}

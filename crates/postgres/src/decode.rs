@@ -34,10 +34,18 @@ pub(crate) fn decode_value(text: &str, ty: &SqlScalarType) -> Result<Datum, Stri
         } => canonical_numeric(text, *precision, *max_scale).map(Datum::Numeric),
         _ => None,
     };
-    match quick {
-        Some(datum) => Ok(datum),
-        None => parse_datum(text, ty).map_err(|e| e.to_string()),
-    }
+    let datum = match quick {
+        Some(datum) => datum,
+        None => parse_datum(text, ty).map_err(|e| e.to_string())?,
+    };
+    // A value the subsource's column cannot store exactly (a numeric of more digits than
+    // a column without a scale keeps) stops the source with its cause, rather than
+    // leaving a table no read can convert.
+    floe_repr::strconv::check_stored(&datum, ty).map_err(|e| match &e.detail {
+        Some(detail) => format!("{e} ({detail})"),
+        None => e.to_string(),
+    })?;
+    Ok(datum)
 }
 
 /// `YYYY-MM-DD` (4-digit years, AD) as days since 1970-01-01: PostgreSQL's ISO output of
@@ -401,7 +409,6 @@ mod tests {
             ("12345-01-01", SqlScalarType::Date),
             ("2024-02-30", SqlScalarType::Date),
             ("2024-01-01 00:00:00+05", SqlScalarType::TimestampTz),
-            ("NaN", numeric(None, None)),
             ("1.5", numeric(Some(10), Some(2))),
             ("1e5", numeric(None, None)),
         ] {
@@ -411,6 +418,35 @@ mod tests {
                 "{text} as {ty}"
             );
         }
+    }
+
+    /// An upstream value the subsource's column cannot store exactly stops the source
+    /// with its cause (the column's stored form, decimal(38,10), and no NaN), on both
+    /// the short path and the general parser's.
+    #[test]
+    fn a_value_the_column_cannot_store_is_refused() {
+        let numeric = |p: Option<u8>, s: Option<u8>| SqlScalarType::Numeric {
+            precision: p,
+            max_scale: s,
+        };
+        let bare = numeric(None, None);
+        let error = decode_value("0.66666666666666666667", &bare).unwrap_err();
+        assert!(
+            error.starts_with("numeric value 0.66666666666666666667 has too many digits (")
+                && error.contains("28 digits before the decimal point and 10 after it"),
+            "{error}"
+        );
+        assert!(decode_value("1e-11", &bare).is_err());
+        assert!(decode_value("1e27", &bare).is_ok());
+        assert_eq!(
+            decode_value("NaN", &numeric(Some(10), Some(2))).unwrap_err(),
+            "cannot store numeric NaN (floe stores numeric values as exact decimals, which have no NaN.)"
+        );
+        let list = SqlScalarType::List {
+            element: Box::new(bare.clone()),
+        };
+        assert!(decode_value("{1.5,0.12345678901}", &list).is_err());
+        assert!(decode_value("{1.5,0.1234567890}", &list).is_ok());
     }
 
     #[test]

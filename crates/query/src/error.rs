@@ -63,6 +63,7 @@ impl QueryError {
     pub fn from_value(error: ValueError) -> QueryError {
         QueryError {
             detail: error.detail,
+            hint: error.hint,
             ..QueryError::new(error.code, error.message)
         }
     }
@@ -79,6 +80,7 @@ impl QueryError {
                 code: self.code,
                 message: self.message,
                 detail: self.detail,
+                hint: None,
             }));
         }
         DataFusionError::External(Box::new(self))

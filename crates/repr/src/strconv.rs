@@ -38,6 +38,7 @@ pub struct ValueError {
     pub code: SqlState,
     pub message: String,
     pub detail: Option<String>,
+    pub hint: Option<String>,
 }
 
 impl ValueError {
@@ -46,11 +47,17 @@ impl ValueError {
             code,
             message: message.into(),
             detail: None,
+            hint: None,
         }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> ValueError {
         self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> ValueError {
+        self.hint = Some(hint.into());
         self
     }
 

@@ -357,6 +357,100 @@ pub fn numeric_to_type(
     }
 }
 
+/// The digits a column of bare `numeric` stores before the point and after it: its
+/// values' Arrow form is decimal(38,10), which the query engine reads and a sink writes
+/// (SPEC's type mapping).
+pub const STORED_NUMERIC_INTEGER_DIGITS: usize = 28;
+pub const STORED_NUMERIC_FRACTION_DIGITS: usize = 10;
+
+/// Refuses a numeric value (its text) that a column of numeric with `max_scale` cannot
+/// store exactly: NaN (an exact decimal has none), and in a column without a scale a
+/// value of more digits than [`STORED_NUMERIC_INTEGER_DIGITS`] before the point or
+/// [`STORED_NUMERIC_FRACTION_DIGITS`] after it. A query may compute such a value and
+/// show it; writing it would leave a table no read could convert (`floe_arrow` refuses
+/// to round), so the write is refused instead, and nothing is rounded.
+pub fn check_stored_numeric(text: &str, max_scale: Option<u8>) -> Result<(), ValueError> {
+    if let Some((integer, fraction)) = plain_digits(text)
+        && (max_scale.is_some()
+            || (integer <= STORED_NUMERIC_INTEGER_DIGITS
+                && fraction <= STORED_NUMERIC_FRACTION_DIGITS))
+    {
+        // The common case, checked without parsing: every value a COPY writes passes here.
+        return Ok(());
+    }
+    let Some(decimal) = Decimal::parse(text)? else {
+        return Err(
+            ValueError::new(SqlState::FEATURE_NOT_SUPPORTED, "cannot store numeric NaN")
+                .with_detail("floe stores numeric values as exact decimals, which have no NaN."),
+        );
+    };
+    let fraction = decimal.fraction.trim_end_matches('0').len();
+    if max_scale.is_some()
+        || (decimal.integer.len() <= STORED_NUMERIC_INTEGER_DIGITS
+            && fraction <= STORED_NUMERIC_FRACTION_DIGITS)
+    {
+        return Ok(());
+    }
+    Err(ValueError::out_of_range(format!(
+        "numeric value {} has too many digits",
+        text.trim()
+    ))
+    .with_detail(format!(
+        "A numeric column without a declared scale stores up to {STORED_NUMERIC_INTEGER_DIGITS} digits before the decimal point and {STORED_NUMERIC_FRACTION_DIGITS} after it."
+    ))
+    .with_hint(
+        "Round the value, as round(value, 10), or declare the column with the scale it needs, as numeric(38, 20).",
+    ))
+}
+
+/// The significant digits of plain decimal text (`-012.340`: 2 and 2) before and after
+/// the point; `None` for anything else (an exponent, NaN, spaces), which the parser
+/// reads instead.
+fn plain_digits(text: &str) -> Option<(usize, usize)> {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (integer, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    let all_digits = integer
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit());
+    if !all_digits || (integer.is_empty() && fraction.is_empty()) {
+        return None;
+    }
+    Some((
+        integer.trim_start_matches('0').len(),
+        fraction.trim_end_matches('0').len(),
+    ))
+}
+
+/// [`check_stored_numeric`] of every numeric a value of `ty` holds, in lists, arrays,
+/// maps and records too.
+pub fn check_stored(datum: &Datum, ty: &SqlScalarType) -> Result<(), ValueError> {
+    match (datum, ty) {
+        (Datum::Numeric(text), SqlScalarType::Numeric { max_scale, .. }) => {
+            check_stored_numeric(text, *max_scale)
+        }
+        (
+            Datum::List(items),
+            SqlScalarType::List { element } | SqlScalarType::Array { element },
+        ) => items
+            .iter()
+            .try_for_each(|item| check_stored(item, element)),
+        (Datum::Map(entries), SqlScalarType::Map { value }) => entries
+            .iter()
+            .try_for_each(|(_, item)| check_stored(item, value)),
+        (Datum::Record(items), SqlScalarType::Record { fields }) => items
+            .iter()
+            .zip(fields)
+            .try_for_each(|(item, (_, ty, _))| check_stored(item, ty)),
+        (Datum::Range(Some(bounds)), SqlScalarType::Range { element }) => bounds
+            .lower
+            .iter()
+            .chain(&bounds.upper)
+            .try_for_each(|bound| check_stored(bound, element)),
+        _ => Ok(()),
+    }
+}
+
 pub(super) fn check_bare_numeric(decimal: &Decimal) -> Result<(), ValueError> {
     let fraction = decimal.fraction.trim_end_matches('0').len();
     if decimal.integer.len() > NUMERIC_MAX_PRECISION || fraction > NUMERIC_MAX_PRECISION {

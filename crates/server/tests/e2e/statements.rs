@@ -232,6 +232,142 @@ async fn copy_from_stdin_fills_defaults_and_checks_each_row() {
     );
 }
 
+/// A value its column cannot store exactly is refused by every write (INSERT, UPDATE,
+/// COPY, in a transaction too), with 22003 and a detail and hint that say why and
+/// what to do, and the table stays readable: a numeric column without a scale keeps
+/// 28 digits before the point and 10 after it (its Arrow and Iceberg form,
+/// decimal(38,10)), and nothing is rounded. A column with a scale keeps what its
+/// scale allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_its_column_cannot_store_is_refused_and_the_table_stays_readable() {
+    use tokio_postgres::error::SqlState;
+    let dir = tempfile::tempdir().unwrap();
+    let floe = Floe::start(&dir.path().join("data"));
+    let client = floe.connect().await;
+    client
+        .batch_execute("CREATE TABLE w (id int, n numeric, s numeric(38, 20))")
+        .await
+        .unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO w VALUES (1, 1.5, 2::numeric / 3);
+             INSERT INTO w VALUES (2, 1234567890123456789012345678.0123456789, 0);
+             INSERT INTO w VALUES (3, -0.50000000000000000000, 1)",
+        )
+        .await
+        .unwrap();
+    let refused = |error: tokio_postgres::Error| {
+        let db = error.as_db_error().expect("a database error").clone();
+        (
+            db.code().clone(),
+            db.message().to_string(),
+            db.detail().map(str::to_string),
+            db.hint().map(str::to_string),
+        )
+    };
+    for statement in [
+        "INSERT INTO w VALUES (4, 0.66666666666666666667, 0)",
+        "INSERT INTO w VALUES (4, 12345678901234567890123456789, 0)",
+        "INSERT INTO w SELECT 4, s, 0 FROM w WHERE id = 1",
+        "UPDATE w SET n = 1 / 3::numeric WHERE id = 1",
+    ] {
+        let (code, message, detail, hint) =
+            refused(client.batch_execute(statement).await.unwrap_err());
+        assert_eq!(
+            code,
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            "{statement}: {message}"
+        );
+        assert!(
+            message.starts_with("numeric value ")
+                && message.ends_with(" has too many digits for column \"n\""),
+            "{statement}: {message}"
+        );
+        assert_eq!(
+            detail.as_deref(),
+            Some(
+                "A numeric column without a declared scale stores up to 28 digits before the decimal point and 10 after it."
+            ),
+            "{statement}"
+        );
+        assert!(
+            hint.is_some_and(|h| h.contains("numeric(38, 20)")),
+            "{statement}"
+        );
+    }
+    let (code, message, _, _) = refused(
+        client
+            .batch_execute("INSERT INTO w VALUES (4, 'NaN', 0)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, SqlState::FEATURE_NOT_SUPPORTED, "{message}");
+    assert_eq!(message, "cannot store numeric NaN for column \"n\"");
+
+    let (code, message, detail, _) = refused(
+        copy_from_stdin(
+            &client,
+            "COPY w FROM STDIN",
+            "5\t1.25\t0\n6\t0.12345678901\t0\n",
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(code, SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "{message}");
+    assert!(
+        message.contains("0.12345678901")
+            && message.contains("column \"n\"")
+            && message.ends_with("(COPY w, line 2)"),
+        "{message}"
+    );
+    assert!(detail.is_some(), "{message}");
+
+    client
+        .batch_execute("BEGIN; INSERT INTO w VALUES (7, 7, 7)")
+        .await
+        .unwrap();
+    let error = client
+        .batch_execute("INSERT INTO w VALUES (8, 1e-11, 0)")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.code(),
+        Some(&SqlState::NUMERIC_VALUE_OUT_OF_RANGE),
+        "{error}"
+    );
+    client.batch_execute("ROLLBACK").await.unwrap();
+
+    // Every accepted value reads back exactly; the refused writes left nothing.
+    assert_eq!(
+        support::rows(&client, "SELECT id, n, s FROM w ORDER BY id").await,
+        [
+            [
+                Some("1".into()),
+                Some("1.5".into()),
+                Some("0.66666666666666666667".into())
+            ],
+            [
+                Some("2".into()),
+                Some("1234567890123456789012345678.0123456789".into()),
+                Some("0.00000000000000000000".into())
+            ],
+            [
+                Some("3".into()),
+                Some("-0.50000000000000000000".into()),
+                Some("1.00000000000000000000".into())
+            ],
+        ]
+    );
+    client
+        .batch_execute("DELETE FROM w WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT count(*) FROM w").await,
+        [[Some("2".to_string())]]
+    );
+}
+
 /// Sends `data` through `statement`, a `COPY ... FROM STDIN`; the rows it loaded.
 async fn copy_from_stdin(
     client: &tokio_postgres::Client,
