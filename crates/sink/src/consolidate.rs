@@ -64,6 +64,11 @@ pub struct KeyChange<'a> {
 }
 
 impl<'a> KeyChange<'a> {
+    /// Whether the batch retracts a row of the key: the key had a value before it.
+    pub fn retracts(&self) -> bool {
+        self.rows.iter().any(|row| row.diff < 0)
+    }
+
     /// The rows the batch retracts from the key (its previous value, which a partitioned
     /// table holds in the partition of that row).
     pub fn retracted(&self) -> impl Iterator<Item = &'a [Datum]> + use<'a> {

@@ -804,13 +804,18 @@ impl UpsertEnvelope {
                 .await;
         }
         // Each key touched is deleted wherever the table may hold its rows (see
-        // `crate::equality`), and its new value written.
+        // `crate::equality`), and its new value written. A key the relation enforces
+        // that the batch does not retract had no row before it, so the table (the
+        // relation as of `lower`) holds none to delete: a batch of new keys writes no
+        // delete files, as in APPEND, and readers and compaction have none to apply.
         let (mut data_writer, delete_specs) = self.writers(cx).await?;
         let mut deletes = self.deletes(cx, &delete_specs)?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let mut data = RowBatch::new(cx.limits());
         for change in consolidation.changes() {
-            deletes.delete_change(&change).await?;
+            if !self.key.unique_in_relation || change.retracts() {
+                deletes.delete_change(&change).await?;
+            }
             if let Some(row) = change.value {
                 let bytes = row_bytes(row);
                 add_row(&mut data, &mut data_writer, &all_columns, row, bytes).await?;

@@ -1634,6 +1634,115 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     );
 }
 
+/// A key the relation enforces gets an equality delete only when a batch retracts its
+/// previous row: a batch of new keys writes no delete file, and a batch of an update, a
+/// delete and a new key deletes exactly the two keys it retracts. (Into an empty table
+/// nothing is deleted either way.) With the key `NOT
+/// ENFORCED`, every key a batch touches is deleted (the table may hold a row of it that
+/// the batch does not show). DuckDB reads the same rows either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
+    let row = |key: i64, value: &str| {
+        vec![
+            Datum::Int64(key),
+            Datum::Text(value.into()),
+            Datum::Numeric("1.00".into()),
+        ]
+    };
+    let update = |row: Vec<Datum>, ts: u64, diff: i64| Update {
+        row,
+        ts: Timestamp(ts),
+        diff,
+    };
+    for enforced in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = local_connection(dir.path(), "deletes");
+        let mut desc = workload_desc();
+        if !enforced {
+            desc.unique_keys.clear();
+        }
+        let input = MemoryInput::new(desc);
+        let reporter = Arc::new(Recorder::default());
+        let handle = spawn_sink(
+            connection,
+            spec("deletes", "t", Envelope::Upsert),
+            input.clone(),
+            reporter.clone(),
+            // No compaction: it would apply and drop the delete files counted here.
+            unmaintained_settings(),
+        );
+        reporter.wait_for_frontier(input.upper_now()).await;
+        let location = || {
+            reporter
+                .metadata_location()
+                .trim_start_matches("file://")
+                .to_string()
+        };
+        let deleted_keys = || -> u64 {
+            Reader::local()
+                .read(&location())
+                .files_with_content("equality_deletes")
+                .iter()
+                .map(|file| file["record_count"].as_u64().unwrap())
+                .sum()
+        };
+
+        // Into an empty table nothing is deleted either way; then new keys into a table
+        // holding rows.
+        let mut at = input.upper_now();
+        for (keys, not_enforced_deletes) in [(1..=100, 0), (101..=150, 50)] {
+            input.push(
+                keys.map(|key| update(row(key, "first"), at, 1)).collect(),
+                at + INTERVAL,
+            );
+            at += INTERVAL;
+            reporter.wait_for_frontier(at).await;
+            assert_eq!(
+                deleted_keys(),
+                if enforced { 0 } else { not_enforced_deletes },
+                "enforced: {enforced}"
+            );
+        }
+
+        input.push(
+            vec![
+                update(row(5, "first"), at, -1),
+                update(row(5, "second"), at, 1),
+                update(row(7, "first"), at, -1),
+                update(row(200, "new"), at, 1),
+            ],
+            at + INTERVAL,
+        );
+        reporter.wait_for_frontier(at + INTERVAL).await;
+        drop(handle);
+        reporter.assert_never_stalled();
+        assert_eq!(
+            deleted_keys(),
+            if enforced { 2 } else { 53 },
+            "enforced: {enforced}"
+        );
+        let rows = Reader::local()
+            .query(&location(), "SELECT count(*) AS n, max(id) AS top FROM t")
+            .rows;
+        assert_eq!(rows[0]["n"].as_u64(), Some(150), "enforced: {enforced}");
+        assert_eq!(rows[0]["top"].as_i64(), Some(200), "enforced: {enforced}");
+        let changed = Reader::local()
+            .query(
+                &location(),
+                "SELECT id, value FROM t WHERE id IN (5, 7, 200) ORDER BY id",
+            )
+            .rows;
+        assert_eq!(
+            changed,
+            [
+                json!({"id": 5, "value": "second"}),
+                json!({"id": 200, "value": "new"})
+            ],
+            "enforced: {enforced}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catch_up_is_split_by_the_batch_limit_and_idle_progress_is_rare() {
     catch_up_split(MemoryInput::new(workload_desc())).await;
