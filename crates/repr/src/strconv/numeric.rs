@@ -391,14 +391,21 @@ pub fn check_stored_numeric(text: &str, max_scale: Option<u8>) -> Result<(), Val
     {
         return Ok(());
     }
-    Err(ValueError::out_of_range(format!(
+    let error = ValueError::out_of_range(format!(
         "numeric value {} has too many digits",
         text.trim()
     ))
     .with_detail(format!(
         "A numeric column without a declared scale stores up to {STORED_NUMERIC_INTEGER_DIGITS} digits before the decimal point and {STORED_NUMERIC_FRACTION_DIGITS} after it."
-    ))
-    .with_hint(
+    ));
+    // Places past the tenth can be rounded away or given a scale; a value too large for
+    // 28 digits fits no numeric column of floe's with places to spare.
+    if decimal.integer.len() > STORED_NUMERIC_INTEGER_DIGITS {
+        return Err(error.with_hint(
+            "Declare the column as numeric(38, 0) for up to 38 digits, or as double precision.",
+        ));
+    }
+    Err(error.with_hint(
         "Round the value, as round(value, 10), or declare the column with the scale it needs, as numeric(38, 20).",
     ))
 }
