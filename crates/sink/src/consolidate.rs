@@ -215,6 +215,11 @@ impl KeyConsolidation {
         })
     }
 
+    /// How many keys the changes touched (those whose rows net to zero included).
+    pub fn keys(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Whether no change was added.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()

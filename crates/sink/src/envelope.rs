@@ -138,21 +138,9 @@ impl StageContext<'_> {
         let Some(columns) = columns else {
             return Ok(None);
         };
-        let mut writers = Vec::new();
-        for n in 0..column_writers() {
-            let suffix = match n {
-                0 => suffix.to_string(),
-                n => format!("{suffix}-w{n}"),
-            };
-            writers.push(self.writer(self.schema.clone(), FileContent::Data, &suffix)?);
-        }
+        let mut writers = self.data_writers(column_writers(), suffix)?;
         write_columns(columns, &batches, &mut writers, cut).await?;
-        let mut files = Vec::new();
-        let mut rows = 0;
-        for writer in writers {
-            rows += writer.rows();
-            files.extend(writer.close().await?);
-        }
+        let (files, rows) = close_all(writers).await?;
         let table = self.table.metadata.location();
         if let ColumnRead::Snapshot(_) = read {
             // Once per sink: which way its snapshot went.
@@ -176,6 +164,20 @@ impl StageContext<'_> {
             suffix,
             (self.spec_id, self.partitioning.clone()),
         )
+    }
+
+    /// `count` writers of data files, each naming its files apart: batches handed to them
+    /// in turn are encoded on as many cores.
+    fn data_writers(&self, count: usize, suffix: &str) -> Result<Vec<PipelinedWriter>, SinkError> {
+        (0..count.max(1))
+            .map(|n| {
+                let suffix = match n {
+                    0 => suffix.to_string(),
+                    n => format!("{suffix}-w{n}"),
+                };
+                self.writer(self.schema.clone(), FileContent::Data, &suffix)
+            })
+            .collect()
     }
 
     /// A writer of files of spec `spec_id`, partitioned by `partitioning`.
@@ -491,6 +493,16 @@ fn column_writers() -> usize {
         .get_or_init(|| std::thread::available_parallelism().map_or(1, |cores| cores.get().min(4)))
 }
 
+/// Closes `writers`: the files they wrote, and how many rows.
+async fn close_all(
+    writers: Vec<PipelinedWriter>,
+) -> Result<(Vec<iceberg::spec::DataFile>, u64), SinkError> {
+    let rows = writers.iter().map(PipelinedWriter::rows).sum();
+    let closed =
+        futures::future::try_join_all(writers.into_iter().map(PipelinedWriter::close)).await?;
+    Ok((closed.into_iter().flatten().collect(), rows))
+}
+
 /// Writes rows read in columns, up to the batch's `cut`: each chunk's columns are built
 /// on a blocking thread, as many at once as there are writers, and its batches go to the
 /// writers in turn. Chunks are taken in order, so the cut sees times in order.
@@ -759,16 +771,6 @@ impl EnvelopeHandler for UpsertEnvelope {
 }
 
 impl UpsertEnvelope {
-    /// The data writer of a batch, and the specs of the data files the table holds (which
-    /// equality deletes go to; none when it may hold no rows).
-    async fn writers(
-        &self,
-        cx: &StageContext<'_>,
-    ) -> Result<(PipelinedWriter, std::collections::BTreeSet<i32>), SinkError> {
-        let data = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
-        Ok((data, live_data_specs(cx.table).await?))
-    }
-
     /// The equality delete writers of a batch into a table with data files of `specs`.
     fn deletes<'a>(
         &self,
@@ -808,23 +810,41 @@ impl UpsertEnvelope {
         // that the batch does not retract had no row before it, so the table (the
         // relation as of `lower`) holds none to delete: a batch of new keys writes no
         // delete files, as in APPEND, and readers and compaction have none to apply.
-        let (mut data_writer, delete_specs) = self.writers(cx).await?;
+        // A large batch's rows are encoded by several writers, each handed a converted
+        // batch in turn; a small one's by one, so that it makes one file.
+        let writers = if consolidation.keys() >= cx.settings.spread_rows {
+            column_writers()
+        } else {
+            1
+        };
+        let mut data_writers = cx.data_writers(writers, "-data")?;
+        // The specs of the data files the table holds, which equality deletes go to (none
+        // when it holds no rows).
+        let delete_specs = live_data_specs(cx.table).await?;
         let mut deletes = self.deletes(cx, &delete_specs)?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let mut data = RowBatch::new(cx.limits());
+        let mut turn = 0;
         for change in consolidation.changes() {
             if !self.key.unique_in_relation || change.retracts() {
                 deletes.delete_change(&change).await?;
             }
             if let Some(row) = change.value {
                 let bytes = row_bytes(row);
-                add_row(&mut data, &mut data_writer, &all_columns, row, bytes).await?;
+                if data.add(row, NO_EXTRA, 1, bytes) == 0 {
+                    let writer = &mut data_writers[turn % writers];
+                    data.flush(writer, &all_columns, 0).await?;
+                    turn += 1;
+                    data.add(row, NO_EXTRA, 1, bytes);
+                }
             }
         }
-        data.flush(&mut data_writer, &all_columns, 0).await?;
-        let messages = data_writer.rows() + deletes.rows();
-        let ((delete_files, file_specs), data_files) =
-            futures::try_join!(deletes.close(), data_writer.close())?;
+        data.flush(&mut data_writers[turn % writers], &all_columns, 0)
+            .await?;
+        let messages = deletes.rows();
+        let ((delete_files, file_specs), (data_files, data_rows)) =
+            futures::try_join!(deletes.close(), close_all(data_writers))?;
+        let messages = messages + data_rows;
         let mut staged =
             StagedBatch::written(cx, (lower, upper), data_files, delete_files, messages);
         staged.file_specs = file_specs;

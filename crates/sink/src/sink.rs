@@ -117,6 +117,10 @@ pub struct SinkSettings {
     pub write_batch_bytes: usize,
     /// Parquet files roll over at about this size.
     pub target_file_size: usize,
+    /// An UPSERT batch of at least this many keys has its data rows encoded by one writer
+    /// per core (as many as four), each making files of its own; a smaller batch makes one
+    /// file.
+    pub spread_rows: usize,
     /// An interval without changes is committed (as progress only) at most this often.
     pub empty_progress_interval: Duration,
     /// Longest sleep while waiting for the input to pass the next interval boundary.
@@ -143,6 +147,7 @@ impl Default for SinkSettings {
             write_batch_rows: 8_192,
             write_batch_bytes: 64 * 1024 * 1024,
             target_file_size: 128 * 1024 * 1024,
+            spread_rows: 100_000,
             empty_progress_interval: Duration::from_secs(60),
             max_poll_interval: Duration::from_secs(1),
             initial_backoff: Duration::from_millis(500),

@@ -838,6 +838,13 @@ async fn upsert_random_workload_with_restarts() {
     let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(7);
     let reporter = Arc::new(Recorder::default());
+    // Every batch's data rows spread over the writers in small Arrow batches, as a large
+    // batch's are.
+    let spread = || SinkSettings {
+        spread_rows: 1,
+        write_batch_rows: 5,
+        ..settings()
+    };
     // The first batch is the snapshot: changes before the sink starts.
     let mut upper = drive(&input, &mut workload, 3);
     let started = Instant::now();
@@ -846,7 +853,7 @@ async fn upsert_random_workload_with_restarts() {
         spec(&ns, "t", Envelope::Upsert),
         input.clone(),
         reporter.clone(),
-        settings(),
+        spread(),
     );
     for round in 0..4 {
         upper = drive(&input, &mut workload, 6);
@@ -861,7 +868,7 @@ async fn upsert_random_workload_with_restarts() {
                 spec(&ns, "t", Envelope::Upsert),
                 input.clone(),
                 reporter.clone(),
-                settings(),
+                spread(),
             );
         }
     }
@@ -878,6 +885,20 @@ async fn upsert_random_workload_with_restarts() {
     assert_upsert_table(&read, &workload);
     let frontiers = sink_frontiers(&read);
     assert_eq!(*frontiers.last().unwrap() % INTERVAL, 0);
+    // With more than one core, a batch's data rows went to more than one file.
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        let most_files = read
+            .snapshots
+            .iter()
+            .filter_map(|s| {
+                s["summary"]["added-data-files"]
+                    .as_str()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max();
+        assert!(most_files > Some(1), "{:?}", read.snapshots);
+    }
     // Equality deletes carry the key's field id and complete statistics.
     let deletes = read.files_with_content("equality_deletes");
     assert!(!deletes.is_empty(), "an upsert writes equality deletes");
