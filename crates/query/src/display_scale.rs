@@ -16,28 +16,37 @@
 //! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
 //! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
 //! (an aggregate of the scale column), `min` and `max` the chosen row's,
-//! `coalesce`, `CASE` and casts the value's. The scale columns pass through
-//! filters, sorts, limits, windows, joins and derived tables (inlined views
-//! are derived tables), and the query's output prints such a column at its
-//! rows' scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//! `coalesce`, `greatest`, `least`, `CASE` and casts the chosen value's; a
+//! window's `sum` the largest of its frame's, its `min`, `max`, `lag`,
+//! `lead`, `first_value`, `last_value` and `nth_value` the chosen row's. The
+//! scale columns pass through filters, sorts, limits, windows, joins, unions,
+//! `INTERSECT`, `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are
+//! derived tables), and the query's output prints such a column at its rows'
+//! scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//!
+//! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
+//! different scales (1.5 and 1.50) are one group, one `DISTINCT` row and one
+//! row of a `UNION`, `INTERSECT` or `EXCEPT`, which shows the largest of their
+//! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (a union, DISTINCT,
-//! a subquery in an expression, grouping sets, other functions), the value
-//! prints as before: without trailing zeros.
+//! decimal as before. Where a scale column does not pass (a subquery in an
+//! expression, grouping sets, other functions), the value prints as before:
+//! without trailing zeros.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchema, Result as DfResult};
+use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan,
-    Operator, Projection, SortExpr, TableScan, Union, Values, lit,
+    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
+    JoinType, LogicalPlan, Operator, Projection, SortExpr, TableScan, Union, Values, Window,
+    WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -160,7 +169,9 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
 }
 
 fn scale_depends_on_values(function: &str) -> bool {
-    function == numeric_division::NUMERIC_DIVIDE
+    // The chosen argument's.
+    matches!(function, "greatest" | "least")
+        || function == numeric_division::NUMERIC_DIVIDE
         || function == numeric_division::AVERAGE
         || functions::numeric_math_function(function)
 }
@@ -198,10 +209,12 @@ fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPl
 /// A plan node rewritten with scale columns.
 struct Rewritten {
     plan: LogicalPlan,
-    /// For each column of the node as it was: its index in `plan`'s output,
-    /// and the index of its scale column, if it has one.
-    columns: Vec<(usize, Option<usize>)>,
+    columns: Columns,
 }
+
+/// For each column of a node as it was: its index in the rewritten node's
+/// output, and the index of its scale column, if it has one.
+type Columns = Vec<(usize, Option<usize>)>;
 
 impl Rewritten {
     fn unchanged(plan: &LogicalPlan) -> Rewritten {
@@ -234,42 +247,9 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
-            let mut exprs = projection.expr.clone();
-            let mut columns = Vec::with_capacity(exprs.len());
-            for (index, expr) in projection.expr.iter().enumerate() {
-                let (value, scale) = scaled(expr, &input)?;
-                if value != *expr {
-                    exprs[index] = if matches!(value, Expr::Alias(_)) {
-                        value
-                    } else {
-                        // Named as before, for the nodes above.
-                        let (qualifier, field) = projection.schema.qualified_field(index);
-                        value.alias_qualified(qualifier.cloned(), field.name())
-                    };
-                }
-                let typed_scale = match projection.schema.field(index).data_type() {
-                    DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
-                    _ => None,
-                };
-                let scale = match scale {
-                    Some(Scale::Dynamic(scale)) => {
-                        exprs.push(scale.alias(scale_name(names)));
-                        Some(exprs.len() - 1)
-                    }
-                    // The engine's cast of a value to a wider decimal (a union's
-                    // or a CASE's common type) keeps the value's own scale.
-                    Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
-                        exprs.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
-                        Some(exprs.len() - 1)
-                    }
-                    _ => None,
-                };
-                columns.push((index, scale));
-            }
-            if !input.has_scales()
-                && columns.iter().all(|(_, scale)| scale.is_none())
-                && exprs == projection.expr
-            {
+            let (exprs, columns) =
+                scaled_list(&projection.expr, &projection.schema, &input, names)?;
+            if !input.has_scales() && exprs == projection.expr {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
@@ -277,6 +257,32 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 plan: LogicalPlan::Projection(plan),
                 columns,
             })
+        }
+        // The chosen row's values and their scales (PostgreSQL's value).
+        LogicalPlan::Distinct(Distinct::On(distinct)) => {
+            let input = rewrite(&distinct.input, names)?;
+            let (exprs, columns) =
+                scaled_list(&distinct.select_expr, &distinct.schema, &input, names)?;
+            if !input.has_scales() && exprs == distinct.select_expr {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let plan = DistinctOn::try_new(
+                distinct.on_expr.clone(),
+                exprs,
+                distinct.sort_expr.clone(),
+                Arc::new(input.plan),
+            )?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Distinct(Distinct::On(plan)),
+                columns,
+            })
+        }
+        LogicalPlan::Distinct(Distinct::All(child)) => {
+            let input = rewrite(child, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            distinct_rows(input, names)
         }
         LogicalPlan::Aggregate(aggregate) => {
             let grouping_sets = aggregate.group_expr.iter().any(|e| {
@@ -366,20 +372,33 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns: input.columns,
             })
         }
-        // The input's columns, then the window functions'.
+        // The input's columns, then the window functions', each with the
+        // scale column of its frame's value.
         LogicalPlan::Window(window) => {
             let input = rewrite(&window.input, names)?;
             if !input.has_scales() {
                 return Ok(Rewritten::unchanged(plan));
             }
             let width = input.plan.schema().fields().len();
-            let rebuilt = plan
-                .clone()
-                .with_new_exprs(plan.expressions(), vec![input.plan])?;
-            let mut columns = input.columns;
-            columns.extend((0..window.window_expr.len()).map(|i| (width + i, None)));
+            let mut exprs = window.window_expr.clone();
+            let mut chosen_rows = Vec::new();
+            let mut columns = input.columns.clone();
+            for (index, expr) in window.window_expr.iter().enumerate() {
+                let scale = match window_scale(expr, &input)? {
+                    Some((scale, chosen_row)) => {
+                        exprs.push(scale.alias(scale_name(names)));
+                        if chosen_row {
+                            chosen_rows.push(width + exprs.len() - 1);
+                        }
+                        Some(width + exprs.len() - 1)
+                    }
+                    None => None,
+                };
+                columns.push((width + index, scale));
+            }
+            let window = Window::try_new(exprs, Arc::new(input.plan))?;
             Ok(Rewritten {
-                plan: rebuilt,
+                plan: scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
                 columns,
             })
         }
@@ -406,6 +425,29 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        // One side's columns (INTERSECT's and EXCEPT's semi and anti joins),
+        // and a mark join's mark.
+        LogicalPlan::Join(join) if one_side(join.join_type).is_some() => {
+            let left_side = one_side(join.join_type) == Some(true);
+            let kept = rewrite(if left_side { &join.left } else { &join.right }, names)?;
+            if !kept.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let mut columns = kept.columns;
+            if matches!(join.join_type, JoinType::LeftMark | JoinType::RightMark) {
+                columns.push((kept.plan.schema().fields().len(), None));
+            }
+            let inputs = if left_side {
+                vec![kept.plan, join.right.as_ref().clone()]
+            } else {
+                vec![join.left.as_ref().clone(), kept.plan]
+            };
+            let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
             Ok(Rewritten {
                 plan: rebuilt,
                 columns,
@@ -617,6 +659,179 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             })
         }
         _ => Ok(Rewritten::unchanged(plan)),
+    }
+}
+
+/// `exprs` (a projection's or a DISTINCT ON's list, typed by `schema`) over
+/// `input`, each value computed at its operands' scales, then a scale column
+/// for each whose display scale depends on the rows or differs from its
+/// type's; and for each expression, where its value and scale column are.
+fn scaled_list(
+    exprs: &[Expr],
+    schema: &DFSchema,
+    input: &Rewritten,
+    names: &mut Names,
+) -> DfResult<(Vec<Expr>, Columns)> {
+    let mut out = exprs.to_vec();
+    let mut columns = Vec::with_capacity(exprs.len());
+    for (index, expr) in exprs.iter().enumerate() {
+        let (value, scale) = scaled(expr, input)?;
+        if value != *expr {
+            out[index] = if matches!(value, Expr::Alias(_)) {
+                value
+            } else {
+                // Named as before, for the nodes above.
+                let (qualifier, field) = schema.qualified_field(index);
+                value.alias_qualified(qualifier.cloned(), field.name())
+            };
+        }
+        let typed_scale = match schema.field(index).data_type() {
+            DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
+            _ => None,
+        };
+        let scale = match scale {
+            Some(Scale::Dynamic(scale)) => {
+                out.push(scale.alias(scale_name(names)));
+                Some(out.len() - 1)
+            }
+            // The engine's cast of a value to a wider decimal (a union's
+            // or a CASE's common type) keeps the value's own scale.
+            Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
+                out.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
+                Some(out.len() - 1)
+            }
+            _ => None,
+        };
+        columns.push((index, scale));
+    }
+    Ok((out, columns))
+}
+
+/// `input`'s distinct rows. Equal values of different scales (1.5 and 1.50)
+/// are one row, which shows the largest of their scales, as a group's key
+/// does (PostgreSQL keeps whichever row it meets first).
+fn distinct_rows(input: Rewritten, names: &mut Names) -> DfResult<Rewritten> {
+    let groups: Vec<Expr> = input
+        .columns
+        .iter()
+        .map(|(value, _)| column_at(&input.plan, *value))
+        .collect();
+    let mut aggregates = Vec::new();
+    let mut columns = Vec::with_capacity(groups.len());
+    for (index, (_, scale)) in input.columns.iter().enumerate() {
+        let scale = scale.map(|scale| {
+            aggregates.push(max(column_at(&input.plan, scale)).alias(scale_name(names)));
+            groups.len() + aggregates.len() - 1
+        });
+        columns.push((index, scale));
+    }
+    let plan = Aggregate::try_new(Arc::new(input.plan), groups, aggregates)?;
+    Ok(Rewritten {
+        plan: LogicalPlan::Aggregate(plan),
+        columns,
+    })
+}
+
+/// The scale column of a window function of an `x` whose scale depends on
+/// the rows, over the same window: of `sum(x)` the largest of its frame's
+/// scales, of `lag`, `lead`, `first_value`, `last_value` and `nth_value` the
+/// scale of the row whose value it is; of `min(x)` and `max(x)` that row's
+/// value and scale (and `true`: see [`scales_of_chosen_rows`]).
+fn window_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<(Expr, bool)>> {
+    let expr = match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    };
+    let Expr::WindowFunction(function) = expr else {
+        return Ok(None);
+    };
+    let Some((argument, rest)) = function.params.args.split_first() else {
+        return Ok(None);
+    };
+    if function.params.distinct {
+        return Ok(None);
+    }
+    let Some(Scale::Dynamic(scale)) = scale_of(argument, input)? else {
+        return Ok(None);
+    };
+    let mut scaled = function.as_ref().clone();
+    let chosen_row = match function.fun.name() {
+        "sum" => {
+            scaled.fun = WindowFunctionDefinition::AggregateUDF(max_udaf());
+            scaled.params.args = vec![scale];
+            false
+        }
+        "min" | "max" => {
+            scaled.params.args = vec![value_and_scale(argument, scale)];
+            true
+        }
+        // Without a default value, whose scale is its own.
+        "lag" | "lead" if rest.len() <= 1 => {
+            scaled.params.args = [vec![scale], rest.to_vec()].concat();
+            false
+        }
+        "first_value" | "last_value" | "nth_value" => {
+            scaled.params.args = [vec![scale], rest.to_vec()].concat();
+            false
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((Expr::WindowFunction(Box::new(scaled)), chosen_row)))
+}
+
+/// A row's value and display scale as one value that orders by the value
+/// (then the scale): `min` and `max` of it choose the row whose value they
+/// choose. NULL where the value is, which they skip as they skip it.
+fn value_and_scale(value: &Expr, scale: Expr) -> Expr {
+    let pair = datafusion::functions::core::named_struct().call(vec![
+        lit("value"),
+        value.clone(),
+        lit("scale"),
+        scale,
+    ]);
+    Expr::Case(Case::new(
+        None,
+        vec![(
+            Box::new(value.clone().is_null()),
+            Box::new(lit(ScalarValue::Null)),
+        )],
+        Some(Box::new(pair)),
+    ))
+}
+
+/// `plan` with each of the columns `chosen_rows` (a value and its scale, see
+/// [`value_and_scale`]) replaced by the scale, named as it was.
+fn scales_of_chosen_rows(plan: LogicalPlan, chosen_rows: &[usize]) -> DfResult<LogicalPlan> {
+    if chosen_rows.is_empty() {
+        return Ok(plan);
+    }
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = column_at(&plan, index);
+            if chosen_rows.contains(&index) {
+                datafusion::functions::core::expr_fn::get_field(column, "scale")
+                    .alias_qualified(qualifier.cloned(), field.name())
+            } else {
+                column
+            }
+        })
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(plan),
+    )?))
+}
+
+/// Of a join whose output is one input's columns (and a mark): whether that
+/// is the left input's; `None` for a join of both inputs' columns.
+fn one_side(join_type: JoinType) -> Option<bool> {
+    match join_type {
+        JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => Some(true),
+        JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => Some(false),
+        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => None,
     }
 }
 
@@ -922,16 +1137,23 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 // The value as it is (a cast to an unconstrained numeric keeps
                 // its display scale).
                 (rebuilt, dynamic(scales.swap_remove(0)))
-            } else if is_decimal && name == "coalesce" && any_dynamic {
-                // The scale of the first value that is not NULL.
+            } else if is_decimal
+                && matches!(name, "coalesce" | "greatest" | "least")
+                && mixed(&scales, &typed)
+            {
+                // The scale of the argument whose value it is: coalesce's
+                // first that is not NULL, greatest's and least's first equal
+                // to the result (PostgreSQL keeps the first of equal values).
                 let mut cases = Vec::with_capacity(values.len());
                 for (value, scale) in values.iter().zip(scales) {
                     // A NULL constant has no scale; its branch is never taken.
                     let scale = scale.unwrap_or(Scale::Static(0));
-                    cases.push((
-                        Box::new(value.clone().is_not_null()),
-                        Box::new(scale.into_expr(value)?),
-                    ));
+                    let chosen = if name == "coalesce" {
+                        value.clone().is_not_null()
+                    } else {
+                        rebuilt.clone().eq(value.clone())
+                    };
+                    cases.push((Box::new(chosen), Box::new(scale.into_expr(value)?)));
                 }
                 (rebuilt, Some(Expr::Case(Case::new(None, cases, None))))
             } else {
@@ -1001,6 +1223,16 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         _ => (expr.clone(), None),
     };
     Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
+}
+
+/// Whether a value chosen among arguments of these display scales may show
+/// other places than its type's (`typed`) do.
+fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
+    scales.iter().flatten().any(|scale| match (scale, typed) {
+        (Scale::Static(scale), Scale::Static(typed)) => scale != typed,
+        (Scale::Trimmed, Scale::Trimmed) => false,
+        _ => true,
+    })
 }
 
 /// A cast to text of a numeric whose display scale depends on the rows, as the
