@@ -18,7 +18,9 @@
 //! (an aggregate of the scale column), `min` and `max` the chosen row's,
 //! `coalesce`, `greatest`, `least`, `CASE` and casts the chosen value's; a
 //! window's `sum` the largest of its frame's, its `min`, `max`, `lag`,
-//! `lead`, `first_value`, `last_value` and `nth_value` the chosen row's. The
+//! `lead`, `first_value`, `last_value` and `nth_value` the chosen row's. An
+//! array of numerics (`ARRAY[...]`, `array_agg`) has a list of its items'
+//! scales, and an item taken from it (`a[1]`) its own. The
 //! scale columns pass through filters, sorts, limits, windows, joins, unions,
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are
 //! derived tables), and the query's output prints such a column at its rows'
@@ -36,7 +38,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
 use datafusion::functions_aggregate::expr_fn::max;
@@ -54,9 +56,10 @@ use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
 use crate::snapshot::SnapshotTable;
 
 /// `plan` with PostgreSQL's display scale of each numeric value it outputs,
-/// where that depends on the rows (see the module documentation). A plan the
-/// rewrite cannot carry the scales through is returned as it is.
-pub fn apply(plan: LogicalPlan) -> LogicalPlan {
+/// where that depends on the rows (see the module documentation); `None`
+/// where no output depends on them, or the rewrite cannot carry the scales
+/// through the plan (the plan then runs as it is).
+pub fn apply(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, false)
 }
 
@@ -66,18 +69,18 @@ pub fn apply(plan: LogicalPlan) -> LogicalPlan {
 /// Its inputs are change logs, not scans of the query's snapshot, so a stored
 /// value's scale does not pass; `min`, `max` and the statistics keep their
 /// values' printing.
-pub fn apply_to_dataflow(plan: LogicalPlan) -> LogicalPlan {
+pub fn apply_to_dataflow(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, true)
 }
 
 /// [`apply`] (`dataflow` false) or [`apply_to_dataflow`].
-fn apply_with(plan: LogicalPlan, dataflow: bool) -> LogicalPlan {
-    if !has_value_scales(&plan) {
-        return plan;
+fn apply_with(plan: &LogicalPlan, dataflow: bool) -> Option<LogicalPlan> {
+    if !has_value_scales(plan) {
+        return None;
     }
-    match with_scales(&plan, dataflow) {
-        Ok(Some((rewritten, _))) => rewritten,
-        _ => plan,
+    match with_scales(plan, dataflow) {
+        Ok(Some((rewritten, _))) => Some(rewritten),
+        _ => None,
     }
 }
 
@@ -149,6 +152,7 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
                     Expr::Case(_) => true,
                     Expr::AggregateFunction(f) => {
                         functions::variance_display_scale(f.func.name()).is_some()
+                            || f.func.name() == "array_agg"
                     }
                     _ => false,
                 };
@@ -169,8 +173,8 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
 }
 
 fn scale_depends_on_values(function: &str) -> bool {
-    // The chosen argument's.
-    matches!(function, "greatest" | "least")
+    // The chosen argument's, or each item's.
+    matches!(function, "greatest" | "least" | "make_array")
         || function == numeric_division::NUMERIC_DIVIDE
         || function == numeric_division::AVERAGE
         || functions::numeric_math_function(function)
@@ -501,11 +505,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns[column].1 = Some(fields.len());
                 fields.push((
                     None,
-                    Arc::new(datafusion::arrow::datatypes::Field::new(
-                        scale_name(names),
-                        DataType::Int32,
-                        true,
-                    )),
+                    Arc::new(Field::new(scale_name(names), DataType::Int32, true)),
                 ));
             }
             if rows == values.values {
@@ -547,7 +547,16 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                             .get(column)
                             .is_some_and(|(_, scale)| scale.is_some())
                     });
-                if !decimal {
+                // An array's items' scales do not pass (its inputs' lists of
+                // them are not the union's).
+                let array = union.inputs.iter().any(|input| {
+                    input
+                        .schema()
+                        .fields()
+                        .get(column)
+                        .is_some_and(|field| matches!(field.data_type(), DataType::List(_)))
+                });
+                if !decimal || array {
                     continue;
                 }
                 let mut scales = Vec::with_capacity(inputs.len());
@@ -588,14 +597,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                     exprs.push(scale.alias(name.clone()));
                 }
                 *column_scale = Some(fields.len());
-                fields.push((
-                    None,
-                    Arc::new(datafusion::arrow::datatypes::Field::new(
-                        name,
-                        DataType::Int32,
-                        true,
-                    )),
-                ));
+                fields.push((None, Arc::new(Field::new(name, DataType::Int32, true))));
             }
             if fields.len() == width {
                 return Ok(Rewritten::unchanged(plan));
@@ -928,6 +930,21 @@ fn aggregate_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<Expr>> {
         }
         return Ok(Some(scale));
     }
+    // Each item's scale, collected in the same order.
+    if func.name() == "array_agg" && !params.distinct {
+        let scale = match scale_of(argument, input)? {
+            Some(scale @ (Scale::Dynamic(_) | Scale::Trimmed)) => scale.into_expr(argument)?,
+            _ => return Ok(None),
+        };
+        return Ok(Some(Expr::AggregateFunction(AggregateFunction::new_udf(
+            func.clone(),
+            vec![scale],
+            false,
+            params.filter.clone(),
+            params.order_by.clone(),
+            params.null_treatment,
+        ))));
+    }
     let descending = match func.name() {
         "sum" => None,
         "max" => Some(true),
@@ -1003,6 +1020,11 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     };
     if let Some(text) = text_of_scaled(expr, &field, input)? {
         return Ok((text, None));
+    }
+    if let DataType::List(element) = field.data_type()
+        && matches!(element.data_type(), DataType::Decimal128(..))
+    {
+        return scaled_array(expr, element, input);
     }
     let typed = match field.data_type() {
         DataType::Int8
@@ -1137,6 +1159,16 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 // The value as it is (a cast to an unconstrained numeric keeps
                 // its display scale).
                 (rebuilt, dynamic(scales.swap_remove(0)))
+            } else if is_decimal && name == "array_element" && values.len() == 2 {
+                // The item's own scale.
+                match scales.swap_remove(0) {
+                    Some(Scale::Dynamic(items)) => {
+                        let scale =
+                            ScalarFunction::new_udf(func.clone(), vec![items, values[1].clone()]);
+                        (rebuilt, Some(Expr::ScalarFunction(scale)))
+                    }
+                    _ => (rebuilt, None),
+                }
             } else if is_decimal
                 && matches!(name, "coalesce" | "greatest" | "least")
                 && mixed(&scales, &typed)
@@ -1225,6 +1257,43 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
 }
 
+/// An array of numerics, with its items' display scales (a list of them)
+/// where they depend on the rows or differ from its item type's: an array
+/// column's, or `ARRAY[...]`'s of its items' (`ARRAY[1.5, 2]` is `{1.5,2}`).
+fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    let DataType::Decimal128(_, item_scale) = item.data_type() else {
+        return Ok((expr.clone(), None));
+    };
+    match expr {
+        Expr::Column(column) => Ok((
+            expr.clone(),
+            input.scale_of_column(column).map(Scale::Dynamic),
+        )),
+        Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
+            let mut values = Vec::with_capacity(args.len());
+            let mut scales = Vec::with_capacity(args.len());
+            for arg in args {
+                let (value, scale) = scaled(arg, input)?;
+                values.push(value);
+                scales.push(scale);
+            }
+            let rebuilt =
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
+            if !mixed(&scales, &Scale::Static(i64::from(*item_scale))) {
+                return Ok((rebuilt, None));
+            }
+            let mut item_scales = Vec::with_capacity(values.len());
+            for (value, scale) in values.iter().zip(scales) {
+                // A NULL item has no scale to show.
+                item_scales.push(scale.unwrap_or(Scale::Static(0)).into_expr(value)?);
+            }
+            let scale = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), item_scales));
+            Ok((rebuilt, Some(Scale::Dynamic(scale))))
+        }
+        _ => Ok((expr.clone(), None)),
+    }
+}
+
 /// Whether a value chosen among arguments of these display scales may show
 /// other places than its type's (`typed`) do.
 fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
@@ -1237,11 +1306,7 @@ fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
 
 /// A cast to text of a numeric whose display scale depends on the rows, as the
 /// value printed at its scale (`1.50::text` is `1.50`); `None` for anything else.
-fn text_of_scaled(
-    expr: &Expr,
-    field: &datafusion::arrow::datatypes::Field,
-    input: &Rewritten,
-) -> DfResult<Option<Expr>> {
+fn text_of_scaled(expr: &Expr, field: &Field, input: &Rewritten) -> DfResult<Option<Expr>> {
     let text = matches!(
         functions::sql_type(field),
         floe_repr::SqlScalarType::Text | floe_repr::SqlScalarType::VarChar { .. }
