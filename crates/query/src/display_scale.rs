@@ -6,25 +6,26 @@
 //! `avg` of 1 and 2 is 1.5000000000000000, of 100000 and 200000
 //! 150000.000000000000). floe's numerics are decimal columns of one scale, and
 //! a column's values keep their exact value at it (a quotient at 20 places).
-//! Before a SELECT runs, this rewrite gives each numeric column whose display
-//! scale depends on its rows a second column holding each row's display scale
-//! (an `int`, named `floe_display_scale_<n>`), computed by PostgreSQL's rules
-//! beside the value: a stored value's as it was written (read by the table's
-//! scan, [`SnapshotTable::with_scales`]), a row of `VALUES`'s from its
-//! literals, a quotient's and an average's from its operands'
-//! values and display scales ([`functions::numeric_scale::DIVISION_SCALE`]),
-//! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
-//! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
-//! (an aggregate of the scale column), `min` and `max` the chosen row's,
-//! `coalesce`, `greatest`, `least`, `CASE` and casts the chosen value's; a
-//! window's `sum` the largest of its frame's, its `min`, `max`, `lag`,
-//! `lead`, `first_value`, `last_value` and `nth_value` the chosen row's. An
-//! array of numerics (`ARRAY[...]`, `array_agg`) has a list of its items'
-//! scales, and an item taken from it (`a[1]`) its own. The
-//! scale columns pass through filters, sorts, limits, windows, joins, unions,
-//! `INTERSECT`, `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are
-//! derived tables), and the query's output prints such a column at its rows'
-//! scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//! Before a SELECT (or a dataflow) runs, this rewrite gives each numeric column
+//! whose display scale depends on its rows a second column holding each row's
+//! display scale (an `int`, named `floe_display_scale_<n>`), computed by
+//! PostgreSQL's rules beside the value: a stored value's as it was written
+//! (read by the table's scan, [`SnapshotTable::with_scales`], or a dataflow's
+//! of its input), a row of `VALUES`'s from its literals, a quotient's and an
+//! average's from its operands' values and display scales
+//! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
+//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` the larger
+//! operand's, `*` their sum, `sum` the largest of its rows' (an aggregate of
+//! the scale column), `min` and `max` the chosen row's, `coalesce`, `greatest`,
+//! `least`, `CASE` and casts the chosen value's; a window's `sum` the largest
+//! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
+//! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
+//! `array_agg`) has a list of its items' scales, and an item taken from it
+//! (`a[1]`) its own. The scale columns pass through filters, sorts, limits,
+//! windows, joins, unions, `INTERSECT`, `EXCEPT`, `DISTINCT ON` and derived
+//! tables (inlined views are derived tables), and the query's output prints
+//! such a column at its rows' scales
+//! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
 //! different scales (1.5 and 1.50) are one group, one `DISTINCT` row and one
@@ -38,17 +39,18 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
+use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
-    JoinType, LogicalPlan, Operator, Projection, SortExpr, TableScan, Union, Values, Window,
-    WindowFunctionDefinition, lit,
+    JoinType, LogicalPlan, Operator, Projection, SortExpr, TableScan, TableSource, Union, Values,
+    Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -64,18 +66,17 @@ pub fn apply(plan: &LogicalPlan) -> Option<LogicalPlan> {
 }
 
 /// [`apply`] for the plan of a dataflow (a materialized view's, a
-/// subscription's), whose output rows are stored or sent as they print: a
-/// quotient's, an average's or a function's display scale as PostgreSQL's.
-/// Its inputs are change logs, not scans of the query's snapshot, so a stored
-/// value's scale does not pass; `min`, `max` and the statistics keep their
-/// values' printing.
+/// subscription's), whose output rows are stored or sent as they print. Its
+/// inputs are change logs, whose rows the dataflow reads with their stored
+/// scales (see [`floe_arrow::stored_scale_field`]); `min`, `max` and the
+/// statistics, which it does not maintain, keep their values' printing.
 pub fn apply_to_dataflow(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, true)
 }
 
 /// [`apply`] (`dataflow` false) or [`apply_to_dataflow`].
 fn apply_with(plan: &LogicalPlan, dataflow: bool) -> Option<LogicalPlan> {
-    if !has_value_scales(plan) {
+    if !has_value_scales(plan, dataflow) {
         return None;
     }
     match with_scales(plan, dataflow) {
@@ -100,7 +101,7 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
                 numeric_display::is_bare(field) && !scaled.get(index).copied().unwrap_or(false)
             })
     };
-    let (rewritten, scaled) = if has_value_scales(&plan) {
+    let (rewritten, scaled) = if has_value_scales(&plan, false) {
         match with_scales(&plan, false).map_err(QueryError::from_datafusion)? {
             Some((rewritten, scaled)) => (rewritten, scaled),
             None => (plan.clone(), Vec::new()),
@@ -118,13 +119,13 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
 }
 
 /// Whether a function whose display scale depends on its values occurs in
-/// the plan, or a scan of a table's unconstrained numeric column (outside
-/// subqueries of expressions, which keep their plans).
-fn has_value_scales(plan: &LogicalPlan) -> bool {
+/// the plan, or a scan of a table's (a dataflow's: an input's) unconstrained
+/// numeric column (outside subqueries of expressions, which keep their plans).
+fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
     let mut found = false;
     let _ = plan.apply(|node| {
         let scaled_rows = match node {
-            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan).is_empty(),
+            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan, dataflow).is_empty(),
             LogicalPlan::Values(values) => values
                 .schema
                 .fields()
@@ -625,24 +626,24 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             })
         }
         LogicalPlan::TableScan(scan) => {
-            let columns = stored_scale_columns(scan);
-            let Some(table) = snapshot_table(scan) else {
-                return Ok(Rewritten::unchanged(plan));
-            };
+            let columns = stored_scale_columns(scan, names.dataflow);
+            let table_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
             if columns.is_empty() {
                 return Ok(Rewritten::unchanged(plan));
             }
-            let width = table.schema.fields().len();
+            let Some(ScaledSource {
+                source,
+                scale_columns,
+            }) = source_with_scales(scan, &table_columns, names.dataflow)?
+            else {
+                return Ok(Rewritten::unchanged(plan));
+            };
             let projection: Vec<usize> = match &scan.projection {
                 Some(projection) => projection.clone(),
-                None => (0..width).collect(),
+                None => (0..scan.source.schema().fields().len()).collect(),
             };
-            let scaled_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
             let mut scaled_projection = projection.clone();
-            scaled_projection.extend((0..columns.len()).map(|k| width + k));
-            let source = datafusion::datasource::provider_as_source(Arc::new(
-                table.with_scales(scaled_columns),
-            ));
+            scaled_projection.extend(scale_columns);
             let rebuilt = TableScan::try_new(
                 scan.table_name.clone(),
                 source,
@@ -650,8 +651,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 scan.filters.clone(),
                 scan.fetch,
             )?;
-            let mut out: Vec<(usize, Option<usize>)> =
-                (0..projection.len()).map(|i| (i, None)).collect();
+            let mut out: Columns = (0..projection.len()).map(|i| (i, None)).collect();
             for (k, (position, _)) in columns.iter().enumerate() {
                 out[*position].1 = Some(projection.len() + k);
             }
@@ -844,33 +844,95 @@ fn snapshot_table(scan: &TableScan) -> Option<SnapshotTable> {
     Some(table.with_scales(Vec::new()))
 }
 
-/// The unconstrained numeric columns a scan of a snapshot table outputs: their
-/// positions in the scan's output and in the table.
-fn stored_scale_columns(scan: &TableScan) -> Vec<(usize, usize)> {
-    let Some(table) = snapshot_table(scan) else {
+/// The columns a scan outputs whose values keep their stored display scales:
+/// their positions in the scan's output and in the table. A SELECT's scans of
+/// the snapshot's tables, a dataflow's of its inputs.
+fn stored_scale_columns(scan: &TableScan, dataflow: bool) -> Vec<(usize, usize)> {
+    if !dataflow && snapshot_table(scan).is_none() {
         return Vec::new();
-    };
-    let width = table.schema.fields().len();
+    }
+    let schema = scan.source.schema();
     let projection: Vec<usize> = match &scan.projection {
         Some(projection) => projection.clone(),
-        None => (0..width).collect(),
+        None => (0..schema.fields().len()).collect(),
     };
     projection
         .iter()
         .enumerate()
         .filter(|(_, column)| {
-            table.schema.fields().get(**column).is_some_and(|field| {
-                // A bare numeric, or a computed one a view stores widened
-                // (`numeric(38, 20)`: its text keeps the value's scale).
-                numeric_display::is_bare(field)
-                    || matches!(
-                        field.data_type(),
-                        DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
-                    )
-            })
+            schema
+                .fields()
+                .get(**column)
+                .is_some_and(|field| keeps_stored_scales(field))
         })
         .map(|(position, column)| (position, *column))
         .collect()
+}
+
+/// Whether a stored column's values keep their display scales: a bare
+/// numeric's, or a computed one's a view stores widened (`numeric(38, 20)`:
+/// its text keeps the value's scale).
+fn keeps_stored_scales(field: &Field) -> bool {
+    numeric_display::is_bare(field)
+        || matches!(
+            field.data_type(),
+            DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
+        )
+}
+
+/// A scan's source that reads stored display scales after the table's columns.
+struct ScaledSource {
+    source: Arc<dyn TableSource>,
+    /// The index of the scale column of each column asked for.
+    scale_columns: Vec<usize>,
+}
+
+/// The source of `scan` with the stored display scales of the table's
+/// `columns` after its columns; `None` when the scan's source cannot read
+/// them.
+fn source_with_scales(
+    scan: &TableScan,
+    columns: &[usize],
+    dataflow: bool,
+) -> DfResult<Option<ScaledSource>> {
+    let schema = scan.source.schema();
+    let width = schema.fields().len();
+    if !dataflow {
+        let Some(table) = snapshot_table(scan) else {
+            return Ok(None);
+        };
+        return Ok(Some(ScaledSource {
+            source: provider_as_source(Arc::new(table.with_scales(columns.to_vec()))),
+            scale_columns: (width..width + columns.len()).collect(),
+        }));
+    }
+    // A dataflow's input, a table of no rows planned for its shape: the
+    // dataflow computes the scale columns from the rows it reads. Of every
+    // column that keeps them, whatever the scan reads, so that every scan of
+    // the input reads it in one shape.
+    let keeping: Vec<usize> = (0..width)
+        .filter(|column| keeps_stored_scales(schema.field(*column)))
+        .collect();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(
+        keeping
+            .iter()
+            .map(|column| floe_arrow::stored_scale_field(schema.field(*column).name(), *column)),
+    );
+    let scaled = Schema::new_with_metadata(fields, schema.metadata().clone());
+    let table = MemTable::try_new(Arc::new(scaled), vec![Vec::new()])?;
+    let indexes = columns
+        .iter()
+        .filter_map(|column| keeping.iter().position(|k| k == column))
+        .map(|k| width + k)
+        .collect::<Vec<_>>();
+    if indexes.len() != columns.len() {
+        return Ok(None);
+    }
+    Ok(Some(ScaledSource {
+        source: provider_as_source(Arc::new(table)),
+        scale_columns: indexes,
+    }))
 }
 
 /// The rewrite's state: the scale columns named so far, and whether the plan
