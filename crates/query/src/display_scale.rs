@@ -21,10 +21,11 @@
 //! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
 //! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
 //! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) its own. The scale columns pass through filters, sorts, limits,
-//! windows, joins, unions, `INTERSECT`, `EXCEPT`, `DISTINCT ON` and derived
-//! tables (inlined views are derived tables), and the query's output prints
-//! such a column at its rows' scales
+//! (`a[1]`) its own. A scalar subquery's value keeps its scale (the subquery
+//! answers both, as a pair). The scale columns pass through filters, sorts,
+//! limits, windows, joins, unions, `INTERSECT`, `EXCEPT`, `DISTINCT ON` and
+//! derived tables (inlined views are derived tables), and the query's output
+//! prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -33,9 +34,9 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (a subquery in an
-//! expression, grouping sets, other functions), the value prints as before:
-//! without trailing zeros.
+//! decimal as before. Where a scale column does not pass (grouping sets,
+//! recursive queries, set-returning functions, other functions), the value
+//! prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -49,8 +50,8 @@ use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
-    JoinType, LogicalPlan, Operator, Projection, SortExpr, TableScan, TableSource, Union, Values,
-    Window, WindowFunctionDefinition, lit,
+    JoinType, LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union,
+    Values, Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -119,11 +120,11 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
 }
 
 /// Whether a function whose display scale depends on its values occurs in
-/// the plan, or a scan of a table's (a dataflow's: an input's) unconstrained
-/// numeric column (outside subqueries of expressions, which keep their plans).
+/// the plan or its subqueries, or a scan of a table's (a dataflow's: an
+/// input's) unconstrained numeric column.
 fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
     let mut found = false;
-    let _ = plan.apply(|node| {
+    let _ = plan.apply_with_subqueries(|node| {
         let scaled_rows = match node {
             LogicalPlan::TableScan(scan) => !stored_scale_columns(scan, dataflow).is_empty(),
             LogicalPlan::Values(values) => values
@@ -252,8 +253,9 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
-            let (exprs, columns) =
-                scaled_list(&projection.expr, &projection.schema, &input, names)?;
+            let (input, exprs) =
+                scaled_subqueries(input, &projection.expr, &projection.schema, names)?;
+            let (exprs, columns) = scaled_list(&exprs, &projection.schema, &input, names)?;
             if !input.has_scales() && exprs == projection.expr {
                 return Ok(Rewritten::unchanged(plan));
             }
@@ -709,6 +711,93 @@ fn scaled_list(
     Ok((out, columns))
 }
 
+/// `exprs` (a projection's, typed by `schema`) over `input`, with each scalar
+/// subquery whose value's display scale depends on the rows read from
+/// columns of `input` extended by two projections: the subquery, run once,
+/// answers its value and scale as a pair, and the next projection takes the
+/// value and its scale column (known to [`Rewritten::scale_of_column`]) from
+/// the pair.
+fn scaled_subqueries(
+    input: Rewritten,
+    exprs: &[Expr],
+    schema: &DFSchema,
+    names: &mut Names,
+) -> DfResult<(Rewritten, Vec<Expr>)> {
+    let mut pairs = Vec::new();
+    let mut replaced = Vec::with_capacity(exprs.len());
+    for (index, expr) in exprs.iter().enumerate() {
+        let transformed = expr.clone().transform_down(|e| {
+            let Expr::ScalarSubquery(subquery) = &e else {
+                return Ok(Transformed::no(e));
+            };
+            let Some(pair) = subquery_pair(subquery, names)? else {
+                return Ok(Transformed::no(e));
+            };
+            names.next += 1;
+            let name = format!("floe_subquery_{}", names.next);
+            pairs.push((Expr::ScalarSubquery(pair).alias(name.clone()), name.clone()));
+            Ok(Transformed::yes(Expr::Column(Column::from_name(name))))
+        })?;
+        replaced.push(match transformed.data {
+            // Named as before, for the nodes above.
+            changed if transformed.transformed && !matches!(changed, Expr::Alias(_)) => {
+                let (qualifier, field) = schema.qualified_field(index);
+                changed.alias_qualified(qualifier.cloned(), field.name())
+            }
+            unchanged => unchanged,
+        });
+    }
+    if pairs.is_empty() {
+        return Ok((input, exprs.to_vec()));
+    }
+    let width = input.plan.schema().fields().len();
+    let mut with_pairs: Vec<Expr> = (0..width).map(|i| column_at(&input.plan, i)).collect();
+    with_pairs.extend(pairs.iter().map(|(pair, _)| pair.clone()));
+    let with_pairs =
+        LogicalPlan::Projection(Projection::try_new(with_pairs, Arc::new(input.plan))?);
+    let mut taken: Vec<Expr> = (0..width).map(|i| column_at(&with_pairs, i)).collect();
+    let mut columns = input.columns;
+    for (_, name) in &pairs {
+        let pair = Expr::Column(Column::from_name(name.clone()));
+        let field =
+            |field: &str| datafusion::functions::core::expr_fn::get_field(pair.clone(), field);
+        taken.push(field("value").alias(name.clone()));
+        taken.push(field("scale").alias(scale_name(names)));
+        columns.push((taken.len() - 2, Some(taken.len() - 1)));
+    }
+    let plan = Projection::try_new(taken, Arc::new(with_pairs))?;
+    Ok((
+        Rewritten {
+            plan: LogicalPlan::Projection(plan),
+            columns,
+        },
+        replaced,
+    ))
+}
+
+/// A scalar subquery answering its value and display scale as a pair (see
+/// [`value_and_scale`]), when its value's scale depends on the rows.
+fn subquery_pair(subquery: &Subquery, names: &mut Names) -> DfResult<Option<Subquery>> {
+    let rewritten = rewrite(&subquery.subquery, names)?;
+    let [(value, Some(scale))] = rewritten.columns.as_slice() else {
+        return Ok(None);
+    };
+    let value = column_at(&rewritten.plan, *value);
+    let numeric = value
+        .to_field(rewritten.plan.schema().as_ref())
+        .is_ok_and(|(_, field)| matches!(field.data_type(), DataType::Decimal128(..)));
+    if !numeric {
+        return Ok(None);
+    }
+    let pair = named_pair(value, column_at(&rewritten.plan, *scale));
+    let plan = Projection::try_new(vec![pair.alias("pair")], Arc::new(rewritten.plan))?;
+    Ok(Some(Subquery {
+        subquery: Arc::new(LogicalPlan::Projection(plan)),
+        outer_ref_columns: subquery.outer_ref_columns.clone(),
+        spans: subquery.spans.clone(),
+    }))
+}
+
 /// `input`'s distinct rows. Equal values of different scales (1.5 and 1.50)
 /// are one row, which shows the largest of their scales, as a group's key
 /// does (PostgreSQL keeps whichever row it meets first).
@@ -785,12 +874,7 @@ fn window_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<(Expr, bool)>
 /// (then the scale): `min` and `max` of it choose the row whose value they
 /// choose. NULL where the value is, which they skip as they skip it.
 fn value_and_scale(value: &Expr, scale: Expr) -> Expr {
-    let pair = datafusion::functions::core::named_struct().call(vec![
-        lit("value"),
-        value.clone(),
-        lit("scale"),
-        scale,
-    ]);
+    let pair = named_pair(value.clone(), scale);
     Expr::Case(Case::new(
         None,
         vec![(
@@ -799,6 +883,11 @@ fn value_and_scale(value: &Expr, scale: Expr) -> Expr {
         )],
         Some(Box::new(pair)),
     ))
+}
+
+/// A value and its display scale as one value, ordered by the value.
+fn named_pair(value: Expr, scale: Expr) -> Expr {
+    datafusion::functions::core::named_struct().call(vec![lit("value"), value, lit("scale"), scale])
 }
 
 /// `plan` with each of the columns `chosen_rows` (a value and its scale, see
