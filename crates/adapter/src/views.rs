@@ -142,9 +142,14 @@ fn plan_view(spec: &DataflowSpec) -> Result<RenderPlan, ComputeError> {
     };
     let plan = futures::executor::block_on(crate::query::logical_plan(&context, statement))
         .map_err(|e| ComputeError::plan(e.to_string()))?;
-    // Rows are stored as they print: at PostgreSQL's display scales.
-    let plan = floe_query::display_scale::apply_to_dataflow(plan.plan);
-    floe_compute::compile(&plan, &context.state())
+    // Rows are stored as they print: at PostgreSQL's display scales, unless
+    // the dataflow cannot run the rewritten plan (then without trailing zeros).
+    if let Some(scaled) = floe_query::display_scale::apply_to_dataflow(&plan.plan)
+        && let Ok(compiled) = floe_compute::compile(&scaled, &context.state())
+    {
+        return Ok(compiled);
+    }
+    floe_compute::compile(&plan.plan, &context.state())
 }
 
 /// Timely workers per replica process for a cluster size: the machine's

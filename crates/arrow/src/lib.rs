@@ -47,6 +47,11 @@ pub const SQL_TYPE_METADATA: &str = "floe.sql_type";
 /// (`text[]`) or that predate [`SQL_TYPE_METADATA`] (`jsonb`, `numeric`).
 pub const PG_TYPE_METADATA: &str = "floe.pg_type";
 
+/// Field metadata of an `Int32` column holding the display scales of the
+/// values of another column (its index) as they are stored (see
+/// [`stored_scale_field`]).
+pub const STORED_SCALE_OF_METADATA: &str = "floe.stored_scale_of";
+
 /// The scale bare `numeric` gets in Arrow (and in Iceberg).
 pub const BARE_NUMERIC_SCALE: i8 = 10;
 /// The precision of every numeric in Arrow.
@@ -273,6 +278,41 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
     let mut metadata = field.metadata().clone();
     metadata.insert(PG_TYPE_METADATA.to_string(), marker.to_string());
     field.with_metadata(metadata)
+}
+
+/// The field of the display scales of column `column` (named `name`) of a
+/// relation, as its values are stored (`1.50` has 2): a query reads it after
+/// the relation's columns, to print each unconstrained numeric as written.
+pub fn stored_scale_field(name: &str, column: usize) -> Field {
+    Field::new(format!("floe_stored_scale_{name}"), DataType::Int32, true).with_metadata(
+        HashMap::from([(STORED_SCALE_OF_METADATA.to_string(), column.to_string())]),
+    )
+}
+
+/// The column whose stored display scales the field holds, if it is a
+/// [`stored_scale_field`].
+pub fn stored_scale_of(field: &Field) -> Option<usize> {
+    field.metadata().get(STORED_SCALE_OF_METADATA)?.parse().ok()
+}
+
+/// The display scale of a stored numeric value (the digits of its fraction).
+pub fn stored_scale(datum: &Datum) -> Option<i32> {
+    match datum {
+        Datum::Numeric(text) if text != "NaN" => {
+            Some(text.split_once('.').map_or(0, |(_, fraction)| {
+                i32::try_from(fraction.len()).unwrap_or(0)
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// The display scales of column `column` of `rows`, NULL where the value is.
+pub fn stored_scales(rows: &[Row], column: usize) -> ArrayRef {
+    Arc::new(arrow::array::Int32Array::from_iter(
+        rows.iter()
+            .map(|row| row.get(column).and_then(stored_scale)),
+    ))
 }
 
 /// A decimal field of a computed numeric (a quotient) whose values have

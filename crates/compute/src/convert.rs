@@ -15,21 +15,31 @@ use crate::row::{Row, RowCodec};
 /// Converts an input relation's encoded rows into the dataflow's rows.
 pub struct InputConverter {
     desc: RelationDesc,
+    /// The columns whose stored display scales the plan reads after the
+    /// relation's columns (see [`floe_arrow::stored_scale_field`]).
+    scales: Vec<usize>,
     /// The schema the plan reads the relation with (every field nullable).
     codec: RowCodec,
 }
 
 impl InputConverter {
     pub fn new(desc: RelationDesc, schema: SchemaRef) -> Result<InputConverter, ComputeError> {
-        if desc.columns.len() != schema.fields().len() {
+        let width = desc.columns.len();
+        let scales: Option<Vec<usize>> = schema
+            .fields()
+            .iter()
+            .skip(width)
+            .map(|field| floe_arrow::stored_scale_of(field).filter(|column| *column < width))
+            .collect();
+        let Some(scales) = scales.filter(|_| schema.fields().len() >= width) else {
             return Err(ComputeError::plan(format!(
-                "input has {} columns, the plan reads {}",
-                desc.columns.len(),
+                "input has {width} columns, the plan reads {}",
                 schema.fields().len()
             )));
-        }
+        };
         Ok(InputConverter {
             desc,
+            scales,
             codec: RowCodec::new(crate::eval::nullable_schema(&schema))?,
         })
     }
@@ -91,8 +101,12 @@ impl InputConverter {
     fn columns(&self, rows: &[floe_repr::Row]) -> Result<Vec<ArrayRef>, DataflowError> {
         let batch = floe_arrow::rows_to_batch(&self.desc, rows)
             .map_err(|e| DataflowError::new("22000", e.to_string()))?;
-        batch
-            .columns()
+        let scales = self
+            .scales
+            .iter()
+            .map(|column| floe_arrow::stored_scales(rows, *column));
+        let columns: Vec<ArrayRef> = batch.columns().iter().cloned().chain(scales).collect();
+        columns
             .iter()
             .zip(self.codec.schema().fields())
             .map(|(column, field)| {

@@ -247,6 +247,10 @@ impl Lowering<'_> {
             .to_string();
         let source_schema = scan.source.schema();
         let index = match self.inputs.iter().position(|input| input.name == name) {
+            // Its rows have one shape (with or without its stored display scales).
+            Some(index) if self.inputs[index].schema != source_schema => {
+                return Err(ComputeError::plan(format!("{name} is read in two shapes")));
+            }
             Some(index) => index,
             None => {
                 self.inputs.push(InputDesc {

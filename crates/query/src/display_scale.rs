@@ -6,38 +6,52 @@
 //! `avg` of 1 and 2 is 1.5000000000000000, of 100000 and 200000
 //! 150000.000000000000). floe's numerics are decimal columns of one scale, and
 //! a column's values keep their exact value at it (a quotient at 20 places).
-//! Before a SELECT runs, this rewrite gives each numeric column whose display
-//! scale depends on its rows a second column holding each row's display scale
-//! (an `int`, named `floe_display_scale_<n>`), computed by PostgreSQL's rules
-//! beside the value: a stored value's as it was written (read by the table's
-//! scan, [`SnapshotTable::with_scales`]), a row of `VALUES`'s from its
-//! literals, a quotient's and an average's from its operands'
-//! values and display scales ([`functions::numeric_scale::DIVISION_SCALE`]),
-//! a function's likewise ([`functions::numeric_scale::MATH_SCALE`]), `+`,
-//! `-`, `%` the larger operand's, `*` their sum, `sum` the largest of its rows'
-//! (an aggregate of the scale column), `min` and `max` the chosen row's,
-//! `coalesce`, `CASE` and casts the value's. The scale columns pass through
-//! filters, sorts, limits, windows, joins and derived tables (inlined views
-//! are derived tables), and the query's output prints such a column at its
-//! rows' scales ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//! Before a SELECT (or a dataflow) runs, this rewrite gives each numeric column
+//! whose display scale depends on its rows a second column holding each row's
+//! display scale (an `int`, named `floe_display_scale_<n>`), computed by
+//! PostgreSQL's rules beside the value: a stored value's as it was written
+//! (read by the table's scan, [`SnapshotTable::with_scales`], or a dataflow's
+//! of its input), a row of `VALUES`'s from its literals, a quotient's and an
+//! average's from its operands' values and display scales
+//! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
+//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` the larger
+//! operand's, `*` their sum, `sum` the largest of its rows' (an aggregate of
+//! the scale column), `min` and `max` the chosen row's, `coalesce`, `greatest`,
+//! `least`, `CASE` and casts the chosen value's; a window's `sum` the largest
+//! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
+//! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
+//! `array_agg`) has a list of its items' scales, and an item taken from it
+//! (`a[1]`) its own. A scalar subquery's value keeps its scale (the subquery
+//! answers both, as a pair). The scale columns pass through filters, sorts,
+//! limits, windows, joins, unions, `INTERSECT`, `EXCEPT`, `DISTINCT ON` and
+//! derived tables (inlined views are derived tables), and the query's output
+//! prints such a column at its rows' scales
+//! ([`functions::numeric_scale::NUMERIC_TEXT`]).
+//!
+//! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
+//! different scales (1.5 and 1.50) are one group, one `DISTINCT` row and one
+//! row of a `UNION`, `INTERSECT` or `EXCEPT`, which shows the largest of their
+//! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (a union, DISTINCT,
-//! a subquery in an expression, grouping sets, other functions), the value
+//! decimal as before. Where a scale column does not pass (grouping sets,
+//! recursive queries, set-returning functions, other functions), the value
 //! prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchema, Result as DfResult};
+use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
+use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, EmptyRelation, Expr, ExprSchemable, GroupingSet, JoinType, LogicalPlan,
-    Operator, Projection, SortExpr, TableScan, Union, Values, lit,
+    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
+    JoinType, LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union,
+    Values, Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -45,30 +59,30 @@ use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
 use crate::snapshot::SnapshotTable;
 
 /// `plan` with PostgreSQL's display scale of each numeric value it outputs,
-/// where that depends on the rows (see the module documentation). A plan the
-/// rewrite cannot carry the scales through is returned as it is.
-pub fn apply(plan: LogicalPlan) -> LogicalPlan {
+/// where that depends on the rows (see the module documentation); `None`
+/// where no output depends on them, or the rewrite cannot carry the scales
+/// through the plan (the plan then runs as it is).
+pub fn apply(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, false)
 }
 
 /// [`apply`] for the plan of a dataflow (a materialized view's, a
-/// subscription's), whose output rows are stored or sent as they print: a
-/// quotient's, an average's or a function's display scale as PostgreSQL's.
-/// Its inputs are change logs, not scans of the query's snapshot, so a stored
-/// value's scale does not pass; `min`, `max` and the statistics keep their
-/// values' printing.
-pub fn apply_to_dataflow(plan: LogicalPlan) -> LogicalPlan {
+/// subscription's), whose output rows are stored or sent as they print. Its
+/// inputs are change logs, whose rows the dataflow reads with their stored
+/// scales (see [`floe_arrow::stored_scale_field`]); `min`, `max` and the
+/// statistics, which it does not maintain, keep their values' printing.
+pub fn apply_to_dataflow(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, true)
 }
 
 /// [`apply`] (`dataflow` false) or [`apply_to_dataflow`].
-fn apply_with(plan: LogicalPlan, dataflow: bool) -> LogicalPlan {
-    if !has_value_scales(&plan) {
-        return plan;
+fn apply_with(plan: &LogicalPlan, dataflow: bool) -> Option<LogicalPlan> {
+    if !has_value_scales(plan, dataflow) {
+        return None;
     }
-    match with_scales(&plan, dataflow) {
-        Ok(Some((rewritten, _))) => rewritten,
-        _ => plan,
+    match with_scales(plan, dataflow) {
+        Ok(Some((rewritten, _))) => Some(rewritten),
+        _ => None,
     }
 }
 
@@ -88,7 +102,7 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
                 numeric_display::is_bare(field) && !scaled.get(index).copied().unwrap_or(false)
             })
     };
-    let (rewritten, scaled) = if has_value_scales(&plan) {
+    let (rewritten, scaled) = if has_value_scales(&plan, false) {
         match with_scales(&plan, false).map_err(QueryError::from_datafusion)? {
             Some((rewritten, scaled)) => (rewritten, scaled),
             None => (plan.clone(), Vec::new()),
@@ -106,13 +120,13 @@ pub fn apply_to_write(plan: LogicalPlan, stored: usize) -> Result<LogicalPlan, Q
 }
 
 /// Whether a function whose display scale depends on its values occurs in
-/// the plan, or a scan of a table's unconstrained numeric column (outside
-/// subqueries of expressions, which keep their plans).
-fn has_value_scales(plan: &LogicalPlan) -> bool {
+/// the plan or its subqueries, or a scan of a table's (a dataflow's: an
+/// input's) unconstrained numeric column.
+fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
     let mut found = false;
-    let _ = plan.apply(|node| {
+    let _ = plan.apply_with_subqueries(|node| {
         let scaled_rows = match node {
-            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan).is_empty(),
+            LogicalPlan::TableScan(scan) => !stored_scale_columns(scan, dataflow).is_empty(),
             LogicalPlan::Values(values) => values
                 .schema
                 .fields()
@@ -140,6 +154,7 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
                     Expr::Case(_) => true,
                     Expr::AggregateFunction(f) => {
                         functions::variance_display_scale(f.func.name()).is_some()
+                            || f.func.name() == "array_agg"
                     }
                     _ => false,
                 };
@@ -160,7 +175,9 @@ fn has_value_scales(plan: &LogicalPlan) -> bool {
 }
 
 fn scale_depends_on_values(function: &str) -> bool {
-    function == numeric_division::NUMERIC_DIVIDE
+    // The chosen argument's, or each item's.
+    matches!(function, "greatest" | "least" | "make_array")
+        || function == numeric_division::NUMERIC_DIVIDE
         || function == numeric_division::AVERAGE
         || functions::numeric_math_function(function)
 }
@@ -198,10 +215,12 @@ fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPl
 /// A plan node rewritten with scale columns.
 struct Rewritten {
     plan: LogicalPlan,
-    /// For each column of the node as it was: its index in `plan`'s output,
-    /// and the index of its scale column, if it has one.
-    columns: Vec<(usize, Option<usize>)>,
+    columns: Columns,
 }
+
+/// For each column of a node as it was: its index in the rewritten node's
+/// output, and the index of its scale column, if it has one.
+type Columns = Vec<(usize, Option<usize>)>;
 
 impl Rewritten {
     fn unchanged(plan: &LogicalPlan) -> Rewritten {
@@ -234,42 +253,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
-            let mut exprs = projection.expr.clone();
-            let mut columns = Vec::with_capacity(exprs.len());
-            for (index, expr) in projection.expr.iter().enumerate() {
-                let (value, scale) = scaled(expr, &input)?;
-                if value != *expr {
-                    exprs[index] = if matches!(value, Expr::Alias(_)) {
-                        value
-                    } else {
-                        // Named as before, for the nodes above.
-                        let (qualifier, field) = projection.schema.qualified_field(index);
-                        value.alias_qualified(qualifier.cloned(), field.name())
-                    };
-                }
-                let typed_scale = match projection.schema.field(index).data_type() {
-                    DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
-                    _ => None,
-                };
-                let scale = match scale {
-                    Some(Scale::Dynamic(scale)) => {
-                        exprs.push(scale.alias(scale_name(names)));
-                        Some(exprs.len() - 1)
-                    }
-                    // The engine's cast of a value to a wider decimal (a union's
-                    // or a CASE's common type) keeps the value's own scale.
-                    Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
-                        exprs.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
-                        Some(exprs.len() - 1)
-                    }
-                    _ => None,
-                };
-                columns.push((index, scale));
-            }
-            if !input.has_scales()
-                && columns.iter().all(|(_, scale)| scale.is_none())
-                && exprs == projection.expr
-            {
+            let (input, exprs) =
+                scaled_subqueries(input, &projection.expr, &projection.schema, names)?;
+            let (exprs, columns) = scaled_list(&exprs, &projection.schema, &input, names)?;
+            if !input.has_scales() && exprs == projection.expr {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
@@ -277,6 +264,32 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 plan: LogicalPlan::Projection(plan),
                 columns,
             })
+        }
+        // The chosen row's values and their scales (PostgreSQL's value).
+        LogicalPlan::Distinct(Distinct::On(distinct)) => {
+            let input = rewrite(&distinct.input, names)?;
+            let (exprs, columns) =
+                scaled_list(&distinct.select_expr, &distinct.schema, &input, names)?;
+            if !input.has_scales() && exprs == distinct.select_expr {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let plan = DistinctOn::try_new(
+                distinct.on_expr.clone(),
+                exprs,
+                distinct.sort_expr.clone(),
+                Arc::new(input.plan),
+            )?;
+            Ok(Rewritten {
+                plan: LogicalPlan::Distinct(Distinct::On(plan)),
+                columns,
+            })
+        }
+        LogicalPlan::Distinct(Distinct::All(child)) => {
+            let input = rewrite(child, names)?;
+            if !input.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            distinct_rows(input, names)
         }
         LogicalPlan::Aggregate(aggregate) => {
             let grouping_sets = aggregate.group_expr.iter().any(|e| {
@@ -366,20 +379,33 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns: input.columns,
             })
         }
-        // The input's columns, then the window functions'.
+        // The input's columns, then the window functions', each with the
+        // scale column of its frame's value.
         LogicalPlan::Window(window) => {
             let input = rewrite(&window.input, names)?;
             if !input.has_scales() {
                 return Ok(Rewritten::unchanged(plan));
             }
             let width = input.plan.schema().fields().len();
-            let rebuilt = plan
-                .clone()
-                .with_new_exprs(plan.expressions(), vec![input.plan])?;
-            let mut columns = input.columns;
-            columns.extend((0..window.window_expr.len()).map(|i| (width + i, None)));
+            let mut exprs = window.window_expr.clone();
+            let mut chosen_rows = Vec::new();
+            let mut columns = input.columns.clone();
+            for (index, expr) in window.window_expr.iter().enumerate() {
+                let scale = match window_scale(expr, &input)? {
+                    Some((scale, chosen_row)) => {
+                        exprs.push(scale.alias(scale_name(names)));
+                        if chosen_row {
+                            chosen_rows.push(width + exprs.len() - 1);
+                        }
+                        Some(width + exprs.len() - 1)
+                    }
+                    None => None,
+                };
+                columns.push((width + index, scale));
+            }
+            let window = Window::try_new(exprs, Arc::new(input.plan))?;
             Ok(Rewritten {
-                plan: rebuilt,
+                plan: scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
                 columns,
             })
         }
@@ -406,6 +432,29 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
+            Ok(Rewritten {
+                plan: rebuilt,
+                columns,
+            })
+        }
+        // One side's columns (INTERSECT's and EXCEPT's semi and anti joins),
+        // and a mark join's mark.
+        LogicalPlan::Join(join) if one_side(join.join_type).is_some() => {
+            let left_side = one_side(join.join_type) == Some(true);
+            let kept = rewrite(if left_side { &join.left } else { &join.right }, names)?;
+            if !kept.has_scales() {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let mut columns = kept.columns;
+            if matches!(join.join_type, JoinType::LeftMark | JoinType::RightMark) {
+                columns.push((kept.plan.schema().fields().len(), None));
+            }
+            let inputs = if left_side {
+                vec![kept.plan, join.right.as_ref().clone()]
+            } else {
+                vec![join.left.as_ref().clone(), kept.plan]
+            };
+            let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
             Ok(Rewritten {
                 plan: rebuilt,
                 columns,
@@ -459,11 +508,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns[column].1 = Some(fields.len());
                 fields.push((
                     None,
-                    Arc::new(datafusion::arrow::datatypes::Field::new(
-                        scale_name(names),
-                        DataType::Int32,
-                        true,
-                    )),
+                    Arc::new(Field::new(scale_name(names), DataType::Int32, true)),
                 ));
             }
             if rows == values.values {
@@ -505,7 +550,16 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                             .get(column)
                             .is_some_and(|(_, scale)| scale.is_some())
                     });
-                if !decimal {
+                // An array's items' scales do not pass (its inputs' lists of
+                // them are not the union's).
+                let array = union.inputs.iter().any(|input| {
+                    input
+                        .schema()
+                        .fields()
+                        .get(column)
+                        .is_some_and(|field| matches!(field.data_type(), DataType::List(_)))
+                });
+                if !decimal || array {
                     continue;
                 }
                 let mut scales = Vec::with_capacity(inputs.len());
@@ -546,14 +600,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                     exprs.push(scale.alias(name.clone()));
                 }
                 *column_scale = Some(fields.len());
-                fields.push((
-                    None,
-                    Arc::new(datafusion::arrow::datatypes::Field::new(
-                        name,
-                        DataType::Int32,
-                        true,
-                    )),
-                ));
+                fields.push((None, Arc::new(Field::new(name, DataType::Int32, true))));
             }
             if fields.len() == width {
                 return Ok(Rewritten::unchanged(plan));
@@ -581,24 +628,24 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             })
         }
         LogicalPlan::TableScan(scan) => {
-            let columns = stored_scale_columns(scan);
-            let Some(table) = snapshot_table(scan) else {
-                return Ok(Rewritten::unchanged(plan));
-            };
+            let columns = stored_scale_columns(scan, names.dataflow);
+            let table_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
             if columns.is_empty() {
                 return Ok(Rewritten::unchanged(plan));
             }
-            let width = table.schema.fields().len();
+            let Some(ScaledSource {
+                source,
+                scale_columns,
+            }) = source_with_scales(scan, &table_columns, names.dataflow)?
+            else {
+                return Ok(Rewritten::unchanged(plan));
+            };
             let projection: Vec<usize> = match &scan.projection {
                 Some(projection) => projection.clone(),
-                None => (0..width).collect(),
+                None => (0..scan.source.schema().fields().len()).collect(),
             };
-            let scaled_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
             let mut scaled_projection = projection.clone();
-            scaled_projection.extend((0..columns.len()).map(|k| width + k));
-            let source = datafusion::datasource::provider_as_source(Arc::new(
-                table.with_scales(scaled_columns),
-            ));
+            scaled_projection.extend(scale_columns);
             let rebuilt = TableScan::try_new(
                 scan.table_name.clone(),
                 source,
@@ -606,8 +653,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 scan.filters.clone(),
                 scan.fetch,
             )?;
-            let mut out: Vec<(usize, Option<usize>)> =
-                (0..projection.len()).map(|i| (i, None)).collect();
+            let mut out: Columns = (0..projection.len()).map(|i| (i, None)).collect();
             for (k, (position, _)) in columns.iter().enumerate() {
                 out[*position].1 = Some(projection.len() + k);
             }
@@ -620,6 +666,266 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     }
 }
 
+/// `exprs` (a projection's or a DISTINCT ON's list, typed by `schema`) over
+/// `input`, each value computed at its operands' scales, then a scale column
+/// for each whose display scale depends on the rows or differs from its
+/// type's; and for each expression, where its value and scale column are.
+fn scaled_list(
+    exprs: &[Expr],
+    schema: &DFSchema,
+    input: &Rewritten,
+    names: &mut Names,
+) -> DfResult<(Vec<Expr>, Columns)> {
+    let mut out = exprs.to_vec();
+    let mut columns = Vec::with_capacity(exprs.len());
+    for (index, expr) in exprs.iter().enumerate() {
+        let (value, scale) = scaled(expr, input)?;
+        if value != *expr {
+            out[index] = if matches!(value, Expr::Alias(_)) {
+                value
+            } else {
+                // Named as before, for the nodes above.
+                let (qualifier, field) = schema.qualified_field(index);
+                value.alias_qualified(qualifier.cloned(), field.name())
+            };
+        }
+        let typed_scale = match schema.field(index).data_type() {
+            DataType::Decimal128(_, scale) => Some(i64::from(*scale)),
+            _ => None,
+        };
+        let scale = match scale {
+            Some(Scale::Dynamic(scale)) => {
+                out.push(scale.alias(scale_name(names)));
+                Some(out.len() - 1)
+            }
+            // The engine's cast of a value to a wider decimal (a union's
+            // or a CASE's common type) keeps the value's own scale.
+            Some(Scale::Static(scale)) if typed_scale.is_some_and(|t| t != scale) => {
+                out.push(lit(i32::try_from(scale).unwrap_or(0)).alias(scale_name(names)));
+                Some(out.len() - 1)
+            }
+            _ => None,
+        };
+        columns.push((index, scale));
+    }
+    Ok((out, columns))
+}
+
+/// `exprs` (a projection's, typed by `schema`) over `input`, with each scalar
+/// subquery whose value's display scale depends on the rows read from
+/// columns of `input` extended by two projections: the subquery, run once,
+/// answers its value and scale as a pair, and the next projection takes the
+/// value and its scale column (known to [`Rewritten::scale_of_column`]) from
+/// the pair.
+fn scaled_subqueries(
+    input: Rewritten,
+    exprs: &[Expr],
+    schema: &DFSchema,
+    names: &mut Names,
+) -> DfResult<(Rewritten, Vec<Expr>)> {
+    let mut pairs = Vec::new();
+    let mut replaced = Vec::with_capacity(exprs.len());
+    for (index, expr) in exprs.iter().enumerate() {
+        let transformed = expr.clone().transform_down(|e| {
+            let Expr::ScalarSubquery(subquery) = &e else {
+                return Ok(Transformed::no(e));
+            };
+            let Some(pair) = subquery_pair(subquery, names)? else {
+                return Ok(Transformed::no(e));
+            };
+            names.next += 1;
+            let name = format!("floe_subquery_{}", names.next);
+            pairs.push((Expr::ScalarSubquery(pair).alias(name.clone()), name.clone()));
+            Ok(Transformed::yes(Expr::Column(Column::from_name(name))))
+        })?;
+        replaced.push(match transformed.data {
+            // Named as before, for the nodes above.
+            changed if transformed.transformed && !matches!(changed, Expr::Alias(_)) => {
+                let (qualifier, field) = schema.qualified_field(index);
+                changed.alias_qualified(qualifier.cloned(), field.name())
+            }
+            unchanged => unchanged,
+        });
+    }
+    if pairs.is_empty() {
+        return Ok((input, exprs.to_vec()));
+    }
+    let width = input.plan.schema().fields().len();
+    let mut with_pairs: Vec<Expr> = (0..width).map(|i| column_at(&input.plan, i)).collect();
+    with_pairs.extend(pairs.iter().map(|(pair, _)| pair.clone()));
+    let with_pairs =
+        LogicalPlan::Projection(Projection::try_new(with_pairs, Arc::new(input.plan))?);
+    let mut taken: Vec<Expr> = (0..width).map(|i| column_at(&with_pairs, i)).collect();
+    let mut columns = input.columns;
+    for (_, name) in &pairs {
+        let pair = Expr::Column(Column::from_name(name.clone()));
+        let field =
+            |field: &str| datafusion::functions::core::expr_fn::get_field(pair.clone(), field);
+        taken.push(field("value").alias(name.clone()));
+        taken.push(field("scale").alias(scale_name(names)));
+        columns.push((taken.len() - 2, Some(taken.len() - 1)));
+    }
+    let plan = Projection::try_new(taken, Arc::new(with_pairs))?;
+    Ok((
+        Rewritten {
+            plan: LogicalPlan::Projection(plan),
+            columns,
+        },
+        replaced,
+    ))
+}
+
+/// A scalar subquery answering its value and display scale as a pair (see
+/// [`value_and_scale`]), when its value's scale depends on the rows.
+fn subquery_pair(subquery: &Subquery, names: &mut Names) -> DfResult<Option<Subquery>> {
+    let rewritten = rewrite(&subquery.subquery, names)?;
+    let [(value, Some(scale))] = rewritten.columns.as_slice() else {
+        return Ok(None);
+    };
+    let value = column_at(&rewritten.plan, *value);
+    let numeric = value
+        .to_field(rewritten.plan.schema().as_ref())
+        .is_ok_and(|(_, field)| matches!(field.data_type(), DataType::Decimal128(..)));
+    if !numeric {
+        return Ok(None);
+    }
+    let pair = named_pair(value, column_at(&rewritten.plan, *scale));
+    let plan = Projection::try_new(vec![pair.alias("pair")], Arc::new(rewritten.plan))?;
+    Ok(Some(Subquery {
+        subquery: Arc::new(LogicalPlan::Projection(plan)),
+        outer_ref_columns: subquery.outer_ref_columns.clone(),
+        spans: subquery.spans.clone(),
+    }))
+}
+
+/// `input`'s distinct rows. Equal values of different scales (1.5 and 1.50)
+/// are one row, which shows the largest of their scales, as a group's key
+/// does (PostgreSQL keeps whichever row it meets first).
+fn distinct_rows(input: Rewritten, names: &mut Names) -> DfResult<Rewritten> {
+    let groups: Vec<Expr> = input
+        .columns
+        .iter()
+        .map(|(value, _)| column_at(&input.plan, *value))
+        .collect();
+    let mut aggregates = Vec::new();
+    let mut columns = Vec::with_capacity(groups.len());
+    for (index, (_, scale)) in input.columns.iter().enumerate() {
+        let scale = scale.map(|scale| {
+            aggregates.push(max(column_at(&input.plan, scale)).alias(scale_name(names)));
+            groups.len() + aggregates.len() - 1
+        });
+        columns.push((index, scale));
+    }
+    let plan = Aggregate::try_new(Arc::new(input.plan), groups, aggregates)?;
+    Ok(Rewritten {
+        plan: LogicalPlan::Aggregate(plan),
+        columns,
+    })
+}
+
+/// The scale column of a window function of an `x` whose scale depends on
+/// the rows, over the same window: of `sum(x)` the largest of its frame's
+/// scales, of `lag`, `lead`, `first_value`, `last_value` and `nth_value` the
+/// scale of the row whose value it is; of `min(x)` and `max(x)` that row's
+/// value and scale (and `true`: see [`scales_of_chosen_rows`]).
+fn window_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<(Expr, bool)>> {
+    let expr = match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    };
+    let Expr::WindowFunction(function) = expr else {
+        return Ok(None);
+    };
+    let Some((argument, rest)) = function.params.args.split_first() else {
+        return Ok(None);
+    };
+    if function.params.distinct {
+        return Ok(None);
+    }
+    let Some(Scale::Dynamic(scale)) = scale_of(argument, input)? else {
+        return Ok(None);
+    };
+    let mut scaled = function.as_ref().clone();
+    let chosen_row = match function.fun.name() {
+        "sum" => {
+            scaled.fun = WindowFunctionDefinition::AggregateUDF(max_udaf());
+            scaled.params.args = vec![scale];
+            false
+        }
+        "min" | "max" => {
+            scaled.params.args = vec![value_and_scale(argument, scale)];
+            true
+        }
+        // Without a default value, whose scale is its own.
+        "lag" | "lead" if rest.len() <= 1 => {
+            scaled.params.args = [vec![scale], rest.to_vec()].concat();
+            false
+        }
+        "first_value" | "last_value" | "nth_value" => {
+            scaled.params.args = [vec![scale], rest.to_vec()].concat();
+            false
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some((Expr::WindowFunction(Box::new(scaled)), chosen_row)))
+}
+
+/// A row's value and display scale as one value that orders by the value
+/// (then the scale): `min` and `max` of it choose the row whose value they
+/// choose. NULL where the value is, which they skip as they skip it.
+fn value_and_scale(value: &Expr, scale: Expr) -> Expr {
+    let pair = named_pair(value.clone(), scale);
+    Expr::Case(Case::new(
+        None,
+        vec![(
+            Box::new(value.clone().is_null()),
+            Box::new(lit(ScalarValue::Null)),
+        )],
+        Some(Box::new(pair)),
+    ))
+}
+
+/// A value and its display scale as one value, ordered by the value.
+fn named_pair(value: Expr, scale: Expr) -> Expr {
+    datafusion::functions::core::named_struct().call(vec![lit("value"), value, lit("scale"), scale])
+}
+
+/// `plan` with each of the columns `chosen_rows` (a value and its scale, see
+/// [`value_and_scale`]) replaced by the scale, named as it was.
+fn scales_of_chosen_rows(plan: LogicalPlan, chosen_rows: &[usize]) -> DfResult<LogicalPlan> {
+    if chosen_rows.is_empty() {
+        return Ok(plan);
+    }
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = column_at(&plan, index);
+            if chosen_rows.contains(&index) {
+                datafusion::functions::core::expr_fn::get_field(column, "scale")
+                    .alias_qualified(qualifier.cloned(), field.name())
+            } else {
+                column
+            }
+        })
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(plan),
+    )?))
+}
+
+/// Of a join whose output is one input's columns (and a mark): whether that
+/// is the left input's; `None` for a join of both inputs' columns.
+fn one_side(join_type: JoinType) -> Option<bool> {
+    match join_type {
+        JoinType::LeftSemi | JoinType::LeftAnti | JoinType::LeftMark => Some(true),
+        JoinType::RightSemi | JoinType::RightAnti | JoinType::RightMark => Some(false),
+        JoinType::Inner | JoinType::Left | JoinType::Right | JoinType::Full => None,
+    }
+}
+
 /// The table of the query's snapshot a scan reads, if it reads one.
 fn snapshot_table(scan: &TableScan) -> Option<SnapshotTable> {
     let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
@@ -627,33 +933,95 @@ fn snapshot_table(scan: &TableScan) -> Option<SnapshotTable> {
     Some(table.with_scales(Vec::new()))
 }
 
-/// The unconstrained numeric columns a scan of a snapshot table outputs: their
-/// positions in the scan's output and in the table.
-fn stored_scale_columns(scan: &TableScan) -> Vec<(usize, usize)> {
-    let Some(table) = snapshot_table(scan) else {
+/// The columns a scan outputs whose values keep their stored display scales:
+/// their positions in the scan's output and in the table. A SELECT's scans of
+/// the snapshot's tables, a dataflow's of its inputs.
+fn stored_scale_columns(scan: &TableScan, dataflow: bool) -> Vec<(usize, usize)> {
+    if !dataflow && snapshot_table(scan).is_none() {
         return Vec::new();
-    };
-    let width = table.schema.fields().len();
+    }
+    let schema = scan.source.schema();
     let projection: Vec<usize> = match &scan.projection {
         Some(projection) => projection.clone(),
-        None => (0..width).collect(),
+        None => (0..schema.fields().len()).collect(),
     };
     projection
         .iter()
         .enumerate()
         .filter(|(_, column)| {
-            table.schema.fields().get(**column).is_some_and(|field| {
-                // A bare numeric, or a computed one a view stores widened
-                // (`numeric(38, 20)`: its text keeps the value's scale).
-                numeric_display::is_bare(field)
-                    || matches!(
-                        field.data_type(),
-                        DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
-                    )
-            })
+            schema
+                .fields()
+                .get(**column)
+                .is_some_and(|field| keeps_stored_scales(field))
         })
         .map(|(position, column)| (position, *column))
         .collect()
+}
+
+/// Whether a stored column's values keep their display scales: a bare
+/// numeric's, or a computed one's a view stores widened (`numeric(38, 20)`:
+/// its text keeps the value's scale).
+fn keeps_stored_scales(field: &Field) -> bool {
+    numeric_display::is_bare(field)
+        || matches!(
+            field.data_type(),
+            DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
+        )
+}
+
+/// A scan's source that reads stored display scales after the table's columns.
+struct ScaledSource {
+    source: Arc<dyn TableSource>,
+    /// The index of the scale column of each column asked for.
+    scale_columns: Vec<usize>,
+}
+
+/// The source of `scan` with the stored display scales of the table's
+/// `columns` after its columns; `None` when the scan's source cannot read
+/// them.
+fn source_with_scales(
+    scan: &TableScan,
+    columns: &[usize],
+    dataflow: bool,
+) -> DfResult<Option<ScaledSource>> {
+    let schema = scan.source.schema();
+    let width = schema.fields().len();
+    if !dataflow {
+        let Some(table) = snapshot_table(scan) else {
+            return Ok(None);
+        };
+        return Ok(Some(ScaledSource {
+            source: provider_as_source(Arc::new(table.with_scales(columns.to_vec()))),
+            scale_columns: (width..width + columns.len()).collect(),
+        }));
+    }
+    // A dataflow's input, a table of no rows planned for its shape: the
+    // dataflow computes the scale columns from the rows it reads. Of every
+    // column that keeps them, whatever the scan reads, so that every scan of
+    // the input reads it in one shape.
+    let keeping: Vec<usize> = (0..width)
+        .filter(|column| keeps_stored_scales(schema.field(*column)))
+        .collect();
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(
+        keeping
+            .iter()
+            .map(|column| floe_arrow::stored_scale_field(schema.field(*column).name(), *column)),
+    );
+    let scaled = Schema::new_with_metadata(fields, schema.metadata().clone());
+    let table = MemTable::try_new(Arc::new(scaled), vec![Vec::new()])?;
+    let indexes = columns
+        .iter()
+        .filter_map(|column| keeping.iter().position(|k| k == column))
+        .map(|k| width + k)
+        .collect::<Vec<_>>();
+    if indexes.len() != columns.len() {
+        return Ok(None);
+    }
+    Ok(Some(ScaledSource {
+        source: provider_as_source(Arc::new(table)),
+        scale_columns: indexes,
+    }))
 }
 
 /// The rewrite's state: the scale columns named so far, and whether the plan
@@ -712,6 +1080,21 @@ fn aggregate_scale(expr: &Expr, input: &Rewritten) -> DfResult<Option<Expr>> {
             scale.func = name;
         }
         return Ok(Some(scale));
+    }
+    // Each item's scale, collected in the same order.
+    if func.name() == "array_agg" && !params.distinct {
+        let scale = match scale_of(argument, input)? {
+            Some(scale @ (Scale::Dynamic(_) | Scale::Trimmed)) => scale.into_expr(argument)?,
+            _ => return Ok(None),
+        };
+        return Ok(Some(Expr::AggregateFunction(AggregateFunction::new_udf(
+            func.clone(),
+            vec![scale],
+            false,
+            params.filter.clone(),
+            params.order_by.clone(),
+            params.null_treatment,
+        ))));
     }
     let descending = match func.name() {
         "sum" => None,
@@ -788,6 +1171,11 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     };
     if let Some(text) = text_of_scaled(expr, &field, input)? {
         return Ok((text, None));
+    }
+    if let DataType::List(element) = field.data_type()
+        && matches!(element.data_type(), DataType::Decimal128(..))
+    {
+        return scaled_array(expr, element, input);
     }
     let typed = match field.data_type() {
         DataType::Int8
@@ -922,16 +1310,33 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 // The value as it is (a cast to an unconstrained numeric keeps
                 // its display scale).
                 (rebuilt, dynamic(scales.swap_remove(0)))
-            } else if is_decimal && name == "coalesce" && any_dynamic {
-                // The scale of the first value that is not NULL.
+            } else if is_decimal && name == "array_element" && values.len() == 2 {
+                // The item's own scale.
+                match scales.swap_remove(0) {
+                    Some(Scale::Dynamic(items)) => {
+                        let scale =
+                            ScalarFunction::new_udf(func.clone(), vec![items, values[1].clone()]);
+                        (rebuilt, Some(Expr::ScalarFunction(scale)))
+                    }
+                    _ => (rebuilt, None),
+                }
+            } else if is_decimal
+                && matches!(name, "coalesce" | "greatest" | "least")
+                && mixed(&scales, &typed)
+            {
+                // The scale of the argument whose value it is: coalesce's
+                // first that is not NULL, greatest's and least's first equal
+                // to the result (PostgreSQL keeps the first of equal values).
                 let mut cases = Vec::with_capacity(values.len());
                 for (value, scale) in values.iter().zip(scales) {
                     // A NULL constant has no scale; its branch is never taken.
                     let scale = scale.unwrap_or(Scale::Static(0));
-                    cases.push((
-                        Box::new(value.clone().is_not_null()),
-                        Box::new(scale.into_expr(value)?),
-                    ));
+                    let chosen = if name == "coalesce" {
+                        value.clone().is_not_null()
+                    } else {
+                        rebuilt.clone().eq(value.clone())
+                    };
+                    cases.push((Box::new(chosen), Box::new(scale.into_expr(value)?)));
                 }
                 (rebuilt, Some(Expr::Case(Case::new(None, cases, None))))
             } else {
@@ -1003,13 +1408,56 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     Ok((value, Some(dynamic.map_or(typed, Scale::Dynamic))))
 }
 
+/// An array of numerics, with its items' display scales (a list of them)
+/// where they depend on the rows or differ from its item type's: an array
+/// column's, or `ARRAY[...]`'s of its items' (`ARRAY[1.5, 2]` is `{1.5,2}`).
+fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    let DataType::Decimal128(_, item_scale) = item.data_type() else {
+        return Ok((expr.clone(), None));
+    };
+    match expr {
+        Expr::Column(column) => Ok((
+            expr.clone(),
+            input.scale_of_column(column).map(Scale::Dynamic),
+        )),
+        Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
+            let mut values = Vec::with_capacity(args.len());
+            let mut scales = Vec::with_capacity(args.len());
+            for arg in args {
+                let (value, scale) = scaled(arg, input)?;
+                values.push(value);
+                scales.push(scale);
+            }
+            let rebuilt =
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
+            if !mixed(&scales, &Scale::Static(i64::from(*item_scale))) {
+                return Ok((rebuilt, None));
+            }
+            let mut item_scales = Vec::with_capacity(values.len());
+            for (value, scale) in values.iter().zip(scales) {
+                // A NULL item has no scale to show.
+                item_scales.push(scale.unwrap_or(Scale::Static(0)).into_expr(value)?);
+            }
+            let scale = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), item_scales));
+            Ok((rebuilt, Some(Scale::Dynamic(scale))))
+        }
+        _ => Ok((expr.clone(), None)),
+    }
+}
+
+/// Whether a value chosen among arguments of these display scales may show
+/// other places than its type's (`typed`) do.
+fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
+    scales.iter().flatten().any(|scale| match (scale, typed) {
+        (Scale::Static(scale), Scale::Static(typed)) => scale != typed,
+        (Scale::Trimmed, Scale::Trimmed) => false,
+        _ => true,
+    })
+}
+
 /// A cast to text of a numeric whose display scale depends on the rows, as the
 /// value printed at its scale (`1.50::text` is `1.50`); `None` for anything else.
-fn text_of_scaled(
-    expr: &Expr,
-    field: &datafusion::arrow::datatypes::Field,
-    input: &Rewritten,
-) -> DfResult<Option<Expr>> {
+fn text_of_scaled(expr: &Expr, field: &Field, input: &Rewritten) -> DfResult<Option<Expr>> {
     let text = matches!(
         functions::sql_type(field),
         floe_repr::SqlScalarType::Text | floe_repr::SqlScalarType::VarChar { .. }

@@ -338,8 +338,7 @@ pub async fn run(
     let mut rewritten = statement.clone();
     rewrite(&mut rewritten);
     let mut query = crate::plan(context, rewritten).await?;
-    query.plan = crate::display_scale::apply(query.plan);
-    let planned = crate::physical_plan(context, &query).await?;
+    let planned = physical_plan_scaled(context, &mut query).await?;
     if let Some(keep) = keepable(&query, &planned, None) {
         cache.insert(statement, &snapshot, keep);
     }
@@ -385,12 +384,12 @@ pub async fn run_with_parameters(
     let Ok(plan) = read_parameters(query.plan, types, &parameters) else {
         return Ok(None);
     };
-    query.plan = crate::display_scale::apply(plan);
+    query.plan = plan;
     // The cell stays empty while the plan is made: the engine evaluates what
     // looks constant when it plans (an `IN` list becomes a fixed set), and a
     // parameter must fail there, so that nothing of one run's values stays in
     // the plan.
-    let Ok(planned) = crate::physical_plan(context, &query).await else {
+    let Ok(planned) = physical_plan_scaled(context, &mut query).await else {
         return Ok(None);
     };
     parameters.set(values);
@@ -408,6 +407,27 @@ pub async fn run_with_parameters(
     let rows = crate::run(context, planned.physical, &planned.fields).await?;
     drop(lent);
     Ok(Some((query.columns, rows)))
+}
+
+/// The physical plan of `query` with PostgreSQL's display scales (see
+/// [`crate::display_scale`]), which `query`'s plan becomes; of `query` as it
+/// is where the engine does not plan the rewritten plan, so that a rewrite it
+/// refuses costs trailing zeros, not the answer.
+async fn physical_plan_scaled(
+    context: &SessionContext,
+    query: &mut crate::Query,
+) -> Result<crate::PhysicalPlan, QueryError> {
+    if let Some(plan) = crate::display_scale::apply(&query.plan) {
+        let scaled = crate::Query {
+            plan,
+            columns: query.columns.clone(),
+        };
+        if let Ok(planned) = crate::physical_plan(context, &scaled).await {
+            *query = scaled;
+            return Ok(planned);
+        }
+    }
+    crate::physical_plan(context, query).await
 }
 
 /// The plan to keep for `query`, planned as `planned`, when it may be kept (see

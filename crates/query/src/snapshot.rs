@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, Int32Array};
+use datafusion::arrow::array::{Array, ArrayRef};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
@@ -59,26 +59,7 @@ pub trait TableBatches: std::fmt::Debug + Send + Sync {
     }
 }
 
-/// The display scale of a stored numeric value (the digits of its fraction).
-pub fn stored_scale(datum: &floe_repr::Datum) -> Option<i32> {
-    match datum {
-        floe_repr::Datum::Numeric(text) if text != "NaN" => {
-            Some(text.split_once('.').map_or(0, |(_, fraction)| {
-                i32::try_from(fraction.len()).unwrap_or(0)
-            }))
-        }
-        _ => None,
-    }
-}
-
-/// The display scales of column `column` of `rows` (see
-/// [`TableBatches::display_scales`]).
-pub fn stored_scales(rows: &[floe_repr::Row], column: usize) -> ArrayRef {
-    Arc::new(Int32Array::from_iter(
-        rows.iter()
-            .map(|row| row.get(column).and_then(stored_scale)),
-    ))
-}
+pub use floe_arrow::{stored_scale, stored_scales};
 
 /// Batches converted already, with the display scales of their unconstrained
 /// numeric columns as the rows they were made from held them.
@@ -233,11 +214,6 @@ pub struct SnapshotTable {
     scale_columns: Vec<usize>,
 }
 
-/// The name of the column of a table's display scales of its column `name`.
-pub fn scale_column_name(name: &str) -> String {
-    format!("floe_stored_scale_{name}")
-}
-
 impl SnapshotTable {
     /// The table with a column of the display scales of each of `columns` (its
     /// unconstrained numerics) after its own, which `crate::display_scale` reads;
@@ -264,7 +240,7 @@ impl SnapshotTable {
             .collect();
         for column in &self.scale_columns {
             let name = self.schema.field(*column).name();
-            fields.push(Field::new(scale_column_name(name), DataType::Int32, true));
+            fields.push(floe_arrow::stored_scale_field(name, *column));
         }
         Arc::new(Schema::new_with_metadata(
             fields,

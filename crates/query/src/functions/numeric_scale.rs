@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, StringArray};
-use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::arrow::array::{ArrayRef, ListBuilder, StringArray, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -138,17 +138,25 @@ impl ScalarUDFImpl for NumericText {
         &self.signature
     }
 
-    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Utf8)
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(match arg_types.first() {
+            Some(DataType::List(_)) => DataType::List(Arc::new(numeric_text_field("item"))),
+            _ => DataType::Utf8,
+        })
     }
 
-    /// The exact text, typed as an unconstrained numeric for clients.
-    fn return_field_from_args(&self, _args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        Ok(Arc::new(floe_arrow::pg_field(
-            NUMERIC_TEXT,
-            PgType::Numeric,
-            true,
-        )))
+    /// The exact text, typed as an unconstrained numeric for clients (an
+    /// array's items so).
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        let types: Vec<DataType> = args
+            .arg_fields
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        Ok(Arc::new(match self.return_type(&types)? {
+            DataType::Utf8 => numeric_text_field(NUMERIC_TEXT),
+            list => Field::new(NUMERIC_TEXT, list, true),
+        }))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
@@ -168,15 +176,50 @@ impl ScalarUDFImpl for NumericText {
                 .map_err(|e| QueryError::from_value(e).into_datafusion())
         };
         let (values, scales) = (datums(value, value_field)?, datums(scale, scale_field)?);
-        let texts = values
-            .iter()
-            .zip(&scales)
-            .map(|(value, scale)| text_at(value, scale))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(QueryError::into_datafusion)?;
-        let array: ArrayRef = Arc::new(StringArray::from(texts));
+        let array: ArrayRef = if matches!(value_field.data_type(), DataType::List(_)) {
+            let mut lists = ListBuilder::new(StringBuilder::new())
+                .with_field(Arc::new(numeric_text_field("item")));
+            for (value, scale) in values.iter().zip(&scales) {
+                match items_text_at(value, scale).map_err(QueryError::into_datafusion)? {
+                    Some(items) => lists.append_value(items),
+                    None => lists.append_null(),
+                }
+            }
+            Arc::new(lists.finish())
+        } else {
+            let texts = values
+                .iter()
+                .zip(&scales)
+                .map(|(value, scale)| text_at(value, scale))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(QueryError::into_datafusion)?;
+            Arc::new(StringArray::from(texts))
+        };
         super::columnar(array, scalar)
     }
+}
+
+/// A field of numeric text, typed as an unconstrained numeric for clients.
+fn numeric_text_field(name: &str) -> Field {
+    floe_arrow::pg_field(name, PgType::Numeric, true)
+}
+
+/// An array's items' texts, each at its display scale (`scales`, a list as
+/// long as the array; an item without one as floe prints it).
+fn items_text_at(array: &Datum, scales: &Datum) -> Result<Option<Vec<Option<String>>>, QueryError> {
+    let Datum::List(items) = array else {
+        return Ok(None);
+    };
+    let scales = match scales {
+        Datum::List(scales) if scales.len() == items.len() => scales.as_slice(),
+        _ => &[],
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| text_at(item, scales.get(index).unwrap_or(&Datum::Null)))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// A value's text at a display scale (as floe prints it without one).
