@@ -28,7 +28,7 @@ use crate::envelope::{EnvelopeHandler, StageContext, StagedBatch, UpsertKey, ext
 use crate::error::{ErrorKind, SinkError};
 use crate::http::HttpSettings;
 use crate::input::SinkInput;
-use crate::maintenance::RewriteLog;
+use crate::maintenance::{MaintenanceReport, RewriteLog};
 use crate::namespace::Namespace;
 use crate::partition::PartitionColumn;
 use crate::position::PositionGuard;
@@ -270,7 +270,7 @@ pub fn spawn_sink(
         let turn = CommitTurn::default();
         // Its compactions reach the sink's position index through this.
         let rewrites = RewriteLog::default();
-        let _maintenance = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
+        let _maintenance = AbortOnDrop(tokio::spawn(supervise_maintenance(
             connection.clone(),
             spec.clone(),
             reporter.clone(),
@@ -300,7 +300,7 @@ pub fn spawn_sink(
                 // Fenced off for good; the sink reported it.
                 Ok(Err(err)) if err.kind == ErrorKind::Fenced => return Err(err),
                 Ok(Err(err)) => err,
-                Err(join) => task_failure(join),
+                Err(join) => task_failure(join, "sink"),
             };
             tracing::error!(sink = %spec.sink_id, error = %error.message, "iceberg sink task failed; restarting it");
             reporter.status(SinkStatus::Stalled {
@@ -325,6 +325,53 @@ pub fn spawn_sink(
     }
 }
 
+/// Runs the table's maintenance as a task of its own, and starts it again after a backoff
+/// when it panics, reporting the panic as a failed run. Why: unwatched, a panic (in a
+/// reader of a library, say) ended compaction and expiry for as long as the sink ran,
+/// silently, while the sink went on adding files.
+async fn supervise_maintenance(
+    connection: SinkConnection,
+    spec: SinkSpec,
+    reporter: Arc<dyn SinkReporter>,
+    settings: SinkSettings,
+    turn: CommitTurn,
+    rewrites: RewriteLog,
+) {
+    let mut failures: u32 = 0;
+    loop {
+        let started = Instant::now();
+        let mut run = AbortOnDrop(tokio::spawn(crate::maintenance::run_maintenance(
+            connection.clone(),
+            spec.clone(),
+            reporter.clone(),
+            settings.clone(),
+            turn.clone(),
+            rewrites.clone(),
+        )));
+        let error = match (&mut run.0).await {
+            // It runs until aborted; an end is not a failure.
+            Ok(()) => return,
+            Err(join) => task_failure(join, "maintenance"),
+        };
+        tracing::error!(sink = %spec.sink_id, error = %error.message, "iceberg table maintenance task failed; restarting it");
+        reporter.maintenance(MaintenanceReport {
+            run_at_ms: crate::table::now_ms().max(0) as u64,
+            error: Some(format!("iceberg: {}", error.message)),
+            ..MaintenanceReport::default()
+        });
+        if started.elapsed() >= settings.max_backoff {
+            failures = 0;
+        }
+        tokio::time::sleep(backoff(
+            settings.initial_backoff,
+            settings.max_backoff,
+            failures,
+        ))
+        .await;
+        failures = failures.saturating_add(1);
+    }
+}
+
 /// Aborts a task when dropped (the supervisor's own abort reaches the sink task).
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
@@ -335,7 +382,7 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 /// The error of a sink task that panicked or was cancelled.
-fn task_failure(join: tokio::task::JoinError) -> SinkError {
+fn task_failure(join: tokio::task::JoinError, task: &str) -> SinkError {
     if join.is_panic() {
         let payload = join.into_panic();
         let message = payload
@@ -343,9 +390,9 @@ fn task_failure(join: tokio::task::JoinError) -> SinkError {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".to_string());
-        SinkError::internal(format!("the sink task panicked: {message}"))
+        SinkError::internal(format!("the {task} task panicked: {message}"))
     } else {
-        SinkError::internal("the sink task was cancelled")
+        SinkError::internal(format!("the {task} task was cancelled"))
     }
 }
 

@@ -40,6 +40,7 @@ use iceberg::spec::{
 use crate::commit::{CommitIntent, Committed, Committer, Verdict};
 use crate::dv::{EntryKey, entry_key, is_deletion_vector};
 use crate::error::{ErrorKind, SinkError};
+use crate::maintenance::deleted_keys::DeletedKeys;
 use crate::maintenance::manifests::{
     MergeTarget, Removal, carry_over, entry_sequence_numbers, manifest_writer, remove_entries,
     write_manifest,
@@ -599,10 +600,11 @@ async fn rewrite(
             .with_data_file_concurrency_limit(1)
             .build()
     };
-    // One reader for the files whose deletes it applies: its clones share the delete
-    // files it has loaded, so an equality delete file that applies to every file of the
-    // step is read once, not once per file.
+    // One reader for the files whose position delete files it applies: its clones share
+    // the delete files it has loaded, so one that applies to many files of the step is
+    // read once, not once per file.
     let shared = new_reader();
+    let keys = deleted_keys(table, &schema, plan).await?;
     for (file, deletes) in &plan.files {
         // A file read whole, its deletes applied here by position, gets a reader that has
         // loaded no delete file: iceberg-rust's reader applies the rows of every position
@@ -615,9 +617,29 @@ async fn rewrite(
         } else {
             &shared
         };
-        rewrite_file(table, plan, (file, deletes), reader, &mut writer).await?;
+        rewrite_file(table, plan, (file, deletes), (reader, &keys), &mut writer).await?;
     }
     writer.close().await
+}
+
+/// The keys the equality deletes that apply to `plan`'s files remove, each delete file
+/// read once. One map serves every file of the plan: they share a partition, so the
+/// equality deletes that apply to one of them apply to each other one whose data sequence
+/// number is below theirs (which the map keeps per key).
+async fn deleted_keys(
+    table: &LoadedTable,
+    schema: &iceberg::spec::Schema,
+    plan: &Plan,
+) -> Result<DeletedKeys, SinkError> {
+    let mut seen = HashSet::new();
+    let deletes: Vec<(&DataFile, i64)> = plan
+        .files
+        .iter()
+        .flat_map(|(_, deletes)| deletes)
+        .filter(|delete| seen.insert(delete.path()))
+        .map(|delete| (&delete.file, delete.sequence_number))
+        .collect();
+    DeletedKeys::read(table, schema, &deletes).await
 }
 
 /// Whether a data file with `deletes` is read whole and its deleted positions dropped by
@@ -627,14 +649,14 @@ fn applied_by_position(deletes: &[LiveFile]) -> bool {
 }
 
 /// Reads one of `plan`'s files with `deletes` applied into `writer`. iceberg-rust's reader
-/// applies position delete files and equality deletes but not deletion vectors: a file
-/// with one is read whole and its deleted positions (the vector's and any position delete
-/// file's) are filtered out here.
+/// applies position delete files but not deletion vectors: a file with one is read whole
+/// and its deleted positions (the vector's and any position delete file's) are filtered
+/// out here. Equality deletes are applied here too, from `keys` (see [`DeletedKeys`]).
 async fn rewrite_file(
     table: &LoadedTable,
     plan: &Plan,
     (file, deletes): (&LiveFile, &[LiveFile]),
-    reader: &ArrowReader,
+    (reader, keys): (&ArrowReader, &DeletedKeys),
     writer: &mut FileWriter,
 ) -> Result<(), SinkError> {
     let by_position = applied_by_position(deletes);
@@ -670,13 +692,15 @@ async fn rewrite_file(
         )?;
         let rows = batch.num_rows() as u64;
         let batch = without_positions(batch, position, &deleted)?;
+        let batch = keys.retain(batch, file.sequence_number)?;
         position += rows;
         writer.write_batch(batch).await?;
     }
     Ok(())
 }
 
-/// The scan task reading `file` of `plan` whole, with `deletes` applied.
+/// The scan task reading `file` of `plan` whole, with the position delete files among
+/// `deletes` applied (never its equality deletes: see [`DeletedKeys`]).
 fn scan_task(
     table: &LoadedTable,
     plan: &Plan,
@@ -696,7 +720,11 @@ fn scan_task(
         project_field_ids: schema.as_struct().fields().iter().map(|f| f.id).collect(),
         schema,
         predicate: None,
-        deletes: deletes.iter().map(scan_delete).collect(),
+        deletes: deletes
+            .iter()
+            .filter(|d| d.file.content_type() == DataContentType::PositionDeletes)
+            .map(scan_delete)
+            .collect(),
         partition: Some(file.file.partition().clone()),
         partition_spec: Some(spec),
         name_mapping: None,

@@ -26,9 +26,11 @@
 //!
 //! Each run is reported ([`MaintenanceReport`], `mz_internal.mz_sink_maintenance`) and
 //! logged. A failing run is reported with its error and tried again at the next period;
-//! it never stalls the sink.
+//! it never stalls the sink. A task that panics is reported the same way and started
+//! again by the sink's supervisor.
 
 pub mod compact;
+mod deleted_keys;
 pub mod expire;
 pub mod manifests;
 pub mod metadata;

@@ -34,8 +34,8 @@ use serde_json::Value;
 
 use crate::sink_engine::{
     INTERVAL, MemoryInput, Recorder, SnapshotTaken, Workload, assert_append_table,
-    assert_upsert_table, push_nonempty, seaweed_connection, settings, spec, unmaintained_settings,
-    workload_desc,
+    assert_upsert_table, local_connection, push_nonempty, seaweed_connection, settings, spec,
+    unmaintained_settings, workload_desc,
 };
 
 /// The retention of the test sinks (floe's SQL refuses less than 10 s; the engine takes
@@ -66,6 +66,35 @@ impl SinkReporter for MaintenanceRecorder {
     }
     fn maintenance(&self, report: MaintenanceReport) {
         self.reports.lock().unwrap().push(report);
+    }
+}
+
+/// A [`MaintenanceRecorder`] whose first maintenance report panics, in the maintenance
+/// task that makes it.
+#[derive(Default)]
+struct PanicsOnce {
+    recorder: MaintenanceRecorder,
+    panicked: std::sync::atomic::AtomicBool,
+}
+
+impl SinkReporter for PanicsOnce {
+    fn status(&self, status: SinkStatus) {
+        self.recorder.status(status);
+    }
+    fn statistics(&self, update: StatisticsUpdate) {
+        self.recorder.statistics(update);
+    }
+    fn progress(&self, report: ProgressReport) {
+        self.recorder.progress(report);
+    }
+    fn maintenance(&self, report: MaintenanceReport) {
+        if !self
+            .panicked
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            panic!("injected: the maintenance reporter broke");
+        }
+        self.recorder.maintenance(report);
     }
 }
 
@@ -285,6 +314,29 @@ async fn live_files(table: &LoadedTable) -> (usize, BTreeSet<String>) {
     (data, deletes)
 }
 
+/// How many maintenance runs reported, and how long ago the last did: for a failure
+/// message that tells a maintenance task that stopped (or hung) from one that fell behind.
+fn reports_summary(reports: &[MaintenanceReport]) -> String {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    match reports.last() {
+        Some(last) => format!(
+            "{} maintenance runs reported, the last {} ms ago",
+            reports.len(),
+            now_ms.saturating_sub(last.run_at_ms)
+        ),
+        None => "no maintenance run reported".to_string(),
+    }
+}
+
+/// Whether `table` holds at most the live data and delete files a maintained table may.
+async fn within_bounds(table: &LoadedTable) -> bool {
+    let (data_files, delete_files) = live_files(table).await;
+    data_files <= MAX_LIVE_DATA_FILES && delete_files.len() <= MAX_LIVE_DELETE_FILES
+}
+
 /// Runs a sink for [`COMMITS`] commits with maintenance, then checks the bounds and that
 /// nothing the table needs was deleted; returns what the test needs to check the
 /// contents.
@@ -408,9 +460,11 @@ async fn run_maintained_sink(
     // busy machine takes seconds).
     //
     // The wait ends once the task started after the last kill has reported both a
-    // compaction and an expiry that removed snapshots: a kill cuts a run short before
+    // compaction and an expiry that removed snapshots (a kill cuts a run short before
     // its report, and a compaction step can outlast the retention, so neither is
-    // certain to have been reported before.
+    // certain to have been reported before), and the table is back within its bounds:
+    // a step that began while the sink committed several times a second leaves the
+    // files of the commits it outlasted to the next one.
     let reports_before = reporter.reports.lock().unwrap().len();
     let deadline = Instant::now() + RETENTION + PERIOD * 4;
     let give_up = Instant::now() + Duration::from_secs(120);
@@ -423,7 +477,12 @@ async fn run_maintained_sink(
                 since_last_kill.iter().any(|r| r.snapshots_expired > 0),
             )
         };
-        if (compacted && expired && Instant::now() >= deadline) || Instant::now() >= give_up {
+        if Instant::now() >= give_up
+            || (compacted
+                && expired
+                && Instant::now() >= deadline
+                && within_bounds(&load(&connection, &ns).await).await)
+        {
             break;
         }
         let upper = push_nonempty(&input, &mut workload);
@@ -446,11 +505,13 @@ async fn run_maintained_sink(
     );
     assert!(
         data_files <= MAX_LIVE_DATA_FILES,
-        "{data_files} live data files after compaction"
+        "{data_files} live data files after compaction; {}",
+        reports_summary(&reports)
     );
     assert!(
         delete_files <= MAX_LIVE_DELETE_FILES,
-        "{delete_files} live delete files after compaction"
+        "{delete_files} live delete files after compaction; {}",
+        reports_summary(&reports)
     );
     assert!(rewritten > 0 && bytes_rewritten > 0, "{reports:?}");
     if envelope == Envelope::Upsert {
@@ -777,6 +838,120 @@ async fn an_upsert_table_stays_bounded_and_exact_under_maintenance() {
     };
     let (location, workload, _, _, _) = run_maintained_sink(sw, case).await;
     let read = Reader::for_seaweedfs(sw).read(&location);
+    assert_upsert_table(&read, &workload);
+}
+
+/// A maintenance task that panics is reported as a failed run with the panic's message
+/// and started again: compaction goes on, and the sink never stalls. (Unwatched, the panic
+/// ended compaction and expiry for as long as the sink ran, without a word.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_maintenance_task_is_reported_and_started_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = local_connection(dir.path(), "maintenance_panics");
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(47);
+    let reporter = Arc::new(PanicsOnce::default());
+    let _handle = spawn_sink(
+        connection,
+        spec("maintenance_panics", "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        maintained_settings(None),
+    );
+    let give_up = Instant::now() + Duration::from_secs(60);
+    loop {
+        let reports = reporter.recorder.reports.lock().unwrap().clone();
+        let failed = reports.iter().position(|r| r.error.is_some());
+        if let Some(at) = failed
+            && reports[at + 1..].iter().any(|r| r.data_files_rewritten > 0)
+        {
+            assert_eq!(
+                reports[at].error.as_deref(),
+                Some(
+                    "iceberg: the maintenance task panicked: injected: the maintenance reporter broke"
+                )
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "no compaction after the panic: {reports:?}"
+        );
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.recorder.sink.wait_for_frontier(upper).await;
+        tokio::time::sleep(PERIOD).await;
+    }
+    reporter.recorder.sink.assert_never_stalled();
+}
+
+/// Commits an UPSERT table gets before its maintenance starts, in
+/// [`an_upsert_table_whose_compaction_fell_behind_catches_up`]: each adds a data file and
+/// an equality delete file that applies to every data file before it.
+const BACKLOG: usize = 200;
+
+/// Compaction never falls behind for good: an UPSERT table (equality deletes) committed
+/// to [`BACKLOG`] times before its maintenance starts, as a sink committing as fast as it
+/// can on a busy machine may leave it, is compacted back within the bounds while the sink
+/// goes on at about one commit a second, and reads exactly. The step that catches up
+/// applies a couple of hundred equality delete files to as many data files: through
+/// iceberg-rust's reader, which nests a predicate per delete file, that overflowed this
+/// runtime's 2 MiB stack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upsert_table_whose_compaction_fell_behind_catches_up() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("behind");
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let input = MemoryInput::new(workload_desc());
+    let mut workload = Workload::new(29);
+    let reporter = Arc::new(MaintenanceRecorder::default());
+    let sink_spec = spec(&ns, "t", Envelope::Upsert);
+    let start = |settings: SinkSettings| {
+        spawn_sink(
+            connection.clone(),
+            sink_spec.clone(),
+            input.clone(),
+            reporter.clone(),
+            settings,
+        )
+    };
+    let target_file_size = Some(4 * 1024);
+    let mut unmaintained = maintained_settings(target_file_size);
+    unmaintained.maintenance.min_period = Duration::from_secs(3600);
+    let handle = start(unmaintained);
+    reporter.sink.wait_for_frontier(input.upper_now()).await;
+    for _ in 0..BACKLOG {
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.sink.wait_for_frontier(upper).await;
+    }
+    let (data_files, delete_files) = live_files(&load(&connection, &ns).await).await;
+    assert!(
+        data_files > MAX_LIVE_DATA_FILES && delete_files.len() > MAX_LIVE_DELETE_FILES,
+        "no backlog: {data_files} data files, {} delete files",
+        delete_files.len()
+    );
+    drop(handle);
+    let handle = start(maintained_settings(target_file_size));
+    let started = Instant::now();
+    let table = loop {
+        let table = load(&connection, &ns).await;
+        if within_bounds(&table).await {
+            break table;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "still out of bounds after two minutes: {:?}",
+            reporter.reports.lock().unwrap()
+        );
+        let upper = push_nonempty(&input, &mut workload);
+        reporter.sink.wait_for_frontier(upper).await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+    };
+    eprintln!("caught up on {BACKLOG} commits in {:?}", started.elapsed());
+    drop(handle);
+    reporter.sink.assert_never_stalled();
+    let reports = reporter.reports.lock().unwrap().clone();
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+    let read = Reader::for_seaweedfs(sw).read(&table.metadata_location);
     assert_upsert_table(&read, &workload);
 }
 
