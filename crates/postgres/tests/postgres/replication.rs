@@ -28,7 +28,7 @@ const TYPES_TABLE: &str = "
 fn types_rows(first_id: i32) -> String {
     format!(
         "INSERT INTO t VALUES
-        ({}, -32768, 9223372036854775807, 12345678.91, 'NaN', 'Infinity', -1.5e-300, true,
+        ({}, -32768, 9223372036854775807, 12345678.91, '-123456789012345678.1234567890', 'Infinity', -1.5e-300, true,
          E'tab\\there\\nnew line \\\\ back ''quote'' ünïcødé', 'abc', 'ab', '\\x00ff10',
          '0044-03-15 BC', '23:59:59.999999', '2024-02-29 12:34:56.789012',
          '1999-12-31 23:59:59.5+05', '1 year 2 mons 3 days 04:05:06.7', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
@@ -95,6 +95,38 @@ async fn assert_same_text(floe: &Floe, upstream: &Upstream) {
             }
         }
     }
+}
+
+/// An upstream value its column cannot store exactly (a bare numeric's NaN, or more than
+/// 10 places) stalls its subsource with an error naming the column and the reason, and
+/// stores nothing of the table: a table no query could read is never made.
+#[tokio::test]
+async fn a_value_its_column_cannot_store_stalls_its_subsource_naming_the_column() {
+    let upstream = Upstream::new("unstorable").await;
+    upstream
+        .execute(
+            "CREATE TABLE t (id int PRIMARY KEY, e numeric);
+             INSERT INTO t VALUES (1, 1.5), (2, 'NaN');
+             ALTER TABLE t REPLICA IDENTITY FULL;
+             CREATE PUBLICATION p FOR TABLE t;",
+        )
+        .await;
+    let floe = Floe::create(&upstream, "p", TableSelection::All).await;
+    let _source = floe.spawn();
+    let t = floe.id("t");
+    wait_until(WAIT, || {
+        let statuses = format!("{:?}", floe.reporter.latest.lock().unwrap());
+        let named = statuses.contains("Stalled")
+            && statuses.contains("column public.t.e")
+            && statuses.contains("cannot store numeric NaN");
+        if named { Ok(()) } else { Err(statuses) }
+    })
+    .await;
+    assert_eq!(
+        floe.contents(t).len(),
+        0,
+        "nothing of the snapshot is stored"
+    );
 }
 
 #[tokio::test]
