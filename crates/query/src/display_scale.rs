@@ -1155,6 +1155,15 @@ fn scale_of(expr: &Expr, input: &Rewritten) -> DfResult<Option<Scale>> {
     Ok(scaled(expr, input)?.1)
 }
 
+/// [`scaled`] of each argument of a function: the arguments rewritten, and their scales.
+fn scaled_arguments(args: &[Expr], input: &Rewritten) -> DfResult<(Vec<Expr>, Vec<Option<Scale>>)> {
+    let pairs = args
+        .iter()
+        .map(|arg| scaled(arg, input))
+        .collect::<DfResult<Vec<_>>>()?;
+    Ok(pairs.into_iter().unzip())
+}
+
 /// `expr` with each quotient and function of operands whose scales depend on
 /// the rows computed at those scales (PostgreSQL rounds a quotient of
 /// 1.5000000000000000 at 16 places or more, where the column holds 1.5), and
@@ -1245,13 +1254,7 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         }
         Expr::ScalarFunction(ScalarFunction { func, args }) => {
             let name = func.name();
-            let mut values = Vec::with_capacity(args.len());
-            let mut scales = Vec::with_capacity(args.len());
-            for arg in args {
-                let (value, scale) = scaled(arg, input)?;
-                values.push(value);
-                scales.push(scale);
-            }
+            let (values, mut scales) = scaled_arguments(args, input)?;
             let any_dynamic = scales.iter().flatten().any(Scale::is_dynamic);
             let rebuilt =
                 Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
@@ -1421,13 +1424,7 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
             input.scale_of_column(column).map(Scale::Dynamic),
         )),
         Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
-            let mut values = Vec::with_capacity(args.len());
-            let mut scales = Vec::with_capacity(args.len());
-            for arg in args {
-                let (value, scale) = scaled(arg, input)?;
-                values.push(value);
-                scales.push(scale);
-            }
+            let (values, scales) = scaled_arguments(args, input)?;
             let rebuilt =
                 Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
             if !mixed(&scales, &Scale::Static(i64::from(*item_scale))) {

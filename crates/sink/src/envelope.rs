@@ -841,10 +841,10 @@ impl UpsertEnvelope {
         }
         data.flush(&mut data_writers[turn % writers], &all_columns, 0)
             .await?;
-        let messages = deletes.rows();
+        let delete_rows = deletes.rows();
         let ((delete_files, file_specs), (data_files, data_rows)) =
             futures::try_join!(deletes.close(), close_all(data_writers))?;
-        let messages = messages + data_rows;
+        let messages = data_rows + delete_rows;
         let mut staged =
             StagedBatch::written(cx, (lower, upper), data_files, delete_files, messages);
         staged.file_specs = file_specs;

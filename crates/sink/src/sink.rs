@@ -307,17 +307,7 @@ pub fn spawn_sink(
                 error: format!("iceberg: {}", error.message),
                 hint: error.hint.clone(),
             });
-            // A task that ran a while before failing starts over without a long wait.
-            if started.elapsed() >= settings.max_backoff {
-                failures = 0;
-            }
-            tokio::time::sleep(backoff(
-                settings.initial_backoff,
-                settings.max_backoff,
-                failures,
-            ))
-            .await;
-            failures = failures.saturating_add(1);
+            restart_backoff(&settings, started, &mut failures).await;
         }
     };
     SinkHandle {
@@ -359,17 +349,23 @@ async fn supervise_maintenance(
             error: Some(format!("iceberg: {}", error.message)),
             ..MaintenanceReport::default()
         });
-        if started.elapsed() >= settings.max_backoff {
-            failures = 0;
-        }
-        tokio::time::sleep(backoff(
-            settings.initial_backoff,
-            settings.max_backoff,
-            failures,
-        ))
-        .await;
-        failures = failures.saturating_add(1);
+        restart_backoff(&settings, started, &mut failures).await;
     }
+}
+
+/// Waits before a failed task starts again, longer after each consecutive failure; a task
+/// that ran a while before failing starts over without a long wait.
+async fn restart_backoff(settings: &SinkSettings, started: Instant, failures: &mut u32) {
+    if started.elapsed() >= settings.max_backoff {
+        *failures = 0;
+    }
+    tokio::time::sleep(backoff(
+        settings.initial_backoff,
+        settings.max_backoff,
+        *failures,
+    ))
+    .await;
+    *failures = failures.saturating_add(1);
 }
 
 /// Aborts a task when dropped (the supervisor's own abort reaches the sink task).
