@@ -57,11 +57,7 @@ pub async fn delete_orphans(
     min_age: Duration,
 ) -> Result<u64, SinkError> {
     let table = catalog.load_table(namespace, table_name).await?;
-    let referenced = referenced_files(state, &table).await?;
-    let cutoff = SystemTime::now()
-        .checked_sub(min_age)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let mut orphans = list_old_files(&table, cutoff, &referenced).await?;
+    let mut orphans = find_orphans(&table, state, min_age).await?;
     if orphans.is_empty() {
         return Ok(0);
     }
@@ -81,6 +77,21 @@ pub async fn delete_orphans(
         }
     }
     Ok(deleted)
+}
+
+/// The files under `table`'s folders older than `min_age` that none of its snapshots or
+/// metadata files references (at most [`MAX_ORPHANS_PER_RUN`]), as paths its `FileIO`
+/// deletes. A file referenced by a commit after `table` was loaded may be among them.
+pub async fn find_orphans(
+    table: &LoadedTable,
+    state: &mut ExpiryState,
+    min_age: Duration,
+) -> Result<Vec<String>, SinkError> {
+    let referenced = referenced_files(state, table).await?;
+    let cutoff = SystemTime::now()
+        .checked_sub(min_age)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    list_old_files(table, cutoff, &referenced).await
 }
 
 /// Every file `table` references, as [`file_key`]s.
@@ -221,11 +232,14 @@ async fn list_old_files(
 }
 
 fn listing_error(folder: &str, err: opendal::Error) -> SinkError {
+    // Still temporary after the retry layer's attempts: the next run may well succeed.
+    let retryable = err.is_temporary();
     SinkError::caused_by(
         ErrorKind::Storage,
         format!("cannot list the files under {folder}"),
         err,
     )
+    .with_retryable(retryable)
 }
 
 /// An opendal S3 operator for `bucket` from the table's `FileIO` properties (endpoint,
@@ -250,6 +264,9 @@ fn s3_operator(table: &LoadedTable, bucket: &str) -> Result<opendal::Operator, S
     config.disable_ec2_metadata = truthy(S3_DISABLE_EC2_METADATA);
     config.disable_config_load = truthy(S3_DISABLE_CONFIG_LOAD);
     config.skip_signature = truthy(S3_ALLOW_ANONYMOUS);
+    // Layered as iceberg's own file IO layers its operators: a request that times out or
+    // fails for a temporary reason (a dropped connection, a 503) is tried again with
+    // backoff, so one passing hiccup does not fail the whole maintenance run.
     Ok(opendal::Operator::from_config(config)
         .map_err(|err| {
             SinkError::caused_by(
@@ -258,7 +275,9 @@ fn s3_operator(table: &LoadedTable, bucket: &str) -> Result<opendal::Operator, S
                 err,
             )
         })?
-        .finish())
+        .finish()
+        .layer(opendal::layers::TimeoutLayer::new())
+        .layer(opendal::layers::RetryLayer::new()))
 }
 
 /// [`list_old_files`] for a table on the local file system.

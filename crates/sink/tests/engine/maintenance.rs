@@ -1270,6 +1270,63 @@ async fn orphan_deletion_vectors_are_deleted_and_statistics_files_kept_in_a_v3_t
     orphans_past_the_safe_age_are_deleted(V3_FROM_THE_START).await;
 }
 
+/// A listing request that fails for a passing reason (here S3 answering 503 twice, as a
+/// dropped connection did once in CI) is tried again within the run: the orphans are
+/// still found, and maintenance reports no error for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_fails_twice_for_a_passing_reason_still_finds_the_orphans() {
+    let sw = seaweedfs_shared();
+    let ns = sw.unique_namespace("orphan_retry");
+    sw.create_table(
+        &ns,
+        "t",
+        &serde_json::json!({"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": true, "type": "long"}
+        ]}),
+    );
+    let connection = seaweed_connection(sw, &sw.catalog_url());
+    let table = load(&connection, &ns).await;
+    let orphans = write_orphans(&table, "retried").await;
+    // The same table, its files reached through a proxy in front of the object store.
+    let proxy = FaultProxy::start(&sw.s3_endpoint());
+    let mut properties = table.file_io.config().props().clone();
+    properties.insert("s3.endpoint".into(), proxy.url());
+    let mut proxied = table.clone();
+    proxied.file_io = iceberg::io::FileIOBuilder::new(Arc::new(
+        iceberg_storage_opendal::OpenDalStorageFactory::S3 {
+            customized_credential_load: None,
+        },
+    ))
+    .with_props(properties)
+    .build();
+    let bucket = table
+        .metadata
+        .location()
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split('/').next())
+        .unwrap()
+        .to_string();
+    let listing = format!("/{bucket}");
+    proxy.fail_next_matching("GET", &listing, 2, 503, None);
+
+    let found = floe_sink::maintenance::orphans::find_orphans(
+        &proxied,
+        &mut ExpiryState::default(),
+        Duration::ZERO,
+    )
+    .await
+    .expect("the listing is tried again after a 503");
+    let found: BTreeSet<&String> = found.iter().collect();
+    assert_eq!(found, orphans.iter().collect::<BTreeSet<_>>());
+    let listings = proxy
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path == listing)
+        .count();
+    // Two answered 503, then one listing per table folder.
+    assert_eq!(listings, 2 + 2, "{:?}", proxy.counts_by_route());
+}
+
 /// Updates the first `n` keys of the workload in one interval; returns the new upper.
 fn update_first_keys(input: &MemoryInput, workload: &mut Workload, n: usize) -> u64 {
     let upper = input.upper_now();
