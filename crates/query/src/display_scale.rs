@@ -25,9 +25,9 @@
 //! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
 //! `string_agg`) show each at its scale. A scalar subquery's value keeps its
 //! scale (the subquery answers both, as a pair). The scale columns pass through
-//! filters, sorts, limits, windows, joins, unions, `INTERSECT`, `EXCEPT`,
-//! `DISTINCT ON` and derived tables (inlined views are derived tables), and the
-//! query's output prints such a column at its rows' scales
+//! filters, sorts, limits, windows, joins, grouping sets, unions, `INTERSECT`,
+//! `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are derived
+//! tables), and the query's output prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -36,9 +36,9 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (grouping sets,
-//! recursive queries, set-returning functions, other functions), the value
-//! prints as before: without trailing zeros.
+//! decimal as before. Where a scale column does not pass (recursive queries,
+//! set-returning functions, other functions), the value prints as before:
+//! without trailing zeros.
 
 use std::sync::Arc;
 
@@ -50,10 +50,11 @@ use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
+use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
-    JoinType, LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union,
-    Values, Window, WindowFunctionDefinition, lit,
+    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
+    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Values,
+    Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -82,8 +83,11 @@ fn apply_with(plan: &LogicalPlan, dataflow: bool) -> Option<LogicalPlan> {
     if !has_value_scales(plan, dataflow) {
         return None;
     }
-    match with_scales(plan, dataflow) {
-        Ok(Some((rewritten, _))) => Some(rewritten),
+    // A panic of the engine's plan building is a plan that keeps its printing.
+    let rewritten =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| with_scales(plan, dataflow)));
+    match rewritten {
+        Ok(Ok(Some((rewritten, _)))) => Some(rewritten),
         _ => None,
     }
 }
@@ -304,21 +308,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             distinct_rows(input, names)
         }
         LogicalPlan::Aggregate(aggregate) => {
-            let grouping_sets = aggregate.group_expr.iter().any(|e| {
-                matches!(
-                    e,
-                    Expr::GroupingSet(
-                        GroupingSet::GroupingSets(_)
-                            | GroupingSet::Cube(_)
-                            | GroupingSet::Rollup(_)
-                    )
-                )
-            });
-            if grouping_sets {
-                return Ok(Rewritten::unchanged(plan));
-            }
             let input = rewrite(&aggregate.input, names)?;
-            let groups = aggregate.group_expr.len();
+            // The keys' columns (and grouping sets' id), then the aggregates'.
+            let keys = grouping_set_to_exprlist(&aggregate.group_expr)?;
+            let groups = aggregate.group_expr_len()?;
             let mut aggregates = Vec::with_capacity(aggregate.aggr_expr.len());
             for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
                 aggregates.push(match printed_arguments(expr, &input)? {
@@ -333,28 +326,22 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let mut scales = Vec::new();
             // A group's key shows one of its rows' values: the largest scale
             // of them (equal values of other scales are one group).
-            for expr in &aggregate.group_expr {
+            let mut scale_aggregates = ScaleAggregates::new(aggregates);
+            for expr in keys {
                 scales.push(match scale_of(expr, &input)? {
-                    Some(Scale::Dynamic(scale)) => {
-                        aggregates.push(max(scale).alias(scale_name(names)));
-                        Some(aggregates.len() - 1)
-                    }
+                    Some(Scale::Dynamic(scale)) => Some(scale_aggregates.index(max(scale), names)),
                     _ => None,
                 });
             }
+            scales.resize(groups, None);
             for expr in &aggregate.aggr_expr {
-                let scale = match aggregate_scale(expr, &input)? {
+                scales.push(match aggregate_scale(expr, &input)? {
                     Some(scale) if names.dataflow && !maintained(&scale) => None,
-                    scale => scale,
-                };
-                scales.push(match scale {
-                    Some(scale) => {
-                        aggregates.push(scale.alias(scale_name(names)));
-                        Some(aggregates.len() - 1)
-                    }
+                    Some(scale) => Some(scale_aggregates.index(scale, names)),
                     None => None,
                 });
             }
+            let aggregates = scale_aggregates.aggregates;
             if !scales.iter().any(Option::is_some) {
                 if input.same_as(&aggregate.input) && !printed {
                     return Ok(Rewritten::unchanged(plan));
@@ -1087,6 +1074,34 @@ fn printed_arguments(expr: &Expr, input: &Rewritten) -> DfResult<Expr> {
         ))
     })?;
     Ok(rewritten.data)
+}
+
+/// An aggregate node's list of aggregates, with the scale columns' after the
+/// query's own, each once: the engine loses a grouping set's id when one
+/// aggregate occurs twice under two names.
+struct ScaleAggregates {
+    aggregates: Vec<Expr>,
+    /// The scale aggregates added, and their indexes in `aggregates`.
+    added: Vec<(Expr, usize)>,
+}
+
+impl ScaleAggregates {
+    fn new(aggregates: Vec<Expr>) -> ScaleAggregates {
+        ScaleAggregates {
+            aggregates,
+            added: Vec::new(),
+        }
+    }
+
+    /// The index of the aggregate `scale`, added unless it was.
+    fn index(&mut self, scale: Expr, names: &mut Names) -> usize {
+        if let Some((_, index)) = self.added.iter().find(|(added, _)| *added == scale) {
+            return *index;
+        }
+        self.aggregates.push(scale.clone().alias(scale_name(names)));
+        self.added.push((scale, self.aggregates.len() - 1));
+        self.aggregates.len() - 1
+    }
 }
 
 /// Whether a dataflow maintains this aggregate of a scale column (`max`).
