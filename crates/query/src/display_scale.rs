@@ -1048,10 +1048,10 @@ fn scale_name(names: &mut Names) -> String {
     format!("floe_display_scale_{}", names.next)
 }
 
-/// An aggregate with each argument that is not a number rewritten as
+/// An aggregate with each argument that is text or a document rewritten as
 /// [`scaled`] rewrites it (`jsonb_agg(x)` collects `to_jsonb(x)` of `x` at its
-/// scale, `string_agg(x::text, ...)` its text): what it computes with is text
-/// or documents, not the numbers it prints.
+/// scale, `string_agg(x::text, ...)` its text); the numbers it computes with
+/// (and a condition's) stay as they are.
 fn printed_arguments(expr: &Expr, input: &Rewritten) -> DfResult<Expr> {
     let schema = input.plan.schema();
     let rewritten = expr.clone().transform_down(|e| {
@@ -1059,11 +1059,13 @@ fn printed_arguments(expr: &Expr, input: &Rewritten) -> DfResult<Expr> {
             return Ok(Transformed::no(e));
         };
         for argument in &mut function.params.args {
-            let number = argument
-                .to_field(schema.as_ref())
-                .map(|(_, field)| field.data_type().is_numeric())
-                .unwrap_or(true);
-            if !number {
+            let text = argument.to_field(schema.as_ref()).is_ok_and(|(_, field)| {
+                matches!(
+                    field.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                )
+            });
+            if text {
                 *argument = scaled(argument, input)?.0;
             }
         }
