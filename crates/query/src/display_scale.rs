@@ -21,11 +21,13 @@
 //! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
 //! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
 //! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) its own. A scalar subquery's value keeps its scale (the subquery
-//! answers both, as a pair). The scale columns pass through filters, sorts,
-//! limits, windows, joins, unions, `INTERSECT`, `EXCEPT`, `DISTINCT ON` and
-//! derived tables (inlined views are derived tables), and the query's output
-//! prints such a column at its rows' scales
+//! (`a[1]`) its own. A document built of numerics (`to_jsonb`,
+//! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
+//! `string_agg`) show each at its scale. A scalar subquery's value keeps its
+//! scale (the subquery answers both, as a pair). The scale columns pass through
+//! filters, sorts, limits, windows, joins, grouping sets, unions, `INTERSECT`,
+//! `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are derived
+//! tables), and the query's output prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -34,9 +36,9 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (grouping sets,
-//! recursive queries, set-returning functions, other functions), the value
-//! prints as before: without trailing zeros.
+//! decimal as before. Where a scale column does not pass (recursive queries,
+//! set-returning functions, other functions), the value prints as before:
+//! without trailing zeros.
 
 use std::sync::Arc;
 
@@ -48,10 +50,11 @@ use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
+use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, GroupingSet,
-    JoinType, LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union,
-    Values, Window, WindowFunctionDefinition, lit,
+    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
+    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Values,
+    Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -80,8 +83,11 @@ fn apply_with(plan: &LogicalPlan, dataflow: bool) -> Option<LogicalPlan> {
     if !has_value_scales(plan, dataflow) {
         return None;
     }
-    match with_scales(plan, dataflow) {
-        Ok(Some((rewritten, _))) => Some(rewritten),
+    // A panic of the engine's plan building is a plan that keeps its printing.
+    let rewritten =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| with_scales(plan, dataflow)));
+    match rewritten {
+        Ok(Ok(Some((rewritten, _)))) => Some(rewritten),
         _ => None,
     }
 }
@@ -236,6 +242,12 @@ impl Rewritten {
         self.columns.iter().any(|(_, scale)| scale.is_some())
     }
 
+    /// Whether the rewrite changed nothing of `plan`, the node it rewrote
+    /// (an aggregate's printed arguments may change without scale columns).
+    fn same_as(&self, plan: &LogicalPlan) -> bool {
+        !self.has_scales() && self.plan == *plan
+    }
+
     /// The scale column of the column `column` names, if it has one.
     fn scale_of_column(&self, column: &Column) -> Option<Expr> {
         let index = self.plan.schema().index_of_column(column).ok()?;
@@ -256,7 +268,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let (input, exprs) =
                 scaled_subqueries(input, &projection.expr, &projection.schema, names)?;
             let (exprs, columns) = scaled_list(&exprs, &projection.schema, &input, names)?;
-            if !input.has_scales() && exprs == projection.expr {
+            if input.same_as(&projection.input) && exprs == projection.expr {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
@@ -270,7 +282,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let input = rewrite(&distinct.input, names)?;
             let (exprs, columns) =
                 scaled_list(&distinct.select_expr, &distinct.schema, &input, names)?;
-            if !input.has_scales() && exprs == distinct.select_expr {
+            if input.same_as(&distinct.input) && exprs == distinct.select_expr {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = DistinctOn::try_new(
@@ -286,64 +298,61 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         }
         LogicalPlan::Distinct(Distinct::All(child)) => {
             let input = rewrite(child, names)?;
-            if !input.has_scales() {
+            if input.same_as(child) {
                 return Ok(Rewritten::unchanged(plan));
+            }
+            if !input.has_scales() {
+                let rebuilt = LogicalPlan::Distinct(Distinct::All(Arc::new(input.plan)));
+                return Ok(Rewritten::unchanged(&rebuilt));
             }
             distinct_rows(input, names)
         }
         LogicalPlan::Aggregate(aggregate) => {
-            let grouping_sets = aggregate.group_expr.iter().any(|e| {
-                matches!(
-                    e,
-                    Expr::GroupingSet(
-                        GroupingSet::GroupingSets(_)
-                            | GroupingSet::Cube(_)
-                            | GroupingSet::Rollup(_)
-                    )
-                )
-            });
-            if grouping_sets {
-                return Ok(Rewritten::unchanged(plan));
-            }
             let input = rewrite(&aggregate.input, names)?;
-            let mut aggregates = aggregate.aggr_expr.clone();
+            // The keys' columns (and grouping sets' id), then the aggregates'.
+            let keys = grouping_set_to_exprlist(&aggregate.group_expr)?;
+            let groups = aggregate.group_expr_len()?;
+            let mut aggregates = Vec::with_capacity(aggregate.aggr_expr.len());
+            for (index, expr) in aggregate.aggr_expr.iter().enumerate() {
+                aggregates.push(match printed_arguments(expr, &input)? {
+                    // Named as before, for the nodes above.
+                    printed if printed != *expr && !matches!(printed, Expr::Alias(_)) => {
+                        printed.alias(aggregate.schema.field(groups + index).name())
+                    }
+                    printed => printed,
+                });
+            }
+            let printed = aggregates != aggregate.aggr_expr;
             let mut scales = Vec::new();
             // A group's key shows one of its rows' values: the largest scale
             // of them (equal values of other scales are one group).
-            for expr in &aggregate.group_expr {
+            let mut scale_aggregates = ScaleAggregates::new(aggregates);
+            for expr in keys {
                 scales.push(match scale_of(expr, &input)? {
-                    Some(Scale::Dynamic(scale)) => {
-                        aggregates.push(max(scale).alias(scale_name(names)));
-                        Some(aggregates.len() - 1)
-                    }
+                    Some(Scale::Dynamic(scale)) => Some(scale_aggregates.index(max(scale), names)),
                     _ => None,
                 });
             }
+            scales.resize(groups, None);
             for expr in &aggregate.aggr_expr {
-                let scale = match aggregate_scale(expr, &input)? {
+                scales.push(match aggregate_scale(expr, &input)? {
                     Some(scale) if names.dataflow && !maintained(&scale) => None,
-                    scale => scale,
-                };
-                scales.push(match scale {
-                    Some(scale) => {
-                        aggregates.push(scale.alias(scale_name(names)));
-                        Some(aggregates.len() - 1)
-                    }
+                    Some(scale) => Some(scale_aggregates.index(scale, names)),
                     None => None,
                 });
             }
+            let aggregates = scale_aggregates.aggregates;
             if !scales.iter().any(Option::is_some) {
-                if !input.has_scales() {
+                if input.same_as(&aggregate.input) && !printed {
                     return Ok(Rewritten::unchanged(plan));
                 }
                 let plan = Aggregate::try_new(
                     Arc::new(input.plan),
                     aggregate.group_expr.clone(),
-                    aggregate.aggr_expr.clone(),
+                    aggregates,
                 )?;
                 return Ok(Rewritten::unchanged(&LogicalPlan::Aggregate(plan)));
             }
-            let groups = aggregate.group_expr.len();
             let plan = Aggregate::try_new(
                 Arc::new(input.plan),
                 aggregate.group_expr.clone(),
@@ -368,7 +377,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 return Ok(Rewritten::unchanged(plan));
             };
             let input = rewrite(child, names)?;
-            if !input.has_scales() {
+            if input.same_as(child) {
                 return Ok(Rewritten::unchanged(plan));
             }
             let rebuilt = plan
@@ -383,7 +392,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         // scale column of its frame's value.
         LogicalPlan::Window(window) => {
             let input = rewrite(&window.input, names)?;
-            if !input.has_scales() {
+            if input.same_as(&window.input) {
                 return Ok(Rewritten::unchanged(plan));
             }
             let width = input.plan.schema().fields().len();
@@ -418,7 +427,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         {
             let left = rewrite(&join.left, names)?;
             let right = rewrite(&join.right, names)?;
-            if !left.has_scales() && !right.has_scales() {
+            if left.same_as(&join.left) && right.same_as(&join.right) {
                 return Ok(Rewritten::unchanged(plan));
             }
             let width = left.plan.schema().fields().len();
@@ -441,8 +450,9 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         // and a mark join's mark.
         LogicalPlan::Join(join) if one_side(join.join_type).is_some() => {
             let left_side = one_side(join.join_type) == Some(true);
-            let kept = rewrite(if left_side { &join.left } else { &join.right }, names)?;
-            if !kept.has_scales() {
+            let side = if left_side { &join.left } else { &join.right };
+            let kept = rewrite(side, names)?;
+            if kept.same_as(side) {
                 return Ok(Rewritten::unchanged(plan));
             }
             let mut columns = kept.columns;
@@ -1038,6 +1048,64 @@ fn scale_name(names: &mut Names) -> String {
     format!("floe_display_scale_{}", names.next)
 }
 
+/// An aggregate with each argument that is text or a document rewritten as
+/// [`scaled`] rewrites it (`jsonb_agg(x)` collects `to_jsonb(x)` of `x` at its
+/// scale, `string_agg(x::text, ...)` its text); the numbers it computes with
+/// (and a condition's) stay as they are.
+fn printed_arguments(expr: &Expr, input: &Rewritten) -> DfResult<Expr> {
+    let schema = input.plan.schema();
+    let rewritten = expr.clone().transform_down(|e| {
+        let Expr::AggregateFunction(mut function) = e else {
+            return Ok(Transformed::no(e));
+        };
+        for argument in &mut function.params.args {
+            let text = argument.to_field(schema.as_ref()).is_ok_and(|(_, field)| {
+                matches!(
+                    field.data_type(),
+                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+                )
+            });
+            if text {
+                *argument = scaled(argument, input)?.0;
+            }
+        }
+        Ok(Transformed::new(
+            Expr::AggregateFunction(function),
+            true,
+            TreeNodeRecursion::Jump,
+        ))
+    })?;
+    Ok(rewritten.data)
+}
+
+/// An aggregate node's list of aggregates, with the scale columns' after the
+/// query's own, each once: the engine loses a grouping set's id when one
+/// aggregate occurs twice under two names.
+struct ScaleAggregates {
+    aggregates: Vec<Expr>,
+    /// The scale aggregates added, and their indexes in `aggregates`.
+    added: Vec<(Expr, usize)>,
+}
+
+impl ScaleAggregates {
+    fn new(aggregates: Vec<Expr>) -> ScaleAggregates {
+        ScaleAggregates {
+            aggregates,
+            added: Vec::new(),
+        }
+    }
+
+    /// The index of the aggregate `scale`, added unless it was.
+    fn index(&mut self, scale: Expr, names: &mut Names) -> usize {
+        if let Some((_, index)) = self.added.iter().find(|(added, _)| *added == scale) {
+            return *index;
+        }
+        self.aggregates.push(scale.clone().alias(scale_name(names)));
+        self.added.push((scale, self.aggregates.len() - 1));
+        self.aggregates.len() - 1
+    }
+}
+
 /// Whether a dataflow maintains this aggregate of a scale column (`max`).
 fn maintained(aggregate: &Expr) -> bool {
     matches!(aggregate, Expr::AggregateFunction(f) if f.func.name() == "max" && f.params.order_by.is_empty())
@@ -1197,6 +1265,13 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         | DataType::UInt64 => Scale::Static(0),
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
         DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
+        // A document of numbers: each at its scale (`{"a": 1.50}`).
+        _ if is_json_builder(expr) => {
+            let rewritten = expr
+                .clone()
+                .map_children(|child| Ok(Transformed::yes(printed_at_scale(&child, input)?)))?;
+            return Ok((rewritten.data, None));
+        }
         // Not a number: its operands may be (a cast to text inside `||`).
         _ => {
             let rewritten = expr
@@ -1450,6 +1525,38 @@ fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
         (Scale::Trimmed, Scale::Trimmed) => false,
         _ => true,
     })
+}
+
+/// Whether `expr` builds a `json` or `jsonb` document of its arguments, whose
+/// numbers keep their display scales.
+fn is_json_builder(expr: &Expr) -> bool {
+    let Expr::ScalarFunction(function) = expr else {
+        return false;
+    };
+    let name = function.func.name();
+    name == functions::json_build::JSON_ROW
+        || matches!(
+            name,
+            "to_json"
+                | "json_build_object"
+                | "json_build_array"
+                | "to_jsonb"
+                | "jsonb_build_object"
+                | "jsonb_build_array"
+        )
+}
+
+/// `expr` as it is, or where its display scale depends on the rows (a
+/// numeric's, an array of numerics' items'), as its text at that scale, typed
+/// a numeric: an argument only printed, never compared or computed with.
+fn printed_at_scale(expr: &Expr, input: &Rewritten) -> DfResult<Expr> {
+    match scaled(expr, input)? {
+        (value, Some(Scale::Dynamic(scale))) => {
+            functions::call(numeric_scale::NUMERIC_TEXT, vec![value, scale])
+                .map_err(QueryError::into_datafusion)
+        }
+        (value, _) => Ok(value),
+    }
 }
 
 /// A cast to text of a numeric whose display scale depends on the rows, as the
