@@ -11,12 +11,16 @@
 //!   come back (`Retry-After`, else a doubling backoff), within [`HttpSettings`]' bounds.
 //!   The Iceberg REST specification lists 500, 502 and 504, not 503, as "commit state
 //!   unknown", so this holds for commits too.
+//! - A read (GET, HEAD) lost its connection without timing out: a read changes nothing,
+//!   and a connection a busy server closed under a pooled client (CI saw one) is gone for
+//!   good, so the next attempt takes a fresh one.
 //!
-//! Anything else (a timeout, a connection lost after the request went out, 500, 502, 504)
+//! Anything else (a timeout, a connection lost after a write went out, 500, 502, 504)
 //! leaves the outcome unknown. A commit must never be re-sent blindly then: it may have
 //! been applied, and a second one would be another writer's change. The caller gets the
-//! failure and decides (the sink reloads the table and looks for its own commit). Reads
-//! are not re-sent either, so one slow server costs one request timeout, not several.
+//! failure and decides (the sink reloads the table and looks for its own commit). A read
+//! that timed out is not re-sent either, so one slow server costs one request timeout,
+//! not several.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -40,8 +44,9 @@ pub struct HttpSettings {
     pub connect_timeout: Duration,
     /// Time allowed for a whole request, response body included.
     pub request_timeout: Duration,
-    /// How many times a request answered 429 or 503 (or that could not connect) is tried
-    /// again before floe gives up and reports the catalog unavailable.
+    /// How many times a request answered 429 or 503 (or that could not connect, or a read
+    /// that lost its connection) is tried again before floe gives up and reports the
+    /// catalog unavailable.
     pub max_retries: u32,
     /// First wait when the server gives no `Retry-After`; doubled on each retry.
     pub initial_backoff: Duration,
@@ -180,6 +185,7 @@ impl HttpClient {
             tracing::debug!(%method, %url, attempt, "HTTP request");
             let (retry_after, outcome) = match self.client.execute(request).await {
                 Err(error) if error.is_connect() => (None, Err(error)),
+                Err(error) if is_read(&method) && !error.is_timeout() => (None, Err(error)),
                 Err(error) => return Err(unanswered(error)),
                 Ok(response) if is_retry_later(response.status()) => {
                     (response_retry_after(&response), Ok(response))
@@ -193,10 +199,11 @@ impl HttpClient {
                     });
                 }
             };
-            // Not processed (no connection, 429, 503): safe to send again, if allowed.
+            // Not processed (no connection, 429, 503) or a read: safe to send again, if
+            // allowed.
             if let RetryDecision::Wait(wait) = retry_decision(&self.settings, attempt, retry_after)
             {
-                tracing::debug!(%method, %url, ?wait, "not processed, sending again after a wait");
+                tracing::debug!(%method, %url, ?wait, "sending again after a wait");
                 attempt += 1;
                 tokio::time::sleep(wait).await;
                 continue;
@@ -212,6 +219,11 @@ impl HttpClient {
             };
         }
     }
+}
+
+/// Whether a request only reads: sending it again changes nothing on the server.
+fn is_read(method: &reqwest::Method) -> bool {
+    *method == reqwest::Method::GET || *method == reqwest::Method::HEAD
 }
 
 fn unanswered<E>(error: reqwest::Error) -> SendError<E> {

@@ -644,6 +644,53 @@ async fn a_401_from_the_catalog_fetches_a_new_token_once() {
     assert_eq!(proxy.count("GET", "/v1/*/namespaces"), 4);
 }
 
+/// A read whose connection is lost after it went out is sent again on a fresh connection
+/// (it changes nothing), within the retry bound; one that timed out is not (a slow server
+/// costs one timeout). A commit whose answer is lost is never re-sent: the sink reloads
+/// the table and finds it (`sink_engine::append_random_workload_*`).
+#[tokio::test]
+async fn a_read_that_lost_its_connection_is_sent_again_and_a_timed_out_one_is_not() {
+    let sw = seaweedfs_shared();
+    let proxy = FaultProxy::start(&sw.catalog_url());
+    let config = seaweed_rest(sw, &proxy.url(), sw.secret_key());
+    let settings = HttpSettings {
+        max_retries: 3,
+        request_timeout: Duration::from_secs(2),
+        ..fast_retries()
+    };
+    let client = RestCatalogClient::connect(&config, &settings)
+        .await
+        .unwrap();
+
+    proxy.drop_next_responses("GET", "/v1/*/namespaces", 2);
+    client.list_namespaces().await.unwrap();
+    assert_eq!(proxy.count("GET", "/v1/*/namespaces"), 3);
+
+    // Bounded: 1 try + 3 retries, then the catalog is unavailable (retryable).
+    proxy.reset();
+    proxy.drop_next_responses("GET", "/v1/*/namespaces", 10);
+    let err = client.list_namespaces().await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unavailable, "{err:?}");
+    assert!(err.retryable);
+    assert_eq!(proxy.count("GET", "/v1/*/namespaces"), 4);
+
+    // A read that times out fails after one attempt.
+    proxy.reset();
+    proxy.set_delay(Duration::from_secs(4));
+    let started = Instant::now();
+    let err = client.list_namespaces().await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unavailable, "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    // The proxy records a request once its delay is over: wait out every one sent.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    proxy.clear_delay();
+    assert_eq!(proxy.count("GET", "/v1/*/namespaces"), 1);
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured_for_429_and_503() {
     let sw = seaweedfs_shared();
