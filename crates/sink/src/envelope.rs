@@ -15,7 +15,7 @@ use crate::columns::ColumnBatches;
 use crate::consolidate::KeyConsolidation;
 use crate::equality::{EqualityDeletes, live_data_specs};
 use crate::error::SinkError;
-use crate::input::{ColumnStream, SinkInput, UpdateStream};
+use crate::input::{BuiltColumns, ColumnStream, SinkInput, UpdateStream};
 use crate::partition::{Fanout, MakeWriter, Partitioning};
 use crate::position::{
     DeleteFiles, KeyOutcome, PositionBatchWriter, PositionDeletes, StagedPositions,
@@ -115,9 +115,7 @@ impl StageContext<'_> {
         cut: &mut BatchCut,
     ) -> Result<Option<(Vec<iceberg::spec::DataFile>, u64)>, SinkError> {
         let limits = self.limits();
-        let arrow_schema = Arc::new(iceberg::arrow::schema_to_arrow_schema(self.schema).map_err(
-            |err| SinkError::internal(format!("cannot convert the schema to Arrow: {err}")),
-        )?);
+        let arrow_schema = self.arrow_schema()?;
         let Some(batches) = ColumnBatches::new(&arrow_schema, self.input.desc(), append, limits)
         else {
             return Ok(None);
@@ -225,6 +223,14 @@ impl StageContext<'_> {
             rows: self.settings.write_batch_rows.max(1),
             bytes: self.settings.write_batch_bytes.max(1),
         }
+    }
+
+    /// The table's schema in Arrow: what batches written from columns are made of.
+    fn arrow_schema(&self) -> Result<arrow_schema::SchemaRef, SinkError> {
+        let schema = iceberg::arrow::schema_to_arrow_schema(self.schema).map_err(|err| {
+            SinkError::internal(format!("cannot convert the schema to Arrow: {err}"))
+        })?;
+        Ok(Arc::new(schema))
     }
 
     /// The cut of a batch of changes ending at `upper` at the latest.
@@ -505,30 +511,69 @@ async fn close_all(
 
 /// Writes rows read in columns, up to the batch's `cut`: each chunk's columns are built
 /// on a blocking thread, as many at once as there are writers, and its batches go to the
-/// writers in turn. Chunks are taken in order, so the cut sees times in order.
+/// writers in turn.
 async fn write_columns(
-    mut columns: ColumnStream,
+    columns: ColumnStream,
     batches: &ColumnBatches,
     writers: &mut [PipelinedWriter],
     cut: &mut BatchCut,
 ) -> Result<(), SinkError> {
-    let mut building = futures::stream::FuturesOrdered::new();
-    let mut read_all = false;
+    let mut chunks = BuiltChunks::new(columns, writers.len());
     let mut turn = 0;
-    loop {
-        while !read_all && building.len() < writers.len() {
-            match columns.next().await? {
-                Some(chunk) => building.push_back(tokio::task::spawn_blocking(|| chunk.build())),
-                None => read_all = true,
+    while let Some(built) = chunks.next(cut).await? {
+        let writer = &mut writers[turn % writers.len()];
+        for batch in batches.batches(built) {
+            writer.write_batch(batch?).await?;
+        }
+        turn += 1;
+    }
+    Ok(())
+}
+
+/// The chunks of a read in columns, built: each on a blocking thread, `parallel` at once,
+/// taken in order (so a batch's cut sees times in order) and cut at the batch's end.
+struct BuiltChunks {
+    columns: ColumnStream,
+    building:
+        futures::stream::FuturesOrdered<tokio::task::JoinHandle<Result<BuiltColumns, SinkError>>>,
+    parallel: usize,
+    read_all: bool,
+    /// The cut ended the batch: no chunk comes after the one it ended in.
+    ended: bool,
+}
+
+impl BuiltChunks {
+    fn new(columns: ColumnStream, parallel: usize) -> BuiltChunks {
+        BuiltChunks {
+            columns,
+            building: futures::stream::FuturesOrdered::new(),
+            parallel: parallel.max(1),
+            read_all: false,
+            ended: false,
+        }
+    }
+
+    /// The next chunk's rows up to `cut` (the first row it does not admit ends the
+    /// batch); `None` at the end of the read or of the batch. Dropping this stops the
+    /// reader, and chunks built ahead are dropped.
+    async fn next(&mut self, cut: &mut BatchCut) -> Result<Option<BuiltColumns>, SinkError> {
+        if self.ended {
+            return Ok(None);
+        }
+        while !self.read_all && self.building.len() < self.parallel {
+            match self.columns.next().await? {
+                Some(chunk) => self
+                    .building
+                    .push_back(tokio::task::spawn_blocking(|| chunk.build())),
+                None => self.read_all = true,
             }
         }
-        let Some(built) = futures::StreamExt::next(&mut building).await else {
-            return Ok(());
+        let Some(built) = futures::StreamExt::next(&mut self.building).await else {
+            return Ok(None);
         };
         let mut built = built.map_err(|err| {
             SinkError::internal(format!("building rows' columns failed: {err}"))
         })??;
-        // The rows up to the cut (the first not admitted ends the batch).
         let mut admitted = 0;
         for ts in &built.times {
             if !cut.admit(*ts)? {
@@ -536,17 +581,11 @@ async fn write_columns(
             }
             admitted += 1;
         }
-        let ended = admitted < built.rows;
-        built.truncate(admitted);
-        let writer = &mut writers[turn % writers.len()];
-        for batch in batches.batches(built) {
-            writer.write_batch(batch?).await?;
+        if admitted < built.rows {
+            self.ended = true;
+            built.truncate(admitted);
         }
-        if ended {
-            // Dropping the stream stops the reader; chunks built ahead are dropped.
-            return Ok(());
-        }
-        turn += 1;
+        Ok(Some(built))
     }
 }
 
@@ -713,6 +752,12 @@ impl EnvelopeHandler for UpsertEnvelope {
         lower: Timestamp,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
+        // Read ahead as rows already: taken as rows.
+        if self.next_batch.is_none()
+            && let Some(staged) = self.stage_changes_in_columns(cx, lower, upper).await?
+        {
+            return Ok(staged);
+        }
         let chunk_rows = cx.settings.read_chunk_rows;
         let (consolidation, upper) = match self.next_batch.take() {
             Some(next) if next.lower == lower => next.join().await?,
@@ -771,6 +816,102 @@ impl EnvelopeHandler for UpsertEnvelope {
 }
 
 impl UpsertEnvelope {
+    /// A batch of changes consolidated over the columns the log is read into (see
+    /// `crate::consolidate_columns`), which spares decoding rows into values and converting
+    /// them back: for a key the relation enforces, with equality deletes, into a table
+    /// that does not partition. `None` (the batch is then read as rows) otherwise, when
+    /// the input gives no columns or a column's type is not written from columns, or
+    /// when the log contradicts the key's uniqueness.
+    async fn stage_changes_in_columns(
+        &self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+    ) -> Result<Option<StagedBatch>, SinkError> {
+        if self.positions.is_some() || !self.key.unique_in_relation || cx.partitioning.is_some() {
+            return Ok(None);
+        }
+        let limits = cx.limits();
+        let data_schema = cx.arrow_schema()?;
+        let types: Vec<_> = data_schema
+            .fields()
+            .iter()
+            .map(|field| field.data_type().clone())
+            .collect();
+        let consolidation = ColumnBatches::new(&data_schema, cx.input.desc(), false, limits)
+            .and_then(|_| {
+                crate::consolidate_columns::ColumnConsolidation::new(&types, &self.key.indexes)
+            });
+        let Some(mut consolidation) = consolidation else {
+            return Ok(None);
+        };
+        let mut deletes = self.deletes(cx, &live_data_specs(cx.table).await?)?;
+        if deletes.partitions() {
+            // An older spec partitions: its keys are deleted in their rows' partitions.
+            return Ok(None);
+        }
+        let read = cx
+            .input
+            .read_columns(lower, upper, cx.settings.read_chunk_rows, limits.bytes);
+        let Some(columns) = read.await? else {
+            return Ok(None);
+        };
+        let mut cut = cx.cut(upper);
+        let mut chunks = BuiltChunks::new(columns, column_writers());
+        while let Some(built) = chunks.next(&mut cut).await? {
+            consolidation.add(built)?;
+        }
+        drop(chunks);
+        let Some(consolidated) = consolidation.finish() else {
+            tracing::debug!(%lower, "a batch contradicts its key's uniqueness: read as rows");
+            return Ok(None);
+        };
+        let batch_limits = (limits.rows, limits.bytes);
+        // Many final rows are encoded by several writers, in turn; few by one (one file).
+        let writers = if consolidated.upserts.len() >= cx.settings.spread_rows {
+            column_writers()
+        } else {
+            1
+        };
+        let mut data_writers = cx.data_writers(writers, "-data")?;
+        let all_columns: Vec<usize> = (0..cx.columns()).collect();
+        let upserts = consolidated.batches(
+            &consolidated.upserts,
+            &all_columns,
+            &data_schema,
+            batch_limits,
+        );
+        for (turn, batch) in upserts.enumerate() {
+            data_writers[turn % writers].write_batch(batch?).await?;
+        }
+        // No key schema: the table holds no rows, nothing to delete.
+        if let Some(key_schema) = &deletes.key_arrow_schema() {
+            let keys = consolidated.batches(
+                &consolidated.deletes,
+                &self.key.indexes,
+                key_schema,
+                batch_limits,
+            );
+            for batch in keys {
+                deletes.delete_keys(&batch?).await?;
+            }
+        }
+        let delete_rows = deletes.rows();
+        let ((delete_files, file_specs), (data_files, data_rows)) =
+            futures::try_join!(deletes.close(), close_all(data_writers))?;
+        let mut staged = StagedBatch::written(
+            cx,
+            (lower, cut.upper()),
+            data_files,
+            delete_files,
+            data_rows + delete_rows,
+        );
+        staged.file_specs = file_specs;
+        // Freeing a large batch's columns takes a while: not on the sink's path.
+        tokio::task::spawn_blocking(move || drop(consolidated));
+        Ok(Some(staged))
+    }
+
     /// The equality delete writers of a batch into a table with data files of `specs`.
     fn deletes<'a>(
         &self,

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use floe_repr::Datum;
 use iceberg::spec::{DataFile, ManifestContentType, SchemaRef};
 
@@ -129,6 +130,35 @@ impl<'a> EqualityDeletes<'a> {
                 )
                 .await?;
             }
+        }
+        Ok(())
+    }
+
+    /// The Arrow schema of the key batches [`EqualityDeletes::delete_keys`] takes; `None`
+    /// when nothing needs deleting (the table holds no rows) or a spec partitions (a key
+    /// is then deleted in the partitions of its rows, which a key alone does not give).
+    pub fn key_arrow_schema(&self) -> Option<arrow_schema::SchemaRef> {
+        if self.partitions() {
+            return None;
+        }
+        Some(self.specs.first()?.writer.arrow_schema())
+    }
+
+    /// Whether a spec of the table's data files partitions.
+    pub fn partitions(&self) -> bool {
+        self.specs.iter().any(|spec| !spec.sources.is_empty())
+    }
+
+    /// Deletes the keys of `keys`, a batch of [`EqualityDeletes::key_arrow_schema`], under
+    /// every spec (none partitions).
+    pub async fn delete_keys(&mut self, keys: &RecordBatch) -> Result<(), SinkError> {
+        for spec in &mut self.specs {
+            if !spec.sources.is_empty() {
+                return Err(SinkError::internal(
+                    "keys without their rows were given to a partitioned spec's deletes",
+                ));
+            }
+            spec.writer.write_batch(keys.clone()).await?;
         }
         Ok(())
     }

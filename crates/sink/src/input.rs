@@ -40,7 +40,10 @@ pub trait SinkInput: Send + Sync {
 
     /// The updates with `lower <= ts < upper` in time order (non-decreasing `ts`), in
     /// chunks of at most `max_rows`; `upper` must not exceed [`SinkInput::upper`].
-    /// Dropping the stream stops the read.
+    /// Each time's updates are consolidated (a row at most once per time), and the
+    /// relation as of every time keeps the unique keys of [`SinkInput::desc`]: an UPSERT
+    /// sink of such a key consolidates without comparing rows. Dropping the stream stops
+    /// the read.
     async fn read(
         &self,
         lower: Timestamp,

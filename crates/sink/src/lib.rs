@@ -8,6 +8,7 @@ mod columns;
 pub mod commit;
 pub mod config;
 pub mod consolidate;
+mod consolidate_columns;
 mod dv;
 mod envelope;
 mod equality;

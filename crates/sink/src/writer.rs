@@ -217,6 +217,11 @@ impl PipelinedWriter {
         }
     }
 
+    /// The Arrow schema of the batches [`PipelinedWriter::write_batch`] takes.
+    pub fn arrow_schema(&self) -> ArrowSchemaRef {
+        self.arrow_schema.clone()
+    }
+
     /// When the spec partitions: per partition field, the position of its source among
     /// the values of the rows given to [`PipelinedWriter::write`] (which may hold more
     /// columns than the writer writes, as a delete's full row holds its key).

@@ -5,7 +5,8 @@
 //! The input is an in-memory change log whose upper the test moves by hand on a synthetic
 //! timeline, so every batch boundary is deterministic.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,28 @@ use serde_json::{Value, json};
 
 /// The commit interval of every test sink, on the synthetic timeline.
 pub(crate) const INTERVAL: u64 = 100;
+/// `updates` (in time order) with each time's changes consolidated per distinct row, as
+/// storage keeps them: a row inserted and deleted at one time is not there at all.
+fn consolidated_per_time(updates: Vec<Update>) -> Vec<Update> {
+    let mut out: Vec<Update> = Vec::with_capacity(updates.len());
+    // The rows of the current time, by their printed form -> their place in `out`.
+    let mut this_time: HashMap<String, usize> = HashMap::new();
+    for update in updates {
+        if out.last().is_some_and(|last| last.ts != update.ts) {
+            this_time.clear();
+        }
+        match this_time.entry(format!("{:?}", update.row)) {
+            Entry::Occupied(at) => out[*at.get()].diff += update.diff,
+            Entry::Vacant(slot) => {
+                slot.insert(out.len());
+                out.push(update);
+            }
+        }
+    }
+    out.retain(|u| u.diff != 0);
+    out
+}
+
 /// Where the synthetic timeline starts (a multiple of the interval).
 pub(crate) const START: u64 = 1_764_460_800_000;
 
@@ -49,6 +72,8 @@ pub(crate) struct MemoryInput {
     /// Whether reads are also given in columns (`read_columns`, `snapshot_columns`), as
     /// storage gives them, so the sink writes what it can from columns.
     columns: bool,
+    /// How many reads of changes were taken as rows (`read`).
+    row_reads: std::sync::atomic::AtomicUsize,
 }
 
 impl MemoryInput {
@@ -64,6 +89,7 @@ impl MemoryInput {
     fn with_columns(desc: RelationDesc, columns: bool) -> Arc<MemoryInput> {
         Arc::new(MemoryInput {
             columns,
+            row_reads: Default::default(),
             desc,
             state: Mutex::new(LogState {
                 updates: Vec::new(),
@@ -109,6 +135,11 @@ impl MemoryInput {
         }
     }
 
+    /// How many reads of changes the sink took as rows.
+    pub(crate) fn row_reads(&self) -> usize {
+        self.row_reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub(crate) fn upper_now(&self) -> u64 {
         self.state.lock().unwrap().upper.0
     }
@@ -146,6 +177,8 @@ impl SinkInput for MemoryInput {
         upper: Timestamp,
         max_rows: usize,
     ) -> Result<UpdateStream, SinkError> {
+        self.row_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(UpdateStream::from_updates(
             self.changes(lower, upper)?,
             max_rows,
@@ -215,7 +248,7 @@ impl MemoryInput {
                 .collect()
         };
         selected.sort_by_key(|u| u.ts);
-        Ok(selected)
+        Ok(consolidated_per_time(selected))
     }
 
     /// The contents as of `upper`, consolidated per distinct row, as storage does.
@@ -423,7 +456,8 @@ pub(crate) struct Workload {
     rng: StdRng,
     pub(crate) model: BTreeMap<i64, (String, String)>,
     serial: u64,
-    /// Every change row written so far (a change of multiplicity n counts n).
+    /// Every change row written so far (a change of multiplicity n counts n), after each
+    /// time's changes are consolidated.
     pub(crate) change_rows: u64,
     next_key: i64,
 }
@@ -457,7 +491,6 @@ impl Workload {
     }
 
     fn change(&mut self, out: &mut Vec<Update>, row: Vec<Datum>, ts: u64, diff: i64) {
-        self.change_rows += 1;
         out.push(Update {
             row,
             ts: Timestamp(ts),
@@ -472,8 +505,16 @@ impl Workload {
             return out;
         }
         let operations = self.rng.random_range(1..12);
-        for _ in 0..operations {
-            let ts = lower + self.rng.random_range(0..INTERVAL);
+        // Operations in time order (the model changes in the order of their times, as a
+        // relation does), each at or after the last time an earlier one used.
+        let mut operation_times: Vec<u64> = (0..operations)
+            .map(|_| lower + self.rng.random_range(0..INTERVAL))
+            .collect();
+        operation_times.sort_unstable();
+        let mut floor = lower;
+        for ts in operation_times {
+            let ts = ts.max(floor);
+            floor = ts;
             let existing: Vec<i64> = self.model.keys().copied().collect();
             match self.rng.random_range(0..10) {
                 // Insert a new key.
@@ -495,6 +536,7 @@ impl Workload {
                         self.change(&mut out, Self::row(id, &old), at, -1);
                         self.change(&mut out, Self::row(id, &new), at, 1);
                         self.model.insert(id, new);
+                        floor = at;
                         at = (at + 1).min(lower + INTERVAL - 1);
                     }
                 }
@@ -523,6 +565,11 @@ impl Workload {
                 _ => {}
             }
         }
+        // As storage keeps them: in time order, each time's changes consolidated (a key
+        // deleted and inserted again with its value at one time is no change at all).
+        out.sort_by_key(|u| u.ts);
+        let out = consolidated_per_time(out);
+        self.change_rows += out.iter().map(|u| u.diff.unsigned_abs()).sum::<u64>();
         out
     }
 
@@ -832,10 +879,22 @@ pub(crate) fn assert_append_table(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upsert_random_workload_with_restarts() {
+    upsert_random_workload(MemoryInput::new(workload_desc())).await;
+}
+
+/// The same, with the input's reads in columns: every batch of changes is consolidated
+/// over columns (none is read as rows), and the table ends the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upsert_random_workload_in_columns_with_restarts() {
+    let input = MemoryInput::in_columns(workload_desc());
+    upsert_random_workload(input.clone()).await;
+    assert_eq!(input.row_reads(), 0, "a batch of changes was read as rows");
+}
+
+async fn upsert_random_workload(input: Arc<MemoryInput>) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("sink_upsert");
     let connection = seaweed_connection(sw, &sw.catalog_url());
-    let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(7);
     let reporter = Arc::new(Recorder::default());
     // Every batch's data rows spread over the writers in small Arrow batches, as a large
@@ -1660,7 +1719,8 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
 /// delete and a new key deletes exactly the two keys it retracts. (Into an empty table
 /// nothing is deleted either way.) With the key `NOT
 /// ENFORCED`, every key a batch touches is deleted (the table may hold a row of it that
-/// the batch does not show). DuckDB reads the same rows either way.
+/// the batch does not show). DuckDB reads the same rows either way, and whether the
+/// changes are read as rows or in columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
     let row = |key: i64, value: &str| {
@@ -1675,14 +1735,19 @@ async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
         ts: Timestamp(ts),
         diff,
     };
-    for enforced in [true, false] {
+    let cases = [(true, false), (true, true), (false, false), (false, true)];
+    for (enforced, in_columns) in cases {
         let dir = tempfile::tempdir().unwrap();
         let connection = local_connection(dir.path(), "deletes");
         let mut desc = workload_desc();
         if !enforced {
             desc.unique_keys.clear();
         }
-        let input = MemoryInput::new(desc);
+        let input = if in_columns {
+            MemoryInput::in_columns(desc)
+        } else {
+            MemoryInput::new(desc)
+        };
         let reporter = Arc::new(Recorder::default());
         let handle = spawn_sink(
             connection,
@@ -1721,7 +1786,7 @@ async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
             assert_eq!(
                 deleted_keys(),
                 if enforced { 0 } else { not_enforced_deletes },
-                "enforced: {enforced}"
+                "enforced: {enforced}, in columns: {in_columns}"
             );
         }
 
@@ -1740,13 +1805,25 @@ async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
         assert_eq!(
             deleted_keys(),
             if enforced { 2 } else { 53 },
-            "enforced: {enforced}"
+            "enforced: {enforced}, in columns: {in_columns}"
         );
+        // An enforced key's changes read in columns are consolidated in columns.
+        if enforced && in_columns {
+            assert_eq!(input.row_reads(), 0);
+        }
         let rows = Reader::local()
             .query(&location(), "SELECT count(*) AS n, max(id) AS top FROM t")
             .rows;
-        assert_eq!(rows[0]["n"].as_u64(), Some(150), "enforced: {enforced}");
-        assert_eq!(rows[0]["top"].as_i64(), Some(200), "enforced: {enforced}");
+        assert_eq!(
+            rows[0]["n"].as_u64(),
+            Some(150),
+            "enforced: {enforced}, in columns: {in_columns}"
+        );
+        assert_eq!(
+            rows[0]["top"].as_i64(),
+            Some(200),
+            "enforced: {enforced}, in columns: {in_columns}"
+        );
         let changed = Reader::local()
             .query(
                 &location(),
@@ -1759,9 +1836,60 @@ async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
                 json!({"id": 5, "value": "second"}),
                 json!({"id": 200, "value": "new"})
             ],
-            "enforced: {enforced}"
+            "enforced: {enforced}, in columns: {in_columns}"
         );
     }
+}
+
+/// Changes read in columns that contradict the key the relation claims unique (two rows
+/// of one key at one time) are not consolidated in columns: that batch is read again as
+/// rows, and the table gets one row of the key, as from rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_contradicting_its_unique_key_is_consolidated_as_rows() {
+    let row = |key: i64, value: &str| {
+        vec![
+            Datum::Int64(key),
+            Datum::Text(value.into()),
+            Datum::Numeric("1.00".into()),
+        ]
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let connection = local_connection(dir.path(), "contradiction");
+    let input = MemoryInput::in_columns(workload_desc());
+    let reporter = Arc::new(Recorder::default());
+    let handle = spawn_sink(
+        connection,
+        spec("contradiction", "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        unmaintained_settings(),
+    );
+    reporter.wait_for_frontier(input.upper_now()).await;
+    let mut at = input.upper_now();
+    for (rows, row_reads) in [(vec![row(2, "x")], 0), (vec![row(1, "a"), row(1, "b")], 1)] {
+        let updates = rows
+            .into_iter()
+            .map(|row| Update {
+                row,
+                ts: Timestamp(at),
+                diff: 1,
+            })
+            .collect();
+        input.push(updates, at + INTERVAL);
+        at += INTERVAL;
+        reporter.wait_for_frontier(at).await;
+        assert_eq!(input.row_reads(), row_reads);
+    }
+    drop(handle);
+    reporter.assert_never_stalled();
+    let location = reporter.metadata_location();
+    let rows = Reader::local()
+        .query(
+            location.trim_start_matches("file://"),
+            "SELECT id, count(*) AS n FROM t GROUP BY id ORDER BY id",
+        )
+        .rows;
+    assert_eq!(rows, [json!({"id": 1, "n": 1}), json!({"id": 2, "n": 1})]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
