@@ -1,8 +1,7 @@
 //! Consolidating an UPSERT batch per key over Arrow columns, for a relation whose key is
 //! unique: at every time it holds at most one row per key. This relies on what
-//! [`crate::input::SinkInput::read`] promises: each time's changes are consolidated, and
-//! the relation as of every time keeps its unique keys (storage refuses a write that
-//! would break a primary key, and a view's output is its query's result at each time).
+//! [`crate::input::SinkInput::read`] promises: the relation as of every time keeps its
+//! unique keys, and at each time a key has at most one row inserted and one retracted.
 //!
 //! The rows stay in the columns the change log was read into (built from its encodings,
 //! on several threads); per key only a few numbers are kept. With a unique key a key's

@@ -40,10 +40,11 @@ pub trait SinkInput: Send + Sync {
 
     /// The updates with `lower <= ts < upper` in time order (non-decreasing `ts`), in
     /// chunks of at most `max_rows`; `upper` must not exceed [`SinkInput::upper`].
-    /// Each time's updates are consolidated (a row at most once per time), and the
-    /// relation as of every time keeps the unique keys of [`SinkInput::desc`]: an UPSERT
-    /// sink of such a key consolidates without comparing rows. Dropping the stream stops
-    /// the read.
+    /// The relation as of every time keeps the unique keys of [`SinkInput::desc`], and at
+    /// each time a key has at most one row inserted and one retracted (storage checks a
+    /// table's primary key against every write, those of one group commit included, and
+    /// a view's output is consolidated per time): an UPSERT sink of such a key
+    /// consolidates without comparing rows. Dropping the stream stops the read.
     async fn read(
         &self,
         lower: Timestamp,
