@@ -899,6 +899,8 @@ impl UpsertEnvelope {
         let delete_rows = deletes.rows();
         let ((delete_files, file_specs), (data_files, data_rows)) =
             futures::try_join!(deletes.close(), close_all(data_writers))?;
+        let table = cx.table.metadata.location();
+        tracing::debug!(%table, data_rows, delete_rows, "an UPSERT batch consolidated in columns");
         let mut staged = StagedBatch::written(
             cx,
             (lower, cut.upper()),
