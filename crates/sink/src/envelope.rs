@@ -13,6 +13,7 @@ use iceberg::spec::SchemaRef;
 
 use crate::columns::ColumnBatches;
 use crate::consolidate::KeyConsolidation;
+use crate::consolidate_columns::{ColumnConsolidation, ConsolidatedColumns};
 use crate::equality::{EqualityDeletes, live_data_specs};
 use crate::error::SinkError;
 use crate::input::{BuiltColumns, ColumnStream, SinkInput, UpdateStream};
@@ -752,26 +753,18 @@ impl EnvelopeHandler for UpsertEnvelope {
         lower: Timestamp,
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
-        // Read ahead as rows already: taken as rows.
-        if self.next_batch.is_none()
-            && let Some(staged) = self.stage_changes_in_columns(cx, lower, upper).await?
-        {
-            return Ok(staged);
-        }
-        let chunk_rows = cx.settings.read_chunk_rows;
-        let (consolidation, upper) = match self.next_batch.take() {
-            Some(next) if next.lower == lower => next.join().await?,
-            _ => {
-                consolidate_batch(
-                    cx.input.clone(),
-                    lower,
-                    chunk_rows,
-                    cx.cut(upper),
-                    self.key.indexes.clone(),
-                )
-                .await?
+        let plan = self.column_plan(cx)?;
+        let read_ahead = match self.next_batch.take() {
+            Some(next) if next.lower == lower => Some(next.join().await?),
+            _ => None,
+        };
+        let consolidated = match read_ahead {
+            Some(consolidated) => consolidated,
+            None => {
+                Consolidated::read(cx.input.clone(), plan.clone(), lower, cx.cut(upper)).await?
             }
         };
+        let upper = consolidated.upper();
         // Catching up: the next batch is read and consolidated while this one is written
         // and committed (two batches in memory at most).
         let interval = cx.commit_interval_ms.max(1);
@@ -779,18 +772,28 @@ impl EnvelopeHandler for UpsertEnvelope {
         if boundary > upper {
             self.next_batch = Some(NextBatch::spawn(
                 cx.input.clone(),
+                plan,
                 upper,
-                chunk_rows,
                 cx.cut(boundary),
-                self.key.indexes.clone(),
             ));
         }
-        let staged = self
-            .write_consolidated(cx, lower, upper, &consolidation)
-            .await;
-        // Freeing a large batch's rows takes a while: not on the sink's path.
-        tokio::task::spawn_blocking(move || drop(consolidation));
-        staged
+        match consolidated {
+            Consolidated::Columns(columns, upper) => {
+                match self
+                    .write_columns_consolidated(cx, lower, upper, columns)
+                    .await?
+                {
+                    Some(staged) => Ok(staged),
+                    // A spec of the table partitions now: read again as rows.
+                    None => {
+                        let plan = ConsolidationPlan::rows(cx, &self.key);
+                        let rows = Consolidated::read(cx.input.clone(), plan, lower, cx.cut(upper));
+                        self.write_rows_consolidated(cx, lower, rows.await?).await
+                    }
+                }
+            }
+            rows => self.write_rows_consolidated(cx, lower, rows).await,
+        }
     }
 
     fn reset(&mut self) {
@@ -816,57 +819,51 @@ impl EnvelopeHandler for UpsertEnvelope {
 }
 
 impl UpsertEnvelope {
-    /// A batch of changes consolidated over the columns the log is read into (see
-    /// `crate::consolidate_columns`), which spares decoding rows into values and converting
-    /// them back: for a key the relation enforces, with equality deletes, into a table
-    /// that does not partition. `None` (the batch is then read as rows) otherwise, when
-    /// the input gives no columns or a column's type is not written from columns, or
-    /// when the log contradicts the key's uniqueness.
-    async fn stage_changes_in_columns(
+    /// How this sink's batches are consolidated: over the columns the log is read into
+    /// (see `crate::consolidate_columns`), which spares decoding rows into values and
+    /// converting them back, for a key the relation enforces with equality deletes into a
+    /// table that does not partition, when the table's column types are written from
+    /// columns; otherwise as rows.
+    fn column_plan(&self, cx: &StageContext<'_>) -> Result<ConsolidationPlan, SinkError> {
+        let rows = ConsolidationPlan::rows(cx, &self.key);
+        if self.positions.is_some() || !self.key.unique_in_relation || cx.partitioning.is_some() {
+            return Ok(rows);
+        }
+        let limits = cx.limits();
+        let schema = cx.arrow_schema()?;
+        if ColumnBatches::new(&schema, cx.input.desc(), false, limits).is_none() {
+            return Ok(rows);
+        }
+        Ok(ConsolidationPlan {
+            columns: Some(ColumnPlan {
+                types: schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.data_type().clone())
+                    .collect(),
+                max_bytes: limits.bytes,
+            }),
+            ..rows
+        })
+    }
+
+    /// A batch consolidated in columns: its final rows and deleted keys gathered from the
+    /// columns into the writers. `None` when a spec of the table partitions (the keys are
+    /// then deleted in their rows' partitions, which takes rows).
+    async fn write_columns_consolidated(
         &self,
         cx: &StageContext<'_>,
         lower: Timestamp,
         upper: Timestamp,
+        consolidated: ConsolidatedColumns,
     ) -> Result<Option<StagedBatch>, SinkError> {
-        if self.positions.is_some() || !self.key.unique_in_relation || cx.partitioning.is_some() {
+        let mut deletes = self.deletes(cx, &live_data_specs(cx.table).await?)?;
+        if deletes.partitions() {
             return Ok(None);
         }
         let limits = cx.limits();
-        let data_schema = cx.arrow_schema()?;
-        let types: Vec<_> = data_schema
-            .fields()
-            .iter()
-            .map(|field| field.data_type().clone())
-            .collect();
-        let consolidation = ColumnBatches::new(&data_schema, cx.input.desc(), false, limits)
-            .and_then(|_| {
-                crate::consolidate_columns::ColumnConsolidation::new(&types, &self.key.indexes)
-            });
-        let Some(mut consolidation) = consolidation else {
-            return Ok(None);
-        };
-        let mut deletes = self.deletes(cx, &live_data_specs(cx.table).await?)?;
-        if deletes.partitions() {
-            // An older spec partitions: its keys are deleted in their rows' partitions.
-            return Ok(None);
-        }
-        let read = cx
-            .input
-            .read_columns(lower, upper, cx.settings.read_chunk_rows, limits.bytes);
-        let Some(columns) = read.await? else {
-            return Ok(None);
-        };
-        let mut cut = cx.cut(upper);
-        let mut chunks = BuiltChunks::new(columns, column_writers());
-        while let Some(built) = chunks.next(&mut cut).await? {
-            consolidation.add(built)?;
-        }
-        drop(chunks);
-        let Some(consolidated) = consolidation.finish() else {
-            tracing::debug!(%lower, "a batch contradicts its key's uniqueness: read as rows");
-            return Ok(None);
-        };
         let batch_limits = (limits.rows, limits.bytes);
+        let data_schema = cx.arrow_schema()?;
         // Many final rows are encoded by several writers, in turn; few by one (one file).
         let writers = if consolidated.upserts.len() >= cx.settings.spread_rows {
             column_writers()
@@ -903,7 +900,7 @@ impl UpsertEnvelope {
         tracing::debug!(%table, data_rows, delete_rows, "an UPSERT batch consolidated in columns");
         let mut staged = StagedBatch::written(
             cx,
-            (lower, cut.upper()),
+            (lower, upper),
             data_files,
             delete_files,
             data_rows + delete_rows,
@@ -912,6 +909,27 @@ impl UpsertEnvelope {
         // Freeing a large batch's columns takes a while: not on the sink's path.
         tokio::task::spawn_blocking(move || drop(consolidated));
         Ok(Some(staged))
+    }
+
+    /// A batch consolidated as rows, written (see [`UpsertEnvelope::write_consolidated`]).
+    async fn write_rows_consolidated(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        consolidated: Consolidated,
+    ) -> Result<StagedBatch, SinkError> {
+        let (consolidation, upper) = match consolidated {
+            Consolidated::Rows(consolidation, upper) => (consolidation, upper),
+            Consolidated::Columns(..) => {
+                return Err(SinkError::internal("a batch in columns written as rows"));
+            }
+        };
+        let staged = self
+            .write_consolidated(cx, lower, upper, &consolidation)
+            .await;
+        // Freeing a large batch's rows takes a while: not on the sink's path.
+        tokio::task::spawn_blocking(move || drop(consolidation));
+        staged
     }
 
     /// The equality delete writers of a batch into a table with data files of `specs`.
@@ -1116,18 +1134,104 @@ pub(crate) async fn add_row<'a>(
     Ok(())
 }
 
-/// Reads the batch of changes from `lower` up to its cut, consolidating it per key as it
-/// arrives (the read runs ahead on its own thread meanwhile). Returns the consolidation
-/// and the batch's upper.
-async fn consolidate_batch(
-    input: Arc<dyn SinkInput>,
-    lower: Timestamp,
-    chunk_rows: usize,
-    mut cut: BatchCut,
+/// How an UPSERT sink's batches are read and consolidated.
+#[derive(Clone)]
+struct ConsolidationPlan {
     key_indexes: Vec<usize>,
-) -> Result<(KeyConsolidation, Timestamp), SinkError> {
-    let mut changes = input.read(lower, cut.upper, chunk_rows).await?;
-    let mut consolidation = KeyConsolidation::new(&key_indexes);
+    chunk_rows: usize,
+    /// In columns, when the sink's key, table and types allow it (see
+    /// `UpsertEnvelope::column_plan`); else as rows.
+    columns: Option<ColumnPlan>,
+}
+
+/// What a read in columns needs: the table's column types in Arrow, and the bytes a
+/// chunk may hold.
+#[derive(Clone)]
+struct ColumnPlan {
+    types: Vec<arrow_schema::DataType>,
+    max_bytes: usize,
+}
+
+impl ConsolidationPlan {
+    fn rows(cx: &StageContext<'_>, key: &UpsertKey) -> ConsolidationPlan {
+        ConsolidationPlan {
+            key_indexes: key.indexes.clone(),
+            chunk_rows: cx.settings.read_chunk_rows,
+            columns: None,
+        }
+    }
+}
+
+/// A batch of changes consolidated per key, and its upper.
+enum Consolidated {
+    Columns(ConsolidatedColumns, Timestamp),
+    Rows(KeyConsolidation, Timestamp),
+}
+
+impl Consolidated {
+    /// Reads the batch of changes from `lower` up to its cut and consolidates it as
+    /// `plan` says: in columns if it can (the input gives columns, and the changes keep
+    /// the key unique), else as rows, consolidated as they arrive while the read runs
+    /// ahead on its own thread.
+    async fn read(
+        input: Arc<dyn SinkInput>,
+        plan: ConsolidationPlan,
+        lower: Timestamp,
+        cut: BatchCut,
+    ) -> Result<Consolidated, SinkError> {
+        if let Some(columns) = &plan.columns
+            && let Some(consolidated) =
+                consolidate_in_columns(&input, &plan, columns, lower, cut.clone()).await?
+        {
+            return Ok(consolidated);
+        }
+        consolidate_rows(input, &plan, lower, cut).await
+    }
+
+    fn upper(&self) -> Timestamp {
+        match self {
+            Consolidated::Columns(_, upper) | Consolidated::Rows(_, upper) => *upper,
+        }
+    }
+}
+
+/// [`Consolidated::read`] in columns; `None` when the input gives no columns or the
+/// changes contradict the key's uniqueness.
+async fn consolidate_in_columns(
+    input: &Arc<dyn SinkInput>,
+    plan: &ConsolidationPlan,
+    columns: &ColumnPlan,
+    lower: Timestamp,
+    mut cut: BatchCut,
+) -> Result<Option<Consolidated>, SinkError> {
+    let Some(mut consolidation) = ColumnConsolidation::new(&columns.types, &plan.key_indexes)
+    else {
+        return Ok(None);
+    };
+    let read = input.read_columns(lower, cut.upper, plan.chunk_rows, columns.max_bytes);
+    let Some(stream) = read.await? else {
+        return Ok(None);
+    };
+    let mut chunks = BuiltChunks::new(stream, column_writers());
+    while let Some(built) = chunks.next(&mut cut).await? {
+        consolidation.add(built)?;
+    }
+    let Some(consolidated) = consolidation.finish() else {
+        tracing::debug!(%lower, "a batch contradicts its key's uniqueness: read as rows");
+        return Ok(None);
+    };
+    Ok(Some(Consolidated::Columns(consolidated, cut.upper())))
+}
+
+/// [`Consolidated::read`] as rows.
+async fn consolidate_rows(
+    input: Arc<dyn SinkInput>,
+    plan: &ConsolidationPlan,
+    lower: Timestamp,
+    mut cut: BatchCut,
+) -> Result<Consolidated, SinkError> {
+    let mut changes = input.read(lower, cut.upper, plan.chunk_rows).await?;
+    let mut consolidation = KeyConsolidation::new(&plan.key_indexes);
     'read: while let Some(chunk) = changes.next().await? {
         for update in chunk {
             if !cut.admit(update.ts)? {
@@ -1136,37 +1240,30 @@ async fn consolidate_batch(
             consolidation.add(update);
         }
     }
-    Ok((consolidation, cut.upper()))
+    Ok(Consolidated::Rows(consolidation, cut.upper()))
 }
 
 /// An UPSERT batch being consolidated ahead, on a task of its own, while the previous one
 /// is written and committed. Dropped (a stall, a restart) it stops.
 struct NextBatch {
     lower: Timestamp,
-    task: tokio::task::JoinHandle<Result<(KeyConsolidation, Timestamp), SinkError>>,
+    task: tokio::task::JoinHandle<Result<Consolidated, SinkError>>,
 }
 
 impl NextBatch {
     fn spawn(
         input: Arc<dyn SinkInput>,
+        plan: ConsolidationPlan,
         lower: Timestamp,
-        chunk_rows: usize,
         cut: BatchCut,
-        key_indexes: Vec<usize>,
     ) -> NextBatch {
         NextBatch {
             lower,
-            task: tokio::spawn(consolidate_batch(
-                input,
-                lower,
-                chunk_rows,
-                cut,
-                key_indexes,
-            )),
+            task: tokio::spawn(Consolidated::read(input, plan, lower, cut)),
         }
     }
 
-    async fn join(mut self) -> Result<(KeyConsolidation, Timestamp), SinkError> {
+    async fn join(mut self) -> Result<Consolidated, SinkError> {
         match (&mut self.task).await {
             Ok(result) => result,
             Err(err) => Err(SinkError::internal(format!(
@@ -1189,6 +1286,7 @@ impl Drop for NextBatch {
 /// `max_rows` changes it ends at the next interval boundary (batch bounds stay multiples
 /// of the interval, and one interval is never split), so a catch-up after a long pause is
 /// committed as several snapshots and an UPSERT batch in memory stays bounded.
+#[derive(Clone)]
 pub(crate) struct BatchCut {
     max_rows: usize,
     interval: u64,
