@@ -14,12 +14,13 @@
 //! of its input), a row of `VALUES`'s from its literals, a quotient's and an
 //! average's from its operands' values and display scales
 //! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
-//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` the larger
-//! operand's, `*` their sum, `sum` the largest of its rows' (an aggregate of
-//! the scale column), `min` and `max` the chosen row's, `coalesce`, `greatest`,
-//! `least`, `CASE` and casts the chosen value's; a window's `sum` the largest
-//! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
-//! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
+//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` (`mod`) the
+//! larger operand's, `*` their sum, `sign` 0 (its type's), `sum` the largest
+//! of its rows' (an aggregate of the scale column), `min` and `max` the chosen
+//! row's, `coalesce`, `greatest`, `least`, `CASE` and casts the chosen
+//! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
+//! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
+//! row's. An array of numerics (`ARRAY[...]`,
 //! `array_agg`) has a list of its items' scales, and an item taken from it
 //! (`a[1]`) its own. A document built of numerics (`to_jsonb`,
 //! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
