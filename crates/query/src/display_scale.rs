@@ -22,7 +22,7 @@
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`,
 //! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) its own. A document built of numerics (`to_jsonb`,
+//! (`a[1]`) or unnested (`unnest(a)`) its own. A document built of numerics (`to_jsonb`,
 //! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
 //! `string_agg`) show each at its scale. A scalar subquery's value keeps its
 //! scale (the subquery answers both, as a pair). The scale columns pass through
@@ -38,7 +38,7 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (recursive queries,
-//! set-returning functions, other functions), the value prints as before:
+//! a lateral call's outer columns, other functions), the value prints as before:
 //! without trailing zeros.
 
 use std::sync::Arc;
@@ -50,12 +50,13 @@ use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::functions_nested::expr_fn::cardinality;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
-    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Values,
-    Window, WindowFunctionDefinition, lit,
+    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Unnest,
+    Values, Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -258,8 +259,12 @@ impl Rewritten {
 }
 
 fn column_at(plan: &LogicalPlan, index: usize) -> Expr {
+    Expr::Column(column_ref(plan, index))
+}
+
+fn column_ref(plan: &LogicalPlan, index: usize) -> Column {
     let (qualifier, field) = plan.schema().qualified_field(index);
-    Expr::Column(Column::new(qualifier.cloned(), field.name()))
+    Column::new(qualifier.cloned(), field.name())
 }
 
 fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
@@ -638,6 +643,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns,
             })
         }
+        LogicalPlan::Unnest(unnest) => unnested_scales(plan, unnest, names),
         LogicalPlan::TableScan(scan) => {
             let columns = stored_scale_columns(scan, names.dataflow);
             let table_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
@@ -675,6 +681,106 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         }
         _ => Ok(Rewritten::unchanged(plan)),
     }
+}
+
+/// An unnest of arrays of numerics (`unnest(ARRAY[1.50, 2.5])`), with each
+/// array's list of its items' scales unnested beside it, so that each item
+/// meets its own scale; the other scale columns pass as they are. An unnest of
+/// nested lists or of structs keeps its printing.
+fn unnested_scales(plan: &LogicalPlan, unnest: &Unnest, names: &mut Names) -> DfResult<Rewritten> {
+    let input = rewrite(&unnest.input, names)?;
+    if input.same_as(&unnest.input) {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    // Then each input column is one output column, at the same place.
+    let one_level = unnest.options.recursions.iter().all(|recursion| {
+        recursion.depth == 1
+            && unnest
+                .options
+                .recursions
+                .iter()
+                .filter(|other| other.input_column == recursion.input_column)
+                .count()
+                == 1
+    });
+    if !one_level || !unnest.struct_type_columns.is_empty() {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let mut columns = input.columns.clone();
+    let mut unnested = Vec::with_capacity(unnest.exec_columns.len());
+    let mut item_scales = Vec::new();
+    for column in &unnest.exec_columns {
+        let index = unnest.input.schema().index_of_column(column)?;
+        let Some((value, scale)) = columns.get_mut(index) else {
+            return Ok(Rewritten::unchanged(plan));
+        };
+        unnested.push(column_ref(&input.plan, *value));
+        let Some(items) = scale.take() else {
+            continue;
+        };
+        let is_list = matches!(
+            input.plan.schema().field(items).data_type(),
+            DataType::List(_)
+        );
+        // A scale column another column keeps would be unnested under it.
+        let shared = input
+            .columns
+            .iter()
+            .filter(|(_, other)| *other == Some(items))
+            .count()
+            > 1;
+        if is_list && !shared {
+            item_scales.push((*value, items));
+            *scale = Some(items);
+        }
+    }
+    let (input_plan, guarded) = scales_as_long_as_items(input.plan, &item_scales)?;
+    unnested.extend(guarded);
+    let plan = Unnest::try_new(Arc::new(input_plan), unnested, unnest.options.clone())?;
+    Ok(Rewritten {
+        plan: LogicalPlan::Unnest(plan),
+        columns,
+    })
+}
+
+/// `plan` with each list of item scales of `item_scales` (an array's column
+/// and its scales' column) NULL where it is not as long as its array (a NULL
+/// array): unnested together, a longer list would add rows. The scales'
+/// columns, to unnest.
+fn scales_as_long_as_items(
+    plan: LogicalPlan,
+    item_scales: &[(usize, usize)],
+) -> DfResult<(LogicalPlan, Vec<Column>)> {
+    if item_scales.is_empty() {
+        return Ok((plan, Vec::new()));
+    }
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = column_at(&plan, index);
+            match item_scales.iter().find(|(_, scale)| *scale == index) {
+                Some((items, _)) => {
+                    let same_length =
+                        cardinality(column_at(&plan, *items)).eq(cardinality(column.clone()));
+                    Expr::Case(Case::new(
+                        None,
+                        vec![(Box::new(same_length), Box::new(column))],
+                        None,
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name())
+                }
+                None => column,
+            }
+        })
+        .collect();
+    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?);
+    let scales = item_scales
+        .iter()
+        .map(|(_, scale)| column_ref(&plan, *scale))
+        .collect();
+    Ok((plan, scales))
 }
 
 /// `exprs` (a projection's or a DISTINCT ON's list, typed by `schema`) over
