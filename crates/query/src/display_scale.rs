@@ -74,8 +74,8 @@ pub fn apply(plan: &LogicalPlan) -> Option<LogicalPlan> {
 /// [`apply`] for the plan of a dataflow (a materialized view's, a
 /// subscription's), whose output rows are stored or sent as they print. Its
 /// inputs are change logs, whose rows the dataflow reads with their stored
-/// scales (see [`floe_arrow::stored_scale_field`]); `min`, `max` and the
-/// statistics, which it does not maintain, keep their values' printing.
+/// scales (see [`floe_arrow::stored_scale_field`]); `min` and `max`, whose
+/// chosen row's scale it does not maintain, keep their values' printing.
 pub fn apply_to_dataflow(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, true)
 }
@@ -1143,8 +1143,8 @@ fn source_with_scales(
 
 /// The rewrite's state: the scale columns named so far, and whether the plan
 /// is a dataflow's (a materialized view's or a subscription's), which keeps
-/// only the aggregates it can maintain (`max`, not `first_value` or floe's
-/// statistics' twins).
+/// only the aggregates it can maintain (`max` and floe's statistics' twins,
+/// not `first_value`).
 struct Names {
     next: usize,
     dataflow: bool,
@@ -1213,9 +1213,16 @@ impl ScaleAggregates {
     }
 }
 
-/// Whether a dataflow maintains this aggregate of a scale column (`max`).
+/// Whether a dataflow maintains this aggregate of a scale column: `max`, and
+/// a statistic's scale, which it computes from the group's values as it does
+/// the statistic.
 fn maintained(aggregate: &Expr) -> bool {
-    matches!(aggregate, Expr::AggregateFunction(f) if f.func.name() == "max" && f.params.order_by.is_empty())
+    let Expr::AggregateFunction(function) = aggregate else {
+        return false;
+    };
+    let name = function.func.name();
+    (name == "max" && function.params.order_by.is_empty())
+        || functions::is_variance_display_scale(name)
 }
 
 /// The scale column of an aggregate of an `x` whose scale depends on the
