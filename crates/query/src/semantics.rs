@@ -46,7 +46,9 @@ pub struct PgSemantics;
 
 impl AnalyzerRule for PgSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        rewrite_plan(crate::lateral::flatten(plan)?, &DFSchema::empty())
+        let plan = rewrite_plan(crate::lateral::flatten(plan)?, &DFSchema::empty())?;
+        // Floe's casts may have made a recursive query's terms two types.
+        crate::recursive_query::unify_terms(plan)
     }
 
     fn name(&self) -> &str {
