@@ -27,8 +27,9 @@
 //! `string_agg`) show each at its scale. A scalar subquery's value keeps its
 //! scale (the subquery answers both, as a pair). The scale columns pass through
 //! filters, sorts, limits, windows, joins, grouping sets, unions, `INTERSECT`,
-//! `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are derived
-//! tables), and the query's output prints such a column at its rows' scales
+//! `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are derived
+//! tables) and a recursive `UNION ALL`'s work table, and the query's output
+//! prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -37,15 +38,16 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (recursive queries,
-//! a lateral call's outer columns, other functions), the value prints as before:
-//! without trailing zeros.
+//! decimal as before. Where a scale column does not pass (a recursive
+//! `UNION`, a lateral call's outer columns, other functions), the value prints
+//! as before: without trailing zeros.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
+use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
@@ -55,8 +57,8 @@ use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
-    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Unnest,
-    Values, Window, WindowFunctionDefinition, lit,
+    LogicalPlan, Operator, Projection, RecursiveQuery, SortExpr, Subquery, TableScan, TableSource,
+    Union, Unnest, Values, Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -140,6 +142,13 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
                 .fields()
                 .iter()
                 .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
+            // Its recursive term reads its numerics' scales back.
+            LogicalPlan::RecursiveQuery(query) => query
+                .static_term
+                .schema()
+                .fields()
+                .iter()
+                .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
             // Its inputs' types are made one by the analyzer, later.
             LogicalPlan::Union(union) => union.inputs.iter().any(|input| {
                 input
@@ -193,7 +202,11 @@ fn scale_depends_on_values(function: &str) -> bool {
 /// The root with its scaled columns printed at their scales, and which
 /// output columns those are; `None` when no output column has a scale column.
 fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
-    let mut names = Names { next: 0, dataflow };
+    let mut names = Names {
+        next: 0,
+        dataflow,
+        work_tables: Vec::new(),
+    };
     let rewritten = rewrite(plan, &mut names)?;
     if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
         return Ok(None);
@@ -644,6 +657,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             })
         }
         LogicalPlan::Unnest(unnest) => unnested_scales(plan, unnest, names),
+        LogicalPlan::RecursiveQuery(query) => recursive_scales(plan, query, names),
+        LogicalPlan::TableScan(scan) if work_table_name(scan).is_some() => {
+            Ok(work_table_scan(plan, scan, names)?.unwrap_or_else(|| Rewritten::unchanged(plan)))
+        }
         LogicalPlan::TableScan(scan) => {
             let columns = stored_scale_columns(scan, names.dataflow);
             let table_columns: Vec<usize> = columns.iter().map(|(_, c)| *c).collect();
@@ -681,6 +698,206 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         }
         _ => Ok(Rewritten::unchanged(plan)),
     }
+}
+
+/// A recursive query whose numeric columns carry their scales through its
+/// work table: the first term's rows with their scales, the recursive term's
+/// computed from the scales it reads. A `UNION` (distinct) keeps its printing:
+/// its rows of equal values and two scales would be two rows.
+fn recursive_scales(
+    plan: &LogicalPlan,
+    query: &RecursiveQuery,
+    names: &mut Names,
+) -> DfResult<Rewritten> {
+    let numeric: Vec<usize> = (0..query.static_term.schema().fields().len())
+        .filter(|index| {
+            matches!(
+                query.static_term.schema().field(*index).data_type(),
+                DataType::Decimal128(..)
+            )
+        })
+        .collect();
+    let Some(table) = work_table_schema(&query.recursive_term, &query.name) else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    if query.is_distinct || numeric.is_empty() {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let first = rewrite(&query.static_term, names)?;
+    let Some(first_scales) = term_scales(&first, &numeric)? else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    // The work table: the first term's columns, then their scales.
+    let width = table.fields().len();
+    let mut fields: Vec<Field> = table.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut scales = vec![None; width];
+    for (k, column) in numeric.iter().enumerate() {
+        fields.push(Field::new(scale_name(names), DataType::Int32, true));
+        scales[*column] = Some(width + k);
+    }
+    let scaled_table = Arc::new(Schema::new_with_metadata(fields, table.metadata().clone()));
+    names.work_tables.push(ScaledWorkTable {
+        name: query.name.clone(),
+        source: provider_as_source(Arc::new(CteWorkTable::new(
+            &query.name,
+            scaled_table.clone(),
+        ))),
+        scales,
+    });
+    let recursive = rewrite(&query.recursive_term, names);
+    names.work_tables.pop();
+    let recursive = recursive?;
+    // A scan the rewrite left would read the work table without its scales.
+    if !reads_work_table_as(&recursive.plan, &query.name, &scaled_table) {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let Some(recursive_scales) = term_scales(&recursive, &numeric)? else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    let names_of = query.static_term.schema();
+    let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
+    let recursive_term = with_term_scales(recursive, recursive_scales, names_of, &scaled_table)?;
+    let rewritten = RecursiveQuery::try_new(
+        query.name.clone(),
+        Arc::new(static_term),
+        Arc::new(recursive_term),
+        query.is_distinct,
+    )?;
+    let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
+    for (k, column) in numeric.iter().enumerate() {
+        columns[*column].1 = Some(width + k);
+    }
+    Ok(Rewritten {
+        plan: LogicalPlan::RecursiveQuery(rewritten),
+        columns,
+    })
+}
+
+/// The display scale of each of a recursive query's term's `numeric`
+/// columns; `None` where one has none (not a number).
+fn term_scales(term: &Rewritten, numeric: &[usize]) -> DfResult<Option<Vec<Expr>>> {
+    let mut scales = Vec::with_capacity(numeric.len());
+    for column in numeric {
+        let Some((value, scale)) = term.columns.get(*column).copied() else {
+            return Ok(None);
+        };
+        let value = column_at(&term.plan, value);
+        let scale = match scale {
+            Some(scale) => column_at(&term.plan, scale),
+            None => match scale_of(&value, term)? {
+                Some(scale) => scale.into_expr(&value)?,
+                None => return Ok(None),
+            },
+        };
+        scales.push(scale);
+    }
+    Ok(Some(scales))
+}
+
+/// A recursive query's term with its columns, named as the first term's
+/// (`first`: the nodes above read them by those names), then their `scales`,
+/// named as the work table's (`table`).
+fn with_term_scales(
+    term: Rewritten,
+    scales: Vec<Expr>,
+    first: &DFSchema,
+    table: &Schema,
+) -> DfResult<LogicalPlan> {
+    let values = term
+        .columns
+        .iter()
+        .zip(first.iter())
+        .map(|((value, _), (qualifier, field))| {
+            column_at(&term.plan, *value).alias_qualified(qualifier.cloned(), field.name())
+        });
+    let scales = scales
+        .into_iter()
+        .zip(table.fields().iter().skip(first.fields().len()))
+        .map(|(scale, field)| scale.alias(field.name()));
+    let exprs = values.chain(scales).collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(term.plan),
+    )?))
+}
+
+/// The name of the work table a scan reads, if it reads one.
+fn work_table_name(scan: &TableScan) -> Option<String> {
+    let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
+    let table = provider.downcast_ref::<CteWorkTable>()?;
+    Some(table.name().to_string())
+}
+
+/// The schema of the work table `name` as a scan in `plan` reads it.
+fn work_table_schema(plan: &LogicalPlan, name: &str) -> Option<Arc<Schema>> {
+    let mut found = None;
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && work_table_name(scan).as_deref() == Some(name)
+        {
+            found = Some(scan.source.schema());
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
+}
+
+/// Whether every scan of the work table `name` in `plan` reads it as `table`.
+fn reads_work_table_as(plan: &LogicalPlan, name: &str, table: &Arc<Schema>) -> bool {
+    let mut all = true;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && work_table_name(scan).as_deref() == Some(name)
+            && scan.source.schema() != *table
+        {
+            all = false;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    all
+}
+
+/// A scan of a recursive query's work table read with its scale columns (see
+/// [`recursive_scales`]); `None` where its query's rewrite did not give it any.
+fn work_table_scan(
+    plan: &LogicalPlan,
+    scan: &TableScan,
+    names: &Names,
+) -> DfResult<Option<Rewritten>> {
+    let Some(name) = work_table_name(scan) else {
+        return Ok(None);
+    };
+    let Some(table) = names.work_tables.iter().rev().find(|t| t.name == name) else {
+        return Ok(None);
+    };
+    let projection: Vec<usize> = match &scan.projection {
+        Some(projection) => projection.clone(),
+        None => (0..table.scales.len()).collect(),
+    };
+    let mut scaled_projection = projection.clone();
+    let mut columns: Columns = (0..projection.len()).map(|i| (i, None)).collect();
+    for (position, column) in projection.iter().enumerate() {
+        if let Some(Some(scale)) = table.scales.get(*column) {
+            scaled_projection.push(*scale);
+            columns[position].1 = Some(scaled_projection.len() - 1);
+        }
+    }
+    if scaled_projection.len() == projection.len() {
+        return Ok(Some(Rewritten::unchanged(plan)));
+    }
+    let rebuilt = TableScan::try_new(
+        scan.table_name.clone(),
+        table.source.clone(),
+        Some(scaled_projection),
+        scan.filters.clone(),
+        scan.fetch,
+    )?;
+    Ok(Some(Rewritten {
+        plan: LogicalPlan::TableScan(rebuilt),
+        columns,
+    }))
 }
 
 /// An unnest of arrays of numerics (`unnest(ARRAY[1.50, 2.5])`), with each
@@ -1148,6 +1365,18 @@ fn source_with_scales(
 struct Names {
     next: usize,
     dataflow: bool,
+    /// The work tables of the recursive queries being rewritten, read with
+    /// their scale columns.
+    work_tables: Vec<ScaledWorkTable>,
+}
+
+/// A recursive query's work table with a scale column for each of its
+/// numeric columns.
+struct ScaledWorkTable {
+    name: String,
+    source: Arc<dyn TableSource>,
+    /// For each column of the table as planned, the index of its scale column.
+    scales: Vec<Option<usize>>,
 }
 
 fn scale_name(names: &mut Names) -> String {

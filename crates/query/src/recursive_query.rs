@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{provider_as_source, source_as_provider};
@@ -64,11 +65,14 @@ fn with_inputs(
 /// `query` with its terms of one type; `None` where they are already, or
 /// where they differ otherwise than [`column_type`] resolves.
 fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
-    let first = query.static_term.schema();
-    let recursive = query.recursive_term.schema();
+    // A node above one floe's semantics retyped still has its old schema.
+    let static_term = retyped_schemas(query.static_term.as_ref().clone())?;
+    let recursive_term = retyped_schemas(query.recursive_term.as_ref().clone())?;
+    let first = static_term.schema();
+    let recursive = recursive_term.schema();
     let mut types = Vec::with_capacity(first.fields().len());
-    for (first, recursive) in first.fields().iter().zip(recursive.fields()) {
-        match column_type(first, recursive) {
+    for index in 0..first.fields().len() {
+        match column_type(index, &static_term, &recursive_term)? {
             Some(field) => types.push(field),
             None => return Ok(None),
         }
@@ -83,11 +87,10 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     if same(first) && same(recursive) {
         return Ok(None);
     }
-    let Some(static_term) = typed_as(query.static_term.as_ref().clone(), &types)? else {
+    let Some(static_term) = typed_as(static_term.clone(), &types)? else {
         return Ok(None);
     };
-    let (recursive_term, _) =
-        reading_work_table(query.recursive_term.as_ref().clone(), &query.name, &types)?;
+    let (recursive_term, _) = reading_work_table(recursive_term.clone(), &query.name, &types)?;
     // Its types follow the work table's: where they still differ from the
     // first term's, the query stays as it was.
     let Some(recursive_term) = typed_as(recursive_term, &types)? else {
@@ -105,25 +108,60 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     Ok(Some(LogicalPlan::RecursiveQuery(query)))
 }
 
-/// The type both terms of a column are read as: the recursive term's where it
-/// is a decimal every value of the first term's fits, else the first term's
-/// where their types are one; `None` otherwise.
-fn column_type(first: &Field, recursive: &Field) -> Option<Field> {
-    if first.data_type() == recursive.data_type() {
-        return Some(first.clone());
-    }
-    let (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) =
-        (first.data_type(), recursive.data_type())
-    else {
-        return None;
+/// `plan` with each node's schema computed again from its inputs'.
+fn retyped_schemas(plan: LogicalPlan) -> DfResult<LogicalPlan> {
+    plan.transform_up(|node| Ok(Transformed::yes(node.recompute_schema()?)))
+        .map(|transformed| transformed.data)
+}
+
+/// The type both terms of column `index` are read as: the recursive term's
+/// where it is a decimal every value of the first term's fits; where their
+/// types are one, the first term's or the recursive term's metadata,
+/// whichever floe's cast of the other term's values answers. `None`
+/// otherwise.
+fn column_type(
+    index: usize,
+    static_term: &LogicalPlan,
+    recursive_term: &LogicalPlan,
+) -> DfResult<Option<Field>> {
+    let first = static_term.schema().field(index).as_ref().clone();
+    let recursive = recursive_term.schema().field(index).as_ref().clone();
+    let candidates = match (first.data_type(), recursive.data_type()) {
+        (a, b) if a == b => vec![
+            first.clone(),
+            first.clone().with_metadata(recursive.metadata().clone()),
+        ],
+        (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2))
+            if s1 <= s2 && i16::from(*p1) - i16::from(*s1) <= i16::from(*p2) - i16::from(*s2) =>
+        {
+            vec![
+                first
+                    .clone()
+                    .with_data_type(recursive.data_type().clone())
+                    .with_metadata(recursive.metadata().clone()),
+            ]
+        }
+        _ => return Ok(None),
     };
-    let fits = s1 <= s2 && i16::from(*p1) - i16::from(*s1) <= i16::from(*p2) - i16::from(*s2);
-    fits.then(|| {
-        first
-            .clone()
-            .with_data_type(recursive.data_type().clone())
-            .with_metadata(recursive.metadata().clone())
-    })
+    for candidate in candidates {
+        if reads_as(static_term, index, &candidate)? && reads_as(recursive_term, index, &candidate)?
+        {
+            return Ok(Some(candidate));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `plan`'s column `index` is of `target`'s type or can be read as it.
+fn reads_as(plan: &LogicalPlan, index: usize, target: &Field) -> DfResult<bool> {
+    let schema = plan.schema();
+    let field = schema.field(index);
+    if same_type(field, target) {
+        return Ok(true);
+    }
+    let (qualifier, _) = schema.qualified_field(index);
+    let column = Expr::Column(Column::new(qualifier.cloned(), field.name()));
+    Ok(retyped(column, schema, target)?.is_some())
 }
 
 fn same_type(field: &Field, target: &Field) -> bool {
