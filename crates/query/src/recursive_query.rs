@@ -7,11 +7,12 @@
 //! engine's cast of the recursive term to the first's type becomes floe's
 //! cast to `numeric` (see [`crate::semantics`]), and the engine then refuses
 //! the query, its terms being of two types. So, after floe's semantics, a
-//! recursive query whose recursive term answers wider decimals than its
-//! first term reads both terms at the wider type (the first term's values
-//! fit it, so none changes); a column whose terms are of one type but differ
-//! in floe's metadata (an unconstrained numeric column, a computed numeric)
-//! is read with the first term's. Any other difference is left as it was.
+//! recursive query (also one in a subquery) whose recursive term answers
+//! wider decimals than its first term reads both terms at the wider type (the
+//! first term's values fit it, so none changes); a column whose terms are of
+//! one type but differ in floe's metadata (an unconstrained numeric column, a
+//! computed numeric) is read with the metadata floe's cast of the other term
+//! answers. Any other difference is left as it was.
 
 use std::sync::Arc;
 
@@ -35,6 +36,16 @@ pub fn unify_terms(plan: LogicalPlan) -> DfResult<LogicalPlan> {
 /// [`unify_terms`] of `plan`, and whether it changed.
 fn unified(plan: LogicalPlan) -> DfResult<(LogicalPlan, bool)> {
     let (plan, changed) = with_inputs(plan, unified)?;
+    // A recursive query in a subquery (`SELECT (WITH RECURSIVE ...)`).
+    let in_subqueries = plan.map_subqueries(|subquery| {
+        let (subquery, changed) = unified(subquery)?;
+        Ok(Transformed::new_transformed(subquery, changed))
+    })?;
+    let (plan, changed) = if in_subqueries.transformed {
+        (in_subqueries.data.recompute_schema()?, true)
+    } else {
+        (in_subqueries.data, changed)
+    };
     if let LogicalPlan::RecursiveQuery(query) = &plan
         && let Some(unified) = one_type(query)?
     {
