@@ -22,7 +22,8 @@
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`,
 //! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) or unnested (`unnest(a)`) its own. A document built of numerics (`to_jsonb`,
+//! (`a[1]`) or unnested (`unnest(a)`) its own. A lateral subquery of an inner
+//! join reads its outer columns' scales as outer references. A document built of numerics (`to_jsonb`,
 //! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
 //! `string_agg`) show each at its scale. A scalar subquery's value keeps its
 //! scale (the subquery answers both, as a pair). The scale columns pass through
@@ -39,8 +40,8 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION`, a lateral call's outer columns, other functions), the value prints
-//! as before: without trailing zeros.
+//! `UNION`, a lateral call's outer columns in a left join or a dataflow, other
+//! functions), the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -206,6 +207,7 @@ fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPl
         next: 0,
         dataflow,
         work_tables: Vec::new(),
+        outer: Vec::new(),
     };
     let rewritten = rewrite(plan, &mut names)?;
     if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
@@ -237,6 +239,10 @@ fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPl
 struct Rewritten {
     plan: LogicalPlan,
     columns: Columns,
+    /// The scales of the outer query's columns a lateral subquery reads (see
+    /// [`Names::outer`]): each column, and its scale column as an outer
+    /// reference.
+    outer: Vec<(Column, Expr)>,
 }
 
 /// For each column of a node as it was: its index in the rewritten node's
@@ -244,13 +250,19 @@ struct Rewritten {
 type Columns = Vec<(usize, Option<usize>)>;
 
 impl Rewritten {
-    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+    fn new(plan: LogicalPlan, columns: Columns) -> Rewritten {
         Rewritten {
-            plan: plan.clone(),
-            columns: (0..plan.schema().fields().len())
-                .map(|i| (i, None))
-                .collect(),
+            plan,
+            columns,
+            outer: Vec::new(),
         }
+    }
+
+    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+        let columns = (0..plan.schema().fields().len())
+            .map(|i| (i, None))
+            .collect();
+        Rewritten::new(plan.clone(), columns)
     }
 
     fn has_scales(&self) -> bool {
@@ -281,6 +293,13 @@ fn column_ref(plan: &LogicalPlan, index: usize) -> Column {
 }
 
 fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
+    let mut rewritten = rewrite_node(plan, names)?;
+    // A lateral subquery's nodes read the outer columns' scales.
+    rewritten.outer.clone_from(&names.outer);
+    Ok(rewritten)
+}
+
+fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
@@ -291,10 +310,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Projection(plan),
-                columns,
-            })
+            Ok(Rewritten::new(LogicalPlan::Projection(plan), columns))
         }
         // The chosen row's values and their scales (PostgreSQL's value).
         LogicalPlan::Distinct(Distinct::On(distinct)) => {
@@ -310,10 +326,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 distinct.sort_expr.clone(),
                 Arc::new(input.plan),
             )?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Distinct(Distinct::On(plan)),
+            Ok(Rewritten::new(
+                LogicalPlan::Distinct(Distinct::On(plan)),
                 columns,
-            })
+            ))
         }
         LogicalPlan::Distinct(Distinct::All(child)) => {
             let input = rewrite(child, names)?;
@@ -382,10 +398,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 .enumerate()
                 .map(|(index, scale)| (index, scale.map(|aggregate| groups + aggregate)))
                 .collect();
-            Ok(Rewritten {
-                plan: LogicalPlan::Aggregate(plan),
-                columns,
-            })
+            Ok(Rewritten::new(LogicalPlan::Aggregate(plan), columns))
         }
         // Nodes whose output is their input's columns as they are.
         LogicalPlan::Filter(_)
@@ -402,10 +415,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![input.plan])?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns: input.columns,
-            })
+            Ok(Rewritten::new(rebuilt, input.columns))
         }
         // The input's columns, then the window functions', each with the
         // scale column of its frame's value.
@@ -432,10 +442,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns.push((width + index, scale));
             }
             let window = Window::try_new(exprs, Arc::new(input.plan))?;
-            Ok(Rewritten {
-                plan: scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
+            Ok(Rewritten::new(
+                scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
                 columns,
-            })
+            ))
         }
         // The left input's columns, then the right's.
         LogicalPlan::Join(join)
@@ -445,7 +455,17 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             ) =>
         {
             let left = rewrite(&join.left, names)?;
-            let right = rewrite(&join.right, names)?;
+            // A lateral subquery on the right reads the left's columns (not in
+            // a dataflow, which does not run the subquery's scale columns).
+            let outer = if join.join_type == JoinType::Inner && !names.dataflow {
+                outer_scales(&left)
+            } else {
+                Vec::new()
+            };
+            let enclosing = std::mem::replace(&mut names.outer, outer);
+            let right = rewrite(&join.right, names);
+            names.outer = enclosing;
+            let right = right?;
             if left.same_as(&join.left) && right.same_as(&join.right) {
                 return Ok(Rewritten::unchanged(plan));
             }
@@ -460,10 +480,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns,
-            })
+            Ok(Rewritten::new(rebuilt, columns))
         }
         // One side's columns (INTERSECT's and EXCEPT's semi and anti joins),
         // and a mark join's mark.
@@ -484,10 +501,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 vec![join.left.as_ref().clone(), kept.plan]
             };
             let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns,
-            })
+            Ok(Rewritten::new(rebuilt, columns))
         }
         // Each row's values at their own scales (the engine gives a column of
         // `VALUES (1.5), (2.25)` one type, of scale 2).
@@ -544,13 +558,11 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 return Ok(Rewritten::unchanged(plan));
             }
             let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Values(Values {
-                    schema: Arc::new(schema),
-                    values: rows,
-                }),
-                columns,
-            })
+            let values = LogicalPlan::Values(Values {
+                schema: Arc::new(schema),
+                values: rows,
+            });
+            Ok(Rewritten::new(values, columns))
         }
         // Each input's values at their own scales (the engine gives a column of
         // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
@@ -648,15 +660,31 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 )?)));
             }
             let schema = DFSchema::new_with_metadata(fields, union.schema.metadata().clone())?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Union(Union {
-                    inputs: projected,
-                    schema: Arc::new(schema),
-                }),
-                columns,
-            })
+            let union = LogicalPlan::Union(Union {
+                inputs: projected,
+                schema: Arc::new(schema),
+            });
+            Ok(Rewritten::new(union, columns))
         }
         LogicalPlan::Unnest(unnest) => unnested_scales(plan, unnest, names),
+        // A lateral subquery (`FROM t, unnest(ARRAY[t.x])`): its columns and
+        // scales, which may read the outer columns' scales.
+        LogicalPlan::Subquery(subquery) if !names.outer.is_empty() => {
+            let inner = rewrite(&subquery.subquery, names)?;
+            if inner.same_as(&subquery.subquery) {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let outer_ref_columns = crate::semantics::with_unrecorded_outer_references(
+                subquery.outer_ref_columns.clone(),
+                &inner.plan,
+            );
+            let rebuilt = LogicalPlan::Subquery(Subquery {
+                subquery: Arc::new(inner.plan),
+                outer_ref_columns,
+                spans: subquery.spans.clone(),
+            });
+            Ok(Rewritten::new(rebuilt, inner.columns))
+        }
         LogicalPlan::RecursiveQuery(query) => recursive_scales(plan, query, names),
         LogicalPlan::TableScan(scan) if work_table_name(scan).is_some() => {
             Ok(work_table_scan(plan, scan, names)?.unwrap_or_else(|| Rewritten::unchanged(plan)))
@@ -691,10 +719,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             for (k, (position, _)) in columns.iter().enumerate() {
                 out[*position].1 = Some(projection.len() + k);
             }
-            Ok(Rewritten {
-                plan: LogicalPlan::TableScan(rebuilt),
-                columns: out,
-            })
+            Ok(Rewritten::new(LogicalPlan::TableScan(rebuilt), out))
         }
         _ => Ok(Rewritten::unchanged(plan)),
     }
@@ -767,10 +792,10 @@ fn recursive_scales(
     for (k, column) in numeric.iter().enumerate() {
         columns[*column].1 = Some(width + k);
     }
-    Ok(Rewritten {
-        plan: LogicalPlan::RecursiveQuery(rewritten),
+    Ok(Rewritten::new(
+        LogicalPlan::RecursiveQuery(rewritten),
         columns,
-    })
+    ))
 }
 
 /// The display scale of each of a recursive query's term's `numeric`
@@ -894,10 +919,10 @@ fn work_table_scan(
         scan.filters.clone(),
         scan.fetch,
     )?;
-    Ok(Some(Rewritten {
-        plan: LogicalPlan::TableScan(rebuilt),
+    Ok(Some(Rewritten::new(
+        LogicalPlan::TableScan(rebuilt),
         columns,
-    }))
+    )))
 }
 
 /// An unnest of arrays of numerics (`unnest(ARRAY[1.50, 2.5])`), with each
@@ -954,10 +979,7 @@ fn unnested_scales(plan: &LogicalPlan, unnest: &Unnest, names: &mut Names) -> Df
     let (input_plan, guarded) = scales_as_long_as_items(input.plan, &item_scales)?;
     unnested.extend(guarded);
     let plan = Unnest::try_new(Arc::new(input_plan), unnested, unnest.options.clone())?;
-    Ok(Rewritten {
-        plan: LogicalPlan::Unnest(plan),
-        columns,
-    })
+    Ok(Rewritten::new(LogicalPlan::Unnest(plan), columns))
 }
 
 /// `plan` with each list of item scales of `item_scales` (an array's column
@@ -998,6 +1020,20 @@ fn scales_as_long_as_items(
         .map(|(_, scale)| column_ref(&plan, *scale))
         .collect();
     Ok((plan, scales))
+}
+
+/// The scales of `left`'s columns as a lateral subquery on its right reads
+/// them: each column, and its scale column as an outer reference.
+fn outer_scales(left: &Rewritten) -> Vec<(Column, Expr)> {
+    left.columns
+        .iter()
+        .filter_map(|(value, scale)| {
+            let scale = (*scale)?;
+            let field = Arc::new(left.plan.schema().field(scale).as_ref().clone());
+            let reference = Expr::OuterReferenceColumn(field, column_ref(&left.plan, scale));
+            Some((column_ref(&left.plan, *value), reference))
+        })
+        .collect()
 }
 
 /// `exprs` (a projection's or a DISTINCT ON's list, typed by `schema`) over
@@ -1101,10 +1137,7 @@ fn scaled_subqueries(
     }
     let plan = Projection::try_new(taken, Arc::new(with_pairs))?;
     Ok((
-        Rewritten {
-            plan: LogicalPlan::Projection(plan),
-            columns,
-        },
+        Rewritten::new(LogicalPlan::Projection(plan), columns),
         replaced,
     ))
 }
@@ -1151,10 +1184,7 @@ fn distinct_rows(input: Rewritten, names: &mut Names) -> DfResult<Rewritten> {
         columns.push((index, scale));
     }
     let plan = Aggregate::try_new(Arc::new(input.plan), groups, aggregates)?;
-    Ok(Rewritten {
-        plan: LogicalPlan::Aggregate(plan),
-        columns,
-    })
+    Ok(Rewritten::new(LogicalPlan::Aggregate(plan), columns))
 }
 
 /// The scale column of a window function of an `x` whose scale depends on
@@ -1368,6 +1398,9 @@ struct Names {
     /// The work tables of the recursive queries being rewritten, read with
     /// their scale columns.
     work_tables: Vec<ScaledWorkTable>,
+    /// The scales of the outer columns the lateral subquery being rewritten
+    /// reads (see [`outer_scales`]).
+    outer: Vec<(Column, Expr)>,
 }
 
 /// A recursive query's work table with a scale column for each of its
@@ -1632,6 +1665,10 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
             (Expr::Negative(Box::new(inner)), dynamic(scale))
         }
         Expr::Column(column) => (expr.clone(), input.scale_of_column(column)),
+        Expr::OuterReferenceColumn(_, column) => {
+            let scale = input.outer.iter().find(|(outer, _)| outer == column);
+            (expr.clone(), scale.map(|(_, scale)| scale.clone()))
+        }
         // The engine's own casts between exact numbers (a column of VALUES made
         // one type) keep the value's scale; SQL's casts are `floe_cast`.
         Expr::Cast(cast) => {

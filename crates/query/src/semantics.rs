@@ -172,7 +172,10 @@ fn without_relation_subqueries(plan: LogicalPlan) -> DfResult<LogicalPlan> {
 /// its FROM clause (`(SELECT array_agg(x) FROM unnest(outer.a) x)`, psql's
 /// `\d+`). Unrecorded, the subquery passes for uncorrelated and is joined
 /// as one, and the outer column reaches the physical planner.
-fn with_unrecorded_outer_references(mut recorded: Vec<Expr>, plan: &LogicalPlan) -> Vec<Expr> {
+pub(crate) fn with_unrecorded_outer_references(
+    mut recorded: Vec<Expr>,
+    plan: &LogicalPlan,
+) -> Vec<Expr> {
     let _ = plan.apply(|node| {
         node.apply_expressions(|expr| {
             expr.apply(|inner| {
