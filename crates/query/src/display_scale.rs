@@ -20,17 +20,17 @@
 //! row's, `coalesce`, `greatest`, `least`, `CASE` and casts the chosen
 //! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
-//! row's. An array of numerics (`ARRAY[...]`,
-//! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) or unnested (`unnest(a)`) its own. A lateral subquery of an inner
-//! join reads its outer columns' scales as outer references. A document built of numerics (`to_jsonb`,
-//! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
-//! `string_agg`) show each at its scale. A scalar subquery's value keeps its
-//! scale (the subquery answers both, as a pair). The scale columns pass through
-//! filters, sorts, limits, windows, joins, grouping sets, unions, `INTERSECT`,
-//! `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are derived
-//! tables) and a recursive `UNION ALL`'s work table, and the query's output
-//! prints such a column at its rows' scales
+//! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
+//! items' scales, and an item taken from it (`a[1]`) or unnested
+//! (`unnest(a)`) its own. A lateral subquery of an inner join reads its outer
+//! columns' scales as outer references. A document built of numerics
+//! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
+//! (also in `string_agg`) show each at its scale. A scalar subquery's value
+//! keeps its scale (the subquery answers both, as a pair). The scale columns
+//! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
+//! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
+//! derived tables) and a recursive `UNION ALL`'s work table, and the query's
+//! output prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
