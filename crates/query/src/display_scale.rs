@@ -14,20 +14,23 @@
 //! of its input), a row of `VALUES`'s from its literals, a quotient's and an
 //! average's from its operands' values and display scales
 //! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
-//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` the larger
-//! operand's, `*` their sum, `sum` the largest of its rows' (an aggregate of
-//! the scale column), `min` and `max` the chosen row's, `coalesce`, `greatest`,
-//! `least`, `CASE` and casts the chosen value's; a window's `sum` the largest
-//! of its frame's, its `min`, `max`, `lag`, `lead`, `first_value`, `last_value`
-//! and `nth_value` the chosen row's. An array of numerics (`ARRAY[...]`,
-//! `array_agg`) has a list of its items' scales, and an item taken from it
-//! (`a[1]`) its own. A document built of numerics (`to_jsonb`,
-//! `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text (also in
-//! `string_agg`) show each at its scale. A scalar subquery's value keeps its
-//! scale (the subquery answers both, as a pair). The scale columns pass through
-//! filters, sorts, limits, windows, joins, grouping sets, unions, `INTERSECT`,
-//! `EXCEPT`, `DISTINCT ON` and derived tables (inlined views are derived
-//! tables), and the query's output prints such a column at its rows' scales
+//! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` (`mod`) the
+//! larger operand's, `*` their sum, `sign` 0 (its type's), `sum` the largest
+//! of its rows' (an aggregate of the scale column), `min` and `max` the chosen
+//! row's, `coalesce`, `greatest`, `least`, `CASE` and casts the chosen
+//! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
+//! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
+//! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
+//! items' scales, and an item taken from it (`a[1]`) or unnested
+//! (`unnest(a)`) its own. A lateral subquery of an inner join reads its outer
+//! columns' scales as outer references. A document built of numerics
+//! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
+//! (also in `string_agg`) show each at its scale. A scalar subquery's value
+//! keeps its scale (the subquery answers both, as a pair). The scale columns
+//! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
+//! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
+//! derived tables) and a recursive `UNION ALL`'s work table, and the query's
+//! output prints such a column at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -36,25 +39,27 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (recursive queries,
-//! set-returning functions, other functions), the value prints as before:
-//! without trailing zeros.
+//! decimal as before. Where a scale column does not pass (a recursive
+//! `UNION`, a lateral call's outer columns in a left join or a dataflow, other
+//! functions), the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
+use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
+use datafusion::functions_nested::expr_fn::cardinality;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
     Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
-    LogicalPlan, Operator, Projection, SortExpr, Subquery, TableScan, TableSource, Union, Values,
-    Window, WindowFunctionDefinition, lit,
+    LogicalPlan, Operator, Projection, RecursiveQuery, SortExpr, Subquery, TableScan, TableSource,
+    Union, Unnest, Values, Window, WindowFunctionDefinition, lit,
 };
 
 use crate::QueryError;
@@ -72,8 +77,8 @@ pub fn apply(plan: &LogicalPlan) -> Option<LogicalPlan> {
 /// [`apply`] for the plan of a dataflow (a materialized view's, a
 /// subscription's), whose output rows are stored or sent as they print. Its
 /// inputs are change logs, whose rows the dataflow reads with their stored
-/// scales (see [`floe_arrow::stored_scale_field`]); `min`, `max` and the
-/// statistics, which it does not maintain, keep their values' printing.
+/// scales (see [`floe_arrow::stored_scale_field`]); `min` and `max`, whose
+/// chosen row's scale it does not maintain, keep their values' printing.
 pub fn apply_to_dataflow(plan: &LogicalPlan) -> Option<LogicalPlan> {
     apply_with(plan, true)
 }
@@ -138,6 +143,13 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
                 .fields()
                 .iter()
                 .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
+            // Its recursive term reads its numerics' scales back.
+            LogicalPlan::RecursiveQuery(query) => query
+                .static_term
+                .schema()
+                .fields()
+                .iter()
+                .any(|field| matches!(field.data_type(), DataType::Decimal128(..))),
             // Its inputs' types are made one by the analyzer, later.
             LogicalPlan::Union(union) => union.inputs.iter().any(|input| {
                 input
@@ -191,7 +203,12 @@ fn scale_depends_on_values(function: &str) -> bool {
 /// The root with its scaled columns printed at their scales, and which
 /// output columns those are; `None` when no output column has a scale column.
 fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPlan, Vec<bool>)>> {
-    let mut names = Names { next: 0, dataflow };
+    let mut names = Names {
+        next: 0,
+        dataflow,
+        work_tables: Vec::new(),
+        outer: Vec::new(),
+    };
     let rewritten = rewrite(plan, &mut names)?;
     if rewritten.columns.iter().all(|(_, scale)| scale.is_none()) && rewritten.plan == *plan {
         return Ok(None);
@@ -222,6 +239,10 @@ fn with_scales(plan: &LogicalPlan, dataflow: bool) -> DfResult<Option<(LogicalPl
 struct Rewritten {
     plan: LogicalPlan,
     columns: Columns,
+    /// The scales of the outer query's columns a lateral subquery reads (see
+    /// [`Names::outer`]): each column, and its scale column as an outer
+    /// reference.
+    outer: Vec<(Column, Expr)>,
 }
 
 /// For each column of a node as it was: its index in the rewritten node's
@@ -229,13 +250,19 @@ struct Rewritten {
 type Columns = Vec<(usize, Option<usize>)>;
 
 impl Rewritten {
-    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+    fn new(plan: LogicalPlan, columns: Columns) -> Rewritten {
         Rewritten {
-            plan: plan.clone(),
-            columns: (0..plan.schema().fields().len())
-                .map(|i| (i, None))
-                .collect(),
+            plan,
+            columns,
+            outer: Vec::new(),
         }
+    }
+
+    fn unchanged(plan: &LogicalPlan) -> Rewritten {
+        let columns = (0..plan.schema().fields().len())
+            .map(|i| (i, None))
+            .collect();
+        Rewritten::new(plan.clone(), columns)
     }
 
     fn has_scales(&self) -> bool {
@@ -257,11 +284,22 @@ impl Rewritten {
 }
 
 fn column_at(plan: &LogicalPlan, index: usize) -> Expr {
+    Expr::Column(column_ref(plan, index))
+}
+
+fn column_ref(plan: &LogicalPlan, index: usize) -> Column {
     let (qualifier, field) = plan.schema().qualified_field(index);
-    Expr::Column(Column::new(qualifier.cloned(), field.name()))
+    Column::new(qualifier.cloned(), field.name())
 }
 
 fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
+    let mut rewritten = rewrite_node(plan, names)?;
+    // A lateral subquery's nodes read the outer columns' scales.
+    rewritten.outer.clone_from(&names.outer);
+    Ok(rewritten)
+}
+
+fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     match plan {
         LogicalPlan::Projection(projection) => {
             let input = rewrite(&projection.input, names)?;
@@ -272,10 +310,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 return Ok(Rewritten::unchanged(plan));
             }
             let plan = Projection::try_new(exprs, Arc::new(input.plan))?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Projection(plan),
-                columns,
-            })
+            Ok(Rewritten::new(LogicalPlan::Projection(plan), columns))
         }
         // The chosen row's values and their scales (PostgreSQL's value).
         LogicalPlan::Distinct(Distinct::On(distinct)) => {
@@ -291,10 +326,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 distinct.sort_expr.clone(),
                 Arc::new(input.plan),
             )?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Distinct(Distinct::On(plan)),
+            Ok(Rewritten::new(
+                LogicalPlan::Distinct(Distinct::On(plan)),
                 columns,
-            })
+            ))
         }
         LogicalPlan::Distinct(Distinct::All(child)) => {
             let input = rewrite(child, names)?;
@@ -363,10 +398,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 .enumerate()
                 .map(|(index, scale)| (index, scale.map(|aggregate| groups + aggregate)))
                 .collect();
-            Ok(Rewritten {
-                plan: LogicalPlan::Aggregate(plan),
-                columns,
-            })
+            Ok(Rewritten::new(LogicalPlan::Aggregate(plan), columns))
         }
         // Nodes whose output is their input's columns as they are.
         LogicalPlan::Filter(_)
@@ -383,10 +415,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![input.plan])?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns: input.columns,
-            })
+            Ok(Rewritten::new(rebuilt, input.columns))
         }
         // The input's columns, then the window functions', each with the
         // scale column of its frame's value.
@@ -413,10 +442,10 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 columns.push((width + index, scale));
             }
             let window = Window::try_new(exprs, Arc::new(input.plan))?;
-            Ok(Rewritten {
-                plan: scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
+            Ok(Rewritten::new(
+                scales_of_chosen_rows(LogicalPlan::Window(window), &chosen_rows)?,
                 columns,
-            })
+            ))
         }
         // The left input's columns, then the right's.
         LogicalPlan::Join(join)
@@ -426,7 +455,17 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             ) =>
         {
             let left = rewrite(&join.left, names)?;
-            let right = rewrite(&join.right, names)?;
+            // A lateral subquery on the right reads the left's columns (not in
+            // a dataflow, which does not run the subquery's scale columns).
+            let outer = if join.join_type == JoinType::Inner && !names.dataflow {
+                outer_scales(&left)
+            } else {
+                Vec::new()
+            };
+            let enclosing = std::mem::replace(&mut names.outer, outer);
+            let right = rewrite(&join.right, names);
+            names.outer = enclosing;
+            let right = right?;
             if left.same_as(&join.left) && right.same_as(&join.right) {
                 return Ok(Rewritten::unchanged(plan));
             }
@@ -441,10 +480,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan
                 .clone()
                 .with_new_exprs(plan.expressions(), vec![left.plan, right.plan])?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns,
-            })
+            Ok(Rewritten::new(rebuilt, columns))
         }
         // One side's columns (INTERSECT's and EXCEPT's semi and anti joins),
         // and a mark join's mark.
@@ -465,10 +501,7 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 vec![join.left.as_ref().clone(), kept.plan]
             };
             let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
-            Ok(Rewritten {
-                plan: rebuilt,
-                columns,
-            })
+            Ok(Rewritten::new(rebuilt, columns))
         }
         // Each row's values at their own scales (the engine gives a column of
         // `VALUES (1.5), (2.25)` one type, of scale 2).
@@ -525,13 +558,11 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 return Ok(Rewritten::unchanged(plan));
             }
             let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Values(Values {
-                    schema: Arc::new(schema),
-                    values: rows,
-                }),
-                columns,
-            })
+            let values = LogicalPlan::Values(Values {
+                schema: Arc::new(schema),
+                values: rows,
+            });
+            Ok(Rewritten::new(values, columns))
         }
         // Each input's values at their own scales (the engine gives a column of
         // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
@@ -629,13 +660,34 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
                 )?)));
             }
             let schema = DFSchema::new_with_metadata(fields, union.schema.metadata().clone())?;
-            Ok(Rewritten {
-                plan: LogicalPlan::Union(Union {
-                    inputs: projected,
-                    schema: Arc::new(schema),
-                }),
-                columns,
-            })
+            let union = LogicalPlan::Union(Union {
+                inputs: projected,
+                schema: Arc::new(schema),
+            });
+            Ok(Rewritten::new(union, columns))
+        }
+        LogicalPlan::Unnest(unnest) => unnested_scales(plan, unnest, names),
+        // A lateral subquery (`FROM t, unnest(ARRAY[t.x])`): its columns and
+        // scales, which may read the outer columns' scales.
+        LogicalPlan::Subquery(subquery) if !names.outer.is_empty() => {
+            let inner = rewrite(&subquery.subquery, names)?;
+            if inner.same_as(&subquery.subquery) {
+                return Ok(Rewritten::unchanged(plan));
+            }
+            let outer_ref_columns = crate::semantics::with_unrecorded_outer_references(
+                subquery.outer_ref_columns.clone(),
+                &inner.plan,
+            );
+            let rebuilt = LogicalPlan::Subquery(Subquery {
+                subquery: Arc::new(inner.plan),
+                outer_ref_columns,
+                spans: subquery.spans.clone(),
+            });
+            Ok(Rewritten::new(rebuilt, inner.columns))
+        }
+        LogicalPlan::RecursiveQuery(query) => recursive_scales(plan, query, names),
+        LogicalPlan::TableScan(scan) if work_table_name(scan).is_some() => {
+            Ok(work_table_scan(plan, scan, names)?.unwrap_or_else(|| Rewritten::unchanged(plan)))
         }
         LogicalPlan::TableScan(scan) => {
             let columns = stored_scale_columns(scan, names.dataflow);
@@ -667,13 +719,321 @@ fn rewrite(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             for (k, (position, _)) in columns.iter().enumerate() {
                 out[*position].1 = Some(projection.len() + k);
             }
-            Ok(Rewritten {
-                plan: LogicalPlan::TableScan(rebuilt),
-                columns: out,
-            })
+            Ok(Rewritten::new(LogicalPlan::TableScan(rebuilt), out))
         }
         _ => Ok(Rewritten::unchanged(plan)),
     }
+}
+
+/// A recursive query whose numeric columns carry their scales through its
+/// work table: the first term's rows with their scales, the recursive term's
+/// computed from the scales it reads. A `UNION` (distinct) keeps its printing:
+/// its rows of equal values and two scales would be two rows.
+fn recursive_scales(
+    plan: &LogicalPlan,
+    query: &RecursiveQuery,
+    names: &mut Names,
+) -> DfResult<Rewritten> {
+    let numeric: Vec<usize> = (0..query.static_term.schema().fields().len())
+        .filter(|index| {
+            matches!(
+                query.static_term.schema().field(*index).data_type(),
+                DataType::Decimal128(..)
+            )
+        })
+        .collect();
+    let Some(table) = work_table_schema(&query.recursive_term, &query.name) else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    if query.is_distinct || numeric.is_empty() {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let first = rewrite(&query.static_term, names)?;
+    let Some(first_scales) = term_scales(&first, &numeric)? else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    // The work table: the first term's columns, then their scales.
+    let width = table.fields().len();
+    let mut fields: Vec<Field> = table.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut scales = vec![None; width];
+    for (k, column) in numeric.iter().enumerate() {
+        fields.push(Field::new(scale_name(names), DataType::Int32, true));
+        scales[*column] = Some(width + k);
+    }
+    let scaled_table = Arc::new(Schema::new_with_metadata(fields, table.metadata().clone()));
+    names.work_tables.push(ScaledWorkTable {
+        name: query.name.clone(),
+        source: provider_as_source(Arc::new(CteWorkTable::new(
+            &query.name,
+            scaled_table.clone(),
+        ))),
+        scales,
+    });
+    let recursive = rewrite(&query.recursive_term, names);
+    names.work_tables.pop();
+    let recursive = recursive?;
+    // A scan the rewrite left would read the work table without its scales.
+    if !reads_work_table_as(&recursive.plan, &query.name, &scaled_table) {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let Some(recursive_scales) = term_scales(&recursive, &numeric)? else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    let names_of = query.static_term.schema();
+    let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
+    let recursive_term = with_term_scales(recursive, recursive_scales, names_of, &scaled_table)?;
+    let rewritten = RecursiveQuery::try_new(
+        query.name.clone(),
+        Arc::new(static_term),
+        Arc::new(recursive_term),
+        query.is_distinct,
+    )?;
+    let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
+    for (k, column) in numeric.iter().enumerate() {
+        columns[*column].1 = Some(width + k);
+    }
+    Ok(Rewritten::new(
+        LogicalPlan::RecursiveQuery(rewritten),
+        columns,
+    ))
+}
+
+/// The display scale of each of a recursive query's term's `numeric`
+/// columns; `None` where one has none (not a number).
+fn term_scales(term: &Rewritten, numeric: &[usize]) -> DfResult<Option<Vec<Expr>>> {
+    let mut scales = Vec::with_capacity(numeric.len());
+    for column in numeric {
+        let Some((value, scale)) = term.columns.get(*column).copied() else {
+            return Ok(None);
+        };
+        let value = column_at(&term.plan, value);
+        let scale = match scale {
+            Some(scale) => column_at(&term.plan, scale),
+            None => match scale_of(&value, term)? {
+                Some(scale) => scale.into_expr(&value)?,
+                None => return Ok(None),
+            },
+        };
+        scales.push(scale);
+    }
+    Ok(Some(scales))
+}
+
+/// A recursive query's term with its columns, named as the first term's
+/// (`first`: the nodes above read them by those names), then their `scales`,
+/// named as the work table's (`table`).
+fn with_term_scales(
+    term: Rewritten,
+    scales: Vec<Expr>,
+    first: &DFSchema,
+    table: &Schema,
+) -> DfResult<LogicalPlan> {
+    let values = term
+        .columns
+        .iter()
+        .zip(first.iter())
+        .map(|((value, _), (qualifier, field))| {
+            column_at(&term.plan, *value).alias_qualified(qualifier.cloned(), field.name())
+        });
+    let scales = scales
+        .into_iter()
+        .zip(table.fields().iter().skip(first.fields().len()))
+        .map(|(scale, field)| scale.alias(field.name()));
+    let exprs = values.chain(scales).collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(
+        exprs,
+        Arc::new(term.plan),
+    )?))
+}
+
+/// The name of the work table a scan reads, if it reads one.
+fn work_table_name(scan: &TableScan) -> Option<String> {
+    let provider = datafusion::datasource::source_as_provider(&scan.source).ok()?;
+    let table = provider.downcast_ref::<CteWorkTable>()?;
+    Some(table.name().to_string())
+}
+
+/// The schema of the work table `name` as a scan in `plan` reads it.
+fn work_table_schema(plan: &LogicalPlan, name: &str) -> Option<Arc<Schema>> {
+    let mut found = None;
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && work_table_name(scan).as_deref() == Some(name)
+        {
+            found = Some(scan.source.schema());
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
+}
+
+/// Whether every scan of the work table `name` in `plan` reads it as `table`.
+fn reads_work_table_as(plan: &LogicalPlan, name: &str, table: &Arc<Schema>) -> bool {
+    let mut all = true;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && work_table_name(scan).as_deref() == Some(name)
+            && scan.source.schema() != *table
+        {
+            all = false;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    all
+}
+
+/// A scan of a recursive query's work table read with its scale columns (see
+/// [`recursive_scales`]); `None` where its query's rewrite did not give it any.
+fn work_table_scan(
+    plan: &LogicalPlan,
+    scan: &TableScan,
+    names: &Names,
+) -> DfResult<Option<Rewritten>> {
+    let Some(name) = work_table_name(scan) else {
+        return Ok(None);
+    };
+    let Some(table) = names.work_tables.iter().rev().find(|t| t.name == name) else {
+        return Ok(None);
+    };
+    let projection: Vec<usize> = match &scan.projection {
+        Some(projection) => projection.clone(),
+        None => (0..table.scales.len()).collect(),
+    };
+    let mut scaled_projection = projection.clone();
+    let mut columns: Columns = (0..projection.len()).map(|i| (i, None)).collect();
+    for (position, column) in projection.iter().enumerate() {
+        if let Some(Some(scale)) = table.scales.get(*column) {
+            scaled_projection.push(*scale);
+            columns[position].1 = Some(scaled_projection.len() - 1);
+        }
+    }
+    if scaled_projection.len() == projection.len() {
+        return Ok(Some(Rewritten::unchanged(plan)));
+    }
+    let rebuilt = TableScan::try_new(
+        scan.table_name.clone(),
+        table.source.clone(),
+        Some(scaled_projection),
+        scan.filters.clone(),
+        scan.fetch,
+    )?;
+    Ok(Some(Rewritten::new(
+        LogicalPlan::TableScan(rebuilt),
+        columns,
+    )))
+}
+
+/// An unnest of arrays of numerics (`unnest(ARRAY[1.50, 2.5])`), with each
+/// array's list of its items' scales unnested beside it, so that each item
+/// meets its own scale; the other scale columns pass as they are. An unnest of
+/// nested lists or of structs keeps its printing.
+fn unnested_scales(plan: &LogicalPlan, unnest: &Unnest, names: &mut Names) -> DfResult<Rewritten> {
+    let input = rewrite(&unnest.input, names)?;
+    if input.same_as(&unnest.input) {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    // Then each input column is one output column, at the same place.
+    let one_level = unnest.options.recursions.iter().all(|recursion| {
+        recursion.depth == 1
+            && unnest
+                .options
+                .recursions
+                .iter()
+                .filter(|other| other.input_column == recursion.input_column)
+                .count()
+                == 1
+    });
+    if !one_level || !unnest.struct_type_columns.is_empty() {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let mut columns = input.columns.clone();
+    let mut unnested = Vec::with_capacity(unnest.exec_columns.len());
+    let mut item_scales = Vec::new();
+    for column in &unnest.exec_columns {
+        let index = unnest.input.schema().index_of_column(column)?;
+        let Some((value, scale)) = columns.get_mut(index) else {
+            return Ok(Rewritten::unchanged(plan));
+        };
+        unnested.push(column_ref(&input.plan, *value));
+        let Some(items) = scale.take() else {
+            continue;
+        };
+        let is_list = matches!(
+            input.plan.schema().field(items).data_type(),
+            DataType::List(_)
+        );
+        // A scale column another column keeps would be unnested under it.
+        let shared = input
+            .columns
+            .iter()
+            .filter(|(_, other)| *other == Some(items))
+            .count()
+            > 1;
+        if is_list && !shared {
+            item_scales.push((*value, items));
+            *scale = Some(items);
+        }
+    }
+    let (input_plan, guarded) = scales_as_long_as_items(input.plan, &item_scales)?;
+    unnested.extend(guarded);
+    let plan = Unnest::try_new(Arc::new(input_plan), unnested, unnest.options.clone())?;
+    Ok(Rewritten::new(LogicalPlan::Unnest(plan), columns))
+}
+
+/// `plan` with each list of item scales of `item_scales` (an array's column
+/// and its scales' column) NULL where it is not as long as its array (a NULL
+/// array): unnested together, a longer list would add rows. The scales'
+/// columns, to unnest.
+fn scales_as_long_as_items(
+    plan: LogicalPlan,
+    item_scales: &[(usize, usize)],
+) -> DfResult<(LogicalPlan, Vec<Column>)> {
+    if item_scales.is_empty() {
+        return Ok((plan, Vec::new()));
+    }
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(index, (qualifier, field))| {
+            let column = column_at(&plan, index);
+            match item_scales.iter().find(|(_, scale)| *scale == index) {
+                Some((items, _)) => {
+                    let same_length =
+                        cardinality(column_at(&plan, *items)).eq(cardinality(column.clone()));
+                    Expr::Case(Case::new(
+                        None,
+                        vec![(Box::new(same_length), Box::new(column))],
+                        None,
+                    ))
+                    .alias_qualified(qualifier.cloned(), field.name())
+                }
+                None => column,
+            }
+        })
+        .collect();
+    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?);
+    let scales = item_scales
+        .iter()
+        .map(|(_, scale)| column_ref(&plan, *scale))
+        .collect();
+    Ok((plan, scales))
+}
+
+/// The scales of `left`'s columns as a lateral subquery on its right reads
+/// them: each column, and its scale column as an outer reference.
+fn outer_scales(left: &Rewritten) -> Vec<(Column, Expr)> {
+    left.columns
+        .iter()
+        .filter_map(|(value, scale)| {
+            let scale = (*scale)?;
+            let field = Arc::new(left.plan.schema().field(scale).as_ref().clone());
+            let reference = Expr::OuterReferenceColumn(field, column_ref(&left.plan, scale));
+            Some((column_ref(&left.plan, *value), reference))
+        })
+        .collect()
 }
 
 /// `exprs` (a projection's or a DISTINCT ON's list, typed by `schema`) over
@@ -777,10 +1137,7 @@ fn scaled_subqueries(
     }
     let plan = Projection::try_new(taken, Arc::new(with_pairs))?;
     Ok((
-        Rewritten {
-            plan: LogicalPlan::Projection(plan),
-            columns,
-        },
+        Rewritten::new(LogicalPlan::Projection(plan), columns),
         replaced,
     ))
 }
@@ -827,10 +1184,7 @@ fn distinct_rows(input: Rewritten, names: &mut Names) -> DfResult<Rewritten> {
         columns.push((index, scale));
     }
     let plan = Aggregate::try_new(Arc::new(input.plan), groups, aggregates)?;
-    Ok(Rewritten {
-        plan: LogicalPlan::Aggregate(plan),
-        columns,
-    })
+    Ok(Rewritten::new(LogicalPlan::Aggregate(plan), columns))
 }
 
 /// The scale column of a window function of an `x` whose scale depends on
@@ -1036,11 +1390,26 @@ fn source_with_scales(
 
 /// The rewrite's state: the scale columns named so far, and whether the plan
 /// is a dataflow's (a materialized view's or a subscription's), which keeps
-/// only the aggregates it can maintain (`max`, not `first_value` or floe's
-/// statistics' twins).
+/// only the aggregates it can maintain (`max` and floe's statistics' twins,
+/// not `first_value`).
 struct Names {
     next: usize,
     dataflow: bool,
+    /// The work tables of the recursive queries being rewritten, read with
+    /// their scale columns.
+    work_tables: Vec<ScaledWorkTable>,
+    /// The scales of the outer columns the lateral subquery being rewritten
+    /// reads (see [`outer_scales`]).
+    outer: Vec<(Column, Expr)>,
+}
+
+/// A recursive query's work table with a scale column for each of its
+/// numeric columns.
+struct ScaledWorkTable {
+    name: String,
+    source: Arc<dyn TableSource>,
+    /// For each column of the table as planned, the index of its scale column.
+    scales: Vec<Option<usize>>,
 }
 
 fn scale_name(names: &mut Names) -> String {
@@ -1106,9 +1475,16 @@ impl ScaleAggregates {
     }
 }
 
-/// Whether a dataflow maintains this aggregate of a scale column (`max`).
+/// Whether a dataflow maintains this aggregate of a scale column: `max`, and
+/// a statistic's scale, which it computes from the group's values as it does
+/// the statistic.
 fn maintained(aggregate: &Expr) -> bool {
-    matches!(aggregate, Expr::AggregateFunction(f) if f.func.name() == "max" && f.params.order_by.is_empty())
+    let Expr::AggregateFunction(function) = aggregate else {
+        return false;
+    };
+    let name = function.func.name();
+    (name == "max" && function.params.order_by.is_empty())
+        || functions::is_variance_display_scale(name)
 }
 
 /// The scale column of an aggregate of an `x` whose scale depends on the
@@ -1289,6 +1665,10 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
             (Expr::Negative(Box::new(inner)), dynamic(scale))
         }
         Expr::Column(column) => (expr.clone(), input.scale_of_column(column)),
+        Expr::OuterReferenceColumn(_, column) => {
+            let scale = input.outer.iter().find(|(outer, _)| outer == column);
+            (expr.clone(), scale.map(|(_, scale)| scale.clone()))
+        }
         // The engine's own casts between exact numbers (a column of VALUES made
         // one type) keep the value's scale; SQL's casts are `floe_cast`.
         Expr::Cast(cast) => {

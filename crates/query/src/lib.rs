@@ -41,6 +41,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod parameter;
 pub mod plan_cache;
+mod recursive_query;
 mod relations;
 pub mod rewrite;
 mod row_compare;

@@ -46,7 +46,9 @@ pub struct PgSemantics;
 
 impl AnalyzerRule for PgSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> DfResult<LogicalPlan> {
-        rewrite_plan(crate::lateral::flatten(plan)?, &DFSchema::empty())
+        let plan = rewrite_plan(crate::lateral::flatten(plan)?, &DFSchema::empty())?;
+        // Floe's casts may have made a recursive query's terms two types.
+        crate::recursive_query::unify_terms(plan)
     }
 
     fn name(&self) -> &str {
@@ -170,7 +172,10 @@ fn without_relation_subqueries(plan: LogicalPlan) -> DfResult<LogicalPlan> {
 /// its FROM clause (`(SELECT array_agg(x) FROM unnest(outer.a) x)`, psql's
 /// `\d+`). Unrecorded, the subquery passes for uncorrelated and is joined
 /// as one, and the outer column reaches the physical planner.
-fn with_unrecorded_outer_references(mut recorded: Vec<Expr>, plan: &LogicalPlan) -> Vec<Expr> {
+pub(crate) fn with_unrecorded_outer_references(
+    mut recorded: Vec<Expr>,
+    plan: &LogicalPlan,
+) -> Vec<Expr> {
     let _ = plan.apply(|node| {
         node.apply_expressions(|expr| {
             expr.apply(|inner| {

@@ -77,7 +77,9 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
     ]
 }
 
-/// `sign` of a float is a double precision; of anything else a numeric.
+/// `sign` of a float is a double precision; of anything else a numeric of
+/// scale 0 (PostgreSQL's is -1, 0 or 1 at display scale 0, so `sign(x) * 1.50`
+/// prints 1.50).
 fn sign_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     expect_arguments("sign", arguments, &[1])?;
     numbers("sign", arguments)?;
@@ -85,7 +87,7 @@ fn sign_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
         SqlScalarType::Float32 | SqlScalarType::Float64 => SqlScalarType::Float64,
         _ => SqlScalarType::Numeric {
             precision: None,
-            max_scale: None,
+            max_scale: Some(0),
         },
     })
 }

@@ -114,6 +114,14 @@ pub fn register(state: &mut SessionState) {
     )));
 }
 
+/// Whether `name` is the aggregate of a numeric statistic's display scale
+/// (see [`variance_display_scale`]).
+pub fn is_variance_display_scale(name: &str) -> bool {
+    ["var_samp", "var_pop", "stddev", "stddev_pop"]
+        .iter()
+        .any(|statistic| variance::display_scale_name(statistic).as_deref() == Some(name))
+}
+
 /// Whether `name` is a numeric function whose numeric result's display scale
 /// PostgreSQL chooses from its arguments' values (`sqrt`, `ln`, ...).
 pub fn numeric_math_function(name: &str) -> bool {

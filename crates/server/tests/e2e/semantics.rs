@@ -782,6 +782,42 @@ async fn mutated_statements_never_drop_the_connection() {
     assert!(sent > 0);
 }
 
+/// A materialized view's numeric variance and standard deviation keep
+/// PostgreSQL's display scale as the view is maintained: after each change
+/// the view holds what PostgreSQL's SELECT of the statistics answers over the
+/// same rows (floe's view printed 23.805 where PostgreSQL prints
+/// 23.8050000000000000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintained_statistics_print_as_postgres_prints_them() {
+    let engines = SideBySide::start("statistics").await;
+    let (pg, floe) = (&engines.postgres, &engines.floe);
+    let statistics = "SELECT g, variance(n) AS v, stddev(n) AS s, var_pop(n) AS vp, stddev_pop(n) AS sp, var_samp(g) AS vi FROM samples GROUP BY g";
+    for statement in [
+        "CREATE TABLE samples (g int, n numeric)",
+        "INSERT INTO samples VALUES (1, 1.50), (1, 2.250), (2, 3), (2, 7.5)",
+    ] {
+        pg.batch_execute(statement).await.expect(statement);
+        floe.batch_execute(statement).await.expect(statement);
+    }
+    floe.batch_execute(&format!(
+        "CREATE MATERIALIZED VIEW sample_statistics AS {statistics}"
+    ))
+    .await
+    .expect("creates the view");
+    for change in [
+        "SELECT 1",
+        "INSERT INTO samples VALUES (2, 0.125), (1, 10), (3, 4)",
+        "DELETE FROM samples WHERE n = 1.50",
+        "UPDATE samples SET n = n * 3 WHERE g = 2",
+    ] {
+        pg.batch_execute(change).await.expect(change);
+        floe.batch_execute(change).await.expect(change);
+        let expected = answer(pg, statistics).await.expect("PostgreSQL answers");
+        let held = answer(floe, "SELECT * FROM sample_statistics").await;
+        assert_eq!(held, Ok(expected), "after {change}");
+    }
+}
+
 /// An error points where PostgreSQL's points (the ErrorResponse's position,
 /// which psql shows as a caret under the query's line): the unknown column,
 /// relation or function, the literal a cast could not read; in both protocols.
