@@ -18,6 +18,7 @@
 //! leaves it alone), as a key's changes are not compared row by row.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::BuildHasher;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
@@ -31,27 +32,55 @@ use crate::input::BuiltColumns;
 /// Where a change is: its chunk and its row in it.
 type Position = (u32, u32);
 
-/// What a key's changes in the batch add up to.
+/// What a key's changes in the batch add up to (kept small: a batch holds up to a
+/// million keys or more).
 struct KeyState {
     /// The key's values in `key_bytes` (row format of the key columns).
     key_start: usize,
-    key_end: usize,
-    /// The next key with the same hash (rare), as an index into `keys`.
-    next_same_hash: Option<u32>,
+    key_len: u32,
+    /// The next key with the same hash (rare), as an index into `keys`; `NO_KEY` if none.
+    next_same_hash: u32,
     /// A change of the key, whose key columns are the key's values.
     first: Position,
     /// The latest time of the key's changes.
     last_ts: Timestamp,
-    /// Its insertion at `last_ts`, if any: the key's final row.
-    value: Option<Position>,
-    /// How many rows were inserted and retracted at `last_ts` (more than one either way:
-    /// the key is not unique, or the time's changes are not consolidated).
-    inserted_at_last_ts: i64,
-    retracted_at_last_ts: i64,
+    /// Its insertion at `last_ts`, if `has_value`: the key's final row.
+    value: Position,
+    has_value: bool,
+    /// How many rows were inserted and retracted at `last_ts`, counted up to 2 (more than
+    /// one either way: the key is not unique, or the time's changes are not consolidated).
+    inserted_at_last_ts: u8,
+    retracted_at_last_ts: u8,
     /// Whether some time held more than one insertion or retraction of the key.
     contradicts: bool,
     /// The net count of the key's changes: rows after the batch less rows before it.
     net: i64,
+}
+
+/// `next_same_hash` of the last key with its hash.
+const NO_KEY: u32 = u32::MAX;
+
+impl KeyState {
+    /// Takes a change of the key at `at`.
+    fn change(&mut self, at: Position, ts: Timestamp, diff: i64) {
+        if ts > self.last_ts {
+            self.last_ts = ts;
+            self.has_value = false;
+            self.inserted_at_last_ts = 0;
+            self.retracted_at_last_ts = 0;
+        }
+        // Up to 2: more says nothing more.
+        let count = u8::try_from(diff.unsigned_abs().min(2)).unwrap_or(2);
+        if diff > 0 {
+            self.value = at;
+            self.has_value = true;
+            self.inserted_at_last_ts = self.inserted_at_last_ts.saturating_add(count).min(2);
+        } else {
+            self.retracted_at_last_ts = self.retracted_at_last_ts.saturating_add(count).min(2);
+        }
+        self.contradicts |= self.inserted_at_last_ts > 1 || self.retracted_at_last_ts > 1;
+        self.net = self.net.saturating_add(diff);
+    }
 }
 
 /// A batch being consolidated per key: feed it chunks with [`ColumnConsolidation::add`],
@@ -117,21 +146,7 @@ impl ColumnConsolidation {
         for (row, (ts, diff)) in chunk.times.iter().zip(&chunk.counts).enumerate() {
             let at = (chunk_at, position(row)?);
             let key = self.find_or_insert_key(key_rows.row(row).as_ref(), at)?;
-            let state = &mut self.keys[key as usize];
-            if *ts > state.last_ts {
-                state.last_ts = *ts;
-                state.value = None;
-                state.inserted_at_last_ts = 0;
-                state.retracted_at_last_ts = 0;
-            }
-            if *diff > 0 {
-                state.value = Some(at);
-                state.inserted_at_last_ts += diff;
-            } else {
-                state.retracted_at_last_ts -= diff;
-            }
-            state.contradicts |= state.inserted_at_last_ts > 1 || state.retracted_at_last_ts > 1;
-            state.net += diff;
+            self.keys[key as usize].change(at, *ts, *diff);
         }
         self.chunks.push(chunk);
         Ok(())
@@ -139,39 +154,49 @@ impl ColumnConsolidation {
 
     /// The index of the key of values `key`, added (first seen at `at`) if new.
     fn find_or_insert_key(&mut self, key: &[u8], at: Position) -> Result<u32, SinkError> {
-        let hash = self.hasher.hash_one(key);
-        let mut candidate = self.by_hash.get(&hash).copied();
-        let mut last = None;
-        while let Some(index) = candidate {
-            let state = &self.keys[index as usize];
-            if &self.key_bytes[state.key_start..state.key_end] == key {
+        let index = position(self.keys.len())?;
+        // One probe of the hash table for a new key (most keys of a batch of inserts).
+        let mut candidate = match self.by_hash.entry(self.hasher.hash_one(key)) {
+            Entry::Vacant(slot) => {
+                slot.insert(index);
+                self.push_key(key, at);
                 return Ok(index);
             }
-            last = Some(index);
+            Entry::Occupied(first) => *first.get(),
+        };
+        loop {
+            let state = &self.keys[candidate as usize];
+            let start = state.key_start;
+            if &self.key_bytes[start..start + state.key_len as usize] == key {
+                return Ok(candidate);
+            }
+            if state.next_same_hash == NO_KEY {
+                break;
+            }
             candidate = state.next_same_hash;
         }
-        let index = position(self.keys.len())?;
+        self.keys[candidate as usize].next_same_hash = index;
+        self.push_key(key, at);
+        Ok(index)
+    }
+
+    fn push_key(&mut self, key: &[u8], at: Position) {
         let key_start = self.key_bytes.len();
         self.key_bytes.extend_from_slice(key);
         self.keys.push(KeyState {
             key_start,
-            key_end: self.key_bytes.len(),
-            next_same_hash: None,
+            // A key is one row's values: far below 4 GiB (an Arrow batch's bound).
+            key_len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            next_same_hash: NO_KEY,
             first: at,
             last_ts: Timestamp(0),
-            value: None,
+            value: at,
+            has_value: false,
             inserted_at_last_ts: 0,
             retracted_at_last_ts: 0,
             contradicts: false,
             net: 0,
         });
-        match last {
-            Some(previous) => self.keys[previous as usize].next_same_hash = Some(index),
-            None => {
-                self.by_hash.insert(hash, index);
-            }
-        }
-        Ok(index)
     }
 
     /// The batch's outcome; `None` when its changes contradict the key's uniqueness.
@@ -182,13 +207,15 @@ impl ColumnConsolidation {
             if state.contradicts {
                 return None;
             }
-            let after = i64::from(state.value.is_some());
-            match after - state.net {
-                0 => {}
-                1 => deletes.push(state.first),
+            let after = i64::from(state.has_value);
+            match after.checked_sub(state.net) {
+                Some(0) => {}
+                Some(1) => deletes.push(state.first),
                 _ => return None,
             }
-            upserts.extend(state.value);
+            if state.has_value {
+                upserts.push(state.value);
+            }
         }
         Some(ConsolidatedColumns {
             chunks: self.chunks,
