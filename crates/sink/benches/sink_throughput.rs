@@ -11,7 +11,8 @@
 //! key space, default rows / 5), `FLOE_BENCH_E2E_SECS` (default 10), `FLOE_BENCH_E2E_RATE`
 //! (rows/s of the writer, default half the measured APPEND drain rate),
 //! `FLOE_BENCH_SMALL_BATCH` (the small `max_batch_rows`, default rows / 10),
-//! `FLOE_BENCH_NO_PEER=1` (skip pyiceberg), `FLOE_BENCH_RUNS` (default 3, 1 when quick):
+//! `FLOE_BENCH_NO_PEER=1` (skip pyiceberg, and with it the warm-up of SeaweedFS: the cold
+//! figures then include the store's own first writes), `FLOE_BENCH_RUNS` (default 3, 1 when quick):
 //! each run is a process of its own; the report ends with each ratio's minimum, median
 //! and maximum over the runs, and a goal is met only when its minimum meets it.
 //!
