@@ -509,6 +509,20 @@ async fn recursive_ctes_with_column_lists() {
     );
 }
 
+/// The outer query reads some of the columns; the recursive term reads all
+/// (see `recursive_pruning`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_ctes_read_by_some_columns() {
+    assert_eq!(
+        rows("WITH RECURSIVE r(n, m) AS (SELECT 1, 2 UNION ALL SELECT n + 1, m FROM r WHERE n < 3) SELECT count(*) FROM r").await,
+        table(&[&["3"]])
+    );
+    assert_eq!(
+        rows("WITH RECURSIVE r(n, m) AS (SELECT 1, 2 UNION ALL SELECT n + 1, m + n FROM r WHERE n < 3) SELECT m FROM r ORDER BY m").await,
+        table(&[&["2"], &["3"], &["5"]])
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_on_subqueries_datafusion_cannot_decorrelate() {
     assert_eq!(
