@@ -6,13 +6,14 @@
 //! (`generate_series(0.0, 1.0, 0.25)` is 0.0, 0.25, 0.50, 0.75, 1.00); the
 //! engine takes only integers, dates and timestamps. floe's function answers a
 //! list of the numerics (the select list's unnest makes them rows, see
-//! [`crate::srf`]), exact at the arguments' largest scale and typed an
+//! [`crate::srf`]), exact at the start's and the step's scale and typed an
 //! unconstrained numeric; each value's display scale is the start's, then the
 //! larger of the start's and the step's, as PostgreSQL's sum of the two
 //! ([`SERIES_SCALES`], read by [`crate::display_scale`]). A zero step is
 //! PostgreSQL's error (the engine's words for it are mapped to it by
 //! [`crate::error`]).
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -62,24 +63,38 @@ pub fn zero_step() -> QueryError {
     )
 }
 
-/// The scale of the decimals a series of arguments of these types reads them
-/// as, where floe's function takes them: two or three numerics or integers,
-/// one a numeric (PostgreSQL's numeric variant), none of more than
-/// [`MAX_SCALE`] places.
-fn numeric_scale(types: &[DataType]) -> Option<i8> {
-    if !(2..=3).contains(&types.len()) {
+/// The scales of the decimals floe's series reads its arguments as.
+#[derive(Clone, Copy)]
+struct Scales {
+    /// The start's and the step's: its values'.
+    values: i8,
+    /// The stop's.
+    stop: i8,
+}
+
+/// The [`Scales`] of a series of arguments of these types, where floe's
+/// function takes them: two or three numerics or integers, one a numeric
+/// (PostgreSQL's numeric variant), none of more than [`MAX_SCALE`] places.
+fn numeric_scales(types: &[DataType]) -> Option<Scales> {
+    if !(2..=3).contains(&types.len())
+        || !types.iter().any(|t| matches!(t, DataType::Decimal128(..)))
+    {
         return None;
     }
-    let mut scale = None;
-    for ty in types {
-        match ty {
-            DataType::Decimal128(_, s) => scale = Some(scale.unwrap_or(0).max(*s)),
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {}
-            DataType::Null => {}
-            _ => return None,
-        }
-    }
-    scale.filter(|scale| (0..=MAX_SCALE).contains(scale))
+    let scale = |ty: Option<&DataType>| match ty {
+        Some(DataType::Decimal128(_, s)) => Some(*s),
+        Some(
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Null,
+        )
+        | None => Some(0),
+        Some(_) => None,
+    };
+    let scales = Scales {
+        values: scale(types.first())?.max(scale(types.get(2))?),
+        stop: scale(types.get(1))?,
+    };
+    let fits = |scale: i8| (0..=MAX_SCALE).contains(&scale);
+    (fits(scales.values) && fits(scales.stop)).then_some(scales)
 }
 
 /// floe's numeric `generate_series` beside the engine's of other types.
@@ -101,11 +116,14 @@ impl ScalarUDFImpl for Series {
     /// Numerics as decimals of one scale; other types as the engine's function
     /// takes them.
     fn coerce_types(&self, arg_types: &[DataType]) -> DfResult<Vec<DataType>> {
-        if let Some(scale) = numeric_scale(arg_types) {
-            return Ok(vec![
-                DataType::Decimal128(PRECISION, scale);
-                arg_types.len()
-            ]);
+        if let Some(scales) = numeric_scales(arg_types) {
+            let mut types = vec![
+                DataType::Decimal128(PRECISION, scales.values),
+                DataType::Decimal128(PRECISION, scales.stop),
+                DataType::Decimal128(PRECISION, scales.values),
+            ];
+            types.truncate(arg_types.len());
+            return Ok(types);
         }
         let fields: Vec<FieldRef> = arg_types
             .iter()
@@ -116,8 +134,8 @@ impl ScalarUDFImpl for Series {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
-        match numeric_scale(arg_types) {
-            Some(scale) => Ok(list_type(scale)),
+        match numeric_scales(arg_types) {
+            Some(scales) => Ok(list_type(scales.values)),
             None => self.engine.return_type(arg_types),
         }
     }
@@ -128,10 +146,10 @@ impl ScalarUDFImpl for Series {
             .iter()
             .map(|f| f.data_type().clone())
             .collect();
-        match numeric_scale(&types) {
-            Some(scale) => Ok(Arc::new(Field::new(
+        match numeric_scales(&types) {
+            Some(scales) => Ok(Arc::new(Field::new(
                 GENERATE_SERIES,
-                list_type(scale),
+                list_type(scales.values),
                 true,
             ))),
             None => self.engine.return_field_from_args(args),
@@ -140,7 +158,7 @@ impl ScalarUDFImpl for Series {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let types: Vec<DataType> = args.args.iter().map(ColumnarValue::data_type).collect();
-        let Some(scale) = numeric_scale(&types) else {
+        let Some(scales) = numeric_scales(&types) else {
             return self.engine.invoke_with_args(args);
         };
         let scalar = args
@@ -150,15 +168,15 @@ impl ScalarUDFImpl for Series {
         let rows = if scalar { 1 } else { args.number_rows };
         let columns = decimal_columns(&args.args, rows)?;
         let mut lists = ListBuilder::new(
-            Decimal128Builder::new().with_data_type(DataType::Decimal128(PRECISION, scale)),
+            Decimal128Builder::new().with_data_type(DataType::Decimal128(PRECISION, scales.values)),
         )
-        .with_field(item_field(scale));
+        .with_field(item_field(scales.values));
         for row in 0..rows {
-            let Some((start, stop, step)) = bounds(&columns, row, scale) else {
+            let Some((start, stop, step)) = bounds(&columns, row, scales.values) else {
                 lists.append_null();
                 continue;
             };
-            for value in series(start, stop, step)? {
+            for value in series(start, stop, step, scales)? {
                 lists.values().append_value(value);
             }
             lists.append(true);
@@ -172,7 +190,9 @@ fn list_type(scale: i8) -> DataType {
     DataType::List(Arc::new(item_field(scale)))
 }
 
-/// A series' values: unconstrained numerics, exact at `scale`.
+/// A series' values: unconstrained numerics, exact at `scale` (the start's
+/// and the step's, so that a series of integers prints as PostgreSQL's where
+/// floe's display scales do not reach it).
 fn item_field(scale: i8) -> Field {
     floe_arrow::computed_numeric_field("item", PRECISION, scale)
 }
@@ -182,8 +202,8 @@ fn decimal_columns(args: &[ColumnarValue], rows: usize) -> DfResult<Vec<ArrayRef
     args.iter().map(|arg| arg.to_array(rows)).collect()
 }
 
-/// Row `row`'s start, stop and step (one, at `scale`, when omitted); `None`
-/// where one is NULL (no series).
+/// Row `row`'s start, stop and step (one, at the values' `scale`, when
+/// omitted); `None` where one is NULL (no series).
 fn bounds(columns: &[ArrayRef], row: usize, scale: i8) -> Option<(i128, i128, i128)> {
     let value = |index: usize| -> Option<i128> {
         let column = columns.get(index)?.as_primitive_opt::<Decimal128Type>()?;
@@ -194,8 +214,9 @@ fn bounds(columns: &[ArrayRef], row: usize, scale: i8) -> Option<(i128, i128, i1
     Some((value(0)?, value(1)?, step))
 }
 
-/// The values from `start` by `step` that have not passed `stop`.
-fn series(start: i128, stop: i128, step: i128) -> DfResult<Vec<i128>> {
+/// The values from `start` by `step` that have not passed `stop` (read at
+/// `scales`).
+fn series(start: i128, stop: i128, step: i128, scales: Scales) -> DfResult<Vec<i128>> {
     if step == 0 {
         return Err(zero_step().into_datafusion());
     }
@@ -203,11 +224,11 @@ fn series(start: i128, stop: i128, step: i128) -> DfResult<Vec<i128>> {
     let mut value = Some(start);
     while let Some(current) = value {
         let passed = if step > 0 {
-            current > stop
+            Ordering::Greater
         } else {
-            current < stop
+            Ordering::Less
         };
-        if passed {
+        if compare(current, scales.values, stop, scales.stop) == passed {
             break;
         }
         values.push(current);
@@ -215,6 +236,17 @@ fn series(start: i128, stop: i128, step: i128) -> DfResult<Vec<i128>> {
         value = current.checked_add(step);
     }
     Ok(values)
+}
+
+/// Decimal `a` of `a_scale` places against `b` of `b_scale`, exactly.
+fn compare(a: i128, a_scale: i8, b: i128, b_scale: i8) -> Ordering {
+    let rescaled = |x: i128, places: i8| x.checked_mul(10i128.pow(places.unsigned_abs().into()));
+    // A decimal that overflows when rescaled is beyond any of 38 digits.
+    match a_scale.cmp(&b_scale) {
+        Ordering::Less => rescaled(a, b_scale - a_scale).map_or(a.cmp(&0), |a| a.cmp(&b)),
+        Ordering::Greater => rescaled(b, a_scale - b_scale).map_or(0.cmp(&b), |b| a.cmp(&b)),
+        Ordering::Equal => a.cmp(&b),
+    }
 }
 
 /// The display scales of a numeric series' values (see the module
