@@ -63,7 +63,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::QueryError;
-use crate::functions::{self, numeric_display, numeric_division, numeric_scale};
+use crate::functions::{self, numeric_display, numeric_division, numeric_scale, series};
 use crate::snapshot::SnapshotTable;
 
 /// `plan` with PostgreSQL's display scale of each numeric value it outputs,
@@ -195,6 +195,7 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
 fn scale_depends_on_values(function: &str) -> bool {
     // The chosen argument's, or each item's.
     matches!(function, "greatest" | "least" | "make_array")
+        || function == series::GENERATE_SERIES
         || function == numeric_division::NUMERIC_DIVIDE
         || function == numeric_division::AVERAGE
         || functions::numeric_math_function(function)
@@ -1893,8 +1894,40 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
             let scale = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), item_scales));
             Ok((rebuilt, Some(Scale::Dynamic(scale))))
         }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == series::GENERATE_SERIES =>
+        {
+            numeric_series(func, args, input)
+        }
         _ => Ok((expr.clone(), None)),
     }
+}
+
+/// A `generate_series` of numerics, with its values' display scales: the
+/// start's, then the larger of the start's and the step's (1's when omitted).
+fn numeric_series(
+    func: &Arc<datafusion::logical_expr::ScalarUDF>,
+    args: &[Expr],
+    input: &Rewritten,
+) -> DfResult<(Expr, Option<Scale>)> {
+    let (values, scales) = scaled_arguments(args, input)?;
+    let series = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values.clone()));
+    // A NULL start or step has no scale: its series has no value.
+    let mut argument_scales = Vec::with_capacity(values.len());
+    for (value, scale) in values.iter().zip(scales) {
+        argument_scales.push(match scale {
+            Some(scale) => scale.into_expr(value)?,
+            None => lit(0i32),
+        });
+    }
+    let scale_at = |index: usize| argument_scales.get(index).cloned().unwrap_or(lit(0i32));
+    let (start_scale, step_scale) = (scale_at(0), scale_at(2));
+    let scales = functions::call(
+        series::SERIES_SCALES,
+        vec![series.clone(), start_scale, step_scale],
+    )
+    .map_err(QueryError::into_datafusion)?;
+    Ok((series, Some(Scale::Dynamic(scales))))
 }
 
 /// Whether a value chosen among arguments of these display scales may show

@@ -178,6 +178,11 @@ fn plan(message: &str) -> QueryError {
             "No function matches the given name and argument types. You might need to add explicit type casts.",
         );
     }
+    // The engine's table function `generate_series` of a zero step.
+    if lower.starts_with("step cannot be zero") || lower.starts_with("step interval cannot be zero")
+    {
+        return crate::functions::series::zero_step();
+    }
     let code = if lower.contains("function") {
         SqlState::UNDEFINED_FUNCTION
     } else if lower.contains("coerce") || lower.contains("type") {
@@ -221,6 +226,12 @@ fn execution(message: &str) -> QueryError {
     let lower = message.to_lowercase();
     if lower.contains("divide by zero") || lower.contains("division by zero") {
         return QueryError::new(SqlState::DIVISION_BY_ZERO, "division by zero");
+    }
+    // The engine's `generate_series` of a zero step (of timestamps, of integers).
+    if lower.starts_with("interval argument to generate_series must not be 0")
+        || lower.starts_with("step can't be 0 for function generate_series")
+    {
+        return crate::functions::series::zero_step();
     }
     if lower.contains("scalar subquery returned more than one row") {
         return QueryError::new(

@@ -41,6 +41,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod parameter;
 pub mod plan_cache;
+mod recursive_pruning;
 mod recursive_query;
 mod relations;
 pub mod rewrite;
@@ -146,6 +147,8 @@ impl Engine {
             .rules
             .into_iter()
             .filter(|rule| rule.name() != "eliminate_group_by_constant")
+            // Pruning that keeps a recursive query's columns (see `recursive_pruning`).
+            .map(recursive_pruning::in_place_of_engine_pruning)
             .collect();
         // A filter's NULL is false, as PostgreSQL folds it (see `null_filter`); last, so
         // that the simplifier has folded the NULLs first, and the next pass folds the

@@ -510,6 +510,42 @@ async fn recursive_ctes_with_column_lists() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generate_series_of_numerics() {
+    assert_eq!(
+        rows("SELECT * FROM generate_series(1.5, 3.5)").await,
+        table(&[&["1.5"], &["2.5"], &["3.5"]])
+    );
+    assert_eq!(
+        rows("SELECT sum(g), pg_typeof(sum(g)) FROM generate_series(0.1, 1, 0.1) AS g").await,
+        table(&[&["5.5", "numeric"]])
+    );
+    for zero_step in [
+        "SELECT * FROM generate_series(1.5, 3.5, 0)",
+        "SELECT * FROM generate_series(1, 3, 0)",
+        "SELECT generate_series(1, 3, 0)",
+    ] {
+        assert_eq!(
+            error(zero_step).await,
+            ("22023".into(), "step size cannot equal zero".into())
+        );
+    }
+}
+
+/// The outer query reads some of the columns; the recursive term reads all
+/// (see `recursive_pruning`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_ctes_read_by_some_columns() {
+    assert_eq!(
+        rows("WITH RECURSIVE r(n, m) AS (SELECT 1, 2 UNION ALL SELECT n + 1, m FROM r WHERE n < 3) SELECT count(*) FROM r").await,
+        table(&[&["3"]])
+    );
+    assert_eq!(
+        rows("WITH RECURSIVE r(n, m) AS (SELECT 1, 2 UNION ALL SELECT n + 1, m + n FROM r WHERE n < 3) SELECT m FROM r ORDER BY m").await,
+        table(&[&["2"], &["3"], &["5"]])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_on_subqueries_datafusion_cannot_decorrelate() {
     assert_eq!(
         rows("SELECT a FROM t1 WHERE EXISTS (SELECT 1 FROM t1 x WHERE x.a < t1.b) OR s = 'z' ORDER BY a").await,

@@ -27,6 +27,7 @@ pub mod ordered_set;
 mod random;
 pub mod range;
 pub mod record_source;
+pub mod series;
 pub mod single;
 pub mod sum;
 pub(crate) mod system;
@@ -78,6 +79,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(range::overloads())
         .chain([or_empty::function()])
         .chain(random::functions())
+        .chain(series::functions())
         .chain(record_source::functions())
         .map(|f| (f.name().to_string(), Arc::new(f)))
         .collect()
