@@ -994,28 +994,12 @@ fn scales_as_long_as_items(
     if item_scales.is_empty() {
         return Ok((plan, Vec::new()));
     }
-    let exprs = plan
-        .schema()
-        .iter()
-        .enumerate()
-        .map(|(index, (qualifier, field))| {
-            let column = column_at(&plan, index);
-            match item_scales.iter().find(|(_, scale)| *scale == index) {
-                Some((items, _)) => {
-                    let same_length =
-                        cardinality(column_at(&plan, *items)).eq(cardinality(column.clone()));
-                    Expr::Case(Case::new(
-                        None,
-                        vec![(Box::new(same_length), Box::new(column))],
-                        None,
-                    ))
-                    .alias_qualified(qualifier.cloned(), field.name())
-                }
-                None => column,
-            }
-        })
-        .collect();
-    let plan = LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?);
+    let plan = with_columns_replaced(plan, |plan, index, column| {
+        let (items, _) = item_scales.iter().find(|(_, scale)| *scale == index)?;
+        let same_length = cardinality(column_at(plan, *items)).eq(cardinality(column.clone()));
+        let when = vec![(Box::new(same_length), Box::new(column.clone()))];
+        Some(Expr::Case(Case::new(None, when, None)))
+    })?;
     let scales = item_scales
         .iter()
         .map(|(_, scale)| column_ref(&plan, *scale))
@@ -1261,17 +1245,29 @@ fn scales_of_chosen_rows(plan: LogicalPlan, chosen_rows: &[usize]) -> DfResult<L
     if chosen_rows.is_empty() {
         return Ok(plan);
     }
+    with_columns_replaced(plan, |_, index, column| {
+        chosen_rows
+            .contains(&index)
+            .then(|| datafusion::functions::core::expr_fn::get_field(column.clone(), "scale"))
+    })
+}
+
+/// `plan` projected with each column that `replacement` gives an expression for (it is
+/// handed the plan, the column's index and the column) replaced by it, named as the
+/// column was; the other columns as they are.
+fn with_columns_replaced(
+    plan: LogicalPlan,
+    replacement: impl Fn(&LogicalPlan, usize, &Expr) -> Option<Expr>,
+) -> DfResult<LogicalPlan> {
     let exprs = plan
         .schema()
         .iter()
         .enumerate()
         .map(|(index, (qualifier, field))| {
             let column = column_at(&plan, index);
-            if chosen_rows.contains(&index) {
-                datafusion::functions::core::expr_fn::get_field(column, "scale")
-                    .alias_qualified(qualifier.cloned(), field.name())
-            } else {
-                column
+            match replacement(&plan, index, &column) {
+                Some(expr) => expr.alias_qualified(qualifier.cloned(), field.name()),
+                None => column,
             }
         })
         .collect();

@@ -787,12 +787,17 @@ impl EnvelopeHandler for UpsertEnvelope {
                     // A spec of the table partitions now: read again as rows.
                     None => {
                         let plan = ConsolidationPlan::rows(cx, &self.key);
-                        let rows = Consolidated::read(cx.input.clone(), plan, lower, cx.cut(upper));
-                        self.write_rows_consolidated(cx, lower, rows.await?).await
+                        let read = consolidate_rows(cx.input.clone(), &plan, lower, cx.cut(upper));
+                        let (consolidation, upper) = read.await?;
+                        self.write_rows_consolidated(cx, lower, upper, consolidation)
+                            .await
                     }
                 }
             }
-            rows => self.write_rows_consolidated(cx, lower, rows).await,
+            Consolidated::Rows(consolidation, upper) => {
+                self.write_rows_consolidated(cx, lower, upper, consolidation)
+                    .await
+            }
         }
     }
 
@@ -916,14 +921,9 @@ impl UpsertEnvelope {
         &mut self,
         cx: &StageContext<'_>,
         lower: Timestamp,
-        consolidated: Consolidated,
+        upper: Timestamp,
+        consolidation: KeyConsolidation,
     ) -> Result<StagedBatch, SinkError> {
-        let (consolidation, upper) = match consolidated {
-            Consolidated::Rows(consolidation, upper) => (consolidation, upper),
-            Consolidated::Columns(..) => {
-                return Err(SinkError::internal("a batch in columns written as rows"));
-            }
-        };
         let staged = self
             .write_consolidated(cx, lower, upper, &consolidation)
             .await;
@@ -1185,7 +1185,8 @@ impl Consolidated {
         {
             return Ok(consolidated);
         }
-        consolidate_rows(input, &plan, lower, cut).await
+        let (consolidation, upper) = consolidate_rows(input, &plan, lower, cut).await?;
+        Ok(Consolidated::Rows(consolidation, upper))
     }
 
     fn upper(&self) -> Timestamp {
@@ -1223,13 +1224,13 @@ async fn consolidate_in_columns(
     Ok(Some(Consolidated::Columns(consolidated, cut.upper())))
 }
 
-/// [`Consolidated::read`] as rows.
+/// [`Consolidated::read`] as rows: the consolidation and the batch's upper.
 async fn consolidate_rows(
     input: Arc<dyn SinkInput>,
     plan: &ConsolidationPlan,
     lower: Timestamp,
     mut cut: BatchCut,
-) -> Result<Consolidated, SinkError> {
+) -> Result<(KeyConsolidation, Timestamp), SinkError> {
     let mut changes = input.read(lower, cut.upper, plan.chunk_rows).await?;
     let mut consolidation = KeyConsolidation::new(&plan.key_indexes);
     'read: while let Some(chunk) = changes.next().await? {
@@ -1240,7 +1241,7 @@ async fn consolidate_rows(
             consolidation.add(update);
         }
     }
-    Ok(Consolidated::Rows(consolidation, cut.upper()))
+    Ok((consolidation, cut.upper()))
 }
 
 /// An UPSERT batch being consolidated ahead, on a task of its own, while the previous one

@@ -135,16 +135,14 @@ impl<'a> EqualityDeletes<'a> {
     }
 
     /// The Arrow schema of the key batches [`EqualityDeletes::delete_keys`] takes; `None`
-    /// when nothing needs deleting (the table holds no rows) or a spec partitions (a key
-    /// is then deleted in the partitions of its rows, which a key alone does not give).
+    /// when nothing needs deleting (the table holds no rows).
     pub fn key_arrow_schema(&self) -> Option<arrow_schema::SchemaRef> {
-        if self.partitions() {
-            return None;
-        }
         Some(self.specs.first()?.writer.arrow_schema())
     }
 
-    /// Whether a spec of the table's data files partitions.
+    /// Whether a spec of the table's data files partitions: a key is then deleted in the
+    /// partitions of its rows, which a key alone does not give ([`EqualityDeletes::delete_keys`]
+    /// refuses it).
     pub fn partitions(&self) -> bool {
         self.specs.iter().any(|spec| !spec.sources.is_empty())
     }

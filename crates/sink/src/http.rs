@@ -185,7 +185,8 @@ impl HttpClient {
             tracing::debug!(%method, %url, attempt, "HTTP request");
             let (retry_after, outcome) = match self.client.execute(request).await {
                 Err(error) if error.is_connect() => (None, Err(error)),
-                Err(error) if is_read(&method) && !error.is_timeout() => (None, Err(error)),
+                // A safe method (RFC 9110: GET, HEAD, ...) only reads.
+                Err(error) if method.is_safe() && !error.is_timeout() => (None, Err(error)),
                 Err(error) => return Err(unanswered(error)),
                 Ok(response) if is_retry_later(response.status()) => {
                     (response_retry_after(&response), Ok(response))
@@ -219,11 +220,6 @@ impl HttpClient {
             };
         }
     }
-}
-
-/// Whether a request only reads: sending it again changes nothing on the server.
-fn is_read(method: &reqwest::Method) -> bool {
-    *method == reqwest::Method::GET || *method == reqwest::Method::HEAD
 }
 
 fn unanswered<E>(error: reqwest::Error) -> SendError<E> {

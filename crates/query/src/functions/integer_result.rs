@@ -72,13 +72,9 @@ impl ScalarUDFImpl for IntegerResult {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         // DataFusion's function computes its own type of answer.
-        let inner_type = self.inner.return_type(
-            &args
-                .arg_fields
-                .iter()
-                .map(|f| f.data_type().clone())
-                .collect::<Vec<_>>(),
-        )?;
+        let inner_type = self
+            .inner
+            .return_type(&super::argument_types(&args.arg_fields))?;
         let args = ScalarFunctionArgs {
             return_field: Arc::new(Field::new(self.name(), inner_type, true)),
             ..args

@@ -156,6 +156,11 @@ pub fn call(name: &str, args: Vec<Expr>) -> Result<Expr, QueryError> {
     )))
 }
 
+/// The Arrow types of arguments given as fields: what `return_type` takes.
+pub(crate) fn argument_types(fields: &[FieldRef]) -> Vec<DataType> {
+    fields.iter().map(|f| f.data_type().clone()).collect()
+}
+
 /// The SQL type of a value of this Arrow field: floe's type from the
 /// field's metadata, else the type its Arrow type stands for.
 pub fn sql_type(field: &Field) -> SqlScalarType {

@@ -148,11 +148,7 @@ impl ScalarUDFImpl for NumericText {
     /// The exact text, typed as an unconstrained numeric for clients (an
     /// array's items so).
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let types: Vec<DataType> = args
-            .arg_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
+        let types = super::argument_types(args.arg_fields);
         Ok(Arc::new(match self.return_type(&types)? {
             DataType::Utf8 => numeric_text_field(NUMERIC_TEXT),
             list => Field::new(NUMERIC_TEXT, list, true),

@@ -141,12 +141,7 @@ impl ScalarUDFImpl for Series {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
-        let types: Vec<DataType> = args
-            .arg_fields
-            .iter()
-            .map(|f| f.data_type().clone())
-            .collect();
-        match numeric_scales(&types) {
+        match numeric_scales(&super::argument_types(args.arg_fields)) {
             Some(scales) => Ok(Arc::new(Field::new(
                 GENERATE_SERIES,
                 list_type(scales.values),

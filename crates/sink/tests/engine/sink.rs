@@ -1714,6 +1714,11 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
     );
 }
 
+/// A row of the workload's relation with the amount 1.00.
+fn amount_one_row(key: i64, value: &str) -> Vec<Datum> {
+    Workload::row(key, &(value.to_string(), "1.00".to_string()))
+}
+
 /// A key the relation enforces gets an equality delete only when a batch retracts its
 /// previous row: a batch of new keys writes no delete file, and a batch of an update, a
 /// delete and a new key deletes exactly the two keys it retracts. (Into an empty table
@@ -1723,13 +1728,7 @@ async fn a_new_sink_snapshots_past_the_compaction_frontier() {
 /// changes are read as rows or in columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
-    let row = |key: i64, value: &str| {
-        vec![
-            Datum::Int64(key),
-            Datum::Text(value.into()),
-            Datum::Numeric("1.00".into()),
-        ]
-    };
+    let row = amount_one_row;
     let update = |row: Vec<Datum>, ts: u64, diff: i64| Update {
         row,
         ts: Timestamp(ts),
@@ -1846,13 +1845,7 @@ async fn an_enforced_key_is_deleted_only_when_a_batch_retracts_it() {
 /// rows, and the table gets one row of the key, as from rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_contradicting_its_unique_key_is_consolidated_as_rows() {
-    let row = |key: i64, value: &str| {
-        vec![
-            Datum::Int64(key),
-            Datum::Text(value.into()),
-            Datum::Numeric("1.00".into()),
-        ]
-    };
+    let row = amount_one_row;
     let dir = tempfile::tempdir().unwrap();
     let connection = local_connection(dir.path(), "contradiction");
     let input = MemoryInput::in_columns(workload_desc());
