@@ -29,6 +29,7 @@ pub mod snapshot;
 pub mod sts;
 pub mod table;
 pub mod types;
+mod upload;
 pub mod validate;
 pub mod writer;
 

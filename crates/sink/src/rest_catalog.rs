@@ -29,6 +29,7 @@ use crate::rest::{
 };
 use crate::sigv4::{AwsCredentialsProvider, StaticAwsCredentials};
 use crate::table::{LoadedTable, now_ms};
+use crate::upload::UploadingStorageFactory;
 
 /// Storage properties that are credentials, or say when they expire.
 const CREDENTIAL_PROPERTIES: [&str; 4] = [
@@ -329,9 +330,12 @@ fn file_io(location: &str, properties: HashMap<String, String>) -> FileIO {
     if location.starts_with("file:") {
         FileIO::new_with_fs()
     } else {
-        FileIOBuilder::new(Arc::new(OpenDalStorageFactory::S3 {
-            customized_credential_load: None,
-        }))
+        // Data files' row groups are encoded while the ones before them upload.
+        FileIOBuilder::new(Arc::new(UploadingStorageFactory::new(
+            OpenDalStorageFactory::S3 {
+                customized_credential_load: None,
+            },
+        )))
         .with_props(properties)
         .build()
     }
