@@ -14,7 +14,8 @@
 //!   meanwhile (the growth is the sink's own memory); the
 //!   reference is pyiceberg appending the same rows (read from the same text, not
 //!   timed) as one Arrow table into the same catalog, timed from its table creation to
-//!   its committed append (`FLOE_BENCH_NO_SINKS=1` skips this part). SeaweedFS is
+//!   its committed append (`FLOE_BENCH_NO_SINKS=1` skips this part,
+//!   `FLOE_BENCH_SINKS_ONLY=1` runs only the COPY and this part). SeaweedFS is
 //!   warmed first by a small pyiceberg append, so neither side pays its cold start.
 //!
 //! Prints figures and floe's ratio to PostgreSQL and to pyiceberg; asserts nothing about
@@ -101,6 +102,17 @@ where
         Some(bench) => Some(bench.measure(&client, rows).await),
         None => None,
     };
+    if sinks_only() {
+        return Figures {
+            sinks,
+            copy,
+            insert: Duration::ZERO,
+            concurrent: Duration::ZERO,
+            query: Duration::ZERO,
+            query_after_write: Duration::ZERO,
+            query_after_bulk_write: Duration::ZERO,
+        };
+    }
     let insert_rows = (rows / 10).max(1_000);
     let started = Instant::now();
     for start in (0..insert_rows).step_by(1_000) {
@@ -167,6 +179,12 @@ where
         query_after_write,
         query_after_bulk_write,
     }
+}
+
+/// `FLOE_BENCH_SINKS_ONLY=1`: only floe's COPY, its new sinks and pyiceberg's append
+/// (no PostgreSQL, no INSERTs, no queries), to iterate on the sinks alone.
+fn sinks_only() -> bool {
+    std::env::var_os("FLOE_BENCH_SINKS_ONLY").is_some()
 }
 
 /// The whole file in one COPY, streamed in 1 MiB chunks.
@@ -246,6 +264,17 @@ struct SinkFigures {
     /// in the RSS before it).
     append_peak: Option<(u64, u64)>,
     upsert_peak: Option<(u64, u64)>,
+    /// CPU seconds floe and SeaweedFS used from `CREATE SINK` to the snapshot seen.
+    append_cpu: Cpu,
+    upsert_cpu: Cpu,
+}
+
+/// CPU seconds used during a step by the process measured (floe or pyiceberg) and by
+/// SeaweedFS.
+#[derive(Clone, Copy)]
+struct Cpu {
+    process: Option<f64>,
+    seaweedfs: f64,
 }
 
 impl SinkBench<'_> {
@@ -268,10 +297,10 @@ impl SinkBench<'_> {
                 .await
                 .expect("catalog connection");
         }
-        let (append, append_peak) = self
+        let (append, append_peak, append_cpu) = self
             .first_snapshot(client, "appended", "MODE APPEND", rows)
             .await;
-        let (upsert, upsert_peak) = self
+        let (upsert, upsert_peak, upsert_cpu) = self
             .first_snapshot(client, "upserted", "KEY (id) MODE UPSERT", rows)
             .await;
         SinkFigures {
@@ -279,6 +308,8 @@ impl SinkBench<'_> {
             upsert,
             append_peak,
             upsert_peak,
+            append_cpu,
+            upsert_cpu,
         }
     }
 
@@ -291,10 +322,11 @@ impl SinkBench<'_> {
         name: &str,
         mode: &str,
         rows: u64,
-    ) -> (Duration, Option<(u64, u64)>) {
+    ) -> (Duration, Option<(u64, u64)>, Cpu) {
         reset_peak_rss(self.pid);
         // Reset, the peak is the RSS of the moment.
         let before = peak_rss(self.pid);
+        let cpu_before = self.cpu();
         let started = Instant::now();
         client
             .batch_execute(&format!(
@@ -314,6 +346,14 @@ impl SinkBench<'_> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let elapsed = started.elapsed();
+        let cpu_after = self.cpu();
+        let cpu = Cpu {
+            process: cpu_after
+                .process
+                .zip(cpu_before.process)
+                .map(|(a, b)| a - b),
+            seaweedfs: cpu_after.seaweedfs - cpu_before.seaweedfs,
+        };
         eprintln!(
             "  {name}: CREATE SINK answered after {:.3} s, the snapshot seen in the catalog after {:.3} s ({polls} polls)",
             answered.as_secs_f64(),
@@ -324,12 +364,20 @@ impl SinkBench<'_> {
             .batch_execute(&format!("DROP SINK {name}"))
             .await
             .expect("DROP SINK");
-        (elapsed, peak)
+        (elapsed, peak, cpu)
+    }
+
+    /// CPU seconds floe and SeaweedFS have used so far.
+    fn cpu(&self) -> Cpu {
+        Cpu {
+            process: self.pid.and_then(floe_testkit::process::cpu_seconds),
+            seaweedfs: self.seaweedfs.cpu_seconds(),
+        }
     }
 
     /// pyiceberg appending the rows the COPY loaded (`line(0..rows)`), as one Arrow
     /// table, into the same catalog; its table creation and append are timed.
-    fn pyiceberg(&self, rows: u64, dir: &std::path::Path, table: &str) -> Duration {
+    fn pyiceberg(&self, rows: u64, dir: &std::path::Path, table: &str) -> (Duration, Cpu) {
         let path = dir.join("rows.tsv");
         let mut text = String::new();
         for i in 0..rows {
@@ -362,7 +410,11 @@ impl SinkBench<'_> {
             request.to_string().as_bytes(),
         )
         .expect("request");
+        // SeaweedFS works only on pyiceberg's requests meanwhile (reading the rows file
+        // is pyiceberg's own).
+        let seaweedfs_before = self.seaweedfs.cpu_seconds();
         let output = child.wait_with_output().expect("pyiceberg ends");
+        let seaweedfs = self.seaweedfs.cpu_seconds() - seaweedfs_before;
         assert!(output.status.success(), "pyiceberg failed");
         let result: serde_json::Value =
             serde_json::from_slice(&output.stdout).expect("pyiceberg's result");
@@ -372,7 +424,14 @@ impl SinkBench<'_> {
             "pyiceberg appended every row"
         );
         let seconds = |key: &str| result[key].as_f64().expect("a time");
-        Duration::from_secs_f64(seconds("create_seconds") + seconds("append_seconds"))
+        let cpu = Cpu {
+            process: Some(seconds("cpu_seconds")),
+            seaweedfs,
+        };
+        (
+            Duration::from_secs_f64(seconds("create_seconds") + seconds("append_seconds")),
+            cpu,
+        )
     }
 }
 
@@ -435,6 +494,12 @@ async fn main() {
     let pyiceberg = sink_bench
         .as_ref()
         .map(|bench| bench.pyiceberg(rows, dir.path(), "pyiceberg_append"));
+    if sinks_only() {
+        if let (Some(sinks), Some(pyiceberg)) = (&floe_figures.sinks, pyiceberg) {
+            print_sinks(rows, sinks, pyiceberg);
+        }
+        return;
+    }
 
     let postgres = floe_testkit::Postgres::builder()
         .setting("fsync", "on")
@@ -520,13 +585,13 @@ async fn main() {
 }
 
 /// The sink phase's lines: each sink's first snapshot against pyiceberg's append.
-fn print_sinks(rows: u64, sinks: &SinkFigures, pyiceberg: Duration) {
+fn print_sinks(rows: u64, sinks: &SinkFigures, (pyiceberg, pyiceberg_cpu): (Duration, Cpu)) {
     println!(
         "a new sink's first snapshot of the copied table ({rows} rows), SeaweedFS: floe vs pyiceberg 0.12 append, same run"
     );
     println!(
-        "  {:<34} {:>14} {:>14} {:>8} {:>12}",
-        "", "floe", "pyiceberg", "ratio", "floe RSS: before -> peak (sink's growth)"
+        "  {:<34} {:>14} {:>14} {:>8}  {:<18} floe RSS: before -> peak (sink's growth)",
+        "", "floe", "pyiceberg", "ratio", "CPU: own / weed"
     );
     let rate = |d: Duration| rows as f64 / d.as_secs_f64();
     let mib = |rss: Option<(u64, u64)>| {
@@ -539,25 +604,41 @@ fn print_sinks(rows: u64, sinks: &SinkFigures, pyiceberg: Duration) {
             )
         })
     };
-    for (what, floe, peak) in [
+    let cpu = |cpu: Cpu| {
+        let process = cpu.process.map_or("-".to_string(), |s| format!("{s:.2}"));
+        format!("{process} / {:.2} s", cpu.seaweedfs)
+    };
+    for (what, floe, peak, used) in [
         (
             "APPEND sink, CREATE to snapshot",
             sinks.append,
             sinks.append_peak,
+            sinks.append_cpu,
         ),
         (
             "UPSERT sink, CREATE to snapshot",
             sinks.upsert,
             sinks.upsert_peak,
+            sinks.upsert_cpu,
         ),
     ] {
         println!(
-            "  {what:<34} {:>10.0} r/s {:>10.0} r/s {:>7.2}x {:>12}",
+            "  {what:<34} {:>10.0} r/s {:>10.0} r/s {:>7.2}x  {:<18} {}",
             rate(floe),
             rate(pyiceberg),
             pyiceberg.as_secs_f64() / floe.as_secs_f64(),
+            cpu(used),
             mib(peak)
         );
     }
-    println!("  (ratio: pyiceberg's time / floe's; above 1 floe is faster)");
+    println!(
+        "  {:<34} {:>14} {:>10.0} r/s {:>8}  {:<18}",
+        "pyiceberg's create and append",
+        "",
+        rate(pyiceberg),
+        "",
+        cpu(pyiceberg_cpu)
+    );
+    println!("  (ratio: pyiceberg's time / floe's; above 1 floe is faster; CPU: the process's");
+    println!("  own (floe, or pyiceberg's Python) / SeaweedFS's, over the same span)");
 }

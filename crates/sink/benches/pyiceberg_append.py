@@ -16,7 +16,8 @@ timed), then the table is created and `table.append(arrow_table)` is timed: Parq
 encoding, the upload to S3, manifests and the commit, as pyiceberg does them (one snapshot).
 
 RESULT: {"rows": N, "read_seconds": .., "create_seconds": .., "append_seconds": ..,
-         "data_files": n, "bytes": b}
+         "cpu_seconds": .. (the process's, over creation and append), "data_files": n,
+         "bytes": b}
 """
 
 import json
@@ -81,12 +82,15 @@ def main():
     read_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
+    cpu_started = time.process_time()
     table = catalog.create_table((req["namespace"], req["table"]), schema=rows.schema)
     create_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
     table.append(rows)
     append_seconds = time.perf_counter() - started
+    # CPU of every thread of this process over the creation and the append.
+    cpu_seconds = time.process_time() - cpu_started
 
     summary = table.current_snapshot().summary
     json.dump(
@@ -95,6 +99,7 @@ def main():
             "read_seconds": read_seconds,
             "create_seconds": create_seconds,
             "append_seconds": append_seconds,
+            "cpu_seconds": cpu_seconds,
             "data_files": int(summary.get("added-data-files", "0")),
             "bytes": int(summary.get("added-files-size", "0")),
         },

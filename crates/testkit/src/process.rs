@@ -110,6 +110,12 @@ impl PeerProcess {
         self.child.id() as i32
     }
 
+    /// CPU seconds (user and system) the peer's processes (its process group) have used
+    /// so far: what a benchmark reads before and after a step to show the peer's share.
+    pub fn cpu_seconds(&self) -> f64 {
+        group_cpu_seconds(self.pgid())
+    }
+
     /// The last lines of the peer's log.
     pub fn log_tail(&self, lines: usize) -> String {
         let mut text = String::new();
@@ -341,4 +347,39 @@ pub(crate) fn run_python(
             String::from_utf8_lossy(&stdout)
         )
     })
+}
+
+/// CPU seconds (user and system) used so far by the living processes of group `pgid`
+/// (`/proc/<pid>/stat`); a process that ended meanwhile is no longer counted.
+pub fn group_cpu_seconds(pgid: i32) -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| process_times(pid).filter(|(group, _)| *group == pgid))
+        .map(|(_, seconds)| seconds)
+        .sum()
+}
+
+/// CPU seconds (user and system) process `pid` has used so far.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    process_times(pid).map(|(_, seconds)| seconds)
+}
+
+/// Process `pid`'s group and CPU seconds, from `/proc/<pid>/stat`.
+fn process_times(pid: u32) -> Option<(i32, f64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow its last `)`.
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let group: i32 = fields.get(2)?.parse().ok()?;
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (group, (user + system) as f64 / ticks as f64))
 }

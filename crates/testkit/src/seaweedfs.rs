@@ -303,6 +303,10 @@ impl SeaweedFs {
     pub fn log_tail(&self, lines: usize) -> String {
         self.process.log_tail(lines)
     }
+    /// CPU seconds SeaweedFS has used so far.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.process.cpu_seconds()
+    }
     pub fn log_path(&self) -> std::path::PathBuf {
         self.process.log_path().to_path_buf()
     }
