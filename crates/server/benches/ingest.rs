@@ -15,7 +15,9 @@
 //!   reference is pyiceberg appending the same rows (read from the same text, not
 //!   timed) as one Arrow table into the same catalog, timed from its table creation to
 //!   its committed append (`FLOE_BENCH_NO_SINKS=1` skips this part,
-//!   `FLOE_BENCH_SINKS_ONLY=1` runs only the COPY and this part). SeaweedFS is
+//!   `FLOE_BENCH_SINKS_ONLY=1` runs only the COPY and this part;
+//!   `FLOE_BENCH_PERF_DIR=<dir>` records floe's profile during each sink with `perf
+//!   record`). SeaweedFS is
 //!   warmed first by a small pyiceberg append, so neither side pays its cold start.
 //!
 //! Prints figures and floe's ratio to PostgreSQL and to pyiceberg; asserts nothing about
@@ -327,6 +329,7 @@ impl SinkBench<'_> {
         // Reset, the peak is the RSS of the moment.
         let before = peak_rss(self.pid);
         let cpu_before = self.cpu();
+        let profile = self.profile(name);
         let started = Instant::now();
         client
             .batch_execute(&format!(
@@ -347,6 +350,9 @@ impl SinkBench<'_> {
         }
         let elapsed = started.elapsed();
         let cpu_after = self.cpu();
+        if let Some(profile) = profile {
+            stop_profile(profile);
+        }
         let cpu = Cpu {
             process: cpu_after
                 .process
@@ -365,6 +371,33 @@ impl SinkBench<'_> {
             .await
             .expect("DROP SINK");
         (elapsed, peak, cpu)
+    }
+
+    /// With `FLOE_BENCH_PERF_DIR`, `perf record` of floe's process into `<dir>/<name>.data`
+    /// until [`stop_profile`]: where a sink's CPU goes.
+    fn profile(&self, name: &str) -> Option<std::process::Child> {
+        let dir = std::env::var_os("FLOE_BENCH_PERF_DIR")?;
+        let pid = self.pid?.to_string();
+        let output = std::path::Path::new(&dir).join(format!("{name}.data"));
+        let child = std::process::Command::new("perf")
+            .args([
+                "record",
+                "-F",
+                "499",
+                "--call-graph",
+                "dwarf,16384",
+                "-p",
+                &pid,
+                "-o",
+            ])
+            .arg(output)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("perf runs");
+        // perf attaches before the sink is created.
+        std::thread::sleep(Duration::from_millis(300));
+        Some(child)
     }
 
     /// CPU seconds floe and SeaweedFS have used so far.
@@ -433,6 +466,14 @@ impl SinkBench<'_> {
             cpu,
         )
     }
+}
+
+/// Stops a `perf record` (SIGINT, so that it writes its file) and waits for it.
+fn stop_profile(mut perf: std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &perf.id().to_string()])
+        .status();
+    let _ = perf.wait();
 }
 
 /// The `total-records` of the current snapshot of `namespace.table` in the catalog (0
