@@ -22,8 +22,8 @@
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
 //! items' scales, and an item taken from it (`a[1]`) or unnested
-//! (`unnest(a)`) its own. A lateral subquery of an inner join reads its outer
-//! columns' scales as outer references. A document built of numerics
+//! (`unnest(a)`) its own. A lateral subquery of an inner or a left join reads
+//! its outer columns' scales as outer references. A document built of numerics
 //! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
 //! (also in `string_agg`) show each at its scale. A scalar subquery's value
 //! keeps its scale (the subquery answers both, as a pair). The scale columns
@@ -40,8 +40,8 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION`, a lateral call's outer columns in a left join or a dataflow, other
-//! functions), the value prints as before: without trailing zeros.
+//! `UNION`, a lateral call's outer columns in a dataflow, other functions),
+//! the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -458,11 +458,12 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let left = rewrite(&join.left, names)?;
             // A lateral subquery on the right reads the left's columns (not in
             // a dataflow, which does not run the subquery's scale columns).
-            let outer = if join.join_type == JoinType::Inner && !names.dataflow {
-                outer_scales(&left)
-            } else {
-                Vec::new()
-            };
+            let outer =
+                if matches!(join.join_type, JoinType::Inner | JoinType::Left) && !names.dataflow {
+                    outer_scales(&left)
+                } else {
+                    Vec::new()
+                };
             let enclosing = std::mem::replace(&mut names.outer, outer);
             let right = rewrite(&join.right, names);
             names.outer = enclosing;
