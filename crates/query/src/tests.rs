@@ -545,6 +545,20 @@ async fn recursive_ctes_read_by_some_columns() {
     );
 }
 
+/// A recursion bounded by an outer column runs for each outer row, not as a
+/// join (see `recursive_decorrelation`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_ctes_reading_outer_columns() {
+    assert_eq!(
+        rows("SELECT a, (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < t1.a) SELECT count(*) FROM r) FROM t1 ORDER BY a").await,
+        table(&[&["1", "1"], &["3", "3"], &["5", "5"]])
+    );
+    assert_eq!(
+        rows("SELECT a FROM t1 WHERE EXISTS (WITH RECURSIVE r(n, m) AS (SELECT 1, 0 UNION ALL SELECT n + 1, m FROM r WHERE n < t1.a) SELECT 1 FROM r WHERE n = 4) ORDER BY a").await,
+        table(&[&["5"]])
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_on_subqueries_datafusion_cannot_decorrelate() {
     assert_eq!(
