@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, ListArray, RecordBatch, UInt32Array,
+};
 use datafusion::arrow::compute::{concat_batches, filter, filter_record_batch, take};
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
@@ -34,12 +36,13 @@ pub enum Step {
     Filter(Arc<dyn PhysicalExpr>),
     /// Replace the columns by these expressions; `schema` is the result's shape.
     Project(Vec<Arc<dyn PhysicalExpr>>, SchemaRef),
-    /// A row per element of the list in column `list`, the other columns
-    /// repeated (`unnest`, a set-returning function): a row of an empty list
-    /// yields none, of a NULL list one with NULL when `preserve_nulls`, else
-    /// none. `schema` is the result's shape.
+    /// A row per element of the lists in columns `lists`, taken side by side
+    /// (the shorter padded with NULL), the other columns repeated (`unnest`,
+    /// a set-returning function; a numeric list's display scales beside it):
+    /// a row of empty lists yields none, a NULL list counts as one NULL when
+    /// `preserve_nulls`, else as empty. `schema` is the result's shape.
     Unnest {
-        list: usize,
+        lists: Vec<usize>,
         preserve_nulls: bool,
         schema: SchemaRef,
     },
@@ -112,11 +115,11 @@ impl Mfp {
                         .map_err(|e| DataFusionError::Internal(e.message))?;
                 }
                 Step::Unnest {
-                    list,
+                    lists,
                     preserve_nulls,
                     schema,
                 } => {
-                    let (unnested, rows) = unnest(&current, *list, *preserve_nulls, schema)?;
+                    let (unnested, rows) = unnest(&current, lists, *preserve_nulls, schema)?;
                     current = unnested;
                     origin = take(&origin, &rows, None)?
                         .as_any()
@@ -178,43 +181,54 @@ impl Mfp {
     }
 }
 
-/// `input` with a row per element of its list column `list` (see
+/// `input` with a row per element of its list columns `lists` (see
 /// [`Step::Unnest`]), and the input row each output row repeats.
 fn unnest(
     input: &RecordBatch,
-    list: usize,
+    lists: &[usize],
     preserve_nulls: bool,
     schema: &SchemaRef,
 ) -> Result<(RecordBatch, UInt32Array), DataFusionError> {
-    let lists = input
-        .column(list)
-        .as_list_opt::<i32>()
-        .ok_or_else(|| DataFusionError::Internal("unnest of a column that is no list".into()))?;
+    let arrays = lists
+        .iter()
+        .map(|list| {
+            input.column(*list).as_list_opt::<i32>().ok_or_else(|| {
+                DataFusionError::Internal("unnest of a column that is no list".into())
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut rows = Vec::new();
-    let mut elements: Vec<Option<u32>> = Vec::new();
-    let offsets = lists.value_offsets();
-    for row in 0..lists.len() {
-        if lists.is_null(row) {
-            if preserve_nulls {
-                rows.push(row as u32);
-                elements.push(None);
+    // For each list, the element each output row takes (None: NULL).
+    let mut elements: Vec<Vec<Option<u32>>> = vec![Vec::new(); arrays.len()];
+    for row in 0..input.num_rows() {
+        let length = |list: &&ListArray| {
+            let offsets = list.value_offsets();
+            if list.is_null(row) {
+                usize::from(preserve_nulls)
+            } else {
+                (offsets[row + 1] - offsets[row]) as usize
             }
-            continue;
-        }
-        for element in offsets[row]..offsets[row + 1] {
+        };
+        let count = arrays.iter().map(length).max().unwrap_or(0);
+        for position in 0..count {
             rows.push(row as u32);
-            elements.push(Some(element as u32));
+            for (list, taken) in arrays.iter().zip(elements.iter_mut()) {
+                let offsets = list.value_offsets();
+                let element = offsets[row] as usize + position;
+                let present = list.is_valid(row) && element < offsets[row + 1] as usize;
+                taken.push(present.then_some(element as u32));
+            }
         }
     }
     let rows = UInt32Array::from(rows);
-    let elements = UInt32Array::from(elements);
     let columns = (0..input.num_columns())
-        .map(|index| {
-            if index == list {
-                take(lists.values().as_ref(), &elements, None)
-            } else {
-                take(input.column(index).as_ref(), &rows, None)
-            }
+        .map(|index| match lists.iter().position(|list| *list == index) {
+            Some(k) => take(
+                arrays[k].values().as_ref(),
+                &UInt32Array::from(elements[k].clone()),
+                None,
+            ),
+            None => take(input.column(index).as_ref(), &rows, None),
         })
         .collect::<Result<Vec<ArrayRef>, _>>()?;
     let unnested = batch(&nullable_schema(schema), columns, rows.len())

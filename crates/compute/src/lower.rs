@@ -212,25 +212,33 @@ impl Lowering<'_> {
         }
     }
 
-    /// An unnest of one list, its elements in the list's place (what a
-    /// set-returning function of a row's columns is): a step of the input's
-    /// map-filter-project, each element a row with the input row's time and diff.
+    /// An unnest of lists, their elements in the lists' places (what a
+    /// set-returning function of a row's columns is, a numeric list's display
+    /// scales beside it): a step of the input's map-filter-project, each
+    /// element a row with the input row's time and diff.
     fn lower_unnest(&mut self, unnest: &Unnest) -> Result<Node, ComputeError> {
         let columns = unnest.input.schema().fields().len();
-        let [(list, how)] = unnest.list_type_columns.as_slice() else {
-            return Err(ComputeError::unsupported("UNNEST of several lists"));
-        };
         let in_place = unnest.dependency_indices == (0..columns).collect::<Vec<usize>>()
             && unnest.schema.fields().len() == columns
-            && unnest.schema.field(*list).name() == &how.output_column.name;
-        if !unnest.struct_type_columns.is_empty() || how.depth != 1 || !in_place {
+            && unnest.list_type_columns.iter().all(|(list, how)| {
+                how.depth == 1 && unnest.schema.field(*list).name() == &how.output_column.name
+            });
+        // One level of each list, each unnested once.
+        let mut lists: Vec<usize> = unnest.list_type_columns.iter().map(|(l, _)| *l).collect();
+        lists.sort_unstable();
+        lists.dedup();
+        if !unnest.struct_type_columns.is_empty()
+            || lists.is_empty()
+            || lists.len() != unnest.list_type_columns.len()
+            || !in_place
+        {
             return Err(ComputeError::unsupported("this form of UNNEST"));
         }
         let input = self.lower(&unnest.input)?;
         Ok(with_step(
             input,
             Step::Unnest {
-                list: *list,
+                lists,
                 preserve_nulls: unnest.options.preserve_nulls,
                 schema: arrow_schema(&unnest.schema),
             },

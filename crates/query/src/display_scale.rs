@@ -22,15 +22,17 @@
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
 //! items' scales, and an item taken from it (`a[1]`) or unnested
-//! (`unnest(a)`) its own. A lateral subquery of an inner join reads its outer
-//! columns' scales as outer references. A document built of numerics
+//! (`unnest(a)`) its own. A lateral subquery of an inner or a left join reads
+//! its outer columns' scales as outer references. A document built of numerics
 //! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
 //! (also in `string_agg`) show each at its scale. A scalar subquery's value
 //! keeps its scale (the subquery answers both, as a pair). The scale columns
 //! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
-//! derived tables) and a recursive `UNION ALL`'s work table, and the query's
-//! output prints such a column at its rows' scales
+//! derived tables) and a recursive `UNION ALL`'s work table (a recursive
+//! `UNION`'s scales only where each column's is one for all its rows, a
+//! constant beside its output), and the query's output prints such a column
+//! at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
 //! Where PostgreSQL's choice is arbitrary, floe's rule: equal values of
@@ -40,14 +42,14 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION`, a lateral call's outer columns in a left join or a dataflow, other
-//! functions), the value prints as before: without trailing zeros.
+//! `UNION` whose scales change from row to row, other functions), the value
+//! prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue};
+use datafusion::common::{Column, DFSchema, DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
@@ -55,12 +57,15 @@ use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
 use datafusion::functions_nested::expr_fn::cardinality;
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
+use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
 use datafusion::logical_expr::{
-    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, JoinType,
-    LogicalPlan, Operator, Projection, RecursiveQuery, SortExpr, Subquery, TableScan, TableSource,
-    Union, Unnest, Values, Window, WindowFunctionDefinition, lit,
+    Aggregate, BinaryExpr, Distinct, DistinctOn, EmptyRelation, Expr, ExprSchemable, Filter,
+    JoinType, Limit, LogicalPlan, Operator, Projection, RecursiveQuery, Sort, SortExpr, Subquery,
+    SubqueryAlias, TableScan, TableSource, Union, Unnest, Values, Window, WindowFunctionDefinition,
+    lit,
 };
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 
 use crate::QueryError;
 use crate::functions::{self, numeric_display, numeric_division, numeric_scale, series};
@@ -456,9 +461,8 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             ) =>
         {
             let left = rewrite(&join.left, names)?;
-            // A lateral subquery on the right reads the left's columns (not in
-            // a dataflow, which does not run the subquery's scale columns).
-            let outer = if join.join_type == JoinType::Inner && !names.dataflow {
+            // A lateral subquery on the right reads the left's columns.
+            let outer = if matches!(join.join_type, JoinType::Inner | JoinType::Left) {
                 outer_scales(&left)
             } else {
                 Vec::new()
@@ -728,7 +732,8 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
 
 /// A recursive query whose numeric columns carry their scales through its
 /// work table: the first term's rows with their scales, the recursive term's
-/// computed from the scales it reads. A `UNION` (distinct) keeps its printing:
+/// computed from the scales it reads. A `UNION` (distinct) only where each
+/// column's scale is one for all its rows ([`constant_recursion_scales`]):
 /// its rows of equal values and two scales would be two rows.
 fn recursive_scales(
     plan: &LogicalPlan,
@@ -746,7 +751,7 @@ fn recursive_scales(
     let Some(table) = work_table_schema(&query.recursive_term, &query.name) else {
         return Ok(Rewritten::unchanged(plan));
     };
-    if query.is_distinct || numeric.is_empty() {
+    if numeric.is_empty() {
         return Ok(Rewritten::unchanged(plan));
     }
     let first = rewrite(&query.static_term, names)?;
@@ -780,6 +785,16 @@ fn recursive_scales(
     let Some(recursive_scales) = term_scales(&recursive, &numeric)? else {
         return Ok(Rewritten::unchanged(plan));
     };
+    if query.is_distinct {
+        return constant_recursion_scales(
+            plan,
+            &numeric,
+            (&first.plan, &first_scales),
+            (&recursive.plan, &recursive_scales),
+            &query.name,
+            names,
+        );
+    }
     let names_of = query.static_term.schema();
     let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
     let recursive_term = with_term_scales(recursive, recursive_scales, names_of, &scaled_table)?;
@@ -797,6 +812,126 @@ fn recursive_scales(
         LogicalPlan::RecursiveQuery(rewritten),
         columns,
     ))
+}
+
+/// A recursive `UNION` whose numeric columns each have one display scale for
+/// all their rows (its first term's, which its recursive term keeps): that
+/// scale as a constant beside its output. Its work table holds no scales, so
+/// that its rows are told apart by value alone, as PostgreSQL's are (a scale
+/// column would make 1.50 a row new beside 1.5); a `UNION` whose scales
+/// change from row to row keeps its printing.
+fn constant_recursion_scales(
+    plan: &LogicalPlan,
+    numeric: &[usize],
+    first: (&LogicalPlan, &[Expr]),
+    recursive: (&LogicalPlan, &[Expr]),
+    table: &str,
+    names: &mut Names,
+) -> DfResult<Rewritten> {
+    let Some(constants) = first
+        .1
+        .iter()
+        .map(|scale| constant(scale, first.0, None))
+        .collect::<Option<Vec<i32>>>()
+    else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    let width = plan.schema().fields().len();
+    let work_table = ConstantScales {
+        name: table,
+        width,
+        constants: &constants,
+    };
+    let kept = recursive
+        .1
+        .iter()
+        .zip(&constants)
+        .all(|(scale, first)| constant(scale, recursive.0, Some(&work_table)) == Some(*first));
+    if !kept {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
+    let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
+    for (k, column) in numeric.iter().enumerate() {
+        exprs.push(lit(constants[k]).alias(scale_name(names)));
+        columns[*column].1 = Some(width + k);
+    }
+    let projection = Projection::try_new(exprs, Arc::new(plan.clone()))?;
+    Ok(Rewritten::new(LogicalPlan::Projection(projection), columns))
+}
+
+/// A work table read with scale columns whose values are known: the scale
+/// of its `k`th numeric column is `constants[k]`, at `width + k`.
+struct ConstantScales<'a> {
+    name: &'a str,
+    width: usize,
+    constants: &'a [i32],
+}
+
+/// The value of the scale `expr` over `plan`, where it is one for every row:
+/// its columns followed down to literals (or `table`'s constant scales) and
+/// the result folded.
+fn constant(expr: &Expr, plan: &LogicalPlan, table: Option<&ConstantScales>) -> Option<i32> {
+    let resolved = substituted(expr.clone(), plan, table)?;
+    let schema = Arc::new(DFSchema::empty());
+    let simplifier = ExprSimplifier::new(SimplifyContext::builder().with_schema(schema).build());
+    match simplifier.simplify(resolved).ok()? {
+        Expr::Literal(value, _) => match value.cast_to(&DataType::Int32).ok()? {
+            ScalarValue::Int32(scale) => scale,
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `expr` over `input` with each column replaced by what it is computed
+/// from ([`resolved_column`]); `None` where one is not a constant.
+fn substituted(expr: Expr, input: &LogicalPlan, table: Option<&ConstantScales>) -> Option<Expr> {
+    expr.transform_up(|part| {
+        let Expr::Column(column) = &part else {
+            return Ok(Transformed::no(part));
+        };
+        let index = input.schema().index_of_column(column)?;
+        resolved_column(input, index, table)
+            .map(Transformed::yes)
+            .ok_or_else(|| DataFusionError::Plan("not a constant".to_string()))
+    })
+    .ok()
+    .map(|resolved| resolved.data)
+}
+
+/// The expression of literals (and `table`'s constant scales) that column
+/// `index` of `plan` is computed from; `None` where it reads a row's value
+/// or passes a node other than projections, filters, sorts, limits and
+/// aliases.
+fn resolved_column(
+    plan: &LogicalPlan,
+    index: usize,
+    table: Option<&ConstantScales>,
+) -> Option<Expr> {
+    match plan {
+        LogicalPlan::Projection(projection) => {
+            let expr = projection.expr.get(index)?.clone().unalias();
+            substituted(expr, &projection.input, table)
+        }
+        // The same columns as their input's, at the same places.
+        LogicalPlan::Filter(Filter { input, .. })
+        | LogicalPlan::Sort(Sort { input, .. })
+        | LogicalPlan::Limit(Limit { input, .. })
+        | LogicalPlan::SubqueryAlias(SubqueryAlias { input, .. }) => {
+            resolved_column(input, index, table)
+        }
+        LogicalPlan::TableScan(scan) => {
+            let table = table.filter(|t| work_table_name(scan).as_deref() == Some(t.name))?;
+            let column = match &scan.projection {
+                Some(projection) => *projection.get(index)?,
+                None => index,
+            };
+            let k = column.checked_sub(table.width)?;
+            table.constants.get(k).map(|scale| lit(*scale))
+        }
+        _ => None,
+    }
 }
 
 /// The display scale of each of a recursive query's term's `numeric`

@@ -98,9 +98,7 @@ impl QueryError {
             DataFusionError::SQL(parser_error, _) => {
                 QueryError::syntax(lowercase_first(&parser_error.to_string()))
             }
-            DataFusionError::NotImplemented(message) => {
-                QueryError::unsupported(lowercase_first(message))
-            }
+            DataFusionError::NotImplemented(message) => not_implemented(message),
             DataFusionError::ArrowError(arrow_error, _) => arrow(arrow_error.as_ref()),
             DataFusionError::Execution(message) => execution(message),
             DataFusionError::ResourcesExhausted(message) => {
@@ -191,6 +189,29 @@ fn plan(message: &str) -> QueryError {
         SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
     };
     QueryError::new(code, lowercase_first(first_line(message)))
+}
+
+fn not_implemented(message: &str) -> QueryError {
+    // A subquery left correlated where neither the engine's decorrelation nor
+    // floe's per-row run reaches it (a LATERAL derived table reading a table
+    // or a recursion and an outer column): the engine's words name its
+    // internal expression, not what the query asked.
+    if message.starts_with("Physical plan does not support logical expression OuterReferenceColumn")
+    {
+        let column = between(message, "table: \"", "\"")
+            .zip(
+                message
+                    .rsplit("name: \"")
+                    .next()
+                    .and_then(|n| n.split('"').next()),
+            )
+            .map(|(table, name)| format!(" (it reads {table}.{name} of the outer query)"))
+            .unwrap_or_default();
+        return QueryError::unsupported(format!(
+            "this correlated subquery is not supported{column}"
+        ));
+    }
+    QueryError::unsupported(lowercase_first(message))
 }
 
 fn arrow(error: &ArrowError) -> QueryError {

@@ -10,10 +10,11 @@
 //! side: its projections, unnests and filters are applied to the left side
 //! itself, each carrying the left side's columns through, and its outer
 //! references become plain columns. Inner (and cross) joins are flattened, and
-//! left joins `ON true` of a subquery that unnests one list and filters nothing
+//! left joins `ON true` of a subquery that unnests and filters nothing
 //! (`LEFT JOIN LATERAL generate_series(1, t.n) g ON true`): a left join keeps the
-//! rows for which the subquery yields none, so an empty or NULL list is unnested
-//! as one NULL marked as padding, and the subquery's columns are NULL on that row.
+//! rows for which the subquery yields none, so where its lists are all empty or
+//! NULL each is unnested as one NULL marked as padding, and the subquery's
+//! columns are NULL on that row.
 //! A left join on another condition of a subquery of one row (`LEFT JOIN LATERAL
 //! (SELECT t.n * 10 AS k) s ON t.id <> 2`) keeps that row, its columns NULL where
 //! the condition does not hold.
@@ -22,10 +23,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{Column, DFSchemaRef, ExprSchema, Result as DfResult, ScalarValue};
+use datafusion::common::{Column, DFSchemaRef, Result as DfResult, ScalarValue};
 use datafusion::functions_nested::expr_fn::cardinality;
 use datafusion::logical_expr::{
-    Case, Expr, ExprSchemable, Filter, JoinType, LogicalPlan, LogicalPlanBuilder, Projection,
+    Case, Cast, Expr, ExprSchemable, Filter, JoinType, LogicalPlan, LogicalPlanBuilder, Projection,
     Subquery, SubqueryAlias,
 };
 
@@ -395,13 +396,10 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Optio
                 return Ok(None);
             };
             if mode == Mode::KeepRows {
-                let [list] = unnest.exec_columns.as_slice() else {
-                    return Ok(None);
-                };
                 if input.schema().has_column_with_unqualified_name(PADDING) {
                     return Ok(None);
                 }
-                input = padded(input, list)?;
+                input = padded(input, &unnest.exec_columns)?;
             }
             LogicalPlanBuilder::from(input)
                 .unnest_columns_with_options(unnest.exec_columns.clone(), unnest.options.clone())?
@@ -412,44 +410,75 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Optio
     }
 }
 
-/// `input` with its column `list` one NULL where it is empty or NULL, and the
-/// [`PADDING`] column saying so: unnested, such a row stays as one row.
-fn padded(input: LogicalPlan, list: &Column) -> DfResult<LogicalPlan> {
-    let field = input.schema().field_from_column(list)?.clone();
-    let element = match field.data_type() {
-        DataType::List(element) | DataType::LargeList(element) => element.data_type().clone(),
-        _ => return Ok(input),
+/// `input` with its columns `lists` each one NULL where all are empty or
+/// NULL, and the [`PADDING`] column saying so: unnested, such a row stays as
+/// one row. (Several lists are unnested together where a list of display
+/// scales goes beside its numerics, see `crate::display_scale`.)
+fn padded(input: LogicalPlan, lists: &[Column]) -> DfResult<LogicalPlan> {
+    let schema = input.schema().clone();
+    let mut empty: Option<Expr> = None;
+    for list in lists {
+        let column = Expr::Column(list.clone());
+        let none = column
+            .clone()
+            .is_null()
+            .or(cardinality(column).eq(Expr::Literal(ScalarValue::UInt64(Some(0)), None)));
+        empty = Some(match empty {
+            Some(others) => others.and(none),
+            None => none,
+        });
+    }
+    let Some(empty) = empty else {
+        return Ok(input);
     };
-    let one_null = ScalarValue::List(ScalarValue::new_list_nullable(
-        &[ScalarValue::try_from(&element)?],
-        &element,
-    ));
-    let column = Expr::Column(list.clone());
-    let empty = column
-        .clone()
-        .is_null()
-        .or(cardinality(column.clone()).eq(Expr::Literal(ScalarValue::UInt64(Some(0)), None)));
-    let one_null = Expr::Literal(one_null, None).cast_to(field.data_type(), input.schema())?;
-    let mut exprs = Vec::with_capacity(input.schema().fields().len() + 1);
-    for (qualifier, field) in input.schema().iter() {
+    let mut exprs = Vec::with_capacity(schema.fields().len() + 1);
+    for (qualifier, field) in schema.iter() {
         let column = Column::new(qualifier.cloned(), field.name());
-        if column != *list {
-            exprs.push(Expr::Column(column));
-            continue;
-        }
-        let when_empty = (Box::new(empty.clone()), Box::new(one_null.clone()));
-        let case = Case::new(
-            None,
-            vec![when_empty],
-            Some(Box::new(Expr::Column(column.clone()))),
-        );
-        exprs.push(Expr::Case(case).alias_qualified(column.relation.clone(), column.name.clone()));
+        let padded = if lists.contains(&column) {
+            one_null_when(&column, field.data_type(), &empty, &schema)?
+        } else {
+            None
+        };
+        exprs.push(padded.unwrap_or(Expr::Column(column)));
     }
     exprs.push(empty.alias(PADDING));
     Ok(LogicalPlan::Projection(Projection::try_new(
         exprs,
         Arc::new(input),
     )?))
+}
+
+/// The list `column` (of type `list_type`) as a list of one NULL where
+/// `empty` holds, named as before; `None` where it is no list.
+fn one_null_when(
+    column: &Column,
+    list_type: &DataType,
+    empty: &Expr,
+    schema: &DFSchemaRef,
+) -> DfResult<Option<Expr>> {
+    let element = match list_type {
+        DataType::List(element) | DataType::LargeList(element) => element.data_type().clone(),
+        _ => return Ok(None),
+    };
+    let one_null = ScalarValue::List(ScalarValue::new_list_nullable(
+        &[ScalarValue::try_from(&element)?],
+        &element,
+    ));
+    let one_null = Expr::Literal(one_null, None).cast_to(list_type, schema)?;
+    let when_empty = (Box::new(empty.clone()), Box::new(one_null));
+    let case = Case::new(
+        None,
+        vec![when_empty],
+        Some(Box::new(Expr::Column(column.clone()))),
+    );
+    // The engine types a CASE of lists by a list of its own item field,
+    // without floe's metadata on it (a numeric's), where the list it passes
+    // keeps it; cast back, the column's batches match its type.
+    let typed = Expr::Cast(Cast::new(Box::new(Expr::Case(case)), list_type.clone()));
+    Ok(Some(typed.alias_qualified(
+        column.relation.clone(),
+        column.name.clone(),
+    )))
 }
 
 /// Whether a join's filter is none or `true`.

@@ -41,6 +41,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod parameter;
 pub mod plan_cache;
+mod recursive_decorrelation;
 mod recursive_pruning;
 mod recursive_query;
 mod relations;
@@ -149,6 +150,9 @@ impl Engine {
             .filter(|rule| rule.name() != "eliminate_group_by_constant")
             // Pruning that keeps a recursive query's columns (see `recursive_pruning`).
             .map(recursive_pruning::in_place_of_engine_pruning)
+            // Decorrelation that leaves a recursion bounded by outer columns whole
+            // (see `recursive_decorrelation`).
+            .map(recursive_decorrelation::beside_correlated_recursion)
             .collect();
         // A filter's NULL is false, as PostgreSQL folds it (see `null_filter`); last, so
         // that the simplifier has folded the NULLs first, and the next pass folds the

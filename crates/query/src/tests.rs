@@ -545,6 +545,28 @@ async fn recursive_ctes_read_by_some_columns() {
     );
 }
 
+/// A recursion bounded by an outer column runs for each outer row, not as a
+/// join (see `recursive_decorrelation`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_ctes_reading_outer_columns() {
+    assert_eq!(
+        rows("SELECT a, (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < t1.a) SELECT count(*) FROM r) FROM t1 ORDER BY a").await,
+        table(&[&["1", "1"], &["3", "3"], &["5", "5"]])
+    );
+    assert_eq!(
+        rows("SELECT a FROM t1 WHERE EXISTS (WITH RECURSIVE r(n, m) AS (SELECT 1, 0 UNION ALL SELECT n + 1, m FROM r WHERE n < t1.a) SELECT 1 FROM r WHERE n = 4) ORDER BY a").await,
+        table(&[&["5"]])
+    );
+    // In LATERAL the engine cannot run it per row: a clear refusal, not the
+    // engine's words for its internal expression.
+    let (code, message) = error("SELECT t1.a, s.n FROM t1, LATERAL (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < t1.a) SELECT n FROM r) s").await;
+    assert_eq!(code, "0A000");
+    assert!(
+        message.starts_with("this correlated subquery is not supported"),
+        "{message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filters_on_subqueries_datafusion_cannot_decorrelate() {
     assert_eq!(
