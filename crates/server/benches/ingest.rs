@@ -360,10 +360,12 @@ impl SinkBench<'_> {
                 .map(|(a, b)| a - b),
             seaweedfs: cpu_after.seaweedfs - cpu_before.seaweedfs,
         };
+        let bytes = current_total(self.seaweedfs, &self.namespace, name, "total-files-size");
         eprintln!(
-            "  {name}: CREATE SINK answered after {:.3} s, the snapshot seen in the catalog after {:.3} s ({polls} polls)",
+            "  {name}: CREATE SINK answered after {:.3} s, the snapshot seen in the catalog after {:.3} s ({polls} polls), {:.1} MiB of files",
             answered.as_secs_f64(),
-            elapsed.as_secs_f64()
+            elapsed.as_secs_f64(),
+            bytes as f64 / (1 << 20) as f64
         );
         let peak = before.zip(peak_rss(self.pid));
         client
@@ -456,6 +458,11 @@ impl SinkBench<'_> {
             Some(rows),
             "pyiceberg appended every row"
         );
+        eprintln!(
+            "  pyiceberg {table}: {} data files, {:.1} MiB",
+            result["data_files"],
+            result["bytes"].as_f64().unwrap_or(f64::NAN) / (1 << 20) as f64
+        );
         let seconds = |key: &str| result[key].as_f64().expect("a time");
         let cpu = Cpu {
             process: Some(seconds("cpu_seconds")),
@@ -479,6 +486,17 @@ fn stop_profile(mut perf: std::process::Child) {
 /// The `total-records` of the current snapshot of `namespace.table` in the catalog (0
 /// while the table or its first snapshot does not exist).
 fn committed_rows(seaweedfs: &floe_testkit::SeaweedFs, namespace: &str, table: &str) -> u64 {
+    current_total(seaweedfs, namespace, table, "total-records")
+}
+
+/// The summary's `total` property (`total-records`, `total-files-size`) of the current
+/// snapshot of `namespace.table` (0 while there is none).
+fn current_total(
+    seaweedfs: &floe_testkit::SeaweedFs,
+    namespace: &str,
+    table: &str,
+    total: &str,
+) -> u64 {
     let Some(loaded) = seaweedfs.try_load_table(namespace, table, false) else {
         return 0;
     };
@@ -489,8 +507,8 @@ fn committed_rows(seaweedfs: &floe_testkit::SeaweedFs, namespace: &str, table: &
         .into_iter()
         .flatten()
         .find(|snapshot| &snapshot["snapshot-id"] == current)
-        .and_then(|snapshot| snapshot["summary"]["total-records"].as_str())
-        .and_then(|total| total.parse().ok())
+        .and_then(|snapshot| snapshot["summary"][total].as_str())
+        .and_then(|value| value.parse().ok())
         .unwrap_or(0)
 }
 
