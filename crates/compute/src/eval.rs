@@ -221,13 +221,10 @@ fn unnest(
         }
     }
     let rows = UInt32Array::from(rows);
+    let elements: Vec<UInt32Array> = elements.into_iter().map(UInt32Array::from).collect();
     let columns = (0..input.num_columns())
         .map(|index| match lists.iter().position(|list| *list == index) {
-            Some(k) => take(
-                arrays[k].values().as_ref(),
-                &UInt32Array::from(elements[k].clone()),
-                None,
-            ),
+            Some(k) => take(arrays[k].values().as_ref(), &elements[k], None),
             None => take(input.column(index).as_ref(), &rows, None),
         })
         .collect::<Result<Vec<ArrayRef>, _>>()?;

@@ -416,18 +416,16 @@ fn rebuild(step: &LogicalPlan, left: &LogicalPlan, mode: Mode) -> DfResult<Optio
 /// scales goes beside its numerics, see `crate::display_scale`.)
 fn padded(input: LogicalPlan, lists: &[Column]) -> DfResult<LogicalPlan> {
     let schema = input.schema().clone();
-    let mut empty: Option<Expr> = None;
-    for list in lists {
-        let column = Expr::Column(list.clone());
-        let none = column
-            .clone()
-            .is_null()
-            .or(cardinality(column).eq(Expr::Literal(ScalarValue::UInt64(Some(0)), None)));
-        empty = Some(match empty {
-            Some(others) => others.and(none),
-            None => none,
-        });
-    }
+    let empty = lists
+        .iter()
+        .map(|list| {
+            let column = Expr::Column(list.clone());
+            column
+                .clone()
+                .is_null()
+                .or(cardinality(column).eq(Expr::Literal(ScalarValue::UInt64(Some(0)), None)))
+        })
+        .reduce(Expr::and);
     let Some(empty) = empty else {
         return Ok(input);
     };

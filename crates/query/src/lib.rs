@@ -34,6 +34,7 @@ pub mod display_scale;
 pub mod error;
 pub mod function_row;
 pub mod functions;
+mod hidden_recursion;
 mod json_record;
 pub mod jsonb_keys;
 mod lateral;

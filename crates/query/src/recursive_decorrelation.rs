@@ -14,16 +14,14 @@
 //! once per distinct outer values (`crate::subquery`), as PostgreSQL's
 //! `SubPlan` does.
 
-use std::cmp::Ordering;
-use std::fmt;
 use std::sync::Arc;
 
+use datafusion::common::Result as DfResult;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{DFSchemaRef, Result as DfResult};
-use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, RecursiveQuery, UserDefinedLogicalNodeCore,
-};
+use datafusion::logical_expr::{Expr, LogicalPlan, RecursiveQuery};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+
+use crate::hidden_recursion::HiddenRecursion;
 
 /// The engine's rules that pull correlated predicates out of subqueries.
 const DECORRELATING: &[&str] = &[
@@ -98,27 +96,16 @@ impl DecorrelationBesideRecursion {
 /// `node`, where it is a recursive query whose terms read outer columns, as a
 /// leaf holding those references.
 fn hide(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-    let LogicalPlan::RecursiveQuery(query) = &node else {
-        return Ok(Transformed::no(node));
-    };
-    let outer = outer_references(query);
-    if outer.is_empty() {
-        return Ok(Transformed::no(node));
-    }
     let LogicalPlan::RecursiveQuery(query) = node else {
         return Ok(Transformed::no(node));
     };
-    let schema = query.static_term.schema().clone();
-    let hidden = CorrelatedRecursion {
-        query,
-        schema,
-        outer,
-    };
+    let outer = outer_references(&query);
+    if outer.is_empty() {
+        return Ok(Transformed::no(LogicalPlan::RecursiveQuery(query)));
+    }
     // Not a new subtree to walk: the rule stops at the leaf anyway.
     Ok(Transformed::new(
-        LogicalPlan::Extension(Extension {
-            node: Arc::new(hidden),
-        }),
+        HiddenRecursion::leaf(query, outer),
         true,
         TreeNodeRecursion::Jump,
     ))
@@ -126,19 +113,10 @@ fn hide(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
 
 /// `node`, where it is a hidden recursive query, as it was.
 fn show(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
-    let LogicalPlan::Extension(extension) = &node else {
+    let Some(query) = HiddenRecursion::of(&node) else {
         return Ok(Transformed::no(node));
     };
-    let Some(hidden) = extension
-        .node
-        .as_any()
-        .downcast_ref::<CorrelatedRecursion>()
-    else {
-        return Ok(Transformed::no(node));
-    };
-    Ok(Transformed::yes(LogicalPlan::RecursiveQuery(
-        hidden.query.clone(),
-    )))
+    Ok(Transformed::yes(LogicalPlan::RecursiveQuery(query.clone())))
 }
 
 /// The outer references the terms of `query` read.
@@ -155,53 +133,4 @@ fn outer_references(query: &RecursiveQuery) -> Vec<Expr> {
         });
     }
     outer
-}
-
-/// A recursive query reading outer columns, hidden from decorrelation: a leaf
-/// of its columns whose expressions are its outer references.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct CorrelatedRecursion {
-    query: RecursiveQuery,
-    schema: DFSchemaRef,
-    outer: Vec<Expr>,
-}
-
-impl PartialOrd for CorrelatedRecursion {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        self.query.partial_cmp(&other.query)
-    }
-}
-
-impl UserDefinedLogicalNodeCore for CorrelatedRecursion {
-    fn name(&self) -> &str {
-        "CorrelatedRecursion"
-    }
-
-    fn inputs(&self) -> Vec<&LogicalPlan> {
-        Vec::new()
-    }
-
-    fn schema(&self) -> &DFSchemaRef {
-        &self.schema
-    }
-
-    fn expressions(&self) -> Vec<Expr> {
-        self.outer.clone()
-    }
-
-    fn fmt_for_explain(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "CorrelatedRecursion: {}", self.query.name)
-    }
-
-    fn with_exprs_and_inputs(
-        &self,
-        _exprs: Vec<Expr>,
-        _inputs: Vec<LogicalPlan>,
-    ) -> DfResult<Self> {
-        Ok(Self {
-            query: self.query.clone(),
-            schema: self.schema.clone(),
-            outer: self.outer.clone(),
-        })
-    }
 }

@@ -10,17 +10,15 @@
 //! as a query of its own, every column of it kept: the rule runs with each
 //! recursive query hidden in a leaf node, then on each hidden query's terms.
 
-use std::cmp::Ordering;
-use std::fmt;
 use std::sync::Arc;
 
+use datafusion::common::Result as DfResult;
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::{DFSchemaRef, Result as DfResult};
-use datafusion::logical_expr::{
-    Expr, Extension, LogicalPlan, RecursiveQuery, UserDefinedLogicalNodeCore,
-};
+use datafusion::logical_expr::{LogicalPlan, RecursiveQuery};
 use datafusion::optimizer::optimize_projections::OptimizeProjections;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+
+use crate::hidden_recursion::HiddenRecursion;
 
 /// `rule`, or [`PruningBesideRecursion`] where it is DataFusion's
 /// `optimize_projections`.
@@ -80,13 +78,9 @@ impl PruningBesideRecursion {
         node: LogicalPlan,
         config: &dyn OptimizerConfig,
     ) -> DfResult<Transformed<LogicalPlan>> {
-        let LogicalPlan::Extension(extension) = &node else {
+        let Some(query) = HiddenRecursion::of(&node) else {
             return Ok(Transformed::no(node));
         };
-        let Some(hidden) = extension.node.as_any().downcast_ref::<HiddenRecursion>() else {
-            return Ok(Transformed::no(node));
-        };
-        let query = &hidden.query;
         // Through this rule, so that a recursive query in a term is kept whole too.
         let static_term = self.rewrite(query.static_term.as_ref().clone(), config)?;
         let recursive_term = self.rewrite(query.recursive_term.as_ref().clone(), config)?;
@@ -105,55 +99,5 @@ fn hide(node: LogicalPlan) -> DfResult<Transformed<LogicalPlan>> {
     let LogicalPlan::RecursiveQuery(query) = node else {
         return Ok(Transformed::no(node));
     };
-    let schema = query.static_term.schema().clone();
-    let hidden = HiddenRecursion { query, schema };
-    Ok(Transformed::yes(LogicalPlan::Extension(Extension {
-        node: Arc::new(hidden),
-    })))
-}
-
-/// A recursive query hidden from the pruning: a leaf of its columns.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct HiddenRecursion {
-    query: RecursiveQuery,
-    schema: DFSchemaRef,
-}
-
-impl PartialOrd for HiddenRecursion {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        self.query.partial_cmp(&other.query)
-    }
-}
-
-impl UserDefinedLogicalNodeCore for HiddenRecursion {
-    fn name(&self) -> &str {
-        "HiddenRecursion"
-    }
-
-    fn inputs(&self) -> Vec<&LogicalPlan> {
-        Vec::new()
-    }
-
-    fn schema(&self) -> &DFSchemaRef {
-        &self.schema
-    }
-
-    fn expressions(&self) -> Vec<Expr> {
-        Vec::new()
-    }
-
-    fn fmt_for_explain(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "HiddenRecursion: {}", self.query.name)
-    }
-
-    fn with_exprs_and_inputs(
-        &self,
-        _exprs: Vec<Expr>,
-        _inputs: Vec<LogicalPlan>,
-    ) -> DfResult<Self> {
-        Ok(Self {
-            query: self.query.clone(),
-            schema: self.schema.clone(),
-        })
-    }
+    Ok(Transformed::yes(HiddenRecursion::leaf(query, Vec::new())))
 }

@@ -329,7 +329,7 @@ impl SinkBench<'_> {
         // Reset, the peak is the RSS of the moment.
         let before = peak_rss(self.pid);
         let cpu_before = self.cpu();
-        let profile = self.profile(name);
+        let profile = self.profile(name).await;
         let started = Instant::now();
         client
             .batch_execute(&format!(
@@ -377,7 +377,7 @@ impl SinkBench<'_> {
 
     /// With `FLOE_BENCH_PERF_DIR`, `perf record` of floe's process into `<dir>/<name>.data`
     /// until [`stop_profile`]: where a sink's CPU goes.
-    fn profile(&self, name: &str) -> Option<std::process::Child> {
+    async fn profile(&self, name: &str) -> Option<std::process::Child> {
         let dir = std::env::var_os("FLOE_BENCH_PERF_DIR")?;
         let pid = self.pid?.to_string();
         let output = std::path::Path::new(&dir).join(format!("{name}.data"));
@@ -398,7 +398,7 @@ impl SinkBench<'_> {
             .spawn()
             .expect("perf runs");
         // perf attaches before the sink is created.
-        std::thread::sleep(Duration::from_millis(300));
+        tokio::time::sleep(Duration::from_millis(300)).await;
         Some(child)
     }
 
