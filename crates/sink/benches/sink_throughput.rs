@@ -44,6 +44,7 @@ use floe_sink::input::{
     ColumnChunk, ColumnStream, READ_AHEAD_CHUNKS, SinkInput, Update, UpdateStream,
 };
 use floe_sink::table::SinkCatalog;
+use floe_sink::writer::writer_properties;
 use floe_sink::{
     CatalogConfig, ClientCredentials, DeleteMode, Envelope, Namespace, ProgressReport,
     SinkConnection, SinkError, SinkReporter, SinkSettings, SinkSpec, SinkStatus, StatisticsUpdate,
@@ -53,8 +54,6 @@ use floe_testkit::SeaweedFs;
 use futures::future::BoxFuture;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::async_writer::{AsyncArrowWriter, AsyncFileWriter};
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 /// The floe binary's allocator, so the figures are the server's.
 #[global_allocator]
@@ -917,15 +916,6 @@ async fn measure_drain(
     drain
 }
 
-/// The sink's Parquet settings (crates/sink/src/writer.rs).
-fn sink_properties() -> WriterProperties {
-    WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_statistics_truncate_length(None)
-        .build()
-}
-
 /// Parquet bytes to an iceberg FileIO output (the sink's path to S3).
 struct FileIoWriter(Box<dyn iceberg::io::FileWrite>);
 
@@ -1021,9 +1011,10 @@ async fn ceiling(env: &Env, table: &str, entries: &[Entry]) -> Ceiling {
     let path = format!("{location}/data/ceiling-{}.parquet", uuid::Uuid::new_v4());
     let out = loaded.file_io.new_output(&path).expect("output");
     let writer = FileIoWriter(out.writer().await.expect("writer"));
-    let mut parquet =
-        AsyncArrowWriter::try_new(writer, arrow_schema.clone(), Some(sink_properties()))
-            .expect("parquet writer");
+    // Encoded as the sink encodes: its properties, chosen from the first batch.
+    let properties = || writer_properties(batches.first().expect("rows to write"));
+    let mut parquet = AsyncArrowWriter::try_new(writer, arrow_schema.clone(), Some(properties()))
+        .expect("parquet writer");
     for batch in &batches {
         parquet.write(batch).await.expect("write");
     }
@@ -1034,7 +1025,7 @@ async fn ceiling(env: &Env, table: &str, entries: &[Entry]) -> Ceiling {
     // 3. Encoding alone, then the upload alone.
     let started = Instant::now();
     let mut buffer = Vec::new();
-    let mut sync = ArrowWriter::try_new(&mut buffer, arrow_schema.clone(), Some(sink_properties()))
+    let mut sync = ArrowWriter::try_new(&mut buffer, arrow_schema.clone(), Some(properties()))
         .expect("parquet writer");
     for batch in &batches {
         sync.write(batch).expect("write");

@@ -2,11 +2,13 @@
 //! Parquet writer so every file carries complete column statistics (value counts, null
 //! counts, lower and upper bounds, column sizes).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::SchemaRef as ArrowSchemaRef;
 use floe_repr::Datum;
+use iceberg::io::FileIO;
 use iceberg::spec::{
     DataContentType, DataFile, DataFileFormat, PartitionKey, Schema, SchemaRef, TableMetadata,
 };
@@ -17,6 +19,7 @@ use iceberg::writer::file_writer::location_generator::{
 use iceberg::writer::file_writer::rolling_writer::{RollingFileWriter, RollingFileWriterBuilder};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -40,6 +43,10 @@ pub enum FileContent {
 
 /// Writes rows of one schema into rolling Parquet files under the table's `data/` folder.
 pub struct FileWriter {
+    /// Until the first batch: what the rolling writer is built from. The first batch's
+    /// values choose each column's encoding (see [`writer_properties`]).
+    plan: Option<RollingPlan>,
+    /// From the first batch until closed.
     rolling: Option<Rolling>,
     arrow_schema: ArrowSchemaRef,
     content: FileContent,
@@ -66,27 +73,19 @@ impl FileWriter {
             iceberg::arrow::schema_to_arrow_schema(&schema)
                 .map_err(|err| internal(format!("cannot convert the schema to Arrow: {err}")))?,
         );
-        let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
-            // Exact bounds for every column: readers prune with them, and equality deletes
-            // are matched against them (the file's bounds of long strings and binaries are
-            // then truncated as Iceberg's `truncate(16)`, see `crate::bounds`).
-            .set_statistics_enabled(EnabledStatistics::Chunk)
-            .set_statistics_truncate_length(None)
-            .build();
         let location = DefaultLocationGenerator::new(&table.metadata)
             .map_err(|err| internal(format!("cannot place data files: {err}")))?;
         let names = DefaultFileNameGenerator::new(prefix, None, DataFileFormat::Parquet);
-        let rolling = RollingFileWriterBuilder::new(
-            ParquetWriterBuilder::new(properties, schema),
-            target_file_size,
-            table.file_io.clone(),
+        let plan = RollingPlan {
+            schema,
+            file_io: table.file_io.clone(),
             location,
             names,
-        )
-        .build();
+            target_file_size,
+        };
         Ok(FileWriter {
-            rolling: Some(rolling),
+            plan: Some(plan),
+            rolling: None,
             arrow_schema,
             content,
             spec_id,
@@ -113,6 +112,9 @@ impl FileWriter {
         let rows = batch.num_rows();
         if rows == 0 {
             return Ok(());
+        }
+        if let Some(plan) = self.plan.take() {
+            self.rolling = Some(plan.build(&batch));
         }
         let rolling = self
             .rolling
@@ -171,6 +173,118 @@ impl FileWriter {
         }
         Ok(files)
     }
+}
+
+/// What a [`FileWriter`]'s rolling writer is built from at its first batch.
+struct RollingPlan {
+    schema: SchemaRef,
+    file_io: FileIO,
+    location: DefaultLocationGenerator,
+    names: DefaultFileNameGenerator,
+    target_file_size: usize,
+}
+
+impl RollingPlan {
+    /// The rolling writer of files whose first batch is `first`.
+    fn build(self, first: &RecordBatch) -> Rolling {
+        RollingFileWriterBuilder::new(
+            ParquetWriterBuilder::new(writer_properties(first), self.schema),
+            self.target_file_size,
+            self.file_io,
+            self.location,
+            self.names,
+        )
+        .build()
+    }
+}
+
+/// The Parquet properties of files whose first batch is `first` (public for the
+/// benchmark's ceiling, which encodes as the sink does).
+pub fn writer_properties(first: &RecordBatch) -> WriterProperties {
+    let mut properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        // Exact bounds for every column: readers prune with them, and equality deletes
+        // are matched against them (the file's bounds of long strings and binaries are
+        // then truncated as Iceberg's `truncate(16)`, see `crate::bounds`).
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_statistics_truncate_length(None);
+    // A dictionary of values that hardly repeat costs a hash of every value, and is
+    // given up once it outgrows its page (a unique bigint column hashes 131,072 values
+    // per row group first), with the file no smaller for it; such columns are written
+    // plain from the start.
+    for (field, column) in first.schema().fields().iter().zip(first.columns()) {
+        if mostly_distinct(column.as_ref()) {
+            let path = ColumnPath::new(vec![field.name().clone()]);
+            properties = properties.set_column_dictionary_enabled(path, false);
+        }
+    }
+    properties.build()
+}
+
+/// How many of a column's first values [`mostly_distinct`] looks at.
+const DISTINCT_SAMPLE: usize = 16 * 1024;
+/// Fewer non-null values than this say nothing of the column (a small first batch).
+const DISTINCT_SAMPLE_MINIMUM: usize = 1024;
+
+/// Whether at least nine in ten of the first non-null values of `column` (a flat column
+/// of fixed-width or byte values) differ; `false` for nested columns, booleans and too
+/// few values.
+fn mostly_distinct(column: &dyn Array) -> bool {
+    let Some(value) = value_bytes(column) else {
+        return false;
+    };
+    let mut seen = HashSet::with_capacity_and_hasher(
+        DISTINCT_SAMPLE.min(column.len()),
+        foldhash::fast::RandomState::default(),
+    );
+    let mut values = 0;
+    for index in (0..column.len()).filter(|index| column.is_valid(*index)) {
+        if values == DISTINCT_SAMPLE {
+            break;
+        }
+        seen.insert(value(index));
+        values += 1;
+    }
+    values >= DISTINCT_SAMPLE_MINIMUM && seen.len() * 10 >= values * 9
+}
+
+/// The bytes of the value at an index of `column`, for the flat types Parquet may
+/// dictionary-encode.
+fn value_bytes<'a>(column: &'a dyn Array) -> Option<Box<dyn Fn(usize) -> &'a [u8] + 'a>> {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    Some(match column.data_type() {
+        DataType::Utf8 => {
+            let strings = column.as_string::<i32>();
+            Box::new(move |index| strings.value(index).as_bytes())
+        }
+        DataType::LargeUtf8 => {
+            let strings = column.as_string::<i64>();
+            Box::new(move |index| strings.value(index).as_bytes())
+        }
+        DataType::Binary => {
+            let bytes = column.as_binary::<i32>();
+            Box::new(move |index| bytes.value(index))
+        }
+        DataType::LargeBinary => {
+            let bytes = column.as_binary::<i64>();
+            Box::new(move |index| bytes.value(index))
+        }
+        DataType::FixedSizeBinary(_) => {
+            let bytes = column.as_fixed_size_binary();
+            Box::new(move |index| bytes.value(index))
+        }
+        kind if kind.is_primitive() => {
+            let width = kind.primitive_width()?;
+            // The array's own values (already sliced to it), `width` bytes each.
+            let values: &[u8] = arrow_array::downcast_primitive_array!(
+                column => column.values().inner().as_slice(),
+                _ => return None
+            );
+            Box::new(move |index| &values[index * width..(index + 1) * width])
+        }
+        _ => return None,
+    })
 }
 
 /// A [`FileWriter`] on a task of its own: Parquet encoding and uploads run while the
@@ -356,4 +470,59 @@ pub fn key_schema(schema: &Schema, ids: &[i32]) -> Result<SchemaRef, SinkError> 
 
 fn internal(message: String) -> SinkError {
     SinkError::internal(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use parquet::schema::types::ColumnPath;
+
+    use super::{mostly_distinct, writer_properties};
+
+    fn keys(count: i64, distinct: i64) -> Int64Array {
+        Int64Array::from_iter_values((0..count).map(|i| i % distinct))
+    }
+
+    #[test]
+    fn unique_values_are_mostly_distinct_and_repeated_ones_are_not() {
+        assert!(mostly_distinct(&keys(20_000, 20_000)));
+        assert!(!mostly_distinct(&keys(20_000, 100)));
+        // Nine in ten distinct is the line.
+        assert!(mostly_distinct(&keys(10_000, 9_000)));
+        assert!(!mostly_distinct(&keys(10_000, 8_000)));
+        let names = StringArray::from_iter_values((0..5_000).map(|i| format!("customer-{i}")));
+        assert!(mostly_distinct(&names));
+        let kinds = StringArray::from_iter_values((0..5_000).map(|i| format!("kind-{}", i % 7)));
+        assert!(!mostly_distinct(&kinds));
+    }
+
+    #[test]
+    fn a_small_or_mostly_null_first_batch_keeps_the_dictionary() {
+        assert!(!mostly_distinct(&keys(1_000, 1_000)));
+        let sparse = Int64Array::from_iter((0..20_000).map(|i| (i % 20 == 0).then_some(i)));
+        assert!(!mostly_distinct(&sparse));
+    }
+
+    #[test]
+    fn a_sliced_column_is_read_from_its_own_values() {
+        // Unique values first, then one repeated value: the slice holds only the latter.
+        let values =
+            Int64Array::from_iter_values((0..10_000).chain(std::iter::repeat_n(7, 10_000)));
+        assert!(!mostly_distinct(&values.slice(10_000, 10_000)));
+        assert!(mostly_distinct(&values.slice(0, 10_000)));
+    }
+
+    #[test]
+    fn only_mostly_distinct_columns_are_written_without_a_dictionary() {
+        let batch = RecordBatch::try_from_iter([
+            ("id", Arc::new(keys(4_096, 4_096)) as ArrayRef),
+            ("bucket", Arc::new(keys(4_096, 16)) as ArrayRef),
+        ])
+        .unwrap();
+        let properties = writer_properties(&batch);
+        assert!(!properties.dictionary_enabled(&ColumnPath::from("id")));
+        assert!(properties.dictionary_enabled(&ColumnPath::from("bucket")));
+    }
 }

@@ -1719,6 +1719,71 @@ fn amount_one_row(key: i64, value: &str) -> Vec<Datum> {
     Workload::row(key, &(value.to_string(), "1.00".to_string()))
 }
 
+/// A column whose values hardly repeat (the key) is written plain, and a column of a few
+/// values keeps its dictionary, so a sink hashes no value it cannot use; DuckDB reads
+/// every row back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_columns_are_written_plain_and_repeating_ones_with_a_dictionary() {
+    const ROWS: i64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let connection = local_connection(dir.path(), "dictionaries");
+    let input = MemoryInput::new(workload_desc());
+    let reporter = Arc::new(Recorder::default());
+    let at = input.upper_now();
+    let kind = |key: i64| format!("kind-{}", key % 5);
+    let updates = (0..ROWS)
+        .map(|key| Update {
+            row: amount_one_row(key, &kind(key)),
+            ts: Timestamp(at),
+            diff: 1,
+        })
+        .collect();
+    input.push(updates, at + INTERVAL);
+    let _handle = spawn_sink(
+        connection,
+        spec("dictionaries", "t", Envelope::Append),
+        input.clone(),
+        reporter.clone(),
+        settings(),
+    );
+    reporter.wait_for_frontier(at + INTERVAL).await;
+
+    let read = Reader::local().read(reporter.metadata_location().trim_start_matches("file://"));
+    let mut keys: Vec<i64> = read
+        .rows
+        .iter()
+        .map(|row| row["id"].as_i64().unwrap())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, (0..ROWS).collect::<Vec<_>>());
+    for row in &read.rows {
+        let key = row["id"].as_i64().unwrap();
+        assert_eq!(row["value"], json!(kind(key)), "{row}");
+        assert_eq!(row["amount"], json!("1.00"), "{row}");
+    }
+    let data_files = read.files_with_content("data");
+    assert!(!data_files.is_empty());
+    for file in data_files {
+        let path = file["file_path"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("file://");
+        let reader =
+            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(path).unwrap())
+                .unwrap();
+        let metadata = parquet::file::reader::FileReader::metadata(&reader);
+        for group in metadata.row_groups() {
+            let dictionary =
+                |column: usize| group.column(column).dictionary_page_offset().is_some();
+            assert!(!dictionary(0), "the unique key has a dictionary in {path}");
+            assert!(
+                dictionary(1),
+                "the five values have no dictionary in {path}"
+            );
+        }
+    }
+}
+
 /// A key the relation enforces gets an equality delete only when a batch retracts its
 /// previous row: a batch of new keys writes no delete file, and a batch of an update, a
 /// delete and a new key deletes exactly the two keys it retracts. (Into an empty table
