@@ -671,6 +671,9 @@ impl EnvelopeHandler for UpsertEnvelope {
         upper: Timestamp,
     ) -> Result<StagedBatch, SinkError> {
         if self.positions.is_some() && self.key.unique_in_relation {
+            if let Some(staged) = self.stage_position_snapshot_from_columns(cx, upper).await? {
+                return Ok(staged);
+            }
             let snapshot = cx.snapshot(upper).await?;
             return self.stage_position_snapshot(cx, upper, snapshot).await;
         }
@@ -831,7 +834,7 @@ impl UpsertEnvelope {
     /// columns; otherwise as rows.
     fn column_plan(&self, cx: &StageContext<'_>) -> Result<ConsolidationPlan, SinkError> {
         let rows = ConsolidationPlan::rows(cx, &self.key);
-        if self.positions.is_some() || !self.key.unique_in_relation || cx.partitioning.is_some() {
+        if !self.key.unique_in_relation || cx.partitioning.is_some() {
             return Ok(rows);
         }
         let limits = cx.limits();
@@ -856,12 +859,19 @@ impl UpsertEnvelope {
     /// columns into the writers. `None` when a spec of the table partitions (the keys are
     /// then deleted in their rows' partitions, which takes rows).
     async fn write_columns_consolidated(
-        &self,
+        &mut self,
         cx: &StageContext<'_>,
         lower: Timestamp,
         upper: Timestamp,
         consolidated: ConsolidatedColumns,
     ) -> Result<Option<StagedBatch>, SinkError> {
+        if self.positions.is_some() {
+            let staged = self
+                .write_positions_from_columns(cx, lower, upper, &consolidated)
+                .await;
+            tokio::task::spawn_blocking(move || drop(consolidated));
+            return staged.map(Some);
+        }
         let mut deletes = self.deletes(cx, &live_data_specs(cx.table).await?)?;
         if deletes.partitions() {
             return Ok(None);
@@ -1029,6 +1039,83 @@ impl UpsertEnvelope {
             .write(index, keys.encoder, outcomes, key_projection)
             .await?;
         self.finish_positions(cx, lower, upper, writer).await
+    }
+
+    /// Position mode, a batch consolidated in columns: the final rows written as they are
+    /// gathered, each key's current row deleted (see [`PositionBatchWriter::write_columns`]).
+    async fn write_positions_from_columns(
+        &mut self,
+        cx: &StageContext<'_>,
+        lower: Timestamp,
+        upper: Timestamp,
+        consolidated: &ConsolidatedColumns,
+    ) -> Result<StagedBatch, SinkError> {
+        let limits = cx.limits();
+        let batch_limits = (limits.rows, limits.bytes);
+        let data_schema = cx.arrow_schema()?;
+        let key_schema = Arc::new(
+            data_schema
+                .project(&self.key.indexes)
+                .map_err(|err| SinkError::internal(format!("cannot project the key: {err}")))?,
+        );
+        let all_columns: Vec<usize> = (0..cx.columns()).collect();
+        let key_indexes = self.key.indexes.clone();
+        let held = consolidated.batches(
+            &consolidated.deletes,
+            &key_indexes,
+            &key_schema,
+            batch_limits,
+        );
+        let upserts = consolidated.batches(
+            &consolidated.upserts,
+            &all_columns,
+            &data_schema,
+            batch_limits,
+        );
+        let mut writer = self.position_writer(cx).await?;
+        let (index, keys) = self.position_index(cx).await?;
+        writer
+            .write_columns(index, keys.encoder, held, upserts, &key_indexes)
+            .await?;
+        self.finish_positions(cx, lower, upper, writer).await
+    }
+
+    /// [`UpsertEnvelope::stage_position_snapshot`] from rows read in columns, when the
+    /// input gives them so and the table's types are floe's own (see [`crate::columns`]);
+    /// `None` when they must be read as rows. The columns are built on several threads;
+    /// one writer encodes them, as the index places a batch's rows by the order written.
+    async fn stage_position_snapshot_from_columns(
+        &mut self,
+        cx: &StageContext<'_>,
+        upper: Timestamp,
+    ) -> Result<Option<StagedBatch>, SinkError> {
+        let limits = cx.limits();
+        let arrow_schema = cx.arrow_schema()?;
+        let Some(batches) = ColumnBatches::new(&arrow_schema, cx.input.desc(), false, limits)
+        else {
+            return Ok(None);
+        };
+        let read = cx
+            .input
+            .snapshot_columns(upper, cx.settings.read_chunk_rows, limits.bytes);
+        let Some(columns) = read.await? else {
+            return Ok(None);
+        };
+        let mut writer = self.position_writer(cx).await?;
+        let key_indexes = self.key.indexes.clone();
+        let mut chunks = BuiltChunks::new(columns, column_writers());
+        let mut cut = BatchCut::none(upper);
+        while let Some(built) = chunks.next(&mut cut).await? {
+            let (index, keys) = self.position_index(cx).await?;
+            let rows = batches.batches(built);
+            writer
+                .write_columns(index, keys.encoder, std::iter::empty(), rows, &key_indexes)
+                .await?;
+        }
+        let staged = self
+            .finish_positions(cx, Timestamp(0), upper, writer)
+            .await?;
+        Ok(Some(staged))
     }
 
     /// Position mode, a new sink's snapshot with a unique key: streamed into data files,

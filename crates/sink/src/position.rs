@@ -895,6 +895,43 @@ impl PositionBatchWriter {
         Ok(())
     }
 
+    /// Writes a batch consolidated in columns (see `crate::consolidate_columns`): `held`,
+    /// batches of the key columns of the keys the table held before the batch, and
+    /// `upserts`, batches of the keys' final rows (whole rows, the key at `key_indexes`).
+    /// Each key is in each at most once. Every key's current rows are deleted, as
+    /// [`PositionBatchWriter::write`] does.
+    pub async fn write_columns(
+        &mut self,
+        index: &PositionIndex,
+        encoder: &KeyEncoder,
+        held: impl Iterator<Item = Result<RecordBatch, SinkError>>,
+        upserts: impl Iterator<Item = Result<RecordBatch, SinkError>>,
+        key_indexes: &[usize],
+    ) -> Result<(), SinkError> {
+        for keys in held {
+            for id in encoder.ids(keys?.columns())? {
+                self.deletes.extend(index.rows_of(id));
+                // A key with a final row is added back below: the index applies its
+                // removals first.
+                self.update.removed.push(id);
+            }
+        }
+        for rows in upserts {
+            let rows = rows?;
+            let keys: Vec<ArrayRef> = key_indexes
+                .iter()
+                .map(|index| rows.column(*index).clone())
+                .collect();
+            for id in encoder.ids(&keys)? {
+                self.deletes.extend(index.rows_of(id));
+                self.update.added.push((id, self.update.rows_written));
+                self.update.rows_written += 1;
+            }
+            self.data.write_batch(rows).await?;
+        }
+        Ok(())
+    }
+
     /// Closes the data files and writes the position delete files (sorted by file path
     /// and position, as the spec requires), one set per partition of the files they point
     /// into (a position delete file belongs to the partition and spec of its data files).

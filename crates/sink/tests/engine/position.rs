@@ -59,10 +59,21 @@ fn change(id: i64, value: &str, ts: u64, diff: i64) -> Update {
 /// holds gets exactly one position delete, of its current row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_commit_deletes_each_touched_keys_current_row_once() {
+    one_commit_deletes_current_rows(MemoryInput::new(workload_desc())).await;
+}
+
+/// The same with the snapshot and the changes read in columns (and consolidated there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_commit_in_columns_deletes_each_touched_keys_current_row_once() {
+    let input = MemoryInput::in_columns(workload_desc());
+    one_commit_deletes_current_rows(input.clone()).await;
+    assert_eq!(input.row_reads(), 0, "a batch was read as rows");
+}
+
+async fn one_commit_deletes_current_rows(input: Arc<MemoryInput>) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("position_one");
     let connection = seaweed_connection(sw, &sw.catalog_url());
-    let input = MemoryInput::new(workload_desc());
     let reporter = Arc::new(Recorder::default());
     let start = input.upper_now();
     // The snapshot: keys 1 to 5.
@@ -161,11 +172,22 @@ async fn one_commit_deletes_each_touched_keys_current_row_once() {
 /// committed once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_workload_with_restarts_lost_answers_and_compactions() {
+    random_workload(MemoryInput::new(workload_desc())).await;
+}
+
+/// The same with the changes read and consolidated in columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_workload_in_columns_with_restarts_lost_answers_and_compactions() {
+    let input = MemoryInput::in_columns(workload_desc());
+    random_workload(input.clone()).await;
+    assert_eq!(input.row_reads(), 0, "a batch was read as rows");
+}
+
+async fn random_workload(input: Arc<MemoryInput>) {
     let sw = seaweedfs_shared();
     let ns = sw.unique_namespace("position_random");
     let proxy = FaultProxy::start(&sw.catalog_url());
     let connection = seaweed_connection(sw, &proxy.url());
-    let input = MemoryInput::new(workload_desc());
     let mut workload = Workload::new(23);
     let reporter = Arc::new(Recorder::default());
     let start = || {
