@@ -1033,7 +1033,7 @@ impl UpsertEnvelope {
         outcomes: &[KeyOutcome<'_>],
         key_projection: &[usize],
     ) -> Result<StagedBatch, SinkError> {
-        let mut writer = self.position_writer(cx).await?;
+        let mut writer = self.position_writer(cx, 1).await?;
         let (index, keys) = self.position_index(cx).await?;
         writer
             .write(index, keys.encoder, outcomes, key_projection)
@@ -1060,6 +1060,12 @@ impl UpsertEnvelope {
         );
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let key_indexes = self.key.indexes.clone();
+        // Many final rows are encoded by several writers, in turn; few by one (one file).
+        let writers = if consolidated.upserts.len() >= cx.settings.spread_rows {
+            column_writers()
+        } else {
+            1
+        };
         let held = consolidated.batches(
             &consolidated.deletes,
             &key_indexes,
@@ -1072,7 +1078,7 @@ impl UpsertEnvelope {
             &data_schema,
             batch_limits,
         );
-        let mut writer = self.position_writer(cx).await?;
+        let mut writer = self.position_writer(cx, writers).await?;
         let (index, keys) = self.position_index(cx).await?;
         writer
             .write_columns(index, keys.encoder, held, upserts, &key_indexes)
@@ -1082,8 +1088,8 @@ impl UpsertEnvelope {
 
     /// [`UpsertEnvelope::stage_position_snapshot`] from rows read in columns, when the
     /// input gives them so and the table's types are floe's own (see [`crate::columns`]);
-    /// `None` when they must be read as rows. The columns are built on several threads;
-    /// one writer encodes them, as the index places a batch's rows by the order written.
+    /// `None` when they must be read as rows. The columns are built and encoded on several
+    /// threads, as APPEND's snapshot is.
     async fn stage_position_snapshot_from_columns(
         &mut self,
         cx: &StageContext<'_>,
@@ -1101,7 +1107,7 @@ impl UpsertEnvelope {
         let Some(columns) = read.await? else {
             return Ok(None);
         };
-        let mut writer = self.position_writer(cx).await?;
+        let mut writer = self.position_writer(cx, column_writers()).await?;
         let key_indexes = self.key.indexes.clone();
         let mut chunks = BuiltChunks::new(columns, column_writers());
         let mut cut = BatchCut::none(upper);
@@ -1126,7 +1132,7 @@ impl UpsertEnvelope {
         upper: Timestamp,
         mut snapshot: UpdateStream,
     ) -> Result<StagedBatch, SinkError> {
-        let mut writer = self.position_writer(cx).await?;
+        let mut writer = self.position_writer(cx, 1).await?;
         let key_indexes = self.key.indexes.clone();
         while let Some(chunk) = snapshot.next().await? {
             let outcomes: Vec<KeyOutcome<'_>> = chunk
@@ -1163,12 +1169,14 @@ impl UpsertEnvelope {
         positions.index_for(cx.table).await
     }
 
+    /// A position batch's writer over `writers` data writers.
     async fn position_writer(
         &mut self,
         cx: &StageContext<'_>,
+        writers: usize,
     ) -> Result<PositionBatchWriter, SinkError> {
         crate::position::check_format_version(cx.table)?;
-        let data = cx.writer(cx.schema.clone(), FileContent::Data, "-data")?;
+        let data = cx.data_writers(writers, "-data")?;
         let (index, _) = self.position_index(cx).await?;
         Ok(PositionBatchWriter::new(
             data,

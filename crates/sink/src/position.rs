@@ -838,7 +838,13 @@ pub(crate) type KeyOutcome<'a> = (&'a [Datum], Option<&'a [Datum]>);
 /// Writes one UPSERT batch in position mode: new rows into data files, and for every key
 /// touched a position delete of its current row.
 pub(crate) struct PositionBatchWriter {
-    data: PipelinedWriter,
+    /// Data writers, handed batches in turn (rows read as rows go to the first). Their
+    /// files come back in writer order, so a writer's rows follow its predecessors'.
+    data: Vec<PipelinedWriter>,
+    turn: usize,
+    /// Per writer, the keys of the rows it was given, in order: placed among the batch's
+    /// rows at finish.
+    written: Vec<Vec<KeyId>>,
     /// The current rows of the keys touched.
     deletes: Vec<RowSlot>,
     update: IndexUpdate,
@@ -848,14 +854,17 @@ pub(crate) struct PositionBatchWriter {
 }
 
 impl PositionBatchWriter {
+    /// A writer of a batch over `data` (at least one writer).
     pub fn new(
-        data: PipelinedWriter,
+        data: Vec<PipelinedWriter>,
         index: &PositionIndex,
         limits: BatchLimits,
         columns: usize,
     ) -> PositionBatchWriter {
         PositionBatchWriter {
+            written: data.iter().map(|_| Vec::new()).collect(),
             data,
+            turn: 0,
             deletes: Vec::new(),
             update: IndexUpdate::default(),
             base_snapshot_id: index.snapshot_id,
@@ -878,19 +887,24 @@ impl PositionBatchWriter {
             let keys: Vec<&[Datum]> = group.iter().map(|(key, _)| *key).collect();
             let ids = encoder.ids_of_rows(&keys, key_projection)?;
             let mut rows = RowBatch::new(self.limits);
+            let (Some(data), Some(written)) = (self.data.first_mut(), self.written.first_mut())
+            else {
+                return Err(SinkError::internal(
+                    "a position batch without a data writer",
+                ));
+            };
             for ((_, value), id) in group.iter().zip(ids) {
                 self.deletes.extend(index.rows_of(id));
                 match value {
                     Some(row) => {
                         let bytes = crate::types::row_bytes(row);
-                        add_row(&mut rows, &mut self.data, &all_columns, row, bytes).await?;
-                        self.update.added.push((id, self.update.rows_written));
-                        self.update.rows_written += 1;
+                        add_row(&mut rows, data, &all_columns, row, bytes).await?;
+                        written.push(id);
                     }
                     None => self.update.removed.push(id),
                 }
             }
-            rows.flush(&mut self.data, &all_columns, 0).await?;
+            rows.flush(data, &all_columns, 0).await?;
         }
         Ok(())
     }
@@ -922,14 +936,29 @@ impl PositionBatchWriter {
                 .iter()
                 .map(|index| rows.column(*index).clone())
                 .collect();
-            for id in encoder.ids(&keys)? {
-                self.deletes.extend(index.rows_of(id));
-                self.update.added.push((id, self.update.rows_written));
-                self.update.rows_written += 1;
+            let ids = encoder.ids(&keys)?;
+            for id in &ids {
+                self.deletes.extend(index.rows_of(*id));
             }
-            self.data.write_batch(rows).await?;
+            let writer = self.turn % self.data.len();
+            self.turn += 1;
+            self.written[writer].extend(ids);
+            self.data[writer].write_batch(rows).await?;
         }
         Ok(())
+    }
+
+    /// Closes the data writers: their files in writer order, and the batch's new rows
+    /// placed among them (each writer's rows after its predecessors').
+    async fn close_data(&mut self) -> Result<Vec<DataFile>, SinkError> {
+        let writers = std::mem::take(&mut self.data);
+        let closed = futures::future::try_join_all(writers.into_iter().map(PipelinedWriter::close));
+        let files = closed.await?.into_iter().flatten().collect();
+        for id in std::mem::take(&mut self.written).into_iter().flatten() {
+            self.update.added.push((id, self.update.rows_written));
+            self.update.rows_written += 1;
+        }
+        Ok(files)
     }
 
     /// Closes the data files and writes the position delete files (sorted by file path
@@ -941,7 +970,7 @@ impl PositionBatchWriter {
         keys: KeyColumns<'_>,
         files: DeleteFiles<'_>,
     ) -> Result<FinishedPositions, SinkError> {
-        let data = self.data.close().await?;
+        let data = self.close_data().await?;
         let spans_partitions = data
             .windows(2)
             .any(|pair| pair[0].partition() != pair[1].partition());
