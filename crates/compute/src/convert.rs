@@ -104,7 +104,10 @@ impl InputConverter {
         let scales = self
             .scales
             .iter()
-            .map(|column| floe_arrow::stored_scales(rows, *column));
+            .map(|column| {
+                let data_type = floe_arrow::arrow_data_type(&self.desc.columns[*column].1.scalar_type);
+                floe_arrow::stored_scales(rows, *column, &data_type)
+            });
         let columns: Vec<ArrayRef> = batch.columns().iter().cloned().chain(scales).collect();
         columns
             .iter()

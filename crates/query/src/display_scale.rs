@@ -1455,14 +1455,18 @@ fn stored_scale_columns(scan: &TableScan, dataflow: bool) -> Vec<(usize, usize)>
 }
 
 /// Whether a stored column's values keep their display scales: a bare
-/// numeric's, or a computed one's a view stores widened (`numeric(38, 20)`:
-/// its text keeps the value's scale).
+/// numeric's, a computed one's a view stores widened (`numeric(38, 20)`:
+/// its text keeps the value's scale), or an array of such (each item's).
 fn keeps_stored_scales(field: &Field) -> bool {
-    numeric_display::is_bare(field)
-        || matches!(
-            field.data_type(),
-            DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
-        )
+    match field.data_type() {
+        DataType::List(item) => {
+            matches!(item.data_type(), DataType::Decimal128(..)) && keeps_stored_scales(item)
+        }
+        DataType::Decimal128(_, scale) => {
+            numeric_display::is_bare(field) || *scale > floe_arrow::BARE_NUMERIC_SCALE
+        }
+        _ => false,
+    }
 }
 
 /// A scan's source that reads stored display scales after the table's columns.
@@ -1502,7 +1506,7 @@ fn source_with_scales(
     fields.extend(
         keeping
             .iter()
-            .map(|column| floe_arrow::stored_scale_field(schema.field(*column).name(), *column)),
+            .map(|column| floe_arrow::stored_scale_field(schema.field(*column), *column)),
     );
     let scaled = Schema::new_with_metadata(fields, schema.metadata().clone());
     let table = MemTable::try_new(Arc::new(scaled), vec![Vec::new()])?;
