@@ -55,7 +55,7 @@ use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
-use datafusion::functions_nested::expr_fn::cardinality;
+use datafusion::functions_nested::expr_fn::{array_repeat, cardinality};
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
@@ -172,7 +172,9 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
         for expr in node.expressions() {
             let _ = expr.apply(|e| {
                 let depends = match e {
-                    Expr::ScalarFunction(f) => scale_depends_on_values(f.name()),
+                    Expr::ScalarFunction(f) => {
+                        scale_depends_on_values(f.name()) || casts_to_scaled(f)
+                    }
                     // Its branches are made one type by the analyzer, later.
                     Expr::Case(_) => true,
                     Expr::AggregateFunction(f) => {
@@ -195,6 +197,21 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
         })
     });
     found
+}
+
+/// Whether a function is a cast to an unconstrained numeric (or an array of
+/// them), which shows its operand's display scale.
+fn casts_to_scaled(function: &ScalarFunction) -> bool {
+    if function.func.name() != functions::PG_CAST {
+        return false;
+    }
+    match function.args.get(1) {
+        Some(Expr::Literal(ScalarValue::Utf8(Some(json)), _)) => {
+            serde_json::from_str::<floe_repr::SqlScalarType>(json)
+                .is_ok_and(|ty| floe_arrow::keeps_display_scales(&ty))
+        }
+        _ => false,
+    }
 }
 
 fn scale_depends_on_values(function: &str) -> bool {
@@ -508,67 +525,7 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
             Ok(Rewritten::new(rebuilt, columns))
         }
-        // Each row's values at their own scales (the engine gives a column of
-        // `VALUES (1.5), (2.25)` one type, of scale 2).
-        LogicalPlan::Values(values) => {
-            let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
-                produce_one_row: true,
-                schema: Arc::new(DFSchema::empty()),
-            }));
-            let width = values.schema.fields().len();
-            let mut rows = values.values.clone();
-            let mut fields: Vec<_> = values
-                .schema
-                .iter()
-                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
-                .collect();
-            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
-            for (column, field) in values.schema.fields().iter().enumerate() {
-                let DataType::Decimal128(_, column_scale) = field.data_type() else {
-                    continue;
-                };
-                let mut scales = Vec::with_capacity(values.values.len());
-                let mut differs = false;
-                for row in &values.values {
-                    let Some(value) = row.get(column) else {
-                        return Ok(Rewritten::unchanged(plan));
-                    };
-                    let scale = match scaled(value, &empty)?.1 {
-                        Some(Scale::Static(scale)) => {
-                            differs |= scale != i64::from(*column_scale);
-                            lit(i32::try_from(scale).unwrap_or(0))
-                        }
-                        Some(scale) => {
-                            differs = true;
-                            scale.into_expr(value)?
-                        }
-                        // NULL: no scale to show.
-                        None => lit(i32::from(*column_scale)),
-                    };
-                    scales.push(scale);
-                }
-                if !differs {
-                    continue;
-                }
-                for (row, scale) in rows.iter_mut().zip(scales) {
-                    row.push(scale);
-                }
-                columns[column].1 = Some(fields.len());
-                fields.push((
-                    None,
-                    Arc::new(Field::new(scale_name(names), DataType::Int32, true)),
-                ));
-            }
-            if rows == values.values {
-                return Ok(Rewritten::unchanged(plan));
-            }
-            let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
-            let values = LogicalPlan::Values(Values {
-                schema: Arc::new(schema),
-                values: rows,
-            });
-            Ok(Rewritten::new(values, columns))
-        }
+        LogicalPlan::Values(values) => values_scales(plan, values, names),
         // Each input's values at their own scales (the engine gives a column of
         // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
         LogicalPlan::Union(union) => {
@@ -728,6 +685,115 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
         }
         _ => Ok(Rewritten::unchanged(plan)),
     }
+}
+
+/// A `VALUES` with each row's values at their own scales (the engine gives a
+/// column of `VALUES (1.5), (2.25)` one type, of scale 2), an array's items'
+/// too (`VALUES (ARRAY[1.50, 2]), (ARRAY[]::numeric[])`).
+fn values_scales(plan: &LogicalPlan, values: &Values, names: &mut Names) -> DfResult<Rewritten> {
+    let width = values.schema.fields().len();
+    let mut rows = values.values.clone();
+    let mut fields: Vec<_> = values
+        .schema
+        .iter()
+        .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+        .collect();
+    let mut columns: Columns = (0..width).map(|i| (i, None)).collect();
+    for (column, field) in values.schema.fields().iter().enumerate() {
+        let cells: Option<Vec<&Expr>> = values.values.iter().map(|row| row.get(column)).collect();
+        let Some(cells) = cells else {
+            return Ok(Rewritten::unchanged(plan));
+        };
+        let Some((scales, data_type)) = column_scales(&cells, field)? else {
+            continue;
+        };
+        for (row, scale) in rows.iter_mut().zip(scales) {
+            row.push(scale);
+        }
+        columns[column].1 = Some(fields.len());
+        fields.push((None, Arc::new(Field::new(scale_name(names), data_type, true))));
+    }
+    if rows == values.values {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
+    let values = LogicalPlan::Values(Values {
+        schema: Arc::new(schema),
+        values: rows,
+    });
+    Ok(Rewritten::new(values, columns))
+}
+
+/// The display scale of each of a `VALUES` column's `cells` and the type of
+/// those scales, where one differs from the column's type (`field`): an
+/// `Int32` of a numeric's, a list of an array of numerics' items'.
+fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, DataType)>> {
+    let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
+        produce_one_row: true,
+        schema: Arc::new(DFSchema::empty()),
+    }));
+    match field.data_type() {
+        DataType::Decimal128(_, column_scale) => {
+            let mut scales = Vec::with_capacity(cells.len());
+            let mut differs = false;
+            for value in cells {
+                let scale = match scaled(value, &empty)?.1 {
+                    Some(Scale::Static(scale)) => {
+                        differs |= scale != i64::from(*column_scale);
+                        lit(i32::try_from(scale).unwrap_or(0))
+                    }
+                    Some(scale) => {
+                        differs = true;
+                        scale.into_expr(value)?
+                    }
+                    // NULL: no scale to show.
+                    None => lit(i32::from(*column_scale)),
+                };
+                scales.push(scale);
+            }
+            Ok(differs.then_some((scales, DataType::Int32)))
+        }
+        DataType::List(item) if matches!(item.data_type(), DataType::Decimal128(..)) => {
+            let data_type = floe_arrow::stored_scale_type(field.data_type());
+            let mut scales = Vec::with_capacity(cells.len());
+            let mut differs = false;
+            for value in cells {
+                scales.push(match item_scales(value, item, &empty)? {
+                    Some(scales) => {
+                        differs = true;
+                        scales
+                    }
+                    None => Expr::Literal(ScalarValue::try_from(&data_type)?, None),
+                });
+            }
+            Ok(differs.then_some((scales, data_type)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The display scales of an array of numerics' items, where they may differ
+/// from those of `item`, the item type it is printed as: its own list of
+/// them, or one scale for every item, its item type's.
+fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option<Expr>> {
+    if let (_, Some(Scale::Dynamic(scales))) = scaled(value, input)? {
+        return Ok(Some(scales));
+    }
+    let Ok((_, field)) = value.to_field(input.plan.schema().as_ref()) else {
+        return Ok(None);
+    };
+    let DataType::List(own) = field.data_type() else {
+        return Ok(None);
+    };
+    let DataType::Decimal128(_, scale) = own.data_type() else {
+        return Ok(None);
+    };
+    let same = item.data_type() == own.data_type() && !numeric_display::is_bare(item);
+    if same || numeric_display::is_bare(own) {
+        return Ok(None);
+    }
+    let repeated = array_repeat(lit(i32::from(*scale)), cardinality(value.clone()));
+    Ok(Some(repeated))
 }
 
 /// A recursive query whose numeric columns carry their scales through its
@@ -1902,8 +1968,14 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 && !scales.is_empty()
             {
                 // The value as it is (a cast to an unconstrained numeric keeps
-                // its display scale).
-                (rebuilt, dynamic(scales.swap_remove(0)))
+                // its display scale, a `numeric(p, s)`'s too).
+                let scale = match scales.swap_remove(0) {
+                    Some(Scale::Static(scale)) if name == functions::PG_CAST && scale > 0 => {
+                        Some(lit(i32::try_from(scale).unwrap_or(0)))
+                    }
+                    scale => dynamic(scale),
+                };
+                (rebuilt, scale)
             } else if is_decimal && name == "array_element" && values.len() == 2 {
                 // The item's own scale.
                 match scales.swap_remove(0) {
@@ -2033,6 +2105,25 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
             if func.name() == series::GENERATE_SERIES =>
         {
             numeric_series(func, args, input)
+        }
+        // A cast keeps its items' scales: the engine's (a column of `VALUES`
+        // made one type) and SQL's to `numeric[]`.
+        Expr::Cast(cast) => {
+            let scales = item_scales(&cast.expr, item, input)?;
+            let mut cast = cast.clone();
+            cast.expr = Box::new(scaled(&cast.expr, input)?.0);
+            Ok((Expr::Cast(cast), scales.map(Scale::Dynamic)))
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::PG_CAST && numeric_display::is_bare(item) =>
+        {
+            let [operand, ty] = args.as_slice() else {
+                return Ok((expr.clone(), None));
+            };
+            let scales = item_scales(operand, item, input)?;
+            let operand = scaled(operand, input)?.0;
+            let call = ScalarFunction::new_udf(func.clone(), vec![operand, ty.clone()]);
+            Ok((Expr::ScalarFunction(call), scales.map(Scale::Dynamic)))
         }
         _ => Ok((expr.clone(), None)),
     }
