@@ -11,7 +11,8 @@
 //! display scale (an `int`, named `floe_display_scale_<n>`), computed by
 //! PostgreSQL's rules beside the value: a stored value's as it was written
 //! (read by the table's scan, [`SnapshotTable::with_scales`], or a dataflow's
-//! of its input), a row of `VALUES`'s from its literals, a quotient's and an
+//! of its input; a stored array's, a list of its items'), a row of `VALUES`'s
+//! from its literals (an array's items' too), a quotient's and an
 //! average's from its operands' values and display scales
 //! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
 //! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` (`mod`) the
@@ -21,12 +22,14 @@
 //! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
-//! items' scales, and an item taken from it (`a[1]`) or unnested
-//! (`unnest(a)`) its own. A lateral subquery of an inner or a left join reads
-//! its outer columns' scales as outer references. A document built of numerics
-//! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
-//! (also in `string_agg`) show each at its scale. A scalar subquery's value
-//! keeps its scale (the subquery answers both, as a pair). The scale columns
+//! items' scales, which a cast to `numeric[]` keeps, and an item taken from
+//! it (`a[1]`) or unnested (`unnest(a)`) its own. A lateral subquery of an
+//! inner or a left join reads its outer columns' scales as outer references.
+//! A document built of numerics (`to_jsonb`, `jsonb_build_object`,
+//! `jsonb_agg`, ...), a numeric's text (also in `string_agg`) and an array's
+//! joined text (`array_to_string`) show each at its scale. A scalar
+//! subquery's value keeps its scale (the subquery answers both, as a pair).
+//! The scale columns
 //! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
 //! derived tables) and a recursive `UNION ALL`'s work table (a recursive
@@ -779,6 +782,9 @@ fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option
     if let (_, Some(Scale::Dynamic(scales))) = scaled(value, input)? {
         return Ok(Some(scales));
     }
+    if let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = value {
+        return Ok(written_item_scales(text));
+    }
     let Ok((_, field)) = value.to_field(input.plan.schema().as_ref()) else {
         return Ok(None);
     };
@@ -794,6 +800,24 @@ fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option
     }
     let repeated = array_repeat(lit(i32::from(*scale)), cardinality(value.clone()));
     Ok(Some(repeated))
+}
+
+/// The display scales of the items of an array of numerics written as text
+/// (`'{1.50,2}'::numeric[]`), as written; `None` where the text is no such
+/// array (the cast's error is the query's).
+fn written_item_scales(text: &str) -> Option<Expr> {
+    let numeric = floe_repr::SqlScalarType::Numeric {
+        precision: None,
+        max_scale: None,
+    };
+    let ty = floe_repr::SqlScalarType::Array {
+        element: Box::new(numeric),
+    };
+    let array = floe_repr::strconv::parse_datum(text, &ty).ok()?;
+    let data_type = floe_arrow::stored_scale_type(&floe_arrow::arrow_data_type(&ty));
+    let scales = floe_arrow::stored_scales_of(std::iter::once(Some(&array)), &data_type);
+    let scales = ScalarValue::try_from_array(&scales, 0).ok()?;
+    Some(Expr::Literal(scales, None))
 }
 
 /// A recursive query whose numeric columns carry their scales through its
@@ -1844,7 +1868,7 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
         DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
         // A document of numbers: each at its scale (`{"a": 1.50}`).
-        _ if is_json_builder(expr) => {
+        _ if is_json_builder(expr) || joins_items(expr) => {
             let rewritten = expr
                 .clone()
                 .map_children(|child| Ok(Transformed::yes(printed_at_scale(&child, input)?)))?;
@@ -2164,6 +2188,13 @@ fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
         (Scale::Trimmed, Scale::Trimmed) => false,
         _ => true,
     })
+}
+
+/// Whether `expr` joins an array's items' texts (`array_to_string`), which
+/// show numerics at their display scales.
+fn joins_items(expr: &Expr) -> bool {
+    matches!(expr, Expr::ScalarFunction(function)
+        if matches!(function.func.name(), "array_to_string" | "array_join"))
 }
 
 /// Whether `expr` builds a `json` or `jsonb` document of its arguments, whose

@@ -47,10 +47,6 @@ impl OptimizerRule for ToleratedDecorrelation {
         self.rule.apply_order()
     }
 
-    fn supports_rewrite(&self) -> bool {
-        self.rule.supports_rewrite()
-    }
-
     fn rewrite(
         &self,
         plan: LogicalPlan,
