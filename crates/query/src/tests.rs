@@ -1009,3 +1009,17 @@ async fn correlated_aggregates_over_derived_tables_with_aliased_columns() {
         assert_eq!(rows(sql).await, table(expected), "{sql}");
     }
 }
+
+/// Rows of VALUES of a floe type's column are coerced to the type another row
+/// names, as PostgreSQL coerces them to the column's type.
+#[tokio::test]
+async fn values_rows_take_the_type_another_row_names() {
+    assert_eq!(
+        rows("SELECT n, cardinality(n) FROM (VALUES (ARRAY[1.5, 2]), (ARRAY[]::numeric[]), (NULL)) v(n)").await,
+        table(&[&["{1.5,2}", "2"], &["{}", "0"], &["NULL", "NULL"]])
+    );
+    assert_eq!(
+        json_rows(r#"VALUES ('{"a": 1}'::jsonb), (jsonb_build_object('b', 2))"#).await,
+        table(&[&[r#"{"a": 1}"#], &[r#"{"b": 2}"#]])
+    );
+}
