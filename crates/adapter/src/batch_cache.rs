@@ -121,7 +121,8 @@ impl CachedBatch {
             })?;
             values.push((column < row.len()).then(|| row.swap_remove(column)));
         }
-        let array = floe_query::snapshot::stored_scales_of(values.iter().map(Option::as_ref), data_type);
+        let array =
+            floe_query::snapshot::stored_scales_of(values.iter().map(Option::as_ref), data_type);
         if let Some(cell) = self.scales.get(column) {
             let _ = cell.set(array.clone());
         }

@@ -286,9 +286,10 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
 /// `Int32` column, or for an array of numerics a list of its items' scales.
 pub fn stored_scale_field(field: &Field, column: usize) -> Field {
     let name = format!("floe_stored_scale_{}", field.name());
-    Field::new(name, stored_scale_type(field.data_type()), true).with_metadata(HashMap::from([
-        (STORED_SCALE_OF_METADATA.to_string(), column.to_string()),
-    ]))
+    Field::new(name, stored_scale_type(field.data_type()), true).with_metadata(HashMap::from([(
+        STORED_SCALE_OF_METADATA.to_string(),
+        column.to_string(),
+    )]))
 }
 
 /// Whether a column of this type keeps each value's display scale beside it

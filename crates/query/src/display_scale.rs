@@ -714,7 +714,10 @@ fn values_scales(plan: &LogicalPlan, values: &Values, names: &mut Names) -> DfRe
             row.push(scale);
         }
         columns[column].1 = Some(fields.len());
-        fields.push((None, Arc::new(Field::new(scale_name(names), data_type, true))));
+        fields.push((
+            None,
+            Arc::new(Field::new(scale_name(names), data_type, true)),
+        ));
     }
     if rows == values.values {
         return Ok(Rewritten::unchanged(plan));
