@@ -879,14 +879,23 @@ fn recursive_scales(
         return Ok(Rewritten::unchanged(plan));
     };
     if query.is_distinct {
-        return constant_recursion_scales(
+        let constant = constant_recursion_scales(
             plan,
             &numeric,
             (&first.plan, &first_scales),
             (&recursive.plan, &recursive_scales),
             &query.name,
             names,
-        );
+        )?;
+        return match constant {
+            Some(rewritten) => Ok(rewritten),
+            None => first_term_scales(
+                plan,
+                (first, first_scales),
+                (&recursive.plan, &recursive_scales),
+                names,
+            ),
+        };
     }
     let names_of = query.static_term.schema();
     let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
@@ -912,7 +921,7 @@ fn recursive_scales(
 /// scale as a constant beside its output. Its work table holds no scales, so
 /// that its rows are told apart by value alone, as PostgreSQL's are (a scale
 /// column would make 1.50 a row new beside 1.5); a `UNION` whose scales
-/// change from row to row keeps its printing.
+/// change from row to row is not one (`None`).
 fn constant_recursion_scales(
     plan: &LogicalPlan,
     numeric: &[usize],
@@ -920,14 +929,14 @@ fn constant_recursion_scales(
     recursive: (&LogicalPlan, &[Expr]),
     table: &str,
     names: &mut Names,
-) -> DfResult<Rewritten> {
+) -> DfResult<Option<Rewritten>> {
     let Some(constants) = first
         .1
         .iter()
         .map(|scale| constant(scale, first.0, None))
         .collect::<Option<Vec<i32>>>()
     else {
-        return Ok(Rewritten::unchanged(plan));
+        return Ok(None);
     };
     let width = plan.schema().fields().len();
     let work_table = ConstantScales {
@@ -941,7 +950,7 @@ fn constant_recursion_scales(
         .zip(&constants)
         .all(|(scale, first)| constant(scale, recursive.0, Some(&work_table)) == Some(*first));
     if !kept {
-        return Ok(Rewritten::unchanged(plan));
+        return Ok(None);
     }
     let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
     let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
@@ -950,7 +959,108 @@ fn constant_recursion_scales(
         columns[*column].1 = Some(width + k);
     }
     let projection = Projection::try_new(exprs, Arc::new(plan.clone()))?;
+    Ok(Some(Rewritten::new(
+        LogicalPlan::Projection(projection),
+        columns,
+    )))
+}
+
+/// A recursive `UNION` whose recursive term gives each numeric column one
+/// display scale whatever the rows it reads (`round(n * 2, 2)`), where the
+/// first term's differ: a row the first term gives shows the first term's
+/// scale (PostgreSQL meets it first and keeps it), any other the recursive
+/// term's. The work table holds no scales (its rows are told apart by value
+/// alone); the output is joined by value with the first term's rows and their
+/// scales. Otherwise the query keeps its printing.
+fn first_term_scales(
+    plan: &LogicalPlan,
+    first: (Rewritten, Vec<Expr>),
+    recursive: (&LogicalPlan, &[Expr]),
+    names: &mut Names,
+) -> DfResult<Rewritten> {
+    let Some(constants) = recursive
+        .1
+        .iter()
+        .map(|scale| constant(scale, recursive.0, None))
+        .collect::<Option<Vec<i32>>>()
+    else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    let width = plan.schema().fields().len();
+    let alias = scale_name(names);
+    let first_rows = first_term_rows(first, width, &alias)?;
+    let left: Vec<Column> = (0..width).map(|index| column_ref(plan, index)).collect();
+    let right: Vec<Column> = (0..width)
+        .map(|index| Column::new(Some(alias.as_str()), first_value_name(index)))
+        .collect();
+    let joined = datafusion::logical_expr::LogicalPlanBuilder::from(plan.clone())
+        .join_detailed(
+            first_rows,
+            JoinType::Left,
+            (left, right),
+            None,
+            datafusion::common::NullEquality::NullEqualsNull,
+        )?
+        .build()?;
+    let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
+    let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
+    let numeric = (0..width).filter(|index| {
+        matches!(plan.schema().field(*index).data_type(), DataType::Decimal128(..))
+    });
+    for (k, column) in numeric.enumerate() {
+        let first_scale = Expr::Column(Column::new(Some(alias.as_str()), first_scale_name(k)));
+        let when = vec![(
+            Box::new(first_scale.clone().is_not_null()),
+            Box::new(first_scale),
+        )];
+        let scale = Expr::Case(Case::new(None, when, Some(Box::new(lit(constants[k])))));
+        exprs.push(scale.alias(scale_name(names)));
+        columns[column].1 = Some(width + k);
+    }
+    let projection = Projection::try_new(exprs, Arc::new(joined))?;
     Ok(Rewritten::new(LogicalPlan::Projection(projection), columns))
+}
+
+/// The first term's rows, one for each value (of equal values' scales the
+/// largest), with their scales, as the relation `alias`.
+fn first_term_rows(
+    first: (Rewritten, Vec<Expr>),
+    width: usize,
+    alias: &str,
+) -> DfResult<LogicalPlan> {
+    let (term, scales) = first;
+    let count = scales.len();
+    let values = (0..width).map(|index| {
+        let value = term.columns.get(index).map_or(index, |(value, _)| *value);
+        column_at(&term.plan, value).alias(first_value_name(index))
+    });
+    let inputs = scales
+        .into_iter()
+        .enumerate()
+        .map(|(k, scale)| scale.alias(first_input_name(k)));
+    let exprs: Vec<Expr> = values.chain(inputs).collect();
+    let named = |name: String| Expr::Column(Column::from_name(name));
+    let keys: Vec<Expr> = (0..width).map(|index| named(first_value_name(index))).collect();
+    let largest: Vec<Expr> = (0..count)
+        .map(|k| max(named(first_input_name(k))).alias(first_scale_name(k)))
+        .collect();
+    datafusion::logical_expr::LogicalPlanBuilder::from(term.plan)
+        .project(exprs)?
+        .aggregate(keys, largest)?
+        .alias(alias)?
+        .build()
+}
+
+fn first_input_name(k: usize) -> String {
+    format!("floe_first_term_input_{k}")
+}
+
+fn first_value_name(index: usize) -> String {
+    format!("floe_first_term_value_{index}")
+}
+
+fn first_scale_name(k: usize) -> String {
+    format!("floe_first_term_scale_{k}")
 }
 
 /// A work table read with scale columns whose values are known: the scale
