@@ -1005,7 +1005,10 @@ fn first_term_scales(
     let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
     let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
     let numeric = (0..width).filter(|index| {
-        matches!(plan.schema().field(*index).data_type(), DataType::Decimal128(..))
+        matches!(
+            plan.schema().field(*index).data_type(),
+            DataType::Decimal128(..)
+        )
     });
     for (k, column) in numeric.enumerate() {
         let first_scale = Expr::Column(Column::new(Some(alias.as_str()), first_scale_name(k)));
@@ -1040,7 +1043,9 @@ fn first_term_rows(
         .map(|(k, scale)| scale.alias(first_input_name(k)));
     let exprs: Vec<Expr> = values.chain(inputs).collect();
     let named = |name: String| Expr::Column(Column::from_name(name));
-    let keys: Vec<Expr> = (0..width).map(|index| named(first_value_name(index))).collect();
+    let keys: Vec<Expr> = (0..width)
+        .map(|index| named(first_value_name(index)))
+        .collect();
     let largest: Vec<Expr> = (0..count)
         .map(|k| max(named(first_input_name(k))).alias(first_scale_name(k)))
         .collect();
