@@ -34,7 +34,9 @@
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
 //! derived tables) and a recursive `UNION ALL`'s work table (a recursive
 //! `UNION`'s scales only where each column's is one for all its rows, a
-//! constant beside its output), and the query's output prints such a column
+//! constant beside its output, or where its recursive term's is one whatever
+//! it reads: each row shows the scale of the term that gave it first), and the
+//! query's output prints such a column
 //! at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
@@ -45,8 +47,8 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION` whose scales change from row to row, other functions), the value
-//! prints as before: without trailing zeros.
+//! `UNION` whose recursive term's scales depend on the rows it reads, other
+//! functions), the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -740,35 +742,18 @@ fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, 
     }));
     match field.data_type() {
         DataType::Decimal128(_, column_scale) => {
-            let mut scales = Vec::with_capacity(cells.len());
-            let mut differs = false;
-            for value in cells {
-                let scale = match scaled(value, &empty)?.1 {
-                    Some(Scale::Static(scale)) => {
-                        differs |= scale != i64::from(*column_scale);
-                        lit(i32::try_from(scale).unwrap_or(0))
-                    }
-                    Some(scale) => {
-                        differs = true;
-                        scale.into_expr(value)?
-                    }
-                    // NULL: no scale to show.
-                    None => lit(i32::from(*column_scale)),
-                };
-                scales.push(scale);
-            }
-            Ok(differs.then_some((scales, DataType::Int32)))
+            let scales = numeric_cell_scales(cells, i64::from(*column_scale), &empty)?;
+            Ok(scales.map(|scales| (scales, DataType::Int32)))
         }
         DataType::List(item) if matches!(item.data_type(), DataType::Decimal128(..)) => {
             let data_type = floe_arrow::stored_scale_type(field.data_type());
             let mut scales = Vec::with_capacity(cells.len());
             let mut differs = false;
             for value in cells {
-                scales.push(match item_scales(value, item, &empty)? {
-                    Some(scales) => {
-                        differs = true;
-                        scales
-                    }
+                let items = item_scales(value, item, &empty)?;
+                differs |= items.is_some();
+                scales.push(match items {
+                    Some(items) => items,
                     None => Expr::Literal(ScalarValue::try_from(&data_type)?, None),
                 });
             }
@@ -776,6 +761,33 @@ fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, 
         }
         _ => Ok(None),
     }
+}
+
+/// The display scale of each numeric of a `VALUES` column of scale
+/// `column_scale`, where one differs from it.
+fn numeric_cell_scales(
+    cells: &[&Expr],
+    column_scale: i64,
+    empty: &Rewritten,
+) -> DfResult<Option<Vec<Expr>>> {
+    let mut scales = Vec::with_capacity(cells.len());
+    let mut differs = false;
+    for value in cells {
+        let scale = match scaled(value, empty)?.1 {
+            Some(Scale::Static(scale)) => {
+                differs |= scale != column_scale;
+                lit(i32::try_from(scale).unwrap_or(0))
+            }
+            Some(scale) => {
+                differs = true;
+                scale.into_expr(value)?
+            }
+            // NULL: no scale to show.
+            None => lit(i32::try_from(column_scale).unwrap_or(0)),
+        };
+        scales.push(scale);
+    }
+    Ok(differs.then_some(scales))
 }
 
 /// The display scales of an array of numerics' items, where they may differ
@@ -891,6 +903,7 @@ fn recursive_scales(
             Some(rewritten) => Ok(rewritten),
             None => first_term_scales(
                 plan,
+                &numeric,
                 (first, first_scales),
                 (&recursive.plan, &recursive_scales),
                 names,
@@ -974,6 +987,7 @@ fn constant_recursion_scales(
 /// scales. Otherwise the query keeps its printing.
 fn first_term_scales(
     plan: &LogicalPlan,
+    numeric: &[usize],
     first: (Rewritten, Vec<Expr>),
     recursive: (&LogicalPlan, &[Expr]),
     names: &mut Names,
@@ -1004,21 +1018,15 @@ fn first_term_scales(
         .build()?;
     let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
     let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
-    let numeric = (0..width).filter(|index| {
-        matches!(
-            plan.schema().field(*index).data_type(),
-            DataType::Decimal128(..)
-        )
-    });
-    for (k, column) in numeric.enumerate() {
+    for (k, (column, constant)) in numeric.iter().zip(constants).enumerate() {
         let first_scale = Expr::Column(Column::new(Some(alias.as_str()), first_scale_name(k)));
         let when = vec![(
             Box::new(first_scale.clone().is_not_null()),
             Box::new(first_scale),
         )];
-        let scale = Expr::Case(Case::new(None, when, Some(Box::new(lit(constants[k])))));
+        let scale = Expr::Case(Case::new(None, when, Some(Box::new(lit(constant)))));
         exprs.push(scale.alias(scale_name(names)));
-        columns[column].1 = Some(width + k);
+        columns[*column].1 = Some(width + k);
     }
     let projection = Projection::try_new(exprs, Arc::new(joined))?;
     Ok(Rewritten::new(LogicalPlan::Projection(projection), columns))
