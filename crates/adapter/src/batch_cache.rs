@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray};
 use datafusion::arrow::compute::{concat, concat_batches, filter};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::{DataFusionError, Result as DfResult};
@@ -105,18 +105,24 @@ impl CachedBatch {
 
     /// The display scales of column `column`'s values (see
     /// `floe_query::snapshot::TableBatches::display_scales`).
-    fn display_scales(&self, column: usize, name: &QualifiedName) -> DfResult<ArrayRef> {
+    fn display_scales(
+        &self,
+        column: usize,
+        data_type: &DataType,
+        name: &QualifiedName,
+    ) -> DfResult<ArrayRef> {
         if let Some(known) = self.scales.get(column).and_then(OnceLock::get) {
             return Ok(known.clone());
         }
         let mut values = Vec::with_capacity(self.encodings.len());
         for encoding in self.encodings.iter() {
-            let row = floe_repr::codec::decode_row(encoding).map_err(|e| {
+            let mut row = floe_repr::codec::decode_row(encoding).map_err(|e| {
                 QueryError::internal(format!("reading {name}: {e}")).into_datafusion()
             })?;
-            values.push(row.get(column).and_then(floe_query::snapshot::stored_scale));
+            values.push((column < row.len()).then(|| row.swap_remove(column)));
         }
-        let array: ArrayRef = Arc::new(datafusion::arrow::array::Int32Array::from(values));
+        let array =
+            floe_query::snapshot::stored_scales_of(values.iter().map(Option::as_ref), data_type);
         if let Some(cell) = self.scales.get(column) {
             let _ = cell.set(array.clone());
         }
@@ -384,17 +390,21 @@ impl TableBatches for CachedTable {
         if let Some(known) = scales.get(&column) {
             return Ok(Some(known.clone()));
         }
+        let Some((_, column_type)) = self.desc.columns.get(column) else {
+            return Ok(None);
+        };
+        let data_type = floe_arrow::arrow_data_type(&column_type.scalar_type);
         // Each batch keeps its scales across the table's versions (a write
         // changes a segment's batches, not the others').
         let arrays = self
             .batches
             .iter()
-            .map(|batch| batch.display_scales(column, &self.name))
+            .map(|batch| batch.display_scales(column, &data_type, &self.name))
             .collect::<DfResult<Vec<_>>>()?;
         let parts: Vec<&dyn datafusion::arrow::array::Array> =
             arrays.iter().map(|array| array.as_ref()).collect();
         let array: ArrayRef = if parts.is_empty() {
-            Arc::new(datafusion::arrow::array::Int32Array::from(Vec::<i32>::new()))
+            floe_query::snapshot::stored_scales_of(std::iter::empty(), &data_type)
         } else {
             concat(&parts)?
         };

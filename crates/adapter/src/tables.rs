@@ -84,7 +84,8 @@ pub fn engine_table(
     })
 }
 
-/// The display scales of the rows' unconstrained numeric columns, by column.
+/// The display scales of the rows' unconstrained numeric columns (and arrays
+/// of them), by column.
 fn display_scales(
     desc: &RelationDesc,
     rows: &[Row],
@@ -92,16 +93,12 @@ fn display_scales(
     desc.columns
         .iter()
         .enumerate()
-        .filter(|(_, (_, column))| {
-            matches!(
-                column.scalar_type,
-                floe_repr::SqlScalarType::Numeric {
-                    max_scale: None,
-                    ..
-                }
-            )
+        .filter(|(_, (_, column))| floe_arrow::keeps_display_scales(&column.scalar_type))
+        .map(|(index, (_, column))| {
+            let data_type = floe_arrow::arrow_data_type(&column.scalar_type);
+            let scales = floe_query::snapshot::stored_scales(rows, index, &data_type);
+            (index, scales)
         })
-        .map(|(index, _)| (index, floe_query::snapshot::stored_scales(rows, index)))
         .collect()
 }
 

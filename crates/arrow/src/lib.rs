@@ -280,13 +280,44 @@ pub fn pg_field(name: &str, pg_type: PgType, nullable: bool) -> Field {
     field.with_metadata(metadata)
 }
 
-/// The field of the display scales of column `column` (named `name`) of a
+/// The field of the display scales of column `column` (`field`) of a
 /// relation, as its values are stored (`1.50` has 2): a query reads it after
-/// the relation's columns, to print each unconstrained numeric as written.
-pub fn stored_scale_field(name: &str, column: usize) -> Field {
-    Field::new(format!("floe_stored_scale_{name}"), DataType::Int32, true).with_metadata(
-        HashMap::from([(STORED_SCALE_OF_METADATA.to_string(), column.to_string())]),
-    )
+/// the relation's columns, to print each unconstrained numeric as written. An
+/// `Int32` column, or for an array of numerics a list of its items' scales.
+pub fn stored_scale_field(field: &Field, column: usize) -> Field {
+    let name = format!("floe_stored_scale_{}", field.name());
+    Field::new(name, stored_scale_type(field.data_type()), true).with_metadata(HashMap::from([(
+        STORED_SCALE_OF_METADATA.to_string(),
+        column.to_string(),
+    )]))
+}
+
+/// Whether a column of this type keeps each value's display scale beside it
+/// (see [`stored_scale_field`]): an unconstrained numeric, or an array or a
+/// list of them.
+pub fn keeps_display_scales(ty: &SqlScalarType) -> bool {
+    match ty {
+        SqlScalarType::Numeric {
+            max_scale: None, ..
+        } => true,
+        SqlScalarType::Array { element } | SqlScalarType::List { element } => matches!(
+            element.as_ref(),
+            SqlScalarType::Numeric {
+                max_scale: None,
+                ..
+            }
+        ),
+        _ => false,
+    }
+}
+
+/// The type of the stored display scales of a column of type `data_type`
+/// (see [`stored_scale_field`]).
+pub fn stored_scale_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::List(_) => DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))),
+        _ => DataType::Int32,
+    }
 }
 
 /// The column whose stored display scales the field holds, if it is a
@@ -307,12 +338,33 @@ pub fn stored_scale(datum: &Datum) -> Option<i32> {
     }
 }
 
-/// The display scales of column `column` of `rows`, NULL where the value is.
-pub fn stored_scales(rows: &[Row], column: usize) -> ArrayRef {
-    Arc::new(arrow::array::Int32Array::from_iter(
-        rows.iter()
-            .map(|row| row.get(column).and_then(stored_scale)),
-    ))
+/// The display scales of column `column` (of type `data_type`) of `rows`,
+/// NULL where the value is (see [`stored_scale_field`]).
+pub fn stored_scales(rows: &[Row], column: usize, data_type: &DataType) -> ArrayRef {
+    stored_scales_of(rows.iter().map(|row| row.get(column)), data_type)
+}
+
+/// The display scales of `values`, of a column of type `data_type`: each
+/// numeric's, or each array's items' (see [`stored_scale_field`]).
+pub fn stored_scales_of<'a>(
+    values: impl Iterator<Item = Option<&'a Datum>>,
+    data_type: &DataType,
+) -> ArrayRef {
+    if !matches!(data_type, DataType::List(_)) {
+        return Arc::new(arrow::array::Int32Array::from_iter(
+            values.map(|value| value.and_then(stored_scale)),
+        ));
+    }
+    let mut lists = arrow::array::ListBuilder::new(arrow::array::Int32Builder::new());
+    for value in values {
+        match value {
+            Some(Datum::List(items)) => {
+                lists.append_value(items.iter().map(stored_scale));
+            }
+            _ => lists.append_null(),
+        }
+    }
+    Arc::new(lists.finish())
 }
 
 /// A decimal field of a computed numeric (a quotient) whose values have

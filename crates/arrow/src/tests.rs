@@ -603,3 +603,37 @@ fn a_stored_bare_numeric_is_one_its_arrow_form_holds() {
     assert!(check_stored_numeric("0.66666666666666666667", Some(20)).is_ok());
     assert!(check_stored_numeric("NaN", Some(2)).is_err());
 }
+
+#[test]
+fn stored_scales_of_numerics_and_of_arrays_of_them() {
+    let numeric = |text: &str| Datum::Numeric(text.to_string());
+    let values = [numeric("1.50"), Datum::Null, numeric("2")];
+    let scales = stored_scales_of(values.iter().map(Some), &DataType::Int32);
+    let scales = scales.as_primitive::<arrow::datatypes::Int32Type>();
+    assert_eq!(scales.iter().collect::<Vec<_>>(), [Some(2), None, Some(0)]);
+
+    let ty = S::Array {
+        element: Box::new(S::Numeric {
+            precision: None,
+            max_scale: None,
+        }),
+    };
+    assert!(keeps_display_scales(&ty));
+    let arrays = [
+        Datum::List(vec![numeric("0.10"), Datum::Null, numeric("3.000")]),
+        Datum::List(Vec::new()),
+        Datum::Null,
+    ];
+    let list_type = stored_scale_type(&arrow_data_type(&ty));
+    let scales = stored_scales_of(arrays.iter().map(Some), &list_type);
+    assert_eq!(scales.data_type(), &list_type);
+    let lists = scales.as_list::<i32>();
+    let items = |row: usize| {
+        let items = lists.value(row);
+        let items = items.as_primitive::<arrow::datatypes::Int32Type>();
+        items.iter().collect::<Vec<_>>()
+    };
+    assert_eq!(items(0), [Some(2), None, Some(3)]);
+    assert!(items(1).is_empty());
+    assert!(lists.is_null(2));
+}

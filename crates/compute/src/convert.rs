@@ -101,10 +101,10 @@ impl InputConverter {
     fn columns(&self, rows: &[floe_repr::Row]) -> Result<Vec<ArrayRef>, DataflowError> {
         let batch = floe_arrow::rows_to_batch(&self.desc, rows)
             .map_err(|e| DataflowError::new("22000", e.to_string()))?;
-        let scales = self
-            .scales
-            .iter()
-            .map(|column| floe_arrow::stored_scales(rows, *column));
+        let scales = self.scales.iter().map(|column| {
+            let data_type = floe_arrow::arrow_data_type(&self.desc.columns[*column].1.scalar_type);
+            floe_arrow::stored_scales(rows, *column, &data_type)
+        });
         let columns: Vec<ArrayRef> = batch.columns().iter().cloned().chain(scales).collect();
         columns
             .iter()

@@ -11,7 +11,8 @@
 //! display scale (an `int`, named `floe_display_scale_<n>`), computed by
 //! PostgreSQL's rules beside the value: a stored value's as it was written
 //! (read by the table's scan, [`SnapshotTable::with_scales`], or a dataflow's
-//! of its input), a row of `VALUES`'s from its literals, a quotient's and an
+//! of its input; a stored array's, a list of its items'), a row of `VALUES`'s
+//! from its literals (an array's items' too), a quotient's and an
 //! average's from its operands' values and display scales
 //! ([`functions::numeric_scale::DIVISION_SCALE`]), a function's likewise
 //! ([`functions::numeric_scale::MATH_SCALE`]), `+`, `-`, `%` (`mod`) the
@@ -21,17 +22,21 @@
 //! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
 //! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
-//! items' scales, and an item taken from it (`a[1]`) or unnested
-//! (`unnest(a)`) its own. A lateral subquery of an inner or a left join reads
-//! its outer columns' scales as outer references. A document built of numerics
-//! (`to_jsonb`, `jsonb_build_object`, `jsonb_agg`, ...) and a numeric's text
-//! (also in `string_agg`) show each at its scale. A scalar subquery's value
-//! keeps its scale (the subquery answers both, as a pair). The scale columns
+//! items' scales, which a cast to `numeric[]` keeps, and an item taken from
+//! it (`a[1]`) or unnested (`unnest(a)`) its own. A lateral subquery of an
+//! inner or a left join reads its outer columns' scales as outer references.
+//! A document built of numerics (`to_jsonb`, `jsonb_build_object`,
+//! `jsonb_agg`, ...), a numeric's text (also in `string_agg`) and an array's
+//! joined text (`array_to_string`) show each at its scale. A scalar
+//! subquery's value keeps its scale (the subquery answers both, as a pair).
+//! The scale columns
 //! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
 //! derived tables) and a recursive `UNION ALL`'s work table (a recursive
 //! `UNION`'s scales only where each column's is one for all its rows, a
-//! constant beside its output), and the query's output prints such a column
+//! constant beside its output, or where its recursive term's is one whatever
+//! it reads: each row shows the scale of the term that gave it first), and the
+//! query's output prints such a column
 //! at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
 //!
@@ -42,8 +47,8 @@
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
 //! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION` whose scales change from row to row, other functions), the value
-//! prints as before: without trailing zeros.
+//! `UNION` whose recursive term's scales depend on the rows it reads, other
+//! functions), the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -55,7 +60,7 @@ use datafusion::datasource::{MemTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::functions_aggregate::first_last::first_value_udaf;
 use datafusion::functions_aggregate::min_max::max_udaf;
-use datafusion::functions_nested::expr_fn::cardinality;
+use datafusion::functions_nested::expr_fn::{array_repeat, cardinality};
 use datafusion::logical_expr::expr::{AggregateFunction, Case, ScalarFunction};
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::grouping_set_to_exprlist;
@@ -172,7 +177,9 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
         for expr in node.expressions() {
             let _ = expr.apply(|e| {
                 let depends = match e {
-                    Expr::ScalarFunction(f) => scale_depends_on_values(f.name()),
+                    Expr::ScalarFunction(f) => {
+                        scale_depends_on_values(f.name()) || casts_to_scaled(f)
+                    }
                     // Its branches are made one type by the analyzer, later.
                     Expr::Case(_) => true,
                     Expr::AggregateFunction(f) => {
@@ -195,6 +202,21 @@ fn has_value_scales(plan: &LogicalPlan, dataflow: bool) -> bool {
         })
     });
     found
+}
+
+/// Whether a function is a cast to an unconstrained numeric (or an array of
+/// them), which shows its operand's display scale.
+fn casts_to_scaled(function: &ScalarFunction) -> bool {
+    if function.func.name() != functions::PG_CAST {
+        return false;
+    }
+    match function.args.get(1) {
+        Some(Expr::Literal(ScalarValue::Utf8(Some(json)), _)) => {
+            serde_json::from_str::<floe_repr::SqlScalarType>(json)
+                .is_ok_and(|ty| floe_arrow::keeps_display_scales(&ty))
+        }
+        _ => false,
+    }
 }
 
 fn scale_depends_on_values(function: &str) -> bool {
@@ -508,67 +530,7 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
             let rebuilt = plan.clone().with_new_exprs(plan.expressions(), inputs)?;
             Ok(Rewritten::new(rebuilt, columns))
         }
-        // Each row's values at their own scales (the engine gives a column of
-        // `VALUES (1.5), (2.25)` one type, of scale 2).
-        LogicalPlan::Values(values) => {
-            let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
-                produce_one_row: true,
-                schema: Arc::new(DFSchema::empty()),
-            }));
-            let width = values.schema.fields().len();
-            let mut rows = values.values.clone();
-            let mut fields: Vec<_> = values
-                .schema
-                .iter()
-                .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
-                .collect();
-            let mut columns: Vec<(usize, Option<usize>)> = (0..width).map(|i| (i, None)).collect();
-            for (column, field) in values.schema.fields().iter().enumerate() {
-                let DataType::Decimal128(_, column_scale) = field.data_type() else {
-                    continue;
-                };
-                let mut scales = Vec::with_capacity(values.values.len());
-                let mut differs = false;
-                for row in &values.values {
-                    let Some(value) = row.get(column) else {
-                        return Ok(Rewritten::unchanged(plan));
-                    };
-                    let scale = match scaled(value, &empty)?.1 {
-                        Some(Scale::Static(scale)) => {
-                            differs |= scale != i64::from(*column_scale);
-                            lit(i32::try_from(scale).unwrap_or(0))
-                        }
-                        Some(scale) => {
-                            differs = true;
-                            scale.into_expr(value)?
-                        }
-                        // NULL: no scale to show.
-                        None => lit(i32::from(*column_scale)),
-                    };
-                    scales.push(scale);
-                }
-                if !differs {
-                    continue;
-                }
-                for (row, scale) in rows.iter_mut().zip(scales) {
-                    row.push(scale);
-                }
-                columns[column].1 = Some(fields.len());
-                fields.push((
-                    None,
-                    Arc::new(Field::new(scale_name(names), DataType::Int32, true)),
-                ));
-            }
-            if rows == values.values {
-                return Ok(Rewritten::unchanged(plan));
-            }
-            let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
-            let values = LogicalPlan::Values(Values {
-                schema: Arc::new(schema),
-                values: rows,
-            });
-            Ok(Rewritten::new(values, columns))
-        }
+        LogicalPlan::Values(values) => values_scales(plan, values, names),
         // Each input's values at their own scales (the engine gives a column of
         // `SELECT 0 UNION ALL SELECT 3.50` one type, of scale 2).
         LogicalPlan::Union(union) => {
@@ -730,6 +692,149 @@ fn rewrite_node(plan: &LogicalPlan, names: &mut Names) -> DfResult<Rewritten> {
     }
 }
 
+/// A `VALUES` with each row's values at their own scales (the engine gives a
+/// column of `VALUES (1.5), (2.25)` one type, of scale 2), an array's items'
+/// too (`VALUES (ARRAY[1.50, 2]), (ARRAY[]::numeric[])`).
+fn values_scales(plan: &LogicalPlan, values: &Values, names: &mut Names) -> DfResult<Rewritten> {
+    let width = values.schema.fields().len();
+    let mut rows = values.values.clone();
+    let mut fields: Vec<_> = values
+        .schema
+        .iter()
+        .map(|(qualifier, field)| (qualifier.cloned(), field.clone()))
+        .collect();
+    let mut columns: Columns = (0..width).map(|i| (i, None)).collect();
+    for (column, field) in values.schema.fields().iter().enumerate() {
+        let cells: Option<Vec<&Expr>> = values.values.iter().map(|row| row.get(column)).collect();
+        let Some(cells) = cells else {
+            return Ok(Rewritten::unchanged(plan));
+        };
+        let Some((scales, data_type)) = column_scales(&cells, field)? else {
+            continue;
+        };
+        for (row, scale) in rows.iter_mut().zip(scales) {
+            row.push(scale);
+        }
+        columns[column].1 = Some(fields.len());
+        fields.push((
+            None,
+            Arc::new(Field::new(scale_name(names), data_type, true)),
+        ));
+    }
+    if rows == values.values {
+        return Ok(Rewritten::unchanged(plan));
+    }
+    let schema = DFSchema::new_with_metadata(fields, values.schema.metadata().clone())?;
+    let values = LogicalPlan::Values(Values {
+        schema: Arc::new(schema),
+        values: rows,
+    });
+    Ok(Rewritten::new(values, columns))
+}
+
+/// The display scale of each of a `VALUES` column's `cells` and the type of
+/// those scales, where one differs from the column's type (`field`): an
+/// `Int32` of a numeric's, a list of an array of numerics' items'.
+fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, DataType)>> {
+    let empty = Rewritten::unchanged(&LogicalPlan::EmptyRelation(EmptyRelation {
+        produce_one_row: true,
+        schema: Arc::new(DFSchema::empty()),
+    }));
+    match field.data_type() {
+        DataType::Decimal128(_, column_scale) => {
+            let scales = numeric_cell_scales(cells, i64::from(*column_scale), &empty)?;
+            Ok(scales.map(|scales| (scales, DataType::Int32)))
+        }
+        DataType::List(item) if matches!(item.data_type(), DataType::Decimal128(..)) => {
+            let data_type = floe_arrow::stored_scale_type(field.data_type());
+            let mut scales = Vec::with_capacity(cells.len());
+            let mut differs = false;
+            for value in cells {
+                let items = item_scales(value, item, &empty)?;
+                differs |= items.is_some();
+                scales.push(match items {
+                    Some(items) => items,
+                    None => Expr::Literal(ScalarValue::try_from(&data_type)?, None),
+                });
+            }
+            Ok(differs.then_some((scales, data_type)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The display scale of each numeric of a `VALUES` column of scale
+/// `column_scale`, where one differs from it.
+fn numeric_cell_scales(
+    cells: &[&Expr],
+    column_scale: i64,
+    empty: &Rewritten,
+) -> DfResult<Option<Vec<Expr>>> {
+    let mut scales = Vec::with_capacity(cells.len());
+    let mut differs = false;
+    for value in cells {
+        let scale = match scaled(value, empty)?.1 {
+            Some(Scale::Static(scale)) => {
+                differs |= scale != column_scale;
+                lit(i32::try_from(scale).unwrap_or(0))
+            }
+            Some(scale) => {
+                differs = true;
+                scale.into_expr(value)?
+            }
+            // NULL: no scale to show.
+            None => lit(i32::try_from(column_scale).unwrap_or(0)),
+        };
+        scales.push(scale);
+    }
+    Ok(differs.then_some(scales))
+}
+
+/// The display scales of an array of numerics' items, where they may differ
+/// from those of `item`, the item type it is printed as: its own list of
+/// them, or one scale for every item, its item type's.
+fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option<Expr>> {
+    if let (_, Some(Scale::Dynamic(scales))) = scaled(value, input)? {
+        return Ok(Some(scales));
+    }
+    if let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = value {
+        return Ok(written_item_scales(text));
+    }
+    let Ok((_, field)) = value.to_field(input.plan.schema().as_ref()) else {
+        return Ok(None);
+    };
+    let DataType::List(own) = field.data_type() else {
+        return Ok(None);
+    };
+    let DataType::Decimal128(_, scale) = own.data_type() else {
+        return Ok(None);
+    };
+    let same = item.data_type() == own.data_type() && !numeric_display::is_bare(item);
+    if same || numeric_display::is_bare(own) {
+        return Ok(None);
+    }
+    let repeated = array_repeat(lit(i32::from(*scale)), cardinality(value.clone()));
+    Ok(Some(repeated))
+}
+
+/// The display scales of the items of an array of numerics written as text
+/// (`'{1.50,2}'::numeric[]`), as written; `None` where the text is no such
+/// array (the cast's error is the query's).
+fn written_item_scales(text: &str) -> Option<Expr> {
+    let numeric = floe_repr::SqlScalarType::Numeric {
+        precision: None,
+        max_scale: None,
+    };
+    let ty = floe_repr::SqlScalarType::Array {
+        element: Box::new(numeric),
+    };
+    let array = floe_repr::strconv::parse_datum(text, &ty).ok()?;
+    let data_type = floe_arrow::stored_scale_type(&floe_arrow::arrow_data_type(&ty));
+    let scales = floe_arrow::stored_scales_of(std::iter::once(Some(&array)), &data_type);
+    let scales = ScalarValue::try_from_array(&scales, 0).ok()?;
+    Some(Expr::Literal(scales, None))
+}
+
 /// A recursive query whose numeric columns carry their scales through its
 /// work table: the first term's rows with their scales, the recursive term's
 /// computed from the scales it reads. A `UNION` (distinct) only where each
@@ -786,14 +891,24 @@ fn recursive_scales(
         return Ok(Rewritten::unchanged(plan));
     };
     if query.is_distinct {
-        return constant_recursion_scales(
+        let constant = constant_recursion_scales(
             plan,
             &numeric,
             (&first.plan, &first_scales),
             (&recursive.plan, &recursive_scales),
             &query.name,
             names,
-        );
+        )?;
+        return match constant {
+            Some(rewritten) => Ok(rewritten),
+            None => first_term_scales(
+                plan,
+                &numeric,
+                (first, first_scales),
+                (&recursive.plan, &recursive_scales),
+                names,
+            ),
+        };
     }
     let names_of = query.static_term.schema();
     let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
@@ -819,7 +934,7 @@ fn recursive_scales(
 /// scale as a constant beside its output. Its work table holds no scales, so
 /// that its rows are told apart by value alone, as PostgreSQL's are (a scale
 /// column would make 1.50 a row new beside 1.5); a `UNION` whose scales
-/// change from row to row keeps its printing.
+/// change from row to row is not one (`None`).
 fn constant_recursion_scales(
     plan: &LogicalPlan,
     numeric: &[usize],
@@ -827,14 +942,14 @@ fn constant_recursion_scales(
     recursive: (&LogicalPlan, &[Expr]),
     table: &str,
     names: &mut Names,
-) -> DfResult<Rewritten> {
+) -> DfResult<Option<Rewritten>> {
     let Some(constants) = first
         .1
         .iter()
         .map(|scale| constant(scale, first.0, None))
         .collect::<Option<Vec<i32>>>()
     else {
-        return Ok(Rewritten::unchanged(plan));
+        return Ok(None);
     };
     let width = plan.schema().fields().len();
     let work_table = ConstantScales {
@@ -848,7 +963,7 @@ fn constant_recursion_scales(
         .zip(&constants)
         .all(|(scale, first)| constant(scale, recursive.0, Some(&work_table)) == Some(*first));
     if !kept {
-        return Ok(Rewritten::unchanged(plan));
+        return Ok(None);
     }
     let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
     let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
@@ -857,7 +972,108 @@ fn constant_recursion_scales(
         columns[*column].1 = Some(width + k);
     }
     let projection = Projection::try_new(exprs, Arc::new(plan.clone()))?;
+    Ok(Some(Rewritten::new(
+        LogicalPlan::Projection(projection),
+        columns,
+    )))
+}
+
+/// A recursive `UNION` whose recursive term gives each numeric column one
+/// display scale whatever the rows it reads (`round(n * 2, 2)`), where the
+/// first term's differ: a row the first term gives shows the first term's
+/// scale (PostgreSQL meets it first and keeps it), any other the recursive
+/// term's. The work table holds no scales (its rows are told apart by value
+/// alone); the output is joined by value with the first term's rows and their
+/// scales. Otherwise the query keeps its printing.
+fn first_term_scales(
+    plan: &LogicalPlan,
+    numeric: &[usize],
+    first: (Rewritten, Vec<Expr>),
+    recursive: (&LogicalPlan, &[Expr]),
+    names: &mut Names,
+) -> DfResult<Rewritten> {
+    let Some(constants) = recursive
+        .1
+        .iter()
+        .map(|scale| constant(scale, recursive.0, None))
+        .collect::<Option<Vec<i32>>>()
+    else {
+        return Ok(Rewritten::unchanged(plan));
+    };
+    let width = plan.schema().fields().len();
+    let alias = scale_name(names);
+    let first_rows = first_term_rows(first, width, &alias)?;
+    let left: Vec<Column> = (0..width).map(|index| column_ref(plan, index)).collect();
+    let right: Vec<Column> = (0..width)
+        .map(|index| Column::new(Some(alias.as_str()), first_value_name(index)))
+        .collect();
+    let joined = datafusion::logical_expr::LogicalPlanBuilder::from(plan.clone())
+        .join_detailed(
+            first_rows,
+            JoinType::Left,
+            (left, right),
+            None,
+            datafusion::common::NullEquality::NullEqualsNull,
+        )?
+        .build()?;
+    let mut exprs: Vec<Expr> = (0..width).map(|index| column_at(plan, index)).collect();
+    let mut columns: Columns = (0..width).map(|index| (index, None)).collect();
+    for (k, (column, constant)) in numeric.iter().zip(constants).enumerate() {
+        let first_scale = Expr::Column(Column::new(Some(alias.as_str()), first_scale_name(k)));
+        let when = vec![(
+            Box::new(first_scale.clone().is_not_null()),
+            Box::new(first_scale),
+        )];
+        let scale = Expr::Case(Case::new(None, when, Some(Box::new(lit(constant)))));
+        exprs.push(scale.alias(scale_name(names)));
+        columns[*column].1 = Some(width + k);
+    }
+    let projection = Projection::try_new(exprs, Arc::new(joined))?;
     Ok(Rewritten::new(LogicalPlan::Projection(projection), columns))
+}
+
+/// The first term's rows, one for each value (of equal values' scales the
+/// largest), with their scales, as the relation `alias`.
+fn first_term_rows(
+    first: (Rewritten, Vec<Expr>),
+    width: usize,
+    alias: &str,
+) -> DfResult<LogicalPlan> {
+    let (term, scales) = first;
+    let count = scales.len();
+    let values = (0..width).map(|index| {
+        let value = term.columns.get(index).map_or(index, |(value, _)| *value);
+        column_at(&term.plan, value).alias(first_value_name(index))
+    });
+    let inputs = scales
+        .into_iter()
+        .enumerate()
+        .map(|(k, scale)| scale.alias(first_input_name(k)));
+    let exprs: Vec<Expr> = values.chain(inputs).collect();
+    let named = |name: String| Expr::Column(Column::from_name(name));
+    let keys: Vec<Expr> = (0..width)
+        .map(|index| named(first_value_name(index)))
+        .collect();
+    let largest: Vec<Expr> = (0..count)
+        .map(|k| max(named(first_input_name(k))).alias(first_scale_name(k)))
+        .collect();
+    datafusion::logical_expr::LogicalPlanBuilder::from(term.plan)
+        .project(exprs)?
+        .aggregate(keys, largest)?
+        .alias(alias)?
+        .build()
+}
+
+fn first_input_name(k: usize) -> String {
+    format!("floe_first_term_input_{k}")
+}
+
+fn first_value_name(index: usize) -> String {
+    format!("floe_first_term_value_{index}")
+}
+
+fn first_scale_name(k: usize) -> String {
+    format!("floe_first_term_scale_{k}")
 }
 
 /// A work table read with scale columns whose values are known: the scale
@@ -1455,14 +1671,18 @@ fn stored_scale_columns(scan: &TableScan, dataflow: bool) -> Vec<(usize, usize)>
 }
 
 /// Whether a stored column's values keep their display scales: a bare
-/// numeric's, or a computed one's a view stores widened (`numeric(38, 20)`:
-/// its text keeps the value's scale).
+/// numeric's, a computed one's a view stores widened (`numeric(38, 20)`:
+/// its text keeps the value's scale), or an array of such (each item's).
 fn keeps_stored_scales(field: &Field) -> bool {
-    numeric_display::is_bare(field)
-        || matches!(
-            field.data_type(),
-            DataType::Decimal128(_, scale) if *scale > floe_arrow::BARE_NUMERIC_SCALE
-        )
+    match field.data_type() {
+        DataType::List(item) => {
+            matches!(item.data_type(), DataType::Decimal128(..)) && keeps_stored_scales(item)
+        }
+        DataType::Decimal128(_, scale) => {
+            numeric_display::is_bare(field) || *scale > floe_arrow::BARE_NUMERIC_SCALE
+        }
+        _ => false,
+    }
 }
 
 /// A scan's source that reads stored display scales after the table's columns.
@@ -1502,7 +1722,7 @@ fn source_with_scales(
     fields.extend(
         keeping
             .iter()
-            .map(|column| floe_arrow::stored_scale_field(schema.field(*column).name(), *column)),
+            .map(|column| floe_arrow::stored_scale_field(schema.field(*column), *column)),
     );
     let scaled = Schema::new_with_metadata(fields, schema.metadata().clone());
     let table = MemTable::try_new(Arc::new(scaled), vec![Vec::new()])?;
@@ -1774,7 +1994,7 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
         DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
         // A document of numbers: each at its scale (`{"a": 1.50}`).
-        _ if is_json_builder(expr) => {
+        _ if is_json_builder(expr) || joins_items(expr) => {
             let rewritten = expr
                 .clone()
                 .map_children(|child| Ok(Transformed::yes(printed_at_scale(&child, input)?)))?;
@@ -1898,8 +2118,14 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 && !scales.is_empty()
             {
                 // The value as it is (a cast to an unconstrained numeric keeps
-                // its display scale).
-                (rebuilt, dynamic(scales.swap_remove(0)))
+                // its display scale, a `numeric(p, s)`'s too).
+                let scale = match scales.swap_remove(0) {
+                    Some(Scale::Static(scale)) if name == functions::PG_CAST && scale > 0 => {
+                        Some(lit(i32::try_from(scale).unwrap_or(0)))
+                    }
+                    scale => dynamic(scale),
+                };
+                (rebuilt, scale)
             } else if is_decimal && name == "array_element" && values.len() == 2 {
                 // The item's own scale.
                 match scales.swap_remove(0) {
@@ -2030,6 +2256,25 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
         {
             numeric_series(func, args, input)
         }
+        // A cast keeps its items' scales: the engine's (a column of `VALUES`
+        // made one type) and SQL's to `numeric[]`.
+        Expr::Cast(cast) => {
+            let scales = item_scales(&cast.expr, item, input)?;
+            let mut cast = cast.clone();
+            cast.expr = Box::new(scaled(&cast.expr, input)?.0);
+            Ok((Expr::Cast(cast), scales.map(Scale::Dynamic)))
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::PG_CAST && numeric_display::is_bare(item) =>
+        {
+            let [operand, ty] = args.as_slice() else {
+                return Ok((expr.clone(), None));
+            };
+            let scales = item_scales(operand, item, input)?;
+            let operand = scaled(operand, input)?.0;
+            let call = ScalarFunction::new_udf(func.clone(), vec![operand, ty.clone()]);
+            Ok((Expr::ScalarFunction(call), scales.map(Scale::Dynamic)))
+        }
         _ => Ok((expr.clone(), None)),
     }
 }
@@ -2069,6 +2314,13 @@ fn mixed(scales: &[Option<Scale>], typed: &Scale) -> bool {
         (Scale::Trimmed, Scale::Trimmed) => false,
         _ => true,
     })
+}
+
+/// Whether `expr` joins an array's items' texts (`array_to_string`), which
+/// show numerics at their display scales.
+fn joins_items(expr: &Expr) -> bool {
+    matches!(expr, Expr::ScalarFunction(function)
+        if matches!(function.func.name(), "array_to_string" | "array_join"))
 }
 
 /// Whether `expr` builds a `json` or `jsonb` document of its arguments, whose

@@ -32,6 +32,7 @@
 mod aggregate_subquery;
 pub mod display_scale;
 pub mod error;
+mod failed_decorrelation;
 pub mod function_row;
 pub mod functions;
 mod hidden_recursion;
@@ -151,6 +152,9 @@ impl Engine {
             .filter(|rule| rule.name() != "eliminate_group_by_constant")
             // Pruning that keeps a recursive query's columns (see `recursive_pruning`).
             .map(recursive_pruning::in_place_of_engine_pruning)
+            // A decorrelation the engine fails at runs per outer row (see
+            // `failed_decorrelation`).
+            .map(failed_decorrelation::tolerated)
             // Decorrelation that leaves a recursion bounded by outer columns whole
             // (see `recursive_decorrelation`).
             .map(recursive_decorrelation::beside_correlated_recursion)

@@ -1122,7 +1122,10 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
 /// DataFusion would see rows of different types. Of a type DataFusion has
 /// itself (`VALUES ('2025-01-01'::date), ('2024-01-01')`) only the unknown-typed
 /// literals, strings and NULL: a number keeps its own type, which the column's
-/// may widen to.
+/// may widen to. Of a floe type without modifiers (`numeric[]`, `jsonb`) also
+/// the other rows' expressions (`VALUES (ARRAY[1.50]), (ARRAY[]::numeric[])`):
+/// Postgres coerces them to the column's type, and DataFusion refuses rows
+/// whose fields carry different types in their metadata.
 fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     if rows.len() < 2 {
         return;
@@ -1130,21 +1133,28 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     let width = rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
     for column in 0..width {
         let declared = rows.iter().find_map(|row| match row.content.get(column) {
-            Some(Expr::Cast { data_type, .. }) => crate::types::scalar_type(data_type)
-                .ok()
-                .map(|ty| (data_type.clone(), crate::types::is_native(&ty))),
+            Some(Expr::Cast { data_type, .. }) => {
+                crate::types::scalar_type(data_type).ok().map(|ty| {
+                    let native = crate::types::is_native(&ty);
+                    (data_type.clone(), native, !native && unmodified(&ty))
+                })
+            }
             _ => None,
         });
-        let Some((data_type, native)) = declared else {
+        let Some((data_type, native, coerced)) = declared else {
             continue;
         };
         for row in rows.iter_mut() {
             if let Some(cell) = row.content.get_mut(column)
-                && let Expr::Value(value) = cell
-                && match value.value {
-                    Value::Null | Value::SingleQuotedString(_) => true,
-                    Value::Number(..) => !native,
-                    _ => false,
+                && match cell {
+                    Expr::Value(value) => match value.value {
+                        Value::Null | Value::SingleQuotedString(_) => true,
+                        Value::Number(..) => !native,
+                        _ => false,
+                    },
+                    // An explicit cast keeps its type, as in Postgres.
+                    Expr::Cast { .. } => false,
+                    _ => coerced,
                 }
             {
                 *cell = Expr::Cast {
@@ -1156,6 +1166,23 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
                 };
             }
         }
+    }
+}
+
+/// Whether a type has no modifiers (`numeric`, not `numeric(10,2)`): a value
+/// coerced to it keeps its own, where a modifier would round or cut it.
+fn unmodified(ty: &floe_repr::SqlScalarType) -> bool {
+    use floe_repr::SqlScalarType as S;
+    match ty {
+        S::Numeric {
+            precision,
+            max_scale,
+        } => precision.is_none() && max_scale.is_none(),
+        S::VarChar { max_length } => max_length.is_none(),
+        S::Array { element } | S::List { element } | S::Range { element } => unmodified(element),
+        S::Map { value } => unmodified(value),
+        S::Record { fields } => fields.iter().all(|(_, ty, _)| unmodified(ty)),
+        _ => true,
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
@@ -52,14 +52,15 @@ pub trait TableBatches: std::fmt::Debug + Send + Sync {
 
     /// The display scale of each row's value of the unconstrained numeric column
     /// `column`, as stored (`1.50` has 2), in the rows' order: an `Int32` array of
-    /// every row, NULL where the value is; `None` when the rows keep no scales (the
-    /// values then print without trailing zeros).
+    /// every row (of an array of numerics, a list of its items'), NULL where the
+    /// value is; `None` when the rows keep no scales (the values then print
+    /// without trailing zeros).
     fn display_scales(&self, _column: usize) -> DfResult<Option<ArrayRef>> {
         Ok(None)
     }
 }
 
-pub use floe_arrow::{stored_scale, stored_scales};
+pub use floe_arrow::{stored_scale, stored_scales, stored_scales_of};
 
 /// Batches converted already, with the display scales of their unconstrained
 /// numeric columns as the rows they were made from held them.
@@ -209,8 +210,9 @@ pub struct SnapshotTable {
     pub name: TableName,
     pub schema: SchemaRef,
     rows: usize,
-    /// The unconstrained numeric columns whose display scales follow the table's
-    /// columns, as `Int32` columns of their own (see [`SnapshotTable::with_scales`]).
+    /// The unconstrained numeric columns (and arrays of them) whose display scales
+    /// follow the table's columns, as columns of their own (see
+    /// [`SnapshotTable::with_scales`]).
     scale_columns: Vec<usize>,
 }
 
@@ -239,8 +241,8 @@ impl SnapshotTable {
             .map(|f| f.as_ref().clone())
             .collect();
         for column in &self.scale_columns {
-            let name = self.schema.field(*column).name();
-            fields.push(floe_arrow::stored_scale_field(name, *column));
+            let field = self.schema.field(*column);
+            fields.push(floe_arrow::stored_scale_field(field, *column));
         }
         Arc::new(Schema::new_with_metadata(
             fields,
@@ -399,13 +401,17 @@ impl SnapshotScanExec {
             scales.insert(*column, rows.batches.display_scales(*scaled)?);
         }
         let schema = self.schema();
+        let no_scales = |column: usize, length: usize| {
+            let data_type = schema.field(column).data_type();
+            datafusion::arrow::array::new_null_array(data_type, length)
+        };
         let mut offset = 0;
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
             let length = batch.num_rows();
             let mut own_columns = batch.columns().iter();
             let mut columns = Vec::with_capacity(wanted.len());
-            for column in &wanted {
+            for (position, column) in wanted.iter().enumerate() {
                 if *column < width {
                     match own_columns.next() {
                         Some(array) => columns.push(array.clone()),
@@ -415,7 +421,7 @@ impl SnapshotScanExec {
                 }
                 let array = match scales.get(column).cloned().flatten() {
                     Some(all) if all.len() >= offset + length => all.slice(offset, length),
-                    _ => datafusion::arrow::array::new_null_array(&DataType::Int32, length),
+                    _ => no_scales(position, length),
                 };
                 columns.push(array);
             }

@@ -986,3 +986,40 @@ async fn unknown_functions_are_reported_with_their_argument_types() {
         assert_eq!((code.as_str(), text.as_str()), ("42883", message), "{sql}");
     }
 }
+
+/// A correlated predicate the engine pushes into a derived table fails its
+/// decorrelation; the subquery runs per outer row instead.
+#[tokio::test]
+async fn correlated_aggregates_over_derived_tables_with_aliased_columns() {
+    let cases: &[(&str, &[&[&str]])] = &[
+        (
+            "SELECT a, (SELECT sum(n) FROM (SELECT s2.a AS n FROM t1 s2) x WHERE n > t1.a - 2) FROM t1 ORDER BY a",
+            &[&["1", "9"], &["3", "8"], &["5", "5"]],
+        ),
+        (
+            "SELECT a, (SELECT max(n) FROM (SELECT s2.b AS n FROM t1 s2) x WHERE n < t1.a) FROM t1 ORDER BY a",
+            &[&["1", "NULL"], &["3", "2"], &["5", "4"]],
+        ),
+        (
+            "SELECT a, (SELECT count(*) FROM (SELECT s2.b + 1 AS n FROM t1 s2) x WHERE n <> t1.a) FROM t1 ORDER BY a",
+            &[&["1", "2"], &["3", "1"], &["5", "1"]],
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(rows(sql).await, table(expected), "{sql}");
+    }
+}
+
+/// Rows of VALUES of a floe type's column are coerced to the type another row
+/// names, as PostgreSQL coerces them to the column's type.
+#[tokio::test]
+async fn values_rows_take_the_type_another_row_names() {
+    assert_eq!(
+        rows("SELECT n, cardinality(n) FROM (VALUES (ARRAY[1.5, 2]), (ARRAY[]::numeric[]), (NULL)) v(n)").await,
+        table(&[&["{1.5,2}", "2"], &["{}", "0"], &["NULL", "NULL"]])
+    );
+    assert_eq!(
+        json_rows(r#"VALUES ('{"a": 1}'::jsonb), (jsonb_build_object('b', 2))"#).await,
+        table(&[&[r#"{"a": 1}"#], &[r#"{"b": 2}"#]])
+    );
+}
