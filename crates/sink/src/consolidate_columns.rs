@@ -96,6 +96,9 @@ pub(crate) struct ColumnConsolidation {
     /// Every key's values, one after another.
     key_bytes: Vec<u8>,
     chunks: Vec<BuiltColumns>,
+    /// Whether every change so far inserts a key no change before it touched: the batch
+    /// is then written as it was read (see [`ColumnConsolidation::only_new_keys`]).
+    only_new_keys: bool,
 }
 
 /// A consolidated batch: the rows to write and the keys to delete, as positions in its
@@ -107,6 +110,8 @@ pub(crate) struct ConsolidatedColumns {
     /// A change of each key the table held before the batch (its key columns are the
     /// equality delete's values).
     pub deletes: Vec<Position>,
+    /// Every change inserts a key of its own: `upserts` is every row in order.
+    pub only_new_keys: bool,
 }
 
 impl ColumnConsolidation {
@@ -128,6 +133,7 @@ impl ColumnConsolidation {
             keys: Vec::new(),
             key_bytes: Vec::new(),
             chunks: Vec::new(),
+            only_new_keys: true,
         })
     }
 
@@ -145,7 +151,9 @@ impl ColumnConsolidation {
         let chunk_at = position(self.chunks.len())?;
         for (row, (ts, diff)) in chunk.times.iter().zip(&chunk.counts).enumerate() {
             let at = (chunk_at, position(row)?);
+            let known = self.keys.len();
             let key = self.find_or_insert_key(key_rows.row(row).as_ref(), at)?;
+            self.only_new_keys &= *diff == 1 && self.keys.len() > known;
             self.keys[key as usize].change(at, *ts, *diff);
         }
         self.chunks.push(chunk);
@@ -199,6 +207,13 @@ impl ColumnConsolidation {
         });
     }
 
+    /// Whether every change added so far inserts a key of its own: the batch's outcome
+    /// is then every row, in order, and no key deleted (the relation held none of them
+    /// before the batch, as each key's net count is its one insertion).
+    pub fn only_new_keys(&self) -> bool {
+        self.only_new_keys
+    }
+
     /// The batch's outcome; `None` when its changes contradict the key's uniqueness.
     pub fn finish(self) -> Option<ConsolidatedColumns> {
         let mut upserts = Vec::new();
@@ -221,6 +236,7 @@ impl ColumnConsolidation {
             chunks: self.chunks,
             upserts,
             deletes,
+            only_new_keys: self.only_new_keys,
         })
     }
 }

@@ -764,7 +764,14 @@ impl EnvelopeHandler for UpsertEnvelope {
         let consolidated = match read_ahead {
             Some(consolidated) => consolidated,
             None => {
-                Consolidated::read(cx.input.clone(), plan.clone(), lower, cx.cut(upper)).await?
+                // Read here, not ahead: a batch of new keys can be written while it is read.
+                let early = match (&plan.columns, &self.positions) {
+                    (Some(_), None) => EarlyWrite::new(cx)?,
+                    _ => None,
+                };
+                let read =
+                    Consolidated::read(cx.input.clone(), plan.clone(), lower, cx.cut(upper), early);
+                read.await?
             }
         };
         let upper = consolidated.upper();
@@ -781,7 +788,10 @@ impl EnvelopeHandler for UpsertEnvelope {
             ));
         }
         match consolidated {
-            Consolidated::Columns(columns, upper) => {
+            Consolidated::Columns(columns, upper, early) => {
+                if let Some(early) = early.filter(|_| columns.only_new_keys) {
+                    return Self::written_early(cx, (lower, upper), early, columns).await;
+                }
                 match self
                     .write_columns_consolidated(cx, lower, upper, columns)
                     .await?
@@ -853,6 +863,22 @@ impl UpsertEnvelope {
             }),
             ..rows
         })
+    }
+
+    /// A batch of new keys only, written while it was read (see [`EarlyWrite`]): its
+    /// files, and no deletes (the table held none of its keys).
+    async fn written_early(
+        cx: &StageContext<'_>,
+        range: (Timestamp, Timestamp),
+        early: EarlyWrite,
+        consolidated: ConsolidatedColumns,
+    ) -> Result<StagedBatch, SinkError> {
+        let (data, rows) = early.close().await?;
+        let table = cx.table.metadata.location();
+        tracing::debug!(%table, rows, "an UPSERT batch of new keys written as it was read");
+        // Freeing a large batch's columns takes a while: not on the sink's path.
+        tokio::task::spawn_blocking(move || drop(consolidated));
+        Ok(StagedBatch::written(cx, range, data, Vec::new(), rows))
     }
 
     /// A batch consolidated in columns: its final rows and deleted keys gathered from the
@@ -1259,8 +1285,51 @@ impl ConsolidationPlan {
 
 /// A batch of changes consolidated per key, and its upper.
 enum Consolidated {
-    Columns(ConsolidatedColumns, Timestamp),
+    /// With the writers the batch's rows went to while it was read, if they all did
+    /// (see [`EarlyWrite`]).
+    Columns(ConsolidatedColumns, Timestamp, Option<EarlyWrite>),
     Rows(KeyConsolidation, Timestamp),
+}
+
+/// Data writers a batch's chunks go to while they are read and consolidated, as long as
+/// every change inserts a key of its own (a catch-up after inserts): such a batch's
+/// final rows are its rows as read, so they are encoded while later chunks are read and
+/// their keys hashed, not after the last one. Dropped at the first change that is not:
+/// the writer tasks are aborted and no file of theirs is completed.
+pub(crate) struct EarlyWrite {
+    writers: Vec<PipelinedWriter>,
+    batches: ColumnBatches,
+    turn: usize,
+}
+
+impl EarlyWrite {
+    /// Early writers of a batch of `cx`, when its rows can be written from columns.
+    fn new(cx: &StageContext<'_>) -> Result<Option<EarlyWrite>, SinkError> {
+        let schema = cx.arrow_schema()?;
+        let Some(batches) = ColumnBatches::new(&schema, cx.input.desc(), false, cx.limits()) else {
+            return Ok(None);
+        };
+        Ok(Some(EarlyWrite {
+            writers: cx.data_writers(column_writers(), "-data")?,
+            batches,
+            turn: 0,
+        }))
+    }
+
+    /// Hands a chunk's rows (each inserted once) to the next writer.
+    async fn write(&mut self, chunk: BuiltColumns) -> Result<(), SinkError> {
+        let writer = self.turn % self.writers.len();
+        self.turn += 1;
+        for batch in self.batches.batches(chunk) {
+            self.writers[writer].write_batch(batch?).await?;
+        }
+        Ok(())
+    }
+
+    /// Closes the writers: the files written, and how many rows.
+    async fn close(self) -> Result<(Vec<iceberg::spec::DataFile>, u64), SinkError> {
+        close_all(self.writers).await
+    }
 }
 
 impl Consolidated {
@@ -1273,10 +1342,11 @@ impl Consolidated {
         plan: ConsolidationPlan,
         lower: Timestamp,
         cut: BatchCut,
+        early: Option<EarlyWrite>,
     ) -> Result<Consolidated, SinkError> {
         if let Some(columns) = &plan.columns
             && let Some(consolidated) =
-                consolidate_in_columns(&input, &plan, columns, lower, cut.clone()).await?
+                consolidate_in_columns(&input, &plan, columns, lower, cut.clone(), early).await?
         {
             return Ok(consolidated);
         }
@@ -1286,7 +1356,7 @@ impl Consolidated {
 
     fn upper(&self) -> Timestamp {
         match self {
-            Consolidated::Columns(_, upper) | Consolidated::Rows(_, upper) => *upper,
+            Consolidated::Columns(_, upper, _) | Consolidated::Rows(_, upper) => *upper,
         }
     }
 }
@@ -1299,6 +1369,7 @@ async fn consolidate_in_columns(
     columns: &ColumnPlan,
     lower: Timestamp,
     mut cut: BatchCut,
+    mut early: Option<EarlyWrite>,
 ) -> Result<Option<Consolidated>, SinkError> {
     let Some(mut consolidation) = ColumnConsolidation::new(&columns.types, &plan.key_indexes)
     else {
@@ -1310,13 +1381,24 @@ async fn consolidate_in_columns(
     };
     let mut chunks = BuiltChunks::new(stream, column_writers());
     while let Some(built) = chunks.next(&mut cut).await? {
+        // The chunk's columns are shared (cheap clones), not copied.
+        let early_chunk = early.is_some().then(|| built.clone());
         consolidation.add(built)?;
+        let still_new = consolidation.only_new_keys();
+        match (early.as_mut(), early_chunk) {
+            (Some(write), Some(chunk)) if still_new => write.write(chunk).await?,
+            _ => early = None,
+        }
     }
     let Some(consolidated) = consolidation.finish() else {
         tracing::debug!(%lower, "a batch contradicts its key's uniqueness: read as rows");
         return Ok(None);
     };
-    Ok(Some(Consolidated::Columns(consolidated, cut.upper())))
+    Ok(Some(Consolidated::Columns(
+        consolidated,
+        cut.upper(),
+        early,
+    )))
 }
 
 /// [`Consolidated::read`] as rows: the consolidation and the batch's upper.
@@ -1355,7 +1437,7 @@ impl NextBatch {
     ) -> NextBatch {
         NextBatch {
             lower,
-            task: tokio::spawn(Consolidated::read(input, plan, lower, cut)),
+            task: tokio::spawn(Consolidated::read(input, plan, lower, cut, None)),
         }
     }
 

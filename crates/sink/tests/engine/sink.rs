@@ -1784,6 +1784,105 @@ async fn unique_columns_are_written_plain_and_repeating_ones_with_a_dictionary()
     }
 }
 
+/// A batch of changes that only inserts new keys, read in columns, is written while it is
+/// read, by one writer per core (small chunks make even a small batch span several); a
+/// batch that also updates a key it inserted, and one that updates an older key, go the
+/// usual way (a small batch: one writer). DuckDB reads exactly the relation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_new_keys_is_written_while_it_is_read() {
+    let row = amount_one_row;
+    let update = |row: Vec<Datum>, ts: u64, diff: i64| Update {
+        row,
+        ts: Timestamp(ts),
+        diff,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let connection = local_connection(dir.path(), "early");
+    let input = MemoryInput::in_columns(workload_desc());
+    let reporter = Arc::new(Recorder::default());
+    let small_chunks = SinkSettings {
+        read_chunk_rows: 50,
+        ..settings()
+    };
+    // Pushes one interval of changes made at its time; returns the new upper.
+    let commit = |changes: &dyn Fn(u64) -> Vec<Update>| {
+        let at = input.upper_now();
+        input.push(changes(at), at + INTERVAL);
+        at + INTERVAL
+    };
+    let upper = commit(&|at| (0..10).map(|key| update(row(key, "a"), at, 1)).collect());
+    let _handle = spawn_sink(
+        connection,
+        spec("early", "t", Envelope::Upsert),
+        input.clone(),
+        reporter.clone(),
+        small_chunks,
+    );
+    reporter.wait_for_frontier(upper).await;
+    let location = || {
+        reporter
+            .metadata_location()
+            .trim_start_matches("file://")
+            .to_string()
+    };
+    let data_files = || -> std::collections::BTreeSet<String> {
+        Reader::local()
+            .read(&location())
+            .files_with_content("data")
+            .iter()
+            .map(|file| file["file_path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let spread =
+        |files: &std::collections::BTreeSet<String>| files.iter().any(|f| f.contains("-data-w1"));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    // New keys only: written early, by every writer.
+    let before = data_files();
+    let upper = commit(&|at| (100..300).map(|key| update(row(key, "a"), at, 1)).collect());
+    reporter.wait_for_frontier(upper).await;
+    let written: std::collections::BTreeSet<String> =
+        data_files().difference(&before).cloned().collect();
+    assert_eq!(spread(&written), cores > 1, "{written:?}");
+
+    // New keys, and one of them updated later in the batch: the usual way.
+    let before = data_files();
+    let upper = commit(&|at| {
+        let mut changes: Vec<Update> = (300..400).map(|key| update(row(key, "a"), at, 1)).collect();
+        changes.push(update(row(350, "a"), at + 1, -1));
+        changes.push(update(row(350, "b"), at + 1, 1));
+        changes
+    });
+    reporter.wait_for_frontier(upper).await;
+    let written: std::collections::BTreeSet<String> =
+        data_files().difference(&before).cloned().collect();
+    assert!(!written.is_empty() && !spread(&written), "{written:?}");
+
+    // An older key updated: deleted and written again.
+    let upper = commit(&|at| vec![update(row(5, "a"), at, -1), update(row(5, "c"), at, 1)]);
+    reporter.wait_for_frontier(upper).await;
+    reporter.assert_never_stalled();
+    assert_eq!(input.row_reads(), 0, "a batch was read as rows");
+
+    let value = |key: i64| match key {
+        5 => "c",
+        350 => "b",
+        _ => "a",
+    };
+    let expected: Vec<Value> = (0..10)
+        .chain(100..400)
+        .map(|key| json!({"id": key, "value": value(key), "amount": "1.00"}))
+        .collect();
+    let read = Reader::local().read(&location());
+    assert_eq!(read.sorted_rows(&["id"]), expected);
+    let deleted: u64 = read
+        .files_with_content("equality_deletes")
+        .iter()
+        .map(|file| file["record_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(deleted, 1, "only key 5 was in the table before its batch");
+}
+
 /// A key the relation enforces gets an equality delete only when a batch retracts its
 /// previous row: a batch of new keys writes no delete file, and a batch of an update, a
 /// delete and a new key deletes exactly the two keys it retracts. (Into an empty table
