@@ -110,6 +110,8 @@ pub(crate) struct ConsolidatedColumns {
     /// A change of each key the table held before the batch (its key columns are the
     /// equality delete's values).
     pub deletes: Vec<Position>,
+    /// Of those, the keys the batch leaves without a row (deleted, not updated).
+    pub removed: Vec<Position>,
     /// Every change inserts a key of its own: `upserts` is every row in order.
     pub only_new_keys: bool,
 }
@@ -218,6 +220,7 @@ impl ColumnConsolidation {
     pub fn finish(self) -> Option<ConsolidatedColumns> {
         let mut upserts = Vec::new();
         let mut deletes = Vec::new();
+        let mut removed = Vec::new();
         for state in &self.keys {
             if state.contradicts {
                 return None;
@@ -225,7 +228,12 @@ impl ColumnConsolidation {
             let after = i64::from(state.has_value);
             match after.checked_sub(state.net) {
                 Some(0) => {}
-                Some(1) => deletes.push(state.first),
+                Some(1) => {
+                    deletes.push(state.first);
+                    if !state.has_value {
+                        removed.push(state.first);
+                    }
+                }
                 _ => return None,
             }
             if state.has_value {
@@ -236,6 +244,7 @@ impl ColumnConsolidation {
             chunks: self.chunks,
             upserts,
             deletes,
+            removed,
             only_new_keys: self.only_new_keys,
         })
     }

@@ -1092,8 +1092,9 @@ impl UpsertEnvelope {
         } else {
             1
         };
-        let held = consolidated.batches(
-            &consolidated.deletes,
+        // A key updated is found by its final row's key; only those deleted by theirs.
+        let removed = consolidated.batches(
+            &consolidated.removed,
             &key_indexes,
             &key_schema,
             batch_limits,
@@ -1107,7 +1108,7 @@ impl UpsertEnvelope {
         let mut writer = self.position_writer(cx, writers).await?;
         let (index, keys) = self.position_index(cx).await?;
         writer
-            .write_columns(index, keys.encoder, held, upserts, &key_indexes)
+            .write_columns(index, keys.encoder, removed, upserts, &key_indexes)
             .await?;
         self.finish_positions(cx, lower, upper, writer).await
     }

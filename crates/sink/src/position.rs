@@ -909,24 +909,22 @@ impl PositionBatchWriter {
         Ok(())
     }
 
-    /// Writes a batch consolidated in columns (see `crate::consolidate_columns`): `held`,
-    /// batches of the key columns of the keys the table held before the batch, and
-    /// `upserts`, batches of the keys' final rows (whole rows, the key at `key_indexes`).
-    /// Each key is in each at most once. Every key's current rows are deleted, as
-    /// [`PositionBatchWriter::write`] does.
+    /// Writes a batch consolidated in columns (see `crate::consolidate_columns`):
+    /// `removed`, batches of the key columns of the keys the batch leaves without a row,
+    /// and `upserts`, batches of the keys' final rows (whole rows, the key at
+    /// `key_indexes`). Each key is in one of them at most once. Every key's current rows
+    /// are deleted, as [`PositionBatchWriter::write`] does.
     pub async fn write_columns(
         &mut self,
         index: &PositionIndex,
         encoder: &KeyEncoder,
-        held: impl Iterator<Item = Result<RecordBatch, SinkError>>,
+        removed: impl Iterator<Item = Result<RecordBatch, SinkError>>,
         upserts: impl Iterator<Item = Result<RecordBatch, SinkError>>,
         key_indexes: &[usize],
     ) -> Result<(), SinkError> {
-        for keys in held {
+        for keys in removed {
             for id in encoder.ids(keys?.columns())? {
                 self.deletes.extend(index.rows_of(id));
-                // A key with a final row is added back below: the index applies its
-                // removals first.
                 self.update.removed.push(id);
             }
         }
