@@ -1051,3 +1051,18 @@ async fn values_columns_keep_a_modifier_only_every_row_has() {
         table(&[&["ab"], &["abcd"]])
     );
 }
+
+#[tokio::test]
+async fn arrays_and_elements_of_two_exact_number_types_are_one() {
+    assert_eq!(
+        rows("SELECT cardinality(ARRAY[1.5, 2] || 1.500), (1.500 || ARRAY[1.5, 2])[1] * 1000, (ARRAY[1, 2] || 1.5)[3] * 10").await,
+        table(&[&["3", "1500.000", "15.0"]])
+    );
+    assert_eq!(
+        rows(
+            "SELECT (ARRAY[1.5]::numeric[] || 2.255)[2] = 2.255, array_append(ARRAY[1.5, 2], 3)[3] = 3"
+        )
+        .await,
+        table(&[&["t", "t"]])
+    );
+}
