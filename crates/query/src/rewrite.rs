@@ -303,6 +303,7 @@ impl VisitorMut for Rewriter {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        dimension_array_cast(expr);
         crate::srf::unnest_record_function(expr);
         name_field_access(expr);
         if let Some(rewritten) = postgres_form(expr).or_else(|| crate::row_compare::rewrite(expr)) {
@@ -1088,6 +1089,42 @@ fn is_array(argument: &Expr) -> bool {
                 && matches!(target, Some(floe_repr::SqlScalarType::Array { .. }))
         }
         _ => false,
+    }
+}
+
+/// Gives a cast of a text literal to an array type as many dimensions as
+/// the text has (`'{{1,2},{3,4}}'::int[]` as `int[][]`): floe's arrays of
+/// more dimensions are arrays of arrays (as `ARRAY[[1,2],[3,4]]`), where
+/// Postgres' array types are of any dimensions.
+fn dimension_array_cast(expr: &mut Expr) {
+    use sqlparser::ast::ArrayElemTypeDef;
+    let Expr::Cast {
+        expr: operand,
+        data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(element, _)),
+        ..
+    } = expr
+    else {
+        return;
+    };
+    let Expr::Value(ValueWithSpan {
+        value: Value::SingleQuotedString(text),
+        ..
+    }) = operand.as_ref()
+    else {
+        return;
+    };
+    if matches!(element.as_ref(), DataType::Array(_)) {
+        return;
+    }
+    let depth = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take_while(|c| *c == '{')
+        .count();
+    // Postgres' arrays have at most six dimensions.
+    for _ in 1..depth.min(6) {
+        let inner = std::mem::replace(element.as_mut(), DataType::Text);
+        **element = DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(inner), None));
     }
 }
 

@@ -1066,3 +1066,25 @@ async fn arrays_and_elements_of_two_exact_number_types_are_one() {
         table(&[&["t", "t"]])
     );
 }
+
+#[tokio::test]
+async fn array_literals_of_more_dimensions_are_arrays_of_arrays() {
+    assert_eq!(
+        rows("SELECT '{{1,2},{3,4}}'::int[], ('{{1,2},{3,4}}'::int[])[2][1], '{{1,2},{3,4}}'::int[] = ARRAY[[1,2],[3,4]]").await,
+        table(&[&["{{1,2},{3,4}}", "3", "t"]])
+    );
+    assert_eq!(
+        error("SELECT '{{1,2},{3}}'::int[]").await,
+        (
+            "22P02".into(),
+            "malformed array literal: \"{{1,2},{3}}\"".into()
+        )
+    );
+    assert_eq!(
+        error("SELECT t::int[] FROM (VALUES ('{{1,2}}')) v(t)").await,
+        (
+            "0A000".into(),
+            "multidimensional array text is supported only in a literal".into()
+        )
+    );
+}
