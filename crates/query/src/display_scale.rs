@@ -21,8 +21,8 @@
 //! row's, `coalesce`, `greatest`, `least`, `CASE` and casts the chosen
 //! value's; a window's `sum` the largest of its frame's, its `min`, `max`,
 //! `lag`, `lead`, `first_value`, `last_value` and `nth_value` the chosen
-//! row's. An array of numerics (`ARRAY[...]`, `array_agg`) has a list of its
-//! items' scales, which a cast to `numeric[]` keeps, and an item taken from
+//! row's. An array of numerics (`ARRAY[...]`, `array_agg`, one joined by
+//! `||`) has a list of its items' scales, which a cast to `numeric[]` keeps, and an item taken from
 //! it (`a[1]`) or unnested (`unnest(a)`) its own. A lateral subquery of an
 //! inner or a left join reads its outer columns' scales as outer references.
 //! A document built of numerics (`to_jsonb`, `jsonb_build_object`,
@@ -222,6 +222,7 @@ fn casts_to_scaled(function: &ScalarFunction) -> bool {
 fn scale_depends_on_values(function: &str) -> bool {
     // The chosen argument's, or each item's.
     matches!(function, "greatest" | "least" | "make_array")
+        || joins_arrays(function)
         || function == series::GENERATE_SERIES
         || function == numeric_division::NUMERIC_DIVIDE
         || function == numeric_division::AVERAGE
@@ -2256,6 +2257,9 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
         {
             numeric_series(func, args, input)
         }
+        Expr::ScalarFunction(ScalarFunction { func, args }) if joins_arrays(func.name()) => {
+            joined_array(func, args, input)
+        }
         // A cast keeps its items' scales: the engine's (a column of `VALUES`
         // made one type) and SQL's to `numeric[]`.
         Expr::Cast(cast) => {
@@ -2277,6 +2281,63 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
         }
         _ => Ok((expr.clone(), None)),
     }
+}
+
+/// Whether a function joins arrays and items into one array, its items
+/// theirs (`array_append`, `array_prepend`, `array_concat`: `||`).
+fn joins_arrays(name: &str) -> bool {
+    matches!(name, "array_append" | "array_prepend" | "array_concat")
+}
+
+/// An array joined of arrays and items, with its items' display scales: the
+/// same function of its arguments' scales. `None` where an argument's are
+/// not known (an unconstrained numeric's items print as before).
+fn joined_array(
+    func: &Arc<datafusion::logical_expr::ScalarUDF>,
+    args: &[Expr],
+    input: &Rewritten,
+) -> DfResult<(Expr, Option<Scale>)> {
+    let mut values = Vec::with_capacity(args.len());
+    let mut scales = Vec::with_capacity(args.len());
+    for arg in args {
+        let (value, scale) = joined_scales(arg, input)?;
+        values.push(value);
+        scales.push(scale);
+    }
+    let joined = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values));
+    let Some(scales) = scales.into_iter().collect::<Option<Vec<_>>>() else {
+        return Ok((joined, None));
+    };
+    let scale = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), scales));
+    Ok((joined, Some(Scale::Dynamic(scale))))
+}
+
+/// An argument of [`joined_array`] and its scales: an array's items' (its
+/// item type's for each item where they are not its own), an item's own.
+fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)> {
+    let (value, scale) = scaled(arg, input)?;
+    let Ok((_, field)) = arg.to_field(input.plan.schema().as_ref()) else {
+        return Ok((value, None));
+    };
+    let DataType::List(item) = field.data_type() else {
+        let scale = match scale {
+            Some(scale) => Some(scale.into_expr(&value)?),
+            // A NULL item has no scale to show.
+            None if field.data_type().is_null() => Some(lit(0i32)),
+            None => None,
+        };
+        return Ok((value, scale));
+    };
+    if let Some(Scale::Dynamic(scales)) = scale {
+        return Ok((value, Some(scales)));
+    }
+    let item_scale = match item.data_type() {
+        DataType::Decimal128(_, scale) if !numeric_display::is_bare(item) => i32::from(*scale),
+        data_type if functions::arithmetic::is_integer(data_type) => 0,
+        _ => return Ok((value, None)),
+    };
+    let scales = array_repeat(lit(item_scale), cardinality(value.clone()));
+    Ok((value, Some(scales)))
 }
 
 /// A `generate_series` of numerics, with its values' display scales: the

@@ -107,11 +107,12 @@ impl VisitorMut for Rewriter {
             type_values_columns(&mut values.rows);
             self.values_depth += 1;
         }
-        if let Some(with) = &mut query.with
-            && with.recursive
-        {
+        if let Some(with) = &mut query.with {
             for cte in &mut with.cte_tables {
-                name_recursive_columns(cte);
+                complete_values_columns(cte);
+                if with.recursive {
+                    name_recursive_columns(cte);
+                }
             }
         }
         if let Some(order_by) = &mut query.order_by
@@ -302,6 +303,7 @@ impl VisitorMut for Rewriter {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        dimension_array_cast(expr);
         crate::srf::unnest_record_function(expr);
         name_field_access(expr);
         if let Some(rewritten) = postgres_form(expr).or_else(|| crate::row_compare::rewrite(expr)) {
@@ -1090,6 +1092,65 @@ fn is_array(argument: &Expr) -> bool {
     }
 }
 
+/// Gives a cast of a text literal to an array type as many dimensions as
+/// the text has (`'{{1,2},{3,4}}'::int[]` as `int[][]`): floe's arrays of
+/// more dimensions are arrays of arrays (as `ARRAY[[1,2],[3,4]]`), where
+/// Postgres' array types are of any dimensions.
+fn dimension_array_cast(expr: &mut Expr) {
+    use sqlparser::ast::ArrayElemTypeDef;
+    let Expr::Cast {
+        expr: operand,
+        data_type: DataType::Array(ArrayElemTypeDef::SquareBracket(element, _)),
+        ..
+    } = expr
+    else {
+        return;
+    };
+    let Expr::Value(ValueWithSpan {
+        value: Value::SingleQuotedString(text),
+        ..
+    }) = operand.as_ref()
+    else {
+        return;
+    };
+    if matches!(element.as_ref(), DataType::Array(_)) {
+        return;
+    }
+    let depth = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take_while(|c| *c == '{')
+        .count();
+    // Postgres' arrays have at most six dimensions.
+    for _ in 1..depth.min(6) {
+        let inner = std::mem::replace(element.as_mut(), DataType::Text);
+        **element = DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(inner), None));
+    }
+}
+
+/// Completes the column list of `WITH r(a) AS (VALUES (1, 2))` with the
+/// names VALUES gives the columns it leaves unnamed (`column2`), as Postgres
+/// does; DataFusion wants a name for every column.
+fn complete_values_columns(cte: &mut sqlparser::ast::Cte) {
+    if cte.alias.columns.is_empty() {
+        return;
+    }
+    let mut body = cte.query.body.as_ref();
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_ref();
+    }
+    let SetExpr::Values(values) = body else {
+        return;
+    };
+    let width = values.rows.iter().map(|row| row.content.len()).max();
+    for index in cte.alias.columns.len()..width.unwrap_or(0) {
+        cte.alias.columns.push(sqlparser::ast::TableAliasColumnDef {
+            name: sqlparser::ast::Ident::new(format!("column{}", index + 1)),
+            data_type: None,
+        });
+    }
+}
+
 /// Names the non-recursive term's columns of `WITH RECURSIVE r(a, b)` by
 /// the column list: the recursive term refers to them by those names, and
 /// DataFusion plans it against the first term's own names.
@@ -1100,6 +1161,12 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
     let mut body = cte.query.body.as_mut();
     while let SetExpr::SetOperation { left, .. } = body {
         body = left.as_mut();
+    }
+    if let SetExpr::Values(values) = body {
+        if let Some(select) = values_selected(values.clone(), &cte.alias.columns) {
+            *body = select;
+        }
+        return;
     }
     let SetExpr::Select(select) = body else {
         return;
@@ -1116,9 +1183,35 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
     }
 }
 
+/// `SELECT * FROM (VALUES ...) AS v(a, b)`: a VALUES first term named by the
+/// CTE's column list (VALUES names its columns `column1`, ...).
+fn values_selected(
+    values: sqlparser::ast::Values,
+    columns: &[sqlparser::ast::TableAliasColumnDef],
+) -> Option<SetExpr> {
+    let template = "SELECT * FROM (VALUES (NULL)) AS v";
+    let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(template)
+        .and_then(|mut parser| parser.parse_query())
+        .ok()?;
+    let SetExpr::Select(mut select) = *parsed.body else {
+        return None;
+    };
+    let TableFactor::Derived {
+        subquery, alias, ..
+    } = &mut select.from.first_mut()?.relation
+    else {
+        return None;
+    };
+    *subquery.body = SetExpr::Values(values);
+    alias.as_mut()?.columns = columns.to_vec();
+    Some(SetExpr::Select(select))
+}
+
 /// Gives the NULLs, string and number literals of a VALUES column the type
 /// another row of the column names explicitly (`VALUES ('{}'::jsonb), (NULL)`,
-/// `VALUES (1.50::numeric(10,2)), (2.25)`), as Postgres resolves them;
+/// `VALUES (1.50::numeric(10,2)), (2.255)`, the latter `numeric`: a modifier
+/// not every row has is dropped), as Postgres resolves them;
 /// DataFusion would see rows of different types. Of a type DataFusion has
 /// itself (`VALUES ('2025-01-01'::date), ('2024-01-01')`) only the unknown-typed
 /// literals, strings and NULL: a number keeps its own type, which the column's
@@ -1132,18 +1225,29 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
     }
     let width = rows.iter().map(|r| r.content.len()).max().unwrap_or(0);
     for column in 0..width {
-        let declared = rows.iter().find_map(|row| match row.content.get(column) {
-            Some(Expr::Cast { data_type, .. }) => {
-                crate::types::scalar_type(data_type).ok().map(|ty| {
-                    let native = crate::types::is_native(&ty);
-                    (data_type.clone(), native, !native && unmodified(&ty))
-                })
-            }
+        let Some(declared) = rows.iter().find_map(|row| match row.content.get(column) {
+            Some(Expr::Cast { data_type, .. }) => Some(data_type.clone()),
             _ => None,
-        });
-        let Some((data_type, native, coerced)) = declared else {
+        }) else {
             continue;
         };
+        let cast_to_declared =
+            |cell: &Expr| matches!(cell, Expr::Cast { data_type, .. } if *data_type == declared);
+        if rows
+            .iter()
+            .all(|row| row.content.get(column).is_some_and(cast_to_declared))
+        {
+            continue;
+        }
+        // Postgres keeps a modifier (`numeric(10,2)`) only where every row
+        // has it: the column is of the type without it, and no other row is
+        // rounded or cut to it.
+        let data_type = without_modifiers(&declared);
+        let Ok(ty) = crate::types::scalar_type(&data_type) else {
+            continue;
+        };
+        let native = crate::types::is_native(&ty);
+        let coerced = !native && unmodified(&ty);
         for row in rows.iter_mut() {
             if let Some(cell) = row.content.get_mut(column)
                 && match cell {
@@ -1152,8 +1256,9 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
                         Value::Number(..) => !native,
                         _ => false,
                     },
-                    // An explicit cast keeps its type, as in Postgres.
-                    Expr::Cast { .. } => false,
+                    // An explicit cast keeps its type, as in Postgres, but
+                    // not a modifier other rows lack.
+                    Expr::Cast { .. } => data_type != declared && cast_to_declared(cell),
                     _ => coerced,
                 }
             {
@@ -1166,6 +1271,24 @@ fn type_values_columns(rows: &mut [sqlparser::ast::Parens<Vec<Expr>>]) {
                 };
             }
         }
+    }
+}
+
+/// `data_type` without its modifiers: `numeric` of `numeric(10,2)`,
+/// `varchar[]` of `varchar(3)[]`.
+fn without_modifiers(data_type: &DataType) -> DataType {
+    use sqlparser::ast::{ArrayElemTypeDef, ExactNumberInfo};
+    match data_type {
+        DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_) => {
+            DataType::Numeric(ExactNumberInfo::None)
+        }
+        DataType::Varchar(_) | DataType::CharacterVarying(_) | DataType::CharVarying(_) => {
+            DataType::Varchar(None)
+        }
+        DataType::Array(ArrayElemTypeDef::SquareBracket(element, size)) => DataType::Array(
+            ArrayElemTypeDef::SquareBracket(Box::new(without_modifiers(element)), *size),
+        ),
+        other => other.clone(),
     }
 }
 

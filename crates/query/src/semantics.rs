@@ -773,6 +773,9 @@ impl ExprPlanner for PgOperatorPlanner {
                 datafusion::functions_nested::expr_fn::array_has_any(expr.left, expr.right),
             ));
         }
+        if let Some(call) = array_with_element(&expr, left_type.as_ref(), right_type.as_ref())? {
+            return Ok(PlannerResult::Planned(call));
+        }
         if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
@@ -929,6 +932,35 @@ fn range_operator(
         _ => return Ok(None),
     };
     functions::call(name, args)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
+/// `array || element` and `element || array` as floe's `array_append` and
+/// `array_prepend`, which type exact numbers as Postgres does
+/// (`ARRAY[1.5, 2] || 1.500`); DataFusion's planner calls its own.
+fn array_with_element(
+    expr: &RawBinaryExpr,
+    left: Option<&DataType>,
+    right: Option<&DataType>,
+) -> DfResult<Option<Expr>> {
+    if expr.op != sqlparser::ast::BinaryOperator::StringConcat {
+        return Ok(None);
+    }
+    let list = |t: Option<&DataType>| matches!(t, Some(DataType::List(_)));
+    let element = |t: Option<&DataType>| {
+        t.is_some_and(|t| {
+            matches!(t, DataType::Decimal128(..)) || functions::arithmetic::is_integer(t)
+        })
+    };
+    let name = if list(left) && element(right) {
+        "array_append"
+    } else if element(left) && list(right) {
+        "array_prepend"
+    } else {
+        return Ok(None);
+    };
+    functions::call(name, vec![expr.left.clone(), expr.right.clone()])
         .map(Some)
         .map_err(crate::QueryError::into_datafusion)
 }

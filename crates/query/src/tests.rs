@@ -1023,3 +1023,68 @@ async fn values_rows_take_the_type_another_row_names() {
         table(&[&[r#"{"a": 1}"#], &[r#"{"b": 2}"#]])
     );
 }
+
+#[tokio::test]
+async fn cte_column_lists_name_a_values_first_term() {
+    assert_eq!(
+        rows("WITH RECURSIVE r(n, m) AS (VALUES (1, 2) UNION ALL SELECT n + 1, m FROM r WHERE n < 3) SELECT * FROM r ORDER BY n").await,
+        table(&[&["1", "2"], &["2", "2"], &["3", "2"]])
+    );
+    assert_eq!(
+        rows("WITH r(n) AS (VALUES (1, 2)) SELECT n + column2 FROM r").await,
+        table(&[&["3"]])
+    );
+}
+
+#[tokio::test]
+async fn values_columns_keep_a_modifier_only_every_row_has() {
+    assert_eq!(
+        rows("SELECT x * 1000 FROM (VALUES (1.50::numeric(10,2)), (2.255), ('3.333')) v(x)").await,
+        table(&[&["1500"], &["2255"], &["3333"]])
+    );
+    assert_eq!(
+        rows("VALUES (1.505::numeric(10,2)), (2.255::numeric(10,2))").await,
+        table(&[&["1.51"], &["2.26"]])
+    );
+    assert_eq!(
+        rows("VALUES ('abc'::varchar(2)), ('abcd')").await,
+        table(&[&["ab"], &["abcd"]])
+    );
+}
+
+#[tokio::test]
+async fn arrays_and_elements_of_two_exact_number_types_are_one() {
+    assert_eq!(
+        rows("SELECT cardinality(ARRAY[1.5, 2] || 1.500), (1.500 || ARRAY[1.5, 2])[1] * 1000, (ARRAY[1, 2] || 1.5)[3] * 10").await,
+        table(&[&["3", "1500.000", "15.0"]])
+    );
+    assert_eq!(
+        rows(
+            "SELECT (ARRAY[1.5]::numeric[] || 2.255)[2] = 2.255, array_append(ARRAY[1.5, 2], 3)[3] = 3"
+        )
+        .await,
+        table(&[&["t", "t"]])
+    );
+}
+
+#[tokio::test]
+async fn array_literals_of_more_dimensions_are_arrays_of_arrays() {
+    assert_eq!(
+        rows("SELECT '{{1,2},{3,4}}'::int[], ('{{1,2},{3,4}}'::int[])[2][1], '{{1,2},{3,4}}'::int[] = ARRAY[[1,2],[3,4]]").await,
+        table(&[&["{{1,2},{3,4}}", "3", "t"]])
+    );
+    assert_eq!(
+        error("SELECT '{{1,2},{3}}'::int[]").await,
+        (
+            "22P02".into(),
+            "malformed array literal: \"{{1,2},{3}}\"".into()
+        )
+    );
+    assert_eq!(
+        error("SELECT t::int[] FROM (VALUES ('{{1,2}}')) v(t)").await,
+        (
+            "0A000".into(),
+            "multidimensional array text is supported only in a literal".into()
+        )
+    );
+}

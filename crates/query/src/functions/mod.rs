@@ -9,6 +9,7 @@
 pub mod arithmetic;
 mod array;
 mod cast;
+mod compatible_element;
 pub mod datetime;
 pub mod distinct;
 mod integer_result;
@@ -67,6 +68,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
+        .chain(compatible_element::functions())
         .chain(datetime::functions())
         .chain(text::functions())
         .chain(math::functions())

@@ -215,11 +215,44 @@ fn parse_elements(
             .ok_or_else(|| malformed("malformed element"))?;
         elements.push(match item {
             None => Datum::Null,
-            Some((text, _)) => parse_nested(&text, element, depth + 1)?,
+            Some((item, quoted)) => {
+                if type_name == ARRAY && !nested && !quoted && item.starts_with('{') {
+                    return Err(multidimensional_text());
+                }
+                parse_nested(&item, element, depth + 1)?
+            }
         });
         Ok(())
     })?;
+    if type_name == ARRAY && nested && !same_dimensions(&elements) {
+        return Err(ValueError::new(
+            SqlState::INVALID_TEXT_REPRESENTATION,
+            format!("malformed array literal: \"{text}\""),
+        ));
+    }
     Ok(Datum::List(elements))
+}
+
+/// An array's text of more dimensions than its type has: floe reads the
+/// dimensions of a literal's text only (`'{{1,2},{3,4}}'::int[]`).
+fn multidimensional_text() -> ValueError {
+    ValueError::new(
+        SqlState::FEATURE_NOT_SUPPORTED,
+        "multidimensional array text is supported only in a literal",
+    )
+}
+
+/// Whether the sub-arrays of a multidimensional array are all arrays of one
+/// length, as Postgres requires.
+fn same_dimensions(elements: &[Datum]) -> bool {
+    let mut lengths = elements.iter().map(|element| match element {
+        Datum::List(items) => Some(items.len()),
+        _ => None,
+    });
+    let Some(Some(first)) = lengths.next() else {
+        return elements.is_empty();
+    };
+    lengths.all(|length| length == Some(first))
 }
 
 pub(super) fn parse_map(
