@@ -1135,11 +1135,7 @@ fn complete_values_columns(cte: &mut sqlparser::ast::Cte) {
     if cte.alias.columns.is_empty() {
         return;
     }
-    let mut body = cte.query.body.as_ref();
-    while let SetExpr::SetOperation { left, .. } = body {
-        body = left.as_ref();
-    }
-    let SetExpr::Values(values) = body else {
+    let SetExpr::Values(values) = first_term(cte.query.body.as_mut()) else {
         return;
     };
     let width = values.rows.iter().map(|row| row.content.len()).max();
@@ -1151,6 +1147,14 @@ fn complete_values_columns(cte: &mut sqlparser::ast::Cte) {
     }
 }
 
+/// The first term of a set operation's chain (`body` itself when it is none).
+fn first_term(mut body: &mut SetExpr) -> &mut SetExpr {
+    while let SetExpr::SetOperation { left, .. } = body {
+        body = left.as_mut();
+    }
+    body
+}
+
 /// Names the non-recursive term's columns of `WITH RECURSIVE r(a, b)` by
 /// the column list: the recursive term refers to them by those names, and
 /// DataFusion plans it against the first term's own names.
@@ -1158,10 +1162,7 @@ fn name_recursive_columns(cte: &mut sqlparser::ast::Cte) {
     if cte.alias.columns.is_empty() {
         return;
     }
-    let mut body = cte.query.body.as_mut();
-    while let SetExpr::SetOperation { left, .. } = body {
-        body = left.as_mut();
-    }
+    let body = first_term(cte.query.body.as_mut());
     if let SetExpr::Values(values) = body {
         if let Some(select) = values_selected(values.clone(), &cte.alias.columns) {
             *body = select;

@@ -104,7 +104,8 @@ impl ColumnBatches {
         }))
     }
 
-    fn batch(&self, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, SinkError> {
+    /// The batch of `rows` rows of `columns` (each row once).
+    pub fn batch(&self, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch, SinkError> {
         let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
         RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)
             .map_err(|err| internal(format!("cannot assemble a record batch: {err}")))

@@ -165,6 +165,16 @@ impl StageContext<'_> {
         )
     }
 
+    /// How many data writers a batch of `rows` final rows gets: many rows are encoded by
+    /// one writer per core, in turn; few by one, so that they make one file.
+    fn writers_for(&self, rows: usize) -> usize {
+        if rows >= self.settings.spread_rows {
+            column_writers()
+        } else {
+            1
+        }
+    }
+
     /// `count` writers of data files, each naming its files apart: batches handed to them
     /// in turn are encoded on as many cores.
     fn data_writers(&self, count: usize, suffix: &str) -> Result<Vec<PipelinedWriter>, SinkError> {
@@ -905,12 +915,7 @@ impl UpsertEnvelope {
         let limits = cx.limits();
         let batch_limits = (limits.rows, limits.bytes);
         let data_schema = cx.arrow_schema()?;
-        // Many final rows are encoded by several writers, in turn; few by one (one file).
-        let writers = if consolidated.upserts.len() >= cx.settings.spread_rows {
-            column_writers()
-        } else {
-            1
-        };
+        let writers = cx.writers_for(consolidated.upserts.len());
         let mut data_writers = cx.data_writers(writers, "-data")?;
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let upserts = consolidated.batches(
@@ -1007,13 +1012,7 @@ impl UpsertEnvelope {
         // that the batch does not retract had no row before it, so the table (the
         // relation as of `lower`) holds none to delete: a batch of new keys writes no
         // delete files, as in APPEND, and readers and compaction have none to apply.
-        // A large batch's rows are encoded by several writers, each handed a converted
-        // batch in turn; a small one's by one, so that it makes one file.
-        let writers = if consolidation.keys() >= cx.settings.spread_rows {
-            column_writers()
-        } else {
-            1
-        };
+        let writers = cx.writers_for(consolidation.keys());
         let mut data_writers = cx.data_writers(writers, "-data")?;
         // The specs of the data files the table holds, which equality deletes go to (none
         // when it holds no rows).
@@ -1086,12 +1085,7 @@ impl UpsertEnvelope {
         );
         let all_columns: Vec<usize> = (0..cx.columns()).collect();
         let key_indexes = self.key.indexes.clone();
-        // Many final rows are encoded by several writers, in turn; few by one (one file).
-        let writers = if consolidated.upserts.len() >= cx.settings.spread_rows {
-            column_writers()
-        } else {
-            1
-        };
+        let writers = cx.writers_for(consolidated.upserts.len());
         // A key updated is found by its final row's key; only those deleted by theirs.
         let removed = consolidated.batches(
             &consolidated.removed,
@@ -1317,14 +1311,17 @@ impl EarlyWrite {
         }))
     }
 
-    /// Hands a chunk's rows (each inserted once) to the next writer.
-    async fn write(&mut self, chunk: BuiltColumns) -> Result<(), SinkError> {
+    /// Hands a chunk's `rows` rows (each inserted once), its `columns`, to the next
+    /// writer.
+    async fn write(
+        &mut self,
+        columns: Vec<arrow_array::ArrayRef>,
+        rows: usize,
+    ) -> Result<(), SinkError> {
         let writer = self.turn % self.writers.len();
         self.turn += 1;
-        for batch in self.batches.batches(chunk) {
-            self.writers[writer].write_batch(batch?).await?;
-        }
-        Ok(())
+        let batch = self.batches.batch(columns, rows)?;
+        self.writers[writer].write_batch(batch).await
     }
 
     /// Closes the writers: the files written, and how many rows.
@@ -1383,11 +1380,11 @@ async fn consolidate_in_columns(
     let mut chunks = BuiltChunks::new(stream, column_writers());
     while let Some(built) = chunks.next(&mut cut).await? {
         // The chunk's columns are shared (cheap clones), not copied.
-        let early_chunk = early.is_some().then(|| built.clone());
+        let early_chunk = early.is_some().then(|| (built.columns.clone(), built.rows));
         consolidation.add(built)?;
         let still_new = consolidation.only_new_keys();
         match (early.as_mut(), early_chunk) {
-            (Some(write), Some(chunk)) if still_new => write.write(chunk).await?,
+            (Some(write), Some((columns, rows))) if still_new => write.write(columns, rows).await?,
             _ => early = None,
         }
     }

@@ -238,10 +238,8 @@ fn mostly_distinct(column: &dyn Array) -> bool {
         foldhash::fast::RandomState::default(),
     );
     let mut values = 0;
-    for index in (0..column.len()).filter(|index| column.is_valid(*index)) {
-        if values == DISTINCT_SAMPLE {
-            break;
-        }
+    let valid = (0..column.len()).filter(|index| column.is_valid(*index));
+    for index in valid.take(DISTINCT_SAMPLE) {
         seen.insert(value(index));
         values += 1;
     }

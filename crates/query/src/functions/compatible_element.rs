@@ -10,9 +10,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::Result as DfResult;
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
@@ -64,12 +63,7 @@ impl ScalarUDFImpl for CompatibleElement {
         if let Some(types) = exact_number_types(arg_types, self.array) {
             return Ok(types);
         }
-        let fields: Vec<FieldRef> = arg_types
-            .iter()
-            .map(|data_type| Arc::new(Field::new("", data_type.clone(), true)))
-            .collect();
-        let coerced = fields_with_udf(&fields, self.inner.as_ref())?;
-        Ok(coerced.iter().map(|f| f.data_type().clone()).collect())
+        super::engine_coerced_types(arg_types, self.inner.as_ref())
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {

@@ -512,6 +512,24 @@ pub(crate) fn first_scalar(array: &ArrayRef) -> DfResult<ScalarValue> {
     ScalarValue::try_from_array(array, 0)
 }
 
+/// The argument types `engine` (an engine function a floe one wraps) coerces
+/// `arg_types` to, as the engine would plan a call of it.
+pub(crate) fn engine_coerced_types(
+    arg_types: &[DataType],
+    engine: &ScalarUDF,
+) -> DfResult<Vec<DataType>> {
+    let fields: Vec<FieldRef> = arg_types
+        .iter()
+        .map(|ty| Arc::new(Field::new("argument", ty.clone(), true)))
+        .collect();
+    let coerced =
+        datafusion::logical_expr::type_coercion::functions::fields_with_udf(&fields, engine)?;
+    Ok(coerced
+        .iter()
+        .map(|field| field.data_type().clone())
+        .collect())
+}
+
 /// An Arrow array of `ty` from datums.
 pub fn build(ty: &SqlScalarType, values: &[Datum]) -> DfResult<ArrayRef> {
     let references: Vec<&Datum> = values.iter().collect();

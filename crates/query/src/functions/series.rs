@@ -21,7 +21,6 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, Field, FieldRef, Int32Type};
 use datafusion::common::Result as DfResult;
-use datafusion::logical_expr::type_coercion::functions::fields_with_udf;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
@@ -125,12 +124,7 @@ impl ScalarUDFImpl for Series {
             types.truncate(arg_types.len());
             return Ok(types);
         }
-        let fields: Vec<FieldRef> = arg_types
-            .iter()
-            .map(|ty| Arc::new(Field::new("argument", ty.clone(), true)))
-            .collect();
-        let coerced = fields_with_udf(&fields, self.engine.as_ref())?;
-        Ok(coerced.iter().map(|f| f.data_type().clone()).collect())
+        super::engine_coerced_types(arg_types, self.engine.as_ref())
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
