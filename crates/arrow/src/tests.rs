@@ -523,6 +523,37 @@ fn encoded_columns_are_the_rows_columns() {
     }
 }
 
+/// Text is gathered unchecked and checked at the end: a value that is not UTF-8 (on a
+/// damaged disk) sends the whole batch through rows, which name the row's fault, and
+/// never makes a string array of it.
+#[test]
+fn text_that_is_not_utf8_goes_through_rows() {
+    let desc = RelationDesc {
+        columns: vec![
+            ("id".into(), col(S::Int64, false)),
+            ("name".into(), col(S::Text, true)),
+        ],
+        unique_keys: vec![],
+    };
+    let rows = vec![
+        vec![Datum::Int64(1), Datum::Text("ok".into())],
+        vec![Datum::Int64(2), Datum::Text("\u{e9}t\u{e9}".into())],
+        vec![Datum::Int64(3), Datum::Null],
+    ];
+    let mut encoded = encodings(&rows);
+    let good: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    let built = direct_columns(&desc, &good, &[1]);
+    assert_eq!(built, crate::rows_to_columns(&desc, &rows, &[1]).unwrap());
+    // Cut the second row's "é" in half: its bytes are no longer UTF-8, though each
+    // row still has its length.
+    let second = &mut encoded[1];
+    let at = second.iter().position(|b| *b == 0xc3).expect("the é");
+    second[at + 1] = b'x';
+    let damaged: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    assert!(crate::encoded_columns(&desc, &damaged, &[0, 1]).is_none());
+    assert!(floe_repr::codec::decode_row(damaged[1]).is_err());
+}
+
 fn direct_columns(desc: &RelationDesc, encoded: &[&[u8]], wanted: &[usize]) -> Vec<ArrayRef> {
     crate::encoded_columns(desc, encoded, wanted)
         .expect("direct")
