@@ -21,7 +21,7 @@ use arrow::array::builder::{
 use arrow::array::{ArrayRef, StringArray};
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::DataType;
-use floe_repr::codec::{DatumRef, read_row};
+use floe_repr::codec::{Counted, DatumRef, Fixed, RowReader, read_row};
 use floe_repr::strconv::ValueError;
 use floe_repr::{RelationDesc, SqlScalarType};
 
@@ -63,17 +63,11 @@ pub fn encoded_columns(
                 }
                 continue;
             };
-            // Text is gathered unchecked and checked for UTF-8 once, at the end.
-            if let Column::Text(text) = &mut columns[*slot] {
-                match reader.next_text_unchecked() {
-                    Some(Ok(Some(bytes))) => {
-                        text.push(bytes)?;
-                        continue;
-                    }
-                    Some(Err(_)) => return None,
-                    // Not text (NULL, another kind, or past a shorter row's end).
-                    Some(Ok(None)) | None => {}
-                }
+            match columns[*slot].read_own(&mut reader)? {
+                Ok(true) => continue,
+                // NULL, another kind, or past a shorter row's end: read as a datum.
+                Ok(false) => {}
+                Err(error) => return Some(Err(named(error, desc, index))),
             }
             // A row written before a column was added is shorter; the rest are NULL then,
             // as `rows_to_batch` reads them.
@@ -81,11 +75,8 @@ pub fn encoded_columns(
                 Some(datum) => datum.ok()?,
                 None => DatumRef::Null,
             };
-            if let Err(mut error) = columns[*slot].push(&datum)? {
-                // As `rows_to_batch` names the column.
-                let (name, _) = &desc.columns[index];
-                error.message = format!("column \"{name}\": {}", error.message);
-                return Some(Err(error));
+            if let Err(error) = columns[*slot].push(&datum)? {
+                return Some(Err(named(error, desc, index)));
             }
         }
         if whole {
@@ -103,6 +94,14 @@ pub fn encoded_columns(
         }
     }
     Some(Ok(arrays))
+}
+
+/// `error` of the value of column `index`, named as `rows_to_batch` names the column.
+fn named(mut error: ValueError, desc: &RelationDesc, index: usize) -> ValueError {
+    if let Some((name, _)) = desc.columns.get(index) {
+        error.message = format!("column \"{name}\": {}", error.message);
+    }
+    error
 }
 
 /// How many rows ahead of the one being read the next row's bytes are asked for: each
@@ -202,6 +201,66 @@ impl Column {
                 return None;
             }
         })
+    }
+
+    /// Reads the row's next datum straight into the builder when it is a value of the
+    /// column's own kind: its tag compared once and its bytes taken, where a
+    /// [`DatumRef`] is a match over every kind and then one over the column's (most of
+    /// building a large snapshot's columns went there). `Ok(false)`, nothing read, for
+    /// any other datum (NULL too) and for kinds without a straight way; `None` when the
+    /// row does not decode (it goes through rows); an error for a value that does not fit.
+    #[inline(always)]
+    fn read_own(&mut self, reader: &mut RowReader<'_>) -> Option<Result<bool, ValueError>> {
+        macro_rules! fixed {
+            ($builder:expr, $kind:expr, $value:expr) => {
+                match reader.next_fixed($kind).ok()? {
+                    Some(bytes) => {
+                        $builder.append_value($value(bytes));
+                        Some(Ok(true))
+                    }
+                    None => Some(Ok(false)),
+                }
+            };
+        }
+        let float32 = |bytes| f32::from_bits(u32::from_le_bytes(bytes));
+        let float64 = |bytes| f64::from_bits(u64::from_le_bytes(bytes));
+        match self {
+            Column::Int16(builder) => fixed!(builder, Fixed::INT16, i16::from_le_bytes),
+            Column::Int32(builder) => fixed!(builder, Fixed::INT32, i32::from_le_bytes),
+            Column::Int64(builder) => fixed!(builder, Fixed::INT64, i64::from_le_bytes),
+            Column::UInt16(builder) => fixed!(builder, Fixed::UINT16, u16::from_le_bytes),
+            Column::UInt32(builder) => fixed!(builder, Fixed::UINT32, u32::from_le_bytes),
+            Column::Oid(builder) => fixed!(builder, Fixed::OID, u32::from_le_bytes),
+            Column::UInt64(builder) => fixed!(builder, Fixed::UINT64, u64::from_le_bytes),
+            Column::Float32(builder) => fixed!(builder, Fixed::FLOAT32, float32),
+            Column::Float64(builder) => fixed!(builder, Fixed::FLOAT64, float64),
+            Column::Date(builder) => fixed!(builder, Fixed::DATE, i32::from_le_bytes),
+            Column::Time(builder) => fixed!(builder, Fixed::TIME, i64::from_le_bytes),
+            Column::Timestamp(builder) => fixed!(builder, Fixed::TIMESTAMP, i64::from_le_bytes),
+            Column::TimestampTz(builder) => {
+                fixed!(builder, Fixed::TIMESTAMPTZ, i64::from_le_bytes)
+            }
+            // Text is gathered unchecked and checked for UTF-8 once, at the end.
+            Column::Text(text) => match reader.next_counted(Counted::TEXT).ok()? {
+                Some(bytes) => text.push(bytes).map(|()| Ok(true)),
+                None => Some(Ok(false)),
+            },
+            Column::Numeric {
+                builder,
+                precision,
+                scale,
+            } => match reader.next_counted(Counted::NUMERIC).ok()? {
+                Some(bytes) => Some(
+                    numeric_bytes_to_i128(bytes, *precision, *scale)?
+                        .map(|value| builder.append_value(value))
+                        .map(|()| true),
+                ),
+                None => Some(Ok(false)),
+            },
+            Column::Bool(_) | Column::Jsonb(_) | Column::Bytes(_) | Column::Uuid(_) => {
+                Some(Ok(false))
+            }
+        }
     }
 
     /// Appends `datum`; `None` when it is not this column's own kind of value (it goes
@@ -365,6 +424,23 @@ impl Column {
             Column::Uuid(mut builder) => Arc::new(builder.finish()),
         }))
     }
+}
+
+/// A stored numeric's text as a decimal of `precision` and `scale`, as
+/// [`crate::decimal_to_i128`] reads it; `None` when the text is not UTF-8 (the row goes
+/// through rows, which say so).
+#[inline(always)]
+fn numeric_bytes_to_i128(
+    bytes: &[u8],
+    precision: u8,
+    scale: i8,
+) -> Option<Result<i128, ValueError>> {
+    // Plain digits (the common case) need no UTF-8 check of their own.
+    if let Some(value) = crate::plain_decimal(bytes, precision, scale) {
+        return Some(Ok(value));
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    Some(crate::decimal_to_i128(text, precision, scale))
 }
 
 /// A text column gathered from encodings without checking each value for UTF-8: the

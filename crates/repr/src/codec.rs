@@ -46,6 +46,46 @@ mod tag {
     pub const MAP: u8 = 27;
 }
 
+/// A kind of scalar stored as its tag and `N` bytes, which [`RowReader::next_fixed`]
+/// reads straight, without a [`DatumRef`]: the kinds a reader of many rows into columns
+/// reads most.
+#[derive(Debug, Clone, Copy)]
+pub struct Fixed<const N: usize>(u8);
+
+impl Fixed<2> {
+    pub const INT16: Fixed<2> = Fixed(tag::INT16);
+    pub const UINT16: Fixed<2> = Fixed(tag::UINT16);
+}
+
+impl Fixed<4> {
+    pub const INT32: Fixed<4> = Fixed(tag::INT32);
+    pub const UINT32: Fixed<4> = Fixed(tag::UINT32);
+    pub const FLOAT32: Fixed<4> = Fixed(tag::FLOAT32);
+    pub const DATE: Fixed<4> = Fixed(tag::DATE);
+    pub const OID: Fixed<4> = Fixed(tag::OID);
+}
+
+impl Fixed<8> {
+    pub const INT64: Fixed<8> = Fixed(tag::INT64);
+    pub const UINT64: Fixed<8> = Fixed(tag::UINT64);
+    pub const FLOAT64: Fixed<8> = Fixed(tag::FLOAT64);
+    pub const TIME: Fixed<8> = Fixed(tag::TIME);
+    pub const TIMESTAMP: Fixed<8> = Fixed(tag::TIMESTAMP);
+    pub const TIMESTAMPTZ: Fixed<8> = Fixed(tag::TIMESTAMPTZ);
+}
+
+/// A kind of scalar stored as its tag, a length and that many bytes, which
+/// [`RowReader::next_counted`] reads straight.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted(u8);
+
+impl Counted {
+    /// Text (and varchar, json), UTF-8.
+    pub const TEXT: Counted = Counted(tag::TEXT);
+    /// A numeric's text, UTF-8.
+    pub const NUMERIC: Counted = Counted(tag::NUMERIC);
+}
+
 /// Why bytes could not be decoded as a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodecError(pub String);
@@ -573,21 +613,41 @@ impl<'a> RowReader<'a> {
         Some(self.reader.datum_ref(0))
     }
 
-    /// The next datum's bytes when it is text, not checked for UTF-8: a reader that
-    /// gathers many texts checks them at once, which is cheaper than one by one. `None`
-    /// past the row's last; `Some(Ok(None))`, with nothing read, when the next datum is
-    /// not text.
+    /// Whether the next datum is of the kind `tag`; when it is, it counts as read and
+    /// the reader stands at its value.
     #[inline(always)]
-    pub fn next_text_unchecked(&mut self) -> Option<Result<Option<&'a [u8]>, CodecError>> {
-        if self.left == 0 {
-            return None;
-        }
-        if self.reader.bytes.get(self.reader.at) != Some(&tag::TEXT) {
-            return Some(Ok(None));
+    fn take_tag(&mut self, tag: u8) -> bool {
+        if self.left == 0 || self.reader.bytes.get(self.reader.at) != Some(&tag) {
+            return false;
         }
         self.left -= 1;
         self.reader.at += 1;
-        Some(self.reader.bytes().map(Some))
+        true
+    }
+
+    /// The next datum's value when it is of the kind `kind`, read without a
+    /// [`DatumRef`]: one comparison of its tag instead of a match over every kind.
+    /// `Ok(None)`, nothing read, when it is of another kind (NULL too) or the row ended.
+    #[inline(always)]
+    pub fn next_fixed<const N: usize>(
+        &mut self,
+        kind: Fixed<N>,
+    ) -> Result<Option<[u8; N]>, CodecError> {
+        if !self.take_tag(kind.0) {
+            return Ok(None);
+        }
+        self.reader.array().map(Some)
+    }
+
+    /// The next datum's bytes when it is of the kind `kind`, not checked for UTF-8: a
+    /// reader that gathers many texts checks them at once, which is cheaper than one by
+    /// one. `Ok(None)`, nothing read, when it is of another kind or the row ended.
+    #[inline(always)]
+    pub fn next_counted(&mut self, kind: Counted) -> Result<Option<&'a [u8]>, CodecError> {
+        if !self.take_tag(kind.0) {
+            return Ok(None);
+        }
+        self.reader.bytes().map(Some)
     }
 
     /// Passes over the next datum without reading it (text is not checked for UTF-8,
@@ -634,38 +694,53 @@ pub fn row_to_bytes(row: &Row) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// Unchecked text reads a text datum's bytes, leaves any other datum to be read as
-    /// one, and stops at the row's end.
+    /// Straight reads take a datum of their own kind, leave any other datum to be read
+    /// as one, and stop at the row's end.
     #[test]
-    fn unchecked_text_reads_only_text() {
+    fn straight_reads_take_only_their_own_kind() {
         let row = vec![
             Datum::Text("é".into()),
             Datum::Null,
-            Datum::Int64(7),
+            Datum::Int64(-7),
+            Datum::Float64(1.5),
+            Datum::Numeric("12.50".into()),
+            Datum::TimestampTz(9),
             Datum::Text(String::new()),
         ];
         let mut bytes = Vec::new();
         encode_row(&row, &mut bytes);
         let mut reader = read_row(&bytes).expect("row");
-        let text = reader
-            .next_text_unchecked()
-            .expect("a datum")
-            .expect("reads");
-        assert_eq!(text, Some("é".as_bytes()));
-        for datum in &row[1..3] {
-            assert_eq!(reader.next_text_unchecked().expect("a datum"), Ok(None));
-            let read = reader.next_datum().expect("a datum").expect("decodes");
-            assert_eq!(&read.into_owned(), datum);
-        }
+        assert_eq!(reader.next_counted(Counted::TEXT), Ok(Some("é".as_bytes())));
+        // NULL is no kind's value: read as a datum.
+        assert_eq!(reader.next_fixed(Fixed::INT64), Ok(None));
+        assert_eq!(reader.next_counted(Counted::TEXT), Ok(None));
+        assert_eq!(reader.next_datum(), Some(Ok(DatumRef::Null)));
+        // Another kind's reader leaves the datum where it is.
+        assert_eq!(reader.next_fixed(Fixed::TIMESTAMPTZ), Ok(None));
         assert_eq!(
-            reader.next_text_unchecked().expect("a datum"),
-            Ok(Some(&b""[..]))
+            reader.next_fixed(Fixed::INT64),
+            Ok(Some((-7i64).to_le_bytes()))
         );
-        assert!(reader.next_text_unchecked().is_none());
+        assert_eq!(
+            reader.next_fixed(Fixed::FLOAT64),
+            Ok(Some(1.5f64.to_bits().to_le_bytes()))
+        );
+        assert_eq!(
+            reader.next_counted(Counted::NUMERIC),
+            Ok(Some(&b"12.50"[..]))
+        );
+        let read = reader.next_datum().expect("a datum").expect("decodes");
+        assert_eq!(read.into_owned(), Datum::TimestampTz(9));
+        assert_eq!(reader.next_counted(Counted::TEXT), Ok(Some(&b""[..])));
+        // Past the row's end nothing is read.
+        assert_eq!(reader.next_counted(Counted::TEXT), Ok(None));
+        assert_eq!(reader.next_fixed(Fixed::INT64), Ok(None));
         reader.finish().expect("the row ends where its datums do");
-        // A length past the end is an error, not a read beyond the input.
+        // A length or a value past the end is an error, not a read beyond the input.
         let mut reader = read_row(&[VERSION, 1, tag::TEXT, 9, b'a']).expect("row");
-        assert!(reader.next_text_unchecked().expect("a datum").is_err());
+        assert!(reader.next_counted(Counted::TEXT).is_err());
+        let mut reader = read_row(&[VERSION, 1, tag::INT64, 1, 2]).expect("row");
+        assert!(reader.next_fixed(Fixed::INT64).is_err());
     }
 
     /// Skipping any datums of a row and reading the others reads what reading all gives,
