@@ -1088,3 +1088,22 @@ async fn array_literals_of_more_dimensions_are_arrays_of_arrays() {
         )
     );
 }
+
+#[tokio::test]
+async fn sub_arrays_of_an_array_have_one_shape() {
+    assert_eq!(
+        error("SELECT ARRAY[[1,2],[3]]").await,
+        (
+            "2202E".into(),
+            "multidimensional arrays must have array expressions with matching dimensions".into()
+        )
+    );
+    assert_eq!(
+        error("SELECT ARRAY[a, b] FROM (VALUES (ARRAY[1,2], NULL::int[])) v(a, b)").await.0,
+        "2202E"
+    );
+    assert_eq!(
+        rows("SELECT ARRAY[NULL::int[], '{}'::int[]], ARRAY[[[1,2]],[[3,4]]], ARRAY[['a','b c']]").await,
+        table(&[&["{}", "{{{1,2}},{{3,4}}}", "{{a,\"b c\"}}"]])
+    );
+}
