@@ -2291,7 +2291,7 @@ fn joins_arrays(name: &str) -> bool {
 
 /// An array joined of arrays and items, with its items' display scales: the
 /// same function of its arguments' scales. `None` where an argument's are
-/// not known (an unconstrained numeric's items print as before).
+/// not known (items of a type without display scales print as before).
 fn joined_array(
     func: &Arc<datafusion::logical_expr::ScalarUDF>,
     args: &[Expr],
@@ -2313,7 +2313,8 @@ fn joined_array(
 }
 
 /// An argument of [`joined_array`] and its scales: an array's items' (its
-/// item type's for each item where they are not its own), an item's own.
+/// item type's for each item where they are not its own, NULL for an
+/// unconstrained numeric's), an item's own.
 fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)> {
     let (value, scale) = scaled(arg, input)?;
     let Ok((_, field)) = arg.to_field(input.plan.schema().as_ref()) else {
@@ -2332,11 +2333,20 @@ fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)
         return Ok((value, Some(scales)));
     }
     let item_scale = match item.data_type() {
-        DataType::Decimal128(_, scale) if !numeric_display::is_bare(item) => i32::from(*scale),
-        data_type if functions::arithmetic::is_integer(data_type) => 0,
+        DataType::Decimal128(_, scale) if !numeric_display::is_bare(item) => {
+            Some(i32::from(*scale))
+        }
+        // An unconstrained numeric's items without known scales print as
+        // floe prints them (a NULL scale), the other arguments' at theirs
+        // (`NULL::numeric[] || 1.50` is `{1.50}`).
+        DataType::Decimal128(..) => None,
+        data_type if functions::arithmetic::is_integer(data_type) => Some(0),
         _ => return Ok((value, None)),
     };
-    let scales = array_repeat(lit(item_scale), cardinality(value.clone()));
+    let scales = array_repeat(
+        lit(ScalarValue::Int32(item_scale)),
+        cardinality(value.clone()),
+    );
     Ok((value, Some(scales)))
 }
 
