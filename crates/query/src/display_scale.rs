@@ -1978,8 +1978,13 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     if let Some(text) = text_of_scaled(expr, &field, input)? {
         return Ok((text, None));
     }
+    // Also an array of numerics of more digits than floe's numeric holds
+    // (`ARRAY[1.5, 2] || 1e40`, Decimal256).
     if let DataType::List(element) = field.data_type()
-        && matches!(element.data_type(), DataType::Decimal128(..))
+        && matches!(
+            element.data_type(),
+            DataType::Decimal128(..) | DataType::Decimal256(..)
+        )
     {
         return scaled_array(expr, element, input);
     }
@@ -1993,7 +1998,9 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         | DataType::UInt32
         | DataType::UInt64 => Scale::Static(0),
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
-        DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
+            Scale::Static(i64::from(*scale))
+        }
         // A document of numbers: each at its scale (`{"a": 1.50}`).
         _ if is_json_builder(expr) || joins_items(expr) => {
             let rewritten = expr
@@ -2229,7 +2236,9 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
 /// where they depend on the rows or differ from its item type's: an array
 /// column's, or `ARRAY[...]`'s of its items' (`ARRAY[1.5, 2]` is `{1.5,2}`).
 fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
-    let DataType::Decimal128(_, item_scale) = item.data_type() else {
+    let (DataType::Decimal128(_, item_scale) | DataType::Decimal256(_, item_scale)) =
+        item.data_type()
+    else {
         return Ok((expr.clone(), None));
     };
     match expr {
@@ -2333,7 +2342,9 @@ fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)
         return Ok((value, Some(scales)));
     }
     let item_scale = match item.data_type() {
-        DataType::Decimal128(_, scale) if !numeric_display::is_bare(item) => {
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
+            if !numeric_display::is_bare(item) =>
+        {
             Some(i32::from(*scale))
         }
         // An unconstrained numeric's items without known scales print as

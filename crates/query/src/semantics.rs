@@ -962,7 +962,8 @@ fn array_with_element(
     let list = |t: Option<&DataType>| matches!(t, Some(DataType::List(_)));
     let element = |t: Option<&DataType>| {
         t.is_some_and(|t| {
-            matches!(t, DataType::Decimal128(..)) || functions::arithmetic::is_integer(t)
+            matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+                || functions::arithmetic::is_integer(t)
         })
     };
     let name = if list(left) && element(right) {

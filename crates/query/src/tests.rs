@@ -1137,3 +1137,17 @@ async fn a_null_numeric_array_joined_shows_the_items_scales() {
         table(&[&["{1.50}", "{1.50}", "{2.500}"]])
     );
 }
+
+#[tokio::test]
+async fn arrays_of_numerics_of_more_digits_than_38_are_one_numeric() {
+    assert_eq!(
+        scaled_rows("SELECT ARRAY[1.5, 2] || 1e40, ARRAY[1e40, 1.5], 1e-40 || ARRAY[1.5, 2]")
+            .await
+            .unwrap(),
+        table(&[&[
+            "{1.5,2,10000000000000000000000000000000000000000}",
+            "{10000000000000000000000000000000000000000,1.5}",
+            "{0.0000000000000000000000000000000000000001,1.5,2}"
+        ]])
+    );
+}

@@ -3,7 +3,9 @@
 //! a list of lists of unequal lengths to the engine; PostgreSQL's sub-arrays
 //! must all have one shape (2202E). Its sub-arrays all NULL or empty make the
 //! empty array (`ARRAY[NULL::int[], '{}']` is `{}`), some of them so beside
-//! others are the same error. Other calls are the engine's.
+//! others are the same error. Exact numbers of more digits than floe's
+//! numeric holds are one wider decimal (`ARRAY[1e40, 1.5]`), as PostgreSQL's
+//! numeric is of any precision. Other calls are the engine's.
 
 use std::sync::Arc;
 
@@ -18,6 +20,7 @@ use datafusion::logical_expr::{
 use floe_repr::{Datum, SqlState};
 
 use super::array::dimensions;
+use super::compatible_element::{common_decimal, is_exact};
 use crate::error::QueryError;
 
 pub(super) fn function() -> ScalarUDF {
@@ -45,6 +48,9 @@ impl ScalarUDFImpl for ArrayLiteral {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> DfResult<Vec<DataType>> {
+        if let Some(wide) = wide_decimal(arg_types) {
+            return Ok(vec![wide; arg_types.len()]);
+        }
         self.inner.coerce_types(arg_types)
     }
 
@@ -74,6 +80,20 @@ impl ScalarUDFImpl for ArrayLiteral {
         let array = answer.to_array(rows)?;
         super::columnar(with_matching_dimensions(array, &field)?, scalar)
     }
+}
+
+/// The one decimal type of exact numbers whose digits are more than floe's
+/// numeric precision holds (`ARRAY[1e40, 1.5]`), where the engine's would
+/// overflow; `None` for any other items, which the engine makes one.
+fn wide_decimal(arg_types: &[DataType]) -> Option<DataType> {
+    let (first, rest) = arg_types.split_first()?;
+    if !arg_types.iter().all(is_exact) {
+        return None;
+    }
+    let common = rest
+        .iter()
+        .try_fold(first.clone(), |common, next| common_decimal(&common, next))?;
+    matches!(common, DataType::Decimal256(..)).then_some(common)
 }
 
 /// `array`, a list of sub-arrays, with each row of sub-arrays all NULL or
