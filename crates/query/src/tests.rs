@@ -1151,3 +1151,13 @@ async fn arrays_of_numerics_of_more_digits_than_38_are_one_numeric() {
         ]])
     );
 }
+
+#[tokio::test]
+async fn items_of_arrays_of_more_dimensions_keep_their_display_scales() {
+    assert_eq!(
+        scaled_rows("SELECT ARRAY[[1.50, 2],[3, 4.125]], '{{1.50,2},{3,4.125}}'::numeric[], ARRAY[[1.50],[2]]")
+            .await
+            .unwrap(),
+        table(&[&["{{1.50,2},{3,4.125}}", "{{1.50,2},{3,4.125}}", "{{1.50},{2}}"]])
+    );
+}
