@@ -1104,12 +1104,20 @@ fn convert_list(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datu
         _ => None,
     };
     let child_hint = Hint::child(element_type, &child_field);
-    let values = convert(list.values().as_ref(), &child_hint, depth + 1)?;
+    let mut values = convert(list.values().as_ref(), &child_hint, depth + 1)?;
     let offsets = list.value_offsets();
-    let text_array = matches!(hint, Hint::TextArray)
-        || (matches!(hint, Hint::None)
-            && is_string(child_field.data_type())
-            && matches!(child_hint, Hint::None));
+    let nested = matches!(child_field.data_type(), DataType::List(_));
+    if nested {
+        // An array of text arrays is one array of more dimensions, as
+        // PostgreSQL has them: its sub-arrays are nested lists, which print
+        // bare (`{{a,b}}`) and go on the wire as its dimensions.
+        values = values.into_iter().map(text_array_as_list).collect();
+    }
+    let text_array = !nested
+        && (matches!(hint, Hint::TextArray)
+            || (matches!(hint, Hint::None)
+                && is_string(child_field.data_type())
+                && matches!(child_hint, Hint::None)));
     Ok((0..len)
         .map(|i| {
             if list.is_null(i) {
@@ -1136,6 +1144,19 @@ fn convert_list(array: &dyn Array, hint: &Hint, depth: usize) -> Result<Vec<Datu
             }
         })
         .collect())
+}
+
+/// A text array as a list of texts (other values as they are).
+fn text_array_as_list(datum: Datum) -> Datum {
+    match datum {
+        Datum::TextArray(items) => Datum::List(
+            items
+                .into_iter()
+                .map(|item| item.map_or(Datum::Null, Datum::Text))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// A map array: `Datum::Map` with its entries sorted by key, the last of equal keys kept.

@@ -298,6 +298,31 @@ fn engine_types_without_metadata_convert() {
         array_to_datums(&array, &field).unwrap(),
         vec![Datum::TextArray(vec![Some("a b".into()), None])]
     );
+    // A list of such lists is a text[] of two dimensions, its sub-arrays
+    // bare (`{{"a b",NULL}}`), as the one metadata of a cast's type says too.
+    let mut builder = arrow::array::ListBuilder::new(arrow::array::ListBuilder::new(
+        arrow::array::StringBuilder::new(),
+    ));
+    builder.values().values().append_value("a b");
+    builder.values().values().append_null();
+    builder.values().append(true);
+    builder.append(true);
+    let array: ArrayRef = Arc::new(builder.finish());
+    for field in [
+        Field::new("c", array.data_type().clone(), true),
+        pg_field("c", PgType::TextArray, true).with_data_type(array.data_type().clone()),
+    ] {
+        assert_eq!(pg_type_of(&field), PgType::TextArray);
+        let datums = array_to_datums(&array, &field).unwrap();
+        assert_eq!(format_datum(&datums[0]), r#"{{"a b",NULL}}"#);
+        assert_eq!(
+            datums,
+            vec![Datum::List(vec![Datum::List(vec![
+                Datum::Text("a b".into()),
+                Datum::Null
+            ])])]
+        );
+    }
 }
 
 #[test]

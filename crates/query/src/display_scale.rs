@@ -1979,7 +1979,18 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         return Ok((text, None));
     }
     if let DataType::List(element) = field.data_type()
-        && matches!(element.data_type(), DataType::Decimal128(..))
+        && matches!(element.data_type(), DataType::List(_))
+        && is_decimal(innermost(element.data_type()))
+    {
+        return scaled_nested_array(expr, input);
+    }
+    // Also an array of numerics of more digits than floe's numeric holds
+    // (`ARRAY[1.5, 2] || 1e40`, Decimal256).
+    if let DataType::List(element) = field.data_type()
+        && matches!(
+            element.data_type(),
+            DataType::Decimal128(..) | DataType::Decimal256(..)
+        )
     {
         return scaled_array(expr, element, input);
     }
@@ -1993,7 +2004,9 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
         | DataType::UInt32
         | DataType::UInt64 => Scale::Static(0),
         DataType::Decimal128(_, _) if numeric_display::is_bare(&field) => Scale::Trimmed,
-        DataType::Decimal128(_, scale) => Scale::Static(i64::from(*scale)),
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale) => {
+            Scale::Static(i64::from(*scale))
+        }
         // A document of numbers: each at its scale (`{"a": 1.50}`).
         _ if is_json_builder(expr) || joins_items(expr) => {
             let rewritten = expr
@@ -2229,7 +2242,9 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
 /// where they depend on the rows or differ from its item type's: an array
 /// column's, or `ARRAY[...]`'s of its items' (`ARRAY[1.5, 2]` is `{1.5,2}`).
 fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
-    let DataType::Decimal128(_, item_scale) = item.data_type() else {
+    let (DataType::Decimal128(_, item_scale) | DataType::Decimal256(_, item_scale)) =
+        item.data_type()
+    else {
         return Ok((expr.clone(), None));
     };
     match expr {
@@ -2283,6 +2298,174 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
     }
 }
 
+/// An array of arrays of numerics (PostgreSQL's array of more dimensions,
+/// `ARRAY[[1.50, 2], [3, 4.125]]`), with its items' display scales in
+/// arrays of its shape: `ARRAY[...]`'s of its sub-arrays' scales, a cast's
+/// of its operand's (a literal's as written). `None` where they are not
+/// known (the items print as before).
+fn scaled_nested_array(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
+    match expr {
+        Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
+            let mut values = Vec::with_capacity(args.len());
+            let mut scales = Vec::with_capacity(args.len());
+            let mut differs = false;
+            // The sub-arrays' type, which the engine casts each to later.
+            let sub_array = match expr.get_type(input.plan.schema().as_ref())? {
+                DataType::List(item) => item.data_type().clone(),
+                other => other,
+            };
+            for arg in args {
+                let (value, scale) = scaled(arg, input)?;
+                let (scale, own) = sub_array_scales(&value, scale, &sub_array, input);
+                differs |= own;
+                scales.push(scale);
+                values.push(value);
+            }
+            let rebuilt = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), values));
+            // Sub-arrays all at their item type's scales print so already.
+            let scales = scales.into_iter().collect::<Option<Vec<_>>>();
+            let (Some(scales), true) = (scales, differs) else {
+                return Ok((rebuilt, None));
+            };
+            let scale = Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), scales));
+            Ok((rebuilt, Some(Scale::Dynamic(scale))))
+        }
+        Expr::Cast(cast) => {
+            let (operand, scales) = operand_scales(&cast.expr, input)?;
+            let mut cast = cast.clone();
+            cast.expr = Box::new(operand);
+            Ok((Expr::Cast(cast), scales.map(Scale::Dynamic)))
+        }
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::PG_CAST =>
+        {
+            let [operand, ty] = args.as_slice() else {
+                return Ok((expr.clone(), None));
+            };
+            let (operand, scales) = operand_scales(operand, input)?;
+            let call = ScalarFunction::new_udf(func.clone(), vec![operand, ty.clone()]);
+            Ok((Expr::ScalarFunction(call), scales.map(Scale::Dynamic)))
+        }
+        _ => Ok((expr.clone(), None)),
+    }
+}
+
+/// A cast's operand and the display scales of its items, which the cast
+/// keeps: its own, or a literal's as written (`'{{1.50,2}}'::numeric[]`).
+fn operand_scales(operand: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)> {
+    let (value, scale) = scaled(operand, input)?;
+    let scales = match (operand, scale) {
+        (_, Some(Scale::Dynamic(scales))) => Some(scales),
+        (Expr::Literal(ScalarValue::Utf8(Some(text)), _), _) => written_nested_scales(text),
+        _ => None,
+    };
+    Ok((value, scales))
+}
+
+/// The display scales of a sub-array's items for [`scaled_nested_array`],
+/// and whether they may differ from those of `sub_array`, the type the
+/// engine casts it to: its own, else its item type's for each item (`2` in
+/// `ARRAY[[1.50], [2]]`; NULL, as floe prints them, for an unconstrained
+/// numeric's); `None` for a sub-array of more dimensions without its own.
+fn sub_array_scales(
+    value: &Expr,
+    scale: Option<Scale>,
+    sub_array: &DataType,
+    input: &Rewritten,
+) -> (Option<Expr>, bool) {
+    if let Some(Scale::Dynamic(scales)) = scale {
+        return (Some(scales), true);
+    }
+    let mut source = value;
+    while let Expr::Cast(cast) = source {
+        source = cast.expr.as_ref();
+    }
+    let own = source.get_type(input.plan.schema().as_ref()).ok();
+    (
+        typed_item_scales(source, input),
+        own.as_ref() != Some(sub_array),
+    )
+}
+
+/// The display scales of an array's items of its item type, or NULL for
+/// a NULL array; `None` for an array of more dimensions or of other items.
+fn typed_item_scales(value: &Expr, input: &Rewritten) -> Option<Expr> {
+    let (_, field) = value.to_field(input.plan.schema().as_ref()).ok()?;
+    let item = match field.data_type() {
+        DataType::List(item) => item,
+        // A NULL sub-array has no items to show.
+        DataType::Null => return Some(lit(ScalarValue::Null)),
+        _ => return None,
+    };
+    let item_scale = match item.data_type() {
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
+            if !numeric_display::is_bare(item) =>
+        {
+            Some(i32::from(*scale))
+        }
+        DataType::Decimal128(..) => None,
+        data_type if functions::arithmetic::is_integer(data_type) => Some(0),
+        _ => return None,
+    };
+    let scales = array_repeat(
+        lit(ScalarValue::Int32(item_scale)),
+        cardinality(value.clone()),
+    );
+    Some(scales)
+}
+
+/// The display scales of the items of an array of numerics of more
+/// dimensions written as text (`'{{1.50,2},{3,4.125}}'::numeric[]`), as
+/// written, in arrays of its shape; `None` where the text is no such array.
+fn written_nested_scales(text: &str) -> Option<Expr> {
+    use floe_repr::SqlScalarType as S;
+    let depth = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take_while(|c| *c == '{')
+        .count();
+    let nest = |mut ty: S| {
+        for _ in 0..depth {
+            ty = S::Array {
+                element: Box::new(ty),
+            };
+        }
+        ty
+    };
+    let numeric = S::Numeric {
+        precision: None,
+        max_scale: None,
+    };
+    let array = floe_repr::strconv::parse_datum(text, &nest(numeric)).ok()?;
+    let scales = functions::build(&nest(S::Int32), &[scales_of(array)]).ok()?;
+    let scales = functions::first_scalar(&scales).ok()?;
+    Some(Expr::Literal(scales, None))
+}
+
+/// The display scale of each numeric of a value, in arrays of its shape.
+fn scales_of(value: floe_repr::Datum) -> floe_repr::Datum {
+    use floe_repr::Datum;
+    match value {
+        Datum::List(items) => Datum::List(items.into_iter().map(scales_of).collect()),
+        value => floe_arrow::stored_scale(&value).map_or(Datum::Null, Datum::Int32),
+    }
+}
+
+/// The item type of arrays of arrays, however deep.
+fn innermost(data_type: &DataType) -> &DataType {
+    match data_type {
+        DataType::List(item) => innermost(item.data_type()),
+        other => other,
+    }
+}
+
+fn is_decimal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Decimal128(..) | DataType::Decimal256(..)
+    )
+}
+
 /// Whether a function joins arrays and items into one array, its items
 /// theirs (`array_append`, `array_prepend`, `array_concat`: `||`).
 fn joins_arrays(name: &str) -> bool {
@@ -2291,7 +2474,7 @@ fn joins_arrays(name: &str) -> bool {
 
 /// An array joined of arrays and items, with its items' display scales: the
 /// same function of its arguments' scales. `None` where an argument's are
-/// not known (an unconstrained numeric's items print as before).
+/// not known (items of a type without display scales print as before).
 fn joined_array(
     func: &Arc<datafusion::logical_expr::ScalarUDF>,
     args: &[Expr],
@@ -2313,7 +2496,8 @@ fn joined_array(
 }
 
 /// An argument of [`joined_array`] and its scales: an array's items' (its
-/// item type's for each item where they are not its own), an item's own.
+/// item type's for each item where they are not its own, NULL for an
+/// unconstrained numeric's), an item's own.
 fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)> {
     let (value, scale) = scaled(arg, input)?;
     let Ok((_, field)) = arg.to_field(input.plan.schema().as_ref()) else {
@@ -2332,11 +2516,22 @@ fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)
         return Ok((value, Some(scales)));
     }
     let item_scale = match item.data_type() {
-        DataType::Decimal128(_, scale) if !numeric_display::is_bare(item) => i32::from(*scale),
-        data_type if functions::arithmetic::is_integer(data_type) => 0,
+        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
+            if !numeric_display::is_bare(item) =>
+        {
+            Some(i32::from(*scale))
+        }
+        // An unconstrained numeric's items without known scales print as
+        // floe prints them (a NULL scale), the other arguments' at theirs
+        // (`NULL::numeric[] || 1.50` is `{1.50}`).
+        DataType::Decimal128(..) => None,
+        data_type if functions::arithmetic::is_integer(data_type) => Some(0),
         _ => return Ok((value, None)),
     };
-    let scales = array_repeat(lit(item_scale), cardinality(value.clone()));
+    let scales = array_repeat(
+        lit(ScalarValue::Int32(item_scale)),
+        cardinality(value.clone()),
+    );
     Ok((value, Some(scales)))
 }
 

@@ -682,6 +682,18 @@ fn widens(from: &DataType, to: &DataType) -> bool {
 pub struct PgOperatorPlanner;
 
 impl ExprPlanner for PgOperatorPlanner {
+    /// `ARRAY[...]` as floe's `make_array`, which checks that sub-arrays
+    /// match as PostgreSQL's arrays of more dimensions must.
+    fn plan_array_literal(
+        &self,
+        exprs: Vec<Expr>,
+        _schema: &DFSchema,
+    ) -> DfResult<PlannerResult<Vec<Expr>>> {
+        functions::call("make_array", exprs)
+            .map(PlannerResult::Planned)
+            .map_err(crate::QueryError::into_datafusion)
+    }
+
     /// `avg(x)` as `sum(x)` divided by `count(x)` with Postgres' digits: a
     /// numeric for integers and numerics (DataFusion's average of integers is
     /// a double, of decimals four digits longer than its input), a double for
@@ -950,7 +962,8 @@ fn array_with_element(
     let list = |t: Option<&DataType>| matches!(t, Some(DataType::List(_)));
     let element = |t: Option<&DataType>| {
         t.is_some_and(|t| {
-            matches!(t, DataType::Decimal128(..)) || functions::arithmetic::is_integer(t)
+            matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
+                || functions::arithmetic::is_integer(t)
         })
     };
     let name = if list(left) && element(right) {

@@ -63,6 +63,23 @@ async fn query(sql: &str) -> Result<(Vec<String>, Vec<Vec<String>>), QueryError>
     ))
 }
 
+/// The rows of a query run as a session runs it: with PostgreSQL's display
+/// scales (see [`crate::display_scale`]), which `query` does not apply.
+async fn scaled_rows(sql: &str) -> Result<Vec<Vec<String>>, QueryError> {
+    let engine = Engine::new();
+    let context = engine.context(catalogs());
+    let statement = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statement())
+        .map_err(|e| QueryError::syntax(e.to_string()))?;
+    let cache = crate::plan_cache::PlanCache::default();
+    let (_, rows) = crate::plan_cache::run(&context, &cache, statement, |_| {}).await?;
+    Ok(rows
+        .iter()
+        .map(|row| row.iter().map(floe_repr::format_datum).collect())
+        .collect())
+}
+
 async fn rows(sql: &str) -> Vec<Vec<String>> {
     match query(sql).await {
         Ok((_, rows)) => rows,
@@ -1086,5 +1103,61 @@ async fn array_literals_of_more_dimensions_are_arrays_of_arrays() {
             "0A000".into(),
             "multidimensional array text is supported only in a literal".into()
         )
+    );
+}
+
+#[tokio::test]
+async fn sub_arrays_of_an_array_have_one_shape() {
+    assert_eq!(
+        error("SELECT ARRAY[[1,2],[3]]").await,
+        (
+            "2202E".into(),
+            "multidimensional arrays must have array expressions with matching dimensions".into()
+        )
+    );
+    assert_eq!(
+        error("SELECT ARRAY[a, b] FROM (VALUES (ARRAY[1,2], NULL::int[])) v(a, b)")
+            .await
+            .0,
+        "2202E"
+    );
+    assert_eq!(
+        rows("SELECT ARRAY[NULL::int[], '{}'::int[]], ARRAY[[[1,2]],[[3,4]]], ARRAY[['a','b c']]")
+            .await,
+        table(&[&["{}", "{{{1,2}},{{3,4}}}", "{{a,\"b c\"}}"]])
+    );
+}
+
+#[tokio::test]
+async fn a_null_numeric_array_joined_shows_the_items_scales() {
+    assert_eq!(
+        scaled_rows("SELECT NULL::numeric[] || 1.50, 1.50 || NULL::numeric[], array_cat(NULL::numeric[], ARRAY[2.500])")
+            .await
+            .unwrap(),
+        table(&[&["{1.50}", "{1.50}", "{2.500}"]])
+    );
+}
+
+#[tokio::test]
+async fn arrays_of_numerics_of_more_digits_than_38_are_one_numeric() {
+    assert_eq!(
+        scaled_rows("SELECT ARRAY[1.5, 2] || 1e40, ARRAY[1e40, 1.5], 1e-40 || ARRAY[1.5, 2]")
+            .await
+            .unwrap(),
+        table(&[&[
+            "{1.5,2,10000000000000000000000000000000000000000}",
+            "{10000000000000000000000000000000000000000,1.5}",
+            "{0.0000000000000000000000000000000000000001,1.5,2}"
+        ]])
+    );
+}
+
+#[tokio::test]
+async fn items_of_arrays_of_more_dimensions_keep_their_display_scales() {
+    assert_eq!(
+        scaled_rows("SELECT ARRAY[[1.50, 2],[3, 4.125]], '{{1.50,2},{3,4.125}}'::numeric[], ARRAY[[1.50],[2]]")
+            .await
+            .unwrap(),
+        table(&[&["{{1.50,2},{3,4.125}}", "{{1.50,2},{3,4.125}}", "{{1.50},{2}}"]])
     );
 }

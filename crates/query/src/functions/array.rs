@@ -216,7 +216,7 @@ fn bound(row: &[Datum], of_length: fn(usize) -> i64) -> Datum {
 /// The lengths of an array's dimensions, outermost first: a nested array's are
 /// its first element's, as Postgres' arrays are rectangular. Empty for an empty
 /// array (which has no dimensions in Postgres), `None` for a value that is none.
-fn dimensions(value: &Datum) -> Option<Vec<usize>> {
+pub(super) fn dimensions(value: &Datum) -> Option<Vec<usize>> {
     let (length, first) = match value {
         Datum::List(items) => (items.len(), items.first()),
         Datum::TextArray(items) => (items.len(), None),

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::arrow::datatypes::{DECIMAL256_MAX_PRECISION, DataType, FieldRef};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -107,10 +107,12 @@ fn exact_number_types(arg_types: &[DataType], array: usize) -> Option<Vec<DataTy
     let DataType::List(item) = list else {
         return None;
     };
-    let exact = |t: &DataType| matches!(t, DataType::Decimal128(..)) || is_integer(t);
-    let any_decimal = matches!(item.data_type(), DataType::Decimal128(..))
-        || matches!(element, DataType::Decimal128(..));
-    if item.data_type() == element || !exact(item.data_type()) || !exact(element) || !any_decimal {
+    let any_decimal = is_decimal(item.data_type()) || is_decimal(element);
+    if item.data_type() == element
+        || !is_exact(item.data_type())
+        || !is_exact(element)
+        || !any_decimal
+    {
         return None;
     }
     // An unconstrained numeric's items stay one; the element becomes one.
@@ -129,23 +131,48 @@ fn exact_number_types(arg_types: &[DataType], array: usize) -> Option<Vec<DataTy
     })
 }
 
-/// The narrowest decimal holding values of both exact number types.
-fn common_decimal(left: &DataType, right: &DataType) -> Option<DataType> {
+fn is_decimal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Decimal128(..) | DataType::Decimal256(..)
+    )
+}
+
+/// Whether a type is of exact numbers: a decimal or an integer.
+pub(super) fn is_exact(data_type: &DataType) -> bool {
+    is_decimal(data_type) || is_integer(data_type)
+}
+
+/// The narrowest decimal holding values of both exact number types: of
+/// floe's numeric precision where that holds them, else of more digits
+/// (`1e40` beside `1.5`), as PostgreSQL's numeric has any.
+pub(super) fn common_decimal(left: &DataType, right: &DataType) -> Option<DataType> {
     let (left_digits, left_scale) = digits(left)?;
     let (right_digits, right_scale) = digits(right)?;
-    let scale = left_scale.max(right_scale);
+    // A negative scale (`1e40` is 1 digit at -40) holds no fraction.
+    let scale = left_scale.max(right_scale).max(0);
     let integer_digits = (left_digits - left_scale).max(right_digits - right_scale);
-    let precision = (integer_digits + scale).min(i16::from(floe_arrow::NUMERIC_PRECISION));
-    Some(DataType::Decimal128(
+    let precision = integer_digits + scale;
+    if precision <= i16::from(floe_arrow::NUMERIC_PRECISION) {
+        return Some(DataType::Decimal128(
+            u8::try_from(precision).ok()?,
+            i8::try_from(scale).ok()?,
+        ));
+    }
+    // Arrow's widest decimal; past it the cast's overflow is the error.
+    let precision = precision.min(i16::from(DECIMAL256_MAX_PRECISION));
+    Some(DataType::Decimal256(
         u8::try_from(precision).ok()?,
-        i8::try_from(scale).ok()?,
+        i8::try_from(scale.min(precision)).ok()?,
     ))
 }
 
 /// An exact number type's precision and scale (an integer's digits, 0).
 fn digits(data_type: &DataType) -> Option<(i16, i16)> {
     Some(match data_type {
-        DataType::Decimal128(precision, scale) => (i16::from(*precision), i16::from(*scale)),
+        DataType::Decimal128(precision, scale) | DataType::Decimal256(precision, scale) => {
+            (i16::from(*precision), i16::from(*scale))
+        }
         DataType::Int8 | DataType::UInt8 => (3, 0),
         DataType::Int16 | DataType::UInt16 => (5, 0),
         DataType::Int32 | DataType::UInt32 => (10, 0),

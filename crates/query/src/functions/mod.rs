@@ -8,6 +8,7 @@
 
 pub mod arithmetic;
 mod array;
+mod array_literal;
 mod cast;
 mod compatible_element;
 pub mod datetime;
@@ -68,6 +69,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
+        .chain([array_literal::function()])
         .chain(compatible_element::functions())
         .chain(datetime::functions())
         .chain(text::functions())

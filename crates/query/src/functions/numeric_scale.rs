@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, ListBuilder, StringArray, StringBuilder};
+use datafusion::arrow::array::{ArrayRef, ListArray, StringArray};
+use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
@@ -139,10 +140,7 @@ impl ScalarUDFImpl for NumericText {
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
-        Ok(match arg_types.first() {
-            Some(DataType::List(_)) => DataType::List(Arc::new(numeric_text_field("item"))),
-            _ => DataType::Utf8,
-        })
+        Ok(arg_types.first().map_or(DataType::Utf8, text_type))
     }
 
     /// The exact text, typed as an unconstrained numeric for clients (an
@@ -172,25 +170,13 @@ impl ScalarUDFImpl for NumericText {
                 .map_err(|e| QueryError::from_value(e).into_datafusion())
         };
         let (values, scales) = (datums(value, value_field)?, datums(scale, scale_field)?);
-        let array: ArrayRef = if matches!(value_field.data_type(), DataType::List(_)) {
-            let mut lists = ListBuilder::new(StringBuilder::new())
-                .with_field(Arc::new(numeric_text_field("item")));
-            for (value, scale) in values.iter().zip(&scales) {
-                match items_text_at(value, scale).map_err(QueryError::into_datafusion)? {
-                    Some(items) => lists.append_value(items),
-                    None => lists.append_null(),
-                }
-            }
-            Arc::new(lists.finish())
-        } else {
-            let texts = values
-                .iter()
-                .zip(&scales)
-                .map(|(value, scale)| text_at(value, scale))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(QueryError::into_datafusion)?;
-            Arc::new(StringArray::from(texts))
-        };
+        let texts = values
+            .iter()
+            .zip(&scales)
+            .map(|(value, scale)| text_tree(value, scale))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(QueryError::into_datafusion)?;
+        let array = texts_array(&texts, &text_type(value_field.data_type()))?;
         super::columnar(array, scalar)
     }
 }
@@ -200,22 +186,69 @@ fn numeric_text_field(name: &str) -> Field {
     floe_arrow::pg_field(name, PgType::Numeric, true)
 }
 
-/// An array's items' texts, each at its display scale (`scales`, a list as
-/// long as the array; an item without one as floe prints it).
-fn items_text_at(array: &Datum, scales: &Datum) -> Result<Option<Vec<Option<String>>>, QueryError> {
-    let Datum::List(items) = array else {
-        return Ok(None);
+/// The type of [`NUMERIC_TEXT`]'s answer for a value of `data_type`: text,
+/// or arrays of it as deep as the value's (arrays of more dimensions).
+fn text_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::List(item) => {
+            let item = match item.data_type() {
+                DataType::List(_) => Field::new("item", text_type(item.data_type()), true),
+                _ => numeric_text_field("item"),
+            };
+            DataType::List(Arc::new(item))
+        }
+        _ => DataType::Utf8,
+    }
+}
+
+/// A value's text at its display scale, an array's items' each at theirs
+/// (`scale` a list as long as the array, of the same shape; an item without
+/// one as floe prints it): texts in lists of the value's shape.
+fn text_tree(value: &Datum, scale: &Datum) -> Result<Datum, QueryError> {
+    let Datum::List(items) = value else {
+        return Ok(text_at(value, scale)?.map_or(Datum::Null, Datum::Text));
     };
-    let scales = match scales {
+    let scales = match scale {
         Datum::List(scales) if scales.len() == items.len() => scales.as_slice(),
         _ => &[],
     };
     items
         .iter()
         .enumerate()
-        .map(|(index, item)| text_at(item, scales.get(index).unwrap_or(&Datum::Null)))
+        .map(|(index, item)| text_tree(item, scales.get(index).unwrap_or(&Datum::Null)))
         .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+        .map(Datum::List)
+}
+
+/// An Arrow array of `data_type` (a [`text_type`]) holding texts in lists
+/// ([`text_tree`]s).
+fn texts_array(texts: &[Datum], data_type: &DataType) -> DfResult<ArrayRef> {
+    let DataType::List(item) = data_type else {
+        let text = |datum: &Datum| match datum {
+            Datum::Text(text) => Some(text.clone()),
+            _ => None,
+        };
+        return Ok(Arc::new(StringArray::from_iter(texts.iter().map(text))));
+    };
+    let mut lengths = Vec::with_capacity(texts.len());
+    let mut valid = Vec::with_capacity(texts.len());
+    let mut items = Vec::new();
+    for text in texts {
+        let list = match text {
+            Datum::List(list) => Some(list),
+            _ => None,
+        };
+        lengths.push(list.map_or(0, Vec::len));
+        valid.push(list.is_some());
+        items.extend(list.into_iter().flatten().cloned());
+    }
+    let values = texts_array(&items, item.data_type())?;
+    Ok(Arc::new(ListArray::try_new(
+        item.clone(),
+        OffsetBuffer::from_lengths(lengths),
+        values,
+        Some(NullBuffer::from(valid)),
+    )?))
 }
 
 /// A value's text at a display scale (as floe prints it without one).

@@ -234,12 +234,15 @@ fn parse_elements(
 }
 
 /// An array's text of more dimensions than its type has: floe reads the
-/// dimensions of a literal's text only (`'{{1,2},{3,4}}'::int[]`).
+/// dimensions of a literal's text only (`'{{1,2},{3,4}}'::int[]`), as its
+/// arrays of more dimensions are arrays of arrays, of a type planned before
+/// the text is read. A type naming them reads such text anywhere.
 fn multidimensional_text() -> ValueError {
     ValueError::new(
         SqlState::FEATURE_NOT_SUPPORTED,
         "multidimensional array text is supported only in a literal",
     )
+    .with_hint("Name the array's dimensions in its type, as in integer[][].")
 }
 
 /// Whether the sub-arrays of a multidimensional array are all arrays of one

@@ -138,9 +138,8 @@ fn decode_numeric(b: &[u8]) -> String {
 
 /// Decodes a binary value of the given type into a datum.
 fn decode(ty: &Type, b: &[u8]) -> Datum {
-    if let tokio_postgres::types::Kind::Array(element) = ty.kind()
-        && *ty != Type::TEXT_ARRAY
-    {
+    // Text arrays too: those of more dimensions are nested lists.
+    if let tokio_postgres::types::Kind::Array(element) = ty.kind() {
         return decode_array(element, b);
     }
     match *ty {
@@ -168,27 +167,6 @@ fn decode(ty: &Type, b: &[u8]) -> Datum {
             months: be_i32(&b[12..]),
         },
         Type::UUID => Datum::Uuid(b[..16].try_into().unwrap()),
-        Type::TEXT_ARRAY => {
-            let dimensions = be_i32(b);
-            if dimensions == 0 {
-                return Datum::TextArray(vec![]);
-            }
-            let count = be_i32(&b[12..]) as usize;
-            let mut at = 20;
-            let mut elements = Vec::new();
-            for _ in 0..count {
-                let len = be_i32(&b[at..]);
-                at += 4;
-                if len < 0 {
-                    elements.push(None);
-                } else {
-                    let len = len as usize;
-                    elements.push(Some(String::from_utf8_lossy(&b[at..at + len]).into_owned()));
-                    at += len;
-                }
-            }
-            Datum::TextArray(elements)
-        }
         Type::RECORD => decode_record(b),
         Type::INT4_RANGE => decode_range(&Type::INT4, b),
         Type::INT8_RANGE => decode_range(&Type::INT8, b),
