@@ -25,6 +25,9 @@ use datafusion::logical_expr::{
     Cast, Expr, ExprSchemable, LogicalPlan, Projection, RecursiveQuery, TableScan,
 };
 
+use floe_repr::{SqlScalarType, SqlState};
+
+use crate::error::QueryError;
 use crate::functions;
 
 /// `plan` with each recursive query's terms made one type (see the module
@@ -81,6 +84,9 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     let recursive_term = retyped_schemas(query.recursive_term.as_ref().clone())?;
     let first = static_term.schema();
     let recursive = recursive_term.schema();
+    for index in 0..first.fields().len().min(recursive.fields().len()) {
+        check_overall_type(query, index, first.field(index), recursive.field(index))?;
+    }
     let mut types = Vec::with_capacity(first.fields().len());
     for index in 0..first.fields().len() {
         match column_type(index, &static_term, &recursive_term)? {
@@ -117,6 +123,53 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
         query.is_distinct,
     )?;
     Ok(Some(LogicalPlan::RecursiveQuery(query)))
+}
+
+/// PostgreSQL's refusal (42804) of a recursive query whose column `index`
+/// is of one type in its first term and of another in the union of both
+/// terms: the first term's numeric of a typmod (`numeric(10,2)`) the
+/// recursive term's does not keep (their union is a plain numeric), or its
+/// integer where the recursive term's is wider. Only types floe's metadata
+/// names are compared.
+fn check_overall_type(
+    query: &RecursiveQuery,
+    index: usize,
+    first: &Field,
+    recursive: &Field,
+) -> DfResult<()> {
+    let (Some(first), Some(recursive)) = (
+        floe_arrow::sql_type_of(first),
+        floe_arrow::sql_type_of(recursive),
+    ) else {
+        return Ok(());
+    };
+    let overall = match (&first, &recursive) {
+        (
+            SqlScalarType::Numeric {
+                precision,
+                max_scale,
+            },
+            SqlScalarType::Numeric { .. },
+        ) if (precision.is_some() || max_scale.is_some()) && first != recursive => {
+            SqlScalarType::Numeric {
+                precision: None,
+                max_scale: None,
+            }
+        }
+        (SqlScalarType::Int16, SqlScalarType::Int32 | SqlScalarType::Int64)
+        | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive,
+        _ => return Ok(()),
+    };
+    Err(QueryError::new(
+        SqlState::DATATYPE_MISMATCH,
+        format!(
+            "recursive query \"{}\" column {} has type {first} in non-recursive term but type {overall} overall",
+            query.name,
+            index + 1
+        ),
+    )
+    .with_hint("Cast the output of the non-recursive term to the correct type.")
+    .into_datafusion())
 }
 
 /// `plan` with each node's schema computed again from its inputs'.
