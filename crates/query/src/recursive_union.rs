@@ -49,7 +49,9 @@ pub fn by_values(plan: Arc<dyn ExecutionPlan>) -> DfResult<Arc<dyn ExecutionPlan
             keys,
             properties: node.properties().clone(),
         };
-        Ok(Transformed::yes(Arc::new(replaced) as Arc<dyn ExecutionPlan>))
+        Ok(Transformed::yes(
+            Arc::new(replaced) as Arc<dyn ExecutionPlan>
+        ))
     })
     .map(|transformed| transformed.data)
 }

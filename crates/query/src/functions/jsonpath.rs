@@ -911,17 +911,15 @@ impl Context<'_> {
                 };
                 self.any_pair(value, &Expr::Literal(Json::Null), current, matches)?
             }
-            Expr::StartsWith(value, prefix) => {
-                self.any_pair(value, prefix, current, |v, p| {
-                    let datetimes = datetime::is_datetime(v) || datetime::is_datetime(p);
-                    Ok(match (v, p) {
-                        (Json::String(v), Json::String(p)) if !datetimes => {
-                            Truth::of(v.starts_with(p.as_str()))
-                        }
-                        _ => Truth::Unknown,
-                    })
-                })?
-            }
+            Expr::StartsWith(value, prefix) => self.any_pair(value, prefix, current, |v, p| {
+                let datetimes = datetime::is_datetime(v) || datetime::is_datetime(p);
+                Ok(match (v, p) {
+                    (Json::String(v), Json::String(p)) if !datetimes => {
+                        Truth::of(v.starts_with(p.as_str()))
+                    }
+                    _ => Truth::Unknown,
+                })
+            })?,
             Expr::Path(..) | Expr::Literal(_) | Expr::Arithmetic(..) | Expr::Sign(..) => {
                 return Err(syntax_error(None));
             }
@@ -1115,7 +1113,11 @@ mod tests {
         );
         let dates = r#"["2023-01-02", "2022-12-31", "x"]"#;
         assert_eq!(
-            run(dates, r#"$[*] ? (@.datetime() >= "2023-01-02 00:00:00".datetime())"#).unwrap(),
+            run(
+                dates,
+                r#"$[*] ? (@.datetime() >= "2023-01-02 00:00:00".datetime())"#
+            )
+            .unwrap(),
             [r#""2023-01-02""#]
         );
         // A datetime is no string: it equals none.
@@ -1124,7 +1126,11 @@ mod tests {
             ["null"]
         );
         assert_eq!(
-            run(r#""02/01/2023 10:11""#, r#"$.datetime("dd/mm/yyyy HH24:MI")"#).unwrap(),
+            run(
+                r#""02/01/2023 10:11""#,
+                r#"$.datetime("dd/mm/yyyy HH24:MI")"#
+            )
+            .unwrap(),
             [r#""2023-01-02T10:11:00""#]
         );
     }

@@ -239,11 +239,15 @@ fn recognized(text: &str) -> Option<DateTime> {
     if !input.rest.is_empty() {
         return None;
     }
-    Some(made(ReadTime {
-        epoch_days: days.unwrap_or(0),
-        micros_of_day: time.unwrap_or(0),
-        zone_seconds: zone,
-    }, days.is_some(), time.is_some()))
+    Some(made(
+        ReadTime {
+            epoch_days: days.unwrap_or(0),
+            micros_of_day: time.unwrap_or(0),
+            zone_seconds: zone,
+        },
+        days.is_some(),
+        time.is_some(),
+    ))
 }
 
 /// `text` read by `template` (PostgreSQL's `to_timestamp` fields), all of it:
@@ -365,7 +369,11 @@ impl Scanner<'_> {
         } else {
             0
         };
-        if hour > 24 || minute > 59 || second > 59 || (hour == 24 && (minute, second, micros) != (0, 0, 0)) {
+        if hour > 24
+            || minute > 59
+            || second > 59
+            || (hour == 24 && (minute, second, micros) != (0, 0, 0))
+        {
             return None;
         }
         Some(((hour * 60 + minute) * 60 + second) * MICROS_PER_SECOND + micros)
