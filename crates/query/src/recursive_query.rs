@@ -129,47 +129,65 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
 /// is of one type in its first term and of another in the union of both
 /// terms: the first term's numeric of a typmod (`numeric(10,2)`) the
 /// recursive term's does not keep (their union is a plain numeric), or its
-/// integer where the recursive term's is wider. Only types floe's metadata
-/// names are compared.
+/// integer where the recursive term's is wider.
 fn check_overall_type(
     query: &RecursiveQuery,
     index: usize,
     first: &Field,
     recursive: &Field,
 ) -> DfResult<()> {
-    let (Some(first), Some(recursive)) = (
-        floe_arrow::sql_type_of(first),
-        floe_arrow::sql_type_of(recursive),
-    ) else {
-        return Ok(());
-    };
-    let overall = match (&first, &recursive) {
-        (
-            SqlScalarType::Numeric {
-                precision,
-                max_scale,
-            },
-            SqlScalarType::Numeric { .. },
-        ) if (precision.is_some() || max_scale.is_some()) && first != recursive => {
+    let first_type = functions::sql_type(first);
+    let recursive_type = functions::sql_type(recursive);
+    let overall = match (&first_type, &recursive_type) {
+        (SqlScalarType::Numeric { .. }, _) if drops_typmod(first, recursive) => {
             SqlScalarType::Numeric {
                 precision: None,
                 max_scale: None,
             }
         }
         (SqlScalarType::Int16, SqlScalarType::Int32 | SqlScalarType::Int64)
-        | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive,
+        | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive_type,
         _ => return Ok(()),
     };
     Err(QueryError::new(
         SqlState::DATATYPE_MISMATCH,
         format!(
-            "recursive query \"{}\" column {} has type {first} in non-recursive term but type {overall} overall",
+            "recursive query \"{}\" column {} has type {first_type} in non-recursive term but type {overall} overall",
             query.name,
             index + 1
         ),
     )
     .with_hint("Cast the output of the non-recursive term to the correct type.")
     .into_datafusion())
+}
+
+/// Whether the first term's numeric column `first` has a typmod (floe's
+/// metadata names it) the recursive term's `recursive` does not keep: its
+/// metadata names another numeric, or it has none and is a decimal of
+/// another precision or scale (the engine's arithmetic, whose result
+/// PostgreSQL's is a plain numeric). A decimal of the same precision and
+/// scale without floe's metadata may keep the typmod, and is let pass.
+fn drops_typmod(first: &Field, recursive: &Field) -> bool {
+    let Some(
+        first_type @ SqlScalarType::Numeric {
+            precision,
+            max_scale,
+        },
+    ) = floe_arrow::sql_type_of(first)
+    else {
+        return false;
+    };
+    if precision.is_none() && max_scale.is_none() {
+        return false;
+    }
+    match floe_arrow::sql_type_of(recursive) {
+        Some(recursive_type @ SqlScalarType::Numeric { .. }) => recursive_type != first_type,
+        Some(_) => false,
+        None => {
+            matches!(recursive.data_type(), DataType::Decimal128(..))
+                && recursive.data_type() != first.data_type()
+        }
+    }
 }
 
 /// `plan` with each node's schema computed again from its inputs'.

@@ -224,3 +224,51 @@ impl ExecutionPlan for FirstSeen {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, Decimal128Array, Int32Array};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+
+    /// Values at two columns: a decimal of scale 2 and its display scale.
+    fn batch(values: &[i128], scales: &[i32]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Decimal128(10, 2), true),
+            Field::new(format!("{SCALE_COLUMN_PREFIX}1"), DataType::Int32, true),
+        ]));
+        let values = Decimal128Array::from(values.to_vec())
+            .with_precision_and_scale(10, 2)
+            .unwrap();
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(values),
+                Arc::new(Int32Array::from(scales.to_vec())),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rows_are_told_apart_by_value_alone() {
+        let first = batch(&[150, 150, 200], &[1, 2, 0]);
+        let schema = first.schema();
+        let keys = value_columns(&schema);
+        assert_eq!(keys, [0]);
+        let mut seen = Seen::new(&schema, &keys).unwrap();
+        // 1.50 beside 1.5 is no new row: the first met keeps its scale.
+        let kept = seen.first_seen(&first).unwrap();
+        assert_eq!(kept.num_rows(), 2);
+        let scales = kept
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap();
+        assert_eq!(scales.values().to_vec(), [1, 0]);
+        // A later batch meets the values the earlier ones did.
+        let later = seen.first_seen(&batch(&[200, 300], &[3, 1])).unwrap();
+        assert_eq!(later.num_rows(), 1);
+    }
+}
