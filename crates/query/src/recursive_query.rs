@@ -22,7 +22,8 @@ use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::{
-    Cast, Expr, ExprSchemable, LogicalPlan, Projection, RecursiveQuery, TableScan,
+    BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, Operator, Projection, RecursiveQuery,
+    TableScan,
 };
 
 use floe_repr::{SqlScalarType, SqlState};
@@ -85,7 +86,11 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     let first = static_term.schema();
     let recursive = recursive_term.schema();
     for index in 0..first.fields().len().min(recursive.fields().len()) {
-        check_overall_type(query, index, first.field(index), recursive.field(index))?;
+        let term = Term {
+            field: recursive.field(index),
+            expr: output_expr(&recursive_term, index),
+        };
+        check_overall_type(query, index, first.field(index), term)?;
     }
     let mut types = Vec::with_capacity(first.fields().len());
     for index in 0..first.fields().len() {
@@ -134,10 +139,10 @@ fn check_overall_type(
     query: &RecursiveQuery,
     index: usize,
     first: &Field,
-    recursive: &Field,
+    recursive: Term<'_>,
 ) -> DfResult<()> {
     let first_type = functions::sql_type(first);
-    let recursive_type = functions::sql_type(recursive);
+    let recursive_type = functions::sql_type(recursive.field);
     let overall = match (&first_type, &recursive_type) {
         (SqlScalarType::Numeric { .. }, _) if drops_typmod(first, recursive) => {
             SqlScalarType::Numeric {
@@ -161,13 +166,30 @@ fn check_overall_type(
     .into_datafusion())
 }
 
+/// A recursive term's output column: its field, and the expression of its
+/// projection where it has one.
+struct Term<'a> {
+    field: &'a Field,
+    expr: Option<&'a Expr>,
+}
+
+/// The expression of `plan`'s output column `index`, where `plan` is a
+/// projection (the recursive term's `SELECT` list).
+fn output_expr(plan: &LogicalPlan, index: usize) -> Option<&Expr> {
+    match plan {
+        LogicalPlan::Projection(projection) => projection.expr.get(index),
+        _ => None,
+    }
+}
+
 /// Whether the first term's numeric column `first` has a typmod (floe's
-/// metadata names it) the recursive term's `recursive` does not keep: its
-/// metadata names another numeric, or it has none and is a decimal of
-/// another precision or scale (the engine's arithmetic, whose result
-/// PostgreSQL's is a plain numeric). A decimal of the same precision and
-/// scale without floe's metadata may keep the typmod, and is let pass.
-fn drops_typmod(first: &Field, recursive: &Field) -> bool {
+/// metadata names it) the recursive term's column does not keep: its
+/// metadata names another numeric, or it has none and is the engine's
+/// arithmetic (`n + 1`), of another decimal type or of an operator whose
+/// result PostgreSQL's is a plain numeric. Any other decimal without floe's
+/// metadata may keep the typmod, and is let pass.
+fn drops_typmod(first: &Field, term: Term<'_>) -> bool {
+    let recursive = term.field;
     let Some(
         first_type @ SqlScalarType::Numeric {
             precision,
@@ -184,8 +206,21 @@ fn drops_typmod(first: &Field, recursive: &Field) -> bool {
         Some(recursive_type @ SqlScalarType::Numeric { .. }) => recursive_type != first_type,
         Some(_) => false,
         None => {
+            let arithmetic = term.expr.is_some_and(|expr| {
+                matches!(
+                    expr.clone().unalias(),
+                    Expr::BinaryExpr(BinaryExpr {
+                        op: Operator::Plus
+                            | Operator::Minus
+                            | Operator::Multiply
+                            | Operator::Divide
+                            | Operator::Modulo,
+                        ..
+                    })
+                )
+            });
             matches!(recursive.data_type(), DataType::Decimal128(..))
-                && recursive.data_type() != first.data_type()
+                && (arithmetic || recursive.data_type() != first.data_type())
         }
     }
 }
