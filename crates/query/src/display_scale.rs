@@ -32,10 +32,9 @@
 //! The scale columns
 //! pass through filters, sorts, limits, windows, joins, grouping sets, unions,
 //! `INTERSECT`, `EXCEPT`, `DISTINCT ON`, derived tables (inlined views are
-//! derived tables) and a recursive `UNION ALL`'s work table (a recursive
-//! `UNION`'s scales only where each column's is one for all its rows, a
-//! constant beside its output, or where its recursive term's is one whatever
-//! it reads: each row shows the scale of the term that gave it first), and the
+//! derived tables) and a recursive query's work table (a recursive `UNION`
+//! tells its rows apart by value alone, each showing the scale of the row that
+//! gave it first: see [`crate::recursive_union`]), and the
 //! query's output prints such a column
 //! at its rows' scales
 //! ([`functions::numeric_scale::NUMERIC_TEXT`]).
@@ -46,9 +45,8 @@
 //! scales (PostgreSQL shows whichever row it meets first).
 //!
 //! Values never change: grouping, ordering, comparison and arithmetic see the
-//! decimal as before. Where a scale column does not pass (a recursive
-//! `UNION` whose recursive term's scales depend on the rows it reads, other
-//! functions), the value prints as before: without trailing zeros.
+//! decimal as before. Where a scale column does not pass (other functions),
+//! the value prints as before: without trailing zeros.
 
 use std::sync::Arc;
 
@@ -838,9 +836,11 @@ fn written_item_scales(text: &str) -> Option<Expr> {
 
 /// A recursive query whose numeric columns carry their scales through its
 /// work table: the first term's rows with their scales, the recursive term's
-/// computed from the scales it reads. A `UNION` (distinct) only where each
-/// column's scale is one for all its rows ([`constant_recursion_scales`]):
-/// its rows of equal values and two scales would be two rows.
+/// computed from the scales it reads. A `UNION` (distinct) holds no scales
+/// where each column's scale is one for all its rows
+/// ([`constant_recursion_scales`]) or for all its recursive term's
+/// ([`first_term_scales`]); otherwise its recursion tells its rows apart by
+/// value alone ([`crate::recursive_union`]), not by their scales.
 fn recursive_scales(
     plan: &LogicalPlan,
     query: &RecursiveQuery,
@@ -892,7 +892,7 @@ fn recursive_scales(
         return Ok(Rewritten::unchanged(plan));
     };
     if query.is_distinct {
-        let constant = constant_recursion_scales(
+        let constant_scales = constant_recursion_scales(
             plan,
             &numeric,
             (&first.plan, &first_scales),
@@ -900,16 +900,18 @@ fn recursive_scales(
             &query.name,
             names,
         )?;
-        return match constant {
-            Some(rewritten) => Ok(rewritten),
-            None => first_term_scales(
-                plan,
-                &numeric,
-                (first, first_scales),
-                (&recursive.plan, &recursive_scales),
-                names,
-            ),
-        };
+        if let Some(rewritten) = constant_scales {
+            return Ok(rewritten);
+        }
+        let recursive_constants = recursive_scales
+            .iter()
+            .map(|scale| constant(scale, &recursive.plan, None))
+            .collect::<Option<Vec<i32>>>();
+        if let Some(constants) = recursive_constants {
+            return first_term_scales(plan, &numeric, (first, first_scales), constants, names);
+        }
+        // Otherwise the work table holds the scales, and the recursion tells
+        // its rows apart by their values alone (crate::recursive_union).
     }
     let names_of = query.static_term.schema();
     let static_term = with_term_scales(first, first_scales, names_of, &scaled_table)?;
@@ -985,22 +987,14 @@ fn constant_recursion_scales(
 /// scale (PostgreSQL meets it first and keeps it), any other the recursive
 /// term's. The work table holds no scales (its rows are told apart by value
 /// alone); the output is joined by value with the first term's rows and their
-/// scales. Otherwise the query keeps its printing.
+/// scales.
 fn first_term_scales(
     plan: &LogicalPlan,
     numeric: &[usize],
     first: (Rewritten, Vec<Expr>),
-    recursive: (&LogicalPlan, &[Expr]),
+    constants: Vec<i32>,
     names: &mut Names,
 ) -> DfResult<Rewritten> {
-    let Some(constants) = recursive
-        .1
-        .iter()
-        .map(|scale| constant(scale, recursive.0, None))
-        .collect::<Option<Vec<i32>>>()
-    else {
-        return Ok(Rewritten::unchanged(plan));
-    };
     let width = plan.schema().fields().len();
     let alias = scale_name(names);
     let first_rows = first_term_rows(first, width, &alias)?;
@@ -1765,9 +1759,12 @@ struct ScaledWorkTable {
     scales: Vec<Option<usize>>,
 }
 
+/// How the name of each scale column the rewrite adds begins.
+pub const SCALE_COLUMN_PREFIX: &str = "floe_display_scale_";
+
 fn scale_name(names: &mut Names) -> String {
     names.next += 1;
-    format!("floe_display_scale_{}", names.next)
+    format!("{SCALE_COLUMN_PREFIX}{}", names.next)
 }
 
 /// An aggregate with each argument that is text or a document rewritten as

@@ -46,6 +46,7 @@ pub mod plan_cache;
 mod recursive_decorrelation;
 mod recursive_pruning;
 mod recursive_query;
+mod recursive_union;
 mod relations;
 pub mod rewrite;
 mod row_compare;

@@ -22,9 +22,13 @@ use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{provider_as_source, source_as_provider};
 use datafusion::logical_expr::{
-    Cast, Expr, ExprSchemable, LogicalPlan, Projection, RecursiveQuery, TableScan,
+    BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, Operator, Projection, RecursiveQuery,
+    TableScan,
 };
 
+use floe_repr::{SqlScalarType, SqlState};
+
+use crate::error::QueryError;
 use crate::functions;
 
 /// `plan` with each recursive query's terms made one type (see the module
@@ -81,6 +85,13 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     let recursive_term = retyped_schemas(query.recursive_term.as_ref().clone())?;
     let first = static_term.schema();
     let recursive = recursive_term.schema();
+    for index in 0..first.fields().len().min(recursive.fields().len()) {
+        let term = Term {
+            field: recursive.field(index),
+            expr: output_expr(&recursive_term, index),
+        };
+        check_overall_type(query, index, first.field(index), term)?;
+    }
     let mut types = Vec::with_capacity(first.fields().len());
     for index in 0..first.fields().len() {
         match column_type(index, &static_term, &recursive_term)? {
@@ -117,6 +128,101 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
         query.is_distinct,
     )?;
     Ok(Some(LogicalPlan::RecursiveQuery(query)))
+}
+
+/// PostgreSQL's refusal (42804) of a recursive query whose column `index`
+/// is of one type in its first term and of another in the union of both
+/// terms: the first term's numeric of a typmod (`numeric(10,2)`) the
+/// recursive term's does not keep (their union is a plain numeric), or its
+/// integer where the recursive term's is wider.
+fn check_overall_type(
+    query: &RecursiveQuery,
+    index: usize,
+    first: &Field,
+    recursive: Term<'_>,
+) -> DfResult<()> {
+    let first_type = functions::sql_type(first);
+    let recursive_type = functions::sql_type(recursive.field);
+    let overall = match (&first_type, &recursive_type) {
+        (SqlScalarType::Numeric { .. }, _) if drops_typmod(first, recursive) => {
+            SqlScalarType::Numeric {
+                precision: None,
+                max_scale: None,
+            }
+        }
+        (SqlScalarType::Int16, SqlScalarType::Int32 | SqlScalarType::Int64)
+        | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive_type,
+        _ => return Ok(()),
+    };
+    Err(QueryError::new(
+        SqlState::DATATYPE_MISMATCH,
+        format!(
+            "recursive query \"{}\" column {} has type {first_type} in non-recursive term but type {overall} overall",
+            query.name,
+            index + 1
+        ),
+    )
+    .with_hint("Cast the output of the non-recursive term to the correct type.")
+    .into_datafusion())
+}
+
+/// A recursive term's output column: its field, and the expression of its
+/// projection where it has one.
+struct Term<'a> {
+    field: &'a Field,
+    expr: Option<&'a Expr>,
+}
+
+/// The expression of `plan`'s output column `index`, where `plan` is a
+/// projection (the recursive term's `SELECT` list).
+fn output_expr(plan: &LogicalPlan, index: usize) -> Option<&Expr> {
+    match plan {
+        LogicalPlan::Projection(projection) => projection.expr.get(index),
+        _ => None,
+    }
+}
+
+/// Whether the first term's numeric column `first` has a typmod (floe's
+/// metadata names it) the recursive term's column does not keep: its
+/// metadata names another numeric, or it has none and is the engine's
+/// arithmetic (`n + 1`), of another decimal type or of an operator whose
+/// result PostgreSQL's is a plain numeric. Any other decimal without floe's
+/// metadata may keep the typmod, and is let pass.
+fn drops_typmod(first: &Field, term: Term<'_>) -> bool {
+    let recursive = term.field;
+    let Some(
+        first_type @ SqlScalarType::Numeric {
+            precision,
+            max_scale,
+        },
+    ) = floe_arrow::sql_type_of(first)
+    else {
+        return false;
+    };
+    if precision.is_none() && max_scale.is_none() {
+        return false;
+    }
+    match floe_arrow::sql_type_of(recursive) {
+        Some(recursive_type @ SqlScalarType::Numeric { .. }) => recursive_type != first_type,
+        Some(_) => false,
+        None => {
+            let arithmetic = term.expr.is_some_and(|expr| {
+                matches!(
+                    expr.clone().unalias(),
+                    Expr::BinaryExpr(BinaryExpr {
+                        op: Operator::Plus
+                            | Operator::Minus
+                            | Operator::Multiply
+                            | Operator::Divide
+                            | Operator::Modulo,
+                        ..
+                    })
+                )
+            });
+            matches!(recursive.data_type(), DataType::Decimal128(..))
+                && (arithmetic || recursive.data_type() != first.data_type())
+        }
+    }
 }
 
 /// `plan` with each node's schema computed again from its inputs'.

@@ -51,9 +51,11 @@ impl QueryPlanner for ApplyingQueryPlanner {
         session_state: &SessionState,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let plan = replace_subqueries(logical_plan.clone(), session_state)?;
-        DefaultPhysicalPlanner::default()
+        let physical = DefaultPhysicalPlanner::default()
             .create_physical_plan(&plan, session_state)
-            .await
+            .await?;
+        // A recursive UNION carrying display scales tells rows apart by value.
+        crate::recursive_union::by_values(physical)
     }
 }
 

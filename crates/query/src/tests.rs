@@ -527,6 +527,26 @@ async fn recursive_ctes_with_column_lists() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_ctes_whose_union_is_not_the_first_terms_type_are_refused() {
+    let (code, message) = error(
+        "WITH RECURSIVE r(n) AS (SELECT 1.50::numeric(10,2) UNION ALL SELECT n * 1.5 FROM r WHERE n < 10) SELECT n FROM r",
+    )
+    .await;
+    assert_eq!(code, "42804");
+    assert_eq!(
+        message,
+        "recursive query \"r\" column 1 has type numeric(10,2) in non-recursive term but type numeric overall"
+    );
+    let (code, _) = error("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r").await;
+    assert_eq!(code, "42804");
+    // A term that keeps the typmod is one type with the first.
+    assert_eq!(
+        rows("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT (n * 2)::numeric(10,2) FROM r WHERE n < 3) SELECT count(*) FROM r").await,
+        table(&[&["2"]])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_series_of_numerics() {
     assert_eq!(
         rows("SELECT * FROM generate_series(1.5, 3.5)").await,

@@ -32,6 +32,7 @@ impl SqlState {
     pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
     pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("22004");
     pub const INVALID_JSON_TEXT: SqlState = SqlState("22032");
+    pub const INVALID_ARGUMENT_FOR_SQL_JSON_DATETIME_FUNCTION: SqlState = SqlState("22031");
     pub const INVALID_SQL_JSON_SUBSCRIPT: SqlState = SqlState("22033");
     pub const NON_NUMERIC_SQL_JSON_ITEM: SqlState = SqlState("22036");
     pub const SINGLETON_SQL_JSON_ITEM_REQUIRED: SqlState = SqlState("22038");

@@ -10,7 +10,7 @@
 pub mod arithmetic;
 mod build;
 pub mod date_timestamp;
-mod from_char;
+pub(crate) mod from_char;
 mod to_char;
 mod trunc;
 

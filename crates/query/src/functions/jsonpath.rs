@@ -8,15 +8,17 @@
 //! `== != <> < <= > >=`, `&&`, `||`, `!`, `exists (path)`, `like_regex "re"
 //! [flag "i"]`, `starts with`; literals (numbers, strings, `true`, `false`,
 //! `null`); arithmetic (`+ - * / %`, unary `-` and `+`) and the item methods
-//! `.type()`, `.size()`, `.double()`, `.abs()`, `.floor()` and `.ceiling()`
-//! ([`items`]). Parenthesized arithmetic, `.keyvalue()`, `.datetime()` and
-//! anything else of the full grammar are refused with 0A000.
+//! `.type()`, `.size()`, `.double()`, `.abs()`, `.floor()`, `.ceiling()` and
+//! `.keyvalue()` ([`items`]), and `.datetime()` and `.datetime(template)`, of
+//! a path or of a string literal ([`datetime`]). Anything else of the full
+//! grammar is refused with 0A000.
 //!
 //! Lax mode unwraps an array met by a member accessor or a filter, reads a
 //! non-array as an array of itself for a subscript and yields nothing where
 //! strict mode raises PostgreSQL's errors (a missing key, an accessor of the
 //! wrong kind, a subscript out of bounds).
 
+mod datetime;
 mod items;
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
@@ -115,7 +117,9 @@ fn evaluate(row: &[Datum]) -> Result<Vec<Json>, QueryError> {
         vars: vars.as_ref(),
         strict: path.strict,
     };
-    context.items(&path.expr, &target)
+    // A datetime the path yields is its text.
+    let items = context.items(&path.expr, &target)?;
+    Ok(items.into_iter().map(datetime::plain).collect())
 }
 
 /// `jsonb_path_match`: the path's one boolean (NULL for unknown).
@@ -175,6 +179,8 @@ enum Root {
     Current,
     /// `$name`, a member of the variables.
     Variable(String),
+    /// A string literal with accessors (`"2023-01-02".datetime()`).
+    Literal(Json),
 }
 
 #[derive(Debug)]
@@ -185,6 +191,8 @@ enum Step {
     Subscripts(Vec<(Index, Option<Index>)>),
     Filter(Box<Expr>),
     Method(items::Method),
+    /// `.datetime()`, or `.datetime(template)`.
+    DateTime(Option<String>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -552,6 +560,10 @@ impl Reader {
                     .ok_or_else(|| syntax_error(Some(&Token::Number(text))));
             }
             _ if negative => return Err(unsupported("arithmetic")),
+            // A string's accessors (`"2023-01-02".datetime()`) read it as a path's root.
+            Some(Token::String(text)) if self.peek() == Some(&Token::Punct(".")) => {
+                Root::Literal(Json::String(text))
+            }
             Some(Token::String(text)) => return Ok(Expr::Literal(Json::String(text))),
             Some(Token::Word(word)) if word == "true" => {
                 return Ok(Expr::Literal(Json::Bool(true)));
@@ -577,6 +589,15 @@ impl Reader {
             return match self.next() {
                 Some(Token::Punct("*")) => Ok(Some(Step::AnyKey)),
                 Some(Token::String(key)) => Ok(Some(Step::Key(key))),
+                Some(Token::Word(key)) if key == "datetime" && self.eat("(") => {
+                    let template = match self.peek() {
+                        Some(Token::String(template)) => Some(template.clone()),
+                        _ => None,
+                    };
+                    self.at += usize::from(template.is_some());
+                    self.expect(")")?;
+                    Ok(Some(Step::DateTime(template)))
+                }
                 Some(Token::Word(key)) if self.peek() == Some(&Token::Punct("(")) => {
                     let method = items::Method::of(&key)
                         .ok_or_else(|| unsupported(&format!("item method .{key}()")))?;
@@ -695,6 +716,7 @@ impl Context<'_> {
                     Root::Target => self.root.clone(),
                     Root::Current => current.clone(),
                     Root::Variable(name) => self.variable(name)?,
+                    Root::Literal(json) => json.clone(),
                 };
                 let mut items = vec![start];
                 for step in steps {
@@ -762,6 +784,14 @@ impl Context<'_> {
                 }
                 (Step::Method(method), item) => {
                     out.extend(items::method(*method, item, self.strict)?);
+                }
+                (Step::DateTime(_), Json::Array(elements)) if !self.strict => {
+                    for element in elements {
+                        out.extend(self.step(step, vec![element])?);
+                    }
+                }
+                (Step::DateTime(template), item) => {
+                    out.push(datetime::method(&item, template.as_deref())?);
                 }
                 // Lax mode reads an array's elements for a member accessor or a filter.
                 (Step::Key(_) | Step::AnyKey | Step::Filter(_), Json::Array(elements))
@@ -869,19 +899,27 @@ impl Context<'_> {
             Expr::Compare(left, operator, right) => {
                 self.any_pair(left, right, current, |l, r| compare(l, *operator, r))?
             }
+            // A datetime is no string to match.
             Expr::LikeRegex(value, regex) => {
-                let matches = |item: &Json, _: &Json| match item {
-                    Json::String(text) => Truth::of(regex.is_match(text)),
-                    _ => Truth::Unknown,
+                let matches = |item: &Json, _: &Json| {
+                    Ok(match item {
+                        Json::String(text) if !datetime::is_datetime(item) => {
+                            Truth::of(regex.is_match(text))
+                        }
+                        _ => Truth::Unknown,
+                    })
                 };
                 self.any_pair(value, &Expr::Literal(Json::Null), current, matches)?
             }
-            Expr::StartsWith(value, prefix) => {
-                self.any_pair(value, prefix, current, |v, p| match (v, p) {
-                    (Json::String(v), Json::String(p)) => Truth::of(v.starts_with(p.as_str())),
+            Expr::StartsWith(value, prefix) => self.any_pair(value, prefix, current, |v, p| {
+                let datetimes = datetime::is_datetime(v) || datetime::is_datetime(p);
+                Ok(match (v, p) {
+                    (Json::String(v), Json::String(p)) if !datetimes => {
+                        Truth::of(v.starts_with(p.as_str()))
+                    }
                     _ => Truth::Unknown,
-                })?
-            }
+                })
+            })?,
             Expr::Path(..) | Expr::Literal(_) | Expr::Arithmetic(..) | Expr::Sign(..) => {
                 return Err(syntax_error(None));
             }
@@ -915,7 +953,7 @@ impl Context<'_> {
         left: &Expr,
         right: &Expr,
         current: &Json,
-        test: impl Fn(&Json, &Json) -> Truth,
+        test: impl Fn(&Json, &Json) -> Result<Truth, QueryError>,
     ) -> Result<Truth, QueryError> {
         let (Some(lefts), Some(rights)) =
             (self.operand(left, current)?, self.operand(right, current)?)
@@ -925,7 +963,7 @@ impl Context<'_> {
         let (mut found, mut unknown) = (false, false);
         for l in &lefts {
             for r in &rights {
-                match test(l, r) {
+                match test(l, r)? {
                     Truth::Unknown if self.strict => return Ok(Truth::Unknown),
                     Truth::Unknown => unknown = true,
                     Truth::True if !self.strict => return Ok(Truth::True),
@@ -945,28 +983,38 @@ impl Context<'_> {
 }
 
 /// Two items compared as PostgreSQL's jsonpath compares them: a null equals
-/// only a null, items of different kinds (and arrays, objects) do not compare.
-fn compare(left: &Json, operator: Comparison, right: &Json) -> Truth {
+/// only a null, items of different kinds (and arrays, objects) do not compare;
+/// datetimes compare as [`datetime::compare`] has them.
+fn compare(left: &Json, operator: Comparison, right: &Json) -> Result<Truth, QueryError> {
     use std::cmp::Ordering;
+    let datetimes = datetime::is_datetime(left) || datetime::is_datetime(right);
     let ordering = match (left, right) {
+        _ if datetimes => match datetime::compare(left, right) {
+            Some(ordering) => ordering?,
+            // A null equals no datetime; anything else does not compare.
+            None if matches!(left, Json::Null) || matches!(right, Json::Null) => {
+                return Ok(Truth::of(operator == Comparison::Ne));
+            }
+            None => return Ok(Truth::Unknown),
+        },
         (Json::Null, Json::Null) => Ordering::Equal,
-        (Json::Null, _) | (_, Json::Null) => return Truth::of(operator == Comparison::Ne),
+        (Json::Null, _) | (_, Json::Null) => return Ok(Truth::of(operator == Comparison::Ne)),
         (Json::Bool(l), Json::Bool(r)) => l.cmp(r),
         (Json::String(l), Json::String(r)) => l.cmp(r),
         (Json::Number(l), Json::Number(r)) => match (Decimal::parse(l), Decimal::parse(r)) {
             (Ok(Some(l)), Ok(Some(r))) => l.cmp(&r),
-            _ => return Truth::Unknown,
+            _ => return Ok(Truth::Unknown),
         },
-        _ => return Truth::Unknown,
+        _ => return Ok(Truth::Unknown),
     };
-    Truth::of(match operator {
+    Ok(Truth::of(match operator {
         Comparison::Eq => ordering == Ordering::Equal,
         Comparison::Ne => ordering != Ordering::Equal,
         Comparison::Lt => ordering == Ordering::Less,
         Comparison::Le => ordering != Ordering::Greater,
         Comparison::Gt => ordering == Ordering::Greater,
         Comparison::Ge => ordering != Ordering::Less,
-    })
+    }))
 }
 
 /// `target @? path` and `target @@ path`: `jsonb_path_exists` and
@@ -1048,6 +1096,46 @@ mod tests {
     }
 
     #[test]
+    fn datetimes_read_print_and_compare() {
+        let times = r#"["2023-01-02", "10:11:12.5+01", "2023-01-02T10:11:12", " 2023-01-02 10:11:12-03:30"]"#;
+        assert_eq!(
+            run(times, "$[*].datetime()").unwrap(),
+            [
+                r#""2023-01-02""#,
+                r#""10:11:12.5+01:00""#,
+                r#""2023-01-02T10:11:12""#,
+                r#""2023-01-02T10:11:12-03:30""#
+            ]
+        );
+        assert_eq!(
+            run(times, "$[2].datetime().type()").unwrap(),
+            [r#""timestamp without time zone""#]
+        );
+        let dates = r#"["2023-01-02", "2022-12-31", "x"]"#;
+        assert_eq!(
+            run(
+                dates,
+                r#"$[*] ? (@.datetime() >= "2023-01-02 00:00:00".datetime())"#
+            )
+            .unwrap(),
+            [r#""2023-01-02""#]
+        );
+        // A datetime is no string: it equals none.
+        assert_eq!(
+            run(dates, r#"$[0].datetime() == "2023-01-02""#).unwrap(),
+            ["null"]
+        );
+        assert_eq!(
+            run(
+                r#""02/01/2023 10:11""#,
+                r#"$.datetime("dd/mm/yyyy HH24:MI")"#
+            )
+            .unwrap(),
+            [r#""2023-01-02T10:11:00""#]
+        );
+    }
+
+    #[test]
     fn strict_errors_and_refusals() {
         let code = |target: &str, path: &str| run(target, path).unwrap_err().code;
         assert_eq!(
@@ -1059,7 +1147,14 @@ mod tests {
             SqlState::INVALID_SQL_JSON_SUBSCRIPT
         );
         assert_eq!(code("1", "($ + 1) * 2"), SqlState::FEATURE_NOT_SUPPORTED);
-        assert_eq!(code("1", "$.datetime()"), SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(
+            code("1", "$.datetime()"),
+            SqlState::INVALID_ARGUMENT_FOR_SQL_JSON_DATETIME_FUNCTION
+        );
+        assert_eq!(
+            code(r#""2023-02-30""#, "$.datetime()"),
+            SqlState::INVALID_ARGUMENT_FOR_SQL_JSON_DATETIME_FUNCTION
+        );
         // PostgreSQL 15: 2203C.
         assert_eq!(
             code("1", "$.keyvalue()"),

@@ -142,6 +142,43 @@ impl<'a> Input<'a> {
 
 /// Reads `input` as `template` describes it (`to_timestamp`, `to_date`).
 pub fn read_datetime(input: &str, template: &str) -> Result<ReadTime, QueryError> {
+    read_fields(input, template).map(|(read, _, _)| read)
+}
+
+/// Which kinds of fields a template read.
+pub struct FieldKinds {
+    /// A year, month, day, ...
+    pub date: bool,
+    /// An hour, minute, second or fraction.
+    pub time: bool,
+}
+
+/// [`read_datetime`] where all of `input` must be read (jsonpath's
+/// `.datetime(template)`, PostgreSQL's strict mode), and which kinds of
+/// fields the template has.
+pub fn read_datetime_whole(
+    input: &str,
+    template: &str,
+) -> Result<(ReadTime, FieldKinds), QueryError> {
+    let (read, kinds, rest) = read_fields(input, template)?;
+    if !rest.trim_start().is_empty() {
+        return Err(QueryError::new(
+            SqlState::INVALID_DATETIME_FORMAT,
+            "trailing characters remain in input string after datetime format",
+        ));
+    }
+    Ok((read, kinds))
+}
+
+/// [`read_datetime`], the kinds of fields read and the input left unread.
+fn read_fields<'a>(
+    input: &'a str,
+    template: &str,
+) -> Result<(ReadTime, FieldKinds, &'a str), QueryError> {
+    let mut kinds = FieldKinds {
+        date: false,
+        time: false,
+    };
     let keywords: Vec<(&str, (&str, Field))> = DATETIME_KEYWORDS
         .iter()
         .map(|(name, field, _)| (*name, (*name, *field)))
@@ -162,10 +199,43 @@ pub fn read_datetime(input: &str, template: &str) -> Result<ReadTime, QueryError
                 let adjacent = matches!(pieces.get(index + 1), Some(Piece::Keyword { .. }));
                 let fixed = adjacent && !fill_mode;
                 read_field(&mut reader, &mut fields, *field, name, fixed)?;
+                kinds.date |= is_date_field(*field);
+                kinds.time |= is_time_field(*field);
             }
         }
     }
-    assemble(&fields, input)
+    Ok((assemble(&fields, input)?, kinds, reader.rest))
+}
+
+fn is_date_field(field: Field) -> bool {
+    matches!(
+        field,
+        Field::Year(_)
+            | Field::YearWithComma
+            | Field::Century
+            | Field::MonthNumber
+            | Field::MonthName { .. }
+            | Field::RomanMonth
+            | Field::DayOfMonth
+            | Field::DayOfYear
+            | Field::Julian
+            | Field::Era { .. }
+    )
+}
+
+fn is_time_field(field: Field) -> bool {
+    matches!(
+        field,
+        Field::Hour24
+            | Field::Hour12
+            | Field::Minute
+            | Field::Second
+            | Field::SecondsOfDay
+            | Field::Millisecond
+            | Field::Microsecond
+            | Field::Fraction(_)
+            | Field::Meridiem { .. }
+    )
 }
 
 /// Reads one template field into `fields`.

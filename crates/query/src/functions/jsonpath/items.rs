@@ -170,7 +170,10 @@ pub fn method(method: Method, item: Json, strict: bool) -> Result<Option<Json>, 
         }
         (Method::Size, _) => Json::Number("1".to_string()),
         (Method::Double, Json::Number(text)) => Json::Number(double(&text)?),
-        (Method::Double, Json::String(text)) => Json::Number(double(&text)?),
+        // A datetime is no string to read a number from.
+        (Method::Double, Json::String(text)) if !super::datetime::is_datetime_text(&text) => {
+            Json::Number(double(&text)?)
+        }
         (Method::Double, _) => {
             return Err(non_numeric(
                 "jsonpath item method .double() can only be applied to a string or numeric value",
@@ -187,6 +190,9 @@ pub fn method(method: Method, item: Json, strict: bool) -> Result<Option<Json>, 
 }
 
 fn type_name(item: &Json) -> &'static str {
+    if let Some(name) = super::datetime::type_name(item) {
+        return name;
+    }
     match item {
         Json::Null => "null",
         Json::Bool(_) => "boolean",
