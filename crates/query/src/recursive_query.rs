@@ -174,12 +174,26 @@ struct Term<'a> {
 }
 
 /// The expression of `plan`'s output column `index`, where `plan` is a
-/// projection (the recursive term's `SELECT` list).
+/// projection (the recursive term's `SELECT` list). Where it only names a
+/// column of a projection below it (the display-scale rewrite puts one
+/// between the `SELECT` list and the term's output), that column's
+/// expression.
 fn output_expr(plan: &LogicalPlan, index: usize) -> Option<&Expr> {
-    match plan {
-        LogicalPlan::Projection(projection) => projection.expr.get(index),
-        _ => None,
+    let LogicalPlan::Projection(projection) = plan else {
+        return None;
+    };
+    let expr = projection.expr.get(index)?;
+    let named = match expr {
+        Expr::Alias(alias) => alias.expr.as_ref(),
+        other => other,
+    };
+    if let Expr::Column(column) = named
+        && let Ok(below) = projection.input.schema().index_of_column(column)
+        && let Some(below) = output_expr(&projection.input, below)
+    {
+        return Some(below);
     }
+    Some(expr)
 }
 
 /// Whether the first term's numeric column `first` has a typmod (floe's

@@ -539,6 +539,12 @@ async fn recursive_ctes_whose_union_is_not_the_first_terms_type_are_refused() {
     );
     let (code, _) = error("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r").await;
     assert_eq!(code, "42804");
+    // As a session runs it, with display scales: their rewrite puts a projection
+    // between the recursive term's `SELECT` list and its output.
+    let refused = scaled_rows("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r")
+        .await
+        .map_err(|error| error.code.to_string());
+    assert_eq!(refused, Err("42804".to_string()));
     // A term that keeps the typmod is one type with the first.
     assert_eq!(
         rows("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT (n * 2)::numeric(10,2) FROM r WHERE n < 3) SELECT count(*) FROM r").await,
