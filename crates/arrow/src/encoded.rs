@@ -440,7 +440,7 @@ fn numeric_bytes_to_i128(
         return Some(Ok(value));
     }
     let text = std::str::from_utf8(bytes).ok()?;
-    Some(crate::decimal_to_i128(text, precision, scale))
+    Some(crate::parsed_decimal(text, precision, scale))
 }
 
 /// A text column gathered from encodings without checking each value for UTF-8: the

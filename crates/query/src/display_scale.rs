@@ -1977,17 +1977,14 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     }
     if let DataType::List(element) = field.data_type()
         && matches!(element.data_type(), DataType::List(_))
-        && is_decimal(innermost(element.data_type()))
+        && functions::arithmetic::is_decimal(innermost(element.data_type()))
     {
         return scaled_nested_array(expr, input);
     }
     // Also an array of numerics of more digits than floe's numeric holds
     // (`ARRAY[1.5, 2] || 1e40`, Decimal256).
     if let DataType::List(element) = field.data_type()
-        && matches!(
-            element.data_type(),
-            DataType::Decimal128(..) | DataType::Decimal256(..)
-        )
+        && functions::arithmetic::is_decimal(element.data_type())
     {
         return scaled_array(expr, element, input);
     }
@@ -2394,6 +2391,14 @@ fn typed_item_scales(value: &Expr, input: &Rewritten) -> Option<Expr> {
         DataType::Null => return Some(lit(ScalarValue::Null)),
         _ => return None,
     };
+    item_type_scales(value, item)
+}
+
+/// The display scales of the items of `value`, an array of items of `item`,
+/// each its item type's: NULL for an unconstrained numeric's (an item without
+/// a known scale prints as floe prints it); `None` for items of no exact
+/// number type.
+fn item_type_scales(value: &Expr, item: &Field) -> Option<Expr> {
     let item_scale = match item.data_type() {
         DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
             if !numeric_display::is_bare(item) =>
@@ -2404,11 +2409,10 @@ fn typed_item_scales(value: &Expr, input: &Rewritten) -> Option<Expr> {
         data_type if functions::arithmetic::is_integer(data_type) => Some(0),
         _ => return None,
     };
-    let scales = array_repeat(
+    Some(array_repeat(
         lit(ScalarValue::Int32(item_scale)),
         cardinality(value.clone()),
-    );
-    Some(scales)
+    ))
 }
 
 /// The display scales of the items of an array of numerics of more
@@ -2454,13 +2458,6 @@ fn innermost(data_type: &DataType) -> &DataType {
         DataType::List(item) => innermost(item.data_type()),
         other => other,
     }
-}
-
-fn is_decimal(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Decimal128(..) | DataType::Decimal256(..)
-    )
 }
 
 /// Whether a function joins arrays and items into one array, its items
@@ -2512,24 +2509,11 @@ fn joined_scales(arg: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Expr>)
     if let Some(Scale::Dynamic(scales)) = scale {
         return Ok((value, Some(scales)));
     }
-    let item_scale = match item.data_type() {
-        DataType::Decimal128(_, scale) | DataType::Decimal256(_, scale)
-            if !numeric_display::is_bare(item) =>
-        {
-            Some(i32::from(*scale))
-        }
-        // An unconstrained numeric's items without known scales print as
-        // floe prints them (a NULL scale), the other arguments' at theirs
-        // (`NULL::numeric[] || 1.50` is `{1.50}`).
-        DataType::Decimal128(..) => None,
-        data_type if functions::arithmetic::is_integer(data_type) => Some(0),
-        _ => return Ok((value, None)),
-    };
-    let scales = array_repeat(
-        lit(ScalarValue::Int32(item_scale)),
-        cardinality(value.clone()),
-    );
-    Ok((value, Some(scales)))
+    // An unconstrained numeric's items without known scales print as floe
+    // prints them (a NULL scale), the other arguments' at theirs
+    // (`NULL::numeric[] || 1.50` is `{1.50}`).
+    let scales = item_type_scales(&value, item);
+    Ok((value, scales))
 }
 
 /// A `generate_series` of numerics, with its values' display scales: the

@@ -960,12 +960,7 @@ fn array_with_element(
         return Ok(None);
     }
     let list = |t: Option<&DataType>| matches!(t, Some(DataType::List(_)));
-    let element = |t: Option<&DataType>| {
-        t.is_some_and(|t| {
-            matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))
-                || functions::arithmetic::is_integer(t)
-        })
-    };
+    let element = |t: Option<&DataType>| t.is_some_and(functions::arithmetic::is_exact);
     let name = if list(left) && element(right) {
         "array_append"
     } else if element(left) && list(right) {

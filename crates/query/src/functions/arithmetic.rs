@@ -27,6 +27,20 @@ pub fn is_integer(data_type: &DataType) -> bool {
     data_type.is_integer()
 }
 
+/// Whether a type is a decimal: floe's numeric, or one of more digits than it
+/// holds (`1e40` beside `1.5`).
+pub fn is_decimal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Decimal128(..) | DataType::Decimal256(..)
+    )
+}
+
+/// Whether a type is of exact numbers: a decimal or an integer.
+pub fn is_exact(data_type: &DataType) -> bool {
+    is_decimal(data_type) || is_integer(data_type)
+}
+
 /// The type of an integer operation's result.
 fn result_type(left: &DataType, right: &DataType) -> DataType {
     use DataType as D;

@@ -19,8 +19,9 @@ use datafusion::logical_expr::{
 };
 use floe_repr::{Datum, SqlState};
 
+use super::arithmetic::is_exact;
 use super::array::dimensions;
-use super::compatible_element::{common_decimal, is_exact};
+use super::compatible_element::common_decimal;
 use crate::error::QueryError;
 
 pub(super) fn function() -> ScalarUDF {

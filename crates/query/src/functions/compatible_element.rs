@@ -17,7 +17,7 @@ use datafusion::logical_expr::{
     Volatility,
 };
 
-use super::arithmetic::is_integer;
+use super::arithmetic::{is_decimal, is_exact};
 use super::numeric_display::is_bare;
 
 pub(super) fn functions() -> Vec<ScalarUDF> {
@@ -129,18 +129,6 @@ fn exact_number_types(arg_types: &[DataType], array: usize) -> Option<Vec<DataTy
     } else {
         vec![common, list]
     })
-}
-
-fn is_decimal(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Decimal128(..) | DataType::Decimal256(..)
-    )
-}
-
-/// Whether a type is of exact numbers: a decimal or an integer.
-pub(super) fn is_exact(data_type: &DataType) -> bool {
-    is_decimal(data_type) || is_integer(data_type)
 }
 
 /// The narrowest decimal holding values of both exact number types: of

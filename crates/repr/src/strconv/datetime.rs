@@ -110,7 +110,8 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-pub(super) fn days_in_month(year: i64, month: u32) -> u32 {
+/// The days of `month` (1 to 12) of `year` (proleptic Gregorian).
+pub fn days_in_month(year: i64, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

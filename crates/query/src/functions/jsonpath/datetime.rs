@@ -281,7 +281,8 @@ fn made(read: ReadTime, dated: bool, timed: bool) -> DateTime {
     };
     let zone = read.zone_seconds.unwrap_or(0);
     let date = civil_text(read.epoch_days);
-    let time = time_text(read.micros_of_day);
+    // `HH:MM:SS`, with the fraction's digits up to its last nonzero one.
+    let time = floe_repr::strconv::format_time(read.micros_of_day);
     let (value, text) = match kind {
         Kind::Date => (read.epoch_days, date),
         Kind::Time => (read.micros_of_day, time),
@@ -351,7 +352,11 @@ impl Scanner<'_> {
             return None;
         }
         let (day, _) = ahead.digits(2)?;
-        let valid = (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month);
+        let valid = u32::try_from(month).is_ok_and(|month| {
+            (1..=12).contains(&month)
+                && day >= 1
+                && day <= i64::from(floe_repr::strconv::days_in_month(year, month))
+        });
         if !valid {
             return None;
         }
@@ -408,40 +413,12 @@ impl Scanner<'_> {
     }
 }
 
-fn days_in_month(year: i64, month: i64) -> i64 {
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Printing a datetime as PostgreSQL's JSON shows it
 
 fn civil_text(epoch_days: i64) -> String {
     let (year, month, day) = floe_repr::strconv::civil_from_days(epoch_days);
     format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// `HH:MM:SS`, with the fraction's digits up to its last nonzero one.
-fn time_text(micros_of_day: i64) -> String {
-    let seconds = micros_of_day / MICROS_PER_SECOND;
-    let micros = micros_of_day % MICROS_PER_SECOND;
-    let mut text = format!(
-        "{:02}:{:02}:{:02}",
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60
-    );
-    if micros != 0 {
-        let fraction = format!("{micros:06}");
-        text.push('.');
-        text.push_str(fraction.trim_end_matches('0'));
-    }
-    text
 }
 
 /// `+HH:MM` (with `:SS` where the offset has seconds).
