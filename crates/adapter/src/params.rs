@@ -539,6 +539,27 @@ impl LiteralTaker {
     }
 }
 
+/// Whether `expr` names a column. A literal is taken only where it is compared
+/// with a value of the rows: a comparison of constants (`1 = 2`, `-59 = 55 *
+/// -56`) is folded when planned, as PostgreSQL folds it, so that what it
+/// decides (a `CASE` branch never taken, with its `1 / 0`) is never run.
+fn names_column(expr: &Expr) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Columns;
+    impl Visitor for Columns {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
+            match expr {
+                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                    std::ops::ControlFlow::Break(())
+                }
+                _ => std::ops::ControlFlow::Continue(()),
+            }
+        }
+    }
+    expr.visit(&mut Columns).is_break()
+}
+
 /// The value of an unsigned integer literal that fits an `integer`.
 fn integer_literal(value: &Value) -> Option<i32> {
     match value {
@@ -560,11 +581,19 @@ impl VisitorMut for LiteralTaker {
                 op: Op::Eq | Op::NotEq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq,
                 right,
             } => {
-                self.take(left);
-                self.take(right);
+                if names_column(right) {
+                    self.take(left);
+                }
+                if names_column(left) {
+                    self.take(right);
+                }
             }
-            Expr::InList { list, .. } => list.iter_mut().for_each(|item| self.take(item)),
-            Expr::Between { low, high, .. } => {
+            Expr::InList { expr, list, .. } if names_column(expr) => {
+                list.iter_mut().for_each(|item| self.take(item))
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } if names_column(expr) => {
                 self.take(low);
                 self.take(high);
             }
@@ -630,6 +659,9 @@ mod tests {
             "SELECT a FROM t WHERE a = 3000000000",
             "SELECT a FROM t WHERE a = -2147483649",
             "SELECT a FROM t WHERE a = 1.0 OR b = '1'",
+            // Constants compared with constants: folded when planned.
+            "SELECT CASE WHEN 1 = 2 THEN 1 / 0 END",
+            "SELECT 3 IN (1, 2), 4 BETWEEN 1 AND 2 FROM t WHERE -59 = 55 * -56 + 95",
             // The statement's own parameters.
             "SELECT a FROM t WHERE a = $1 AND b = 2",
             "INSERT INTO t VALUES (1)",

@@ -71,7 +71,9 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 
 use crate::QueryError;
-use crate::functions::{self, numeric_display, numeric_division, numeric_scale, series};
+use crate::functions::{
+    self, numeric_display, numeric_division, numeric_product, numeric_scale, series,
+};
 use crate::snapshot::SnapshotTable;
 
 /// `plan` with PostgreSQL's display scale of each numeric value it outputs,
@@ -2134,6 +2136,17 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                     scale => dynamic(scale),
                 };
                 (rebuilt, scale)
+            } else if is_decimal && name == numeric_product::NUMERIC_MULTIPLY && values.len() == 2 {
+                // PostgreSQL's product has its operands' places together.
+                let right = scales.pop().flatten();
+                let left = scales.pop().flatten();
+                match (left, right) {
+                    (Some(l), Some(r)) => {
+                        let sum = l.into_expr(&values[0])? + r.into_expr(&values[1])?;
+                        (rebuilt, Some(sum))
+                    }
+                    _ => (rebuilt, None),
+                }
             } else if is_decimal && name == "array_element" && values.len() == 2 {
                 // The item's own scale.
                 match scales.swap_remove(0) {

@@ -22,7 +22,8 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DFSchema, Result as DfResult, ScalarValue};
 use datafusion::config::ConfigOptions;
 use datafusion::logical_expr::expr::{
-    Between, BinaryExpr, Exists, GetFieldAccess, InList, InSubquery, SetComparison, SetQuantifier,
+    Between, BinaryExpr, Case, Exists, GetFieldAccess, InList, InSubquery, SetComparison,
+    SetQuantifier,
 };
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::planner::{
@@ -252,6 +253,18 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             {
                 return Ok(Transformed::yes(expr));
             }
+            // A product of decimals DataFusion would cut, as floe's exact one
+            // (an unconstrained numeric operand made it one when planned).
+            if op == Operator::Multiply
+                && let Some(product) = functions::numeric_product::product(
+                    &left,
+                    left_field.data_type(),
+                    &right,
+                    right_field.data_type(),
+                )
+            {
+                return Ok(Transformed::yes(product));
+            }
             Ok(Transformed::no(Expr::BinaryExpr(BinaryExpr {
                 left,
                 op,
@@ -312,8 +325,56 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             let (_, field) = argument.to_field(schema)?;
             Ok(Transformed::yes(lit(type_name(&field))))
         }
+        Expr::Case(case)
+            if case.expr.as_deref().is_some_and(|operand| {
+                functions::arithmetic::is_constant(operand) && equals_plainly(operand, schema)
+            }) =>
+        {
+            Ok(Transformed::yes(searched_case(case)))
+        }
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// `CASE c WHEN v THEN r ... END` of a constant `c` as `CASE WHEN c = v THEN r
+/// ... END`, which the simplifier folds where `v` is constant too: PostgreSQL
+/// drops a branch whose test is false before it plans the branch's result (so
+/// `CASE -59 WHEN 1 THEN max(89 / 0) END` neither divides nor aggregates),
+/// and DataFusion's simplifier folds only the second form.
+fn searched_case(case: Case) -> Expr {
+    let Case {
+        expr,
+        when_then_expr,
+        else_expr,
+    } = case;
+    let Some(operand) = expr else {
+        return Expr::Case(Case::new(None, when_then_expr, else_expr));
+    };
+    let branches = when_then_expr
+        .into_iter()
+        .map(|(value, result)| (Box::new(operand.as_ref().clone().eq(*value)), result))
+        .collect();
+    Expr::Case(Case::new(None, branches, else_expr))
+}
+
+/// Whether the engine's `=` of `operand`'s type is PostgreSQL's: numbers,
+/// text and booleans (a jsonb's, by key, is floe's own; see
+/// `crate::jsonb_keys`).
+fn equals_plainly(operand: &Expr, schema: &DFSchema) -> bool {
+    let Ok((_, field)) = operand.to_field(schema) else {
+        return false;
+    };
+    matches!(
+        functions::sql_type(&field),
+        SqlScalarType::Int16
+            | SqlScalarType::Int32
+            | SqlScalarType::Int64
+            | SqlScalarType::Numeric { .. }
+            | SqlScalarType::Float32
+            | SqlScalarType::Float64
+            | SqlScalarType::Bool
+            | SqlScalarType::Text
+    )
 }
 
 /// `x IN (a, b, ...)` with its string literals read as the type of its first
@@ -797,6 +858,9 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
             return Ok(PlannerResult::Planned(quotient));
         }
+        if let Some(product) = numeric_product(&expr, schema)? {
+            return Ok(PlannerResult::Planned(product));
+        }
         if let Some(arithmetic) = bare_arithmetic(&expr, schema)? {
             return Ok(PlannerResult::Planned(arithmetic));
         }
@@ -1020,6 +1084,35 @@ fn numeric_division(
         exact(&expr.left, left),
         exact(&expr.right, right),
     ))
+}
+
+/// `numeric * numeric` of many places as floe's exact product
+/// ([`functions::numeric_product`]), an unconstrained numeric where an
+/// operand is one (as [`bare_arithmetic`] has it). The analyzer does the same
+/// for products whose operands' types are known only then.
+fn numeric_product(expr: &RawBinaryExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
+    if expr.op != sqlparser::ast::BinaryOperator::Multiply {
+        return Ok(None);
+    }
+    let field = |side: &Expr| side.to_field(schema).ok().map(|(_, f)| f);
+    let (Some(left), Some(right)) = (field(&expr.left), field(&expr.right)) else {
+        return Ok(None);
+    };
+    let Some(product) = functions::numeric_product::product(
+        &expr.left,
+        left.data_type(),
+        &expr.right,
+        right.data_type(),
+    ) else {
+        return Ok(None);
+    };
+    let bare = functions::numeric_display::is_bare;
+    if bare(&left) || bare(&right) {
+        return functions::numeric_display::bare(product)
+            .map(Some)
+            .map_err(crate::QueryError::into_datafusion);
+    }
+    Ok(Some(product))
 }
 
 /// `+`, `-`, `*` or `%` of an unconstrained numeric and a decimal or an

@@ -47,6 +47,11 @@ const LIST_FUNCTIONS: &[(&str, &str, Option<&str>)] = &[
         None,
     ),
     (
+        "jsonb_path_query_tz",
+        crate::functions::jsonpath::PATH_QUERY_TZ,
+        None,
+    ),
+    (
         "regexp_split_to_table",
         crate::functions::text::REGEXP_SPLIT,
         None,
@@ -73,6 +78,7 @@ const DOCUMENT_LISTS: &[&str] = &[
     jsonb::ARRAY_ELEMENTS,
     jsonb::EACH_VALUES,
     crate::functions::jsonpath::PATH_QUERY,
+    crate::functions::jsonpath::PATH_QUERY_TZ,
 ];
 
 /// The list functions whose items are `json` values, read as `json` again.

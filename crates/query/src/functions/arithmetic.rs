@@ -12,11 +12,13 @@ use datafusion::arrow::array::{Array, ArrayRef, Int64Array};
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::error::ArrowError;
+use datafusion::common::metadata::FieldMetadata;
 use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    ColumnarValue, Expr, ExprSchemable, Operator, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
 };
 use floe_repr::SqlState;
 
@@ -157,6 +159,13 @@ impl ScalarUDFImpl for IntegerOp {
         })
     }
 
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
+        Ok(match null_of_null_argument(self, &args, info) {
+            Some(null) => ExprSimplifyResult::Simplified(null),
+            None => ExprSimplifyResult::Original(args),
+        })
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let ty = args.return_type().clone();
         let scalar = args
@@ -239,4 +248,80 @@ fn range_error(error: ArrowError, ty: &DataType) -> datafusion::error::DataFusio
         .into_datafusion(),
         other => other.into(),
     }
+}
+
+/// PostgreSQL's planner folds a call of a strict function with a NULL constant
+/// argument to NULL before the call runs: `count(*) / 0 * NULL::int` is NULL,
+/// its division never made. floe's own arithmetic (`simplify` of its integer
+/// and numeric operators) folds the same way; DataFusion's simplifier does so
+/// for its operators. `None` where no argument is a NULL constant, or the
+/// result's field cannot be read from the arguments' (then the call runs).
+pub(crate) fn null_of_null_argument(
+    function: &dyn ScalarUDFImpl,
+    args: &[Expr],
+    info: &SimplifyContext,
+) -> Option<Expr> {
+    if !args
+        .iter()
+        .any(|arg| matches!(arg, Expr::Literal(value, _) if value.is_null()))
+    {
+        return None;
+    }
+    // PostgreSQL's planner folds from the leaves: a constant operand that fails
+    // (`1 / 0 * NULL`) raises its error first. The simplifier leaves such an
+    // operand unevaluated, so it runs, and fails, as the call does.
+    if args.iter().any(failed_constant) {
+        return None;
+    }
+    let fields = args
+        .iter()
+        .map(|arg| arg.to_field(info.schema()).map(|(_, field)| field))
+        .collect::<DfResult<Vec<_>>>()
+        .ok()?;
+    let scalars: Vec<Option<&ScalarValue>> = args
+        .iter()
+        .map(|arg| match arg {
+            Expr::Literal(value, _) => Some(value),
+            _ => None,
+        })
+        .collect();
+    let field = function
+        .return_field_from_args(ReturnFieldArgs {
+            arg_fields: &fields,
+            scalar_arguments: &scalars,
+        })
+        .ok()?;
+    let null = ScalarValue::try_from(field.data_type()).ok()?;
+    let metadata = (!field.metadata().is_empty()).then(|| FieldMetadata::from(field.as_ref()));
+    Some(Expr::Literal(null, metadata))
+}
+
+/// Whether `arg` is a constant the simplifier could not evaluate: no literal,
+/// yet nothing in it that varies by row or run.
+fn failed_constant(arg: &Expr) -> bool {
+    !matches!(arg, Expr::Literal(..)) && is_constant(arg)
+}
+
+/// Whether `expr` is the same for every row and run: no column, parameter,
+/// subquery or aggregate in it, and nothing volatile.
+pub(crate) fn is_constant(expr: &Expr) -> bool {
+    use datafusion::common::tree_node::TreeNode;
+    if expr.is_volatile() {
+        return false;
+    }
+    let varies = expr.exists(|node| {
+        Ok(matches!(
+            node,
+            Expr::Column(_)
+                | Expr::OuterReferenceColumn(..)
+                | Expr::Placeholder(_)
+                | Expr::ScalarSubquery(_)
+                | Expr::Exists(_)
+                | Expr::InSubquery(_)
+                | Expr::SetComparison(_)
+                | Expr::AggregateFunction(_)
+                | Expr::WindowFunction(_)
+        ))
+    });
+    !varies.unwrap_or(true)
 }

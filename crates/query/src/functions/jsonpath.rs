@@ -1,6 +1,7 @@
 //! SQL/JSON paths, the common part of PostgreSQL's `jsonpath`, for
 //! `jsonb_path_query` (and `_array`, `_first`), `jsonb_path_exists`,
-//! `jsonb_path_match` and the operators `@?` and `@@`.
+//! `jsonb_path_match`, each also as `_tz` (which compares datetimes with and
+//! without a zone), and the operators `@?` and `@@`.
 //!
 //! Read: `lax` (the default) and `strict`; `$`, `@` and `$variable`; the
 //! accessors `.key`, `."key"`, `.*`, `[*]`, `[n]`, `[n to m]`, `[last]` (and
@@ -31,50 +32,102 @@ use crate::error::QueryError;
 
 /// The list `jsonb_path_query` unnests (see `crate::srf`).
 pub const PATH_QUERY: &str = "floe_jsonb_path_query";
+/// The list `jsonb_path_query_tz` unnests.
+pub const PATH_QUERY_TZ: &str = "floe_jsonb_path_query_tz";
+
+/// Whether a function may read a datetime without a zone in the session's zone
+/// to compare it with one that has a zone: only the `_tz` functions may, as
+/// their results then depend on the session.
+#[derive(Clone, Copy)]
+enum SessionZone {
+    Refused,
+    Used,
+}
 
 pub(super) fn functions() -> Vec<ScalarUDF> {
+    use SessionZone::{Refused, Used};
     let immutable = Volatility::Immutable;
-    let jsonb_list = |_: &Arguments<'_>| {
-        Ok(SqlScalarType::List {
-            element: Box::new(SqlScalarType::Jsonb),
-        })
-    };
+    let stable = Volatility::Stable;
     vec![
         RowFunction::new(PATH_QUERY, immutable, jsonb_list, |row, _| {
-            Ok(Datum::List(
-                query(row)?.unwrap_or_default().iter().map(jsonb).collect(),
-            ))
+            query_list(row, Refused)
+        })
+        .udf(),
+        RowFunction::new(PATH_QUERY_TZ, stable, jsonb_list, |row, _| {
+            query_list(row, Used)
         })
         .udf(),
         RowFunction::new(
             "jsonb_path_query_array",
             immutable,
             jsonb_result,
-            |row, _| {
-                // An error kept quiet yields no items: `[]`.
-                Ok(jsonb(&Json::Array(query(row)?.unwrap_or_default())))
-            },
+            |row, _| query_array(row, Refused),
+        )
+        .udf(),
+        RowFunction::new(
+            "jsonb_path_query_array_tz",
+            stable,
+            jsonb_result,
+            |row, _| query_array(row, Used),
         )
         .udf(),
         RowFunction::new(
             "jsonb_path_query_first",
             immutable,
             jsonb_result,
-            |row, _| {
-                let first = query(row)?.and_then(|items| items.into_iter().next());
-                Ok(first.map_or(Datum::Null, |item| jsonb(&item)))
-            },
+            |row, _| query_first(row, Refused),
+        )
+        .udf(),
+        RowFunction::new(
+            "jsonb_path_query_first_tz",
+            stable,
+            jsonb_result,
+            |row, _| query_first(row, Used),
         )
         .udf(),
         RowFunction::new("jsonb_path_exists", immutable, bool_result, |row, _| {
-            Ok(query(row)?.map_or(Datum::Null, |items| Datum::Bool(!items.is_empty())))
+            exists(row, Refused)
+        })
+        .udf(),
+        RowFunction::new("jsonb_path_exists_tz", stable, bool_result, |row, _| {
+            exists(row, Used)
         })
         .udf(),
         RowFunction::new("jsonb_path_match", immutable, bool_result, |row, _| {
-            path_match(row)
+            path_match(row, Refused)
+        })
+        .udf(),
+        RowFunction::new("jsonb_path_match_tz", stable, bool_result, |row, _| {
+            path_match(row, Used)
         })
         .udf(),
     ]
+}
+
+fn jsonb_list(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    Ok(SqlScalarType::List {
+        element: Box::new(SqlScalarType::Jsonb),
+    })
+}
+
+/// `jsonb_path_query`'s items, as the list its set unnests.
+fn query_list(row: &[Datum], zone: SessionZone) -> Result<Datum, QueryError> {
+    let items = query(row, zone)?.unwrap_or_default();
+    Ok(Datum::List(items.iter().map(jsonb).collect()))
+}
+
+/// `jsonb_path_query_array`: an error kept quiet yields no items, `[]`.
+fn query_array(row: &[Datum], zone: SessionZone) -> Result<Datum, QueryError> {
+    Ok(jsonb(&Json::Array(query(row, zone)?.unwrap_or_default())))
+}
+
+fn query_first(row: &[Datum], zone: SessionZone) -> Result<Datum, QueryError> {
+    let first = query(row, zone)?.and_then(|items| items.into_iter().next());
+    Ok(first.map_or(Datum::Null, |item| jsonb(&item)))
+}
+
+fn exists(row: &[Datum], zone: SessionZone) -> Result<Datum, QueryError> {
+    Ok(query(row, zone)?.map_or(Datum::Null, |items| Datum::Bool(!items.is_empty())))
 }
 
 fn jsonb_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
@@ -89,16 +142,16 @@ fn bool_result(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
 
 /// The items the path of `row` (target, path, vars, silent) yields; `None`
 /// for an error `silent` keeps quiet.
-fn query(row: &[Datum]) -> Result<Option<Vec<Json>>, QueryError> {
+fn query(row: &[Datum], zone: SessionZone) -> Result<Option<Vec<Json>>, QueryError> {
     let silent = matches!(row.get(3), Some(Datum::Bool(true)));
-    let result = evaluate(row);
+    let result = evaluate(row, zone);
     match result {
         Err(error) if silent && error.code != SqlState::FEATURE_NOT_SUPPORTED => Ok(None),
         other => other.map(Some),
     }
 }
 
-fn evaluate(row: &[Datum]) -> Result<Vec<Json>, QueryError> {
+fn evaluate(row: &[Datum], zone: SessionZone) -> Result<Vec<Json>, QueryError> {
     let target = document(&row[0])?;
     let Datum::Text(text) = &row[1] else {
         return Err(QueryError::internal("a jsonpath is text"));
@@ -116,6 +169,7 @@ fn evaluate(row: &[Datum]) -> Result<Vec<Json>, QueryError> {
         root: &target,
         vars: vars.as_ref(),
         strict: path.strict,
+        zone,
     };
     // A datetime the path yields is its text.
     let items = context.items(&path.expr, &target)?;
@@ -123,9 +177,9 @@ fn evaluate(row: &[Datum]) -> Result<Vec<Json>, QueryError> {
 }
 
 /// `jsonb_path_match`: the path's one boolean (NULL for unknown).
-fn path_match(row: &[Datum]) -> Result<Datum, QueryError> {
+fn path_match(row: &[Datum], zone: SessionZone) -> Result<Datum, QueryError> {
     let silent = matches!(row.get(3), Some(Datum::Bool(true)));
-    let Some(items) = query(row)? else {
+    let Some(items) = query(row, zone)? else {
         return Ok(Datum::Null);
     };
     match items.as_slice() {
@@ -678,6 +732,8 @@ struct Context<'a> {
     root: &'a Json,
     vars: Option<&'a Json>,
     strict: bool,
+    /// Whether datetimes with and without a zone compare.
+    zone: SessionZone,
 }
 
 /// Three-valued logic of predicates.
@@ -897,7 +953,9 @@ impl Context<'_> {
                 None => Truth::Unknown,
             },
             Expr::Compare(left, operator, right) => {
-                self.any_pair(left, right, current, |l, r| compare(l, *operator, r))?
+                self.any_pair(left, right, current, |l, r| {
+                    compare(l, *operator, r, self.zone)
+                })?
             }
             // A datetime is no string to match.
             Expr::LikeRegex(value, regex) => {
@@ -985,11 +1043,17 @@ impl Context<'_> {
 /// Two items compared as PostgreSQL's jsonpath compares them: a null equals
 /// only a null, items of different kinds (and arrays, objects) do not compare;
 /// datetimes compare as [`datetime::compare`] has them.
-fn compare(left: &Json, operator: Comparison, right: &Json) -> Result<Truth, QueryError> {
+fn compare(
+    left: &Json,
+    operator: Comparison,
+    right: &Json,
+    zone: SessionZone,
+) -> Result<Truth, QueryError> {
     use std::cmp::Ordering;
     let datetimes = datetime::is_datetime(left) || datetime::is_datetime(right);
+    let session_zone = matches!(zone, SessionZone::Used);
     let ordering = match (left, right) {
-        _ if datetimes => match datetime::compare(left, right) {
+        _ if datetimes => match datetime::compare(left, right, session_zone) {
             Some(ordering) => ordering?,
             // A null equals no datetime; anything else does not compare.
             None if matches!(left, Json::Null) || matches!(right, Json::Null) => {
@@ -1038,7 +1102,7 @@ mod tests {
             Datum::Jsonb(floe_repr::strconv::parse_jsonb(target).unwrap()),
             Datum::Text(path.into()),
         ];
-        Ok(evaluate(&row)?
+        Ok(evaluate(&row, SessionZone::Refused)?
             .iter()
             .map(floe_repr::strconv::json_text)
             .collect())

@@ -23,6 +23,7 @@ pub mod math;
 pub mod numeric_display;
 pub mod numeric_division;
 mod numeric_math;
+pub mod numeric_product;
 pub mod numeric_scale;
 pub mod or_empty;
 pub mod ordered_set;
@@ -76,6 +77,7 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(math::functions())
         .chain(range::functions())
         .chain(numeric_division::functions())
+        .chain(numeric_product::functions())
         .chain(numeric_math::functions())
         .chain(numeric_display::functions())
         .chain(numeric_scale::functions())

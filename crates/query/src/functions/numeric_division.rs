@@ -15,6 +15,8 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use datafusion::arrow::datatypes::{DataType, Decimal128Type, i256};
 use datafusion::common::Result as DfResult;
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -210,6 +212,15 @@ impl ScalarUDFImpl for NumericDivide {
             PRECISION,
             scale,
         )))
+    }
+
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
+        Ok(
+            match super::arithmetic::null_of_null_argument(self, &args, info) {
+                Some(null) => ExprSimplifyResult::Simplified(null),
+                None => ExprSimplifyResult::Original(args),
+            },
+        )
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {

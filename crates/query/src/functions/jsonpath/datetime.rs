@@ -155,9 +155,16 @@ pub fn method(item: &Json, template: Option<&str>) -> Result<Json, QueryError> {
 /// of one kind, or a date and a timestamp (the date at midnight); `None` for
 /// kinds that do not compare (a date and a time). A kind with a zone meets
 /// one without only through the session's zone, which the `_tz` functions
-/// alone may use: an error (floe has no `_tz` functions).
-pub fn compare(left: &Json, right: &Json) -> Option<Result<Ordering, QueryError>> {
-    let (left, right) = (decode(left)?, decode(right)?);
+/// alone may use (`session_zone`); elsewhere that is an error.
+pub fn compare(
+    left: &Json,
+    right: &Json,
+    session_zone: bool,
+) -> Option<Result<Ordering, QueryError>> {
+    let (mut left, mut right) = (decode(left)?, decode(right)?);
+    if session_zone {
+        (left, right) = in_one_zone(left, right);
+    }
     let micros_of_date = |datetime: &DateTime| match datetime.kind {
         Kind::Date => datetime.value * MICROS_PER_DAY,
         _ => datetime.value,
@@ -177,6 +184,39 @@ pub fn compare(left: &Json, right: &Json) -> Option<Result<Ordering, QueryError>
         | (Kind::TimeTz, Kind::Time) => return Some(Err(zone_needed(left.kind, right.kind))),
         _ => return None,
     }))
+}
+
+/// Two datetimes of which one has a zone and the other not, the other read in
+/// the session's zone as PostgreSQL's casts read it (a date at its midnight, a
+/// time given the session's offset). A floe session's zone is always UTC (its
+/// `timezone` setting takes no other), so the values are kept and only the
+/// kind changes. Any other pair is returned as it came.
+fn in_one_zone(left: DateTime, right: DateTime) -> (DateTime, DateTime) {
+    match (left.kind, right.kind) {
+        (Kind::Date | Kind::Timestamp, Kind::TimestampTz) | (Kind::Time, Kind::TimeTz) => {
+            (in_session_zone(left), right)
+        }
+        (Kind::TimestampTz, Kind::Date | Kind::Timestamp) | (Kind::TimeTz, Kind::Time) => {
+            (left, in_session_zone(right))
+        }
+        _ => (left, right),
+    }
+}
+
+/// A date, timestamp or time without a zone as the kind with one, in UTC.
+fn in_session_zone(datetime: DateTime) -> DateTime {
+    let (kind, value) = match datetime.kind {
+        Kind::Date => (Kind::TimestampTz, datetime.value * MICROS_PER_DAY),
+        Kind::Timestamp => (Kind::TimestampTz, datetime.value),
+        Kind::Time => (Kind::TimeTz, datetime.value),
+        kind => (kind, datetime.value),
+    };
+    DateTime {
+        kind,
+        value,
+        zone: 0,
+        text: datetime.text,
+    }
 }
 
 fn zone_needed(from: Kind, to: Kind) -> QueryError {

@@ -1,0 +1,207 @@
+//! `numeric * numeric` where DataFusion's product would hold too few digits
+//! before its point.
+//!
+//! DataFusion types a product of decimals with the sum of their scales and
+//! the sum of their precisions, cut at 38 digits. Two averages (19 places
+//! each) make a decimal of 38 places, which holds nothing above 1:
+//! `avg(a) * avg(b)` failed on any values above it. PostgreSQL's product is
+//! exact. floe computes it exactly, at 76 digits, and keeps it at the larger
+//! of [`KEPT_PLACES`] and either operand's places, rounding half away from
+//! zero as PostgreSQL rounds. Its display scale is still PostgreSQL's, the sum
+//! of the operands' ([`crate::display_scale`]).
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::compute::kernels::numeric;
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use floe_repr::SqlState;
+
+use crate::error::QueryError;
+use crate::functions::columnar;
+
+/// The function such a product is planned as.
+pub const NUMERIC_MULTIPLY: &str = "floe_numeric_multiply";
+
+/// The fewest places a product is kept at: as many as leave it 18 digits
+/// before the point, a bigint's.
+const KEPT_PLACES: i8 = 20;
+/// The digits of a product's column.
+const PRECISION: u8 = 38;
+/// The digits the product is computed at: two operands' of 38 each.
+const WIDE_PRECISION: u8 = 76;
+
+static NUMERIC_MULTIPLY_UDF: LazyLock<Arc<ScalarUDF>> = LazyLock::new(|| {
+    Arc::new(ScalarUDF::new_from_impl(NumericMultiply {
+        signature: Signature::any(2, Volatility::Immutable),
+    }))
+});
+
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    vec![NUMERIC_MULTIPLY_UDF.as_ref().clone()]
+}
+
+/// The places an exact operand of this type has: a decimal's scale, an
+/// integer's none; `None` for any other type.
+fn places(data_type: &DataType) -> Option<i8> {
+    match data_type {
+        DataType::Decimal128(_, scale) => Some(*scale),
+        t if t.is_integer() => Some(0),
+        _ => None,
+    }
+}
+
+/// The digits of an exact operand of this type.
+fn digits(data_type: &DataType) -> u8 {
+    match data_type {
+        DataType::Decimal128(precision, _) => *precision,
+        // Up to a bigint's 19 digits.
+        _ => 19,
+    }
+}
+
+/// The places a product of operands of these places is kept at.
+fn kept_places(left: i8, right: i8) -> i8 {
+    KEPT_PLACES.max(left).max(right)
+}
+
+/// `left * right` as [`NUMERIC_MULTIPLY`] where DataFusion's product of
+/// these operand types would be cut (more digits than a decimal holds) and
+/// hold fewer places than floe keeps, or is a decimal's by the constant 0 or
+/// 1 ([`zero_or_one`]); `None` where DataFusion's is exact, or where an
+/// operand is not an exact number.
+pub fn product(
+    left: &Expr,
+    left_type: &DataType,
+    right: &Expr,
+    right_type: &DataType,
+) -> Option<Expr> {
+    let (left_places, right_places) = (places(left_type)?, places(right_type)?);
+    let cut =
+        u16::from(digits(left_type)) + u16::from(digits(right_type)) + 1 > u16::from(PRECISION);
+    let summed = i16::from(left_places) + i16::from(right_places);
+    let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    let by_constant =
+        (decimal(left_type) && zero_or_one(right)) || (decimal(right_type) && zero_or_one(left));
+    if !by_constant && (!cut || summed <= i16::from(kept_places(left_places, right_places))) {
+        return None;
+    }
+    Some(Expr::ScalarFunction(ScalarFunction::new_udf(
+        NUMERIC_MULTIPLY_UDF.clone(),
+        vec![left.clone(), right.clone()],
+    )))
+}
+
+/// Whether `operand` is the constant 0 or 1. DataFusion's simplifier reads a
+/// decimal times 0 as the 0 (where the decimal cannot be NULL) and a decimal
+/// times 1 as the decimal, each of another type than the product's, and an
+/// expression typed by the product (a `CASE` comparing it) then fails.
+fn zero_or_one(operand: &Expr) -> bool {
+    let value = match operand {
+        Expr::Literal(value, _) => value,
+        // The engine's cast of a literal, folded after.
+        Expr::Cast(cast) => return zero_or_one(&cast.expr),
+        _ => return false,
+    };
+    match value {
+        ScalarValue::Int16(Some(v)) => *v == 0 || *v == 1,
+        ScalarValue::Int32(Some(v)) => *v == 0 || *v == 1,
+        ScalarValue::Int64(Some(v)) => *v == 0 || *v == 1,
+        ScalarValue::Decimal128(Some(v), _, scale) => {
+            *v == 0 || u32::try_from(*scale).is_ok_and(|s| 10_i128.checked_pow(s) == Some(*v))
+        }
+        _ => false,
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct NumericMultiply {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for NumericMultiply {
+    fn name(&self) -> &str {
+        NUMERIC_MULTIPLY
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        let [left, right] = arg_types else {
+            return Err(QueryError::internal("numeric product arity").into_datafusion());
+        };
+        match (places(left), places(right)) {
+            (Some(left), Some(right)) => {
+                Ok(DataType::Decimal128(PRECISION, kept_places(left, right)))
+            }
+            _ => Err(QueryError::internal("numeric product of a non-number").into_datafusion()),
+        }
+    }
+
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
+        Ok(
+            match super::arithmetic::null_of_null_argument(self, &args, info) {
+                Some(null) => ExprSimplifyResult::Simplified(null),
+                None => ExprSimplifyResult::Original(args),
+            },
+        )
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let result_type = args.return_type().clone();
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if scalar { 1 } else { args.number_rows };
+        let [left, right] = args.args.as_slice() else {
+            return Err(QueryError::internal("numeric product arity").into_datafusion());
+        };
+        let product = numeric::mul(&wide(left, length)?, &wide(right, length)?)?;
+        columnar(kept(&product, &result_type)?, scalar)
+    }
+}
+
+/// An operand as a decimal of 76 digits at its own places.
+fn wide(operand: &ColumnarValue, length: usize) -> DfResult<ArrayRef> {
+    let array = operand.to_array(length)?;
+    let places = places(array.data_type())
+        .ok_or_else(|| QueryError::internal("numeric product of a non-number").into_datafusion())?;
+    Ok(cast_with_options(
+        &array,
+        &DataType::Decimal256(WIDE_PRECISION, places),
+        &CastOptions {
+            safe: false,
+            ..CastOptions::default()
+        },
+    )?)
+}
+
+/// The exact product rounded to the result's places; one too large for
+/// them is PostgreSQL's overflow.
+fn kept(product: &ArrayRef, result_type: &DataType) -> DfResult<ArrayRef> {
+    cast_with_options(
+        product,
+        result_type,
+        &CastOptions {
+            safe: false,
+            ..CastOptions::default()
+        },
+    )
+    .map_err(|_| {
+        QueryError::new(
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value overflows numeric format",
+        )
+        .into_datafusion()
+    })
+}
