@@ -670,8 +670,26 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         (D::Int32, D::Int64 | D::Float64) => true,
         (D::Int64, D::Float64) => true,
         (D::Float32, D::Float64) => true,
+        // Arrays of decimals of one type (a column of `VALUES` of arrays
+        // made one), their items' digits all kept.
+        (D::List(from), D::List(to)) => widens_decimal(from.data_type(), to.data_type()),
         // Not a date to a timestamp: Arrow's cast multiplies `infinity`'s
         // day count past an i64 (`rewrite_cast` calls `floe_date_timestamp`).
+        _ => false,
+    }
+}
+
+/// Whether a decimal type (or arrays of them, of any dimensions) holds every
+/// value of another exactly: no fewer places, no fewer integer digits.
+fn widens_decimal(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    match (from, to) {
+        (D::List(from), D::List(to)) => widens_decimal(from.data_type(), to.data_type()),
+        (D::Decimal128(from_digits, from_scale), D::Decimal128(to_digits, to_scale)) => {
+            let integer_digits = |digits: &u8, scale: &i8| i16::from(*digits) - i16::from(*scale);
+            to_scale >= from_scale
+                && integer_digits(to_digits, to_scale) >= integer_digits(from_digits, from_scale)
+        }
         _ => false,
     }
 }
@@ -683,12 +701,20 @@ pub struct PgOperatorPlanner;
 
 impl ExprPlanner for PgOperatorPlanner {
     /// `ARRAY[...]` as floe's `make_array`, which checks that sub-arrays
-    /// match as PostgreSQL's arrays of more dimensions must.
+    /// match as PostgreSQL's arrays of more dimensions must (and their
+    /// types here, where the error is PostgreSQL's own).
     fn plan_array_literal(
         &self,
         exprs: Vec<Expr>,
-        _schema: &DFSchema,
+        schema: &DFSchema,
     ) -> DfResult<PlannerResult<Vec<Expr>>> {
+        let types: Vec<DataType> = exprs
+            .iter()
+            .filter_map(|expr| expr.get_type(schema).ok())
+            .collect();
+        if let Some(error) = functions::unconvertible_sub_array(&types) {
+            return Err(error.into_datafusion());
+        }
         functions::call("make_array", exprs)
             .map(PlannerResult::Planned)
             .map_err(crate::QueryError::into_datafusion)
@@ -902,6 +928,13 @@ impl ExprPlanner for PgOperatorPlanner {
         expr: RawFieldAccessExpr,
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawFieldAccessExpr>> {
+        if let Some(planned) = array_subscript(&expr, schema)? {
+            return Ok(PlannerResult::Planned(planned));
+        }
+        let expr = RawFieldAccessExpr {
+            expr: engine_subscripts(expr.expr),
+            field_access: expr.field_access,
+        };
         let is_text = expr
             .expr
             .to_field(schema)
@@ -922,6 +955,53 @@ impl ExprPlanner for PgOperatorPlanner {
                 expr: expr.expr,
             })),
         }
+    }
+}
+
+/// `a[i]` of an array of more dimensions, or a further subscript of one
+/// ([`functions::ARRAY_ITEM`], of all its subscripts): PostgreSQL's item of
+/// as many subscripts as dimensions, NULL for fewer or more.
+fn array_subscript(expr: &RawFieldAccessExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
+    let GetFieldAccess::ListIndex { key } = &expr.field_access else {
+        return Ok(None);
+    };
+    let mut args = match &expr.expr {
+        Expr::ScalarFunction(call) if call.func.name() == functions::ARRAY_ITEM => {
+            call.args.clone()
+        }
+        array if is_array_of_arrays(array, schema) => vec![array.clone()],
+        _ => return Ok(None),
+    };
+    args.push(key.as_ref().clone());
+    functions::call(functions::ARRAY_ITEM, args)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
+/// Whether `expr` is a PostgreSQL array of more dimensions (an array of
+/// arrays; a Materialize list of lists takes its lists' subscripts).
+fn is_array_of_arrays(expr: &Expr, schema: &DFSchema) -> bool {
+    let Ok((_, field)) = expr.to_field(schema) else {
+        return false;
+    };
+    matches!(
+        functions::sql_type(&field),
+        SqlScalarType::Array { element } if matches!(*element, SqlScalarType::Array { .. })
+    )
+}
+
+/// A slice after subscripts of an array of more dimensions (`a[1][1:2]`)
+/// slices the sub-array the engine's subscripts take, as before.
+fn engine_subscripts(expr: Expr) -> Expr {
+    match expr {
+        Expr::ScalarFunction(call) if call.func.name() == functions::ARRAY_ITEM => {
+            let mut args = call.args.into_iter();
+            let array = args
+                .next()
+                .unwrap_or(Expr::Literal(ScalarValue::Null, None));
+            args.fold(array, datafusion::functions_nested::expr_fn::array_element)
+        }
+        other => other,
     }
 }
 

@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
 use floe_repr::{Datum, SqlState};
 
 use super::arithmetic::is_exact;
-use super::array::dimensions;
+use super::array::{dimensions, innermost};
 use super::compatible_element::common_decimal;
 use crate::error::QueryError;
 
@@ -95,6 +95,42 @@ fn wide_decimal(arg_types: &[DataType]) -> Option<DataType> {
         .iter()
         .try_fold(first.clone(), |common, next| common_decimal(&common, next))?;
     matches!(common, DataType::Decimal256(..)).then_some(common)
+}
+
+/// PostgreSQL's error where a sub-array of NULLs alone, which is `text[]`
+/// (`ARRAY[NULL, NULL]`), meets one of items of another type than text:
+/// the sub-arrays are of the first's type, which the others do not convert
+/// to (`ARRAY[[1,NULL],[NULL,NULL]]`, `ARRAY[[NULL],[1]]`).
+pub(crate) fn unconvertible_sub_array(arg_types: &[DataType]) -> Option<QueryError> {
+    let is_of_nulls = |t: &DataType| matches!(t, DataType::List(_)) && innermost(t).is_null();
+    let is_text = |t: &DataType| is_of_nulls(t) || innermost(t) == &DataType::Utf8;
+    let any_of_nulls = arg_types.iter().any(is_of_nulls);
+    let other = arg_types
+        .iter()
+        .find(|t| matches!(t, DataType::List(_)) && !is_text(t))?;
+    if !any_of_nulls {
+        return None;
+    }
+    let first = arg_types.iter().find(|t| !t.is_null())?;
+    let (from, to) = if is_text(first) {
+        (array_type_name(other), "text[]".to_string())
+    } else {
+        ("text[]".to_string(), array_type_name(first))
+    };
+    Some(QueryError::new(
+        SqlState::CANNOT_COERCE,
+        format!("ARRAY could not convert type {from} to {to}"),
+    ))
+}
+
+/// PostgreSQL's name of an array type (`integer[]` of any dimensions).
+fn array_type_name(data_type: &DataType) -> String {
+    super::sql_type(&datafusion::arrow::datatypes::Field::new(
+        "",
+        data_type.clone(),
+        true,
+    ))
+    .to_string()
 }
 
 /// `array`, a list of sub-arrays, with each row of sub-arrays all NULL or
