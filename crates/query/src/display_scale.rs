@@ -844,7 +844,7 @@ fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option
         return Ok(None);
     };
     // Text read at run time (`t::numeric[]`): its items as written.
-    if matches!(field.data_type(), DataType::Utf8 | DataType::Utf8View) {
+    if is_text(value, input) {
         let call = functions::call(numeric_scale::WRITTEN_SCALES, vec![value.clone(), lit(1)]);
         return call.map(Some).map_err(QueryError::into_datafusion);
     }
@@ -2147,6 +2147,17 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 };
                 (value, Some(scale))
             } else if is_decimal
+                && name == functions::PG_CAST
+                && numeric_display::is_bare(&field)
+                && is_text(&values[0], input)
+            {
+                // Text read at run time (`t::numeric`): the value as written.
+                let scale = call(
+                    numeric_scale::WRITTEN_SCALES,
+                    vec![values[0].clone(), lit(0)],
+                )?;
+                (rebuilt, Some(scale))
+            } else if is_decimal
                 && (name == numeric_display::BARE_NUMERIC
                     || name == "abs"
                     || name == "nullif"
@@ -2416,6 +2427,12 @@ fn sub_array_scales(
         typed_item_scales(source, input),
         own.as_ref() != Some(sub_array),
     )
+}
+
+/// Whether `expr` is text (read as a number at run time).
+fn is_text(expr: &Expr, input: &Rewritten) -> bool {
+    expr.get_type(input.plan.schema().as_ref())
+        .is_ok_and(|t| matches!(t, DataType::Utf8 | DataType::Utf8View))
 }
 
 /// The display scales of an array's items (of any dimensions) of its item

@@ -190,3 +190,30 @@ fn unmatched_dimensions() -> QueryError {
         "multidimensional arrays must have array expressions with matching dimensions",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array_of(item: DataType) -> DataType {
+        DataType::new_list(item, true)
+    }
+
+    #[test]
+    fn a_sub_array_of_nulls_alone_is_text_which_other_items_do_not_meet() {
+        let integers = array_of(DataType::Int32);
+        let nulls = array_of(DataType::Null);
+        let message = |types: &[DataType]| unconvertible_sub_array(types).map(|e| e.message);
+        assert_eq!(
+            message(&[integers.clone(), nulls.clone()]).as_deref(),
+            Some("ARRAY could not convert type text[] to integer[]")
+        );
+        assert_eq!(
+            message(&[nulls.clone(), integers.clone()]).as_deref(),
+            Some("ARRAY could not convert type integer[] to text[]")
+        );
+        assert_eq!(message(&[nulls.clone(), array_of(DataType::Utf8)]), None);
+        assert_eq!(message(&[integers.clone(), DataType::Null]), None);
+        assert!(message(&[array_of(nulls), array_of(integers)]).is_some());
+    }
+}

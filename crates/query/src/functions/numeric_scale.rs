@@ -427,4 +427,25 @@ mod tests {
         );
         assert_eq!(text_at(&numeric("7"), &Datum::Null).unwrap().unwrap(), "7");
     }
+
+    #[test]
+    fn written_scales_are_each_item_as_written_in_its_shape() {
+        let scales = |text: &str, dimensions: usize| written_scales(text, dimensions);
+        assert_eq!(
+            scales("{1.50,NULL,-3}", 1),
+            Some(Datum::List(vec![
+                Datum::Int32(2),
+                Datum::Null,
+                Datum::Int32(0)
+            ]))
+        );
+        assert_eq!(
+            scales("{{2.0},{4.125}}", 2),
+            Some(Datum::List(vec![
+                Datum::List(vec![Datum::Int32(1)]),
+                Datum::List(vec![Datum::Int32(3)]),
+            ]))
+        );
+        assert_eq!(scales("{1.50,x}", 1), None);
+    }
 }
