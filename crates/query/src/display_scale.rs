@@ -2347,6 +2347,22 @@ fn scaled_nested_array(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option
             expr.clone(),
             input.scale_of_column(column).map(Scale::Dynamic),
         )),
+        // A slice's items' scales: the same slice of the array's.
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::ARRAY_SLICE && !args.is_empty() =>
+        {
+            let (array, scales) = scaled(&args[0], input)?;
+            let sliced = |array: Expr| {
+                let mut sliced_args = vec![array];
+                sliced_args.extend(args[1..].iter().cloned());
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), sliced_args))
+            };
+            let scales = match scales {
+                Some(Scale::Dynamic(scales)) => Some(Scale::Dynamic(sliced(scales))),
+                _ => None,
+            };
+            Ok((sliced(array), scales))
+        }
         Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
             let mut values = Vec::with_capacity(args.len());
             let mut scales = Vec::with_capacity(args.len());

@@ -931,10 +931,6 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(planned) = array_subscript(&expr, schema)? {
             return Ok(PlannerResult::Planned(planned));
         }
-        let expr = RawFieldAccessExpr {
-            expr: engine_subscripts(expr.expr),
-            field_access: expr.field_access,
-        };
         let is_text = expr
             .expr
             .to_field(schema)
@@ -958,24 +954,54 @@ impl ExprPlanner for PgOperatorPlanner {
     }
 }
 
-/// `a[i]` of an array of more dimensions, or a further subscript of one
-/// ([`functions::ARRAY_ITEM`], of all its subscripts): PostgreSQL's item of
-/// as many subscripts as dimensions, NULL for fewer or more.
+/// Subscripts of an array of more dimensions, as PostgreSQL takes them:
+/// `a[i][j]` as [`functions::ARRAY_ITEM`] of all its subscripts (an item of
+/// as many as dimensions, else NULL), and subscripts among which one is a
+/// slice as [`functions::ARRAY_SLICE`] of a bound pair each (`[2]` is
+/// `[1:2]`). A further subscript extends the call before it.
 fn array_subscript(expr: &RawFieldAccessExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
-    let GetFieldAccess::ListIndex { key } = &expr.field_access else {
-        return Ok(None);
-    };
-    let mut args = match &expr.expr {
-        Expr::ScalarFunction(call) if call.func.name() == functions::ARRAY_ITEM => {
-            call.args.clone()
+    let (name, mut args) = match &expr.expr {
+        Expr::ScalarFunction(call)
+            if call.func.name() == functions::ARRAY_ITEM
+                || call.func.name() == functions::ARRAY_SLICE =>
+        {
+            (call.func.name(), call.args.clone())
         }
-        array if is_array_of_arrays(array, schema) => vec![array.clone()],
+        array if is_array_of_arrays(array, schema) => (functions::ARRAY_ITEM, vec![array.clone()]),
         _ => return Ok(None),
     };
-    args.push(key.as_ref().clone());
-    functions::call(functions::ARRAY_ITEM, args)
+    let (name, args) = match (&expr.field_access, name) {
+        (GetFieldAccess::ListIndex { key }, functions::ARRAY_ITEM) => {
+            args.push(key.as_ref().clone());
+            (functions::ARRAY_ITEM, args)
+        }
+        (GetFieldAccess::ListIndex { key }, _) => {
+            args.extend([lit(1i64), key.as_ref().clone()]);
+            (functions::ARRAY_SLICE, args)
+        }
+        (GetFieldAccess::ListRange { start, stop, .. }, previous) => {
+            if previous == functions::ARRAY_ITEM {
+                args = slice_bounds(args);
+            }
+            args.extend([start.as_ref().clone(), stop.as_ref().clone()]);
+            (functions::ARRAY_SLICE, args)
+        }
+        _ => return Ok(None),
+    };
+    functions::call(name, args)
         .map(Some)
         .map_err(crate::QueryError::into_datafusion)
+}
+
+/// The arguments of [`functions::ARRAY_ITEM`] (an array, subscripts) as
+/// those of [`functions::ARRAY_SLICE`]: each subscript `i` the bounds `1`,
+/// `i`.
+fn slice_bounds(args: Vec<Expr>) -> Vec<Expr> {
+    let mut args = args.into_iter();
+    let array = args.next().into_iter();
+    array
+        .chain(args.flat_map(|subscript| [lit(1i64), subscript]))
+        .collect()
 }
 
 /// Whether `expr` is a PostgreSQL array of more dimensions (an array of
@@ -988,21 +1014,6 @@ fn is_array_of_arrays(expr: &Expr, schema: &DFSchema) -> bool {
         functions::sql_type(&field),
         SqlScalarType::Array { element } if matches!(*element, SqlScalarType::Array { .. })
     )
-}
-
-/// A slice after subscripts of an array of more dimensions (`a[1][1:2]`)
-/// slices the sub-array the engine's subscripts take, as before.
-fn engine_subscripts(expr: Expr) -> Expr {
-    match expr {
-        Expr::ScalarFunction(call) if call.func.name() == functions::ARRAY_ITEM => {
-            let mut args = call.args.into_iter();
-            let array = args
-                .next()
-                .unwrap_or(Expr::Literal(ScalarValue::Null, None));
-            args.fold(array, datafusion::functions_nested::expr_fn::array_element)
-        }
-        other => other,
-    }
 }
 
 /// `@>`, `<@` and `&&` of ranges (an element on the side of `@>` that is

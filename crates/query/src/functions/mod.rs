@@ -57,7 +57,7 @@ use crate::error::QueryError;
 
 pub use array::{EXPAND_ARRAY, VECTOR_ELEMENT, innermost};
 pub(crate) use array_literal::unconvertible_sub_array;
-pub use array_subscript::ARRAY_ITEM;
+pub use array_subscript::{ARRAY_ITEM, ARRAY_SLICE};
 pub use cast::{PG_CAST, cast_expr};
 pub use numeric_math::NUMERIC_MATH;
 
@@ -72,7 +72,11 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
-        .chain([array_literal::function(), array_subscript::function()])
+        .chain([
+            array_literal::function(),
+            array_subscript::function(),
+            array_subscript::slice_function(),
+        ])
         .chain(compatible_element::functions())
         .chain(datetime::functions())
         .chain(text::functions())
