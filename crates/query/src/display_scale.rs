@@ -746,6 +746,12 @@ fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, 
             let scales = numeric_cell_scales(cells, i64::from(*column_scale), &empty)?;
             Ok(scales.map(|scales| (scales, DataType::Int32)))
         }
+        DataType::List(item)
+            if matches!(item.data_type(), DataType::List(_))
+                && functions::arithmetic::is_decimal(functions::innermost(item.data_type())) =>
+        {
+            nested_cell_scales(cells, field, &empty)
+        }
         DataType::List(item) if matches!(item.data_type(), DataType::Decimal128(..)) => {
             let data_type = floe_arrow::stored_scale_type(field.data_type());
             let mut scales = Vec::with_capacity(cells.len());
@@ -762,6 +768,41 @@ fn column_scales(cells: &[&Expr], field: &Field) -> DfResult<Option<(Vec<Expr>, 
         }
         _ => Ok(None),
     }
+}
+
+/// The display scales of the items of each array of more dimensions of a
+/// `VALUES` column (arrays of its shape), where one's item type differs from
+/// the column's (`VALUES (ARRAY[[1.5]]), (ARRAY[[2.125]])`): its own, else
+/// each item at its own type's scale.
+fn nested_cell_scales(
+    cells: &[&Expr],
+    field: &Field,
+    empty: &Rewritten,
+) -> DfResult<Option<(Vec<Expr>, DataType)>> {
+    let mut scales = Vec::with_capacity(cells.len());
+    let mut differs = false;
+    for cell in cells {
+        let (value, scale) = scaled(cell, empty)?;
+        let mut source = &value;
+        while let Expr::Cast(cast) = source {
+            source = cast.expr.as_ref();
+        }
+        let own = source.get_type(empty.plan.schema().as_ref()).ok();
+        differs |= own.as_ref() != Some(field.data_type());
+        let scale = match scale {
+            Some(Scale::Dynamic(scale)) => {
+                differs = true;
+                Some(scale)
+            }
+            _ => typed_item_scales(source, empty),
+        };
+        let Some(scale) = scale else {
+            return Ok(None);
+        };
+        scales.push(scale);
+    }
+    let data_type = numeric_scale::scales_of_shape_type(field.data_type());
+    Ok(differs.then_some((scales, data_type)))
 }
 
 /// The display scale of each numeric of a `VALUES` column of scale
@@ -799,11 +840,16 @@ fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option
         return Ok(Some(scales));
     }
     if let Expr::Literal(ScalarValue::Utf8(Some(text)), _) = value {
-        return Ok(written_item_scales(text));
+        return Ok(written_scales(text, 1));
     }
     let Ok((_, field)) = value.to_field(input.plan.schema().as_ref()) else {
         return Ok(None);
     };
+    // Text read at run time (`t::numeric[]`): its items as written.
+    if is_text(value, input) {
+        let call = functions::call(numeric_scale::WRITTEN_SCALES, vec![value.clone(), lit(1)]);
+        return call.map(Some).map_err(QueryError::into_datafusion);
+    }
     let DataType::List(own) = field.data_type() else {
         return Ok(None);
     };
@@ -816,24 +862,6 @@ fn item_scales(value: &Expr, item: &Field, input: &Rewritten) -> DfResult<Option
     }
     let repeated = array_repeat(lit(i32::from(*scale)), cardinality(value.clone()));
     Ok(Some(repeated))
-}
-
-/// The display scales of the items of an array of numerics written as text
-/// (`'{1.50,2}'::numeric[]`), as written; `None` where the text is no such
-/// array (the cast's error is the query's).
-fn written_item_scales(text: &str) -> Option<Expr> {
-    let numeric = floe_repr::SqlScalarType::Numeric {
-        precision: None,
-        max_scale: None,
-    };
-    let ty = floe_repr::SqlScalarType::Array {
-        element: Box::new(numeric),
-    };
-    let array = floe_repr::strconv::parse_datum(text, &ty).ok()?;
-    let data_type = floe_arrow::stored_scale_type(&floe_arrow::arrow_data_type(&ty));
-    let scales = floe_arrow::stored_scales_of(std::iter::once(Some(&array)), &data_type);
-    let scales = ScalarValue::try_from_array(&scales, 0).ok()?;
-    Some(Expr::Literal(scales, None))
 }
 
 /// A recursive query whose numeric columns carry their scales through its
@@ -1979,7 +2007,7 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     }
     if let DataType::List(element) = field.data_type()
         && matches!(element.data_type(), DataType::List(_))
-        && functions::arithmetic::is_decimal(innermost(element.data_type()))
+        && functions::arithmetic::is_decimal(functions::innermost(element.data_type()))
     {
         return scaled_nested_array(expr, input);
     }
@@ -2121,6 +2149,17 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                 };
                 (value, Some(scale))
             } else if is_decimal
+                && name == functions::PG_CAST
+                && numeric_display::is_bare(&field)
+                && is_text(&values[0], input)
+            {
+                // Text read at run time (`t::numeric`): the value as written.
+                let scale = call(
+                    numeric_scale::WRITTEN_SCALES,
+                    vec![values[0].clone(), lit(0)],
+                )?;
+                (rebuilt, Some(scale))
+            } else if is_decimal
                 && (name == numeric_display::BARE_NUMERIC
                     || name == "abs"
                     || name == "nullif"
@@ -2147,12 +2186,17 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                     }
                     _ => (rebuilt, None),
                 }
-            } else if is_decimal && name == "array_element" && values.len() == 2 {
-                // The item's own scale.
+            } else if is_decimal
+                && (name == "array_element" || name == functions::ARRAY_ITEM)
+                && values.len() >= 2
+            {
+                // The item's own scale, at the same subscripts of the items'
+                // scales (an array of their shape).
                 match scales.swap_remove(0) {
                     Some(Scale::Dynamic(items)) => {
-                        let scale =
-                            ScalarFunction::new_udf(func.clone(), vec![items, values[1].clone()]);
+                        let mut scale_args = vec![items];
+                        scale_args.extend(values[1..].iter().cloned());
+                        let scale = ScalarFunction::new_udf(func.clone(), scale_args);
                         (rebuilt, Some(Expr::ScalarFunction(scale)))
                     }
                     _ => (rebuilt, None),
@@ -2312,6 +2356,26 @@ fn scaled_array(expr: &Expr, item: &Field, input: &Rewritten) -> DfResult<(Expr,
 /// known (the items print as before).
 fn scaled_nested_array(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
     match expr {
+        Expr::Column(column) => Ok((
+            expr.clone(),
+            input.scale_of_column(column).map(Scale::Dynamic),
+        )),
+        // A slice's items' scales: the same slice of the array's.
+        Expr::ScalarFunction(ScalarFunction { func, args })
+            if func.name() == functions::ARRAY_SLICE && !args.is_empty() =>
+        {
+            let (array, scales) = scaled(&args[0], input)?;
+            let sliced = |array: Expr| {
+                let mut sliced_args = vec![array];
+                sliced_args.extend(args[1..].iter().cloned());
+                Expr::ScalarFunction(ScalarFunction::new_udf(func.clone(), sliced_args))
+            };
+            let scales = match scales {
+                Some(Scale::Dynamic(scales)) => Some(Scale::Dynamic(sliced(scales))),
+                _ => None,
+            };
+            Ok((sliced(array), scales))
+        }
         Expr::ScalarFunction(ScalarFunction { func, args }) if func.name() == "make_array" => {
             let mut values = Vec::with_capacity(args.len());
             let mut scales = Vec::with_capacity(args.len());
@@ -2394,16 +2458,25 @@ fn sub_array_scales(
     )
 }
 
-/// The display scales of an array's items of its item type, or NULL for
-/// a NULL array; `None` for an array of more dimensions or of other items.
+/// Whether `expr` is text (read as a number at run time).
+fn is_text(expr: &Expr, input: &Rewritten) -> bool {
+    expr.get_type(input.plan.schema().as_ref())
+        .is_ok_and(|t| matches!(t, DataType::Utf8 | DataType::Utf8View))
+}
+
+/// The display scales of an array's items (of any dimensions) of its item
+/// type, or NULL for a NULL array; `None` for an array of other items.
 fn typed_item_scales(value: &Expr, input: &Rewritten) -> Option<Expr> {
     let (_, field) = value.to_field(input.plan.schema().as_ref()).ok()?;
-    let item = match field.data_type() {
+    let mut item = match field.data_type() {
         DataType::List(item) => item,
         // A NULL sub-array has no items to show.
         DataType::Null => return Some(lit(ScalarValue::Null)),
         _ => return None,
     };
+    while let DataType::List(inner) = item.data_type() {
+        item = inner;
+    }
     item_type_scales(value, item)
 }
 
@@ -2422,55 +2495,35 @@ fn item_type_scales(value: &Expr, item: &Field) -> Option<Expr> {
         data_type if functions::arithmetic::is_integer(data_type) => Some(0),
         _ => return None,
     };
-    Some(array_repeat(
-        lit(ScalarValue::Int32(item_scale)),
-        cardinality(value.clone()),
-    ))
+    functions::call(
+        numeric_scale::ITEM_TYPE_SCALES,
+        vec![value.clone(), lit(ScalarValue::Int32(item_scale))],
+    )
+    .ok()
 }
 
 /// The display scales of the items of an array of numerics of more
 /// dimensions written as text (`'{{1.50,2},{3,4.125}}'::numeric[]`), as
 /// written, in arrays of its shape; `None` where the text is no such array.
 fn written_nested_scales(text: &str) -> Option<Expr> {
-    use floe_repr::SqlScalarType as S;
-    let depth = text
+    let dimensions = text
         .chars()
         .filter(|c| !c.is_whitespace())
         .take_while(|c| *c == '{')
         .count();
-    let nest = |mut ty: S| {
-        for _ in 0..depth {
-            ty = S::Array {
-                element: Box::new(ty),
-            };
-        }
-        ty
-    };
-    let numeric = S::Numeric {
-        precision: None,
-        max_scale: None,
-    };
-    let array = floe_repr::strconv::parse_datum(text, &nest(numeric)).ok()?;
-    let scales = functions::build(&nest(S::Int32), &[scales_of(array)]).ok()?;
+    written_scales(text, dimensions)
+}
+
+/// The display scales of the items of an array of numerics of `dimensions`
+/// written as text (`'{1.50,2}'::numeric[]`), as written, in arrays of its
+/// shape; `None` where the text is no such array (the cast's error is the
+/// query's).
+fn written_scales(text: &str, dimensions: usize) -> Option<Expr> {
+    let scales = numeric_scale::written_scales(text, dimensions)?;
+    let ty = numeric_scale::array_of(floe_repr::SqlScalarType::Int32, dimensions);
+    let scales = functions::build(&ty, &[scales]).ok()?;
     let scales = functions::first_scalar(&scales).ok()?;
     Some(Expr::Literal(scales, None))
-}
-
-/// The display scale of each numeric of a value, in arrays of its shape.
-fn scales_of(value: floe_repr::Datum) -> floe_repr::Datum {
-    use floe_repr::Datum;
-    match value {
-        Datum::List(items) => Datum::List(items.into_iter().map(scales_of).collect()),
-        value => floe_arrow::stored_scale(&value).map_or(Datum::Null, Datum::Int32),
-    }
-}
-
-/// The item type of arrays of arrays, however deep.
-fn innermost(data_type: &DataType) -> &DataType {
-    match data_type {
-        DataType::List(item) => innermost(item.data_type()),
-        other => other,
-    }
 }
 
 /// Whether a function joins arrays and items into one array, its items

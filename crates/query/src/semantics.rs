@@ -731,8 +731,26 @@ fn widens(from: &DataType, to: &DataType) -> bool {
         (D::Int32, D::Int64 | D::Float64) => true,
         (D::Int64, D::Float64) => true,
         (D::Float32, D::Float64) => true,
+        // Arrays of decimals of one type (a column of `VALUES` of arrays
+        // made one), their items' digits all kept.
+        (D::List(from), D::List(to)) => widens_decimal(from.data_type(), to.data_type()),
         // Not a date to a timestamp: Arrow's cast multiplies `infinity`'s
         // day count past an i64 (`rewrite_cast` calls `floe_date_timestamp`).
+        _ => false,
+    }
+}
+
+/// Whether a decimal type (or arrays of them, of any dimensions) holds every
+/// value of another exactly: no fewer places, no fewer integer digits.
+fn widens_decimal(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    match (from, to) {
+        (D::List(from), D::List(to)) => widens_decimal(from.data_type(), to.data_type()),
+        (D::Decimal128(from_digits, from_scale), D::Decimal128(to_digits, to_scale)) => {
+            let integer_digits = |digits: &u8, scale: &i8| i16::from(*digits) - i16::from(*scale);
+            to_scale >= from_scale
+                && integer_digits(to_digits, to_scale) >= integer_digits(from_digits, from_scale)
+        }
         _ => false,
     }
 }
@@ -744,12 +762,20 @@ pub struct PgOperatorPlanner;
 
 impl ExprPlanner for PgOperatorPlanner {
     /// `ARRAY[...]` as floe's `make_array`, which checks that sub-arrays
-    /// match as PostgreSQL's arrays of more dimensions must.
+    /// match as PostgreSQL's arrays of more dimensions must (and their
+    /// types here, where the error is PostgreSQL's own).
     fn plan_array_literal(
         &self,
         exprs: Vec<Expr>,
-        _schema: &DFSchema,
+        schema: &DFSchema,
     ) -> DfResult<PlannerResult<Vec<Expr>>> {
+        let types: Vec<DataType> = exprs
+            .iter()
+            .filter_map(|expr| expr.get_type(schema).ok())
+            .collect();
+        if let Some(error) = functions::unconvertible_sub_array(&types) {
+            return Err(error.into_datafusion());
+        }
         functions::call("make_array", exprs)
             .map(PlannerResult::Planned)
             .map_err(crate::QueryError::into_datafusion)
@@ -966,6 +992,9 @@ impl ExprPlanner for PgOperatorPlanner {
         expr: RawFieldAccessExpr,
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawFieldAccessExpr>> {
+        if let Some(planned) = array_subscript(&expr, schema)? {
+            return Ok(PlannerResult::Planned(planned));
+        }
         let is_text = expr
             .expr
             .to_field(schema)
@@ -987,6 +1016,68 @@ impl ExprPlanner for PgOperatorPlanner {
             })),
         }
     }
+}
+
+/// Subscripts of an array of more dimensions, as PostgreSQL takes them:
+/// `a[i][j]` as [`functions::ARRAY_ITEM`] of all its subscripts (an item of
+/// as many as dimensions, else NULL), and subscripts among which one is a
+/// slice as [`functions::ARRAY_SLICE`] of a bound pair each (`[2]` is
+/// `[1:2]`). A further subscript extends the call before it.
+fn array_subscript(expr: &RawFieldAccessExpr, schema: &DFSchema) -> DfResult<Option<Expr>> {
+    let (name, mut args) = match &expr.expr {
+        Expr::ScalarFunction(call)
+            if call.func.name() == functions::ARRAY_ITEM
+                || call.func.name() == functions::ARRAY_SLICE =>
+        {
+            (call.func.name(), call.args.clone())
+        }
+        array if is_array_of_arrays(array, schema) => (functions::ARRAY_ITEM, vec![array.clone()]),
+        _ => return Ok(None),
+    };
+    let (name, args) = match (&expr.field_access, name) {
+        (GetFieldAccess::ListIndex { key }, functions::ARRAY_ITEM) => {
+            args.push(key.as_ref().clone());
+            (functions::ARRAY_ITEM, args)
+        }
+        (GetFieldAccess::ListIndex { key }, _) => {
+            args.extend([lit(1i64), key.as_ref().clone()]);
+            (functions::ARRAY_SLICE, args)
+        }
+        (GetFieldAccess::ListRange { start, stop, .. }, previous) => {
+            if previous == functions::ARRAY_ITEM {
+                args = slice_bounds(args);
+            }
+            args.extend([start.as_ref().clone(), stop.as_ref().clone()]);
+            (functions::ARRAY_SLICE, args)
+        }
+        _ => return Ok(None),
+    };
+    functions::call(name, args)
+        .map(Some)
+        .map_err(crate::QueryError::into_datafusion)
+}
+
+/// The arguments of [`functions::ARRAY_ITEM`] (an array, subscripts) as
+/// those of [`functions::ARRAY_SLICE`]: each subscript `i` the bounds `1`,
+/// `i`.
+fn slice_bounds(args: Vec<Expr>) -> Vec<Expr> {
+    let mut args = args.into_iter();
+    let array = args.next().into_iter();
+    array
+        .chain(args.flat_map(|subscript| [lit(1i64), subscript]))
+        .collect()
+}
+
+/// Whether `expr` is a PostgreSQL array of more dimensions (an array of
+/// arrays; a Materialize list of lists takes its lists' subscripts).
+fn is_array_of_arrays(expr: &Expr, schema: &DFSchema) -> bool {
+    let Ok((_, field)) = expr.to_field(schema) else {
+        return false;
+    };
+    matches!(
+        functions::sql_type(&field),
+        SqlScalarType::Array { element } if matches!(*element, SqlScalarType::Array { .. })
+    )
 }
 
 /// `@>`, `<@` and `&&` of ranges (an element on the side of `@>` that is

@@ -5,6 +5,7 @@
 //! answer `integer` as in Postgres (DataFusion's answer `uint8`). Arrays are indexed
 //! from 1: an empty one has no bounds and no dimensions (NULL), as in Postgres.
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::{Datum, SqlScalarType};
 
@@ -235,6 +236,14 @@ pub(super) fn dimensions(value: &Datum) -> Option<Vec<usize>> {
         lengths.extend(inner);
     }
     Some(lengths)
+}
+
+/// The item type of arrays of arrays, however deep.
+pub fn innermost(data_type: &DataType) -> &DataType {
+    match data_type {
+        DataType::List(item) => innermost(item.data_type()),
+        other => other,
+    }
 }
 
 fn integer(value: usize) -> Datum {

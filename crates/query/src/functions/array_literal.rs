@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
 use floe_repr::{Datum, SqlState};
 
 use super::arithmetic::is_exact;
-use super::array::dimensions;
+use super::array::{dimensions, innermost};
 use super::compatible_element::common_decimal;
 use crate::error::QueryError;
 
@@ -97,6 +97,42 @@ fn wide_decimal(arg_types: &[DataType]) -> Option<DataType> {
     matches!(common, DataType::Decimal256(..)).then_some(common)
 }
 
+/// PostgreSQL's error where a sub-array of NULLs alone, which is `text[]`
+/// (`ARRAY[NULL, NULL]`), meets one of items of another type than text:
+/// the sub-arrays are of the first's type, which the others do not convert
+/// to (`ARRAY[[1,NULL],[NULL,NULL]]`, `ARRAY[[NULL],[1]]`).
+pub(crate) fn unconvertible_sub_array(arg_types: &[DataType]) -> Option<QueryError> {
+    let is_of_nulls = |t: &DataType| matches!(t, DataType::List(_)) && innermost(t).is_null();
+    let is_text = |t: &DataType| is_of_nulls(t) || innermost(t) == &DataType::Utf8;
+    let any_of_nulls = arg_types.iter().any(is_of_nulls);
+    let other = arg_types
+        .iter()
+        .find(|t| matches!(t, DataType::List(_)) && !is_text(t))?;
+    if !any_of_nulls {
+        return None;
+    }
+    let first = arg_types.iter().find(|t| !t.is_null())?;
+    let (from, to) = if is_text(first) {
+        (array_type_name(other), "text[]".to_string())
+    } else {
+        ("text[]".to_string(), array_type_name(first))
+    };
+    Some(QueryError::new(
+        SqlState::CANNOT_COERCE,
+        format!("ARRAY could not convert type {from} to {to}"),
+    ))
+}
+
+/// PostgreSQL's name of an array type (`integer[]` of any dimensions).
+fn array_type_name(data_type: &DataType) -> String {
+    super::sql_type(&datafusion::arrow::datatypes::Field::new(
+        "",
+        data_type.clone(),
+        true,
+    ))
+    .to_string()
+}
+
 /// `array`, a list of sub-arrays, with each row of sub-arrays all NULL or
 /// empty the empty array; an error where a row's sub-arrays differ in shape.
 fn with_matching_dimensions(array: ArrayRef, field: &FieldRef) -> DfResult<ArrayRef> {
@@ -153,4 +189,31 @@ fn unmatched_dimensions() -> QueryError {
         SqlState::ARRAY_SUBSCRIPT_ERROR,
         "multidimensional arrays must have array expressions with matching dimensions",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array_of(item: DataType) -> DataType {
+        DataType::new_list(item, true)
+    }
+
+    #[test]
+    fn a_sub_array_of_nulls_alone_is_text_which_other_items_do_not_meet() {
+        let integers = array_of(DataType::Int32);
+        let nulls = array_of(DataType::Null);
+        let message = |types: &[DataType]| unconvertible_sub_array(types).map(|e| e.message);
+        assert_eq!(
+            message(&[integers.clone(), nulls.clone()]).as_deref(),
+            Some("ARRAY could not convert type text[] to integer[]")
+        );
+        assert_eq!(
+            message(&[nulls.clone(), integers.clone()]).as_deref(),
+            Some("ARRAY could not convert type integer[] to text[]")
+        );
+        assert_eq!(message(&[nulls.clone(), array_of(DataType::Utf8)]), None);
+        assert_eq!(message(&[integers.clone(), DataType::Null]), None);
+        assert!(message(&[array_of(nulls), array_of(integers)]).is_some());
+    }
 }

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DECIMAL256_MAX_PRECISION, DataType, FieldRef};
+use datafusion::arrow::datatypes::{DECIMAL256_MAX_PRECISION, DataType, Field, FieldRef};
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
@@ -115,15 +115,17 @@ fn exact_number_types(arg_types: &[DataType], array: usize) -> Option<Vec<DataTy
     {
         return None;
     }
-    // An unconstrained numeric's items stay one; the element becomes one.
-    let common = if is_bare(item) {
-        item.data_type().clone()
+    // An unconstrained numeric's items stay one, the element becomes one,
+    // unless it has more digits than floe's numeric holds (`1e40`): then
+    // both are of the wider decimal, as PostgreSQL's numeric has any.
+    let common = common_decimal(item.data_type(), element)?;
+    let item = if is_bare(item) && matches!(common, DataType::Decimal128(..)) {
+        item.as_ref().clone()
     } else {
-        common_decimal(item.data_type(), element)?
+        Field::new(item.name(), common, true)
     };
-    let list = DataType::List(Arc::new(
-        item.as_ref().clone().with_data_type(common.clone()),
-    ));
+    let common = item.data_type().clone();
+    let list = DataType::List(Arc::new(item));
     Some(if array == 0 {
         vec![list, common]
     } else {

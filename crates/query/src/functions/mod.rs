@@ -9,6 +9,7 @@
 pub mod arithmetic;
 mod array;
 mod array_literal;
+mod array_subscript;
 mod cast;
 mod compatible_element;
 pub mod datetime;
@@ -55,7 +56,9 @@ use floe_repr::{ColumnType, Datum, SqlScalarType};
 
 use crate::error::QueryError;
 
-pub use array::{EXPAND_ARRAY, VECTOR_ELEMENT};
+pub use array::{EXPAND_ARRAY, VECTOR_ELEMENT, innermost};
+pub(crate) use array_literal::unconvertible_sub_array;
+pub use array_subscript::{ARRAY_ITEM, ARRAY_SLICE};
 pub use cast::{PG_CAST, cast_expr};
 pub use numeric_math::NUMERIC_MATH;
 
@@ -70,7 +73,11 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(jsonpath::functions())
         .chain(system::functions())
         .chain(array::functions())
-        .chain([array_literal::function()])
+        .chain([
+            array_literal::function(),
+            array_subscript::function(),
+            array_subscript::slice_function(),
+        ])
         .chain(compatible_element::functions())
         .chain(datetime::functions())
         .chain(text::functions())

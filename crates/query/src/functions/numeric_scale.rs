@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, ListArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, ListArray, StringArray};
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::Result as DfResult;
+use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
     Volatility,
@@ -38,6 +38,17 @@ pub const SCALE_MAX: &str = "floe_scale_max";
 /// `floe_numeric_text(x, scale)`: `x` printed at `scale` places, as
 /// PostgreSQL prints a numeric of that display scale.
 pub const NUMERIC_TEXT: &str = "floe_numeric_text";
+
+/// `floe_item_type_scales(array, scale)`: an array of the shape of `array`
+/// (of any dimensions) whose every item is `scale`, the display scale of its
+/// items' type (NULL for an unconstrained numeric's).
+pub const ITEM_TYPE_SCALES: &str = "floe_item_type_scales";
+
+/// `floe_written_scales(text, dimensions)`: the display scales of the items
+/// of an array of numerics of these dimensions written as `text`, as
+/// written, in arrays of its shape; NULL where the text is no such array
+/// (its cast's error is the query's).
+pub const WRITTEN_SCALES: &str = "floe_written_scales";
 
 /// PostgreSQL's `NUMERIC_MAX_DISPLAY_SCALE`.
 const MAX_DISPLAY_SCALE: i64 = 1000;
@@ -68,11 +79,65 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         ScalarUDF::new_from_impl(NumericText {
             signature: Signature::any(2, immutable),
         }),
+        RowFunction::new(WRITTEN_SCALES, immutable, written_scales_type, |row, _| {
+            Ok(match row {
+                [Datum::Text(text), dimensions] => {
+                    written_scales(text, scale_of(dimensions)?).unwrap_or(Datum::Null)
+                }
+                _ => Datum::Null,
+            })
+        })
+        .udf(),
+        ScalarUDF::new_from_impl(ItemTypeScales {
+            signature: Signature::any(2, immutable),
+        }),
     ]
 }
 
 fn scale_result(_: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
     Ok(SqlScalarType::Int32)
+}
+
+/// `int[]` of the dimensions `floe_written_scales` is given (a constant).
+fn written_scales_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
+    let dimensions = match arguments.constants.get(1).copied().flatten() {
+        Some(ScalarValue::Int32(Some(dimensions))) => *dimensions,
+        Some(ScalarValue::Int64(Some(dimensions))) => i32::try_from(*dimensions).unwrap_or(1),
+        _ => {
+            return Err(QueryError::internal(
+                "floe_written_scales needs its dimensions",
+            ));
+        }
+    };
+    Ok(array_of(SqlScalarType::Int32, dimensions))
+}
+
+/// `element` in arrays of `dimensions` dimensions.
+pub fn array_of(element: SqlScalarType, dimensions: impl TryInto<usize>) -> SqlScalarType {
+    let dimensions = dimensions.try_into().unwrap_or(1);
+    (0..dimensions).fold(element, |ty, _| SqlScalarType::Array {
+        element: Box::new(ty),
+    })
+}
+
+/// The display scales of the items of an array of numerics of `dimensions`
+/// written as `text`, as written, in arrays of its shape; `None` where the
+/// text is no such array.
+pub fn written_scales(text: &str, dimensions: impl TryInto<usize>) -> Option<Datum> {
+    let numeric = SqlScalarType::Numeric {
+        precision: None,
+        max_scale: None,
+    };
+    let array = floe_repr::strconv::parse_datum(text, &array_of(numeric, dimensions)).ok()?;
+    Some(scales_of(array))
+}
+
+/// The display scale of each numeric of a value, in arrays of its shape.
+fn scales_of(value: Datum) -> Datum {
+    match value {
+        Datum::List(items) => Datum::List(items.into_iter().map(scales_of).collect()),
+        value => floe_arrow::stored_scale(&value).map_or(Datum::Null, Datum::Int32),
+    }
 }
 
 fn scale_datum(scale: i64) -> Datum {
@@ -123,6 +188,67 @@ fn math_scale(row: &[Datum]) -> Result<Datum, QueryError> {
     // An argument the function refuses is the value's error.
     Ok(super::numeric_math::scaled_result_scale(row)?
         .map_or(Datum::Null, |scale| scale_datum(scale.into())))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ItemTypeScales {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ItemTypeScales {
+    fn name(&self) -> &str {
+        ITEM_TYPE_SCALES
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(arg_types
+            .first()
+            .map_or(DataType::Int32, scales_of_shape_type))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        let scalar = args
+            .args
+            .iter()
+            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let length = if scalar { 1 } else { args.number_rows };
+        let [array, scale] = args.args.as_slice() else {
+            return Err(QueryError::internal("floe_item_type_scales arity").into_datafusion());
+        };
+        let scale = match scale {
+            ColumnarValue::Scalar(ScalarValue::Int32(scale)) => *scale,
+            _ => None,
+        };
+        super::columnar(scales_of_shape(&array.to_array(length)?, scale), scalar)
+    }
+}
+
+/// The type of the display scales of an array's items: arrays of `int` of
+/// the array's dimensions.
+pub fn scales_of_shape_type(data_type: &DataType) -> DataType {
+    match data_type {
+        DataType::List(item) => DataType::new_list(scales_of_shape_type(item.data_type()), true),
+        _ => DataType::Int32,
+    }
+}
+
+/// `array` with every item `scale`: its arrays' lengths and NULLs kept.
+fn scales_of_shape(array: &ArrayRef, scale: Option<i32>) -> ArrayRef {
+    let DataType::List(_) = array.data_type() else {
+        return Arc::new(Int32Array::from(vec![scale; array.len()]));
+    };
+    let lists = array.as_list::<i32>();
+    let items = scales_of_shape(lists.values(), scale);
+    Arc::new(ListArray::new(
+        Arc::new(Field::new_list_field(items.data_type().clone(), true)),
+        lists.offsets().clone(),
+        items,
+        lists.nulls().cloned(),
+    ))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -300,5 +426,26 @@ mod tests {
             "-0.13"
         );
         assert_eq!(text_at(&numeric("7"), &Datum::Null).unwrap().unwrap(), "7");
+    }
+
+    #[test]
+    fn written_scales_are_each_item_as_written_in_its_shape() {
+        let scales = |text: &str, dimensions: usize| written_scales(text, dimensions);
+        assert_eq!(
+            scales("{1.50,NULL,-3}", 1),
+            Some(Datum::List(vec![
+                Datum::Int32(2),
+                Datum::Null,
+                Datum::Int32(0)
+            ]))
+        );
+        assert_eq!(
+            scales("{{2.0},{4.125}}", 2),
+            Some(Datum::List(vec![
+                Datum::List(vec![Datum::Int32(1)]),
+                Datum::List(vec![Datum::Int32(3)]),
+            ]))
+        );
+        assert_eq!(scales("{1.50,x}", 1), None);
     }
 }
