@@ -5,9 +5,9 @@
 //! the sum of their precisions, cut at 38 digits. Two averages (19 places
 //! each) make a decimal of 38 places, which holds nothing above 1:
 //! `avg(a) * avg(b)` failed on any values above it. PostgreSQL's product is
-//! exact. floe computes it exactly, at 76 digits, and keeps it at the larger
-//! of [`KEPT_PLACES`] and either operand's places, rounding half away from
-//! zero as PostgreSQL rounds. Its display scale is still PostgreSQL's, the sum
+//! exact. floe computes it exactly, at 76 digits, and keeps all its places
+//! where they are no more than [`KEPT_PLACES`] or either operand's, else the
+//! larger of those, rounding half away from zero as PostgreSQL rounds. Its display scale is still PostgreSQL's, the sum
 //! of the operands' ([`crate::display_scale`]).
 
 use std::sync::{Arc, LazyLock};
@@ -16,7 +16,7 @@ use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::kernels::numeric;
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::simplify::{ExprSimplifyResult, SimplifyContext};
 use datafusion::logical_expr::{
@@ -67,16 +67,25 @@ fn digits(data_type: &DataType) -> u8 {
     }
 }
 
-/// The places a product of operands of these places is kept at.
+/// The places a product of operands of these places is kept at: all of
+/// them (their sum, DataFusion's), or where that is more than
+/// [`KEPT_PLACES`] and either operand's, the larger of those.
 fn kept_places(left: i8, right: i8) -> i8 {
-    KEPT_PLACES.max(left).max(right)
+    let summed = i16::from(left) + i16::from(right);
+    let most = KEPT_PLACES.max(left).max(right);
+    i8::try_from(summed).map_or(most, |summed| summed.min(most))
 }
 
 /// `left * right` as [`NUMERIC_MULTIPLY`] where DataFusion's product of
 /// these operand types would be cut (more digits than a decimal holds) and
-/// hold fewer places than floe keeps, or is a decimal's by the constant 0 or
-/// 1 ([`zero_or_one`]); `None` where DataFusion's is exact, or where an
-/// operand is not an exact number.
+/// hold fewer places than floe keeps, or is a decimal's by a constant;
+/// `None` where DataFusion's is exact, or where an operand is not an exact
+/// number. DataFusion's simplifier reads a decimal times the constant 0 as
+/// the 0 (where the decimal cannot be NULL) and a decimal times 1 as the
+/// decimal, each of another type than the product's; an expression typed by
+/// the product (a `CASE` comparing it, an `IN` list) then fails. A constant
+/// such as `0 * 81` is 0 only once folded, so every product of a decimal and
+/// a constant is floe's.
 pub fn product(
     left: &Expr,
     left_type: &DataType,
@@ -88,8 +97,10 @@ pub fn product(
         u16::from(digits(left_type)) + u16::from(digits(right_type)) + 1 > u16::from(PRECISION);
     let summed = i16::from(left_places) + i16::from(right_places);
     let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    let by_constant =
-        (decimal(left_type) && zero_or_one(right)) || (decimal(right_type) && zero_or_one(left));
+    // A product of constants is folded when planned, exactly.
+    let constant = super::arithmetic::is_constant;
+    let by_constant = constant(left) != constant(right)
+        && ((decimal(left_type) && constant(right)) || (decimal(right_type) && constant(left)));
     if !by_constant && (!cut || summed <= i16::from(kept_places(left_places, right_places))) {
         return None;
     }
@@ -97,28 +108,6 @@ pub fn product(
         NUMERIC_MULTIPLY_UDF.clone(),
         vec![left.clone(), right.clone()],
     )))
-}
-
-/// Whether `operand` is the constant 0 or 1. DataFusion's simplifier reads a
-/// decimal times 0 as the 0 (where the decimal cannot be NULL) and a decimal
-/// times 1 as the decimal, each of another type than the product's, and an
-/// expression typed by the product (a `CASE` comparing it) then fails.
-fn zero_or_one(operand: &Expr) -> bool {
-    let value = match operand {
-        Expr::Literal(value, _) => value,
-        // The engine's cast of a literal, folded after.
-        Expr::Cast(cast) => return zero_or_one(&cast.expr),
-        _ => return false,
-    };
-    match value {
-        ScalarValue::Int16(Some(v)) => *v == 0 || *v == 1,
-        ScalarValue::Int32(Some(v)) => *v == 0 || *v == 1,
-        ScalarValue::Int64(Some(v)) => *v == 0 || *v == 1,
-        ScalarValue::Decimal128(Some(v), _, scale) => {
-            *v == 0 || u32::try_from(*scale).is_ok_and(|s| 10_i128.checked_pow(s) == Some(*v))
-        }
-        _ => false,
-    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
