@@ -325,15 +325,84 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
             let (_, field) = argument.to_field(schema)?;
             Ok(Transformed::yes(lit(type_name(&field))))
         }
-        Expr::Case(case)
+        Expr::Case(case) => {
+            let (case, floats) = case_of_floats(case, schema)?;
             if case.expr.as_deref().is_some_and(|operand| {
                 functions::arithmetic::is_constant(operand) && equals_plainly(operand, schema)
-            }) =>
-        {
-            Ok(Transformed::yes(searched_case(case)))
+            }) {
+                return Ok(Transformed::yes(searched_case(case)));
+            }
+            Ok(Transformed::new_transformed(Expr::Case(case), floats))
         }
         other => Ok(Transformed::no(other)),
     }
+}
+
+/// The float type PostgreSQL gives a `CASE` of these types where
+/// one is a float and another an exact number: `double precision` where one is,
+/// else `real` (an exact number reads implicitly as either; DataFusion makes
+/// such a result a decimal).
+fn float_of(types: &[DataType]) -> Option<DataType> {
+    let exact = types
+        .iter()
+        .any(|t| matches!(t, DataType::Decimal128(..)) || is_integer(t));
+    if !exact {
+        return None;
+    }
+    if types.contains(&DataType::Float64) {
+        Some(DataType::Float64)
+    } else if types.contains(&DataType::Float32) {
+        Some(DataType::Float32)
+    } else {
+        None
+    }
+}
+
+/// `value` of the type `data_type` read as the float `float` where it is an
+/// exact number.
+fn as_float(value: Expr, data_type: &DataType, float: &DataType) -> Expr {
+    if !(matches!(data_type, DataType::Decimal128(..)) || is_integer(data_type)) {
+        return value;
+    }
+    // floe's cast, as SQL's `::float8` is: the display rewrite reads the
+    // engine's casts between numbers as keeping the value's scale.
+    let target = if float == &DataType::Float32 {
+        SqlScalarType::Float32
+    } else {
+        SqlScalarType::Float64
+    };
+    cast_expr(value, &target)
+}
+
+/// `case` with its results of one float type where some are floats and some
+/// exact numbers (see [`float_of`]), and whether it changed.
+fn case_of_floats(case: Case, schema: &DFSchema) -> DfResult<(Case, bool)> {
+    let mut types = Vec::with_capacity(case.when_then_expr.len() + 1);
+    for (_, result) in &case.when_then_expr {
+        types.push(result.get_type(schema)?);
+    }
+    if let Some(otherwise) = &case.else_expr {
+        types.push(otherwise.get_type(schema)?);
+    }
+    let Some(float) = float_of(&types) else {
+        return Ok((case, false));
+    };
+    let Case {
+        expr,
+        when_then_expr,
+        else_expr,
+    } = case;
+    let mut types = types.into_iter();
+    let mut next_float = |value: Expr| match types.next() {
+        Some(data_type) => as_float(value, &data_type, &float),
+        None => value,
+    };
+    let branches = when_then_expr
+        .into_iter()
+        .map(|(when, result)| (when, Box::new(next_float(*result))))
+        .collect();
+    let otherwise = else_expr.map(|value| Box::new(next_float(*value)));
+    Ok((Case::new(expr, branches, otherwise), true))
 }
 
 /// `CASE c WHEN v THEN r ... END` of a constant `c` as `CASE WHEN c = v THEN r

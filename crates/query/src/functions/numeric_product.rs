@@ -14,7 +14,7 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::kernels::numeric;
-use datafusion::arrow::compute::{CastOptions, cast_with_options};
+use datafusion::arrow::compute::{CastOptions, cast, cast_with_options};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result as DfResult;
 use datafusion::logical_expr::expr::ScalarFunction;
@@ -53,9 +53,14 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 fn places(data_type: &DataType) -> Option<i8> {
     match data_type {
         DataType::Decimal128(_, scale) => Some(*scale),
-        t if t.is_integer() => Some(0),
+        // A NULL without a type: none.
+        t if t.is_integer() || t.is_null() => Some(0),
         _ => None,
     }
+}
+
+fn is_float(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Float32 | DataType::Float64)
 }
 
 /// The digits of an exact operand of this type.
@@ -132,6 +137,10 @@ impl ScalarUDFImpl for NumericMultiply {
             (Some(left), Some(right)) => {
                 Ok(DataType::Decimal128(PRECISION, kept_places(left, right)))
             }
+            // An operand the analyzer made a float after the product was
+            // planned (`coalesce(avg(x), 0.1::float8) * 3`): a product of
+            // doubles, as PostgreSQL's.
+            _ if is_float(left) || is_float(right) => Ok(DataType::Float64),
             _ => Err(QueryError::internal("numeric product of a non-number").into_datafusion()),
         }
     }
@@ -155,6 +164,12 @@ impl ScalarUDFImpl for NumericMultiply {
         let [left, right] = args.args.as_slice() else {
             return Err(QueryError::internal("numeric product arity").into_datafusion());
         };
+        if result_type == DataType::Float64 {
+            let double = |operand: &ColumnarValue| -> DfResult<ArrayRef> {
+                Ok(cast(&operand.to_array(length)?, &DataType::Float64)?)
+            };
+            return columnar(numeric::mul(&double(left)?, &double(right)?)?, scalar);
+        }
         let product = numeric::mul(&wide(left, length)?, &wide(right, length)?)?;
         columnar(kept(&product, &result_type)?, scalar)
     }
