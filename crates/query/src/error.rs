@@ -232,13 +232,17 @@ fn arrow(error: &ArrowError) -> QueryError {
 }
 
 /// Postgres' words for an arithmetic overflow Arrow reports: DataFusion's `abs`
-/// of the most negative integer says `Int32Array overflow on abs(...)`.
+/// of the most negative integer says `Int32Array overflow on abs(...)`, a
+/// decimal product too large `overflow happened on: a * b`.
 fn out_of_range_message(message: &str) -> String {
     let lower = message.to_lowercase();
     match between(&lower, "", "array overflow on abs") {
         Some("int16") => "smallint out of range".into(),
         Some("int32") => "integer out of range".into(),
         Some("int64") => "bigint out of range".into(),
+        // The engine's own arithmetic overflows only on decimals: floe's
+        // integer operators report their types' ranges themselves.
+        _ if lower.starts_with("overflow happened on") => "value overflows numeric format".into(),
         _ => lowercase_first(message),
     }
 }

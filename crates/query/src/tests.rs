@@ -1187,3 +1187,26 @@ async fn items_of_arrays_of_more_dimensions_keep_their_display_scales() {
         table(&[&["{{1.50,2},{3,4.125}}", "{{1.50,2},{3,4.125}}", "{{1.50},{2}}"]])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn products_beyond_a_numerics_digits_overflow_as_postgres_words_it() {
+    // A numeric holds 39 digits (as in Materialize); a product of more is
+    // PostgreSQL's overflow, in its words, from the engine's and floe's
+    // products alike.
+    for sql in [
+        "SELECT 99999999999999999999.5 * 99999999999999999999.5",
+        "SELECT AVG(x) * AVG(x) FROM (VALUES (99999999999999999999::numeric)) v(x)",
+    ] {
+        assert_eq!(
+            error(sql).await,
+            ("22003".into(), "value overflows numeric format".into()),
+            "{sql}"
+        );
+    }
+    // Products of averages keep 18 digits before the point (PostgreSQL's
+    // are exact at any size).
+    assert_eq!(
+        rows("SELECT AVG(x) * AVG(x) FROM (VALUES (123456789), (123456791)) v(x)").await,
+        table(&[&["15241578997104100"]])
+    );
+}
