@@ -193,6 +193,7 @@ impl ScalarUDFImpl for NumericDivide {
 
     fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
         match arg_types {
+            [left, right, ..] if is_float(left) || is_float(right) => Ok(DataType::Float64),
             [left, right, ..] => Ok(DataType::Decimal128(PRECISION, result_scale(left, right))),
             _ => Err(QueryError::internal("numeric division arity").into_datafusion()),
         }
@@ -206,6 +207,13 @@ impl ScalarUDFImpl for NumericDivide {
         let [left, right, ..] = args.arg_fields else {
             return Err(QueryError::internal("numeric division arity").into_datafusion());
         };
+        if is_float(left.data_type()) || is_float(right.data_type()) {
+            return Ok(Arc::new(datafusion::arrow::datatypes::Field::new(
+                NUMERIC_DIVIDE,
+                DataType::Float64,
+                true,
+            )));
+        }
         let scale = result_scale(left.data_type(), right.data_type());
         Ok(Arc::new(floe_arrow::computed_numeric_field(
             NUMERIC_DIVIDE,
@@ -225,6 +233,9 @@ impl ScalarUDFImpl for NumericDivide {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let (left, right, scalar) = operands(&args)?;
+        if is_float(left.data_type()) || is_float(right.data_type()) {
+            return columnar(float_quotient(&left, &right)?, scalar);
+        }
         let out_scale = result_scale(left.data_type(), right.data_type());
         let scales = display_scales(&args, 2)?;
         columnar(
@@ -232,6 +243,34 @@ impl ScalarUDFImpl for NumericDivide {
             scalar,
         )
     }
+}
+
+/// A quotient planned for numerics whose operand the analyzer made a float
+/// after it was planned (a `CASE` of a `real` and an integer): PostgreSQL's
+/// division of doubles, which refuses a zero divisor.
+fn float_quotient(left: &ArrayRef, right: &ArrayRef) -> DfResult<ArrayRef> {
+    use datafusion::arrow::array::Float64Array;
+    use datafusion::arrow::datatypes::Float64Type;
+    let left = datafusion::arrow::compute::cast(left, &DataType::Float64)?;
+    let right = datafusion::arrow::compute::cast(right, &DataType::Float64)?;
+    let (left, right) = (
+        left.as_primitive::<Float64Type>(),
+        right.as_primitive::<Float64Type>(),
+    );
+    let quotients = left
+        .iter()
+        .zip(right.iter())
+        .map(|pair| match pair {
+            (Some(_), Some(divisor)) if divisor == 0.0 => Err(QueryError::new(
+                SqlState::DIVISION_BY_ZERO,
+                "division by zero",
+            )
+            .into_datafusion()),
+            (Some(dividend), Some(divisor)) => Ok(Some(dividend / divisor)),
+            _ => Ok(None),
+        })
+        .collect::<DfResult<Float64Array>>()?;
+    Ok(Arc::new(quotients))
 }
 
 /// A two-operand call's operands as arrays (of one row when both are
