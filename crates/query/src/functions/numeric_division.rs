@@ -261,7 +261,7 @@ fn float_quotient(left: &ArrayRef, right: &ArrayRef) -> DfResult<ArrayRef> {
         .iter()
         .zip(right.iter())
         .map(|pair| match pair {
-            (Some(_), Some(divisor)) if divisor == 0.0 => Err(QueryError::new(
+            (Some(_), Some(0.0)) => Err(QueryError::new(
                 SqlState::DIVISION_BY_ZERO,
                 "division by zero",
             )
