@@ -1,4 +1,5 @@
-//! A filter's NULL as PostgreSQL's planner takes it: false.
+//! A filter's NULL as PostgreSQL's planner takes it: false (and a `NOT IN` list
+//! holding a NULL, which is never true).
 //!
 //! A row passes a WHERE or HAVING clause only when its predicate is true, so a NULL
 //! reached from the predicate's top through AND and OR alone (not through NOT) filters
@@ -63,6 +64,18 @@ fn null_as_false(predicate: Expr) -> (Expr, bool) {
                 left_changed || right_changed,
             )
         }
+        // `x NOT IN (..., NULL, ...)` is never true (false where x is in the list,
+        // else NULL): PostgreSQL's planner reads it as `x <> ... AND x <> NULL`,
+        // folds the NULL, and then the filter, without evaluating the list.
+        Expr::InList(in_list)
+            if in_list.negated
+                && in_list
+                    .list
+                    .iter()
+                    .any(|item| matches!(item, Expr::Literal(value, _) if value.is_null())) =>
+        {
+            (lit(false), true)
+        }
         other => (other, false),
     }
 }
@@ -87,5 +100,12 @@ mod tests {
         assert_eq!(null_as_false(under_not.clone()), (under_not, false));
         let (rewritten, changed) = null_as_false(col("a").eq(null()));
         assert!(!changed, "{rewritten}");
+        // A NOT IN list holding a NULL is never true; an IN list is left alone.
+        let list = vec![col("c") / lit(0), lit(-1), null()];
+        let (rewritten, changed) = null_as_false(col("a").in_list(list.clone(), true));
+        assert!(changed);
+        assert_eq!(rewritten, lit(false));
+        let in_list = col("a").in_list(list, false);
+        assert_eq!(null_as_false(in_list.clone()), (in_list, false));
     }
 }
