@@ -1,14 +1,15 @@
 //! `numeric * numeric` where DataFusion's product would hold too few digits
-//! before its point.
+//! before its point, or be simplified into another type.
 //!
 //! DataFusion types a product of decimals with the sum of their scales and
 //! the sum of their precisions, cut at 38 digits. Two averages (19 places
 //! each) make a decimal of 38 places, which holds nothing above 1:
 //! `avg(a) * avg(b)` failed on any values above it. PostgreSQL's product is
 //! exact. floe computes it exactly, at 76 digits, and keeps all its places
-//! where they are no more than [`KEPT_PLACES`] or either operand's, else the
-//! larger of those, rounding half away from zero as PostgreSQL rounds. Its display scale is still PostgreSQL's, the sum
-//! of the operands' ([`crate::display_scale`]).
+//! up to [`KEPT_PLACES`] (or up to an operand's places where it has more),
+//! rounding half away from zero as PostgreSQL rounds. Its display scale is
+//! still PostgreSQL's, the sum of the operands' ([`crate::display_scale`]).
+//! A decimal times a constant is floe's too (see [`product`]).
 
 use std::sync::{Arc, LazyLock};
 
@@ -30,8 +31,8 @@ use crate::functions::columnar;
 /// The function such a product is planned as.
 pub const NUMERIC_MULTIPLY: &str = "floe_numeric_multiply";
 
-/// The fewest places a product is kept at: as many as leave it 18 digits
-/// before the point, a bigint's.
+/// The most places a product is kept at (unless an operand has more): as
+/// many as leave it 18 digits before the point, a bigint's.
 const KEPT_PLACES: i8 = 20;
 /// The digits of a product's column.
 const PRECISION: u8 = 38;
