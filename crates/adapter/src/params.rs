@@ -544,20 +544,7 @@ impl LiteralTaker {
 /// -56`) is folded when planned, as PostgreSQL folds it, so that what it
 /// decides (a `CASE` branch never taken, with its `1 / 0`) is never run.
 fn names_column(expr: &Expr) -> bool {
-    use sqlparser::ast::{Visit, Visitor};
-    struct Columns;
-    impl Visitor for Columns {
-        type Break = ();
-        fn pre_visit_expr(&mut self, expr: &Expr) -> std::ops::ControlFlow<()> {
-            match expr {
-                Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-                    std::ops::ControlFlow::Break(())
-                }
-                _ => std::ops::ControlFlow::Continue(()),
-            }
-        }
-    }
-    expr.visit(&mut Columns).is_break()
+    floe_query::srf::references_columns(expr)
 }
 
 /// The value of an unsigned integer literal that fits an `integer`.

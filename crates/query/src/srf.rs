@@ -343,7 +343,7 @@ pub(crate) fn references_columns_in(args: &sqlparser::ast::TableFunctionArgs) ->
 }
 
 /// Whether an expression reads a column (of a preceding relation, in `FROM`).
-pub(crate) fn references_columns(expr: &Expr) -> bool {
+pub fn references_columns(expr: &Expr) -> bool {
     use sqlparser::ast::Visit;
     struct Columns;
     impl sqlparser::ast::Visitor for Columns {

@@ -38,6 +38,11 @@ pub fn is_decimal(data_type: &DataType) -> bool {
     )
 }
 
+/// Whether a type is a float: `real` or `double precision`.
+pub fn is_float(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Float32 | DataType::Float64)
+}
+
 /// Whether a type is of exact numbers: a decimal or an integer.
 pub fn is_exact(data_type: &DataType) -> bool {
     is_decimal(data_type) || is_integer(data_type)
@@ -160,19 +165,12 @@ impl ScalarUDFImpl for IntegerOp {
     }
 
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
-        Ok(match null_of_null_argument(self, &args, info) {
-            Some(null) => ExprSimplifyResult::Simplified(null),
-            None => ExprSimplifyResult::Original(args),
-        })
+        Ok(strict_simplified(self, args, info))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let ty = args.return_type().clone();
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
+        let (scalar, length) = super::call_rows(&args);
         let arrays = args
             .args
             .iter()
@@ -250,13 +248,26 @@ fn range_error(error: ArrowError, ty: &DataType) -> datafusion::error::DataFusio
     }
 }
 
+/// `simplify` of a strict operator of floe's: [`null_of_null_argument`] where
+/// it folds, else the arguments as they came.
+pub(crate) fn strict_simplified(
+    function: &dyn ScalarUDFImpl,
+    args: Vec<Expr>,
+    info: &SimplifyContext,
+) -> ExprSimplifyResult {
+    match null_of_null_argument(function, &args, info) {
+        Some(null) => ExprSimplifyResult::Simplified(null),
+        None => ExprSimplifyResult::Original(args),
+    }
+}
+
 /// PostgreSQL's planner folds a call of a strict function with a NULL constant
 /// argument to NULL before the call runs: `count(*) / 0 * NULL::int` is NULL,
 /// its division never made. floe's own arithmetic (`simplify` of its integer
-/// and numeric operators) folds the same way; DataFusion's simplifier does so
-/// for its operators. `None` where no argument is a NULL constant, or the
+/// and numeric operators, [`strict_simplified`]) folds the same way;
+/// DataFusion's simplifier does so for its operators. `None` where no argument is a NULL constant, or the
 /// result's field cannot be read from the arguments' (then the call runs).
-pub(crate) fn null_of_null_argument(
+fn null_of_null_argument(
     function: &dyn ScalarUDFImpl,
     args: &[Expr],
     info: &SimplifyContext,

@@ -68,11 +68,7 @@ impl ScalarUDFImpl for ArrayLiteral {
             .arg_fields
             .iter()
             .any(|field| matches!(field.data_type(), DataType::List(_)));
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (scalar, rows) = super::call_rows(&args);
         let field = args.return_field.clone();
         let answer = self.inner.invoke_with_args(args)?;
         if !of_arrays {

@@ -73,11 +73,7 @@ impl ScalarUDFImpl for ArrayItem {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (scalar, rows) = super::call_rows(&args);
         let item_type = args.return_field.data_type().clone();
         let Some((array, subscripts)) = args.args.split_first() else {
             return Ok(ColumnarValue::Array(new_null_array(&item_type, rows)));
@@ -138,11 +134,7 @@ impl ScalarUDFImpl for ArraySlice {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (scalar, rows) = super::call_rows(&args);
         let Some((array, bounds)) = args.args.split_first() else {
             return Err(DataFusionError::Plan(format!(
                 "{ARRAY_SLICE} takes an array and bounds"

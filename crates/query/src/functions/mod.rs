@@ -485,11 +485,7 @@ impl ScalarUDFImpl for Overloaded {
 pub(crate) fn argument_datums(
     args: &ScalarFunctionArgs,
 ) -> DfResult<(bool, usize, Vec<Vec<Datum>>)> {
-    let scalar = args
-        .args
-        .iter()
-        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    let rows = if scalar { 1 } else { args.number_rows };
+    let (scalar, rows) = call_rows(args);
     let mut columns = Vec::with_capacity(args.args.len());
     for (value, field) in args.args.iter().zip(&args.arg_fields) {
         let array = value.to_array(rows)?;
@@ -499,6 +495,17 @@ pub(crate) fn argument_datums(
         );
     }
     Ok((scalar, rows, columns))
+}
+
+/// Whether every argument of a call is a scalar, and the rows its arguments
+/// are read at: one when they all are (the result is then one too, see
+/// [`columnar`]), else the batch's.
+pub(crate) fn call_rows(args: &ScalarFunctionArgs) -> (bool, usize) {
+    let scalar = args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
+    (scalar, if scalar { 1 } else { args.number_rows })
 }
 
 pub(crate) fn columnar(array: ArrayRef, scalar: bool) -> DfResult<ColumnarValue> {

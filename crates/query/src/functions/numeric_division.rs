@@ -23,6 +23,7 @@ use datafusion::logical_expr::{
 use floe_repr::SqlState;
 
 use crate::error::QueryError;
+use crate::functions::arithmetic::is_float;
 use crate::functions::columnar;
 
 /// The function `numeric / numeric` is planned as (an integer operand cast to
@@ -97,10 +98,6 @@ fn average_scale(sum: &DataType) -> i8 {
         DataType::Decimal128(_, 0) => 19,
         other => result_scale(other, &DataType::Decimal128(20, 0)),
     }
-}
-
-fn is_float(data_type: &DataType) -> bool {
-    matches!(data_type, DataType::Float32 | DataType::Float64)
 }
 
 impl ScalarUDFImpl for Average {
@@ -223,12 +220,7 @@ impl ScalarUDFImpl for NumericDivide {
     }
 
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
-        Ok(
-            match super::arithmetic::null_of_null_argument(self, &args, info) {
-                Some(null) => ExprSimplifyResult::Simplified(null),
-                None => ExprSimplifyResult::Original(args),
-            },
-        )
+        Ok(super::arithmetic::strict_simplified(self, args, info))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
@@ -276,11 +268,7 @@ fn float_quotient(left: &ArrayRef, right: &ArrayRef) -> DfResult<ArrayRef> {
 /// A two-operand call's operands as arrays (of one row when both are
 /// scalars), and whether both were.
 fn operands(args: &ScalarFunctionArgs) -> DfResult<(ArrayRef, ArrayRef, bool)> {
-    let scalar = args
-        .args
-        .iter()
-        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    let length = if scalar { 1 } else { args.number_rows };
+    let (scalar, length) = super::call_rows(args);
     let [left, right, ..] = args.args.as_slice() else {
         return Err(QueryError::internal("a quotient of two operands").into_datafusion());
     };
@@ -295,11 +283,7 @@ fn display_scales(args: &ScalarFunctionArgs, operands: usize) -> DfResult<Option
     if scales.is_empty() {
         return Ok(None);
     }
-    let scalar = args
-        .args
-        .iter()
-        .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-    let length = if scalar { 1 } else { args.number_rows };
+    let (_, length) = super::call_rows(args);
     let mut largest = vec![0; length];
     for scale in scales {
         let array = datafusion::arrow::compute::cast(&scale.to_array(length)?, &DataType::Int32)?;

@@ -26,6 +26,7 @@ use datafusion::logical_expr::{
 use floe_repr::SqlState;
 
 use crate::error::QueryError;
+use crate::functions::arithmetic::is_float;
 use crate::functions::columnar;
 
 /// The function such a product is planned as.
@@ -58,10 +59,6 @@ fn places(data_type: &DataType) -> Option<i8> {
         t if t.is_integer() || t.is_null() => Some(0),
         _ => None,
     }
-}
-
-fn is_float(data_type: &DataType) -> bool {
-    matches!(data_type, DataType::Float32 | DataType::Float64)
 }
 
 /// The digits of an exact operand of this type.
@@ -147,21 +144,12 @@ impl ScalarUDFImpl for NumericMultiply {
     }
 
     fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> DfResult<ExprSimplifyResult> {
-        Ok(
-            match super::arithmetic::null_of_null_argument(self, &args, info) {
-                Some(null) => ExprSimplifyResult::Simplified(null),
-                None => ExprSimplifyResult::Original(args),
-            },
-        )
+        Ok(super::arithmetic::strict_simplified(self, args, info))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let result_type = args.return_type().clone();
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
+        let (scalar, length) = super::call_rows(&args);
         let [left, right] = args.args.as_slice() else {
             return Err(QueryError::internal("numeric product arity").into_datafusion());
         };

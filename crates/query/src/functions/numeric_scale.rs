@@ -211,11 +211,7 @@ impl ScalarUDFImpl for ItemTypeScales {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
+        let (scalar, length) = super::call_rows(&args);
         let [array, scale] = args.args.as_slice() else {
             return Err(QueryError::internal("floe_item_type_scales arity").into_datafusion());
         };
@@ -280,11 +276,7 @@ impl ScalarUDFImpl for NumericText {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let length = if scalar { 1 } else { args.number_rows };
+        let (scalar, length) = super::call_rows(&args);
         let [value, scale] = args.args.as_slice() else {
             return Err(QueryError::internal("floe_numeric_text arity").into_datafusion());
         };

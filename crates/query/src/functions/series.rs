@@ -150,11 +150,7 @@ impl ScalarUDFImpl for Series {
         let Some(scales) = numeric_scales(&types) else {
             return self.engine.invoke_with_args(args);
         };
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (scalar, rows) = super::call_rows(&args);
         let columns = decimal_columns(&args.args, rows)?;
         let mut lists = ListBuilder::new(
             Decimal128Builder::new().with_data_type(DataType::Decimal128(PRECISION, scales.values)),
@@ -263,11 +259,7 @@ impl ScalarUDFImpl for SeriesScales {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
-        let rows = if scalar { 1 } else { args.number_rows };
+        let (scalar, rows) = super::call_rows(&args);
         let [series, start_scale, step_scale] = args.args.as_slice() else {
             return Err(QueryError::internal("floe_series_scales arity").into_datafusion());
         };
