@@ -17,6 +17,12 @@ pub fn error_position(query: &str, message: &str) -> Option<usize> {
         // `column t.a does not exist`: the qualified name as written.
         let (_, column) = qualified.rsplit_once('.')?;
         qualified_start(query, find_name(query, column, false)?)
+    } else if let Some(qualified) = quoted_after(message, "column \"", UNGROUPED) {
+        // PostgreSQL points at the column's first ungrouped reading; the
+        // first reading of its name in the text is that where the query
+        // reads it only outside the group.
+        let column = qualified.rsplit_once('.').map_or(qualified, |(_, c)| c);
+        qualified_start(query, find_name(query, column, false)?)
     } else if let Some(name) = function_name(message) {
         find_name(query, name, true)?
     } else if let Some(value) = message
@@ -30,6 +36,9 @@ pub fn error_position(query: &str, message: &str) -> Option<usize> {
     };
     Some(query[..byte].chars().count() + 1)
 }
+
+/// The end of the error of a column read outside its group.
+const UNGROUPED: &str = "\" must appear in the GROUP BY clause or be used in an aggregate function";
 
 /// The text between `prefix` and `suffix` when `message` is exactly that.
 fn quoted_after<'a>(message: &'a str, prefix: &str, suffix: &str) -> Option<&'a str> {
@@ -205,6 +214,24 @@ mod tests {
         assert_eq!(
             error_position("SELECT 'x', xa, x FROM t", "column \"x\" does not exist"),
             Some(17)
+        );
+    }
+
+    #[test]
+    fn ungrouped_columns_point_at_their_reading() {
+        // Each position as PostgreSQL 15 reports it for the same text.
+        let message = |column: &str| format!("column \"{column}{}", super::UNGROUPED);
+        assert_eq!(
+            error_position("select x, count(*) from t", &message("t.x")),
+            Some(8)
+        );
+        assert_eq!(
+            error_position("select a.x, count(*) from t a", &message("a.x")),
+            Some(8)
+        );
+        assert_eq!(
+            error_position("select count(*) from t having x > 1", &message("t.x")),
+            Some(31)
         );
     }
 

@@ -176,6 +176,13 @@ fn plan(message: &str) -> QueryError {
             "No function matches the given name and argument types. You might need to add explicit type casts.",
         );
     }
+    // A column read outside its group: the engine names it with its schema
+    // (`public.t.x`) where Postgres names the range variable and the column.
+    if lower.contains("must appear in the group by clause") {
+        if let Some(column) = between(message, "column \"", "\"") {
+            return ungrouped_column(column);
+        }
+    }
     // The engine's table function `generate_series` of a zero step.
     if lower.starts_with("step cannot be zero") || lower.starts_with("step interval cannot be zero")
     {
@@ -189,6 +196,21 @@ fn plan(message: &str) -> QueryError {
         SqlState::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
     };
     QueryError::new(code, lowercase_first(first_line(message)))
+}
+
+/// Postgres' error for a column that is neither grouped nor aggregated;
+/// `column` is the engine's qualified name, of which the last two parts are
+/// the relation and the column.
+fn ungrouped_column(column: &str) -> QueryError {
+    let parts: Vec<&str> = column.rsplitn(3, '.').collect();
+    let name = match parts.as_slice() {
+        [column, relation, ..] => format!("{relation}.{}", crate::naming::visible_name(column)),
+        _ => crate::naming::visible_name(column).to_string(),
+    };
+    QueryError::new(
+        SqlState::GROUPING_ERROR,
+        format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+    )
 }
 
 fn not_implemented(message: &str) -> QueryError {

@@ -371,8 +371,13 @@ fn texts_array(texts: &[Datum], data_type: &DataType) -> DfResult<ArrayRef> {
 
 /// A value's text at a display scale (as floe prints it without one).
 fn text_at(value: &Datum, scale: &Datum) -> Result<Option<String>, QueryError> {
-    if matches!(value, Datum::Null) {
-        return Ok(None);
+    match value {
+        Datum::Null => return Ok(None),
+        // A value the planner typed as a numeric before the analyzer made it
+        // a float (the CASE of `case when c then 2 else 0.5::real end *
+        // avg(x)` typed by its first result): a float prints as a float.
+        Datum::Float32(_) | Datum::Float64(_) => return Ok(Some(floe_repr::format_datum(value))),
+        _ => {}
     }
     let exact = exact(value)?;
     let places = match scale {
