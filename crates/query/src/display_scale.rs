@@ -221,7 +221,7 @@ fn casts_to_scaled(function: &ScalarFunction) -> bool {
 
 fn scale_depends_on_values(function: &str) -> bool {
     // The chosen argument's, or each item's.
-    matches!(function, "greatest" | "least" | "make_array")
+    matches!(function, "greatest" | "least" | "nullif" | "make_array")
         || joins_arrays(function)
         || function == series::GENERATE_SERIES
         || function == numeric_division::NUMERIC_DIVIDE
@@ -2172,6 +2172,9 @@ fn scaled(expr: &Expr, input: &Rewritten) -> DfResult<(Expr, Option<Scale>)> {
                     Some(Scale::Static(scale)) if name == functions::PG_CAST && scale > 0 => {
                         Some(lit(i32::try_from(scale).unwrap_or(0)))
                     }
+                    // NULLIF's value is its first argument's, whose scale
+                    // may be less than the arguments' common type's.
+                    Some(scale) if name == "nullif" => Some(scale.into_expr(&values[0])?),
                     scale => dynamic(scale),
                 };
                 (rebuilt, scale)

@@ -178,10 +178,10 @@ fn plan(message: &str) -> QueryError {
     }
     // A column read outside its group: the engine names it with its schema
     // (`public.t.x`) where Postgres names the range variable and the column.
-    if lower.contains("must appear in the group by clause") {
-        if let Some(column) = between(message, "column \"", "\"") {
-            return ungrouped_column(column);
-        }
+    if lower.contains("must appear in the group by clause")
+        && let Some(column) = between(message, "column \"", "\"")
+    {
+        return ungrouped_column(column);
     }
     // The engine's table function `generate_series` of a zero step.
     if lower.starts_with("step cannot be zero") || lower.starts_with("step interval cannot be zero")
@@ -209,7 +209,9 @@ fn ungrouped_column(column: &str) -> QueryError {
     };
     QueryError::new(
         SqlState::GROUPING_ERROR,
-        format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+        format!(
+            "column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"
+        ),
     )
 }
 

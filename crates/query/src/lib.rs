@@ -30,6 +30,7 @@
 //! takes a cheap copy of it with the catalog it reads.
 
 mod aggregate_subquery;
+mod case_types;
 pub mod display_scale;
 pub mod error;
 mod failed_decorrelation;
@@ -295,10 +296,49 @@ pub async fn plan(
             }
             Err(error) => return Err(unknown_function_error(&state, statement, error).await),
         };
+        // A CASE of numbers of different types, planned again with its results
+        // cast to their common type (see `case_types`).
+        let plan = if case_types::has_mixed_case(&plan) {
+            typed_cases(&state, &statement, plan).await
+        } else {
+            plan
+        };
         let columns = describe_analyzed(&state, &plan);
         Ok(Query { plan, columns })
     })
     .await
+}
+
+/// `plan`, planned from `statement`, planned again with the results of its CASEs
+/// of numbers of different types cast to their common type ([`case_types`]);
+/// `plan` itself where either planning fails. Boxed here, so that the
+/// caller's future, whose frame every planning's stack sits on, stays small.
+fn typed_cases<'a>(
+    state: &'a SessionState,
+    statement: &'a sqlparser::ast::Statement,
+    plan: LogicalPlan,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = LogicalPlan> + Send + 'a>> {
+    Box::pin(async move {
+        let to_plan = |statement: sqlparser::ast::Statement| {
+            state.statement_to_plan(datafusion::sql::parser::Statement::Statement(Box::new(
+                statement,
+            )))
+        };
+        let Ok(numbered) = rewrite::rewrite(case_types::numbered(statement)) else {
+            return plan;
+        };
+        let casts = match to_plan(numbered).await {
+            Ok(numbered) => case_types::result_casts(&numbered),
+            Err(_) => return plan,
+        };
+        if casts.is_empty() {
+            return plan;
+        }
+        match rewrite::rewrite(case_types::typed(statement, &casts)) {
+            Ok(typed) => to_plan(typed).await.unwrap_or(plan),
+            Err(_) => plan,
+        }
+    })
 }
 
 /// `error`, or when it is of a function the engine does not know, PostgreSQL's error

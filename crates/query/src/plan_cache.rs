@@ -422,12 +422,26 @@ async fn physical_plan_scaled(
             plan,
             columns: query.columns.clone(),
         };
-        if let Ok(planned) = crate::physical_plan(context, &scaled).await {
+        if let Ok(planned) = crate::physical_plan(context, &scaled).await
+            && !prints_floats_as_numerics(&query.columns, &planned.fields)
+        {
             *query = scaled;
             return Ok(planned);
         }
     }
     crate::physical_plan(context, query).await
+}
+
+/// Whether a rewritten plan prints as numeric text a column its query
+/// describes as a float: a CASE of an integer and a float (typed by its first
+/// result while floe chose its operators) that the rewrite took for a numeric.
+/// Its rows would not be the type the client was told.
+fn prints_floats_as_numerics(columns: &[floe_repr::ColumnDesc], fields: &[Field]) -> bool {
+    use floe_repr::PgType;
+    columns.iter().zip(fields).any(|(column, field)| {
+        matches!(column.pg_type, PgType::Float4 | PgType::Float8)
+            && floe_arrow::pg_type_of(field) == PgType::Numeric
+    })
 }
 
 /// The plan to keep for `query`, planned as `planned`, when it may be kept (see

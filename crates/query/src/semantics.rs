@@ -342,7 +342,7 @@ fn rewrite_expr(expr: Expr, schema: &DFSchema) -> DfResult<Transformed<Expr>> {
 /// one is a float and another an exact number: `double precision` where one is,
 /// else `real` (an exact number reads implicitly as either; DataFusion makes
 /// such a result a decimal).
-fn float_of(types: &[DataType]) -> Option<DataType> {
+pub(crate) fn float_of(types: &[DataType]) -> Option<DataType> {
     let exact = types
         .iter()
         .any(|t| matches!(t, DataType::Decimal128(..)) || is_integer(t));
@@ -963,7 +963,13 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(call) = interval_arithmetic(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
-        if let Some(arithmetic) = real_arithmetic(&expr, &left, &right) {
+        if let Some(arithmetic) = float_arithmetic(
+            &expr,
+            left_type.as_ref(),
+            right_type.as_ref(),
+            &left,
+            &right,
+        )? {
             return Ok(PlannerResult::Planned(arithmetic));
         }
         if let Some(quotient) = numeric_division(&expr, left_type.as_ref(), right_type.as_ref()) {
@@ -1382,41 +1388,60 @@ fn constant_number(expr: &Expr) -> Option<(i128, i8)> {
     }
 }
 
-/// Arithmetic of a `real` and an integer or numeric in double precision, as
-/// Postgres resolves it (it has no operator of `real` and those types, and
-/// `double precision` is the preferred type of numbers); DataFusion's stays
-/// `real` and loses digits (`1 / 3::real`).
-fn real_arithmetic(
+/// `+`, `-`, `*` or `/` of a float and a float or an exact number: floe's
+/// float arithmetic, with PostgreSQL's errors where IEEE arithmetic answers
+/// infinity or 0 ([`functions::float_arithmetic`]); a `real` beside an exact
+/// number computes as a double, as PostgreSQL reads it. `%` of a float, which
+/// PostgreSQL does not have, is its error.
+fn float_arithmetic(
     expr: &RawBinaryExpr,
+    left_type: Option<&DataType>,
+    right_type: Option<&DataType>,
     left: &DfResult<SqlScalarType>,
     right: &DfResult<SqlScalarType>,
-) -> Option<Expr> {
+) -> DfResult<Option<Expr>> {
+    use functions::float_arithmetic::FloatOperator as F;
     use sqlparser::ast::BinaryOperator as B;
-    let operator = match expr.op {
-        B::Plus => Operator::Plus,
-        B::Minus => Operator::Minus,
-        B::Multiply => Operator::Multiply,
-        B::Divide => Operator::Divide,
-        _ => return None,
+    let (Some(left_type), Some(right_type)) = (left_type, right_type) else {
+        return Ok(None);
     };
-    let real = |t: &DfResult<SqlScalarType>| matches!(t, Ok(SqlScalarType::Float32));
-    let exact = |t: &DfResult<SqlScalarType>| {
-        matches!(
-            t,
-            Ok(SqlScalarType::Int16
-                | SqlScalarType::Int32
-                | SqlScalarType::Int64
-                | SqlScalarType::Numeric { .. })
-        )
-    };
-    if !((real(left) && exact(right)) || (exact(left) && real(right))) {
-        return None;
+    let is_float = functions::arithmetic::is_float;
+    let number = |t: &DataType| is_float(t) || functions::arithmetic::is_exact(t);
+    if !(is_float(left_type) || is_float(right_type)) || !number(left_type) || !number(right_type) {
+        return Ok(None);
     }
-    let double = |side: &Expr| Expr::Cast(Cast::new(Box::new(side.clone()), DataType::Float64));
-    Some(Expr::BinaryExpr(BinaryExpr::new(
-        Box::new(double(&expr.left)),
+    let operator = match expr.op {
+        B::Plus => F::Add,
+        B::Minus => F::Subtract,
+        B::Multiply => F::Multiply,
+        B::Divide => F::Divide,
+        B::Modulo => {
+            let (Ok(left), Ok(right)) = (left, right) else {
+                return Ok(None);
+            };
+            return Err(crate::QueryError::new(
+                floe_repr::SqlState::UNDEFINED_FUNCTION,
+                format!("operator does not exist: {left} % {right}"),
+            )
+            .with_hint(
+                "No operator matches the given name and argument types. You might need to add explicit type casts.",
+            )
+            .into_datafusion());
+        }
+        _ => return Ok(None),
+    };
+    let computed = functions::float_arithmetic::result_type(left_type, right_type);
+    let operand = |side: &Expr, data_type: &DataType| {
+        if *data_type == computed {
+            side.clone()
+        } else {
+            Expr::Cast(Cast::new(Box::new(side.clone()), computed.clone()))
+        }
+    };
+    Ok(Some(functions::float_arithmetic::call(
         operator,
-        Box::new(double(&expr.right)),
+        operand(&expr.left, left_type),
+        operand(&expr.right, right_type),
     )))
 }
 

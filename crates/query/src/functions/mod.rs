@@ -14,6 +14,7 @@ mod cast;
 mod compatible_element;
 pub mod datetime;
 pub mod distinct;
+pub mod float_arithmetic;
 mod integer_result;
 pub mod json;
 pub mod json_build;
@@ -83,6 +84,8 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(text::functions())
         .chain(math::functions())
         .chain(range::functions())
+        .chain(float_arithmetic::functions())
+        .chain([crate::case_types::function()])
         .chain(numeric_division::functions())
         .chain(numeric_product::functions())
         .chain(numeric_math::functions())

@@ -241,28 +241,13 @@ impl ScalarUDFImpl for NumericDivide {
 /// after it was planned (a `CASE` of a `real` and an integer): PostgreSQL's
 /// division of doubles, which refuses a zero divisor.
 fn float_quotient(left: &ArrayRef, right: &ArrayRef) -> DfResult<ArrayRef> {
-    use datafusion::arrow::array::Float64Array;
-    use datafusion::arrow::datatypes::Float64Type;
     let left = datafusion::arrow::compute::cast(left, &DataType::Float64)?;
     let right = datafusion::arrow::compute::cast(right, &DataType::Float64)?;
-    let (left, right) = (
-        left.as_primitive::<Float64Type>(),
-        right.as_primitive::<Float64Type>(),
-    );
-    let quotients = left
-        .iter()
-        .zip(right.iter())
-        .map(|pair| match pair {
-            (Some(_), Some(0.0)) => Err(QueryError::new(
-                SqlState::DIVISION_BY_ZERO,
-                "division by zero",
-            )
-            .into_datafusion()),
-            (Some(dividend), Some(divisor)) => Ok(Some(dividend / divisor)),
-            _ => Ok(None),
-        })
-        .collect::<DfResult<Float64Array>>()?;
-    Ok(Arc::new(quotients))
+    super::float_arithmetic::arrays(
+        super::float_arithmetic::FloatOperator::Divide,
+        &left,
+        &right,
+    )
 }
 
 /// A two-operand call's operands as arrays (of one row when both are

@@ -157,7 +157,12 @@ impl ScalarUDFImpl for NumericMultiply {
             let double = |operand: &ColumnarValue| -> DfResult<ArrayRef> {
                 Ok(cast(&operand.to_array(length)?, &DataType::Float64)?)
             };
-            return columnar(numeric::mul(&double(left)?, &double(right)?)?, scalar);
+            let product = super::float_arithmetic::arrays(
+                super::float_arithmetic::FloatOperator::Multiply,
+                &double(left)?,
+                &double(right)?,
+            )?;
+            return columnar(product, scalar);
         }
         let product = numeric::mul(&wide(left, length)?, &wide(right, length)?)?;
         columnar(kept(&product, &result_type)?, scalar)
