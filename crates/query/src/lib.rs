@@ -44,6 +44,7 @@ pub mod naming;
 pub mod null_filter;
 pub mod parameter;
 pub mod plan_cache;
+mod qual_order;
 mod recursive_decorrelation;
 mod recursive_pruning;
 mod recursive_query;
@@ -569,6 +570,7 @@ pub async fn physical_plan(
         let state = context.state();
         let optimized = state
             .optimize(&query.plan)
+            .and_then(qual_order::apply)
             .map_err(QueryError::from_datafusion)?;
         // Typed as the query's columns are (see `output_fields`).
         let fields = output_fields(&query.plan, &optimized);
