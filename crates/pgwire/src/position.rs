@@ -23,6 +23,8 @@ pub fn error_position(query: &str, message: &str) -> Option<usize> {
         // reads it only outside the group.
         let column = qualified.rsplit_once('.').map_or(qualified, |(_, c)| c);
         qualified_start(query, find_name(query, column, false)?)
+    } else if let Some(operator) = operator_name(message) {
+        find_operator(query, operator)?
     } else if let Some(name) = function_name(message) {
         find_name(query, name, true)?
     } else if let Some(value) = message
@@ -43,6 +45,26 @@ const UNGROUPED: &str = "\" must appear in the GROUP BY clause or be used in an 
 /// The text between `prefix` and `suffix` when `message` is exactly that.
 fn quoted_after<'a>(message: &'a str, prefix: &str, suffix: &str) -> Option<&'a str> {
     message.strip_prefix(prefix)?.strip_suffix(suffix)
+}
+
+/// The operator of `operator does not exist: type op type` (a type's name
+/// may have spaces; the operator is the word of operator characters).
+fn operator_name(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("operator does not exist: ")?;
+    rest.split(' ')
+        .find(|word| !word.is_empty() && word.chars().all(|c| "+-*/<>=~!@#%^&|`?".contains(c)))
+}
+
+/// The byte offset of the first `operator` outside string literals that is not
+/// part of a longer operator.
+fn find_operator(query: &str, operator: &str) -> Option<usize> {
+    let strings = string_literals(query);
+    let symbol = |c: Option<char>| c.is_some_and(|c| "+-*/<>=~!@#%^&|`?".contains(c));
+    query.match_indices(operator).map(|(at, _)| at).find(|&at| {
+        !strings.iter().any(|range| range.contains(&at))
+            && !symbol(query[..at].chars().next_back())
+            && !symbol(query[at + operator.len()..].chars().next())
+    })
 }
 
 /// The name of `function f(types) does not exist` or `function f does not exist`.
@@ -232,6 +254,25 @@ mod tests {
         assert_eq!(
             error_position("select count(*) from t having x > 1", &message("t.x")),
             Some(31)
+        );
+    }
+
+    #[test]
+    fn missing_operators_point_at_the_operator() {
+        // As PostgreSQL 15 reports them.
+        assert_eq!(
+            error_position(
+                "select 5::float8 % 2",
+                "operator does not exist: double precision % integer"
+            ),
+            Some(18)
+        );
+        assert_eq!(
+            error_position(
+                "select '%' || x, 5 % 2::real from t",
+                "operator does not exist: integer % real"
+            ),
+            Some(20)
         );
     }
 

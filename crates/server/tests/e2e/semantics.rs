@@ -839,6 +839,9 @@ async fn errors_point_where_postgres_points() {
         "SELECT 'abc'::int",
         "SELECT a FROM t1 WHERE c = 'x' AND 'y'::int > 0",
         "SELECT 'x', x FROM t1",
+        "SELECT a, count(*) FROM t1",
+        "SELECT count(*) FROM t1 HAVING b > 1",
+        "SELECT c || '%', a::float8 % 2 FROM t1",
     ] {
         let expected = position(pg.simple_query(sql).await.expect_err(sql));
         let actual = position(floe.simple_query(sql).await.expect_err(sql));
