@@ -171,7 +171,7 @@ fn cast_result(result: &mut ast::Expr, target: Option<&DataType>) {
 /// Whether a result of `data_type` is cast for a CASE of `common` type: an
 /// exact number beside a float, an integer beside a numeric, a narrower
 /// integer beside a wider (a numeric of another scale is a numeric).
-fn needs_cast(data_type: &DataType, common: &DataType) -> bool {
+pub(crate) fn needs_cast(data_type: &DataType, common: &DataType) -> bool {
     if data_type == common || data_type.is_null() {
         return false;
     }
@@ -185,7 +185,7 @@ fn needs_cast(data_type: &DataType, common: &DataType) -> bool {
 }
 
 /// The schema a node's expressions are typed against.
-fn input_schema(node: &LogicalPlan) -> DFSchema {
+pub(crate) fn input_schema(node: &LogicalPlan) -> DFSchema {
     let inputs = node.inputs();
     if inputs.is_empty() {
         return node.schema().as_ref().clone();
@@ -214,23 +214,32 @@ fn common_type(case: &Case, schema: &DFSchema) -> Option<DataType> {
         }
     }
     let first = types.first()?;
+    let common = common_of(&types)?;
+    (common != *first).then_some(common)
+}
+
+/// The common type of numbers of these types, where they differ: a float
+/// where one is a float ([`crate::semantics::float_of`]), else the engine's
+/// coercion (a numeric where one is, the widest integer); `None` where they
+/// are one type or not all numbers.
+pub(crate) fn common_of(types: &[DataType]) -> Option<DataType> {
+    let first = types.first()?;
     let number = |t: &DataType| is_integer(t) || is_decimal(t) || is_float(t);
     if types.iter().all(|t| t == first) || !types.iter().all(number) {
         return None;
     }
-    let common = crate::semantics::float_of(&types).or_else(|| {
+    crate::semantics::float_of(types).or_else(|| {
         let (otherwise, thens) = types.split_last()?;
         datafusion::logical_expr::type_coercion::other::get_coerce_type_for_case_expression(
             thens,
             Some(otherwise),
         )
-    })?;
-    (common != *first).then_some(common)
+    })
 }
 
 /// The SQL type a cast to `data_type` names; `None` for types no number
 /// coercion gives.
-fn sql_type(data_type: &DataType) -> Option<ast::DataType> {
+pub(crate) fn sql_type(data_type: &DataType) -> Option<ast::DataType> {
     Some(match data_type {
         DataType::Int16 => ast::DataType::SmallInt(None),
         DataType::Int32 => ast::DataType::Integer(None),

@@ -58,6 +58,7 @@ pub mod snapshot;
 pub mod srf;
 pub mod subquery;
 pub mod types;
+mod union_types;
 mod using_join;
 mod whole_row;
 
@@ -297,10 +298,11 @@ pub async fn plan(
             }
             Err(error) => return Err(unknown_function_error(&state, statement, error).await),
         };
-        // A CASE of numbers of different types, planned again with its results
-        // cast to their common type (see `case_types`).
-        let plan = if case_types::has_mixed_case(&plan) {
-            typed_cases(&state, &statement, plan).await
+        // A CASE or a set operation of numbers of different types, planned
+        // again with its values cast to their common type (see `case_types`
+        // and `union_types`).
+        let plan = if case_types::has_mixed_case(&plan) || union_types::has_mixed_union(&plan) {
+            typed_values(&state, &statement, plan).await
         } else {
             plan
         };
@@ -311,10 +313,11 @@ pub async fn plan(
 }
 
 /// `plan`, planned from `statement`, planned again with the results of its CASEs
-/// of numbers of different types cast to their common type ([`case_types`]);
+/// and the first select lists of its set operations whose values are numbers of
+/// different types cast to their common type ([`case_types`], [`union_types`]);
 /// `plan` itself where either planning fails. Boxed here, so that the
 /// caller's future, whose frame every planning's stack sits on, stays small.
-fn typed_cases<'a>(
+fn typed_values<'a>(
     state: &'a SessionState,
     statement: &'a sqlparser::ast::Statement,
     plan: LogicalPlan,
@@ -325,17 +328,22 @@ fn typed_cases<'a>(
                 statement,
             )))
         };
-        let Ok(numbered) = rewrite::rewrite(case_types::numbered(statement)) else {
+        let numbered = union_types::marked(&case_types::numbered(statement));
+        let Ok(numbered) = rewrite::rewrite(numbered) else {
             return plan;
         };
-        let casts = match to_plan(numbered).await {
-            Ok(numbered) => case_types::result_casts(&numbered),
+        let (casts, item_casts) = match to_plan(numbered).await {
+            Ok(numbered) => (
+                case_types::result_casts(&numbered),
+                union_types::item_casts(&numbered),
+            ),
             Err(_) => return plan,
         };
-        if casts.is_empty() {
+        if casts.is_empty() && item_casts.is_empty() {
             return plan;
         }
-        match rewrite::rewrite(case_types::typed(statement, &casts)) {
+        let typed = union_types::typed(&case_types::typed(statement, &casts), &item_casts);
+        match rewrite::rewrite(typed) {
             Ok(typed) => to_plan(typed).await.unwrap_or(plan),
             Err(_) => plan,
         }

@@ -85,7 +85,10 @@ static FUNCTIONS: LazyLock<HashMap<String, Arc<ScalarUDF>>> = LazyLock::new(|| {
         .chain(math::functions())
         .chain(range::functions())
         .chain(float_arithmetic::functions())
-        .chain([crate::case_types::function()])
+        .chain([
+            crate::case_types::function(),
+            crate::union_types::function(),
+        ])
         .chain(numeric_division::functions())
         .chain(numeric_product::functions())
         .chain(numeric_math::functions())

@@ -1,0 +1,320 @@
+//! A UNION's (INTERSECT's, EXCEPT's) columns typed by all its inputs before
+//! floe chooses the operators that read them.
+//!
+//! DataFusion types a set operation's columns by its first input's until its
+//! analyzer makes the inputs one type, after the statement is planned: `SELECT
+//! v / 2 FROM (SELECT x AS v FROM t UNION ALL SELECT amount FROM t)` of an
+//! integer `x` and a numeric `amount` was planned as a division of integers.
+//! PostgreSQL types each column by all the inputs (`select_common_type`).
+//!
+//! As for CASE ([`crate::case_types`], whose two extra plannings this shares):
+//! the numbered planning marks each item of a set operation's first select
+//! list (`floe_union_item(item, 'k:i')`, which is the item), the common type
+//! of each column whose inputs are numbers of different types is read from
+//! it, and the statement is planned again with those items of the first
+//! select list cast to it (keeping their names).
+
+use std::ops::ControlFlow;
+
+use datafusion::arrow::datatypes::{DataType, FieldRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::logical_expr::{
+    ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use sqlparser::ast::{
+    self, CastKind, Ident, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut,
+    VisitorMut,
+};
+
+use crate::case_types::{common_of, needs_cast, sql_type};
+use crate::error::QueryError;
+
+/// The function that marks a set operation's first select list's items.
+pub const UNION_ITEM: &str = "floe_union_item";
+
+/// A cast of item `item` of set operation `number`'s first select list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemCast {
+    pub number: i64,
+    pub item: usize,
+    pub data_type: DataType,
+}
+
+/// Whether `plan` has a set operation a column of which has inputs of
+/// numbers of different types, typed by its first input's.
+pub fn has_mixed_union(plan: &LogicalPlan) -> bool {
+    let mut found = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Union(union) = node {
+            let width = union.schema.fields().len();
+            found = (0..width).any(|column| column_cast(&union.inputs, column).is_some());
+        }
+        Ok(if found {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
+}
+
+/// The type column `column` of these inputs is cast to in the first, if it
+/// needs one.
+fn column_cast(inputs: &[std::sync::Arc<LogicalPlan>], column: usize) -> Option<DataType> {
+    let types: Vec<DataType> = inputs
+        .iter()
+        .filter_map(|input| {
+            let fields = input.schema().fields();
+            fields.get(column).map(|f| f.data_type().clone())
+        })
+        .filter(|t| !t.is_null())
+        .collect();
+    let common = common_of(&types)?;
+    needs_cast(types.first()?, &common).then_some(common)
+}
+
+/// `statement` with the items of each set operation's first select list
+/// marked (see the module documentation).
+pub fn marked(statement: &Statement) -> Statement {
+    let mut statement = statement.clone();
+    let mut marker = Items {
+        next: 0,
+        casts: None,
+    };
+    let _ = statement.visit(&mut marker);
+    statement
+}
+
+/// The casts the marked items of `plan` (planned from [`marked`]) need.
+pub fn item_casts(plan: &LogicalPlan) -> Vec<ItemCast> {
+    let mut casts: Vec<ItemCast> = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::Union(union) = node
+            && let Some(first) = union.inputs.first()
+            && let Some(marks) = first_select_marks(first)
+        {
+            for (column, mark) in marks.into_iter().enumerate() {
+                let (Some((number, item)), Some(data_type)) =
+                    (mark, column_cast(&union.inputs, column))
+                else {
+                    continue;
+                };
+                match casts
+                    .iter_mut()
+                    .find(|c| c.number == number && c.item == item)
+                {
+                    // A set operation inside another: the type of both.
+                    Some(cast) => {
+                        if let Some(common) = common_of(&[cast.data_type.clone(), data_type]) {
+                            cast.data_type = common;
+                        }
+                    }
+                    None => casts.push(ItemCast {
+                        number,
+                        item,
+                        data_type,
+                    }),
+                }
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    casts
+}
+
+/// `statement` with the items `casts` name cast (the set operations counted
+/// as [`marked`] counts them).
+pub fn typed(statement: &Statement, casts: &[ItemCast]) -> Statement {
+    let mut statement = statement.clone();
+    let mut caster = Items {
+        next: 0,
+        casts: Some(casts),
+    };
+    let _ = statement.visit(&mut caster);
+    statement
+}
+
+/// Marks (`casts` `None`) or casts the items of each set operation's first
+/// select list, numbering the set operations in the order queries are
+/// visited.
+struct Items<'a> {
+    next: i64,
+    casts: Option<&'a [ItemCast]>,
+}
+
+impl VisitorMut for Items<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+        let SetExpr::SetOperation { .. } = query.body.as_ref() else {
+            return ControlFlow::Continue(());
+        };
+        let number = self.next;
+        self.next += 1;
+        let Some(select) = first_select(&mut query.body) else {
+            return ControlFlow::Continue(());
+        };
+        for (index, item) in select.projection.iter_mut().enumerate() {
+            match self.casts {
+                None => {
+                    map_item(item, |expr| mark_call(expr, number, index));
+                }
+                Some(casts) => {
+                    let target = casts
+                        .iter()
+                        .find(|c| c.number == number && c.item == index)
+                        .and_then(|c| sql_type(&c.data_type));
+                    if let Some(data_type) = target {
+                        map_item(item, |expr| ast::Expr::Cast {
+                            kind: CastKind::DoubleColon,
+                            expr: Box::new(ast::Expr::Nested(Box::new(expr))),
+                            data_type,
+                            array: false,
+                            format: None,
+                        });
+                    }
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The first select list of a set operation's inputs, nested or not.
+fn first_select(body: &mut SetExpr) -> Option<&mut Select> {
+    match body {
+        SetExpr::Select(select) => Some(select),
+        SetExpr::SetOperation { left, .. } => first_select(left),
+        SetExpr::Query(query) => first_select(&mut query.body),
+        _ => None,
+    }
+}
+
+/// `item` with its expression changed by `change`, named as PostgreSQL
+/// names it before the change (a wildcard stays as it is).
+fn map_item(item: &mut SelectItem, change: impl FnOnce(ast::Expr) -> ast::Expr) {
+    let placeholder = || ast::Expr::Value(Value::Null.into());
+    match item {
+        SelectItem::UnnamedExpr(expr) => {
+            let alias = Ident::with_quote('"', crate::naming::column_name(expr));
+            let expr = std::mem::replace(expr, placeholder());
+            *item = SelectItem::ExprWithAlias {
+                expr: change(expr),
+                alias,
+            };
+        }
+        SelectItem::ExprWithAlias { expr, .. } => {
+            let value = std::mem::replace(expr, placeholder());
+            *expr = change(value);
+        }
+        _ => {}
+    }
+}
+
+fn mark_call(expr: ast::Expr, number: i64, item: usize) -> ast::Expr {
+    let argument = |expr| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr));
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName::from(vec![Ident::new(UNION_ITEM)]),
+        uses_odbc_syntax: false,
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![
+                argument(expr),
+                argument(ast::Expr::Value(
+                    Value::SingleQuotedString(format!("{number}:{item}")).into(),
+                )),
+            ],
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
+/// The marks of the first select list under a set operation's first input,
+/// by column: `(number, item)` where the column is a marked item.
+fn first_select_marks(input: &LogicalPlan) -> Option<Vec<Option<(i64, usize)>>> {
+    match input {
+        LogicalPlan::Projection(projection) => Some(
+            projection
+                .expr
+                .iter()
+                .map(|e| mark_of(e.clone().unalias_nested().data))
+                .collect(),
+        ),
+        LogicalPlan::Union(union) => first_select_marks(union.inputs.first()?),
+        LogicalPlan::SubqueryAlias(alias) => first_select_marks(&alias.input),
+        LogicalPlan::Sort(sort) => first_select_marks(&sort.input),
+        LogicalPlan::Limit(limit) => first_select_marks(&limit.input),
+        LogicalPlan::Distinct(distinct) => first_select_marks(distinct.input()),
+        _ => None,
+    }
+}
+
+fn mark_of(expr: Expr) -> Option<(i64, usize)> {
+    let Expr::ScalarFunction(function) = expr else {
+        return None;
+    };
+    if function.name() != UNION_ITEM {
+        return None;
+    }
+    match function.args.get(1) {
+        Some(Expr::Literal(
+            ScalarValue::Utf8(Some(text)) | ScalarValue::Utf8View(Some(text)),
+            _,
+        )) => {
+            let (number, item) = text.split_once(':')?;
+            Some((number.parse().ok()?, item.parse().ok()?))
+        }
+        _ => None,
+    }
+}
+
+/// `floe_union_item(value, mark)`: `value`, of its type and field (planned in
+/// the numbered planning only, never run).
+pub fn function() -> ScalarUDF {
+    ScalarUDF::new_from_impl(UnionItem {
+        signature: Signature::any(2, Volatility::Immutable),
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct UnionItem {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for UnionItem {
+    fn name(&self) -> &str {
+        UNION_ITEM
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> DfResult<DataType> {
+        arg_types
+            .first()
+            .cloned()
+            .ok_or_else(|| QueryError::internal("floe_union_item arity").into_datafusion())
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
+        args.arg_fields
+            .first()
+            .cloned()
+            .ok_or_else(|| QueryError::internal("floe_union_item arity").into_datafusion())
+    }
+
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        if args.args.is_empty() {
+            return Err(QueryError::internal("floe_union_item arity").into_datafusion());
+        }
+        Ok(args.args.swap_remove(0))
+    }
+}
