@@ -39,26 +39,40 @@ pub const CASE_NUMBER: &str = "floe_case_number";
 /// Whether `plan` has a CASE whose results are numbers of different types.
 pub fn has_mixed_case(plan: &LogicalPlan) -> bool {
     let mut found = false;
+    visit_cases(plan, |case, schema| {
+        found = casts_of(case, schema).is_some();
+        found
+    });
+    found
+}
+
+/// Calls `visit` with each CASE of `plan` and its subqueries and the schema
+/// its results are typed against, until `visit` answers true.
+fn visit_cases(plan: &LogicalPlan, mut visit: impl FnMut(&Case, &DFSchema) -> bool) {
     let _ = plan.apply_with_subqueries(|node| {
         let schema = input_schema(node);
+        let mut stop = false;
         for expr in node.expressions() {
             let _ = expr.apply(|e| {
-                if let Expr::Case(case) = e
-                    && casts_of(case, &schema).is_some()
-                {
-                    found = true;
-                    return Ok(TreeNodeRecursion::Stop);
+                if let Expr::Case(case) = e {
+                    stop = visit(case, &schema);
                 }
-                Ok(TreeNodeRecursion::Continue)
+                Ok(if stop {
+                    TreeNodeRecursion::Stop
+                } else {
+                    TreeNodeRecursion::Continue
+                })
             });
+            if stop {
+                break;
+            }
         }
-        Ok(if found {
+        Ok(if stop {
             TreeNodeRecursion::Stop
         } else {
             TreeNodeRecursion::Continue
         })
     });
-    found
 }
 
 /// `statement` with its CASEs numbered (see the module documentation).
@@ -90,20 +104,13 @@ pub struct ResultCasts {
 /// needs some, by its number.
 pub fn result_casts(plan: &LogicalPlan) -> Vec<(i64, ResultCasts)> {
     let mut casts = Vec::new();
-    let _ = plan.apply_with_subqueries(|node| {
-        let schema = input_schema(node);
-        for expr in node.expressions() {
-            let _ = expr.apply(|e| {
-                if let Expr::Case(case) = e
-                    && let Some(number) = case_number(case)
-                    && let Some(case_casts) = casts_of(case, &schema)
-                {
-                    casts.push((number, case_casts));
-                }
-                Ok(TreeNodeRecursion::Continue)
-            });
+    visit_cases(plan, |case, schema| {
+        if let Some(number) = case_number(case)
+            && let Some(case_casts) = casts_of(case, schema)
+        {
+            casts.push((number, case_casts));
         }
-        Ok(TreeNodeRecursion::Continue)
+        false
     });
     casts
 }

@@ -1210,3 +1210,29 @@ async fn products_beyond_a_numerics_digits_overflow_as_postgres_words_it() {
         table(&[&["15241578997104100"]])
     );
 }
+
+/// A CASE's and a set operation's values of numbers of different types are of
+/// their common type where an outer query reads them (`case_types`,
+/// `union_types`): integer divisions before. The values are PostgreSQL 15's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case_and_union_values_are_of_their_common_type() {
+    let derived = "SELECT p / 2, p * 3, p + 1 FROM (SELECT CASE WHEN b IS NULL THEN 0 ELSE a * 1.5 END AS p FROM t1) s";
+    assert_eq!(
+        scaled_rows(derived).await.unwrap(),
+        table(&[
+            &["0.75000000000000000000", "4.5", "2.5"],
+            &["2.2500000000000000", "13.5", "5.5"],
+            &["0.00000000000000000000", "0", "1"],
+        ])
+    );
+    let union = "SELECT v / 2 FROM (SELECT 1 v UNION ALL SELECT 2.5) d ORDER BY 1";
+    assert_eq!(
+        scaled_rows(union).await.unwrap(),
+        table(&[&["0.50000000000000000000"], &["1.25000000000000000000"]])
+    );
+    // The CASE keeps its name.
+    assert_eq!(
+        names("SELECT CASE WHEN b IS NULL THEN 0 ELSE 1.50 END FROM t1").await,
+        vec!["case".to_string()]
+    );
+}
