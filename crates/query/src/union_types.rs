@@ -2,7 +2,9 @@
 //! floe chooses the operators that read them.
 //!
 //! DataFusion types a set operation's columns by its first input's until its
-//! analyzer makes the inputs one type, after the statement is planned: `SELECT
+//! analyzer makes the inputs one type (INTERSECT and EXCEPT, planned as semi
+//! and anti joins, by their left input's for good), after the statement is
+//! planned: `SELECT
 //! v / 2 FROM (SELECT x AS v FROM t UNION ALL SELECT amount FROM t)` of an
 //! integer `x` and a numeric `amount` was planned as a division of integers.
 //! PostgreSQL types each column by all the inputs (`select_common_type`).
@@ -20,7 +22,7 @@ use datafusion::arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ColumnarValue, Expr, JoinType, LogicalPlan, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, Volatility,
 };
 use sqlparser::ast::{
@@ -47,9 +49,9 @@ pub struct ItemCast {
 pub fn has_mixed_union(plan: &LogicalPlan) -> bool {
     let mut found = false;
     let _ = plan.apply_with_subqueries(|node| {
-        if let LogicalPlan::Union(union) = node {
-            let width = union.schema.fields().len();
-            found = (0..width).any(|column| column_cast(&union.inputs, column).is_some());
+        if let Some(inputs) = set_operation_inputs(node) {
+            let width = node.schema().fields().len();
+            found = (0..width).any(|column| column_cast(&inputs, column).is_some());
         }
         Ok(if found {
             TreeNodeRecursion::Stop
@@ -60,9 +62,24 @@ pub fn has_mixed_union(plan: &LogicalPlan) -> bool {
     found
 }
 
+/// The inputs of a set operation: a union's, or the two sides of the join the
+/// engine plans INTERSECT and EXCEPT as (a semi or anti join, which a FROM
+/// clause does not plan: `IN` and `EXISTS` stay subqueries until optimized).
+fn set_operation_inputs(node: &LogicalPlan) -> Option<Vec<&LogicalPlan>> {
+    match node {
+        LogicalPlan::Union(union) => Some(union.inputs.iter().map(AsRef::as_ref).collect()),
+        LogicalPlan::Join(join)
+            if matches!(join.join_type, JoinType::LeftSemi | JoinType::LeftAnti) =>
+        {
+            Some(vec![join.left.as_ref(), join.right.as_ref()])
+        }
+        _ => None,
+    }
+}
+
 /// The type column `column` of these inputs is cast to in the first, if it
 /// needs one.
-fn column_cast(inputs: &[std::sync::Arc<LogicalPlan>], column: usize) -> Option<DataType> {
+fn column_cast(inputs: &[&LogicalPlan], column: usize) -> Option<DataType> {
     let types: Vec<DataType> = inputs
         .iter()
         .filter_map(|input| {
@@ -91,13 +108,12 @@ pub fn marked(statement: &Statement) -> Statement {
 pub fn item_casts(plan: &LogicalPlan) -> Vec<ItemCast> {
     let mut casts: Vec<ItemCast> = Vec::new();
     let _ = plan.apply_with_subqueries(|node| {
-        if let LogicalPlan::Union(union) = node
-            && let Some(first) = union.inputs.first()
+        if let Some(inputs) = set_operation_inputs(node)
+            && let Some(first) = inputs.first()
             && let Some(marks) = first_select_marks(first)
         {
             for (column, mark) in marks.into_iter().enumerate() {
-                let (Some((number, item)), Some(data_type)) =
-                    (mark, column_cast(&union.inputs, column))
+                let (Some((number, item)), Some(data_type)) = (mark, column_cast(&inputs, column))
                 else {
                     continue;
                 };
@@ -247,7 +263,9 @@ fn first_select_marks(input: &LogicalPlan) -> Option<Vec<Option<(i64, usize)>>> 
                 .map(|e| mark_of(e.clone().unalias_nested().data))
                 .collect(),
         ),
-        LogicalPlan::Union(union) => first_select_marks(union.inputs.first()?),
+        LogicalPlan::Union(_) | LogicalPlan::Join(_) => {
+            first_select_marks(set_operation_inputs(input)?.first()?)
+        }
         LogicalPlan::SubqueryAlias(alias) => first_select_marks(&alias.input),
         LogicalPlan::Sort(sort) => first_select_marks(&sort.input),
         LogicalPlan::Limit(limit) => first_select_marks(&limit.input),
