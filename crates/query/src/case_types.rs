@@ -166,13 +166,18 @@ fn cast_result(result: &mut ast::Expr, target: Option<&DataType>) {
         return;
     };
     let value = std::mem::replace(result, ast::Expr::Value(Value::Null.into()));
-    *result = ast::Expr::Cast {
+    *result = sql_cast(value, data_type);
+}
+
+/// `(value)::data_type`.
+pub(crate) fn sql_cast(value: ast::Expr, data_type: ast::DataType) -> ast::Expr {
+    ast::Expr::Cast {
         kind: CastKind::DoubleColon,
         expr: Box::new(ast::Expr::Nested(Box::new(value))),
         data_type,
         array: false,
         format: None,
-    };
+    }
 }
 
 /// Whether a result of `data_type` is cast for a CASE of `common` type: an
@@ -261,22 +266,8 @@ pub(crate) fn sql_type(data_type: &DataType) -> Option<ast::DataType> {
 }
 
 fn number_call(number: i64) -> ast::Expr {
-    ast::Expr::Function(ast::Function {
-        name: ast::ObjectName::from(vec![ast::Ident::new(CASE_NUMBER)]),
-        uses_odbc_syntax: false,
-        parameters: ast::FunctionArguments::None,
-        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
-                ast::Expr::Value(Value::SingleQuotedString(number.to_string()).into()),
-            ))],
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
+    let number = ast::Expr::Value(Value::SingleQuotedString(number.to_string()).into());
+    crate::rewrite::function_call(CASE_NUMBER, vec![number])
 }
 
 fn is_number_call(expr: &Expr) -> bool {

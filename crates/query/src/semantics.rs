@@ -405,14 +405,6 @@ fn case_of_floats(case: Case, schema: &DFSchema) -> DfResult<(Case, bool)> {
     Ok((Case::new(expr, branches, otherwise), true))
 }
 
-/// `operand` with [`case_of_floats`] applied where it is a CASE.
-fn float_case(operand: Expr, schema: &DFSchema) -> DfResult<Expr> {
-    match operand {
-        Expr::Case(case) => Ok(Expr::Case(case_of_floats(case, schema)?.0)),
-        other => Ok(other),
-    }
-}
-
 /// `CASE c WHEN v THEN r ... END` of a constant `c` as `CASE WHEN c = v THEN r
 /// ... END`, which the simplifier folds where `v` is constant too: PostgreSQL
 /// drops a branch whose test is false before it plans the branch's result (so
@@ -926,14 +918,6 @@ impl ExprPlanner for PgOperatorPlanner {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> DfResult<PlannerResult<RawBinaryExpr>> {
-        // A CASE operand's type is its results' common type before the
-        // operator is chosen by it (the engine types a CASE by its first
-        // result until its analyzer runs).
-        let expr = RawBinaryExpr {
-            left: float_case(expr.left, schema)?,
-            right: float_case(expr.right, schema)?,
-            ..expr
-        };
         let (left_type, left) = operand_types(&expr.left, schema);
         let (right_type, right) = operand_types(&expr.right, schema);
         use sqlparser::ast::BinaryOperator as B;

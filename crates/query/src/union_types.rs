@@ -26,11 +26,10 @@ use datafusion::logical_expr::{
     ScalarUDFImpl, Signature, Volatility,
 };
 use sqlparser::ast::{
-    self, CastKind, Ident, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut,
-    VisitorMut,
+    self, Ident, Query, Select, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
 
-use crate::case_types::{common_of, needs_cast, sql_type};
+use crate::case_types::{common_of, needs_cast, sql_cast, sql_type};
 use crate::error::QueryError;
 
 /// The function that marks a set operation's first select list's items.
@@ -183,13 +182,7 @@ impl VisitorMut for Items<'_> {
                         .find(|c| c.number == number && c.item == index)
                         .and_then(|c| sql_type(&c.data_type));
                     if let Some(data_type) = target {
-                        map_item(item, |expr| ast::Expr::Cast {
-                            kind: CastKind::DoubleColon,
-                            expr: Box::new(ast::Expr::Nested(Box::new(expr))),
-                            data_type,
-                            array: false,
-                            format: None,
-                        });
+                        map_item(item, |expr| sql_cast(expr, data_type));
                     }
                 }
             }
@@ -230,26 +223,8 @@ fn map_item(item: &mut SelectItem, change: impl FnOnce(ast::Expr) -> ast::Expr) 
 }
 
 fn mark_call(expr: ast::Expr, number: i64, item: usize) -> ast::Expr {
-    let argument = |expr| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr));
-    ast::Expr::Function(ast::Function {
-        name: ast::ObjectName::from(vec![Ident::new(UNION_ITEM)]),
-        uses_odbc_syntax: false,
-        parameters: ast::FunctionArguments::None,
-        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args: vec![
-                argument(expr),
-                argument(ast::Expr::Value(
-                    Value::SingleQuotedString(format!("{number}:{item}")).into(),
-                )),
-            ],
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
+    let mark = ast::Expr::Value(Value::SingleQuotedString(format!("{number}:{item}")).into());
+    crate::rewrite::function_call(UNION_ITEM, vec![expr, mark])
 }
 
 /// The marks of the first select list under a set operation's first input,
