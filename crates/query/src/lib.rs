@@ -306,6 +306,7 @@ pub async fn plan(
         } else {
             plan
         };
+        recursive_query::refuse_narrowed_terms(&plan)?;
         let columns = describe_analyzed(&state, &plan);
         Ok(Query { plan, columns })
     })

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchema, Result as DfResult};
 use datafusion::datasource::cte_worktable::CteWorkTable;
 use datafusion::datasource::{provider_as_source, source_as_provider};
@@ -86,9 +86,11 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     let first = static_term.schema();
     let recursive = recursive_term.schema();
     for index in 0..first.fields().len().min(recursive.fields().len()) {
+        let output = output_expr(&recursive_term, index);
         let term = Term {
             field: recursive.field(index),
-            expr: output_expr(&recursive_term, index),
+            expr: output.map(|(expr, _)| expr),
+            input: output.map(|(_, input)| input),
         };
         check_overall_type(query, index, first.field(index), term)?;
     }
@@ -154,16 +156,72 @@ fn check_overall_type(
         | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive_type,
         _ => return Ok(()),
     };
-    Err(QueryError::new(
+    Err(overall_type_error(&query.name, index, &first_type, &overall).into_datafusion())
+}
+
+/// PostgreSQL's 42804 for column `index` of recursive query `name`.
+fn overall_type_error(
+    name: &str,
+    index: usize,
+    first_type: &SqlScalarType,
+    overall: &SqlScalarType,
+) -> QueryError {
+    QueryError::new(
         SqlState::DATATYPE_MISMATCH,
         format!(
-            "recursive query \"{}\" column {} has type {first_type} in non-recursive term but type {overall} overall",
-            query.name,
+            "recursive query \"{name}\" column {} has type {first_type} in non-recursive term but type {overall} overall",
             index + 1
         ),
     )
     .with_hint("Cast the output of the non-recursive term to the correct type.")
-    .into_datafusion())
+}
+
+/// PostgreSQL's refusal of a recursive query of `plan` (as planned, before
+/// floe's semantics) whose recursive term answers a wider integer than its
+/// first term: the engine casts the recursive term's `SELECT` list to the
+/// first term's types when it plans the query (`n::bigint + 1` of an
+/// integer first term is `CAST(... AS Int32)`), where a cast the query wrote
+/// is floe's (`floe_cast`). floe's semantics later makes the engine's casts
+/// floe's too, so [`check_overall_type`] cannot tell them apart.
+pub fn refuse_narrowed_terms(plan: &LogicalPlan) -> Result<(), QueryError> {
+    let mut refusal = None;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::RecursiveQuery(query) = node {
+            refusal = narrowed_column(query);
+        }
+        Ok(if refusal.is_some() {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    refusal.map_or(Ok(()), Err)
+}
+
+/// The refusal of `query`'s first column whose recursive term the engine
+/// narrowed (see [`refuse_narrowed_terms`]).
+fn narrowed_column(query: &RecursiveQuery) -> Option<QueryError> {
+    let first = query.static_term.schema();
+    let recursive = query.recursive_term.schema();
+    (0..first.fields().len().min(recursive.fields().len())).find_map(|index| {
+        let (expr, input) = output_expr(&query.recursive_term, index)?;
+        let term = Term {
+            field: recursive.field(index),
+            expr: Some(expr),
+            input: Some(input),
+        };
+        let first_type = functions::sql_type(first.field(index));
+        let uncast = uncast_type(&term)?;
+        let recursive_type = functions::sql_type(&term.field.clone().with_data_type(uncast));
+        let wider = matches!(
+            (&first_type, &recursive_type),
+            (
+                SqlScalarType::Int16,
+                SqlScalarType::Int32 | SqlScalarType::Int64
+            ) | (SqlScalarType::Int32, SqlScalarType::Int64)
+        );
+        wider.then(|| overall_type_error(&query.name, index, &first_type, &recursive_type))
+    })
 }
 
 /// A recursive term's output column: its field, and the expression of its
@@ -171,14 +229,32 @@ fn check_overall_type(
 struct Term<'a> {
     field: &'a Field,
     expr: Option<&'a Expr>,
+    /// The schema `expr` is typed against.
+    input: Option<&'a DFSchema>,
 }
 
-/// The expression of `plan`'s output column `index`, where `plan` is a
-/// projection (the recursive term's `SELECT` list). Where it only names a
+/// The type of a recursive term's column before the engine cast it to the
+/// first term's: DataFusion casts the recursive term's `SELECT` list to the
+/// first term's types when it plans the query (`n::bigint + 1` of an integer
+/// first term is `CAST(... AS Int32)`), where a cast the query wrote is
+/// floe's (`floe_cast`) and stays.
+fn uncast_type(term: &Term<'_>) -> Option<DataType> {
+    let Expr::Cast(Cast { expr, field }) = term.expr?.clone().unalias() else {
+        return None;
+    };
+    if field.data_type() != term.field.data_type() {
+        return None;
+    }
+    expr.get_type(term.input?).ok()
+}
+
+/// The expression of `plan`'s output column `index`, and the schema it is
+/// typed against, where `plan` is a projection (the recursive term's
+/// `SELECT` list). Where it only names a
 /// column of a projection below it (the display-scale rewrite puts one
 /// between the `SELECT` list and the term's output), that column's
 /// expression.
-fn output_expr(plan: &LogicalPlan, index: usize) -> Option<&Expr> {
+fn output_expr(plan: &LogicalPlan, index: usize) -> Option<(&Expr, &DFSchema)> {
     let LogicalPlan::Projection(projection) = plan else {
         return None;
     };
@@ -193,7 +269,7 @@ fn output_expr(plan: &LogicalPlan, index: usize) -> Option<&Expr> {
     {
         return Some(below);
     }
-    Some(expr)
+    Some((expr, projection.input.schema().as_ref()))
 }
 
 /// Whether the first term's numeric column `first` has a typmod (floe's

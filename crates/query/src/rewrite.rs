@@ -1190,9 +1190,19 @@ fn values_selected(
     values: sqlparser::ast::Values,
     columns: &[sqlparser::ast::TableAliasColumnDef],
 ) -> Option<SetExpr> {
-    let template = "SELECT * FROM (VALUES (NULL)) AS v";
+    selected_from(SetExpr::Values(values), "v", columns).map(SetExpr::Select)
+}
+
+/// `SELECT * FROM (<body>) AS alias(columns)` (no column list where
+/// `columns` is empty).
+pub fn selected_from(
+    body: SetExpr,
+    alias: &str,
+    columns: &[sqlparser::ast::TableAliasColumnDef],
+) -> Option<Box<Select>> {
+    let template = format!("SELECT * FROM (VALUES (NULL)) AS {alias}");
     let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-        .try_with_sql(template)
+        .try_with_sql(&template)
         .and_then(|mut parser| parser.parse_query())
         .ok()?;
     let SetExpr::Select(mut select) = *parsed.body else {
@@ -1204,9 +1214,9 @@ fn values_selected(
     else {
         return None;
     };
-    *subquery.body = SetExpr::Values(values);
+    *subquery.body = body;
     alias.as_mut()?.columns = columns.to_vec();
-    Some(SetExpr::Select(select))
+    Some(select)
 }
 
 /// Gives the NULLs, string and number literals of a VALUES column the type

@@ -545,6 +545,20 @@ async fn recursive_ctes_whose_union_is_not_the_first_terms_type_are_refused() {
         .await
         .map_err(|error| error.code.to_string());
     assert_eq!(refused, Err("42804".to_string()));
+    // A recursive term of a wider integer, which the engine casts to the
+    // first term's type; a cast the query writes is its own.
+    let (code, message) = error("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n::bigint + 1 FROM r WHERE n < 3) SELECT n FROM r").await;
+    assert_eq!(code, "42804");
+    assert_eq!(
+        message,
+        "recursive query \"r\" column 1 has type integer in non-recursive term but type bigint overall"
+    );
+    let (code, _) = error("WITH RECURSIVE r(n) AS (SELECT 1::smallint UNION ALL SELECT 5 FROM r WHERE n < 3) SELECT n FROM r").await;
+    assert_eq!(code, "42804");
+    assert_eq!(
+        rows("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT (n::bigint + 1)::int FROM r WHERE n < 3) SELECT sum(n) FROM r").await,
+        table(&[&["6"]])
+    );
     // A term that keeps the typmod is one type with the first.
     assert_eq!(
         rows("WITH RECURSIVE r(n) AS (SELECT 1.5::numeric(10,2) UNION ALL SELECT (n * 2)::numeric(10,2) FROM r WHERE n < 3) SELECT count(*) FROM r").await,
@@ -1229,6 +1243,31 @@ async fn case_and_union_values_are_of_their_common_type() {
     assert_eq!(
         scaled_rows(union).await.unwrap(),
         table(&[&["0.50000000000000000000"], &["1.25000000000000000000"]])
+    );
+    // A first input of a wildcard, or VALUES, read through a derived table.
+    let wildcard =
+        "SELECT a / 2 FROM (SELECT * FROM t1 UNION ALL SELECT 1.5, 2, 'q') AS s ORDER BY 1";
+    assert_eq!(
+        scaled_rows(wildcard).await.unwrap(),
+        table(&[
+            &["0.50000000000000000000"],
+            &["0.75000000000000000000"],
+            &["1.5000000000000000"],
+            &["2.5000000000000000"],
+        ])
+    );
+    assert_eq!(
+        names("SELECT * FROM t1 UNION ALL SELECT 1.5, 2, 'q'").await,
+        vec!["a".to_string(), "b".to_string(), "s".to_string()]
+    );
+    let values = "SELECT v / 2 FROM (VALUES (1), (3) UNION ALL SELECT 1.5) AS s(v) ORDER BY 1";
+    assert_eq!(
+        scaled_rows(values).await.unwrap(),
+        table(&[
+            &["0.50000000000000000000"],
+            &["0.75000000000000000000"],
+            &["1.5000000000000000"],
+        ])
     );
     // The CASE keeps its name.
     assert_eq!(

@@ -15,6 +15,13 @@
 //! of each column whose inputs are numbers of different types is read from
 //! it, and the statement is planned again with those items of the first
 //! select list cast to it (keeping their names).
+//!
+//! A first input whose items cannot be marked one by one (a select list with
+//! a wildcard, `VALUES`, `TABLE t`) is read through a derived table in the
+//! numbered planning (`SELECT * FROM (<input>) AS floe_union_first_k`), whose
+//! columns are its marks, and, where a column needs a cast, in the typed
+//! planning as `SELECT CAST(c0 AS ...) AS "x", c1 AS "y" FROM (<input>) AS
+//! floe_union_first_k(c0, c1)`, named by the numbered planning's names.
 
 use std::ops::ControlFlow;
 
@@ -35,12 +42,40 @@ use crate::error::QueryError;
 /// The function that marks a set operation's first select list's items.
 pub const UNION_ITEM: &str = "floe_union_item";
 
-/// A cast of item `item` of set operation `number`'s first select list.
+/// The alias (followed by its set operation's number) of the derived table
+/// a first input that cannot be marked item by item is read through.
+const FIRST_INPUT: &str = "floe_union_first_";
+
+/// A cast of item `item` of set operation `number`'s first select list (of
+/// column `item` where the first input is read through a derived table).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemCast {
     pub number: i64,
     pub item: usize,
     pub data_type: DataType,
+}
+
+/// The casts a statement's set operations need: of marked items, and the
+/// names of the columns of each first input read through a derived table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnionCasts {
+    pub items: Vec<ItemCast>,
+    pub derived_names: Vec<(i64, Vec<String>)>,
+}
+
+impl UnionCasts {
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// A column of a set operation's first input read from the numbered
+/// planning: set operation `number`'s item (or column) `item`.
+struct Mark {
+    number: i64,
+    item: usize,
+    /// Whether the first input is read through a derived table.
+    derived: bool,
 }
 
 /// Whether `plan` has a set operation a column of which has inputs of
@@ -104,34 +139,23 @@ pub fn marked(statement: &Statement) -> Statement {
 }
 
 /// The casts the marked items of `plan` (planned from [`marked`]) need.
-pub fn item_casts(plan: &LogicalPlan) -> Vec<ItemCast> {
-    let mut casts: Vec<ItemCast> = Vec::new();
+pub fn item_casts(plan: &LogicalPlan) -> UnionCasts {
+    let mut casts = UnionCasts::default();
     let _ = plan.apply_with_subqueries(|node| {
         if let Some(inputs) = set_operation_inputs(node)
             && let Some(first) = inputs.first()
             && let Some(marks) = first_select_marks(first)
         {
             for (column, mark) in marks.into_iter().enumerate() {
-                let (Some((number, item)), Some(data_type)) = (mark, column_cast(&inputs, column))
-                else {
+                let (Some(mark), Some(data_type)) = (mark, column_cast(&inputs, column)) else {
                     continue;
                 };
-                match casts
-                    .iter_mut()
-                    .find(|c| c.number == number && c.item == item)
-                {
-                    // A set operation inside another: the type of both.
-                    Some(cast) => {
-                        if let Some(common) = common_of(&[cast.data_type.clone(), data_type]) {
-                            cast.data_type = common;
-                        }
-                    }
-                    None => casts.push(ItemCast {
-                        number,
-                        item,
-                        data_type,
-                    }),
+                if mark.derived && !casts.derived_names.iter().any(|(n, _)| *n == mark.number) {
+                    let names = first.schema().fields().iter();
+                    let names = names.map(|field| field.name().clone()).collect();
+                    casts.derived_names.push((mark.number, names));
                 }
+                add_cast(&mut casts.items, mark, data_type);
             }
         }
         Ok(TreeNodeRecursion::Continue)
@@ -139,9 +163,29 @@ pub fn item_casts(plan: &LogicalPlan) -> Vec<ItemCast> {
     casts
 }
 
+/// Adds the cast of `mark`'s item to `data_type` to `casts`.
+fn add_cast(casts: &mut Vec<ItemCast>, mark: Mark, data_type: DataType) {
+    let existing = casts
+        .iter_mut()
+        .find(|c| c.number == mark.number && c.item == mark.item);
+    match existing {
+        // A set operation inside another: the type of both.
+        Some(cast) => {
+            if let Some(common) = common_of(&[cast.data_type.clone(), data_type]) {
+                cast.data_type = common;
+            }
+        }
+        None => casts.push(ItemCast {
+            number: mark.number,
+            item: mark.item,
+            data_type,
+        }),
+    }
+}
+
 /// `statement` with the items `casts` name cast (the set operations counted
 /// as [`marked`] counts them).
-pub fn typed(statement: &Statement, casts: &[ItemCast]) -> Statement {
+pub fn typed(statement: &Statement, casts: &UnionCasts) -> Statement {
     let mut statement = statement.clone();
     let mut caster = Items {
         next: 0,
@@ -156,7 +200,7 @@ pub fn typed(statement: &Statement, casts: &[ItemCast]) -> Statement {
 /// visited.
 struct Items<'a> {
     next: i64,
-    casts: Option<&'a [ItemCast]>,
+    casts: Option<&'a UnionCasts>,
 }
 
 impl VisitorMut for Items<'_> {
@@ -168,8 +212,13 @@ impl VisitorMut for Items<'_> {
         };
         let number = self.next;
         self.next += 1;
-        let Some(select) = first_select(&mut query.body) else {
-            return ControlFlow::Continue(());
+        let first = first_input(&mut query.body);
+        let select = match first {
+            SetExpr::Select(select) if !has_wildcard(select) => select,
+            _ => {
+                read_through_derived(first, number, self.casts);
+                return ControlFlow::Continue(());
+            }
         };
         for (index, item) in select.projection.iter_mut().enumerate() {
             match self.casts {
@@ -177,11 +226,7 @@ impl VisitorMut for Items<'_> {
                     map_item(item, |expr| mark_call(expr, number, index));
                 }
                 Some(casts) => {
-                    let target = casts
-                        .iter()
-                        .find(|c| c.number == number && c.item == index)
-                        .and_then(|c| sql_type(&c.data_type));
-                    if let Some(data_type) = target {
+                    if let Some(data_type) = cast_of(casts, number, index) {
                         map_item(item, |expr| sql_cast(expr, data_type));
                     }
                 }
@@ -191,13 +236,78 @@ impl VisitorMut for Items<'_> {
     }
 }
 
-/// The first select list of a set operation's inputs, nested or not.
-fn first_select(body: &mut SetExpr) -> Option<&mut Select> {
+/// The type item `item` of set operation `number` is cast to, if any.
+fn cast_of(casts: &UnionCasts, number: i64, item: usize) -> Option<ast::DataType> {
+    let cast = casts
+        .items
+        .iter()
+        .find(|c| c.number == number && c.item == item)?;
+    sql_type(&cast.data_type)
+}
+
+fn has_wildcard(select: &Select) -> bool {
+    select.projection.iter().any(|item| {
+        matches!(
+            item,
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+        )
+    })
+}
+
+/// Set operation `number`'s first input `first` read through a derived
+/// table (see the module documentation): marked when `casts` is `None`,
+/// typed where `casts` has its column names.
+fn read_through_derived(first: &mut SetExpr, number: i64, casts: Option<&UnionCasts>) {
+    let alias = format!("{FIRST_INPUT}{number}");
+    let placeholder = || {
+        SetExpr::Values(ast::Values {
+            explicit_row: false,
+            value_keyword: false,
+            rows: Vec::new(),
+        })
+    };
+    let Some(casts) = casts else {
+        let body = std::mem::replace(first, placeholder());
+        *first = match crate::rewrite::selected_from(body.clone(), &alias, &[]) {
+            Some(select) => SetExpr::Select(select),
+            None => body,
+        };
+        return;
+    };
+    let Some((_, names)) = casts.derived_names.iter().find(|(n, _)| *n == number) else {
+        return;
+    };
+    let columns: Vec<ast::TableAliasColumnDef> = (0..names.len())
+        .map(|index| ast::TableAliasColumnDef::from_name(format!("floe_c{index}")))
+        .collect();
+    let body = std::mem::replace(first, placeholder());
+    let Some(mut select) = crate::rewrite::selected_from(body.clone(), &alias, &columns) else {
+        *first = body;
+        return;
+    };
+    select.projection = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let column = ast::Expr::Identifier(Ident::new(format!("floe_c{index}")));
+            SelectItem::ExprWithAlias {
+                expr: match cast_of(casts, number, index) {
+                    Some(data_type) => sql_cast(column, data_type),
+                    None => column,
+                },
+                alias: Ident::with_quote('"', name),
+            }
+        })
+        .collect();
+    *first = SetExpr::Select(select);
+}
+
+/// The first input of a set operation's inputs, nested or not.
+fn first_input(body: &mut SetExpr) -> &mut SetExpr {
     match body {
-        SetExpr::Select(select) => Some(select),
-        SetExpr::SetOperation { left, .. } => first_select(left),
-        SetExpr::Query(query) => first_select(&mut query.body),
-        _ => None,
+        SetExpr::SetOperation { left, .. } => first_input(left),
+        SetExpr::Query(query) => first_input(&mut query.body),
+        other => other,
     }
 }
 
@@ -228,14 +338,16 @@ fn mark_call(expr: ast::Expr, number: i64, item: usize) -> ast::Expr {
 }
 
 /// The marks of the first select list under a set operation's first input,
-/// by column: `(number, item)` where the column is a marked item.
-fn first_select_marks(input: &LogicalPlan) -> Option<Vec<Option<(i64, usize)>>> {
+/// by column, where the column is a marked item or a column of a first input
+/// read through a derived table.
+fn first_select_marks(input: &LogicalPlan) -> Option<Vec<Option<Mark>>> {
     match input {
         LogicalPlan::Projection(projection) => Some(
             projection
                 .expr
                 .iter()
-                .map(|e| mark_of(e.clone().unalias_nested().data))
+                .enumerate()
+                .map(|(column, e)| mark_of(e.clone().unalias_nested().data, column))
                 .collect(),
         ),
         LogicalPlan::Union(_) | LogicalPlan::Join(_) => {
@@ -249,7 +361,16 @@ fn first_select_marks(input: &LogicalPlan) -> Option<Vec<Option<(i64, usize)>>> 
     }
 }
 
-fn mark_of(expr: Expr) -> Option<(i64, usize)> {
+/// The mark of `expr`, column `column` of a first input's projection.
+fn mark_of(expr: Expr, column: usize) -> Option<Mark> {
+    if let Expr::Column(read) = &expr {
+        let number = read.relation.as_ref()?.table().strip_prefix(FIRST_INPUT)?;
+        return Some(Mark {
+            number: number.parse().ok()?,
+            item: column,
+            derived: true,
+        });
+    }
     let Expr::ScalarFunction(function) = expr else {
         return None;
     };
@@ -262,7 +383,11 @@ fn mark_of(expr: Expr) -> Option<(i64, usize)> {
             _,
         )) => {
             let (number, item) = text.split_once(':')?;
-            Some((number.parse().ok()?, item.parse().ok()?))
+            Some(Mark {
+                number: number.parse().ok()?,
+                item: item.parse().ok()?,
+                derived: false,
+            })
         }
         _ => None,
     }
