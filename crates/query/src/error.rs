@@ -183,6 +183,13 @@ fn plan(message: &str) -> QueryError {
     {
         return ungrouped_column(column);
     }
+    // `SELECT 1, 2 UNION SELECT 1`, in PostgreSQL's words.
+    if let Some(operation) = message.strip_suffix(" queries have different number of columns") {
+        return QueryError::new(
+            SqlState::SYNTAX_ERROR,
+            format!("each {operation} query must have the same number of columns"),
+        );
+    }
     // The engine's table function `generate_series` of a zero step.
     if lower.starts_with("step cannot be zero") || lower.starts_with("step interval cannot be zero")
     {
@@ -304,10 +311,13 @@ fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or(message).trim()
 }
 
+/// `message` as floe's errors begin: lowercase, except a first word in
+/// capitals (`UNION`, `SQL`), which is a keyword or an acronym.
 pub(crate) fn lowercase_first(message: &str) -> String {
     let message = message.trim();
     let mut chars = message.chars();
     match chars.next() {
+        Some(_) if chars.clone().next().is_some_and(char::is_uppercase) => message.to_string(),
         Some(first) => first.to_lowercase().chain(chars).collect(),
         None => String::new(),
     }

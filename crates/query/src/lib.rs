@@ -261,7 +261,7 @@ pub async fn plan(
         if whole_rows || using_joins || renamed || function_aliases {
             let tables = relations::table_columns(context, &statement).await;
             if renamed {
-                relations::complete_column_aliases(&mut statement, &tables);
+                relations::complete_column_aliases(&mut statement, &tables)?;
             }
             if whole_rows {
                 whole_row::expand(&mut statement, &tables);

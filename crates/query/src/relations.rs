@@ -11,6 +11,9 @@ use sqlparser::ast::{
     Visit, VisitMut, Visitor, VisitorMut,
 };
 
+use floe_repr::SqlState;
+
+use crate::error::QueryError;
 use crate::naming;
 
 /// The columns of each table or view a statement reads, by its name as written.
@@ -58,7 +61,8 @@ fn table_names(statement: &Statement) -> Vec<ObjectName> {
     tables.0
 }
 
-/// Whether a table of `statement` is renamed with a column list (`t AS x(k)`), which
+/// Whether a table, derived table or CTE of `statement` is renamed with a
+/// column list (`t AS x(k)`, `WITH w(k) AS ...`), which
 /// [`complete_column_aliases`] completes.
 pub fn renames_columns(statement: &Statement) -> bool {
     struct Finder;
@@ -70,42 +74,108 @@ pub fn renames_columns(statement: &Statement) -> bool {
                     alias: Some(alias),
                     args: None,
                     ..
+                }
+                | TableFactor::Derived {
+                    alias: Some(alias), ..
                 } if !alias.columns.is_empty() => ControlFlow::Break(()),
                 _ => ControlFlow::Continue(()),
             }
+        }
+        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            let ctes = query.with.iter().flat_map(|with| &with.cte_tables);
+            if ctes.into_iter().any(|cte| !cte.alias.columns.is_empty()) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
         }
     }
     statement.visit(&mut Finder).is_break()
 }
 
 /// `t AS x(k)` names the first column of `t` `k` and keeps the others' names, as
-/// PostgreSQL does; the engine wants a name for every column, so the list is
-/// completed with the table's own names.
-pub fn complete_column_aliases(statement: &mut Statement, tables: &TableColumns) {
+/// PostgreSQL does, and so do a derived table's and a CTE's column lists; the
+/// engine wants a name for every column, so each list is completed with the
+/// relation's own names (a table's from the catalog, a query's from its select
+/// list). A list longer than the relation's columns is PostgreSQL's 42P10.
+pub fn complete_column_aliases(
+    statement: &mut Statement,
+    tables: &TableColumns,
+) -> Result<(), QueryError> {
     struct Completer<'a>(&'a TableColumns);
     impl VisitorMut for Completer<'_> {
-        type Break = ();
-        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table {
-                name,
-                alias: Some(alias),
-                args: None,
-                ..
-            } = factor
-                && !alias.columns.is_empty()
-                && let Some(columns) = self.0.get(&name.to_string())
-            {
-                for column in columns.iter().skip(alias.columns.len()) {
-                    alias.columns.push(TableAliasColumnDef {
-                        name: Ident::with_quote('"', column.clone()),
-                        data_type: None,
-                    });
+        type Break = QueryError;
+        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<QueryError> {
+            let (alias, columns) = match factor {
+                TableFactor::Table {
+                    name,
+                    alias: Some(alias),
+                    args: None,
+                    ..
+                } => {
+                    let columns = self.0.get(&name.to_string()).cloned();
+                    (alias, columns)
                 }
+                TableFactor::Derived {
+                    subquery,
+                    alias: Some(alias),
+                    ..
+                } => (alias, query_output_names(subquery)),
+                _ => return ControlFlow::Continue(()),
+            };
+            match columns {
+                Some(columns) if !alias.columns.is_empty() => {
+                    let name = naming::normalize(&alias.name);
+                    completed(&mut alias.columns, &columns, || format!("table \"{name}\""))
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<QueryError> {
+            for cte in query.with.iter_mut().flat_map(|with| &mut with.cte_tables) {
+                if cte.alias.columns.is_empty() {
+                    continue;
+                }
+                let Some(columns) = query_output_names(&cte.query) else {
+                    continue;
+                };
+                let name = naming::normalize(&cte.alias.name);
+                let what = || format!("WITH query \"{name}\"");
+                completed(&mut cte.alias.columns, &columns, what)?;
             }
             ControlFlow::Continue(())
         }
     }
-    let _ = statement.visit(&mut Completer(tables));
+    match statement.visit(&mut Completer(tables)) {
+        ControlFlow::Break(error) => Err(error),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// `aliases` completed with the names of `columns` past them; PostgreSQL's
+/// refusal of more aliases than columns, naming the relation by `what`.
+fn completed(
+    aliases: &mut Vec<TableAliasColumnDef>,
+    columns: &[String],
+    what: impl FnOnce() -> String,
+) -> ControlFlow<QueryError> {
+    if aliases.len() > columns.len() {
+        return ControlFlow::Break(QueryError::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            format!(
+                "{} has {} columns available but {} columns specified",
+                what(),
+                columns.len(),
+                aliases.len()
+            ),
+        ));
+    }
+    for column in columns.iter().skip(aliases.len()) {
+        aliases.push(TableAliasColumnDef {
+            name: Ident::with_quote('"', column.clone()),
+            data_type: None,
+        });
+    }
+    ControlFlow::Continue(())
 }
 
 /// The name a query gives a relation of its `FROM` (its alias, else a table's last
@@ -155,9 +225,16 @@ pub fn factor_columns(
 }
 
 /// The names of a query's output columns, when its select list names them all (or
-/// it is a `VALUES` list, whose columns are `column1`, `column2`, ...).
+/// it is a `VALUES` list, whose columns are `column1`, `column2`, ...); a set
+/// operation's are its first input's.
 pub fn query_output_names(query: &Query) -> Option<Vec<String>> {
-    let select = match query.body.as_ref() {
+    body_output_names(&query.body)
+}
+
+fn body_output_names(body: &SetExpr) -> Option<Vec<String>> {
+    let select = match body {
+        SetExpr::SetOperation { left, .. } => return body_output_names(left),
+        SetExpr::Query(query) => return query_output_names(query),
         SetExpr::Select(select) => select,
         SetExpr::Values(values) => {
             let count = values.rows.first()?.len();

@@ -8,6 +8,7 @@ pub mod dialect;
 pub mod join_alias;
 pub mod options;
 pub mod parser;
+pub mod table_query;
 
 pub use parser::{
     ParserError, ParserErrorKind, parse_alter_connection_actions, parse_statement, parse_statements,

@@ -101,12 +101,20 @@ pub const RECURSION_LIMIT: usize = 200;
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>, ParserError> {
     let dialect = FloeDialect::default();
     let mut parser = Parser::new(&dialect).with_recursion_limit(RECURSION_LIMIT);
-    parser = if sql.len() > 5 && sql.to_ascii_lowercase().contains("using") {
+    let join_aliases = sql.len() > 5 && sql.to_ascii_lowercase().contains("using");
+    let table_queries = crate::table_query::may_have_table_query(sql);
+    parser = if join_aliases || table_queries {
         // As `try_with_sql` reads them (escapes unescaped).
-        let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+        let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
             .tokenize_with_location()
             .map_err(SqlParserError::from)?;
-        parser.with_tokens_with_locations(crate::join_alias::move_join_aliases(tokens))
+        if join_aliases {
+            tokens = crate::join_alias::move_join_aliases(tokens);
+        }
+        if table_queries {
+            tokens = crate::table_query::expand_table_queries(tokens);
+        }
+        parser.with_tokens_with_locations(tokens)
     } else {
         parser.try_with_sql(sql)?
     };

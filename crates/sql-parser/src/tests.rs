@@ -447,3 +447,33 @@ fn a_join_alias_joins_the_using_list() {
     let plain = parse_statement("SELECT 1 FROM t JOIN u USING (a) j").map(|s| s.to_string());
     assert!(plain.is_err() || !plain.unwrap().contains(marker));
 }
+
+#[test]
+fn table_queries_are_select_star() {
+    let parsed = |sql: &str| parse_statement(sql).map(|s| s.to_string());
+    assert_eq!(parsed("TABLE t").unwrap(), "SELECT * FROM t");
+    assert_eq!(parsed("table s.\"T\";").unwrap(), "SELECT * FROM s.\"T\"");
+    assert_eq!(
+        parsed("SELECT a FROM (TABLE t UNION ALL TABLE u) AS x").unwrap(),
+        "SELECT a FROM (SELECT * FROM t UNION ALL SELECT * FROM u) AS x"
+    );
+    assert_eq!(
+        parsed("SELECT 1 EXCEPT DISTINCT TABLE u").unwrap(),
+        "SELECT 1 EXCEPT DISTINCT SELECT * FROM u"
+    );
+    assert_eq!(
+        parsed("CREATE VIEW v AS TABLE t").unwrap(),
+        "CREATE VIEW v AS SELECT * FROM t"
+    );
+    // `TABLE` that does not begin a query stays.
+    assert_eq!(
+        parsed("CREATE TABLE table_t (a int)").unwrap(),
+        "CREATE TABLE table_t (a INT)"
+    );
+    assert_eq!(parsed("DROP TABLE t").unwrap(), "DROP TABLE t");
+    assert!(parse_statement("TABLE").is_err());
+    assert_eq!(
+        parsed("SELECT 'TABLE t' AS x").unwrap(),
+        "SELECT 'TABLE t' AS x"
+    );
+}
