@@ -134,7 +134,7 @@ fn function_name(function: &sqlparser::ast::Function) -> String {
     let name = last_name(&function.name);
     match name.as_str() {
         // Materialize's constructors, written `LIST[...]` and `MAP[...]`.
-        crate::rewrite::LIST_CONSTRUCTOR => "list".to_string(),
+        crate::rewrite::LIST_CONSTRUCTOR | crate::rewrite::LIST_OF_LISTS => "list".to_string(),
         crate::rewrite::MAP_CONSTRUCTOR => "map".to_string(),
         // What `ARRAY(subquery)` is rewritten to.
         crate::functions::or_empty::OR_EMPTY => "array".to_string(),

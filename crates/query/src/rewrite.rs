@@ -24,13 +24,13 @@ use sqlparser::ast::{
 use crate::error::QueryError;
 use crate::naming;
 
-/// The function floe's parser makes of Materialize's `LIST[...]`.
-pub const LIST_CONSTRUCTOR: &str = "floe_list";
+pub use floe_sql_parser::constructors::{
+    LIST_CONSTRUCTOR, LIST_OF_LISTS, MAP_CONSTRUCTOR, function_call,
+};
+
 /// The derived table `ARRAY(subquery)` aggregates when it cannot in place
 /// (floe-adapter's `array_subquery`), its one column named by its alias.
 pub const ARRAY_SOURCE: &str = "array_source";
-/// The function floe's parser makes of Materialize's `MAP[...]`.
-pub const MAP_CONSTRUCTOR: &str = "floe_map";
 
 /// Marks a literal whose position keeps it as written, while literals are
 /// typed (a placeholder name no client can write: parameters are `$n`).
@@ -467,28 +467,6 @@ pub const AGGREGATES: &[&str] = &[
     "list_agg",
     "map_agg",
 ];
-
-/// A plain call `name(args)`; public so the adapter's catalog rewrites build
-/// calls the same way.
-pub fn function_call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function(sqlparser::ast::Function {
-        name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args
-                .into_iter()
-                .map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e)))
-                .collect(),
-            clauses: vec![],
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: vec![],
-    })
-}
 
 /// Postgres' operators and functions DataFusion's SQL planner lacks, in terms of
 /// what it has: `~x` (bitwise not, `-x - 1` in two's complement), `|/ x`, `||/ x`,

@@ -987,6 +987,13 @@ impl ExprPlanner for PgOperatorPlanner {
         if let Some(call) = range_operator(&expr, &left, &right)? {
             return Ok(PlannerResult::Planned(call));
         }
+        if matches!(left, Ok(SqlScalarType::Map { .. }))
+            && let Some(name) = functions::map::operator_function(&expr.op)
+        {
+            let call = functions::call(name, vec![expr.left, expr.right])
+                .map_err(crate::QueryError::into_datafusion)?;
+            return Ok(PlannerResult::Planned(call));
+        }
         if matches!(left, Ok(SqlScalarType::Json))
             && let Some(name) = match expr.op {
                 B::Arrow => Some(functions::json::JSON_GET),

@@ -1,5 +1,6 @@
 //! sqlparser's Postgres dialect, with the PostgreSQL grammar it lacks:
-//! `BETWEEN SYMMETRIC` and `BETWEEN ASYMMETRIC`.
+//! `BETWEEN SYMMETRIC` and `BETWEEN ASYMMETRIC`; and Materialize's list and
+//! map constructors and type names in casts ([`crate::constructors`]).
 //!
 //! Every other decision is the Postgres dialect's; `dialect()` answers its
 //! type, so sqlparser's checks for the Postgres dialect hold for this one.
@@ -62,12 +63,19 @@ impl Dialect for FloeDialect {
         self.0.prec_value(prec)
     }
 
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        crate::constructors::parse_prefix(parser)
+    }
+
     fn parse_infix(
         &self,
         parser: &mut Parser,
         expr: &Expr,
         _precedence: u8,
     ) -> Option<Result<Expr, ParserError>> {
+        if let Some(cast) = crate::constructors::parse_double_colon(parser, expr) {
+            return Some(cast);
+        }
         let negated = parser.peek_keyword(Keyword::NOT);
         let between = usize::from(negated);
         if !is_keyword(parser, between, Keyword::BETWEEN) {

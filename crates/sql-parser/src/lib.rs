@@ -4,6 +4,7 @@
 //! The grammar of each statement is documented on its AST type in [`ast`].
 
 pub mod ast;
+pub mod constructors;
 pub mod dialect;
 pub mod join_alias;
 pub mod options;

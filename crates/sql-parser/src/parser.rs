@@ -1346,32 +1346,7 @@ fn parse_create_table_with_floe_types(parser: &mut Parser) -> Result<Statement, 
 
 /// A column type, with Materialize's `T list` suffixes and `map[K=>V]`.
 fn parse_column_type(parser: &mut Parser) -> Result<sqlparser::ast::DataType, ParserError> {
-    let (mut text, mut custom, data_type) = if peek_word(parser, 0).as_deref() == Some("MAP")
-        && parser.peek_nth_token(1).token == Token::LBracket
-    {
-        parser.next_token();
-        parser.next_token();
-        let key = parse_column_type(parser)?;
-        expect_token(parser, Token::RArrow)?;
-        let value = parse_column_type(parser)?;
-        expect_token(parser, Token::RBracket)?;
-        (format!("map[{key}=>{value}]"), true, None)
-    } else {
-        let data_type = parser.parse_data_type()?;
-        (data_type.to_string(), false, Some(data_type))
-    };
-    while peek_word(parser, 0).as_deref() == Some("LIST") {
-        parser.next_token();
-        text.push_str(" list");
-        custom = true;
-    }
-    match (custom, data_type) {
-        (false, Some(data_type)) => Ok(data_type),
-        _ => Ok(sqlparser::ast::DataType::Custom(
-            ObjectName::from(vec![Ident::new(text)]),
-            vec![],
-        )),
-    }
+    Ok(crate::constructors::parse_type(parser)?)
 }
 
 /// `COPY (SUBSCRIBE ...) TO STDOUT`.

@@ -477,3 +477,28 @@ fn table_queries_are_select_star() {
         "SELECT 'TABLE t' AS x"
     );
 }
+
+#[test]
+fn list_and_map_expressions_parse() {
+    let parsed = |sql: &str| parse_statement(sql).map(|s| s.to_string());
+    assert_eq!(
+        parsed("SELECT '{1}'::int list, CAST(x AS map[text=>int list])").unwrap(),
+        "SELECT '{1}'::INT list, CAST(x AS map[TEXT=>INT list])"
+    );
+    assert_eq!(
+        parsed("SELECT LIST[1, 2], LIST[], MAP['a' => 1]").unwrap(),
+        "SELECT floe_list(ARRAY[1, 2]), floe_list(ARRAY[]), floe_map(ARRAY['a'], ARRAY[1])"
+    );
+    assert_eq!(
+        parsed("SELECT LIST[LIST[1], NULL]").unwrap(),
+        "SELECT floe_list_of_lists(floe_list(ARRAY[1]), NULL)"
+    );
+    // A plain cast and an alias stay as they were.
+    assert_eq!(
+        parsed("SELECT x::int AS list, CAST(y AS text)").unwrap(),
+        "SELECT x::INT AS list, CAST(y AS TEXT)"
+    );
+    assert!(parse_statement("SELECT MAP['a' 1]").is_err());
+    assert!(parse_statement("SELECT LIST[1").is_err());
+    assert!(parse_statement("SELECT CAST(x AS map[text int])").is_err());
+}
