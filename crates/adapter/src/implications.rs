@@ -263,7 +263,8 @@ fn item_added(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Implic
         ItemDefinition::Secret
         | ItemDefinition::Connection(_)
         | ItemDefinition::View(_)
-        | ItemDefinition::Index(_) => {}
+        | ItemDefinition::Index(_)
+        | ItemDefinition::Type(_) => {}
     }
 }
 
@@ -365,7 +366,8 @@ fn item_dropped(state: &CatalogState, item: &CatalogItem, effects: &mut Vec<Impl
         ItemDefinition::Secret
         | ItemDefinition::Connection(_)
         | ItemDefinition::View(_)
-        | ItemDefinition::Index(_) => {}
+        | ItemDefinition::Index(_)
+        | ItemDefinition::Type(_) => {}
     }
 }
 

@@ -70,6 +70,7 @@ pub fn session_context(
     functions: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<SessionContext, AdapterError> {
     let context = empty_context()?;
+    floe_query::types::set_named_types(&context, named_types(system.catalog));
     let catalog = context
         .catalog(floe_query::DATABASE)
         .ok_or_else(|| AdapterError::Internal("no materialize catalog".into()))?;
@@ -108,6 +109,28 @@ pub fn session_context(
             .map_err(|e| AdapterError::Internal(e.to_string()))?;
     }
     Ok(context)
+}
+
+/// The catalog's named types (`CREATE TYPE`), by the names a statement may
+/// give them: `schema.name`, and `name` alone (of `public` where two schemas
+/// hold one of that name).
+fn named_types(catalog: &floe_catalog::CatalogState) -> floe_query::types::NamedTypes {
+    let mut types = std::collections::HashMap::new();
+    for item in catalog.items() {
+        let floe_sql::catalog::ItemDefinition::Type(named) = &item.definition else {
+            continue;
+        };
+        let scalar_type = &named.scalar_type;
+        let name = &item.name;
+        types.insert(
+            format!("{}.{}", name.schema, name.item),
+            scalar_type.clone(),
+        );
+        if name.schema == "public" || !types.contains_key(&name.item) {
+            types.insert(name.item.clone(), scalar_type.clone());
+        }
+    }
+    floe_query::types::NamedTypes::new(types)
 }
 
 /// Plans a resolved statement with Postgres' semantics.

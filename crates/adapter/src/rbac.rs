@@ -255,6 +255,7 @@ impl Checker<'_> {
             }
             Plan::CopyFrom(copy) => self.require(item(&copy.table), Privilege::Insert),
             Plan::CreateSecret(plan) => self.require_create_in(&plan.name),
+            Plan::CreateType(plan) => self.require_create_in(&plan.name),
             Plan::CreateConnection(plan) => {
                 self.require_create_in(&plan.name)?;
                 self.require_uses(&ItemDefinition::Connection(plan.definition.clone()))

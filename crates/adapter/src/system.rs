@@ -310,6 +310,18 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     },
     BuiltinRelation {
         schema: "mz_catalog",
+        name: "mz_types",
+        columns: item_columns![
+            ("category", Text, false),
+            ("owner_id", Text, false),
+            ("privileges", TextArray, false),
+            ("create_sql", Text, false),
+            ("redacted_create_sql", Text, false),
+        ],
+        rows: type_rows,
+    },
+    BuiltinRelation {
+        schema: "mz_catalog",
         name: "mz_sinks",
         columns: item_columns![
             ("type", Text, false),
@@ -901,6 +913,27 @@ fn secret_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
             privileges(context, &ObjectRef::Item(item.id)),
         ]),
         _ => None,
+    })
+}
+
+/// Named types (`CREATE TYPE`), by their category as Materialize names it.
+fn type_rows(context: &SystemContext) -> Vec<Vec<Datum>> {
+    item_rows(context, |item| {
+        let ItemDefinition::Type(named) = &item.definition else {
+            return None;
+        };
+        let category = match named.scalar_type {
+            floe_repr::SqlScalarType::List { .. } => "list",
+            floe_repr::SqlScalarType::Map { .. } => "map",
+            _ => "composite",
+        };
+        Some(vec![
+            text(category),
+            owner_id(context, &ObjectRef::Item(item.id)),
+            privileges(context, &ObjectRef::Item(item.id)),
+            text(item.create_sql.clone()),
+            text(item.create_sql.clone()),
+        ])
     })
 }
 

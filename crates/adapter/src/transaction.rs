@@ -287,6 +287,7 @@ pub fn ddl_in_transaction(statement: &Statement) -> Option<DdlInTransaction> {
     match statement {
         Statement::Standard(standard) => standard_ddl(standard),
         Statement::CreateSecret(_) => deferred("CREATE SECRET"),
+        Statement::CreateType(_) => deferred("CREATE TYPE"),
         Statement::CreateConnection(_) => deferred("CREATE CONNECTION"),
         Statement::ValidateConnection(_) => deferred("VALIDATE CONNECTION"),
         Statement::CreateSink(_) => deferred("CREATE SINK"),

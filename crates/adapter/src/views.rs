@@ -75,6 +75,26 @@ fn stored_type(field: &datafusion::arrow::datatypes::Field) -> floe_repr::SqlSca
 }
 
 /// A compute error as the client sees it: refusals are 0A000.
+/// A materialized view's dataflow keeps its inputs' whole rows: an input of
+/// a column the dataflow cannot encode (a map) is refused when the view is
+/// created, rather than failing when its dataflow is built.
+pub(crate) fn refuse_unencodable_inputs(
+    plan: &datafusion::logical_expr::LogicalPlan,
+) -> Result<(), AdapterError> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut refusal = None;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let datafusion::logical_expr::LogicalPlan::TableScan(scan) = node
+            && let Err(error) = floe_compute::row::RowCodec::new(scan.source.schema())
+        {
+            refusal = Some(compute_error(error));
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    refusal.map_or(Ok(()), Err)
+}
+
 pub(crate) fn compute_error(error: ComputeError) -> AdapterError {
     let code = match error.kind {
         ErrorKind::Unsupported | ErrorKind::NotAllowed => SqlState::FEATURE_NOT_SUPPORTED,

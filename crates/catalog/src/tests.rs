@@ -402,6 +402,7 @@ fn table() -> ItemDefinition {
         },
         defaults: vec![None],
         version: 0,
+        types: vec![],
     })
 }
 

@@ -600,22 +600,30 @@ fn apply(state: &mut WorkerState, message: Message, _shared: &Arc<Shared>) {
     }
 }
 
+/// A dataflow that could not be built is its own failure: its output carries
+/// the error (its view reports it), and the replica's other dataflows keep
+/// running. Only where no output awaits it does the replica fail, so that the
+/// error is not lost.
 fn report_failure(shared: &Arc<Shared>, spec: &DataflowSpec, error: ComputeError) {
     let message = format!("dataflow {} could not be built: {error}", spec.name);
-    if let Some(sender) = shared
+    let sent = shared
         .outputs
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(&spec.id)
-    {
-        let _ = sender.send(OutputEvent {
-            rows: Vec::new(),
-            errors: vec![(DataflowError::new("XX000", message.clone()), spec.as_of, 1)],
-            upper: None,
+        .is_some_and(|sender| {
+            sender
+                .send(OutputEvent {
+                    rows: Vec::new(),
+                    errors: vec![(DataflowError::new("XX000", message.clone()), spec.as_of, 1)],
+                    upper: None,
+                })
+                .is_ok()
         });
+    if !sent {
+        let mut failure = shared.failure.lock().unwrap_or_else(|e| e.into_inner());
+        failure.get_or_insert(message);
     }
-    let mut failure = shared.failure.lock().unwrap_or_else(|e| e.into_inner());
-    failure.get_or_insert(message);
 }
 
 /// Worker 0: hands finished size reports to the controller.

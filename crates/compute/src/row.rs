@@ -195,10 +195,12 @@ impl RowCodec {
             .collect();
         for (field, sort_field) in schema.fields().iter().zip(&sort_fields) {
             if !RowConverter::supports_fields(std::slice::from_ref(sort_field)) {
+                // Named by its SQL type where the field says it (`map[text=>integer]`).
+                let type_name = floe_arrow::sql_type_of(field)
+                    .map_or_else(|| field.data_type().to_string(), |ty| ty.to_string());
                 return Err(ComputeError::unsupported(format!(
-                    "column \"{}\" of type {}",
+                    "column \"{}\" of type {type_name}",
                     field.name(),
-                    field.data_type()
                 )));
             }
         }

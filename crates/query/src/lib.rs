@@ -207,6 +207,9 @@ impl Engine {
             state
                 .config_mut()
                 .set_extension(Arc::new(snapshot::Snapshot::default()));
+            state
+                .config_mut()
+                .set_extension(Arc::new(types::NamedTypes::default()));
         };
         let Ok(mut sessions) = self.sessions.lock() else {
             return self.new_context(catalogs);
@@ -247,6 +250,13 @@ pub struct Query {
 /// Plans a statement (a query, or the query part of a write) with Postgres'
 /// semantics.
 pub async fn plan(
+    context: &SessionContext,
+    statement: sqlparser::ast::Statement,
+) -> Result<Query, QueryError> {
+    types::with_named_types(context, plan_statement(context, statement)).await
+}
+
+async fn plan_statement(
     context: &SessionContext,
     statement: sqlparser::ast::Statement,
 ) -> Result<Query, QueryError> {

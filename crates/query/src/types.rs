@@ -95,6 +95,50 @@ pub fn scalar_type(data_type: &DataType) -> Result<SqlScalarType, QueryError> {
 
 fn parse_name(text: &str) -> Result<SqlScalarType, QueryError> {
     let unquoted = text.trim_matches('"');
-    floe_sql::table::parse_type_name(unquoted)
+    let named = NAMED_TYPES.try_with(Arc::clone).unwrap_or_default();
+    floe_sql::table::resolve_type_name(unquoted, &mut |name| named.get(name))
         .map_err(|error| QueryError::new(error.code, error.message))
+}
+
+/// The named types (`CREATE TYPE`) a statement may name, by the names it may
+/// name them with (`pair`, `public.pair`): the catalog's, which the adapter
+/// gives each query's session ([`set_named_types`]).
+#[derive(Debug, Clone, Default)]
+pub struct NamedTypes(std::collections::HashMap<String, SqlScalarType>);
+
+impl NamedTypes {
+    pub fn new(types: std::collections::HashMap<String, SqlScalarType>) -> NamedTypes {
+        NamedTypes(types)
+    }
+
+    fn get(&self, name: &str) -> Option<SqlScalarType> {
+        self.0.get(name).cloned()
+    }
+}
+
+tokio::task_local! {
+    /// The named types of the statement being planned: the type planner
+    /// DataFusion calls has no other way to the session.
+    static NAMED_TYPES: Arc<NamedTypes>;
+}
+
+/// Gives a session the named types its statements may name.
+pub fn set_named_types(context: &datafusion::prelude::SessionContext, types: NamedTypes) {
+    let state = context.state_ref();
+    state.write().config_mut().set_extension(Arc::new(types));
+}
+
+/// Runs `planning` with the named types of `context`'s session in reach of
+/// the type planner.
+pub async fn with_named_types<T>(
+    context: &datafusion::prelude::SessionContext,
+    planning: impl std::future::Future<Output = T>,
+) -> T {
+    let types = context
+        .state_ref()
+        .read()
+        .config()
+        .get_extension::<NamedTypes>()
+        .unwrap_or_default();
+    NAMED_TYPES.scope(types, planning).await
 }

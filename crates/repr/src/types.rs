@@ -135,6 +135,8 @@ impl fmt::Display for SqlScalarType {
                 TimestampTz => f.write_str("tstzrange"),
                 _ => f.write_str("numrange"),
             },
+            // A row of no declared fields (`ROW(1, 'x')`), as PostgreSQL names it.
+            Record { fields } if fields.is_empty() => f.write_str("record"),
             Record { fields } => {
                 f.write_str("record(")?;
                 for (i, (name, ty, nullable)) in fields.iter().enumerate() {

@@ -19,6 +19,7 @@ pub enum Statement {
     /// `CREATE TABLE`, transaction control, ...
     Standard(Box<sqlparser::ast::Statement>),
     CreateSecret(CreateSecretStatement),
+    CreateType(CreateTypeStatement),
     AlterSecret(AlterSecretStatement),
     CreateConnection(CreateConnectionStatement),
     AlterConnection(AlterConnectionStatement),
@@ -268,6 +269,47 @@ impl fmt::Display for CreateSecretStatement {
             self.name,
             self.value
         )
+    }
+}
+
+/// `CREATE TYPE name AS (field type, ...)`, `CREATE TYPE name AS LIST
+/// (ELEMENT TYPE = type)`, `CREATE TYPE name AS MAP (KEY TYPE = text, VALUE
+/// TYPE = type)`: Materialize's named record, list and map types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTypeStatement {
+    pub name: ObjectName,
+    pub definition: TypeDefinition,
+}
+
+/// What a `CREATE TYPE` defines.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeDefinition {
+    Record(Vec<(Ident, sqlparser::ast::DataType)>),
+    List {
+        element: sqlparser::ast::DataType,
+    },
+    Map {
+        key: sqlparser::ast::DataType,
+        value: sqlparser::ast::DataType,
+    },
+}
+
+impl fmt::Display for CreateTypeStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CREATE TYPE {} AS ", self.name)?;
+        match &self.definition {
+            TypeDefinition::Record(fields) => {
+                let fields: Vec<String> = fields
+                    .iter()
+                    .map(|(name, data_type)| format!("{name} {data_type}"))
+                    .collect();
+                write!(f, "({})", fields.join(", "))
+            }
+            TypeDefinition::List { element } => write!(f, "LIST (ELEMENT TYPE = {element})"),
+            TypeDefinition::Map { key, value } => {
+                write!(f, "MAP (KEY TYPE = {key}, VALUE TYPE = {value})")
+            }
+        }
     }
 }
 
@@ -1029,6 +1071,7 @@ pub enum ShowStatement {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShowObjectType {
     Secrets,
+    Types,
     Connections,
     Sinks,
     Sources,
@@ -1046,6 +1089,7 @@ impl fmt::Display for ShowObjectType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ShowObjectType::Secrets => "SECRETS",
+            ShowObjectType::Types => "TYPES",
             ShowObjectType::Connections => "CONNECTIONS",
             ShowObjectType::Sinks => "SINKS",
             ShowObjectType::Sources => "SOURCES",
@@ -1165,6 +1209,7 @@ impl fmt::Display for Statement {
             Statement::Standard(s) => write!(f, "{s}"),
             Statement::Role(s) => write!(f, "{s}"),
             Statement::CreateSecret(s) => write!(f, "{s}"),
+            Statement::CreateType(s) => write!(f, "{s}"),
             Statement::AlterSecret(s) => write!(f, "{s}"),
             Statement::CreateConnection(s) => write!(f, "{s}"),
             Statement::AlterConnection(s) => write!(f, "{s}"),

@@ -67,7 +67,6 @@ fn lowercase_first(message: &str) -> String {
 /// Statement leaders floe recognises but does not implement. They are refused
 /// with SQLSTATE 0A000 naming the statement, rather than a syntax error.
 const UNSUPPORTED_LEADERS: &[&[&str]] = &[
-    &["CREATE", "TYPE"],
     &["CREATE", "ROLE"],
     &["CREATE", "DATABASE"],
     &["CREATE", "NETWORK", "POLICY"],
@@ -264,6 +263,7 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     let second = peek_word(parser, 1);
     match (first.as_deref(), second.as_deref()) {
         (Some("CREATE"), Some("SECRET")) => parse_create_secret(parser),
+        (Some("CREATE"), Some("TYPE")) => parse_create_type(parser),
         (Some("ALTER"), Some("SECRET")) => parse_alter_secret(parser),
         (Some("CREATE"), Some("CONNECTION")) => parse_create_connection(parser),
         (Some("ALTER"), Some("CONNECTION")) => parse_alter_connection(parser),
@@ -351,6 +351,59 @@ fn parse_create_secret(parser: &mut Parser) -> Result<Statement, ParserError> {
         if_not_exists,
         value,
     }))
+}
+
+/// `CREATE TYPE name AS (...)`, `AS LIST (...)`, `AS MAP (...)`.
+fn parse_create_type(parser: &mut Parser) -> Result<Statement, ParserError> {
+    expect_words(parser, &["CREATE", "TYPE"])?;
+    let name = parser.parse_object_name(false)?;
+    expect_words(parser, &["AS"])?;
+    let definition = if parse_words(parser, &["LIST"]) {
+        expect_token(parser, Token::LParen)?;
+        let element = parse_type_option(parser, &["ELEMENT", "TYPE"])?;
+        expect_token(parser, Token::RParen)?;
+        TypeDefinition::List { element }
+    } else if parse_words(parser, &["MAP"]) {
+        expect_token(parser, Token::LParen)?;
+        let key = parse_type_option(parser, &["KEY", "TYPE"])?;
+        expect_token(parser, Token::Comma)?;
+        let value = parse_type_option(parser, &["VALUE", "TYPE"])?;
+        expect_token(parser, Token::RParen)?;
+        TypeDefinition::Map { key, value }
+    } else if parser.peek_token().token != Token::LParen
+        && let Some(kind) = peek_word(parser, 0)
+    {
+        skip_statement(parser);
+        return Err(ParserError::unsupported(format!(
+            "CREATE TYPE ... AS {kind} is not supported"
+        )));
+    } else {
+        expect_token(parser, Token::LParen)?;
+        let mut fields = Vec::new();
+        loop {
+            let field = parser.parse_identifier()?;
+            fields.push((field, parse_column_type(parser)?));
+            if !parser.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+        expect_token(parser, Token::RParen)?;
+        TypeDefinition::Record(fields)
+    };
+    Ok(Statement::CreateType(CreateTypeStatement {
+        name,
+        definition,
+    }))
+}
+
+/// `WORDS [=] type`, an option of `CREATE TYPE ... AS LIST|MAP`.
+fn parse_type_option(
+    parser: &mut Parser,
+    words: &[&str],
+) -> Result<sqlparser::ast::DataType, ParserError> {
+    expect_words(parser, words)?;
+    let _ = parser.consume_token(&Token::Eq);
+    parse_column_type(parser)
 }
 
 fn parse_alter_secret(parser: &mut Parser) -> Result<Statement, ParserError> {
@@ -1153,6 +1206,7 @@ fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> {
         ),
         (&["CLUSTER", "REPLICAS"], ShowObjectType::ClusterReplicas),
         (&["SECRETS"], ShowObjectType::Secrets),
+        (&["TYPES"], ShowObjectType::Types),
         (&["CONNECTIONS"], ShowObjectType::Connections),
         (&["SINKS"], ShowObjectType::Sinks),
         (&["SOURCES"], ShowObjectType::Sources),

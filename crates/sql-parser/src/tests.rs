@@ -17,6 +17,9 @@ fn floe_statements_round_trip() {
         "CREATE SECRET s AS 'x''y'",
         "CREATE SECRET IF NOT EXISTS db.sch.s AS 'v'",
         "ALTER SECRET IF EXISTS s AS 'w'",
+        "CREATE TYPE pair AS (a int, b text list)",
+        "CREATE TYPE s.il AS LIST (ELEMENT TYPE = int list)",
+        "create type tm as map (key type text, value type = map[text=>int])",
         "CREATE CONNECTION aws TO AWS (ASSUME ROLE ARN = 'arn:aws:iam::1:role/r', REGION 'us-east-1')",
         "create connection c to aws (access key id = secret k, secret access key = secret s, session token 'tok') with (validate = false)",
         "CREATE CONNECTION ic TO ICEBERG CATALOG (CATALOG TYPE = 's3tablesrest', URL = 'http://x/iceberg', WAREHOUSE = 'arn', AWS CONNECTION = aws)",
@@ -109,7 +112,10 @@ fn unsupported_statements_are_named_not_syntax_errors() {
             "ALTER MATERIALIZED VIEW v RENAME TO w",
             "ALTER MATERIALIZED VIEW",
         ),
-        ("CREATE TYPE pair AS (a int, b text)", "CREATE TYPE"),
+        (
+            "CREATE TYPE mood AS ENUM ('sad', 'happy')",
+            "CREATE TYPE ... AS ENUM",
+        ),
         (
             "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'x')",
             "KAFKA sinks",

@@ -20,7 +20,6 @@ use crate::catalog::{CatalogItem, ItemDefinition, ItemKind, PlanCatalog};
 use crate::error::PlanError;
 use crate::plan::{AlterTableAddColumnPlan, Plan};
 use crate::planner::{PlanNotice, find_for_alter, normalize_ident};
-use crate::table::parse_type_name;
 
 const TAG: &str = "ALTER TABLE";
 
@@ -94,12 +93,13 @@ pub(crate) fn plan_alter_table(
         Operation::AddColumn {
             column_def,
             if_not_exists,
-        } => plan_add_column(item, column_def, if_not_exists, notices),
+        } => plan_add_column(catalog, item, column_def, if_not_exists, notices),
     }
 }
 
 /// `ADD COLUMN`: the table's definition with the column appended.
 fn plan_add_column(
+    catalog: &dyn PlanCatalog,
     item: &CatalogItem,
     column_def: &ColumnDef,
     if_not_exists: bool,
@@ -129,8 +129,11 @@ fn plan_add_column(
         return Err(PlanError::new(SqlState::DUPLICATE_COLUMN, message));
     }
     check_column_options(column_def)?;
-    let scalar_type = parse_type_name(&column_def.data_type.to_string())?;
+    let (scalar_type, used) = crate::types::resolve_data_type(catalog, &column_def.data_type)?;
     let mut definition = table.clone();
+    definition.types.extend(used);
+    definition.types.sort();
+    definition.types.dedup();
     definition.desc.columns.push((
         column_name,
         ColumnType {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use floe_repr::{ClusterId, GlobalId, RelationDesc, ReplicaId};
+use floe_repr::{ClusterId, GlobalId, RelationDesc, ReplicaId, SqlScalarType};
 use serde::{Deserialize, Serialize};
 
 /// The one database floe has.
@@ -75,6 +75,7 @@ pub enum ItemKind {
     Connection,
     Secret,
     Index,
+    Type,
 }
 
 impl ItemKind {
@@ -88,6 +89,7 @@ impl ItemKind {
             ItemKind::Connection => "connection",
             ItemKind::Secret => "secret",
             ItemKind::Index => "index",
+            ItemKind::Type => "type",
         }
     }
 
@@ -397,6 +399,10 @@ pub struct TableDefinition {
     /// the table is its first [`TableDefinition::columns_at`]`(v)` columns.
     #[serde(default)]
     pub version: u64,
+    /// The named types (`CREATE TYPE`) its columns are of: a type a table
+    /// uses is not dropped without it.
+    #[serde(default)]
+    pub types: Vec<GlobalId>,
 }
 
 impl TableDefinition {
@@ -540,6 +546,16 @@ pub enum ItemDefinition {
     View(ViewDefinition),
     MaterializedView(ViewDefinition),
     Index(IndexDefinition),
+    /// A named type (`CREATE TYPE`): a record, list or map type.
+    Type(TypeDefinition),
+}
+
+/// A named type: the type it stands for, and the named types its definition
+/// reads (which are not dropped without it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeDefinition {
+    pub scalar_type: SqlScalarType,
+    pub uses: Vec<GlobalId>,
 }
 
 impl ItemDefinition {
@@ -553,6 +569,7 @@ impl ItemDefinition {
             ItemDefinition::View(_) => ItemKind::View,
             ItemDefinition::MaterializedView(_) => ItemKind::MaterializedView,
             ItemDefinition::Index(_) => ItemKind::Index,
+            ItemDefinition::Type(_) => ItemKind::Type,
         }
     }
 
@@ -568,7 +585,8 @@ impl ItemDefinition {
             ItemDefinition::Secret
             | ItemDefinition::Connection(_)
             | ItemDefinition::Table(_)
-            | ItemDefinition::View(_) => None,
+            | ItemDefinition::View(_)
+            | ItemDefinition::Type(_) => None,
         }
     }
 
@@ -601,7 +619,9 @@ impl ItemDefinition {
             }
         }
         match self {
-            ItemDefinition::Secret | ItemDefinition::Table(_) => vec![],
+            ItemDefinition::Secret => vec![],
+            ItemDefinition::Type(named) => named.uses.clone(),
+            ItemDefinition::Table(table) => table.types.clone(),
             ItemDefinition::Source(source) => {
                 let mut uses: Vec<GlobalId> = source.parent.iter().map(|(id, _)| *id).collect();
                 if let Some(Ingestion::Postgres { connection, .. }) = &source.ingestion {

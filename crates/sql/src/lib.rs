@@ -27,6 +27,7 @@ pub mod sink_maintenance;
 pub mod source;
 pub mod subscribe;
 pub mod table;
+pub mod types;
 pub mod view;
 
 pub use error::PlanError;

@@ -9,6 +9,7 @@ use crate::catalog::{ConnectionDefinition, QualifiedName, SinkDefinition, TableD
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
     CreateSecret(CreateSecretPlan),
+    CreateType(crate::types::CreateTypePlan),
     AlterSecret(AlterSecretPlan),
     CreateConnection(CreateConnectionPlan),
     ValidateConnection(ValidateConnectionPlan),

@@ -83,6 +83,7 @@ pub fn plan(
     }
     match statement {
         Statement::CreateSecret(s) => plan_create_secret(catalog, s),
+        Statement::CreateType(s) => crate::types::plan_create_type(catalog, s),
         Statement::AlterSecret(s) => {
             plan_alter(catalog, s, notices, |item, s, _| plan_alter_secret(item, s))
         }
@@ -1726,6 +1727,7 @@ pub(crate) fn item_kind_of(object_type: ObjectType) -> Option<ItemKind> {
         ObjectType::Secret => Some(ItemKind::Secret),
         ObjectType::Connection => Some(ItemKind::Connection),
         ObjectType::Index => Some(ItemKind::Index),
+        ObjectType::Type => Some(ItemKind::Type),
         _ => None,
     }
 }

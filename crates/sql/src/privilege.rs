@@ -149,6 +149,7 @@ impl ObjectKind {
             ObjectKind::Item(ItemKind::Connection) => "CONNECTION",
             ObjectKind::Item(ItemKind::Secret) => "SECRET",
             ObjectKind::Item(ItemKind::Index) => "INDEX",
+            ObjectKind::Item(ItemKind::Type) => "TYPE",
             ObjectKind::Cluster => "CLUSTER",
             ObjectKind::Schema => "SCHEMA",
             ObjectKind::Database => "DATABASE",
@@ -164,7 +165,7 @@ impl ObjectKind {
                 &[Select]
             }
             ObjectKind::Item(ItemKind::Sink | ItemKind::Index) => &[],
-            ObjectKind::Item(ItemKind::Connection | ItemKind::Secret) => &[Usage],
+            ObjectKind::Item(ItemKind::Connection | ItemKind::Secret | ItemKind::Type) => &[Usage],
             ObjectKind::Cluster | ObjectKind::Schema => &[Usage, Create],
             ObjectKind::Database => &[Usage, Create],
         }

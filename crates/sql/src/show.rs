@@ -116,6 +116,7 @@ fn objects_query(object_type: ShowObjectType, schema_id: &str) -> String {
     let user_objects = "o.id LIKE 'u%' AND ";
     match object_type {
         ShowObjectType::Secrets => in_schema("o.name", "mz_secrets", "o", false, ""),
+        ShowObjectType::Types => in_schema("o.name", "mz_types", "o", false, ""),
         ShowObjectType::Connections => in_schema("o.name, o.type", "mz_connections", "o", false, ""),
         ShowObjectType::Sinks => in_schema("s.name, s.type", "mz_sinks", "s", true, ""),
         ShowObjectType::Sources => {
@@ -249,6 +250,7 @@ fn show_create(
         ObjectType::View => ItemKind::View,
         ObjectType::MaterializedView => ItemKind::MaterializedView,
         ObjectType::Index => ItemKind::Index,
+        ObjectType::Type => ItemKind::Type,
         other => {
             return Err(PlanError::unsupported(format!(
                 "SHOW CREATE {other} is not supported"

@@ -40,6 +40,7 @@ pub(crate) fn plan_create_table(
     }
     let mut columns: Vec<(String, ColumnType)> = Vec::new();
     let mut defaults = Vec::new();
+    let mut types = Vec::new();
     let mut primary_key: Option<Vec<usize>> = None;
     // Each `UNIQUE` constraint: its name when the statement gave one, and its key.
     let mut unique: Vec<(Option<Ident>, Vec<usize>)> = Vec::new();
@@ -64,7 +65,8 @@ pub(crate) fn plan_create_table(
                 format!("column \"{column_name}\" specified more than once"),
             ));
         }
-        let scalar_type = parse_type_name(&column.data_type.to_string())?;
+        let (scalar_type, used) = crate::types::resolve_data_type(catalog, &column.data_type)?;
+        types.extend(used);
         let mut nullable = true;
         let mut default = None;
         for option in &column.options {
@@ -143,6 +145,11 @@ pub(crate) fn plan_create_table(
             desc,
             defaults,
             version: 0,
+            types: {
+                types.sort();
+                types.dedup();
+                types
+            },
         },
         create_sql,
         constraints,
@@ -324,6 +331,15 @@ fn unique_constraints(
 /// Parses a type name as written in SQL (`int`, `numeric(10,2)`,
 /// `timestamp with time zone`, `uint8`, ...).
 pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
+    resolve_type_name(text, &mut |_| None)
+}
+
+/// [`parse_type_name`], where a name that is no built-in type may be one
+/// `named` knows (`CREATE TYPE`'s, see [`crate::types`]).
+pub fn resolve_type_name(
+    text: &str,
+    named: &mut dyn FnMut(&str) -> Option<SqlScalarType>,
+) -> Result<SqlScalarType, PlanError> {
     let normalized = text
         .to_lowercase()
         .split_whitespace()
@@ -332,12 +348,12 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
     // `int[]`, `text[][]`: a PostgreSQL array, of any dimensions.
     if let Some(element) = normalized.strip_suffix("[]") {
         return Ok(SqlScalarType::Array {
-            element: Box::new(parse_type_name(element.trim_end())?),
+            element: Box::new(resolve_type_name(element.trim_end(), named)?),
         });
     }
     if let Some(element) = normalized.strip_suffix(" list") {
         return Ok(SqlScalarType::List {
-            element: Box::new(parse_type_name(element)?),
+            element: Box::new(resolve_type_name(element, named)?),
         });
     }
     if let Some(inner) = normalized
@@ -347,7 +363,7 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         let (key, value) = split_map_type(inner).ok_or_else(|| {
             PlanError::new(SqlState::SYNTAX_ERROR, format!("invalid map type: {text}"))
         })?;
-        let key = parse_type_name(key)?;
+        let key = resolve_type_name(key, named)?;
         if !matches!(key, SqlScalarType::Text) {
             return Err(PlanError::new(
                 SqlState::FEATURE_NOT_SUPPORTED,
@@ -355,8 +371,32 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
             ));
         }
         return Ok(SqlScalarType::Map {
-            value: Box::new(parse_type_name(value)?),
+            value: Box::new(resolve_type_name(value, named)?),
         });
+    }
+    // A record type as floe spells one (`record(a:integer,b:text)`, see
+    // `types::spell_named_types`).
+    if let Some(inner) = normalized
+        .strip_prefix("record(")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .filter(|inner| !inner.is_empty())
+    {
+        let mut fields = Vec::new();
+        for field in split_top_level(inner) {
+            let (name, field_type) = field.split_once(':').ok_or_else(|| {
+                PlanError::new(
+                    SqlState::SYNTAX_ERROR,
+                    format!("invalid record type: {text}"),
+                )
+            })?;
+            let (field_type, nullable) = match field_type.strip_suffix(" not null") {
+                Some(field_type) => (field_type, false),
+                None => (field_type, true),
+            };
+            let field_type = resolve_type_name(field_type, named)?;
+            fields.push((name.trim().to_string(), field_type, nullable));
+        }
+        return Ok(SqlScalarType::Record { fields });
     }
     let (base, args) = match normalized.find('(') {
         Some(open) if normalized.ends_with(')') => {
@@ -450,6 +490,11 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
             element: Box::new(TimestampTz),
         },
         _ => {
+            if args.is_empty()
+                && let Some(scalar_type) = named(&base)
+            {
+                return Ok(scalar_type);
+            }
             return Err(PlanError::new(
                 SqlState::UNDEFINED_OBJECT,
                 format!("type \"{text}\" does not exist"),
@@ -457,6 +502,27 @@ pub fn parse_type_name(text: &str) -> Result<SqlScalarType, PlanError> {
         }
     };
     Ok(scalar_type)
+}
+
+/// The parts of `inner` between its top-level commas (not those inside
+/// brackets or parentheses).
+fn split_top_level(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
 }
 
 /// Splits `K=>V` (the inside of `map[...]`) at its top-level `=>`.

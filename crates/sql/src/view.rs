@@ -100,6 +100,7 @@ pub fn plan_create_view(
     // Output columns are named by the query engine (floe-query), as SELECT's
     // are, when the view is planned: the stored query keeps the user's text.
     let resolved = resolve_relations(catalog, sqlparser::ast::Statement::Query(statement.query))?;
+    let resolved = crate::types::spell_named_types(catalog, resolved)?;
     let uses = relations_used(catalog, &resolved)?;
     if let Some(replaced) = replaces {
         check_replaceable(catalog, &name, kind, replaced, &uses)?;

@@ -19,6 +19,7 @@ mod source;
 mod subscribe;
 mod table;
 mod transaction;
+mod types;
 mod view;
 
 pub(crate) use transaction::Control;
@@ -51,6 +52,7 @@ impl Coordinator {
             Plan::Role(plan) => self.sequence_role(session, plan).await,
             Plan::Privilege(plan) => self.sequence_privilege(plan).await,
             Plan::CreateSecret(plan) => self.sequence_create_secret(plan).await,
+            Plan::CreateType(plan) => self.sequence_create_type(plan).await,
             Plan::AlterSecret(plan) => self.sequence_alter_secret(plan).await,
             Plan::CreateConnection(plan) => self.sequence_create_connection(plan).await,
             Plan::AlterConnection(plan) => self.sequence_alter_connection(plan).await,

@@ -22,6 +22,15 @@ impl Coordinator {
         let desc = relation_desc(&logical.plan)?;
         if plan.materialized {
             floe_compute::compile(&logical.plan, &engine.state()).map_err(compute_error)?;
+            crate::views::refuse_unencodable_inputs(&logical.plan)?;
+            // The dataflow plans the stored text again (on every start too): a
+            // text that does not read back is refused before it is stored.
+            if floe_sql_parser::parser::parse_statement(&plan.definition).is_err() {
+                return Err(AdapterError::Internal(format!(
+                    "the query of {} does not read back as SQL: {}",
+                    plan.name, plan.definition
+                )));
+            }
         }
         let mut catalog = self.catalog.lock().await;
         let id = catalog.reserve_item_ids(1)?[0];

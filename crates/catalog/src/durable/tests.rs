@@ -203,6 +203,45 @@ fn samples() -> Vec<(&'static str, ItemDefinition)> {
                     .collect(),
                 desc: every_scalar_type(),
                 version: 0,
+                types: vec![],
+            }),
+        ),
+        (
+            "table_of_named_types",
+            ItemDefinition::Table(TableDefinition {
+                defaults: vec![None],
+                desc: RelationDesc {
+                    columns: vec![(
+                        "l".into(),
+                        ColumnType {
+                            scalar_type: SqlScalarType::List {
+                                element: Box::new(SqlScalarType::Int32),
+                            },
+                            nullable: true,
+                        },
+                    )],
+                    unique_keys: vec![],
+                },
+                version: 0,
+                types: vec![GlobalId::User(9)],
+            }),
+        ),
+        (
+            "type",
+            ItemDefinition::Type(floe_sql::catalog::TypeDefinition {
+                scalar_type: SqlScalarType::Record {
+                    fields: vec![
+                        ("a".into(), SqlScalarType::Int32, true),
+                        (
+                            "b".into(),
+                            SqlScalarType::Map {
+                                value: Box::new(SqlScalarType::Text),
+                            },
+                            true,
+                        ),
+                    ],
+                },
+                uses: vec![GlobalId::User(9)],
             }),
         ),
         (
@@ -401,6 +440,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
         ItemDefinition::View(_) => "view",
         ItemDefinition::MaterializedView(_) => "materialized view",
         ItemDefinition::Index(_) => "index",
+        ItemDefinition::Type(_) => "type",
     }
 }
 
@@ -408,7 +448,7 @@ fn variant(definition: &ItemDefinition) -> &'static str {
 fn every_kind_of_definition_has_a_sample() {
     let covered: std::collections::BTreeSet<&str> =
         samples().iter().map(|(_, d)| variant(d)).collect();
-    assert_eq!(covered.len(), 10, "{covered:?}");
+    assert_eq!(covered.len(), 11, "{covered:?}");
 }
 
 /// The golden file's lines: `name = stored definition`.

@@ -31,6 +31,15 @@ pub(crate) enum ItemDefinition {
     MaterializedView(ViewDefinition),
     /// Joined format 1 with `CREATE INDEX`.
     Index(IndexDefinition),
+    /// Joined format 1 with `CREATE TYPE`.
+    Type(TypeDefinition),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TypeDefinition {
+    scalar_type: ScalarType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    uses: Vec<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +137,10 @@ pub(crate) struct TableDefinition {
     /// written) for a table never altered, so earlier rows keep their shape.
     #[serde(default, skip_serializing_if = "is_zero")]
     version: u64,
+    /// Joined format 1 with `CREATE TYPE`: absent (and not written) for a
+    /// table of no named type, so earlier rows keep their shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    types: Vec<Id>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -348,11 +361,16 @@ impl From<&plan::ItemDefinition> for ItemDefinition {
     fn from(definition: &plan::ItemDefinition) -> ItemDefinition {
         match definition {
             plan::ItemDefinition::Secret => ItemDefinition::Secret,
+            plan::ItemDefinition::Type(named) => ItemDefinition::Type(TypeDefinition {
+                scalar_type: (&named.scalar_type).into(),
+                uses: named.uses.iter().map(|id| (*id).into()).collect(),
+            }),
             plan::ItemDefinition::Connection(c) => ItemDefinition::Connection(c.into()),
             plan::ItemDefinition::Table(t) => ItemDefinition::Table(TableDefinition {
                 desc: (&t.desc).into(),
                 defaults: t.defaults.clone(),
                 version: t.version,
+                types: t.types.iter().map(|id| (*id).into()).collect(),
             }),
             plan::ItemDefinition::Source(s) => ItemDefinition::Source(SourceDefinition {
                 generator: s.generator.clone(),
@@ -590,11 +608,16 @@ impl From<ItemDefinition> for plan::ItemDefinition {
     fn from(definition: ItemDefinition) -> plan::ItemDefinition {
         match definition {
             ItemDefinition::Secret => plan::ItemDefinition::Secret,
+            ItemDefinition::Type(named) => plan::ItemDefinition::Type(plan::TypeDefinition {
+                scalar_type: named.scalar_type.into(),
+                uses: named.uses.into_iter().map(Id::item).collect(),
+            }),
             ItemDefinition::Connection(c) => plan::ItemDefinition::Connection(c.into()),
             ItemDefinition::Table(t) => plan::ItemDefinition::Table(plan::TableDefinition {
                 desc: t.desc.into(),
                 defaults: t.defaults,
                 version: t.version,
+                types: t.types.into_iter().map(Id::item).collect(),
             }),
             ItemDefinition::Source(s) => plan::ItemDefinition::Source(plan::SourceDefinition {
                 generator: s.generator,

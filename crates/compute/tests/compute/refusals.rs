@@ -69,3 +69,66 @@ fn a_query_naming_an_unknown_relation_is_a_planning_error() {
     assert!(message.contains("nowhere"), "{message}");
     assert_ne!(code, "0A000");
 }
+
+/// A dataflow that plans but cannot be built (an input of a map column, whose
+/// rows the dataflow cannot encode) fails alone: its maintainer reports the
+/// cause, and a view on the same replica keeps being maintained. The replica
+/// as a whole failed until session 38, and with it every view of the cluster.
+#[test]
+fn a_dataflow_that_cannot_be_built_fails_alone() {
+    let replica = replica(1);
+    let maps = Table::new(
+        "maps",
+        &[
+            ("id", SqlScalarType::Int64),
+            (
+                "m",
+                SqlScalarType::Map {
+                    value: Box::new(SqlScalarType::Int32),
+                },
+            ),
+        ],
+    );
+    let t = Table::new("t", &[("a", SqlScalarType::Int64)]);
+    t.insert(int_rows(&[&[Some(7)]]));
+    let failing = maintain(
+        &replica,
+        1,
+        "SELECT id FROM maps",
+        &[&maps],
+        floe_compute::memory::MemoryLog::new(),
+    );
+    let working = maintain(
+        &replica,
+        2,
+        "SELECT a FROM t",
+        &[&t],
+        floe_compute::memory::MemoryLog::new(),
+    );
+    let (rows, errors) = working.settle();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(rows, int_rows(&[&[Some(7)]]));
+    assert!(replica.check().is_ok(), "{:?}", replica.check());
+    // The failing view's log holds the cause.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let contents = failing.output.contents_at(u64::MAX);
+        if let Some((error, _)) = contents.errors.first() {
+            assert!(
+                error.message.contains("could not be built"),
+                "{}",
+                error.message
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no error reached the failing view's log (status {:?})",
+            failing.maintainer.status()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    t.insert(int_rows(&[&[Some(8)]]));
+    let (rows, _) = working.settle();
+    assert_eq!(rows, int_rows(&[&[Some(7)], &[Some(8)]]));
+}
