@@ -472,3 +472,48 @@ async fn a_unique_index_holds_through_copy_and_restarts() {
         [[Some("3".to_string())]]
     );
 }
+
+/// Named types (`CREATE TYPE`) are catalog items: after a kill -9 and a
+/// restart, casts and columns read them, the materialized view that names one
+/// keeps being maintained (its dataflow plans its query again), and a type a
+/// table uses is still refused a DROP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_types_hold_through_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    support::execute_each(
+        &client,
+        "CREATE TYPE il AS LIST (ELEMENT TYPE = int);
+         CREATE TYPE pair AS (a int, b text);
+         CREATE TABLE typed (id int, l il, p pair);
+         INSERT INTO typed VALUES (1, '{1,2}', ROW(1, 'x'));
+         CREATE MATERIALIZED VIEW typed_mv AS SELECT id, (l || '{9}'::il)::text AS l, (ROW(id, 'm')::pair).b AS b FROM typed;",
+    )
+    .await
+    .unwrap();
+    floe.kill9();
+    floe = Floe::start(&data_dir);
+    let client = floe.connect().await;
+    client
+        .batch_execute("INSERT INTO typed VALUES (2, '{7}', ROW(2, 'y'))")
+        .await
+        .unwrap();
+    assert_eq!(
+        support::rows(&client, "SELECT id::text, l, b FROM typed_mv ORDER BY id").await,
+        [
+            [Some("1".to_string()), Some("{1,2,9}".to_string()), Some("m".to_string())],
+            [Some("2".to_string()), Some("{7,9}".to_string()), Some("m".to_string())],
+        ]
+    );
+    assert_eq!(
+        support::rows(&client, "SELECT ('{3}'::il)::text, (ROW(5, 'q')::pair).b").await,
+        [[Some("{3}".to_string()), Some("q".to_string())]]
+    );
+    let error = client.batch_execute("DROP TYPE il").await.unwrap_err();
+    assert_eq!(
+        error.as_db_error().map(|e| e.message()),
+        Some("cannot drop type \"il\": still depended upon by table \"typed\"")
+    );
+}
