@@ -624,6 +624,9 @@ fn postgres_function(function: &sqlparser::ast::Function) -> Option<Expr> {
     let FunctionArguments::List(list) = &function.args else {
         return None;
     };
+    if let Some(aggregate) = list_or_map_aggregate(&name, function, list) {
+        return Some(aggregate);
+    }
     // Of a constant number of places, the result's display scale is known.
     if name == "to_jsonb"
         && let [FunctionArg::Unnamed(FunctionArgExpr::Expr(row))] = list.args.as_slice()
@@ -798,6 +801,37 @@ fn cast(expr: Expr, data_type: DataType) -> Expr {
 }
 
 /// `function` called by another name, its arguments and clauses kept.
+/// Materialize's `list_agg(x)`, the list of `array_agg(x)`, and `map_agg(k, v)`,
+/// the map of `array_agg(k)` and `array_agg(v)` (each with the call's ORDER BY,
+/// FILTER and window, so keys and values pair up and a later key replaces an
+/// earlier one).
+fn list_or_map_aggregate(
+    name: &str,
+    function: &sqlparser::ast::Function,
+    list: &sqlparser::ast::FunctionArgumentList,
+) -> Option<Expr> {
+    match (name, list.args.as_slice()) {
+        ("list_agg", [_]) => Some(function_call(
+            LIST_CONSTRUCTOR,
+            vec![Expr::Function(renamed(function, "array_agg"))],
+        )),
+        ("map_agg", [key, value]) => {
+            let aggregate_of = |arg: &FunctionArg| {
+                let mut aggregate = renamed(function, "array_agg");
+                if let FunctionArguments::List(list) = &mut aggregate.args {
+                    list.args = vec![arg.clone()];
+                }
+                Expr::Function(aggregate)
+            };
+            Some(function_call(
+                MAP_CONSTRUCTOR,
+                vec![aggregate_of(key), aggregate_of(value)],
+            ))
+        }
+        _ => None,
+    }
+}
+
 fn renamed(function: &sqlparser::ast::Function, name: &str) -> sqlparser::ast::Function {
     let mut renamed = function.clone();
     renamed.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]);

@@ -503,8 +503,16 @@ async fn named_types_hold_through_restarts() {
     assert_eq!(
         support::rows(&client, "SELECT id::text, l, b FROM typed_mv ORDER BY id").await,
         [
-            [Some("1".to_string()), Some("{1,2,9}".to_string()), Some("m".to_string())],
-            [Some("2".to_string()), Some("{7,9}".to_string()), Some("m".to_string())],
+            [
+                Some("1".to_string()),
+                Some("{1,2,9}".to_string()),
+                Some("m".to_string())
+            ],
+            [
+                Some("2".to_string()),
+                Some("{7,9}".to_string()),
+                Some("m".to_string())
+            ],
         ]
     );
     assert_eq!(
