@@ -3,8 +3,8 @@
 
 use floe_repr::{GlobalId, RelationDesc, SqlState};
 use sqlparser::ast::{
-    AssignmentTarget, Delete, Expr, FromTable, Insert, SelectItem, Statement, TableFactor,
-    TableObject, Update,
+    AssignmentTarget, Delete, Expr, FromTable, Insert, SelectItem, SetExpr, Statement, TableFactor,
+    TableObject, Update, Value,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -192,7 +192,8 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
             "INSERT without VALUES or a query is not supported",
         ));
     };
-    let source = resolve_relations(catalog, Statement::Query(source))?;
+    let mut source = resolve_relations(catalog, Statement::Query(source))?;
+    type_nested_literals(&mut source, &desc, &columns);
     Ok(Plan::Insert(InsertPlan {
         table: item.id,
         name: item.name.clone(),
@@ -203,6 +204,55 @@ pub(crate) fn plan_insert(catalog: &dyn PlanCatalog, insert: Insert) -> Result<P
         defaults,
         returning: insert.returning,
     }))
+}
+
+/// A VALUES source's quoted literals and NULLs bound for a column of a list,
+/// map, record or array type, cast to that type: the source runs as a query
+/// of its own, whose rows must be of one type per column, and `LIST[...]` in
+/// one row and `'{...}'` in another would not be (the text's cast is the one
+/// the assignment would make, and these types have no modifier for an
+/// explicit cast to cut where the assignment refuses).
+fn type_nested_literals(source: &mut Statement, desc: &RelationDesc, columns: &[usize]) {
+    use floe_repr::SqlScalarType as S;
+    let Statement::Query(query) = source else {
+        return;
+    };
+    let SetExpr::Values(values) = query.body.as_mut() else {
+        return;
+    };
+    if values.rows.len() < 2 {
+        return;
+    }
+    for row in &mut values.rows {
+        for (cell, column) in row.content.iter_mut().zip(columns) {
+            let Some((_, column_type)) = desc.columns.get(*column) else {
+                continue;
+            };
+            let nested = matches!(
+                column_type.scalar_type,
+                S::List { .. } | S::Map { .. } | S::Record { .. } | S::Array { .. }
+            );
+            let literal = matches!(
+                cell,
+                Expr::Value(value) if matches!(value.value, Value::SingleQuotedString(_) | Value::Null)
+            );
+            if nested && literal {
+                *cell = Expr::Cast {
+                    kind: sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(cell.clone()),
+                    data_type: sqlparser::ast::DataType::Custom(
+                        sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::with_quote(
+                            '"',
+                            column_type.scalar_type.to_string(),
+                        )]),
+                        vec![],
+                    ),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+    }
 }
 
 fn table_factor_alias(factor: &TableFactor) -> Option<String> {
