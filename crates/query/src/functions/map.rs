@@ -13,7 +13,7 @@
 //! `k`, NULL where there is none), `m ? k`, `m ?& keys`, `m ?| keys` (whether
 //! it has the key, all, any of the keys), `m @> n` and `m <@ n` (whether it
 //! holds every entry of `n`, whether `n` holds every one of its); and
-//! `map_length(m)`.
+//! `map_length(m)` and `list_n_layers(list)`.
 
 use datafusion::logical_expr::{ScalarUDF, Volatility};
 use floe_repr::{Datum, SqlScalarType, SqlState};
@@ -60,7 +60,78 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
             Ok(contains(row.get(1), row.first()))
         }),
         function("map_length", length_type, |row, _| Ok(length(row))),
+        ScalarUDF::new_from_impl(ListLayers {
+            signature: datafusion::logical_expr::Signature::any(1, Volatility::Immutable),
+        }),
     ]
+}
+
+/// `list_n_layers(list)`: how many lists its type nests (`int list list` is 2),
+/// from the type, so an empty list has its layers too.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ListLayers {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for ListLayers {
+    fn name(&self) -> &str {
+        "list_n_layers"
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(
+        &self,
+        _arg_types: &[datafusion::arrow::datatypes::DataType],
+    ) -> datafusion::common::Result<datafusion::arrow::datatypes::DataType> {
+        Ok(datafusion::arrow::datatypes::DataType::Int32)
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> datafusion::common::Result<datafusion::arrow::datatypes::FieldRef> {
+        let types: Vec<SqlScalarType> =
+            args.arg_fields.iter().map(|f| super::sql_type(f)).collect();
+        match types.as_slice() {
+            [SqlScalarType::List { .. }] => Ok(std::sync::Arc::new(
+                datafusion::arrow::datatypes::Field::new(
+                    self.name(),
+                    datafusion::arrow::datatypes::DataType::Int32,
+                    true,
+                ),
+            )),
+            types => Err(no_such_function("list_n_layers", types).into_datafusion()),
+        }
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> datafusion::common::Result<datafusion::logical_expr::ColumnarValue> {
+        use datafusion::arrow::array::Array;
+        let mut layers = 0;
+        let mut ty = args.arg_fields.first().map(|f| super::sql_type(f));
+        while let Some(SqlScalarType::List { element }) = ty {
+            layers += 1;
+            ty = Some(*element);
+        }
+        let Some(list) = args.args.first() else {
+            return Err(QueryError::internal("list_n_layers arity").into_datafusion());
+        };
+        let list = list.to_array(args.number_rows)?;
+        let counts: datafusion::arrow::array::Int32Array = (0..list.len())
+            .map(|row| (!list.is_null(row)).then_some(layers))
+            .collect();
+        super::columnar(
+            std::sync::Arc::new(counts),
+            args.args
+                .iter()
+                .all(|a| matches!(a, datafusion::logical_expr::ColumnarValue::Scalar(_))),
+        )
+    }
 }
 
 /// The function of operator `op` on a map, if it has one.
