@@ -563,6 +563,14 @@ fn postgres_form(expr: &Expr) -> Option<Expr> {
             Some(function_call(function, vec![operand.as_ref().clone()]))
         }
         Expr::Function(function) if function.over.is_none() => postgres_function(function),
+        // `list_agg(x) OVER (...)`: the window keeps to the `array_agg` inside.
+        Expr::Function(function) => {
+            let name = naming::normalize(function.name.0.last()?.as_ident()?);
+            let FunctionArguments::List(list) = &function.args else {
+                return None;
+            };
+            list_or_map_aggregate(&name, function, list)
+        }
         // DataFusion's SIMILAR TO takes `%` and `_` as written.
         Expr::SimilarTo {
             negated,
