@@ -467,11 +467,47 @@ fn typed_in_list(in_list: InList, schema: &DFSchema) -> DfResult<Transformed<Exp
         .into_iter()
         .map(|item| typed_literal(item, Some(&field), schema))
         .collect::<DfResult<Vec<Expr>>>()?;
+    if reads_columns(&list) && crate::types::is_native(&functions::sql_type(&field)) {
+        return Ok(Transformed::yes(compared_one_by_one(expr, list, negated)));
+    }
     Ok(Transformed::yes(Expr::InList(InList::new(
         Box::new(expr),
         list,
         negated,
     ))))
+}
+
+fn reads_columns(list: &[Expr]) -> bool {
+    list.iter().any(|item| !item.column_refs().is_empty())
+}
+
+/// `x IN (a, b)` as `x = a OR x = b`, `x NOT IN (a, b)` as `x <> a AND x <> b`
+/// (the same answers, NULLs included), for a list that reads columns:
+/// DataFusion's simplifier takes `x NOT IN (l1) AND x IN (l2)` for `x IN (l2
+/// minus l1)`, true of constants only (`a NOT IN (a) AND a IN (b)` was `a =
+/// b`, where no row passes).
+fn compared_one_by_one(expr: Expr, list: Vec<Expr>, negated: bool) -> Expr {
+    let (compare, join) = if negated {
+        (Operator::NotEq, Operator::And)
+    } else {
+        (Operator::Eq, Operator::Or)
+    };
+    let comparisons = list.into_iter().map(|item| {
+        Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+            Box::new(expr.clone()),
+            compare,
+            Box::new(item),
+        ))
+    });
+    comparisons
+        .reduce(|left, right| {
+            Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr::new(
+                Box::new(left),
+                join,
+                Box::new(right),
+            ))
+        })
+        .unwrap_or_else(|| lit(negated))
 }
 
 /// The operands of an operator of a float and a number literal beyond the

@@ -1275,3 +1275,23 @@ async fn case_and_union_values_are_of_their_common_type() {
         vec!["case".to_string()]
     );
 }
+
+/// An IN list and a NOT IN list of one operand whose lists read columns: the
+/// engine's simplifier took `a NOT IN (a, 0) AND a IN (b, 1)` for `a IN (b,
+/// 1)` (the first list taken away from the second), which answered (1, 2);
+/// `a NOT IN (a, ...)` is never true, as in PostgreSQL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_lists_of_columns_are_not_merged() {
+    assert_eq!(
+        rows("SELECT a, b FROM t1 WHERE a NOT IN (a, 0) AND a IN (b, 1)").await,
+        table(&[])
+    );
+    assert_eq!(
+        rows("SELECT a FROM t1 WHERE a IN (b, 1) ORDER BY a").await,
+        table(&[&["1"]])
+    );
+    assert_eq!(
+        rows("SELECT a FROM t1 WHERE a NOT IN (b, 1) ORDER BY a").await,
+        table(&[&["3"]])
+    );
+}
