@@ -86,11 +86,9 @@ fn one_type(query: &RecursiveQuery) -> DfResult<Option<LogicalPlan>> {
     let first = static_term.schema();
     let recursive = recursive_term.schema();
     for index in 0..first.fields().len().min(recursive.fields().len()) {
-        let output = output_expr(&recursive_term, index);
         let term = Term {
             field: recursive.field(index),
-            expr: output.map(|(expr, _)| expr),
-            input: output.map(|(_, input)| input),
+            expr: output_expr(&recursive_term, index).map(|(expr, _)| expr),
         };
         check_overall_type(query, index, first.field(index), term)?;
     }
@@ -152,8 +150,7 @@ fn check_overall_type(
                 max_scale: None,
             }
         }
-        (SqlScalarType::Int16, SqlScalarType::Int32 | SqlScalarType::Int64)
-        | (SqlScalarType::Int32, SqlScalarType::Int64) => recursive_type,
+        _ if wider_integer(&first_type, &recursive_type) => recursive_type,
         _ => return Ok(()),
     };
     Err(overall_type_error(&query.name, index, &first_type, &overall).into_datafusion())
@@ -205,22 +202,12 @@ fn narrowed_column(query: &RecursiveQuery) -> Option<QueryError> {
     let recursive = query.recursive_term.schema();
     (0..first.fields().len().min(recursive.fields().len())).find_map(|index| {
         let (expr, input) = output_expr(&query.recursive_term, index)?;
-        let term = Term {
-            field: recursive.field(index),
-            expr: Some(expr),
-            input: Some(input),
-        };
+        let field = recursive.field(index).as_ref();
+        let uncast = uncast_type(expr, input, field)?;
         let first_type = functions::sql_type(first.field(index));
-        let uncast = uncast_type(&term)?;
-        let recursive_type = functions::sql_type(&term.field.clone().with_data_type(uncast));
-        let wider = matches!(
-            (&first_type, &recursive_type),
-            (
-                SqlScalarType::Int16,
-                SqlScalarType::Int32 | SqlScalarType::Int64
-            ) | (SqlScalarType::Int32, SqlScalarType::Int64)
-        );
-        wider.then(|| overall_type_error(&query.name, index, &first_type, &recursive_type))
+        let recursive_type = functions::sql_type(&field.clone().with_data_type(uncast));
+        wider_integer(&first_type, &recursive_type)
+            .then(|| overall_type_error(&query.name, index, &first_type, &recursive_type))
     })
 }
 
@@ -229,8 +216,6 @@ fn narrowed_column(query: &RecursiveQuery) -> Option<QueryError> {
 struct Term<'a> {
     field: &'a Field,
     expr: Option<&'a Expr>,
-    /// The schema `expr` is typed against.
-    input: Option<&'a DFSchema>,
 }
 
 /// The type of a recursive term's column before the engine cast it to the
@@ -238,14 +223,27 @@ struct Term<'a> {
 /// first term's types when it plans the query (`n::bigint + 1` of an integer
 /// first term is `CAST(... AS Int32)`), where a cast the query wrote is
 /// floe's (`floe_cast`) and stays.
-fn uncast_type(term: &Term<'_>) -> Option<DataType> {
-    let Expr::Cast(Cast { expr, field }) = term.expr?.clone().unalias() else {
+/// `output` is the column's expression, `input` the schema it is typed
+/// against, `field` the column.
+fn uncast_type(output: &Expr, input: &DFSchema, field: &Field) -> Option<DataType> {
+    let Expr::Cast(Cast { expr, field: cast }) = output.clone().unalias() else {
         return None;
     };
-    if field.data_type() != term.field.data_type() {
+    if cast.data_type() != field.data_type() {
         return None;
     }
-    expr.get_type(term.input?).ok()
+    expr.get_type(input).ok()
+}
+
+/// Whether `recursive` is an integer wider than the integer `first`.
+fn wider_integer(first: &SqlScalarType, recursive: &SqlScalarType) -> bool {
+    matches!(
+        (first, recursive),
+        (
+            SqlScalarType::Int16,
+            SqlScalarType::Int32 | SqlScalarType::Int64
+        ) | (SqlScalarType::Int32, SqlScalarType::Int64)
+    )
 }
 
 /// The expression of `plan`'s output column `index`, and the schema it is

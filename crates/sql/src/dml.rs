@@ -240,13 +240,7 @@ fn type_nested_literals(source: &mut Statement, desc: &RelationDesc, columns: &[
                 *cell = Expr::Cast {
                     kind: sqlparser::ast::CastKind::Cast,
                     expr: Box::new(cell.clone()),
-                    data_type: sqlparser::ast::DataType::Custom(
-                        sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::with_quote(
-                            '"',
-                            column_type.scalar_type.to_string(),
-                        )]),
-                        vec![],
-                    ),
+                    data_type: crate::types::spelled(&column_type.scalar_type),
                     array: false,
                     format: None,
                 };

@@ -14,12 +14,12 @@ use std::ops::ControlFlow;
 
 use floe_repr::{GlobalId, SqlScalarType, SqlState};
 use floe_sql_parser::ast::{CreateTypeStatement, TypeDefinition};
-use sqlparser::ast::{DataType, Expr, Ident, ObjectName, ObjectNamePart, VisitMut, VisitorMut};
+use sqlparser::ast::{DataType, Expr, Ident, ObjectName, VisitMut, VisitorMut};
 
 use crate::catalog::{ItemDefinition, PlanCatalog};
 use crate::error::PlanError;
 use crate::plan::Plan;
-use crate::planner::{check_not_exists, find_item, name_for_create, qualified_object_name};
+use crate::planner::{check_not_exists, name_for_create, qualified_object_name, qualify_parts};
 
 /// CREATE TYPE, planned.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,11 +104,11 @@ pub fn resolve_data_type(
 /// The named type `name` (as written, `pair` or `public.pair`, quoted or
 /// not) stands for, and its id.
 fn named_type(catalog: &dyn PlanCatalog, name: &str) -> Option<(GlobalId, SqlScalarType)> {
-    let parts: Vec<ObjectNamePart> = name
+    let parts: Vec<String> = name
         .split('.')
-        .map(|part| ObjectNamePart::Identifier(Ident::new(part.trim_matches('"'))))
+        .map(|part| part.trim_matches('"').to_string())
         .collect();
-    let item = find_item(catalog, &ObjectName(parts)).ok()??;
+    let item = catalog.item_by_name(&qualify_parts(catalog, &parts)?)?;
     match &item.definition {
         ItemDefinition::Type(named) => Some((item.id, named.scalar_type.clone())),
         _ => None,
@@ -136,10 +136,7 @@ pub fn spell_named_types(
             }
             match resolve_data_type(self.0, data_type) {
                 Ok((scalar_type, used)) if !used.is_empty() => {
-                    *data_type = DataType::Custom(
-                        ObjectName::from(vec![Ident::with_quote('"', scalar_type.to_string())]),
-                        vec![],
-                    );
+                    *data_type = spelled(&scalar_type);
                     ControlFlow::Continue(())
                 }
                 // Not a named type: the engine says what it is not.
@@ -151,4 +148,14 @@ pub fn spell_named_types(
         ControlFlow::Break(error) => Err(error),
         ControlFlow::Continue(()) => Ok(statement),
     }
+}
+
+/// The type name floe's type names read back as `scalar_type` (`"integer
+/// list"`, `"record(a:integer,b:text)"`; quoted, as a record's has
+/// parentheses and colons).
+pub fn spelled(scalar_type: &SqlScalarType) -> DataType {
+    DataType::Custom(
+        ObjectName::from(vec![Ident::with_quote('"', scalar_type.to_string())]),
+        vec![],
+    )
 }

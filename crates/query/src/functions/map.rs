@@ -15,7 +15,15 @@
 //! holds every entry of `n`, whether `n` holds every one of its); and
 //! `map_length(m)` and `list_n_layers(list)`.
 
-use datafusion::logical_expr::{ScalarUDF, Volatility};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, Int32Array};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
+};
 use floe_repr::{Datum, SqlScalarType, SqlState};
 use sqlparser::ast::BinaryOperator;
 
@@ -61,7 +69,7 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
         }),
         function("map_length", length_type, |row, _| Ok(length(row))),
         ScalarUDF::new_from_impl(ListLayers {
-            signature: datafusion::logical_expr::Signature::any(1, Volatility::Immutable),
+            signature: Signature::any(1, Volatility::Immutable),
         }),
     ]
 }
@@ -70,48 +78,34 @@ pub(super) fn functions() -> Vec<ScalarUDF> {
 /// from the type, so an empty list has its layers too.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ListLayers {
-    signature: datafusion::logical_expr::Signature,
+    signature: Signature,
 }
 
-impl datafusion::logical_expr::ScalarUDFImpl for ListLayers {
+impl ScalarUDFImpl for ListLayers {
     fn name(&self) -> &str {
         "list_n_layers"
     }
 
-    fn signature(&self) -> &datafusion::logical_expr::Signature {
+    fn signature(&self) -> &Signature {
         &self.signature
     }
 
-    fn return_type(
-        &self,
-        _arg_types: &[datafusion::arrow::datatypes::DataType],
-    ) -> datafusion::common::Result<datafusion::arrow::datatypes::DataType> {
-        Ok(datafusion::arrow::datatypes::DataType::Int32)
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Int32)
     }
 
-    fn return_field_from_args(
-        &self,
-        args: datafusion::logical_expr::ReturnFieldArgs,
-    ) -> datafusion::common::Result<datafusion::arrow::datatypes::FieldRef> {
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> DfResult<FieldRef> {
         let types: Vec<SqlScalarType> =
             args.arg_fields.iter().map(|f| super::sql_type(f)).collect();
         match types.as_slice() {
-            [SqlScalarType::List { .. }] => Ok(std::sync::Arc::new(
-                datafusion::arrow::datatypes::Field::new(
-                    self.name(),
-                    datafusion::arrow::datatypes::DataType::Int32,
-                    true,
-                ),
-            )),
+            [SqlScalarType::List { .. }] => {
+                Ok(Arc::new(Field::new(self.name(), DataType::Int32, true)))
+            }
             types => Err(no_such_function("list_n_layers", types).into_datafusion()),
         }
     }
 
-    fn invoke_with_args(
-        &self,
-        args: datafusion::logical_expr::ScalarFunctionArgs,
-    ) -> datafusion::common::Result<datafusion::logical_expr::ColumnarValue> {
-        use datafusion::arrow::array::Array;
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         let mut layers = 0;
         let mut ty = args.arg_fields.first().map(|f| super::sql_type(f));
         while let Some(SqlScalarType::List { element }) = ty {
@@ -122,14 +116,14 @@ impl datafusion::logical_expr::ScalarUDFImpl for ListLayers {
             return Err(QueryError::internal("list_n_layers arity").into_datafusion());
         };
         let list = list.to_array(args.number_rows)?;
-        let counts: datafusion::arrow::array::Int32Array = (0..list.len())
+        let counts: Int32Array = (0..list.len())
             .map(|row| (!list.is_null(row)).then_some(layers))
             .collect();
         super::columnar(
-            std::sync::Arc::new(counts),
+            Arc::new(counts),
             args.args
                 .iter()
-                .all(|a| matches!(a, datafusion::logical_expr::ColumnarValue::Scalar(_))),
+                .all(|a| matches!(a, ColumnarValue::Scalar(_))),
         )
     }
 }
@@ -172,7 +166,7 @@ fn lists_type(arguments: &Arguments<'_>) -> Result<SqlScalarType, QueryError> {
             .get(index)
             .copied()
             .flatten()
-            .is_some_and(datafusion::common::ScalarValue::is_null)
+            .is_some_and(ScalarValue::is_null)
     };
     let mut types = (0..arguments.types.len())
         .filter(|index| !null(*index))

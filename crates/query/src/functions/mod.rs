@@ -382,40 +382,8 @@ impl ScalarUDFImpl for RowFunction {
             }
             results.push((self.row_rule)(&row, &ty).map_err(QueryError::into_datafusion)?);
         }
-        let array = build(&ty, &results)?;
-        columnar(typed_as(array, args.return_field.data_type())?, all_scalar)
+        columnar(build(&ty, &results)?, all_scalar)
     }
-}
-
-/// `array` as of `data_type` where the two differ only in nested fields'
-/// names or metadata: a built list of lists' inner lists carry no SQL type,
-/// which the engine's functions on the list (`array_element`) promise.
-fn typed_as(array: ArrayRef, data_type: &DataType) -> DfResult<ArrayRef> {
-    if array.data_type() == data_type || !array.data_type().equals_datatype(data_type) {
-        return Ok(array);
-    }
-    let data = retyped_data(array.to_data(), data_type)?;
-    Ok(datafusion::arrow::array::make_array(data))
-}
-
-/// `data` as of `data_type`, and its lists' items as of their fields' types.
-fn retyped_data(
-    data: datafusion::arrow::array::ArrayData,
-    data_type: &DataType,
-) -> DfResult<datafusion::arrow::array::ArrayData> {
-    let children = match data_type {
-        DataType::List(item) | DataType::LargeList(item) => data
-            .child_data()
-            .iter()
-            .map(|child| retyped_data(child.clone(), item.data_type()))
-            .collect::<DfResult<Vec<_>>>()?,
-        _ => data.child_data().to_vec(),
-    };
-    Ok(data
-        .into_builder()
-        .data_type(data_type.clone())
-        .child_data(children)
-        .build()?)
 }
 
 /// A function floe defines for some argument types and DataFusion for the
